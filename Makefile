@@ -1,0 +1,45 @@
+# edgenf — see README.md. Every target installs what it needs first.
+CLANG      ?= clang-14
+GO         ?= go
+BPF_CFLAGS := -O2 -g -Wall -Werror -target bpf -mcpu=v3 \
+              -Ibpf/include -I/usr/include/x86_64-linux-gnu
+# Every *.bpf.c under internal/ is built twice, for the XDP and the TC hook,
+# into objects beside it that the Go package embeds.
+BPF_SRC    := $(shell find internal bench -name '*.bpf.c' 2>/dev/null)
+BPF_OBJ    := $(foreach s,$(BPF_SRC),$(s:.bpf.c=_xdp.o) $(s:.bpf.c=_tc.o))
+BPF_HDR    := $(shell find bpf/include -name '*.h')
+TEST_FLAGS ?= -count=1 -p 2 -timeout 28m
+
+.PHONY: all setup bpf build test demo bench bench-quick clean
+
+all: build
+
+setup:
+	@./scripts/setup.sh
+
+bpf: $(BPF_OBJ)
+
+%_xdp.o: %.bpf.c $(BPF_HDR)
+	$(CLANG) $(BPF_CFLAGS) -DEDGENF_HOOK_XDP -c $< -o $@
+
+%_tc.o: %.bpf.c $(BPF_HDR)
+	$(CLANG) $(BPF_CFLAGS) -DEDGENF_HOOK_TC -c $< -o $@
+
+build: setup bpf
+	$(GO) build -o bin/ ./cmd/...
+
+test: build
+	$(GO) vet ./...
+	$(GO) test $(TEST_FLAGS) ./...
+
+demo: build
+	@./scripts/demo.sh
+
+bench: build
+	$(GO) run ./bench/cmd/bench -o docs/performance.md
+
+bench-quick: build
+	$(GO) run ./bench/cmd/bench -quick -o bench/results/quick.md
+
+clean:
+	rm -rf bin $(BPF_OBJ)

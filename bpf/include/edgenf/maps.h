@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* The framework's maps. Global ones (panel, scratch, punt) are loaded from
+ * their pins and shared by every program of a hook; per-cube ones exist once
+ * per loaded cube. */
+#pragma once
+
+#include "ctx.h"
+#include "types.h"
+
+/* The patch panel: one slot per cube. XDP and TC programs cannot tail-call
+ * each other, so each hook has its own panel; the daemon swaps it in. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, EDGENF_MAX_SLOTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} enf_panel SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct edgenf_md);
+} enf_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
+} enf_punt_ring SEC(".maps");
+
+/* Per cube: where each port leads. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, EDGENF_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, struct edgenf_hop);
+} enf_ports SEC(".maps");
+
+/* Per cube: counters per port, plus one cube-wide entry. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, EDGENF_MAX_PORTS + 1);
+	__type(key, __u32);
+	__type(value, struct edgenf_stats);
+} enf_stats SEC(".maps");
+
+#if defined(EDGENF_HOOK_XDP)
+/* Per cube: the interface-peered ports, for in-kernel flooding. */
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);
+	__uint(max_entries, EDGENF_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} enf_flood_map SEC(".maps");
+#endif

@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* Header parsing with the bounds checks the verifier wants, in one place. */
+#pragma once
+
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/in.h>
+#include <linux/tcp.h>
+#include <linux/udp.h>
+#include <linux/icmp.h>
+#include "ctx.h"
+
+#ifndef ETH_P_8021AD
+#define ETH_P_8021AD 0x88A8
+#endif
+
+struct vlan_hdr {
+	__be16 tci;
+	__be16 proto;
+};
+
+/* Offsets and protocol numbers of one parsed frame. An offset of 0 means the
+ * header is absent (a header never starts at byte 0 except Ethernet). */
+struct enf_pkt {
+	__u16 l3_proto; /* ethertype after VLAN tags, host order */
+	__u16 vlan;     /* outer VLAN id, 0 if untagged */
+	__u16 l3_off;
+	__u16 l4_off;
+	__u8 l4_proto; /* IPPROTO_*, 0 if none */
+	__u8 vlan_depth;
+	__u16 pad;
+};
+
+/* Is [p, p+len) inside the frame? */
+#define enf_in_bounds(ctx, p, len) ((void *)(p) + (len) <= ctx_data_end(ctx))
+
+static __always_inline void *enf_ptr(ctx_t *ctx, __u32 off)
+{
+	return ctx_data(ctx) + off;
+}
+
+/* Parse Ethernet, up to two VLAN tags, IPv4/IPv6 and the L4 header offset.
+ * Returns 0 on success, -1 when the frame is too short for what it claims. */
+static __always_inline int enf_parse(ctx_t *ctx, struct enf_pkt *pkt)
+{
+	void *data = ctx_data(ctx);
+	struct ethhdr *eth = data;
+	__u32 off = sizeof(*eth);
+	__u16 proto;
+
+	__builtin_memset(pkt, 0, sizeof(*pkt));
+	if (!enf_in_bounds(ctx, eth, sizeof(*eth)))
+		return -1;
+	proto = bpf_ntohs(eth->h_proto);
+#pragma unroll
+	for (int i = 0; i < 2; i++) {
+		struct vlan_hdr *vh;
+
+		if (proto != ETH_P_8021Q && proto != ETH_P_8021AD)
+			break;
+		vh = data + off;
+		if (!enf_in_bounds(ctx, vh, sizeof(*vh)))
+			return -1;
+		if (i == 0)
+			pkt->vlan = bpf_ntohs(vh->tci) & 0x0fff;
+		pkt->vlan_depth++;
+		proto = bpf_ntohs(vh->proto);
+		off += sizeof(*vh);
+	}
+	pkt->l3_proto = proto;
+	pkt->l3_off = off;
+	if (proto == ETH_P_IP) {
+		struct iphdr *ip = data + off;
+
+		if (!enf_in_bounds(ctx, ip, sizeof(*ip)))
+			return -1;
+		if (ip->ihl < 5)
+			return -1;
+		pkt->l4_proto = ip->protocol;
+		/* Fragments after the first carry no L4 header. */
+		if (ip->frag_off & bpf_htons(0x1fff))
+			return 0;
+		pkt->l4_off = off + ip->ihl * 4;
+	} else if (proto == ETH_P_IPV6) {
+		struct ipv6hdr *ip6 = data + off;
+
+		if (!enf_in_bounds(ctx, ip6, sizeof(*ip6)))
+			return -1;
+		/* Extension headers are not walked: L4 is known only when it
+		 * follows the fixed header directly. */
+		pkt->l4_proto = ip6->nexthdr;
+		pkt->l4_off = off + sizeof(*ip6);
+	}
+	return 0;
+}
+
+/* The two L4 ports (TCP/UDP) in network order; zero for other protocols. */
+static __always_inline int enf_l4_ports(ctx_t *ctx, struct enf_pkt *pkt, __be16 *sport, __be16 *dport)
+{
+	__be16 *p;
+
+	*sport = 0;
+	*dport = 0;
+	if (!pkt->l4_off || (pkt->l4_proto != IPPROTO_TCP && pkt->l4_proto != IPPROTO_UDP))
+		return 0;
+	p = enf_ptr(ctx, pkt->l4_off & 0x1ff);
+	if (!enf_in_bounds(ctx, p, 4))
+		return -1;
+	*sport = p[0];
+	*dport = p[1];
+	return 0;
+}

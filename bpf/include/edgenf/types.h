@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* Structures shared between the fast path and the daemon. Layouts are mirrored
+ * in internal/datapath/abi.go; change both together. */
+#pragma once
+
+#include <linux/types.h>
+
+#define EDGENF_MAX_PORTS 64   /* ports per cube */
+#define EDGENF_MAX_STACK 8    /* transparent cubes run on one hop */
+#define EDGENF_MAX_SLOTS 16384 /* cubes per hook (patch panel size) */
+#define EDGENF_PUNT_SNAPLEN 1536
+
+/* Where a hop ends once its transparent stack has run. */
+enum edgenf_dst {
+	EDGENF_DST_NONE = 0,  /* unpeered port: drop */
+	EDGENF_DST_IFACE = 1, /* redirect out of a Linux interface */
+	EDGENF_DST_CUBE = 2,  /* tail-call another cube, entering on a port */
+	EDGENF_DST_STACK = 3, /* hand the frame to the Linux stack */
+};
+
+/* Direction a transparent cube sees a packet in, relative to the point it is
+ * attached to: ingress = towards the cube or host owning that point. */
+enum edgenf_dir {
+	EDGENF_DIR_INGRESS = 0,
+	EDGENF_DIR_EGRESS = 1,
+};
+
+/* One hop: value of a port map entry. The daemon resolves the whole path of a
+ * port (its attachments, the peer's attachments, the peer itself) into it, so
+ * the fast path does one lookup per hop. */
+struct edgenf_hop {
+	__u32 kind;    /* enum edgenf_dst */
+	__u32 ifindex; /* EDGENF_DST_IFACE */
+	__u32 slot;    /* EDGENF_DST_CUBE: patch panel slot of the peer */
+	__u32 port;    /* EDGENF_DST_CUBE: port index on the peer */
+	__u8 nstack;   /* transparent cubes to run first */
+	__u8 pad[3];
+	__u16 stack[EDGENF_MAX_STACK]; /* their slots, in order */
+	__u8 dir[EDGENF_MAX_STACK];    /* enum edgenf_dir each one sees */
+};
+
+/* Per-packet metadata, carried across tail calls in a per-CPU scratch slot.
+ * A packet is processed start to end on one CPU without interleaving, so one
+ * slot per CPU is enough. */
+struct edgenf_md {
+	__u32 cube;            /* slot of the cube now running */
+	__u32 in_port;         /* port it received the packet on */
+	__u32 ingress_ifindex; /* interface the frame entered the framework on */
+	__u32 tenant;
+	__u32 mark;            /* free for NFs; survives across cubes */
+	__u32 pos;             /* index in hop.stack of the transparent cube now running */
+	__u32 hops;            /* cubes traversed, to stop forwarding loops */
+	__u32 pad;
+	struct edgenf_hop hop; /* the delivery in progress */
+};
+
+/* Per-port counters (per CPU, summed by the daemon). Index EDGENF_MAX_PORTS
+ * holds cube-wide drops and punts that belong to no port. */
+struct edgenf_stats {
+	__u64 rx_packets;
+	__u64 rx_bytes;
+	__u64 tx_packets;
+	__u64 tx_bytes;
+	__u64 drop_packets;
+	__u64 drop_bytes;
+	__u64 punt_packets;
+	__u64 pad;
+};
+
+/* Header of a punted packet on the perf ring; the packet bytes follow. */
+struct edgenf_punt_hdr {
+	__u32 magic; /* EDGENF_PUNT_MAGIC */
+	__u32 cube;
+	__u32 in_port;
+	__u32 reason;
+	__u32 arg;
+	__u32 pkt_len; /* length on the wire; the capture may be shorter */
+	__u32 ifindex;
+	__u32 hook; /* 0 xdp, 1 tc */
+};
+#define EDGENF_PUNT_MAGIC 0x65646766 /* "edgf" */
+
+/* Trailer the slow path appends to a frame it injects: the hop the frame is
+ * to take. The injector program strips it. */
+struct edgenf_inject_trailer {
+	struct edgenf_hop hop;
+	__u32 hook; /* 0 xdp, 1 tc: which injector handles it */
+	__u32 magic; /* EDGENF_INJECT_MAGIC */
+};
+#define EDGENF_INJECT_MAGIC 0x696e6a65 /* "inje" */

@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* Verdict helpers. An NF ends every path with one of them:
+ *   return enf_send(ctx, md, port);   out of one of its ports
+ *   return enf_drop(ctx, md);
+ *   return enf_pass(ctx, md);         standard cube: to the Linux stack;
+ *                                     transparent cube: on along the hop
+ *   return enf_punt(ctx, md, reason, arg);  a copy to the slow path, then drop
+ *   return enf_flood(ctx, md);        out of every interface port but the ingress
+ * Each one does its own accounting and the tail calls it needs. */
+#pragma once
+
+#include "maps.h"
+
+/* A chain longer than this is a forwarding loop between cubes. The kernel stops
+ * at 33 tail calls anyway; we stop first and count a drop. */
+#define EDGENF_MAX_HOPS 30
+
+static __always_inline struct edgenf_md *enf_md(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&enf_scratch, &zero);
+}
+
+static __always_inline void enf_count(__u32 idx, __u32 len, int field)
+{
+	struct edgenf_stats *s = bpf_map_lookup_elem(&enf_stats, &idx);
+
+	if (!s)
+		return;
+	switch (field) {
+	case 0:
+		s->rx_packets++;
+		s->rx_bytes += len;
+		break;
+	case 1:
+		s->tx_packets++;
+		s->tx_bytes += len;
+		break;
+	case 2:
+		s->drop_packets++;
+		s->drop_bytes += len;
+		break;
+	default:
+		s->punt_packets++;
+		break;
+	}
+}
+
+#define ENF_RX 0
+#define ENF_TX 1
+#define ENF_DROP 2
+#define ENF_PUNT 3
+
+static __always_inline __u32 enf_port_idx(__u32 port)
+{
+	return port < EDGENF_MAX_PORTS ? port : EDGENF_MAX_PORTS;
+}
+
+static __always_inline int enf_drop(ctx_t *ctx, struct edgenf_md *md)
+{
+	enf_count(enf_port_idx(md->in_port), ctx_len(ctx), ENF_DROP);
+	return CTX_DROP;
+}
+
+/* Finish the hop held in md->hop: run the next transparent cube of its stack,
+ * or deliver to the destination. Called again by each transparent cube. */
+static __always_inline int enf_deliver(ctx_t *ctx, struct edgenf_md *md)
+{
+	struct edgenf_hop *h = &md->hop;
+	__u32 pos = md->pos;
+
+	if (pos < h->nstack && pos < EDGENF_MAX_STACK) {
+		bpf_tail_call(ctx, &enf_panel, h->stack[pos]);
+		return CTX_DROP; /* slot empty: the attachment is being torn down */
+	}
+	switch (h->kind) {
+	case EDGENF_DST_IFACE:
+		return ctx_redirect(ctx, h->ifindex);
+	case EDGENF_DST_CUBE:
+		if (++md->hops > EDGENF_MAX_HOPS)
+			return CTX_DROP;
+		md->cube = h->slot;
+		md->in_port = h->port;
+		bpf_tail_call(ctx, &enf_panel, h->slot);
+		return CTX_DROP;
+	case EDGENF_DST_STACK:
+		return CTX_PASS;
+	default:
+		return CTX_DROP;
+	}
+}
+
+/* Send out of a port of the running standard cube. */
+static __always_inline int enf_send(ctx_t *ctx, struct edgenf_md *md, __u32 port)
+{
+	struct edgenf_hop *h;
+
+	if (port >= EDGENF_MAX_PORTS)
+		return enf_drop(ctx, md);
+	h = bpf_map_lookup_elem(&enf_ports, &port);
+	if (!h || h->kind == EDGENF_DST_NONE)
+		return enf_drop(ctx, md);
+	enf_count(port, ctx_len(ctx), ENF_TX);
+	__builtin_memcpy(&md->hop, h, sizeof(*h));
+	md->pos = 0;
+	return enf_deliver(ctx, md);
+}
+
+/* Punt a copy (headers + up to EDGENF_PUNT_SNAPLEN bytes) to the slow path and
+ * drop the original; the daemon re-injects what it wants forwarded. */
+static __always_inline int enf_punt(ctx_t *ctx, struct edgenf_md *md, __u32 reason, __u32 arg)
+{
+	__u32 len = ctx_len(ctx);
+	__u64 cap = len < EDGENF_PUNT_SNAPLEN ? len : EDGENF_PUNT_SNAPLEN;
+	struct edgenf_punt_hdr hdr = {
+		.magic = EDGENF_PUNT_MAGIC,
+		.cube = md->cube,
+		.in_port = md->in_port,
+		.reason = reason,
+		.arg = arg,
+		.pkt_len = len,
+		.ifindex = md->ingress_ifindex,
+		.hook = EDGENF_HOOK_ID,
+	};
+
+	enf_count(enf_port_idx(md->in_port), len, ENF_PUNT);
+	bpf_perf_event_output(ctx, &enf_punt_ring, BPF_F_CURRENT_CPU | (cap << 32), &hdr, sizeof(hdr));
+	return CTX_DROP;
+}
+
+#if defined(EDGENF_HOOK_XDP)
+static __always_inline int enf_flood(ctx_t *ctx, struct edgenf_md *md)
+{
+	(void)md;
+	return bpf_redirect_map(&enf_flood_map, 0, BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS);
+}
+#else
+/* TC: clone to every interface port except the one the frame came in by. */
+static __always_inline int enf_flood(ctx_t *ctx, struct edgenf_md *md)
+{
+	__u32 in_if = md->ingress_ifindex;
+
+	for (__u32 p = 0; p < EDGENF_MAX_PORTS; p++) {
+		__u32 key = p;
+		struct edgenf_hop *h = bpf_map_lookup_elem(&enf_ports, &key);
+
+		if (!h || h->kind != EDGENF_DST_IFACE || h->ifindex == in_if || p == md->in_port)
+			continue;
+		enf_count(p, ctx_len(ctx), ENF_TX);
+		bpf_clone_redirect(ctx, h->ifindex, 0);
+	}
+	return CTX_DROP;
+}
+#endif
+
+/* Entry point of a standard cube: counts rx, then runs fn(ctx, md). */
+#define EDGENF_CUBE(fn)                                                      \
+	SEC(EDGENF_SEC) int edgenf_cube(ctx_t *ctx)                          \
+	{                                                                    \
+		struct edgenf_md *md = enf_md();                             \
+		if (!md)                                                     \
+			return CTX_DROP;                                     \
+		enf_count(enf_port_idx(md->in_port), ctx_len(ctx), ENF_RX);  \
+		return fn(ctx, md);                                          \
+	}
+
+/* Entry point of a transparent cube: fn(ctx, md, dir) returns ENF_VERDICT_*;
+ * the framework continues the hop, drops or punts. Counters: index 0 counts
+ * the ingress direction, 1 egress. */
+#define ENF_VERDICT_PASS 0
+#define ENF_VERDICT_DROP 1
+#define ENF_VERDICT_PUNT 2 /* md->mark holds the reason */
+
+static __always_inline __u32 enf_dir(struct edgenf_md *md)
+{
+	__u32 pos = md->pos;
+
+	return pos < EDGENF_MAX_STACK ? md->hop.dir[pos] : EDGENF_DIR_INGRESS;
+}
+
+#define EDGENF_TRANSPARENT(fn)                                                \
+	SEC(EDGENF_SEC) int edgenf_cube(ctx_t *ctx)                           \
+	{                                                                     \
+		struct edgenf_md *md = enf_md();                              \
+		__u32 dir, len;                                               \
+		int v;                                                        \
+		if (!md)                                                      \
+			return CTX_DROP;                                      \
+		dir = enf_dir(md);                                            \
+		len = ctx_len(ctx);                                           \
+		v = fn(ctx, md, dir);                                         \
+		if (v == ENF_VERDICT_DROP) {                                  \
+			enf_count(dir, len, ENF_DROP);                        \
+			return CTX_DROP;                                      \
+		}                                                             \
+		if (v == ENF_VERDICT_PUNT)                                    \
+			return enf_punt(ctx, md, md->mark, dir);              \
+		enf_count(dir, len, ENF_RX);                                  \
+		md->pos++;                                                    \
+		return enf_deliver(ctx, md);                                  \
+	}
+
+/* Standard cube: hand the frame to the Linux stack of the interface it
+ * arrived on. */
+static __always_inline int enf_pass(ctx_t *ctx, struct edgenf_md *md)
+{
+	(void)ctx;
+	(void)md;
+	return CTX_PASS;
+}

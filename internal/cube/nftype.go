@@ -1,0 +1,200 @@
+package cube
+
+import (
+	"fmt"
+	"net"
+	"reflect"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/edgenf/edgenf/internal/datapath"
+)
+
+// Type describes an NF type once; the daemon derives its REST resources, CLI
+// access, OpenAPI schema and validation from it.
+type Type struct {
+	Name        string
+	Description string
+	// Transparent types have no ports; they are attached to a cube port or
+	// an interface and can only pass, drop or punt.
+	Transparent bool
+	// Hooks the type can run at; the first is the default.
+	Hooks []datapath.Hook
+	// Object returns the compiled eBPF object for a hook.
+	Object func(hook datapath.Hook) ([]byte, error)
+	// Config is a pointer to the zero settings value (nil: no settings).
+	// A value implementing Validator is validated against the cube.
+	Config any
+	// PortConfig is a pointer to the zero per-port settings value, if any.
+	PortConfig any
+	// Tables are the type's collections of entries.
+	Tables []Table
+	// Views are read-only data read from the kernel (learned tables,
+	// sessions, counters).
+	Views []View
+	// Actions are operations on a cube (flush a table, ...).
+	Actions []Action
+	// New makes the control plane of one cube.
+	New func() Controller
+}
+
+// Table is a keyed collection of entries of one Go type.
+type Table struct {
+	Name string
+	Doc  string
+	// Item is a pointer to the zero entry value; an entry implementing
+	// Validator is validated against the cube.
+	Item any
+	// Key derives the entry's key (its identity) from a decoded entry.
+	Key func(item any) string
+	// Max bounds the number of entries (0: no bound).
+	Max int
+}
+
+// View is read-only data of a cube.
+type View struct {
+	Name string
+	Doc  string
+	Item any // pointer to a zero element, for the schema
+	List func(h Handle, c *Cube) (any, error)
+}
+
+// Action is an operation on a cube.
+type Action struct {
+	Name string
+	Doc  string
+	Args any // pointer to zero arguments value, or nil
+	Do   func(h Handle, c *Cube, args any) (any, error)
+}
+
+// Validator is implemented by settings and entries that need checks beyond
+// their Go types. c is the cube as it will be after the change.
+type Validator interface {
+	Validate(c *Cube) error
+}
+
+// Controller is the control plane of one cube.
+type Controller interface {
+	// Sync writes the cube's settings and tables into its maps. It is called
+	// after load, after a daemon restart and after every change to the cube,
+	// and must leave state the fast path learned (MACs, connections) alone.
+	Sync(h Handle, c *Cube) error
+}
+
+// EntryWriter is implemented by controllers that apply single-entry table
+// changes without a full Sync (large tables).
+type EntryWriter interface {
+	PutEntry(h Handle, c *Cube, table string, item any) error
+	DeleteEntry(h Handle, c *Cube, table string, item any) error
+}
+
+// PuntHandler is implemented by controllers with a slow path.
+type PuntHandler interface {
+	HandlePunt(h Handle, c *Cube, p Punt)
+}
+
+// Ticker is implemented by controllers with periodic work (aging, timers).
+type Ticker interface {
+	Tick(h Handle, c *Cube, now time.Time)
+}
+
+// Punt is a packet the fast path sent to the slow path.
+type Punt struct {
+	InPort  int
+	Reason  uint32
+	Arg     uint32
+	PktLen  int
+	Ifindex int
+	Frame   []byte
+}
+
+// Handle is what a controller may touch: its cube's kernel objects and the
+// slow path's packet I/O.
+type Handle interface {
+	Map(name string) (*ebpf.Map, error)
+	// Inject makes frame arrive on the cube's port as if received there.
+	Inject(port int, frame []byte) error
+	// Transmit sends frame out of the cube's port, to whatever it is peered with.
+	Transmit(port int, frame []byte) error
+	// PortIface returns the Linux interface a port is peered with, if any.
+	PortIface(port int) (*net.Interface, bool)
+	// Controller is the cube's own controller (for views and actions).
+	Controller() Controller
+	Logf(format string, args ...any)
+}
+
+var (
+	regMu sync.RWMutex
+	reg   = map[string]*Type{}
+)
+
+// Register adds an NF type; NF packages call it from init.
+func Register(t *Type) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	if _, dup := reg[t.Name]; dup {
+		panic("cube: duplicate NF type " + t.Name)
+	}
+	if len(t.Hooks) == 0 || t.Object == nil || t.New == nil {
+		panic("cube: NF type " + t.Name + " lacks hooks, object or controller")
+	}
+	for _, tb := range t.Tables {
+		if tb.Item == nil || tb.Key == nil || reflect.TypeOf(tb.Item).Kind() != reflect.Pointer {
+			panic(fmt.Sprintf("cube: NF type %s table %s needs a pointer Item and a Key", t.Name, tb.Name))
+		}
+	}
+	reg[t.Name] = t
+}
+
+// Lookup finds a registered type.
+func Lookup(name string) (*Type, error) {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	t, ok := reg[name]
+	if !ok {
+		return nil, NotFound("type", "unknown NF type %q (known: %v)", name, typeNamesLocked())
+	}
+	return t, nil
+}
+
+// Types lists the registered types by name.
+func Types() []*Type {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	out := make([]*Type, 0, len(reg))
+	for _, n := range typeNamesLocked() {
+		out = append(out, reg[n])
+	}
+	return out
+}
+
+func typeNamesLocked() []string {
+	names := make([]string, 0, len(reg))
+	for n := range reg {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Table finds a table of the type.
+func (t *Type) Table(name string) (*Table, error) {
+	for i := range t.Tables {
+		if t.Tables[i].Name == name {
+			return &t.Tables[i], nil
+		}
+	}
+	return nil, NotFound("table", "NF type %s has no table %q", t.Name, name)
+}
+
+// SupportsHook reports whether the type runs at hook.
+func (t *Type) SupportsHook(h datapath.Hook) bool {
+	for _, x := range t.Hooks {
+		if x == h {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,225 @@
+package datapath
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cilium/ebpf"
+)
+
+// Cube is one loaded cube program with its maps, sitting in a panel slot.
+type Cube struct {
+	Name string
+	Hook Hook
+	Slot uint32
+
+	dir  string
+	prog *ebpf.Program
+	maps map[string]*ebpf.Map
+	d    *Datapath
+}
+
+const progPin = "prog"
+
+func (d *Datapath) cubeDir(name string) string { return filepath.Join(d.root, "cubes", name) }
+
+// LoadCube loads spec as cube name into slot of the hook's panel. Maps the
+// cube already has pinned (earlier load, hot swap, daemon restart) are kept
+// with their contents; a map whose layout changed is an error and nothing
+// changes. consts sets `volatile const` variables before load.
+//
+// Putting the program into the panel is one atomic update, so a reload swaps
+// programs without losing a packet.
+func (d *Datapath) LoadCube(name string, hook Hook, slot uint32, spec *ebpf.CollectionSpec, consts map[string]any) (*Cube, error) {
+	if slot >= MaxSlots {
+		return nil, fmt.Errorf("slot %d out of range (max %d)", slot, MaxSlots-1)
+	}
+	if spec.Programs[ProgName] == nil {
+		return nil, fmt.Errorf("object has no program %q", ProgName)
+	}
+	dir := d.cubeDir(name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	coll, err := d.loadCollection(spec, hook, dir, consts)
+	if err != nil {
+		return nil, fmt.Errorf("load cube %s: %w", name, err)
+	}
+	c := &Cube{Name: name, Hook: hook, Slot: slot, dir: dir, d: d, maps: map[string]*ebpf.Map{}}
+	c.prog = coll.Programs[ProgName]
+	delete(coll.Programs, ProgName)
+	for n, m := range coll.Maps {
+		if !isShared(n) && !isSection(n) {
+			c.maps[n] = m
+			delete(coll.Maps, n) // kept: not closed with the collection
+		}
+	}
+	coll.Close()
+	if err := d.panels[hook].Update(slot, c.prog, ebpf.UpdateAny); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("patch panel slot %d: %w", slot, err)
+	}
+	if err := repin(c.prog, filepath.Join(dir, progPin)); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (d *Datapath) loadCollection(spec *ebpf.CollectionSpec, hook Hook, dir string, consts map[string]any) (*ebpf.Collection, error) {
+	spec = spec.Copy()
+	repl := d.prepare(spec, hook)
+	for k, v := range consts {
+		vs, ok := spec.Variables[k]
+		if !ok {
+			return nil, fmt.Errorf("object has no variable %q", k)
+		}
+		if err := vs.Set(v); err != nil {
+			return nil, fmt.Errorf("variable %s: %w", k, err)
+		}
+	}
+	// Only maps the object uses may be replaced.
+	for n := range repl {
+		if _, ok := spec.Maps[n]; !ok {
+			delete(repl, n)
+		}
+	}
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{
+		Maps:            ebpf.MapOptions{PinPath: dir},
+		MapReplacements: repl,
+	})
+	if err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return nil, fmt.Errorf("verifier: %+v", ve)
+		}
+		return nil, err
+	}
+	return coll, nil
+}
+
+// repin replaces a program pin: pins cannot be overwritten in place. (bpffs
+// names cannot contain dots.)
+func repin(p *ebpf.Program, path string) error {
+	tmp := path + "_new"
+	os.Remove(tmp)
+	if err := p.Pin(tmp); err != nil {
+		return fmt.Errorf("pin %s: %w", path, err)
+	}
+	return os.Rename(tmp, path)
+}
+
+// AdoptCube re-opens a cube pinned by an earlier daemon without reloading it.
+func (d *Datapath) AdoptCube(name string, hook Hook, slot uint32) (*Cube, error) {
+	dir := d.cubeDir(name)
+	prog, err := ebpf.LoadPinnedProgram(filepath.Join(dir, progPin), nil)
+	if err != nil {
+		return nil, fmt.Errorf("adopt cube %s: %w", name, err)
+	}
+	c := &Cube{Name: name, Hook: hook, Slot: slot, dir: dir, d: d, prog: prog, maps: map[string]*ebpf.Map{}}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	for _, e := range ents {
+		if e.Name() == progPin || strings.HasSuffix(e.Name(), "_new") {
+			continue
+		}
+		m, err := ebpf.LoadPinnedMap(filepath.Join(dir, e.Name()), nil)
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("adopt cube %s map %s: %w", name, e.Name(), err)
+		}
+		c.maps[e.Name()] = m
+	}
+	// The panel is pinned too, but make sure the slot holds this program.
+	if err := d.panels[hook].Update(slot, prog, ebpf.UpdateAny); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Map returns one of the cube's own maps by its name in the object.
+func (c *Cube) Map(name string) (*ebpf.Map, error) {
+	m, ok := c.maps[name]
+	if !ok {
+		return nil, fmt.Errorf("cube %s has no map %q", c.Name, name)
+	}
+	return m, nil
+}
+
+// Program is the cube's entry point (for tests and benchmarks).
+func (c *Cube) Program() *ebpf.Program { return c.prog }
+
+// SetHop points one port somewhere.
+func (c *Cube) SetHop(port uint32, h Hop) error {
+	m, err := c.Map(MapPorts)
+	if err != nil {
+		return err
+	}
+	return m.Update(port, h, ebpf.UpdateAny)
+}
+
+// SetFlood adds (ifindex > 0) or removes the interface peer of a port from the
+// XDP flood set.
+func (c *Cube) SetFlood(port uint32, ifindex uint32) error {
+	m, ok := c.maps[MapFlood]
+	if !ok {
+		return nil
+	}
+	if ifindex == 0 {
+		if err := m.Delete(port); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return err
+		}
+		return nil
+	}
+	return m.Update(port, ifindex, ebpf.UpdateAny)
+}
+
+// Stats returns the counters of each port and, last, the cube-wide entry.
+func (c *Cube) Stats() ([]Stats, error) {
+	m, err := c.Map(MapStats)
+	if err != nil {
+		return nil, err
+	}
+	return readStats(m, MaxPorts+1)
+}
+
+// ResetStats zeroes every counter of the cube.
+func (c *Cube) ResetStats() error {
+	m, err := c.Map(MapStats)
+	if err != nil {
+		return err
+	}
+	return zeroPerCPU(m, MaxPorts+1)
+}
+
+// Close releases this process's handles; the cube keeps running.
+func (c *Cube) Close() {
+	if c.prog != nil {
+		c.prog.Close()
+	}
+	for _, m := range c.maps {
+		m.Close()
+	}
+}
+
+// Unload takes the cube out of the panel and removes its pins.
+func (c *Cube) Unload() error {
+	err := c.d.panels[c.Hook].Delete(c.Slot)
+	if errors.Is(err, ebpf.ErrKeyNotExist) {
+		err = nil
+	}
+	c.Close()
+	if rerr := os.RemoveAll(c.dir); rerr != nil && err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// RemovePinned removes what is pinned for a cube that was never adopted.
+func (d *Datapath) RemovePinned(name string) error { return os.RemoveAll(d.cubeDir(name)) }

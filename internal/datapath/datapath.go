@@ -1,0 +1,153 @@
+package datapath
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/cilium/ebpf"
+)
+
+// Framework map names shared by every program of a hook.
+const (
+	mapPanel   = "enf_panel"
+	mapScratch = "enf_scratch"
+	mapPunt    = "enf_punt_ring"
+	// MapPorts and MapStats exist once per cube and once per interface stub.
+	MapPorts = "enf_ports"
+	MapStats = "enf_stats"
+	MapFlood = "enf_flood_map"
+	// ProgName is the entry point of every cube object.
+	ProgName = "edgenf_cube"
+)
+
+// DefaultRoot is where a production daemon pins its objects.
+const DefaultRoot = "/sys/fs/bpf/edgenf"
+
+// Datapath is the set of pinned kernel objects under one bpffs root. Several
+// datapaths with different roots coexist (tests run one each).
+type Datapath struct {
+	root    string
+	panels  map[Hook]*ebpf.Map
+	scratch *ebpf.Map
+	punt    *ebpf.Map
+}
+
+// Open creates the global maps under root, or re-adopts them if pinned.
+func Open(root string) (*Datapath, error) {
+	if err := ensureBPFFS(root); err != nil {
+		return nil, err
+	}
+	for _, sub := range []string{"", "cubes", "ifaces"} {
+		if err := os.MkdirAll(filepath.Join(root, sub), 0o700); err != nil {
+			return nil, err
+		}
+	}
+	d := &Datapath{root: root, panels: map[Hook]*ebpf.Map{}}
+	specs := []struct {
+		dst  **ebpf.Map
+		spec *ebpf.MapSpec
+	}{
+		{&d.scratch, &ebpf.MapSpec{Name: "scratch", Type: ebpf.PerCPUArray, KeySize: 4,
+			ValueSize: uint32(sizeOf[Metadata]()), MaxEntries: 1}},
+		{&d.punt, &ebpf.MapSpec{Name: "punt_ring", Type: ebpf.PerfEventArray}},
+	}
+	for _, s := range specs {
+		m, err := pinnedMap(root, s.spec)
+		if err != nil {
+			d.Close()
+			return nil, err
+		}
+		*s.dst = m
+	}
+	for _, h := range []Hook{XDP, TC} {
+		m, err := pinnedMap(root, &ebpf.MapSpec{Name: string(h) + "_panel", Type: ebpf.ProgramArray,
+			KeySize: 4, ValueSize: 4, MaxEntries: MaxSlots})
+		if err != nil {
+			d.Close()
+			return nil, err
+		}
+		d.panels[h] = m
+	}
+	return d, nil
+}
+
+func pinnedMap(root string, spec *ebpf.MapSpec) (*ebpf.Map, error) {
+	spec.Pinning = ebpf.PinByName
+	m, err := ebpf.NewMapWithOptions(spec, ebpf.MapOptions{PinPath: root})
+	if err != nil {
+		return nil, fmt.Errorf("map %s under %s: %w", spec.Name, root, err)
+	}
+	return m, nil
+}
+
+// Root is the bpffs directory of this datapath.
+func (d *Datapath) Root() string { return d.root }
+
+// PuntMap is the perf event array the slow path reads.
+func (d *Datapath) PuntMap() *ebpf.Map { return d.punt }
+
+// Close releases this process's handles; pinned objects stay, so traffic
+// keeps flowing without the daemon.
+func (d *Datapath) Close() {
+	for _, m := range append([]*ebpf.Map{d.scratch, d.punt}, d.panels[XDP], d.panels[TC]) {
+		if m != nil {
+			m.Close()
+		}
+	}
+}
+
+// Destroy removes every pinned object under the root: all cubes, stubs and
+// links. Traffic through them stops.
+func (d *Datapath) Destroy() error {
+	d.Close()
+	return os.RemoveAll(d.root)
+}
+
+// prepare readies a cube or stub object for loading: framework maps are
+// replaced by the shared ones, the rest is pinned by name under dir so a reload
+// (hot swap, daemon restart) finds and keeps them.
+func (d *Datapath) prepare(spec *ebpf.CollectionSpec, hook Hook) map[string]*ebpf.Map {
+	repl := map[string]*ebpf.Map{}
+	for name, ms := range spec.Maps {
+		switch name {
+		case mapPanel:
+			repl[name] = d.panels[hook]
+		case mapScratch:
+			repl[name] = d.scratch
+		case mapPunt:
+			repl[name] = d.punt
+		default:
+			if ms.Type != ebpf.PerfEventArray && !isSection(name) {
+				ms.Pinning = ebpf.PinByName
+			}
+		}
+	}
+	return repl
+}
+
+func isShared(name string) bool {
+	return name == mapPanel || name == mapScratch || name == mapPunt
+}
+
+// isSection reports the maps libbpf makes for .data/.rodata/.bss: their
+// contents are load-time constants, never pinned.
+func isSection(name string) bool {
+	return len(name) > 0 && name[0] == '.'
+}
+
+// LoadSpec parses an embedded ELF object.
+func LoadSpec(obj []byte) (*ebpf.CollectionSpec, error) {
+	if len(obj) == 0 {
+		return nil, errors.New("empty eBPF object (was `make bpf` run?)")
+	}
+	return ebpf.LoadCollectionSpecFromReader(bytes.NewReader(obj))
+}
+
+func sizeOf[T any]() int {
+	var v T
+	return binarySize(v)
+}

@@ -1,0 +1,141 @@
+package datapath
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"path/filepath"
+
+	"github.com/cilium/ebpf/link"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+const injectMagic = 0x696e6a65
+
+// injectTrailer mirrors struct edgenf_inject_trailer.
+type injectTrailer struct {
+	Hop   Hop
+	Hook  uint32
+	Magic uint32
+}
+
+// Injector puts slow-path frames into the fast path: it writes them, with a
+// trailer naming their hop, into a private veth pair whose far end runs the
+// injector program for both hooks. One mechanism serves XDP and TC cubes.
+type Injector struct {
+	near, far string
+	ifindex   int
+	fd        int
+}
+
+// InjectorName derives the injection veth's name from the pin root, so each
+// datapath has its own.
+func (d *Datapath) injectorNames() (string, string) {
+	h := fnv.New32a()
+	h.Write([]byte(d.root))
+	base := fmt.Sprintf("enfi%06x", h.Sum32()&0xffffff)
+	return base + "a", base + "b"
+}
+
+// OpenInjector creates (or finds) the injection veth and its programs.
+func (d *Datapath) OpenInjector() (*Injector, error) {
+	near, far := d.injectorNames()
+	if _, err := netlink.LinkByName(near); err != nil {
+		veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: near, MTU: 2048}, PeerName: far}
+		if err := netlink.LinkAdd(veth); err != nil {
+			return nil, fmt.Errorf("create injection veth %s: %w", near, err)
+		}
+	}
+	for _, n := range []string{near, far} {
+		os.WriteFile(fmt.Sprintf("/proc/sys/net/ipv6/conf/%s/disable_ipv6", n), []byte("1"), 0o644)
+		l, err := netlink.LinkByName(n)
+		if err != nil {
+			return nil, err
+		}
+		if err := netlink.LinkSetUp(l); err != nil {
+			return nil, err
+		}
+	}
+	farLink, err := netlink.LinkByName(far)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.attachInjector(farLink.Attrs().Index); err != nil {
+		return nil, err
+	}
+	nearLink, err := netlink.LinkByName(near)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("packet socket: %w", err)
+	}
+	return &Injector{near: near, far: far, ifindex: nearLink.Attrs().Index, fd: fd}, nil
+}
+
+func (d *Datapath) attachInjector(ifindex int) error {
+	dir := filepath.Join(d.root, "inject")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	for _, hook := range []Hook{XDP, TC} {
+		lpath := filepath.Join(dir, string(hook)+"_link")
+		if l, err := link.LoadPinnedLink(lpath, nil); err == nil {
+			l.Close()
+			continue
+		}
+		obj := stubXDP
+		if hook == TC {
+			obj = stubTC
+		}
+		spec, err := LoadSpec(obj)
+		if err != nil {
+			return err
+		}
+		coll, err := d.loadCollection(spec, hook, filepath.Join(dir, string(hook)), nil)
+		if err != nil {
+			return fmt.Errorf("load injector: %w", err)
+		}
+		l, err := attach(coll.Programs["edgenf_inject"], ifindex, hook, Ingress)
+		coll.Close()
+		if err != nil {
+			return fmt.Errorf("attach injector: %w", err)
+		}
+		err = l.Pin(lpath)
+		l.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Send puts frame on hop, run by the programs of hook.
+func (i *Injector) Send(hook Hook, hop Hop, frame []byte) error {
+	tr := injectTrailer{Hop: hop, Magic: injectMagic}
+	if hook == TC {
+		tr.Hook = 1
+	}
+	var b bytes.Buffer
+	b.Write(frame)
+	binary.Write(&b, binary.LittleEndian, tr)
+	sa := &unix.SockaddrLinklayer{Ifindex: i.ifindex}
+	if err := unix.Sendto(i.fd, b.Bytes(), 0, sa); err != nil {
+		return fmt.Errorf("inject: %w", err)
+	}
+	return nil
+}
+
+// Close releases the socket; the veth and programs stay for the next daemon.
+func (i *Injector) Close() { unix.Close(i.fd) }
+
+// DeleteLink removes the injection veth.
+func (i *Injector) DeleteLink() {
+	if l, err := netlink.LinkByName(i.near); err == nil {
+		netlink.LinkDel(l)
+	}
+}

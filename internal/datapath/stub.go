@@ -1,0 +1,163 @@
+package datapath
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+)
+
+var (
+	//go:embed bpf/stub_xdp.o
+	stubXDP []byte
+	//go:embed bpf/stub_tc.o
+	stubTC []byte
+)
+
+const linkPin = "link"
+
+// Stub is the framework program on one direction of a Linux interface: it
+// starts the hop of frames entering (or, TC only, leaving) the interface.
+type Stub struct {
+	Ifname string
+	Hook   Hook
+	Dir    Direction
+	dir    string
+	ports  *ebpf.Map
+	stats  *ebpf.Map
+}
+
+func (d *Datapath) stubDir(ifname string, hook Hook, dir Direction) string {
+	// bpffs names cannot contain dots; interface names (eth0.100) can, and
+	// can never contain colons.
+	name := strings.ReplaceAll(ifname, ".", ":")
+	return filepath.Join(d.root, "ifaces", fmt.Sprintf("%s_%s_%s", name, hook, dir))
+}
+
+// AttachStub makes frames on ifindex take hop. Re-attaching an attached stub
+// only changes its hop (one map update). The link is pinned, so the stub stays
+// when the daemon exits.
+func (d *Datapath) AttachStub(ifname string, ifindex int, hook Hook, dir Direction, hop Hop) (*Stub, error) {
+	if hook == XDP && dir == Egress {
+		return nil, errors.New("XDP has no egress hook: use hook tc for egress processing")
+	}
+	sdir := d.stubDir(ifname, hook, dir)
+	if err := os.MkdirAll(sdir, 0o700); err != nil {
+		return nil, err
+	}
+	obj := stubXDP
+	if hook == TC {
+		obj = stubTC
+	}
+	spec, err := LoadSpec(obj)
+	if err != nil {
+		return nil, err
+	}
+	coll, err := d.loadCollection(spec, hook, sdir, nil)
+	if err != nil {
+		return nil, fmt.Errorf("load stub for %s: %w", ifname, err)
+	}
+	defer coll.Close()
+	s := &Stub{Ifname: ifname, Hook: hook, Dir: dir, dir: sdir}
+	if s.ports, err = coll.Maps[MapPorts].Clone(); err != nil {
+		return nil, err
+	}
+	if s.stats, err = coll.Maps[MapStats].Clone(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.SetHop(hop); err != nil {
+		s.Close()
+		return nil, err
+	}
+	lpath := filepath.Join(sdir, linkPin)
+	if _, err := os.Stat(lpath); err == nil {
+		return s, nil // already attached: the map update above was the change
+	}
+	l, err := attach(coll.Programs["edgenf_stub"], ifindex, hook, dir)
+	if err != nil {
+		s.Close()
+		os.RemoveAll(sdir)
+		return nil, fmt.Errorf("attach to %s: %w", ifname, err)
+	}
+	defer l.Close()
+	if err := l.Pin(lpath); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func attach(p *ebpf.Program, ifindex int, hook Hook, dir Direction) (link.Link, error) {
+	if hook == XDP {
+		l, err := link.AttachXDP(link.XDPOptions{Program: p, Interface: ifindex, Flags: link.XDPDriverMode})
+		if err != nil {
+			// Devices without native XDP (rare: veth, physical NICs have it)
+			// still work in generic mode, slower.
+			l, err2 := link.AttachXDP(link.XDPOptions{Program: p, Interface: ifindex, Flags: link.XDPGenericMode})
+			if err2 != nil {
+				return nil, err
+			}
+			return l, nil
+		}
+		return l, nil
+	}
+	at := ebpf.AttachTCXIngress
+	if dir == Egress {
+		at = ebpf.AttachTCXEgress
+	}
+	return link.AttachTCX(link.TCXOptions{Program: p, Interface: ifindex, Attach: at})
+}
+
+// SetHop changes where the stub sends frames.
+func (s *Stub) SetHop(h Hop) error { return s.ports.Update(uint32(0), h, ebpf.UpdateAny) }
+
+// Stats counts the frames the stub has taken into the framework.
+func (s *Stub) Stats() (Stats, error) {
+	st, err := readStats(s.stats, 1)
+	if err != nil {
+		return Stats{}, err
+	}
+	return st[0], nil
+}
+
+// Close releases this process's handles; the stub stays attached.
+func (s *Stub) Close() {
+	if s.ports != nil {
+		s.ports.Close()
+	}
+	if s.stats != nil {
+		s.stats.Close()
+	}
+}
+
+// DetachStub removes the stub from the interface (if still there) and its pins.
+func (d *Datapath) DetachStub(ifname string, hook Hook, dir Direction) error {
+	sdir := d.stubDir(ifname, hook, dir)
+	lpath := filepath.Join(sdir, linkPin)
+	if l, err := link.LoadPinnedLink(lpath, nil); err == nil {
+		l.Unpin()
+		l.Close()
+	}
+	return os.RemoveAll(sdir)
+}
+
+// OpenStub re-opens an attached stub (daemon restart).
+func (d *Datapath) OpenStub(ifname string, hook Hook, dir Direction) (*Stub, error) {
+	sdir := d.stubDir(ifname, hook, dir)
+	s := &Stub{Ifname: ifname, Hook: hook, Dir: dir, dir: sdir}
+	var err error
+	if s.ports, err = ebpf.LoadPinnedMap(filepath.Join(sdir, MapPorts), nil); err != nil {
+		return nil, err
+	}
+	if s.stats, err = ebpf.LoadPinnedMap(filepath.Join(sdir, MapStats), nil); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}

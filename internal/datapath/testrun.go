@@ -1,0 +1,77 @@
+package datapath
+
+import (
+	"fmt"
+
+	"github.com/cilium/ebpf"
+)
+
+// Verdicts as the kernel returns them, per hook.
+const (
+	XDPAborted  = 0
+	XDPDrop     = 1
+	XDPPass     = 2
+	XDPTx       = 3
+	XDPRedirect = 4
+
+	TCActOK       = 0
+	TCActShot     = 2
+	TCActRedirect = 7
+)
+
+// RunResult is what one packet did in BPF_PROG_TEST_RUN.
+type RunResult struct {
+	Verdict uint32 // XDP_* or TC_ACT_*
+	Port    int    // port of the cube it was sent out of, -1 if none
+	Data    []byte // the frame after the program ran
+}
+
+// Sent reports whether the frame left through a port.
+func (r RunResult) Sent() bool { return r.Port >= 0 }
+
+// Run feeds one frame to cube c as if it arrived on inPort, with
+// BPF_PROG_TEST_RUN. The output port is found from the cube's tx counters, so
+// it works for any NF without instrumentation. Not for concurrent use on one
+// datapath.
+func (d *Datapath) Run(c *Cube, inPort uint32, frame []byte) (RunResult, error) {
+	res := RunResult{Port: -1}
+	if err := d.SetMetadata(Metadata{Cube: c.Slot, InPort: inPort, IngressIfindex: 1}); err != nil {
+		return res, err
+	}
+	before, err := c.Stats()
+	if err != nil {
+		return res, err
+	}
+	out := make([]byte, len(frame)+512)
+	ro := &ebpf.RunOptions{Data: frame, DataOut: out}
+	v, err := c.prog.Run(ro)
+	if err != nil {
+		return res, fmt.Errorf("test run: %w", err)
+	}
+	res.Verdict = v
+	after, err := c.Stats()
+	if err != nil {
+		return res, err
+	}
+	for p := 0; p < MaxPorts; p++ {
+		if after[p].TxPackets > before[p].TxPackets {
+			res.Port = p
+			break
+		}
+	}
+	res.Data = ro.DataOut
+	return res, nil
+}
+
+// SetMetadata writes md into the scratch slot of every CPU.
+func (d *Datapath) SetMetadata(md Metadata) error {
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		return err
+	}
+	vals := make([]Metadata, cpus)
+	for i := range vals {
+		vals[i] = md
+	}
+	return d.scratch.Update(uint32(0), vals, ebpf.UpdateAny)
+}

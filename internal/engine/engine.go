@@ -1,0 +1,491 @@
+// Package engine owns the desired state and makes the kernel match it. Every
+// change is validated as a whole, applied by reconciling kernel objects with
+// the new topology (rolled back by reconciling with the old one if any step
+// fails), then persisted atomically.
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+
+	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/state"
+)
+
+// Config locates the engine's kernel objects and state file.
+type Config struct {
+	PinRoot   string // bpffs directory of this daemon's objects
+	StateFile string
+	Logger    *slog.Logger
+}
+
+// Engine is the daemon's core. Safe for concurrent use.
+type Engine struct {
+	mu       sync.Mutex
+	cfg      Config
+	log      *slog.Logger
+	dp       *datapath.Datapath
+	topo     *cube.Topology
+	slots    map[string]uint32
+	cubes    map[string]*live
+	stubs    map[StubKey]*datapath.Stub
+	stubHops map[StubKey]datapath.Hop
+	slow     *slowPath
+}
+
+// live is a loaded cube.
+type live struct {
+	typ   *cube.Type
+	dc    *datapath.Cube
+	ctl   cube.Controller
+	c     *cube.Cube // as last synced
+	spec  []byte     // its JSON, to detect changes
+	hops  map[int]datapath.Hop
+	flood map[int]int
+}
+
+// Open starts the engine: opens or re-adopts the pinned objects and restores
+// the state file. Cubes and stubs already pinned keep running untouched.
+func Open(cfg Config) (*Engine, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	dp, err := datapath.Open(cfg.PinRoot)
+	if err != nil {
+		return nil, err
+	}
+	f, err := state.Load(cfg.StateFile)
+	if err != nil {
+		dp.Close()
+		return nil, err
+	}
+	e := &Engine{
+		cfg: cfg, log: cfg.Logger, dp: dp,
+		topo:     cube.NewTopology(),
+		slots:    f.Slots,
+		cubes:    map[string]*live{},
+		stubs:    map[StubKey]*datapath.Stub{},
+		stubHops: map[StubKey]datapath.Hop{},
+	}
+	if err := f.Topology.Validate(nil); err != nil {
+		dp.Close()
+		return nil, fmt.Errorf("state file %s: %w", cfg.StateFile, err)
+	}
+	if err := e.reconcile(f.Topology, true); err != nil {
+		dp.Close()
+		return nil, fmt.Errorf("restore state: %w", err)
+	}
+	e.topo = f.Topology
+	if e.slow, err = startSlowPath(e); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// Close stops the engine and releases handles; the datapath keeps forwarding.
+func (e *Engine) Close() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.slow != nil {
+		e.slow.stop()
+		e.slow = nil
+	}
+	for _, l := range e.cubes {
+		l.dc.Close()
+	}
+	for _, s := range e.stubs {
+		s.Close()
+	}
+	e.cubes = map[string]*live{}
+	e.stubs = map[StubKey]*datapath.Stub{}
+	e.dp.Close()
+}
+
+// Destroy removes every kernel object of this engine and its state: all
+// traffic through it stops. For tests and `edgenfd --destroy`.
+func (e *Engine) Destroy() error {
+	e.mu.Lock()
+	err := e.reconcile(cube.NewTopology(), false)
+	slow := e.slow
+	e.mu.Unlock()
+	e.Close()
+	if slow != nil {
+		slow.inj.DeleteLink()
+	}
+	if rerr := e.dp.Destroy(); err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// Topology returns a copy of the applied desired state.
+func (e *Engine) Topology() *cube.Topology {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.topo.Clone()
+}
+
+// Update applies fn to a copy of the topology and makes the result the new
+// state, or changes nothing and returns the first error.
+func (e *Engine) Update(fn func(t *cube.Topology) error) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	next := e.topo.Clone()
+	if err := fn(next); err != nil {
+		return err
+	}
+	return e.commit(next)
+}
+
+// Replace makes t the whole desired state (declarative apply) and returns
+// what changed; with dryRun only the difference is computed.
+func (e *Engine) Replace(t *cube.Topology, dryRun bool) ([]Change, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	next := t.Clone()
+	if err := next.Validate(sysInfo{}); err != nil {
+		return nil, err
+	}
+	changes := Diff(e.topo, next)
+	if dryRun || len(changes) == 0 {
+		return changes, nil
+	}
+	return changes, e.commit(next)
+}
+
+// commit validates next, reconciles the kernel with it and persists it. On
+// any failure the kernel is reconciled back and nothing changes.
+func (e *Engine) commit(next *cube.Topology) error {
+	if err := next.Validate(sysInfo{}); err != nil {
+		return err
+	}
+	prev, prevSlots := e.topo, cloneSlots(e.slots)
+	if err := e.reconcile(next, false); err != nil {
+		if rerr := e.reconcile(prev, false); rerr != nil {
+			e.log.Error("rollback failed; kernel state may differ from the desired state", "err", rerr)
+		}
+		e.slots = prevSlots
+		return err
+	}
+	if err := state.Save(e.cfg.StateFile, &state.File{Topology: next, Slots: e.slots}); err != nil {
+		e.reconcile(prev, false)
+		e.slots = prevSlots
+		return fmt.Errorf("persist state: %w", err)
+	}
+	e.topo = next
+	return nil
+}
+
+func cloneSlots(m map[string]uint32) map[string]uint32 {
+	out := make(map[string]uint32, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// sysInfo answers validation questions from the running system.
+type sysInfo struct{}
+
+func (sysInfo) IfaceExists(name string) bool {
+	_, err := net.InterfaceByName(name)
+	return err == nil
+}
+
+func ifindex(name string) (int, error) {
+	i, err := net.InterfaceByName(name)
+	if err != nil {
+		return 0, cube.NotFound("peer", "no Linux interface named %q", name)
+	}
+	return i.Index, nil
+}
+
+// reconcile makes the kernel objects match desired. It is idempotent, so
+// reconciling with the previous topology undoes a failed change. With adopt,
+// pinned cubes of an earlier daemon are re-opened instead of reloaded.
+func (e *Engine) reconcile(desired *cube.Topology, adopt bool) error {
+	if err := e.assignSlots(desired); err != nil {
+		return err
+	}
+	pl := &planner{t: desired, slots: e.slots, ifindex: ifindex}
+	p, err := pl.makePlan()
+	if err != nil {
+		return err
+	}
+	for _, name := range desired.CubeNames() {
+		if err := e.ensureCube(desired.Cubes[name], adopt); err != nil {
+			return cube.Within("cubes."+name, err)
+		}
+	}
+	if err := e.writeHops(p); err != nil {
+		return err
+	}
+	if err := e.reconcileStubs(p, adopt); err != nil {
+		return err
+	}
+	for name, l := range e.cubes {
+		if _, keep := desired.Cubes[name]; !keep {
+			if err := l.dc.Unload(); err != nil {
+				return fmt.Errorf("unload cube %s: %w", name, err)
+			}
+			delete(e.cubes, name)
+		}
+	}
+	for name := range e.slots {
+		if _, keep := desired.Cubes[name]; !keep {
+			delete(e.slots, name)
+		}
+	}
+	return nil
+}
+
+// assignSlots gives every new cube the lowest free panel slot.
+func (e *Engine) assignSlots(t *cube.Topology) error {
+	used := map[uint32]bool{}
+	for name, s := range e.slots {
+		if _, ok := t.Cubes[name]; ok {
+			used[s] = true
+		}
+	}
+	next := uint32(0)
+	for _, name := range t.CubeNames() {
+		if _, ok := e.slots[name]; ok {
+			continue
+		}
+		for used[next] {
+			next++
+		}
+		if next >= datapath.MaxSlots {
+			return cube.Errorf("cubes", "more than %d cubes", datapath.MaxSlots)
+		}
+		e.slots[name] = next
+		used[next] = true
+	}
+	return nil
+}
+
+// ensureCube loads (or re-adopts) the cube's program if needed and syncs its
+// control plane when its spec changed.
+func (e *Engine) ensureCube(c *cube.Cube, adopt bool) error {
+	spec, _ := json.Marshal(c)
+	l := e.cubes[c.Name]
+	if l != nil && (l.typ.Name != c.Type || l.dc.Hook != c.Hook) {
+		// Type or hook changed (declarative apply): replace the cube.
+		if err := l.dc.Unload(); err != nil {
+			return err
+		}
+		delete(e.cubes, c.Name)
+		l = nil
+	}
+	if l != nil && bytes.Equal(l.spec, spec) {
+		return nil
+	}
+	if l == nil {
+		var err error
+		if l, err = e.loadCube(c, adopt); err != nil {
+			return err
+		}
+		e.cubes[c.Name] = l
+	}
+	if err := e.syncCube(l, c); err != nil {
+		return err
+	}
+	l.c = cloneCube(c)
+	l.spec = spec
+	return nil
+}
+
+func (e *Engine) loadCube(c *cube.Cube, adopt bool) (*live, error) {
+	typ, err := cube.Lookup(c.Type)
+	if err != nil {
+		return nil, err
+	}
+	slot := e.slots[c.Name]
+	var dc *datapath.Cube
+	if adopt {
+		dc, err = e.dp.AdoptCube(c.Name, c.Hook, slot)
+		if err != nil {
+			e.log.Info("no pinned program to adopt, loading", "cube", c.Name, "reason", err)
+		}
+	}
+	if dc == nil {
+		obj, err := typ.Object(c.Hook)
+		if err != nil {
+			return nil, err
+		}
+		spec, err := datapath.LoadSpec(obj)
+		if err != nil {
+			return nil, err
+		}
+		if dc, err = e.dp.LoadCube(c.Name, c.Hook, slot, spec, nil); err != nil {
+			return nil, err
+		}
+	}
+	return &live{typ: typ, dc: dc, ctl: typ.New(), hops: map[int]datapath.Hop{}, flood: map[int]int{}}, nil
+}
+
+// syncCube hands the change to the controller: entry by entry when only
+// tables changed and the controller can do that, else a full Sync.
+func (e *Engine) syncCube(l *live, c *cube.Cube) error {
+	h := &handle{e: e, l: l}
+	if ew, ok := l.ctl.(cube.EntryWriter); ok && l.c != nil && sameButTables(l.c, c) {
+		return e.syncEntries(h, ew, l.c, c)
+	}
+	return l.ctl.Sync(h, c)
+}
+
+func sameButTables(a, b *cube.Cube) bool {
+	x, y := *a, *b
+	x.Tables, y.Tables = nil, nil
+	ja, _ := json.Marshal(x)
+	jb, _ := json.Marshal(y)
+	return bytes.Equal(ja, jb)
+}
+
+func (e *Engine) syncEntries(h *handle, ew cube.EntryWriter, old, c *cube.Cube) error {
+	for _, tb := range h.l.typ.Tables {
+		before, after := old.Tables[tb.Name], c.Tables[tb.Name]
+		for key, raw := range before {
+			if _, still := after[key]; still {
+				continue
+			}
+			item, _, err := tb.DecodeEntry(old, raw)
+			if err != nil {
+				return err
+			}
+			if err := ew.DeleteEntry(h, c, tb.Name, item); err != nil {
+				return err
+			}
+		}
+		for key, raw := range after {
+			if prev, ok := before[key]; ok && bytes.Equal(prev, raw) {
+				continue
+			}
+			item, _, err := tb.DecodeEntry(c, raw)
+			if err != nil {
+				return err
+			}
+			if err := ew.PutEntry(h, c, tb.Name, item); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func cloneCube(c *cube.Cube) *cube.Cube {
+	b, _ := json.Marshal(c)
+	var n cube.Cube
+	json.Unmarshal(b, &n)
+	return &n
+}
+
+// writeHops writes the port maps and flood sets that differ from what was
+// last written.
+func (e *Engine) writeHops(p *plan) error {
+	for name, hops := range p.hops {
+		l := e.cubes[name]
+		for idx, h := range hops {
+			if old, ok := l.hops[idx]; ok && old == h {
+				continue
+			}
+			if err := l.dc.SetHop(uint32(idx), h); err != nil {
+				return fmt.Errorf("cube %s port %d: %w", name, idx, err)
+			}
+			l.hops[idx] = h
+		}
+		for idx := range l.hops {
+			if _, ok := hops[idx]; !ok {
+				if err := l.dc.SetHop(uint32(idx), datapath.Hop{}); err != nil {
+					return err
+				}
+				delete(l.hops, idx)
+			}
+		}
+		if err := e.writeFlood(l, p.flood[name]); err != nil {
+			return fmt.Errorf("cube %s: %w", name, err)
+		}
+	}
+	for iface := range p.redirects {
+		idx, err := ifindex(iface)
+		if err != nil {
+			return err
+		}
+		if err := e.dp.EnsureRedirectTarget(idx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *Engine) writeFlood(l *live, want map[int]int) error {
+	for idx, ifx := range want {
+		if l.flood[idx] == ifx {
+			continue
+		}
+		if err := l.dc.SetFlood(uint32(idx), uint32(ifx)); err != nil {
+			return err
+		}
+		l.flood[idx] = ifx
+	}
+	for idx := range l.flood {
+		if _, ok := want[idx]; !ok {
+			if err := l.dc.SetFlood(uint32(idx), 0); err != nil {
+				return err
+			}
+			delete(l.flood, idx)
+		}
+	}
+	return nil
+}
+
+func (e *Engine) reconcileStubs(p *plan, adopt bool) error {
+	for k, h := range p.stubs {
+		if s, ok := e.stubs[k]; ok {
+			if e.stubHops[k] == h {
+				continue
+			}
+			if err := s.SetHop(h); err != nil {
+				return err
+			}
+			e.stubHops[k] = h
+			continue
+		}
+		idx, err := ifindex(k.Iface)
+		if err != nil {
+			return err
+		}
+		s, err := e.dp.AttachStub(k.Iface, idx, k.Hook, k.Dir, h)
+		if err != nil {
+			return cube.Errorf("peer", "interface %s: %v", k.Iface, err)
+		}
+		e.stubs[k] = s
+		e.stubHops[k] = h
+	}
+	for k, s := range e.stubs {
+		if _, keep := p.stubs[k]; keep {
+			continue
+		}
+		s.Close()
+		if err := e.dp.DetachStub(k.Iface, k.Hook, k.Dir); err != nil {
+			return err
+		}
+		delete(e.stubs, k)
+		delete(e.stubHops, k)
+	}
+	return nil
+}
+
+// errNoCube is returned for operations on a missing cube.
+func noCube(name string) error {
+	return cube.NotFound("cube", "no cube named %q", name)
+}
+
+var _ = errors.New

@@ -1,0 +1,243 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/datapath"
+)
+
+// handle is what a controller gets: its own cube's objects and packet I/O.
+type handle struct {
+	e *Engine
+	l *live
+}
+
+func (h *handle) Map(name string) (*ebpf.Map, error) { return h.l.dc.Map(name) }
+
+func (h *handle) Inject(port int, frame []byte) error {
+	hop := datapath.Hop{Kind: datapath.DstCube, Slot: h.l.dc.Slot, Port: uint32(port)}
+	return h.e.slow.inject(h.l.dc.Hook, hop, frame)
+}
+
+func (h *handle) Transmit(port int, frame []byte) error {
+	hop, ok := h.l.hops[port]
+	if !ok || hop.Kind == datapath.DstNone {
+		return fmt.Errorf("port %d of %s is not peered", port, h.l.dc.Name)
+	}
+	return h.e.slow.inject(h.l.dc.Hook, hop, frame)
+}
+
+func (h *handle) PortIface(port int) (*net.Interface, bool) {
+	hop, ok := h.l.hops[port]
+	if !ok || hop.Kind != datapath.DstIface {
+		return nil, false
+	}
+	i, err := net.InterfaceByIndex(int(hop.Ifindex))
+	return i, err == nil
+}
+
+func (h *handle) Logf(format string, args ...any) {
+	h.e.log.Info(fmt.Sprintf(format, args...), "cube", h.l.dc.Name)
+}
+
+// PortStats are the counters of one port.
+type PortStats struct {
+	Port  string `json:"port"`
+	Index int    `json:"index"`
+	datapath.Stats
+}
+
+// CubeStats are a cube's counters: per port, and in total.
+type CubeStats struct {
+	Cube  string         `json:"cube"`
+	Ports []PortStats    `json:"ports,omitempty"`
+	Total datapath.Stats `json:"total"`
+	// Directions of a transparent cube: ingress and egress.
+	Directions map[string]datapath.Stats `json:"directions,omitempty"`
+}
+
+// Stats reads a cube's counters.
+func (e *Engine) Stats(name string) (*CubeStats, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	l, ok := e.cubes[name]
+	if !ok {
+		return nil, noCube(name)
+	}
+	raw, err := l.dc.Stats()
+	if err != nil {
+		return nil, err
+	}
+	out := &CubeStats{Cube: name}
+	if l.typ.Transparent {
+		out.Directions = map[string]datapath.Stats{"ingress": raw[0], "egress": raw[1]}
+		out.Total.Add(raw[0])
+		out.Total.Add(raw[1])
+		return out, nil
+	}
+	for _, p := range l.c.Ports {
+		out.Ports = append(out.Ports, PortStats{Port: p.Name, Index: p.Index, Stats: raw[p.Index]})
+	}
+	for _, s := range raw {
+		out.Total.Add(s)
+	}
+	return out, nil
+}
+
+// ResetStats zeroes a cube's counters.
+func (e *Engine) ResetStats(name string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	l, ok := e.cubes[name]
+	if !ok {
+		return noCube(name)
+	}
+	return l.dc.ResetStats()
+}
+
+// View reads one of a cube's read-only views.
+func (e *Engine) View(name, view string) (any, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	l, ok := e.cubes[name]
+	if !ok {
+		return nil, noCube(name)
+	}
+	for _, v := range l.typ.Views {
+		if v.Name == view {
+			return v.List(&handle{e: e, l: l}, l.c)
+		}
+	}
+	return nil, cube.NotFound("view", "NF type %s has no view %q", l.typ.Name, view)
+}
+
+// Action runs an operation on a cube.
+func (e *Engine) Action(name, action string, args json.RawMessage) (any, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	l, ok := e.cubes[name]
+	if !ok {
+		return nil, noCube(name)
+	}
+	for _, a := range l.typ.Actions {
+		if a.Name != action {
+			continue
+		}
+		var v any
+		if a.Args != nil {
+			var err error
+			if v, err = cube.Decode("args", args, a.Args); err != nil {
+				return nil, err
+			}
+		}
+		return a.Do(&handle{e: e, l: l}, l.c, v)
+	}
+	return nil, cube.NotFound("action", "NF type %s has no action %q", l.typ.Name, action)
+}
+
+// Swap reloads a cube's program, from obj or (nil) from its NF type, keeping
+// its maps; one patch-panel update switches traffic to the new program.
+func (e *Engine) Swap(name string, obj []byte) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	l, ok := e.cubes[name]
+	if !ok {
+		return noCube(name)
+	}
+	if obj == nil {
+		var err error
+		if obj, err = l.typ.Object(l.dc.Hook); err != nil {
+			return err
+		}
+	}
+	spec, err := datapath.LoadSpec(obj)
+	if err != nil {
+		return cube.Errorf("object", "%v", err)
+	}
+	dc, err := e.dp.LoadCube(name, l.dc.Hook, l.dc.Slot, spec, nil)
+	if err != nil {
+		return cube.Errorf("object", "%v", err)
+	}
+	l.dc.Close()
+	l.dc = dc
+	return nil
+}
+
+// Inject sends a frame into a cube port as if received (out=false) or out of
+// the port to its peer (out=true).
+func (e *Engine) Inject(name string, port string, frame []byte, out bool) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	l, ok := e.cubes[name]
+	if !ok {
+		return noCube(name)
+	}
+	p := l.c.Port(port)
+	if p == nil {
+		return cube.NotFound("port", "cube %s has no port %q", name, port)
+	}
+	if len(frame) < 14 {
+		return cube.Errorf("frame", "%d bytes is shorter than an Ethernet header", len(frame))
+	}
+	h := &handle{e: e, l: l}
+	if out {
+		return h.Transmit(p.Index, frame)
+	}
+	return h.Inject(p.Index, frame)
+}
+
+// IfaceStats reads the counters of the stubs on an interface.
+func (e *Engine) IfaceStats(iface string) (map[string]datapath.Stats, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := map[string]datapath.Stats{}
+	for k, s := range e.stubs {
+		if k.Iface != iface {
+			continue
+		}
+		st, err := s.Stats()
+		if err != nil {
+			return nil, err
+		}
+		out[fmt.Sprintf("%s-%s", k.Hook, k.Dir)] = st
+	}
+	if len(out) == 0 {
+		return nil, cube.NotFound("interface", "edgenf has no program on interface %q", iface)
+	}
+	return out, nil
+}
+
+// tick runs the periodic work of controllers that have any.
+func (e *Engine) tick(now time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, l := range e.cubes {
+		if t, ok := l.ctl.(cube.Ticker); ok {
+			t.Tick(&handle{e: e, l: l}, l.c, now)
+		}
+	}
+}
+
+// punt hands a punted packet to its cube's controller.
+func (e *Engine) punt(hook datapath.Hook, slot uint32, p cube.Punt) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, l := range e.cubes {
+		if l.dc.Slot != slot || l.dc.Hook != hook {
+			continue
+		}
+		if ph, ok := l.ctl.(cube.PuntHandler); ok {
+			ph.HandlePunt(&handle{e: e, l: l}, l.c, p)
+		}
+		return
+	}
+}
+
+// Controller exposes the cube's controller to its NF type's views and
+// actions.
+func (h *handle) Controller() cube.Controller { return h.l.ctl }

@@ -1,0 +1,7 @@
+// Package all registers every built-in NF type; the daemon imports it.
+package all
+
+import (
+	_ "github.com/edgenf/edgenf/internal/nf/monitor"
+	_ "github.com/edgenf/edgenf/internal/nf/portfwd"
+)

@@ -1,0 +1,88 @@
+// Package state persists the daemon's desired state: written atomically
+// (temporary file, fsync, rename, fsync of the directory), so a crash leaves
+// either the old or the new file, never a torn one.
+package state
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/edgenf/edgenf/internal/cube"
+)
+
+// Version of the file format.
+const Version = 1
+
+// File is what the daemon keeps across restarts.
+type File struct {
+	Version  int               `json:"version"`
+	Topology *cube.Topology    `json:"topology"`
+	Slots    map[string]uint32 `json:"slots"` // cube → patch panel slot
+}
+
+// Load reads the state file; a missing file is an empty state.
+func Load(path string) (*File, error) {
+	f := &File{Version: Version, Topology: cube.NewTopology(), Slots: map[string]uint32{}}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return f, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(b, f); err != nil {
+		return nil, fmt.Errorf("state file %s is corrupt: %w", path, err)
+	}
+	if f.Version != Version {
+		return nil, fmt.Errorf("state file %s has format version %d, this daemon reads %d", path, f.Version, Version)
+	}
+	if f.Topology == nil {
+		f.Topology = cube.NewTopology()
+	}
+	f.Topology = f.Topology.Clone() // normalise nil maps
+	if f.Slots == nil {
+		f.Slots = map[string]uint32{}
+	}
+	return f, nil
+}
+
+// Save writes the state file atomically.
+func Save(path string, f *File) error {
+	f.Version = Version
+	b, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".state-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

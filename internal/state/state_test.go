@@ -1,0 +1,48 @@
+package state
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/edgenf/edgenf/internal/cube"
+)
+
+func TestSaveLoadRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	f, err := Load(path)
+	if err != nil || len(f.Topology.Cubes) != 0 {
+		t.Fatalf("missing file: %v %v", f, err)
+	}
+	f.Topology.Cubes["c1"] = &cube.Cube{Name: "c1", Type: "portfwd", Hook: "xdp"}
+	f.Slots["c1"] = 3
+	if err := Save(path, f); err != nil {
+		t.Fatal(err)
+	}
+	g, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Topology.Cubes["c1"].Type != "portfwd" || g.Slots["c1"] != 3 {
+		t.Fatalf("round trip lost data: %+v", g)
+	}
+	ents, _ := os.ReadDir(filepath.Dir(path))
+	if len(ents) != 1 {
+		t.Fatalf("temporary files left behind: %v", ents)
+	}
+}
+
+func TestLoadRejectsCorruptAndFutureFiles(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte("{not json"), 0o600)
+	if _, err := Load(bad); err == nil || !strings.Contains(err.Error(), "corrupt") {
+		t.Fatalf("corrupt file: %v", err)
+	}
+	future := filepath.Join(dir, "future.json")
+	os.WriteFile(future, []byte(`{"version": 99}`), 0o600)
+	if _, err := Load(future); err == nil || !strings.Contains(err.Error(), "version 99") {
+		t.Fatalf("future file: %v", err)
+	}
+}
