@@ -15,18 +15,26 @@ import (
 // field. field prefixes the names ("config", "tables.rules[p0]").
 func Decode(field string, raw json.RawMessage, zero any) (any, error) {
 	v := reflect.New(reflect.TypeOf(zero).Elem()).Interface()
+	if err := DecodeInto(field, raw, v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// DecodeInto is Decode into an existing pointer. Empty input leaves v as is.
+func DecodeInto(field string, raw json.RawMessage, v any) error {
 	if len(bytes.TrimSpace(raw)) == 0 {
-		return v, nil
+		return nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return nil, jsonError(field, err)
+		return jsonError(field, err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, Errorf(field, "unexpected data after the JSON value")
+		return Errorf(field, "unexpected data after the JSON value")
 	}
-	return v, nil
+	return nil
 }
 
 // jsonError turns encoding/json errors into FieldErrors naming the field.

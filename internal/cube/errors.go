@@ -45,6 +45,9 @@ func Conflict(field, format string, args ...any) error {
 
 // Within prefixes the field of err with parent ("ports[1]" + "peer").
 func Within(parent string, err error) error {
+	if err == nil {
+		return nil
+	}
 	var fe *FieldError
 	if errors.As(err, &fe) {
 		f := parent

@@ -96,7 +96,11 @@ func (d *Datapath) attachInjector(ifindex int) error {
 		if err != nil {
 			return err
 		}
-		coll, err := d.loadCollection(spec, hook, filepath.Join(dir, string(hook)), nil)
+		pins := filepath.Join(dir, string(hook))
+		if err := os.MkdirAll(pins, 0o700); err != nil {
+			return err
+		}
+		coll, err := d.loadCollection(spec, hook, pins, nil)
 		if err != nil {
 			return fmt.Errorf("load injector: %w", err)
 		}
@@ -132,6 +136,14 @@ func (i *Injector) Send(hook Hook, hop Hop, frame []byte) error {
 
 // Close releases the socket; the veth and programs stay for the next daemon.
 func (i *Injector) Close() { unix.Close(i.fd) }
+
+// DeleteInjector removes the injection veth of this datapath, if any.
+func (d *Datapath) DeleteInjector() {
+	near, _ := d.injectorNames()
+	if l, err := netlink.LinkByName(near); err == nil {
+		netlink.LinkDel(l)
+	}
+}
 
 // DeleteLink removes the injection veth.
 func (i *Injector) DeleteLink() {

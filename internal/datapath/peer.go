@@ -5,11 +5,13 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 // EnsureRedirectTarget prepares ifindex to receive XDP-redirected frames. A
@@ -17,6 +19,27 @@ import (
 // has none, a pass-through program is attached there (in whatever namespace it
 // lives). Other devices need nothing.
 func (d *Datapath) EnsureRedirectTarget(ifindex int) error {
+	prog, err := d.xdpPass()
+	if err != nil {
+		return err
+	}
+	defer prog.Close()
+	return d.onVethPeer(ifindex, func(peer netlink.Link) error {
+		if x := peer.Attrs().Xdp; x != nil && x.Attached {
+			return nil
+		}
+		// Attached through netlink, not a bpf link: it must outlive the
+		// daemon and belongs to the interface (it goes away with it).
+		if err := netlink.LinkSetXdpFdWithFlags(peer, prog.FD(), nl.XDP_FLAGS_DRV_MODE); err != nil {
+			return fmt.Errorf("XDP pass-through on %s: %w", peer.Attrs().Name, err)
+		}
+		return nil
+	})
+}
+
+// onVethPeer runs fn, inside its namespace, on the far end of ifindex if that
+// is a veth; other devices are left alone.
+func (d *Datapath) onVethPeer(ifindex int, fn func(peer netlink.Link) error) error {
 	l, err := netlink.LinkByIndex(ifindex)
 	if err != nil {
 		return fmt.Errorf("interface %d: %w", ifindex, err)
@@ -34,25 +57,12 @@ func (d *Datapath) EnsureRedirectTarget(ifindex int) error {
 		return fmt.Errorf("namespace of the peer of %s: %w", veth.Name, err)
 	}
 	defer ns.Close()
-	prog, err := d.xdpPass()
-	if err != nil {
-		return err
-	}
-	defer prog.Close()
 	return inNS(ns, func() error {
 		peer, err := netlink.LinkByIndex(peerIdx)
 		if err != nil {
 			return fmt.Errorf("peer of %s: %w", veth.Name, err)
 		}
-		if x := peer.Attrs().Xdp; x != nil && x.Attached {
-			return nil
-		}
-		// Attached through netlink, not a bpf link: it must outlive the
-		// daemon and belongs to the interface (it goes away with it).
-		if err := netlink.LinkSetXdpFdWithFlags(peer, prog.FD(), nl.XDP_FLAGS_DRV_MODE); err != nil {
-			return fmt.Errorf("XDP pass-through on %s (peer of %s): %w", peer.Attrs().Name, veth.Name, err)
-		}
-		return nil
+		return fn(peer)
 	})
 }
 
@@ -125,4 +135,43 @@ func inNS(ns netns.NsHandle, fn func() error) error {
 		errc <- err
 	}()
 	return <-errc
+}
+
+// EnsureXDPIngress prepares a veth that an XDP stub receives on: the far end
+// must compute checksums itself. With TX checksum offload the host's stack
+// hands veth frames whose L4 checksum is still to be filled in
+// (CHECKSUM_PARTIAL); once XDP turns them into raw frames nothing fills it in,
+// and the receiver drops them (ICMP works, UDP and TCP do not).
+func (d *Datapath) EnsureXDPIngress(ifindex int) error {
+	return d.onVethPeer(ifindex, func(peer netlink.Link) error {
+		if err := setTxChecksum(peer.Attrs().Name, false); err != nil {
+			return fmt.Errorf("turn off TX checksum offload on %s: %w", peer.Attrs().Name, err)
+		}
+		return nil
+	})
+}
+
+// setTxChecksum switches a device's TX checksum offload (ethtool -K dev tx).
+func setTxChecksum(dev string, on bool) error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	const ethtoolSTXCSUM = 0x17
+	val := struct{ cmd, data uint32 }{cmd: ethtoolSTXCSUM}
+	if on {
+		val.data = 1
+	}
+	var ifr struct {
+		name [unix.IFNAMSIZ]byte
+		data uintptr
+		_    [16]byte
+	}
+	copy(ifr.name[:], dev)
+	ifr.data = uintptr(unsafe.Pointer(&val))
+	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&ifr))); errno != 0 {
+		return errno
+	}
+	return nil
 }

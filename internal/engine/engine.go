@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 
 	"github.com/edgenf/edgenf/internal/cube"
@@ -125,6 +126,22 @@ func (e *Engine) Destroy() error {
 	return err
 }
 
+// DestroyAt removes every kernel object pinned under cfg.PinRoot, the
+// injection interface and the state file, without restoring anything first
+// (peered interfaces may be gone).
+func DestroyAt(cfg Config) error {
+	dp, err := datapath.Open(cfg.PinRoot)
+	if err != nil {
+		return err
+	}
+	dp.DeleteInjector()
+	err = dp.Destroy()
+	if rerr := os.Remove(cfg.StateFile); rerr != nil && !errors.Is(rerr, os.ErrNotExist) && err == nil {
+		err = rerr
+	}
+	return err
+}
+
 // Topology returns a copy of the applied desired state.
 func (e *Engine) Topology() *cube.Topology {
 	e.mu.Lock()
@@ -150,7 +167,7 @@ func (e *Engine) Replace(t *cube.Topology, dryRun bool) ([]Change, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	next := t.Clone()
-	if err := next.Validate(sysInfo{}); err != nil {
+	if err := next.Validate(e.sys()); err != nil {
 		return nil, err
 	}
 	changes := Diff(e.topo, next)
@@ -163,7 +180,7 @@ func (e *Engine) Replace(t *cube.Topology, dryRun bool) ([]Change, error) {
 // commit validates next, reconciles the kernel with it and persists it. On
 // any failure the kernel is reconciled back and nothing changes.
 func (e *Engine) commit(next *cube.Topology) error {
-	if err := next.Validate(sysInfo{}); err != nil {
+	if err := next.Validate(e.sys()); err != nil {
 		return err
 	}
 	prev, prevSlots := e.topo, cloneSlots(e.slots)
@@ -191,12 +208,30 @@ func cloneSlots(m map[string]uint32) map[string]uint32 {
 	return out
 }
 
-// sysInfo answers validation questions from the running system.
-type sysInfo struct{}
+// sysInfo answers validation questions from the running system. Interfaces
+// the current state already uses count as present even if they vanished (a
+// deleted namespace must not block unrelated changes); new peers must exist.
+type sysInfo struct{ known map[string]bool }
 
-func (sysInfo) IfaceExists(name string) bool {
+func (s sysInfo) IfaceExists(name string) bool {
+	if s.known[name] {
+		return true
+	}
 	_, err := net.InterfaceByName(name)
 	return err == nil
+}
+
+func (e *Engine) sys() sysInfo {
+	known := map[string]bool{}
+	for _, c := range e.topo.Cubes {
+		for _, p := range c.Ports {
+			known[p.Peer] = true
+		}
+	}
+	for p := range e.topo.Attachments {
+		known[p] = true
+	}
+	return sysInfo{known}
 }
 
 func ifindex(name string) (int, error) {
@@ -218,6 +253,9 @@ func (e *Engine) reconcile(desired *cube.Topology, adopt bool) error {
 	p, err := pl.makePlan()
 	if err != nil {
 		return err
+	}
+	for _, name := range pl.missing {
+		e.log.Warn("peered interface does not exist; its traffic is dropped until it is back", "interface", name)
 	}
 	for _, name := range desired.CubeNames() {
 		if err := e.ensureCube(desired.Cubes[name], adopt); err != nil {
@@ -462,6 +500,11 @@ func (e *Engine) reconcileStubs(p *plan, adopt bool) error {
 		if err != nil {
 			return err
 		}
+		if k.Hook == datapath.XDP {
+			if err := e.dp.EnsureXDPIngress(idx); err != nil {
+				return cube.Errorf("peer", "interface %s: %v", k.Iface, err)
+			}
+		}
 		s, err := e.dp.AttachStub(k.Iface, idx, k.Hook, k.Dir, h)
 		if err != nil {
 			return cube.Errorf("peer", "interface %s: %v", k.Iface, err)
@@ -488,4 +531,3 @@ func noCube(name string) error {
 	return cube.NotFound("cube", "no cube named %q", name)
 }
 
-var _ = errors.New

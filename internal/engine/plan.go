@@ -29,6 +29,9 @@ type planner struct {
 	t       *cube.Topology
 	slots   map[string]uint32
 	ifindex func(string) (int, error)
+	// missing collects peered interfaces that do not exist (deleted while
+	// peered): their hops drop until the interface is back.
+	missing []string
 }
 
 // makePlan computes every hop of a validated topology: for each port, the
@@ -93,7 +96,8 @@ func (pl *planner) portHop(c *cube.Cube, port cube.Port) (datapath.Hop, int, err
 	}
 	idx, err := pl.ifindex(ep.Iface)
 	if err != nil {
-		return datapath.Hop{}, 0, err
+		pl.missing = append(pl.missing, ep.Iface)
+		return datapath.Hop{Kind: datapath.DstNone}, 0, nil
 	}
 	// XDP redirects bypass the TC egress hook, so the interface's own
 	// attachments run on the hop; with TC the interface's egress stub runs them.
@@ -116,6 +120,9 @@ func (pl *planner) planStubs(p *plan) error {
 				continue
 			}
 			peered[ep.Iface] = true
+			if _, err := pl.ifindex(ep.Iface); err != nil {
+				continue // reported by portHop
+			}
 			stack := append(pl.stack(ep.Iface, datapath.Ingress), pl.stack(c.Name+":"+port.Name, datapath.Ingress)...)
 			h, err := datapath.NewHop(datapath.DstCube, 0, pl.slots[c.Name], uint32(port.Index), stack)
 			if err != nil {
@@ -131,6 +138,10 @@ func (pl *planner) planStubs(p *plan) error {
 	for point, names := range pl.t.Attachments {
 		ep, err := cube.ParseEndpoint(point)
 		if err != nil || ep.IsCube() || peered[ep.Iface] || len(names) == 0 {
+			continue
+		}
+		if _, err := pl.ifindex(ep.Iface); err != nil {
+			pl.missing = append(pl.missing, ep.Iface)
 			continue
 		}
 		hook := pl.t.Cubes[names[0]].Hook

@@ -22,7 +22,7 @@ func model(hook datapath.Hook, rules ...Rule) *cube.Cube {
 }
 
 var hooks = []struct {
-	hook              datapath.Hook
+	hook             datapath.Hook
 	sent, drop, pass uint32
 }{
 	{datapath.XDP, datapath.XDPRedirect, datapath.XDPDrop, datapath.XDPPass},

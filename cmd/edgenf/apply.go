@@ -1,0 +1,87 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
+)
+
+type change struct {
+	Op     string `json:"op"`
+	Kind   string `json:"kind"`
+	Name   string `json:"name"`
+	Detail string `json:"detail"`
+}
+
+func applyCmd() *cobra.Command {
+	var file string
+	var dry bool
+	c := &cobra.Command{
+		Use:   "apply -f TOPOLOGY",
+		Short: "Make a topology file (YAML or JSON) the whole desired state",
+		Long: "Compares the file with the running state and changes only the difference, all or nothing.\n" +
+			"Applying the same file again changes nothing. Cubes not in the file are deleted.\n" +
+			"`edgenf get topology -o yaml` prints the running state in the same format.",
+		Example: "  edgenf apply -f examples/topologies/chain.yaml --dry-run\n  edgenf apply -f examples/topologies/chain.yaml",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if file == "" {
+				return fmt.Errorf("-f TOPOLOGY is required")
+			}
+			var b []byte
+			var err error
+			if file == "-" {
+				b, err = readAllStdin()
+			} else {
+				b, err = os.ReadFile(file)
+			}
+			if err != nil {
+				return err
+			}
+			var doc any
+			if err := yaml.Unmarshal(b, &doc); err != nil {
+				return fmt.Errorf("%s: %v", file, err)
+			}
+			if _, ok := doc.(map[string]any); !ok {
+				return fmt.Errorf("%s: want a mapping with `cubes:` (and optionally `attachments:`)", file)
+			}
+			body, err := json.Marshal(doc)
+			if err != nil {
+				return fmt.Errorf("%s: %v", file, err)
+			}
+			path := "/v1/topology"
+			if dry {
+				path += "?dry_run=true"
+			}
+			var out struct {
+				DryRun  bool     `json:"dry_run"`
+				Changes []change `json:"changes"`
+			}
+			if err := api().Do("PUT", path, json.RawMessage(body), &out); err != nil {
+				return err
+			}
+			return show(os.Stdout, out, func(tw *tabwriter.Writer) {
+				if len(out.Changes) == 0 {
+					fmt.Fprintln(tw, "no changes: the running state matches", file)
+					return
+				}
+				sign := map[string]string{"add": "+", "change": "~", "delete": "-"}
+				for _, ch := range out.Changes {
+					fmt.Fprintf(tw, "%s %s %s\t%s\n", sign[ch.Op], ch.Kind, ch.Name, ch.Detail)
+				}
+				if dry {
+					fmt.Fprintf(tw, "(dry run: %d changes not applied)\n", len(out.Changes))
+				} else {
+					fmt.Fprintf(tw, "%d changes applied\n", len(out.Changes))
+				}
+			})
+		},
+	}
+	c.Flags().StringVarP(&file, "file", "f", "", "topology file (YAML or JSON; - for stdin)")
+	c.Flags().BoolVar(&dry, "dry-run", false, "only print what would change")
+	return c
+}

@@ -1,0 +1,210 @@
+// Command edgenf is the edgenf CLI: imperative verbs for cubes, ports, peers,
+// attachments, tables and counters, and declarative `apply -f`.
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/edgenf/edgenf/internal/client"
+	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
+)
+
+type globals struct {
+	socket, server, token, output string
+}
+
+var g globals
+
+func main() {
+	root := newRoot()
+	if err := root.Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		var ae *client.Error
+		if errors.As(err, &ae) && ae.Code == 404 {
+			os.Exit(3)
+		}
+		os.Exit(1)
+	}
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "edgenf",
+		Short:         "Network functions in the Linux kernel (eBPF), chained into service chains",
+		Long:          "edgenf drives edgenfd: cubes (NF instances), their ports and peers, transparent attachments,\nNF tables and counters. See `edgenf types` for the NF types and their models.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.socket, "socket", envOr("EDGENF_SOCKET", client.DefaultSocket), "edgenfd unix socket ($EDGENF_SOCKET)")
+	pf.StringVar(&g.server, "server", os.Getenv("EDGENF_SERVER"), "edgenfd TCP URL instead of the socket ($EDGENF_SERVER)")
+	pf.StringVar(&g.token, "token", os.Getenv("EDGENF_TOKEN"), "bearer token for --server ($EDGENF_TOKEN)")
+	pf.StringVarP(&g.output, "output", "o", "table", "output format: table, json or yaml")
+	root.RegisterFlagCompletionFunc("output", fixedCompletion("table", "json", "yaml"))
+	root.AddCommand(cubeCmd(), portCmd(), peerCmd(), unpeerCmd(), attachCmd(), detachCmd(),
+		tableCmd(), viewCmd(), actionCmd(), statsCmd(), topCmd(), getCmd(), describeCmd(), deleteCmd(),
+		applyCmd(), typesCmd(), injectCmd(), openapiCmd())
+	return root
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func api() *client.Client { return client.New(g.socket, g.server, g.token) }
+
+func fixedCompletion(vals ...string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return vals, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// completeCubes completes cube names from the running daemon.
+func completeCubes(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var cubes []struct {
+		Name string `json:"name"`
+	}
+	if api().Do("GET", "/v1/cubes", nil, &cubes) != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var out []string
+	for _, c := range cubes {
+		out = append(out, c.Name)
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// --- output ---
+
+// show prints v (JSON-shaped) in the chosen format; rows renders the table
+// form (nil: generic).
+func show(w io.Writer, v any, table func(tw *tabwriter.Writer)) error {
+	switch g.output {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	case "yaml":
+		generic, err := toGeneric(v)
+		if err != nil {
+			return err
+		}
+		return yaml.NewEncoder(w).Encode(generic)
+	case "table", "":
+		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+		if table != nil {
+			table(tw)
+		} else {
+			genericTable(tw, v)
+		}
+		return tw.Flush()
+	}
+	return fmt.Errorf("unknown output format %q (want table, json or yaml)", g.output)
+}
+
+// toGeneric turns any JSON-marshalable value into maps and slices.
+func toGeneric(v any) (any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	err = json.Unmarshal(b, &out)
+	return out, err
+}
+
+// genericTable prints a list of objects as columns (keys in first-seen order),
+// or an object as key/value lines.
+func genericTable(tw *tabwriter.Writer, v any) {
+	gv, err := toGeneric(v)
+	if err != nil {
+		fmt.Fprintln(tw, err)
+		return
+	}
+	switch x := gv.(type) {
+	case []any:
+		var cols []string
+		seen := map[string]bool{}
+		for _, row := range x {
+			if m, ok := row.(map[string]any); ok {
+				keys := make([]string, 0, len(m))
+				for k := range m {
+					keys = append(keys, k)
+				}
+				sort.Strings(keys)
+				for _, k := range keys {
+					if !seen[k] {
+						seen[k] = true
+						cols = append(cols, k)
+					}
+				}
+			}
+		}
+		if len(cols) == 0 {
+			for _, row := range x {
+				fmt.Fprintln(tw, cell(row))
+			}
+			return
+		}
+		fmt.Fprintln(tw, strings.ToUpper(strings.Join(cols, "\t")))
+		for _, row := range x {
+			m, _ := row.(map[string]any)
+			vals := make([]string, len(cols))
+			for i, c := range cols {
+				vals[i] = cell(m[c])
+			}
+			fmt.Fprintln(tw, strings.Join(vals, "\t"))
+		}
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(tw, "%s:\t%s\n", k, cell(x[k]))
+		}
+	default:
+		fmt.Fprintln(tw, cell(x))
+	}
+}
+
+func cell(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "-"
+	case string:
+		if x == "" {
+			return "-"
+		}
+		return x
+	case float64:
+		if x == float64(int64(x)) {
+			return fmt.Sprintf("%d", int64(x))
+		}
+		return fmt.Sprint(x)
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = cell(e)
+		}
+		return strings.Join(parts, ",")
+	default:
+		b, _ := json.Marshal(x)
+		return string(b)
+	}
+}

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+type counters struct {
+	RxPackets   uint64 `json:"rx_packets"`
+	RxBytes     uint64 `json:"rx_bytes"`
+	TxPackets   uint64 `json:"tx_packets"`
+	TxBytes     uint64 `json:"tx_bytes"`
+	DropPackets uint64 `json:"drop_packets"`
+	DropBytes   uint64 `json:"drop_bytes"`
+	PuntPackets uint64 `json:"punt_packets"`
+}
+
+type cubeStats struct {
+	Cube  string `json:"cube"`
+	Ports []struct {
+		Port  string `json:"port"`
+		Index int    `json:"index"`
+		counters
+	} `json:"ports"`
+	Total      counters            `json:"total"`
+	Directions map[string]counters `json:"directions"`
+}
+
+// rows flattens a cube's counters into (row name, counters).
+func (s *cubeStats) rows() [][2]any {
+	var out [][2]any
+	for _, p := range s.Ports {
+		out = append(out, [2]any{p.Port, p.counters})
+	}
+	for _, d := range []string{"ingress", "egress"} {
+		if c, ok := s.Directions[d]; ok {
+			out = append(out, [2]any{d, c})
+		}
+	}
+	return out
+}
+
+func fetchStats(names []string) ([]cubeStats, error) {
+	if len(names) == 0 {
+		var cubes []cubeView
+		if err := api().Do("GET", "/v1/cubes", nil, &cubes); err != nil {
+			return nil, err
+		}
+		for _, c := range cubes {
+			names = append(names, c.Name)
+		}
+	}
+	out := make([]cubeStats, 0, len(names))
+	for _, n := range names {
+		var s cubeStats
+		if err := api().Do("GET", "/v1/cubes/"+n+"/stats", nil, &s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func statsCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use: "stats [CUBE ...]", Short: "Packet, byte, drop and punt counters per cube port",
+		ValidArgsFunction: completeCubes,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			all, err := fetchStats(args)
+			if err != nil {
+				return err
+			}
+			return show(os.Stdout, all, func(tw *tabwriter.Writer) {
+				fmt.Fprintln(tw, "CUBE\tPORT\tRX PKTS\tRX BYTES\tTX PKTS\tTX BYTES\tDROPS\tPUNTS")
+				for _, s := range all {
+					for _, r := range s.rows() {
+						c := r[1].(counters)
+						fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", s.Cube, r[0], c.RxPackets, c.RxBytes, c.TxPackets, c.TxBytes, c.DropPackets, c.PuntPackets)
+					}
+				}
+			})
+		},
+	}
+	reset := &cobra.Command{
+		Use: "reset CUBE", Short: "Zero a cube's counters", Args: cobra.ExactArgs(1), ValidArgsFunction: completeCubes,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return api().Do("DELETE", "/v1/cubes/"+args[0]+"/stats", nil, nil)
+		},
+	}
+	c.AddCommand(reset)
+	return c
+}
+
+func topCmd() *cobra.Command {
+	var interval time.Duration
+	var count int
+	c := &cobra.Command{
+		Use:   "top [CUBE ...]",
+		Short: "Live packet and bit rates per cube port (Ctrl-C to stop)",
+		ValidArgsFunction: completeCubes,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			prev, err := fetchStats(args)
+			if err != nil {
+				return err
+			}
+			last := time.Now()
+			for i := 0; count == 0 || i < count; i++ {
+				time.Sleep(interval)
+				cur, err := fetchStats(args)
+				if err != nil {
+					return err
+				}
+				now := time.Now()
+				dt := now.Sub(last).Seconds()
+				if isTerminal() {
+					fmt.Print("\033[H\033[2J")
+				}
+				fmt.Printf("edgenf top — %s, every %s\n\n", now.Format("15:04:05"), interval)
+				tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "CUBE\tPORT\tRX PPS\tRX MBIT/S\tTX PPS\tTX MBIT/S\tDROP PPS")
+				old := map[string]counters{}
+				for _, s := range prev {
+					for _, r := range s.rows() {
+						old[s.Cube+"/"+r[0].(string)] = r[1].(counters)
+					}
+				}
+				for _, s := range cur {
+					for _, r := range s.rows() {
+						c, o := r[1].(counters), old[s.Cube+"/"+r[0].(string)]
+						rate := func(a, b uint64) float64 { return float64(a-b) / dt }
+						fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.2f\t%.0f\t%.2f\t%.0f\n", s.Cube, r[0],
+							rate(c.RxPackets, o.RxPackets), rate(c.RxBytes, o.RxBytes)*8/1e6,
+							rate(c.TxPackets, o.TxPackets), rate(c.TxBytes, o.TxBytes)*8/1e6,
+							rate(c.DropPackets, o.DropPackets))
+					}
+				}
+				tw.Flush()
+				prev, last = cur, now
+			}
+			return nil
+		},
+	}
+	c.Flags().DurationVar(&interval, "interval", time.Second, "refresh interval")
+	c.Flags().IntVar(&count, "count", 0, "stop after this many refreshes (0: run until interrupted)")
+	return c
+}
+
+func isTerminal() bool {
+	fi, err := os.Stdout.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

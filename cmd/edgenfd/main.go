@@ -1,0 +1,137 @@
+// Command edgenfd is the edgenf daemon: it owns the desired state, keeps the
+// kernel's eBPF objects in line with it, and serves the REST API (unix socket,
+// optional TCP with tokens) and Prometheus metrics.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/edgenf/edgenf/internal/api"
+	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/engine"
+	_ "github.com/edgenf/edgenf/internal/nf/all"
+	"github.com/edgenf/edgenf/internal/telemetry"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+func main() {
+	var (
+		socket  = flag.String("socket", "/run/edgenf/edgenf.sock", "unix socket of the API (root only)")
+		stateF  = flag.String("state", "/var/lib/edgenf/state.json", "state file")
+		bpffs   = flag.String("bpffs", datapath.DefaultRoot, "bpffs directory for pinned objects")
+		listen  = flag.String("listen", "", "also serve the API on this TCP address (needs -tokens)")
+		tokens  = flag.String("tokens", "", "JSON file of bearer tokens for the TCP listener")
+		destroy = flag.Bool("destroy", false, "remove every pinned object, program and the state file, then exit")
+		verbose = flag.Bool("v", false, "debug logging")
+	)
+	flag.Parse()
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	if err := run(log, *socket, *stateF, *bpffs, *listen, *tokens, *destroy); err != nil {
+		log.Error("edgenfd", "err", err)
+		os.Exit(1)
+	}
+}
+
+func run(log *slog.Logger, socket, stateFile, bpffs, listen, tokenFile string, destroy bool) error {
+	cfg := engine.Config{PinRoot: bpffs, StateFile: stateFile, Logger: log}
+	if destroy {
+		os.Remove(socket)
+		return engine.DestroyAt(cfg)
+	}
+	eng, err := engine.Open(cfg)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+
+	var toks *api.Tokens
+	if tokenFile != "" {
+		if toks, err = api.LoadTokens(tokenFile); err != nil {
+			return err
+		}
+	}
+	if listen != "" && toks == nil {
+		return errors.New("-listen needs -tokens: the TCP API is never open without a token")
+	}
+	srv := api.New(eng, toks)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(telemetry.NewCollector(eng))
+	metrics := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+
+	unixMux := http.NewServeMux()
+	unixMux.Handle("/metrics", metrics)
+	unixMux.Handle("/", srv.Unix())
+	ul, err := listenUnix(socket)
+	if err != nil {
+		return err
+	}
+	servers := []*http.Server{{Handler: unixMux, ReadHeaderTimeout: 10 * time.Second}}
+	listeners := []net.Listener{ul}
+	if listen != "" {
+		tl, err := net.Listen("tcp", listen)
+		if err != nil {
+			return err
+		}
+		tcpMux := http.NewServeMux()
+		tcpMux.Handle("/metrics", metrics)
+		tcpMux.Handle("/", srv)
+		servers = append(servers, &http.Server{Handler: tcpMux, ReadHeaderTimeout: 10 * time.Second})
+		listeners = append(listeners, tl)
+	}
+	errc := make(chan error, len(servers))
+	for i := range servers {
+		go func(i int) { errc <- servers[i].Serve(listeners[i]) }(i)
+	}
+	log.Info("edgenfd ready", "socket", socket, "tcp", listen, "bpffs", bpffs, "state", stateFile)
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	select {
+	case s := <-sig:
+		log.Info("stopping; the datapath keeps forwarding", "signal", s.String())
+	case err := <-errc:
+		log.Error("server", "err", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, s := range servers {
+		s.Shutdown(ctx)
+	}
+	os.Remove(socket)
+	return nil
+}
+
+// listenUnix opens the API socket, readable and writable by root only.
+func listenUnix(path string) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	if c, err := net.Dial("unix", path); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("another edgenfd is serving %s", path)
+	}
+	os.Remove(path)
+	old := syscall.Umask(0o177)
+	l, err := net.Listen("unix", path)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, err
+	}
+	return l, os.Chmod(path, 0o600)
+}

@@ -1,0 +1,114 @@
+package api
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/edgenf/edgenf/internal/cube"
+)
+
+// Tokens are the bearer tokens accepted on the TCP listener. The unix socket
+// (root-only) needs none and is the administrator.
+type Tokens struct {
+	list []Token
+}
+
+// Token grants administrator rights, or access to one tenant's cubes.
+type Token struct {
+	Token  string `json:"token"`
+	Tenant string `json:"tenant,omitempty"` // empty: administrator
+}
+
+// LoadTokens reads a JSON file: {"tokens": [{"token": "...", "tenant": "t1"}, ...]}.
+// The file must not be readable by group or others.
+func LoadTokens(path string) (*Tokens, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("token file %s is readable by others (mode %v): chmod 600 it", path, st.Mode().Perm())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var f struct {
+		Tokens []Token `json:"tokens"`
+	}
+	if err := cube.DecodeInto("", b, &f); err != nil {
+		return nil, fmt.Errorf("token file %s: %w", path, err)
+	}
+	for i, t := range f.Tokens {
+		if len(t.Token) < 16 {
+			return nil, fmt.Errorf("token file %s: tokens[%d] is shorter than 16 characters", path, i)
+		}
+	}
+	return &Tokens{list: f.Tokens}, nil
+}
+
+// NewTokens builds a token set in memory.
+func NewTokens(list ...Token) *Tokens { return &Tokens{list: list} }
+
+type identityKey struct{}
+
+// identity is who a request comes from.
+type identity struct {
+	admin  bool
+	tenant string
+}
+
+func (id identity) mayUse(c *cube.Cube) bool {
+	return c != nil && (id.admin || c.Tenant == id.tenant)
+}
+
+func identityOf(r *http.Request) identity {
+	id, _ := r.Context().Value(identityKey{}).(identity)
+	return id
+}
+
+// unixConnKey marks requests that came over the unix socket.
+type unixConnKey struct{}
+
+func (s *Server) identify(r *http.Request) (identity, error) {
+	if v, _ := r.Context().Value(unixConnKey{}).(bool); v {
+		return identity{admin: true}, nil
+	}
+	if s.tokens == nil {
+		return identity{}, errors.New("no tokens configured for TCP access")
+	}
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || tok == "" {
+		return identity{}, errors.New("missing bearer token (Authorization: Bearer <token>)")
+	}
+	for _, t := range s.tokens.list {
+		if subtle.ConstantTimeCompare([]byte(t.Token), []byte(tok)) == 1 {
+			return identity{admin: t.Tenant == "", tenant: t.Tenant}, nil
+		}
+	}
+	return identity{}, errors.New("invalid token")
+}
+
+// admin restricts a handler to administrators.
+func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !identityOf(r).admin {
+			fail(w, &httpError{403, "", "this resource needs an administrator token"})
+			return
+		}
+		h(w, r)
+	}
+}
+
+// Unix is the handler for the root-only unix socket: its requests are the
+// administrator's. (A TCP client cannot set this context value.)
+func (s *Server) Unix() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), unixConnKey{}, true)))
+	})
+}

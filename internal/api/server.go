@@ -1,0 +1,856 @@
+// Package api serves edgenf's REST API. Every resource is generic over the NF
+// types' models (internal/cube): no handler is written per NF type.
+package api
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/engine"
+)
+
+// maxBody bounds request bodies (a 10k-rule bulk load fits comfortably).
+const maxBody = 64 << 20
+
+// Server is the HTTP handler of the API.
+type Server struct {
+	eng    *engine.Engine
+	tokens *Tokens
+	mux    *http.ServeMux
+}
+
+// New builds the API over an engine. tokens may be nil (no TCP access).
+func New(eng *engine.Engine, tokens *Tokens) *Server {
+	s := &Server{eng: eng, tokens: tokens, mux: http.NewServeMux()}
+	s.routes()
+	return s
+}
+
+func (s *Server) routes() {
+	m := s.mux
+	m.HandleFunc("GET /v1/health", func(w http.ResponseWriter, r *http.Request) { reply(w, 200, map[string]string{"status": "ok"}) })
+	m.HandleFunc("GET /v1/openapi.json", func(w http.ResponseWriter, r *http.Request) { reply(w, 200, OpenAPI()) })
+	m.HandleFunc("GET /v1/types", s.listTypes)
+	m.HandleFunc("GET /v1/types/{type}", s.getType)
+	m.HandleFunc("GET /v1/topology", s.admin(s.getTopology))
+	m.HandleFunc("PUT /v1/topology", s.admin(s.putTopology))
+	m.HandleFunc("GET /v1/cubes", s.listCubes)
+	m.HandleFunc("POST /v1/cubes", s.createCube)
+	m.HandleFunc("GET /v1/attachments", s.listAttachments)
+	m.HandleFunc("POST /v1/attachments", s.attach)
+	m.HandleFunc("DELETE /v1/attachments/{cube}", s.detach)
+	m.HandleFunc("GET /v1/interfaces/{iface}/stats", s.admin(s.ifaceStats))
+	// Everything under a cube, reachable generically and per type (the
+	// typed paths are what the OpenAPI document describes with schemas).
+	for _, prefix := range []string{"/v1/cubes/{cube}", "/v1/nf/{type}/{cube}"} {
+		m.HandleFunc("GET "+prefix, s.cubeOp(s.getCube))
+		m.HandleFunc("PATCH "+prefix, s.cubeOp(s.patchCube))
+		m.HandleFunc("DELETE "+prefix, s.cubeOp(s.deleteCube))
+		m.HandleFunc("GET "+prefix+"/config", s.cubeOp(s.getConfig))
+		m.HandleFunc("PUT "+prefix+"/config", s.cubeOp(s.putConfig))
+		m.HandleFunc("GET "+prefix+"/ports", s.cubeOp(s.listPorts))
+		m.HandleFunc("POST "+prefix+"/ports", s.cubeOp(s.addPort))
+		m.HandleFunc("GET "+prefix+"/ports/{port}", s.cubeOp(s.getPort))
+		m.HandleFunc("PATCH "+prefix+"/ports/{port}", s.cubeOp(s.patchPort))
+		m.HandleFunc("DELETE "+prefix+"/ports/{port}", s.cubeOp(s.deletePort))
+		m.HandleFunc("POST "+prefix+"/ports/{port}/inject", s.cubeOp(s.inject))
+		m.HandleFunc("GET "+prefix+"/tables/{table}", s.cubeOp(s.listEntries))
+		m.HandleFunc("POST "+prefix+"/tables/{table}", s.cubeOp(s.addEntries))
+		m.HandleFunc("PUT "+prefix+"/tables/{table}", s.cubeOp(s.replaceEntries))
+		m.HandleFunc("GET "+prefix+"/tables/{table}/{key}", s.cubeOp(s.getEntry))
+		m.HandleFunc("PUT "+prefix+"/tables/{table}/{key}", s.cubeOp(s.putEntry))
+		m.HandleFunc("DELETE "+prefix+"/tables/{table}/{key}", s.cubeOp(s.deleteEntry))
+		m.HandleFunc("GET "+prefix+"/views/{view}", s.cubeOp(s.getView))
+		m.HandleFunc("POST "+prefix+"/actions/{action}", s.cubeOp(s.doAction))
+		m.HandleFunc("GET "+prefix+"/stats", s.cubeOp(s.getStats))
+		m.HandleFunc("DELETE "+prefix+"/stats", s.cubeOp(s.resetStats))
+		m.HandleFunc("POST "+prefix+"/swap", s.cubeOp(s.swap))
+	}
+}
+
+// ServeHTTP authenticates, then routes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id, err := s.identify(r)
+	if err != nil {
+		fail(w, &httpError{401, "", err.Error()})
+		return
+	}
+	r = r.WithContext(context.WithValue(r.Context(), identityKey{}, id))
+	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+	s.mux.ServeHTTP(w, r)
+}
+
+// --- replies and errors ---
+
+type httpError struct {
+	Code    int    `json:"code"`
+	Field   string `json:"field,omitempty"`
+	Message string `json:"message"`
+}
+
+func (e *httpError) Error() string { return e.Message }
+
+func reply(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
+// fail maps model errors to HTTP: invalid 400, not found 404, conflict 409,
+// anything else (kernel refused) 500.
+func fail(w http.ResponseWriter, err error) {
+	he := &httpError{Code: 500, Message: err.Error()}
+	var fe *cube.FieldError
+	var h *httpError
+	switch {
+	case errors.As(err, &h):
+		he = h
+	case errors.As(err, &fe):
+		he.Field, he.Message = fe.Field, fe.Msg
+		switch {
+		case errors.Is(err, cube.ErrNotFound):
+			he.Code = 404
+		case errors.Is(err, cube.ErrConflict):
+			he.Code = 409
+		default:
+			he.Code = 400
+		}
+	}
+	reply(w, he.Code, map[string]*httpError{"error": he})
+}
+
+// decodeBody reads a JSON body strictly into v (unknown fields rejected).
+func decodeBody(r *http.Request, v any) error {
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		return &httpError{413, "", fmt.Sprintf("request body: %v", err)}
+	}
+	if len(strings.TrimSpace(string(b))) == 0 {
+		return &httpError{400, "", "empty request body: a JSON object is required"}
+	}
+	return cube.DecodeInto("", b, v)
+}
+
+func readRaw(r *http.Request) (json.RawMessage, error) {
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, &httpError{413, "", fmt.Sprintf("request body: %v", err)}
+	}
+	if !json.Valid(b) {
+		var v any
+		return nil, cube.Within("body", json.Unmarshal(b, &v))
+	}
+	return b, nil
+}
+
+// --- types ---
+
+// TypeInfo describes an NF type's model for clients (the CLI builds entries
+// and tables from it).
+type TypeInfo struct {
+	Name        string       `json:"name"`
+	Description string       `json:"description"`
+	Transparent bool         `json:"transparent"`
+	Hooks       []string     `json:"hooks"`
+	Config      *Schema      `json:"config,omitempty"`
+	PortConfig  *Schema      `json:"port_config,omitempty"`
+	Tables      []NamedModel `json:"tables,omitempty"`
+	Views       []NamedModel `json:"views,omitempty"`
+	Actions     []NamedModel `json:"actions,omitempty"`
+}
+
+// NamedModel is a table, view or action with its schema.
+type NamedModel struct {
+	Name   string  `json:"name"`
+	Doc    string  `json:"doc,omitempty"`
+	Schema *Schema `json:"schema,omitempty"`
+	Max    int     `json:"max,omitempty"`
+}
+
+func typeInfo(t *cube.Type) TypeInfo {
+	ti := TypeInfo{Name: t.Name, Description: t.Description, Transparent: t.Transparent}
+	for _, h := range t.Hooks {
+		ti.Hooks = append(ti.Hooks, string(h))
+	}
+	if t.Config != nil {
+		ti.Config = SchemaOf(t.Config)
+	}
+	if t.PortConfig != nil {
+		ti.PortConfig = SchemaOf(t.PortConfig)
+	}
+	for _, tb := range t.Tables {
+		ti.Tables = append(ti.Tables, NamedModel{tb.Name, tb.Doc, SchemaOf(tb.Item), tb.Max})
+	}
+	for _, v := range t.Views {
+		var sc *Schema
+		if v.Item != nil {
+			sc = SchemaOf(v.Item)
+		}
+		ti.Views = append(ti.Views, NamedModel{Name: v.Name, Doc: v.Doc, Schema: sc})
+	}
+	for _, a := range t.Actions {
+		var sc *Schema
+		if a.Args != nil {
+			sc = SchemaOf(a.Args)
+		}
+		ti.Actions = append(ti.Actions, NamedModel{Name: a.Name, Doc: a.Doc, Schema: sc})
+	}
+	return ti
+}
+
+func (s *Server) listTypes(w http.ResponseWriter, r *http.Request) {
+	out := []TypeInfo{}
+	for _, t := range cube.Types() {
+		out = append(out, typeInfo(t))
+	}
+	reply(w, 200, out)
+}
+
+func (s *Server) getType(w http.ResponseWriter, r *http.Request) {
+	t, err := cube.Lookup(r.PathValue("type"))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	reply(w, 200, typeInfo(t))
+}
+
+// --- topology ---
+
+func (s *Server) getTopology(w http.ResponseWriter, r *http.Request) {
+	reply(w, 200, s.eng.Topology().Document())
+}
+
+// putTopology makes a document the whole desired state (declarative apply).
+func (s *Server) putTopology(w http.ResponseWriter, r *http.Request) {
+	var doc cube.Document
+	if err := decodeBody(r, &doc); err != nil {
+		fail(w, err)
+		return
+	}
+	t, err := doc.Topology()
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	dry := r.URL.Query().Get("dry_run") == "true" || r.URL.Query().Get("dry_run") == "1"
+	changes, err := s.eng.Replace(t, dry)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	if changes == nil {
+		changes = []engine.Change{}
+	}
+	reply(w, 200, map[string]any{"dry_run": dry, "changes": changes})
+}
+
+// --- cubes ---
+
+// cubeFunc handles a request about one existing cube the caller may see.
+type cubeFunc func(w http.ResponseWriter, r *http.Request, c *cube.Cube)
+
+func (s *Server) cubeOp(fn cubeFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("cube")
+		c, ok := s.eng.Topology().Cubes[name]
+		if !ok || !identityOf(r).mayUse(c) {
+			fail(w, cube.NotFound("cube", "no cube named %q", name))
+			return
+		}
+		if t := r.PathValue("type"); t != "" && t != c.Type {
+			fail(w, cube.NotFound("cube", "cube %s is of type %s, not %s", name, c.Type, t))
+			return
+		}
+		fn(w, r, c)
+	}
+}
+
+func (s *Server) listCubes(w http.ResponseWriter, r *http.Request) {
+	t := s.eng.Topology()
+	id := identityOf(r)
+	out := []*cube.Cube{}
+	for _, n := range t.CubeNames() {
+		if id.mayUse(t.Cubes[n]) {
+			out = append(out, t.Cubes[n])
+		}
+	}
+	reply(w, 200, out)
+}
+
+// cubeRequest is a cube as created through the API: ports may omit their
+// index (lowest free is taken).
+type cubeRequest struct {
+	Name   string          `json:"name"`
+	Type   string          `json:"type"`
+	Hook   string          `json:"hook,omitempty"`
+	Tenant string          `json:"tenant,omitempty"`
+	Ports  []portRequest   `json:"ports,omitempty"`
+	Config json.RawMessage `json:"config,omitempty"`
+}
+
+type portRequest struct {
+	Name      string          `json:"name"`
+	Index     *int            `json:"index,omitempty"`
+	Peer      string          `json:"peer,omitempty"`
+	MAC       string          `json:"mac,omitempty"`
+	Addresses []string        `json:"addresses,omitempty"`
+	Config    json.RawMessage `json:"config,omitempty"`
+}
+
+func (p portRequest) port() cube.Port {
+	idx := -1
+	if p.Index != nil {
+		idx = *p.Index
+	}
+	return cube.Port{Name: p.Name, Index: idx, Peer: p.Peer, MAC: p.MAC, Addresses: p.Addresses, Config: p.Config}
+}
+
+func (s *Server) createCube(w http.ResponseWriter, r *http.Request) {
+	var req cubeRequest
+	if err := decodeBody(r, &req); err != nil {
+		fail(w, err)
+		return
+	}
+	if req.Name == "" {
+		fail(w, cube.Errorf("name", "required"))
+		return
+	}
+	if req.Type == "" {
+		fail(w, cube.Errorf("type", "required"))
+		return
+	}
+	id := identityOf(r)
+	if !id.admin {
+		if req.Tenant != "" && req.Tenant != id.tenant {
+			fail(w, &httpError{403, "tenant", "a tenant token can only create cubes of its own tenant"})
+			return
+		}
+		req.Tenant = id.tenant
+	}
+	c := &cube.Cube{Name: req.Name, Type: req.Type, Hook: datapath.Hook(req.Hook), Tenant: req.Tenant, Config: req.Config}
+	for _, p := range req.Ports {
+		c.Ports = append(c.Ports, p.port())
+	}
+	err := s.eng.Update(func(t *cube.Topology) error { return t.AddCube(c) })
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	reply(w, 201, s.eng.Topology().Cubes[req.Name])
+}
+
+func (s *Server) getCube(w http.ResponseWriter, r *http.Request, c *cube.Cube) { reply(w, 200, c) }
+
+func (s *Server) patchCube(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
+	var req struct {
+		Tenant *string          `json:"tenant,omitempty"`
+		Config *json.RawMessage `json:"config,omitempty"`
+	}
+	if err := decodeBody(r, &req); err != nil {
+		fail(w, err)
+		return
+	}
+	if req.Tenant != nil && !identityOf(r).admin {
+		fail(w, &httpError{403, "tenant", "only an administrator can move a cube between tenants"})
+		return
+	}
+	s.update(w, func(t *cube.Topology) error {
+		if req.Tenant != nil {
+			t.Cubes[c.Name].Tenant = *req.Tenant
+		}
+		if req.Config != nil {
+			t.Cubes[c.Name].Config = *req.Config
+		}
+		return nil
+	}, func() any { return s.eng.Topology().Cubes[c.Name] })
+}
+
+func (s *Server) deleteCube(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
+	if err := s.eng.Update(func(t *cube.Topology) error { return t.DeleteCube(c.Name) }); err != nil {
+		fail(w, err)
+		return
+	}
+	w.WriteHeader(204)
+}
+
+// update applies fn and replies with result() or the error.
+func (s *Server) update(w http.ResponseWriter, fn func(t *cube.Topology) error, result func() any) {
+	if err := s.eng.Update(fn); err != nil {
+		fail(w, err)
+		return
+	}
+	reply(w, 200, result())
+}
+
+func (s *Server) getConfig(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
+	if len(c.Config) == 0 {
+		reply(w, 200, map[string]any{})
+		return
+	}
+	reply(w, 200, c.Config)
+}
+
+func (s *Server) putConfig(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
+	raw, err := readRaw(r)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	s.update(w, func(t *cube.Topology) error { return t.SetConfig(c.Name, raw) },
+		func() any { return s.eng.Topology().Cubes[c.Name].Config })
+}
+
+// --- ports ---
+
+func (s *Server) listPorts(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
+	ports := c.Ports
+	if ports == nil {
+		ports = []cube.Port{}
+	}
+	reply(w, 200, ports)
+}
+
+func (s *Server) addPort(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
+	var req portRequest
+	if err := decodeBody(r, &req); err != nil {
+		fail(w, err)
+		return
+	}
+	if err := s.eng.Update(func(t *cube.Topology) error { return t.AddPort(c.Name, req.port()) }); err != nil {
+		fail(w, err)
+		return
+	}
+	reply(w, 201, s.eng.Topology().Cubes[c.Name].Port(req.Name))
+}
+
+func (s *Server) port(w http.ResponseWriter, r *http.Request, c *cube.Cube) *cube.Port {
+	p := c.Port(r.PathValue("port"))
+	if p == nil {
+		fail(w, cube.NotFound("port", "cube %s has no port %q", c.Name, r.PathValue("port")))
+	}
+	return p
+}
+
+func (s *Server) getPort(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
+	if p := s.port(w, r, c); p != nil {
+		reply(w, 200, p)
+	}
+}
+
+func (s *Server) patchPort(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
+	p := s.port(w, r, c)
+	if p == nil {
+		return
+	}
+	var req struct {
+		Peer      *string          `json:"peer,omitempty"`
+		MAC       *string          `json:"mac,omitempty"`
+		Addresses *[]string        `json:"addresses,omitempty"`
+		Config    *json.RawMessage `json:"config,omitempty"`
+	}
+	if err := decodeBody(r, &req); err != nil {
+		fail(w, err)
+		return
+	}
+	ref := c.Name + ":" + p.Name
+	s.update(w, func(t *cube.Topology) error {
+		if req.Peer != nil {
+			if err := t.Unpeer(ref); err != nil {
+				return err
+			}
+			if *req.Peer != "" {
+				if err := t.SetPeer(ref, *req.Peer); err != nil {
+					return err
+				}
+			}
+		}
+		tp := t.Cubes[c.Name].Port(p.Name)
+		if req.MAC != nil {
+			tp.MAC = *req.MAC
+		}
+		if req.Addresses != nil {
+			tp.Addresses = *req.Addresses
+		}
+		if req.Config != nil {
+			tp.Config = *req.Config
+		}
+		return nil
+	}, func() any { return s.eng.Topology().Cubes[c.Name].Port(p.Name) })
+}
+
+func (s *Server) deletePort(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
+	if p := s.port(w, r, c); p != nil {
+		if err := s.eng.Update(func(t *cube.Topology) error { return t.DeletePort(c.Name, p.Name) }); err != nil {
+			fail(w, err)
+			return
+		}
+		w.WriteHeader(204)
+	}
+}
+
+func (s *Server) inject(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
+	var req struct {
+		Frame     string `json:"frame"` // hex
+		Direction string `json:"direction,omitempty"`
+	}
+	if err := decodeBody(r, &req); err != nil {
+		fail(w, err)
+		return
+	}
+	frame, err := hex.DecodeString(strings.ReplaceAll(req.Frame, " ", ""))
+	if err != nil {
+		fail(w, cube.Errorf("frame", "not hex: %v", err))
+		return
+	}
+	out := false
+	switch req.Direction {
+	case "", "in":
+	case "out":
+		out = true
+	default:
+		fail(w, cube.Errorf("direction", "want in or out, got %q", req.Direction))
+		return
+	}
+	if err := s.eng.Inject(c.Name, r.PathValue("port"), frame, out); err != nil {
+		fail(w, err)
+		return
+	}
+	reply(w, 202, map[string]int{"injected_bytes": len(frame)})
+}
+
+// --- tables ---
+
+func (s *Server) table(w http.ResponseWriter, r *http.Request, c *cube.Cube) *cube.Table {
+	typ, err := cube.Lookup(c.Type)
+	if err == nil {
+		var tb *cube.Table
+		if tb, err = typ.Table(r.PathValue("table")); err == nil {
+			return tb
+		}
+	}
+	fail(w, err)
+	return nil
+}
+
+func (s *Server) listEntries(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
+	if tb := s.table(w, r, c); tb != nil {
+		reply(w, 200, entries(c, tb.Name))
+	}
+}
+
+func entries(c *cube.Cube, table string) []json.RawMessage {
+	rows := c.Tables[table]
+	keys := make([]string, 0, len(rows))
+	for k := range rows {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]json.RawMessage, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, rows[k])
+	}
+	return out
+}
+
+// rawList reads one entry or a JSON array of entries.
+func rawList(r *http.Request) ([]json.RawMessage, error) {
+	raw, err := readRaw(r)
+	if err != nil {
+		return nil, err
+	}
+	if t := strings.TrimSpace(string(raw)); strings.HasPrefix(t, "[") {
+		var list []json.RawMessage
+		if err := json.Unmarshal(raw, &list); err != nil {
+			return nil, cube.Errorf("body", "%v", err)
+		}
+		return list, nil
+	}
+	return []json.RawMessage{raw}, nil
+}
+
+// addEntries adds one entry or many (all or none); an existing key is a
+// conflict: use PUT on the key to replace it.
+func (s *Server) addEntries(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
+	tb := s.table(w, r, c)
+	if tb == nil {
+		return
+	}
+	list, err := rawList(r)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	var keys []string
+	at := func(i int) string {
+		if len(list) == 1 {
+			return ""
+		}
+		return fmt.Sprintf("[%d]", i)
+	}
+	err = s.eng.Update(func(t *cube.Topology) error {
+		for i, raw := range list {
+			_, key, err := tb.DecodeEntry(t.Cubes[c.Name], raw)
+			if err != nil {
+				return withIndex(at(i), err)
+			}
+			if _, dup := t.Cubes[c.Name].Tables[tb.Name][key]; dup {
+				return cube.Conflict(at(i)+"key", "table %s already has an entry %q; replace it with PUT (edgenf table set)", tb.Name, key)
+			}
+			if _, err := t.PutEntry(c.Name, tb.Name, raw); err != nil {
+				return withIndex(at(i), err)
+			}
+			keys = append(keys, key)
+		}
+		return nil
+	})
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	cur := s.eng.Topology().Cubes[c.Name].Tables[tb.Name]
+	out := make([]json.RawMessage, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, cur[k])
+	}
+	if len(out) == 1 {
+		reply(w, 201, out[0])
+		return
+	}
+	reply(w, 201, out)
+}
+
+func withIndex(at string, err error) error {
+	if at == "" {
+		return err
+	}
+	return cube.Within(at, err)
+}
+
+// replaceEntries makes the table exactly the given list, atomically.
+func (s *Server) replaceEntries(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
+	tb := s.table(w, r, c)
+	if tb == nil {
+		return
+	}
+	list, err := rawList(r)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	err = s.eng.Update(func(t *cube.Topology) error {
+		tc := t.Cubes[c.Name]
+		delete(tc.Tables, tb.Name)
+		for i, raw := range list {
+			if _, err := t.PutEntry(c.Name, tb.Name, raw); err != nil {
+				return cube.Within(fmt.Sprintf("[%d]", i), err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	reply(w, 200, map[string]int{"entries": len(s.eng.Topology().Cubes[c.Name].Tables[tb.Name])})
+}
+
+func (s *Server) getEntry(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
+	tb := s.table(w, r, c)
+	if tb == nil {
+		return
+	}
+	raw, ok := c.Tables[tb.Name][r.PathValue("key")]
+	if !ok {
+		fail(w, cube.NotFound("key", "table %s of %s has no entry %q", tb.Name, c.Name, r.PathValue("key")))
+		return
+	}
+	reply(w, 200, raw)
+}
+
+func (s *Server) putEntry(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
+	tb := s.table(w, r, c)
+	if tb == nil {
+		return
+	}
+	raw, err := readRaw(r)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	key := r.PathValue("key")
+	err = s.eng.Update(func(t *cube.Topology) error {
+		k, err := t.PutEntry(c.Name, tb.Name, raw)
+		if err == nil && k != key {
+			return cube.Errorf("key", "entry has key %q but the URL names %q", k, key)
+		}
+		return err
+	})
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	reply(w, 200, s.eng.Topology().Cubes[c.Name].Tables[tb.Name][key])
+}
+
+func (s *Server) deleteEntry(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
+	tb := s.table(w, r, c)
+	if tb == nil {
+		return
+	}
+	if err := s.eng.Update(func(t *cube.Topology) error { return t.DeleteEntry(c.Name, tb.Name, r.PathValue("key")) }); err != nil {
+		fail(w, err)
+		return
+	}
+	w.WriteHeader(204)
+}
+
+// --- views, actions, stats, swap ---
+
+func (s *Server) getView(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
+	v, err := s.eng.View(c.Name, r.PathValue("view"))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	reply(w, 200, v)
+}
+
+func (s *Server) doAction(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
+	raw, _ := io.ReadAll(r.Body)
+	v, err := s.eng.Action(c.Name, r.PathValue("action"), raw)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	reply(w, 200, v)
+}
+
+func (s *Server) getStats(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
+	st, err := s.eng.Stats(c.Name)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	reply(w, 200, st)
+}
+
+func (s *Server) resetStats(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
+	if err := s.eng.ResetStats(c.Name); err != nil {
+		fail(w, err)
+		return
+	}
+	w.WriteHeader(204)
+}
+
+func (s *Server) swap(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
+	var req struct {
+		Object string `json:"object,omitempty"` // base64 ELF; empty: the NF type's own
+	}
+	raw, _ := io.ReadAll(r.Body)
+	if err := cube.DecodeInto("", raw, &req); err != nil {
+		fail(w, err)
+		return
+	}
+	var obj []byte
+	if req.Object != "" {
+		var err error
+		if obj, err = base64.StdEncoding.DecodeString(req.Object); err != nil {
+			fail(w, cube.Errorf("object", "not base64: %v", err))
+			return
+		}
+	}
+	if err := s.eng.Swap(c.Name, obj); err != nil {
+		fail(w, err)
+		return
+	}
+	reply(w, 200, map[string]string{"swapped": c.Name})
+}
+
+// --- attachments ---
+
+// Attachment is one transparent cube on a point.
+type Attachment struct {
+	Cube     string `json:"cube"`
+	Point    string `json:"point"`
+	Position string `json:"position,omitempty"`
+}
+
+func (s *Server) listAttachments(w http.ResponseWriter, r *http.Request) {
+	t := s.eng.Topology()
+	id := identityOf(r)
+	out := []Attachment{}
+	points := make([]string, 0, len(t.Attachments))
+	for p := range t.Attachments {
+		points = append(points, p)
+	}
+	sort.Strings(points)
+	for _, p := range points {
+		for i, c := range t.Attachments[p] {
+			if id.mayUse(t.Cubes[c]) {
+				out = append(out, Attachment{Cube: c, Point: p, Position: fmt.Sprint(i)})
+			}
+		}
+	}
+	reply(w, 200, out)
+}
+
+func (s *Server) attach(w http.ResponseWriter, r *http.Request) {
+	var req Attachment
+	if err := decodeBody(r, &req); err != nil {
+		fail(w, err)
+		return
+	}
+	if req.Cube == "" || req.Point == "" {
+		fail(w, cube.Errorf("cube", "cube and point are required"))
+		return
+	}
+	if c := s.eng.Topology().Cubes[req.Cube]; c == nil || !identityOf(r).mayUse(c) {
+		fail(w, cube.NotFound("cube", "no cube named %q", req.Cube))
+		return
+	}
+	if err := s.eng.Update(func(t *cube.Topology) error { return t.Attach(req.Cube, req.Point, req.Position) }); err != nil {
+		fail(w, err)
+		return
+	}
+	reply(w, 201, req)
+}
+
+func (s *Server) detach(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("cube")
+	t := s.eng.Topology()
+	if c := t.Cubes[name]; c == nil || !identityOf(r).mayUse(c) {
+		fail(w, cube.NotFound("cube", "no cube named %q", name))
+		return
+	}
+	if t.AttachedTo(name) == "" {
+		fail(w, cube.NotFound("cube", "cube %s is not attached", name))
+		return
+	}
+	if err := s.eng.Update(func(t *cube.Topology) error { t.Detach(name); return nil }); err != nil {
+		fail(w, err)
+		return
+	}
+	w.WriteHeader(204)
+}
+
+func (s *Server) ifaceStats(w http.ResponseWriter, r *http.Request) {
+	st, err := s.eng.IfaceStats(r.PathValue("iface"))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	reply(w, 200, st)
+}

@@ -1,0 +1,188 @@
+package cube
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/edgenf/edgenf/internal/datapath"
+)
+
+// Document is the declarative form of a topology, as written in a topology
+// file and returned by GET /v1/topology: lists instead of keyed maps, peers
+// written on either side (or both), port indexes optional. Converting a
+// topology to a document and back gives the same topology.
+type Document struct {
+	Cubes       []DocCube       `json:"cubes"`
+	Attachments []DocAttachment `json:"attachments,omitempty"`
+}
+
+// DocCube is a cube in a document.
+type DocCube struct {
+	Name   string                       `json:"name"`
+	Type   string                       `json:"type"`
+	Hook   string                       `json:"hook,omitempty"`
+	Tenant string                       `json:"tenant,omitempty"`
+	Config json.RawMessage              `json:"config,omitempty"`
+	Ports  []DocPort                    `json:"ports,omitempty"`
+	Tables map[string][]json.RawMessage `json:"tables,omitempty"`
+}
+
+// DocPort is a port in a document; Index nil takes the lowest free index.
+type DocPort struct {
+	Name      string          `json:"name"`
+	Index     *int            `json:"index,omitempty"`
+	Peer      string          `json:"peer,omitempty"`
+	MAC       string          `json:"mac,omitempty"`
+	Addresses []string        `json:"addresses,omitempty"`
+	Config    json.RawMessage `json:"config,omitempty"`
+}
+
+// DocAttachment attaches a transparent cube; attachments on the same point
+// are listed outermost first.
+type DocAttachment struct {
+	Cube  string `json:"cube"`
+	Point string `json:"point"`
+}
+
+// Topology converts the document; errors name the offending field.
+func (d *Document) Topology() (*Topology, error) {
+	t := NewTopology()
+	for i, dc := range d.Cubes {
+		field := fmt.Sprintf("cubes[%d]", i)
+		if dc.Name != "" {
+			field = "cubes." + dc.Name
+		}
+		if err := t.addDocCube(dc); err != nil {
+			return nil, Within(field, err)
+		}
+	}
+	// Peers: each cube-cube peering may be written on one side only.
+	for _, name := range t.CubeNames() {
+		for _, p := range t.Cubes[name].Ports {
+			if err := t.completePeer(name, p); err != nil {
+				return nil, Within(fmt.Sprintf("cubes.%s.ports[%s].peer", name, p.Name), err)
+			}
+		}
+	}
+	for i, a := range d.Attachments {
+		if a.Cube == "" || a.Point == "" {
+			return nil, Errorf(fmt.Sprintf("attachments[%d]", i), "cube and point are required")
+		}
+		if err := t.Attach(a.Cube, a.Point, "last"); err != nil {
+			return nil, Within(fmt.Sprintf("attachments[%d]", i), err)
+		}
+	}
+	return t, nil
+}
+
+func (t *Topology) addDocCube(dc DocCube) error {
+	if err := CheckName("name", dc.Name); err != nil {
+		return err
+	}
+	if _, dup := t.Cubes[dc.Name]; dup {
+		return Conflict("name", "cube %q is defined twice", dc.Name)
+	}
+	typ, err := Lookup(dc.Type)
+	if err != nil {
+		return err
+	}
+	c := &Cube{Name: dc.Name, Type: dc.Type, Hook: datapath.Hook(dc.Hook), Tenant: dc.Tenant, Config: dc.Config}
+	for _, p := range dc.Ports {
+		if p.Index != nil {
+			c.Ports = append(c.Ports, Port{Name: p.Name, Index: *p.Index, Peer: p.Peer, MAC: p.MAC, Addresses: p.Addresses, Config: p.Config})
+		}
+	}
+	for _, p := range dc.Ports {
+		if p.Index == nil {
+			c.Ports = append(c.Ports, Port{Name: p.Name, Index: c.FreeIndex(), Peer: p.Peer, MAC: p.MAC, Addresses: p.Addresses, Config: p.Config})
+		}
+	}
+	sort.SliceStable(c.Ports, func(i, j int) bool { return c.Ports[i].Index < c.Ports[j].Index })
+	t.Cubes[c.Name] = c
+	for name, rows := range dc.Tables {
+		tb, err := typ.Table(name)
+		if err != nil {
+			return Within("tables", err)
+		}
+		for i, raw := range rows {
+			_, key, err := tb.DecodeEntry(c, raw)
+			if err != nil {
+				return Within(fmt.Sprintf("[%d]", i), err)
+			}
+			if _, dup := c.Tables[name][key]; dup {
+				return Conflict(fmt.Sprintf("tables.%s[%d]", name, i), "duplicate entry %q", key)
+			}
+			if _, err := t.PutEntry(c.Name, name, raw); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (t *Topology) completePeer(name string, p Port) error {
+	if p.Peer == "" {
+		return nil
+	}
+	ep, err := ParseEndpoint(p.Peer)
+	if err != nil || !ep.IsCube() {
+		return nil // checked by Validate
+	}
+	oc, ok := t.Cubes[ep.Cube]
+	if !ok {
+		return NotFound("", "no cube named %q", ep.Cube)
+	}
+	op := oc.Port(ep.Port)
+	if op == nil {
+		return NotFound("", "cube %s has no port %q", ep.Cube, ep.Port)
+	}
+	self := name + ":" + p.Name
+	switch op.Peer {
+	case "":
+		op.Peer = self
+	case self:
+	default:
+		return Conflict("", "%s is peered with %s, but %s says it is peered with %s", self, p.Peer, ep, op.Peer)
+	}
+	return nil
+}
+
+// Document converts the topology to its declarative form, cubes by name,
+// each cube-cube peering written on both sides.
+func (t *Topology) Document() *Document {
+	d := &Document{Cubes: []DocCube{}}
+	for _, name := range t.CubeNames() {
+		c := t.Cubes[name]
+		dc := DocCube{Name: c.Name, Type: c.Type, Hook: string(c.Hook), Tenant: c.Tenant, Config: c.Config}
+		for _, p := range c.Ports {
+			idx := p.Index
+			dc.Ports = append(dc.Ports, DocPort{Name: p.Name, Index: &idx, Peer: p.Peer, MAC: p.MAC, Addresses: p.Addresses, Config: p.Config})
+		}
+		for tname, rows := range c.Tables {
+			if dc.Tables == nil {
+				dc.Tables = map[string][]json.RawMessage{}
+			}
+			keys := make([]string, 0, len(rows))
+			for k := range rows {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				dc.Tables[tname] = append(dc.Tables[tname], rows[k])
+			}
+		}
+		d.Cubes = append(d.Cubes, dc)
+	}
+	points := make([]string, 0, len(t.Attachments))
+	for p := range t.Attachments {
+		points = append(points, p)
+	}
+	sort.Strings(points)
+	for _, p := range points {
+		for _, c := range t.Attachments[p] {
+			d.Attachments = append(d.Attachments, DocAttachment{Cube: c, Point: p})
+		}
+	}
+	return d
+}

@@ -1,0 +1,69 @@
+// Package telemetry exports the datapath's counters to monitoring systems.
+package telemetry
+
+import (
+	"github.com/edgenf/edgenf/internal/engine"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Collector reads every cube's counters at scrape time (the kernel keeps
+// them; nothing is sampled in between).
+type Collector struct {
+	eng   *engine.Engine
+	descs map[string]*prometheus.Desc
+}
+
+var portMetrics = []struct {
+	name, help string
+	get        func(engine.PortStats) uint64
+}{
+	{"rx_packets_total", "Packets received on a cube port.", func(s engine.PortStats) uint64 { return s.RxPackets }},
+	{"rx_bytes_total", "Bytes received on a cube port.", func(s engine.PortStats) uint64 { return s.RxBytes }},
+	{"tx_packets_total", "Packets sent out of a cube port.", func(s engine.PortStats) uint64 { return s.TxPackets }},
+	{"tx_bytes_total", "Bytes sent out of a cube port.", func(s engine.PortStats) uint64 { return s.TxBytes }},
+	{"drop_packets_total", "Packets dropped by a cube, by the port they came in on.", func(s engine.PortStats) uint64 { return s.DropPackets }},
+	{"punt_packets_total", "Packets punted to the slow path, by the port they came in on.", func(s engine.PortStats) uint64 { return s.PuntPackets }},
+}
+
+// NewCollector builds a collector over eng.
+func NewCollector(eng *engine.Engine) *Collector {
+	c := &Collector{eng: eng, descs: map[string]*prometheus.Desc{}}
+	for _, m := range portMetrics {
+		c.descs[m.name] = prometheus.NewDesc("edgenf_port_"+m.name, m.help, []string{"cube", "type", "port"}, nil)
+	}
+	c.descs["cubes"] = prometheus.NewDesc("edgenf_cubes", "Cubes configured, by NF type.", []string{"type"}, nil)
+	return c
+}
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	t := c.eng.Topology()
+	perType := map[string]float64{}
+	for _, name := range t.CubeNames() {
+		cb := t.Cubes[name]
+		perType[cb.Type]++
+		st, err := c.eng.Stats(name)
+		if err != nil {
+			continue
+		}
+		rows := st.Ports
+		for dir, s := range st.Directions {
+			rows = append(rows, engine.PortStats{Port: dir, Stats: s})
+		}
+		for _, p := range rows {
+			for _, m := range portMetrics {
+				ch <- prometheus.MustNewConstMetric(c.descs[m.name], prometheus.CounterValue, float64(m.get(p)), name, cb.Type, p.Port)
+			}
+		}
+	}
+	for typ, n := range perType {
+		ch <- prometheus.MustNewConstMetric(c.descs["cubes"], prometheus.GaugeValue, n, typ)
+	}
+}

@@ -1,0 +1,292 @@
+// Package e2e tests edgenf end to end: the real daemon and CLI binaries,
+// network namespaces, real traffic.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/edgenf/edgenf/internal/netlab"
+)
+
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "edgenf-e2e-bin")
+	if err != nil {
+		panic(err)
+	}
+	build := exec.Command("go", "build", "-o", dir+"/", "github.com/edgenf/edgenf/cmd/edgenfd", "github.com/edgenf/edgenf/cmd/edgenf")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build binaries:", err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+var daemonSeq atomic.Uint32
+
+// daemon is one running edgenfd with private socket, state and bpffs root.
+type daemon struct {
+	t      *testing.T
+	socket string
+	state  string
+	bpffs  string
+	cmd    *exec.Cmd
+	log    *bytes.Buffer
+}
+
+func startDaemon(t *testing.T) *daemon {
+	t.Helper()
+	dir := t.TempDir()
+	d := &daemon{
+		t:      t,
+		socket: filepath.Join(dir, "edgenf.sock"),
+		state:  filepath.Join(dir, "state.json"),
+		bpffs:  fmt.Sprintf("/sys/fs/bpf/enfd-%d-%d", os.Getpid(), daemonSeq.Add(1)),
+	}
+	d.start()
+	t.Cleanup(func() {
+		d.stop()
+		out, err := exec.Command(filepath.Join(binDir, "edgenfd"), "-socket", d.socket, "-state", d.state, "-bpffs", d.bpffs, "-destroy").CombinedOutput()
+		if err != nil {
+			t.Errorf("destroy: %v: %s", err, out)
+		}
+		if t.Failed() {
+			t.Logf("daemon log:\n%s", d.log)
+		}
+	})
+	return d
+}
+
+func (d *daemon) start() {
+	d.t.Helper()
+	d.log = &bytes.Buffer{}
+	d.cmd = exec.Command(filepath.Join(binDir, "edgenfd"), "-socket", d.socket, "-state", d.state, "-bpffs", d.bpffs)
+	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
+	if err := d.cmd.Start(); err != nil {
+		d.t.Fatal(err)
+	}
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("unix", d.socket); err == nil {
+			c.Close()
+			return
+		}
+		if d.cmd.ProcessState != nil {
+			break
+		}
+	}
+	d.t.Fatalf("edgenfd did not start:\n%s", d.log)
+}
+
+// kill stops the daemon with SIGKILL (no cleanup of any kind).
+func (d *daemon) kill() {
+	d.cmd.Process.Kill()
+	d.cmd.Wait()
+}
+
+func (d *daemon) stop() {
+	if d.cmd != nil && d.cmd.ProcessState == nil {
+		d.cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { d.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			d.kill()
+		}
+	}
+}
+
+// cli runs the edgenf CLI against this daemon; it fails the test on error.
+func (d *daemon) cli(args ...string) string {
+	d.t.Helper()
+	out, err := d.try(args...)
+	if err != nil {
+		d.t.Fatalf("edgenf %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// try runs the CLI and returns its output and error (exit status).
+func (d *daemon) try(args ...string) (string, error) {
+	cmd := exec.Command(filepath.Join(binDir, "edgenf"), append([]string{"--socket", d.socket}, args...)...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// json runs the CLI with -o json and decodes the result.
+func (d *daemon) json(v any, args ...string) {
+	d.t.Helper()
+	out := d.cli(append(args, "-o", "json")...)
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		d.t.Fatalf("edgenf %v: %v\n%s", args, err, out)
+	}
+}
+
+type counters struct {
+	RxPackets   uint64 `json:"rx_packets"`
+	RxBytes     uint64 `json:"rx_bytes"`
+	TxPackets   uint64 `json:"tx_packets"`
+	TxBytes     uint64 `json:"tx_bytes"`
+	DropPackets uint64 `json:"drop_packets"`
+}
+
+// portStats returns cube → port → counters.
+func (d *daemon) portStats(cubes ...string) map[string]map[string]counters {
+	d.t.Helper()
+	var all []struct {
+		Cube  string `json:"cube"`
+		Ports []struct {
+			Port string `json:"port"`
+			counters
+		} `json:"ports"`
+		Directions map[string]counters `json:"directions"`
+	}
+	d.json(&all, append([]string{"stats"}, cubes...)...)
+	out := map[string]map[string]counters{}
+	for _, c := range all {
+		out[c.Cube] = map[string]counters{}
+		for _, p := range c.Ports {
+			out[c.Cube][p.Port] = p.counters
+		}
+		for dir, s := range c.Directions {
+			out[c.Cube][dir] = s
+		}
+	}
+	return out
+}
+
+// twoHosts makes hosts a (198.18.0.1) and b (198.18.0.2) in one subnet, each
+// with a veth whose root end is returned. Neighbour entries are static and
+// IPv6 is off on the hosts, so the only traffic is the test's and counters
+// can be compared exactly.
+func twoHosts(t *testing.T) (lab *netlab.Lab, a, b *netlab.Host, ra, rb string) {
+	t.Helper()
+	lab = netlab.NewT(t)
+	var err error
+	if a, err = lab.Host("a"); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = lab.Host("b"); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []*netlab.Host{a, b} {
+		if err := h.Sysctl("net.ipv6.conf.default.disable_ipv6", "1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ra, err = lab.Veth(a, "eth0", "a", "198.18.0.1/24"); err != nil {
+		t.Fatal(err)
+	}
+	if rb, err = lab.Veth(b, "eth0", "b", "198.18.0.2/24"); err != nil {
+		t.Fatal(err)
+	}
+	ma, _ := a.MAC("eth0")
+	mb, _ := b.MAC("eth0")
+	for _, n := range []struct {
+		h       *netlab.Host
+		ip, mac string
+	}{{a, "198.18.0.2", mb.String()}, {b, "198.18.0.1", ma.String()}} {
+		if err := n.h.SetNeigh("eth0", n.ip, n.mac); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return
+}
+
+func ctx(t *testing.T, d time.Duration) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return c
+}
+
+// sendUDP sends n datagrams from a to dst:port and counts those b receives
+// intact (sequence-numbered payload), without any warm-up traffic, so that
+// counters can be compared exactly.
+func sendUDP(t *testing.T, a, b *netlab.Host, dst string, port, n, size int) int {
+	t.Helper()
+	var rx *net.UDPConn
+	if err := b.Do(func() error {
+		var err error
+		rx, err = net.ListenUDP("udp", &net.UDPAddr{Port: port})
+		if err == nil {
+			rx.SetReadBuffer(8 << 20)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer rx.Close()
+	var tx *net.UDPConn
+	if err := a.Do(func() error {
+		var err error
+		tx, err = net.DialUDP("udp", nil, &net.UDPAddr{IP: net.ParseIP(dst), Port: port})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	got := make(chan int)
+	go func() {
+		seen := map[uint32]bool{}
+		buf := make([]byte, 65536)
+		for {
+			rx.SetReadDeadline(time.Now().Add(2 * time.Second))
+			m, _, err := rx.ReadFromUDP(buf)
+			if err != nil {
+				break
+			}
+			if m != size || !validPayload(buf[:m]) {
+				continue
+			}
+			seen[uint32(buf[0])<<24|uint32(buf[1])<<16|uint32(buf[2])<<8|uint32(buf[3])] = true
+			if len(seen) == n {
+				break
+			}
+		}
+		got <- len(seen)
+	}()
+	payload := make([]byte, size)
+	for i := 0; i < n; i++ {
+		fillPayload(payload, uint32(i))
+		if _, err := tx.Write(payload); err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+		if i%200 == 199 {
+			time.Sleep(2 * time.Millisecond) // stay under the receive buffer
+		}
+	}
+	return <-got
+}
+
+func fillPayload(p []byte, seq uint32) {
+	p[0], p[1], p[2], p[3] = byte(seq>>24), byte(seq>>16), byte(seq>>8), byte(seq)
+	for i := 4; i < len(p); i++ {
+		p[i] = byte(int(seq) + i)
+	}
+}
+
+func validPayload(p []byte) bool {
+	seq := int(uint32(p[0])<<24 | uint32(p[1])<<16 | uint32(p[2])<<8 | uint32(p[3]))
+	for i := 4; i < len(p); i++ {
+		if p[i] != byte(seq+i) {
+			return false
+		}
+	}
+	return true
+}
