@@ -10,7 +10,7 @@ BPF_OBJ    := $(foreach s,$(BPF_SRC),$(s:.bpf.c=_xdp.o) $(s:.bpf.c=_tc.o))
 BPF_HDR    := $(shell find bpf/include -name '*.h')
 TEST_FLAGS ?= -count=1 -p 2 -timeout 28m
 
-.PHONY: all setup bpf build test demo bench bench-quick clean
+.PHONY: all setup bpf build test demo demo-clean bench bench-quick clean
 
 all: build
 
@@ -33,7 +33,7 @@ test: build
 	$(GO) test $(TEST_FLAGS) ./...
 
 demo: build
-	@./scripts/demo.sh
+	@./bin/edgenf-demo up
 
 bench: build
 	$(GO) run ./bench/cmd/bench -o docs/performance.md
@@ -43,3 +43,6 @@ bench-quick: build
 
 clean:
 	rm -rf bin $(BPF_OBJ)
+
+demo-clean: build
+	@./bin/edgenf-demo down

@@ -79,7 +79,7 @@ func (t *Topology) AddPort(cubeName string, p Port) error {
 	p.Peer = ""
 	c.Ports = append(c.Ports, p)
 	if peer != "" {
-		return Within("peer", t.SetPeer(cubeName+":"+p.Name, peer))
+		return t.SetPeer(cubeName+":"+p.Name, peer)
 	}
 	return nil
 }
