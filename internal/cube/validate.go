@@ -23,6 +23,12 @@ type System interface {
 // returned, naming its field.
 func (t *Topology) Validate(sys System) error {
 	ifacePeers := map[string]string{}
+	// Defaults first: peers' hooks are compared below.
+	for _, c := range t.Cubes {
+		if typ, err := Lookup(c.Type); err == nil && c.Hook == "" {
+			c.Hook = typ.Hooks[0]
+		}
+	}
 	for _, name := range t.CubeNames() {
 		c := t.Cubes[name]
 		if err := t.validateCube(c, sys, ifacePeers); err != nil {

@@ -96,6 +96,9 @@ func (d *Datapath) AttachStub(ifname string, ifindex int, hook Hook, dir Directi
 func attach(p *ebpf.Program, ifindex int, hook Hook, dir Direction) (link.Link, error) {
 	if hook == XDP {
 		l, err := link.AttachXDP(link.XDPOptions{Program: p, Interface: ifindex, Flags: link.XDPDriverMode})
+		if err != nil && dropXDPPass(ifindex) {
+			l, err = link.AttachXDP(link.XDPOptions{Program: p, Interface: ifindex, Flags: link.XDPDriverMode})
+		}
 		if err != nil {
 			// Devices without native XDP (rare: veth, physical NICs have it)
 			// still work in generic mode, slower.

@@ -75,3 +75,42 @@ func (d *Datapath) SetMetadata(md Metadata) error {
 	}
 	return d.scratch.Update(uint32(0), vals, ebpf.UpdateAny)
 }
+
+// Entry loads the framework's ingress stub, unattached, starting the given
+// hop: what a frame arriving on a peered interface runs first. For tests and
+// benchmarks (each run resets the metadata as real traffic does). The caller
+// closes the program.
+func (d *Datapath) Entry(hook Hook, hop Hop) (*ebpf.Program, error) {
+	obj := stubXDP
+	if hook == TC {
+		obj = stubTC
+	}
+	spec, err := LoadSpec(obj)
+	if err != nil {
+		return nil, err
+	}
+	repl := d.prepare(spec, hook)
+	for _, ms := range spec.Maps {
+		ms.Pinning = ebpf.PinNone
+	}
+	for n := range repl {
+		if _, ok := spec.Maps[n]; !ok {
+			delete(repl, n)
+		}
+	}
+	ports, err := ebpf.NewMap(spec.Maps[MapPorts])
+	if err != nil {
+		return nil, err
+	}
+	defer ports.Close()
+	if err := ports.Update(uint32(0), hop, ebpf.UpdateAny); err != nil {
+		return nil, err
+	}
+	repl[MapPorts] = ports
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: repl})
+	if err != nil {
+		return nil, err
+	}
+	defer coll.Close()
+	return coll.Programs["edgenf_stub"].Clone()
+}
