@@ -13,12 +13,12 @@ import (
 
 // cubeView is the JSON shape of a cube in the API.
 type cubeView struct {
-	Name   string          `json:"name"`
-	Type   string          `json:"type"`
-	Hook   string          `json:"hook"`
-	Tenant string          `json:"tenant,omitempty"`
-	Ports  []portView      `json:"ports,omitempty"`
-	Config json.RawMessage `json:"config,omitempty"`
+	Name   string                                `json:"name"`
+	Type   string                                `json:"type"`
+	Hook   string                                `json:"hook"`
+	Tenant string                                `json:"tenant,omitempty"`
+	Ports  []portView                            `json:"ports,omitempty"`
+	Config json.RawMessage                       `json:"config,omitempty"`
 	Tables map[string]map[string]json.RawMessage `json:"tables,omitempty"`
 }
 
@@ -60,7 +60,9 @@ func cubeCmd() *cobra.Command {
 			if err := api().Do("POST", "/v1/cubes", body, &out); err != nil {
 				return err
 			}
-			return show(os.Stdout, out, func(tw *tabwriter.Writer) { fmt.Fprintf(tw, "cube %s created (%s, hook %s)\n", out.Name, out.Type, out.Hook) })
+			return show(os.Stdout, out, func(tw *tabwriter.Writer) {
+				fmt.Fprintf(tw, "cube %s created (%s, hook %s)\n", out.Name, out.Type, out.Hook)
+			})
 		},
 	}
 	add.Flags().StringVar(&hook, "hook", "", "xdp or tc (default: the type's first)")

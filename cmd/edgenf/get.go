@@ -11,9 +11,9 @@ import (
 
 func getCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "get cubes|cube NAME|ports CUBE|attachments|topology|types",
-		Short: "Show resources (-o table|json|yaml)",
-		Example: "  edgenf get cubes\n  edgenf get topology -o yaml > topo.yaml   # edit, then: edgenf apply -f topo.yaml",
+		Use:       "get cubes|cube NAME|ports CUBE|attachments|topology|types",
+		Short:     "Show resources (-o table|json|yaml)",
+		Example:   "  edgenf get cubes\n  edgenf get topology -o yaml > topo.yaml   # edit, then: edgenf apply -f topo.yaml",
 		Args:      cobra.RangeArgs(1, 2),
 		ValidArgs: []string{"cubes", "cube", "ports", "attachments", "topology", "types"},
 		RunE: func(cmd *cobra.Command, args []string) error {

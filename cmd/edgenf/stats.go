@@ -99,8 +99,8 @@ func topCmd() *cobra.Command {
 	var interval time.Duration
 	var count int
 	c := &cobra.Command{
-		Use:   "top [CUBE ...]",
-		Short: "Live packet and bit rates per cube port (Ctrl-C to stop)",
+		Use:               "top [CUBE ...]",
+		Short:             "Live packet and bit rates per cube port (Ctrl-C to stop)",
 		ValidArgsFunction: completeCubes,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			prev, err := fetchStats(args)

@@ -108,4 +108,3 @@ func BenchmarkHop(b *testing.B) {
 		}
 	}
 }
-

@@ -530,4 +530,3 @@ func (e *Engine) reconcileStubs(p *plan, adopt bool) error {
 func noCube(name string) error {
 	return cube.NotFound("cube", "no cube named %q", name)
 }
-

@@ -113,4 +113,3 @@ func TestBadInputIsRejectedAndChangesNothing(t *testing.T) {
 		t.Fatalf("bad HTTP requests changed the state:\n%s", after)
 	}
 }
-
