@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -137,23 +138,7 @@ func genericTable(tw *tabwriter.Writer, v any) {
 	}
 	switch x := gv.(type) {
 	case []any:
-		var cols []string
-		seen := map[string]bool{}
-		for _, row := range x {
-			if m, ok := row.(map[string]any); ok {
-				keys := make([]string, 0, len(m))
-				for k := range m {
-					keys = append(keys, k)
-				}
-				sort.Strings(keys)
-				for _, k := range keys {
-					if !seen[k] {
-						seen[k] = true
-						cols = append(cols, k)
-					}
-				}
-			}
-		}
+		cols := columnOrder(v)
 		if len(cols) == 0 {
 			for _, row := range x {
 				fmt.Fprintln(tw, cell(row))
@@ -180,6 +165,50 @@ func genericTable(tw *tabwriter.Writer, v any) {
 		}
 	default:
 		fmt.Fprintln(tw, cell(x))
+	}
+}
+
+// columnOrder lists the keys of a JSON array's objects in the order the API
+// wrote them (the model's field order), first-seen first.
+func columnOrder(v any) []string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	var cols []string
+	seen := map[string]bool{}
+	depth := 0
+	expectKey := false
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return cols
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{', '[':
+				depth++
+				expectKey = t == '{' && depth == 2
+			case '}', ']':
+				depth--
+				expectKey = depth == 2
+			}
+			continue
+		case string:
+			if expectKey && depth == 2 {
+				if !seen[t] {
+					seen[t] = true
+					cols = append(cols, t)
+				}
+				expectKey = false
+				continue
+			}
+		}
+		if depth == 2 {
+			expectKey = true
+		}
 	}
 }
 

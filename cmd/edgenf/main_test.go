@@ -1,0 +1,45 @@
+package main
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+	"text/tabwriter"
+)
+
+func TestGenericTableKeepsTheModelsFieldOrder(t *testing.T) {
+	rows := json.RawMessage(`[{"direction":"ingress","protocol":"ipv4-udp","nested":{"z":1,"a":2},"packets":3,"bytes":342},
+		{"direction":"egress","protocol":"icmp","packets":1,"bytes":98,"extra":true}]`)
+	if got, want := columnOrder(rows), []string{"direction", "protocol", "nested", "packets", "bytes", "extra"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("columns %v, want %v", got, want)
+	}
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
+	genericTable(tw, rows)
+	tw.Flush()
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if !strings.HasPrefix(lines[0], "DIRECTION  PROTOCOL") || !strings.Contains(lines[2], "icmp") || !strings.HasSuffix(lines[2], "true") {
+		t.Fatalf("table:\n%s", b.String())
+	}
+}
+
+func TestParseKVTypesValuesByTheModel(t *testing.T) {
+	sc := &schema{Type: "object", Properties: map[string]*schema{
+		"port": {Type: "integer"}, "on": {Type: "boolean"}, "vlans": {Type: "array", Items: &schema{Type: "integer"}}, "name": {Type: "string"},
+	}}
+	got, err := parseKV(sc, []string{"port=0x10", "on=true", "vlans=10,20", "name=007"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"port": int64(16), "on": true, "vlans": []any{int64(10), int64(20)}, "name": "007"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%#v", got)
+	}
+	if _, err := parseKV(sc, []string{"prot=1"}); err == nil || !strings.Contains(err.Error(), `unknown field "prot"`) {
+		t.Fatalf("unknown key: %v", err)
+	}
+	if _, err := parseKV(sc, []string{"port=ten"}); err == nil || !strings.Contains(err.Error(), "port: want an integer") {
+		t.Fatalf("bad integer: %v", err)
+	}
+}
