@@ -265,7 +265,7 @@ type cubeFunc func(w http.ResponseWriter, r *http.Request, c *cube.Cube)
 func (s *Server) cubeOp(fn cubeFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("cube")
-		c, ok := s.eng.Topology().Cubes[name]
+		c, ok := s.eng.Cube(name)
 		if !ok || !identityOf(r).mayUse(c) {
 			fail(w, cube.NotFound("cube", "no cube named %q", name))
 			return
@@ -349,7 +349,7 @@ func (s *Server) createCube(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	reply(w, 201, s.eng.Topology().Cubes[req.Name])
+	reply(w, 201, s.cube(req.Name))
 }
 
 func (s *Server) getCube(w http.ResponseWriter, r *http.Request, c *cube.Cube) { reply(w, 200, c) }
@@ -375,7 +375,7 @@ func (s *Server) patchCube(w http.ResponseWriter, r *http.Request, c *cube.Cube)
 			t.Cubes[c.Name].Config = *req.Config
 		}
 		return nil
-	}, func() any { return s.eng.Topology().Cubes[c.Name] })
+	}, func() any { return s.cube(c.Name) })
 }
 
 func (s *Server) deleteCube(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
@@ -384,6 +384,12 @@ func (s *Server) deleteCube(w http.ResponseWriter, r *http.Request, c *cube.Cube
 		return
 	}
 	w.WriteHeader(204)
+}
+
+// cube is the current state of a cube (after a change).
+func (s *Server) cube(name string) *cube.Cube {
+	c, _ := s.eng.Cube(name)
+	return c
 }
 
 // update applies fn and replies with result() or the error.
@@ -410,7 +416,7 @@ func (s *Server) putConfig(w http.ResponseWriter, r *http.Request, c *cube.Cube)
 		return
 	}
 	s.update(w, func(t *cube.Topology) error { return t.SetConfig(c.Name, raw) },
-		func() any { return s.eng.Topology().Cubes[c.Name].Config })
+		func() any { return s.cube(c.Name).Config })
 }
 
 // --- ports ---
@@ -433,7 +439,7 @@ func (s *Server) addPort(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
 		fail(w, err)
 		return
 	}
-	reply(w, 201, s.eng.Topology().Cubes[c.Name].Port(req.Name))
+	reply(w, 201, s.cube(c.Name).Port(req.Name))
 }
 
 func (s *Server) port(w http.ResponseWriter, r *http.Request, c *cube.Cube) *cube.Port {
@@ -488,7 +494,7 @@ func (s *Server) patchPort(w http.ResponseWriter, r *http.Request, c *cube.Cube)
 			tp.Config = *req.Config
 		}
 		return nil
-	}, func() any { return s.eng.Topology().Cubes[c.Name].Port(p.Name) })
+	}, func() any { return s.cube(c.Name).Port(p.Name) })
 }
 
 func (s *Server) deletePort(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
@@ -620,7 +626,7 @@ func (s *Server) addEntries(w http.ResponseWriter, r *http.Request, c *cube.Cube
 		fail(w, err)
 		return
 	}
-	cur := s.eng.Topology().Cubes[c.Name].Tables[tb.Name]
+	cur := s.cube(c.Name).Tables[tb.Name]
 	out := make([]json.RawMessage, 0, len(keys))
 	for _, k := range keys {
 		out = append(out, cur[k])
@@ -664,7 +670,7 @@ func (s *Server) replaceEntries(w http.ResponseWriter, r *http.Request, c *cube.
 		fail(w, err)
 		return
 	}
-	reply(w, 200, map[string]int{"entries": len(s.eng.Topology().Cubes[c.Name].Tables[tb.Name])})
+	reply(w, 200, map[string]int{"entries": len(s.cube(c.Name).Tables[tb.Name])})
 }
 
 func (s *Server) getEntry(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
@@ -702,7 +708,7 @@ func (s *Server) putEntry(w http.ResponseWriter, r *http.Request, c *cube.Cube) 
 		fail(w, err)
 		return
 	}
-	reply(w, 200, s.eng.Topology().Cubes[c.Name].Tables[tb.Name][key])
+	reply(w, 200, s.cube(c.Name).Tables[tb.Name][key])
 }
 
 func (s *Server) deleteEntry(w http.ResponseWriter, r *http.Request, c *cube.Cube) {

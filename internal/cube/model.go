@@ -4,9 +4,11 @@
 package cube
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -53,23 +55,68 @@ func NewTopology() *Topology {
 	return &Topology{Cubes: map[string]*Cube{}, Attachments: map[string][]string{}}
 }
 
-// Clone returns a deep copy.
+// Clone returns a deep copy. Raw JSON values (settings, entries) are never
+// modified in place, so they are shared.
 func (t *Topology) Clone() *Topology {
-	b, err := json.Marshal(t)
-	if err != nil {
-		panic(err)
+	n := &Topology{Cubes: make(map[string]*Cube, len(t.Cubes)), Attachments: make(map[string][]string, len(t.Attachments))}
+	for k, c := range t.Cubes {
+		n.Cubes[k] = c.Clone()
 	}
-	n := NewTopology()
-	if err := json.Unmarshal(b, n); err != nil {
-		panic(err)
-	}
-	if n.Cubes == nil {
-		n.Cubes = map[string]*Cube{}
-	}
-	if n.Attachments == nil {
-		n.Attachments = map[string][]string{}
+	for k, v := range t.Attachments {
+		n.Attachments[k] = append([]string(nil), v...)
 	}
 	return n
+}
+
+// Clone returns a deep copy of the cube (raw JSON values shared).
+func (c *Cube) Clone() *Cube {
+	n := *c
+	n.Ports = make([]Port, len(c.Ports))
+	for i, p := range c.Ports {
+		p.Addresses = append([]string(nil), p.Addresses...)
+		n.Ports[i] = p
+	}
+	if c.Ports == nil {
+		n.Ports = nil
+	}
+	if c.Tables != nil {
+		n.Tables = make(map[string]map[string]json.RawMessage, len(c.Tables))
+		for name, rows := range c.Tables {
+			m := make(map[string]json.RawMessage, len(rows))
+			for k, v := range rows {
+				m[k] = v
+			}
+			n.Tables[name] = m
+		}
+	}
+	return &n
+}
+
+// Equal reports whether two cubes are the same in every field.
+func (c *Cube) Equal(o *Cube) bool {
+	if c.Name != o.Name || c.Type != o.Type || c.Hook != o.Hook || c.Tenant != o.Tenant ||
+		!bytes.Equal(c.Config, o.Config) || len(c.Ports) != len(o.Ports) || len(c.Tables) != len(o.Tables) {
+		return false
+	}
+	for i := range c.Ports {
+		a, b := c.Ports[i], o.Ports[i]
+		if a.Name != b.Name || a.Index != b.Index || a.Peer != b.Peer || a.MAC != b.MAC ||
+			!slices.Equal(a.Addresses, b.Addresses) || !bytes.Equal(a.Config, b.Config) {
+			return false
+		}
+	}
+	for name, rows := range c.Tables {
+		other, ok := o.Tables[name]
+		if !ok || len(rows) != len(other) {
+			return false
+		}
+		for k, v := range rows {
+			if w, ok := other[k]; !ok || !bytes.Equal(v, w) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // CubeNames lists the cubes in name order.

@@ -22,6 +22,15 @@ type System interface {
 // NF setting. It fills in defaults (hook) in place. The first problem found is
 // returned, naming its field.
 func (t *Topology) Validate(sys System) error {
+	return t.ValidateChange(nil, sys)
+}
+
+// ValidateChange is Validate for a topology derived from prev, already
+// valid: cubes equal to their counterpart in prev skip the checks that only
+// depend on the cube itself (settings, entries), so a change costs what it
+// changes, not the size of the topology. Peers and attachments, which depend
+// on other cubes, are always checked.
+func (t *Topology) ValidateChange(prev *Topology, sys System) error {
 	ifacePeers := map[string]string{}
 	// Defaults first: peers' hooks are compared below.
 	for _, c := range t.Cubes {
@@ -31,14 +40,30 @@ func (t *Topology) Validate(sys System) error {
 	}
 	for _, name := range t.CubeNames() {
 		c := t.Cubes[name]
-		if err := t.validateCube(c, sys, ifacePeers); err != nil {
+		var unchanged bool
+		if prev != nil {
+			old, ok := prev.Cubes[name]
+			unchanged = ok && old.Equal(c)
+		}
+		if err := t.validateCube(c, sys, ifacePeers, unchanged); err != nil {
 			return Within("cubes."+name, err)
 		}
 	}
 	return t.validateAttachments(sys, ifacePeers)
 }
 
-func (t *Topology) validateCube(c *Cube, sys System, ifacePeers map[string]string) error {
+func (t *Topology) validateCube(c *Cube, sys System, ifacePeers map[string]string, unchanged bool) error {
+	if unchanged {
+		// Only what other cubes can break: peers.
+		for i := range c.Ports {
+			if p := &c.Ports[i]; p.Peer != "" {
+				if err := t.validatePeer(c, p, sys, ifacePeers); err != nil {
+					return Within(fmt.Sprintf("ports[%s].peer", p.Name), err)
+				}
+			}
+		}
+		return nil
+	}
 	if err := CheckName("name", c.Name); err != nil {
 		return err
 	}

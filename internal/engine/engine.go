@@ -46,7 +46,7 @@ type live struct {
 	dc    *datapath.Cube
 	ctl   cube.Controller
 	c     *cube.Cube // as last synced
-	spec  []byte     // its JSON, to detect changes
+	json  []byte     // c marshalled, for the state file
 	hops  map[int]datapath.Hop
 	flood map[int]int
 }
@@ -142,6 +142,17 @@ func DestroyAt(cfg Config) error {
 	return err
 }
 
+// Cube returns a copy of one cube of the applied state.
+func (e *Engine) Cube(name string) (*cube.Cube, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c, ok := e.topo.Cubes[name]
+	if !ok {
+		return nil, false
+	}
+	return c.Clone(), true
+}
+
 // Topology returns a copy of the applied desired state.
 func (e *Engine) Topology() *cube.Topology {
 	e.mu.Lock()
@@ -167,7 +178,7 @@ func (e *Engine) Replace(t *cube.Topology, dryRun bool) ([]Change, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	next := t.Clone()
-	if err := next.Validate(e.sys()); err != nil {
+	if err := next.ValidateChange(e.topo, e.sys()); err != nil {
 		return nil, err
 	}
 	changes := Diff(e.topo, next)
@@ -180,7 +191,7 @@ func (e *Engine) Replace(t *cube.Topology, dryRun bool) ([]Change, error) {
 // commit validates next, reconciles the kernel with it and persists it. On
 // any failure the kernel is reconciled back and nothing changes.
 func (e *Engine) commit(next *cube.Topology) error {
-	if err := next.Validate(e.sys()); err != nil {
+	if err := next.ValidateChange(e.topo, e.sys()); err != nil {
 		return err
 	}
 	prev, prevSlots := e.topo, cloneSlots(e.slots)
@@ -191,13 +202,22 @@ func (e *Engine) commit(next *cube.Topology) error {
 		e.slots = prevSlots
 		return err
 	}
-	if err := state.Save(e.cfg.StateFile, &state.File{Topology: next, Slots: e.slots}); err != nil {
+	if err := e.save(next); err != nil {
 		e.reconcile(prev, false)
 		e.slots = prevSlots
 		return fmt.Errorf("persist state: %w", err)
 	}
 	e.topo = next
 	return nil
+}
+
+// save persists next, whose cubes have just been reconciled.
+func (e *Engine) save(next *cube.Topology) error {
+	parts := make(map[string]json.RawMessage, len(next.Cubes))
+	for name := range next.Cubes {
+		parts[name] = e.cubes[name].json
+	}
+	return state.SaveParts(e.cfg.StateFile, parts, next.Attachments, e.slots)
 }
 
 func cloneSlots(m map[string]uint32) map[string]uint32 {
@@ -312,7 +332,6 @@ func (e *Engine) assignSlots(t *cube.Topology) error {
 // ensureCube loads (or re-adopts) the cube's program if needed and syncs its
 // control plane when its spec changed.
 func (e *Engine) ensureCube(c *cube.Cube, adopt bool) error {
-	spec, _ := json.Marshal(c)
 	l := e.cubes[c.Name]
 	if l != nil && (l.typ.Name != c.Type || l.dc.Hook != c.Hook) {
 		// Type or hook changed (declarative apply): replace the cube.
@@ -322,7 +341,7 @@ func (e *Engine) ensureCube(c *cube.Cube, adopt bool) error {
 		delete(e.cubes, c.Name)
 		l = nil
 	}
-	if l != nil && bytes.Equal(l.spec, spec) {
+	if l != nil && l.c != nil && l.c.Equal(c) {
 		return nil
 	}
 	if l == nil {
@@ -335,8 +354,8 @@ func (e *Engine) ensureCube(c *cube.Cube, adopt bool) error {
 	if err := e.syncCube(l, c); err != nil {
 		return err
 	}
-	l.c = cloneCube(c)
-	l.spec = spec
+	l.c = c.Clone()
+	l.json, _ = json.Marshal(c)
 	return nil
 }
 
@@ -382,9 +401,7 @@ func (e *Engine) syncCube(l *live, c *cube.Cube) error {
 func sameButTables(a, b *cube.Cube) bool {
 	x, y := *a, *b
 	x.Tables, y.Tables = nil, nil
-	ja, _ := json.Marshal(x)
-	jb, _ := json.Marshal(y)
-	return bytes.Equal(ja, jb)
+	return x.Equal(&y)
 }
 
 func (e *Engine) syncEntries(h *handle, ew cube.EntryWriter, old, c *cube.Cube) error {
@@ -416,13 +433,6 @@ func (e *Engine) syncEntries(h *handle, ew cube.EntryWriter, old, c *cube.Cube) 
 		}
 	}
 	return nil
-}
-
-func cloneCube(c *cube.Cube) *cube.Cube {
-	b, _ := json.Marshal(c)
-	var n cube.Cube
-	json.Unmarshal(b, &n)
-	return &n
 }
 
 // writeHops writes the port maps and flood sets that differ from what was

@@ -4,11 +4,13 @@
 package state
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 
 	"github.com/edgenf/edgenf/internal/cube"
 )
@@ -52,10 +54,53 @@ func Load(path string) (*File, error) {
 // Save writes the state file atomically.
 func Save(path string, f *File) error {
 	f.Version = Version
-	b, err := json.MarshalIndent(f, "", "  ")
+	b, err := json.Marshal(f)
 	if err != nil {
 		return err
 	}
+	return write(path, b)
+}
+
+// SaveParts writes the same file as Save from cubes already marshalled (the
+// engine keeps each cube's JSON from when it last changed, so a change does
+// not re-encode the whole topology).
+func SaveParts(path string, cubes map[string]json.RawMessage, attachments map[string][]string, slots map[string]uint32) error {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `{"version":%d,"topology":{"cubes":{`, Version)
+	names := make([]string, 0, len(cubes))
+	for n := range cubes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for i, n := range names {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(n)
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(cubes[n])
+	}
+	b.WriteString(`}`)
+	if len(attachments) > 0 {
+		a, err := json.Marshal(attachments)
+		if err != nil {
+			return err
+		}
+		b.WriteString(`,"attachments":`)
+		b.Write(a)
+	}
+	sl, err := json.Marshal(slots)
+	if err != nil {
+		return err
+	}
+	b.WriteString(`},"slots":`)
+	b.Write(sl)
+	b.WriteString("}")
+	return write(path, b.Bytes())
+}
+
+func write(path string, b []byte) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,5 +45,30 @@ func TestLoadRejectsCorruptAndFutureFiles(t *testing.T) {
 	os.WriteFile(future, []byte(`{"version": 99}`), 0o600)
 	if _, err := Load(future); err == nil || !strings.Contains(err.Error(), "version 99") {
 		t.Fatalf("future file: %v", err)
+	}
+}
+
+func TestSavePartsWritesWhatSaveWrites(t *testing.T) {
+	dir := t.TempDir()
+	topo := cube.NewTopology()
+	topo.Cubes["b"] = &cube.Cube{Name: "b", Type: "portfwd", Hook: "xdp", Ports: []cube.Port{{Name: "p0", Peer: "a:p0"}}}
+	topo.Cubes["a"] = &cube.Cube{Name: "a", Type: "portfwd", Hook: "tc"}
+	topo.Attachments["b:p0"] = []string{"m"}
+	slots := map[string]uint32{"a": 1, "b": 0}
+	whole, parts := filepath.Join(dir, "whole.json"), filepath.Join(dir, "parts.json")
+	if err := Save(whole, &File{Topology: topo, Slots: slots}); err != nil {
+		t.Fatal(err)
+	}
+	raw := map[string]json.RawMessage{}
+	for n, c := range topo.Cubes {
+		raw[n], _ = json.Marshal(c)
+	}
+	if err := SaveParts(parts, raw, topo.Attachments, slots); err != nil {
+		t.Fatal(err)
+	}
+	x, _ := os.ReadFile(whole)
+	y, _ := os.ReadFile(parts)
+	if string(x) != string(y) {
+		t.Fatalf("differ:\n%s\n%s", x, y)
 	}
 }

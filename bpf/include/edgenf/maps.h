@@ -44,13 +44,3 @@ struct {
 	__type(key, __u32);
 	__type(value, struct edgenf_stats);
 } enf_stats SEC(".maps");
-
-#if defined(EDGENF_HOOK_XDP)
-/* Per cube: the interface-peered ports, for in-kernel flooding. */
-struct {
-	__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);
-	__uint(max_entries, EDGENF_MAX_PORTS);
-	__type(key, __u32);
-	__type(value, __u32);
-} enf_flood_map SEC(".maps");
-#endif

@@ -5,7 +5,7 @@
  *   return enf_pass(ctx, md);         standard cube: to the Linux stack;
  *                                     transparent cube: on along the hop
  *   return enf_punt(ctx, md, reason, arg);  a copy to the slow path, then drop
- *   return enf_flood(ctx, md);        out of every interface port but the ingress
+ * (enf_flood is in flood.h: include it only in NFs that flood.)
  * Each one does its own accounting and the tail calls it needs. */
 #pragma once
 
@@ -127,31 +127,6 @@ static __always_inline int enf_punt(ctx_t *ctx, struct edgenf_md *md, __u32 reas
 	bpf_perf_event_output(ctx, &enf_punt_ring, BPF_F_CURRENT_CPU | (cap << 32), &hdr, sizeof(hdr));
 	return CTX_DROP;
 }
-
-#if defined(EDGENF_HOOK_XDP)
-static __always_inline int enf_flood(ctx_t *ctx, struct edgenf_md *md)
-{
-	(void)md;
-	return bpf_redirect_map(&enf_flood_map, 0, BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS);
-}
-#else
-/* TC: clone to every interface port except the one the frame came in by. */
-static __always_inline int enf_flood(ctx_t *ctx, struct edgenf_md *md)
-{
-	__u32 in_if = md->ingress_ifindex;
-
-	for (__u32 p = 0; p < EDGENF_MAX_PORTS; p++) {
-		__u32 key = p;
-		struct edgenf_hop *h = bpf_map_lookup_elem(&enf_ports, &key);
-
-		if (!h || h->kind != EDGENF_DST_IFACE || h->ifindex == in_if || p == md->in_port)
-			continue;
-		enf_count(p, ctx_len(ctx), ENF_TX);
-		bpf_clone_redirect(ctx, h->ifindex, 0);
-	}
-	return CTX_DROP;
-}
-#endif
 
 /* Entry point of a standard cube: counts rx, then runs fn(ctx, md). */
 #define EDGENF_CUBE(fn)                                                      \

@@ -1,0 +1,55 @@
+package engine_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/edgenf/edgenf/internal/cube"
+	_ "github.com/edgenf/edgenf/internal/nf/portfwd"
+	"github.com/edgenf/edgenf/internal/nftest"
+)
+
+// tenantChain is one tenant's two-cube chain, as the scale scenarios build it.
+func tenantChain(i int) []*cube.Cube {
+	a, b := fmt.Sprintf("t%da", i), fmt.Sprintf("t%db", i)
+	rules := map[string]map[string]json.RawMessage{"rules": {
+		"p0": json.RawMessage(`{"in_port":"p0","out_port":"p1"}`),
+		"p1": json.RawMessage(`{"in_port":"p1","out_port":"p0"}`),
+	}}
+	return []*cube.Cube{
+		{Name: a, Type: "portfwd", Ports: []cube.Port{{Name: "p0", Index: 0}, {Name: "p1", Index: 1, Peer: b + ":p0"}}, Tables: rules},
+		{Name: b, Type: "portfwd", Ports: []cube.Port{{Name: "p0", Index: 0, Peer: a + ":p1"}, {Name: "p1", Index: 1}}, Tables: rules},
+	}
+}
+
+// BenchmarkChange reports what one change (a new two-cube tenant chain)
+// costs when the topology already holds N cubes: it should grow far slower
+// than N (changed cubes are validated, synced and encoded; the rest only
+// compared).
+func BenchmarkChange(b *testing.B) {
+	for _, n := range []int{100, 1000, 3000} {
+		b.Run(fmt.Sprintf("cubes=%d", n), func(b *testing.B) {
+			e := nftest.Engine(b)
+			add := func(i int) {
+				nftest.MustUpdate(b, e, func(tp *cube.Topology) error {
+					for _, c := range tenantChain(i) {
+						tp.Cubes[c.Name] = c
+					}
+					return nil
+				})
+			}
+			for i := 0; i < n/2; i++ {
+				add(i)
+			}
+			b.ResetTimer()
+			start := time.Now()
+			for i := 0; i < b.N; i++ {
+				add(n/2 + i)
+			}
+			b.ReportMetric(float64(time.Since(start).Microseconds())/1000/float64(b.N), "ms/change")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
