@@ -24,6 +24,11 @@ type Type struct {
 	Hooks []datapath.Hook
 	// Object returns the compiled eBPF object for a hook.
 	Object func(hook datapath.Hook) ([]byte, error)
+	// ObjectFor, when set, is used instead of Object: the object depends on
+	// the cube's settings (a P4 cube's program). When it changes, the engine
+	// swaps the cube's program in place, keeping the maps whose layout did
+	// not change.
+	ObjectFor func(c *Cube) ([]byte, error)
 	// Config is a pointer to the zero settings value (nil: no settings).
 	// A value implementing Validator is validated against the cube.
 	Config any
@@ -137,7 +142,7 @@ func Register(t *Type) {
 	if _, dup := reg[t.Name]; dup {
 		panic("cube: duplicate NF type " + t.Name)
 	}
-	if len(t.Hooks) == 0 || t.Object == nil || t.New == nil {
+	if len(t.Hooks) == 0 || (t.Object == nil && t.ObjectFor == nil) || t.New == nil {
 		panic("cube: NF type " + t.Name + " lacks hooks, object or controller")
 	}
 	for _, tb := range t.Tables {
@@ -187,6 +192,14 @@ func (t *Type) Table(name string) (*Table, error) {
 		}
 	}
 	return nil, NotFound("table", "NF type %s has no table %q", t.Name, name)
+}
+
+// ObjectOf returns the eBPF object cube c runs.
+func (t *Type) ObjectOf(c *Cube) ([]byte, error) {
+	if t.ObjectFor != nil {
+		return t.ObjectFor(c)
+	}
+	return t.Object(c.Hook)
 }
 
 // SupportsHook reports whether the type runs at hook.

@@ -111,6 +111,61 @@ func repin(p *ebpf.Program, path string) error {
 	return os.Rename(tmp, path)
 }
 
+// LoadOptions change how LoadCube treats the cube's existing maps.
+type LoadOptions struct {
+	// Reprogram replaces the maps whose layout the new object changes, and
+	// drops those it no longer has, instead of refusing to load: for a new
+	// program in place of another (a P4 cube given a new program). Maps with
+	// the same name and layout keep their contents.
+	Reprogram bool
+}
+
+// ReloadCube is LoadCube for a cube whose program changes with options.
+func (d *Datapath) ReloadCube(name string, hook Hook, slot uint32, spec *ebpf.CollectionSpec, opts LoadOptions) (*Cube, error) {
+	if opts.Reprogram {
+		if err := d.dropIncompatible(d.cubeDir(name), spec); err != nil {
+			return nil, err
+		}
+	}
+	return d.LoadCube(name, hook, slot, spec, nil)
+}
+
+// dropIncompatible unpins the cube's maps that spec cannot reuse. Programs
+// still running hold their own references, so traffic is unaffected until the
+// panel switches to the new program.
+func (d *Datapath) dropIncompatible(dir string, spec *ebpf.CollectionSpec) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil
+		}
+		return err
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if name == progPin || strings.HasSuffix(name, "_new") || isShared(name) {
+			continue
+		}
+		path := filepath.Join(dir, name)
+		ms, ok := spec.Maps[name]
+		if ok {
+			m, err := ebpf.LoadPinnedMap(path, nil)
+			if err != nil {
+				return err
+			}
+			err = ms.Compatible(m)
+			m.Close()
+			if err == nil {
+				continue
+			}
+		}
+		if err := os.Remove(path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // AdoptCube re-opens a cube pinned by an earlier daemon without reloading it.
 func (d *Datapath) AdoptCube(name string, hook Hook, slot uint32) (*Cube, error) {
 	dir := d.cubeDir(name)

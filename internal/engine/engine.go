@@ -6,6 +6,7 @@ package engine
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,6 +48,7 @@ type live struct {
 	ctl   cube.Controller
 	c     *cube.Cube // as last synced
 	json  []byte     // c marshalled, for the state file
+	obj   [32]byte   // hash of the loaded object (types with per-cube objects)
 	hops  map[int]datapath.Hop
 	flood map[int]int
 }
@@ -350,6 +352,8 @@ func (e *Engine) ensureCube(c *cube.Cube, adopt bool) error {
 			return err
 		}
 		e.cubes[c.Name] = l
+	} else if err := e.reprogram(l, c); err != nil {
+		return err
 	}
 	if err := e.syncCube(l, c); err != nil {
 		return err
@@ -372,20 +376,54 @@ func (e *Engine) loadCube(c *cube.Cube, adopt bool) (*live, error) {
 			e.log.Info("no pinned program to adopt, loading", "cube", c.Name, "reason", err)
 		}
 	}
-	if dc == nil {
-		obj, err := typ.Object(c.Hook)
+	l := &live{typ: typ, ctl: typ.New(), hops: map[int]datapath.Hop{}, flood: map[int]int{}}
+	if typ.ObjectFor != nil || dc == nil {
+		obj, err := typ.ObjectOf(c)
 		if err != nil {
 			return nil, err
 		}
-		spec, err := datapath.LoadSpec(obj)
-		if err != nil {
-			return nil, err
-		}
-		if dc, err = e.dp.LoadCube(c.Name, c.Hook, slot, spec, nil); err != nil {
-			return nil, err
+		l.obj = sha256.Sum256(obj)
+		if dc == nil {
+			spec, err := datapath.LoadSpec(obj)
+			if err != nil {
+				return nil, err
+			}
+			if dc, err = e.dp.ReloadCube(c.Name, c.Hook, slot, spec, datapath.LoadOptions{Reprogram: typ.ObjectFor != nil}); err != nil {
+				return nil, err
+			}
 		}
 	}
-	return &live{typ: typ, dc: dc, ctl: typ.New(), hops: map[int]datapath.Hop{}, flood: map[int]int{}}, nil
+	l.dc = dc
+	return l, nil
+}
+
+// reprogram swaps a cube's program when its settings select another object
+// (a P4 cube given a new program): one panel update, maps of unchanged
+// layout kept.
+func (e *Engine) reprogram(l *live, c *cube.Cube) error {
+	if l.typ.ObjectFor == nil {
+		return nil
+	}
+	obj, err := l.typ.ObjectOf(c)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(obj)
+	if sum == l.obj {
+		return nil
+	}
+	spec, err := datapath.LoadSpec(obj)
+	if err != nil {
+		return err
+	}
+	dc, err := e.dp.ReloadCube(c.Name, c.Hook, l.dc.Slot, spec, datapath.LoadOptions{Reprogram: true})
+	if err != nil {
+		return err
+	}
+	l.dc.Close()
+	l.dc, l.obj = dc, sum
+	l.hops, l.flood = map[int]datapath.Hop{}, map[int]int{} // new maps: rewrite
+	return nil
 }
 
 // syncCube hands the change to the controller: entry by entry when only

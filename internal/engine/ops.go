@@ -151,7 +151,7 @@ func (e *Engine) Swap(name string, obj []byte) error {
 	}
 	if obj == nil {
 		var err error
-		if obj, err = l.typ.Object(l.dc.Hook); err != nil {
+		if obj, err = l.typ.ObjectOf(l.c); err != nil {
 			return err
 		}
 	}

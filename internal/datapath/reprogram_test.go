@@ -1,0 +1,66 @@
+package datapath_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/nf/monitor"
+	"github.com/edgenf/edgenf/internal/nf/portfwd"
+)
+
+// A cube given another program keeps the maps both programs share (ports,
+// counters) with their contents and unpins the ones the new one lacks.
+func TestReprogramKeepsSharedMapsAndDropsTheRest(t *testing.T) {
+	root := filepath.Join("/sys/fs/bpf", fmt.Sprintf("enfr-%d-%d", os.Getpid(), seq.Add(1)))
+	dp, err := datapath.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dp.Destroy()
+	load := func(obj func(datapath.Hook) ([]byte, error), opts datapath.LoadOptions) (*datapath.Cube, error) {
+		b, _ := obj(datapath.XDP)
+		spec, err := datapath.LoadSpec(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dp.ReloadCube("x", datapath.XDP, 3, spec, opts)
+	}
+	c, err := load(portfwd.Type.Object, datapath.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hop := datapath.Hop{Kind: datapath.DstIface, Ifindex: 7}
+	if err := c.SetHop(2, hop); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Map("pf_table"); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+
+	c2, err := load(monitor.Type.Object, datapath.LoadOptions{Reprogram: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	ports, _ := c2.Map(datapath.MapPorts)
+	var got datapath.Hop
+	if err := ports.Lookup(uint32(2), &got); err != nil || got != hop {
+		t.Fatalf("port map lost across reprogramming: %+v %v", got, err)
+	}
+	if _, err := c2.Map("mon_counts"); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(filepath.Join(root, "cubes", "x"))
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if strings.Contains(strings.Join(names, " "), "pf_table") {
+		t.Fatalf("the old program's table is still pinned: %v", names)
+	}
+}
