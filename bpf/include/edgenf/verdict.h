@@ -90,6 +90,28 @@ static __always_inline int enf_deliver(ctx_t *ctx, struct edgenf_md *md)
 	}
 }
 
+/* Start the hop h (a map value): deliver straight from it when no
+ * transparent cube runs on the way, else copy it into the metadata, where the
+ * transparent cubes find it across tail calls. */
+static __always_inline int enf_take_hop(ctx_t *ctx, struct edgenf_md *md, struct edgenf_hop *h)
+{
+	if (h->nstack == 0) {
+		if (h->kind == EDGENF_DST_IFACE)
+			return ctx_redirect(ctx, h->ifindex);
+		if (h->kind == EDGENF_DST_CUBE) {
+			if (++md->hops > EDGENF_MAX_HOPS)
+				return CTX_DROP;
+			md->cube = h->slot;
+			md->in_port = h->port;
+			bpf_tail_call(ctx, &enf_panel, h->slot);
+			return CTX_DROP;
+		}
+	}
+	__builtin_memcpy(&md->hop, h, sizeof(*h));
+	md->pos = 0;
+	return enf_deliver(ctx, md);
+}
+
 /* Send out of a port of the running standard cube. */
 static __always_inline int enf_send(ctx_t *ctx, struct edgenf_md *md, __u32 port)
 {
@@ -101,9 +123,7 @@ static __always_inline int enf_send(ctx_t *ctx, struct edgenf_md *md, __u32 port
 	if (!h || h->kind == EDGENF_DST_NONE)
 		return enf_drop(ctx, md);
 	enf_count(port, ctx_len(ctx), ENF_TX);
-	__builtin_memcpy(&md->hop, h, sizeof(*h));
-	md->pos = 0;
-	return enf_deliver(ctx, md);
+	return enf_take_hop(ctx, md, h);
 }
 
 /* Punt a copy (headers + up to EDGENF_PUNT_SNAPLEN bytes) to the slow path and

@@ -28,9 +28,7 @@ SEC(EDGENF_SEC) int edgenf_stub(ctx_t *ctx)
 	md->tenant = 0;
 	md->mark = 0;
 	md->hops = 0;
-	md->pos = 0;
-	__builtin_memcpy(&md->hop, h, sizeof(*h));
-	return enf_deliver(ctx, md);
+	return enf_take_hop(ctx, md, h);
 }
 
 #if defined(EDGENF_HOOK_XDP)
