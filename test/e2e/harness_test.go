@@ -35,7 +35,28 @@ func TestMain(m *testing.M) {
 	binDir = dir
 	code := m.Run()
 	os.RemoveAll(dir)
+	if left := leftovers(); len(left) > 0 {
+		fmt.Fprintln(os.Stderr, "the e2e tests left behind:", left)
+		code = 1
+	}
 	os.Exit(code)
+}
+
+// leftovers lists what this test process created and did not remove: pinned
+// objects of its daemons, namespaces and links of its labs.
+func leftovers() []string {
+	left, _ := filepath.Glob(fmt.Sprintf("/sys/fs/bpf/enfd-%d-*", os.Getpid()))
+	ours := netlab.UniquePrefix()[:4] // "n" + this process's id
+	ns, _ := filepath.Glob("/run/netns/" + ours + "*")
+	left = append(left, ns...)
+	if links, err := net.Interfaces(); err == nil {
+		for _, l := range links {
+			if strings.HasPrefix(l.Name, ours) {
+				left = append(left, "link "+l.Name)
+			}
+		}
+	}
+	return left
 }
 
 var daemonSeq atomic.Uint32
