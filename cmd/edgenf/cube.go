@@ -33,13 +33,13 @@ type portView struct {
 
 func cubeCmd() *cobra.Command {
 	c := &cobra.Command{Use: "cube", Short: "Create, list, swap and delete cubes"}
-	var hook, tenant, config string
+	var hook, tenant, config, program string
 	var sets []string
 	add := &cobra.Command{
 		Use:   "add NAME TYPE",
 		Short: "Create a cube of an NF type",
 		Example: "  edgenf cube add c1 portfwd\n  edgenf cube add fw1 firewall --hook tc\n" +
-			"  edgenf cube add r1 router --set arp_timeout=300",
+			"  edgenf cube add r1 router --set arp_timeout=300\n  edgenf cube add sw1 p4 --program examples/p4/l2switch.p4",
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			body := map[string]any{"name": args[0], "type": args[1]}
@@ -52,6 +52,11 @@ func cubeCmd() *cobra.Command {
 			cfg, err := settingsArg(args[1], config, sets)
 			if err != nil {
 				return err
+			}
+			if program != "" {
+				if cfg, err = programSettings(program); err != nil {
+					return err
+				}
 			}
 			if cfg != nil {
 				body["config"] = cfg
@@ -69,6 +74,7 @@ func cubeCmd() *cobra.Command {
 	add.Flags().StringVar(&tenant, "tenant", "", "tenant owning the cube")
 	add.Flags().StringVar(&config, "config", "", "settings as JSON")
 	add.Flags().StringArrayVar(&sets, "set", nil, "one setting as key=value (repeatable)")
+	add.Flags().StringVar(&program, "program", "", "P4 program of a p4 cube (compiled by the daemon)")
 	add.RegisterFlagCompletionFunc("hook", fixedCompletion("xdp", "tc"))
 	add.ValidArgsFunction = func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 		if len(args) != 1 {
@@ -123,7 +129,7 @@ func cubeCmd() *cobra.Command {
 		},
 	}
 	swap.Flags().StringVar(&object, "object", "", "eBPF object file to load instead of the type's own")
-	var pcfg string
+	var pcfg, pprog string
 	var psets []string
 	set := &cobra.Command{
 		Use: "set NAME", Short: "Change a cube's settings", Args: cobra.ExactArgs(1), ValidArgsFunction: completeCubes,
@@ -137,6 +143,11 @@ func cubeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if pprog != "" {
+				if cfg, err = programSettings(pprog); err != nil {
+					return err
+				}
+			}
 			if err := api().Do("PUT", "/v1/cubes/"+args[0]+"/config", cfg, nil); err != nil {
 				return err
 			}
@@ -146,6 +157,7 @@ func cubeCmd() *cobra.Command {
 	}
 	set.Flags().StringVar(&pcfg, "config", "", "whole settings object as JSON")
 	set.Flags().StringArrayVar(&psets, "set", nil, "one setting as key=value (repeatable)")
+	set.Flags().StringVar(&pprog, "program", "", "a new P4 program for a p4 cube (swapped in place, entries kept)")
 	c.AddCommand(add, del, list, swap, set)
 	return c
 }

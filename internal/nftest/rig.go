@@ -66,7 +66,7 @@ func New(t testing.TB, typ *cube.Type, model *cube.Cube) *Rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dp.Destroy() })
-	obj, err := typ.Object(model.Hook)
+	obj, err := typ.ObjectOf(model)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,5 +3,6 @@ package all
 
 import (
 	_ "github.com/edgenf/edgenf/internal/nf/monitor"
+	_ "github.com/edgenf/edgenf/internal/nf/p4"
 	_ "github.com/edgenf/edgenf/internal/nf/portfwd"
 )

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/edgenf/edgenf/internal/p4"
+	"github.com/edgenf/edgenf/internal/p4/stf"
+	"github.com/spf13/cobra"
+)
+
+// p4Flags are the compiler options shared by p4 compile and p4 test.
+type p4Flags struct {
+	includes []string
+	defines  []string
+	arch     string
+}
+
+func (f *p4Flags) add(c *cobra.Command) {
+	c.Flags().StringArrayVarP(&f.includes, "include", "I", nil, "directory searched by #include (repeatable)")
+	c.Flags().StringArrayVarP(&f.defines, "define", "D", nil, "preprocessor macro NAME[=value] (repeatable)")
+	c.Flags().StringVar(&f.arch, "arch", "v1model", "P4 architecture")
+}
+
+func (f *p4Flags) options(path string) p4.Options {
+	defs := map[string]string{}
+	for _, d := range f.defines {
+		k, v, _ := strings.Cut(d, "=")
+		defs[k] = v
+	}
+	return p4.Options{Path: path, IncludeDirs: f.includes, Defines: defs, Arch: f.arch}
+}
+
+func p4Cmd() *cobra.Command {
+	c := &cobra.Command{Use: "p4", Short: "Compile and test P4-16 programs; manage p4 cubes' tables BMv2-style",
+		Long: "compile and test run locally (no daemon). The table-* and counter-read verbs work on a p4 cube\n" +
+			"of the daemon like BMv2's simple_switch_CLI: positional match values and action parameters."}
+	var pf p4Flags
+	var out string
+	var emitC bool
+	compile := &cobra.Command{
+		Use:   "compile PROGRAM.p4",
+		Short: "Compile a P4 program to eBPF objects (XDP and TC) and a P4Info model",
+		Example: "  edgenf p4 compile examples/p4/l3router.p4 -o build/ --emit-c\n" +
+			"  edgenf cube add r1 p4 --program examples/p4/l3router.p4   # run it as a cube",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			start := time.Now()
+			res, err := p4.Compile(context.Background(), pf.options(args[0]))
+			if err != nil {
+				return err
+			}
+			base := strings.TrimSuffix(filepath.Base(args[0]), filepath.Ext(args[0]))
+			files, err := res.WriteFiles(out, base, emitC)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("compiled %s in %v\n", args[0], time.Since(start).Round(time.Millisecond))
+			for _, f := range files {
+				fmt.Println("  " + f)
+			}
+			return nil
+		},
+	}
+	pf.add(compile)
+	compile.Flags().StringVarP(&out, "output", "O", ".", "output directory")
+	compile.Flags().BoolVar(&emitC, "emit-c", false, "also write the generated C")
+
+	var tf p4Flags
+	var hook string
+	test := &cobra.Command{
+		Use:   "test PROGRAM.p4 TEST.stf",
+		Short: "Run an STF test (p4c's format) against a P4 program in the kernel (BPF_PROG_TEST_RUN)",
+		Example: "  edgenf p4 test examples/p4/l3router.p4 examples/p4/l3router.stf\n" +
+			"  edgenf p4 test examples/p4/upf.p4 examples/p4/upf.stf --hook tc",
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			res, err := stf.RunFile(context.Background(), tf.options(args[0]), args[1], hook)
+			if err != nil {
+				return err
+			}
+			if !res.OK() {
+				return fmt.Errorf("%d check(s) failed:\n%s", len(res.Failures), res.Error())
+			}
+			fmt.Printf("PASS %s (%d packets out)\n", args[1], len(res.Outputs))
+			return nil
+		},
+	}
+	tf.add(test)
+	test.Flags().StringVar(&hook, "hook", "xdp", "run the program at xdp or tc")
+	test.RegisterFlagCompletionFunc("hook", fixedCompletion("xdp", "tc"))
+	c.AddCommand(compile, test)
+	c.AddCommand(p4RuntimeCmds()...)
+	return c
+}
+
+// programSettings reads a P4 program for `cube add NAME p4 --program FILE`:
+// the daemon stores the source, so a restart runs exactly what was loaded.
+func programSettings(path string) (map[string]any, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	src, err := os.ReadFile(abs)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"program": abs, "source": string(src)}, nil
+}

@@ -1,0 +1,419 @@
+// Package p4 is the NF type of cubes running a compiled P4-16 program. The
+// program is part of the cube's settings; its tables, actions and counters
+// (from the compiled P4Info) shape the entries the cube accepts. Giving the
+// cube another program swaps it in place (one patch-panel update).
+package p4
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/cilium/ebpf"
+	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/datapath"
+	p4c "github.com/edgenf/edgenf/internal/p4"
+	"github.com/edgenf/edgenf/internal/p4/p4info"
+	"github.com/edgenf/edgenf/internal/p4/rt"
+)
+
+// Settings select the program.
+type Settings struct {
+	// Program is the path of the .p4 file (for messages and #include "...").
+	Program string `json:"program"`
+	// Source is the program text; the CLI fills it from Program, so the
+	// state file holds exactly what was compiled.
+	Source  string            `json:"source,omitempty"`
+	Defines map[string]string `json:"defines,omitempty"`
+	// IncludeDirs are searched by #include after the program's directory.
+	IncludeDirs []string `json:"include_dirs,omitempty"`
+}
+
+// Validate compiles the program (cached): a program that does not compile
+// is refused with the compiler's file:line:col message.
+func (s *Settings) Validate(c *cube.Cube) error {
+	if s.Program == "" && s.Source == "" {
+		return cube.Errorf("program", "required: the path of a .p4 file")
+	}
+	if s.Source == "" {
+		b, err := os.ReadFile(s.Program)
+		if err != nil {
+			return cube.Errorf("program", "%v", err)
+		}
+		s.Source = string(b)
+	}
+	if _, err := compiled(s); err != nil {
+		return cube.Errorf("program", "%v", err)
+	}
+	return nil
+}
+
+// Entry is a table entry, written as P4 users write them: match values like
+// 198.18.0.0/24 (lpm), 0x0a00&&&0xff00 (ternary), 1024->2048 (range), MACs,
+// IPv4/IPv6 addresses, decimal or hex.
+type Entry struct {
+	Table    string            `json:"table"`
+	Match    map[string]string `json:"match,omitempty"`
+	Action   string            `json:"action"`
+	Params   map[string]string `json:"params,omitempty"`
+	Priority uint32            `json:"priority,omitempty"` // ternary, range, optional: higher wins
+}
+
+// Validate encodes the entry against the cube's compiled program.
+func (e *Entry) Validate(c *cube.Cube) error {
+	prog, err := programOf(c)
+	if err != nil {
+		return err
+	}
+	t := prog.Info.Edgenf.Table(e.Table)
+	if t == nil {
+		return cube.NotFound("table", "the program has no table %q (tables: %s)", e.Table, tableNames(prog.Info.Edgenf))
+	}
+	if _, err := t.EncodeEntry(e.matches(), e.Action, e.args(), e.Priority); err != nil {
+		return cube.Errorf("match", "%v", err)
+	}
+	// Full names, so that an entry written with aliases has one key.
+	e.Table = t.Name
+	if a := t.Action(e.Action); a != nil {
+		e.Action = a.Name
+	}
+	return nil
+}
+
+func (e *Entry) matches() []p4info.Match {
+	keys := sortedKeys(e.Match)
+	out := make([]p4info.Match, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, p4info.Match{Field: k, Value: e.Match[k]})
+	}
+	return out
+}
+
+func (e *Entry) args() []p4info.Arg {
+	keys := sortedKeys(e.Params)
+	out := make([]p4info.Arg, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, p4info.Arg{Name: k, Value: e.Params[k]})
+	}
+	return out
+}
+
+// key identifies an entry: its table, match and priority.
+func (e *Entry) key() string {
+	var b strings.Builder
+	b.WriteString(e.Table)
+	for _, k := range sortedKeys(e.Match) {
+		fmt.Fprintf(&b, " %s=%s", k, e.Match[k])
+	}
+	if e.Priority > 0 {
+		fmt.Fprintf(&b, " @%d", e.Priority)
+	}
+	return b.String()
+}
+
+// Default is a table's default action.
+type Default struct {
+	Table  string            `json:"table"`
+	Action string            `json:"action"`
+	Params map[string]string `json:"params,omitempty"`
+}
+
+// Validate checks the action against the table.
+func (d *Default) Validate(c *cube.Cube) error {
+	prog, err := programOf(c)
+	if err != nil {
+		return err
+	}
+	t := prog.Info.Edgenf.Table(d.Table)
+	if t == nil {
+		return cube.NotFound("table", "the program has no table %q", d.Table)
+	}
+	if t.ConstDefault {
+		return cube.Errorf("table", "table %s has a const default_action", d.Table)
+	}
+	if _, err := t.EncodeValue(d.Action, (&Entry{Params: d.Params}).args()); err != nil {
+		return cube.Errorf("action", "%v", err)
+	}
+	d.Table = t.Name
+	if a := t.Action(d.Action); a != nil {
+		d.Action = a.Name
+	}
+	return nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func tableNames(r *p4info.Runtime) string {
+	var n []string
+	for _, t := range r.Tables {
+		n = append(n, t.Name)
+	}
+	return strings.Join(n, ", ")
+}
+
+// --- compilation, cached by source ---
+
+var (
+	cacheMu sync.Mutex
+	cache   = map[[32]byte]*p4c.Result{}
+)
+
+func compiled(s *Settings) (*p4c.Result, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00", s.Program, s.Source)
+	for _, k := range sortedKeys(s.Defines) {
+		fmt.Fprintf(h, "%s=%s\x00", k, s.Defines[k])
+	}
+	for _, d := range s.IncludeDirs {
+		fmt.Fprintf(h, "%s\x00", d)
+	}
+	var key [32]byte
+	copy(key[:], h.Sum(nil))
+	cacheMu.Lock()
+	defer cacheMu.Unlock()
+	if r, ok := cache[key]; ok {
+		return r, nil
+	}
+	r, err := p4c.Compile(context.Background(), p4c.Options{
+		Path: s.Program, Source: []byte(s.Source), Defines: s.Defines, IncludeDirs: s.IncludeDirs,
+	})
+	if err != nil {
+		return nil, err
+	}
+	cache[key] = r
+	return r, nil
+}
+
+// programOf compiles the cube's program (from the cache).
+func programOf(c *cube.Cube) (*p4c.Result, error) {
+	v, err := cube.Decode("config", c.Config, &Settings{})
+	if err != nil {
+		return nil, err
+	}
+	s := v.(*Settings)
+	if s.Source == "" && s.Program != "" {
+		if err := s.Validate(c); err != nil {
+			return nil, err
+		}
+	}
+	if s.Source == "" {
+		return nil, cube.Errorf("config.program", "the cube has no program")
+	}
+	r, err := compiled(s)
+	if err != nil {
+		return nil, cube.Errorf("config.program", "%v", err)
+	}
+	return r, nil
+}
+
+func objectFor(c *cube.Cube) ([]byte, error) {
+	r, err := programOf(c)
+	if err != nil {
+		return nil, err
+	}
+	if c.Hook == datapath.TC {
+		return r.ObjectTC, nil
+	}
+	return r.Object, nil
+}
+
+// --- control plane ---
+
+type controller struct{}
+
+// runtimeOf binds the compiled model to the cube's loaded maps.
+func runtimeOf(h cube.Handle, c *cube.Cube) (*rt.Program, error) {
+	r, err := programOf(c)
+	if err != nil {
+		return nil, err
+	}
+	maps := map[string]*ebpf.Map{}
+	for _, name := range mapNames(r.Info.Edgenf) {
+		m, err := h.Map(name)
+		if err != nil {
+			return nil, err
+		}
+		maps[name] = m
+	}
+	return rt.New(r.Info, maps)
+}
+
+func mapNames(r *p4info.Runtime) []string {
+	var out []string
+	for _, t := range r.Tables {
+		for _, n := range []string{t.Map, t.CountMap, t.DefaultMap} {
+			if n != "" {
+				out = append(out, n)
+			}
+		}
+	}
+	for _, c := range r.Counters {
+		if c.Map != "" {
+			out = append(out, c.Map)
+		}
+	}
+	for _, v := range r.ValueSets {
+		out = append(out, v.Map)
+	}
+	return out
+}
+
+// Sync writes every entry and default action. Entries the kernel already has
+// are rewritten in place (a restart or a new program); entries removed
+// through the API were removed one by one (DeleteEntry).
+func (controller) Sync(h cube.Handle, c *cube.Cube) error {
+	prog, err := runtimeOf(h, c)
+	if err != nil {
+		return err
+	}
+	entries, err := entriesTable.Entries(c)
+	if err != nil {
+		return err
+	}
+	for _, v := range entries {
+		if err := put(prog, v.(*Entry)); err != nil {
+			return err
+		}
+	}
+	defaults, err := defaultsTable.Entries(c)
+	if err != nil {
+		return err
+	}
+	for _, v := range defaults {
+		d := v.(*Default)
+		if err := prog.SetDefault(d.Table, d.Action, (&Entry{Params: d.Params}).args()); err != nil {
+			return fmt.Errorf("default of %s: %w", d.Table, err)
+		}
+	}
+	return nil
+}
+
+func put(prog *rt.Program, e *Entry) error {
+	if err := prog.AddEntry(e.Table, e.matches(), e.Action, e.args(), e.Priority); err != nil {
+		return fmt.Errorf("entry %s: %w", e.key(), err)
+	}
+	return nil
+}
+
+// PutEntry writes one entry (or default action).
+func (controller) PutEntry(h cube.Handle, c *cube.Cube, table string, item any) error {
+	prog, err := runtimeOf(h, c)
+	if err != nil {
+		return err
+	}
+	switch v := item.(type) {
+	case *Entry:
+		return put(prog, v)
+	case *Default:
+		return prog.SetDefault(v.Table, v.Action, (&Entry{Params: v.Params}).args())
+	}
+	return fmt.Errorf("unknown table %s", table)
+}
+
+// DeleteEntry removes one entry, or restores the compiled default action.
+func (controller) DeleteEntry(h cube.Handle, c *cube.Cube, table string, item any) error {
+	prog, err := runtimeOf(h, c)
+	if err != nil {
+		return err
+	}
+	switch v := item.(type) {
+	case *Entry:
+		return prog.DeleteEntry(v.Table, v.matches(), v.Priority)
+	case *Default:
+		t := prog.Model.Table(v.Table)
+		if t == nil {
+			return nil
+		}
+		args := make([]p4info.Arg, 0, len(t.DefaultArgs))
+		if a := t.Action(t.DefaultAction); a != nil {
+			for i, p := range a.Params {
+				if i < len(t.DefaultArgs) {
+					args = append(args, p4info.Arg{Name: p.Name, Value: t.DefaultArgs[i]})
+				}
+			}
+		}
+		return prog.SetDefault(v.Table, t.DefaultAction, args)
+	}
+	return fmt.Errorf("unknown table %s", table)
+}
+
+// CounterValue is one index of a P4 counter.
+type CounterValue struct {
+	Counter string `json:"counter"`
+	Index   uint32 `json:"index"`
+	Packets uint64 `json:"packets"`
+	Bytes   uint64 `json:"bytes"`
+}
+
+func listCounters(h cube.Handle, c *cube.Cube) (any, error) {
+	prog, err := runtimeOf(h, c)
+	if err != nil {
+		return nil, err
+	}
+	out := []CounterValue{}
+	for _, ctr := range prog.Model.Counters {
+		if ctr.Direct {
+			continue
+		}
+		for i := 0; i < ctr.Size; i++ {
+			p, b, err := prog.ReadCounter(ctr.Name, uint32(i))
+			if err != nil {
+				return nil, err
+			}
+			if p > 0 || b > 0 {
+				out = append(out, CounterValue{Counter: ctr.Name, Index: uint32(i), Packets: p, Bytes: b})
+			}
+		}
+	}
+	return out, nil
+}
+
+func model(h cube.Handle, c *cube.Cube) (any, error) {
+	r, err := programOf(c)
+	if err != nil {
+		return nil, err
+	}
+	return r.Info, nil
+}
+
+var entriesTable = cube.Table{
+	Name: "entries",
+	Doc:  "Table entries of the P4 program (key: table, match and priority).",
+	Item: &Entry{},
+	Key:  func(v any) string { return v.(*Entry).key() },
+}
+
+var defaultsTable = cube.Table{
+	Name: "defaults",
+	Doc:  "Default actions set by the control plane (key: table).",
+	Item: &Default{},
+	Key:  func(v any) string { return v.(*Default).Table },
+}
+
+// Type is the p4 NF type.
+var Type = &cube.Type{
+	Name:        "p4",
+	Description: "Runs a P4-16 program (v1model) compiled to eBPF; its P4 port numbers are the cube's ports.",
+	Hooks:       []datapath.Hook{datapath.XDP, datapath.TC},
+	ObjectFor:   objectFor,
+	Config:      &Settings{},
+	Tables:      []cube.Table{entriesTable, defaultsTable},
+	Views: []cube.View{
+		{Name: "counters", Doc: "Non-zero indexes of the program's counters.", Item: &CounterValue{}, List: listCounters},
+		{Name: "p4info", Doc: "The program's model (P4Info-compatible: tables, match fields, actions, counters, ids).", List: model},
+	},
+	New: func() cube.Controller { return controller{} },
+}
+
+func init() { cube.Register(Type) }

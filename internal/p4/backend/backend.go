@@ -1,0 +1,540 @@
+// Package backend turns a lowered P4 program into eBPF C for edgenf's cube
+// framework (bpf/include/edgenf) and compiles it with clang for the XDP and
+// TC hooks.
+//
+// Generated code shape: all per-packet P4 state (headers, metadata,
+// standard_metadata, locals, key and packet buffers) lives in one per-CPU
+// array map value (p4_state_map) so the BPF stack stays small. The parser
+// copies each header from the packet with bpf_{xdp,skb}_load_bytes into a
+// buffer and unpacks its fields to host-order integers; the deparser packs
+// the valid headers into a buffer, grows or shrinks the packet head by the
+// difference to the parsed length and stores the buffer at offset 0.
+package backend
+
+import (
+	"fmt"
+	"math/big"
+	"sort"
+	"strings"
+
+	"github.com/edgenf/edgenf/internal/p4/ir"
+	"github.com/edgenf/edgenf/internal/p4/sema"
+	"github.com/edgenf/edgenf/internal/p4/syntax"
+)
+
+// Output is generated C with a map from C lines to P4 source positions.
+type Output struct {
+	C string
+	// Lines maps a line of C (1-based) to the P4 statement it was generated
+	// from, for lines generated from statements.
+	Lines map[int]syntax.Pos
+}
+
+// Generate returns the C source for prog.
+func Generate(prog *ir.Program, src *syntax.Sources) (*Output, error) {
+	g := &gen{p: prog, info: prog.Info, src: src, lv: map[*sema.Var]string{},
+		structs: map[*sema.Struct]bool{}, cstructs: map[string]bool{}}
+	g.run()
+	if len(g.errs) > 0 {
+		return nil, g.errs.Err()
+	}
+	out := &Output{C: g.out.String(), Lines: map[int]syntax.Pos{}}
+	for i, p := range g.bodyPos {
+		if p.IsValid() {
+			out.Lines[g.bodyStart+i] = p
+		}
+	}
+	return out, nil
+}
+
+type gen struct {
+	p    *ir.Program
+	info *sema.Info
+	src  *syntax.Sources
+	errs syntax.ErrorList
+
+	types    strings.Builder // struct definitions
+	maps     strings.Builder
+	funcs    strings.Builder
+	out      strings.Builder
+	state    []string // fields of struct p4_state (reset per packet)
+	bufs     []string // fields of struct p4_state not reset
+	structs  map[*sema.Struct]bool
+	tuples   map[string]string
+	cstructs map[string]bool
+
+	lv  map[*sema.Var]string // C lvalue of each variable
+	tmp int
+	hTy *sema.Struct // the H type
+	mTy *sema.Struct // the M type
+
+	w           *strings.Builder // current function body
+	body        *strings.Builder // the builder whose lines are tracked
+	pos         syntax.Pos       // P4 statement being generated
+	bodyPos     []syntax.Pos     // P4 position of each body line
+	bodyStart   int              // C line number of the first body line
+	indent      int
+	inParser    bool
+	inAction    bool
+	maxHdr      int // largest header in bytes
+	hdrTotal    int
+	cbuf        int // checksum/hash buffer size needed
+	needPayload bool
+	needCRC32   bool
+	needCRC16   bool
+}
+
+func (g *gen) errorf(pos syntax.Pos, format string, args ...any) {
+	if len(g.errs) < 50 {
+		g.errs = append(g.errs, g.src.Errorf(pos, format, args...))
+	}
+}
+
+func (g *gen) unsupported(pos syntax.Pos, what string) {
+	g.errorf(pos, "unsupported: %s (not yet implemented by edgenf's P4 compiler)", what)
+}
+
+func (g *gen) line(format string, args ...any) {
+	s := strings.Repeat("\t", g.indent) + fmt.Sprintf(format, args...) + "\n"
+	g.w.WriteString(s)
+	if g.w == g.body {
+		for i := strings.Count(s, "\n"); i > 0; i-- {
+			g.bodyPos = append(g.bodyPos, g.pos)
+		}
+	}
+}
+
+func (g *gen) newTmp(prefix string) string {
+	g.tmp++
+	return fmt.Sprintf("%s%d", prefix, g.tmp)
+}
+
+func mask(w int) string {
+	if w >= 64 {
+		return "0xffffffffffffffffULL"
+	}
+	return fmt.Sprintf("0x%xULL", (uint64(1)<<uint(w))-1)
+}
+
+func cint(v *big.Int) string {
+	if v.Sign() >= 0 && v.BitLen() <= 64 {
+		return fmt.Sprintf("0x%xULL", v.Uint64())
+	}
+	m := new(big.Int).And(v, new(big.Int).SetUint64(^uint64(0)))
+	return fmt.Sprintf("0x%xULL", m.Uint64())
+}
+
+// ---------- types ----------
+
+func scalarCType(w int) string {
+	switch {
+	case w <= 8:
+		return "__u8"
+	case w <= 16:
+		return "__u16"
+	case w <= 32:
+		return "__u32"
+	default:
+		return "__u64"
+	}
+}
+
+// decl returns a C declaration of name with P4 type t.
+func (g *gen) decl(t sema.Type, name string, pos syntax.Pos) string {
+	switch x := t.(type) {
+	case *sema.Bits:
+		if x.W > 64 {
+			if x.W%8 != 0 {
+				g.unsupported(pos, fmt.Sprintf("%s: values wider than 64 bits must be a whole number of bytes", x))
+			}
+			return fmt.Sprintf("__u8 %s[%d]", name, (x.W+7)/8)
+		}
+		return scalarCType(x.W) + " " + name
+	case *sema.Bool:
+		return "__u8 " + name
+	case *sema.Enum:
+		if x.Under != nil {
+			return g.decl(x.Under, name, pos)
+		}
+		return "__u32 " + name
+	case *sema.ErrorT:
+		return "__u32 " + name
+	case *sema.Struct:
+		return g.structType(x, pos) + " " + name
+	case *sema.Tuple:
+		return g.tupleType(x, pos) + " " + name
+	}
+	g.unsupported(pos, "variables of type "+t.String())
+	return "__u8 " + name
+}
+
+// tupleType declares a C struct for a tuple type (fields f0, f1, ...).
+func (g *gen) tupleType(tt *sema.Tuple, pos syntax.Pos) string {
+	key := tt.String()
+	if n, ok := g.tuples[key]; ok {
+		return n
+	}
+	if g.tuples == nil {
+		g.tuples = map[string]string{}
+	}
+	n := fmt.Sprintf("struct tup_%d", len(g.tuples))
+	g.tuples[key] = n
+	var b strings.Builder
+	fmt.Fprintf(&b, "/* %s */\n%s {\n", key, n)
+	for i, e := range tt.Elems {
+		fmt.Fprintf(&b, "\t%s;\n", g.decl(e, fmt.Sprintf("f%d", i), pos))
+	}
+	b.WriteString("};\n\n")
+	g.types.WriteString(b.String())
+	return n
+}
+
+func (g *gen) structType(st *sema.Struct, pos syntax.Pos) string {
+	prefix := "s_"
+	if st.Kind == "header" {
+		prefix = "h_"
+	}
+	cname := "struct " + prefix + ir.Sanitize(st.Name)
+	if g.structs[st] {
+		return cname
+	}
+	g.structs[st] = true
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s {\n", cname)
+	if st.Kind == "header" {
+		b.WriteString("\t__u8 valid;\n")
+	}
+	for _, f := range st.Fields {
+		fmt.Fprintf(&b, "\t%s;\n", g.decl(f.Type, "f_"+f.Name, pos))
+	}
+	if len(st.Fields) == 0 && st.Kind != "header" {
+		b.WriteString("\t__u8 _empty;\n")
+	}
+	b.WriteString("};\n\n")
+	g.types.WriteString(b.String())
+	return cname
+}
+
+// ---------- driver ----------
+
+func (g *gen) run() {
+	info := g.info
+	if info.Main.Arch != "v1model" {
+		g.errorf(syntax.Pos{}, "architecture %s is not supported", info.Main.Arch)
+		return
+	}
+	blocks := info.Main.Blocks
+	parser := blocks[0].(*sema.Parser)
+	// bind block parameters: Parser(packet_in, out H, inout M, inout SM)
+	if len(parser.Params) != 4 {
+		g.errorf(parser.Decl.Pos, "parser %s must have 4 parameters for V1Switch", parser.Name)
+		return
+	}
+	h, ok1 := parser.Params[1].Type.(*sema.Struct)
+	m, ok2 := parser.Params[2].Type.(*sema.Struct)
+	if !ok1 || !ok2 || h.Kind != "struct" || m.Kind != "struct" {
+		g.errorf(parser.Decl.Pos, "the headers and metadata parameters must be structs")
+		return
+	}
+	g.hTy, g.mTy = h, m
+	sm := info.StandardMetadata
+	g.state = append(g.state, g.decl(h, "hdr", parser.Decl.Pos), g.decl(m, "meta", parser.Decl.Pos), g.decl(sm, "sm", parser.Decl.Pos), "__u32 off", "__u32 tr_hit", "__u32 tr_action")
+	bind := func(v *sema.Var, c string) { g.lv[v] = c }
+	bind(parser.Params[1], "s->hdr")
+	bind(parser.Params[2], "s->meta")
+	bind(parser.Params[3], "s->sm")
+	kinds := []string{"parser", "verify", "ingress", "egress", "compute", "deparser"}
+	for i, b := range blocks[1:] {
+		c := b.(*sema.Control)
+		var want []string
+		switch kinds[i+1] {
+		case "verify", "compute":
+			want = []string{"s->hdr", "s->meta"}
+		case "ingress", "egress":
+			want = []string{"s->hdr", "s->meta", "s->sm"}
+		case "deparser":
+			want = []string{"", "s->hdr"}
+		}
+		if len(c.Params) != len(want) {
+			g.errorf(c.Decl.Pos, "control %s has %d parameters; the V1Switch %s block takes %d", c.Name, len(c.Params), kinds[i+1], len(want))
+			return
+		}
+		for j, v := range c.Params {
+			if want[j] != "" {
+				bind(v, want[j])
+			}
+		}
+	}
+	// header sizes
+	var sizeHeaders func(st *sema.Struct)
+	sizeHeaders = func(st *sema.Struct) {
+		for _, f := range st.Fields {
+			sub, ok := f.Type.(*sema.Struct)
+			if !ok {
+				continue
+			}
+			if sub.Kind != "header" {
+				sizeHeaders(sub)
+				continue
+			}
+			n := sub.Bits / 8
+			g.hdrTotal += n
+			if n > g.maxHdr {
+				g.maxHdr = n
+			}
+		}
+	}
+	sizeHeaders(h)
+	g.collectHeaders(h)
+	if g.maxHdr == 0 {
+		g.maxHdr = 1
+	}
+	g.cbuf = 64
+
+	// maps for tables and counters
+	g.emitMaps()
+
+	var body strings.Builder
+	g.w = &body
+	g.body = &body
+	// actions (all, including top-level), then tables, controls, parser, deparser
+	for _, a := range info.Actions {
+		g.action(a)
+	}
+	for _, t := range g.p.Tables {
+		g.table(t)
+	}
+	for i, b := range blocks[1:] {
+		c := b.(*sema.Control)
+		if kinds[i+1] == "deparser" {
+			g.deparser(c)
+		} else {
+			g.control(c)
+		}
+	}
+	g.parser(parser)
+	g.pipeline(blocks)
+
+	obufSize := 1
+	for obufSize < g.hdrTotal {
+		obufSize <<= 1
+	}
+	// assemble
+	g.out.WriteString(prelude)
+	g.out.WriteString("\n/* ---- types ---- */\n\n")
+	g.out.WriteString(g.types.String())
+	g.out.WriteString("/* Per-packet P4 state; everything before 'buf' is zeroed for each packet. */\nstruct p4_state {\n")
+	for _, f := range g.state {
+		fmt.Fprintf(&g.out, "\t%s;\n", f)
+	}
+	fmt.Fprintf(&g.out, "\t__u8 buf[%d];\n", g.maxHdr)
+	fmt.Fprintf(&g.out, "\t__u8 obuf[%d];\n", obufSize+g.maxHdr)
+	fmt.Fprintf(&g.out, "\t__u8 cbuf[%d];\n", g.cbuf+8)
+	g.out.WriteString("\t__u8 pbuf[8];\n")
+	for _, f := range g.bufs {
+		fmt.Fprintf(&g.out, "\t%s;\n", f)
+	}
+	g.out.WriteString("};\n\n")
+	fmt.Fprintf(&g.out, "#define P4_OBUF_MASK %d\n#define P4_OBUF_SIZE %d\n\n", obufSize-1, obufSize)
+	g.out.WriteString("struct {\n\t__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);\n\t__uint(max_entries, 1);\n\t__type(key, __u32);\n\t__type(value, struct p4_state);\n} p4_state_map SEC(\".maps\");\n\n")
+	g.out.WriteString("/* ---- tables and counters ---- */\n\n")
+	g.out.WriteString(g.maps.String())
+	if g.needPayload {
+		g.out.WriteString(payloadSum)
+	}
+	if g.needCRC32 {
+		g.out.WriteString(crcTable("p4_crc32", "__u32", 0xedb88320, 0xffffffff, 0xffffffff))
+	}
+	if g.needCRC16 {
+		g.out.WriteString(crcTable("p4_crc16", "__u16", 0xa001, 0, 0))
+	}
+	g.bodyStart = strings.Count(g.out.String(), "\n") + 1
+	g.out.WriteString(body.String())
+}
+
+func (g *gen) collectHeaders(st *sema.Struct) {
+	g.structType(st, syntax.Pos{})
+}
+
+// ---------- maps ----------
+
+func (g *gen) emitMaps() {
+	w := &g.maps
+	for _, t := range g.p.Tables {
+		fmt.Fprintf(w, "/* table %s (%s), id 0x%08x */\n", t.Name, t.Kind, t.ID)
+		vs := fmt.Sprintf("tv_%s", ir.Sanitize(t.Name))
+		fmt.Fprintf(w, "struct %s { __u8 b[%d]; } __attribute__((aligned(8)));\n", vs, t.ValueBytes)
+		switch t.Kind {
+		case ir.KindHash:
+			fmt.Fprintf(w, "struct tk_%s { __u8 b[%d]; };\n", ir.Sanitize(t.Name), t.KeyBytes)
+			fmt.Fprintf(w, "struct {\n\t__uint(type, BPF_MAP_TYPE_HASH);\n\t__uint(max_entries, %d);\n\t__type(key, struct tk_%s);\n\t__type(value, struct %s);\n} %s SEC(\".maps\");\n", t.Size, ir.Sanitize(t.Name), vs, t.MapName)
+			g.bufs = append(g.bufs, fmt.Sprintf("__u8 k_%s[%d]", ir.Sanitize(t.Name), t.KeyBytes))
+		case ir.KindLPM:
+			fmt.Fprintf(w, "struct tk_%s { __u32 prefixlen; __u8 b[%d]; };\n", ir.Sanitize(t.Name), t.KeyBytes)
+			fmt.Fprintf(w, "struct {\n\t__uint(type, BPF_MAP_TYPE_LPM_TRIE);\n\t__uint(max_entries, %d);\n\t__uint(map_flags, BPF_F_NO_PREALLOC);\n\t__type(key, struct tk_%s);\n\t__type(value, struct %s);\n} %s SEC(\".maps\");\n", t.Size, ir.Sanitize(t.Name), vs, t.MapName)
+			g.bufs = append(g.bufs, fmt.Sprintf("__u8 k_%s[%d] __attribute__((aligned(8)))", ir.Sanitize(t.Name), 4+t.KeyBytes))
+		case ir.KindScan:
+			fmt.Fprintf(w, "struct te_%s { __u8 b[%d]; } __attribute__((aligned(8)));\n", ir.Sanitize(t.Name), t.EntryBytes)
+			fmt.Fprintf(w, "struct {\n\t__uint(type, BPF_MAP_TYPE_ARRAY);\n\t__uint(max_entries, %d);\n\t__type(key, __u32);\n\t__type(value, struct te_%s);\n} %s SEC(\".maps\");\n", t.Size, ir.Sanitize(t.Name), t.MapName)
+			fmt.Fprintf(w, "/* number of slots of %s to scan (the control plane keeps it at the highest used slot + 1) */\n", t.MapName)
+			fmt.Fprintf(w, "struct {\n\t__uint(type, BPF_MAP_TYPE_ARRAY);\n\t__uint(max_entries, 1);\n\t__type(key, __u32);\n\t__type(value, __u32);\n} %s SEC(\".maps\");\n", t.CountMapName)
+			g.bufs = append(g.bufs, fmt.Sprintf("__u8 k_%s[%d]", ir.Sanitize(t.Name), t.KeyBytes))
+		case ir.KindConst:
+		}
+		fmt.Fprintf(w, "struct {\n\t__uint(type, BPF_MAP_TYPE_ARRAY);\n\t__uint(max_entries, 1);\n\t__type(key, __u32);\n\t__type(value, struct %s);\n} %s SEC(\".maps\");\n\n", vs, t.DefaultMapName)
+	}
+	for _, v := range g.p.ValueSets {
+		sn := ir.Sanitize(v.Name)
+		fmt.Fprintf(w, "/* value_set %s (bit<%d>), id 0x%08x */\n", v.Name, v.Width, v.ID)
+		fmt.Fprintf(w, "struct {\n\t__uint(type, BPF_MAP_TYPE_ARRAY);\n\t__uint(max_entries, %d);\n\t__type(key, __u32);\n\t__type(value, struct p4_vs_member);\n} %s SEC(\".maps\");\n\n", v.Size, v.MapName)
+		fmt.Fprintf(w, "static __always_inline int vs_match_%s(__u64 k)\n{\n#pragma unroll\n\tfor (__u32 i = 0; i < %d; i++) {\n\t\t__u32 idx = i;\n\t\tstruct p4_vs_member *m = bpf_map_lookup_elem(&%s, &idx);\n\n\t\tif (m && m->valid && (k & m->mask) == m->value)\n\t\t\treturn 1;\n\t}\n\treturn 0;\n}\n\n", sn, v.Size, v.MapName)
+	}
+	for _, c := range g.p.Counters {
+		fmt.Fprintf(w, "/* counter %s (%s), id 0x%08x */\n", c.Name, c.Unit, c.ID)
+		fmt.Fprintf(w, "struct {\n\t__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);\n\t__uint(max_entries, %d);\n\t__type(key, __u32);\n\t__type(value, struct p4_ctr);\n} %s SEC(\".maps\");\n\n", c.Size, c.MapName)
+	}
+}
+
+// ---------- pipeline ----------
+
+func (g *gen) pipeline(blocks []sema.Entity) {
+	name := func(i int) string { return "ctl_" + ir.Sanitize(blocks[i].EntName()) }
+	g.line("/* V1Switch: Parser, VerifyChecksum, Ingress, Egress, ComputeChecksum, Deparser. */")
+	g.line("static __always_inline int p4_pipeline(ctx_t *ctx, struct edgenf_md *md)")
+	g.line("{")
+	g.indent++
+	g.line("__u32 zero = 0;")
+	g.line("struct p4_state *s = bpf_map_lookup_elem(&p4_state_map, &zero);")
+	g.line("__u64 now;")
+	g.line("__u32 port;")
+	g.line("")
+	g.line("if (!s)")
+	g.line("\treturn enf_drop(ctx, md);")
+	g.line("__builtin_memset(s, 0, __builtin_offsetof(struct p4_state, buf));")
+	g.line("now = bpf_ktime_get_ns() / 1000;")
+	g.line("s->sm.f_ingress_port = md->in_port;")
+	g.line("s->sm.f_packet_length = ctx_len(ctx);")
+	g.line("s->sm.f_ingress_global_timestamp = now & %s;", mask(48))
+	g.line("p4_parser(ctx);")
+	g.line("%s(ctx);", name(1))
+	g.line("%s(ctx);", name(2))
+	g.line("if (s->sm.f_egress_spec == P4_DROP_PORT)")
+	g.line("\treturn enf_drop(ctx, md);")
+	g.line("s->sm.f_egress_port = s->sm.f_egress_spec;")
+	g.line("s->sm.f_egress_global_timestamp = (bpf_ktime_get_ns() / 1000) & %s;", mask(48))
+	g.line("%s(ctx);", name(3))
+	g.line("if (s->sm.f_egress_spec == P4_DROP_PORT)")
+	g.line("\treturn enf_drop(ctx, md);")
+	g.line("%s(ctx);", name(4))
+	g.line("if (p4_deparse(ctx))")
+	g.line("\treturn enf_drop(ctx, md);")
+	g.line("port = s->sm.f_egress_port;")
+	g.line("if (port == P4_CPU_PORT)")
+	g.line("\treturn enf_punt(ctx, md, P4_PUNT_PACKET_IN, 0);")
+	g.line("return enf_send(ctx, md, port);")
+	g.indent--
+	g.line("}")
+	g.line("")
+	g.line("EDGENF_CUBE(p4_pipeline)")
+}
+
+// ---------- bit packing ----------
+
+// unpack returns a C expression reading w bits (w <= 64) at bit offset off
+// (MSB first) of the byte array arr.
+func unpack(arr string, off, w int) string {
+	if off%8 == 0 && w%8 == 0 {
+		return fmt.Sprintf("p4_be(%s + %d, %d)", arr, off/8, w/8)
+	}
+	end := off + w
+	var parts []string
+	for k := off / 8; k <= (end-1)/8; k++ {
+		a, b := max(off, 8*k), min(end, 8*k+8)
+		nb := b - a
+		sh := 8*k + 8 - b
+		piece := fmt.Sprintf("((__u64)((%s[%d] >> %d) & 0x%x) << %d)", arr, k, sh, (1<<uint(nb))-1, end-b)
+		parts = append(parts, piece)
+	}
+	return "(" + strings.Join(parts, " | ") + ")"
+}
+
+// pack returns C statements writing the value v (w <= 64 bits) at bit
+// offset off of arr.
+func pack(arr string, off, w int, v string) string {
+	if off%8 == 0 && w%8 == 0 {
+		return fmt.Sprintf("p4_wbe(%s + %d, %s, %d);", arr, off/8, v, w/8)
+	}
+	var b strings.Builder
+	b.WriteString("{ __u64 _v = " + v + "; ")
+	end := off + w
+	for k := off / 8; k <= (end-1)/8; k++ {
+		a, e := max(off, 8*k), min(end, 8*k+8)
+		nb := e - a
+		sh := 8*k + 8 - e
+		m := (1 << uint(nb)) - 1
+		if nb == 8 {
+			fmt.Fprintf(&b, "%s[%d] = (__u8)(_v >> %d); ", arr, k, end-e)
+		} else {
+			fmt.Fprintf(&b, "%s[%d] = (%s[%d] & 0x%x) | (__u8)(((_v >> %d) & 0x%x) << %d); ", arr, k, arr, k, 0xff&^(m<<uint(sh)), end-e, m, sh)
+		}
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+// ---------- helpers ----------
+
+func isWide(t sema.Type) bool {
+	b, ok := t.(*sema.Bits)
+	return ok && b.W > 64
+}
+
+func width(t sema.Type) int {
+	if b, ok := sema.BitsOf(t); ok {
+		return b.W
+	}
+	switch t.(type) {
+	case *sema.Bool:
+		return 1
+	case *sema.ErrorT:
+		return 32
+	case *sema.Enum:
+		return 32
+	}
+	return sema.Width(t)
+}
+
+func sortedKeys[M ~map[string]V, V any](m M) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// crcTable emits a table-driven reflected CRC over n (constant) bytes; the
+// table lives in .rodata. A bit-by-bit loop makes the verifier explore every
+// branch clang turns the bit test into.
+func crcTable(name, typ string, poly, init, xorout uint32) string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "\nstatic const %s %s_tab[256] = {", typ, name)
+	for i := 0; i < 256; i++ {
+		c := uint32(i)
+		for k := 0; k < 8; k++ {
+			if c&1 != 0 {
+				c = c>>1 ^ poly
+			} else {
+				c >>= 1
+			}
+		}
+		if i%8 == 0 {
+			sb.WriteString("\n\t")
+		}
+		fmt.Fprintf(&sb, "0x%x, ", c)
+	}
+	sb.WriteString("\n};\n\n")
+	fmt.Fprintf(&sb, "static __always_inline %s %s(const __u8 *b, int n)\n{\n\t%s c = 0x%x;\n\n", typ, name, typ, init)
+	fmt.Fprintf(&sb, "#pragma unroll\n\tfor (int i = 0; i < n; i++)\n\t\tc = %s_tab[(c ^ b[i]) & 0xff] ^ (c >> 8);\n\treturn c ^ 0x%x;\n}\n", name, xorout)
+	return sb.String()
+}

@@ -1,0 +1,678 @@
+package backend
+
+import (
+	"fmt"
+	"math/big"
+	"sort"
+	"strings"
+
+	"github.com/edgenf/edgenf/internal/p4/ir"
+	"github.com/edgenf/edgenf/internal/p4/sema"
+	"github.com/edgenf/edgenf/internal/p4/syntax"
+)
+
+func actName(a *sema.Action) string {
+	if a.Control != nil {
+		return "act_" + ir.Sanitize(a.Control.Name) + "_" + ir.Sanitize(a.Name)
+	}
+	return "act_" + ir.Sanitize(a.Name)
+}
+
+// localStorage gives a local variable a slot in the state struct.
+func (g *gen) localStorage(v *sema.Var, pos syntax.Pos) string {
+	if c, ok := g.lv[v]; ok {
+		return c
+	}
+	name := fmt.Sprintf("l%d_%s", v.ID, ir.Sanitize(v.Name))
+	g.state = append(g.state, g.decl(v.Type, name, pos))
+	g.lv[v] = "s->" + name
+	return g.lv[v]
+}
+
+func (g *gen) controlLocals(locals []sema.Entity) {
+	for _, l := range locals {
+		if v, ok := l.(*sema.Var); ok {
+			g.localStorage(v, v.Pos)
+		}
+	}
+}
+
+func (g *gen) action(a *sema.Action) {
+	if a.Control != nil {
+		g.controlLocals(a.Control.Locals)
+	}
+	var params []string
+	for _, p := range a.Params {
+		name := "a_" + ir.Sanitize(p.Name)
+		if isWide(p.Type) {
+			params = append(params, "const __u8 *"+name)
+		} else {
+			params = append(params, "__u64 "+name)
+		}
+		g.lv[p] = name
+	}
+	sig := "ctx_t *ctx, struct p4_state *s"
+	if len(params) > 0 {
+		sig += ", " + strings.Join(params, ", ")
+	}
+	g.line("/* action %s */", a.FullName)
+	g.line("static __always_inline int %s(%s)", actName(a), sig)
+	g.line("{")
+	g.indent++
+	g.inAction = true
+	for _, s := range a.Decl.Body.Stmts {
+		g.stmt(s)
+	}
+	g.inAction = false
+	g.line("return 0;")
+	g.indent--
+	g.line("}")
+	g.line("")
+}
+
+// actionArgs renders arguments read from a table value at v.
+func (g *gen) callFromValue(t *ir.Table, a *ir.Action, v string) string {
+	args := []string{"ctx", "s"}
+	for _, p := range a.Params {
+		at := fmt.Sprintf("%s + %d", v, t.ParamOff+p.Offset)
+		if p.Width > 64 {
+			args = append(args, at)
+		} else {
+			args = append(args, fmt.Sprintf("(p4_be(%s, %d) & %s)", at, p.Size, mask(p.Width)))
+		}
+	}
+	return fmt.Sprintf("%s(%s)", actName(a.Ent), strings.Join(args, ", "))
+}
+
+func (g *gen) callConst(ac *sema.ActionCall) string {
+	a := g.p.ActionOf[ac.Action]
+	args := []string{"ctx", "s"}
+	for i, p := range a.Params {
+		if p.Width > 64 {
+			args = append(args, byteLiteral(ac.Args[i], p.Size))
+		} else {
+			args = append(args, cint(ac.Args[i]))
+		}
+	}
+	return fmt.Sprintf("%s(%s)", actName(ac.Action), strings.Join(args, ", "))
+}
+
+func tblName(t *ir.Table) string { return "tbl_" + ir.Sanitize(t.Name) }
+
+// table emits tbl_X(ctx, s, r): build the key, look up, run the action.
+func (g *gen) table(t *ir.Table) {
+	sn := ir.Sanitize(t.Name)
+	g.pos = t.Ent.Decl.Pos
+	defer func() { g.pos = syntax.Pos{} }()
+	// runner: execute the action stored in a value
+	g.line("static __always_inline int %s_run(ctx_t *ctx, struct p4_state *s, __u8 *v, struct p4_tres *r)", tblName(t))
+	g.line("{")
+	g.indent++
+	g.line("r->action = *(__u32 *)v;")
+	g.line("switch (r->action) {")
+	for _, ta := range t.Actions {
+		g.line("case 0x%08x: /* %s */", ta.Action.ID, ta.Action.Name)
+		g.line("\treturn %s;", g.callFromValue(t, ta.Action, "v"))
+	}
+	g.line("}")
+	g.line("return 0;")
+	g.indent--
+	g.line("}")
+	g.line("")
+	if t.Kind == ir.KindScan {
+		g.scanCallback(t)
+	}
+	g.line("/* table %s */", t.Name)
+	g.line("static __always_inline int %s_inner(ctx_t *ctx, struct p4_state *s, struct p4_tres *r)", tblName(t))
+	g.line("{")
+	g.indent++
+	g.line("__u32 zero = 0;")
+	g.line("__u8 *v = 0, *d;")
+	g.line("r->hit = 0;")
+	g.line("r->action = 0;")
+	kbase := "s->k_" + sn
+	if t.Kind == ir.KindLPM {
+		g.line("*(__u32 *)%s = %d;", kbase, t.KeyBytes*8)
+		kbase = "(s->k_" + sn + " + 4)"
+	}
+	switch t.Kind {
+	case ir.KindHash, ir.KindLPM, ir.KindScan:
+		for _, k := range t.Keys {
+			e := k.Ent.Elem.Expr
+			if k.Width > 64 {
+				g.line("p4_memcpy(%s + %d, %s, %d);", kbase, k.Offset, g.wref(e), k.Size)
+			} else {
+				g.line("p4_wbe(%s + %d, %s, %d);", kbase, k.Offset, g.rv(e), k.Size)
+			}
+		}
+	}
+	switch t.Kind {
+	case ir.KindHash, ir.KindLPM:
+		g.line("v = bpf_map_lookup_elem(&%s, s->k_%s);", t.MapName, sn)
+	case ir.KindScan:
+		g.line("{")
+		g.line("\tstruct p4_scan sc = { 0, 0 };")
+		g.line("\t__u32 *n = bpf_map_lookup_elem(&%s, &zero);", t.CountMapName)
+		g.line("\tif (n && *n)")
+		g.line("\t\tbpf_loop(*n < %d ? *n : %d, scan_%s, &sc, 0);", t.Size, t.Size, sn)
+		g.line("\tif (sc.prio) {")
+		g.line("\t\t__u32 i = sc.idx;")
+		g.line("\t\t__u8 *e = bpf_map_lookup_elem(&%s, &i);", t.MapName)
+		g.line("\t\tif (e)")
+		g.line("\t\t\tv = e + %d;", t.EntryValueOff)
+		g.line("\t}")
+		g.line("}")
+	case ir.KindConst:
+		g.constEntries(t)
+	}
+	if t.Kind != ir.KindKeyless {
+		g.line("if (v) {")
+		g.line("\tr->hit = 1;")
+		if t.DirectCounter != nil {
+			g.line("\t__sync_fetch_and_add((__u64 *)(v + %d), 1);", t.CounterOff)
+			g.line("\t__sync_fetch_and_add((__u64 *)(v + %d), s->sm.f_packet_length);", t.CounterOff+8)
+		}
+		g.line("\treturn %s_run(ctx, s, v, r);", tblName(t))
+		g.line("}")
+	}
+	g.line("d = bpf_map_lookup_elem(&%s, &zero);", t.DefaultMapName)
+	g.line("if (d && *(__u32 *)d)")
+	g.line("\treturn %s_run(ctx, s, d, r);", tblName(t))
+	if t.Default != nil {
+		a := g.p.ActionOf[t.Default.Action]
+		g.line("r->action = 0x%08x;", a.ID)
+		g.line("return %s;", g.callConst(t.Default))
+	} else {
+		g.line("return 0;")
+	}
+	g.indent--
+	g.line("}")
+	g.line("")
+	// A separately verified BPF function: keeps the verifier's path count
+	// additive across tables.
+	g.line("P4_FN int %s(ctx_t *ctx)", tblName(t))
+	g.line("{")
+	g.line("	__u32 zero = 0;")
+	g.line("	struct p4_state *s = bpf_map_lookup_elem(&p4_state_map, &zero);")
+	g.line("	struct p4_tres r = { 0, 0 };")
+	g.line("	int e;")
+	g.line("")
+	g.line("\tP4_KEEP(ctx);")
+	g.line("\tif (!s)")
+	g.line("		return 0;")
+	g.line("	e = %s_inner(ctx, s, &r);", tblName(t))
+	g.line("	s->tr_hit = r.hit;")
+	g.line("	s->tr_action = r.action;")
+	g.line("	return e;")
+	g.line("}")
+	g.line("")
+}
+
+func (g *gen) scanCallback(t *ir.Table) {
+	sn := ir.Sanitize(t.Name)
+	kb := t.KeyBytes
+	g.line("static long scan_%s(__u32 i, void *vc)", sn)
+	g.line("{")
+	g.indent++
+	g.line("struct p4_scan *sc = vc;")
+	g.line("__u32 zero = 0, idx = i, prio;")
+	g.line("struct p4_state *s = bpf_map_lookup_elem(&p4_state_map, &zero);")
+	g.line("__u8 *e = bpf_map_lookup_elem(&%s, &idx);", t.MapName)
+	g.line("__u8 diff = 0;")
+	g.line("if (!s || !e)")
+	g.line("\treturn 1;")
+	g.line("prio = *(__u32 *)e;")
+	g.line("if (prio <= sc->prio)")
+	g.line("\treturn 0;")
+	g.line("#pragma unroll")
+	g.line("for (int j = 0; j < %d; j++)", kb)
+	g.line("\tdiff |= (s->k_%s[j] & e[%d + j]) ^ e[8 + j];", sn, 8+kb)
+	g.line("if (diff)")
+	g.line("\treturn 0;")
+	for _, k := range t.Keys {
+		if k.MatchKind != "range" {
+			continue
+		}
+		lo := t.EntryRangeOff + k.RangeOff
+		g.line("{")
+		g.line("\t__u64 kv = p4_be(s->k_%s + %d, %d);", sn, k.Offset, k.Size)
+		g.line("\tif (kv < p4_be(e + %d, %d) || kv > p4_be(e + %d, %d))", lo, k.Size, lo+k.Size, k.Size)
+		g.line("\t\treturn 0;")
+		g.line("}")
+	}
+	g.line("sc->idx = i;")
+	g.line("sc->prio = prio;")
+	g.line("return 0;")
+	g.indent--
+	g.line("}")
+	g.line("")
+}
+
+// constEntries emits an if-chain for const entries (first match wins,
+// explicit priorities ordered highest first).
+func (g *gen) constEntries(t *ir.Table) {
+	ents := append([]*sema.Entry(nil), t.Ent.Entries...)
+	sort.SliceStable(ents, func(i, j int) bool { return ents[i].Priority > ents[j].Priority })
+	for _, en := range ents {
+		var conds []string
+		for i, k := range t.KeysDecl {
+			if i >= len(en.Keys) {
+				break
+			}
+			c := g.keysetCond(en.Keys[i], k.Ent.Elem.Expr, k.Ent.Type)
+			if c != "1" {
+				conds = append(conds, c)
+			}
+		}
+		cond := "1"
+		if len(conds) > 0 {
+			cond = strings.Join(conds, " && ")
+		}
+		a := g.p.ActionOf[en.Action.Action]
+		g.line("if (%s) {", cond)
+		g.line("\tr->hit = 1;")
+		g.line("\tr->action = 0x%08x;", a.ID)
+		g.line("\treturn %s;", g.callConst(en.Action))
+		g.line("}")
+	}
+}
+
+// keysetCond renders the match of key expression k against one keyset element.
+func (g *gen) keysetCond(ks syntax.Expr, k syntax.Expr, kt sema.Type) string {
+	switch x := ks.(type) {
+	case *syntax.Default:
+		return "1"
+	case *syntax.Mask:
+		if isWide(kt) {
+			g.unsupported(x.Pos, "masks on keys wider than 64 bits")
+			return "0"
+		}
+		m := g.rv(x.Mask)
+		return fmt.Sprintf("((%s & %s) == (%s & %s))", g.rv(k), m, g.rv(x.Value), m)
+	case *syntax.Range:
+		kv := g.rv(k)
+		return fmt.Sprintf("((__u64)%s >= %s && (__u64)%s <= %s)", kv, g.rv(x.Lo), kv, g.rv(x.Hi))
+	}
+	if isWide(kt) {
+		return fmt.Sprintf("p4_memeq(%s, %s, %d)", g.wref(k), g.wref(ks), width(kt)/8)
+	}
+	return fmt.Sprintf("(%s == %s)", g.rv(k), g.rv(ks))
+}
+
+// applyTable emits the application of t (call is t.apply()) and returns the result variable.
+func (g *gen) applyTable(call *syntax.Call) string {
+	cr := g.info.Calls[call]
+	if cr == nil || cr.Kind != sema.CallTableApply {
+		g.unsupported(call.Pos, "this call")
+		return "r0"
+	}
+	t := g.p.TableOf[cr.Table]
+	r := g.newTmp("r")
+	g.line("struct p4_tres %s;", r)
+	g.line("if (%s(ctx))", tblName(t))
+	g.line("\treturn 1;")
+	g.line("%s.hit = s->tr_hit;", r)
+	g.line("%s.action = s->tr_action;", r)
+	return r
+}
+
+func (g *gen) control(c *sema.Control) {
+	g.controlLocals(c.Locals)
+	g.line("/* control %s */", c.Name)
+	g.line("P4_FN int ctl_%s(ctx_t *ctx)", ir.Sanitize(c.Name))
+	g.line("{")
+	g.indent++
+	g.stateLookup()
+	for _, s := range c.Decl.Body.Stmts {
+		g.stmt(s)
+	}
+	g.line("return 0;")
+	g.indent--
+	g.line("}")
+	g.line("")
+}
+
+func (g *gen) block(s syntax.Stmt) {
+	g.line("{")
+	g.indent++
+	if b, ok := s.(*syntax.BlockStmt); ok {
+		for _, x := range b.Stmts {
+			g.stmt(x)
+		}
+	} else {
+		g.stmt(s)
+	}
+	g.indent--
+	g.line("}")
+}
+
+func (g *gen) stmt(s syntax.Stmt) {
+	saved := g.pos
+	g.pos = s.NodePos()
+	defer func() { g.pos = saved }()
+	switch x := s.(type) {
+	case *syntax.BlockStmt:
+		g.block(x)
+	case *syntax.EmptyStmt:
+	case *syntax.AssignStmt:
+		g.assign(x.LHS, x.RHS, x.Op)
+	case *syntax.IfStmt:
+		g.line("{")
+		g.indent++
+		cond := g.rv(x.Cond)
+		g.line("if (%s)", cond)
+		g.block(x.Then)
+		if x.Else != nil {
+			g.line("else")
+			g.block(x.Else)
+		}
+		g.indent--
+		g.line("}")
+	case *syntax.ExitStmt:
+		g.line("return 1;")
+	case *syntax.ReturnStmt:
+		if g.inParser {
+			g.unsupported(x.Pos, "return in a parser")
+		}
+		g.line("return 0;")
+	case *syntax.CallStmt:
+		g.callStmt(x.Call)
+	case *syntax.SwitchStmt:
+		g.switchStmt(x)
+	case *syntax.DeclStmt:
+		switch d := x.Decl.(type) {
+		case *syntax.VarDecl:
+			v := g.info.Decls[d].(*sema.Var)
+			loc := g.localStorage(v, d.Pos)
+			if d.Init != nil {
+				g.assignTo(loc, v.Type, d.Init)
+			}
+		case *syntax.ConstDecl:
+		}
+	default:
+		g.unsupported(s.NodePos(), "this statement")
+	}
+}
+
+func (g *gen) switchStmt(x *syntax.SwitchStmt) {
+	t := g.typeOf(x.X)
+	g.line("{")
+	g.indent++
+	var sel string
+	_, isRun := t.(*sema.ActionRunT)
+	if isRun {
+		m := x.X.(*syntax.Member)
+		r := g.applyTable(m.X.(*syntax.Call))
+		sel = r + ".action"
+	} else {
+		sel = g.rv(x.X)
+	}
+	g.line("switch (%s) {", sel)
+	for _, cs := range x.Cases {
+		for _, l := range cs.Labels {
+			if _, ok := l.(*syntax.Default); ok {
+				g.line("default:")
+				continue
+			}
+			if isRun {
+				a := g.info.Uses[l.(*syntax.Ident)].(*sema.Action)
+				g.line("case 0x%08x: /* %s */", g.p.ActionOf[a].ID, a.Name)
+			} else {
+				g.line("case %s:", g.rv(l))
+			}
+		}
+		if cs.Body != nil {
+			g.block(cs.Body)
+			g.line("break;")
+		}
+	}
+	g.line("}")
+	g.indent--
+	g.line("}")
+}
+
+func (g *gen) callStmt(call *syntax.Call) {
+	cr := g.info.Calls[call]
+	if cr == nil {
+		g.unsupported(call.Pos, "this call")
+		return
+	}
+	switch cr.Kind {
+	case sema.CallAction:
+		args := []string{"ctx", "s"}
+		for i, a := range call.Args {
+			if isWide(cr.Action.Params[i].Type) {
+				args = append(args, g.wref(a.Value))
+			} else {
+				args = append(args, g.rv(a.Value))
+			}
+		}
+		g.line("if (%s(%s))", actName(cr.Action), strings.Join(args, ", "))
+		g.line("\treturn 1;")
+	case sema.CallTableApply:
+		g.line("{")
+		g.indent++
+		g.applyTable(call)
+		g.indent--
+		g.line("}")
+	case sema.CallHeaderMethod:
+		switch cr.Method {
+		case "setValid":
+			g.line("%s.valid = 1;", g.lval(cr.Recv))
+		case "setInvalid":
+			g.line("%s.valid = 0;", g.lval(cr.Recv))
+		case "isValid":
+		}
+	case sema.CallExternMethod:
+		g.externMethod(call, cr)
+	case sema.CallExternFunc:
+		g.externFunc(call, cr)
+	default:
+		g.unsupported(call.Pos, "this call")
+	}
+}
+
+func (g *gen) externMethod(call *syntax.Call, cr *sema.CallRef) {
+	if cr.Instance == nil {
+		if id, ok := cr.Recv.(*syntax.Ident); ok {
+			if v, ok := g.info.Uses[id].(*sema.Var); ok {
+				if et, ok := v.Type.(*sema.ExternT); ok {
+					switch {
+					case et.Decl.Name == "packet_in" && cr.Method == "extract" && g.inParser:
+						g.extract(call.Args[0].Value)
+						return
+					case et.Decl.Name == "packet_out" && cr.Method == "emit":
+						g.emit(call.Args[0].Value)
+						return
+					}
+				}
+			}
+		}
+		g.unsupported(call.Pos, "this method call")
+		return
+	}
+	in := cr.Instance
+	switch in.Extern.Name + "." + cr.Method {
+	case "counter.count":
+		c := g.p.CounterOf[in]
+		idx := g.rv(call.Args[0].Value)
+		g.line("{")
+		g.line("\t__u32 ci = (__u32)%s;", idx)
+		g.line("\tstruct p4_ctr *c = ci < %d ? bpf_map_lookup_elem(&%s, &ci) : 0;", c.Size, c.MapName)
+		g.line("\tif (c) {")
+		g.line("\t\tc->packets++;")
+		g.line("\t\tc->bytes += s->sm.f_packet_length;")
+		g.line("\t}")
+		g.line("}")
+	case "direct_counter.count":
+		// counted by the table on a hit
+	default:
+		g.unsupported(call.Pos, in.Extern.Name+"."+cr.Method)
+	}
+}
+
+// packList packs a list of fields ({a, b, ...}, a header or a single value)
+// into s->cbuf and returns the number of bits.
+func (g *gen) packList(e syntax.Expr) int {
+	bits := 0
+	var add func(e syntax.Expr, t sema.Type)
+	addField := func(c string, t sema.Type, pos syntax.Pos) {
+		w := width(t)
+		if isWide(t) {
+			if bits%8 != 0 {
+				g.unsupported(pos, "a wide field at a non-byte offset in a field list")
+			}
+			g.line("p4_memcpy(s->cbuf + %d, %s, %d);", bits/8, c, w/8)
+		} else {
+			g.line("%s", pack("s->cbuf", bits, w, "(__u64)"+c))
+		}
+		bits += w
+	}
+	var addStruct func(c string, st *sema.Struct, pos syntax.Pos)
+	addStruct = func(c string, st *sema.Struct, pos syntax.Pos) {
+		for _, f := range st.Fields {
+			if sub, ok := f.Type.(*sema.Struct); ok {
+				addStruct(c+".f_"+f.Name, sub, pos)
+				continue
+			}
+			addField(c+".f_"+f.Name, f.Type, pos)
+		}
+	}
+	add = func(e syntax.Expr, t sema.Type) {
+		switch x := e.(type) {
+		case *syntax.List:
+			for _, el := range x.Elems {
+				add(el, g.typeOf(el))
+			}
+			return
+		}
+		if st, ok := t.(*sema.Struct); ok {
+			addStruct(g.lval(e), st, e.NodePos())
+			return
+		}
+		if tt, ok := t.(*sema.Tuple); ok {
+			base := g.lval(e)
+			for i, el := range tt.Elems {
+				c := fmt.Sprintf("%s.f%d", base, i)
+				if sub, ok := el.(*sema.Struct); ok {
+					addStruct(c, sub, e.NodePos())
+				} else {
+					addField(c, el, e.NodePos())
+				}
+			}
+			return
+		}
+		if _, ok := t.(*sema.InfInt); ok {
+			g.errorf(e.NodePos(), "field list elements need a width; write e.g. 8w0")
+			return
+		}
+		if isWide(t) {
+			addField(g.wref(e), t, e.NodePos())
+			return
+		}
+		addField(g.rv(e), t, e.NodePos())
+	}
+	add(e, g.typeOf(e))
+	if (bits+7)/8 > g.cbuf {
+		g.cbuf = (bits + 7) / 8
+	}
+	return bits
+}
+
+func (g *gen) algo(e syntax.Expr) string {
+	if m, ok := e.(*syntax.Member); ok {
+		return m.Name
+	}
+	return ""
+}
+
+func (g *gen) externFunc(call *syntax.Call, cr *sema.CallRef) {
+	args := call.Args
+	switch cr.Method {
+	case "mark_to_drop":
+		g.line("s->sm.f_egress_spec = P4_DROP_PORT;")
+		g.line("s->sm.f_mcast_grp = 0;")
+	case "log_msg", "assert", "assume", "static_assert":
+	case "verify":
+		g.line("if (!(%s)) {", g.rv(args[0].Value))
+		g.line("\ts->sm.f_parser_error = %s;", g.rv(args[1].Value))
+		g.line("\tgoto st_reject;")
+		g.line("}")
+	case "verify_checksum", "update_checksum", "verify_checksum_with_payload", "update_checksum_with_payload":
+		payload := strings.HasSuffix(cr.Method, "_with_payload")
+		alg := g.algo(args[3].Value)
+		if alg != "csum16" {
+			g.unsupported(args[3].Value.NodePos(), "checksum algorithm "+alg+" (edgenf supports csum16)")
+			return
+		}
+		ft := g.typeOf(args[2].Value)
+		if width(ft) != 16 {
+			g.errorf(args[2].Value.NodePos(), "csum16 needs a bit<16> checksum field")
+			return
+		}
+		g.line("if (%s) {", g.rv(args[0].Value))
+		g.indent++
+		bits := g.packList(args[1].Value)
+		sum := fmt.Sprintf("p4_sum16(s->cbuf, %d)", (bits+7)/8)
+		if payload {
+			sum = fmt.Sprintf("((__u64)%s + p4_payload_sum(ctx, s))", sum)
+			g.needPayload = true
+		}
+		if strings.HasPrefix(cr.Method, "verify") {
+			g.line("if (p4_fold16(%s) != %s)", sum, g.rv(args[2].Value))
+			g.line("\ts->sm.f_checksum_error = 1;")
+		} else {
+			g.line("%s = p4_fold16(%s);", g.lval(args[2].Value), sum)
+		}
+		g.indent--
+		g.line("}")
+	case "hash":
+		out := args[0].Value
+		ow := width(g.typeOf(out))
+		alg := g.algo(args[1].Value)
+		g.line("{")
+		g.indent++
+		bits := g.packList(args[3].Value)
+		nb := (bits + 7) / 8
+		var h string
+		switch alg {
+		case "crc32":
+			h = fmt.Sprintf("p4_crc32(s->cbuf, %d)", nb)
+			g.needCRC32 = true
+		case "crc16":
+			h = fmt.Sprintf("p4_crc16(s->cbuf, %d)", nb)
+			g.needCRC16 = true
+		case "csum16":
+			h = fmt.Sprintf("p4_csum16(s->cbuf, %d)", nb)
+		case "xor16":
+			h = fmt.Sprintf("p4_xor16(s->cbuf, %d)", nb)
+		case "identity":
+			if bits > 64 {
+				g.unsupported(call.Pos, "identity hash of more than 64 bits")
+			}
+			h = unpack("s->cbuf", 0, max(bits, 1))
+		default:
+			g.unsupported(args[1].Value.NodePos(), "hash algorithm "+alg)
+			h = "0"
+		}
+		g.line("__u64 h = %s;", h)
+		g.line("__u64 mx = %s;", g.rv(args[4].Value))
+		g.line("%s = ((__u64)%s + (mx ? h %% mx : h)) & %s;", g.lval(out), g.rv(args[2].Value), mask(ow))
+		g.indent--
+		g.line("}")
+	default:
+		g.unsupported(call.Pos, "extern "+cr.Method)
+	}
+}
+
+var _ = big.NewInt
+
+// stateLookup starts a separately verified function: it finds the state.
+func (g *gen) stateLookup() {
+	g.line("__u32 zero = 0;")
+	g.line("struct p4_state *s = bpf_map_lookup_elem(&p4_state_map, &zero);")
+	g.line("")
+	g.line("P4_KEEP(ctx);")
+	g.line("if (!s)")
+	g.line("\treturn 0;")
+}

@@ -1,0 +1,285 @@
+package backend
+
+import (
+	"fmt"
+
+	"github.com/edgenf/edgenf/internal/p4/ir"
+	"github.com/edgenf/edgenf/internal/p4/sema"
+	"github.com/edgenf/edgenf/internal/p4/syntax"
+)
+
+func (g *gen) errorID(name string) int {
+	for i, n := range g.info.ErrorNames {
+		if n == name {
+			return i
+		}
+	}
+	return 0
+}
+
+func (g *gen) parser(p *sema.Parser) {
+	for _, l := range p.Locals {
+		switch x := l.(type) {
+		case *sema.Var:
+			g.localStorage(x, x.Pos)
+		case *sema.ValueSet:
+		}
+	}
+	// reject loops: the verifier needs a DAG of states here
+	color := map[string]int{}
+	var visit func(n string, pos syntax.Pos)
+	visit = func(n string, pos syntax.Pos) {
+		st := p.States[n]
+		if st == nil {
+			return
+		}
+		switch color[n] {
+		case 1:
+			g.unsupported(pos, "parser loops (state "+n+" is reachable from itself; header stacks come with issue 2)")
+			return
+		case 2:
+			return
+		}
+		color[n] = 1
+		if tr := st.Decl.Transition; tr != nil {
+			if tr.Select == nil {
+				visit(tr.Next, tr.Pos)
+			}
+			for _, c := range tr.Cases {
+				visit(c.Next, c.Pos)
+			}
+		}
+		color[n] = 2
+	}
+	visit("start", p.Decl.Pos)
+
+	g.line("/* parser %s */", p.Name)
+	g.line("P4_FN int p4_parser(ctx_t *ctx)")
+	g.line("{")
+	g.indent++
+	g.stateLookup()
+	g.line("__u32 off = 0;")
+	g.line("goto st_start;")
+	g.inParser = true
+	for _, st := range p.Order {
+		if color[st.Name] == 0 {
+			continue // unreachable
+		}
+		g.pos = st.Decl.Pos
+		g.indent--
+		g.line("st_%s:", ir.Sanitize(st.Name))
+		g.indent++
+		g.line("{")
+		g.indent++
+		for _, s := range st.Decl.Stmts {
+			g.stmt(s)
+		}
+		if st.Decl.Transition != nil {
+			g.pos = st.Decl.Transition.Pos
+		}
+		g.transition(st.Decl.Transition)
+		g.indent--
+		g.line("}")
+	}
+	g.inParser = false
+	g.pos = syntax.Pos{}
+	g.indent--
+	g.line("st_accept:")
+	g.line("\ts->off = off;")
+	g.line("\treturn 0;")
+	g.line("st_reject:")
+	g.line("\ts->off = off;")
+	g.line("\treturn 0;")
+	g.line("}")
+	g.line("")
+}
+
+func stateLabel(n string) string { return "st_" + ir.Sanitize(n) }
+
+func (g *gen) transition(tr *syntax.Transition) {
+	if tr == nil {
+		g.line("goto st_reject;")
+		return
+	}
+	if tr.Select == nil {
+		g.line("goto %s;", stateLabel(tr.Next))
+		return
+	}
+	var keys []string
+	for i, k := range tr.Select {
+		if isWide(g.typeOf(k)) {
+			g.unsupported(k.NodePos(), "select on a value wider than 64 bits")
+			return
+		}
+		n := fmt.Sprintf("sk%d", i)
+		g.line("__u64 %s = %s;", n, g.rv(k))
+		keys = append(keys, n)
+	}
+	for _, c := range tr.Cases {
+		var elems []syntax.Expr
+		if l, ok := c.Keyset.(*syntax.List); ok && len(tr.Select) > 1 {
+			elems = l.Elems
+		} else if ok && len(l.Elems) == 1 {
+			elems = l.Elems
+		} else {
+			elems = []syntax.Expr{c.Keyset}
+		}
+		cond := ""
+		for i, e := range elems {
+			if i >= len(keys) {
+				break
+			}
+			c := g.selectCond(e, keys[i])
+			if c == "1" {
+				continue
+			}
+			if cond != "" {
+				cond += " && "
+			}
+			cond += c
+		}
+		if cond == "" {
+			g.line("goto %s;", stateLabel(c.Next))
+			return
+		}
+		g.line("if (%s)", cond)
+		g.line("\tgoto %s;", stateLabel(c.Next))
+	}
+	g.line("s->sm.f_parser_error = %d; /* error.NoMatch */", g.errorID("NoMatch"))
+	g.line("goto st_reject;")
+}
+
+func (g *gen) selectCond(e syntax.Expr, k string) string {
+	switch x := e.(type) {
+	case *syntax.Default:
+		return "1"
+	case *syntax.Mask:
+		m := g.rv(x.Mask)
+		return fmt.Sprintf("((%s & %s) == (%s & %s))", k, m, g.rv(x.Value), m)
+	case *syntax.Range:
+		return fmt.Sprintf("(%s >= %s && %s <= %s)", k, g.rv(x.Lo), k, g.rv(x.Hi))
+	case *syntax.Ident:
+		if vs, ok := g.info.Uses[x].(*sema.ValueSet); ok {
+			return fmt.Sprintf("vs_match_%s(%s)", ir.Sanitize(g.p.ValueSetOf[vs].Name), k)
+		}
+	}
+	return fmt.Sprintf("(%s == %s)", k, g.rv(e))
+}
+
+func (g *gen) extract(arg syntax.Expr) {
+	st, ok := g.typeOf(arg).(*sema.Struct)
+	if !ok || st.Kind != "header" {
+		g.errorf(arg.NodePos(), "extract needs a header")
+		return
+	}
+	n := st.Bits / 8
+	if n > g.maxHdr {
+		g.maxHdr = n // s->buf is declared after the body is generated
+	}
+	dst := g.lval(arg)
+	g.line("if (p4_load(ctx, off, s->buf, %d)) {", n)
+	g.line("\ts->sm.f_parser_error = %d; /* error.PacketTooShort */", g.errorID("PacketTooShort"))
+	g.line("\tgoto st_reject;")
+	g.line("}")
+	for _, f := range st.Fields {
+		w := width(f.Type)
+		if w > 64 {
+			if f.Offset%8 != 0 {
+				g.unsupported(arg.NodePos(), fmt.Sprintf("field %s wider than 64 bits at a non-byte offset", f.Name))
+			}
+			g.line("p4_memcpy(%s.f_%s, s->buf + %d, %d);", dst, f.Name, f.Offset/8, w/8)
+			continue
+		}
+		g.line("%s.f_%s = %s;", dst, f.Name, unpack("s->buf", f.Offset, w))
+	}
+	g.line("%s.valid = 1;", dst)
+	g.line("off += %d;", n)
+}
+
+func (g *gen) emit(arg syntax.Expr) {
+	st, ok := g.typeOf(arg).(*sema.Struct)
+	if !ok {
+		g.errorf(arg.NodePos(), "emit needs a header or a struct of headers")
+		return
+	}
+	g.emitStruct(g.lval(arg), st, arg.NodePos())
+}
+
+func (g *gen) emitStruct(c string, st *sema.Struct, pos syntax.Pos) {
+	if st.Kind != "header" {
+		for _, f := range st.Fields {
+			sub, ok := f.Type.(*sema.Struct)
+			if !ok {
+				g.errorf(pos, "emit: field %s of %s is not a header", f.Name, st.Name)
+				continue
+			}
+			g.emitStruct(c+".f_"+f.Name, sub, pos)
+		}
+		return
+	}
+	n := st.Bits / 8
+	g.line("if (%s.valid) {", c)
+	g.indent++
+	g.line("__u8 *b = s->obuf + (o & P4_OBUF_MASK);")
+	for _, f := range st.Fields {
+		w := width(f.Type)
+		if w > 64 {
+			g.line("p4_memcpy(b + %d, %s.f_%s, %d);", f.Offset/8, c, f.Name, w/8)
+			continue
+		}
+		g.line("%s", pack("b", f.Offset, w, fmt.Sprintf("(__u64)%s.f_%s", c, f.Name)))
+	}
+	g.line("o += %d;", n)
+	g.indent--
+	g.line("}")
+}
+
+func (g *gen) deparser(c *sema.Control) {
+	g.controlLocals(c.Locals)
+	g.line("/* deparser %s */", c.Name)
+	g.line("P4_FN int p4_deparse(ctx_t *ctx)")
+	g.line("{")
+	g.indent++
+	g.stateLookup()
+	g.line("__u32 o = 0;")
+	g.line("int delta;")
+	g.line("")
+	for _, s := range c.Decl.Body.Stmts {
+		g.stmt(s)
+	}
+	g.line("delta = (int)s->off - (int)o;")
+	g.line("if (delta && ctx_adjust_head(ctx, delta))")
+	g.line("\treturn -1;")
+	g.line("if (o > P4_OBUF_SIZE)")
+	g.line("\treturn -1;")
+	g.line("if (o && p4_store(ctx, 0, s->obuf, o))")
+	g.line("\treturn -1;")
+	g.line("return 0;")
+	g.indent--
+	g.line("}")
+	g.line("")
+}
+
+const payloadSum = `
+/* Ones' complement sum of the payload (the bytes after the parsed headers),
+ * up to 1500 bytes, for *_with_payload checksums. */
+static __always_inline __u64 p4_payload_sum(ctx_t *ctx, struct p4_state *s)
+{
+	__u32 len = ctx_len(ctx), off = s->off;
+	__u64 sum = 0;
+
+	for (int i = 0; i < 750; i++) {
+		if (off + 1 < len) {
+			if (p4_load(ctx, off, s->pbuf, 2))
+				break;
+			sum += ((__u32)s->pbuf[0] << 8) | s->pbuf[1];
+			off += 2;
+		} else {
+			if (off < len && !p4_load(ctx, off, s->pbuf, 1))
+				sum += (__u32)s->pbuf[0] << 8;
+			break;
+		}
+	}
+	return sum;
+}
+`

@@ -1,0 +1,225 @@
+// Package p4 compiles P4-16 programs (v1model) to eBPF cubes for edgenf.
+//
+// The front end (preprocessor, parser, type checker) is pure Go; clang only
+// compiles the generated C. Typical use:
+//
+//	res, err := p4.Compile(ctx, p4.Options{Path: "prog.p4"})
+//	// res.Object / res.ObjectTC: ELF objects for the XDP and TC hooks
+//	// res.Info: the P4Info model with edgenf's map layouts
+//	// res.C: the generated C
+//
+// Table entries are encoded from strings with res.Info.Edgenf.Table(name).EncodeEntry
+// and written with the rt package.
+package p4
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/edgenf/edgenf/bpf"
+	"github.com/edgenf/edgenf/internal/p4/backend"
+	"github.com/edgenf/edgenf/internal/p4/include"
+	"github.com/edgenf/edgenf/internal/p4/ir"
+	"github.com/edgenf/edgenf/internal/p4/p4info"
+	"github.com/edgenf/edgenf/internal/p4/sema"
+	"github.com/edgenf/edgenf/internal/p4/syntax"
+)
+
+// Options configures Compile.
+type Options struct {
+	// Path is the P4 source file. Source, when non-nil, is used instead of
+	// reading Path (Path still names the file in errors and for #include "x").
+	Path   string
+	Source []byte
+	// IncludeDirs are searched for #include (after the file's directory for
+	// "x"); core.p4 and v1model.p4 are built in.
+	IncludeDirs []string
+	// Defines are -D NAME[=value] macros ("" means 1).
+	Defines map[string]string
+	// Arch is the architecture; "" or "v1model".
+	Arch string
+	// Clang is the compiler to run; "" means $EDGENF_CLANG or clang-14.
+	Clang string
+	// NoObject stops after generating C (no clang run).
+	NoObject bool
+}
+
+// Result is a compiled program.
+type Result struct {
+	Object   []byte         // ELF object for the XDP hook (program "edgenf_cube")
+	ObjectTC []byte         // ELF object for the TC hook
+	C        string         // generated C
+	Info     *p4info.P4Info // P4Info model; Info.Edgenf holds map layouts
+	Program  *ir.Program    // lowered program (for tools and tests)
+
+	lines   map[int]syntax.Pos
+	sources *syntax.Sources
+}
+
+// Check runs the front end only (preprocess, parse, type-check, lower).
+func Check(opt Options) (*ir.Program, *syntax.Sources, error) {
+	if opt.Arch != "" && opt.Arch != "v1model" {
+		return nil, nil, fmt.Errorf("architecture %q is not supported (v1model)", opt.Arch)
+	}
+	srcs := syntax.NewSources()
+	prog, err := syntax.ParseFile(opt.Path, opt.Source, syntax.ParseOptions{
+		IncludeDirs: opt.IncludeDirs, Defines: opt.Defines, System: include.FS,
+	}, srcs)
+	if err != nil {
+		return nil, srcs, err
+	}
+	info, err := sema.Check(prog, srcs, sema.Options{Arch: opt.Arch})
+	if err != nil {
+		return nil, srcs, err
+	}
+	p, err := ir.Build(info, srcs)
+	if err != nil {
+		return nil, srcs, err
+	}
+	return p, srcs, nil
+}
+
+// Compile compiles a P4 program. Errors from the P4 front end are
+// syntax.ErrorList values (file:line:col with the source line and a caret).
+func Compile(ctx context.Context, opt Options) (*Result, error) {
+	p, srcs, err := Check(opt)
+	if err != nil {
+		return nil, err
+	}
+	out, err := backend.Generate(p, srcs)
+	if err != nil {
+		return nil, err
+	}
+	c := out.C
+	res := &Result{C: c, Info: p4info.FromIR(p), Program: p, lines: out.Lines, sources: srcs}
+	if opt.NoObject {
+		return res, nil
+	}
+	res.Object, err = CompileC(ctx, opt.Clang, c, "xdp")
+	if err != nil {
+		return nil, err
+	}
+	res.ObjectTC, err = CompileC(ctx, opt.Clang, c, "tc")
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+var (
+	hdrOnce sync.Once
+	hdrDir  string
+	hdrErr  error
+)
+
+// headerDir extracts the framework headers (bpf.Headers) once per process
+// into a directory named after their content, reused across processes.
+func headerDir() (string, error) {
+	hdrOnce.Do(func() {
+		if d := os.Getenv("EDGENF_BPF_INCLUDE"); d != "" {
+			hdrDir = d
+			return
+		}
+		h := sha256.New()
+		files := map[string][]byte{}
+		err := fs.WalkDir(bpf.Headers, "include", func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			b, err := fs.ReadFile(bpf.Headers, path)
+			if err != nil {
+				return err
+			}
+			files[path] = b
+			fmt.Fprintf(h, "%s\x00%d\x00", path, len(b))
+			h.Write(b)
+			return nil
+		})
+		if err != nil {
+			hdrErr = err
+			return
+		}
+		dir := filepath.Join(os.TempDir(), fmt.Sprintf("edgenf-bpf-include-%x", h.Sum(nil)[:8]))
+		if _, err := os.Stat(filepath.Join(dir, ".complete")); err == nil {
+			hdrDir = dir
+			return
+		}
+		tmp, err := os.MkdirTemp(os.TempDir(), "edgenf-bpf-include-tmp-")
+		if err != nil {
+			hdrErr = err
+			return
+		}
+		for path, b := range files {
+			dst := filepath.Join(tmp, strings.TrimPrefix(path, "include"))
+			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+				hdrErr = err
+				return
+			}
+			if err := os.WriteFile(dst, b, 0o644); err != nil {
+				hdrErr = err
+				return
+			}
+		}
+		os.WriteFile(filepath.Join(tmp, ".complete"), nil, 0o644)
+		if err := os.Rename(tmp, dir); err != nil {
+			// another process won the race: use its copy
+			os.RemoveAll(tmp)
+			if _, err := os.Stat(filepath.Join(dir, ".complete")); err != nil {
+				hdrErr = fmt.Errorf("extracting headers to %s: %w", dir, err)
+				return
+			}
+		}
+		hdrDir = dir
+	})
+	return hdrDir, hdrErr
+}
+
+// CompileC compiles generated C for hook "xdp" or "tc" and returns the object.
+func CompileC(ctx context.Context, clang, c, hook string) ([]byte, error) {
+	if clang == "" {
+		clang = os.Getenv("EDGENF_CLANG")
+	}
+	if clang == "" {
+		clang = "clang-14"
+	}
+	inc, err := headerDir()
+	if err != nil {
+		return nil, fmt.Errorf("extracting framework headers: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "edgenf-p4-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	src := filepath.Join(dir, "prog.c")
+	obj := filepath.Join(dir, "prog.o")
+	if err := os.WriteFile(src, []byte(c), 0o644); err != nil {
+		return nil, err
+	}
+	def := "-DEDGENF_HOOK_XDP"
+	if hook == "tc" {
+		def = "-DEDGENF_HOOK_TC"
+	}
+	args := []string{"-O2", "-g", "-Wall", "-Wno-unused-command-line-argument", "-target", "bpf", "-mcpu=v3",
+		"-I" + inc, "-I/usr/include/x86_64-linux-gnu", def, "-c", src, "-o", obj}
+	cmd := exec.CommandContext(ctx, clang, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return nil, fmt.Errorf("clang failed on the generated C (%s hook); this is a compiler bug, please report it with --emit-c:\n%s", hook, stderr.String())
+		}
+		return nil, fmt.Errorf("running %s: %w", clang, err)
+	}
+	return os.ReadFile(obj)
+}

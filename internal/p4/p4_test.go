@@ -1,0 +1,41 @@
+package p4
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func exampleFiles(t *testing.T) []string {
+	files, _ := filepath.Glob("../../examples/p4/*.p4")
+	if len(files) < 5 {
+		t.Fatalf("examples missing: %v", files)
+	}
+	return files
+}
+
+// TestCompileExamples compiles every example to XDP and TC objects.
+func TestCompileExamples(t *testing.T) {
+	for _, f := range exampleFiles(t) {
+		f := f
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			t.Parallel()
+			res, err := Compile(context.Background(), Options{Path: f})
+			if err != nil {
+				if res == nil {
+					if c, err2 := Compile(context.Background(), Options{Path: f, NoObject: true}); err2 == nil {
+						out := filepath.Join(os.TempDir(), strings.TrimSuffix(filepath.Base(f), ".p4")+".c")
+						os.WriteFile(out, []byte(c.C), 0o644)
+						t.Logf("generated C in %s", out)
+					}
+				}
+				t.Fatal(err)
+			}
+			if len(res.Object) == 0 || len(res.ObjectTC) == 0 {
+				t.Fatal("empty object")
+			}
+		})
+	}
+}

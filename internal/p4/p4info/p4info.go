@@ -1,0 +1,370 @@
+// Package p4info describes a compiled P4 program for the control plane: a
+// P4Info-shaped model (tables, match fields, actions, params, counters with
+// p4c-style ids) plus edgenf's map layouts, and encodes table entries given
+// as strings into the BPF map key and value bytes.
+package p4info
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/edgenf/edgenf/internal/p4/ir"
+)
+
+// P4Info mirrors p4.config.v1.P4Info in its JSON form (protobuf JSON names;
+// int64 fields as strings). Edgenf holds edgenf's map layouts; it is not part
+// of P4Info and is left out by MarshalP4Info.
+type P4Info struct {
+	PkgInfo        PkgInfo          `json:"pkgInfo"`
+	Tables         []*Table         `json:"tables,omitempty"`
+	Actions        []*Action        `json:"actions,omitempty"`
+	Counters       []*Counter       `json:"counters,omitempty"`
+	DirectCounters []*DirectCounter `json:"directCounters,omitempty"`
+	ValueSets      []*ValueSet      `json:"valueSets,omitempty"`
+	Edgenf         *Runtime         `json:"edgenf,omitempty"`
+}
+
+type PkgInfo struct {
+	Arch string `json:"arch"`
+	Name string `json:"name,omitempty"`
+}
+
+type Preamble struct {
+	ID          uint32   `json:"id"`
+	Name        string   `json:"name"`
+	Alias       string   `json:"alias"`
+	Annotations []string `json:"annotations,omitempty"`
+}
+
+type MatchField struct {
+	ID        uint32 `json:"id"`
+	Name      string `json:"name"`
+	Bitwidth  int    `json:"bitwidth"`
+	MatchType string `json:"matchType"`
+}
+
+type ActionRef struct {
+	ID    uint32 `json:"id"`
+	Scope string `json:"scope,omitempty"` // TABLE_AND_DEFAULT (omitted), TABLE_ONLY, DEFAULT_ONLY
+}
+
+type Table struct {
+	Preamble             Preamble     `json:"preamble"`
+	MatchFields          []MatchField `json:"matchFields,omitempty"`
+	ActionRefs           []ActionRef  `json:"actionRefs"`
+	ConstDefaultActionID uint32       `json:"constDefaultActionId,omitempty"`
+	DirectResourceIDs    []uint32     `json:"directResourceIds,omitempty"`
+	Size                 string       `json:"size"`
+	IsConstTable         bool         `json:"isConstTable,omitempty"`
+}
+
+type Param struct {
+	ID       uint32 `json:"id"`
+	Name     string `json:"name"`
+	Bitwidth int    `json:"bitwidth"`
+}
+
+type Action struct {
+	Preamble Preamble `json:"preamble"`
+	Params   []Param  `json:"params,omitempty"`
+}
+
+type CounterSpec struct {
+	Unit string `json:"unit"` // BYTES, PACKETS, BOTH
+}
+
+type Counter struct {
+	Preamble Preamble    `json:"preamble"`
+	Spec     CounterSpec `json:"spec"`
+	Size     string      `json:"size"`
+}
+
+type DirectCounter struct {
+	Preamble      Preamble    `json:"preamble"`
+	Spec          CounterSpec `json:"spec"`
+	DirectTableID uint32      `json:"directTableId"`
+}
+
+type ValueSet struct {
+	Preamble Preamble     `json:"preamble"`
+	Match    []MatchField `json:"match"`
+	Size     int          `json:"size"`
+}
+
+// Runtime is edgenf's part of the model: which BPF map holds what, and the
+// byte layouts needed to write entries. See ir.Table for the layouts.
+type Runtime struct {
+	Arch     string           `json:"arch"`
+	CPUPort  int              `json:"cpuPort"`  // egress_spec that punts to the slow path
+	DropPort int              `json:"dropPort"` // egress_spec that drops
+	Tables   []*TableLayout   `json:"tables"`
+	Counters []*CounterLayout `json:"counters,omitempty"`
+	// ValueSets: ARRAY maps of {u64 value, u64 mask, u32 valid, u32 reserved}, host order.
+	ValueSets []*ValueSetLayout `json:"valueSets,omitempty"`
+}
+
+// ValueSetLayout is a parser value_set's map.
+type ValueSetLayout struct {
+	Name  string `json:"name"`
+	ID    uint32 `json:"id"`
+	Map   string `json:"map"`
+	Size  int    `json:"size"`
+	Width int    `json:"width"`
+}
+
+// TableLayout describes a table's maps.
+type TableLayout struct {
+	Name             string          `json:"name"`
+	ID               uint32          `json:"id"`
+	Kind             string          `json:"kind"` // hash, lpm, scan, const, keyless
+	Map              string          `json:"map,omitempty"`
+	CountMap         string          `json:"countMap,omitempty"` // scan: u32 number of slots to scan
+	DefaultMap       string          `json:"defaultMap"`
+	Size             int             `json:"size"`
+	KeyBytes         int             `json:"keyBytes"`
+	Keys             []*KeyLayout    `json:"keys,omitempty"` // map order
+	ValueBytes       int             `json:"valueBytes"`
+	ParamOffset      int             `json:"paramOffset"`
+	CounterOffset    int             `json:"counterOffset"` // -1: no direct counter
+	EntryBytes       int             `json:"entryBytes,omitempty"`
+	EntryRangeOffset int             `json:"entryRangeOffset,omitempty"`
+	EntryValueOffset int             `json:"entryValueOffset,omitempty"`
+	Actions          []*ActionLayout `json:"actions"`
+	DefaultAction    string          `json:"defaultAction,omitempty"`
+	DefaultArgs      []string        `json:"defaultArgs,omitempty"` // compiled default's arguments (decimal)
+	ConstDefault     bool            `json:"constDefault,omitempty"`
+}
+
+// KeyLayout is one key field.
+type KeyLayout struct {
+	Name        string `json:"name"`
+	ID          uint32 `json:"id"`
+	MatchKind   string `json:"matchKind"`
+	Width       int    `json:"width"`
+	Offset      int    `json:"offset"`
+	Size        int    `json:"size"`
+	RangeOffset int    `json:"rangeOffset,omitempty"`
+}
+
+// ActionLayout is an action usable in a table.
+type ActionLayout struct {
+	Name        string         `json:"name"`
+	ID          uint32         `json:"id"`
+	Params      []*ParamLayout `json:"params,omitempty"`
+	DefaultOnly bool           `json:"defaultOnly,omitempty"`
+	TableOnly   bool           `json:"tableOnly,omitempty"`
+}
+
+// ParamLayout is one action parameter in the value's parameter area.
+type ParamLayout struct {
+	Name   string `json:"name"`
+	ID     uint32 `json:"id"`
+	Width  int    `json:"width"`
+	Offset int    `json:"offset"`
+	Size   int    `json:"size"`
+}
+
+// CounterLayout is an indirect counter's map (PERCPU_ARRAY of {u64 packets, u64 bytes})
+// or a direct counter (in its table's values at CounterOffset).
+type CounterLayout struct {
+	Name   string `json:"name"`
+	ID     uint32 `json:"id"`
+	Map    string `json:"map,omitempty"`
+	Size   int    `json:"size,omitempty"`
+	Unit   string `json:"unit"`
+	Direct bool   `json:"direct,omitempty"`
+	Table  string `json:"table,omitempty"`
+}
+
+func alias(full string) string {
+	if i := strings.LastIndexByte(full, '.'); i >= 0 {
+		return full[i+1:]
+	}
+	return full
+}
+
+func matchType(k string) string {
+	switch k {
+	case "exact":
+		return "EXACT"
+	case "lpm":
+		return "LPM"
+	case "ternary":
+		return "TERNARY"
+	case "range":
+		return "RANGE"
+	case "optional":
+		return "OPTIONAL"
+	}
+	return strings.ToUpper(k)
+}
+
+func unit(u string) string {
+	switch u {
+	case "packets":
+		return "PACKETS"
+	case "bytes":
+		return "BYTES"
+	}
+	return "BOTH"
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// FromIR builds the model of a lowered program.
+func FromIR(p *ir.Program) *P4Info {
+	m := &P4Info{PkgInfo: PkgInfo{Arch: p.Arch}}
+	rt := &Runtime{Arch: p.Arch, CPUPort: 510, DropPort: 511}
+	m.Edgenf = rt
+	for _, a := range p.Actions {
+		pa := &Action{Preamble: Preamble{ID: a.ID, Name: a.Name, Alias: alias(a.Name)}}
+		for _, pr := range a.Params {
+			pa.Params = append(pa.Params, Param{ID: pr.ID, Name: pr.Name, Bitwidth: pr.Width})
+		}
+		m.Actions = append(m.Actions, pa)
+	}
+	for _, t := range p.Tables {
+		pt := &Table{Preamble: Preamble{ID: t.ID, Name: t.Name, Alias: alias(t.Name)}, Size: itoa(t.Size), IsConstTable: t.Kind == ir.KindConst}
+		for _, k := range t.KeysDecl {
+			pt.MatchFields = append(pt.MatchFields, MatchField{ID: k.ID, Name: k.Name, Bitwidth: k.Width, MatchType: matchType(k.MatchKind)})
+		}
+		tl := &TableLayout{Name: t.Name, ID: t.ID, Kind: t.Kind, Map: t.MapName, CountMap: t.CountMapName, DefaultMap: t.DefaultMapName, Size: t.Size,
+			KeyBytes: t.KeyBytes, ValueBytes: t.ValueBytes, ParamOffset: t.ParamOff, CounterOffset: t.CounterOff,
+			EntryBytes: t.EntryBytes, EntryRangeOffset: t.EntryRangeOff, EntryValueOffset: t.EntryValueOff, ConstDefault: t.ConstDefault}
+		for _, k := range t.Keys {
+			tl.Keys = append(tl.Keys, &KeyLayout{Name: k.Name, ID: k.ID, MatchKind: k.MatchKind, Width: k.Width, Offset: k.Offset, Size: k.Size, RangeOffset: k.RangeOff})
+		}
+		for _, ta := range t.Actions {
+			ref := ActionRef{ID: ta.Action.ID}
+			if ta.DefaultOnly {
+				ref.Scope = "DEFAULT_ONLY"
+			} else if ta.TableOnly {
+				ref.Scope = "TABLE_ONLY"
+			}
+			pt.ActionRefs = append(pt.ActionRefs, ref)
+			al := &ActionLayout{Name: ta.Action.Name, ID: ta.Action.ID, DefaultOnly: ta.DefaultOnly, TableOnly: ta.TableOnly}
+			for _, pr := range ta.Action.Params {
+				al.Params = append(al.Params, &ParamLayout{Name: pr.Name, ID: pr.ID, Width: pr.Width, Offset: pr.Offset, Size: pr.Size})
+			}
+			tl.Actions = append(tl.Actions, al)
+		}
+		if t.Default != nil {
+			tl.DefaultAction = p.ActionOf[t.Default.Action].Name
+			for _, a := range t.Default.Args {
+				tl.DefaultArgs = append(tl.DefaultArgs, a.String())
+			}
+			if t.ConstDefault {
+				pt.ConstDefaultActionID = p.ActionOf[t.Default.Action].ID
+			}
+		}
+		if t.DirectCounter != nil {
+			pt.DirectResourceIDs = append(pt.DirectResourceIDs, t.DirectCounter.ID)
+		}
+		m.Tables = append(m.Tables, pt)
+		rt.Tables = append(rt.Tables, tl)
+	}
+	for _, c := range p.Counters {
+		m.Counters = append(m.Counters, &Counter{Preamble: Preamble{ID: c.ID, Name: c.Name, Alias: alias(c.Name)}, Spec: CounterSpec{Unit: unit(c.Unit)}, Size: itoa(c.Size)})
+		rt.Counters = append(rt.Counters, &CounterLayout{Name: c.Name, ID: c.ID, Map: c.MapName, Size: c.Size, Unit: c.Unit})
+	}
+	for _, c := range p.DirectCounters {
+		dc := &DirectCounter{Preamble: Preamble{ID: c.ID, Name: c.Name, Alias: alias(c.Name)}, Spec: CounterSpec{Unit: unit(c.Unit)}}
+		cl := &CounterLayout{Name: c.Name, ID: c.ID, Unit: c.Unit, Direct: true}
+		if c.Table != nil {
+			dc.DirectTableID = c.Table.ID
+			cl.Table = c.Table.Name
+		}
+		m.DirectCounters = append(m.DirectCounters, dc)
+		rt.Counters = append(rt.Counters, cl)
+	}
+	for _, v := range p.ValueSets {
+		m.ValueSets = append(m.ValueSets, &ValueSet{Preamble: Preamble{ID: v.ID, Name: v.Name, Alias: alias(v.Name)},
+			Match: []MatchField{{ID: 1, Name: v.Name, Bitwidth: v.Width, MatchType: "TERNARY"}}, Size: v.Size})
+		rt.ValueSets = append(rt.ValueSets, &ValueSetLayout{Name: v.Name, ID: v.ID, Map: v.MapName, Size: v.Size, Width: v.Width})
+	}
+	return m
+}
+
+// ValueSet returns a value set by full name or alias.
+func (r *Runtime) ValueSet(name string) *ValueSetLayout {
+	for _, v := range r.ValueSets {
+		if v.Name == name || alias(v.Name) == name || strings.HasSuffix(v.Name, "."+name) {
+			return v
+		}
+	}
+	return nil
+}
+
+// MarshalP4Info returns the P4Info JSON without edgenf's layouts.
+func (m *P4Info) MarshalP4Info() ([]byte, error) {
+	c := *m
+	c.Edgenf = nil
+	return json.MarshalIndent(&c, "", "  ")
+}
+
+// Table returns the layout of a table by full name or alias.
+func (r *Runtime) Table(name string) *TableLayout {
+	for _, t := range r.Tables {
+		if t.Name == name {
+			return t
+		}
+	}
+	var found *TableLayout
+	for _, t := range r.Tables {
+		if alias(t.Name) == name || strings.HasSuffix(t.Name, "."+name) {
+			if found != nil {
+				return nil // ambiguous
+			}
+			found = t
+		}
+	}
+	return found
+}
+
+// Counter returns an indirect or direct counter by full name or alias.
+func (r *Runtime) Counter(name string) *CounterLayout {
+	for _, c := range r.Counters {
+		if c.Name == name {
+			return c
+		}
+	}
+	for _, c := range r.Counters {
+		if alias(c.Name) == name || strings.HasSuffix(c.Name, "."+name) {
+			return c
+		}
+	}
+	return nil
+}
+
+// Action returns a table's action by full name or alias.
+func (t *TableLayout) Action(name string) *ActionLayout {
+	for _, a := range t.Actions {
+		if a.Name == name {
+			return a
+		}
+	}
+	for _, a := range t.Actions {
+		if alias(a.Name) == name || strings.HasSuffix(a.Name, "."+name) {
+			return a
+		}
+	}
+	return nil
+}
+
+// Key returns a key field by name.
+func (t *TableLayout) Key(name string) *KeyLayout {
+	for _, k := range t.Keys {
+		if k.Name == name {
+			return k
+		}
+	}
+	for _, k := range t.Keys {
+		if strings.HasSuffix(k.Name, "."+name) || alias(k.Name) == name {
+			return k
+		}
+	}
+	return nil
+}
+
+// Marshal returns the whole model (P4Info plus edgenf's layouts) as JSON.
+func (m *P4Info) Marshal() ([]byte, error) { return json.MarshalIndent(m, "", "  ") }

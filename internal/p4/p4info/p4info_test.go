@@ -1,0 +1,186 @@
+package p4info_test
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/edgenf/edgenf/internal/p4"
+	"github.com/edgenf/edgenf/internal/p4/p4info"
+)
+
+func model(t *testing.T, path string) *p4info.P4Info {
+	t.Helper()
+	prog, _, err := p4.Check(p4.Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p4info.FromIR(prog)
+}
+
+func TestModelJSON(t *testing.T) {
+	m := model(t, "../../../examples/p4/l3router.p4")
+	b, err := m.MarshalP4Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := raw["edgenf"]; ok {
+		t.Error("P4Info JSON carries the edgenf section")
+	}
+	s := string(b)
+	for _, want := range []string{`"name": "MyIngress.ipv4_lpm"`, `"alias": "ipv4_lpm"`, `"matchType": "LPM"`, `"bitwidth": 32`,
+		`"name": "hdr.ipv4.dstAddr"`, `"size": "1024"`, `"name": "MyIngress.ipv4_forward"`, `"arch": "v1model"`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("P4Info JSON lacks %s", want)
+		}
+	}
+	var lpm *p4info.Table
+	for _, tb := range m.Tables {
+		if tb.Preamble.Name == "MyIngress.ipv4_lpm" {
+			lpm = tb
+		}
+	}
+	if lpm == nil || lpm.Preamble.ID>>24 != 0x02 || len(lpm.ActionRefs) != 3 {
+		t.Fatalf("bad table %+v", lpm)
+	}
+	// p4c assigns this id to MyIngress.ipv4_lpm (tutorials' basic.p4)
+	if lpm.Preamble.ID != 37375156 {
+		t.Errorf("id %d", lpm.Preamble.ID)
+	}
+	full, _ := json.Marshal(m)
+	var back p4info.P4Info
+	if err := json.Unmarshal(full, &back); err != nil || back.Edgenf == nil || len(back.Edgenf.Tables) != 2 {
+		t.Fatalf("model does not round-trip: %v", err)
+	}
+}
+
+func TestIDsAndCounters(t *testing.T) {
+	m := model(t, "../../../examples/p4/l2switch.p4")
+	if len(m.DirectCounters) != 1 || m.DirectCounters[0].Preamble.ID>>24 != 0x13 || m.DirectCounters[0].Spec.Unit != "BOTH" {
+		t.Errorf("direct counter: %+v", m.DirectCounters)
+	}
+	if m.Tables[0].Preamble.Name != "SwIngress.mac_table" || m.Tables[0].ConstDefaultActionID == 0 {
+		t.Errorf("@name / const default: %+v", m.Tables[0])
+	}
+	if m.Tables[0].MatchFields[1].Name != "dst" || m.Tables[0].ActionRefs[2].Scope != "DEFAULT_ONLY" {
+		t.Errorf("key @name / @defaultonly: %+v", m.Tables[0])
+	}
+	m = model(t, "../../../examples/p4/portfwd.p4")
+	if len(m.Counters) != 1 || m.Counters[0].Preamble.ID>>24 != 0x12 || m.Counters[0].Size != "64" {
+		t.Errorf("counter: %+v", m.Counters)
+	}
+	m = model(t, "../testdata/features.p4")
+	found := false
+	for _, a := range m.Actions {
+		if a.Preamble.Name == "Ig.fwd" {
+			found = a.Preamble.ID == 0x01000042
+		}
+	}
+	if !found {
+		t.Error("@id not honoured")
+	}
+}
+
+func TestParseValue(t *testing.T) {
+	cases := []struct {
+		s    string
+		w    int
+		want string
+	}{
+		{"198.18.0.1", 32, "c6120001"},
+		{"0x0800", 16, "800"},
+		{"1024", 16, "400"},
+		{"0b101", 3, "5"},
+		{"aa:bb:cc:dd:ee:ff", 48, "aabbccddeeff"},
+		{"2001:db8::1", 128, "20010db8000000000000000000000001"},
+		{"-1", 8, "ff"},
+		{"1_000", 16, "3e8"},
+	}
+	for _, c := range cases {
+		v, err := p4info.ParseValue(c.s, c.w)
+		if err != nil || v.Text(16) != c.want {
+			t.Errorf("%s: %v %v, want %s", c.s, v, err, c.want)
+		}
+	}
+	for _, bad := range []string{"256", "1.2.3", "zz", "", "gg:00:00:00:00:00"} {
+		if _, err := p4info.ParseValue(bad, 8); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestEncodeEntries(t *testing.T) {
+	m := model(t, "../../../examples/p4/l3router.p4")
+	lpm := m.Edgenf.Table("ipv4_lpm")
+	e, err := lpm.EncodeEntry([]p4info.Match{{Field: "hdr.ipv4.dstAddr", Value: "198.18.0.0/24"}}, "ipv4_forward",
+		[]p4info.Arg{{Name: "dstAddr", Value: "00:00:00:00:00:a1"}, {Name: "port", Value: "3"}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if binary.NativeEndian.Uint32(e.Key) != 24 || string(e.Key[4:]) != "\xc6\x12\x00\x00" {
+		t.Errorf("lpm key %x", e.Key)
+	}
+	a := lpm.Action("MyIngress.ipv4_forward")
+	if binary.NativeEndian.Uint32(e.Value) != a.ID || e.Value[lpm.ParamOffset+5] != 0xa1 || e.Value[lpm.ParamOffset+7] != 3 {
+		t.Errorf("value %x", e.Value)
+	}
+	if _, err := lpm.EncodeEntry([]p4info.Match{{Field: "dstAddr", Value: "198.18.0.0/33"}}, "drop", nil, 0); err == nil {
+		t.Error("bad prefix accepted")
+	}
+	if _, err := lpm.EncodeEntry([]p4info.Match{{Field: "dstAddr", Value: "198.18.0.0/8"}}, "ipv4_forward", []p4info.Arg{{Name: "port", Value: "1"}}, 0); err == nil {
+		t.Error("missing parameter accepted")
+	}
+	if _, err := lpm.EncodeEntry(nil, "nope", nil, 0); err == nil {
+		t.Error("unknown action accepted")
+	}
+
+	m = model(t, "../../../examples/p4/acl.p4")
+	acl := m.Edgenf.Table("acl")
+	if acl.Kind != "scan" {
+		t.Fatalf("acl kind %s", acl.Kind)
+	}
+	e, err = acl.EncodeEntry([]p4info.Match{
+		{Field: "hdr.ipv4.srcAddr", Value: "0x0a000000&&&0xff000000"},
+		{Field: "hdr.ipv4.protocol", Value: "0x0*"},
+		{Field: "meta.dport", Value: "1024->2048"},
+	}, "deny", nil, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !e.Scan || binary.NativeEndian.Uint32(e.Value) != 7 {
+		t.Fatalf("scan entry %x", e.Value)
+	}
+	var src, proto, dport *p4info.KeyLayout
+	for _, k := range acl.Keys {
+		switch k.Name {
+		case "hdr.ipv4.srcAddr":
+			src = k
+		case "hdr.ipv4.protocol":
+			proto = k
+		case "meta.dport":
+			dport = k
+		}
+	}
+	val, mask := e.Value[8:], e.Value[8+acl.KeyBytes:]
+	if val[src.Offset] != 0x0a || mask[src.Offset] != 0xff || mask[src.Offset+1] != 0 {
+		t.Errorf("ternary src %x / %x", val, mask)
+	}
+	if val[proto.Offset] != 0 || mask[proto.Offset] != 0xf0 {
+		t.Errorf("nibble wildcard %x/%x", val[proto.Offset], mask[proto.Offset])
+	}
+	r := e.Value[acl.EntryRangeOffset+dport.RangeOffset:]
+	if binary.BigEndian.Uint16(r) != 1024 || binary.BigEndian.Uint16(r[2:]) != 2048 {
+		t.Errorf("range %x", r[:4])
+	}
+	if _, err := acl.EncodeEntry(nil, "deny", nil, 0); err == nil {
+		t.Error("scan entry without priority accepted")
+	}
+	if _, err := acl.EncodeEntry([]p4info.Match{{Field: "meta.dport", Value: "9->3"}}, "deny", nil, 1); err == nil {
+		t.Error("empty range accepted")
+	}
+}

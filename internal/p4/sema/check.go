@@ -1,0 +1,1017 @@
+package sema
+
+import (
+	"fmt"
+	"math/big"
+	"strings"
+
+	"github.com/edgenf/edgenf/internal/p4/syntax"
+)
+
+// Info is the result of checking a program.
+type Info struct {
+	Prog             *syntax.Program
+	Types            map[syntax.Expr]Type
+	Uses             map[*syntax.Ident]Entity
+	Members          map[*syntax.Member]*MemberRef
+	Calls            map[*syntax.Call]*CallRef
+	Consts           map[syntax.Expr]*big.Int
+	Decls            map[syntax.Node]Entity // VarDecl/ConstDecl/ActionDecl/... -> entity
+	ErrorNames       []string               // error ids: index = id
+	Actions          []*Action
+	Tables           []*Table
+	Instances        []*Instance
+	ValueSets        []*ValueSet
+	Parsers          []*Parser
+	Controls         []*Control
+	Main             *Package
+	StandardMetadata *Struct
+}
+
+type scope struct {
+	parent *scope
+	names  map[string]Entity
+}
+
+func (s *scope) lookup(n string) Entity {
+	for ; s != nil; s = s.parent {
+		if e, ok := s.names[n]; ok {
+			return e
+		}
+	}
+	return nil
+}
+
+type checker struct {
+	info       *Info
+	src        *syntax.Sources
+	errs       syntax.ErrorList
+	global     *scope
+	sc         *scope
+	control    *Control
+	parser     *Parser
+	action     *Action
+	nextID     int
+	matchKinds map[string]bool
+}
+
+// Options configures Check.
+type Options struct {
+	Arch string // "v1model" (default)
+}
+
+// Check type-checks prog. Errors quote lines from src.
+func Check(prog *syntax.Program, src *syntax.Sources, opt Options) (*Info, error) {
+	c := &checker{src: src, matchKinds: map[string]bool{}}
+	c.info = &Info{Prog: prog, Types: map[syntax.Expr]Type{}, Uses: map[*syntax.Ident]Entity{},
+		Members: map[*syntax.Member]*MemberRef{}, Calls: map[*syntax.Call]*CallRef{},
+		Consts: map[syntax.Expr]*big.Int{}, Decls: map[syntax.Node]Entity{}}
+	c.global = &scope{names: map[string]Entity{}}
+	c.sc = c.global
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				if _, ok := r.(tooMany); !ok {
+					panic(r)
+				}
+			}
+		}()
+		for _, d := range prog.Decls {
+			c.topDecl(d)
+		}
+		if c.info.Main == nil && len(c.errs) == 0 {
+			c.errs = append(c.errs, &syntax.Error{Pos: syntax.Pos{File: "<program>", Line: 1, Col: 1}, Msg: "the program has no 'main' package instantiation (e.g. V1Switch(...) main;)"})
+		}
+	}()
+	if len(c.errs) > 0 {
+		return nil, c.errs.Err()
+	}
+	return c.info, nil
+}
+
+type tooMany struct{}
+
+func (c *checker) errorf(pos syntax.Pos, format string, args ...any) {
+	c.errs = append(c.errs, c.src.Errorf(pos, format, args...))
+	if len(c.errs) > 50 {
+		panic(tooMany{})
+	}
+}
+
+func (c *checker) unsupported(pos syntax.Pos, what string) {
+	c.errorf(pos, "unsupported: %s (not yet implemented by edgenf's P4 compiler)", what)
+}
+
+func (c *checker) declare(name string, e Entity, pos syntax.Pos) {
+	if name == "" {
+		return
+	}
+	if old, ok := c.sc.names[name]; ok {
+		// extern functions may be overloaded
+		if f, ok1 := old.(*Func); ok1 {
+			if g, ok2 := e.(*Func); ok2 {
+				f.Protos = append(f.Protos, g.Protos...)
+				f.Decls = append(f.Decls, g.Decls...)
+				return
+			}
+		}
+		// match_kind / error re-declarations are merged elsewhere
+		c.errorf(pos, "%q is already declared in this scope", name)
+		return
+	}
+	c.sc.names[name] = e
+}
+
+func (c *checker) push() { c.sc = &scope{parent: c.sc, names: map[string]Entity{}} }
+func (c *checker) pop()  { c.sc = c.sc.parent }
+
+// ---------- types ----------
+
+func (c *checker) constInt(e syntax.Expr, what string) (int, bool) {
+	c.expr(e, nil)
+	v, ok := c.info.Consts[e]
+	if !ok {
+		c.errorf(e.NodePos(), "%s must be a compile-time constant", what)
+		return 0, false
+	}
+	if !v.IsInt64() || v.Int64() < 0 || v.Int64() > 1<<31 {
+		c.errorf(e.NodePos(), "%s %s is out of range", what, v)
+		return 0, false
+	}
+	return int(v.Int64()), true
+}
+
+func (c *checker) resolveType(t syntax.Type) Type {
+	switch x := t.(type) {
+	case *syntax.BaseType:
+		switch x.Kind {
+		case "bit", "int":
+			if x.Width == nil {
+				if x.Kind == "int" {
+					return &InfInt{}
+				}
+				return &Bits{W: 1}
+			}
+			w, ok := c.constInt(x.Width, "width")
+			if !ok {
+				return &Bits{W: 1}
+			}
+			if w < 1 || w > 2048 || (x.Kind == "int" && w < 2) {
+				c.errorf(x.Width.NodePos(), "invalid width %d for %s", w, x.Kind)
+				return &Bits{W: 1}
+			}
+			return &Bits{W: w, Signed: x.Kind == "int"}
+		case "varbit":
+			w, _ := c.constInt(x.Width, "width")
+			return &Varbit{Max: w}
+		case "bool":
+			return &Bool{}
+		case "error":
+			return &ErrorT{}
+		case "string":
+			return &Str{}
+		case "void":
+			return &Void{}
+		case "match_kind":
+			return &MatchKindT{}
+		}
+	case *syntax.NamedType:
+		e := c.sc.lookup(x.Name)
+		switch y := e.(type) {
+		case *TypeName:
+			if et, ok := y.Type.(*ExternT); ok && len(x.Args) > 0 {
+				n := &ExternT{Decl: et.Decl}
+				for _, a := range x.Args {
+					n.TypeArgs = append(n.TypeArgs, c.resolveType(a))
+				}
+				return n
+			}
+			return y.Type
+		case *Control:
+			return &BlockT{Kind: "control", Name: y.Name, Params: y.Decl.Params, Decl: y.Decl}
+		case *Parser:
+			return &BlockT{Kind: "parser", Name: y.Name, Params: y.Decl.Params, Decl: y.Decl}
+		case nil:
+			c.errorf(x.Pos, "unknown type %q", x.Name)
+		default:
+			c.errorf(x.Pos, "%q is not a type", x.Name)
+		}
+		return &Invalid{}
+	case *syntax.TupleType:
+		tt := &Tuple{}
+		for _, e := range x.Elems {
+			tt.Elems = append(tt.Elems, c.resolveType(e))
+		}
+		return tt
+	case *syntax.StackType:
+		el := c.resolveType(x.Elem)
+		n, _ := c.constInt(x.Size, "stack size")
+		return &Stack{Elem: el, Size: n}
+	case *syntax.DontCareType:
+		return &DontCare{}
+	}
+	c.errorf(t.NodePos(), "bad type")
+	return &Void{}
+}
+
+// ---------- top level ----------
+
+func (c *checker) topDecl(d syntax.Decl) {
+	switch x := d.(type) {
+	case *syntax.ConstDecl:
+		c.constDecl(x)
+	case *syntax.TypedefDecl:
+		t := c.resolveType(x.Type)
+		c.declare(x.Name, &TypeName{Name: x.Name, Type: t}, x.Pos)
+	case *syntax.StructDecl:
+		c.structDecl(x)
+	case *syntax.EnumDecl:
+		c.enumDecl(x)
+	case *syntax.ErrorDecl:
+		for _, m := range x.Members {
+			if x.Kind == "error" {
+				for _, n := range c.info.ErrorNames {
+					if n == m.Name {
+						c.errorf(m.Pos, "error %s already declared", m.Name)
+					}
+				}
+				c.info.ErrorNames = append(c.info.ErrorNames, m.Name)
+			} else {
+				c.matchKinds[m.Name] = true
+			}
+		}
+	case *syntax.ExternDecl:
+		c.withTypeParams(x.TypeParams, func() {})
+		c.declare(x.Name, &TypeName{Name: x.Name, Type: &ExternT{Decl: x}}, x.Pos)
+	case *syntax.ExternFuncDecl:
+		c.declare(x.Proto.Name, &Func{Name: x.Proto.Name, Protos: []*syntax.FuncProto{x.Proto}}, x.Proto.Pos)
+	case *syntax.FunctionDecl:
+		c.unsupported(x.Proto.Pos, "P4 functions (declare an action instead)")
+	case *syntax.BlockTypeDecl:
+		c.declare(x.Name, &TypeName{Name: x.Name, Type: &BlockT{Kind: x.Kind, Name: x.Name, Params: x.Params, Decl: x}}, x.Pos)
+	case *syntax.ParserDecl:
+		c.parserDecl(x)
+	case *syntax.ControlDecl:
+		c.controlDecl(x)
+	case *syntax.ActionDecl:
+		a := c.actionDecl(x, nil)
+		c.declare(a.Name, a, x.Pos)
+	case *syntax.InstanceDecl:
+		c.mainDecl(x)
+	case *syntax.VarDecl:
+		c.errorf(x.Pos, "variables cannot be declared at the top level")
+	default:
+		c.errorf(d.NodePos(), "unexpected declaration")
+	}
+}
+
+func (c *checker) withTypeParams(tps []string, f func()) {
+	if len(tps) == 0 {
+		f()
+		return
+	}
+	c.push()
+	for _, n := range tps {
+		c.sc.names[n] = &TypeName{Name: n, Type: &TypeVar{Name: n}}
+	}
+	f()
+	c.pop()
+}
+
+func (c *checker) constDecl(x *syntax.ConstDecl) {
+	t := c.resolveType(x.Type)
+	vt := c.expr(x.Value, t)
+	c.assignable(t, vt, x.Value)
+	v, ok := c.info.Consts[x.Value]
+	if !ok {
+		c.errorf(x.Value.NodePos(), "the value of constant %s is not a compile-time constant", x.Name)
+		v = new(big.Int)
+	}
+	k := &Const{Name: x.Name, Type: t, Val: fitTo(v, t)}
+	c.info.Decls[x] = k
+	c.declare(x.Name, k, x.Pos)
+}
+
+func (c *checker) structDecl(x *syntax.StructDecl) {
+	if len(x.TypeParams) > 0 {
+		c.unsupported(x.Pos, "generic structs")
+	}
+	if x.Kind == "header_union" {
+		c.unsupported(x.Pos, "header_union")
+	}
+	st := &Struct{Kind: x.Kind, Name: x.Name}
+	off := 0
+	seen := map[string]bool{}
+	for _, f := range x.Fields {
+		ft := c.resolveType(f.Type)
+		if seen[f.Name] {
+			c.errorf(f.Pos, "duplicate field %s", f.Name)
+		}
+		seen[f.Name] = true
+		if x.Kind == "header" {
+			switch y := ft.(type) {
+			case *Bits:
+			case *Bool:
+			case *Enum:
+				if y.Under == nil {
+					c.errorf(f.Pos, "header field %s: enum %s has no underlying type", f.Name, y.Name)
+				}
+			case *Varbit:
+				c.unsupported(f.Pos, "varbit header fields")
+			case *Invalid:
+			default:
+				c.errorf(f.Pos, "header field %s has type %s; header fields must be bit<N>, int<N>, bool or enum bit<N>", f.Name, ft)
+			}
+		}
+		if s, ok := ft.(*Stack); ok && x.Kind != "header" {
+			_ = s
+			c.unsupported(f.Pos, "header stacks")
+		}
+		w := Width(ft)
+		st.Fields = append(st.Fields, &Field{Name: f.Name, Type: ft, Offset: off, Annots: f.Annotations})
+		if w > 0 {
+			off += w
+		}
+	}
+	if x.Kind == "header" {
+		st.Bits = off
+		if off%8 != 0 {
+			c.errorf(x.Pos, "header %s is %d bits long; headers must be a whole number of bytes", x.Name, off)
+		}
+	}
+	if x.Name == "standard_metadata_t" {
+		c.info.StandardMetadata = st
+	}
+	c.declare(x.Name, &TypeName{Name: x.Name, Type: st}, x.Pos)
+}
+
+func (c *checker) enumDecl(x *syntax.EnumDecl) {
+	en := &Enum{Name: x.Name}
+	if x.Underlying != nil {
+		t := c.resolveType(x.Underlying)
+		b, ok := t.(*Bits)
+		if !ok {
+			c.errorf(x.Underlying.NodePos(), "the underlying type of an enum must be bit<N> or int<N>")
+			b = &Bits{W: 32}
+		}
+		en.Under = b
+	}
+	for i, m := range x.Members {
+		en.Members = append(en.Members, m.Name)
+		if en.Under != nil {
+			if m.Value == nil {
+				c.errorf(m.Pos, "member %s of serializable enum %s needs a value", m.Name, x.Name)
+				en.Values = append(en.Values, big.NewInt(int64(i)))
+				continue
+			}
+			c.expr(m.Value, en.Under)
+			v, ok := c.info.Consts[m.Value]
+			if !ok {
+				c.errorf(m.Value.NodePos(), "enum value must be a constant")
+				v = new(big.Int)
+			}
+			en.Values = append(en.Values, fitTo(v, en.Under))
+		} else {
+			en.Values = append(en.Values, big.NewInt(int64(i)))
+		}
+	}
+	c.declare(x.Name, &TypeName{Name: x.Name, Type: en}, x.Pos)
+}
+
+func (c *checker) blockParams(params []*syntax.Param, owner string, kind VarKind) []*Var {
+	var out []*Var
+	for i, p := range params {
+		t := c.resolveType(p.Type)
+		v := &Var{Name: p.Name, Type: t, Dir: p.Dir, Kind: kind, Pos: p.Pos, Index: i, Owner: owner, ID: c.id()}
+		c.info.Decls[p] = v
+		c.declare(p.Name, v, p.Pos)
+		out = append(out, v)
+	}
+	return out
+}
+
+func (c *checker) id() int { c.nextID++; return c.nextID }
+
+func (c *checker) parserDecl(x *syntax.ParserDecl) {
+	p := &Parser{Name: x.Name, Decl: x, States: map[string]*State{}}
+	c.declare(x.Name, p, x.Pos)
+	c.info.Parsers = append(c.info.Parsers, p)
+	if len(x.TypeParams) > 0 {
+		c.unsupported(x.Pos, "generic parsers")
+	}
+	if len(x.CtorParams) > 0 {
+		c.unsupported(x.Pos, "parser constructor parameters")
+	}
+	c.push()
+	defer c.pop()
+	c.parser = p
+	defer func() { c.parser = nil }()
+	p.Params = c.blockParams(x.Params, x.Name, BlockParam)
+	for _, l := range x.Locals {
+		if e := c.localDecl(l, x.Name); e != nil {
+			p.Locals = append(p.Locals, e)
+		}
+	}
+	for _, s := range x.States {
+		if s.Name == "accept" || s.Name == "reject" {
+			c.errorf(s.Pos, "state %s is predefined", s.Name)
+			continue
+		}
+		if _, dup := p.States[s.Name]; dup {
+			c.errorf(s.Pos, "duplicate state %s", s.Name)
+			continue
+		}
+		st := &State{Name: s.Name, Decl: s}
+		p.States[s.Name] = st
+		p.Order = append(p.Order, st)
+	}
+	if p.States["start"] == nil {
+		c.errorf(x.Pos, "parser %s has no start state", x.Name)
+	}
+	for _, st := range p.Order {
+		s := st.Decl
+		c.push()
+		for _, stmt := range s.Stmts {
+			c.stmt(stmt)
+		}
+		c.pop()
+		tr := s.Transition
+		if tr == nil {
+			c.errorf(s.Pos, "state %s has no transition", s.Name)
+			continue
+		}
+		checkNext := func(n string, pos syntax.Pos) {
+			if n != "accept" && n != "reject" && p.States[n] == nil {
+				c.errorf(pos, "unknown parser state %q", n)
+			}
+		}
+		if tr.Select == nil {
+			checkNext(tr.Next, tr.Pos)
+			continue
+		}
+		var kts []Type
+		for _, k := range tr.Select {
+			kt := c.expr(k, nil)
+			if _, ok := BitsOf(kt); !ok {
+				if _, isErr := kt.(*ErrorT); !isErr {
+					c.errorf(k.NodePos(), "select key of type %s is not supported (use bit<N>, int<N>, bool or enum bit<N>)", kt)
+				}
+			}
+			kts = append(kts, kt)
+		}
+		for _, cs := range tr.Cases {
+			c.keyset(cs.Keyset, kts, true)
+			checkNext(cs.Next, cs.Pos)
+		}
+	}
+}
+
+// keyset checks a select case or const entry keyset against key types.
+func (c *checker) keyset(ks syntax.Expr, kts []Type, allowVS bool) {
+	if d, ok := ks.(*syntax.Default); ok {
+		c.info.Types[d] = &DontCare{}
+		return
+	}
+	if id, ok := ks.(*syntax.Ident); ok && allowVS {
+		if vs, ok := c.sc.lookup(id.Name).(*ValueSet); ok {
+			c.info.Uses[id] = vs
+			if len(kts) == 1 && !sameType(vs.Elem, kts[0]) {
+				c.errorf(id.Pos, "value_set %s has element type %s, the select key is %s", vs.Name, vs.Elem, kts[0])
+			}
+			return
+		}
+	}
+	if l, ok := ks.(*syntax.List); ok && len(kts) != 1 {
+		if len(l.Elems) != len(kts) {
+			c.errorf(l.Pos, "keyset has %d elements, the key has %d", len(l.Elems), len(kts))
+			return
+		}
+		for i, e := range l.Elems {
+			c.keysetElem(e, kts[i])
+		}
+		return
+	}
+	if l, ok := ks.(*syntax.List); ok && len(l.Elems) == 1 {
+		ks = l.Elems[0]
+	}
+	if len(kts) != 1 {
+		c.errorf(ks.NodePos(), "keyset needs %d elements", len(kts))
+		return
+	}
+	c.keysetElem(ks, kts[0])
+}
+
+func (c *checker) keysetElem(e syntax.Expr, kt Type) {
+	switch x := e.(type) {
+	case *syntax.Default:
+		c.info.Types[x] = &DontCare{}
+	case *syntax.Mask:
+		c.constExpr(x.Value, kt)
+		c.constExpr(x.Mask, kt)
+		c.info.Types[x] = kt
+	case *syntax.Range:
+		c.constExpr(x.Lo, kt)
+		c.constExpr(x.Hi, kt)
+		c.info.Types[x] = kt
+	default:
+		c.constExpr(e, kt)
+	}
+}
+
+func (c *checker) constExpr(e syntax.Expr, want Type) {
+	t := c.expr(e, want)
+	c.assignable(want, t, e)
+	if _, ok := c.info.Consts[e]; !ok {
+		c.errorf(e.NodePos(), "expected a compile-time constant")
+	}
+}
+
+func (c *checker) localDecl(d syntax.Decl, owner string) Entity {
+	switch x := d.(type) {
+	case *syntax.ConstDecl:
+		c.constDecl(x)
+		return c.info.Decls[x]
+	case *syntax.VarDecl:
+		return c.varDecl(x, owner)
+	case *syntax.ActionDecl:
+		a := c.actionDecl(x, c.control)
+		c.declare(a.Name, a, x.Pos)
+		return a
+	case *syntax.TableDecl:
+		t := c.tableDecl(x)
+		c.declare(x.Name, t, x.Pos)
+		return t
+	case *syntax.InstanceDecl:
+		return c.instanceDecl(x, owner)
+	case *syntax.ValueSetDecl:
+		et := c.resolveType(x.Elem)
+		n, _ := c.constInt(x.Size, "value_set size")
+		vs := &ValueSet{Name: x.Name, FullName: fullName(owner, x.Name, x.Annotations), Decl: x, Elem: et, Size: n}
+		if _, ok := et.(*Bits); !ok {
+			c.unsupported(x.Pos, "value_set of a struct type")
+		}
+		c.info.ValueSets = append(c.info.ValueSets, vs)
+		c.declare(x.Name, vs, x.Pos)
+		return vs
+	}
+	c.errorf(d.NodePos(), "unexpected declaration here")
+	return nil
+}
+
+func (c *checker) varDecl(x *syntax.VarDecl, owner string) *Var {
+	t := c.resolveType(x.Type)
+	if _, ok := t.(*Stack); ok {
+		c.unsupported(x.Pos, "header stacks")
+	}
+	v := &Var{Name: x.Name, Type: t, Kind: LocalVar, Pos: x.Pos, Owner: owner, ID: c.id()}
+	if x.Init != nil {
+		it := c.expr(x.Init, t)
+		c.assignable(t, it, x.Init)
+	}
+	c.info.Decls[x] = v
+	c.declare(x.Name, v, x.Pos)
+	return v
+}
+
+func fullName(owner, name string, as syntax.Annotations) string {
+	if n, ok := as.String("name"); ok {
+		if strings.HasPrefix(n, ".") {
+			return n[1:]
+		}
+		name = n
+	}
+	if owner == "" {
+		return name
+	}
+	return owner + "." + name
+}
+
+func (c *checker) instanceDecl(x *syntax.InstanceDecl, owner string) Entity {
+	t := c.resolveType(x.Type)
+	switch y := t.(type) {
+	case *ExternT:
+		inst := &Instance{Name: x.Name, FullName: fullName(owner, x.Name, x.Annotations), Decl: x, Extern: y.Decl, TypeArgs: y.TypeArgs, Control: c.control, Annots: x.Annotations}
+		var ctor *syntax.FuncProto
+		for _, m := range y.Decl.Methods {
+			if m.Ret == nil && len(m.Params) == len(x.Args) {
+				ctor = m
+			}
+		}
+		if ctor == nil {
+			c.errorf(x.Pos, "%s has no constructor with %d arguments", y.Decl.Name, len(x.Args))
+		}
+		for i, a := range x.Args {
+			var want Type
+			if ctor != nil {
+				c.withTypeParams(y.Decl.TypeParams, func() { want = c.resolveType(ctor.Params[i].Type) })
+			}
+			if _, tv := want.(*TypeVar); tv {
+				want = nil
+			}
+			c.expr(a.Value, want)
+			v, ok := c.info.Consts[a.Value]
+			if !ok {
+				c.errorf(a.Value.NodePos(), "constructor arguments must be compile-time constants")
+				v = new(big.Int)
+			}
+			inst.Args = append(inst.Args, v)
+		}
+		switch y.Decl.Name {
+		case "counter", "direct_counter":
+		default:
+			c.unsupported(x.Pos, "extern "+y.Decl.Name)
+		}
+		c.info.Instances = append(c.info.Instances, inst)
+		c.declare(x.Name, inst, x.Pos)
+		return inst
+	case *BlockT:
+		c.unsupported(x.Pos, "instantiating "+y.Kind+" "+y.Name+" inside another block")
+		return nil
+	}
+	c.errorf(x.Pos, "cannot instantiate %s", t)
+	return nil
+}
+
+func (c *checker) controlDecl(x *syntax.ControlDecl) {
+	ct := &Control{Name: x.Name, Decl: x}
+	c.declare(x.Name, ct, x.Pos)
+	c.info.Controls = append(c.info.Controls, ct)
+	if len(x.TypeParams) > 0 {
+		c.unsupported(x.Pos, "generic controls")
+	}
+	if len(x.CtorParams) > 0 {
+		c.unsupported(x.Pos, "control constructor parameters")
+	}
+	c.push()
+	defer c.pop()
+	c.control = ct
+	defer func() { c.control = nil }()
+	ct.Params = c.blockParams(x.Params, x.Name, BlockParam)
+	for _, l := range x.Locals {
+		if e := c.localDecl(l, x.Name); e != nil {
+			ct.Locals = append(ct.Locals, e)
+		}
+	}
+	c.push()
+	for _, s := range x.Body.Stmts {
+		c.stmt(s)
+	}
+	c.pop()
+}
+
+func (c *checker) actionDecl(x *syntax.ActionDecl, ct *Control) *Action {
+	owner := ""
+	if ct != nil {
+		owner = ct.Name
+	}
+	name := x.Name
+	a := &Action{Name: name, FullName: fullName(owner, name, x.Annotations), Decl: x, Control: ct, Annots: x.Annotations}
+	c.info.Decls[x] = a
+	c.info.Actions = append(c.info.Actions, a)
+	c.push()
+	defer c.pop()
+	saved := c.action
+	c.action = a
+	defer func() { c.action = saved }()
+	a.Params = c.blockParams(x.Params, a.FullName, ActionParam)
+	for _, p := range a.Params {
+		if p.Dir == "" {
+			a.DataParams = append(a.DataParams, p)
+		} else {
+			c.unsupported(p.Pos, "action parameters with a direction")
+		}
+		if _, ok := BitsOf(p.Type); !ok {
+			if _, isB := p.Type.(*Bool); !isB {
+				c.errorf(p.Pos, "action parameter %s has type %s; use bit<N>", p.Name, p.Type)
+			}
+		}
+	}
+	c.push()
+	for _, s := range x.Body.Stmts {
+		c.stmt(s)
+	}
+	c.pop()
+	return a
+}
+
+func (c *checker) mainDecl(x *syntax.InstanceDecl) {
+	t := c.resolveType(x.Type)
+	bt, ok := t.(*BlockT)
+	if !ok || bt.Kind != "package" {
+		c.errorf(x.Pos, "top-level instantiation must be a package (e.g. V1Switch(...) main;)")
+		return
+	}
+	if x.Name != "main" {
+		c.errorf(x.Pos, "the top-level package instance must be named main")
+	}
+	pkg := &Package{Name: bt.Name}
+	switch bt.Name {
+	case "V1Switch":
+		pkg.Arch = "v1model"
+	default:
+		c.unsupported(x.Pos, "architecture package "+bt.Name+" (edgenf supports V1Switch)")
+		return
+	}
+	if len(x.Args) != len(bt.Params) {
+		c.errorf(x.Pos, "%s takes %d blocks, got %d", bt.Name, len(bt.Params), len(x.Args))
+		return
+	}
+	for i, a := range x.Args {
+		call, ok := a.Value.(*syntax.Call)
+		var id *syntax.Ident
+		if ok {
+			id, _ = call.Fn.(*syntax.Ident)
+		}
+		if id == nil {
+			c.errorf(a.Value.NodePos(), "package argument must be a constructor call like MyIngress()")
+			return
+		}
+		e := c.sc.lookup(id.Name)
+		c.info.Uses[id] = e
+		switch b := e.(type) {
+		case *Parser:
+			if i != 0 {
+				c.errorf(id.Pos, "%s is a parser, %s expects a control here", id.Name, bt.Name)
+			}
+			pkg.Blocks = append(pkg.Blocks, b)
+		case *Control:
+			if i == 0 {
+				c.errorf(id.Pos, "%s is a control, %s expects a parser here", id.Name, bt.Name)
+			}
+			pkg.Blocks = append(pkg.Blocks, b)
+		default:
+			c.errorf(id.Pos, "unknown parser or control %q", id.Name)
+			return
+		}
+		// check the block's parameter count against the package's parameter type
+		want := c.blockTypeParams(bt.Params[i])
+		got := 0
+		switch b := e.(type) {
+		case *Parser:
+			got = len(b.Params)
+		case *Control:
+			got = len(b.Params)
+		}
+		if want >= 0 && got != want {
+			c.errorf(id.Pos, "%s has %d parameters, %s expects %d", id.Name, got, bt.Params[i].Name, want)
+		}
+	}
+	c.info.Main = pkg
+}
+
+func (c *checker) blockTypeParams(p *syntax.Param) int {
+	nt, ok := p.Type.(*syntax.NamedType)
+	if !ok {
+		return -1
+	}
+	if tn, ok := c.global.lookup(nt.Name).(*TypeName); ok {
+		if b, ok := tn.Type.(*BlockT); ok {
+			return len(b.Params)
+		}
+	}
+	return -1
+}
+
+// ---------- tables ----------
+
+func (c *checker) tableDecl(x *syntax.TableDecl) *Table {
+	t := &Table{Name: x.Name, FullName: fullName(c.control.Name, x.Name, x.Annotations), Decl: x, Control: c.control, Annots: x.Annotations}
+	c.info.Decls[x] = t
+	c.info.Tables = append(c.info.Tables, t)
+	seen := map[string]bool{}
+	var defaultProp, entriesProp *syntax.TableProp
+	for _, p := range x.Props {
+		if seen[p.Name] {
+			c.errorf(p.Pos, "duplicate table property %s", p.Name)
+		}
+		seen[p.Name] = true
+		switch p.Name {
+		case "key":
+			for _, k := range p.Keys {
+				kt := c.expr(k.Expr, nil)
+				if !c.matchKinds[k.MatchKind] {
+					c.errorf(k.Pos, "unknown match kind %q", k.MatchKind)
+				}
+				switch k.MatchKind {
+				case "selector":
+					c.unsupported(k.Pos, "selector match (action selectors)")
+				}
+				w := Width(kt)
+				if _, ok := BitsOf(kt); !ok {
+					if _, isB := kt.(*Bool); !isB {
+						c.errorf(k.Expr.NodePos(), "table key of type %s is not supported", kt)
+					}
+				}
+				name := ExprString(k.Expr)
+				if call, ok := k.Expr.(*syntax.Call); ok {
+					if m, ok := call.Fn.(*syntax.Member); ok && m.Name == "isValid" && len(call.Args) == 0 {
+						name = ExprString(m.X) + ".$valid$" // p4c's name for validity keys
+					}
+				}
+				if n, ok := k.Annotations.String("name"); ok {
+					name = n
+				}
+				t.Keys = append(t.Keys, &KeyInfo{Elem: k, Name: name, MatchKind: k.MatchKind, Type: kt, Width: w})
+			}
+		case "actions":
+			for _, ar := range p.Actions {
+				a, ok := c.sc.lookup(ar.Name).(*Action)
+				if !ok {
+					c.errorf(ar.Pos, "unknown action %q", ar.Name)
+					continue
+				}
+				if len(ar.Args) > 0 {
+					c.unsupported(ar.Pos, "arguments in a table's action list")
+				}
+				t.Actions = append(t.Actions, &TableAction{Action: a, Args: ar.Args,
+					DefaultOnly: ar.Annotations.Get("defaultonly") != nil, TableOnly: ar.Annotations.Get("tableonly") != nil})
+			}
+		case "default_action":
+			defaultProp = p
+		case "size":
+			n, _ := c.constInt(p.Value, "table size")
+			t.Size = n
+		case "entries":
+			entriesProp = p
+		case "counters":
+			id, ok := p.Value.(*syntax.Ident)
+			var inst *Instance
+			if ok {
+				inst, _ = c.sc.lookup(id.Name).(*Instance)
+			}
+			if inst == nil || inst.Extern.Name != "direct_counter" {
+				c.errorf(p.Value.NodePos(), "counters must name a direct_counter instance")
+				continue
+			}
+			c.info.Uses[id] = inst
+			t.DirectCounter = inst
+		case "implementation":
+			c.unsupported(p.Pos, "table implementation (action profiles/selectors)")
+		case "meters":
+			c.unsupported(p.Pos, "direct meters")
+		case "support_timeout", "idle_timeout", "psa_direct_counter", "largest_priority_wins", "priority_delta":
+		default:
+			c.errorf(p.Pos, "unknown table property %q", p.Name)
+		}
+	}
+	inList := func(a *Action) bool {
+		for _, ta := range t.Actions {
+			if ta.Action == a {
+				return true
+			}
+		}
+		return false
+	}
+	if defaultProp != nil {
+		ac := c.actionCall(defaultProp.Value)
+		if ac != nil && !inList(ac.Action) {
+			c.errorf(defaultProp.Value.NodePos(), "default action %s is not in the table's actions list", ac.Action.Name)
+		}
+		t.Default = ac
+		t.ConstDefault = defaultProp.Const
+	} else {
+		// p4c: NoAction when absent
+		if na, ok := c.global.lookup("NoAction").(*Action); ok {
+			t.Default = &ActionCall{Action: na, Pos: x.Pos}
+		}
+	}
+	if entriesProp != nil {
+		t.EntriesConst = entriesProp.Const
+		if !entriesProp.Const {
+			c.unsupported(entriesProp.Pos, "non-const table entries (declare them 'const entries')")
+		}
+		var kts []Type
+		for _, k := range t.Keys {
+			kts = append(kts, k.Type)
+		}
+		for _, e := range entriesProp.Entries {
+			c.keyset(e.Keyset, kts, false)
+			en := &Entry{Pos: e.Pos}
+			if l, ok := e.Keyset.(*syntax.List); ok && len(kts) != 1 {
+				en.Keys = l.Elems
+			} else if ok && len(l.Elems) == 1 {
+				en.Keys = l.Elems
+			} else {
+				en.Keys = []syntax.Expr{e.Keyset}
+			}
+			if e.Priority != nil {
+				n, _ := c.constInt(e.Priority, "entry priority")
+				en.Priority = int64(n)
+			}
+			call := &syntax.Call{Pos: e.Action.Pos, Fn: &syntax.Ident{Pos: e.Action.Pos, Name: e.Action.Name}, Args: e.Action.Args}
+			en.Action = c.actionCall(call)
+			if en.Action != nil && !inList(en.Action.Action) {
+				c.errorf(e.Action.Pos, "action %s is not in the table's actions list", en.Action.Action.Name)
+			}
+			t.Entries = append(t.Entries, en)
+		}
+	}
+	return t
+}
+
+// actionCall checks an action reference with constant arguments.
+func (c *checker) actionCall(e syntax.Expr) *ActionCall {
+	var id *syntax.Ident
+	var args []syntax.Arg
+	switch x := e.(type) {
+	case *syntax.Ident:
+		id = x
+	case *syntax.Call:
+		id, _ = x.Fn.(*syntax.Ident)
+		args = x.Args
+	}
+	if id == nil {
+		c.errorf(e.NodePos(), "expected an action call")
+		return nil
+	}
+	a, ok := c.sc.lookup(id.Name).(*Action)
+	if !ok {
+		c.errorf(id.Pos, "unknown action %q", id.Name)
+		return nil
+	}
+	c.info.Uses[id] = a
+	ac := &ActionCall{Action: a, Pos: e.NodePos()}
+	if len(args) != len(a.DataParams) {
+		c.errorf(e.NodePos(), "action %s takes %d arguments, got %d", a.Name, len(a.DataParams), len(args))
+		return nil
+	}
+	for i, arg := range args {
+		if arg.Value == nil {
+			c.errorf(e.NodePos(), "missing argument")
+			return nil
+		}
+		pt := a.DataParams[i].Type
+		at := c.expr(arg.Value, pt)
+		c.assignable(pt, at, arg.Value)
+		v, ok := c.info.Consts[arg.Value]
+		if !ok {
+			c.errorf(arg.Value.NodePos(), "action arguments here must be compile-time constants")
+			v = new(big.Int)
+		}
+		ac.Args = append(ac.Args, fitTo(v, pt))
+	}
+	return ac
+}
+
+// ExprString renders an expression as P4 source (used for key names).
+func ExprString(e syntax.Expr) string {
+	switch x := e.(type) {
+	case *syntax.Ident:
+		if x.Global {
+			return "." + x.Name
+		}
+		return x.Name
+	case *syntax.Member:
+		return ExprString(x.X) + "." + x.Name
+	case *syntax.Slice:
+		return fmt.Sprintf("%s[%s:%s]", ExprString(x.X), ExprString(x.Hi), ExprString(x.Lo))
+	case *syntax.Index:
+		return fmt.Sprintf("%s[%s]", ExprString(x.X), ExprString(x.Index))
+	case *syntax.Call:
+		var as []string
+		for _, a := range x.Args {
+			if a.Value == nil {
+				as = append(as, "_")
+			} else {
+				as = append(as, ExprString(a.Value))
+			}
+		}
+		return ExprString(x.Fn) + "(" + strings.Join(as, ", ") + ")"
+	case *syntax.IntLit:
+		if x.HasWidth {
+			s := "w"
+			if x.Signed {
+				s = "s"
+			}
+			return fmt.Sprintf("%d%s%s", x.Width, s, x.Val)
+		}
+		return x.Val.String()
+	case *syntax.BoolLit:
+		return fmt.Sprint(x.Value)
+	case *syntax.TypeRef:
+		if bt, ok := x.Type.(*syntax.BaseType); ok {
+			return bt.Kind
+		}
+		if nt, ok := x.Type.(*syntax.NamedType); ok {
+			return nt.Name
+		}
+	case *syntax.Binary:
+		return "(" + ExprString(x.X) + " " + x.Op + " " + ExprString(x.Y) + ")"
+	case *syntax.Unary:
+		return x.Op + ExprString(x.X)
+	case *syntax.Cast:
+		return "(cast)" + ExprString(x.X)
+	}
+	return "?"
+}
+
+// fitTo truncates v to the width of t (two's complement for negative values).
+func fitTo(v *big.Int, t Type) *big.Int {
+	b, ok := BitsOf(t)
+	if !ok {
+		return v
+	}
+	m := new(big.Int).Lsh(big.NewInt(1), uint(b.W))
+	r := new(big.Int).Mod(v, m)
+	return r
+}

@@ -1,0 +1,225 @@
+package sema
+
+import (
+	"math/big"
+
+	"github.com/edgenf/edgenf/internal/p4/syntax"
+)
+
+// Entity is what a name refers to.
+type Entity interface{ EntName() string }
+
+// VarKind tells where a variable lives.
+type VarKind int
+
+const (
+	BlockParam  VarKind = iota // parameter of a parser/control (hdr, meta, standard_metadata, packet)
+	ActionParam                // parameter of an action
+	LocalVar                   // variable declared in a block, action or state
+	FuncParam                  // parameter of a P4 function
+)
+
+// Var is a variable or parameter.
+type Var struct {
+	Name  string
+	Type  Type
+	Dir   string
+	Kind  VarKind
+	Pos   syntax.Pos
+	Index int    // position in the parameter list
+	Owner string // enclosing block name
+	ID    int    // unique
+}
+
+// Const is a compile-time constant.
+type Const struct {
+	Name string
+	Type Type
+	Val  *big.Int
+}
+
+// Action is an action declaration.
+type Action struct {
+	Name       string // local name (after @name if given)
+	FullName   string // fully qualified control-plane name (Control.action)
+	Decl       *syntax.ActionDecl
+	Control    *Control // nil for top-level actions
+	Params     []*Var
+	Annots     syntax.Annotations
+	DataParams []*Var // directionless (control-plane) parameters
+}
+
+// KeyInfo is one key element of a table.
+type KeyInfo struct {
+	Elem      *syntax.KeyElem
+	Name      string // control-plane name: @name or the expression text
+	MatchKind string
+	Type      Type
+	Width     int
+}
+
+// TableAction is an element of a table's action list.
+type TableAction struct {
+	Action      *Action
+	Args        []syntax.Arg
+	DefaultOnly bool
+	TableOnly   bool
+}
+
+// ActionCall is an action with constant arguments (default actions, entries).
+type ActionCall struct {
+	Action *Action
+	Args   []*big.Int // one per data parameter
+	Pos    syntax.Pos
+}
+
+// Entry is a const table entry.
+type Entry struct {
+	Pos      syntax.Pos
+	Keys     []syntax.Expr // one per key element
+	Action   *ActionCall
+	Priority int64 // 0 if not given
+}
+
+// Table is a table declaration.
+type Table struct {
+	Name          string // local name
+	FullName      string
+	Decl          *syntax.TableDecl
+	Control       *Control
+	Keys          []*KeyInfo
+	Actions       []*TableAction
+	Default       *ActionCall
+	ConstDefault  bool
+	Size          int // 0 when not given
+	DirectCounter *Instance
+	Entries       []*Entry
+	EntriesConst  bool
+	Annots        syntax.Annotations
+}
+
+// Instance is an extern instance (counter, direct_counter, register, ...).
+type Instance struct {
+	Name     string
+	FullName string
+	Decl     *syntax.InstanceDecl
+	Extern   *syntax.ExternDecl
+	TypeArgs []Type
+	Args     []*big.Int // constant constructor arguments (enum members as their index)
+	Control  *Control
+	Annots   syntax.Annotations
+}
+
+// Func is an extern function or P4 function (possibly overloaded).
+type Func struct {
+	Name   string
+	Protos []*syntax.FuncProto
+	Decls  []*syntax.FunctionDecl
+}
+
+// TypeName is a name of a type used where an expression is expected (enum members, error).
+type TypeName struct {
+	Name string
+	Type Type
+}
+
+// Control is a control declaration.
+type Control struct {
+	Name   string
+	Decl   *syntax.ControlDecl
+	Params []*Var
+	Locals []Entity
+}
+
+// Parser is a parser declaration.
+type Parser struct {
+	Name   string
+	Decl   *syntax.ParserDecl
+	Params []*Var
+	Locals []Entity
+	States map[string]*State
+	Order  []*State
+}
+
+// State is a parser state.
+type State struct {
+	Name string
+	Decl *syntax.ParserState
+}
+
+// ValueSet is a parser value_set.
+type ValueSet struct {
+	Name     string
+	FullName string
+	Decl     *syntax.ValueSetDecl
+	Elem     Type
+	Size     int
+}
+
+// BlockType is a parser/control/package type declaration.
+type BlockType struct {
+	Decl *syntax.BlockTypeDecl
+}
+
+func (v *Var) EntName() string       { return v.Name }
+func (c *Const) EntName() string     { return c.Name }
+func (a *Action) EntName() string    { return a.Name }
+func (t *Table) EntName() string     { return t.Name }
+func (i *Instance) EntName() string  { return i.Name }
+func (f *Func) EntName() string      { return f.Name }
+func (t *TypeName) EntName() string  { return t.Name }
+func (c *Control) EntName() string   { return c.Name }
+func (p *Parser) EntName() string    { return p.Name }
+func (s *State) EntName() string     { return s.Name }
+func (v *ValueSet) EntName() string  { return v.Name }
+func (b *BlockType) EntName() string { return b.Decl.Name }
+
+// MemberKind classifies a member access.
+type MemberKind int
+
+const (
+	FieldAccess MemberKind = iota // struct/header field
+	EnumMember                    // Enum.member or error.member
+	MethodRef                     // extern method, header method, table apply
+	ApplyField                    // t.apply().hit / .miss / .action_run
+)
+
+// MemberRef describes a resolved member expression.
+type MemberRef struct {
+	Kind  MemberKind
+	Field *Field
+	Index int // enum member index / error id
+	Value *big.Int
+}
+
+// CallKind classifies a call.
+type CallKind int
+
+const (
+	CallAction       CallKind = iota // direct action call
+	CallTableApply                   // t.apply()
+	CallExternMethod                 // inst.method(...) incl. packet.extract/emit
+	CallExternFunc                   // f(...) extern function
+	CallHeaderMethod                 // h.isValid() / setValid() / setInvalid()
+	CallBlockApply                   // sub-parser/sub-control apply (unsupported by the backend)
+	CallFunction                     // P4 function
+)
+
+// CallRef describes a resolved call.
+type CallRef struct {
+	Kind     CallKind
+	Action   *Action
+	Table    *Table
+	Method   string // method or function name
+	Proto    *syntax.FuncProto
+	Instance *Instance // extern instance receiver, if any
+	Recv     syntax.Expr
+	Func     *Func
+}
+
+// Package is the resolved main instantiation.
+type Package struct {
+	Arch   string // "v1model"
+	Name   string
+	Blocks []Entity // in package parameter order: *Parser or *Control
+}

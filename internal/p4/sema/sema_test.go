@@ -1,0 +1,102 @@
+package sema
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/edgenf/edgenf/internal/p4/include"
+	"github.com/edgenf/edgenf/internal/p4/syntax"
+)
+
+func checkSrc(t *testing.T, name string, src []byte) (*Info, error) {
+	t.Helper()
+	srcs := syntax.NewSources()
+	prog, err := syntax.ParseFile(name, src, syntax.ParseOptions{System: include.FS}, srcs)
+	if err != nil {
+		return nil, err
+	}
+	return Check(prog, srcs, Options{})
+}
+
+func TestExamplesCheck(t *testing.T) {
+	files, _ := filepath.Glob("../../../examples/p4/*.p4")
+	if len(files) < 5 {
+		t.Fatalf("examples missing: %v", files)
+	}
+	for _, f := range files {
+		info, err := checkSrc(t, f, nil)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if info.Main == nil || len(info.Main.Blocks) != 6 {
+			t.Errorf("%s: main not resolved", f)
+		}
+	}
+}
+
+const prelude = "#include <core.p4>\n#include <v1model.p4>\nheader h_t { bit<8> a; bit<8> b; }\nstruct H { h_t h; }\nstruct M { bit<8> x; }\n"
+const tail = "\ncontrol E(inout H h, inout M m, inout standard_metadata_t s) { apply {} }\ncontrol C(inout H h, inout M m) { apply {} }\ncontrol D(packet_out p, in H h) { apply { p.emit(h); } }\nparser P(packet_in p, out H h, inout M m, inout standard_metadata_t s) { state start { p.extract(h.h); transition accept; } }\nV1Switch(P(), C(), I(), E(), C(), D()) main;\n"
+
+func TestCheckErrors(t *testing.T) {
+	cases := []struct{ body, want string }{
+		{"apply { m.x = 16w1; }", "cannot use a value of type bit<16> where bit<8> is expected"},
+		{"apply { m.y = 1; }", "struct M has no field \"y\""},
+		{"apply { foo(); }", "unknown function or action \"foo\""},
+		{"apply { m.x = h.h.a + 300; }", "does not fit"},
+		{"table t { key = { m.x : fuzzy; } actions = { NoAction; } } apply { t.apply(); }", "unknown match kind"},
+		{"register<bit<8>>(4) r; apply { }", "unsupported: extern register"},
+		{"apply { if (m.x) { } }", "want bool"},
+		{"action a(bit<8> v) { v = 1; } apply { }", "read-only"},
+		{"apply { clone(CloneType.I2E, 1); }", "unsupported: extern function clone"},
+		{"apply { m.x = h.h.a ++ h.h.b; }", "cannot use a value of type bit<16> where bit<8> is expected"},
+		{"apply { h.h.a[9:0] = 1; }", "out of range"},
+		{"table t { key = { m.x : exact; } actions = { nope; } } apply { }", "unknown action \"nope\""},
+		{"action a() {} table t { key = { m.x : exact; } actions = { NoAction; } default_action = a(); } apply { }", "not in the table's actions list"},
+		{"apply { exit; return; if (h.h.isValid()) { h.h.setInvalid(); } }", ""},
+		{"apply { m.x = (bit<8>)true; }", ""},
+		{"const bool ok = static_assert(8 > 2); apply { }", ""},
+		{"const bool ok = static_assert(8w1 == 2, \"one is not two\"); apply { }", "static assertion failed: one is not two"},
+		{"apply { bool b = m.x; }", "cannot use a value of type bit<8> where bool is expected"},
+		{"action a() { t.apply(); } table t { actions = { a; } } apply { }", "unknown"},
+	}
+	for _, c := range cases {
+		src := prelude + "control I(inout H h, inout M m, inout standard_metadata_t s) {" + c.body + "}" + tail
+		_, err := checkSrc(t, "t.p4", []byte(src))
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("%q: %v", c.body, err)
+			}
+			continue
+		}
+		if err == nil {
+			t.Errorf("%q: no error, want %q", c.body, c.want)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: got %v, want %q", c.body, err, c.want)
+		}
+		if !strings.Contains(err.Error(), "t.p4:") || !strings.Contains(err.Error(), "^") {
+			t.Errorf("%q: error without position/caret: %v", c.body, err)
+		}
+	}
+}
+
+func TestUnsupportedNamed(t *testing.T) {
+	cases := []struct{ src, want string }{
+		{"header s_t { bit<8> a; } struct X { s_t[2] st; }", "unsupported: header stacks"},
+		{"header a_t { bit<8> a; } header_union u_t { a_t a; }", "unsupported: header_union"},
+		{"bit<8> f(in bit<8> x) { return x; }", "unsupported: P4 functions"},
+		{"control S(inout H h) { apply {} } control I2(inout H h, inout M m, inout standard_metadata_t s) { S() sub; apply { sub.apply(h); } }", "unsupported: instantiating control S"},
+		{"parser P2(packet_in p, out H h) { state start { p.advance(8); transition accept; } }", "unsupported: packet_in.advance"},
+		{"header v_t { varbit<32> o; }", "unsupported: varbit"},
+	}
+	for _, c := range cases {
+		src := prelude + c.src + "\ncontrol I(inout H h, inout M m, inout standard_metadata_t s) { apply {} }" + tail
+		_, err := checkSrc(t, "t.p4", []byte(src))
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "t.p4:") {
+			t.Errorf("%q: got %v, want %q", c.src, err, c.want)
+		}
+	}
+}

@@ -1,0 +1,53 @@
+package stf
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/edgenf/edgenf/internal/p4"
+)
+
+// LoadResult loads a compiled program's object for hook "xdp" or "tc";
+// verifier rejections are explained in terms of the P4 source.
+func LoadResult(res *p4.Result, hook string) (*Runner, error) {
+	obj := res.Object
+	if hook == "tc" {
+		obj = res.ObjectTC
+	}
+	if obj == nil {
+		return nil, fmt.Errorf("no %s object (compiled with NoObject?)", hook)
+	}
+	r, err := LoadHook(obj, res.Info, hook)
+	if err != nil {
+		return nil, res.ExplainLoadError(err)
+	}
+	return r, nil
+}
+
+// RunFile compiles a P4 program and runs an STF file against it: what
+// `edgenf p4 test prog.p4 prog.stf` does. hook is "xdp" (default) or "tc".
+// A nil error with a failing Result means the program ran but checks failed.
+func RunFile(ctx context.Context, opt p4.Options, stfPath, hook string) (*Result, error) {
+	if hook == "" {
+		hook = "xdp"
+	}
+	text, err := os.ReadFile(stfPath)
+	if err != nil {
+		return nil, err
+	}
+	cmds, err := Parse(stfPath, string(text))
+	if err != nil {
+		return nil, err
+	}
+	res, err := p4.Compile(ctx, opt)
+	if err != nil {
+		return nil, err
+	}
+	r, err := LoadResult(res, hook)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return r.Run(stfPath, cmds)
+}

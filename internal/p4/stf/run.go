@@ -1,0 +1,302 @@
+package stf
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/edgenf/edgenf/internal/p4/p4info"
+	"github.com/edgenf/edgenf/internal/p4/rt"
+)
+
+// CPUPort is the v1model port that punts packets to the slow path.
+const CPUPort = 510
+
+const maxPorts = 64
+
+// Output is one packet that left the program.
+type Output struct {
+	Port int
+	Data []byte
+}
+
+// Runner runs packets through a loaded XDP object.
+type Runner struct {
+	Coll *ebpf.Collection
+	Prog *ebpf.Program
+	RT   *rt.Program
+	Hook string // "xdp" or "tc"
+	cpus int
+}
+
+type edgenfMD struct {
+	Cube, InPort, IngressIfindex, Tenant, Mark, Pos, Hops, Pad uint32
+	Hop                                                        [44]byte
+}
+
+type edgenfHop struct {
+	Kind, Ifindex, Slot, Port uint32
+	Nstack                    uint8
+	Pad                       [3]uint8
+	Stack                     [8]uint16
+	Dir                       [8]uint8
+}
+
+type edgenfStats struct {
+	RxPackets, RxBytes, TxPackets, TxBytes, DropPackets, DropBytes, PuntPackets, Pad uint64
+}
+
+// Load loads an XDP object built by p4.Compile with fresh maps and peers
+// every port with the loopback interface.
+func Load(object []byte, info *p4info.P4Info) (*Runner, error) {
+	return LoadHook(object, info, "xdp")
+}
+
+// LoadHook is Load for the XDP ("xdp") or TC ("tc") object.
+func LoadHook(object []byte, info *p4info.P4Info, hook string) (*Runner, error) {
+	spec, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(object))
+	if err != nil {
+		return nil, err
+	}
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{LogSizeStart: 1 << 20}})
+	if err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) && os.Getenv("EDGENF_VERIFIER_LOG") != "" {
+			os.WriteFile(os.Getenv("EDGENF_VERIFIER_LOG"), []byte(fmt.Sprintf("%+v", ve)), 0o644)
+		}
+		return nil, fmt.Errorf("loading the program: %w", err)
+	}
+	r := &Runner{Coll: coll, Prog: coll.Programs["edgenf_cube"], Hook: hook}
+	if r.Prog == nil {
+		coll.Close()
+		return nil, fmt.Errorf("object has no edgenf_cube program")
+	}
+	r.RT, err = rt.New(info, coll.Maps)
+	if err != nil {
+		coll.Close()
+		return nil, err
+	}
+	r.cpus, err = ebpf.PossibleCPU()
+	if err != nil {
+		coll.Close()
+		return nil, err
+	}
+	ports := coll.Maps["enf_ports"]
+	for p := uint32(0); p < maxPorts; p++ {
+		if err := ports.Update(p, edgenfHop{Kind: 1, Ifindex: 1}, ebpf.UpdateAny); err != nil {
+			coll.Close()
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// Close releases the program and maps.
+func (r *Runner) Close() { r.Coll.Close() }
+
+func (r *Runner) stats() ([]edgenfStats, error) {
+	m := r.Coll.Maps["enf_stats"]
+	out := make([]edgenfStats, maxPorts+1)
+	for i := range out {
+		var per []edgenfStats
+		if err := m.Lookup(uint32(i), &per); err != nil {
+			return nil, err
+		}
+		for _, s := range per {
+			out[i].TxPackets += s.TxPackets
+			out[i].PuntPackets += s.PuntPackets
+			out[i].DropPackets += s.DropPackets
+		}
+	}
+	return out, nil
+}
+
+// Send runs one packet arriving on inPort; it returns the output, or nil when
+// the packet was dropped.
+func (r *Runner) Send(inPort int, pkt []byte) (*Output, error) {
+	md := make([]edgenfMD, r.cpus)
+	for i := range md {
+		md[i] = edgenfMD{InPort: uint32(inPort), IngressIfindex: 1}
+	}
+	if err := r.Coll.Maps["enf_scratch"].Update(uint32(0), md, ebpf.UpdateAny); err != nil {
+		return nil, err
+	}
+	before, err := r.stats()
+	if err != nil {
+		return nil, err
+	}
+	// XDP test runs need at least an Ethernet header's worth of data
+	data := pkt
+	if len(data) < 14 {
+		data = append(append([]byte(nil), pkt...), make([]byte, 14-len(pkt))...)
+	}
+	out := make([]byte, len(data)+512)
+	ro := &ebpf.RunOptions{Data: data, DataOut: out, Repeat: 1}
+	verdict, err := r.Prog.Run(ro)
+	if err != nil {
+		return nil, fmt.Errorf("BPF_PROG_TEST_RUN: %w", err)
+	}
+	after, err := r.stats()
+	if err != nil {
+		return nil, err
+	}
+	sent, dropped, passed := uint32(4), uint32(1), uint32(2) // XDP_REDIRECT, XDP_DROP, XDP_PASS
+	if r.Hook == "tc" {
+		sent, dropped, passed = 7, 2, 0 // TC_ACT_REDIRECT, TC_ACT_SHOT, TC_ACT_OK
+	}
+	for p := 0; p < maxPorts; p++ {
+		if after[p].TxPackets > before[p].TxPackets {
+			if verdict != sent {
+				return nil, fmt.Errorf("port %d counted a send but the verdict is %d", p, verdict)
+			}
+			return &Output{Port: p, Data: ro.DataOut}, nil
+		}
+	}
+	for p := 0; p <= maxPorts; p++ {
+		if after[p].PuntPackets > before[p].PuntPackets {
+			return &Output{Port: CPUPort, Data: ro.DataOut}, nil
+		}
+	}
+	switch verdict {
+	case dropped:
+		return nil, nil
+	case passed:
+		return nil, fmt.Errorf("unexpected pass to the stack")
+	}
+	return nil, fmt.Errorf("unexpected verdict %d", verdict)
+}
+
+// Result is the outcome of an STF run.
+type Result struct {
+	Failures []string
+	Outputs  []Output
+}
+
+// OK reports whether every check passed.
+func (r *Result) OK() bool { return len(r.Failures) == 0 }
+
+func (r *Result) Error() string { return strings.Join(r.Failures, "\n") }
+
+// Run executes STF commands.
+func (r *Runner) Run(name string, cmds []*Cmd) (*Result, error) {
+	res := &Result{}
+	fail := func(c *Cmd, format string, args ...any) {
+		res.Failures = append(res.Failures, fmt.Sprintf("%s:%d: %s", name, c.Line, fmt.Sprintf(format, args...)))
+	}
+	expects := map[int][]*Cmd{}
+	outputs := map[int][]Output{}
+	outLine := map[int][]int{}
+	var lastOut *Output
+	lastWasPacket := false
+	order := uint32(1 << 30)
+	for _, c := range cmds {
+		switch c.Kind {
+		case "packet":
+			o, err := r.Send(c.Port, c.Data)
+			if err != nil {
+				return nil, fmt.Errorf("%s:%d: %w", name, c.Line, err)
+			}
+			lastOut, lastWasPacket = o, true
+			if o != nil {
+				outputs[o.Port] = append(outputs[o.Port], *o)
+				outLine[o.Port] = append(outLine[o.Port], c.Line)
+				res.Outputs = append(res.Outputs, *o)
+			}
+			continue
+		case "expect":
+			expects[c.Port] = append(expects[c.Port], c)
+		case "no_packet":
+			if !lastWasPacket {
+				fail(c, "no_packet must follow a packet")
+			} else if lastOut != nil {
+				fail(c, "expected no packet, got one on port %d: %x", lastOut.Port, lastOut.Data)
+			}
+		case "add":
+			prio := uint32(0)
+			if c.Priority >= 0 {
+				prio = 0x7fffffff - uint32(c.Priority)
+			} else {
+				prio = order
+				order--
+			}
+			if err := r.RT.AddEntry(c.Table, c.Matches, c.Action, c.Args, prio); err != nil {
+				return nil, fmt.Errorf("%s:%d: %w", name, c.Line, err)
+			}
+		case "setdefault":
+			if err := r.RT.SetDefault(c.Table, c.Action, c.Args); err != nil {
+				return nil, fmt.Errorf("%s:%d: %w", name, c.Line, err)
+			}
+		case "check_counter":
+			pk, by, err := r.RT.ReadCounter(c.Counter, c.Index)
+			if err != nil {
+				return nil, fmt.Errorf("%s:%d: %w", name, c.Line, err)
+			}
+			v := pk
+			if c.Field == "bytes" {
+				v = by
+			}
+			if !compare(v, c.Op, c.Value) {
+				fail(c, "counter %s(%d) %s = %d, want %s %d", c.Counter, c.Index, c.Field, v, c.Op, c.Value)
+			}
+		case "wait":
+		}
+		lastWasPacket = false
+	}
+	ports := map[int]bool{}
+	for p := range expects {
+		ports[p] = true
+	}
+	for p := range outputs {
+		ports[p] = true
+	}
+	for p := range ports {
+		ex, got := expects[p], outputs[p]
+		for i := 0; i < len(ex) || i < len(got); i++ {
+			switch {
+			case i >= len(got):
+				fail(ex[i], "expected a packet on port %d, none came", p)
+			case i >= len(ex):
+				res.Failures = append(res.Failures, fmt.Sprintf("%s:%d: unexpected packet on port %d: %x", name, outLine[p][i], p, got[i].Data))
+			default:
+				if msg := match(ex[i], got[i].Data); msg != "" {
+					fail(ex[i], "port %d: %s", p, msg)
+				}
+			}
+		}
+	}
+	return res, nil
+}
+
+func compare(v uint64, op string, want uint64) bool {
+	switch op {
+	case "==":
+		return v == want
+	case "!=":
+		return v != want
+	case "<":
+		return v < want
+	case ">":
+		return v > want
+	case "<=":
+		return v <= want
+	case ">=":
+		return v >= want
+	}
+	return false
+}
+
+func match(c *Cmd, got []byte) string {
+	if len(got) < len(c.Data) || (c.Exact && len(got) != len(c.Data)) {
+		return fmt.Sprintf("length %d, want %d%s\n  got  %x\n  want %x", len(got), len(c.Data), map[bool]string{true: " exactly"}[c.Exact], got, c.Data)
+	}
+	for i := range c.Data {
+		if got[i]&c.Mask[i] != c.Data[i]&c.Mask[i] {
+			return fmt.Sprintf("byte %d differs\n  got  %x\n  want %x", i, got, c.Data)
+		}
+	}
+	return ""
+}

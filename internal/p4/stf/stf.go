@@ -1,0 +1,230 @@
+// Package stf reads p4c's STF test format and runs it against a compiled
+// program with BPF_PROG_TEST_RUN (the XDP object).
+//
+// Supported commands:
+//
+//	packet <port> <hex bytes ...>
+//	expect <port> <hex bytes with * nibble wildcards ...> [$]
+//	no_packet                      (edgenf: the previous packet produced no output)
+//	add <table> [<priority>] <field>:<value> ... <action>(<param>:<value>, ...)
+//	setdefault <table> <action>(<param>:<value>, ...)
+//	check_counter <counter>(<index>) [packets|bytes] [== != < > <= >=] <value>
+//	wait
+//
+// Priorities follow bmv2 (a lower number wins); entries of ternary tables
+// without a priority rank in the order they were added. Outputs are compared
+// with the expects per port, in order, when the test ends; port 510 is the
+// CPU port (packets punted to the slow path).
+package stf
+
+import (
+	"bufio"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/edgenf/edgenf/internal/p4/p4info"
+)
+
+// Cmd is one STF command.
+type Cmd struct {
+	Line     int
+	Kind     string // packet, expect, no_packet, add, setdefault, check_counter, wait
+	Port     int
+	Data     []byte // packet / expect bytes
+	Mask     []byte // expect: 0xf nibble masks per byte (0xff = compare whole byte)
+	Exact    bool   // expect ... $
+	Table    string
+	Priority int // -1 if absent
+	Matches  []p4info.Match
+	Action   string
+	Args     []p4info.Arg
+	Counter  string
+	Index    uint32
+	Field    string // packets / bytes
+	Op       string
+	Value    uint64
+}
+
+// Parse reads an STF file.
+func Parse(name, text string) ([]*Cmd, error) {
+	var cmds []*Cmd
+	sc := bufio.NewScanner(strings.NewReader(text))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	ln := 0
+	for sc.Scan() {
+		ln++
+		line := sc.Text()
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		c, err := parseLine(line)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %v", name, ln, err)
+		}
+		c.Line = ln
+		cmds = append(cmds, c)
+	}
+	return cmds, nil
+}
+
+func parseLine(line string) (*Cmd, error) {
+	f := strings.Fields(line)
+	c := &Cmd{Kind: strings.ToLower(f[0]), Priority: -1}
+	switch c.Kind {
+	case "packet", "expect":
+		if len(f) < 2 {
+			return nil, fmt.Errorf("%s needs a port", c.Kind)
+		}
+		p, err := strconv.Atoi(f[1])
+		if err != nil {
+			return nil, fmt.Errorf("bad port %q", f[1])
+		}
+		c.Port = p
+		hexs := strings.Join(f[2:], "")
+		if strings.HasSuffix(hexs, "$") {
+			c.Exact = true
+			hexs = strings.TrimSuffix(hexs, "$")
+		}
+		if c.Kind == "packet" && strings.Contains(hexs, "*") {
+			return nil, fmt.Errorf("wildcards are only allowed in expect")
+		}
+		if len(hexs)%2 != 0 {
+			return nil, fmt.Errorf("odd number of hex digits")
+		}
+		data := make([]byte, len(hexs)/2)
+		mask := make([]byte, len(hexs)/2)
+		for i := 0; i < len(hexs); i += 2 {
+			var b, m byte
+			for k := 0; k < 2; k++ {
+				ch := hexs[i+k]
+				b <<= 4
+				m <<= 4
+				if ch == '*' {
+					continue
+				}
+				v, err := hex.DecodeString("0" + string(ch))
+				if err != nil {
+					return nil, fmt.Errorf("bad hex digit %q", ch)
+				}
+				b |= v[0]
+				m |= 0xf
+			}
+			data[i/2], mask[i/2] = b, m
+		}
+		c.Data, c.Mask = data, mask
+	case "no_packet", "wait":
+	case "add", "setdefault":
+		toks := splitTop(strings.TrimSpace(line[len(f[0]):]))
+		if len(toks) < 2 {
+			return nil, fmt.Errorf("%s needs a table and an action", c.Kind)
+		}
+		c.Table = toks[0]
+		rest := toks[1:]
+		if c.Kind == "add" && len(rest) > 0 {
+			if n, err := strconv.Atoi(rest[0]); err == nil {
+				c.Priority = n
+				rest = rest[1:]
+			}
+		}
+		if len(rest) == 0 {
+			return nil, fmt.Errorf("missing action")
+		}
+		act := rest[len(rest)-1]
+		for _, m := range rest[:len(rest)-1] {
+			i := strings.IndexByte(m, ':')
+			if i <= 0 {
+				return nil, fmt.Errorf("bad match %q (want field:value)", m)
+			}
+			c.Matches = append(c.Matches, p4info.Match{Field: m[:i], Value: m[i+1:]})
+		}
+		open := strings.IndexByte(act, '(')
+		if open < 0 || !strings.HasSuffix(act, ")") {
+			return nil, fmt.Errorf("bad action %q (want name(param:value, ...))", act)
+		}
+		c.Action = act[:open]
+		for _, a := range strings.Split(act[open+1:len(act)-1], ",") {
+			a = strings.TrimSpace(a)
+			if a == "" {
+				continue
+			}
+			i := strings.IndexByte(a, ':')
+			if i <= 0 {
+				return nil, fmt.Errorf("bad action parameter %q (want name:value)", a)
+			}
+			c.Args = append(c.Args, p4info.Arg{Name: strings.TrimSpace(a[:i]), Value: strings.TrimSpace(a[i+1:])})
+		}
+	case "check_counter":
+		if len(f) < 3 {
+			return nil, fmt.Errorf("check_counter name(index) [packets|bytes] [op] value")
+		}
+		ref := f[1]
+		open := strings.IndexByte(ref, '(')
+		if open < 0 || !strings.HasSuffix(ref, ")") {
+			return nil, fmt.Errorf("bad counter reference %q", ref)
+		}
+		c.Counter = ref[:open]
+		idx, err := strconv.ParseUint(ref[open+1:len(ref)-1], 0, 32)
+		if err != nil {
+			return nil, fmt.Errorf("bad counter index in %q", ref)
+		}
+		c.Index = uint32(idx)
+		rest := f[2:]
+		c.Field, c.Op = "packets", "=="
+		if len(rest) > 0 && (rest[0] == "packets" || rest[0] == "bytes") {
+			c.Field = rest[0]
+			rest = rest[1:]
+		}
+		if len(rest) > 0 {
+			switch rest[0] {
+			case "==", "!=", "<", ">", "<=", ">=":
+				c.Op = rest[0]
+				rest = rest[1:]
+			}
+		}
+		if len(rest) != 1 {
+			return nil, fmt.Errorf("check_counter needs a value")
+		}
+		v, err := strconv.ParseUint(rest[0], 0, 64)
+		if err != nil {
+			return nil, fmt.Errorf("bad counter value %q", rest[0])
+		}
+		c.Value = v
+	default:
+		return nil, fmt.Errorf("unknown STF command %q", f[0])
+	}
+	return c, nil
+}
+
+// splitTop splits on spaces outside parentheses.
+func splitTop(s string) []string {
+	var out []string
+	depth := 0
+	start := -1
+	for i, ch := range s {
+		switch {
+		case ch == '(':
+			depth++
+		case ch == ')':
+			depth--
+		case (ch == ' ' || ch == '\t') && depth == 0:
+			if start >= 0 {
+				out = append(out, s[start:i])
+				start = -1
+			}
+			continue
+		}
+		if start < 0 {
+			start = i
+		}
+	}
+	if start >= 0 {
+		out = append(out, s[start:])
+	}
+	return out
+}
