@@ -107,6 +107,8 @@ type Ticker interface {
 
 // Punt is a packet the fast path sent to the slow path.
 type Punt struct {
+	// InPort is the port the packet came in on (standard cubes) or the
+	// direction it was seen in, 0 ingress / 1 egress (transparent cubes).
 	InPort  int
 	Reason  uint32
 	Arg     uint32

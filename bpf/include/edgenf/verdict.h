@@ -128,14 +128,17 @@ static __always_inline int enf_send(ctx_t *ctx, struct edgenf_md *md, __u32 port
 
 /* Punt a copy (headers + up to EDGENF_PUNT_SNAPLEN bytes) to the slow path and
  * drop the original; the daemon re-injects what it wants forwarded. */
-static __always_inline int enf_punt(ctx_t *ctx, struct edgenf_md *md, __u32 reason, __u32 arg)
+/* Punt for cube slot, counting on its counter idx. The slow path hands the
+ * copy to that cube's controller; in_port is the port (standard cubes) or
+ * the direction (transparent cubes). */
+static __always_inline int enf_punt_from(ctx_t *ctx, struct edgenf_md *md, __u32 slot, __u32 idx, __u32 reason, __u32 arg)
 {
 	__u32 len = ctx_len(ctx);
 	__u64 cap = len < EDGENF_PUNT_SNAPLEN ? len : EDGENF_PUNT_SNAPLEN;
 	struct edgenf_punt_hdr hdr = {
 		.magic = EDGENF_PUNT_MAGIC,
-		.cube = md->cube,
-		.in_port = md->in_port,
+		.cube = slot,
+		.in_port = idx,
 		.reason = reason,
 		.arg = arg,
 		.pkt_len = len,
@@ -143,9 +146,15 @@ static __always_inline int enf_punt(ctx_t *ctx, struct edgenf_md *md, __u32 reas
 		.hook = EDGENF_HOOK_ID,
 	};
 
-	enf_count(enf_port_idx(md->in_port), len, ENF_PUNT);
+	enf_count(idx, len, ENF_PUNT);
 	bpf_perf_event_output(ctx, &enf_punt_ring, BPF_F_CURRENT_CPU | (cap << 32), &hdr, sizeof(hdr));
 	return CTX_DROP;
+}
+
+/* Punt from a standard cube (counted on the in-port). */
+static __always_inline int enf_punt(ctx_t *ctx, struct edgenf_md *md, __u32 reason, __u32 arg)
+{
+	return enf_punt_from(ctx, md, md->cube, enf_port_idx(md->in_port), reason, arg);
 }
 
 /* Entry point of a standard cube: counts rx, then runs fn(ctx, md). */
@@ -173,6 +182,14 @@ static __always_inline __u32 enf_dir(struct edgenf_md *md)
 	return pos < EDGENF_MAX_STACK ? md->hop.dir[pos] : EDGENF_DIR_INGRESS;
 }
 
+/* Slot of the transparent cube now running. */
+static __always_inline __u32 enf_self(struct edgenf_md *md)
+{
+	__u32 pos = md->pos;
+
+	return pos < EDGENF_MAX_STACK ? md->hop.stack[pos] : EDGENF_MAX_SLOTS;
+}
+
 #define EDGENF_TRANSPARENT(fn)                                                \
 	SEC(EDGENF_SEC) int edgenf_cube(ctx_t *ctx)                           \
 	{                                                                     \
@@ -189,7 +206,8 @@ static __always_inline __u32 enf_dir(struct edgenf_md *md)
 			return CTX_DROP;                                      \
 		}                                                             \
 		if (v == ENF_VERDICT_PUNT)                                    \
-			return enf_punt(ctx, md, md->mark, dir);              \
+			return enf_punt_from(ctx, md, enf_self(md), dir,      \
+					     md->mark, dir);                  \
 		enf_count(dir, len, ENF_RX);                                  \
 		md->pos++;                                                    \
 		return enf_deliver(ctx, md);                                  \
