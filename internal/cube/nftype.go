@@ -127,6 +127,10 @@ type Handle interface {
 	Transmit(port int, frame []byte) error
 	// PortIface returns the Linux interface a port is peered with, if any.
 	PortIface(port int) (*net.Interface, bool)
+	// PrepareRedirect readies an interface the NF redirects to by itself
+	// (a mirror port named in its settings): a veth's far end gets the XDP
+	// program that veth delivery needs.
+	PrepareRedirect(ifindex int) error
 	// Controller is the cube's own controller (for views and actions).
 	Controller() Controller
 	Logf(format string, args ...any)

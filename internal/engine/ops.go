@@ -41,6 +41,8 @@ func (h *handle) PortIface(port int) (*net.Interface, bool) {
 	return i, err == nil
 }
 
+func (h *handle) PrepareRedirect(ifindex int) error { return h.e.dp.EnsureRedirectTarget(ifindex) }
+
 func (h *handle) Logf(format string, args ...any) {
 	h.e.log.Info(fmt.Sprintf(format, args...), "cube", h.l.dc.Name)
 }

@@ -169,5 +169,6 @@ func (h rigHandle) Transmit(port int, frame []byte) error {
 	return nil
 }
 func (h rigHandle) PortIface(int) (*net.Interface, bool) { return nil, false }
+func (h rigHandle) PrepareRedirect(ifindex int) error    { return h.r.DP.EnsureRedirectTarget(ifindex) }
 func (h rigHandle) Controller() cube.Controller          { return h.r.Ctl }
 func (h rigHandle) Logf(format string, args ...any)      { h.r.t.Logf(format, args...) }
