@@ -66,44 +66,71 @@ func bmv2Entry(info *p4info.P4Info, args []string) (map[string]any, error) {
 	} else {
 		matches = rest
 	}
-	if len(matches) != len(t.MatchFields) {
-		return nil, fmt.Errorf("table %s takes %d match values (%s), got %d", t.Preamble.Name, len(t.MatchFields), fieldList(t.MatchFields), len(matches))
+	m, err := matchMap(t, matches)
+	if err != nil {
+		return nil, err
 	}
 	entry := map[string]any{"table": t.Preamble.Name, "action": a.Preamble.Name}
-	m := map[string]string{}
-	for i, f := range t.MatchFields {
-		m[f.Name] = matches[i]
-	}
 	if len(m) > 0 {
 		entry["match"] = m
 	}
 	if needsPriority(t) {
-		if len(params) == len(a.Params)+1 {
-			prio, err := strconv.ParseUint(params[len(params)-1], 0, 32)
-			if err != nil {
-				return nil, fmt.Errorf("priority: want a number, got %q", params[len(params)-1])
-			}
-			entry["priority"] = prio
-			params = params[:len(params)-1]
-		} else {
+		if len(params) != len(a.Params)+1 {
 			return nil, fmt.Errorf("table %s has ternary/range/optional keys: give a priority after the action parameters", t.Preamble.Name)
 		}
+		prio, err := strconv.ParseUint(params[len(params)-1], 0, 32)
+		if err != nil {
+			return nil, fmt.Errorf("priority: want a number, got %q", params[len(params)-1])
+		}
+		entry["priority"] = prio
+		params = params[:len(params)-1]
 	}
-	if len(params) != len(a.Params) {
+	pm, err := paramMap(a, params)
+	if err != nil {
+		return nil, err
+	}
+	if len(pm) > 0 {
+		entry["params"] = pm
+	}
+	return entry, nil
+}
+
+// modelTable fetches a p4 cube's model and finds one of its tables.
+func modelTable(cube, table string) (*p4info.P4Info, *p4info.Table, error) {
+	info, err := p4Model(cube)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := findTable(info, table)
+	return info, t, err
+}
+
+// matchMap names positional match values by the table's key fields.
+func matchMap(t *p4info.Table, vals []string) (map[string]string, error) {
+	if len(vals) != len(t.MatchFields) {
+		return nil, fmt.Errorf("table %s takes %d match values (%s), got %d", t.Preamble.Name, len(t.MatchFields), fieldList(t.MatchFields), len(vals))
+	}
+	m := map[string]string{}
+	for i, f := range t.MatchFields {
+		m[f.Name] = vals[i]
+	}
+	return m, nil
+}
+
+// paramMap names positional action parameters.
+func paramMap(a *p4info.Action, vals []string) (map[string]string, error) {
+	if len(vals) != len(a.Params) {
 		var names []string
 		for _, p := range a.Params {
 			names = append(names, p.Name)
 		}
-		return nil, fmt.Errorf("action %s takes %d parameters (%s), got %d", a.Preamble.Name, len(a.Params), strings.Join(names, ", "), len(params))
+		return nil, fmt.Errorf("action %s takes %d parameters (%s), got %d", a.Preamble.Name, len(a.Params), strings.Join(names, ", "), len(vals))
 	}
-	if len(params) > 0 {
-		pm := map[string]string{}
-		for i, p := range a.Params {
-			pm[p.Name] = params[i]
-		}
-		entry["params"] = pm
+	m := map[string]string{}
+	for i, p := range a.Params {
+		m[p.Name] = vals[i]
 	}
-	return entry, nil
+	return m, nil
 }
 
 func needsPriority(t *p4info.Table) bool {
@@ -182,16 +209,11 @@ func p4RuntimeCmds() []*cobra.Command {
 		Use: "table-delete CUBE TABLE MATCH... [PRIORITY]", Short: "Delete the entry with this match",
 		Args: cobra.MinimumNArgs(2), ValidArgsFunction: completeCubes,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			info, err := p4Model(args[0])
-			if err != nil {
-				return err
-			}
-			t, err := findTable(info, args[1])
+			_, t, err := modelTable(args[0], args[1])
 			if err != nil {
 				return err
 			}
 			e := map[string]any{"table": t.Preamble.Name}
-			m := map[string]string{}
 			vals := args[2:]
 			if needsPriority(t) && len(vals) == len(t.MatchFields)+1 {
 				p, err := strconv.ParseUint(vals[len(vals)-1], 0, 32)
@@ -201,11 +223,9 @@ func p4RuntimeCmds() []*cobra.Command {
 				e["priority"] = p
 				vals = vals[:len(vals)-1]
 			}
-			if len(vals) != len(t.MatchFields) {
-				return fmt.Errorf("table %s takes %d match values (%s)", t.Preamble.Name, len(t.MatchFields), fieldList(t.MatchFields))
-			}
-			for i, f := range t.MatchFields {
-				m[f.Name] = vals[i]
+			m, err := matchMap(t, vals)
+			if err != nil {
+				return err
 			}
 			if len(m) > 0 {
 				e["match"] = m
@@ -222,11 +242,7 @@ func p4RuntimeCmds() []*cobra.Command {
 		Use: "table-set-default CUBE TABLE ACTION [PARAM...]", Short: "Set a table's default action",
 		Args: cobra.MinimumNArgs(3), ValidArgsFunction: completeCubes,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			info, err := p4Model(args[0])
-			if err != nil {
-				return err
-			}
-			t, err := findTable(info, args[1])
+			info, t, err := modelTable(args[0], args[1])
 			if err != nil {
 				return err
 			}
@@ -234,15 +250,12 @@ func p4RuntimeCmds() []*cobra.Command {
 			if err != nil {
 				return err
 			}
-			if len(args[3:]) != len(a.Params) {
-				return fmt.Errorf("action %s takes %d parameters", a.Preamble.Name, len(a.Params))
+			pm, err := paramMap(a, args[3:])
+			if err != nil {
+				return err
 			}
 			d := map[string]any{"table": t.Preamble.Name, "action": a.Preamble.Name}
-			if len(a.Params) > 0 {
-				pm := map[string]string{}
-				for i, p := range a.Params {
-					pm[p.Name] = args[3+i]
-				}
+			if len(pm) > 0 {
 				d["params"] = pm
 			}
 			return api().Do("PUT", "/v1/cubes/"+args[0]+"/tables/defaults/"+url.PathEscape(t.Preamble.Name), d, nil)
@@ -263,11 +276,7 @@ func p4RuntimeCmds() []*cobra.Command {
 				return err
 			}
 			if len(args) == 2 {
-				info, err := p4Model(args[0])
-				if err != nil {
-					return err
-				}
-				t, err := findTable(info, args[1])
+				_, t, err := modelTable(args[0], args[1])
 				if err != nil {
 					return err
 				}

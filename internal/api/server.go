@@ -587,16 +587,25 @@ func rawList(r *http.Request) ([]json.RawMessage, error) {
 	return []json.RawMessage{raw}, nil
 }
 
-// addEntries adds one entry or many (all or none); an existing key is a
-// conflict: use PUT on the key to replace it.
-func (s *Server) addEntries(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
+// tableAndEntries resolves the table of the URL and reads the body's entries.
+func (s *Server) tableAndEntries(w http.ResponseWriter, r *http.Request, c *cube.Cube) (*cube.Table, []json.RawMessage, bool) {
 	tb := s.table(w, r, c)
 	if tb == nil {
-		return
+		return nil, nil, false
 	}
 	list, err := rawList(r)
 	if err != nil {
 		fail(w, err)
+		return nil, nil, false
+	}
+	return tb, list, true
+}
+
+// addEntries adds one entry or many (all or none); an existing key is a
+// conflict: use PUT on the key to replace it.
+func (s *Server) addEntries(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
+	tb, list, ok := s.tableAndEntries(w, r, c)
+	if !ok {
 		return
 	}
 	var keys []string
@@ -606,7 +615,7 @@ func (s *Server) addEntries(w http.ResponseWriter, r *http.Request, c *cube.Cube
 		}
 		return fmt.Sprintf("[%d]", i)
 	}
-	err = s.eng.Update(func(t *cube.Topology) error {
+	err := s.eng.Update(func(t *cube.Topology) error {
 		for i, raw := range list {
 			_, key, err := tb.DecodeEntry(t.Cubes[c.Name], raw)
 			if err != nil {
@@ -647,16 +656,11 @@ func withIndex(at string, err error) error {
 
 // replaceEntries makes the table exactly the given list, atomically.
 func (s *Server) replaceEntries(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
-	tb := s.table(w, r, c)
-	if tb == nil {
+	tb, list, ok := s.tableAndEntries(w, r, c)
+	if !ok {
 		return
 	}
-	list, err := rawList(r)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	err = s.eng.Update(func(t *cube.Topology) error {
+	err := s.eng.Update(func(t *cube.Topology) error {
 		tc := t.Cubes[c.Name]
 		delete(tc.Tables, tb.Name)
 		for i, raw := range list {
