@@ -2,7 +2,9 @@
 package all
 
 import (
+	_ "github.com/edgenf/edgenf/internal/nf/bridge"
 	_ "github.com/edgenf/edgenf/internal/nf/monitor"
 	_ "github.com/edgenf/edgenf/internal/nf/p4"
 	_ "github.com/edgenf/edgenf/internal/nf/portfwd"
+	_ "github.com/edgenf/edgenf/internal/nf/router"
 )

@@ -1,0 +1,203 @@
+package bridge
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/edgenf/edgenf/internal/cube"
+)
+
+// Config holds the bridge's settings.
+type Config struct {
+	// AgingTime is how long (seconds) a learned MAC stays in the FDB
+	// without traffic from it. 0 means the default, 300.
+	AgingTime int `json:"aging_time,omitempty"`
+}
+
+const (
+	defaultAging = 300
+	maxAging     = 1000000
+	// FDBCapacity is the number of MACs (learned and static) the FDB holds.
+	FDBCapacity = 65536
+	// MaxStatic bounds the static FDB entries.
+	MaxStatic = 16384
+)
+
+func (c Config) aging() int {
+	if c.AgingTime == 0 {
+		return defaultAging
+	}
+	return c.AgingTime
+}
+
+// Validate checks the settings and every port's VLAN settings.
+func (cfg *Config) Validate(c *cube.Cube) error {
+	if cfg.AgingTime < 0 || cfg.AgingTime > maxAging {
+		return cube.Errorf("aging_time", "%d out of range 1..%d seconds (0: default %d)", cfg.AgingTime, maxAging, defaultAging)
+	}
+	for _, p := range c.Ports {
+		if _, err := portVLANs(&p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PortConfig is a bridge port's VLAN settings.
+type PortConfig struct {
+	// Mode is "access" (default: one VLAN, untagged) or "trunk" (tagged
+	// VLANs, plus optionally one native VLAN sent and received untagged).
+	Mode string `json:"mode,omitempty"`
+	// VLAN is an access port's VLAN (default 1).
+	VLAN int `json:"vlan,omitempty"`
+	// AllowedVLANs lists a trunk's tagged VLANs: "10,20,100-199"; empty
+	// means all (1-4094).
+	AllowedVLANs string `json:"allowed_vlans,omitempty"`
+	// NativeVLAN is a trunk's untagged VLAN (0: untagged frames are
+	// dropped).
+	NativeVLAN int `json:"native_vlan,omitempty"`
+}
+
+// vlanSet is what a port carries: pvid (untagged VLAN, 0 none) and the
+// tagged VLANs.
+type vlanSet struct {
+	pvid   int
+	tagged []bool // index: VLAN id
+}
+
+func (v vlanSet) member(vid int) bool { return vid == v.pvid || v.tagged[vid] }
+
+func checkVID(field string, v int) error {
+	if v < 1 || v > 4094 {
+		return cube.Errorf(field, "VLAN %d out of range 1..4094", v)
+	}
+	return nil
+}
+
+// portVLANs decodes and checks a port's VLAN settings.
+func portVLANs(p *cube.Port) (vlanSet, error) {
+	field := fmt.Sprintf("ports[%s].config", p.Name)
+	pcv, err := cube.Decode(field, p.Config, &PortConfig{})
+	if err != nil {
+		return vlanSet{}, err
+	}
+	pc := pcv.(*PortConfig)
+	vs := vlanSet{tagged: make([]bool, 4096)}
+	switch pc.Mode {
+	case "", "access":
+		if pc.AllowedVLANs != "" || pc.NativeVLAN != 0 {
+			return vs, cube.Errorf(field+".mode", "allowed_vlans and native_vlan are for trunk ports; an access port has one vlan")
+		}
+		vs.pvid = 1
+		if pc.VLAN != 0 {
+			if err := checkVID(field+".vlan", pc.VLAN); err != nil {
+				return vs, err
+			}
+			vs.pvid = pc.VLAN
+		}
+	case "trunk":
+		if pc.VLAN != 0 {
+			return vs, cube.Errorf(field+".vlan", "a trunk port has allowed_vlans and native_vlan, not vlan")
+		}
+		if pc.NativeVLAN != 0 {
+			if err := checkVID(field+".native_vlan", pc.NativeVLAN); err != nil {
+				return vs, err
+			}
+			vs.pvid = pc.NativeVLAN
+		}
+		if err := parseVLANList(field+".allowed_vlans", pc.AllowedVLANs, vs.tagged); err != nil {
+			return vs, err
+		}
+		if vs.pvid != 0 {
+			vs.tagged[vs.pvid] = false // the native VLAN is untagged
+		}
+	default:
+		return vs, cube.Errorf(field+".mode", "unknown mode %q (want access or trunk)", pc.Mode)
+	}
+	return vs, nil
+}
+
+// parseVLANList reads "10,20,30-40" ("" = all) into set.
+func parseVLANList(field, s string, set []bool) error {
+	if strings.TrimSpace(s) == "" {
+		for v := 1; v <= 4094; v++ {
+			set[v] = true
+		}
+		return nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(strings.TrimSpace(lo))
+		if err != nil {
+			return cube.Errorf(field, "bad VLAN %q in %q: want ids and ranges like 10,20,30-40", part, s)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(strings.TrimSpace(hi)); err != nil {
+				return cube.Errorf(field, "bad VLAN range %q in %q", part, s)
+			}
+		}
+		if err := checkVID(field, a); err != nil {
+			return err
+		}
+		if err := checkVID(field, b); err != nil {
+			return err
+		}
+		if b < a {
+			return cube.Errorf(field, "VLAN range %q runs backwards", part)
+		}
+		for v := a; v <= b; v++ {
+			set[v] = true
+		}
+	}
+	return nil
+}
+
+// FDBEntry is a static FDB entry: frames to MAC in VLAN go out of Port.
+type FDBEntry struct {
+	MAC string `json:"mac"`
+	// VLAN defaults to the port's untagged VLAN.
+	VLAN int    `json:"vlan,omitempty"`
+	Port string `json:"port"`
+}
+
+func fdbKey(v any) string {
+	e := v.(*FDBEntry)
+	return fmt.Sprintf("%s/%d", e.MAC, e.VLAN)
+}
+
+// Validate checks the entry against the cube's ports and VLANs.
+func (e *FDBEntry) Validate(c *cube.Cube) error {
+	hw, err := net.ParseMAC(e.MAC)
+	if err != nil || len(hw) != 6 {
+		return cube.Errorf("mac", "invalid MAC address %q", e.MAC)
+	}
+	if hw[0]&1 != 0 {
+		return cube.Errorf("mac", "%s is a group address; static entries are for unicast MACs", e.MAC)
+	}
+	e.MAC = hw.String()
+	p := c.Port(e.Port)
+	if p == nil {
+		return cube.NotFound("port", "cube %s has no port %q", c.Name, e.Port)
+	}
+	vs, err := portVLANs(p)
+	if err != nil {
+		return cube.Errorf("port", "port %s: %v", e.Port, err)
+	}
+	if e.VLAN == 0 {
+		if vs.pvid == 0 {
+			return cube.Errorf("vlan", "required: port %s has no untagged VLAN", e.Port)
+		}
+		e.VLAN = vs.pvid
+	}
+	if err := checkVID("vlan", e.VLAN); err != nil {
+		return err
+	}
+	if !vs.member(e.VLAN) {
+		return cube.Errorf("vlan", "port %s does not carry VLAN %d", e.Port, e.VLAN)
+	}
+	return nil
+}

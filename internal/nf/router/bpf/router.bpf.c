@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* router: an IPv4 router cube.
+ *
+ * Fast path: ARP replies for the router's own addresses, ICMP echo replies,
+ * LPM route lookup, next-hop MAC from the ARP table, TTL decrement with an
+ * incremental checksum update, MAC rewrite, send. Everything else is punted
+ * to the slow path (router.go): ARP replies addressed to the router (learning),
+ * packets whose next hop is not resolved yet (queued while the controller
+ * resolves it), TTL expiry and missing routes (ICMP errors). */
+#include <edgenf/edgenf.h>
+#include <linux/if_arp.h>
+
+/* Punt reasons; mirrored in router.go. */
+#define RT_PUNT_ARP 1       /* ARP reply (or gratuitous) for the router */
+#define RT_PUNT_ARP_MISS 2  /* next hop not resolved; arg = next hop (be32) */
+#define RT_PUNT_TTL 3       /* TTL would reach 0: time exceeded */
+#define RT_PUNT_NO_ROUTE 4  /* destination net unreachable */
+
+#define RT_MAX_ROUTES 131072
+#define RT_MAX_ARP 65536
+#define RT_MAX_ADDRS 1024
+#define RT_CACHE_SIZE 65536
+
+/* Mirrored by router.go. */
+struct rt_port {
+	__u8 mac[ETH_ALEN];
+	__u16 valid;
+};
+
+struct rt_route_key {
+	__u32 prefixlen;
+	__be32 addr;
+};
+
+#define RT_ROUTE_CONNECTED 1
+
+struct rt_route {
+	__u32 port;
+	__be32 nexthop; /* 0: directly connected, the destination is the next hop */
+	__u32 flags;
+};
+
+struct rt_arp {
+	__u8 mac[ETH_ALEN];
+	__u16 flags; /* 1: static */
+	__u32 port;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, EDGENF_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, struct rt_port);
+} rt_ports SEC(".maps");
+
+/* The router's own addresses → port they belong to. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RT_MAX_ADDRS);
+	__type(key, __be32);
+	__type(value, __u32);
+} rt_addrs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, RT_MAX_ROUTES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct rt_route_key);
+	__type(value, struct rt_route);
+} rt_routes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RT_MAX_ARP);
+	__type(key, __be32);
+	__type(value, struct rt_arp);
+} rt_arp SEC(".maps");
+
+/* Route cache: destination → (port, next hop) of its longest-prefix match,
+ * valid while its generation equals rt_gen[0]; the control plane bumps the
+ * generation on every route change, which invalidates the whole cache at
+ * once. A hit costs one hash lookup whatever the size of the table. */
+struct rt_cache_val {
+	__u32 gen;
+	__u32 port;
+	__be32 nexthop;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, RT_CACHE_SIZE);
+	__uint(map_flags, BPF_F_NO_COMMON_LRU);
+	__type(key, __be32);
+	__type(value, struct rt_cache_val);
+} rt_cache SEC(".maps");
+
+struct rt_gen {
+	__u32 gen;
+	__u32 off; /* 1: cache disabled (setting disable_route_cache) */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rt_gen);
+} rt_gen SEC(".maps");
+
+struct arp_eth {
+	__be16 hrd;
+	__be16 pro;
+	__u8 hln;
+	__u8 pln;
+	__be16 op;
+	__u8 sha[ETH_ALEN];
+	__be32 sip;
+	__u8 tha[ETH_ALEN];
+	__be32 tip;
+} __attribute__((packed));
+
+static __always_inline int mac_is(const __u8 *a, const __u8 *b)
+{
+	return *(const __u32 *)a == *(const __u32 *)b && *(const __u16 *)(a + 4) == *(const __u16 *)(b + 4);
+}
+
+static __always_inline int mac_bcast(const __u8 *a)
+{
+	return *(const __u32 *)a == 0xffffffff && *(const __u16 *)(a + 4) == 0xffff;
+}
+
+static __always_inline int rt_arp_in(ctx_t *ctx, struct edgenf_md *md, struct rt_port *pp)
+{
+	struct ethhdr *eth = ctx_data(ctx);
+	struct arp_eth *a = (void *)(eth + 1);
+	__u32 *owner;
+	__be32 tip, sip;
+
+	if (!enf_in_bounds(ctx, a, sizeof(*a)))
+		return enf_drop(ctx, md);
+	if (a->hrd != bpf_htons(ARPHRD_ETHER) || a->pro != bpf_htons(ETH_P_IP) || a->hln != 6 || a->pln != 4)
+		return enf_drop(ctx, md);
+	tip = a->tip;
+	owner = bpf_map_lookup_elem(&rt_addrs, &tip);
+	if (!owner || *owner != md->in_port)
+		return enf_drop(ctx, md); /* not for us (proxy ARP is not done) */
+	if (a->op == bpf_htons(ARPOP_REPLY))
+		return enf_punt(ctx, md, RT_PUNT_ARP, md->in_port);
+	if (a->op != bpf_htons(ARPOP_REQUEST))
+		return enf_drop(ctx, md);
+	/* Answer in place: who-has tip tell sip → tip is-at our MAC. */
+	sip = a->sip;
+	__builtin_memcpy(a->tha, a->sha, ETH_ALEN);
+	a->tip = sip;
+	__builtin_memcpy(a->sha, pp->mac, ETH_ALEN);
+	a->sip = tip;
+	a->op = bpf_htons(ARPOP_REPLY);
+	__builtin_memcpy(eth->h_dest, a->tha, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, pp->mac, ETH_ALEN);
+	return enf_send(ctx, md, md->in_port);
+}
+
+/* Echo request to one of our addresses: turn it into the reply in place. */
+static __always_inline int rt_echo(ctx_t *ctx, struct edgenf_md *md, struct rt_port *pp, struct iphdr *ip, __u32 l4off)
+{
+	struct ethhdr *eth = ctx_data(ctx);
+	struct icmphdr *ic;
+	__be32 a;
+	__u16 old, new;
+
+	if (ip->ihl != 5 || (ip->frag_off & bpf_htons(0x3fff)))
+		return enf_drop(ctx, md);
+	ic = enf_ptr(ctx, l4off & 0xff);
+	if (!enf_in_bounds(ctx, ic, sizeof(*ic)) || ic->type != ICMP_ECHO || ic->code != 0)
+		return enf_drop(ctx, md);
+	old = *(__u16 *)ic;
+	ic->type = ICMP_ECHOREPLY;
+	new = *(__u16 *)ic;
+	enf_csum_replace2(&ic->checksum, old, new);
+	a = ip->saddr;
+	ip->saddr = ip->daddr;
+	ip->daddr = a;
+	old = bpf_htons(((__u16)ip->ttl << 8) | ip->protocol);
+	ip->ttl = 64;
+	new = bpf_htons(((__u16)ip->ttl << 8) | ip->protocol);
+	enf_csum_replace2(&ip->check, old, new);
+	__builtin_memcpy(eth->h_dest, eth->h_source, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, pp->mac, ETH_ALEN);
+	return enf_send(ctx, md, md->in_port);
+}
+
+static __always_inline int router(ctx_t *ctx, struct edgenf_md *md)
+{
+	struct ethhdr *eth = ctx_data(ctx);
+	__u32 in = md->in_port;
+	struct rt_port *pp, *op;
+	struct rt_route_key key;
+	struct rt_route *rt;
+	struct rt_cache_val *rc;
+	struct rt_arp *nb;
+	struct iphdr *ip;
+	__u32 out, zero = 0, g;
+	struct rt_gen *gen;
+	__be32 nh, daddr;
+
+	if (!enf_in_bounds(ctx, eth, sizeof(*eth)))
+		return enf_drop(ctx, md);
+	pp = bpf_map_lookup_elem(&rt_ports, &in);
+	if (!pp || !pp->valid)
+		return enf_drop(ctx, md);
+	if (eth->h_proto == bpf_htons(ETH_P_ARP)) {
+		if (!mac_bcast(eth->h_dest) && !mac_is(eth->h_dest, pp->mac))
+			return enf_drop(ctx, md);
+		return rt_arp_in(ctx, md, pp);
+	}
+	if (eth->h_proto != bpf_htons(ETH_P_IP) || !mac_is(eth->h_dest, pp->mac))
+		return enf_drop(ctx, md);
+	ip = (void *)(eth + 1);
+	if (!enf_in_bounds(ctx, ip, sizeof(*ip)) || ip->version != 4 || ip->ihl < 5)
+		return enf_drop(ctx, md);
+
+	if (bpf_map_lookup_elem(&rt_addrs, &ip->daddr)) {
+		if (ip->protocol == IPPROTO_ICMP)
+			return rt_echo(ctx, md, pp, ip, sizeof(*eth) + sizeof(*ip));
+		return enf_drop(ctx, md);
+	}
+	/* Multicast, class E and limited broadcast are not routed. */
+	if (bpf_ntohl(ip->daddr) >= 0xe0000000)
+		return enf_drop(ctx, md);
+	if (ip->ttl <= 1)
+		return enf_punt(ctx, md, RT_PUNT_TTL, in);
+
+	/* Read the generation before the lookup: an entry cached from a
+	 * table older than the generation it carries cannot exist. */
+	gen = bpf_map_lookup_elem(&rt_gen, &zero);
+	if (!gen)
+		return enf_drop(ctx, md);
+	g = gen->gen;
+	daddr = ip->daddr;
+	rc = gen->off ? NULL : bpf_map_lookup_elem(&rt_cache, &daddr);
+	if (rc && rc->gen == g) {
+		out = rc->port;
+		nh = rc->nexthop;
+	} else {
+		struct rt_cache_val nv = {};
+
+		key.prefixlen = 32;
+		key.addr = daddr;
+		rt = bpf_map_lookup_elem(&rt_routes, &key);
+		if (!rt)
+			return enf_punt(ctx, md, RT_PUNT_NO_ROUTE, in);
+		out = rt->port;
+		nh = rt->nexthop;
+		nv.gen = g;
+		nv.port = out;
+		nv.nexthop = nh;
+		if (!gen->off)
+			bpf_map_update_elem(&rt_cache, &daddr, &nv, BPF_ANY);
+	}
+	if (!nh)
+		nh = daddr;
+	nb = bpf_map_lookup_elem(&rt_arp, &nh);
+	if (!nb)
+		return enf_punt(ctx, md, RT_PUNT_ARP_MISS, nh);
+	op = bpf_map_lookup_elem(&rt_ports, &out);
+	if (!op || !op->valid)
+		return enf_drop(ctx, md);
+
+	/* TTL is the high byte of the 16-bit word it shares with protocol. */
+	{
+		__be16 old = *(__be16 *)&ip->ttl;
+
+		ip->ttl--;
+		enf_csum_replace2(&ip->check, old, *(__be16 *)&ip->ttl);
+	}
+	__builtin_memcpy(eth->h_dest, nb->mac, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, op->mac, ETH_ALEN);
+	return enf_send(ctx, md, out);
+}
+
+EDGENF_CUBE(router)

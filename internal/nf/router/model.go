@@ -1,0 +1,272 @@
+package router
+
+import (
+	"fmt"
+	"hash/fnv"
+	"net"
+	"net/netip"
+
+	"github.com/edgenf/edgenf/internal/cube"
+)
+
+// Config holds the router's settings. Zero values mean the defaults.
+type Config struct {
+	// ARPTimeout is how long (seconds) a learned ARP entry is trusted before
+	// the router re-probes it; an entry whose probe gets no answer within
+	// 3 s is removed. Default 300.
+	ARPTimeout int `json:"arp_timeout,omitempty"`
+	// ARPQueueLen bounds the packets held per unresolved next hop while the
+	// router resolves it. Default 32.
+	ARPQueueLen int `json:"arp_queue_len,omitempty"`
+	// ICMPRateLimit bounds the ICMP errors (time exceeded, unreachable)
+	// the router sends per second, across all ports. Default 100.
+	ICMPRateLimit int `json:"icmp_rate_limit,omitempty"`
+	// DisableRouteCache makes every packet look its route up in the LPM
+	// table instead of the per-destination route cache.
+	DisableRouteCache bool `json:"disable_route_cache,omitempty"`
+}
+
+const (
+	defaultARPTimeout = 300
+	defaultQueueLen   = 32
+	defaultICMPRate   = 100
+	maxQueueLen       = 1024
+	maxPending        = 1024 // next hops being resolved at once
+	maxAddrs          = 1024 // own addresses (kernel map size)
+	// MaxRoutes is the capacity of the static route table.
+	MaxRoutes = 131072 - 4096
+	// MaxStaticARP is the capacity of the static ARP table.
+	MaxStaticARP = 4096
+)
+
+func (c Config) arpTimeout() int { return or(c.ARPTimeout, defaultARPTimeout) }
+func (c Config) queueLen() int   { return or(c.ARPQueueLen, defaultQueueLen) }
+func (c Config) icmpRate() int   { return or(c.ICMPRateLimit, defaultICMPRate) }
+
+func or(v, d int) int {
+	if v == 0 {
+		return d
+	}
+	return v
+}
+
+// Validate checks the settings and the ports' addresses, which are the
+// router's connected routes.
+func (cfg *Config) Validate(c *cube.Cube) error {
+	if cfg.ARPTimeout < 0 || cfg.ARPTimeout > 86400 {
+		return cube.Errorf("arp_timeout", "%d out of range 1..86400 seconds (0: default %d)", cfg.ARPTimeout, defaultARPTimeout)
+	}
+	if cfg.ARPQueueLen < 0 || cfg.ARPQueueLen > maxQueueLen {
+		return cube.Errorf("arp_queue_len", "%d out of range 1..%d (0: default %d)", cfg.ARPQueueLen, maxQueueLen, defaultQueueLen)
+	}
+	if cfg.ICMPRateLimit < 0 || cfg.ICMPRateLimit > 100000 {
+		return cube.Errorf("icmp_rate_limit", "%d out of range 1..100000 per second (0: default %d)", cfg.ICMPRateLimit, defaultICMPRate)
+	}
+	_, err := connectedOf(c)
+	return err
+}
+
+// connected is one address of a port: a connected route.
+type connected struct {
+	Port   int
+	Name   string
+	Addr   netip.Addr
+	Prefix netip.Prefix // masked
+}
+
+// connectedOf reads and checks the ports' addresses. Errors name the port
+// (they surface under "config" because the framework validates the ports'
+// generic fields before NF settings).
+func connectedOf(c *cube.Cube) ([]connected, error) {
+	var out []connected
+	n := 0
+	for _, p := range c.Ports {
+		field := fmt.Sprintf("ports[%s]", p.Name)
+		if p.MAC != "" {
+			hw, _ := net.ParseMAC(p.MAC)
+			if len(hw) == 6 && (hw[0]&1 != 0 || isZero(hw)) {
+				return nil, cube.Errorf(field+".mac", "%s is not a unicast MAC address", p.MAC)
+			}
+		}
+		for _, a := range p.Addresses {
+			pf, err := netip.ParsePrefix(a)
+			if err != nil {
+				return nil, cube.Errorf(field+".addresses", "invalid address %q: want address/prefix-length, e.g. 198.18.0.1/24", a)
+			}
+			addr := pf.Addr()
+			if !addr.Is4() {
+				return nil, cube.Errorf(field+".addresses", "%s: the router handles IPv4 only", a)
+			}
+			if pf.Bits() < 8 {
+				return nil, cube.Errorf(field+".addresses", "%s: prefix length %d is too short for an interface address (8..32)", a, pf.Bits())
+			}
+			m := pf.Masked()
+			if pf.Bits() <= 30 && (addr == m.Addr() || addr == lastAddr(m)) {
+				return nil, cube.Errorf(field+".addresses", "%s is the network or broadcast address of %s, not a host address", a, m)
+			}
+			if addr.IsMulticast() || addr.IsLoopback() || addr.IsUnspecified() {
+				return nil, cube.Errorf(field+".addresses", "%s is not a unicast host address", a)
+			}
+			for _, o := range out {
+				if o.Addr == addr {
+					return nil, cube.Conflict(field+".addresses", "%s is already an address of port %s", addr, o.Name)
+				}
+				if o.Port != p.Index && o.Prefix.Overlaps(m) {
+					return nil, cube.Conflict(field+".addresses", "subnet %s overlaps %s of port %s: each subnet belongs to one port", m, o.Prefix, o.Name)
+				}
+			}
+			out = append(out, connected{Port: p.Index, Name: p.Name, Addr: addr, Prefix: m})
+			n++
+		}
+	}
+	if n > maxAddrs {
+		return nil, cube.Errorf("ports", "%d addresses, at most %d", n, maxAddrs)
+	}
+	return out, nil
+}
+
+func isZero(hw net.HardwareAddr) bool {
+	for _, b := range hw {
+		if b != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func lastAddr(p netip.Prefix) netip.Addr {
+	b := p.Addr().As4()
+	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+	v |= ^uint32(0) >> p.Bits()
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+}
+
+// onLink finds the connected subnet an address is on (the longest one).
+func onLink(conn []connected, a netip.Addr) (connected, bool) {
+	best, ok := connected{}, false
+	for _, c := range conn {
+		if c.Prefix.Contains(a) && (!ok || c.Prefix.Bits() > best.Prefix.Bits()) {
+			best, ok = c, true
+		}
+	}
+	return best, ok
+}
+
+// PortMAC is the MAC address of a router port: Port.MAC, or, when that is
+// empty, a stable locally administered address derived from the cube and
+// port names (02:72:74 followed by 3 bytes of their FNV-1a hash).
+func PortMAC(c *cube.Cube, p *cube.Port) net.HardwareAddr {
+	if hw, err := net.ParseMAC(p.MAC); err == nil && len(hw) == 6 {
+		return hw
+	}
+	h := fnv.New32a()
+	h.Write([]byte(c.Name + "/" + p.Name))
+	s := h.Sum32()
+	return net.HardwareAddr{0x02, 0x72, 0x74, byte(s >> 16), byte(s >> 8), byte(s)}
+}
+
+// Route is a static route: packets to Prefix go to NextHop (on a connected
+// subnet), or, with only Port, straight to their destination out of Port.
+type Route struct {
+	Prefix  string `json:"prefix"`
+	NextHop string `json:"next_hop,omitempty"`
+	Port    string `json:"port,omitempty"`
+}
+
+// Validate checks the route against the cube's connected subnets and puts
+// the prefix in canonical form.
+func (r *Route) Validate(c *cube.Cube) error {
+	pf, err := netip.ParsePrefix(r.Prefix)
+	if err != nil {
+		return cube.Errorf("prefix", "invalid prefix %q: want address/length, e.g. 198.19.0.0/16", r.Prefix)
+	}
+	if !pf.Addr().Is4() {
+		return cube.Errorf("prefix", "%s: the router handles IPv4 only", r.Prefix)
+	}
+	if pf.Masked() != pf {
+		return cube.Errorf("prefix", "%s has host bits set: did you mean %s?", r.Prefix, pf.Masked())
+	}
+	r.Prefix = pf.String()
+	conn, err := connectedOf(c)
+	if err != nil {
+		return cube.Errorf("prefix", "the cube's port addresses are invalid: %v", err)
+	}
+	for _, cn := range conn {
+		if cn.Prefix == pf {
+			return cube.Conflict("prefix", "%s is the connected subnet of port %s", pf, cn.Name)
+		}
+	}
+	var port *cube.Port
+	if r.Port != "" {
+		if port = c.Port(r.Port); port == nil {
+			return cube.NotFound("port", "cube %s has no port %q", c.Name, r.Port)
+		}
+	}
+	if r.NextHop == "" {
+		if port == nil {
+			return cube.Errorf("next_hop", "a route needs a next_hop, or a port for a destination on the link")
+		}
+		return nil
+	}
+	nh, err := netip.ParseAddr(r.NextHop)
+	if err != nil || !nh.Is4() {
+		return cube.Errorf("next_hop", "invalid IPv4 address %q", r.NextHop)
+	}
+	r.NextHop = nh.String()
+	cn, ok := onLink(conn, nh)
+	if !ok {
+		return cube.Errorf("next_hop", "%s is not on a connected subnet of any port", nh)
+	}
+	if port != nil && cn.Port != port.Index {
+		return cube.Errorf("next_hop", "%s is on the subnet %s of port %s, not of port %s", nh, cn.Prefix, cn.Name, r.Port)
+	}
+	for _, o := range conn {
+		if o.Addr == nh {
+			return cube.Errorf("next_hop", "%s is the router's own address", nh)
+		}
+	}
+	if nh == lastAddr(cn.Prefix) && cn.Prefix.Bits() <= 30 {
+		return cube.Errorf("next_hop", "%s is the broadcast address of %s", nh, cn.Prefix)
+	}
+	return nil
+}
+
+// Neighbor is a static ARP entry.
+type Neighbor struct {
+	IP  string `json:"ip"`
+	MAC string `json:"mac"`
+}
+
+// Validate checks the entry is a unicast MAC on a connected subnet.
+func (n *Neighbor) Validate(c *cube.Cube) error {
+	a, err := netip.ParseAddr(n.IP)
+	if err != nil || !a.Is4() {
+		return cube.Errorf("ip", "invalid IPv4 address %q", n.IP)
+	}
+	n.IP = a.String()
+	hw, err := net.ParseMAC(n.MAC)
+	if err != nil || len(hw) != 6 {
+		return cube.Errorf("mac", "invalid MAC address %q", n.MAC)
+	}
+	if hw[0]&1 != 0 || isZero(hw) {
+		return cube.Errorf("mac", "%s is not a unicast MAC address", n.MAC)
+	}
+	n.MAC = hw.String()
+	conn, err := connectedOf(c)
+	if err != nil {
+		return cube.Errorf("ip", "the cube's port addresses are invalid: %v", err)
+	}
+	cn, ok := onLink(conn, a)
+	if !ok {
+		return cube.Errorf("ip", "%s is not on a connected subnet of any port", a)
+	}
+	if cn.Addr == a {
+		return cube.Errorf("ip", "%s is the router's own address", a)
+	}
+	for _, o := range conn {
+		if o.Addr == a {
+			return cube.Errorf("ip", "%s is the router's own address", a)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,5 @@
+package router
+
+import "syscall"
+
+func setTTL(fd, ttl int) { syscall.SetsockoptInt(fd, syscall.IPPROTO_IP, syscall.IP_TTL, ttl) }
