@@ -290,6 +290,9 @@ func (e *Engine) reconcile(desired *cube.Topology, adopt bool) error {
 	if err := e.reconcileStubs(p, adopt); err != nil {
 		return err
 	}
+	if err := e.ensureRedirectTargets(p); err != nil {
+		return err
+	}
 	for name, l := range e.cubes {
 		if _, keep := desired.Cubes[name]; !keep {
 			if err := l.dc.Unload(); err != nil {
@@ -499,10 +502,17 @@ func (e *Engine) writeHops(p *plan) error {
 			return fmt.Errorf("cube %s: %w", name, err)
 		}
 	}
+	return nil
+}
+
+// ensureRedirectTargets runs after the stubs are in place: a stub detached
+// from one end of a veth pair may have been the XDP program its peer's
+// redirects relied on.
+func (e *Engine) ensureRedirectTargets(p *plan) error {
 	for iface := range p.redirects {
 		idx, err := ifindex(iface)
 		if err != nil {
-			return err
+			continue // reported as missing by the planner
 		}
 		if err := e.dp.EnsureRedirectTarget(idx); err != nil {
 			return err
