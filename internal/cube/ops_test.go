@@ -146,3 +146,18 @@ func TestDocumentPeerOnOneSideAndConflicts(t *testing.T) {
 		t.Fatalf("conflicting peers: %v", err)
 	}
 }
+
+func TestCubeMarshalMatchesPlainEncoding(t *testing.T) {
+	c := &cube.Cube{Name: "c", Type: "portfwd", Hook: "xdp", Ports: []cube.Port{{Name: "p0", Peer: "x<y"}},
+		Config: json.RawMessage(`{"a":1}`),
+		Tables: map[string]map[string]json.RawMessage{"rules": {"b": json.RawMessage(`{"in_port":"b"}`), "a\"q": json.RawMessage(`{"in_port":"a"}`)}}}
+	got, err := c.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type plain cube.Cube
+	want, _ := json.Marshal(plain(*c))
+	if string(got) != string(want) {
+		t.Fatalf("\n got %s\nwant %s", got, want)
+	}
+}

@@ -1,6 +1,7 @@
 package cube
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -40,20 +41,20 @@ func (t *Topology) ValidateChange(prev *Topology, sys System) error {
 	}
 	for _, name := range t.CubeNames() {
 		c := t.Cubes[name]
-		var unchanged bool
+		var old *Cube
 		if prev != nil {
-			old, ok := prev.Cubes[name]
-			unchanged = ok && old.Equal(c)
+			old = prev.Cubes[name]
 		}
-		if err := t.validateCube(c, sys, ifacePeers, unchanged); err != nil {
+		if err := t.validateCube(c, old, sys, ifacePeers); err != nil {
 			return Within("cubes."+name, err)
 		}
 	}
 	return t.validateAttachments(sys, ifacePeers)
 }
 
-func (t *Topology) validateCube(c *Cube, sys System, ifacePeers map[string]string, unchanged bool) error {
-	if unchanged {
+// validateCube checks one cube; old is its previous, valid version (or nil).
+func (t *Topology) validateCube(c, old *Cube, sys System, ifacePeers map[string]string) error {
+	if old != nil && old.Equal(c) {
 		// Only what other cubes can break: peers.
 		for i := range c.Ports {
 			if p := &c.Ports[i]; p.Peer != "" {
@@ -100,7 +101,19 @@ func (t *Topology) validateCube(c *Cube, sys System, ifacePeers map[string]strin
 	} else {
 		c.Config = nil
 	}
-	return validateTables(c, typ)
+	// With ports and settings as before, entries that did not change are
+	// still valid: only new and changed ones are checked (big tables).
+	if old != nil && SameButTables(old, c) {
+		return validateTables(c, typ, old)
+	}
+	return validateTables(c, typ, nil)
+}
+
+// SameButTables reports whether two cubes differ in their tables only.
+func SameButTables(a, b *Cube) bool {
+	x, y := *a, *b
+	x.Tables, y.Tables = nil, nil
+	return x.Equal(&y)
 }
 
 func (t *Topology) validatePorts(c *Cube, typ *Type, sys System, ifacePeers map[string]string) error {
@@ -196,7 +209,7 @@ func (t *Topology) validatePeer(c *Cube, p *Port, sys System, ifacePeers map[str
 	return nil
 }
 
-func validateTables(c *Cube, typ *Type) error {
+func validateTables(c *Cube, typ *Type, old *Cube) error {
 	for name, rows := range c.Tables {
 		tb, err := typ.Table(name)
 		if err != nil {
@@ -205,7 +218,14 @@ func validateTables(c *Cube, typ *Type) error {
 		if tb.Max > 0 && len(rows) > tb.Max {
 			return Errorf("tables."+name, "%d entries, at most %d", len(rows), tb.Max)
 		}
+		var before map[string]json.RawMessage
+		if old != nil {
+			before = old.Tables[name]
+		}
 		for key, raw := range rows {
+			if prev, ok := before[key]; ok && bytes.Equal(prev, raw) {
+				continue
+			}
 			v, k, err := tb.DecodeEntry(c, raw)
 			if err != nil {
 				return err

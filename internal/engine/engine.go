@@ -362,7 +362,7 @@ func (e *Engine) ensureCube(c *cube.Cube, adopt bool) error {
 		return err
 	}
 	l.c = c.Clone()
-	l.json, _ = json.Marshal(c)
+	l.json, _ = c.MarshalJSON() // direct: json.Marshal would re-scan every entry
 	return nil
 }
 
@@ -433,16 +433,10 @@ func (e *Engine) reprogram(l *live, c *cube.Cube) error {
 // tables changed and the controller can do that, else a full Sync.
 func (e *Engine) syncCube(l *live, c *cube.Cube) error {
 	h := &handle{e: e, l: l}
-	if ew, ok := l.ctl.(cube.EntryWriter); ok && l.c != nil && sameButTables(l.c, c) {
+	if ew, ok := l.ctl.(cube.EntryWriter); ok && l.c != nil && cube.SameButTables(l.c, c) {
 		return e.syncEntries(h, ew, l.c, c)
 	}
 	return l.ctl.Sync(h, c)
-}
-
-func sameButTables(a, b *cube.Cube) bool {
-	x, y := *a, *b
-	x.Tables, y.Tables = nil, nil
-	return x.Equal(&y)
 }
 
 func (e *Engine) syncEntries(h *handle, ew cube.EntryWriter, old, c *cube.Cube) error {

@@ -64,7 +64,9 @@ static __always_inline __u32 ctx_ifindex(ctx_t *ctx)
 static __always_inline int ctx_pull(ctx_t *ctx, __u32 len)
 {
 #if defined(EDGENF_HOOK_TC)
-	if (ctx->data + len > ctx->data_end)
+	/* Through 64-bit pointers: 32-bit arithmetic on ctx->data is rejected
+	 * by the verifier. */
+	if (ctx_data(ctx) + len > ctx_data_end(ctx))
 		return bpf_skb_pull_data(ctx, len);
 #endif
 	return 0;
