@@ -3,6 +3,8 @@ package all
 
 import (
 	_ "github.com/edgenf/edgenf/internal/nf/bridge"
+	_ "github.com/edgenf/edgenf/internal/nf/ddos"
+	_ "github.com/edgenf/edgenf/internal/nf/lb"
 	_ "github.com/edgenf/edgenf/internal/nf/monitor"
 	_ "github.com/edgenf/edgenf/internal/nf/p4"
 	_ "github.com/edgenf/edgenf/internal/nf/portfwd"

@@ -1,0 +1,433 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* ddos: transparent DDoS mitigator.
+ *
+ * Per packet, in this order:
+ *  1. source blacklist, exact (/32, /128: hash) then prefixes (LPM trie);
+ *  2. sources blocked automatically (rate or port scan; LRU hash with a
+ *     deadline); a blocked scanner's packets go to the mirror interface
+ *     instead of being dropped, when one is configured;
+ *  3. destination blacklist, exact then prefixes;
+ *  4. detection: per-source packet rate over a window, and per-source
+ *     distinct destination ports (2048-bit bitmap) and incremental port runs
+ *     of probes (TCP SYN without ACK, UDP) over a window. Crossing a
+ *     threshold blocks the source for a while and emits one event to the
+ *     slow path.
+ * Every blacklist entry counts the packets and bytes it dropped. Addresses are
+ * kept as IPv6; IPv4 is mapped (::ffff:a.b.c.d). Entries expire at a
+ * bpf_ktime_get_ns() deadline (0: never), checked here and cleaned by the
+ * controller. Layouts are mirrored by ddos.go. */
+#include <edgenf/edgenf.h>
+
+#define DD_MAX_ENTRIES (1 << 20)
+#define DD_MAX_SOURCES 32768
+#define DD_SCAN_BITS 2048
+#define DD_SCAN_WORDS (DD_SCAN_BITS / 64)
+
+/* dd_cfg.flags */
+#define DD_F_SRC_EXACT (1 << 0)
+#define DD_F_SRC_LPM (1 << 1)
+#define DD_F_DST_EXACT (1 << 2)
+#define DD_F_DST_LPM (1 << 3)
+#define DD_F_RATE (1 << 4)
+#define DD_F_SCAN (1 << 5)
+#define DD_F_DIR_INGRESS (1 << 6)
+#define DD_F_DIR_EGRESS (1 << 7)
+#define DD_F_MIRROR (1 << 8)
+
+/* Block reasons, also the punt reasons of events. */
+#define DD_REASON_SCAN 1
+#define DD_REASON_RATE 2
+
+/* dd_stats indexes */
+enum {
+	DD_ST_PASSED,
+	DD_ST_DROP_SRC,     /* source blacklist */
+	DD_ST_DROP_DST,     /* destination blacklist */
+	DD_ST_DROP_BLOCKED, /* automatically blocked source (dropped or mirrored) */
+	DD_ST_MIRRORED,
+	DD_ST_EVENTS,
+	DD_ST_BLOCK_SCAN,
+	DD_ST_BLOCK_RATE,
+	DD_ST_N,
+};
+
+struct dd_addr {
+	__u32 a[4];
+};
+
+struct dd_lpm_key {
+	__u32 prefixlen;
+	__u32 a[4];
+};
+
+struct dd_entry {
+	__u64 expires; /* ktime ns; 0 = never */
+	__u64 packets;
+	__u64 bytes;
+};
+
+struct dd_block {
+	__u64 until;
+	__u64 since;
+	__u64 packets;
+	__u64 bytes;
+	__u32 reason;
+	__u32 count; /* distinct ports or packets in the window at detection */
+};
+
+struct dd_track {
+	__u64 rate_start;
+	__u64 scan_start;
+	__u32 rate_pkts;
+	__u32 distinct;
+	__u16 last_port;
+	__u16 seq_run;
+	__u32 pad;
+	__u64 bits[DD_SCAN_WORDS];
+};
+
+struct dd_cfg {
+	__u32 flags;
+	__u32 rate_threshold;
+	__u64 rate_window_ns;
+	__u64 rate_block_ns;
+	__u32 scan_distinct;
+	__u32 scan_sequential;
+	__u64 scan_window_ns;
+	__u64 scan_block_ns;
+	__u32 mirror_ifindex;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dd_cfg);
+} dd_cfg SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, DD_ST_N);
+	__type(key, __u32);
+	__type(value, __u64);
+} dd_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, DD_MAX_ENTRIES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct dd_addr);
+	__type(value, struct dd_entry);
+} dd_src_exact SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, DD_MAX_ENTRIES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct dd_lpm_key);
+	__type(value, struct dd_entry);
+} dd_src_lpm SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, DD_MAX_ENTRIES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct dd_addr);
+	__type(value, struct dd_entry);
+} dd_dst_exact SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, DD_MAX_ENTRIES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct dd_lpm_key);
+	__type(value, struct dd_entry);
+} dd_dst_lpm SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, DD_MAX_SOURCES);
+	__type(key, struct dd_addr);
+	__type(value, struct dd_block);
+} dd_blocked SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, DD_MAX_SOURCES);
+	__type(key, struct dd_addr);
+	__type(value, struct dd_track);
+} dd_track SEC(".maps");
+
+/* An all-zero dd_track to create entries from (too big for the stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dd_track);
+} dd_zero SEC(".maps");
+
+static __always_inline void dd_count(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&dd_stats, &idx);
+
+	if (v)
+		*v += 1;
+}
+
+/* The clock is read once per packet, and only when needed. */
+static __always_inline __u64 dd_now(__u64 *now)
+{
+	if (!*now)
+		*now = bpf_ktime_get_ns();
+	return *now;
+}
+
+static __always_inline int dd_live(struct dd_entry *e, __u64 *now)
+{
+	return e->expires == 0 || dd_now(now) < e->expires;
+}
+
+static __always_inline void dd_hit(struct dd_entry *e, __u32 len)
+{
+	__sync_fetch_and_add(&e->packets, 1);
+	__sync_fetch_and_add(&e->bytes, len);
+}
+
+/* Exact then prefix lookup of one address; 1 when a live entry matched. */
+static __always_inline int dd_listed(void *exact, void *lpm, __u32 flags, __u32 fexact, __u32 flpm,
+				     struct dd_addr *a, __u64 *now, __u32 len)
+{
+	struct dd_entry *e;
+
+	if (flags & fexact) {
+		e = bpf_map_lookup_elem(exact, a);
+		if (e && dd_live(e, now)) {
+			dd_hit(e, len);
+			return 1;
+		}
+	}
+	if (flags & flpm) {
+		struct dd_lpm_key k = {.prefixlen = 128};
+
+		__builtin_memcpy(k.a, a->a, sizeof(k.a));
+		e = bpf_map_lookup_elem(lpm, &k);
+		if (e && dd_live(e, now)) {
+			dd_hit(e, len);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The slot of the running transparent cube: md->cube names the last
+ * standard cube, not us. */
+static __always_inline __u32 dd_self(struct edgenf_md *md)
+{
+	return md->hop.stack[md->pos & (EDGENF_MAX_STACK - 1)];
+}
+
+/* Report a detection to the slow path (a copy of the packet that tipped it),
+ * without dropping anything: the caller decides the packet's fate. */
+static __always_inline void dd_event(ctx_t *ctx, struct edgenf_md *md, __u32 dir, __u32 reason, __u32 count)
+{
+	__u32 len = ctx_len(ctx);
+	__u64 cap = len < 256 ? len : 256;
+	struct edgenf_punt_hdr hdr = {
+		.magic = EDGENF_PUNT_MAGIC,
+		.cube = dd_self(md),
+		.in_port = dir,
+		.reason = reason,
+		.arg = count,
+		.pkt_len = len,
+		.ifindex = md->ingress_ifindex,
+		.hook = EDGENF_HOOK_ID,
+	};
+
+	dd_count(DD_ST_EVENTS);
+	bpf_perf_event_output(ctx, &enf_punt_ring, BPF_F_CURRENT_CPU | (cap << 32), &hdr, sizeof(hdr));
+}
+
+/* A blocked source's packet: to the mirror interface (scanners, when one is
+ * set) or dropped. The mirror replaces the rest of the hop. */
+static __always_inline int dd_blocked_verdict(struct edgenf_md *md, struct dd_cfg *cfg, __u32 reason)
+{
+	dd_count(DD_ST_DROP_BLOCKED);
+	if (reason == DD_REASON_SCAN && (cfg->flags & DD_F_MIRROR) && cfg->mirror_ifindex) {
+		dd_count(DD_ST_MIRRORED);
+		md->hop.kind = EDGENF_DST_IFACE;
+		md->hop.ifindex = cfg->mirror_ifindex;
+		md->hop.nstack = 0;
+		return ENF_VERDICT_PASS;
+	}
+	return ENF_VERDICT_DROP;
+}
+
+static __always_inline int dd_block(ctx_t *ctx, struct edgenf_md *md, __u32 dir, struct dd_cfg *cfg,
+				    struct dd_addr *src, struct dd_track *t, __u64 now, __u32 len,
+				    __u32 reason, __u32 count)
+{
+	struct dd_block b = {
+		.until = now + (reason == DD_REASON_SCAN ? cfg->scan_block_ns : cfg->rate_block_ns),
+		.since = now,
+		.packets = 1,
+		.bytes = len,
+		.reason = reason,
+		.count = count,
+	};
+
+	/* Start counting afresh once the block ends. */
+	t->rate_start = 0;
+	t->scan_start = 0;
+	if (bpf_map_update_elem(&dd_blocked, src, &b, BPF_ANY) == 0) {
+		dd_count(reason == DD_REASON_SCAN ? DD_ST_BLOCK_SCAN : DD_ST_BLOCK_RATE);
+		dd_event(ctx, md, dir, reason, count);
+	}
+	return dd_blocked_verdict(md, cfg, reason);
+}
+
+static __always_inline int dd_detect(ctx_t *ctx, struct edgenf_md *md, __u32 dir, struct dd_cfg *cfg,
+				     struct enf_pkt *pkt, struct dd_addr *src, __u64 now, __u32 len)
+{
+	struct dd_track *t = bpf_map_lookup_elem(&dd_track, src);
+	__u32 zero = 0;
+
+	if (!t) {
+		struct dd_track *z = bpf_map_lookup_elem(&dd_zero, &zero);
+
+		if (!z)
+			return ENF_VERDICT_PASS;
+		bpf_map_update_elem(&dd_track, src, z, BPF_NOEXIST);
+		t = bpf_map_lookup_elem(&dd_track, src);
+		if (!t)
+			return ENF_VERDICT_PASS;
+	}
+	if (cfg->flags & DD_F_RATE) {
+		if (now - t->rate_start > cfg->rate_window_ns) {
+			t->rate_start = now;
+			t->rate_pkts = 0;
+		}
+		t->rate_pkts++;
+		if (t->rate_pkts > cfg->rate_threshold)
+			return dd_block(ctx, md, dir, cfg, src, t, now, len, DD_REASON_RATE, t->rate_pkts);
+	}
+	if (!(cfg->flags & DD_F_SCAN) || !pkt->l4_off)
+		return ENF_VERDICT_PASS;
+
+	/* Probes: TCP SYN without ACK, and UDP. */
+	__u8 *l4 = enf_ptr(ctx, pkt->l4_off & 0x1ff);
+	__u16 port;
+
+	if (pkt->l4_proto == IPPROTO_TCP) {
+		if (!enf_in_bounds(ctx, l4, 14))
+			return ENF_VERDICT_PASS;
+		if ((l4[13] & 0x12) != 0x02) /* SYN set, ACK clear */
+			return ENF_VERDICT_PASS;
+	} else if (pkt->l4_proto == IPPROTO_UDP) {
+		if (!enf_in_bounds(ctx, l4, 4))
+			return ENF_VERDICT_PASS;
+	} else {
+		return ENF_VERDICT_PASS;
+	}
+	port = ((__u16)l4[2] << 8) | l4[3];
+
+	if (now - t->scan_start > cfg->scan_window_ns) {
+		t->scan_start = now;
+		t->distinct = 0;
+		t->seq_run = 0;
+		t->last_port = 0;
+#pragma unroll
+		for (int i = 0; i < DD_SCAN_WORDS; i++)
+			t->bits[i] = 0;
+	}
+	__u32 bit = (port ^ (port >> 11)) & (DD_SCAN_BITS - 1);
+	__u64 m = 1ULL << (bit & 63);
+	__u32 w = (bit >> 6) & (DD_SCAN_WORDS - 1);
+
+	if (!(t->bits[w] & m)) {
+		t->bits[w] |= m;
+		t->distinct++;
+	}
+	if (port == (__u16)(t->last_port + 1) && t->seq_run)
+		t->seq_run++;
+	else if (port != t->last_port || !t->seq_run)
+		t->seq_run = 1;
+	t->last_port = port;
+
+	if (cfg->scan_distinct && t->distinct > cfg->scan_distinct)
+		return dd_block(ctx, md, dir, cfg, src, t, now, len, DD_REASON_SCAN, t->distinct);
+	if (cfg->scan_sequential && t->seq_run >= cfg->scan_sequential)
+		return dd_block(ctx, md, dir, cfg, src, t, now, len, DD_REASON_SCAN, t->distinct);
+	return ENF_VERDICT_PASS;
+}
+
+static __always_inline int ddos(ctx_t *ctx, struct edgenf_md *md, __u32 dir)
+{
+	__u32 zero = 0, len, flags;
+	struct dd_cfg *cfg = bpf_map_lookup_elem(&dd_cfg, &zero);
+	struct dd_addr src = {}, dst = {};
+	struct enf_pkt pkt;
+	__u64 now;
+
+	if (!cfg)
+		return ENF_VERDICT_PASS;
+#if defined(EDGENF_HOOK_TC)
+	/* Headers in the linear part (ctx_pull does 32-bit pointer math the
+	 * verifier refuses). */
+	if (ctx_data(ctx) + 128 > ctx_data_end(ctx))
+		bpf_skb_pull_data(ctx, ctx->len < 128 ? ctx->len : 128);
+#endif
+	if (enf_parse(ctx, &pkt))
+		return ENF_VERDICT_PASS;
+	if (pkt.l3_proto == ETH_P_IP) {
+		struct iphdr *ip = enf_ptr(ctx, pkt.l3_off & 0x1f);
+
+		if (!enf_in_bounds(ctx, ip, sizeof(*ip)))
+			return ENF_VERDICT_PASS;
+		src.a[2] = bpf_htonl(0xffff);
+		src.a[3] = ip->saddr;
+		dst.a[2] = bpf_htonl(0xffff);
+		dst.a[3] = ip->daddr;
+	} else if (pkt.l3_proto == ETH_P_IPV6) {
+		struct ipv6hdr *ip6 = enf_ptr(ctx, pkt.l3_off & 0x1f);
+
+		if (!enf_in_bounds(ctx, ip6, sizeof(*ip6)))
+			return ENF_VERDICT_PASS;
+		__builtin_memcpy(src.a, &ip6->saddr, 16);
+		__builtin_memcpy(dst.a, &ip6->daddr, 16);
+	} else {
+		return ENF_VERDICT_PASS;
+	}
+	flags = cfg->flags;
+	now = 0;
+	len = ctx_len(ctx);
+
+	if (dd_listed(&dd_src_exact, &dd_src_lpm, flags, DD_F_SRC_EXACT, DD_F_SRC_LPM, &src, &now, len)) {
+		dd_count(DD_ST_DROP_SRC);
+		return ENF_VERDICT_DROP;
+	}
+	if (flags & (DD_F_RATE | DD_F_SCAN)) {
+		struct dd_block *b = bpf_map_lookup_elem(&dd_blocked, &src);
+
+		if (b && dd_now(&now) < b->until) {
+			__sync_fetch_and_add(&b->packets, 1);
+			__sync_fetch_and_add(&b->bytes, len);
+			return dd_blocked_verdict(md, cfg, b->reason);
+		}
+	}
+	if (dd_listed(&dd_dst_exact, &dd_dst_lpm, flags, DD_F_DST_EXACT, DD_F_DST_LPM, &dst, &now, len)) {
+		dd_count(DD_ST_DROP_DST);
+		return ENF_VERDICT_DROP;
+	}
+	if ((flags & (DD_F_RATE | DD_F_SCAN)) &&
+	    (flags & (dir == EDGENF_DIR_EGRESS ? DD_F_DIR_EGRESS : DD_F_DIR_INGRESS))) {
+		int v = dd_detect(ctx, md, dir, cfg, &pkt, &src, dd_now(&now), len);
+
+		if (v != ENF_VERDICT_PASS || md->hop.nstack == 0)
+			return v;
+	}
+	dd_count(DD_ST_PASSED);
+	return ENF_VERDICT_PASS;
+}
+
+EDGENF_TRANSPARENT(ddos)

@@ -1,0 +1,463 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* lb: L4 load balancer (standard cube), IPv4 TCP/UDP.
+ *
+ * A packet to a virtual service (VIP, protocol, port) picks a backend:
+ *  - the connection table (LRU) first: a flow stays on its backend while
+ *    that backend is active or draining;
+ *  - else the service's Maglev table (computed by the controller, one inner
+ *    array per service, swapped atomically) indexed by a hash of the 5-tuple.
+ * DSR mode rewrites the MAC addresses only (the backend owns the VIP and
+ * replies directly to the client); NAT mode also rewrites the destination
+ * address (and port) to the backend's and remembers the flow, so replies from
+ * the backend are translated back to the VIP and sent out of the port the
+ * request came from. ARP requests for a VIP or a port address are answered
+ * with the port's MAC. Layouts are mirrored by lb.go. */
+#include <stddef.h>
+#include <edgenf/edgenf.h>
+
+#define LB_MAX_SERVICES 256
+#define LB_MAX_BACKENDS 4096
+#define LB_MAX_CONNS (1 << 18)
+#define LB_NO_BACKEND 0xffffffff
+
+#define LB_BE_ACTIVE 1
+#define LB_BE_DRAINING 2
+
+#define LB_MODE_DSR 0
+#define LB_MODE_NAT 1
+
+#define LB_CFG_PASS_UNKNOWN 1
+
+struct lb_port {
+	__u8 mac[ETH_ALEN];
+	__u16 pad;
+	__be32 ip; /* first IPv4 address, 0 if none */
+};
+
+struct lb_svc_key {
+	__be32 vip;
+	__be16 port;
+	__u8 proto;
+	__u8 pad;
+};
+
+struct lb_svc {
+	__u32 id;   /* index of its Maglev table in lb_maglev */
+	__u32 size; /* Maglev table size (prime) */
+	__u32 mode;
+	__u32 pad;
+};
+
+struct lb_backend {
+	__be32 ip;
+	__be16 tport; /* NAT: destination port at the backend; 0 = unchanged */
+	__u16 port;   /* cube port it is reached through */
+	__u8 mac[ETH_ALEN];
+	__u16 flags;
+	__u32 svc; /* service id */
+};
+
+struct lb_conn_key {
+	__be32 saddr;
+	__be32 daddr;
+	__be16 sport;
+	__be16 dport;
+	__u8 proto;
+	__u8 pad[3];
+};
+
+struct lb_conn {
+	__u32 backend;
+	__be32 be_ip;
+};
+
+struct lb_nat {
+	__be32 vip;
+	__be16 vport;
+	__u16 in_port;
+	__u8 cmac[ETH_ALEN];
+	__u16 pad;
+};
+
+struct lb_be_stats {
+	__u64 packets;
+	__u64 bytes;
+	__u64 flows;
+};
+
+struct lb_cfg {
+	__u32 flags;
+};
+
+/* lb_stats indexes */
+enum {
+	LB_ST_FORWARDED,
+	LB_ST_REPLIES,
+	LB_ST_ARP,
+	LB_ST_NO_BACKEND,
+	LB_ST_UNKNOWN,
+	LB_ST_N,
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lb_cfg);
+} lb_cfg SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, EDGENF_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, struct lb_port);
+} lb_ports SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, LB_MAX_SERVICES);
+	__type(key, __be32);
+	__type(value, __u32);
+} lb_vips SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, LB_MAX_SERVICES);
+	__type(key, struct lb_svc_key);
+	__type(value, struct lb_svc);
+} lb_services SEC(".maps");
+
+struct lb_table {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_INNER_MAP);
+	__type(key, __u32);
+	__type(value, __u32);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, LB_MAX_SERVICES);
+	__type(key, __u32);
+	__array(values, struct lb_table);
+} lb_maglev SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LB_MAX_BACKENDS);
+	__type(key, __u32);
+	__type(value, struct lb_backend);
+} lb_backends SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, LB_MAX_BACKENDS);
+	__type(key, __u32);
+	__type(value, struct lb_be_stats);
+} lb_be_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, LB_MAX_CONNS);
+	__type(key, struct lb_conn_key);
+	__type(value, struct lb_conn);
+} lb_conns SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, LB_MAX_CONNS);
+	__type(key, struct lb_conn_key);
+	__type(value, struct lb_nat);
+} lb_nat SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, LB_ST_N);
+	__type(key, __u32);
+	__type(value, __u64);
+} lb_stats SEC(".maps");
+
+static __always_inline void lb_count(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&lb_stats, &idx);
+
+	if (v)
+		*v += 1;
+}
+
+static __always_inline __u32 lb_hash(struct lb_conn_key *k)
+{
+	__u64 h = ((__u64)k->saddr << 32) | k->daddr;
+
+	h ^= (((__u64)k->sport << 32) | ((__u64)k->dport << 16) | k->proto) * 0x9e3779b97f4a7c15ULL;
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 33;
+	return (__u32)h;
+}
+
+static __always_inline int lb_unknown(ctx_t *ctx, struct edgenf_md *md)
+{
+	__u32 zero = 0;
+	struct lb_cfg *cfg = bpf_map_lookup_elem(&lb_cfg, &zero);
+
+	lb_count(LB_ST_UNKNOWN);
+	if (cfg && (cfg->flags & LB_CFG_PASS_UNKNOWN))
+		return enf_pass(ctx, md);
+	return enf_drop(ctx, md);
+}
+
+struct lb_arp {
+	__be16 htype;
+	__be16 ptype;
+	__u8 hlen;
+	__u8 plen;
+	__be16 op;
+	__u8 sha[ETH_ALEN];
+	__u8 spa[4];
+	__u8 tha[ETH_ALEN];
+	__u8 tpa[4];
+} __attribute__((packed));
+
+/* Answer ARP requests for a VIP or for the in-port's address. */
+static __always_inline int lb_do_arp(ctx_t *ctx, struct edgenf_md *md, struct enf_pkt *pkt)
+{
+	struct ethhdr *eth = ctx_data(ctx);
+	struct lb_arp *a = enf_ptr(ctx, pkt->l3_off & 0x1f);
+	__u32 in = md->in_port;
+	struct lb_port *p;
+	__be32 tpa;
+
+	if (!enf_in_bounds(ctx, eth, sizeof(*eth)) || !enf_in_bounds(ctx, a, sizeof(*a)))
+		return lb_unknown(ctx, md);
+	if (a->op != bpf_htons(1) || a->ptype != bpf_htons(ETH_P_IP) || a->hlen != 6 || a->plen != 4)
+		return lb_unknown(ctx, md);
+	p = bpf_map_lookup_elem(&lb_ports, &in);
+	if (!p)
+		return lb_unknown(ctx, md);
+	__builtin_memcpy(&tpa, a->tpa, 4);
+	if (!(p->ip && p->ip == tpa) && !bpf_map_lookup_elem(&lb_vips, &tpa))
+		return lb_unknown(ctx, md);
+	__builtin_memcpy(eth->h_dest, a->sha, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, p->mac, ETH_ALEN);
+	a->op = bpf_htons(2);
+	__builtin_memcpy(a->tha, a->sha, ETH_ALEN);
+	__builtin_memcpy(a->tpa, a->spa, 4);
+	__builtin_memcpy(a->sha, p->mac, ETH_ALEN);
+	__builtin_memcpy(a->spa, &tpa, 4);
+	lb_count(LB_ST_ARP);
+	return enf_send(ctx, md, in);
+}
+
+/* Rewrite one address and one port of an IPv4 TCP/UDP packet, fixing the
+ * checksums incrementally. which: 0 = destination, 1 = source. */
+#if defined(EDGENF_HOOK_TC)
+/* skb: the kernel helpers, which also handle checksums left to offload
+ * (CHECKSUM_PARTIAL, where the field holds the pseudo-header sum). */
+static __always_inline int lb_rewrite(ctx_t *ctx, struct enf_pkt *pkt, int which, __be32 addr, __be16 port)
+{
+	__u32 l3 = pkt->l3_off & 0x1f, l4 = pkt->l4_off & 0x1ff;
+	__u32 aoff = l3 + (which ? offsetof(struct iphdr, saddr) : offsetof(struct iphdr, daddr));
+	__u32 poff = l4 + (which ? 0 : 2);
+	__u32 coff, flags = 0;
+	__be32 old;
+	__be16 oldp;
+
+	if (pkt->l4_proto == IPPROTO_TCP) {
+		coff = l4 + 16;
+	} else {
+		coff = l4 + 6;
+		flags = BPF_F_MARK_MANGLED_0;
+	}
+	if (bpf_skb_load_bytes(ctx, aoff, &old, 4) || bpf_skb_load_bytes(ctx, poff, &oldp, 2))
+		return -1;
+	if (bpf_l4_csum_replace(ctx, coff, old, addr, flags | BPF_F_PSEUDO_HDR | 4))
+		return -1;
+	if (bpf_l3_csum_replace(ctx, l3 + offsetof(struct iphdr, check), old, addr, 4))
+		return -1;
+	if (bpf_skb_store_bytes(ctx, aoff, &addr, 4, 0))
+		return -1;
+	if (port && port != oldp) {
+		if (bpf_l4_csum_replace(ctx, coff, oldp, port, flags | 2))
+			return -1;
+		if (bpf_skb_store_bytes(ctx, poff, &port, 2, 0))
+			return -1;
+	}
+	return 0;
+}
+#else
+static __always_inline int lb_rewrite(ctx_t *ctx, struct enf_pkt *pkt, int which, __be32 addr, __be16 port)
+{
+	struct iphdr *ip = enf_ptr(ctx, pkt->l3_off & 0x1f);
+	__u8 *l4 = enf_ptr(ctx, pkt->l4_off & 0x1ff);
+	__be32 *pa;
+	__be16 *pp;
+	__sum16 *sum;
+
+	if (!enf_in_bounds(ctx, ip, sizeof(*ip)))
+		return -1;
+	if (pkt->l4_proto == IPPROTO_TCP) {
+		if (!enf_in_bounds(ctx, l4, 20))
+			return -1;
+		sum = (__sum16 *)(l4 + 16);
+	} else {
+		if (!enf_in_bounds(ctx, l4, 8))
+			return -1;
+		sum = (__sum16 *)(l4 + 6);
+	}
+	pa = which ? &ip->saddr : &ip->daddr;
+	pp = (__be16 *)(l4 + (which ? 0 : 2));
+	if (pkt->l4_proto == IPPROTO_TCP) {
+		enf_csum_replace4(sum, *pa, addr);
+		if (port && port != *pp)
+			enf_csum_replace2(sum, *pp, port);
+	} else if (*sum) {
+		enf_udp_csum_replace4(sum, *pa, addr);
+		if (port && port != *pp) {
+			enf_csum_replace2(sum, *pp, port);
+			if (!*sum)
+				*sum = 0xffff;
+		}
+	}
+	enf_csum_replace4(&ip->check, *pa, addr);
+	*pa = addr;
+	if (port)
+		*pp = port;
+	return 0;
+}
+#endif
+
+static __always_inline int lb_set_macs(ctx_t *ctx, __u32 out, __u8 *dst)
+{
+	struct ethhdr *eth = ctx_data(ctx);
+	struct lb_port *p = bpf_map_lookup_elem(&lb_ports, &out);
+
+	if (!p || !enf_in_bounds(ctx, eth, sizeof(*eth)))
+		return -1;
+	__builtin_memcpy(eth->h_dest, dst, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, p->mac, ETH_ALEN);
+	return 0;
+}
+
+static __always_inline int lb_forward(ctx_t *ctx, struct edgenf_md *md, struct enf_pkt *pkt,
+				      struct lb_conn_key *ck, struct lb_svc *s)
+{
+	struct lb_backend *be = NULL;
+	struct lb_conn *c = bpf_map_lookup_elem(&lb_conns, ck);
+	__u32 id = LB_NO_BACKEND, len = ctx_len(ctx);
+	struct lb_be_stats *st;
+	int fresh = 0;
+
+	if (c) {
+		id = c->backend;
+		be = bpf_map_lookup_elem(&lb_backends, &id);
+		if (be && (be->ip != c->be_ip || be->svc != s->id || !(be->flags & (LB_BE_ACTIVE | LB_BE_DRAINING))))
+			be = NULL;
+	}
+	if (!be) {
+		__u32 sid = s->id, idx, *slot;
+		void *table = bpf_map_lookup_elem(&lb_maglev, &sid);
+
+		if (!table || !s->size)
+			goto none;
+		idx = lb_hash(ck) % s->size;
+		slot = bpf_map_lookup_elem(table, &idx);
+		if (!slot)
+			goto none;
+		id = *slot;
+		be = bpf_map_lookup_elem(&lb_backends, &id);
+		if (!be || !(be->flags & LB_BE_ACTIVE))
+			goto none;
+		struct lb_conn nc = {.backend = id, .be_ip = be->ip};
+
+		bpf_map_update_elem(&lb_conns, ck, &nc, BPF_ANY);
+		fresh = 1;
+	}
+	st = bpf_map_lookup_elem(&lb_be_stats, &id);
+	if (st) {
+		st->packets++;
+		st->bytes += len;
+		st->flows += fresh;
+	}
+	if (s->mode == LB_MODE_NAT) {
+		__be16 tport = be->tport ? be->tport : ck->dport;
+
+		if (fresh || !c) {
+			struct ethhdr *eth = ctx_data(ctx);
+			struct lb_nat n = {.vip = ck->daddr, .vport = ck->dport, .in_port = md->in_port};
+			struct lb_conn_key rk = {.saddr = be->ip, .daddr = ck->saddr, .sport = tport,
+						 .dport = ck->sport, .proto = ck->proto};
+
+			if (!enf_in_bounds(ctx, eth, sizeof(*eth)))
+				return enf_drop(ctx, md);
+			__builtin_memcpy(n.cmac, eth->h_source, ETH_ALEN);
+			bpf_map_update_elem(&lb_nat, &rk, &n, BPF_ANY);
+		}
+		if (lb_rewrite(ctx, pkt, 0, be->ip, be->tport))
+			return enf_drop(ctx, md);
+	}
+	if (lb_set_macs(ctx, be->port, be->mac))
+		return enf_drop(ctx, md);
+	lb_count(LB_ST_FORWARDED);
+	return enf_send(ctx, md, be->port);
+none:
+	lb_count(LB_ST_NO_BACKEND);
+	return enf_drop(ctx, md);
+}
+
+static __always_inline int lb(ctx_t *ctx, struct edgenf_md *md)
+{
+	struct lb_conn_key ck = {};
+	struct enf_pkt pkt;
+	struct lb_svc *s;
+	struct lb_nat *n;
+	struct iphdr *ip;
+	__be16 *ports;
+
+#if defined(EDGENF_HOOK_TC)
+	if (ctx_data(ctx) + 128 > ctx_data_end(ctx))
+		bpf_skb_pull_data(ctx, ctx->len < 128 ? ctx->len : 128);
+#endif
+	if (enf_parse(ctx, &pkt))
+		return enf_drop(ctx, md);
+	if (pkt.l3_proto == ETH_P_ARP)
+		return lb_do_arp(ctx, md, &pkt);
+	if (pkt.l3_proto != ETH_P_IP || !pkt.l4_off ||
+	    (pkt.l4_proto != IPPROTO_TCP && pkt.l4_proto != IPPROTO_UDP))
+		return lb_unknown(ctx, md);
+	ip = enf_ptr(ctx, pkt.l3_off & 0x1f);
+	ports = enf_ptr(ctx, pkt.l4_off & 0x1ff);
+	if (!enf_in_bounds(ctx, ip, sizeof(*ip)) || !enf_in_bounds(ctx, ports, 4))
+		return enf_drop(ctx, md);
+	ck.saddr = ip->saddr;
+	ck.daddr = ip->daddr;
+	ck.sport = ports[0];
+	ck.dport = ports[1];
+	ck.proto = pkt.l4_proto;
+
+	struct lb_svc_key sk = {.vip = ck.daddr, .port = ck.dport, .proto = ck.proto};
+
+	s = bpf_map_lookup_elem(&lb_services, &sk);
+	if (s)
+		return lb_forward(ctx, md, &pkt, &ck, s);
+
+	/* A reply from a NAT backend? */
+	n = bpf_map_lookup_elem(&lb_nat, &ck);
+	if (n) {
+		__u32 out = n->in_port;
+		__u8 cmac[ETH_ALEN];
+
+		__builtin_memcpy(cmac, n->cmac, ETH_ALEN);
+		if (lb_rewrite(ctx, &pkt, 1, n->vip, n->vport))
+			return enf_drop(ctx, md);
+		if (lb_set_macs(ctx, out, cmac))
+			return enf_drop(ctx, md);
+		lb_count(LB_ST_REPLIES);
+		return enf_send(ctx, md, out);
+	}
+	return lb_unknown(ctx, md);
+}
+
+EDGENF_CUBE(lb)

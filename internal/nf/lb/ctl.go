@@ -1,0 +1,427 @@
+package lb
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sort"
+	"sync"
+
+	"github.com/cilium/ebpf"
+	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/datapath"
+)
+
+// --- kernel layouts (mirrors of lb.bpf.c) ---
+
+const (
+	beActive   = 1
+	beDraining = 2
+
+	modeDSR = 0
+	modeNAT = 1
+
+	cfgPassUnknown = 1
+
+	noBackend = 0xffffffff
+	innerMap  = 0x1000 // BPF_F_INNER_MAP
+)
+
+type portVal struct {
+	MAC [6]byte
+	_   uint16
+	IP  [4]byte
+}
+
+type svcKey struct {
+	VIP   [4]byte
+	Port  uint16 // network order
+	Proto uint8
+	_     uint8
+}
+
+type svcVal struct {
+	ID   uint32
+	Size uint32
+	Mode uint32
+	_    uint32
+}
+
+type beVal struct {
+	IP    [4]byte
+	TPort uint16 // network order
+	Port  uint16
+	MAC   [6]byte
+	Flags uint16
+	Svc   uint32
+}
+
+type connKey struct {
+	Saddr [4]byte
+	Daddr [4]byte
+	Sport uint16
+	Dport uint16
+	Proto uint8
+	_     [3]uint8
+}
+
+type connVal struct {
+	Backend uint32
+	BeIP    [4]byte
+}
+
+type beStats struct {
+	Packets uint64
+	Bytes   uint64
+	Flows   uint64
+}
+
+// Counter names of lb_stats, in order.
+var statNames = []string{"forwarded", "replies", "arp_replies", "no_backend", "unknown"}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+var protoNum = map[string]uint8{"tcp": 6, "udp": 17}
+
+// --- controller ---
+
+type beRef struct {
+	svc  string
+	name string
+}
+
+type svcState struct {
+	id          uint32
+	fingerprint string
+	// entries per backend name in the current Maglev table
+	share map[string]int
+	size  uint32
+}
+
+type controller struct {
+	mu       sync.Mutex
+	svcIDs   map[string]uint32 // service key → id
+	beIDs    map[beRef]uint32
+	services map[string]*svcState
+	nextBE   uint32
+}
+
+func newController() cube.Controller {
+	return &controller{svcIDs: map[string]uint32{}, beIDs: map[beRef]uint32{}, services: map[string]*svcState{}}
+}
+
+// resolved is a service with all its backends, validated.
+type resolved struct {
+	svc      *Service
+	backends []Backend
+}
+
+func resolve(c *cube.Cube) ([]resolved, error) {
+	rows, err := servicesTable.Entries(c)
+	if err != nil {
+		return nil, err
+	}
+	extra, err := backendsTable.Entries(c)
+	if err != nil {
+		return nil, err
+	}
+	bySvc := map[string][]Backend{}
+	for _, v := range extra {
+		b := v.(*Backend)
+		bySvc[b.Service] = append(bySvc[b.Service], *b)
+	}
+	out := make([]resolved, 0, len(rows))
+	for _, v := range rows {
+		s := v.(*Service)
+		all := append(append([]Backend{}, s.Backends...), bySvc[s.Key()]...)
+		sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
+		out = append(out, resolved{s, all})
+	}
+	return out, nil
+}
+
+func decodeConfig(c *cube.Cube) (*Config, error) {
+	v, err := cube.Decode("config", c.Config, &Config{})
+	if err != nil {
+		return nil, err
+	}
+	cfg := v.(*Config)
+	if err := cfg.Validate(c); err != nil {
+		return nil, cube.Within("config", err)
+	}
+	return cfg, nil
+}
+
+// recover re-learns ids from the maps after a daemon restart, so flows in
+// the connection table keep their backends.
+func (ctl *controller) recover(h cube.Handle) {
+	if len(ctl.svcIDs) > 0 {
+		return
+	}
+	ms, err := h.Map("lb_services")
+	if err != nil {
+		return
+	}
+	var k svcKey
+	var v svcVal
+	it := ms.Iterate()
+	for it.Next(&k, &v) {
+		proto := "tcp"
+		if k.Proto == 17 {
+			proto = "udp"
+		}
+		key := fmt.Sprintf("%s:%s:%d", netip.AddrFrom4(k.VIP), proto, htons(k.Port))
+		ctl.svcIDs[key] = v.ID
+	}
+}
+
+func (ctl *controller) allocSvc(key string) (uint32, error) {
+	if id, ok := ctl.svcIDs[key]; ok {
+		return id, nil
+	}
+	used := map[uint32]bool{}
+	for _, id := range ctl.svcIDs {
+		used[id] = true
+	}
+	for id := uint32(0); id < MaxServices; id++ {
+		if !used[id] {
+			ctl.svcIDs[key] = id
+			return id, nil
+		}
+	}
+	return 0, cube.Errorf("tables.services", "more than %d services", MaxServices)
+}
+
+// allocBE hands out backend ids round-robin so that a freed id is not
+// reused soon (flows pinned to it check the address anyway).
+func (ctl *controller) allocBE(r beRef, used map[uint32]bool) (uint32, error) {
+	if id, ok := ctl.beIDs[r]; ok {
+		return id, nil
+	}
+	for i := uint32(0); i < MaxBackends; i++ {
+		id := (ctl.nextBE + i) % MaxBackends
+		if !used[id] {
+			ctl.beIDs[r] = id
+			used[id] = true
+			ctl.nextBE = id + 1
+			return id, nil
+		}
+	}
+	return 0, cube.Errorf("tables.backends", "more than %d backends in all", MaxBackends)
+}
+
+// Sync writes ports, services, backends and Maglev tables. Connection and
+// NAT tables (learned by the fast path) are left alone: flows whose backend
+// stays active or draining keep it.
+func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
+	ctl.mu.Lock()
+	defer ctl.mu.Unlock()
+	cfg, err := decodeConfig(c)
+	if err != nil {
+		return err
+	}
+	svcs, err := resolve(c)
+	if err != nil {
+		return err
+	}
+	ctl.recover(h)
+	maps := map[string]*ebpf.Map{}
+	for _, n := range []string{"lb_cfg", "lb_ports", "lb_vips", "lb_services", "lb_maglev", "lb_backends"} {
+		if maps[n], err = h.Map(n); err != nil {
+			return err
+		}
+	}
+	// Ports.
+	for i := 0; i < datapath.MaxPorts; i++ {
+		var v portVal
+		if p := c.PortByIndex(i); p != nil {
+			copy(v.MAC[:], portMAC(c, p))
+			for _, a := range p.Addresses {
+				if pf, err := netip.ParsePrefix(a); err == nil && pf.Addr().Is4() {
+					v.IP = pf.Addr().As4()
+					break
+				}
+			}
+		}
+		if err := maps["lb_ports"].Put(uint32(i), v); err != nil {
+			return fmt.Errorf("lb_ports: %w", err)
+		}
+	}
+	var cv uint32
+	if cfg.Unknown == "pass" {
+		cv = cfgPassUnknown
+	}
+	if err := maps["lb_cfg"].Put(uint32(0), cv); err != nil {
+		return err
+	}
+
+	// Ids: keep existing ones, allocate new ones.
+	wantSvc := map[string]bool{}
+	wantBE := map[beRef]bool{}
+	for _, r := range svcs {
+		wantSvc[r.svc.Key()] = true
+		for _, b := range r.backends {
+			wantBE[beRef{r.svc.Key(), b.Name}] = true
+		}
+	}
+	for k := range ctl.svcIDs {
+		if !wantSvc[k] {
+			delete(ctl.svcIDs, k)
+		}
+	}
+	var freed []uint32
+	for r, id := range ctl.beIDs {
+		if !wantBE[r] {
+			freed = append(freed, id)
+			delete(ctl.beIDs, r)
+		}
+	}
+	usedBE := map[uint32]bool{}
+	for _, id := range ctl.beIDs {
+		usedBE[id] = true
+	}
+	for _, id := range freed {
+		usedBE[id] = true // not reused within this sync
+	}
+
+	vips := map[[4]byte]uint32{}
+	for _, r := range svcs {
+		s := r.svc
+		key := s.Key()
+		sid, err := ctl.allocSvc(key)
+		if err != nil {
+			return err
+		}
+		// Backends first, so the table never points at an unwritten one.
+		var names []string
+		var weights []uint32
+		var ids []uint32
+		fp := fmt.Sprintf("%d|", s.TableSize)
+		for _, b := range r.backends {
+			id, err := ctl.allocBE(beRef{key, b.Name}, usedBE)
+			if err != nil {
+				return err
+			}
+			v := beVal{IP: netip.MustParseAddr(b.Address).As4(), Port: uint16(c.Port(b.Port).Index),
+				Flags: beStates[b.State], Svc: sid}
+			if s.Mode == "nat" {
+				v.TPort = htons(b.TargetPort)
+			}
+			hw, _ := net.ParseMAC(b.MAC)
+			copy(v.MAC[:], hw)
+			if err := maps["lb_backends"].Put(id, v); err != nil {
+				return fmt.Errorf("lb_backends: %w", err)
+			}
+			if b.State == "active" {
+				names = append(names, b.Name)
+				weights = append(weights, *b.Weight)
+				ids = append(ids, id)
+				fp += fmt.Sprintf("%s=%d/%d,", b.Name, id, *b.Weight)
+			}
+		}
+		st := ctl.services[key]
+		if st == nil || st.fingerprint != fp || st.id != sid {
+			table := Maglev(names, weights, s.TableSize)
+			vals := make([]uint32, len(table))
+			share := map[string]int{}
+			for i, b := range table {
+				if b < 0 {
+					vals[i] = noBackend
+					continue
+				}
+				vals[i] = ids[b]
+				share[names[b]]++
+			}
+			if err := writeTable(maps["lb_maglev"], sid, vals); err != nil {
+				return err
+			}
+			ctl.services[key] = &svcState{id: sid, fingerprint: fp, share: share, size: s.TableSize}
+		}
+		a, proto, port, _ := ParseServiceKey(key)
+		sk := svcKey{VIP: a.As4(), Port: htons(port), Proto: protoNum[proto]}
+		mode := uint32(modeDSR)
+		if s.Mode == "nat" {
+			mode = modeNAT
+		}
+		if err := maps["lb_services"].Put(sk, svcVal{ID: sid, Size: s.TableSize, Mode: mode}); err != nil {
+			return fmt.Errorf("lb_services: %w", err)
+		}
+		vips[sk.VIP]++
+	}
+	// Remove what went away: services, then their tables and backends.
+	var k svcKey
+	var v svcVal
+	var staleSvc []svcKey
+	it := maps["lb_services"].Iterate()
+	for it.Next(&k, &v) {
+		proto := "tcp"
+		if k.Proto == 17 {
+			proto = "udp"
+		}
+		if !wantSvc[fmt.Sprintf("%s:%s:%d", netip.AddrFrom4(k.VIP), proto, htons(k.Port))] {
+			staleSvc = append(staleSvc, k)
+		}
+	}
+	for _, k := range staleSvc {
+		maps["lb_services"].Delete(k)
+	}
+	for key, st := range ctl.services {
+		if !wantSvc[key] {
+			maps["lb_maglev"].Delete(st.id)
+			delete(ctl.services, key)
+		}
+	}
+	for _, id := range freed {
+		if err := maps["lb_backends"].Put(id, beVal{}); err != nil {
+			return err
+		}
+	}
+	var vk [4]byte
+	var vv uint32
+	var staleVIP [][4]byte
+	it = maps["lb_vips"].Iterate()
+	for it.Next(&vk, &vv) {
+		if vips[vk] == 0 {
+			staleVIP = append(staleVIP, vk)
+		}
+	}
+	for _, vk := range staleVIP {
+		maps["lb_vips"].Delete(vk)
+	}
+	for vk, n := range vips {
+		if err := maps["lb_vips"].Put(vk, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeTable fills a new inner array and swaps it in: one map update, so a
+// packet sees either the whole old table or the whole new one.
+func writeTable(outer *ebpf.Map, sid uint32, vals []uint32) error {
+	inner, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 4,
+		MaxEntries: uint32(len(vals)), Flags: innerMap})
+	if err != nil {
+		return fmt.Errorf("maglev table: %w", err)
+	}
+	defer inner.Close()
+	keys := make([]uint32, len(vals))
+	for i := range keys {
+		keys[i] = uint32(i)
+	}
+	if _, err := inner.BatchUpdate(keys, vals, nil); err != nil {
+		if !errors.Is(err, ebpf.ErrNotSupported) {
+			return fmt.Errorf("maglev table: %w", err)
+		}
+		for i, v := range vals {
+			if err := inner.Put(uint32(i), v); err != nil {
+				return fmt.Errorf("maglev table: %w", err)
+			}
+		}
+	}
+	if err := outer.Put(sid, inner); err != nil {
+		return fmt.Errorf("lb_maglev[%d]: %w", sid, err)
+	}
+	return nil
+}

@@ -1,0 +1,317 @@
+// Package lb is the lb NF: an L4 load balancer for IPv4 TCP/UDP virtual
+// services (VIP, protocol, port), each with weighted backends chosen by
+// Maglev consistent hashing and kept per flow in a connection table. Two
+// modes: DSR (MAC rewrite; the backend owns the VIP and replies directly)
+// and NAT (destination rewrite to the backend, replies translated back).
+package lb
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"net"
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/edgenf/edgenf/internal/cube"
+)
+
+var (
+	//go:embed bpf/lb_xdp.o
+	objXDP []byte
+	//go:embed bpf/lb_tc.o
+	objTC []byte
+)
+
+// Limits of the fast path (lb.bpf.c).
+const (
+	MaxServices      = 256
+	MaxBackends      = 4096 // over all services
+	MaxServiceBE     = 1024 // per service
+	MaxConns         = 1 << 18
+	DefaultTableSize = 65537
+	MaxTableSize     = 131071
+	MaxWeight        = 10000
+)
+
+// Config is the cube's settings.
+type Config struct {
+	// Unknown is what happens to traffic that is neither for a service, a
+	// reply of a NAT flow, nor ARP for a VIP/port address: drop (default)
+	// or pass (to the Linux stack of the interface it came in by).
+	Unknown string `json:"unknown,omitempty"`
+}
+
+// Validate fills in the default.
+func (c *Config) Validate(*cube.Cube) error {
+	if c.Unknown == "" {
+		c.Unknown = "drop"
+	}
+	if c.Unknown != "drop" && c.Unknown != "pass" {
+		return cube.Errorf("unknown", "unknown value %q (want drop or pass)", c.Unknown)
+	}
+	return nil
+}
+
+// Service is a virtual service.
+type Service struct {
+	VIP      string `json:"vip"`
+	Protocol string `json:"protocol,omitempty"` // tcp (default) or udp
+	Port     uint16 `json:"port"`
+	// Mode: dsr (default) or nat.
+	Mode string `json:"mode,omitempty"`
+	// TableSize is the Maglev table size: a prime, default 65537, at most
+	// 131071. Larger tables follow the weights more finely.
+	TableSize uint32 `json:"table_size,omitempty"`
+	// Backends may be given here and/or as entries of the backends table.
+	Backends []Backend `json:"backends,omitempty"`
+}
+
+// Backend is a real server of a service.
+type Backend struct {
+	// Service is the key of the service ("198.18.9.1:tcp:80"); only in the
+	// backends table, not inside a service.
+	Service string `json:"service,omitempty"`
+	Name    string `json:"name"`
+	Address string `json:"address"` // IPv4
+	// MAC of the backend (or of the next hop towards it).
+	MAC string `json:"mac"`
+	// Port of the cube the backend is reached through.
+	Port string `json:"port"`
+	// TargetPort (NAT only) rewrites the destination port; 0 keeps the
+	// service port.
+	TargetPort uint16 `json:"target_port,omitempty"`
+	// Weight: share of new flows relative to the other backends (default
+	// 1; 1..10000).
+	Weight *uint32 `json:"weight,omitempty"`
+	// State: active (default), draining (keeps its flows, gets no new
+	// ones) or disabled (gets nothing; its flows move to others).
+	State string `json:"state,omitempty"`
+}
+
+// Key is the service's identity: "vip:protocol:port".
+func (s *Service) Key() string { return fmt.Sprintf("%s:%s:%d", s.VIP, s.Protocol, s.Port) }
+
+// ParseServiceKey splits "vip:protocol:port".
+func ParseServiceKey(k string) (netip.Addr, string, uint16, error) {
+	parts := strings.Split(k, ":")
+	if len(parts) != 3 {
+		return netip.Addr{}, "", 0, fmt.Errorf("invalid service %q: want vip:protocol:port, e.g. 198.18.9.1:tcp:80", k)
+	}
+	a, err := netip.ParseAddr(parts[0])
+	p, err2 := strconv.ParseUint(parts[2], 10, 16)
+	if err != nil || err2 != nil || (parts[1] != "tcp" && parts[1] != "udp") {
+		return netip.Addr{}, "", 0, fmt.Errorf("invalid service %q: want vip:protocol:port, e.g. 198.18.9.1:tcp:80", k)
+	}
+	return a, parts[1], uint16(p), nil
+}
+
+// Validate checks and canonicalises a service, and checks it has backends
+// (inline or in the backends table of c).
+func (s *Service) Validate(c *cube.Cube) error {
+	a, err := netip.ParseAddr(strings.TrimSpace(s.VIP))
+	if err != nil {
+		return cube.Errorf("vip", "invalid address %q", s.VIP)
+	}
+	if !a.Unmap().Is4() {
+		return cube.Errorf("vip", "%s: only IPv4 services are supported", s.VIP)
+	}
+	s.VIP = a.Unmap().String()
+	if s.Protocol == "" {
+		s.Protocol = "tcp"
+	}
+	s.Protocol = strings.ToLower(s.Protocol)
+	if s.Protocol != "tcp" && s.Protocol != "udp" {
+		return cube.Errorf("protocol", "unknown protocol %q (want tcp or udp)", s.Protocol)
+	}
+	if s.Port == 0 {
+		return cube.Errorf("port", "required: the service port, 1..65535")
+	}
+	if s.Mode == "" {
+		s.Mode = "dsr"
+	}
+	if s.Mode != "dsr" && s.Mode != "nat" {
+		return cube.Errorf("mode", "unknown mode %q (want dsr or nat)", s.Mode)
+	}
+	if s.TableSize == 0 {
+		s.TableSize = DefaultTableSize
+	}
+	if s.TableSize > MaxTableSize || !IsPrime(s.TableSize) {
+		return cube.Errorf("table_size", "%d: want a prime up to %d (e.g. 251, 4099, 65537, 131071)", s.TableSize, MaxTableSize)
+	}
+	names := map[string]bool{}
+	addrs := map[string]string{}
+	for i := range s.Backends {
+		b := &s.Backends[i]
+		field := fmt.Sprintf("backends[%d]", i)
+		if b.Service != "" {
+			return cube.Errorf(field+".service", "only entries of the backends table name their service")
+		}
+		if err := b.check(c, s); err != nil {
+			return cube.Within(field, err)
+		}
+		if names[b.Name] {
+			return cube.Conflict(field+".name", "duplicate backend name %q", b.Name)
+		}
+		names[b.Name] = true
+		if o, dup := addrs[b.Address]; dup {
+			return cube.Conflict(field+".address", "%s is already backend %s", b.Address, o)
+		}
+		addrs[b.Address] = b.Name
+	}
+	all := len(s.Backends) + len(tableBackends(c, s.Key()))
+	if all == 0 {
+		return cube.Errorf("backends", "service %s has no backends: give at least one here or add it to the backends table in the same change", s.Key())
+	}
+	if all > MaxServiceBE {
+		return cube.Errorf("backends", "%d backends, at most %d per service", all, MaxServiceBE)
+	}
+	if uint32(all)*10 > s.TableSize {
+		return cube.Errorf("table_size", "%d is too small for %d backends: give each at least 10 entries (e.g. 65537)", s.TableSize, all)
+	}
+	return nil
+}
+
+// check validates a backend against its service.
+func (b *Backend) check(c *cube.Cube, s *Service) error {
+	if err := cube.CheckName("name", b.Name); err != nil {
+		return err
+	}
+	a, err := netip.ParseAddr(strings.TrimSpace(b.Address))
+	if err != nil || !a.Unmap().Is4() {
+		return cube.Errorf("address", "invalid IPv4 address %q", b.Address)
+	}
+	b.Address = a.Unmap().String()
+	hw, err := net.ParseMAC(b.MAC)
+	if err != nil || len(hw) != 6 {
+		return cube.Errorf("mac", "invalid MAC address %q (the backend's, or its next hop's)", b.MAC)
+	}
+	b.MAC = hw.String()
+	if b.Port == "" {
+		return cube.Errorf("port", "required: the cube port the backend is reached through")
+	}
+	if c.Port(b.Port) == nil {
+		return cube.NotFound("port", "cube %s has no port %q", c.Name, b.Port)
+	}
+	if b.Weight == nil {
+		one := uint32(1)
+		b.Weight = &one
+	}
+	if *b.Weight == 0 || *b.Weight > MaxWeight {
+		return cube.Errorf("weight", "%d: want 1..%d (to take a backend out, set state to draining or disabled)", *b.Weight, MaxWeight)
+	}
+	if b.State == "" {
+		b.State = "active"
+	}
+	if _, ok := beStates[b.State]; !ok {
+		return cube.Errorf("state", "unknown state %q (want active, draining or disabled)", b.State)
+	}
+	if b.TargetPort != 0 && s != nil && s.Mode != "nat" {
+		return cube.Errorf("target_port", "only NAT services rewrite the port (service %s is %s)", s.Key(), s.Mode)
+	}
+	return nil
+}
+
+var beStates = map[string]uint16{"active": beActive, "draining": beDraining, "disabled": 0}
+
+// BackendKey is the key of a backends-table entry: "service/name".
+func (b *Backend) BackendKey() string { return b.Service + "/" + b.Name }
+
+// Validate checks a backends-table entry.
+func (b *Backend) Validate(c *cube.Cube) error {
+	if b.Service == "" {
+		return cube.Errorf("service", "required: the service key, vip:protocol:port")
+	}
+	a, proto, port, err := ParseServiceKey(b.Service)
+	if err != nil {
+		return cube.Errorf("service", "%v", err)
+	}
+	b.Service = fmt.Sprintf("%s:%s:%d", a.Unmap(), proto, port)
+	s := findService(c, b.Service)
+	if s == nil {
+		return cube.NotFound("service", "cube %s has no service %s", c.Name, b.Service)
+	}
+	if err := b.check(c, s); err != nil {
+		return err
+	}
+	for _, o := range s.Backends {
+		if o.Name == b.Name {
+			return cube.Conflict("name", "service %s already has a backend %q", b.Service, b.Name)
+		}
+		if o.Address == b.Address {
+			return cube.Conflict("address", "%s is already backend %s of %s", b.Address, o.Name, b.Service)
+		}
+	}
+	for _, o := range tableBackends(c, b.Service) {
+		if o.Name != b.Name && o.Address == b.Address {
+			return cube.Conflict("address", "%s is already backend %s of %s", b.Address, o.Name, b.Service)
+		}
+	}
+	return nil
+}
+
+// findService decodes (without validating) the service stored under key.
+func findService(c *cube.Cube, key string) *Service {
+	raw, ok := c.Tables["services"][key]
+	if !ok {
+		return nil
+	}
+	var s Service
+	if json.Unmarshal(raw, &s) != nil {
+		return nil
+	}
+	if s.Mode == "" {
+		s.Mode = "dsr"
+	}
+	return &s
+}
+
+// tableBackends decodes (without validating) the backends-table entries of
+// a service.
+func tableBackends(c *cube.Cube, svc string) []Backend {
+	var out []Backend
+	for k, raw := range c.Tables["backends"] {
+		if !strings.HasPrefix(k, svc+"/") {
+			continue
+		}
+		var b Backend
+		if json.Unmarshal(raw, &b) == nil {
+			out = append(out, b)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// portMAC is the MAC a port uses: its own setting, or one derived from the
+// cube and port names (locally administered).
+func portMAC(c *cube.Cube, p *cube.Port) net.HardwareAddr {
+	if hw, err := net.ParseMAC(p.MAC); err == nil && len(hw) == 6 {
+		return hw
+	}
+	h := fnv.New64a()
+	h.Write([]byte(c.Name + ":" + p.Name))
+	s := h.Sum64()
+	return net.HardwareAddr{0x02, byte(s >> 32), byte(s >> 24), byte(s >> 16), byte(s >> 8), byte(s)}
+}
+
+// --- table definitions ---
+
+var servicesTable = cube.Table{
+	Name: "services",
+	Doc:  "Virtual services, keyed vip:protocol:port, with mode, Maglev table size and (optionally) backends.",
+	Item: &Service{},
+	Key:  func(v any) string { return v.(*Service).Key() },
+	Max:  MaxServices,
+}
+
+var backendsTable = cube.Table{
+	Name: "backends",
+	Doc:  "Backends added to services one by one, keyed service/name.",
+	Item: &Backend{},
+	Key:  func(v any) string { return v.(*Backend).BackendKey() },
+	Max:  MaxBackends,
+}

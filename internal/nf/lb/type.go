@@ -1,0 +1,229 @@
+package lb
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+
+	"github.com/cilium/ebpf"
+	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/datapath"
+)
+
+// ServiceStatus is a service with its backends' state and counters.
+type ServiceStatus struct {
+	Service   string          `json:"service"`
+	Mode      string          `json:"mode"`
+	TableSize uint32          `json:"table_size"`
+	Backends  []BackendStatus `json:"backends"`
+}
+
+// BackendStatus is one backend of a service.
+type BackendStatus struct {
+	Name    string `json:"name"`
+	Address string `json:"address"`
+	State   string `json:"state"`
+	Weight  uint32 `json:"weight"`
+	// TableShare is the fraction of the Maglev table (of new flows) it gets.
+	TableShare float64 `json:"table_share"`
+	Flows      uint64  `json:"flows"`
+	Packets    uint64  `json:"packets"`
+	Bytes      uint64  `json:"bytes"`
+}
+
+// Connection is one flow of the connection table.
+type Connection struct {
+	Client  string `json:"client"`
+	Service string `json:"service"`
+	Backend string `json:"backend"`
+}
+
+// Counter is one of the cube's counters.
+type Counter struct {
+	Name  string `json:"name"`
+	Value uint64 `json:"value"`
+}
+
+func readBEStats(h cube.Handle, id uint32) (beStats, error) {
+	m, err := h.Map("lb_be_stats")
+	if err != nil {
+		return beStats{}, err
+	}
+	var per []beStats
+	if err := m.Lookup(id, &per); err != nil {
+		return beStats{}, err
+	}
+	var s beStats
+	for _, x := range per {
+		s.Packets += x.Packets
+		s.Bytes += x.Bytes
+		s.Flows += x.Flows
+	}
+	return s, nil
+}
+
+// Services lists every service with its backends.
+func Services(h cube.Handle, c *cube.Cube) ([]ServiceStatus, error) {
+	ctl := h.Controller().(*controller)
+	svcs, err := resolve(c)
+	if err != nil {
+		return nil, err
+	}
+	ctl.mu.Lock()
+	defer ctl.mu.Unlock()
+	out := []ServiceStatus{}
+	for _, r := range svcs {
+		key := r.svc.Key()
+		ss := ServiceStatus{Service: key, Mode: r.svc.Mode, TableSize: r.svc.TableSize}
+		st := ctl.services[key]
+		for _, b := range r.backends {
+			bs := BackendStatus{Name: b.Name, Address: b.Address, State: b.State, Weight: *b.Weight}
+			if st != nil {
+				bs.TableShare = float64(st.share[b.Name]) / float64(st.size)
+			}
+			if id, ok := ctl.beIDs[beRef{key, b.Name}]; ok {
+				s, err := readBEStats(h, id)
+				if err != nil {
+					return nil, err
+				}
+				bs.Flows, bs.Packets, bs.Bytes = s.Flows, s.Packets, s.Bytes
+			}
+			ss.Backends = append(ss.Backends, bs)
+		}
+		out = append(out, ss)
+	}
+	return out, nil
+}
+
+const maxListedConns = 10000
+
+func listConns(h cube.Handle, c *cube.Cube) (any, error) {
+	ctl := h.Controller().(*controller)
+	m, err := h.Map("lb_conns")
+	if err != nil {
+		return nil, err
+	}
+	ctl.mu.Lock()
+	names := map[uint32]string{}
+	for r, id := range ctl.beIDs {
+		names[id] = r.name
+	}
+	ctl.mu.Unlock()
+	out := []Connection{}
+	var k connKey
+	var v connVal
+	it := m.Iterate()
+	for it.Next(&k, &v) && len(out) < maxListedConns {
+		proto := "tcp"
+		if k.Proto == 17 {
+			proto = "udp"
+		}
+		out = append(out, Connection{
+			Client:  netip.AddrPortFrom(netip.AddrFrom4(k.Saddr), htons(k.Sport)).String(),
+			Service: fmt.Sprintf("%s:%s:%d", netip.AddrFrom4(k.Daddr), proto, htons(k.Dport)),
+			Backend: names[v.Backend],
+		})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Client < out[j].Client })
+	return out, nil
+}
+
+func listCounters(h cube.Handle, _ *cube.Cube) (any, error) {
+	m, err := h.Map("lb_stats")
+	if err != nil {
+		return nil, err
+	}
+	out := []Counter{}
+	var per []uint64
+	for i, n := range statNames {
+		if err := m.Lookup(uint32(i), &per); err != nil {
+			return nil, err
+		}
+		var s uint64
+		for _, x := range per {
+			s += x
+		}
+		out = append(out, Counter{n, s})
+	}
+	return out, nil
+}
+
+func flushConns(h cube.Handle, _ *cube.Cube, _ any) (any, error) {
+	n := 0
+	for _, name := range []string{"lb_conns", "lb_nat"} {
+		m, err := h.Map(name)
+		if err != nil {
+			return nil, err
+		}
+		var keys []connKey
+		var k connKey
+		buf := make([]byte, m.ValueSize())
+		it := m.Iterate()
+		for it.Next(&k, &buf) {
+			keys = append(keys, k)
+		}
+		for _, k := range keys {
+			m.Delete(k)
+		}
+		if name == "lb_conns" {
+			n = len(keys)
+		}
+	}
+	return map[string]int{"flushed": n}, nil
+}
+
+func resetCounters(h cube.Handle, _ *cube.Cube, _ any) (any, error) {
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		return nil, err
+	}
+	m, err := h.Map("lb_stats")
+	if err != nil {
+		return nil, err
+	}
+	for i := range statNames {
+		if err := m.Put(uint32(i), make([]uint64, cpus)); err != nil {
+			return nil, err
+		}
+	}
+	bm, err := h.Map("lb_be_stats")
+	if err != nil {
+		return nil, err
+	}
+	zero := make([]beStats, cpus)
+	for i := uint32(0); i < MaxBackends; i++ {
+		if err := bm.Put(i, zero); err != nil {
+			return nil, err
+		}
+	}
+	return map[string]string{"result": "counters reset"}, nil
+}
+
+// Type is the lb NF type.
+var Type = &cube.Type{
+	Name: "lb",
+	Description: "L4 load balancer for IPv4 TCP/UDP services: weighted backends by Maglev consistent hashing, " +
+		"per-flow affinity, DSR or NAT mode, backends added/drained/disabled live.",
+	Hooks: []datapath.Hook{datapath.XDP, datapath.TC},
+	Object: func(h datapath.Hook) ([]byte, error) {
+		if h == datapath.TC {
+			return objTC, nil
+		}
+		return objXDP, nil
+	},
+	Config: &Config{},
+	Tables: []cube.Table{servicesTable, backendsTable},
+	Views: []cube.View{
+		{Name: "services", Doc: "Services and their backends: state, weight, Maglev share, flows, packets, bytes.", Item: &ServiceStatus{},
+			List: func(h cube.Handle, c *cube.Cube) (any, error) { return Services(h, c) }},
+		{Name: "connections", Doc: "Flows in the connection table (at most 10000 listed).", Item: &Connection{}, List: listConns},
+		{Name: "counters", Doc: "Packets forwarded, NAT replies, ARP replies, no backend, unknown traffic.", Item: &Counter{}, List: listCounters},
+	},
+	Actions: []cube.Action{
+		{Name: "flush_connections", Doc: "Forget every flow: next packets are placed by the Maglev tables again.", Do: flushConns},
+		{Name: "reset_counters", Doc: "Zero the cube's and the backends' counters.", Do: resetCounters},
+	},
+	New: newController,
+}
+
+func init() { cube.Register(Type) }
