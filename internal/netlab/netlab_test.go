@@ -148,9 +148,23 @@ func TestRouterHostAndRootVeth(t *testing.T) {
 	must(a.AddRoute("default", "2001:db8:10::1"))
 	must(b.AddRoute("default", "198.18.11.1"))
 	must(b.AddRoute("2001:db8:10::/64", "2001:db8:11::1"))
-	mac, err := r.MAC("ra")
-	must(err)
-	must(a.SetNeigh("eth0", "198.18.10.1", mac.String()))
+	// Static neighbours on the whole path: a ping must not wait for ARP or
+	// neighbour discovery at the router (its first echo was lost on a loaded
+	// machine).
+	neigh := func(h *Host, dev, ip string, peer *Host, peerDev string) {
+		t.Helper()
+		mac, err := peer.MAC(peerDev)
+		must(err)
+		must(h.SetNeigh(dev, ip, mac.String()))
+	}
+	neigh(a, "eth0", "198.18.10.1", r, "ra")
+	neigh(r, "ra", "198.18.10.2", a, "eth0")
+	neigh(r, "rb", "198.18.11.2", b, "eth0")
+	neigh(b, "eth0", "198.18.11.1", r, "rb")
+	neigh(a, "eth0", "2001:db8:10::1", r, "ra")
+	neigh(r, "ra", "2001:db8:10::2", a, "eth0")
+	neigh(r, "rb", "2001:db8:11::2", b, "eth0")
+	neigh(b, "eth0", "2001:db8:11::1", r, "rb")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	must(a.Ping(ctx, "198.18.11.2", 2))
