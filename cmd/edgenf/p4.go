@@ -54,8 +54,14 @@ func p4Cmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// `-o DIR` as with p4c: the global -o names an output format
+			// elsewhere, so a value that is none is the directory here.
+			dir := out
+			if cmd.Flags().Changed("output") && g.output != "table" && g.output != "json" && g.output != "yaml" {
+				dir = g.output
+			}
 			base := strings.TrimSuffix(filepath.Base(args[0]), filepath.Ext(args[0]))
-			files, err := res.WriteFiles(out, base, emitC)
+			files, err := res.WriteFiles(dir, base, emitC)
 			if err != nil {
 				return err
 			}
@@ -67,7 +73,7 @@ func p4Cmd() *cobra.Command {
 		},
 	}
 	pf.add(compile)
-	compile.Flags().StringVarP(&out, "output", "O", ".", "output directory")
+	compile.Flags().StringVarP(&out, "out-dir", "O", ".", "output directory (also -o DIR, as with p4c)")
 	compile.Flags().BoolVar(&emitC, "emit-c", false, "also write the generated C")
 
 	var tf p4Flags

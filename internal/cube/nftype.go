@@ -29,6 +29,9 @@ type Type struct {
 	// swaps the cube's program in place, keeping the maps whose layout did
 	// not change.
 	ObjectFor func(c *Cube) ([]byte, error)
+	// ExplainLoadError, when set, rewrites a load failure in the terms of
+	// the cube's source (a verifier rejection as a P4 line).
+	ExplainLoadError func(c *Cube, err error) error
 	// Config is a pointer to the zero settings value (nil: no settings).
 	// A value implementing Validator is validated against the cube.
 	Config any

@@ -93,12 +93,19 @@ func (d *Datapath) loadCollection(spec *ebpf.CollectionSpec, hook Hook, dir stri
 	if err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
-			return nil, fmt.Errorf("verifier: %+v", ve)
+			return nil, &VerifierError{ve}
 		}
 		return nil, err
 	}
 	return coll, nil
 }
+
+// VerifierError is a program the kernel refused, with the end of the
+// verifier's log (the full log is in Unwrap's *ebpf.VerifierError).
+type VerifierError struct{ Err *ebpf.VerifierError }
+
+func (e *VerifierError) Error() string { return fmt.Sprintf("verifier: %+20v", e.Err) }
+func (e *VerifierError) Unwrap() error { return e.Err }
 
 // repin replaces a program pin: pins cannot be overwritten in place. (bpffs
 // names cannot contain dots.)

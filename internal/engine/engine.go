@@ -392,12 +392,20 @@ func (e *Engine) loadCube(c *cube.Cube, adopt bool) (*live, error) {
 				return nil, err
 			}
 			if dc, err = e.dp.ReloadCube(c.Name, c.Hook, slot, spec, datapath.LoadOptions{Reprogram: typ.ObjectFor != nil}); err != nil {
-				return nil, err
+				return nil, explain(typ, c, err)
 			}
 		}
 	}
 	l.dc = dc
 	return l, nil
+}
+
+// explain lets the NF type put a load failure in its own terms.
+func explain(t *cube.Type, c *cube.Cube, err error) error {
+	if t.ExplainLoadError != nil {
+		return t.ExplainLoadError(c, err)
+	}
+	return err
 }
 
 // reprogram swaps a cube's program when its settings select another object
@@ -421,7 +429,7 @@ func (e *Engine) reprogram(l *live, c *cube.Cube) error {
 	}
 	dc, err := e.dp.ReloadCube(c.Name, c.Hook, l.dc.Slot, spec, datapath.LoadOptions{Reprogram: true})
 	if err != nil {
-		return err
+		return explain(l.typ, c, err)
 	}
 	l.dc.Close()
 	l.dc, l.obj = dc, sum

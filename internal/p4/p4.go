@@ -104,13 +104,21 @@ func Compile(ctx context.Context, opt Options) (*Result, error) {
 	if opt.NoObject {
 		return res, nil
 	}
+	// the two hooks compile in parallel
+	var wg sync.WaitGroup
+	var errTC error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		res.ObjectTC, errTC = CompileC(ctx, opt.Clang, c, "tc")
+	}()
 	res.Object, err = CompileC(ctx, opt.Clang, c, "xdp")
+	wg.Wait()
 	if err != nil {
 		return nil, err
 	}
-	res.ObjectTC, err = CompileC(ctx, opt.Clang, c, "tc")
-	if err != nil {
-		return nil, err
+	if errTC != nil {
+		return nil, errTC
 	}
 	return res, nil
 }

@@ -331,19 +331,7 @@ func (controller) DeleteEntry(h cube.Handle, c *cube.Cube, table string, item an
 	case *Entry:
 		return prog.DeleteEntry(v.Table, v.matches(), v.Priority)
 	case *Default:
-		t := prog.Model.Table(v.Table)
-		if t == nil {
-			return nil
-		}
-		args := make([]p4info.Arg, 0, len(t.DefaultArgs))
-		if a := t.Action(t.DefaultAction); a != nil {
-			for i, p := range a.Params {
-				if i < len(t.DefaultArgs) {
-					args = append(args, p4info.Arg{Name: p.Name, Value: t.DefaultArgs[i]})
-				}
-			}
-		}
-		return prog.SetDefault(v.Table, t.DefaultAction, args)
+		return prog.ResetDefault(v.Table)
 	}
 	return fmt.Errorf("unknown table %s", table)
 }
@@ -407,8 +395,14 @@ var Type = &cube.Type{
 	Description: "Runs a P4-16 program (v1model) compiled to eBPF; its P4 port numbers are the cube's ports.",
 	Hooks:       []datapath.Hook{datapath.XDP, datapath.TC},
 	ObjectFor:   objectFor,
-	Config:      &Settings{},
-	Tables:      []cube.Table{entriesTable, defaultsTable},
+	ExplainLoadError: func(c *cube.Cube, err error) error {
+		if r, perr := programOf(c); perr == nil {
+			return r.ExplainLoadError(err)
+		}
+		return err
+	},
+	Config: &Settings{},
+	Tables: []cube.Table{entriesTable, defaultsTable},
 	Views: []cube.View{
 		{Name: "counters", Doc: "Non-zero indexes of the program's counters.", Item: &CounterValue{}, List: listCounters},
 		{Name: "p4info", Doc: "The program's model (P4Info-compatible: tables, match fields, actions, counters, ids).", List: model},

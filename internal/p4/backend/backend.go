@@ -14,7 +14,6 @@ package backend
 import (
 	"fmt"
 	"math/big"
-	"sort"
 	"strings"
 
 	"github.com/edgenf/edgenf/internal/p4/ir"
@@ -33,7 +32,7 @@ type Output struct {
 // Generate returns the C source for prog.
 func Generate(prog *ir.Program, src *syntax.Sources) (*Output, error) {
 	g := &gen{p: prog, info: prog.Info, src: src, lv: map[*sema.Var]string{},
-		structs: map[*sema.Struct]bool{}, cstructs: map[string]bool{}}
+		structs: map[*sema.Struct]bool{}}
 	g.run()
 	if len(g.errs) > 0 {
 		return nil, g.errs.Err()
@@ -53,15 +52,14 @@ type gen struct {
 	src  *syntax.Sources
 	errs syntax.ErrorList
 
-	types    strings.Builder // struct definitions
-	maps     strings.Builder
-	funcs    strings.Builder
-	out      strings.Builder
-	state    []string // fields of struct p4_state (reset per packet)
-	bufs     []string // fields of struct p4_state not reset
-	structs  map[*sema.Struct]bool
-	tuples   map[string]string
-	cstructs map[string]bool
+	types   strings.Builder // struct definitions
+	maps    strings.Builder
+	funcs   strings.Builder
+	out     strings.Builder
+	state   []string // fields of struct p4_state (reset per packet)
+	bufs    []string // fields of struct p4_state not reset
+	structs map[*sema.Struct]bool
+	tuples  map[string]string
 
 	lv  map[*sema.Var]string // C lvalue of each variable
 	tmp int
@@ -80,6 +78,8 @@ type gen struct {
 	hdrTotal    int
 	cbuf        int // checksum/hash buffer size needed
 	needPayload bool
+	inFunction  *sema.Function
+	emitMode    int
 	needCRC32   bool
 	needCRC16   bool
 }
@@ -298,17 +298,37 @@ func (g *gen) run() {
 	g.w = &body
 	g.body = &body
 	// actions (all, including top-level), then tables, controls, parser, deparser
+	// sub-controls: parameters get their own storage (copy-in/copy-out)
+	for _, sub := range info.SubControls {
+		if !info.LiveControl(sub.Parent) {
+			continue
+		}
+		for _, v := range sub.Control.Params {
+			if et, ok := v.Type.(*sema.ExternT); ok {
+				g.unsupported(v.Pos, "a sub-control parameter of type "+et.Decl.Name)
+				continue
+			}
+			g.localStorage(v, v.Pos)
+		}
+	}
+	for _, f := range info.Functions {
+		g.function(f)
+	}
 	for _, a := range info.Actions {
-		g.action(a)
+		if info.LiveControl(a.Control) {
+			g.action(a)
+		}
 	}
 	for _, t := range g.p.Tables {
 		g.table(t)
 	}
-	for i, b := range blocks[1:] {
-		c := b.(*sema.Control)
-		if kinds[i+1] == "deparser" {
+	// controls in declaration order: a sub-control comes before its users
+	dep := blocks[len(blocks)-1].(*sema.Control)
+	for _, c := range info.Controls {
+		switch {
+		case c == dep:
 			g.deparser(c)
-		} else {
+		case info.LiveControl(c):
 			g.control(c)
 		}
 	}
@@ -370,7 +390,7 @@ func (g *gen) emitMaps() {
 			fmt.Fprintf(w, "struct {\n\t__uint(type, BPF_MAP_TYPE_HASH);\n\t__uint(max_entries, %d);\n\t__type(key, struct tk_%s);\n\t__type(value, struct %s);\n} %s SEC(\".maps\");\n", t.Size, ir.Sanitize(t.Name), vs, t.MapName)
 			g.bufs = append(g.bufs, fmt.Sprintf("__u8 k_%s[%d]", ir.Sanitize(t.Name), t.KeyBytes))
 		case ir.KindLPM:
-			fmt.Fprintf(w, "struct tk_%s { __u32 prefixlen; __u8 b[%d]; };\n", ir.Sanitize(t.Name), t.KeyBytes)
+			fmt.Fprintf(w, "struct tk_%s { __u32 prefixlen; __u8 b[%d]; } __attribute__((packed));\n", ir.Sanitize(t.Name), t.KeyBytes)
 			fmt.Fprintf(w, "struct {\n\t__uint(type, BPF_MAP_TYPE_LPM_TRIE);\n\t__uint(max_entries, %d);\n\t__uint(map_flags, BPF_F_NO_PREALLOC);\n\t__type(key, struct tk_%s);\n\t__type(value, struct %s);\n} %s SEC(\".maps\");\n", t.Size, ir.Sanitize(t.Name), vs, t.MapName)
 			g.bufs = append(g.bufs, fmt.Sprintf("__u8 k_%s[%d] __attribute__((aligned(8)))", ir.Sanitize(t.Name), 4+t.KeyBytes))
 		case ir.KindScan:
@@ -411,17 +431,21 @@ func (g *gen) pipeline(blocks []sema.Entity) {
 	g.line("if (!s)")
 	g.line("\treturn enf_drop(ctx, md);")
 	g.line("__builtin_memset(s, 0, __builtin_offsetof(struct p4_state, buf));")
-	g.line("now = bpf_ktime_get_ns() / 1000;")
 	g.line("s->sm.f_ingress_port = md->in_port;")
 	g.line("s->sm.f_packet_length = ctx_len(ctx);")
-	g.line("s->sm.f_ingress_global_timestamp = now & %s;", mask(48))
+	if g.usesField("ingress_global_timestamp") {
+		g.line("now = bpf_ktime_get_ns() / 1000;")
+		g.line("s->sm.f_ingress_global_timestamp = now & %s;", mask(48))
+	}
 	g.line("p4_parser(ctx);")
 	g.line("%s(ctx);", name(1))
 	g.line("%s(ctx);", name(2))
 	g.line("if (s->sm.f_egress_spec == P4_DROP_PORT)")
 	g.line("\treturn enf_drop(ctx, md);")
 	g.line("s->sm.f_egress_port = s->sm.f_egress_spec;")
-	g.line("s->sm.f_egress_global_timestamp = (bpf_ktime_get_ns() / 1000) & %s;", mask(48))
+	if g.usesField("egress_global_timestamp") {
+		g.line("s->sm.f_egress_global_timestamp = (bpf_ktime_get_ns() / 1000) & %s;", mask(48))
+	}
 	g.line("%s(ctx);", name(3))
 	g.line("if (s->sm.f_egress_spec == P4_DROP_PORT)")
 	g.line("\treturn enf_drop(ctx, md);")
@@ -504,15 +528,6 @@ func width(t sema.Type) int {
 	return sema.Width(t)
 }
 
-func sortedKeys[M ~map[string]V, V any](m M) []string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
-
 // crcTable emits a table-driven reflected CRC over n (constant) bytes; the
 // table lives in .rodata. A bit-by-bit loop makes the verifier explore every
 // branch clang turns the bit test into.
@@ -537,4 +552,15 @@ func crcTable(name, typ string, poly, init, xorout uint32) string {
 	fmt.Fprintf(&sb, "static __always_inline %s %s(const __u8 *b, int n)\n{\n\t%s c = 0x%x;\n\n", typ, name, typ, init)
 	fmt.Fprintf(&sb, "#pragma unroll\n\tfor (int i = 0; i < n; i++)\n\t\tc = %s_tab[(c ^ b[i]) & 0xff] ^ (c >> 8);\n\treturn c ^ 0x%x;\n}\n", name, xorout)
 	return sb.String()
+}
+
+// usesField reports whether the program reads a standard_metadata field
+// (timestamps cost a clock read per packet, so they are filled only if used).
+func (g *gen) usesField(name string) bool {
+	for m, r := range g.info.Members {
+		if r.Kind == sema.FieldAccess && m.Name == name {
+			return true
+		}
+	}
+	return false
 }

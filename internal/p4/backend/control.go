@@ -2,7 +2,6 @@ package backend
 
 import (
 	"fmt"
-	"math/big"
 	"sort"
 	"strings"
 
@@ -374,6 +373,10 @@ func (g *gen) stmt(s syntax.Stmt) {
 		if g.inParser {
 			g.unsupported(x.Pos, "return in a parser")
 		}
+		if g.inFunction != nil && x.Value != nil {
+			g.line("return %s;", g.fnArg(x.Value, g.inFunction.Ret))
+			return
+		}
 		g.line("return 0;")
 	case *syntax.CallStmt:
 		g.callStmt(x.Call)
@@ -465,6 +468,10 @@ func (g *gen) callStmt(call *syntax.Call) {
 		}
 	case sema.CallExternMethod:
 		g.externMethod(call, cr)
+	case sema.CallBlockApply:
+		g.applySub(call, cr.Sub)
+	case sema.CallFunction:
+		g.line("%s;", g.callFunction(call, cr.Function))
 	case sema.CallExternFunc:
 		g.externFunc(call, cr)
 	default:
@@ -665,8 +672,6 @@ func (g *gen) externFunc(call *syntax.Call, cr *sema.CallRef) {
 	}
 }
 
-var _ = big.NewInt
-
 // stateLookup starts a separately verified function: it finds the state.
 func (g *gen) stateLookup() {
 	g.line("__u32 zero = 0;")
@@ -675,4 +680,97 @@ func (g *gen) stateLookup() {
 	g.line("P4_KEEP(ctx);")
 	g.line("if (!s)")
 	g.line("\treturn 0;")
+}
+
+// applySub applies a sub-control with P4's copy-in/copy-out semantics: the
+// arguments are copied into the callee's parameters, and the out/inout ones
+// back after it ran (also when it exits).
+func (g *gen) applySub(call *syntax.Call, sub *sema.SubControl) {
+	params := sub.Control.Params
+	g.line("{")
+	g.indent++
+	for i, p := range params {
+		if i >= len(call.Args) || p.Dir == "out" {
+			continue
+		}
+		g.assignTo(g.lv[p], p.Type, call.Args[i].Value)
+	}
+	g.line("int e = ctl_%s(ctx);", ir.Sanitize(sub.Control.Name))
+	for i, p := range params {
+		if i >= len(call.Args) || (p.Dir != "out" && p.Dir != "inout") {
+			continue
+		}
+		tgt := g.lval(call.Args[i].Value)
+		if isWide(p.Type) {
+			g.line("p4_memcpy(%s, %s, %d);", tgt, g.lv[p], width(p.Type)/8)
+		} else {
+			g.line("%s = %s;", tgt, g.lv[p])
+		}
+	}
+	g.line("if (e)")
+	g.line("\treturn 1;")
+	g.indent--
+	g.line("}")
+}
+
+func fnName(f *sema.Function) string { return "fn_" + ir.Sanitize(f.Name) }
+
+// function emits a P4 function as a C function: scalars by value, values
+// wider than 64 bits as pointers to their bytes.
+func (g *gen) function(f *sema.Function) {
+	ret := "int"
+	switch {
+	case isWide(f.Ret):
+		g.unsupported(f.Decl.Proto.Pos, "functions returning values wider than 64 bits")
+	case width(f.Ret) > 0 && width(f.Ret) <= 64:
+		ret = "__u64"
+	default:
+		if _, void := f.Ret.(*sema.Void); !void {
+			g.unsupported(f.Decl.Proto.Pos, "functions returning "+f.Ret.String())
+		}
+	}
+	sig := []string{"ctx_t *ctx", "struct p4_state *s"}
+	for _, p := range f.Params {
+		name := "p_" + ir.Sanitize(p.Name)
+		switch {
+		case isWide(p.Type):
+			sig = append(sig, "const __u8 *"+name)
+		case width(p.Type) > 0 && width(p.Type) <= 64:
+			sig = append(sig, "__u64 "+name)
+		default:
+			g.unsupported(p.Pos, "function parameters of type "+p.Type.String())
+		}
+		g.lv[p] = name
+	}
+	g.line("/* function %s */", f.Name)
+	g.line("static __always_inline %s %s(%s)", ret, fnName(f), strings.Join(sig, ", "))
+	g.line("{")
+	g.indent++
+	g.inFunction = f
+	for _, s := range f.Decl.Body.Stmts {
+		g.stmt(s)
+	}
+	g.inFunction = nil
+	g.line("return 0;")
+	g.indent--
+	g.line("}")
+	g.line("")
+}
+
+// fnArg renders a scalar or wide value passed to or returned from a function.
+func (g *gen) fnArg(e syntax.Expr, t sema.Type) string {
+	if isWide(t) {
+		return g.wref(e)
+	}
+	return g.rv(e)
+}
+
+func (g *gen) callFunction(call *syntax.Call, f *sema.Function) string {
+	args := []string{"ctx", "s"}
+	for i, a := range call.Args {
+		if i < len(f.Params) {
+			args = append(args, g.fnArg(a.Value, f.Params[i].Type))
+		}
+	}
+	return fmt.Sprintf("%s(%s)", fnName(f), strings.Join(args, ", "))
 }

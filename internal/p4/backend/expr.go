@@ -79,6 +79,9 @@ func (g *gen) rv(e syntax.Expr) string {
 		if cr != nil && cr.Kind == sema.CallHeaderMethod && cr.Method == "isValid" {
 			return "(" + g.lval(cr.Recv) + ".valid)"
 		}
+		if cr != nil && cr.Kind == sema.CallFunction {
+			return "(" + g.callFunction(x, cr.Function) + " & " + mask(width(t)) + ")"
+		}
 		if cr != nil {
 			g.unsupported(x.Pos, "a call in an expression")
 			return "0"
@@ -241,6 +244,9 @@ func (g *gen) assign(lhs syntax.Expr, rhs syntax.Expr, op string) {
 		lo := int(g.info.Consts[sl.Lo].Int64())
 		n := hi - lo + 1
 		v := g.rv(rhs)
+		if op != "=" && op != "" {
+			v = fmt.Sprintf("(((__u64)%s %s (__u64)%s) & %s)", g.rv(sl), strings.TrimSuffix(op, "="), v, mask(n))
+		}
 		xt := g.typeOf(sl.X)
 		if isWide(xt) {
 			g.line("%s", pack(g.wref(sl.X), width(xt)-1-hi, n, v))

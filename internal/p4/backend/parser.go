@@ -218,9 +218,20 @@ func (g *gen) emitStruct(c string, st *sema.Struct, pos syntax.Pos) {
 		return
 	}
 	n := st.Bits / 8
+	if g.emitMode == emitLength {
+		g.line("if (%s.valid)", c)
+		g.line("\to += %d;", n)
+		return
+	}
 	g.line("if (%s.valid) {", c)
 	g.indent++
-	g.line("__u8 *b = s->obuf + (o & P4_OBUF_MASK);")
+	if g.emitMode == emitPacket {
+		g.line("__u8 *b = (__u8 *)ctx_data(ctx) + (o & P4_OBUF_MASK);")
+		g.line("if ((void *)(b + %d) > ctx_data_end(ctx))", n)
+		g.line("\treturn -1;")
+	} else {
+		g.line("__u8 *b = s->obuf + (o & P4_OBUF_MASK);")
+	}
 	for _, f := range st.Fields {
 		w := width(f.Type)
 		if w > 64 {
@@ -244,6 +255,39 @@ func (g *gen) deparser(c *sema.Control) {
 	g.line("__u32 o = 0;")
 	g.line("int delta;")
 	g.line("")
+	direct := true
+	for _, s := range c.Decl.Body.Stmts {
+		cs, ok := s.(*syntax.CallStmt)
+		if !ok {
+			direct = false
+			break
+		}
+		if cr := g.info.Calls[cs.Call]; cr == nil || cr.Kind != sema.CallExternMethod || cr.Method != "emit" {
+			direct = false
+		}
+	}
+	if direct {
+		// Only emits: at XDP, size the packet first, then write the
+		// headers straight into it.
+		g.line("#if defined(EDGENF_HOOK_XDP)")
+		g.emitMode = emitLength
+		for _, s := range c.Decl.Body.Stmts {
+			g.stmt(s)
+		}
+		g.line("if (o > P4_OBUF_SIZE)")
+		g.line("\treturn -1;")
+		g.line("delta = (int)s->off - (int)o;")
+		g.line("if (delta && ctx_adjust_head(ctx, delta))")
+		g.line("\treturn -1;")
+		g.line("o = 0;")
+		g.emitMode = emitPacket
+		for _, s := range c.Decl.Body.Stmts {
+			g.stmt(s)
+		}
+		g.emitMode = emitBuffer
+		g.line("return 0;")
+		g.line("#else")
+	}
 	for _, s := range c.Decl.Body.Stmts {
 		g.stmt(s)
 	}
@@ -255,6 +299,9 @@ func (g *gen) deparser(c *sema.Control) {
 	g.line("if (o && p4_store(ctx, 0, s->obuf, o))")
 	g.line("\treturn -1;")
 	g.line("return 0;")
+	if direct {
+		g.line("#endif")
+	}
 	g.indent--
 	g.line("}")
 	g.line("")
@@ -270,12 +317,12 @@ static __always_inline __u64 p4_payload_sum(ctx_t *ctx, struct p4_state *s)
 
 	for (int i = 0; i < 750; i++) {
 		if (off + 1 < len) {
-			if (p4_load(ctx, off, s->pbuf, 2))
+			if (p4_load_h(ctx, off, s->pbuf, 2))
 				break;
 			sum += ((__u32)s->pbuf[0] << 8) | s->pbuf[1];
 			off += 2;
 		} else {
-			if (off < len && !p4_load(ctx, off, s->pbuf, 1))
+			if (off < len && !p4_load_h(ctx, off, s->pbuf, 1))
 				sum += (__u32)s->pbuf[0] << 8;
 			break;
 		}
@@ -283,3 +330,10 @@ static __always_inline __u64 p4_payload_sum(ctx_t *ctx, struct p4_state *s)
 	return sum;
 }
 `
+
+// How emit is generated.
+const (
+	emitBuffer = iota // pack into s->obuf
+	emitLength        // only add up the length
+	emitPacket        // pack straight into the packet (XDP)
+)

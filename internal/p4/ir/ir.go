@@ -184,6 +184,9 @@ func Build(info *sema.Info, src *syntax.Sources) (*Program, error) {
 	}
 	seenAction := map[string]*Action{}
 	for _, a := range info.Actions {
+		if !info.LiveControl(a.Control) {
+			continue
+		}
 		if old := seenAction[a.FullName]; old != nil {
 			p.ActionOf[a] = old
 			continue
@@ -216,6 +219,9 @@ func Build(info *sema.Info, src *syntax.Sources) (*Program, error) {
 		return n
 	}
 	for _, in := range info.Instances {
+		if !info.LiveControl(in.Control) {
+			continue
+		}
 		switch in.Extern.Name {
 		case "counter":
 			c := &Counter{Ent: in, Name: in.FullName, Unit: counterUnit(in, 1)}
@@ -237,6 +243,9 @@ func Build(info *sema.Info, src *syntax.Sources) (*Program, error) {
 		}
 	}
 	for _, t := range info.Tables {
+		if !info.LiveControl(t.Control) {
+			continue
+		}
 		it := &Table{Ent: t, Name: t.FullName, Default: t.Default, ConstDefault: t.ConstDefault, CounterOff: -1}
 		it.ID = ids.id(PrefixTable, t.FullName, t.Annots)
 		for _, ta := range t.Actions {

@@ -184,3 +184,64 @@ func TestEncodeEntries(t *testing.T) {
 		t.Error("empty range accepted")
 	}
 }
+
+func TestBinaryRoundTrip(t *testing.T) {
+	m := model(t, "../../../examples/p4/l3router.p4")
+	lpm := m.Edgenf.Table("ipv4_lpm")
+	fwd := lpm.Action("ipv4_forward")
+	e, err := lpm.EncodeBinary([]p4info.FieldMatch{{FieldID: 1, Value: []byte{198, 18, 5, 0}, PrefixLen: 24}},
+		p4info.ActionData{ActionID: fwd.ID, Params: map[uint32][]byte{1: {0xa1}, 2: {0x01, 0x02}}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := lpm.DecodeEntry(e.Key, e.Value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Matches[0].PrefixLen != 24 || string(d.Matches[0].Value) != "\xc6\x12\x05\x00" || d.Action.ActionID != fwd.ID ||
+		string(d.Action.Params[1]) != "\xa1" || string(d.Action.Params[2]) != "\x01\x02" {
+		t.Errorf("decoded %+v", d)
+	}
+	if _, err := lpm.EncodeBinary(nil, p4info.ActionData{ActionID: 12345}, 0); err == nil {
+		t.Error("unknown action id accepted")
+	}
+
+	m = model(t, "../../../examples/p4/acl.p4")
+	acl := m.Edgenf.Table("acl")
+	var src, dport uint32
+	for _, k := range acl.Keys {
+		switch k.Name {
+		case "hdr.ipv4.srcAddr":
+			src = k.ID
+		case "meta.dport":
+			dport = k.ID
+		}
+	}
+	deny := acl.Action("deny")
+	e, err = acl.EncodeBinary([]p4info.FieldMatch{
+		{FieldID: src, Value: []byte{10, 0, 0, 0}, Mask: []byte{255, 0, 0, 0}},
+		{FieldID: dport, Low: []byte{4, 0}, High: []byte{8, 0}},
+	}, p4info.ActionData{ActionID: deny.ID}, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err = acl.DecodeEntry(nil, e.Value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Priority != 9 || d.Action.ActionID != deny.ID {
+		t.Errorf("decoded %+v", d)
+	}
+	for _, fm := range d.Matches {
+		switch fm.FieldID {
+		case src:
+			if string(fm.Value) != "\x0a\x00\x00\x00" || string(fm.Mask) != "\xff\x00\x00\x00" {
+				t.Errorf("src %+v", fm)
+			}
+		case dport:
+			if string(fm.Low) != "\x04\x00" || string(fm.High) != "\x08\x00" {
+				t.Errorf("dport %+v", fm)
+			}
+		}
+	}
+}

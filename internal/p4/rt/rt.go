@@ -288,3 +288,47 @@ func (p *Program) ResetDefault(table string) error {
 	}
 	return m.Update(uint32(0), make([]byte, t.ValueBytes), ebpf.UpdateAny)
 }
+
+// Entries reads a table's entries back from the kernel (P4Runtime form).
+func (p *Program) Entries(table string) ([]*p4info.Decoded, error) {
+	t, err := p.table(table)
+	if err != nil {
+		return nil, err
+	}
+	if t.Map == "" {
+		return nil, nil
+	}
+	m, err := p.m(t.Map)
+	if err != nil {
+		return nil, err
+	}
+	var out []*p4info.Decoded
+	if t.Kind == "scan" {
+		buf := make([]byte, t.EntryBytes)
+		for i := uint32(0); i < uint32(t.Size); i++ {
+			if err := m.Lookup(i, &buf); err != nil {
+				return nil, err
+			}
+			if binary.NativeEndian.Uint32(buf) == 0 {
+				continue
+			}
+			d, err := t.DecodeEntry(nil, buf)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, d)
+		}
+		return out, nil
+	}
+	key := make([]byte, m.KeySize())
+	val := make([]byte, m.ValueSize())
+	it := m.Iterate()
+	for it.Next(&key, &val) {
+		d, err := t.DecodeEntry(key, val)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, it.Err()
+}

@@ -26,6 +26,9 @@ type Info struct {
 	Controls         []*Control
 	Main             *Package
 	StandardMetadata *Struct
+	SubControls      []*SubControl
+	Functions        []*Function
+	Live             map[*Control]bool // controls code is generated for (see LiveControl)
 }
 
 type scope struct {
@@ -43,16 +46,18 @@ func (s *scope) lookup(n string) Entity {
 }
 
 type checker struct {
-	info       *Info
-	src        *syntax.Sources
-	errs       syntax.ErrorList
-	global     *scope
-	sc         *scope
-	control    *Control
-	parser     *Parser
-	action     *Action
-	nextID     int
-	matchKinds map[string]bool
+	info         *Info
+	src          *syntax.Sources
+	errs         syntax.ErrorList
+	global       *scope
+	sc           *scope
+	control      *Control
+	parser       *Parser
+	action       *Action
+	function     *Function
+	nextID       int
+	matchKinds   map[string]bool
+	instantiated map[*Control]bool
 }
 
 // Options configures Check.
@@ -62,7 +67,7 @@ type Options struct {
 
 // Check type-checks prog. Errors quote lines from src.
 func Check(prog *syntax.Program, src *syntax.Sources, opt Options) (*Info, error) {
-	c := &checker{src: src, matchKinds: map[string]bool{}}
+	c := &checker{src: src, matchKinds: map[string]bool{}, instantiated: map[*Control]bool{}}
 	c.info = &Info{Prog: prog, Types: map[syntax.Expr]Type{}, Uses: map[*syntax.Ident]Entity{},
 		Members: map[*syntax.Member]*MemberRef{}, Calls: map[*syntax.Call]*CallRef{},
 		Consts: map[syntax.Expr]*big.Int{}, Decls: map[syntax.Node]Entity{}}
@@ -192,7 +197,7 @@ func (c *checker) resolveType(t syntax.Type) Type {
 		case *Parser:
 			return &BlockT{Kind: "parser", Name: y.Name, Params: y.Decl.Params, Decl: y.Decl}
 		case nil:
-			c.errorf(x.Pos, "unknown type %q", x.Name)
+			c.errorf(x.Pos, "unknown type %q%s", x.Name, hint(x.Name, c.sc.visible()))
 		default:
 			c.errorf(x.Pos, "%q is not a type", x.Name)
 		}
@@ -246,7 +251,7 @@ func (c *checker) topDecl(d syntax.Decl) {
 	case *syntax.ExternFuncDecl:
 		c.declare(x.Proto.Name, &Func{Name: x.Proto.Name, Protos: []*syntax.FuncProto{x.Proto}}, x.Proto.Pos)
 	case *syntax.FunctionDecl:
-		c.unsupported(x.Proto.Pos, "P4 functions (declare an action instead)")
+		c.functionDecl(x)
 	case *syntax.BlockTypeDecl:
 		c.declare(x.Name, &TypeName{Name: x.Name, Type: &BlockT{Kind: x.Kind, Name: x.Name, Params: x.Params, Decl: x}}, x.Pos)
 	case *syntax.ParserDecl:
@@ -625,8 +630,7 @@ func (c *checker) instanceDecl(x *syntax.InstanceDecl, owner string) Entity {
 		c.declare(x.Name, inst, x.Pos)
 		return inst
 	case *BlockT:
-		c.unsupported(x.Pos, "instantiating "+y.Kind+" "+y.Name+" inside another block")
-		return nil
+		return c.subControl(x, y)
 	}
 	c.errorf(x.Pos, "cannot instantiate %s", t)
 	return nil
@@ -757,7 +761,27 @@ func (c *checker) mainDecl(x *syntax.InstanceDecl) {
 		}
 	}
 	c.info.Main = pkg
+	c.info.Live = map[*Control]bool{}
+	for _, b := range pkg.Blocks {
+		if ct, ok := b.(*Control); ok {
+			c.info.Live[ct] = true
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, s := range c.info.SubControls {
+			if c.info.Live[s.Parent] && !c.info.Live[s.Control] {
+				c.info.Live[s.Control] = true
+				changed = true
+			}
+		}
+	}
 }
+
+// LiveControl reports whether code is generated for a control: it is a
+// block of the main package or instantiated (transitively) by one. Nil
+// (top level) is live.
+func (i *Info) LiveControl(c *Control) bool { return c == nil || i.Live[c] }
 
 func (c *checker) blockTypeParams(p *syntax.Param) int {
 	nt, ok := p.Type.(*syntax.NamedType)
@@ -817,7 +841,7 @@ func (c *checker) tableDecl(x *syntax.TableDecl) *Table {
 			for _, ar := range p.Actions {
 				a, ok := c.sc.lookup(ar.Name).(*Action)
 				if !ok {
-					c.errorf(ar.Pos, "unknown action %q", ar.Name)
+					c.errorf(ar.Pos, "unknown action %q%s", ar.Name, hint(ar.Name, c.sc.visible()))
 					continue
 				}
 				if len(ar.Args) > 0 {
@@ -1014,4 +1038,94 @@ func fitTo(v *big.Int, t Type) *big.Int {
 	m := new(big.Int).Lsh(big.NewInt(1), uint(b.W))
 	r := new(big.Int).Mod(v, m)
 	return r
+}
+
+// subControl checks "Sub() name;" inside a control.
+func (c *checker) subControl(x *syntax.InstanceDecl, y *BlockT) Entity {
+	callee, _ := c.global.lookup(y.Name).(*Control)
+	if y.Kind != "control" || c.control == nil || callee == nil {
+		c.unsupported(x.Pos, "instantiating "+y.Kind+" "+y.Name+" inside another block")
+		return nil
+	}
+	if len(x.Args) > 0 {
+		c.unsupported(x.Pos, "control constructor arguments")
+		return nil
+	}
+	if c.instantiated[callee] {
+		c.unsupported(x.Pos, "instantiating control "+callee.Name+" more than once")
+		return nil
+	}
+	c.instantiated[callee] = true
+	sub := &SubControl{Name: x.Name, Decl: x, Control: callee, Parent: c.control}
+	// p4c names what the sub-control declares after the instance path.
+	from := callee.Name + "."
+	to := c.control.Name + "." + x.Name + "."
+	rename := func(n string) string {
+		if strings.HasPrefix(n, from) {
+			return to + n[len(from):]
+		}
+		return n
+	}
+	for _, a := range c.info.Actions {
+		a.FullName = rename(a.FullName)
+	}
+	for _, t := range c.info.Tables {
+		t.FullName = rename(t.FullName)
+	}
+	for _, in := range c.info.Instances {
+		in.FullName = rename(in.FullName)
+	}
+	c.info.SubControls = append(c.info.SubControls, sub)
+	c.declare(x.Name, sub, x.Pos)
+	return sub
+}
+
+// functionDecl checks a P4 function: in/directionless parameters, a body
+// whose every path returns a value (unless it returns void).
+func (c *checker) functionDecl(x *syntax.FunctionDecl) {
+	p := x.Proto
+	if len(p.TypeParams) > 0 {
+		c.unsupported(p.Pos, "generic functions")
+		return
+	}
+	f := &Function{Name: p.Name, Decl: x, Ret: c.resolveType(p.Ret)}
+	c.info.Decls[x] = f
+	c.declare(p.Name, f, p.Pos)
+	c.push()
+	defer c.pop()
+	f.Params = c.blockParams(p.Params, p.Name, FuncParam)
+	for _, v := range f.Params {
+		if v.Dir == "out" || v.Dir == "inout" {
+			c.unsupported(v.Pos, "function parameters with direction "+v.Dir)
+		}
+	}
+	saved := c.function
+	c.function = f
+	defer func() { c.function = saved }()
+	c.push()
+	for _, s := range x.Body.Stmts {
+		c.stmt(s)
+	}
+	c.pop()
+	if _, void := f.Ret.(*Void); !void && !returns(x.Body) {
+		c.errorf(p.Pos, "function %s does not return a value on every path", p.Name)
+	}
+	c.info.Functions = append(c.info.Functions, f)
+}
+
+// returns reports whether every path through s ends in return.
+func returns(s syntax.Stmt) bool {
+	switch x := s.(type) {
+	case *syntax.ReturnStmt:
+		return true
+	case *syntax.BlockStmt:
+		for _, st := range x.Stmts {
+			if returns(st) {
+				return true
+			}
+		}
+	case *syntax.IfStmt:
+		return x.Else != nil && returns(x.Then) && returns(x.Else)
+	}
+	return false
 }

@@ -117,6 +117,16 @@ type Func struct {
 	Decls  []*syntax.FunctionDecl
 }
 
+// Function is a P4 function (declared at the top level).
+type Function struct {
+	Name   string
+	Decl   *syntax.FunctionDecl
+	Params []*Var
+	Ret    Type
+}
+
+func (f *Function) EntName() string { return f.Name }
+
 // TypeName is a name of a type used where an expression is expected (enum members, error).
 type TypeName struct {
 	Name string
@@ -155,6 +165,18 @@ type ValueSet struct {
 	Elem     Type
 	Size     int
 }
+
+// SubControl is a control instantiated inside another control; its
+// tables, actions and externs are named after the instance
+// (Parent.instance.table), as p4c names them.
+type SubControl struct {
+	Name    string
+	Decl    *syntax.InstanceDecl
+	Control *Control // the instantiated control
+	Parent  *Control
+}
+
+func (s *SubControl) EntName() string { return s.Name }
 
 // BlockType is a parser/control/package type declaration.
 type BlockType struct {
@@ -215,6 +237,8 @@ type CallRef struct {
 	Instance *Instance // extern instance receiver, if any
 	Recv     syntax.Expr
 	Func     *Func
+	Sub      *SubControl // CallBlockApply
+	Function *Function   // CallFunction
 }
 
 // Package is the resolved main instantiation.

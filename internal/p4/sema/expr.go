@@ -22,8 +22,10 @@ func (c *checker) stmt(s syntax.Stmt) {
 		c.lvalue(x.LHS)
 		rt := c.expr(x.RHS, lt)
 		if x.Op != "=" {
-			if _, ok := lt.(*Bits); !ok {
+			if b, ok := lt.(*Bits); !ok && !bad(lt) {
 				c.errorf(x.Pos, "%s needs a bit<N> or int<N> target", x.Op)
+			} else if ok && b.W > 64 {
+				c.unsupported(x.Pos, x.Op+" on a value wider than 64 bits")
 			}
 		}
 		c.assignable(lt, rt, x.RHS)
@@ -42,7 +44,23 @@ func (c *checker) stmt(s syntax.Stmt) {
 		if c.parser != nil {
 			c.errorf(x.Pos, "exit is not allowed in a parser")
 		}
+		if c.function != nil {
+			c.errorf(x.Pos, "exit is not allowed in a function")
+		}
 	case *syntax.ReturnStmt:
+		if c.function != nil {
+			_, void := c.function.Ret.(*Void)
+			switch {
+			case x.Value == nil && !void:
+				c.errorf(x.Pos, "function %s must return a %s", c.function.Name, c.function.Ret)
+			case x.Value != nil && void:
+				c.errorf(x.Pos, "function %s returns void", c.function.Name)
+			case x.Value != nil:
+				t := c.expr(x.Value, c.function.Ret)
+				c.assignable(c.function.Ret, t, x.Value)
+			}
+			break
+		}
 		if x.Value != nil {
 			c.errorf(x.Pos, "return with a value outside a function")
 		}
@@ -121,6 +139,9 @@ func (c *checker) stmt(s syntax.Stmt) {
 
 // lvalue checks that e can be written.
 func (c *checker) lvalue(e syntax.Expr) {
+	if bad(c.info.Types[e]) {
+		return // already reported
+	}
 	switch x := e.(type) {
 	case *syntax.Ident:
 		switch v := c.info.Uses[x].(type) {
@@ -258,7 +279,7 @@ func (c *checker) expr1(e syntax.Expr, want Type) Type {
 			ent = c.sc.lookup(x.Name)
 		}
 		if ent == nil {
-			c.errorf(x.Pos, "unknown name %q", x.Name)
+			c.errorf(x.Pos, "unknown name %q%s", x.Name, hint(x.Name, c.sc.visible()))
 			return nil
 		}
 		c.info.Uses[x] = ent
@@ -287,6 +308,9 @@ func (c *checker) expr1(e syntax.Expr, want Type) Type {
 		case *ValueSet:
 			c.errorf(x.Pos, "value_set %s can only be used as a select case", x.Name)
 			return nil
+		case *SubControl:
+			d := v.Control.Decl
+			return &BlockT{Kind: "control", Name: v.Control.Name, Params: d.Params, Decl: d}
 		}
 		c.errorf(x.Pos, "%s cannot be used in an expression", x.Name)
 		return nil
@@ -490,7 +514,7 @@ func (c *checker) member(x *syntax.Member) Type {
 			c.info.Members[x] = &MemberRef{Kind: MethodRef}
 			return &Void{}
 		}
-		c.errorf(x.Pos, "%s %s has no field %q", t.Kind, t.Name, x.Name)
+		c.errorf(x.Pos, "%s %s has no field %q%s", t.Kind, t.Name, x.Name, hint(x.Name, fieldNames(t)))
 		return nil
 	case *ExternT:
 		for _, m := range t.Decl.Methods {
@@ -600,8 +624,40 @@ func (c *checker) call(x *syntax.Call, want Type) Type {
 			}
 			return ret
 		case *BlockT:
-			c.info.Calls[x] = &CallRef{Kind: CallBlockApply}
-			c.unsupported(x.Pos, "applying a sub-"+t.Kind)
+			var sub *SubControl
+			if id, ok := fn.X.(*syntax.Ident); ok {
+				sub, _ = c.info.Uses[id].(*SubControl)
+			}
+			if sub == nil || fn.Name != "apply" {
+				c.unsupported(x.Pos, "applying a sub-"+t.Kind)
+				return &Void{}
+			}
+			if c.action != nil {
+				c.errorf(x.Pos, "controls cannot be applied inside actions")
+			}
+			c.info.Members[fn] = &MemberRef{Kind: MethodRef}
+			c.info.Calls[x] = &CallRef{Kind: CallBlockApply, Sub: sub}
+			params := sub.Control.Params
+			if len(x.Args) != len(params) {
+				c.errorf(x.Pos, "%s.apply takes %d arguments, got %d", sub.Name, len(params), len(x.Args))
+				return &Void{}
+			}
+			for i, a := range x.Args {
+				if a.Value == nil {
+					c.errorf(x.Pos, "missing argument %d", i+1)
+					continue
+				}
+				pt := params[i].Type
+				if et, ok := pt.(*ExternT); ok {
+					c.unsupported(a.Value.NodePos(), "passing "+et.Decl.Name+" to a sub-control")
+					continue
+				}
+				at := c.expr(a.Value, pt)
+				c.assignable(pt, at, a.Value)
+				if params[i].Dir == "out" || params[i].Dir == "inout" {
+					c.lvalue(a.Value)
+				}
+			}
 			return &Void{}
 		}
 		if !bad(xt) {
@@ -676,8 +732,23 @@ func (c *checker) call(x *syntax.Call, want Type) Type {
 				c.errorf(x.Pos, "verify can only be called in a parser")
 			}
 			return ret
+		case *Function:
+			c.info.Calls[x] = &CallRef{Kind: CallFunction, Function: v}
+			if len(x.Args) != len(v.Params) {
+				c.errorf(x.Pos, "function %s takes %d arguments, got %d", v.Name, len(v.Params), len(x.Args))
+				return v.Ret
+			}
+			for i, a := range x.Args {
+				if a.Value == nil {
+					c.errorf(x.Pos, "missing argument %d", i+1)
+					continue
+				}
+				at := c.expr(a.Value, v.Params[i].Type)
+				c.assignable(v.Params[i].Type, at, a.Value)
+			}
+			return v.Ret
 		case nil:
-			c.errorf(fn.Pos, "unknown function or action %q", fn.Name)
+			c.errorf(fn.Pos, "unknown function or action %q%s", fn.Name, hint(fn.Name, c.sc.visible()))
 			return nil
 		}
 		c.errorf(fn.Pos, "%s is not callable", fn.Name)

@@ -43,6 +43,8 @@ func TestCheckErrors(t *testing.T) {
 	cases := []struct{ body, want string }{
 		{"apply { m.x = 16w1; }", "cannot use a value of type bit<16> where bit<8> is expected"},
 		{"apply { m.y = 1; }", "struct M has no field \"y\""},
+		{"apply { h.h.bb = 1; }", "header h_t has no field \"bb\" (did you mean b?)"},
+		{"action drop_it() {} table t { key = { m.x : exact; } actions = { drop_itt; } } apply { }", "unknown action \"drop_itt\" (did you mean drop_it?)"},
 		{"apply { foo(); }", "unknown function or action \"foo\""},
 		{"apply { m.x = h.h.a + 300; }", "does not fit"},
 		{"table t { key = { m.x : fuzzy; } actions = { NoAction; } } apply { t.apply(); }", "unknown match kind"},
@@ -87,8 +89,12 @@ func TestUnsupportedNamed(t *testing.T) {
 	cases := []struct{ src, want string }{
 		{"header s_t { bit<8> a; } struct X { s_t[2] st; }", "unsupported: header stacks"},
 		{"header a_t { bit<8> a; } header_union u_t { a_t a; }", "unsupported: header_union"},
-		{"bit<8> f(in bit<8> x) { return x; }", "unsupported: P4 functions"},
-		{"control S(inout H h) { apply {} } control I2(inout H h, inout M m, inout standard_metadata_t s) { S() sub; apply { sub.apply(h); } }", "unsupported: instantiating control S"},
+		{"bit<8> f(in bit<8> x) { if (x == 1) { return x; } }", "does not return a value on every path"},
+		{"bit<8> f(inout bit<8> x) { return x; }", "unsupported: function parameters with direction inout"},
+		{"bit<8> f(in bit<8> x) { return; }", "must return a bit<8>"},
+		{"control S(inout H h) { apply {} } control I2(inout H h) { S() a; S() b; apply { a.apply(h); } }", "unsupported: instantiating control S more than once"},
+		{"parser SP(packet_in p, out H h) { state start { transition accept; } } parser P3(packet_in p, out H h) { SP() sp; state start { transition accept; } }", "unsupported: instantiating parser SP"},
+		{"control S(inout H h) { apply {} } control I2(inout H h, inout M m) { S() a; apply { a.apply(m); } }", "cannot use a value of type M where H is expected"},
 		{"parser P2(packet_in p, out H h) { state start { p.advance(8); transition accept; } }", "unsupported: packet_in.advance"},
 		{"header v_t { varbit<32> o; }", "unsupported: varbit"},
 	}

@@ -153,11 +153,6 @@ func (p *parser) annotations() Annotations {
 		p.next()
 		a := &Annotation{Pos: at.Pos, Name: n.Text}
 		if p.is("(") || p.is("[") {
-			open := p.tok().Text
-			close := ")"
-			if open == "[" {
-				close = "]"
-			}
 			p.next()
 			start := p.i
 			depth := 1
@@ -174,7 +169,6 @@ func (p *parser) annotations() Annotations {
 				p.next()
 			}
 			a.Raw = append([]Token(nil), p.toks[start:p.i-1]...)
-			_ = close
 			a.Args = p.tryExprList(a.Raw)
 		}
 		as = append(as, a)

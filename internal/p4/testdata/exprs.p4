@@ -49,6 +49,7 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
         h.o.mod = h.i.c % 7;
         h.o.sl = 0xff;
         h.o.sl[5:2] = 0;
+        h.o.sl[1:0] += 2; /* 3 + 2 wraps to 1 in two bits */
         sm.egress_spec = 1;
     }
 }

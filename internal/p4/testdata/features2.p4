@@ -1,4 +1,4 @@
-/* Exercises: tuples, verify_checksum_with_payload, const entries with ternary and
+/* Exercises: P4 functions, tuples, verify_checksum_with_payload, const entries with ternary and
  * range keysets, .miss, switch on bit<N> with shared labels, hash csum16 and
  * identity, casts that widen. */
 #include <core.p4>
@@ -13,6 +13,16 @@ header ipv4_t {
 header udp_t { bit<16> sport; bit<16> dport; bit<16> len; bit<16> csum; }
 struct headers { eth_t eth; ipv4_t ipv4; udp_t udp; }
 struct meta_t { bit<16> h; bit<32> id; bit<8> cls; }
+
+/* P4 functions: an identity with a local and two returns, a void one. */
+bit<16> ident16(in bit<16> x) {
+    bit<16> y = x;
+    if (x == 0) {
+        return 0;
+    }
+    return y;
+}
+void nothing(in bit<8> v) { }
 
 parser P(packet_in pkt, out headers hdr, inout meta_t meta, inout standard_metadata_t sm) {
     state start {
@@ -73,7 +83,8 @@ control Ig(inout headers hdr, inout meta_t meta, inout standard_metadata_t sm) {
             13: { sm.egress_spec = 2; }
             default: { sm.egress_spec = 3; }
         }
-        hdr.ipv4.id = meta.h;
+        hdr.ipv4.id = ident16(meta.h);
+        nothing(meta.cls);
         hdr.eth.src = (bit<48>)meta.id;
     }
 }

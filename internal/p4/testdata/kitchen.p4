@@ -6,6 +6,7 @@ header eth_t { bit<48> dst; bit<48> src; bit<16> type; }
 header six_t { bit<128> a; bit<64> b; bit<16> c; bool f; bit<7> pad; }
 struct H { eth_t eth; six_t six; }
 enum Dir { IN, OUT }
+bool is_doc(in bit<128> a) { return a[127:96] == 0x20010db8; }
 struct M { bit<64> x; int<16> s; bit<8> n; bool ok; Dir d; error e; bit<1> one; }
 
 parser P(packet_in pkt, out H h, inout M m, inout standard_metadata_t sm) {
@@ -52,6 +53,7 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
         h.six.a[127:96] = 0x20010db8;
         h.six.a[31:0] = h.six.c ++ 16w1;
         if (h.six.a == 0x20010db8000000000000000000000003) { m.n = m.n + 1; }
+        if (is_doc(h.six.a)) { m.n = m.n + 2; }
         m.d = Dir.OUT;
         if (m.d == Dir.IN) { return; }
         m.e = error.NoError;
