@@ -133,7 +133,7 @@ func cubeCmd() *cobra.Command {
 	var psets []string
 	set := &cobra.Command{
 		Use: "set NAME", Short: "Change a cube's settings", Args: cobra.ExactArgs(1), ValidArgsFunction: completeCubes,
-		Example: "  edgenf cube set fw1 --set default_ingress=drop",
+		Example: "  edgenf cube set fw1 --set ingress_policy=drop",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var cur cubeView
 			if err := api().Do("GET", "/v1/cubes/"+args[0], nil, &cur); err != nil {

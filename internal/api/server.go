@@ -663,10 +663,16 @@ func (s *Server) replaceEntries(w http.ResponseWriter, r *http.Request, c *cube.
 	err := s.eng.Update(func(t *cube.Topology) error {
 		tc := t.Cubes[c.Name]
 		delete(tc.Tables, tb.Name)
+		first := map[string]int{}
 		for i, raw := range list {
-			if _, err := t.PutEntry(c.Name, tb.Name, raw); err != nil {
+			key, err := t.PutEntry(c.Name, tb.Name, raw)
+			if err != nil {
 				return cube.Within(fmt.Sprintf("[%d]", i), err)
 			}
+			if j, dup := first[key]; dup {
+				return cube.Conflict(fmt.Sprintf("[%d].key", i), "entry %q is also at [%d]: a table lists each key once", key, j)
+			}
+			first[key] = i
 		}
 		return nil
 	})

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"net/netip"
+	"strings"
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/vishvananda/netlink"
@@ -9,11 +10,11 @@ import (
 
 var _ cube.AttachmentInfo = (*handle)(nil)
 
-// AttachPoint implements cube.AttachmentInfo from the applied topology (the
-// one being applied while a change is in progress is not visible yet: callers
-// that care, like NAT masquerade, re-check every tick).
+// AttachPoint implements cube.AttachmentInfo from the topology being applied
+// (during a change) or the applied one.
 func (h *handle) AttachPoint() (string, []netip.Prefix) {
-	point := h.e.topo.AttachedTo(h.l.dc.Name)
+	t := h.e.current()
+	point := t.AttachedTo(h.l.dc.Name)
 	if point == "" {
 		return "", nil
 	}
@@ -23,7 +24,7 @@ func (h *handle) AttachPoint() (string, []netip.Prefix) {
 	}
 	var out []netip.Prefix
 	if ep.IsCube() {
-		c := h.e.topo.Cubes[ep.Cube]
+		c := t.Cubes[ep.Cube]
 		if c == nil {
 			return point, nil
 		}
@@ -36,14 +37,19 @@ func (h *handle) AttachPoint() (string, []netip.Prefix) {
 		}
 		return point, out
 	}
-	lk, err := netlink.LinkByName(ep.Iface)
+	return point, ifaceAddrs(ep.Iface)
+}
+
+func ifaceAddrs(name string) []netip.Prefix {
+	lk, err := netlink.LinkByName(name)
 	if err != nil {
-		return point, nil
+		return nil
 	}
 	addrs, err := netlink.AddrList(lk, netlink.FAMILY_ALL)
 	if err != nil {
-		return point, nil
+		return nil
 	}
+	var out []netip.Prefix
 	for _, a := range addrs {
 		ip, ok := netip.AddrFromSlice(a.IP)
 		if !ok {
@@ -52,5 +58,20 @@ func (h *handle) AttachPoint() (string, []netip.Prefix) {
 		ones, _ := a.Mask.Size()
 		out = append(out, netip.PrefixFrom(ip.Unmap(), ones))
 	}
-	return point, out
+	return out
+}
+
+// attachContext is what a transparent cube's controller may derive from its
+// attachment (the point and, for a cube port, its addresses): when it
+// changes, the cube is synced again.
+func attachContext(t *cube.Topology, name string) string {
+	point := t.AttachedTo(name)
+	if ep, err := cube.ParseEndpoint(point); err == nil && ep.IsCube() {
+		if c := t.Cubes[ep.Cube]; c != nil {
+			if p := c.Port(ep.Port); p != nil {
+				return point + " " + strings.Join(p.Addresses, ",")
+			}
+		}
+	}
+	return point
 }

@@ -39,6 +39,17 @@ type Engine struct {
 	stubs    map[StubKey]*datapath.Stub
 	stubHops map[StubKey]datapath.Hop
 	slow     *slowPath
+	// applying is the topology a reconcile is making real; controllers
+	// synced during it see it through their handle.
+	applying *cube.Topology
+}
+
+// current is the topology controllers see: the one being applied, if any.
+func (e *Engine) current() *cube.Topology {
+	if e.applying != nil {
+		return e.applying
+	}
+	return e.topo
 }
 
 // live is a loaded cube.
@@ -47,6 +58,7 @@ type live struct {
 	dc    *datapath.Cube
 	ctl   cube.Controller
 	c     *cube.Cube // as last synced
+	attch string     // its attachment context when synced (attachContext)
 	json  []byte     // c marshalled, for the state file
 	obj   [32]byte   // hash of the loaded object (types with per-cube objects)
 	hops  map[int]datapath.Hop
@@ -279,8 +291,10 @@ func (e *Engine) reconcile(desired *cube.Topology, adopt bool) error {
 	for _, name := range pl.missing {
 		e.log.Warn("peered interface does not exist; its traffic is dropped until it is back", "interface", name)
 	}
+	e.applying = desired
+	defer func() { e.applying = nil }()
 	for _, name := range desired.CubeNames() {
-		if err := e.ensureCube(desired.Cubes[name], adopt); err != nil {
+		if err := e.ensureCube(desired.Cubes[name], attachContext(desired, name), adopt); err != nil {
 			return cube.Within("cubes."+name, err)
 		}
 	}
@@ -336,7 +350,7 @@ func (e *Engine) assignSlots(t *cube.Topology) error {
 
 // ensureCube loads (or re-adopts) the cube's program if needed and syncs its
 // control plane when its spec changed.
-func (e *Engine) ensureCube(c *cube.Cube, adopt bool) error {
+func (e *Engine) ensureCube(c *cube.Cube, attch string, adopt bool) error {
 	l := e.cubes[c.Name]
 	if l != nil && (l.typ.Name != c.Type || l.dc.Hook != c.Hook) {
 		// Type or hook changed (declarative apply): replace the cube.
@@ -346,7 +360,7 @@ func (e *Engine) ensureCube(c *cube.Cube, adopt bool) error {
 		delete(e.cubes, c.Name)
 		l = nil
 	}
-	if l != nil && l.c != nil && l.c.Equal(c) {
+	if l != nil && l.c != nil && l.c.Equal(c) && l.attch == attch {
 		return nil
 	}
 	if l == nil {
@@ -358,10 +372,10 @@ func (e *Engine) ensureCube(c *cube.Cube, adopt bool) error {
 	} else if err := e.reprogram(l, c); err != nil {
 		return err
 	}
-	if err := e.syncCube(l, c); err != nil {
+	if err := e.syncCube(l, c, attch); err != nil {
 		return err
 	}
-	l.c = c.Clone()
+	l.c, l.attch = c.Clone(), attch
 	l.json, _ = c.MarshalJSON() // direct: json.Marshal would re-scan every entry
 	return nil
 }
@@ -439,9 +453,9 @@ func (e *Engine) reprogram(l *live, c *cube.Cube) error {
 
 // syncCube hands the change to the controller: entry by entry when only
 // tables changed and the controller can do that, else a full Sync.
-func (e *Engine) syncCube(l *live, c *cube.Cube) error {
+func (e *Engine) syncCube(l *live, c *cube.Cube, attch string) error {
 	h := &handle{e: e, l: l}
-	if ew, ok := l.ctl.(cube.EntryWriter); ok && l.c != nil && cube.SameButTables(l.c, c) {
+	if ew, ok := l.ctl.(cube.EntryWriter); ok && l.c != nil && cube.SameButTables(l.c, c) && l.attch == attch {
 		return e.syncEntries(h, ew, l.c, c)
 	}
 	return l.ctl.Sync(h, c)

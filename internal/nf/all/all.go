@@ -4,8 +4,10 @@ package all
 import (
 	_ "github.com/edgenf/edgenf/internal/nf/bridge"
 	_ "github.com/edgenf/edgenf/internal/nf/ddos"
+	_ "github.com/edgenf/edgenf/internal/nf/firewall"
 	_ "github.com/edgenf/edgenf/internal/nf/lb"
 	_ "github.com/edgenf/edgenf/internal/nf/monitor"
+	_ "github.com/edgenf/edgenf/internal/nf/nat"
 	_ "github.com/edgenf/edgenf/internal/nf/p4"
 	_ "github.com/edgenf/edgenf/internal/nf/portfwd"
 	_ "github.com/edgenf/edgenf/internal/nf/router"

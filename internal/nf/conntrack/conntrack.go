@@ -1,0 +1,194 @@
+// Package conntrack mirrors bpf/include/edgenf/conntrack.h, the connection
+// tracking library the NAT and the firewall share: states, per-state
+// timeouts, tuples, and helpers to read connection tables.
+package conntrack
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+
+	"golang.org/x/sys/unix"
+)
+
+// States, as enum ct_state.
+const (
+	None = iota
+	TCPSynSent
+	TCPSynRecv
+	TCPEstablished
+	TCPFinWait
+	TCPTimeWait
+	TCPClose
+	UDPUnreplied
+	UDPReplied
+	ICMP
+	Other
+	NStates
+)
+
+var stateNames = [NStates]string{"none", "syn-sent", "syn-recv", "established", "fin-wait", "time-wait", "close",
+	"udp-unreplied", "udp-replied", "icmp", "other"}
+
+// StateName names a connection state.
+func StateName(s uint8) string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return fmt.Sprintf("state-%d", s)
+}
+
+// Packet states, as enum ct_pkt_state (firewall match values).
+const (
+	PktNew = iota
+	PktEstablished
+	PktRelated
+	PktInvalid
+	PktNStates
+)
+
+// PktStateNames are the names rules use for packet states.
+var PktStateNames = []string{"new", "established", "related", "invalid"}
+
+// Flags of struct ct_conn.
+const (
+	FlagReplied  = 1
+	FlagFinOrig  = 2
+	FlagFinReply = 4
+)
+
+// Timeouts are per-state idle timeouts in seconds; zero means the default.
+type Timeouts struct {
+	TCPSynSent     uint32 `json:"tcp_syn_sent,omitempty"`
+	TCPSynRecv     uint32 `json:"tcp_syn_recv,omitempty"`
+	TCPEstablished uint32 `json:"tcp_established,omitempty"`
+	TCPFinWait     uint32 `json:"tcp_fin_wait,omitempty"`
+	TCPTimeWait    uint32 `json:"tcp_time_wait,omitempty"`
+	TCPClose       uint32 `json:"tcp_close,omitempty"`
+	UDP            uint32 `json:"udp,omitempty"`
+	UDPReplied     uint32 `json:"udp_replied,omitempty"`
+	ICMP           uint32 `json:"icmp,omitempty"`
+	Other          uint32 `json:"other,omitempty"`
+}
+
+// Defaults are the timeouts used for zero fields (as in conntrack.h).
+var Defaults = [NStates]uint32{30, 120, 60, 7440, 120, 120, 10, 30, 180, 30, 600}
+
+// MaxTimeout bounds any timeout (one week).
+const MaxTimeout = 7 * 24 * 3600
+
+// Validate checks the bounds; field is the name to report errors under.
+func (t *Timeouts) Validate() error {
+	if t == nil {
+		return nil
+	}
+	for i, v := range t.Kernel().Sec {
+		if v > MaxTimeout {
+			return fmt.Errorf("%s: %d s is more than %d s", stateNames[i], v, MaxTimeout)
+		}
+	}
+	return nil
+}
+
+// KTimeouts mirrors struct ct_timeouts.
+type KTimeouts struct {
+	Sec [NStates]uint32
+	_   uint32
+}
+
+// Kernel converts to the map layout.
+func (t *Timeouts) Kernel() KTimeouts {
+	var k KTimeouts
+	if t == nil {
+		return k
+	}
+	k.Sec = [NStates]uint32{0, t.TCPSynSent, t.TCPSynRecv, t.TCPEstablished, t.TCPFinWait, t.TCPTimeWait, t.TCPClose,
+		t.UDP, t.UDPReplied, t.ICMP, t.Other}
+	return k
+}
+
+// Timeout returns the effective timeout of a state, in seconds.
+func (k KTimeouts) Timeout(state uint8) uint32 {
+	if int(state) >= NStates {
+		return 30
+	}
+	if k.Sec[state] != 0 {
+		return k.Sec[state]
+	}
+	return Defaults[state]
+}
+
+// Tuple mirrors struct ct_tuple (addresses and ports in network order).
+type Tuple struct {
+	Saddr [4]byte
+	Daddr [4]byte
+	Sport [2]byte
+	Dport [2]byte
+	Proto uint8
+	Dir   uint8
+	_     uint16
+}
+
+// Src and Dst render an endpoint as addr:port (addr for protocols without
+// ports; ICMP shows the echo identifier as id).
+func (t Tuple) Src() string { return endpoint(t.Saddr, t.Sport, t.Proto) }
+func (t Tuple) Dst() string {
+	if t.Proto == unix.IPPROTO_ICMP {
+		return netip.AddrFrom4(t.Daddr).String()
+	}
+	return endpoint(t.Daddr, t.Dport, t.Proto)
+}
+
+func endpoint(a [4]byte, p [2]byte, proto uint8) string {
+	ip := netip.AddrFrom4(a)
+	port := binary.BigEndian.Uint16(p[:])
+	switch proto {
+	case unix.IPPROTO_TCP, unix.IPPROTO_UDP:
+		return netip.AddrPortFrom(ip, port).String()
+	case unix.IPPROTO_ICMP:
+		return fmt.Sprintf("%s id %d", ip, port)
+	}
+	return ip.String()
+}
+
+// ProtoName names an IP protocol.
+func ProtoName(p uint8) string {
+	switch p {
+	case unix.IPPROTO_TCP:
+		return "tcp"
+	case unix.IPPROTO_UDP:
+		return "udp"
+	case unix.IPPROTO_ICMP:
+		return "icmp"
+	}
+	return fmt.Sprint(p)
+}
+
+// Conn mirrors struct ct_conn.
+type Conn struct {
+	LastSeen uint64
+	State    uint8
+	Flags    uint8
+	_        uint16
+	_        uint32
+}
+
+// Now is the kernel's bpf_ktime_get_ns() clock (CLOCK_MONOTONIC).
+func Now() uint64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return uint64(ts.Nano())
+}
+
+// Expired reports whether c idled past its state's timeout at now.
+func (c Conn) Expired(k KTimeouts, now uint64) bool {
+	return now > c.LastSeen && now-c.LastSeen > uint64(k.Timeout(c.State))*1e9
+}
+
+// IdleSeconds is how long c has been idle at now.
+func (c Conn) IdleSeconds(now uint64) float64 {
+	if now < c.LastSeen {
+		return 0
+	}
+	return float64(now-c.LastSeen) / 1e9
+}

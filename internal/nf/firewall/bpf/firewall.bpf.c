@@ -1,0 +1,494 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* firewall: transparent; an ingress and an egress chain of rules over IPv4
+ * (source/destination prefix, protocol, source/destination port range, TCP
+ * flags, connection-tracking state), first match by rule id wins, default
+ * policy per chain.
+ *
+ * Classification is a linear bit-vector search (as in Polycube's
+ * pcn-firewall): for each field the daemon precomputes, per distinct value
+ * class, the bit vector of rules that accept it. A packet looks up one vector
+ * per field, ANDs them, and the lowest set bit is the matching rule. Each
+ * vector carries a 3-word summary (bit j: word j is non-zero) so the AND only
+ * visits words that can match: the cost hardly grows with the rule count.
+ *
+ * The rule set is double-buffered: every table holds two generations and one
+ * 4-byte index (fw_active) says which one packets use. The daemon writes the
+ * inactive generation and flips the index: no packet sees a half-updated set. */
+#include <edgenf/edgenf.h>
+#include <edgenf/conntrack.h>
+
+#define FW_MAX_RULES 10240
+#define FW_WORDS (FW_MAX_RULES / 64)
+#define FW_SUM 3
+
+/* Fields (dimensions) of the classifier. */
+enum fw_dim {
+	FW_D_SRC,
+	FW_D_DST,
+	FW_D_SPORT,
+	FW_D_DPORT,
+	FW_D_PROTO,
+	FW_D_FLAGS,
+	FW_D_STATE,
+	FW_NDIMS,
+};
+
+struct fw_bv {
+	__u64 sum[FW_SUM];
+	__u64 w[FW_WORDS];
+};
+
+/* Per generation and chain: index gen * 2 + chain. Mirrored by firewall.go. */
+struct fw_meta {
+	__u32 nrules;
+	__u32 nwords;  /* words holding rules */
+	__u32 dims;    /* bit per fw_dim: the field is matched by some rule */
+	__u8 policy;   /* FW_ACCEPT or FW_DROP */
+	__u8 accept_established;
+	__u8 valid;
+	__u8 pad;
+};
+
+#define FW_ACCEPT 0
+#define FW_DROP 1
+
+struct fw_rule {
+	__u8 action;
+	__u8 log;
+	__u16 pad;
+	__u32 id;
+};
+
+struct fw_cfg {
+	__u32 log_rate; /* logged packets per second, per CPU */
+	__u32 pad;
+	struct ct_timeouts to;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} fw_active SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fw_cfg);
+} fw_cfg SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 4);
+	__type(key, __u32);
+	__type(value, struct fw_meta);
+} fw_meta SEC(".maps");
+
+/* Source and destination prefixes: the data starts with gen, chain, dim, so
+ * the prefix length is 32 + the address prefix length. */
+struct fw_lpm_key {
+	__u32 prefixlen;
+	__u8 gen;
+	__u8 chain;
+	__u8 dim;
+	__u8 pad;
+	__be32 addr;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, 4 * 2 * (FW_MAX_RULES + 1));
+	__type(key, struct fw_lpm_key);
+	__type(value, __u32); /* class in fw_cls */
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} fw_lpm SEC(".maps");
+
+/* Class vectors of every field. All vectors a packet uses come from this one
+ * map, which keeps the verifier's state count small. */
+struct fw_cls_key {
+	__u8 gen;
+	__u8 chain;
+	__u8 dim;
+	__u8 pad;
+	__u32 cls;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4 * (6 * FW_MAX_RULES + 1024) + 1);
+	__type(key, struct fw_cls_key);
+	__type(value, struct fw_bv);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} fw_cls SEC(".maps");
+
+/* Port -> class: index ((gen * 2 + chain) * 2 + (dim - FW_D_SPORT)) * 65536 + port. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 8 * 65536);
+	__type(key, __u32);
+	__type(value, __u32);
+} fw_portcls SEC(".maps");
+
+/* TCP flags byte -> class: index (gen * 2 + chain) * 256 + flags. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 4 * 256);
+	__type(key, __u32);
+	__type(value, __u32);
+} fw_flagcls SEC(".maps");
+
+/* The vector with every bit set (the value of a field no rule matches on)
+ * is fw_cls[{0, 0, FW_NDIMS, 0}]. */
+
+/* Rules by bit index: (gen * 2 + chain) * FW_MAX_RULES + bit. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 4 * FW_MAX_RULES);
+	__type(key, __u32);
+	__type(value, struct fw_rule);
+} fw_rules SEC(".maps");
+
+struct fw_count {
+	__u64 packets;
+	__u64 bytes;
+};
+
+/* Per-rule counters, same index; FW_MAX_RULES + (gen * 2 + chain) past the
+ * rules: the default policy's; then per chain the accept-established
+ * shortcut's. */
+#define FW_CNT_POLICY (4 * FW_MAX_RULES)
+#define FW_CNT_ESTAB (4 * FW_MAX_RULES + 4)
+#define FW_CNT_INVALID (4 * FW_MAX_RULES + 8)
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 4 * FW_MAX_RULES + 12);
+	__type(key, __u32);
+	__type(value, struct fw_count);
+} fw_counters SEC(".maps");
+
+/* Connections: normalised tuple (lower address/port first). */
+struct fw_conn {
+	struct ct_conn c;
+	__u8 orig_swapped; /* the originator's packets are the swapped ones */
+	__u8 pad[7];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 262144);
+	__type(key, struct ct_tuple);
+	__type(value, struct fw_conn);
+} fw_conns SEC(".maps");
+
+/* Log rate limiter (token bucket per CPU). */
+struct fw_bucket {
+	__u64 last;
+	__u64 tokens; /* in 1/1e9 of a token */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fw_bucket);
+} fw_logbucket SEC(".maps");
+
+#define FW_LOG_ACCEPT 1
+#define FW_LOG_DROP 2
+
+static __always_inline void fw_count(__u32 idx, __u32 len)
+{
+	struct fw_count *c = bpf_map_lookup_elem(&fw_counters, &idx);
+
+	if (c) {
+		c->packets++;
+		c->bytes += len;
+	}
+}
+
+/* Normalise t into k; returns 1 when it swapped the ends. */
+static __always_inline int fw_norm(const struct ct_tuple *t, struct ct_tuple *k)
+{
+	__u32 s = bpf_ntohl(t->saddr), d = bpf_ntohl(t->daddr);
+	int swap;
+
+	if (t->proto == IPPROTO_ICMP)
+		swap = s > d;
+	else
+		swap = s > d || (s == d && bpf_ntohs(t->sport) > bpf_ntohs(t->dport));
+	if (swap)
+		ct_reverse(t, k);
+	else
+		*k = *t;
+	k->dir = 0;
+	k->pad = 0;
+	return swap;
+}
+
+static __always_inline int fw_log(ctx_t *ctx, struct edgenf_md *md, struct fw_cfg *cfg, __u32 reason, __u32 arg)
+{
+	__u32 zero = 0, len = ctx_len(ctx);
+	struct fw_bucket *b = bpf_map_lookup_elem(&fw_logbucket, &zero);
+	__u64 now = bpf_ktime_get_ns(), rate = cfg->log_rate, cap;
+	__u32 pos = md->pos;
+
+	if (!b || !rate)
+		return 0;
+	cap = rate * 1000000000ull; /* a burst of one second */
+	b->tokens += (now - b->last) * rate;
+	if (b->tokens > cap)
+		b->tokens = cap;
+	b->last = now;
+	if (b->tokens < 1000000000ull)
+		return 0;
+	b->tokens -= 1000000000ull;
+	{
+		__u64 snap = len < 128 ? len : 128;
+		struct edgenf_punt_hdr hdr = {
+			.magic = EDGENF_PUNT_MAGIC,
+			.cube = pos < EDGENF_MAX_STACK ? md->hop.stack[pos] : md->cube,
+			.in_port = md->in_port,
+			.reason = reason,
+			.arg = arg,
+			.pkt_len = len,
+			.ifindex = md->ingress_ifindex,
+			.hook = EDGENF_HOOK_ID,
+		};
+
+		bpf_perf_event_output(ctx, &enf_punt_ring, BPF_F_CURRENT_CPU | (snap << 32), &hdr, sizeof(hdr));
+	}
+	return 1;
+}
+
+/* Lowest set bit of a non-zero word, without branches (de Bruijn). */
+static const __u8 fw_debruijn[64] = {
+	0,  1,  48, 2,  57, 49, 28, 3,  61, 58, 50, 42, 38, 29, 17, 4,  62, 55, 59, 36, 53, 51,
+	43, 22, 45, 39, 33, 30, 24, 18, 12, 5,  63, 47, 56, 27, 60, 41, 37, 16, 54, 35, 52, 21,
+	44, 32, 23, 11, 46, 26, 40, 15, 34, 20, 31, 10, 25, 14, 19, 9,  13, 8,  7,  6,
+};
+
+static __always_inline __u32 fw_ctz(__u64 x)
+{
+	return fw_debruijn[((x & -x) * 0x03f79d71b4cb0a89ull) >> 58];
+}
+
+static __always_inline struct fw_bv *fw_cls_bv(__u8 gen, __u8 chain, __u8 dim, __u32 cls)
+{
+	struct fw_cls_key k = {.gen = gen, .chain = chain, .dim = dim, .cls = cls};
+
+	return bpf_map_lookup_elem(&fw_cls, &k);
+}
+
+/* The bit of the first matching rule, or -1. */
+static __always_inline int fw_none(const struct fw_bv *v)
+{
+	return !(v->sum[0] | v->sum[1] | v->sum[2]);
+}
+
+static __always_inline int fw_classify(struct fw_meta *m, __u8 gen, __u8 chain, struct ct_pkt *p, __u32 pstate)
+{
+	__u32 base = (gen * 2 + chain);
+	struct fw_bv *ones = fw_cls_bv(0, 0, FW_NDIMS, 0);
+	struct fw_bv *vs, *vd, *vsp, *vdp, *vp, *vf, *vc, *a;
+	__u32 dims = m->dims;
+
+	/* Every pointer starts as the all-ones vector (not NULL): pointers of
+	 * one kind keep the verifier's state count small. */
+	if (!ones)
+		return -1;
+	vs = vd = vsp = vdp = vp = vf = vc = ones;
+
+	/* Fields in order of typical selectivity; a field whose vector is
+	 * empty ends the search at once (no rule can match). */
+	if (dims & (1 << FW_D_DPORT)) {
+		__u32 i = (base * 2 + 1) * 65536 + bpf_ntohs(p->t.dport);
+		__u32 *cls = bpf_map_lookup_elem(&fw_portcls, &i);
+
+		if (!cls)
+			return -1;
+		vdp = fw_cls_bv(gen, chain, FW_D_DPORT, *cls);
+		if (!vdp || fw_none(vdp))
+			return -1;
+	}
+	if (dims & (1 << FW_D_DST)) {
+		struct fw_lpm_key k = {.prefixlen = 64, .gen = gen, .chain = chain, .dim = FW_D_DST, .addr = p->t.daddr};
+		__u32 *cls = bpf_map_lookup_elem(&fw_lpm, &k);
+
+		if (!cls)
+			return -1;
+		vd = fw_cls_bv(gen, chain, FW_D_DST, *cls);
+		if (!vd || fw_none(vd))
+			return -1;
+	}
+	if (dims & (1 << FW_D_SRC)) {
+		struct fw_lpm_key k = {.prefixlen = 64, .gen = gen, .chain = chain, .dim = FW_D_SRC, .addr = p->t.saddr};
+		__u32 *cls = bpf_map_lookup_elem(&fw_lpm, &k);
+
+		if (!cls)
+			return -1;
+		vs = fw_cls_bv(gen, chain, FW_D_SRC, *cls);
+		if (!vs || fw_none(vs))
+			return -1;
+	}
+	if (dims & (1 << FW_D_SPORT)) {
+		__u32 i = (base * 2 + 0) * 65536 + bpf_ntohs(p->t.proto == IPPROTO_ICMP ? 0 : p->t.sport);
+		__u32 *cls = bpf_map_lookup_elem(&fw_portcls, &i);
+
+		if (!cls)
+			return -1;
+		vsp = fw_cls_bv(gen, chain, FW_D_SPORT, *cls);
+		if (!vsp || fw_none(vsp))
+			return -1;
+	}
+	if (dims & (1 << FW_D_PROTO)) {
+		vp = fw_cls_bv(gen, chain, FW_D_PROTO, p->t.proto);
+		if (!vp)
+			vp = fw_cls_bv(gen, chain, FW_D_PROTO, 256);
+		if (!vp || fw_none(vp))
+			return -1;
+	}
+	if (dims & (1 << FW_D_FLAGS)) {
+		__u32 i = base * 256 + (p->t.proto == IPPROTO_TCP ? p->tcp_flags : 0);
+		__u32 *cls = bpf_map_lookup_elem(&fw_flagcls, &i);
+
+		if (!cls)
+			return -1;
+		vf = fw_cls_bv(gen, chain, FW_D_FLAGS, *cls);
+		if (!vf || fw_none(vf))
+			return -1;
+	}
+	if (dims & (1 << FW_D_STATE)) {
+		vc = fw_cls_bv(gen, chain, FW_D_STATE, pstate);
+		if (!vc || fw_none(vc))
+			return -1;
+	}
+	/* A field no rule uses needs no vector of its own: alias it to one
+	 * that is looked at anyway (x & x == x), which saves memory loads. */
+	a = vdp;
+	if (a == ones)
+		a = vd;
+	if (a == ones)
+		a = vs;
+	if (a == ones)
+		a = vp;
+	if (vs == ones)
+		vs = a;
+	if (vd == ones)
+		vd = a;
+	if (vsp == ones)
+		vsp = a;
+	if (vdp == ones)
+		vdp = a;
+	if (vp == ones)
+		vp = a;
+	if (vf == ones)
+		vf = a;
+	if (vc == ones)
+		vc = a;
+	for (__u32 j = 0; j < FW_SUM; j++) {
+		__u64 s = vs->sum[j] & vd->sum[j] & vsp->sum[j] & vdp->sum[j] & vp->sum[j] & vf->sum[j] & vc->sum[j];
+
+		for (int k = 0; k < 64 && s; k++) {
+			__u32 w = j * 64 + fw_ctz(s);
+			__u64 x;
+
+			s &= s - 1;
+			if (w >= FW_WORDS)
+				return -1;
+			x = vs->w[w] & vd->w[w] & vsp->w[w] & vdp->w[w] & vp->w[w] & vf->w[w] & vc->w[w];
+			if (x)
+				return w * 64 + fw_ctz(x);
+		}
+	}
+	return -1;
+}
+
+static __always_inline int firewall(ctx_t *ctx, struct edgenf_md *md, __u32 dir)
+{
+	__u32 zero = 0, len = ctx_len(ctx), mi, pstate;
+	__u8 chain = dir & 1, gen;
+	struct fw_conn *conn = 0, upd;
+	struct ct_tuple key;
+	struct fw_meta *m;
+	struct fw_cfg *cfg;
+	struct ct_pkt p;
+	__u32 *active;
+	int swapped, reply = 0, bit, verdict, log = 0;
+	__u64 now;
+
+	active = bpf_map_lookup_elem(&fw_active, &zero);
+	cfg = bpf_map_lookup_elem(&fw_cfg, &zero);
+	if (!active || !cfg)
+		return ENF_VERDICT_PASS;
+	gen = *active & 1;
+	mi = gen * 2 + chain;
+	m = bpf_map_lookup_elem(&fw_meta, &mi);
+	if (!m || !m->valid)
+		return ENF_VERDICT_PASS;
+	/* Only IPv4 is classified; ARP, IPv6 and the rest pass. */
+	if (ct_extract(ctx, &p) < 0)
+		return ENF_VERDICT_PASS;
+
+	now = bpf_ktime_get_ns();
+	swapped = fw_norm(&p.t, &key);
+	conn = bpf_map_lookup_elem(&fw_conns, &key);
+	if (conn && ct_expired(&conn->c, &cfg->to, now))
+		conn = 0;
+	if (conn) {
+		upd = *conn;
+		reply = swapped != upd.orig_swapped;
+		pstate = ct_update(&upd.c, &p, reply, now);
+	} else if (p.icmp_err) {
+		struct ct_tuple ik;
+
+		fw_norm(&p.inner, &ik);
+		pstate = bpf_map_lookup_elem(&fw_conns, &ik) ? CT_PKT_RELATED : CT_PKT_INVALID;
+	} else if (p.frag && !p.l4_off) {
+		pstate = CT_PKT_INVALID; /* later fragments: no ports to match */
+	} else {
+		pstate = ct_can_start(&p) ? CT_PKT_NEW : CT_PKT_INVALID;
+	}
+
+	if (m->accept_established && (pstate == CT_PKT_ESTABLISHED || pstate == CT_PKT_RELATED)) {
+		fw_count(FW_CNT_ESTAB + chain, len);
+		verdict = FW_ACCEPT;
+		goto done;
+	}
+	bit = m->nrules ? fw_classify(m, gen, chain, &p, pstate) : -1;
+	if (bit >= 0 && bit < FW_MAX_RULES) {
+		__u32 ri = mi * FW_MAX_RULES + bit;
+		struct fw_rule *r = bpf_map_lookup_elem(&fw_rules, &ri);
+
+		if (!r)
+			return ENF_VERDICT_DROP;
+		fw_count(ri, len);
+		verdict = r->action;
+		if (r->log)
+			log = fw_log(ctx, md, cfg, verdict == FW_ACCEPT ? FW_LOG_ACCEPT : FW_LOG_DROP,
+				     (chain << 31) | (r->id & 0x7fffffff));
+	} else {
+		fw_count(FW_CNT_POLICY + mi, len);
+		verdict = m->policy;
+	}
+done:
+	if (verdict != FW_ACCEPT)
+		return ENF_VERDICT_DROP;
+	if (pstate == CT_PKT_INVALID)
+		fw_count(FW_CNT_INVALID + chain, len);
+	if (conn) {
+		/* In place: no map update per packet. */
+		if (pstate != CT_PKT_INVALID)
+			conn->c = upd.c;
+	} else if (pstate == CT_PKT_NEW) {
+		__builtin_memset(&upd, 0, sizeof(upd));
+		ct_init(&upd.c, &p, now);
+		upd.orig_swapped = swapped;
+		bpf_map_update_elem(&fw_conns, &key, &upd, BPF_ANY);
+	}
+	(void)log;
+	return ENF_VERDICT_PASS;
+}
+
+EDGENF_TRANSPARENT(firewall)
