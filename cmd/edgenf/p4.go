@@ -78,14 +78,16 @@ func p4Cmd() *cobra.Command {
 
 	var tf p4Flags
 	var hook string
+	var live bool
 	test := &cobra.Command{
 		Use:   "test PROGRAM.p4 TEST.stf",
 		Short: "Run an STF test (p4c's format) against a P4 program in the kernel (BPF_PROG_TEST_RUN)",
 		Example: "  edgenf p4 test examples/p4/l3router.p4 examples/p4/l3router.stf\n" +
-			"  edgenf p4 test examples/p4/upf.p4 examples/p4/upf.stf --hook tc",
+			"  edgenf p4 test examples/p4/upf.p4 examples/p4/upf.stf --hook tc\n" +
+			"  edgenf p4 test examples/p4/l3router.p4 examples/p4/l3router.stf --live",
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			res, err := stf.RunFile(context.Background(), tf.options(args[0]), args[1], hook)
+			res, err := stf.RunFileMode(context.Background(), tf.options(args[0]), args[1], hook, live)
 			if err != nil {
 				return err
 			}
@@ -98,6 +100,7 @@ func p4Cmd() *cobra.Command {
 	}
 	tf.add(test)
 	test.Flags().StringVar(&hook, "hook", "xdp", "run the program at xdp or tc")
+	test.Flags().BoolVar(&live, "live", false, "send the packets through real veths in a namespace instead of BPF_PROG_TEST_RUN")
 	test.RegisterFlagCompletionFunc("hook", fixedCompletion("xdp", "tc"))
 	c.AddCommand(compile, test)
 	c.AddCommand(p4RuntimeCmds()...)

@@ -327,7 +327,65 @@ func p4RuntimeCmds() []*cobra.Command {
 			return err
 		},
 	}
-	return []*cobra.Command{add, del, setDefault, dump, counter, info}
+	regRead := &cobra.Command{
+		Use: "register-read CUBE NAME [INDEX]", Short: "Read a cube's P4 register (non-zero cells, or one cell)",
+		Args: cobra.RangeArgs(2, 3), ValidArgsFunction: completeCubes,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var rows []map[string]any
+			if err := api().Do("GET", "/v1/cubes/"+url.PathEscape(args[0])+"/views/registers", nil, &rows); err != nil {
+				return err
+			}
+			var idx = -1
+			if len(args) == 3 {
+				n, err := strconv.ParseUint(args[2], 0, 32)
+				if err != nil {
+					return fmt.Errorf("bad index %q", args[2])
+				}
+				idx = int(n)
+			}
+			kept := rows[:0]
+			reg := ""
+			for _, r := range rows {
+				n, _ := r["register"].(string)
+				if n != args[1] && !strings.HasSuffix(n, "."+args[1]) {
+					continue
+				}
+				reg = n
+				if i, _ := r["index"].(float64); idx >= 0 && int(i) != idx {
+					continue
+				}
+				kept = append(kept, r)
+			}
+			if idx >= 0 && len(kept) == 0 {
+				// the view lists non-zero cells only
+				if reg == "" {
+					reg = args[1]
+				}
+				kept = append(kept, map[string]any{"register": reg, "index": idx, "value": 0})
+			}
+			return show(os.Stdout, kept, nil)
+		},
+	}
+	regWrite := &cobra.Command{
+		Use: "register-write CUBE NAME INDEX VALUE", Short: "Write a cell of a cube's P4 register (INDEX '*': every cell)",
+		Args: cobra.ExactArgs(4), ValidArgsFunction: completeCubes,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			body := map[string]any{"register": args[1], "value": args[3]}
+			if args[2] != "*" {
+				n, err := strconv.ParseUint(args[2], 0, 32)
+				if err != nil {
+					return fmt.Errorf("bad index %q", args[2])
+				}
+				body["index"] = n
+			}
+			var out json.RawMessage
+			if err := api().Do("POST", "/v1/cubes/"+url.PathEscape(args[0])+"/actions/register_write", body, &out); err != nil {
+				return err
+			}
+			return show(os.Stdout, out, nil)
+		},
+	}
+	return []*cobra.Command{add, del, setDefault, dump, counter, info, regRead, regWrite}
 }
 
 func kv(m map[string]string) string {

@@ -285,3 +285,13 @@ func (c *Cube) Unload() error {
 
 // RemovePinned removes what is pinned for a cube that was never adopted.
 func (d *Datapath) RemovePinned(name string) error { return os.RemoveAll(d.cubeDir(name)) }
+
+// Maps returns the cube's own maps by name (a copy of the index; the maps
+// stay owned by the cube).
+func (c *Cube) Maps() map[string]*ebpf.Map {
+	out := make(map[string]*ebpf.Map, len(c.maps))
+	for k, v := range c.maps {
+		out[k] = v
+	}
+	return out
+}

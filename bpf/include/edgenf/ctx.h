@@ -112,3 +112,30 @@ static __always_inline long ctx_load_bytes(ctx_t *ctx, __u32 off, void *to, __u3
 	return bpf_skb_load_bytes(ctx, off, to, len);
 #endif
 }
+
+/* At TC the kernel has already moved an outer VLAN tag out of the frame into
+ * skb metadata; XDP sees it in the frame. NFs that parse VLAN tags
+ * themselves (P4 programs) define EDGENF_INLINE_VLAN before including
+ * edgenf.h so their frames look the same at both hooks: the tag is put back
+ * into the frame when the cube is entered. */
+static __always_inline int ctx_inline_vlan(ctx_t *ctx)
+{
+#if defined(EDGENF_HOOK_TC)
+	if (ctx->vlan_present) {
+		__be16 tag[2] = {(__be16)ctx->vlan_proto, bpf_htons((__u16)ctx->vlan_tci)};
+		__u8 macs[12];
+
+		/* Take the tag out of the metadata, make 4 bytes of room at the
+		 * head, slide the MAC addresses down and write the tag after
+		 * them (any protocol, unlike adjust_room). */
+		if (bpf_skb_vlan_pop(ctx) || bpf_skb_change_head(ctx, 4, 0))
+			return -1;
+		if (bpf_skb_load_bytes(ctx, 4, macs, sizeof(macs)) ||
+		    bpf_skb_store_bytes(ctx, 0, macs, sizeof(macs), 0) ||
+		    bpf_skb_store_bytes(ctx, 12, tag, sizeof(tag), 0))
+			return -1;
+	}
+#endif
+	(void)ctx;
+	return 0;
+}

@@ -157,6 +157,12 @@ static __always_inline int enf_punt(ctx_t *ctx, struct edgenf_md *md, __u32 reas
 	return enf_punt_from(ctx, md, md->cube, enf_port_idx(md->in_port), reason, arg);
 }
 
+#if defined(EDGENF_INLINE_VLAN)
+#define EDGENF_VLAN_INLINE 1
+#else
+#define EDGENF_VLAN_INLINE 0
+#endif
+
 /* Entry point of a standard cube: counts rx, then runs fn(ctx, md). */
 #define EDGENF_CUBE(fn)                                                      \
 	SEC(EDGENF_SEC) int edgenf_cube(ctx_t *ctx)                          \
@@ -165,6 +171,8 @@ static __always_inline int enf_punt(ctx_t *ctx, struct edgenf_md *md, __u32 reas
 		if (!md)                                                     \
 			return CTX_DROP;                                     \
 		enf_count(enf_port_idx(md->in_port), ctx_len(ctx), ENF_RX);  \
+		if (EDGENF_VLAN_INLINE && ctx_inline_vlan(ctx))              \
+			return enf_drop(ctx, md);                            \
 		return fn(ctx, md);                                          \
 	}
 

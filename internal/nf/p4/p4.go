@@ -266,6 +266,12 @@ func mapNames(r *p4info.Runtime) []string {
 	for _, v := range r.ValueSets {
 		out = append(out, v.Map)
 	}
+	for _, g := range r.Registers {
+		out = append(out, g.Map)
+	}
+	for _, m := range r.Meters {
+		out = append(out, m.Map)
+	}
 	return out
 }
 
@@ -367,6 +373,139 @@ func listCounters(h cube.Handle, c *cube.Cube) (any, error) {
 	return out, nil
 }
 
+// RegisterValue is one cell of a P4 register (Value: the cell's bits;
+// int<N> registers in two's complement).
+type RegisterValue struct {
+	Register string `json:"register"`
+	Index    uint32 `json:"index"`
+	Value    uint64 `json:"value"`
+}
+
+func listRegisters(h cube.Handle, c *cube.Cube) (any, error) {
+	prog, err := runtimeOf(h, c)
+	if err != nil {
+		return nil, err
+	}
+	out := []RegisterValue{}
+	for _, r := range prog.Model.Registers {
+		vals, err := prog.ReadRegister(r.Name, 0, uint32(r.Size-1))
+		if err != nil {
+			return nil, err
+		}
+		for i, v := range vals {
+			if v != 0 {
+				out = append(out, RegisterValue{Register: r.Name, Index: uint32(i), Value: v})
+			}
+		}
+	}
+	return out, nil
+}
+
+// RegisterWriteArgs are the arguments of the register_write action. Index
+// nil writes every cell; Value is a number (decimal, 0x hex, negative for
+// int<N>), MAC or IP address.
+type RegisterWriteArgs struct {
+	Register string  `json:"register"`
+	Index    *uint32 `json:"index,omitempty"`
+	Value    string  `json:"value"`
+}
+
+func registerWrite(h cube.Handle, c *cube.Cube, args any) (any, error) {
+	a, _ := args.(*RegisterWriteArgs)
+	if a == nil || a.Register == "" {
+		return nil, fmt.Errorf("register_write needs a register")
+	}
+	prog, err := runtimeOf(h, c)
+	if err != nil {
+		return nil, err
+	}
+	r := prog.Model.Register(a.Register)
+	if r == nil {
+		return nil, fmt.Errorf("no register %q", a.Register)
+	}
+	v, err := p4info.ParseValue(a.Value, r.Width)
+	if err != nil {
+		return nil, fmt.Errorf("register %s: %w", r.Name, err)
+	}
+	lo, hi := uint32(0), uint32(r.Size-1)
+	if a.Index != nil {
+		lo, hi = *a.Index, *a.Index
+	}
+	if err := prog.WriteRegister(r.Name, lo, hi, v.Uint64()); err != nil {
+		return nil, err
+	}
+	return map[string]any{"register": r.Name, "written": hi - lo + 1}, nil
+}
+
+// MeterSetArgs are the arguments of the meter_set action: an RFC 2698
+// configuration (rates in the meter's units per second, bursts in units)
+// for one cell, or every cell when Index is omitted; Reset makes the cells
+// unconfigured (everything GREEN).
+type MeterSetArgs struct {
+	Meter  string  `json:"meter"`
+	Index  *uint32 `json:"index,omitempty"`
+	CIR    uint64  `json:"cir"`
+	CBurst uint64  `json:"cburst"`
+	PIR    uint64  `json:"pir"`
+	PBurst uint64  `json:"pburst"`
+	Reset  bool    `json:"reset,omitempty"`
+}
+
+func meterSet(h cube.Handle, c *cube.Cube, args any) (any, error) {
+	a, _ := args.(*MeterSetArgs)
+	if a == nil || a.Meter == "" {
+		return nil, fmt.Errorf("meter_set needs a meter")
+	}
+	prog, err := runtimeOf(h, c)
+	if err != nil {
+		return nil, err
+	}
+	me := prog.Model.Meter(a.Meter)
+	if me == nil {
+		return nil, fmt.Errorf("no meter %q", a.Meter)
+	}
+	lo, hi := uint32(0), uint32(me.Size-1)
+	if a.Index != nil {
+		lo, hi = *a.Index, *a.Index
+	}
+	var cfg *rt.MeterConfig
+	if !a.Reset {
+		cfg = &rt.MeterConfig{CIR: a.CIR, CBurst: a.CBurst, PIR: a.PIR, PBurst: a.PBurst}
+	}
+	if err := prog.SetMeter(me.Name, lo, hi, cfg); err != nil {
+		return nil, err
+	}
+	return map[string]any{"meter": me.Name, "written": hi - lo + 1}, nil
+}
+
+// MeterValue is a configured meter cell.
+type MeterValue struct {
+	Meter string `json:"meter"`
+	Index uint32 `json:"index"`
+	Unit  string `json:"unit"`
+	rt.MeterConfig
+}
+
+func listMeters(h cube.Handle, c *cube.Cube) (any, error) {
+	prog, err := runtimeOf(h, c)
+	if err != nil {
+		return nil, err
+	}
+	out := []MeterValue{}
+	for _, me := range prog.Model.Meters {
+		for i := 0; i < me.Size; i++ {
+			cfg, err := prog.ReadMeter(me.Name, uint32(i))
+			if err != nil {
+				return nil, err
+			}
+			if cfg != nil {
+				out = append(out, MeterValue{Meter: me.Name, Index: uint32(i), Unit: me.Unit, MeterConfig: *cfg})
+			}
+		}
+	}
+	return out, nil
+}
+
 func model(h cube.Handle, c *cube.Cube) (any, error) {
 	r, err := programOf(c)
 	if err != nil {
@@ -406,6 +545,12 @@ var Type = &cube.Type{
 	Views: []cube.View{
 		{Name: "counters", Doc: "Non-zero indexes of the program's counters.", Item: &CounterValue{}, List: listCounters},
 		{Name: "p4info", Doc: "The program's model (P4Info-compatible: tables, match fields, actions, counters, ids).", List: model},
+		{Name: "registers", Doc: "Non-zero cells of the program's registers.", Item: &RegisterValue{}, List: listRegisters},
+		{Name: "meters", Doc: "Configured cells of the program's meters (RFC 2698 rates per second and bursts).", Item: &MeterValue{}, List: listMeters},
+	},
+	Actions: []cube.Action{
+		{Name: "register_write", Doc: "Write a register cell (or every cell when index is omitted).", Args: &RegisterWriteArgs{}, Do: registerWrite},
+		{Name: "meter_set", Doc: "Configure a meter cell (or every cell when index is omitted): cir/pir per second, cburst/pburst; reset: unconfigured.", Args: &MeterSetArgs{}, Do: meterSet},
 	},
 	New: func() cube.Controller { return controller{} },
 }

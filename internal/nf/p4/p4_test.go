@@ -2,6 +2,7 @@ package p4
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -69,5 +70,84 @@ func TestP4EntriesAreValidatedAgainstTheProgram(t *testing.T) {
 	topo.Cubes["sw"] = bad
 	if err := topo.Validate(nil); err == nil || !strings.Contains(err.Error(), "x.p4:1:") {
 		t.Fatalf("syntax error: %v", err)
+	}
+}
+
+func TestP4CubeRegistersViewAndWrite(t *testing.T) {
+	c := &cube.Cube{Name: "sw", Type: "p4", Hook: datapath.XDP,
+		Config: json.RawMessage(`{"program": "../../p4/testdata/registers.p4"}`),
+		Ports:  []cube.Port{{Name: "p0", Index: 0}, {Name: "p1", Index: 1}}}
+	r := nftest.New(t, Type, c)
+	frame := nftest.UDP4("198.18.0.1", "198.18.0.2", 1, 2, []byte("p4"))
+	for i := 0; i < 3; i++ {
+		if res := r.Run("p0", frame); res.Verdict != datapath.XDPRedirect || res.Port != 1 {
+			t.Fatalf("verdict %d port %d", res.Verdict, res.Port)
+		}
+	}
+	idx := uint32(5)
+	if _, err := registerWrite(r.Handle(), r.Model, &RegisterWriteArgs{Register: "cells", Index: &idx, Value: "0x4d"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := registerWrite(r.Handle(), r.Model, &RegisterWriteArgs{Register: "signed_cells", Value: "-2"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := registerWrite(r.Handle(), r.Model, &RegisterWriteArgs{Register: "cells", Index: &idx, Value: "0x1ffffffff"}); err == nil {
+		t.Fatal("a value wider than the register was accepted")
+	}
+	big := uint32(8)
+	if _, err := registerWrite(r.Handle(), r.Model, &RegisterWriteArgs{Register: "cells", Index: &big, Value: "1"}); err == nil {
+		t.Fatal("an index out of range was accepted")
+	}
+	v, err := listRegisters(r.Handle(), r.Model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]uint64{}
+	for _, row := range v.([]RegisterValue) {
+		got[fmt.Sprintf("%s[%d]", row.Register, row.Index)] = row.Value
+	}
+	want := map[string]uint64{"Ig.per_port[0]": 3, "Ig.cells[5]": 0x4d, "Ig.signed_cells[0]": 0xfe, "Ig.signed_cells[1]": 0xfe}
+	if len(got) != len(want) {
+		t.Fatalf("registers %v, want %v", got, want)
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Fatalf("registers %v, want %v", got, want)
+		}
+	}
+}
+
+func TestP4CubeMeters(t *testing.T) {
+	c := &cube.Cube{Name: "sw", Type: "p4", Hook: datapath.XDP,
+		Config: json.RawMessage(`{"program": "../../p4/testdata/meters.p4"}`),
+		Ports:  []cube.Port{{Name: "p0", Index: 0}, {Name: "p1", Index: 1}}}
+	r := nftest.New(t, Type, c)
+	frame := nftest.UDP4("198.18.0.1", "198.18.0.2", 1, 2, []byte("p4"))
+	idx := uint32(0)
+	if _, err := meterSet(r.Handle(), r.Model, &MeterSetArgs{Meter: "pkt_meter", Index: &idx, CBurst: 1, PBurst: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := meterSet(r.Handle(), r.Model, &MeterSetArgs{Meter: "pkt_meter", Index: &idx, CIR: 5, PIR: 1}); err == nil {
+		t.Fatal("PIR < CIR was accepted")
+	}
+	if res := r.Run("p0", frame); res.Verdict != datapath.XDPRedirect {
+		t.Fatalf("first packet (GREEN): verdict %d", res.Verdict)
+	}
+	if res := r.Run("p0", frame); res.Verdict != datapath.XDPDrop {
+		t.Fatalf("second packet (RED): verdict %d", res.Verdict)
+	}
+	v, err := listMeters(r.Handle(), r.Model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := v.([]MeterValue)
+	if len(rows) != 1 || rows[0].Meter != "Ig.pkt_meter" || rows[0].CBurst != 1 || rows[0].Unit != "packets" {
+		t.Fatalf("meters %+v", rows)
+	}
+	if _, err := meterSet(r.Handle(), r.Model, &MeterSetArgs{Meter: "pkt_meter", Reset: true}); err != nil {
+		t.Fatal(err)
+	}
+	if res := r.Run("p0", frame); res.Verdict != datapath.XDPRedirect {
+		t.Fatalf("after reset (GREEN): verdict %d", res.Verdict)
 	}
 }

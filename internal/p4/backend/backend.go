@@ -59,6 +59,7 @@ type gen struct {
 	state   []string // fields of struct p4_state (reset per packet)
 	bufs    []string // fields of struct p4_state not reset
 	structs map[*sema.Struct]bool
+	stacks  map[string]bool
 	tuples  map[string]string
 
 	lv  map[*sema.Var]string // C lvalue of each variable
@@ -163,6 +164,8 @@ func (g *gen) decl(t sema.Type, name string, pos syntax.Pos) string {
 		return g.structType(x, pos) + " " + name
 	case *sema.Tuple:
 		return g.tupleType(x, pos) + " " + name
+	case *sema.Stack:
+		return g.stackType(x, pos) + " " + name
 	}
 	g.unsupported(pos, "variables of type "+t.String())
 	return "__u8 " + name
@@ -212,6 +215,27 @@ func (g *gen) structType(st *sema.Struct, pos syntax.Pos) string {
 	}
 	b.WriteString("};\n\n")
 	g.types.WriteString(b.String())
+	return cname
+}
+
+// stackType declares a C struct for a header stack: the elements and
+// nextIndex (next).
+func (g *gen) stackType(st *sema.Stack, pos syntax.Pos) string {
+	el, ok := st.Elem.(*sema.Struct)
+	if !ok {
+		g.unsupported(pos, "stacks of "+st.Elem.String())
+		return "__u8"
+	}
+	et := g.structType(el, pos)
+	cname := fmt.Sprintf("struct hs_%s_%d", ir.Sanitize(el.Name), st.Size)
+	if g.stacks == nil {
+		g.stacks = map[string]bool{}
+	}
+	if g.stacks[cname] {
+		return cname
+	}
+	g.stacks[cname] = true
+	fmt.Fprintf(&g.types, "%s {\n\t%s e[%d];\n\t__u32 next;\n};\n\n", cname, et, st.Size)
 	return cname
 }
 
@@ -269,6 +293,16 @@ func (g *gen) run() {
 	var sizeHeaders func(st *sema.Struct)
 	sizeHeaders = func(st *sema.Struct) {
 		for _, f := range st.Fields {
+			if hs, ok := f.Type.(*sema.Stack); ok {
+				if el, ok := hs.Elem.(*sema.Struct); ok {
+					n := el.Bits / 8
+					g.hdrTotal += n * hs.Size
+					if n > g.maxHdr {
+						g.maxHdr = n
+					}
+				}
+				continue
+			}
 			sub, ok := f.Type.(*sema.Struct)
 			if !ok {
 				continue
@@ -408,6 +442,17 @@ func (g *gen) emitMaps() {
 		fmt.Fprintf(w, "/* value_set %s (bit<%d>), id 0x%08x */\n", v.Name, v.Width, v.ID)
 		fmt.Fprintf(w, "struct {\n\t__uint(type, BPF_MAP_TYPE_ARRAY);\n\t__uint(max_entries, %d);\n\t__type(key, __u32);\n\t__type(value, struct p4_vs_member);\n} %s SEC(\".maps\");\n\n", v.Size, v.MapName)
 		fmt.Fprintf(w, "static __always_inline int vs_match_%s(__u64 k)\n{\n#pragma unroll\n\tfor (__u32 i = 0; i < %d; i++) {\n\t\t__u32 idx = i;\n\t\tstruct p4_vs_member *m = bpf_map_lookup_elem(&%s, &idx);\n\n\t\tif (m && m->valid && (k & m->mask) == m->value)\n\t\t\treturn 1;\n\t}\n\treturn 0;\n}\n\n", sn, v.Size, v.MapName)
+	}
+	for _, r := range g.p.Registers {
+		fmt.Fprintf(w, "/* register %s (%d x %d bits), id 0x%08x: shared by all CPUs, not per-CPU */\n", r.Name, r.Size, r.Width, r.ID)
+		fmt.Fprintf(w, "struct {\n\t__uint(type, BPF_MAP_TYPE_ARRAY);\n\t__uint(max_entries, %d);\n\t__type(key, __u32);\n\t__type(value, __u64);\n} %s SEC(\".maps\");\n\n", r.Size, r.MapName)
+	}
+	if len(g.p.Meters) > 0 {
+		w.WriteString(meterC)
+	}
+	for _, m := range g.p.Meters {
+		fmt.Fprintf(w, "/* meter %s (%s, %d), id 0x%08x: RFC 2698 trTCM, shared by all CPUs */\n", m.Name, m.Unit, m.Size, m.ID)
+		fmt.Fprintf(w, "struct {\n\t__uint(type, BPF_MAP_TYPE_ARRAY);\n\t__uint(max_entries, %d);\n\t__type(key, __u32);\n\t__type(value, struct p4_meter);\n} %s SEC(\".maps\");\n\n", m.Size, m.MapName)
 	}
 	for _, c := range g.p.Counters {
 		fmt.Fprintf(w, "/* counter %s (%s), id 0x%08x */\n", c.Name, c.Unit, c.ID)
@@ -564,3 +609,60 @@ func (g *gen) usesField(name string) bool {
 	}
 	return false
 }
+
+// meterC is the two-rate three-colour marker (RFC 2698, colour-blind) of
+// v1model meters. Tokens are kept in units x 1e9 so that refills of less
+// than one unit are not lost; rates are units per second, bursts units.
+// An unconfigured meter marks everything GREEN (as BMv2 does).
+const meterC = `struct p4_meter {
+	__u64 cir, cbs, pir, pbs;
+	__u64 tc, tp;
+	__u64 last;
+	__u32 configured;
+	struct bpf_spin_lock lock;
+};
+
+static __always_inline __u64 p4_tb_fill(__u64 tok, __u64 el, __u64 rate, __u64 burst)
+{
+	__u64 cap = burst * 1000000000ULL;
+
+	if (tok >= cap)
+		return cap;
+	if (!rate)
+		return tok;
+	if (el > (cap - tok) / rate)
+		return cap;
+	return tok + el * rate;
+}
+
+static __always_inline __u32 p4_meter_exec(void *map, __u32 idx, __u64 units)
+{
+	struct p4_meter *m = bpf_map_lookup_elem(map, &idx);
+	__u64 now, el, b;
+	__u32 color = 0;
+
+	if (!m)
+		return 0;
+	now = bpf_ktime_get_ns();
+	b = units * 1000000000ULL;
+	bpf_spin_lock(&m->lock);
+	if (m->configured) {
+		el = now > m->last ? now - m->last : 0;
+		m->last = now;
+		m->tc = p4_tb_fill(m->tc, el, m->cir, m->cbs);
+		m->tp = p4_tb_fill(m->tp, el, m->pir, m->pbs);
+		if (m->tp < b) {
+			color = 2;
+		} else if (m->tc < b) {
+			color = 1;
+			m->tp -= b;
+		} else {
+			m->tp -= b;
+			m->tc -= b;
+		}
+	}
+	bpf_spin_unlock(&m->lock);
+	return color;
+}
+
+`

@@ -465,6 +465,8 @@ func (g *gen) callStmt(call *syntax.Call) {
 		case "setInvalid":
 			g.line("%s.valid = 0;", g.lval(cr.Recv))
 		case "isValid":
+		case "push_front", "pop_front":
+			g.stackShift(cr)
 		}
 	case sema.CallExternMethod:
 		g.externMethod(call, cr)
@@ -487,6 +489,12 @@ func (g *gen) externMethod(call *syntax.Call, cr *sema.CallRef) {
 					switch {
 					case et.Decl.Name == "packet_in" && cr.Method == "extract" && g.inParser:
 						g.extract(call.Args[0].Value)
+						return
+					case et.Decl.Name == "packet_in" && cr.Method == "advance" && g.inParser:
+						g.advance(call.Args[0].Value)
+						return
+					case et.Decl.Name == "packet_in" && cr.Method == "lookahead" && g.inParser:
+						g.line("(void)%s;", g.lookahead(call))
 						return
 					case et.Decl.Name == "packet_out" && cr.Method == "emit":
 						g.emit(call.Args[0].Value)
@@ -513,6 +521,45 @@ func (g *gen) externMethod(call *syntax.Call, cr *sema.CallRef) {
 		g.line("}")
 	case "direct_counter.count":
 		// counted by the table on a hit
+	case "meter.execute_meter":
+		// v1model: GREEN 0, YELLOW 1, RED 2; an index out of range is GREEN
+		m := g.p.MeterOf[in]
+		out := call.Args[1].Value
+		if isWide(g.typeOf(out)) || width(g.typeOf(out)) == 0 {
+			g.unsupported(out.NodePos(), "execute_meter into this type")
+			return
+		}
+		units := "1"
+		if m.Unit == "bytes" {
+			units = "s->sm.f_packet_length"
+		}
+		g.line("{")
+		g.line("\t__u32 mi = (__u32)%s;", g.rv(call.Args[0].Value))
+		g.line("\t%s = mi < %d ? p4_meter_exec(&%s, mi, %s) & %s : 0;", g.lval(out), m.Size, m.MapName, units, mask(width(g.typeOf(out))))
+		g.line("}")
+	case "register.read":
+		// v1model: an out-of-range index reads 0
+		r := g.p.RegisterOf[in]
+		out := call.Args[0].Value
+		if isWide(g.typeOf(out)) || width(g.typeOf(out)) == 0 {
+			g.unsupported(out.NodePos(), "register.read into this type")
+			return
+		}
+		g.line("{")
+		g.line("	__u32 ri = (__u32)%s;", g.rv(call.Args[1].Value))
+		g.line("	__u64 *rc = ri < %d ? bpf_map_lookup_elem(&%s, &ri) : 0;", r.Size, r.MapName)
+		g.line("	%s = rc ? (*(volatile __u64 *)rc & %s) : 0;", g.lval(out), mask(r.Width))
+		g.line("}")
+	case "register.write":
+		// v1model: an out-of-range index is ignored
+		r := g.p.RegisterOf[in]
+		g.line("{")
+		g.line("	__u32 ri = (__u32)%s;", g.rv(call.Args[0].Value))
+		g.line("	__u64 rv = (__u64)(%s) & %s;", g.rv(call.Args[1].Value), mask(r.Width))
+		g.line("	__u64 *rc = ri < %d ? bpf_map_lookup_elem(&%s, &ri) : 0;", r.Size, r.MapName)
+		g.line("	if (rc)")
+		g.line("		*(volatile __u64 *)rc = rv;")
+		g.line("}")
 	default:
 		g.unsupported(call.Pos, in.Extern.Name+"."+cr.Method)
 	}
@@ -538,6 +585,10 @@ func (g *gen) packList(e syntax.Expr) int {
 	var addStruct func(c string, st *sema.Struct, pos syntax.Pos)
 	addStruct = func(c string, st *sema.Struct, pos syntax.Pos) {
 		for _, f := range st.Fields {
+			if _, ok := f.Type.(*sema.Stack); ok {
+				g.unsupported(pos, "a header stack in a field list")
+				continue
+			}
 			if sub, ok := f.Type.(*sema.Struct); ok {
 				addStruct(c+".f_"+f.Name, sub, pos)
 				continue
@@ -773,4 +824,36 @@ func (g *gen) callFunction(call *syntax.Call, f *sema.Function) string {
 		}
 	}
 	return fmt.Sprintf("%s(%s)", fnName(f), strings.Join(args, ", "))
+}
+
+// stackShift generates hs.push_front(n) / hs.pop_front(n): elements move by
+// n, the vacated ones become invalid, nextIndex follows (clamped).
+func (g *gen) stackShift(cr *sema.CallRef) {
+	hs, ok := g.typeOf(cr.Recv).(*sema.Stack)
+	if !ok {
+		g.errorf(cr.Recv.NodePos(), "%s is not a header stack", sema.ExprString(cr.Recv))
+		return
+	}
+	sc := g.lval(cr.Recv)
+	n, size := cr.Count, hs.Size
+	if n == 0 {
+		return
+	}
+	if cr.Method == "push_front" {
+		for i := size - 1; i >= n; i-- {
+			g.line("%s.e[%d] = %s.e[%d];", sc, i, sc, i-n)
+		}
+		for i := 0; i < n && i < size; i++ {
+			g.line("%s.e[%d].valid = 0;", sc, i)
+		}
+		g.line("%s.next = %s.next + %d > %d ? %d : %s.next + %d;", sc, sc, n, size, size, sc, n)
+		return
+	}
+	for i := 0; i+n < size; i++ {
+		g.line("%s.e[%d] = %s.e[%d];", sc, i, sc, i+n)
+	}
+	for i := max(size-n, 0); i < size; i++ {
+		g.line("%s.e[%d].valid = 0;", sc, i)
+	}
+	g.line("%s.next = %s.next > %d ? %s.next - %d : 0;", sc, sc, n, sc, n)
 }

@@ -24,7 +24,23 @@ func (g *gen) lval(e syntax.Expr) string {
 		if r := g.info.Members[x]; r != nil && r.Kind == sema.FieldAccess {
 			return g.lval(x.X) + ".f_" + x.Name
 		}
+		if r := g.info.Members[x]; r != nil && r.Kind == sema.StackMember {
+			hs, _ := g.typeOf(x.X).(*sema.Stack)
+			if hs == nil {
+				break
+			}
+			s := g.lval(x.X)
+			switch r.Name {
+			case "next":
+				return fmt.Sprintf("%s.e[P4_IDX(%s.next, %d)]", s, s, hs.Size)
+			case "last":
+				return fmt.Sprintf("%s.e[P4_IDX(%s.next - 1, %d)]", s, s, hs.Size)
+			}
+		}
 	case *syntax.Index:
+		if _, ok := g.typeOf(x.X).(*sema.Stack); ok {
+			return fmt.Sprintf("%s.e[%d]", g.lval(x.X), g.info.Consts[x.Index].Int64())
+		}
 		if _, ok := g.typeOf(x.X).(*sema.Tuple); ok {
 			return fmt.Sprintf("%s.f%d", g.lval(x.X), g.info.Consts[x.Index].Int64())
 		}
@@ -61,6 +77,11 @@ func (g *gen) rv(e syntax.Expr) string {
 		switch r.Kind {
 		case sema.FieldAccess:
 			return g.lval(x)
+		case sema.StackMember:
+			if r.Name == "lastIndex" {
+				// nextIndex - 1 (all ones, an error in P4, when nothing was extracted)
+				return fmt.Sprintf("((__u32)(%s.next - 1))", g.lval(x.X))
+			}
 		case sema.ApplyField:
 			call, ok := x.X.(*syntax.Call)
 			if !ok {
@@ -81,6 +102,11 @@ func (g *gen) rv(e syntax.Expr) string {
 		}
 		if cr != nil && cr.Kind == sema.CallFunction {
 			return "(" + g.callFunction(x, cr.Function) + " & " + mask(width(t)) + ")"
+		}
+		if cr != nil && cr.Kind == sema.CallExternMethod && cr.Method == "lookahead" && g.inParser {
+			if et, ok := g.typeOf(cr.Recv).(*sema.ExternT); ok && et.Decl.Name == "packet_in" {
+				return g.lookahead(x)
+			}
 		}
 		if cr != nil {
 			g.unsupported(x.Pos, "a call in an expression")

@@ -25,8 +25,10 @@ func (g *gen) parser(p *sema.Parser) {
 		case *sema.ValueSet:
 		}
 	}
-	// reject loops: the verifier needs a DAG of states here
+	// find loops: their entry states count visits so that the verifier
+	// sees a bounded loop
 	color := map[string]int{}
+	loopTarget := map[string]bool{}
 	var visit func(n string, pos syntax.Pos)
 	visit = func(n string, pos syntax.Pos) {
 		st := p.States[n]
@@ -35,7 +37,7 @@ func (g *gen) parser(p *sema.Parser) {
 		}
 		switch color[n] {
 		case 1:
-			g.unsupported(pos, "parser loops (state "+n+" is reachable from itself; header stacks come with issue 2)")
+			loopTarget[n] = true
 			return
 		case 2:
 			return
@@ -59,6 +61,11 @@ func (g *gen) parser(p *sema.Parser) {
 	g.indent++
 	g.stateLookup()
 	g.line("__u32 off = 0;")
+	limit := 0
+	if len(loopTarget) > 0 {
+		limit = g.parserLoopLimit()
+		g.line("__u32 loops = 0; /* visits of loop states; more than %d: error.ParserTimeout */", limit)
+	}
 	g.line("goto st_start;")
 	g.inParser = true
 	for _, st := range p.Order {
@@ -71,6 +78,12 @@ func (g *gen) parser(p *sema.Parser) {
 		g.indent++
 		g.line("{")
 		g.indent++
+		if loopTarget[st.Name] {
+			g.line("if (++loops > %d) {", limit)
+			g.line("\ts->sm.f_parser_error = %d; /* error.ParserTimeout */", g.errorID("ParserTimeout"))
+			g.line("\tgoto st_reject;")
+			g.line("}")
+		}
 		for _, s := range st.Decl.Stmts {
 			g.stmt(s)
 		}
@@ -92,6 +105,28 @@ func (g *gen) parser(p *sema.Parser) {
 	g.line("\treturn 0;")
 	g.line("}")
 	g.line("")
+}
+
+// parserLoopLimit bounds the visits of loop states: one per element of
+// every header stack, plus one to reach the StackOutOfBounds check, and at
+// least 16 (loops over options that do not fill a stack).
+func (g *gen) parserLoopLimit() int {
+	n := 1
+	var walk func(st *sema.Struct)
+	walk = func(st *sema.Struct) {
+		for _, f := range st.Fields {
+			switch t := f.Type.(type) {
+			case *sema.Stack:
+				n += t.Size
+			case *sema.Struct:
+				walk(t)
+			}
+		}
+	}
+	if g.hTy != nil {
+		walk(g.hTy)
+	}
+	return max(n, 16)
 }
 
 func stateLabel(n string) string { return "st_" + ir.Sanitize(n) }
@@ -166,6 +201,54 @@ func (g *gen) selectCond(e syntax.Expr, k string) string {
 	return fmt.Sprintf("(%s == %s)", k, g.rv(e))
 }
 
+// advance generates packet.advance(bits): bits must be a multiple of 8 (a
+// constant is checked by sema; a variable that is not ends the parser with
+// error.ParserInvalidArgument). Advancing past the end of the packet is
+// error.PacketTooShort.
+func (g *gen) advance(arg syntax.Expr) {
+	g.line("{")
+	g.line("\t__u32 adv = (__u32)%s;", g.rv(arg))
+	g.line("\tif (adv & 7) {")
+	g.line("\t\ts->sm.f_parser_error = %d; /* error.ParserInvalidArgument */", g.errorID("ParserInvalidArgument"))
+	g.line("\t\tgoto st_reject;")
+	g.line("\t}")
+	g.line("\tif ((__u64)off + (adv >> 3) > ctx_len(ctx)) {")
+	g.line("\t\ts->sm.f_parser_error = %d; /* error.PacketTooShort */", g.errorID("PacketTooShort"))
+	g.line("\t\tgoto st_reject;")
+	g.line("\t}")
+	g.line("\toff += adv >> 3;")
+	g.line("}")
+}
+
+// lookahead returns a C expression for packet.lookahead<bit<N>>() (N <= 64):
+// the next N bits, without moving; error.PacketTooShort past the end.
+func (g *gen) lookahead(call *syntax.Call) string {
+	w := width(g.typeOf(call))
+	if w <= 0 || w > 64 {
+		g.unsupported(call.Pos, "lookahead of this type")
+		return "0"
+	}
+	nb := (w + 7) / 8
+	if nb > g.maxHdr {
+		g.maxHdr = nb
+	}
+	return fmt.Sprintf("({ if (p4_load(ctx, off, s->buf, %d)) { s->sm.f_parser_error = %d; goto st_reject; } (__u64)%s; })",
+		nb, g.errorID("PacketTooShort"), unpack("s->buf", 0, w))
+}
+
+// stackNext returns the stack of hs.next, or nil.
+func (g *gen) stackNext(arg syntax.Expr) (*sema.Stack, syntax.Expr) {
+	m, ok := arg.(*syntax.Member)
+	if !ok {
+		return nil, nil
+	}
+	if r := g.info.Members[m]; r == nil || r.Kind != sema.StackMember || r.Name != "next" {
+		return nil, nil
+	}
+	hs, _ := g.typeOf(m.X).(*sema.Stack)
+	return hs, m.X
+}
+
 func (g *gen) extract(arg syntax.Expr) {
 	st, ok := g.typeOf(arg).(*sema.Struct)
 	if !ok || st.Kind != "header" {
@@ -177,6 +260,15 @@ func (g *gen) extract(arg syntax.Expr) {
 		g.maxHdr = n // s->buf is declared after the body is generated
 	}
 	dst := g.lval(arg)
+	if hs, sx := g.stackNext(arg); hs != nil {
+		// hs.next: error.StackOutOfBounds when the stack is full
+		sc := g.lval(sx)
+		g.line("if (%s.next >= %d) {", sc, hs.Size)
+		g.line("	s->sm.f_parser_error = %d; /* error.StackOutOfBounds */", g.errorID("StackOutOfBounds"))
+		g.line("	goto st_reject;")
+		g.line("}")
+		defer g.line("%s.next++;", sc)
+	}
 	g.line("if (p4_load(ctx, off, s->buf, %d)) {", n)
 	g.line("\ts->sm.f_parser_error = %d; /* error.PacketTooShort */", g.errorID("PacketTooShort"))
 	g.line("\tgoto st_reject;")
@@ -197,6 +289,10 @@ func (g *gen) extract(arg syntax.Expr) {
 }
 
 func (g *gen) emit(arg syntax.Expr) {
+	if hs, ok := g.typeOf(arg).(*sema.Stack); ok {
+		g.emitStack(g.lval(arg), hs, arg.NodePos())
+		return
+	}
 	st, ok := g.typeOf(arg).(*sema.Struct)
 	if !ok {
 		g.errorf(arg.NodePos(), "emit needs a header or a struct of headers")
@@ -208,6 +304,10 @@ func (g *gen) emit(arg syntax.Expr) {
 func (g *gen) emitStruct(c string, st *sema.Struct, pos syntax.Pos) {
 	if st.Kind != "header" {
 		for _, f := range st.Fields {
+			if hs, ok := f.Type.(*sema.Stack); ok {
+				g.emitStack(c+".f_"+f.Name, hs, pos)
+				continue
+			}
 			sub, ok := f.Type.(*sema.Struct)
 			if !ok {
 				g.errorf(pos, "emit: field %s of %s is not a header", f.Name, st.Name)
@@ -243,6 +343,18 @@ func (g *gen) emitStruct(c string, st *sema.Struct, pos syntax.Pos) {
 	g.line("o += %d;", n)
 	g.indent--
 	g.line("}")
+}
+
+// emitStack emits the valid elements of a header stack, in order.
+func (g *gen) emitStack(c string, hs *sema.Stack, pos syntax.Pos) {
+	el, ok := hs.Elem.(*sema.Struct)
+	if !ok {
+		g.errorf(pos, "emit: %s is not a header stack", hs)
+		return
+	}
+	for i := 0; i < hs.Size; i++ {
+		g.emitStruct(fmt.Sprintf("%s.e[%d]", c, i), el, pos)
+	}
 }
 
 func (g *gen) deparser(c *sema.Control) {

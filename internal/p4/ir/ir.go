@@ -129,6 +129,33 @@ type Counter struct {
 	Table   *Table // direct counters
 }
 
+// Register is a v1model register<T>(Size): a plain BPF_MAP_TYPE_ARRAY of
+// Size u64 cells (host order, the value right-aligned, Width bits). It is not
+// per-CPU: every CPU sees the same cells; a single read or write is atomic, a
+// read-modify-write sequence in an action is not (@atomic is not honoured).
+type Register struct {
+	Ent     *sema.Instance
+	Name    string
+	ID      uint32
+	Width   int
+	Signed  bool
+	Size    int
+	MapName string
+}
+
+// Meter is a v1model meter(Size, type): a two-rate three-colour marker
+// (RFC 2698, colour-blind) per index, in a BPF_MAP_TYPE_ARRAY of
+// struct p4_meter (see p4info.MeterLayout), shared by all CPUs and updated
+// under a bpf_spin_lock.
+type Meter struct {
+	Ent     *sema.Instance
+	Name    string
+	ID      uint32
+	Unit    string // "packets" or "bytes"
+	Size    int
+	MapName string
+}
+
 // ValueSet is a parser value_set: an ARRAY map of Size members
 // {u64 value, u64 mask, u32 valid, u32 reserved} (host order); a select key
 // k matches when some valid member has k & mask == value.
@@ -154,6 +181,10 @@ type Program struct {
 	ActionOf       map[*sema.Action]*Action
 	TableOf        map[*sema.Table]*Table
 	CounterOf      map[*sema.Instance]*Counter
+	Registers      []*Register
+	RegisterOf     map[*sema.Instance]*Register
+	Meters         []*Meter
+	MeterOf        map[*sema.Instance]*Meter
 }
 
 // DefaultTableSize is used when a table has no size property (p4c uses 1024).
@@ -164,7 +195,7 @@ const MaxScanSize = 4096
 
 // Build lowers a checked program.
 func Build(info *sema.Info, src *syntax.Sources) (*Program, error) {
-	p := &Program{Arch: info.Main.Arch, Info: info, ActionOf: map[*sema.Action]*Action{}, TableOf: map[*sema.Table]*Table{}, CounterOf: map[*sema.Instance]*Counter{}, ValueSetOf: map[*sema.ValueSet]*ValueSet{}}
+	p := &Program{Arch: info.Main.Arch, Info: info, ActionOf: map[*sema.Action]*Action{}, TableOf: map[*sema.Table]*Table{}, CounterOf: map[*sema.Instance]*Counter{}, RegisterOf: map[*sema.Instance]*Register{}, MeterOf: map[*sema.Instance]*Meter{}, ValueSetOf: map[*sema.ValueSet]*ValueSet{}}
 	var errs syntax.ErrorList
 	ids := newIDAlloc()
 	// explicit @id first so they win
@@ -180,6 +211,10 @@ func Build(info *sema.Info, src *syntax.Sources) (*Program, error) {
 			ids.reserve(PrefixCounter, in.Annots)
 		case "direct_counter":
 			ids.reserve(PrefixDirectCounter, in.Annots)
+		case "register":
+			ids.reserve(PrefixRegister, in.Annots)
+		case "meter":
+			ids.reserve(PrefixMeter, in.Annots)
 		}
 	}
 	seenAction := map[string]*Action{}
@@ -240,6 +275,44 @@ func Build(info *sema.Info, src *syntax.Sources) (*Program, error) {
 			c.ID = ids.id(PrefixDirectCounter, in.FullName, in.Annots)
 			p.DirectCounters = append(p.DirectCounters, c)
 			p.CounterOf[in] = c
+		case "register":
+			r := &Register{Ent: in, Name: in.FullName}
+			r.ID = ids.id(PrefixRegister, in.FullName, in.Annots)
+			if len(in.Args) > 0 {
+				r.Size = int(in.Args[0].Int64())
+			}
+			if r.Size <= 0 || r.Size > 1<<20 {
+				errs = append(errs, src.Errorf(in.Decl.Pos, "register %s: size %d out of range (1..%d)", in.Name, r.Size, 1<<20))
+			}
+			if len(in.TypeArgs) == 1 {
+				switch t := in.TypeArgs[0].(type) {
+				case *sema.Bits:
+					r.Width, r.Signed = t.W, t.Signed
+				case *sema.Bool:
+					r.Width = 1
+				}
+			}
+			if r.Width <= 0 || r.Width > 64 {
+				errs = append(errs, src.Errorf(in.Decl.Pos, "unsupported: register %s: element type must be bit<N>, int<N> (N <= 64) or bool (not yet implemented by edgenf's P4 compiler)", in.Name))
+			}
+			r.MapName = mapName("r_", in.FullName)
+			p.Registers = append(p.Registers, r)
+			p.RegisterOf[in] = r
+		case "meter":
+			m := &Meter{Ent: in, Name: in.FullName, Unit: "packets"}
+			m.ID = ids.id(PrefixMeter, in.FullName, in.Annots)
+			if len(in.Args) > 0 {
+				m.Size = int(in.Args[0].Int64())
+			}
+			if len(in.Args) > 1 && in.Args[1].Int64() == 1 {
+				m.Unit = "bytes"
+			}
+			if m.Size <= 0 || m.Size > 1<<20 {
+				errs = append(errs, src.Errorf(in.Decl.Pos, "meter %s: size %d out of range (1..%d)", in.Name, m.Size, 1<<20))
+			}
+			m.MapName = mapName("m_", in.FullName)
+			p.Meters = append(p.Meters, m)
+			p.MeterOf[in] = m
 		}
 	}
 	for _, t := range info.Tables {

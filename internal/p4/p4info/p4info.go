@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/edgenf/edgenf/internal/p4/ir"
+	"github.com/edgenf/edgenf/internal/p4/sema"
 )
 
 // P4Info mirrors p4.config.v1.P4Info in its JSON form (protobuf JSON names;
@@ -21,6 +22,8 @@ type P4Info struct {
 	Counters       []*Counter       `json:"counters,omitempty"`
 	DirectCounters []*DirectCounter `json:"directCounters,omitempty"`
 	ValueSets      []*ValueSet      `json:"valueSets,omitempty"`
+	Registers      []*Register      `json:"registers,omitempty"`
+	Meters         []*Meter         `json:"meters,omitempty"`
 	Edgenf         *Runtime         `json:"edgenf,omitempty"`
 }
 
@@ -99,8 +102,104 @@ type Runtime struct {
 	DropPort int              `json:"dropPort"` // egress_spec that drops
 	Tables   []*TableLayout   `json:"tables"`
 	Counters []*CounterLayout `json:"counters,omitempty"`
+	// Registers: ARRAY maps (shared by all CPUs) of Size u64 cells, host order.
+	Registers []*RegisterLayout `json:"registers,omitempty"`
+	// Meters: ARRAY maps (shared by all CPUs) of struct p4_meter (MeterLayout).
+	Meters []*MeterLayout `json:"meters,omitempty"`
 	// ValueSets: ARRAY maps of {u64 value, u64 mask, u32 valid, u32 reserved}, host order.
 	ValueSets []*ValueSetLayout `json:"valueSets,omitempty"`
+}
+
+// Register mirrors p4.config.v1.Register.
+type Register struct {
+	Preamble Preamble     `json:"preamble"`
+	TypeSpec DataTypeSpec `json:"typeSpec"`
+	Size     int          `json:"size"`
+}
+
+// DataTypeSpec is the subset of p4.config.v1.P4DataTypeSpec edgenf produces.
+type DataTypeSpec struct {
+	Bitstring *BitstringSpec `json:"bitstring,omitempty"`
+	Bool      *struct{}      `json:"bool,omitempty"`
+}
+
+// BitstringSpec is p4.config.v1.P4BitstringLikeTypeSpec.
+type BitstringSpec struct {
+	Bit *BitwidthSpec `json:"bit,omitempty"`
+	Int *BitwidthSpec `json:"int,omitempty"`
+}
+
+// BitwidthSpec is p4.config.v1.P4BitTypeSpec / P4IntTypeSpec.
+type BitwidthSpec struct {
+	Bitwidth int `json:"bitwidth"`
+}
+
+// RegisterLayout is a register's map: BPF_MAP_TYPE_ARRAY of Size u64 cells
+// (host order, value right-aligned in Width bits; Signed values are stored
+// in two's complement, Width bits). The array is shared by all CPUs.
+type RegisterLayout struct {
+	Name   string `json:"name"`
+	ID     uint32 `json:"id"`
+	Map    string `json:"map"`
+	Size   int    `json:"size"`
+	Width  int    `json:"width"`
+	Signed bool   `json:"signed,omitempty"`
+	Bool   bool   `json:"bool,omitempty"`
+}
+
+// Meter mirrors p4.config.v1.Meter.
+type Meter struct {
+	Preamble Preamble  `json:"preamble"`
+	Spec     MeterSpec `json:"spec"`
+	Size     string    `json:"size"`
+}
+
+// MeterSpec mirrors p4.config.v1.MeterSpec.
+type MeterSpec struct {
+	Unit string `json:"unit"` // BYTES or PACKETS
+}
+
+// MeterLayout is a meter's map: BPF_MAP_TYPE_ARRAY of Size struct p4_meter
+// (host order): [0:8] cir, [8:16] cbs, [16:24] pir, [24:32] pbs (rates in
+// units per second, bursts in units), [32:40] committed and [40:48] peak
+// tokens (units x 1e9), [48:56] time of the last update (ns), [56:60]
+// configured (0: everything is GREEN), [60:64] a bpf_spin_lock.
+type MeterLayout struct {
+	Name string `json:"name"`
+	ID   uint32 `json:"id"`
+	Map  string `json:"map"`
+	Size int    `json:"size"`
+	Unit string `json:"unit"` // packets or bytes
+}
+
+// Meter returns a meter by full name or alias.
+func (r *Runtime) Meter(name string) *MeterLayout {
+	for _, m := range r.Meters {
+		if m.Name == name {
+			return m
+		}
+	}
+	for _, m := range r.Meters {
+		if alias(m.Name) == name || strings.HasSuffix(m.Name, "."+name) {
+			return m
+		}
+	}
+	return nil
+}
+
+// Register returns a register by full name or alias.
+func (r *Runtime) Register(name string) *RegisterLayout {
+	for _, g := range r.Registers {
+		if g.Name == name {
+			return g
+		}
+	}
+	for _, g := range r.Registers {
+		if alias(g.Name) == name || strings.HasSuffix(g.Name, "."+name) {
+			return g
+		}
+	}
+	return nil
 }
 
 // ValueSetLayout is a parser value_set's map.
@@ -276,6 +375,27 @@ func FromIR(p *ir.Program) *P4Info {
 		}
 		m.DirectCounters = append(m.DirectCounters, dc)
 		rt.Counters = append(rt.Counters, cl)
+	}
+	for _, r := range p.Registers {
+		pr := &Register{Preamble: Preamble{ID: r.ID, Name: r.Name, Alias: alias(r.Name)}, Size: r.Size}
+		isBool := false
+		if len(r.Ent.TypeArgs) > 0 {
+			_, isBool = r.Ent.TypeArgs[0].(*sema.Bool)
+		}
+		switch {
+		case isBool:
+			pr.TypeSpec.Bool = &struct{}{}
+		case r.Signed:
+			pr.TypeSpec.Bitstring = &BitstringSpec{Int: &BitwidthSpec{Bitwidth: r.Width}}
+		default:
+			pr.TypeSpec.Bitstring = &BitstringSpec{Bit: &BitwidthSpec{Bitwidth: r.Width}}
+		}
+		m.Registers = append(m.Registers, pr)
+		rt.Registers = append(rt.Registers, &RegisterLayout{Name: r.Name, ID: r.ID, Map: r.MapName, Size: r.Size, Width: r.Width, Signed: r.Signed, Bool: isBool})
+	}
+	for _, me := range p.Meters {
+		m.Meters = append(m.Meters, &Meter{Preamble: Preamble{ID: me.ID, Name: me.Name, Alias: alias(me.Name)}, Spec: MeterSpec{Unit: strings.ToUpper(me.Unit)}, Size: itoa(me.Size)})
+		rt.Meters = append(rt.Meters, &MeterLayout{Name: me.Name, ID: me.ID, Map: me.MapName, Size: me.Size, Unit: me.Unit})
 	}
 	for _, v := range p.ValueSets {
 		m.ValueSets = append(m.ValueSets, &ValueSet{Preamble: Preamble{ID: v.ID, Name: v.Name, Alias: alias(v.Name)},

@@ -245,3 +245,53 @@ func TestBinaryRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestRegisters(t *testing.T) {
+	m := model(t, "../testdata/registers.p4")
+	if len(m.Registers) != 4 || len(m.Edgenf.Registers) != 4 {
+		t.Fatalf("registers: %d %d", len(m.Registers), len(m.Edgenf.Registers))
+	}
+	for _, r := range m.Registers {
+		if r.Preamble.ID>>24 != 0x16 {
+			t.Errorf("%s: id %#x without the REGISTER prefix 0x16", r.Preamble.Name, r.Preamble.ID)
+		}
+	}
+	l := m.Edgenf.Register("signed_cells")
+	if l == nil || l.Name != "Ig.signed_cells" || l.Width != 8 || !l.Signed || l.Size != 2 || l.Map == "" {
+		t.Fatalf("signed_cells layout %+v", l)
+	}
+	if f := m.Edgenf.Register("flag"); f == nil || !f.Bool || f.Width != 1 {
+		t.Fatalf("flag layout %+v", f)
+	}
+	b, err := m.MarshalP4Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	for _, want := range []string{`"registers"`, `"name": "Ig.cells"`, `"int": {`, `"bool": {}`, `"size": 64`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("P4Info JSON lacks %s", want)
+		}
+	}
+}
+
+func TestMeters(t *testing.T) {
+	m := model(t, "../testdata/meters.p4")
+	if len(m.Meters) != 2 || len(m.Edgenf.Meters) != 2 {
+		t.Fatalf("meters: %d %d", len(m.Meters), len(m.Edgenf.Meters))
+	}
+	for _, me := range m.Meters {
+		if me.Preamble.ID>>24 != 0x14 {
+			t.Errorf("%s: id %#x without the METER prefix 0x14", me.Preamble.Name, me.Preamble.ID)
+		}
+	}
+	if l := m.Edgenf.Meter("byte_meter"); l == nil || l.Unit != "bytes" || l.Size != 4 || l.Map == "" {
+		t.Fatalf("byte_meter layout %+v", l)
+	}
+	b, _ := m.MarshalP4Info()
+	for _, want := range []string{`"meters"`, `"unit": "PACKETS"`, `"unit": "BYTES"`, `"size": "4"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("P4Info JSON lacks %s", want)
+		}
+	}
+}

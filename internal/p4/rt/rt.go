@@ -332,3 +332,141 @@ func (p *Program) Entries(table string) ([]*p4info.Decoded, error) {
 	}
 	return out, it.Err()
 }
+
+func (p *Program) register(name string, lo, hi uint32) (*p4info.RegisterLayout, *ebpf.Map, error) {
+	r := p.Model.Register(name)
+	if r == nil {
+		return nil, nil, fmt.Errorf("no register %q", name)
+	}
+	if lo > hi || hi >= uint32(r.Size) {
+		return nil, nil, fmt.Errorf("register %s: index range %d..%d out of range (size %d)", r.Name, lo, hi, r.Size)
+	}
+	m, err := p.m(r.Map)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, m, nil
+}
+
+// ReadRegister returns the cells lo..hi (inclusive) of a register. Signed
+// registers (int<N>) come back in two's complement, N bits wide.
+func (p *Program) ReadRegister(name string, lo, hi uint32) ([]uint64, error) {
+	_, m, err := p.register(name, lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]uint64, 0, hi-lo+1)
+	for i := lo; ; i++ {
+		var v uint64
+		if err := m.Lookup(i, &v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+		if i == hi {
+			break
+		}
+	}
+	return out, nil
+}
+
+// WriteRegister sets the cells lo..hi (inclusive) of a register to value,
+// which must fit the register's width (two's complement for int<N>).
+func (p *Program) WriteRegister(name string, lo, hi uint32, value uint64) error {
+	r, m, err := p.register(name, lo, hi)
+	if err != nil {
+		return err
+	}
+	if r.Width < 64 && value>>uint(r.Width) != 0 {
+		return fmt.Errorf("register %s: value %d does not fit in %d bits", r.Name, value, r.Width)
+	}
+	for i := lo; ; i++ {
+		if err := m.Update(i, value, ebpf.UpdateExist); err != nil {
+			return err
+		}
+		if i == hi {
+			break
+		}
+	}
+	return nil
+}
+
+// MeterConfig is a meter cell's RFC 2698 configuration: rates in units
+// (packets or bytes, the meter's type) per second, bursts in units.
+type MeterConfig struct {
+	CIR    uint64 `json:"cir"`
+	CBurst uint64 `json:"cburst"`
+	PIR    uint64 `json:"pir"`
+	PBurst uint64 `json:"pburst"`
+}
+
+// MaxMeterBurst bounds burst sizes (tokens are kept in units x 1e9 in a u64).
+const MaxMeterBurst = 10_000_000_000
+
+const meterValueSize = 64
+
+func (p *Program) meter(name string, lo, hi uint32) (*p4info.MeterLayout, *ebpf.Map, error) {
+	me := p.Model.Meter(name)
+	if me == nil {
+		return nil, nil, fmt.Errorf("no meter %q", name)
+	}
+	if lo > hi || hi >= uint32(me.Size) {
+		return nil, nil, fmt.Errorf("meter %s: index range %d..%d out of range (size %d)", me.Name, lo, hi, me.Size)
+	}
+	m, err := p.m(me.Map)
+	if err != nil {
+		return nil, nil, err
+	}
+	return me, m, nil
+}
+
+// SetMeter configures the cells lo..hi (inclusive) of a meter; both buckets
+// start full. A nil cfg resets the cells to unconfigured (everything GREEN).
+func (p *Program) SetMeter(name string, lo, hi uint32, cfg *MeterConfig) error {
+	me, m, err := p.meter(name, lo, hi)
+	if err != nil {
+		return err
+	}
+	v := make([]byte, meterValueSize)
+	if cfg != nil {
+		if cfg.PIR < cfg.CIR {
+			return fmt.Errorf("meter %s: the peak rate (%d) must not be below the committed rate (%d)", me.Name, cfg.PIR, cfg.CIR)
+		}
+		if cfg.CBurst > MaxMeterBurst || cfg.PBurst > MaxMeterBurst {
+			return fmt.Errorf("meter %s: bursts are limited to %d", me.Name, uint64(MaxMeterBurst))
+		}
+		ne := binary.NativeEndian
+		ne.PutUint64(v[0:], cfg.CIR)
+		ne.PutUint64(v[8:], cfg.CBurst)
+		ne.PutUint64(v[16:], cfg.PIR)
+		ne.PutUint64(v[24:], cfg.PBurst)
+		ne.PutUint64(v[32:], cfg.CBurst*1_000_000_000)
+		ne.PutUint64(v[40:], cfg.PBurst*1_000_000_000)
+		ne.PutUint32(v[56:], 1)
+	}
+	for i := lo; ; i++ {
+		if err := m.Update(i, v, ebpf.UpdateLock); err != nil {
+			return err
+		}
+		if i == hi {
+			break
+		}
+	}
+	return nil
+}
+
+// ReadMeter returns a meter cell's configuration (nil: unconfigured).
+func (p *Program) ReadMeter(name string, index uint32) (*MeterConfig, error) {
+	_, m, err := p.meter(name, index, index)
+	if err != nil {
+		return nil, err
+	}
+	v := make([]byte, meterValueSize)
+	if err := m.LookupWithFlags(index, &v, ebpf.LookupLock); err != nil {
+		return nil, err
+	}
+	ne := binary.NativeEndian
+	if ne.Uint32(v[56:]) == 0 {
+		return nil, nil
+	}
+	return &MeterConfig{CIR: ne.Uint64(v[0:]), CBurst: ne.Uint64(v[8:]), PIR: ne.Uint64(v[16:]), PBurst: ne.Uint64(v[24:])}, nil
+}

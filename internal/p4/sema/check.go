@@ -328,9 +328,16 @@ func (c *checker) structDecl(x *syntax.StructDecl) {
 				c.errorf(f.Pos, "header field %s has type %s; header fields must be bit<N>, int<N>, bool or enum bit<N>", f.Name, ft)
 			}
 		}
-		if s, ok := ft.(*Stack); ok && x.Kind != "header" {
-			_ = s
-			c.unsupported(f.Pos, "header stacks")
+		if s, ok := ft.(*Stack); ok {
+			if x.Kind != "struct" {
+				c.unsupported(f.Pos, "header stacks inside a "+x.Kind)
+			} else if el, ok := s.Elem.(*Struct); !ok || el.Kind != "header" {
+				if !bad(s.Elem) {
+					c.unsupported(f.Pos, "stacks of "+s.Elem.String()+" (only header stacks)")
+				}
+			} else if s.Size <= 0 || s.Size > 64 {
+				c.errorf(f.Pos, "header stack size %d out of range (1..64)", s.Size)
+			}
 		}
 		w := Width(ft)
 		st.Fields = append(st.Fields, &Field{Name: f.Name, Type: ft, Offset: off, Annots: f.Annotations})
@@ -566,7 +573,7 @@ func (c *checker) localDecl(d syntax.Decl, owner string) Entity {
 func (c *checker) varDecl(x *syntax.VarDecl, owner string) *Var {
 	t := c.resolveType(x.Type)
 	if _, ok := t.(*Stack); ok {
-		c.unsupported(x.Pos, "header stacks")
+		c.unsupported(x.Pos, "header stack variables (header stacks are supported as fields of the headers struct)")
 	}
 	v := &Var{Name: x.Name, Type: t, Kind: LocalVar, Pos: x.Pos, Owner: owner, ID: c.id()}
 	if x.Init != nil {
@@ -622,7 +629,7 @@ func (c *checker) instanceDecl(x *syntax.InstanceDecl, owner string) Entity {
 			inst.Args = append(inst.Args, v)
 		}
 		switch y.Decl.Name {
-		case "counter", "direct_counter":
+		case "counter", "direct_counter", "register", "meter":
 		default:
 			c.unsupported(x.Pos, "extern "+y.Decl.Name)
 		}

@@ -204,6 +204,7 @@ const (
 	EnumMember                    // Enum.member or error.member
 	MethodRef                     // extern method, header method, table apply
 	ApplyField                    // t.apply().hit / .miss / .action_run
+	StackMember                   // hs.next / hs.last / hs.lastIndex / hs.size (Name)
 )
 
 // MemberRef describes a resolved member expression.
@@ -212,6 +213,7 @@ type MemberRef struct {
 	Field *Field
 	Index int // enum member index / error id
 	Value *big.Int
+	Name  string // StackMember: next, last, lastIndex, size
 }
 
 // CallKind classifies a call.
@@ -222,7 +224,7 @@ const (
 	CallTableApply                   // t.apply()
 	CallExternMethod                 // inst.method(...) incl. packet.extract/emit
 	CallExternFunc                   // f(...) extern function
-	CallHeaderMethod                 // h.isValid() / setValid() / setInvalid()
+	CallHeaderMethod                 // h.isValid() / setValid() / setInvalid(); hs.push_front(n) / pop_front(n) (Count)
 	CallBlockApply                   // sub-parser/sub-control apply (unsupported by the backend)
 	CallFunction                     // P4 function
 )
@@ -238,6 +240,7 @@ type CallRef struct {
 	Recv     syntax.Expr
 	Func     *Func
 	Sub      *SubControl // CallBlockApply
+	Count    int         // push_front / pop_front
 	Function *Function   // CallFunction
 }
 

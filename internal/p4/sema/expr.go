@@ -153,6 +153,10 @@ func (c *checker) lvalue(e syntax.Expr) {
 			c.errorf(x.Pos, "cannot assign to %s", x.Name)
 		}
 	case *syntax.Member:
+		if r := c.info.Members[x]; r != nil && r.Kind == StackMember && (r.Name == "next" || r.Name == "last") {
+			c.lvalue(x.X)
+			return
+		}
 		if r := c.info.Members[x]; r == nil || r.Kind != FieldAccess {
 			c.errorf(x.Pos, "cannot assign to %s", ExprString(x))
 			return
@@ -346,9 +350,22 @@ func (c *checker) expr1(e syntax.Expr, want Type) Type {
 		return t
 	case *syntax.Index:
 		xt := c.expr(x.X, nil)
+		if st, ok := xt.(*Stack); ok {
+			c.expr(x.Index, nil)
+			i, ok := c.info.Consts[x.Index]
+			if !ok {
+				c.unsupported(x.Index.NodePos(), "header stack indices that are not compile-time constants")
+				return nil
+			}
+			if i.Sign() < 0 || i.Cmp(big.NewInt(int64(st.Size))) >= 0 {
+				c.errorf(x.Pos, "index %s is out of range for %s", i, st)
+				return nil
+			}
+			return st.Elem
+		}
 		tt, ok := xt.(*Tuple)
 		if !ok {
-			c.unsupported(x.Pos, "header stacks and array indexing")
+			c.unsupported(x.Pos, "array indexing")
 			return nil
 		}
 		i, ok := c.constInt(x.Index, "tuple index")
@@ -549,7 +566,23 @@ func (c *checker) member(x *syntax.Member) Type {
 			return &Void{}
 		}
 	case *Stack:
-		c.unsupported(x.Pos, "header stacks")
+		switch x.Name {
+		case "next", "last", "lastIndex":
+			if c.parser == nil {
+				c.errorf(x.Pos, "%s.%s can only be used in a parser", ExprString(x.X), x.Name)
+				return nil
+			}
+			c.info.Members[x] = &MemberRef{Kind: StackMember, Name: x.Name}
+			if x.Name == "lastIndex" {
+				return &Bits{W: 32}
+			}
+			return t.Elem
+		case "size":
+			c.info.Members[x] = &MemberRef{Kind: StackMember, Name: x.Name}
+			c.setConst(x, big.NewInt(int64(t.Size)), &Bits{W: 32})
+			return &Bits{W: 32}
+		}
+		c.errorf(x.Pos, "header stack %s has no member %q (next, last, lastIndex, size, push_front, pop_front, [i])", ExprString(x.X), x.Name)
 		return nil
 	case *Bits:
 		c.errorf(x.Pos, "%s has no member %q", xt, x.Name)
@@ -586,6 +619,25 @@ func (c *checker) call(x *syntax.Call, want Type) Type {
 			}
 			c.errorf(fn.Pos, "header %s has no method %q", t.Name, fn.Name)
 			return nil
+		case *Stack:
+			if fn.Name != "push_front" && fn.Name != "pop_front" {
+				c.errorf(fn.Pos, "header stack %s has no method %q", ExprString(fn.X), fn.Name)
+				return nil
+			}
+			c.info.Members[fn] = &MemberRef{Kind: MethodRef}
+			if len(x.Args) != 1 {
+				c.errorf(x.Pos, "%s takes one argument", fn.Name)
+				return &Void{}
+			}
+			c.expr(x.Args[0].Value, nil)
+			n, ok := c.info.Consts[x.Args[0].Value]
+			if !ok || n.Sign() < 0 || !n.IsInt64() {
+				c.errorf(x.Args[0].Value.NodePos(), "the argument of %s must be a non-negative compile-time constant", fn.Name)
+				return &Void{}
+			}
+			c.lvalue(fn.X)
+			c.info.Calls[x] = &CallRef{Kind: CallHeaderMethod, Method: fn.Name, Recv: fn.X, Count: int(n.Int64())}
+			return &Void{}
 		case *TableT:
 			if fn.Name != "apply" {
 				c.errorf(fn.Pos, "table %s has no method %q", t.Table.Name, fn.Name)
@@ -620,6 +672,9 @@ func (c *checker) call(x *syntax.Call, want Type) Type {
 				ret = c.checkArgs(x, proto)
 			})
 			if t.Decl.Name == "packet_in" || t.Decl.Name == "packet_out" {
+				if ret != nil {
+					c.info.Types[x] = ret
+				}
 				c.packetCall(x, t.Decl.Name, fn.Name)
 			}
 			return ret
@@ -822,8 +877,28 @@ func (c *checker) packetCall(x *syntax.Call, ext, method string) {
 		if !IsHeader(c.info.Types[x.Args[0].Value]) {
 			c.errorf(x.Args[0].Value.NodePos(), "extract needs a header, got %s", c.info.Types[x.Args[0].Value])
 		}
+	case ext == "packet_in" && (method == "lookahead" || method == "advance"):
+		if c.parser == nil {
+			c.errorf(x.Pos, "%s can only be called in a parser", method)
+			return
+		}
+		if method == "lookahead" {
+			t := c.info.Types[x]
+			if b, ok := t.(*Bits); !ok || b.W > 64 {
+				if !bad(t) {
+					c.unsupported(x.Pos, "lookahead of "+t.String()+" (bit<N> and int<N> with N <= 64 are supported)")
+				}
+			}
+			return
+		}
+		if v, ok := c.info.Consts[x.Args[0].Value]; ok && v.Int64()%8 != 0 {
+			c.unsupported(x.Args[0].Value.NodePos(), "advance by a number of bits that is not a multiple of 8")
+		}
 	case ext == "packet_out" && method == "emit":
 		t := c.info.Types[x.Args[0].Value]
+		if _, ok := t.(*Stack); ok {
+			return
+		}
 		if s, ok := t.(*Struct); !ok || s.Kind == "header_union" {
 			c.errorf(x.Args[0].Value.NodePos(), "emit needs a header or a struct of headers, got %s", t)
 		}

@@ -48,7 +48,11 @@ func TestCheckErrors(t *testing.T) {
 		{"apply { foo(); }", "unknown function or action \"foo\""},
 		{"apply { m.x = h.h.a + 300; }", "does not fit"},
 		{"table t { key = { m.x : fuzzy; } actions = { NoAction; } } apply { t.apply(); }", "unknown match kind"},
-		{"register<bit<8>>(4) r; apply { }", "unsupported: extern register"},
+		{"action_profile(4) ap; apply { }", "unsupported: extern action_profile"},
+		{"direct_meter<bit<2>>(MeterType.packets) dm; apply { }", "unsupported: extern direct_meter"},
+		{"meter(4, MeterType.bytes) mt; apply { bit<2> c; mt.execute_meter(1, c); }", ""},
+		{"register<bit<8>>(4) r; apply { r.write(0, m.x); r.read(m.x, 1); }", ""},
+		{"register<bit<8>>(4) r; apply { r.write(0, 16w1); }", "cannot use a value of type bit<16> where bit<8> is expected"},
 		{"apply { if (m.x) { } }", "want bool"},
 		{"action a(bit<8> v) { v = 1; } apply { }", "read-only"},
 		{"apply { clone(CloneType.I2E, 1); }", "unsupported: extern function clone"},
@@ -87,7 +91,17 @@ func TestCheckErrors(t *testing.T) {
 
 func TestUnsupportedNamed(t *testing.T) {
 	cases := []struct{ src, want string }{
-		{"header s_t { bit<8> a; } struct X { s_t[2] st; }", "unsupported: header stacks"},
+		{"header s_t { bit<8> a; } struct X { s_t[2] st; }", ""},
+		{"header s_t { bit<8> a; } header_union u_t { s_t a; } struct X { u_t[2] st; }", "unsupported: header_union"},
+		{"struct X { bit<8>[2] st; }", "unsupported: stacks of bit<8>"},
+		{"header s_t { bit<8> a; } control C2(inout H h) { s_t[2] st; apply {} }", "unsupported: header stack variables"},
+		{"header s_t { bit<8> a; } struct X { s_t[2] st; } control C2(inout X x, in bit<32> i) { apply { x.st[i].a = 1; } }", "unsupported: header stack indices that are not compile-time constants"},
+		{"header s_t { bit<8> a; } struct X { s_t[2] st; } control C2(inout X x) { apply { x.st[2].a = 1; } }", "index 2 is out of range"},
+		{"header s_t { bit<8> a; } struct X { s_t[2] st; } control C2(inout X x) { apply { x.st.next.a = 1; } }", "can only be used in a parser"},
+		{"header s_t { bit<8> a; } struct X { s_t[2] st; } control C2(inout X x) { apply { x.st.push_front(x.st[0].a); } }", "must be a non-negative compile-time constant"},
+		{"header s_t { bit<8> a; } struct X { s_t[2] st; } control C2(inout X x) { apply { x.st.pop_front(1); x.st.push_front(2); x.st[1].setValid(); } }", ""},
+		{"parser P3(packet_in p, out H h) { state start { bit<8> v = p.lookahead<bit<8>>(); p.advance((bit<32>)v); transition accept; } }", ""},
+		{"control C3(inout H h) { apply { } } parser P3(packet_in p, out H h) { state start { p.advance(8); transition accept; } }", ""},
 		{"header a_t { bit<8> a; } header_union u_t { a_t a; }", "unsupported: header_union"},
 		{"bit<8> f(in bit<8> x) { if (x == 1) { return x; } }", "does not return a value on every path"},
 		{"bit<8> f(inout bit<8> x) { return x; }", "unsupported: function parameters with direction inout"},
@@ -95,12 +109,20 @@ func TestUnsupportedNamed(t *testing.T) {
 		{"control S(inout H h) { apply {} } control I2(inout H h) { S() a; S() b; apply { a.apply(h); } }", "unsupported: instantiating control S more than once"},
 		{"parser SP(packet_in p, out H h) { state start { transition accept; } } parser P3(packet_in p, out H h) { SP() sp; state start { transition accept; } }", "unsupported: instantiating parser SP"},
 		{"control S(inout H h) { apply {} } control I2(inout H h, inout M m) { S() a; apply { a.apply(m); } }", "cannot use a value of type M where H is expected"},
-		{"parser P2(packet_in p, out H h) { state start { p.advance(8); transition accept; } }", "unsupported: packet_in.advance"},
+		{"parser P2(packet_in p, out H h) { state start { p.advance(4); transition accept; } }", "unsupported: advance by a number of bits that is not a multiple of 8"},
+		{"parser P2(packet_in p, out H h) { state start { bit<128> x = p.lookahead<bit<128>>(); transition accept; } }", "unsupported: lookahead of bit<128>"},
+		{"control C2(inout H h) { apply { bit<8> x = 0; } } parser P2(packet_in p, out H h) { state start { transition accept; } } control C4(inout H h) { apply { } }", ""},
 		{"header v_t { varbit<32> o; }", "unsupported: varbit"},
 	}
 	for _, c := range cases {
 		src := prelude + c.src + "\ncontrol I(inout H h, inout M m, inout standard_metadata_t s) { apply {} }" + tail
 		_, err := checkSrc(t, "t.p4", []byte(src))
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("%q: %v", c.src, err)
+			}
+			continue
+		}
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "t.p4:") {
 			t.Errorf("%q: got %v, want %q", c.src, err, c.want)
 		}

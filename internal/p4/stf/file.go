@@ -29,6 +29,12 @@ func LoadResult(res *p4.Result, hook string) (*Runner, error) {
 // `edgenf p4 test prog.p4 prog.stf` does. hook is "xdp" (default) or "tc".
 // A nil error with a failing Result means the program ran but checks failed.
 func RunFile(ctx context.Context, opt p4.Options, stfPath, hook string) (*Result, error) {
+	return RunFileMode(ctx, opt, stfPath, hook, false)
+}
+
+// RunFileMode is RunFile; with live, packets go through real veths (LoadLive)
+// instead of BPF_PROG_TEST_RUN.
+func RunFileMode(ctx context.Context, opt p4.Options, stfPath, hook string, live bool) (*Result, error) {
 	if hook == "" {
 		hook = "xdp"
 	}
@@ -44,10 +50,28 @@ func RunFile(ctx context.Context, opt p4.Options, stfPath, hook string) (*Result
 	if err != nil {
 		return nil, err
 	}
-	r, err := LoadResult(res, hook)
+	var r *Runner
+	if live {
+		r, err = LoadLive(res, hook, portsUsed(cmds))
+	} else {
+		r, err = LoadResult(res, hook)
+	}
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
 	return r.Run(stfPath, cmds)
+}
+
+// portsUsed lists the ports a test sends to or expects on (CPU port aside).
+func portsUsed(cmds []*Cmd) []int {
+	seen := map[int]bool{}
+	var out []int
+	for _, c := range cmds {
+		if (c.Kind == "packet" || c.Kind == "expect") && c.Port != CPUPort && !seen[c.Port] {
+			seen[c.Port] = true
+			out = append(out, c.Port)
+		}
+	}
+	return out
 }

@@ -31,6 +31,9 @@ type Runner struct {
 	RT   *rt.Program
 	Hook string // "xdp" or "tc"
 	cpus int
+	// send and closer replace the test-run path in live runs (LoadLive).
+	send   func(port int, pkt []byte) (*Output, error)
+	closer func()
 }
 
 type edgenfMD struct {
@@ -96,7 +99,13 @@ func LoadHook(object []byte, info *p4info.P4Info, hook string) (*Runner, error) 
 }
 
 // Close releases the program and maps.
-func (r *Runner) Close() { r.Coll.Close() }
+func (r *Runner) Close() {
+	if r.closer != nil {
+		r.closer()
+		return
+	}
+	r.Coll.Close()
+}
 
 func (r *Runner) stats() ([]edgenfStats, error) {
 	m := r.Coll.Maps["enf_stats"]
@@ -118,6 +127,9 @@ func (r *Runner) stats() ([]edgenfStats, error) {
 // Send runs one packet arriving on inPort; it returns the output, or nil when
 // the packet was dropped.
 func (r *Runner) Send(inPort int, pkt []byte) (*Output, error) {
+	if r.send != nil {
+		return r.send(inPort, pkt)
+	}
 	md := make([]edgenfMD, r.cpus)
 	for i := range md {
 		md[i] = edgenfMD{InPort: uint32(inPort), IngressIfindex: 1}
@@ -241,6 +253,33 @@ func (r *Runner) Run(name string, cmds []*Cmd) (*Result, error) {
 			}
 			if !compare(v, c.Op, c.Value) {
 				fail(c, "counter %s(%d) %s = %d, want %s %d", c.Counter, c.Index, c.Field, v, c.Op, c.Value)
+			}
+		case "meter_set":
+			cfg := &rt.MeterConfig{CIR: c.Rates[0], CBurst: c.Rates[1], PIR: c.Rates[2], PBurst: c.Rates[3]}
+			if err := r.RT.SetMeter(c.Meter, c.Index, c.Index, cfg); err != nil {
+				return nil, fmt.Errorf("%s:%d: %w", name, c.Line, err)
+			}
+		case "register_write", "register_read":
+			reg := r.RT.Model.Register(c.Register)
+			if reg == nil {
+				return nil, fmt.Errorf("%s:%d: no register %q", name, c.Line, c.Register)
+			}
+			want := c.Value
+			if reg.Width < 64 {
+				want &= 1<<uint(reg.Width) - 1
+			}
+			if c.Kind == "register_write" {
+				if err := r.RT.WriteRegister(c.Register, c.Index, c.Index, want); err != nil {
+					return nil, fmt.Errorf("%s:%d: %w", name, c.Line, err)
+				}
+				break
+			}
+			got, err := r.RT.ReadRegister(c.Register, c.Index, c.Index)
+			if err != nil {
+				return nil, fmt.Errorf("%s:%d: %w", name, c.Line, err)
+			}
+			if got[0] != want {
+				fail(c, "register %s[%d] = %d, want %d", c.Register, c.Index, got[0], want)
 			}
 		case "wait":
 		}

@@ -9,6 +9,9 @@
 //	add <table> [<priority>] <field>:<value> ... <action>(<param>:<value>, ...)
 //	setdefault <table> <action>(<param>:<value>, ...)
 //	check_counter <counter>(<index>) [packets|bytes] [== != < > <= >=] <value>
+//	register_write <register> <index> <value>
+//	register_read <register> <index> <value>   (the cell must equal value)
+//	meter_set <meter> <index> <cir> <cburst> <pir> <pburst>   (edgenf; units/s, units)
 //	wait
 //
 // Priorities follow bmv2 (a lower number wins); entries of ternary tables
@@ -45,6 +48,9 @@ type Cmd struct {
 	Field    string // packets / bytes
 	Op       string
 	Value    uint64
+	Register string // register_read / register_write
+	Meter    string // meter_set
+	Rates    [4]uint64
 }
 
 // Parse reads an STF file.
@@ -195,6 +201,38 @@ func parseLine(line string) (*Cmd, error) {
 			return nil, fmt.Errorf("bad counter value %q", rest[0])
 		}
 		c.Value = v
+	case "meter_set":
+		if len(f) != 7 {
+			return nil, fmt.Errorf("meter_set <meter> <index> <cir> <cburst> <pir> <pburst>")
+		}
+		c.Meter = f[1]
+		idx, err := strconv.ParseUint(f[2], 0, 32)
+		if err != nil {
+			return nil, fmt.Errorf("bad meter index %q", f[2])
+		}
+		c.Index = uint32(idx)
+		for i := range c.Rates {
+			v, err := strconv.ParseUint(f[3+i], 0, 64)
+			if err != nil {
+				return nil, fmt.Errorf("bad meter rate or burst %q", f[3+i])
+			}
+			c.Rates[i] = v
+		}
+	case "register_read", "register_write":
+		if len(f) != 4 {
+			return nil, fmt.Errorf("%s <register> <index> <value>", f[0])
+		}
+		c.Register = f[1]
+		idx, err := strconv.ParseUint(f[2], 0, 32)
+		if err != nil {
+			return nil, fmt.Errorf("bad register index %q", f[2])
+		}
+		c.Index = uint32(idx)
+		v, err := parseRegValue(f[3])
+		if err != nil {
+			return nil, err
+		}
+		c.Value = v
 	default:
 		return nil, fmt.Errorf("unknown STF command %q", f[0])
 	}
@@ -227,4 +265,21 @@ func splitTop(s string) []string {
 		out = append(out, s[start:])
 	}
 	return out
+}
+
+// parseRegValue parses a register value; negative values are two's
+// complement (the runner truncates them to the register's width).
+func parseRegValue(s string) (uint64, error) {
+	if strings.HasPrefix(s, "-") {
+		v, err := strconv.ParseInt(s, 0, 64)
+		if err != nil {
+			return 0, fmt.Errorf("bad register value %q", s)
+		}
+		return uint64(v), nil
+	}
+	v, err := strconv.ParseUint(s, 0, 64)
+	if err != nil {
+		return 0, fmt.Errorf("bad register value %q", s)
+	}
+	return v, nil
 }

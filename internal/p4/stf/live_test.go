@@ -1,0 +1,31 @@
+package stf
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/edgenf/edgenf/internal/p4"
+)
+
+// The shipped examples pass their STF tests through real veths too: the
+// program runs as a cube, frames cross the kernel's XDP and TC paths.
+func TestExamplesSTFLive(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	for _, hook := range []string{"xdp", "tc"} {
+		for _, name := range []string{"portfwd", "l2switch", "l3router", "acl", "upf"} {
+			t.Run(hook+"/"+name, func(t *testing.T) {
+				res, err := RunFileMode(context.Background(), p4.Options{Path: "../../../examples/p4/" + name + ".p4"},
+					"../../../examples/p4/"+name+".stf", hook, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !res.OK() {
+					t.Fatalf("live run failed:\n%s", res.Error())
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,129 @@
+package stf
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/edgenf/edgenf/internal/p4"
+)
+
+// runSTFText runs STF commands given inline against a program, on one hook.
+func runSTFText(t *testing.T, p4file, hook, text string) *Result {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for BPF_PROG_TEST_RUN")
+	}
+	res, err := p4.Compile(context.Background(), p4.Options{Path: p4file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmds, err := Parse("inline.stf", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := res.Object
+	if hook == "tc" {
+		obj = res.ObjectTC
+	}
+	r, err := LoadHook(obj, res.Info, hook)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	out, err := r.Run("inline.stf", cmds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestMPLSTC runs what the TC hook can do of mpls.stf: swap, push (the
+// packet grows), a full stack, the StackOutOfBounds and lookahead errors.
+// Popping (shrinking a non-IP skb) is an XDP-only feature for now.
+func TestMPLSTC(t *testing.T) {
+	const ip = "450000140000000040060000c6120001c6120002"
+	text := strings.NewReplacer("IP", ip).Replace(`
+add MplsIngress.mpls_fwd label:100 MplsIngress.swap(label:200, port:1)
+add mpls_fwd label:400 push(label:500, port:3)
+add ip_fwd hdr.ipv4.dstAddr:198.18.0.0/16 push_ip(label:600, port:1)
+packet 0 000000000002 000000000001 8847 00064140 IP
+expect 1 000000000002 000000000001 8847 000c813f IP $
+packet 0 000000000002 000000000001 8847 00190109 IP
+expect 3 000000000002 000000000001 8847 001f4008 00190109 IP $
+packet 0 000000000002 000000000001 0800 IP
+expect 1 000000000002 000000000001 8847 00258140 IP $
+packet 0 000000000002 000000000001 8847 00064040 00064040 00064040 00064040 00064040 IP
+no_packet
+packet 0 000000000002 000000000001 8847 00064040 00064040 00064040 00064140 IP
+expect 1 000000000002 000000000001 8847 000c803f 00064040 00064040 00064140 IP $
+packet 0 000000000002 000000000001 8847 00064140
+no_packet
+`)
+	out := runSTFText(t, "../../../examples/p4/mpls.p4", "tc", text)
+	if !out.OK() {
+		t.Fatal(out.Error())
+	}
+}
+
+// TestParserLoopBound checks that a parser loop that never fills a stack
+// (it only advances, by a variable amount) stops with error.ParserTimeout
+// instead of looping.
+func TestParserLoopBound(t *testing.T) {
+	dir := t.TempDir()
+	src := `#include <core.p4>
+#include <v1model.p4>
+header e_t { bit<48> d; bit<48> s; bit<16> t; }
+header o_t { bit<8> kind; }
+struct H { e_t e; o_t o; }
+struct M { bit<8> n; }
+parser P(packet_in p, out H h, inout M m, inout standard_metadata_t sm) {
+    state start { p.extract(h.e); transition opts; }
+    state opts {
+        m.n = m.n + 1;
+        transition select(p.lookahead<bit<8>>()) { 0: done; default: skip; }
+    }
+    state skip { p.advance(8 * (bit<32>)(p.lookahead<bit<8>>() & 1)); transition opts; }
+    state done { p.extract(h.o); transition accept; }
+}
+control VC(inout H h, inout M m) { apply { } }
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    apply {
+        sm.egress_spec = 1;
+        if (sm.parser_error == error.NoError) {
+            h.e.t = 0;
+        } else if (sm.parser_error == error.ParserTimeout) {
+            h.e.t = 5;
+        } else {
+            h.e.t = 0xeeee;
+        }
+        h.e.s = (bit<48>)m.n;
+    }
+}
+control E(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }
+control CC(inout H h, inout M m) { apply { } }
+control D(packet_out p, in H h) { apply { p.emit(h.e); p.emit(h.o); } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+`
+	path := dir + "/loop.p4"
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// three options then the end (0): 4 visits of opts; the skipped bytes
+	// are not emitted. 40 non-zero bytes: the loop bound (16 visits) ends it
+	// with ParserTimeout, 16 bytes consumed. (XDP only: the packets shrink
+	// and are not IP.)
+	text := `
+packet 0 000000000001 000000000000 ffff 0707070000
+expect 1 000000000001 000000000004 0000 00 00 $
+packet 0 000000000001 000000000000 ffff ` + strings.Repeat("07", 40) + `
+expect 1 000000000001 000000000010 0005 ` + strings.Repeat("07", 24) + ` $
+`
+	for _, hook := range []string{"xdp"} {
+		out := runSTFText(t, path, hook, text)
+		if !out.OK() {
+			t.Fatalf("%s: %s", hook, out.Error())
+		}
+	}
+}
