@@ -24,6 +24,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -383,6 +384,12 @@ func (l *Lab) VethQ(h *Host, inner, outer string, queues int, addrs ...string) (
 	if err := h.setupEnd(inner, addrs); err != nil {
 		return "", err
 	}
+	if err := waitUp(nil, rootName); err != nil {
+		return "", err
+	}
+	if err := waitUp(h.nl, inner); err != nil {
+		return "", fmt.Errorf("%s: %w", h.Name, err)
+	}
 	return rootName, nil
 }
 
@@ -418,6 +425,11 @@ func (l *Lab) RootVethQ(a, b string, queues int) (string, string, error) {
 			return "", "", err
 		}
 	}
+	for _, n := range []string{na, nb} {
+		if err := waitUp(nil, n); err != nil {
+			return "", "", err
+		}
+	}
 	return na, nb, nil
 }
 
@@ -438,7 +450,44 @@ func (l *Lab) Link(a *Host, ifa string, b *Host, ifb string, addrsA, addrsB []st
 	if err := a.setupEnd(ifa, addrsA); err != nil {
 		return err
 	}
-	return b.setupEnd(ifb, addrsB)
+	if err := b.setupEnd(ifb, addrsB); err != nil {
+		return err
+	}
+	if err := waitUp(a.nl, ifa); err != nil {
+		return fmt.Errorf("%s: %w", a.Name, err)
+	}
+	if err := waitUp(b.nl, ifb); err != nil {
+		return fmt.Errorf("%s: %w", b.Name, err)
+	}
+	return nil
+}
+
+// waitUp waits (at most 5 s) until link name reports operational state up.
+// The kernel attaches a link's queueing discipline in the same deferred
+// work (linkwatch, rate-limited, slow when many links change at once) that
+// sets the operational state; until then every packet sent on the link is
+// dropped. nl nil: the root namespace.
+func waitUp(nl *netlink.Handle, name string) error {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var lk netlink.Link
+		var err error
+		if nl == nil {
+			lk, err = netlink.LinkByName(name)
+		} else {
+			lk, err = nl.LinkByName(name)
+		}
+		if err != nil {
+			return fmt.Errorf("netlab: %s: %w", name, err)
+		}
+		if lk.Attrs().OperState == netlink.OperUp {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("netlab: %s not operationally up after 5 s (state %s)", name, lk.Attrs().OperState)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func (h *Host) setupEnd(dev string, addrs []string) error {
@@ -524,7 +573,7 @@ func Leftovers(prefix string) ([]string, error) {
 	for _, p := range m {
 		out = append(out, "netns "+filepath.Base(p))
 	}
-	links, err := netlink.LinkList()
+	links, err := linkList()
 	if err != nil {
 		return out, err
 	}

@@ -1,0 +1,294 @@
+// Package kern loads the benchmark's eBPF programs (bpf/bench.bpf.c): the
+// live-frames traffic generator, the counting sink, the raw XDP redirect
+// baseline and an XDP_PASS program, and holds the helpers to attach them.
+package kern
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+)
+
+//go:embed bpf/bench_xdp.o
+var objXDP []byte
+
+// Magic marks generated frames in the UDP payload (sink filter).
+const Magic = 0xED6EBE7C
+
+// DefaultDport is the UDP destination port of generated frames.
+const DefaultDport = 9
+
+// HistSub and HistBuckets describe the sink's latency histogram.
+const (
+	HistSub     = 16
+	HistBuckets = 1024
+)
+
+// Options are load-time constants.
+type Options struct {
+	Flows int    // distinct flows (source address/port pairs), >= 1
+	Stamp bool   // timestamp each frame (latency runs); see also SetStamp
+	Dport uint16 // UDP destination port (0: DefaultDport)
+}
+
+// Objects is one loaded copy of the programs and their maps.
+type Objects struct {
+	Gen, Sink, Fwd, Pass      *ebpf.Program
+	GenPort, FwdPort          *ebpf.Map // devmaps, key 0
+	GenCount, SinkCount, Hist *ebpf.Map
+	GenCfg, GenTmpl           *ebpf.Map
+	coll                      *ebpf.Collection
+}
+
+// Load loads a fresh copy of the programs.
+func Load(o Options) (*Objects, error) {
+	if len(objXDP) == 0 {
+		return nil, errors.New("kern: empty bench_xdp.o (run `make bpf`)")
+	}
+	spec, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(objXDP))
+	if err != nil {
+		return nil, fmt.Errorf("kern: %w", err)
+	}
+	if o.Flows < 1 {
+		o.Flows = 1
+	}
+	if o.Dport == 0 {
+		o.Dport = DefaultDport
+	}
+	for name, v := range map[string]any{"nflows": uint32(o.Flows), "sig_dport": o.Dport} {
+		vs, ok := spec.Variables[name]
+		if !ok {
+			return nil, fmt.Errorf("kern: no variable %s", name)
+		}
+		if err := vs.Set(v); err != nil {
+			return nil, fmt.Errorf("kern: set %s: %w", name, err)
+		}
+	}
+	coll, err := ebpf.NewCollection(spec)
+	if err != nil {
+		return nil, fmt.Errorf("kern: load: %w", err)
+	}
+	objs := &Objects{
+		Gen: coll.Programs["bench_gen"], Sink: coll.Programs["bench_sink"],
+		Fwd: coll.Programs["bench_fwd"], Pass: coll.Programs["bench_pass"],
+		GenPort: coll.Maps["gen_port"], FwdPort: coll.Maps["fwd_port"],
+		GenCount: coll.Maps["gen_count"], SinkCount: coll.Maps["sink_count"], Hist: coll.Maps["sink_hist"],
+		GenCfg: coll.Maps["gen_cfg"], GenTmpl: coll.Maps["gen_tmpl"],
+		coll: coll,
+	}
+	if err := objs.SetStamp(o.Stamp); err != nil {
+		coll.Close()
+		return nil, err
+	}
+	return objs, nil
+}
+
+// TemplateLen is how many leading bytes of the frame the generator restores
+// on every frame (headers and payload start).
+const TemplateLen = 14 + 20 + 8 + 16
+
+// SetTemplate stores the headers the generator writes into every frame; it
+// must be called with the frame passed to the generator.
+func (o *Objects) SetTemplate(frame []byte) error {
+	if len(frame) < TemplateLen {
+		return fmt.Errorf("kern: frame shorter than %d bytes", TemplateLen)
+	}
+	return o.GenTmpl.Put(uint32(0), frame[:TemplateLen])
+}
+
+// SetStamp turns per-frame timestamps (for the sink's latency histogram) on or off.
+func (o *Objects) SetStamp(on bool) error {
+	v := uint32(0)
+	if on {
+		v = 1
+	}
+	return o.GenCfg.Put(uint32(0), v)
+}
+
+// Close releases the programs and maps (attached links hold their own refs).
+func (o *Objects) Close() {
+	if o != nil && o.coll != nil {
+		o.coll.Close()
+	}
+}
+
+// SetGenTarget makes the generator redirect into ifindex. Devmaps resolve
+// the ifindex in the network namespace of the calling thread.
+func (o *Objects) SetGenTarget(ifindex int) error {
+	return o.GenPort.Put(uint32(0), uint32(ifindex))
+}
+
+// SetFwdTarget makes bench_fwd redirect into ifindex (calling thread's netns).
+func (o *Objects) SetFwdTarget(ifindex int) error {
+	return o.FwdPort.Put(uint32(0), uint32(ifindex))
+}
+
+// AttachXDP attaches prog to ifindex in native (driver) mode, in the network
+// namespace of the calling thread. Close the link to detach.
+func AttachXDP(prog *ebpf.Program, ifindex int) (link.Link, error) {
+	l, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: ifindex, Flags: link.XDPDriverMode})
+	if err != nil {
+		return nil, fmt.Errorf("kern: attach XDP to ifindex %d: %w", ifindex, err)
+	}
+	return l, nil
+}
+
+// SumPerCPU reads key of a per-CPU u64 array and sums over CPUs.
+func SumPerCPU(m *ebpf.Map, key uint32) (uint64, error) {
+	var vals []uint64
+	if err := m.Lookup(key, &vals); err != nil {
+		return 0, err
+	}
+	var s uint64
+	for _, v := range vals {
+		s += v
+	}
+	return s, nil
+}
+
+// GenCounter returns how many frames the generator program produced.
+func (o *Objects) GenCounter() (uint64, error) { return SumPerCPU(o.GenCount, 0) }
+
+// SinkCounts returns generator frames and bytes seen by the sink, and other frames.
+func (o *Objects) SinkCounts() (pkts, bytes, other uint64, err error) {
+	if pkts, err = SumPerCPU(o.SinkCount, 0); err != nil {
+		return
+	}
+	if bytes, err = SumPerCPU(o.SinkCount, 1); err != nil {
+		return
+	}
+	other, err = SumPerCPU(o.SinkCount, 2)
+	return
+}
+
+// Histogram returns the sink's latency histogram summed over CPUs and
+// clears it.
+func (o *Objects) Histogram(clear bool) ([]uint64, error) {
+	h := make([]uint64, HistBuckets)
+	ncpu, err := ebpf.PossibleCPU()
+	if err != nil {
+		return nil, err
+	}
+	zero := make([]uint64, ncpu)
+	for b := uint32(0); b < HistBuckets; b++ {
+		var vals []uint64
+		if err := o.Hist.Lookup(b, &vals); err != nil {
+			return nil, err
+		}
+		for _, v := range vals {
+			h[b] += v
+		}
+		if clear && h[b] != 0 {
+			if err := o.Hist.Put(b, zero); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return h, nil
+}
+
+// BucketLow returns the lowest latency (ns) that falls into bucket b.
+func BucketLow(b int) uint64 {
+	if b < HistSub {
+		return uint64(b)
+	}
+	m := uint(b/HistSub + 3)
+	sub := uint64(b % HistSub)
+	return (HistSub + sub) << (m - 4)
+}
+
+// Quantile returns the q-quantile (0..1) of a histogram in ns, taking the
+// midpoint of the bucket; 0 if empty.
+func Quantile(h []uint64, q float64) float64 {
+	var total uint64
+	for _, c := range h {
+		total += c
+	}
+	if total == 0 {
+		return 0
+	}
+	rank := uint64(q*float64(total-1)) + 1
+	var acc uint64
+	for b, c := range h {
+		acc += c
+		if acc >= rank {
+			lo := BucketLow(b)
+			hi := lo + 1
+			if b+1 < len(h) {
+				hi = BucketLow(b + 1)
+			}
+			return float64(lo+hi) / 2
+		}
+	}
+	return float64(BucketLow(len(h) - 1))
+}
+
+// Frame describes the template frame of the generator.
+type Frame struct {
+	Size           int // total L2 bytes (no FCS), >= 60
+	SrcMAC, DstMAC net.HardwareAddr
+	SrcIP, DstIP   net.IP // IPv4; the low byte of SrcIP is varied per flow
+	Dport          uint16 // 0: DefaultDport
+}
+
+// Bytes builds the template: Ethernet / IPv4 (checksum set) / UDP (checksum
+// 0) / payload {magic, seq, timestamp 0, padding}.
+func (f Frame) Bytes() ([]byte, error) {
+	const hdr = 14 + 20 + 8 + 16
+	if f.Size < 60 {
+		f.Size = 60
+	}
+	if f.Size > 3000 {
+		return nil, fmt.Errorf("kern: frame size %d too large", f.Size)
+	}
+	s4, d4 := f.SrcIP.To4(), f.DstIP.To4()
+	if s4 == nil || d4 == nil || len(f.SrcMAC) != 6 || len(f.DstMAC) != 6 {
+		return nil, fmt.Errorf("kern: frame needs IPv4 addresses and MACs")
+	}
+	if f.Dport == 0 {
+		f.Dport = DefaultDport
+	}
+	b := make([]byte, f.Size)
+	copy(b[0:], f.DstMAC)
+	copy(b[6:], f.SrcMAC)
+	binary.BigEndian.PutUint16(b[12:], 0x0800)
+	ip := b[14:34]
+	ip[0] = 0x45
+	binary.BigEndian.PutUint16(ip[2:], uint16(f.Size-14))
+	ip[6] = 0x40 // DF
+	ip[8] = 64
+	ip[9] = 17
+	copy(ip[12:], s4)
+	copy(ip[16:], d4)
+	ip[15] = 0 // varied by the generator
+	binary.BigEndian.PutUint16(ip[10:], ipChecksum(ip))
+	udp := b[34:42]
+	binary.BigEndian.PutUint16(udp[0:], 1024)
+	binary.BigEndian.PutUint16(udp[2:], f.Dport)
+	binary.BigEndian.PutUint16(udp[4:], uint16(f.Size-34))
+	binary.BigEndian.PutUint32(b[42:], Magic)
+	for i := hdr; i < f.Size; i++ {
+		b[i] = byte(i)
+	}
+	return b, nil
+}
+
+func ipChecksum(h []byte) uint16 {
+	var s uint32
+	for i := 0; i < len(h); i += 2 {
+		if i == 10 {
+			continue
+		}
+		s += uint32(binary.BigEndian.Uint16(h[i:]))
+	}
+	for s>>16 != 0 {
+		s = s&0xffff + s>>16
+	}
+	return ^uint16(s)
+}

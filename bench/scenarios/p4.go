@@ -1,0 +1,97 @@
+package scenarios
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"runtime"
+
+	"github.com/edgenf/edgenf/bench/scenario"
+	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/datapath"
+	_ "github.com/edgenf/edgenf/internal/nf/p4" // registers the p4 type
+)
+
+// The p4 groups: shipped P4 programs against the hand-written cubes doing the
+// same work on the same path, in the same run (target: at least 0.9).
+//
+//	p4-l3: router, one route, static next hop, no route cache (an LPM lookup
+//	       per packet, as the P4 program does)  vs  l3router.p4, one LPM route and a port MAC
+//	p4-l2: bridge, unicast to a static FDB entry   vs  l2switch.p4, one MAC table entry
+func init() {
+	for _, s := range []scenario.Scenario{
+		{Name: "builtin-router-xdp", Group: "p4-l3", Baseline: true, Quick: true,
+			Doc: "hand-written edgenf router at XDP: one static route, route cache off (baseline)",
+			Setup: func(e *scenario.Env) (*scenario.Topology, error) {
+				return setupRouterWith(e, datapath.XDP, 1, json.RawMessage(`{"disable_route_cache": true}`))
+			}},
+		{Name: "p4-l3router-xdp", Group: "p4-l3", Order: 10, Quick: true,
+			Doc: "examples/p4/l3router.p4 compiled by edgenf, at XDP: one LPM route, port MAC rewrite",
+			Setup: func(e *scenario.Env) (*scenario.Topology, error) {
+				return setupP4(e, "l3router.p4", mustMAC(routerInMAC), func(p *scenario.Path) []string {
+					return []string{
+						fmt.Sprintf(`{"table":"ipv4_lpm","match":{"hdr.ipv4.dstAddr":%q},"action":"ipv4_forward","params":{"dstAddr":%q,"port":"1"}}`, scenario.DstNet, p.B1MAC),
+						fmt.Sprintf(`{"table":"port_mac","match":{"standard_metadata.egress_spec":"1"},"action":"set_smac","params":{"smac":%q}}`, p.B0MAC),
+					}
+				})
+			}},
+		{Name: "builtin-bridge-xdp", Group: "p4-l2", Baseline: true,
+			Doc:   "hand-written edgenf bridge at XDP: unicast to a static FDB entry (baseline)",
+			Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupBridgeNF(e, datapath.XDP) }},
+		{Name: "p4-l2switch-xdp", Group: "p4-l2", Order: 10,
+			Doc: "examples/p4/l2switch.p4 compiled by edgenf, at XDP: one MAC table entry",
+			Setup: func(e *scenario.Env) (*scenario.Topology, error) {
+				return setupP4(e, "l2switch.p4", nil, func(p *scenario.Path) []string {
+					return []string{fmt.Sprintf(`{"table":"mac_table","match":{"vid":"0","dst":%q},"action":"forward","params":{"port":"1"}}`, p.B1MAC)}
+				})
+			}},
+	} {
+		scenario.Register(s)
+	}
+}
+
+// exampleP4 is the path of a shipped P4 program (the harness runs in the tree).
+func exampleP4(name string) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "examples", "p4", name)
+}
+
+// setupP4 runs a shipped P4 program as a cube between a1 (port 0) and b0
+// (port 1) with the given entries; frames go to dstMAC (nil: b1's MAC).
+func setupP4(e *scenario.Env, program string, dstMAC []byte, entries func(*scenario.Path) []string) (*scenario.Topology, error) {
+	p, err := e.NewPath(false)
+	if err != nil {
+		return nil, err
+	}
+	eng, root, err := benchEngine(e)
+	if err != nil {
+		return nil, err
+	}
+	name := "p4" + e.ID()
+	cfg, _ := json.Marshal(map[string]string{"program": exampleP4(program)})
+	err = eng.Update(func(tp *cube.Topology) error {
+		if err := tp.AddCube(&cube.Cube{Name: name, Type: "p4", Hook: datapath.XDP, Config: cfg, Ports: []cube.Port{
+			{Name: "in", Index: 0, Peer: p.A1}, {Name: "out", Index: 1, Peer: p.B0}}}); err != nil {
+			return err
+		}
+		for _, en := range entries(p) {
+			if _, err := tp.PutEntry(name, "entries", json.RawMessage(en)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := freeSink(p); err != nil {
+		return nil, err
+	}
+	if dstMAC == nil {
+		dstMAC = p.B1MAC
+	}
+	t := p.Topology(dstMAC)
+	t.Info["program"] = program
+	stubCost(e, t, root, p.A1, datapath.XDP)
+	return t, nil
+}
