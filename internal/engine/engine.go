@@ -199,15 +199,20 @@ func (e *Engine) Replace(t *cube.Topology, dryRun bool) ([]Change, error) {
 	if dryRun || len(changes) == 0 {
 		return changes, nil
 	}
-	return changes, e.commit(next)
+	return changes, e.apply(next)
 }
 
-// commit validates next, reconciles the kernel with it and persists it. On
-// any failure the kernel is reconciled back and nothing changes.
+// commit validates next and applies it.
 func (e *Engine) commit(next *cube.Topology) error {
 	if err := next.ValidateChange(e.topo, e.sys()); err != nil {
 		return err
 	}
+	return e.apply(next)
+}
+
+// apply reconciles the kernel with a validated topology and persists it. On
+// any failure the kernel is reconciled back and nothing changes.
+func (e *Engine) apply(next *cube.Topology) error {
 	prev, prevSlots := e.topo, cloneSlots(e.slots)
 	if err := e.reconcile(next, false); err != nil {
 		if rerr := e.reconcile(prev, false); rerr != nil {
@@ -600,7 +605,7 @@ func (e *Engine) reconcileStubs(p *plan, adopt bool) error {
 	return nil
 }
 
-// errNoCube is returned for operations on a missing cube.
+// noCube is the error for operations on a missing cube.
 func noCube(name string) error {
 	return cube.NotFound("cube", "no cube named %q", name)
 }
