@@ -128,17 +128,26 @@ static __always_inline int enf_send(ctx_t *ctx, struct edgenf_md *md, __u32 port
 
 /* Punt a copy (headers + up to EDGENF_PUNT_SNAPLEN bytes) to the slow path and
  * drop the original; the daemon re-injects what it wants forwarded. */
-/* Punt for cube slot, counting on its counter idx. The slow path hands the
- * copy to that cube's controller; in_port is the port (standard cubes) or
- * the direction (transparent cubes). */
-static __always_inline int enf_punt_from(ctx_t *ctx, struct edgenf_md *md, __u32 slot, __u32 idx, __u32 reason, __u32 arg)
+/* Slot of the transparent cube now running. */
+static __always_inline __u32 enf_self(struct edgenf_md *md)
+{
+	__u32 pos = md->pos;
+
+	return pos < EDGENF_MAX_STACK ? md->hop.stack[pos] : EDGENF_MAX_SLOTS;
+}
+
+/* Send a copy of the frame (its first snap bytes) with its metadata to the
+ * slow path, for the controller of cube slot; the frame and its verdict are
+ * untouched (events, logs). */
+static __always_inline void enf_report(ctx_t *ctx, struct edgenf_md *md, __u32 slot, __u32 in_port,
+				       __u32 reason, __u32 arg, __u32 snap)
 {
 	__u32 len = ctx_len(ctx);
-	__u64 cap = len < EDGENF_PUNT_SNAPLEN ? len : EDGENF_PUNT_SNAPLEN;
+	__u64 cap = len < snap ? len : snap;
 	struct edgenf_punt_hdr hdr = {
 		.magic = EDGENF_PUNT_MAGIC,
 		.cube = slot,
-		.in_port = idx,
+		.in_port = in_port,
 		.reason = reason,
 		.arg = arg,
 		.pkt_len = len,
@@ -146,8 +155,16 @@ static __always_inline int enf_punt_from(ctx_t *ctx, struct edgenf_md *md, __u32
 		.hook = EDGENF_HOOK_ID,
 	};
 
-	enf_count(idx, len, ENF_PUNT);
 	bpf_perf_event_output(ctx, &enf_punt_ring, BPF_F_CURRENT_CPU | (cap << 32), &hdr, sizeof(hdr));
+}
+
+/* Punt for cube slot, counting on its counter idx: a copy to the slow path,
+ * then drop. in_port is the port (standard cubes) or the direction
+ * (transparent cubes). */
+static __always_inline int enf_punt_from(ctx_t *ctx, struct edgenf_md *md, __u32 slot, __u32 idx, __u32 reason, __u32 arg)
+{
+	enf_count(idx, ctx_len(ctx), ENF_PUNT);
+	enf_report(ctx, md, slot, idx, reason, arg, EDGENF_PUNT_SNAPLEN);
 	return CTX_DROP;
 }
 
@@ -190,13 +207,6 @@ static __always_inline __u32 enf_dir(struct edgenf_md *md)
 	return pos < EDGENF_MAX_STACK ? md->hop.dir[pos] : EDGENF_DIR_INGRESS;
 }
 
-/* Slot of the transparent cube now running. */
-static __always_inline __u32 enf_self(struct edgenf_md *md)
-{
-	__u32 pos = md->pos;
-
-	return pos < EDGENF_MAX_STACK ? md->hop.stack[pos] : EDGENF_MAX_SLOTS;
-}
 
 #define EDGENF_TRANSPARENT(fn)                                                \
 	SEC(EDGENF_SEC) int edgenf_cube(ctx_t *ctx)                           \

@@ -220,32 +220,12 @@ static __always_inline int dd_listed(void *exact, void *lpm, __u32 flags, __u32 
 	return 0;
 }
 
-/* The slot of the running transparent cube: md->cube names the last
- * standard cube, not us. */
-static __always_inline __u32 dd_self(struct edgenf_md *md)
-{
-	return md->hop.stack[md->pos & (EDGENF_MAX_STACK - 1)];
-}
-
 /* Report a detection to the slow path (a copy of the packet that tipped it),
  * without dropping anything: the caller decides the packet's fate. */
 static __always_inline void dd_event(ctx_t *ctx, struct edgenf_md *md, __u32 dir, __u32 reason, __u32 count)
 {
-	__u32 len = ctx_len(ctx);
-	__u64 cap = len < 256 ? len : 256;
-	struct edgenf_punt_hdr hdr = {
-		.magic = EDGENF_PUNT_MAGIC,
-		.cube = dd_self(md),
-		.in_port = dir,
-		.reason = reason,
-		.arg = count,
-		.pkt_len = len,
-		.ifindex = md->ingress_ifindex,
-		.hook = EDGENF_HOOK_ID,
-	};
-
 	dd_count(DD_ST_EVENTS);
-	bpf_perf_event_output(ctx, &enf_punt_ring, BPF_F_CURRENT_CPU | (cap << 32), &hdr, sizeof(hdr));
+	enf_report(ctx, md, enf_self(md), dir, reason, count, 256);
 }
 
 /* A blocked source's packet: to the mirror interface (scanners, when one is

@@ -229,10 +229,9 @@ static __always_inline int fw_norm(const struct ct_tuple *t, struct ct_tuple *k)
 
 static __always_inline int fw_log(ctx_t *ctx, struct edgenf_md *md, struct fw_cfg *cfg, __u32 reason, __u32 arg)
 {
-	__u32 zero = 0, len = ctx_len(ctx);
+	__u32 zero = 0;
 	struct fw_bucket *b = bpf_map_lookup_elem(&fw_logbucket, &zero);
 	__u64 now = bpf_ktime_get_ns(), rate = cfg->log_rate, cap;
-	__u32 pos = md->pos;
 
 	if (!b || !rate)
 		return 0;
@@ -244,21 +243,7 @@ static __always_inline int fw_log(ctx_t *ctx, struct edgenf_md *md, struct fw_cf
 	if (b->tokens < 1000000000ull)
 		return 0;
 	b->tokens -= 1000000000ull;
-	{
-		__u64 snap = len < 128 ? len : 128;
-		struct edgenf_punt_hdr hdr = {
-			.magic = EDGENF_PUNT_MAGIC,
-			.cube = pos < EDGENF_MAX_STACK ? md->hop.stack[pos] : md->cube,
-			.in_port = md->in_port,
-			.reason = reason,
-			.arg = arg,
-			.pkt_len = len,
-			.ifindex = md->ingress_ifindex,
-			.hook = EDGENF_HOOK_ID,
-		};
-
-		bpf_perf_event_output(ctx, &enf_punt_ring, BPF_F_CURRENT_CPU | (snap << 32), &hdr, sizeof(hdr));
-	}
+	enf_report(ctx, md, enf_self(md), md->in_port, reason, arg, 128);
 	return 1;
 }
 
