@@ -515,8 +515,11 @@ func rootUp(name string) error {
 	if err != nil {
 		return fmt.Errorf("netlab: %s: %w", name, err)
 	}
-	// No DAD on root-side ends either (best effort: IPv6 may be disabled).
-	_ = writeSysctl("net/ipv6/conf/"+name+"/accept_dad", "0")
+	// Root-side ends carry only the test's traffic: with IPv6 on, the root
+	// namespace would send MLD reports and router solicitations out of them,
+	// and a cube port between two root ends would count those packets.
+	// Best effort: IPv6 may be disabled system-wide.
+	_ = writeSysctl("net/ipv6/conf/"+name+"/disable_ipv6", "1")
 	if err := netlink.LinkSetUp(lk); err != nil {
 		return fmt.Errorf("netlab: %s up: %w", name, err)
 	}
