@@ -29,7 +29,7 @@ type pfEntry struct {
 func init() {
 	scenario.Register(scenario.Scenario{
 		Name: "portfwd-xdp", Group: "portfwd", Quick: true, Param: 1,
-		Doc:   "one edgenf portfwd cube at XDP: stub on a1 → cube → redirect to b0",
+		Doc:   "one edgenf portfwd cube at XDP: a1 enters it directly (direct entry) → redirect to b0",
 		Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupChain(e, datapath.XDP, 1, 1) },
 	})
 	scenario.Register(scenario.Scenario{
@@ -64,7 +64,7 @@ func init() {
 }
 
 // setupChain loads total portfwd cubes into a fresh datapath; the last
-// `chain` of them are chained port 1 → next cube's port 0; the stub on a1
+// `chain` of them are chained port 1 → next cube's port 0; a1's entry program
 // sends into the first cube of the chain, the last cube's port 1 is b0.
 func setupChain(e *scenario.Env, hook datapath.Hook, total, chain int) (*scenario.Topology, error) {
 	p, err := e.NewPath(false)
@@ -91,6 +91,7 @@ func setupChain(e *scenario.Env, hook datapath.Hook, total, chain int) (*scenari
 	mem0 := memAvailable()
 	t0 := time.Now()
 	first := total - chain
+	var entry *datapath.Cube // the first cube of the chain: a1 enters it directly
 	for i := range total {
 		c, err := d.LoadCube(fmt.Sprintf("pf%d", i), hook, uint32(i), spec, nil)
 		if err != nil {
@@ -103,6 +104,9 @@ func setupChain(e *scenario.Env, hook datapath.Hook, total, chain int) (*scenari
 		// Pinned: the cube stays in the patch panel without our fds
 		// (10,000 cubes would exceed the file descriptor limit).
 		c.Close()
+		if i == first {
+			entry = c
+		}
 	}
 	created := time.Since(t0)
 	runtime.GC()
@@ -119,7 +123,7 @@ func setupChain(e *scenario.Env, hook datapath.Hook, total, chain int) (*scenari
 	if err != nil {
 		return nil, err
 	}
-	st, err := d.AttachStub(p.A1, p.A1Idx, hook, datapath.Ingress, in)
+	st, err := d.AttachStub(p.A1, p.A1Idx, hook, datapath.Ingress, in, entry)
 	if err != nil {
 		return nil, err
 	}

@@ -70,6 +70,18 @@ type Hop struct {
 	Dir     [MaxStack]Direction
 }
 
+// First is the panel slot of the cube the hop runs first, or MaxSlots when
+// it runs none (it ends at an interface or the Linux stack).
+func (h Hop) First() uint32 {
+	switch {
+	case h.NStack > 0:
+		return uint32(h.Stack[0])
+	case h.Kind == DstCube:
+		return h.Slot
+	}
+	return MaxSlots
+}
+
 // Transparent is one transparent cube run on a hop.
 type Transparent struct {
 	Slot uint32

@@ -20,6 +20,9 @@ type Cube struct {
 	prog *ebpf.Program
 	maps map[string]*ebpf.Map
 	d    *Datapath
+	// spec is the object the cube runs, kept (shared, read-only) to load
+	// its direct entry; nil when it has none that can serve as one.
+	spec *ebpf.CollectionSpec
 }
 
 const progPin = "prog"
@@ -44,11 +47,11 @@ func (d *Datapath) LoadCube(name string, hook Hook, slot uint32, spec *ebpf.Coll
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	coll, err := d.loadCollection(spec, hook, dir, consts)
+	coll, err := d.loadCollection(withoutEntry(spec), hook, dir, consts, nil)
 	if err != nil {
 		return nil, fmt.Errorf("load cube %s: %w", name, err)
 	}
-	c := &Cube{Name: name, Hook: hook, Slot: slot, dir: dir, d: d, maps: map[string]*ebpf.Map{}}
+	c := &Cube{Name: name, Hook: hook, Slot: slot, dir: dir, d: d, maps: map[string]*ebpf.Map{}, spec: entrySpec(spec)}
 	c.prog = coll.Programs[ProgName]
 	delete(coll.Programs, ProgName)
 	for n, m := range coll.Maps {
@@ -68,9 +71,14 @@ func (d *Datapath) LoadCube(name string, hook Hook, slot uint32, spec *ebpf.Coll
 	return c, nil
 }
 
-func (d *Datapath) loadCollection(spec *ebpf.CollectionSpec, hook Hook, dir string, consts map[string]any) (*ebpf.Collection, error) {
+// loadCollection loads a copy of spec with the framework's shared maps and
+// extra replacing maps of the same names, pinning the others in dir.
+func (d *Datapath) loadCollection(spec *ebpf.CollectionSpec, hook Hook, dir string, consts map[string]any, extra map[string]*ebpf.Map) (*ebpf.Collection, error) {
 	spec = spec.Copy()
 	repl := d.prepare(spec, hook)
+	for n, m := range extra {
+		repl[n] = m
+	}
 	for k, v := range consts {
 		vs, ok := spec.Variables[k]
 		if !ok {
@@ -174,13 +182,14 @@ func (d *Datapath) dropIncompatible(dir string, spec *ebpf.CollectionSpec) error
 }
 
 // AdoptCube re-opens a cube pinned by an earlier daemon without reloading it.
-func (d *Datapath) AdoptCube(name string, hook Hook, slot uint32) (*Cube, error) {
+// spec, the object it runs, may be nil: the cube then gets no direct entry.
+func (d *Datapath) AdoptCube(name string, hook Hook, slot uint32, spec *ebpf.CollectionSpec) (*Cube, error) {
 	dir := d.cubeDir(name)
 	prog, err := ebpf.LoadPinnedProgram(filepath.Join(dir, progPin), nil)
 	if err != nil {
 		return nil, fmt.Errorf("adopt cube %s: %w", name, err)
 	}
-	c := &Cube{Name: name, Hook: hook, Slot: slot, dir: dir, d: d, prog: prog, maps: map[string]*ebpf.Map{}}
+	c := &Cube{Name: name, Hook: hook, Slot: slot, dir: dir, d: d, prog: prog, maps: map[string]*ebpf.Map{}, spec: entrySpec(spec)}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		c.Close()

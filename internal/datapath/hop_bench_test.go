@@ -26,8 +26,9 @@ type pfEntry struct {
 
 // chainOf loads n portfwd cubes forwarding p0→p1, c_i:p1 peered with
 // c_{i+1}:p0, the last one sending to an interface, and returns them with the
-// entry program of an interface peered with c0:p0.
-func chainOf(tb testing.TB, hook datapath.Hook, n int) ([]*datapath.Cube, *ebpf.Program) {
+// entry program of an interface peered with c0:p0: the stub, or with direct
+// c0's direct entry.
+func chainOf(tb testing.TB, hook datapath.Hook, n int, direct bool) ([]*datapath.Cube, *ebpf.Program) {
 	root := filepath.Join("/sys/fs/bpf", fmt.Sprintf("enfb-%d-%d", os.Getpid(), seq.Add(1)))
 	dp, err := datapath.Open(root)
 	if err != nil {
@@ -58,7 +59,11 @@ func chainOf(tb testing.TB, hook datapath.Hook, n int) ([]*datapath.Cube, *ebpf.
 			tb.Fatal(err)
 		}
 	}
-	entry, err := dp.Entry(hook, datapath.Hop{Kind: datapath.DstCube, Slot: 0, Port: 0})
+	var first *datapath.Cube
+	if direct {
+		first = cubes[0]
+	}
+	entry, err := dp.Entry(hook, datapath.Hop{Kind: datapath.DstCube, Slot: 0, Port: 0}, first)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -66,10 +71,15 @@ func chainOf(tb testing.TB, hook datapath.Hook, n int) ([]*datapath.Cube, *ebpf.
 	return cubes, entry
 }
 
-// A chain forwards through every cube: each one counts the frame once.
+// A chain forwards through every cube, entered through the stub or directly:
+// each one counts the frame once.
 func TestChainOfCubesCountsEveryHop(t *testing.T) {
-	for _, hook := range []datapath.Hook{datapath.XDP, datapath.TC} {
-		cubes, entry := chainOf(t, hook, 8)
+	for _, tc := range []struct {
+		hook   datapath.Hook
+		direct bool
+	}{{datapath.XDP, false}, {datapath.XDP, true}, {datapath.TC, false}, {datapath.TC, true}} {
+		hook := tc.hook
+		cubes, entry := chainOf(t, hook, 8, tc.direct)
 		frame := nftest.UDP4("198.18.0.1", "198.18.0.2", 1, 2, make([]byte, 22))
 		v, _, err := entry.Benchmark(frame, 1000, nil)
 		if err != nil {
@@ -84,27 +94,30 @@ func TestChainOfCubesCountsEveryHop(t *testing.T) {
 				t.Fatal(err)
 			}
 			if st[0].RxPackets != 1000 || st[1].TxPackets != 1000 || st[1].TxBytes != 64000 {
-				t.Fatalf("%s cube %d: p0 %+v p1 %+v, want 1000 frames through", hook, i, st[0], st[1])
+				t.Fatalf("%s (direct %v) cube %d: p0 %+v p1 %+v, want 1000 frames through", hook, tc.direct, i, st[0], st[1])
 			}
 		}
 	}
 }
 
 // BenchmarkHop reports the per-packet cost (ns) of a frame crossing chains of
-// portfwd cubes, through the framework (stub excluded).
+// portfwd cubes, from the interface's entry program on (the stub, or the
+// first cube's direct entry).
 func BenchmarkHop(b *testing.B) {
 	frame := nftest.UDP4("198.18.0.1", "198.18.0.2", 1, 2, make([]byte, 22)) // 64 bytes
 	for _, hook := range []datapath.Hook{datapath.XDP, datapath.TC} {
 		for _, n := range []int{1, 2, 5, 8} {
-			b.Run(fmt.Sprintf("%s/cubes=%d", hook, n), func(b *testing.B) {
-				_, entry := chainOf(b, hook, n)
-				_, per, err := entry.Benchmark(frame, b.N, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.ReportMetric(float64(per.Nanoseconds()), "ns/pkt")
-				b.ReportMetric(0, "ns/op")
-			})
+			for _, direct := range []bool{false, true} {
+				b.Run(fmt.Sprintf("%s/cubes=%d/direct=%v", hook, n, direct), func(b *testing.B) {
+					_, entry := chainOf(b, hook, n, direct)
+					_, per, err := entry.Benchmark(frame, b.N, nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.ReportMetric(float64(per.Nanoseconds()), "ns/pkt")
+					b.ReportMetric(0, "ns/op")
+				})
+			}
 		}
 	}
 }

@@ -100,7 +100,7 @@ func (d *Datapath) attachInjector(ifindex int) error {
 		if err := os.MkdirAll(pins, 0o700); err != nil {
 			return err
 		}
-		coll, err := d.loadCollection(spec, hook, pins, nil)
+		coll, err := d.loadCollection(spec, hook, pins, nil, nil)
 		if err != nil {
 			return fmt.Errorf("load injector: %w", err)
 		}

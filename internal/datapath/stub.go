@@ -39,10 +39,13 @@ func (d *Datapath) stubDir(ifname string, hook Hook, dir Direction) string {
 	return filepath.Join(d.root, "ifaces", fmt.Sprintf("%s_%s_%s", name, hook, dir))
 }
 
-// AttachStub makes frames on ifindex take hop. Re-attaching an attached stub
-// only changes its hop (one map update). The link is pinned, so the stub stays
-// when the daemon exits.
-func (d *Datapath) AttachStub(ifname string, ifindex int, hook Hook, dir Direction, hop Hop) (*Stub, error) {
+// AttachStub makes frames on ifindex take hop. With direct, the cube the hop
+// starts with, the interface runs that cube's direct entry instead of the
+// stub program (see HasEntry); the caller must pass it only for such hops.
+// Re-attaching an attached stub replaces its program atomically: the plain
+// stub runs while the hop changes, so program and hop always agree. The link
+// is pinned, so the stub stays when the daemon exits.
+func (d *Datapath) AttachStub(ifname string, ifindex int, hook Hook, dir Direction, hop Hop, direct *Cube) (*Stub, error) {
 	if hook == XDP && dir == Egress {
 		return nil, errors.New("XDP has no egress hook: use hook tc for egress processing")
 	}
@@ -58,7 +61,7 @@ func (d *Datapath) AttachStub(ifname string, ifindex int, hook Hook, dir Directi
 	if err != nil {
 		return nil, err
 	}
-	coll, err := d.loadCollection(spec, hook, sdir, nil)
+	coll, err := d.loadCollection(spec, hook, sdir, nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("load stub for %s: %w", ifname, err)
 	}
@@ -71,15 +74,28 @@ func (d *Datapath) AttachStub(ifname string, ifindex int, hook Hook, dir Directi
 		s.Close()
 		return nil, err
 	}
+	stub, prog := coll.Programs["edgenf_stub"], coll.Programs["edgenf_stub"]
+	if direct != nil {
+		if prog, err = d.entryProgram(direct, s); err != nil {
+			s.Close()
+			return nil, err
+		}
+		defer prog.Close()
+	}
+	lpath := filepath.Join(sdir, linkPin)
+	if l, err := link.LoadPinnedLink(lpath, nil); err == nil {
+		defer l.Close()
+		if err := s.replace(l, stub, prog, hop); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("%s: %w", ifname, err)
+		}
+		return s, nil
+	}
 	if err := s.SetHop(hop); err != nil {
 		s.Close()
 		return nil, err
 	}
-	lpath := filepath.Join(sdir, linkPin)
-	if _, err := os.Stat(lpath); err == nil {
-		return s, nil // already attached: the map update above was the change
-	}
-	l, err := attach(coll.Programs["edgenf_stub"], ifindex, hook, dir)
+	l, err := attach(prog, ifindex, hook, dir)
 	if err != nil {
 		s.Close()
 		os.RemoveAll(sdir)
@@ -91,6 +107,24 @@ func (d *Datapath) AttachStub(ifname string, ifindex int, hook Hook, dir Directi
 		return nil, err
 	}
 	return s, nil
+}
+
+// replace switches an attached link to prog with hop: the link runs the plain
+// stub, which follows any hop, while the hop changes.
+func (s *Stub) replace(l link.Link, stub, prog *ebpf.Program, hop Hop) error {
+	if err := l.Update(stub); err != nil {
+		return fmt.Errorf("update link: %w", err)
+	}
+	if err := s.SetHop(hop); err != nil {
+		return err
+	}
+	if prog == stub {
+		return nil
+	}
+	if err := l.Update(prog); err != nil {
+		return fmt.Errorf("update link: %w", err)
+	}
+	return nil
 }
 
 func attach(p *ebpf.Program, ifindex int, hook Hook, dir Direction) (link.Link, error) {

@@ -76,11 +76,12 @@ func (d *Datapath) SetMetadata(md Metadata) error {
 	return d.scratch.Update(uint32(0), vals, ebpf.UpdateAny)
 }
 
-// Entry loads the framework's ingress stub, unattached, starting the given
-// hop: what a frame arriving on a peered interface runs first. For tests and
-// benchmarks (each run resets the metadata as real traffic does). The caller
-// closes the program.
-func (d *Datapath) Entry(hook Hook, hop Hop) (*ebpf.Program, error) {
+// Entry loads the program a frame arriving on a peered interface runs first,
+// unattached, starting the given hop: the framework's ingress stub, or with
+// direct the direct entry of that cube (the hop must start with it). For
+// tests and benchmarks (each run resets the metadata as real traffic does).
+// The caller closes the program.
+func (d *Datapath) Entry(hook Hook, hop Hop, direct *Cube) (*ebpf.Program, error) {
 	obj := stubXDP
 	if hook == TC {
 		obj = stubTC
@@ -98,19 +99,17 @@ func (d *Datapath) Entry(hook Hook, hop Hop) (*ebpf.Program, error) {
 			delete(repl, n)
 		}
 	}
-	ports, err := ebpf.NewMap(spec.Maps[MapPorts])
-	if err != nil {
-		return nil, err
-	}
-	defer ports.Close()
-	if err := ports.Update(uint32(0), hop, ebpf.UpdateAny); err != nil {
-		return nil, err
-	}
-	repl[MapPorts] = ports
 	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: repl})
 	if err != nil {
 		return nil, err
 	}
 	defer coll.Close()
+	stub := &Stub{ports: coll.Maps[MapPorts], stats: coll.Maps[MapStats]}
+	if err := stub.SetHop(hop); err != nil {
+		return nil, err
+	}
+	if direct != nil {
+		return d.entryProgram(direct, stub)
+	}
 	return coll.Programs["edgenf_stub"].Clone()
 }

@@ -15,6 +15,8 @@ import (
 	"os"
 	"sync"
 
+	"github.com/cilium/ebpf"
+
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/state"
@@ -38,7 +40,11 @@ type Engine struct {
 	cubes    map[string]*live
 	stubs    map[StubKey]*datapath.Stub
 	stubHops map[StubKey]datapath.Hop
-	slow     *slowPath
+	// stubEntry is the cube whose direct entry runs on a stub's interface
+	// (nil: the stub program).
+	stubEntry map[StubKey]*datapath.Cube
+	specs     map[[32]byte]*ebpf.CollectionSpec
+	slow      *slowPath
 	// applying is the topology a reconcile is making real; controllers
 	// synced during it see it through their handle.
 	applying *cube.Topology
@@ -82,11 +88,13 @@ func Open(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{
 		cfg: cfg, log: cfg.Logger, dp: dp,
-		topo:     cube.NewTopology(),
-		slots:    f.Slots,
-		cubes:    map[string]*live{},
-		stubs:    map[StubKey]*datapath.Stub{},
-		stubHops: map[StubKey]datapath.Hop{},
+		topo:      cube.NewTopology(),
+		slots:     f.Slots,
+		cubes:     map[string]*live{},
+		stubs:     map[StubKey]*datapath.Stub{},
+		stubHops:  map[StubKey]datapath.Hop{},
+		stubEntry: map[StubKey]*datapath.Cube{},
+		specs:     map[[32]byte]*ebpf.CollectionSpec{},
 	}
 	if err := f.Topology.Validate(nil); err != nil {
 		dp.Close()
@@ -306,7 +314,7 @@ func (e *Engine) reconcile(desired *cube.Topology, adopt bool) error {
 	if err := e.writeHops(p); err != nil {
 		return err
 	}
-	if err := e.reconcileStubs(p, adopt); err != nil {
+	if err := e.reconcileStubs(p); err != nil {
 		return err
 	}
 	if err := e.ensureRedirectTargets(p); err != nil {
@@ -390,33 +398,44 @@ func (e *Engine) loadCube(c *cube.Cube, adopt bool) (*live, error) {
 	if err != nil {
 		return nil, err
 	}
+	obj, err := typ.ObjectOf(c)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := e.spec(typ, obj)
+	if err != nil {
+		return nil, err
+	}
+	l := &live{typ: typ, ctl: typ.New(), hops: map[int]datapath.Hop{}, flood: map[int]int{}, obj: sha256.Sum256(obj)}
 	slot := e.slots[c.Name]
-	var dc *datapath.Cube
 	if adopt {
-		dc, err = e.dp.AdoptCube(c.Name, c.Hook, slot)
-		if err != nil {
-			e.log.Info("no pinned program to adopt, loading", "cube", c.Name, "reason", err)
+		if l.dc, err = e.dp.AdoptCube(c.Name, c.Hook, slot, spec); err == nil {
+			return l, nil
 		}
+		e.log.Info("no pinned program to adopt, loading", "cube", c.Name, "reason", err)
 	}
-	l := &live{typ: typ, ctl: typ.New(), hops: map[int]datapath.Hop{}, flood: map[int]int{}}
-	if typ.ObjectFor != nil || dc == nil {
-		obj, err := typ.ObjectOf(c)
-		if err != nil {
-			return nil, err
-		}
-		l.obj = sha256.Sum256(obj)
-		if dc == nil {
-			spec, err := datapath.LoadSpec(obj)
-			if err != nil {
-				return nil, err
-			}
-			if dc, err = e.dp.ReloadCube(c.Name, c.Hook, slot, spec, datapath.LoadOptions{Reprogram: typ.ObjectFor != nil}); err != nil {
-				return nil, explain(typ, c, err)
-			}
-		}
+	if l.dc, err = e.dp.ReloadCube(c.Name, c.Hook, slot, spec, datapath.LoadOptions{Reprogram: typ.ObjectFor != nil}); err != nil {
+		return nil, explain(typ, c, err)
 	}
-	l.dc = dc
 	return l, nil
+}
+
+// spec parses an object. The objects of NF types without per-cube objects
+// are parsed once and shared by all their cubes (10,000 cubes, one spec).
+func (e *Engine) spec(typ *cube.Type, obj []byte) (*ebpf.CollectionSpec, error) {
+	if typ.ObjectFor != nil {
+		return datapath.LoadSpec(obj)
+	}
+	sum := sha256.Sum256(obj)
+	if s, ok := e.specs[sum]; ok {
+		return s, nil
+	}
+	s, err := datapath.LoadSpec(obj)
+	if err != nil {
+		return nil, err
+	}
+	e.specs[sum] = s
+	return s, nil
 }
 
 // explain lets the NF type put a load failure in its own terms.
@@ -563,9 +582,12 @@ func (e *Engine) writeFlood(l *live, want map[int]int) error {
 	return nil
 }
 
-func (e *Engine) reconcileStubs(p *plan, adopt bool) error {
+func (e *Engine) reconcileStubs(p *plan) error {
+	first := e.entryCubes()
 	for k, h := range p.stubs {
-		if s, ok := e.stubs[k]; ok {
+		direct := first[k.Hook][h.First()]
+		s, ok := e.stubs[k]
+		if ok && e.stubEntry[k] == direct {
 			if e.stubHops[k] == h {
 				continue
 			}
@@ -584,12 +606,14 @@ func (e *Engine) reconcileStubs(p *plan, adopt bool) error {
 				return cube.Errorf("peer", "interface %s: %v", k.Iface, err)
 			}
 		}
-		s, err := e.dp.AttachStub(k.Iface, idx, k.Hook, k.Dir, h)
+		ns, err := e.dp.AttachStub(k.Iface, idx, k.Hook, k.Dir, h, direct)
 		if err != nil {
 			return cube.Errorf("peer", "interface %s: %v", k.Iface, err)
 		}
-		e.stubs[k] = s
-		e.stubHops[k] = h
+		if ok {
+			s.Close()
+		}
+		e.stubs[k], e.stubHops[k], e.stubEntry[k] = ns, h, direct
 	}
 	for k, s := range e.stubs {
 		if _, keep := p.stubs[k]; keep {
@@ -601,8 +625,21 @@ func (e *Engine) reconcileStubs(p *plan, adopt bool) error {
 		}
 		delete(e.stubs, k)
 		delete(e.stubHops, k)
+		delete(e.stubEntry, k)
 	}
 	return nil
+}
+
+// entryCubes indexes the loaded cubes that have a direct entry by hook and
+// panel slot.
+func (e *Engine) entryCubes() map[datapath.Hook]map[uint32]*datapath.Cube {
+	out := map[datapath.Hook]map[uint32]*datapath.Cube{datapath.XDP: {}, datapath.TC: {}}
+	for _, l := range e.cubes {
+		if l.dc.HasEntry() {
+			out[l.dc.Hook][l.dc.Slot] = l.dc
+		}
+	}
+	return out
 }
 
 // noCube is the error for operations on a missing cube.

@@ -167,7 +167,9 @@ func (e *Engine) Swap(name string, obj []byte) error {
 	}
 	l.dc.Close()
 	l.dc = dc
-	return nil
+	// Interfaces entered directly into the cube run a copy of the old
+	// program: give them the new one.
+	return e.reconcile(e.topo, false)
 }
 
 // Inject sends a frame into a cube port as if received (out=false) or out of

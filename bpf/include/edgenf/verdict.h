@@ -180,17 +180,83 @@ static __always_inline int enf_punt(ctx_t *ctx, struct edgenf_md *md, __u32 reas
 #define EDGENF_VLAN_INLINE 0
 #endif
 
-/* Entry point of a standard cube: counts rx, then runs fn(ctx, md). */
+/* Start of the hop of a frame entering (or leaving) a Linux interface: the
+ * stub's work, shared with direct entries. hops and stats are the stub's
+ * maps; returns the hop, or NULL when the frame belongs to the Linux stack. */
+static __always_inline struct edgenf_hop *enf_enter(ctx_t *ctx, struct edgenf_md *md, void *hops, void *stats)
+{
+	struct edgenf_stats *s;
+	struct edgenf_hop *h;
+	__u32 zero = 0;
+
+	h = bpf_map_lookup_elem(hops, &zero);
+	if (!h || h->kind == EDGENF_DST_NONE)
+		return NULL;
+	s = bpf_map_lookup_elem(stats, &zero);
+	if (s) {
+		s->rx_packets++;
+		s->rx_bytes += ctx_len(ctx);
+	}
+	md->cube = EDGENF_MAX_SLOTS;
+	md->in_port = 0;
+	md->ingress_ifindex = ctx_ifindex(ctx);
+	md->tenant = 0;
+	md->mark = 0;
+	md->hops = 0;
+	return h;
+}
+
+/* Direct entry. When the hop of an interface starts with a cube, the
+ * framework attaches a copy of that cube's program, entered at edgenf_entry,
+ * in place of the stub: the same work, one tail call fewer (a retpolined
+ * indirect jump on many CPUs). The loader replaces these two maps with the
+ * stub's own, so the hop and the interface counters stay the stub's and the
+ * engine changes them as before. Ordinary loads leave the entry out. */
+#define EDGENF_ENTRY_MAPS                                         \
+	struct {                                                  \
+		__uint(type, BPF_MAP_TYPE_ARRAY);                 \
+		__uint(max_entries, EDGENF_MAX_PORTS);            \
+		__type(key, __u32);                               \
+		__type(value, struct edgenf_hop);                 \
+	} enf_entry_hop SEC(".maps");                             \
+	struct {                                                  \
+		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);          \
+		__uint(max_entries, EDGENF_MAX_PORTS + 1);        \
+		__type(key, __u32);                               \
+		__type(value, struct edgenf_stats);               \
+	} enf_entry_stats SEC(".maps")
+
+/* Entry point of a standard cube: counts rx, then runs fn(ctx, md). The
+ * direct entry serves hops that end at one of its ports. */
 #define EDGENF_CUBE(fn)                                                      \
+	static __always_inline int edgenf_cube_run(ctx_t *ctx, struct edgenf_md *md) \
+	{                                                                    \
+		enf_count(enf_port_idx(md->in_port), ctx_len(ctx), ENF_RX);  \
+		if (EDGENF_VLAN_INLINE && ctx_inline_vlan(ctx))              \
+			return enf_drop(ctx, md);                            \
+		return fn(ctx, md);                                          \
+	}                                                                    \
 	SEC(EDGENF_SEC) int edgenf_cube(ctx_t *ctx)                          \
 	{                                                                    \
 		struct edgenf_md *md = enf_md();                             \
 		if (!md)                                                     \
 			return CTX_DROP;                                     \
-		enf_count(enf_port_idx(md->in_port), ctx_len(ctx), ENF_RX);  \
-		if (EDGENF_VLAN_INLINE && ctx_inline_vlan(ctx))              \
-			return enf_drop(ctx, md);                            \
-		return fn(ctx, md);                                          \
+		return edgenf_cube_run(ctx, md);                             \
+	}                                                                    \
+	EDGENF_ENTRY_MAPS;                                                   \
+	SEC(EDGENF_SEC) int edgenf_entry(ctx_t *ctx)                         \
+	{                                                                    \
+		struct edgenf_md *md = enf_md();                             \
+		struct edgenf_hop *h;                                        \
+		if (!md)                                                     \
+			return CTX_PASS;                                     \
+		h = enf_enter(ctx, md, &enf_entry_hop, &enf_entry_stats);    \
+		if (!h)                                                      \
+			return CTX_PASS;                                     \
+		md->cube = h->slot;                                          \
+		md->in_port = h->port;                                       \
+		md->hops = 1;                                                \
+		return edgenf_cube_run(ctx, md);                             \
 	}
 
 /* Entry point of a transparent cube: fn(ctx, md, dir) returns ENF_VERDICT_*;
@@ -208,17 +274,13 @@ static __always_inline __u32 enf_dir(struct edgenf_md *md)
 }
 
 
+/* Entry point of a transparent cube. The direct entry serves hops whose
+ * stack starts with it. */
 #define EDGENF_TRANSPARENT(fn)                                                \
-	SEC(EDGENF_SEC) int edgenf_cube(ctx_t *ctx)                           \
+	static __always_inline int edgenf_cube_run(ctx_t *ctx, struct edgenf_md *md) \
 	{                                                                     \
-		struct edgenf_md *md = enf_md();                              \
-		__u32 dir, len;                                               \
-		int v;                                                        \
-		if (!md)                                                      \
-			return CTX_DROP;                                      \
-		dir = enf_dir(md);                                            \
-		len = ctx_len(ctx);                                           \
-		v = fn(ctx, md, dir);                                         \
+		__u32 dir = enf_dir(md), len = ctx_len(ctx);                  \
+		int v = fn(ctx, md, dir);                                     \
 		if (v == ENF_VERDICT_DROP) {                                  \
 			enf_count(dir, len, ENF_DROP);                        \
 			return CTX_DROP;                                      \
@@ -229,6 +291,27 @@ static __always_inline __u32 enf_dir(struct edgenf_md *md)
 		enf_count(dir, len, ENF_RX);                                  \
 		md->pos++;                                                    \
 		return enf_deliver(ctx, md);                                  \
+	}                                                                     \
+	SEC(EDGENF_SEC) int edgenf_cube(ctx_t *ctx)                           \
+	{                                                                     \
+		struct edgenf_md *md = enf_md();                              \
+		if (!md)                                                      \
+			return CTX_DROP;                                      \
+		return edgenf_cube_run(ctx, md);                              \
+	}                                                                     \
+	EDGENF_ENTRY_MAPS;                                                    \
+	SEC(EDGENF_SEC) int edgenf_entry(ctx_t *ctx)                          \
+	{                                                                     \
+		struct edgenf_md *md = enf_md();                              \
+		struct edgenf_hop *h;                                         \
+		if (!md)                                                      \
+			return CTX_PASS;                                      \
+		h = enf_enter(ctx, md, &enf_entry_hop, &enf_entry_stats);     \
+		if (!h)                                                       \
+			return CTX_PASS;                                      \
+		__builtin_memcpy(&md->hop, h, sizeof(*h));                    \
+		md->pos = 0;                                                  \
+		return edgenf_cube_run(ctx, md);                              \
 	}
 
 /* Standard cube: hand the frame to the Linux stack of the interface it

@@ -14,20 +14,12 @@ SEC(EDGENF_SEC) int edgenf_stub(ctx_t *ctx)
 {
 	struct edgenf_md *md = enf_md();
 	struct edgenf_hop *h;
-	__u32 zero = 0;
 
 	if (!md)
 		return CTX_PASS;
-	h = bpf_map_lookup_elem(&enf_ports, &zero);
-	if (!h || h->kind == EDGENF_DST_NONE)
+	h = enf_enter(ctx, md, &enf_ports, &enf_stats);
+	if (!h)
 		return CTX_PASS;
-	enf_count(0, ctx_len(ctx), ENF_RX);
-	md->cube = EDGENF_MAX_SLOTS;
-	md->in_port = 0;
-	md->ingress_ifindex = ctx_ifindex(ctx);
-	md->tenant = 0;
-	md->mark = 0;
-	md->hops = 0;
 	return enf_take_hop(ctx, md, h);
 }
 

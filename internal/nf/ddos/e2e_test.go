@@ -45,6 +45,9 @@ func sniff(t *testing.T, h *netlab.Host, dev string, src net.IP) *sniffer {
 		s.fd = fd
 		tv := unix.Timeval{Usec: 100_000}
 		unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+		// The socket sees the concurrent transfers too: a buffer that holds
+		// all of them, so a busy machine cannot make it drop the probes.
+		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 64<<20)
 		return unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: idx})
 	}); err != nil {
 		t.Fatal(err)

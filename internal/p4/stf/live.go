@@ -105,7 +105,7 @@ func (l *live) addPort(host *netlab.Host, hook datapath.Hook, p int) error {
 			return err
 		}
 	}
-	st, err := l.dp.AttachStub(rootName, ifi.Index, hook, datapath.Ingress, datapath.Hop{Kind: datapath.DstCube, Slot: 0, Port: uint32(p)})
+	st, err := l.dp.AttachStub(rootName, ifi.Index, hook, datapath.Ingress, datapath.Hop{Kind: datapath.DstCube, Slot: 0, Port: uint32(p)}, l.cube)
 	if err != nil {
 		return err
 	}

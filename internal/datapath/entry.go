@@ -1,0 +1,72 @@
+package datapath
+
+import (
+	"fmt"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+)
+
+// The direct entry of a cube object (EDGENF_CUBE and EDGENF_TRANSPARENT
+// define it): a copy of the cube's program that does the stub's work itself,
+// attached to an interface in place of the stub when the interface's hop
+// starts with that cube. It saves the stub's tail call. Its two maps are
+// replaced by the stub's, so the stub's hop and counters stay authoritative.
+const (
+	EntryName     = "edgenf_entry"
+	mapEntryHop   = "enf_entry_hop"
+	mapEntryStats = "enf_entry_stats"
+)
+
+// withoutEntry is spec minus the direct entry, for loading the cube itself.
+func withoutEntry(spec *ebpf.CollectionSpec) *ebpf.CollectionSpec {
+	if spec.Programs[EntryName] == nil {
+		return spec
+	}
+	spec = spec.Copy()
+	delete(spec.Programs, EntryName)
+	delete(spec.Maps, mapEntryHop)
+	delete(spec.Maps, mapEntryStats)
+	return spec
+}
+
+// entrySpec returns spec if its direct entry can stand in for the stub: it
+// has one, and no mutable globals (.data, .bss), which a second copy of the
+// program would not share with the first.
+func entrySpec(spec *ebpf.CollectionSpec) *ebpf.CollectionSpec {
+	if spec == nil || spec.Programs[EntryName] == nil {
+		return nil
+	}
+	for name, ms := range spec.Maps {
+		if isSection(name) && ms.Flags&unix.BPF_F_RDONLY_PROG == 0 {
+			return nil
+		}
+	}
+	return spec
+}
+
+// HasEntry reports whether the cube can be entered directly from an
+// interface.
+func (c *Cube) HasEntry() bool { return c.spec != nil }
+
+// entryProgram loads c's direct entry wired to stub s: the cube's own maps
+// (through their pins), the shared ones, and s's hop and counters.
+func (d *Datapath) entryProgram(c *Cube, s *Stub) (*ebpf.Program, error) {
+	spec := c.spec.Copy()
+	for n := range spec.Programs {
+		if n != EntryName {
+			delete(spec.Programs, n)
+		}
+	}
+	coll, err := d.loadCollection(spec, c.Hook, c.dir, nil, map[string]*ebpf.Map{
+		mapEntryHop:   s.ports,
+		mapEntryStats: s.stats,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("direct entry of cube %s: %w", c.Name, err)
+	}
+	prog := coll.Programs[EntryName]
+	delete(coll.Programs, EntryName)
+	coll.Close()
+	return prog, nil
+}
