@@ -157,6 +157,10 @@ type Topology struct {
 	Cost func() (float64, error)
 	// Info is reported as is (memory, creation time, settings).
 	Info map[string]string
+	// Handled, if set, counts the frames the device under test has taken
+	// so far, for scenarios that drop instead of forwarding (a DDoS
+	// mitigator): the rate is measured with it instead of the sink.
+	Handled func() (uint64, error)
 }
 
 // Addressing of the standard path.
