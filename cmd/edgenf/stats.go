@@ -2,7 +2,10 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"net/url"
 	"os"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -91,7 +94,22 @@ func statsCmd() *cobra.Command {
 			return api().Do("DELETE", "/v1/cubes/"+args[0]+"/stats", nil, nil)
 		},
 	}
-	c.AddCommand(reset)
+	iface := &cobra.Command{
+		Use: "iface INTERFACE", Short: "Frames edgenf took in on a Linux interface, per hook and direction", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var st map[string]counters
+			if err := api().Do("GET", "/v1/interfaces/"+url.PathEscape(args[0])+"/stats", nil, &st); err != nil {
+				return err
+			}
+			return show(os.Stdout, st, func(tw *tabwriter.Writer) {
+				fmt.Fprintln(tw, "INTERFACE\tHOOK\tRX PKTS\tRX BYTES")
+				for _, k := range slices.Sorted(maps.Keys(st)) {
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", args[0], k, st[k].RxPackets, st[k].RxBytes)
+				}
+			})
+		},
+	}
+	c.AddCommand(reset, iface)
 	return c
 }
 

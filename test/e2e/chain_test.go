@@ -32,15 +32,27 @@ func buildChain(t *testing.T, d *daemon, ra, rb string, hooks ...string) []strin
 	return names
 }
 
-// checkExact sends n datagrams A→B and checks every port counter on the way
-// counted exactly n packets one way and nothing the other way.
-func checkExact(t *testing.T, d *daemon, names []string, send func() int, n int) {
+// checkExact sends n datagrams A→B, entering edgenf on interface in, and
+// checks every port counter on the way counted exactly n packets one way and
+// nothing the other way, and the interface n more frames taken in.
+func checkExact(t *testing.T, d *daemon, in string, names []string, send func() int, n int) {
 	t.Helper()
 	for _, c := range names {
 		d.cli("stats", "reset", c)
 	}
+	var before, after map[string]counters
+	d.json(&before, "stats", "iface", in)
 	if got := send(); got != n {
 		t.Fatalf("%d of %d datagrams arrived intact", got, n)
+	}
+	d.json(&after, "stats", "iface", in)
+	for k, a := range after {
+		if got := a.RxPackets - before[k].RxPackets; got != uint64(n) {
+			t.Errorf("interface %s (%s): %d frames taken in, want %d", in, k, got, n)
+		}
+	}
+	if len(after) == 0 {
+		t.Errorf("interface %s: no counters", in)
 	}
 	st := d.portStats(names...)
 	for _, c := range names {
@@ -66,7 +78,7 @@ func testChain(t *testing.T, hooks ...string) {
 		t.Fatalf("ping B→A: %v", err)
 	}
 	const n = 10000
-	checkExact(t, d, names, func() int { return sendUDP(t, a, b, "198.18.0.2", 5001, n, 256) }, n)
+	checkExact(t, d, ra, names, func() int { return sendUDP(t, a, b, "198.18.0.2", 5001, n, 256) }, n)
 }
 
 func TestChainXDP(t *testing.T) { testChain(t, "xdp", "xdp", "xdp") }
@@ -109,7 +121,7 @@ func TestChainMixedHooks(t *testing.T) {
 		t.Fatalf("ping across xdp→veth→tc: %v", err)
 	}
 	const n = 2000
-	checkExact(t, d, []string{"x1", "t1"}, func() int { return sendUDP(t, a, b, "198.18.0.2", 5002, n, 200) }, n)
+	checkExact(t, d, ra, []string{"x1", "t1"}, func() int { return sendUDP(t, a, b, "198.18.0.2", 5002, n, 200) }, n)
 }
 
 func TestMonitorAttachCountsAndDetach(t *testing.T) {

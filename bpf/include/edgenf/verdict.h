@@ -226,16 +226,25 @@ static __always_inline struct edgenf_hop *enf_enter(ctx_t *ctx, struct edgenf_md
 		__type(value, struct edgenf_stats);               \
 	} enf_entry_stats SEC(".maps")
 
-/* Entry point of a standard cube: counts rx, then runs fn(ctx, md). The
- * direct entry serves hops that end at one of its ports. */
-#define EDGENF_CUBE(fn)                                                      \
-	static __always_inline int edgenf_cube_run(ctx_t *ctx, struct edgenf_md *md) \
-	{                                                                    \
-		enf_count(enf_port_idx(md->in_port), ctx_len(ctx), ENF_RX);  \
-		if (EDGENF_VLAN_INLINE && ctx_inline_vlan(ctx))              \
-			return enf_drop(ctx, md);                            \
-		return fn(ctx, md);                                          \
-	}                                                                    \
+/* A hop that ends at a standard cube's port, taken without the tail call. */
+static __always_inline void enf_enter_cube(struct edgenf_md *md, struct edgenf_hop *h)
+{
+	md->cube = h->slot;
+	md->in_port = h->port;
+	md->hops = 1;
+}
+
+/* A hop whose stack starts with the transparent cube entered. */
+static __always_inline void enf_enter_stack(struct edgenf_md *md, struct edgenf_hop *h)
+{
+	__builtin_memcpy(&md->hop, h, sizeof(*h));
+	md->pos = 0;
+}
+
+/* The two programs of a cube object, around its edgenf_cube_run: the panel's
+ * (edgenf_cube) and the direct entry (edgenf_entry), which starts the hop
+ * with start(md, hop) first. */
+#define EDGENF_PROGRAMS(start)                                               \
 	SEC(EDGENF_SEC) int edgenf_cube(ctx_t *ctx)                          \
 	{                                                                    \
 		struct edgenf_md *md = enf_md();                             \
@@ -253,11 +262,21 @@ static __always_inline struct edgenf_hop *enf_enter(ctx_t *ctx, struct edgenf_md
 		h = enf_enter(ctx, md, &enf_entry_hop, &enf_entry_stats);    \
 		if (!h)                                                      \
 			return CTX_PASS;                                     \
-		md->cube = h->slot;                                          \
-		md->in_port = h->port;                                       \
-		md->hops = 1;                                                \
+		start(md, h);                                                \
 		return edgenf_cube_run(ctx, md);                             \
 	}
+
+/* Entry point of a standard cube: counts rx, then runs fn(ctx, md). The
+ * direct entry serves hops that end at one of its ports. */
+#define EDGENF_CUBE(fn)                                                      \
+	static __always_inline int edgenf_cube_run(ctx_t *ctx, struct edgenf_md *md) \
+	{                                                                    \
+		enf_count(enf_port_idx(md->in_port), ctx_len(ctx), ENF_RX);  \
+		if (EDGENF_VLAN_INLINE && ctx_inline_vlan(ctx))              \
+			return enf_drop(ctx, md);                            \
+		return fn(ctx, md);                                          \
+	}                                                                    \
+	EDGENF_PROGRAMS(enf_enter_cube)
 
 /* Entry point of a transparent cube: fn(ctx, md, dir) returns ENF_VERDICT_*;
  * the framework continues the hop, drops or punts. Counters: index 0 counts
@@ -292,27 +311,7 @@ static __always_inline __u32 enf_dir(struct edgenf_md *md)
 		md->pos++;                                                    \
 		return enf_deliver(ctx, md);                                  \
 	}                                                                     \
-	SEC(EDGENF_SEC) int edgenf_cube(ctx_t *ctx)                           \
-	{                                                                     \
-		struct edgenf_md *md = enf_md();                              \
-		if (!md)                                                      \
-			return CTX_DROP;                                      \
-		return edgenf_cube_run(ctx, md);                              \
-	}                                                                     \
-	EDGENF_ENTRY_MAPS;                                                    \
-	SEC(EDGENF_SEC) int edgenf_entry(ctx_t *ctx)                          \
-	{                                                                     \
-		struct edgenf_md *md = enf_md();                              \
-		struct edgenf_hop *h;                                         \
-		if (!md)                                                      \
-			return CTX_PASS;                                      \
-		h = enf_enter(ctx, md, &enf_entry_hop, &enf_entry_stats);     \
-		if (!h)                                                       \
-			return CTX_PASS;                                      \
-		__builtin_memcpy(&md->hop, h, sizeof(*h));                    \
-		md->pos = 0;                                                  \
-		return edgenf_cube_run(ctx, md);                              \
-	}
+	EDGENF_PROGRAMS(enf_enter_stack)
 
 /* Standard cube: hand the frame to the Linux stack of the interface it
  * arrived on. */
