@@ -265,7 +265,7 @@ type cubeFunc func(w http.ResponseWriter, r *http.Request, c *cube.Cube)
 func (s *Server) cubeOp(fn cubeFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("cube")
-		c, ok := s.eng.Cube(name)
+		c, ok := s.eng.CubeHeader(name) // tables: s.eng.Entries, Entry, Cube
 		if !ok || !identityOf(r).mayUse(c) {
 			fail(w, cube.NotFound("cube", "no cube named %q", name))
 			return
@@ -352,7 +352,9 @@ func (s *Server) createCube(w http.ResponseWriter, r *http.Request) {
 	reply(w, 201, s.cube(req.Name))
 }
 
-func (s *Server) getCube(w http.ResponseWriter, r *http.Request, c *cube.Cube) { reply(w, 200, c) }
+func (s *Server) getCube(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
+	reply(w, 200, s.cube(c.Name))
+}
 
 func (s *Server) patchCube(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
 	var req struct {
@@ -553,22 +555,8 @@ func (s *Server) table(w http.ResponseWriter, r *http.Request, c *cube.Cube) *cu
 
 func (s *Server) listEntries(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
 	if tb := s.table(w, r, c); tb != nil {
-		reply(w, 200, entries(c, tb.Name))
+		reply(w, 200, s.eng.Entries(c.Name, tb.Name))
 	}
-}
-
-func entries(c *cube.Cube, table string) []json.RawMessage {
-	rows := c.Tables[table]
-	keys := make([]string, 0, len(rows))
-	for k := range rows {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]json.RawMessage, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, rows[k])
-	}
-	return out
 }
 
 // rawList reads one entry or a JSON array of entries.
@@ -608,37 +596,34 @@ func (s *Server) addEntries(w http.ResponseWriter, r *http.Request, c *cube.Cube
 	if !ok {
 		return
 	}
-	var keys []string
 	at := func(i int) string {
 		if len(list) == 1 {
 			return ""
 		}
 		return fmt.Sprintf("[%d]", i)
 	}
-	err := s.eng.Update(func(t *cube.Topology) error {
+	var out []json.RawMessage
+	err := s.eng.ChangeEntries(c.Name, tb.Name, func(tx *engine.EntryTx) error {
+		out = out[:0]
 		for i, raw := range list {
-			_, key, err := tb.DecodeEntry(t.Cubes[c.Name], raw)
+			key, err := tx.Key(raw)
 			if err != nil {
 				return withIndex(at(i), err)
 			}
-			if _, dup := t.Cubes[c.Name].Tables[tb.Name][key]; dup {
+			if _, dup := tx.Get(key); dup {
 				return cube.Conflict(at(i)+"key", "table %s already has an entry %q; replace it with PUT (edgenf table set)", tb.Name, key)
 			}
-			if _, err := t.PutEntry(c.Name, tb.Name, raw); err != nil {
+			if _, err := tx.Put(raw); err != nil {
 				return withIndex(at(i), err)
 			}
-			keys = append(keys, key)
+			row, _ := tx.Get(key)
+			out = append(out, row)
 		}
 		return nil
 	})
 	if err != nil {
 		fail(w, err)
 		return
-	}
-	cur := s.cube(c.Name).Tables[tb.Name]
-	out := make([]json.RawMessage, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, cur[k])
 	}
 	if len(out) == 1 {
 		reply(w, 201, out[0])
@@ -688,7 +673,7 @@ func (s *Server) getEntry(w http.ResponseWriter, r *http.Request, c *cube.Cube) 
 	if tb == nil {
 		return
 	}
-	raw, ok := c.Tables[tb.Name][r.PathValue("key")]
+	raw, ok := s.eng.Entry(c.Name, tb.Name, r.PathValue("key"))
 	if !ok {
 		fail(w, cube.NotFound("key", "table %s of %s has no entry %q", tb.Name, c.Name, r.PathValue("key")))
 		return
@@ -707,18 +692,20 @@ func (s *Server) putEntry(w http.ResponseWriter, r *http.Request, c *cube.Cube) 
 		return
 	}
 	key := r.PathValue("key")
-	err = s.eng.Update(func(t *cube.Topology) error {
-		k, err := t.PutEntry(c.Name, tb.Name, raw)
+	var row json.RawMessage
+	err = s.eng.ChangeEntries(c.Name, tb.Name, func(tx *engine.EntryTx) error {
+		k, err := tx.Put(raw)
 		if err == nil && k != key {
 			return cube.Errorf("key", "entry has key %q but the URL names %q", k, key)
 		}
+		row, _ = tx.Get(key)
 		return err
 	})
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	reply(w, 200, s.cube(c.Name).Tables[tb.Name][key])
+	reply(w, 200, row)
 }
 
 func (s *Server) deleteEntry(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
@@ -726,7 +713,7 @@ func (s *Server) deleteEntry(w http.ResponseWriter, r *http.Request, c *cube.Cub
 	if tb == nil {
 		return
 	}
-	if err := s.eng.Update(func(t *cube.Topology) error { return t.DeleteEntry(c.Name, tb.Name, r.PathValue("key")) }); err != nil {
+	if err := s.eng.ChangeEntries(c.Name, tb.Name, func(tx *engine.EntryTx) error { return tx.Delete(r.PathValue("key")) }); err != nil {
 		fail(w, err)
 		return
 	}

@@ -92,6 +92,25 @@ func (c *Cube) Clone() *Cube {
 	return &n
 }
 
+// SetRow sets one table entry (raw nil or null: deletes it), creating and
+// removing table maps as the model keeps them: no empty tables.
+func (c *Cube) SetRow(table, key string, raw json.RawMessage) {
+	if raw == nil || string(raw) == "null" {
+		delete(c.Tables[table], key)
+		if len(c.Tables[table]) == 0 {
+			delete(c.Tables, table)
+		}
+		return
+	}
+	if c.Tables == nil {
+		c.Tables = map[string]map[string]json.RawMessage{}
+	}
+	if c.Tables[table] == nil {
+		c.Tables[table] = map[string]json.RawMessage{}
+	}
+	c.Tables[table][key] = raw
+}
+
 // Equal reports whether two cubes are the same in every field.
 func (c *Cube) Equal(o *Cube) bool {
 	if c.Name != o.Name || c.Type != o.Type || c.Hook != o.Hook || c.Tenant != o.Tenant ||

@@ -253,13 +253,7 @@ func (t *Topology) PutEntry(cubeName, table string, raw json.RawMessage) (string
 	if err != nil {
 		return "", err
 	}
-	if c.Tables == nil {
-		c.Tables = map[string]map[string]json.RawMessage{}
-	}
-	if c.Tables[table] == nil {
-		c.Tables[table] = map[string]json.RawMessage{}
-	}
-	c.Tables[table][key] = canon
+	c.SetRow(table, key, canon)
 	return key, nil
 }
 
@@ -279,10 +273,7 @@ func (t *Topology) DeleteEntry(cubeName, table, key string) error {
 	if _, ok := c.Tables[table][key]; !ok {
 		return NotFound("key", "table %s of %s has no entry %q", table, cubeName, key)
 	}
-	delete(c.Tables[table], key)
-	if len(c.Tables[table]) == 0 {
-		delete(c.Tables, table)
-	}
+	c.SetRow(table, key, nil)
 	return nil
 }
 

@@ -11,8 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/cilium/ebpf"
@@ -45,6 +47,10 @@ type Engine struct {
 	stubEntry map[StubKey]*datapath.Cube
 	specs     map[[32]byte]*ebpf.CollectionSpec
 	slow      *slowPath
+	// gen is the generation of the last snapshot of the state; journal
+	// holds the entry changes made since.
+	gen     uint64
+	journal *state.Journal
 	// applying is the topology a reconcile is making real; controllers
 	// synced during it see it through their handle.
 	applying *cube.Topology
@@ -104,7 +110,12 @@ func Open(cfg Config) (*Engine, error) {
 		dp.Close()
 		return nil, fmt.Errorf("restore state: %w", err)
 	}
-	e.topo = f.Topology
+	e.topo, e.gen = f.Topology, f.Gen
+	// A fresh snapshot folds the journal in and starts a new one.
+	if err := e.save(e.topo); err != nil {
+		dp.Close()
+		return nil, fmt.Errorf("persist state: %w", err)
+	}
 	if e.slow, err = startSlowPath(e); err != nil {
 		e.Close()
 		return nil, err
@@ -128,6 +139,10 @@ func (e *Engine) Close() {
 	}
 	e.cubes = map[string]*live{}
 	e.stubs = map[StubKey]*datapath.Stub{}
+	if e.journal != nil {
+		e.journal.Close()
+		e.journal = nil
+	}
 	e.dp.Close()
 }
 
@@ -158,8 +173,10 @@ func DestroyAt(cfg Config) error {
 	}
 	dp.DeleteInjector()
 	err = dp.Destroy()
-	if rerr := os.Remove(cfg.StateFile); rerr != nil && !errors.Is(rerr, os.ErrNotExist) && err == nil {
-		err = rerr
+	for _, f := range []string{cfg.StateFile, state.JournalPath(cfg.StateFile)} {
+		if rerr := os.Remove(f); rerr != nil && !errors.Is(rerr, os.ErrNotExist) && err == nil {
+			err = rerr
+		}
 	}
 	return err
 }
@@ -173,6 +190,48 @@ func (e *Engine) Cube(name string) (*cube.Cube, bool) {
 		return nil, false
 	}
 	return c.Clone(), true
+}
+
+// CubeHeader returns a copy of one cube of the applied state without its
+// table entries: cheap whatever the size of its tables.
+func (e *Engine) CubeHeader(name string) (*cube.Cube, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c, ok := e.topo.Cubes[name]
+	if !ok {
+		return nil, false
+	}
+	h := *c
+	h.Tables = nil
+	return h.Clone(), true
+}
+
+// Entries returns the entries of one table of a cube, ordered by key.
+func (e *Engine) Entries(name, table string) []json.RawMessage {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c, ok := e.topo.Cubes[name]
+	if !ok {
+		return nil
+	}
+	rows := c.Tables[table]
+	out := make([]json.RawMessage, 0, len(rows))
+	for _, k := range slices.Sorted(maps.Keys(rows)) {
+		out = append(out, rows[k])
+	}
+	return out
+}
+
+// Entry returns one table entry of a cube.
+func (e *Engine) Entry(name, table, key string) (json.RawMessage, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c, ok := e.topo.Cubes[name]
+	if !ok {
+		return nil, false
+	}
+	raw, ok := c.Tables[table][key]
+	return raw, ok
 }
 
 // Topology returns a copy of the applied desired state.
@@ -238,13 +297,35 @@ func (e *Engine) apply(next *cube.Topology) error {
 	return nil
 }
 
-// save persists next, whose cubes have just been reconciled.
+// save writes a snapshot of next, whose cubes have just been reconciled,
+// and empties the journal it supersedes.
 func (e *Engine) save(next *cube.Topology) error {
 	parts := make(map[string]json.RawMessage, len(next.Cubes))
 	for name := range next.Cubes {
-		parts[name] = e.cubes[name].json
+		l := e.cubes[name]
+		if l.json == nil { // entries changed since it was last encoded
+			l.json, _ = l.c.MarshalJSON()
+		}
+		parts[name] = l.json
 	}
-	return state.SaveParts(e.cfg.StateFile, parts, next.Attachments, e.slots)
+	if err := state.SaveParts(e.cfg.StateFile, e.gen+1, parts, next.Attachments, e.slots); err != nil {
+		return err
+	}
+	e.gen++
+	if e.journal == nil {
+		j, err := state.OpenJournal(e.cfg.StateFile, e.gen)
+		if err != nil {
+			return err
+		}
+		e.journal = j
+		return nil
+	}
+	if err := e.journal.Reset(e.gen); err != nil {
+		// Harmless: the records left are of an older generation, which
+		// loading skips.
+		e.log.Warn("state journal not truncated", "err", err)
+	}
+	return nil
 }
 
 func cloneSlots(m map[string]uint32) map[string]uint32 {

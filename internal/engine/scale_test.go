@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/engine"
 	_ "github.com/edgenf/edgenf/internal/nf/ddos"
 	_ "github.com/edgenf/edgenf/internal/nf/portfwd"
 	"github.com/edgenf/edgenf/internal/nftest"
@@ -56,29 +57,42 @@ func BenchmarkChange(b *testing.B) {
 }
 
 // BenchmarkEntryChange reports what adding one table entry costs when the
-// cube already has N entries: it should not grow with N.
+// cube already has N entries, through ChangeEntries (the API's path: it
+// should not grow with N) and through a whole-topology Update.
 func BenchmarkEntryChange(b *testing.B) {
 	for _, n := range []int{1000, 100000} {
-		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) {
-			e := nftest.Engine(b)
-			nftest.MustUpdate(b, e, func(tp *cube.Topology) error {
-				c := &cube.Cube{Name: "dd", Type: "ddos", Tables: map[string]map[string]json.RawMessage{"blacklist_src": {}}}
-				for i := range n {
-					p := fmt.Sprintf("198.%d.%d.%d/32", 18+i>>16, i>>8&0xff, i&0xff)
-					c.Tables["blacklist_src"][p] = json.RawMessage(fmt.Sprintf(`{"prefix":%q}`, p))
-				}
-				return tp.AddCube(c)
-			})
-			b.ResetTimer()
-			start := time.Now()
-			for i := 0; i < b.N; i++ {
+		for _, path := range []string{"entries", "update"} {
+			b.Run(fmt.Sprintf("entries=%d/%s", n, path), func(b *testing.B) {
+				e := nftest.Engine(b)
 				nftest.MustUpdate(b, e, func(tp *cube.Topology) error {
-					_, err := tp.PutEntry("dd", "blacklist_src", json.RawMessage(fmt.Sprintf(`{"prefix":"2001:db8:ffff::%x/128"}`, i+1)))
-					return err
+					c := &cube.Cube{Name: "dd", Type: "ddos", Tables: map[string]map[string]json.RawMessage{"blacklist_src": {}}}
+					for i := range n {
+						p := fmt.Sprintf("198.%d.%d.%d/32", 18+i>>16, i>>8&0xff, i&0xff)
+						c.Tables["blacklist_src"][p] = json.RawMessage(fmt.Sprintf(`{"prefix":%q}`, p))
+					}
+					return tp.AddCube(c)
 				})
-			}
-			b.ReportMetric(float64(time.Since(start).Microseconds())/1000/float64(b.N), "ms/change")
-			b.ReportMetric(0, "ns/op")
-		})
+				b.ResetTimer()
+				start := time.Now()
+				for i := 0; i < b.N; i++ {
+					raw := json.RawMessage(fmt.Sprintf(`{"prefix":"2001:db8:ffff::%x/128"}`, i+1))
+					if path == "update" {
+						nftest.MustUpdate(b, e, func(tp *cube.Topology) error {
+							_, err := tp.PutEntry("dd", "blacklist_src", raw)
+							return err
+						})
+						continue
+					}
+					if err := e.ChangeEntries("dd", "blacklist_src", func(tx *engine.EntryTx) error {
+						_, err := tx.Put(raw)
+						return err
+					}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(time.Since(start).Microseconds())/1000/float64(b.N), "ms/change")
+				b.ReportMetric(0, "ns/op")
+			})
+		}
 	}
 }

@@ -1,6 +1,8 @@
-// Package state persists the daemon's desired state: written atomically
-// (temporary file, fsync, rename, fsync of the directory), so a crash leaves
-// either the old or the new file, never a torn one.
+// Package state persists the daemon's desired state: a snapshot written
+// atomically (temporary file, fsync, rename, fsync of the directory), so a
+// crash leaves either the old or the new file, never a torn one, and a
+// journal of the table entries changed since (journal.go), so a change to
+// one entry of a big table costs one small append instead of a snapshot.
 package state
 
 import (
@@ -20,7 +22,10 @@ const Version = 1
 
 // File is what the daemon keeps across restarts.
 type File struct {
-	Version  int               `json:"version"`
+	Version int `json:"version"`
+	// Gen numbers snapshots: journal records of other generations are
+	// older than the snapshot and ignored.
+	Gen      uint64            `json:"gen,omitempty"`
 	Topology *cube.Topology    `json:"topology"`
 	Slots    map[string]uint32 `json:"slots"` // cube → patch panel slot
 }
@@ -48,6 +53,9 @@ func Load(path string) (*File, error) {
 	if f.Slots == nil {
 		f.Slots = map[string]uint32{}
 	}
+	if err := replay(JournalPath(path), f); err != nil {
+		return nil, err
+	}
 	return f, nil
 }
 
@@ -64,9 +72,13 @@ func Save(path string, f *File) error {
 // SaveParts writes the same file as Save from cubes already marshalled (the
 // engine keeps each cube's JSON from when it last changed, so a change does
 // not re-encode the whole topology).
-func SaveParts(path string, cubes map[string]json.RawMessage, attachments map[string][]string, slots map[string]uint32) error {
+func SaveParts(path string, gen uint64, cubes map[string]json.RawMessage, attachments map[string][]string, slots map[string]uint32) error {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, `{"version":%d,"topology":{"cubes":{`, Version)
+	fmt.Fprintf(&b, `{"version":%d,`, Version)
+	if gen != 0 {
+		fmt.Fprintf(&b, `"gen":%d,`, gen)
+	}
+	b.WriteString(`"topology":{"cubes":{`)
 	names := make([]string, 0, len(cubes))
 	for n := range cubes {
 		names = append(names, n)

@@ -1,0 +1,218 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+
+	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/state"
+)
+
+// EntryTx stages changes to the entries of one table of one cube. The
+// changes take effect all together when the function given to
+// ChangeEntries returns nil, or not at all.
+type EntryTx struct {
+	c     *cube.Cube
+	tb    *cube.Table
+	orig  map[string]json.RawMessage // key → value before the change (nil: absent)
+	order []string                   // keys changed, first change first
+}
+
+// Get returns an entry as staged so far.
+func (tx *EntryTx) Get(key string) (json.RawMessage, bool) {
+	raw, ok := tx.c.Tables[tx.tb.Name][key]
+	return raw, ok
+}
+
+// Len is the number of entries as staged so far.
+func (tx *EntryTx) Len() int { return len(tx.c.Tables[tx.tb.Name]) }
+
+// Key returns the key of the entry raw describes, checking it as Put does.
+func (tx *EntryTx) Key(raw json.RawMessage) (string, error) {
+	_, key, err := tx.tb.DecodeEntry(tx.c, raw)
+	return key, err
+}
+
+// Put adds or replaces the entry raw describes and returns its key.
+func (tx *EntryTx) Put(raw json.RawMessage) (string, error) {
+	v, key, err := tx.tb.DecodeEntry(tx.c, raw)
+	if err != nil {
+		return "", err
+	}
+	canon, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	tx.set(key, canon)
+	return key, nil
+}
+
+// Delete removes an entry.
+func (tx *EntryTx) Delete(key string) error {
+	if _, ok := tx.Get(key); !ok {
+		return cube.NotFound("key", "table %s of %s has no entry %q", tx.tb.Name, tx.c.Name, key)
+	}
+	tx.set(key, nil)
+	return nil
+}
+
+func (tx *EntryTx) set(key string, raw json.RawMessage) {
+	if _, seen := tx.orig[key]; !seen {
+		old, _ := tx.Get(key)
+		tx.orig[key] = old
+		tx.order = append(tx.order, key)
+	}
+	tx.c.SetRow(tx.tb.Name, key, raw)
+}
+
+// rollback puts the staged cube back as it was.
+func (tx *EntryTx) rollback() {
+	for _, k := range slices.Backward(tx.order) {
+		tx.c.SetRow(tx.tb.Name, k, tx.orig[k])
+	}
+}
+
+// changed lists the keys whose value differs from before, with old and new
+// values (nil: absent).
+func (tx *EntryTx) changed() []entryChange {
+	var out []entryChange
+	for _, k := range tx.order {
+		now, _ := tx.Get(k)
+		if old := tx.orig[k]; !bytes.Equal(old, now) || (old == nil) != (now == nil) {
+			out = append(out, entryChange{k, old, now})
+		}
+	}
+	return out
+}
+
+type entryChange struct {
+	key      string
+	old, new json.RawMessage
+}
+
+// ChangeEntries applies fn's changes to one table of a cube as one change.
+// When the cube's controller writes entries one by one (cube.EntryWriter),
+// only the changed entries are validated, written to the kernel and
+// appended to the state journal: the cost does not grow with the table.
+// Otherwise it is an ordinary Update.
+func (e *Engine) ChangeEntries(name, table string, fn func(tx *EntryTx) error) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c, ok := e.topo.Cubes[name]
+	if !ok {
+		return noCube(name)
+	}
+	typ, err := cube.Lookup(c.Type)
+	if err != nil {
+		return err
+	}
+	tb, err := typ.Table(table)
+	if err != nil {
+		return err
+	}
+	l := e.cubes[name]
+	ew, direct := l.ctl.(cube.EntryWriter)
+	if !direct || l.c == nil {
+		next := e.topo.Clone()
+		tx := &EntryTx{c: next.Cubes[name], tb: tb, orig: map[string]json.RawMessage{}}
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return e.commit(next)
+	}
+	tx := &EntryTx{c: c, tb: tb, orig: map[string]json.RawMessage{}}
+	if err := fn(tx); err != nil {
+		tx.rollback()
+		return err
+	}
+	if err := e.writeEntries(l, ew, tx); err != nil {
+		tx.rollback()
+		return err
+	}
+	return nil
+}
+
+// writeEntries validates the changed entries against the cube as changed,
+// writes them to the kernel and the journal, and records them as synced;
+// on any failure the kernel is put back.
+func (e *Engine) writeEntries(l *live, ew cube.EntryWriter, tx *EntryTx) error {
+	changes := tx.changed()
+	if len(changes) == 0 {
+		return nil
+	}
+	if tx.tb.Max > 0 && tx.Len() > tx.tb.Max {
+		return cube.Errorf("tables."+tx.tb.Name, "%d entries, at most %d", tx.Len(), tx.tb.Max)
+	}
+	for _, ch := range changes {
+		if ch.new == nil {
+			continue
+		}
+		if _, k, err := tx.tb.DecodeEntry(tx.c, ch.new); err != nil {
+			return err
+		} else if k != ch.key {
+			return cube.Errorf("tables."+tx.tb.Name, "entry stored under key %q has key %q", ch.key, k)
+		}
+	}
+	h := &handle{e: e, l: l}
+	done := 0
+	undo := func() {
+		for _, ch := range slices.Backward(changes[:done]) {
+			if err := e.writeEntry(h, ew, tx, ch.key, ch.new, ch.old); err != nil {
+				e.log.Error("rollback of a table entry failed; the kernel may differ from the desired state",
+					"cube", tx.c.Name, "table", tx.tb.Name, "key", ch.key, "err", err)
+			}
+		}
+	}
+	for _, ch := range changes {
+		if err := e.writeEntry(h, ew, tx, ch.key, ch.old, ch.new); err != nil {
+			undo()
+			return err
+		}
+		done++
+	}
+	recs := make([]state.Record, len(changes))
+	for i, ch := range changes {
+		recs[i] = state.Record{Cube: tx.c.Name, Table: tx.tb.Name, Key: ch.key, Value: ch.new}
+	}
+	if err := e.journal.Append(recs); err != nil {
+		undo()
+		return err
+	}
+	for _, ch := range changes {
+		l.c.SetRow(tx.tb.Name, ch.key, ch.new)
+	}
+	l.json = nil
+	e.compactJournal()
+	return nil
+}
+
+// writeEntry makes the kernel hold to instead of from for one key.
+func (e *Engine) writeEntry(h *handle, ew cube.EntryWriter, tx *EntryTx, key string, from, to json.RawMessage) error {
+	raw, put := to, true
+	if to == nil {
+		raw, put = from, false
+	}
+	item, _, err := tx.tb.DecodeEntry(tx.c, raw)
+	if err != nil {
+		return err
+	}
+	if put {
+		return ew.PutEntry(h, tx.c, tx.tb.Name, item)
+	}
+	return ew.DeleteEntry(h, tx.c, tx.tb.Name, item)
+}
+
+// journalMax is the journal size at which it is folded into a snapshot.
+const journalMax = 8 << 20
+
+// compactJournal writes a snapshot once the journal has grown big (a failed
+// snapshot only delays that: the journal still holds every change).
+func (e *Engine) compactJournal() {
+	if e.journal.Size() < journalMax {
+		return
+	}
+	if err := e.save(e.topo); err != nil {
+		e.log.Warn("state snapshot failed; the journal keeps the changes", "err", err)
+	}
+}

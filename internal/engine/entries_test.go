@@ -1,0 +1,101 @@
+package engine_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/engine"
+	"github.com/edgenf/edgenf/internal/state"
+)
+
+func openAt(t *testing.T, cfg engine.Config) *engine.Engine {
+	t.Helper()
+	e, err := engine.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// Entry changes go to the journal, survive a restart (a killed daemon
+// included: nothing is flushed on Close) and fold into the next snapshot;
+// a refused change leaves table, journal and kernel as they were.
+func TestChangeEntriesJournalAndRestart(t *testing.T) {
+	cfg := engine.Config{
+		PinRoot:   filepath.Join("/sys/fs/bpf", fmt.Sprintf("enfj-%d", os.Getpid())),
+		StateFile: filepath.Join(t.TempDir(), "state.json"),
+		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	e := openAt(t, cfg)
+	t.Cleanup(func() { engine.DestroyAt(cfg) })
+	if err := e.Update(func(tp *cube.Topology) error {
+		return tp.AddCube(&cube.Cube{Name: "dd", Type: "ddos"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	put := func(prefix string) error {
+		return e.ChangeEntries("dd", "blacklist_src", func(tx *engine.EntryTx) error {
+			_, err := tx.Put(json.RawMessage(fmt.Sprintf(`{"prefix":%q}`, prefix)))
+			return err
+		})
+	}
+	for _, p := range []string{"198.18.0.1/32", "198.18.0.2/32", "2001:db8::/64"} {
+		if err := put(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.ChangeEntries("dd", "blacklist_src", func(tx *engine.EntryTx) error { return tx.Delete("198.18.0.2/32") }); err != nil {
+		t.Fatal(err)
+	}
+	snap, _ := os.ReadFile(cfg.StateFile)
+	if strings.Contains(string(snap), "198.18.0.1") {
+		t.Fatalf("an entry change rewrote the snapshot")
+	}
+
+	// Refused: the second entry of the change is invalid; the first must
+	// not stay either.
+	jsize := func() int64 { st, _ := os.Stat(state.JournalPath(cfg.StateFile)); return st.Size() }
+	before := jsize()
+	err := e.ChangeEntries("dd", "blacklist_src", func(tx *engine.EntryTx) error {
+		if _, err := tx.Put(json.RawMessage(`{"prefix":"198.18.0.7/32"}`)); err != nil {
+			return err
+		}
+		_, err := tx.Put(json.RawMessage(`{"prefix":"198.18.0.300/32"}`))
+		return err
+	})
+	if err == nil {
+		t.Fatal("an invalid prefix was accepted")
+	}
+	if _, ok := e.Entry("dd", "blacklist_src", "198.18.0.7/32"); ok || jsize() != before {
+		t.Fatalf("a refused change left an entry (%v) or journal bytes (%d → %d)", ok, before, jsize())
+	}
+	want := []string{"198.18.0.1/32", "2001:db8::/64"}
+	check := func(e *engine.Engine, when string) {
+		t.Helper()
+		got := e.Entries("dd", "blacklist_src")
+		if len(got) != len(want) {
+			t.Fatalf("%s: entries %s", when, got)
+		}
+		for i, k := range want {
+			if !strings.Contains(string(got[i]), k) {
+				t.Fatalf("%s: entries %s, want %v", when, got, want)
+			}
+		}
+	}
+	check(e, "before restart")
+
+	e.Close() // as a killed daemon: no snapshot on the way out
+	e = openAt(t, cfg)
+	check(e, "after restart")
+	if jsize() != 0 {
+		t.Fatalf("the restart did not fold the journal into a snapshot")
+	}
+	e.Close()
+}
