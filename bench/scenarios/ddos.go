@@ -35,7 +35,7 @@ func init() {
 		c := c
 		scenario.Register(scenario.Scenario{
 			Name: c.name, Group: "ddos", Order: 10, Quick: c.list == "exact",
-			Doc: fmt.Sprintf("edgenf ddos cube attached to a1 at XDP, source blacklist of %d other /32 entries; %s", ddosBulk, c.doc),
+			Doc:   fmt.Sprintf("edgenf ddos cube attached to a1 at XDP, source blacklist of %d other /32 entries; %s", ddosBulk, c.doc),
 			Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupDDoS(e, c.list) },
 		})
 	}
