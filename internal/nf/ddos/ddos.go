@@ -212,6 +212,7 @@ const (
 	fDirIngress = 1 << 6
 	fDirEgress  = 1 << 7
 	fMirror     = 1 << 8
+	fSrcTab     = 1 << 9
 )
 
 // Block reasons.
@@ -254,7 +255,7 @@ type cfgVal struct {
 	ScanWindowNs   uint64
 	ScanBlockNs    uint64
 	MirrorIfindex  uint32
-	_              uint32
+	TabSeed        uint32
 }
 
 // Counter indexes of dd_stats.
@@ -357,6 +358,22 @@ type controller struct {
 	// flags last written to dd_cfg (single-entry changes rewrite the
 	// settings only when a map becomes empty or non-empty)
 	written uint32
+	// tab mirrors the table of exact IPv4 sources (table.go); read back
+	// from the maps on first use.
+	tab *table
+}
+
+// table returns the table of exact IPv4 sources, reading it from the maps
+// the first time.
+func (ctl *controller) table(h cube.Handle) (*table, error) {
+	if ctl.tab == nil {
+		t, err := loadTable(h)
+		if err != nil {
+			return nil, err
+		}
+		ctl.tab = t
+	}
+	return ctl.tab, nil
 }
 
 func newController() cube.Controller { return &controller{n: map[string]int{}} }
@@ -370,6 +387,9 @@ func (ctl *controller) flags() uint32 {
 		if ctl.n[s.lpm] > 0 {
 			f |= s.fLPM
 		}
+	}
+	if ctl.tab != nil && ctl.tab.len() > 0 {
+		f |= fSrcTab
 	}
 	c := ctl.cfg
 	if c.Rate != nil {
@@ -390,8 +410,13 @@ func (ctl *controller) writeConfig(h cube.Handle) error {
 	if err != nil {
 		return err
 	}
+	// The fast path reads the seed of the table's hash from the settings.
+	t, err := ctl.table(h)
+	if err != nil {
+		return err
+	}
 	c := ctl.cfg
-	v := cfgVal{Flags: ctl.flags()}
+	v := cfgVal{Flags: ctl.flags(), TabSeed: t.seed}
 	if r := c.Rate; r != nil {
 		v.RateThreshold = r.Threshold
 		v.RateWindowNs = uint64(r.WindowMs) * 1e6
@@ -455,6 +480,9 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 			return cube.Errorf("config.mirror_interface", "%v", err)
 		}
 	}
+	if _, err := ctl.table(h); err != nil {
+		return err
+	}
 	oldDetect := ctl.cfg.Rate != nil || ctl.cfg.Scan != nil
 	ctl.cfg = cfg
 	ctl.expiries = ctl.expiries[:0]
@@ -486,6 +514,7 @@ func (ctl *controller) syncSide(h cube.Handle, c *cube.Cube, s side) error {
 	}
 	wantExact := make(map[addrKey]uint64, len(rows))
 	wantLPM := map[lpmKey]uint64{}
+	wantTab := map[uint32]uint64{}
 	for _, v := range rows {
 		e := v.(*Entry)
 		p, _ := ParsePrefix(e.Prefix)
@@ -494,17 +523,25 @@ func (ctl *controller) syncSide(h cube.Handle, c *cube.Cube, s side) error {
 			exp = mono(*e.Expires)
 			ctl.expiries = append(ctl.expiries, expiry{*e.Expires, s.table, e.Prefix})
 		}
-		if isExact(p) {
+		switch {
+		case inTable(s.table, p):
+			wantTab[tabAddr(p.Addr())] = exp
+		case isExact(p):
 			wantExact[key16(p.Addr())] = exp
-		} else {
+		default:
 			wantLPM[lpmOf(p)] = exp
 		}
 	}
-	// Drop what is no longer wanted.
 	var k addrKey
+	var val entryVal
+	if s.table == "blacklist_src" {
+		if err := ctl.syncTable(h, exact, wantTab, wantExact); err != nil {
+			return err
+		}
+	}
+	// Drop what is no longer wanted.
 	var stale []addrKey
 	it := exact.Iterate()
-	var val entryVal
 	for it.Next(&k, &val) {
 		if _, ok := wantExact[k]; !ok {
 			stale = append(stale, k)
@@ -560,7 +597,64 @@ func (ctl *controller) syncSide(h cube.Handle, c *cube.Cube, s side) error {
 	return nil
 }
 
-func putBatch(m *ebpf.Map, keys []addrKey, vals []entryVal) error {
+// syncTable makes the table of exact IPv4 sources hold the addresses of
+// want (address → deadline) that it can: those already in dd_src_exact stay
+// there (with their counters), new ones go to the table, and those the table
+// has no room for are added to wantExact (dd_src_exact).
+func (ctl *controller) syncTable(h cube.Handle, exact *ebpf.Map, want map[uint32]uint64, wantExact map[addrKey]uint64) (err error) {
+	t, err := ctl.table(h)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			ctl.tab = nil // read it back next time
+		}
+	}()
+	var gone []uint32
+	for a := range t.where {
+		if _, ok := want[a]; !ok {
+			gone = append(gone, a)
+		}
+	}
+	for _, a := range gone {
+		if _, err := t.remove(h, a); err != nil {
+			return err
+		}
+	}
+	inExact := map[addrKey]bool{}
+	var k addrKey
+	var val entryVal
+	it := exact.Iterate()
+	for it.Next(&k, &val) {
+		inExact[k] = true
+	}
+	var as []uint32
+	var exps []uint64
+	for a, exp := range want {
+		if t.has(a) {
+			if err := t.setExpiry(h, a, exp); err != nil {
+				return err
+			}
+			continue
+		}
+		if k := tabKey16(a); inExact[k] {
+			wantExact[k] = exp
+			continue
+		}
+		as, exps = append(as, a), append(exps, exp)
+	}
+	over, err := t.add(h, as, exps)
+	if err != nil {
+		return err
+	}
+	for _, n := range over {
+		wantExact[tabKey16(as[n])] = exps[n]
+	}
+	return nil
+}
+
+func putBatch[K, V any](m *ebpf.Map, keys []K, vals []V) error {
 	const chunk = 65536
 	for len(keys) > 0 {
 		n := min(chunk, len(keys))
@@ -596,6 +690,15 @@ func (ctl *controller) PutEntry(h cube.Handle, c *cube.Cube, table string, item 
 		exp = mono(*e.Expires)
 		ctl.addExpiry(expiry{*e.Expires, table, e.Prefix})
 	}
+	if inTable(table, p) {
+		done, err := ctl.putTable(h, s, p, exp)
+		if err != nil || done {
+			if err == nil {
+				err = ctl.flagsChanged(h)
+			}
+			return err
+		}
+	}
 	var m *ebpf.Map
 	var k any
 	name := s.lpm
@@ -628,6 +731,34 @@ func (ctl *controller) PutEntry(h cube.Handle, c *cube.Cube, table string, item 
 	return ctl.flagsChanged(h)
 }
 
+// putTable writes an exact IPv4 source into the table: true when done
+// (updated there, or added), false when the caller must use dd_src_exact
+// (the address is there already, or the table has no room).
+func (ctl *controller) putTable(h cube.Handle, s *side, p netip.Prefix, exp uint64) (bool, error) {
+	t, err := ctl.table(h)
+	if err != nil {
+		return false, err
+	}
+	a := tabAddr(p.Addr())
+	if t.has(a) {
+		return true, t.setExpiry(h, a, exp)
+	}
+	exact, err := h.Map(s.exact)
+	if err != nil {
+		return false, err
+	}
+	var v entryVal
+	if exact.Lookup(key16(p.Addr()), &v) == nil {
+		return false, nil
+	}
+	over, err := t.add(h, []uint32{a}, []uint64{exp})
+	if err != nil {
+		ctl.tab = nil
+		return false, err
+	}
+	return len(over) == 0, nil
+}
+
 // DeleteEntry removes one blacklist entry.
 func (ctl *controller) DeleteEntry(h cube.Handle, c *cube.Cube, table string, item any) error {
 	ctl.mu.Lock()
@@ -639,6 +770,20 @@ func (ctl *controller) DeleteEntry(h cube.Handle, c *cube.Cube, table string, it
 	p, err := ParsePrefix(item.(*Entry).Prefix)
 	if err != nil {
 		return cube.Errorf("prefix", "%v", err)
+	}
+	if inTable(table, p) {
+		t, err := ctl.table(h)
+		if err != nil {
+			return err
+		}
+		if ok, err := t.remove(h, tabAddr(p.Addr())); err != nil || ok {
+			if err == nil {
+				err = ctl.flagsChanged(h)
+			} else {
+				ctl.tab = nil
+			}
+			return err
+		}
 	}
 	name := s.lpm
 	var k any = lpmOf(p)
@@ -689,6 +834,20 @@ func (ctl *controller) Tick(h cube.Handle, c *cube.Cube, now time.Time) {
 		p, err := ParsePrefix(e.Prefix)
 		if err != nil {
 			continue
+		}
+		if inTable(x.table, p) {
+			t, err := ctl.table(h)
+			if err != nil {
+				continue
+			}
+			if ok, err := t.remove(h, tabAddr(p.Addr())); ok {
+				changed = true
+				h.Logf("blacklist entry %s in %s expired", e.Prefix, x.table)
+				continue
+			} else if err != nil {
+				ctl.tab = nil
+				continue
+			}
 		}
 		s := sideOf(x.table)
 		name := s.lpm

@@ -179,9 +179,8 @@ func TestSyncKeepsCountersAndRemovesEntries(t *testing.T) {
 	if v := r.RunTransparent(datapath.Ingress, nftest.UDP4("198.18.1.1", "198.19.3.3", 1, 2, nil)).Verdict; v != datapath.XDPRedirect {
 		t.Errorf("deleted entry still drops: %d", v)
 	}
-	exact, _ := r.Cube.Map("dd_src_exact")
-	var ev entryVal
-	if err := exact.Lookup(key16(netip.MustParseAddr("198.18.0.7")), &ev); err != nil || ev.Packets != 2 || ev.Expires == 0 {
+	ev, err := entryOf(t, r, "blacklist_src", "198.18.0.7")
+	if err != nil || ev.Packets != 2 || ev.Expires == 0 {
 		t.Errorf("replaced entry: %+v %v (want 2 packets kept, an expiry)", ev, err)
 	}
 	// Remove both: traffic passes, maps are empty.
@@ -199,6 +198,37 @@ func TestSyncKeepsCountersAndRemovesEntries(t *testing.T) {
 	if m.Iterate().Next(&k, &v) {
 		t.Errorf("LPM map still holds %+v", k)
 	}
+	if _, err := entryOf(t, r, "blacklist_src", "198.18.0.7"); err == nil {
+		t.Error("198.18.0.7 still in the maps")
+	}
+	if _, err := entryOf(t, r, "blacklist_src", "198.18.0.8"); err != nil {
+		t.Errorf("198.18.0.8: %v", err)
+	}
+}
+
+// entryOf reads the fast-path entry of a blacklist entry, wherever it is
+// (the table of exact IPv4 sources, the hash of exact addresses, a trie).
+func entryOf(t *testing.T, r *nftest.Rig, table, prefix string) (entryVal, error) {
+	t.Helper()
+	p, err := ParsePrefix(prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v entryVal
+	ctl := r.Ctl.(*controller)
+	if inTable(table, p) && ctl.tab != nil && ctl.tab.has(tabAddr(p.Addr())) {
+		return v, ctl.tab.entry(r.Handle(), tabAddr(p.Addr()), &v)
+	}
+	s := sideOf(table)
+	name, k := s.lpm, any(lpmOf(p))
+	if isExact(p) {
+		name, k = s.exact, key16(p.Addr())
+	}
+	m, err := r.Cube.Map(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v, m.Lookup(k, &v)
 }
 
 func TestBlacklistExpiry(t *testing.T) {
@@ -224,10 +254,9 @@ func TestBlacklistExpiry(t *testing.T) {
 	}
 	// The ticker removes expired entries from the map.
 	r.Ctl.(*controller).Tick(r.Handle(), r.Model, time.Now())
-	m, _ := r.Cube.Map("dd_src_exact")
 	var v entryVal
 	for _, a := range []string{"198.18.0.1", "198.18.0.2"} {
-		if m.Lookup(key16(netip.MustParseAddr(a)), &v) == nil {
+		if _, err := entryOf(t, r, "blacklist_src", a); err == nil {
 			t.Errorf("%s still in the map after Tick", a)
 		}
 	}
@@ -448,7 +477,9 @@ func TestMillionEntries(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
-	r := nftest.New(t, Type, model(datapath.XDP, nil, []Entry{{Prefix: "198.18.0.1"}, {Prefix: "2001:db8::/64"}}, nil))
+	// The maps are filled directly; the model's IPv6 entries make the
+	// fast path look them up.
+	r := nftest.New(t, Type, model(datapath.XDP, nil, []Entry{{Prefix: "198.18.0.1"}, {Prefix: "2001:db8:ffff::7"}, {Prefix: "2001:db8::/64"}}, nil))
 	exact, _ := r.Cube.Map("dd_src_exact")
 	lpm, _ := r.Cube.Map("dd_src_lpm")
 	const n = MaxEntries - 1

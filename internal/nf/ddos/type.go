@@ -69,6 +69,13 @@ func listBlocked(h cube.Handle, _ *cube.Cube) (any, error) {
 func listHits(h cube.Handle, c *cube.Cube) (any, error) {
 	out := []Hit{}
 	now := time.Now()
+	ctl := h.Controller().(*controller)
+	ctl.mu.Lock()
+	defer ctl.mu.Unlock()
+	t, err := ctl.table(h)
+	if err != nil {
+		return nil, err
+	}
 	for _, s := range sides {
 		tb := tableOf(s.table)
 		rows, err := tb.Entries(c)
@@ -90,7 +97,9 @@ func listHits(h cube.Handle, c *cube.Cube) (any, error) {
 				continue
 			}
 			var v entryVal
-			if isExact(p) {
+			if inTable(s.table, p) && t.has(tabAddr(p.Addr())) {
+				err = t.entry(h, tabAddr(p.Addr()), &v)
+			} else if isExact(p) {
 				err = exact.Lookup(key16(p.Addr()), &v)
 			} else {
 				err = lpm.Lookup(lpmOf(p), &v)
