@@ -734,6 +734,9 @@ func (s *Server) getView(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
 func (s *Server) doAction(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
 	raw, _ := io.ReadAll(r.Body)
 	v, err := s.eng.Action(c.Name, r.PathValue("action"), raw)
+	if wt, ok := v.(cube.Waiter); ok && err == nil {
+		v, err = wt.Wait(r.Context()) // a long poll, outside the engine's lock
+	}
 	if err != nil {
 		fail(w, err)
 		return

@@ -1,6 +1,7 @@
 package cube
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"reflect"
@@ -75,6 +76,13 @@ type Action struct {
 	Doc  string
 	Args any // pointer to zero arguments value, or nil
 	Do   func(h Handle, c *Cube, args any) (any, error)
+}
+
+// Waiter is what an action returns when its answer has to be waited for (a
+// long poll: new slow-path messages). The API calls Wait after the engine
+// released its lock, with the request's context; Wait returns the answer.
+type Waiter interface {
+	Wait(ctx context.Context) (any, error)
 }
 
 // Validator is implemented by settings and entries that need checks beyond

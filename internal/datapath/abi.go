@@ -12,6 +12,9 @@ const (
 	MaxSlots    = 16384
 	PuntMagic   = 0x65646766
 	PuntSnaplen = 1536
+	// PuntTransmit is the punt reason of copies the fast path could not
+	// make itself (copy.h): the slow path sends the frame out of port Arg.
+	PuntTransmit = 0xfffffff0
 )
 
 // Hook is the kernel hook a cube runs at.

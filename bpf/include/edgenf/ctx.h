@@ -72,6 +72,39 @@ static __always_inline int ctx_pull(ctx_t *ctx, __u32 len)
 	return 0;
 }
 
+#if defined(EDGENF_HOOK_TC)
+#define EDGENF_SLIDE_MAX 9216
+/* Shrink an skb by delta bytes at its head for any protocol: slide the
+ * bytes after the first delta down and cut the tail. bpf_skb_adjust_room
+ * only takes frames the kernel sees as IPv4/IPv6; this is the fallback for
+ * the others (a P4Runtime packet_out header in front of the Ethernet
+ * header, for one). The first bytes are the caller's to rewrite anyway. */
+static __attribute__((noinline)) int ctx_skb_slide_down(struct __sk_buff *ctx, __u32 delta)
+{
+	__u8 buf[64];
+	__u32 len = ctx->len;
+	__u32 off, rest;
+
+	if (delta == 0 || delta >= len || len > EDGENF_SLIDE_MAX)
+		return -1;
+	for (off = 0; off < EDGENF_SLIDE_MAX; off += 64) {
+		if (off + delta + 64 > len)
+			break;
+		if (bpf_skb_load_bytes(ctx, off + delta, buf, 64) ||
+		    bpf_skb_store_bytes(ctx, off, buf, 64, 0))
+			return -1;
+	}
+	if (off < EDGENF_SLIDE_MAX && off + delta < len) {
+		rest = (len - delta - off) & 63;
+		if (rest &&
+		    (bpf_skb_load_bytes(ctx, off + delta, buf, rest) ||
+		     bpf_skb_store_bytes(ctx, off, buf, rest, 0)))
+			return -1;
+	}
+	return bpf_skb_change_tail(ctx, len - delta, 0);
+}
+#endif
+
 /* Grow (delta < 0) or shrink (delta > 0) the frame at its head. Invalidates
  * every packet pointer. */
 static __always_inline int ctx_adjust_head(ctx_t *ctx, int delta)
@@ -83,7 +116,9 @@ static __always_inline int ctx_adjust_head(ctx_t *ctx, int delta)
 	 * Ethernet header has to be rewritten by the caller anyway. */
 	if (delta < 0)
 		return bpf_skb_change_head(ctx, (__u32)(-delta), 0);
-	return bpf_skb_adjust_room(ctx, -delta, BPF_ADJ_ROOM_MAC, 0);
+	if (bpf_skb_adjust_room(ctx, -delta, BPF_ADJ_ROOM_MAC, 0) == 0)
+		return 0;
+	return ctx_skb_slide_down(ctx, (__u32)delta);
 #endif
 }
 

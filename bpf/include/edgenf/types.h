@@ -9,6 +9,9 @@
 #define EDGENF_MAX_STACK 8    /* transparent cubes run on one hop */
 #define EDGENF_MAX_SLOTS 16384 /* cubes per hook (patch panel size) */
 #define EDGENF_PUNT_SNAPLEN 1536
+/* Punt reason reserved by the framework: the daemon sends the punted frame
+ * out of port "arg" of the punting cube (copy.h: copies XDP cannot make). */
+#define EDGENF_PUNT_TRANSMIT 0xfffffff0u
 
 /* Where a hop ends once its transparent stack has run. */
 enum edgenf_dst {
