@@ -38,6 +38,8 @@ demo: build
 	@./bin/edgenf-demo up
 
 bench: build
+	EDGENF_EXTERN_COST_OUT=bench/results/p4-extern-cost.md \
+	  $(GO) test -run XXX -bench ExternCost -benchtime 1x ./internal/p4/stf
 	$(GO) run ./bench/cmd/bench -o docs/performance.md
 
 bench-quick: build

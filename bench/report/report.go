@@ -200,6 +200,7 @@ func Markdown(r *bench.Results, plots map[string]string, jsonPath string) string
 			w("![%s](%s)\n\n", g.Name, p)
 		}
 	}
+	b.WriteString(externCostSection())
 	return b.String()
 }
 

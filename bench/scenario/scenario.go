@@ -308,20 +308,30 @@ func (p *Path) Exec(input string, name string, args ...string) error {
 	return err
 }
 
-// ProgCost measures prog's cost per packet with BPF_PROG_RUN (Repeat) on
-// frame: the median of 3 runs of repeat packets, in ns.
+// ProgCost measures prog's cost per packet with BPF_PROG_RUN on frame, in
+// ns: the median of batches of costBatch runs, repeat runs in all (at most
+// costBatches batches). BPF_PROG_RUN repeats one buffer, so what a program
+// writes stays for the next run: a router decrements the TTL each time, and
+// a long run would soon measure the slow path of expired frames instead.
+// Each batch starts again from frame.
 func ProgCost(prog *ebpf.Program, frame []byte, repeat uint32) (float64, error) {
-	var ds []float64
-	for range 3 {
-		_, d, err := prog.Benchmark(frame, int(repeat), nil)
+	n := min(max(int(repeat)/costBatch, 3), costBatches)
+	ds := make([]float64, 0, n)
+	for range n {
+		_, d, err := prog.Benchmark(frame, costBatch, nil)
 		if err != nil {
 			return 0, err
 		}
 		ds = append(ds, float64(d.Nanoseconds()))
 	}
 	sort.Float64s(ds)
-	return ds[1], nil
+	return ds[len(ds)/2], nil
 }
+
+const (
+	costBatch   = 32 // below any TTL the generator's frames carry
+	costBatches = 4000
+)
 
 // Names lists registered names, for usage messages.
 func Names() string {

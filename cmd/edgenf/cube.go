@@ -54,9 +54,17 @@ func cubeCmd() *cobra.Command {
 				return err
 			}
 			if program != "" {
-				if cfg, err = programSettings(program); err != nil {
+				ps, err := programSettings(program)
+				if err != nil {
 					return err
 				}
+				if m, ok := cfg.(map[string]any); ok { // --config/--set: cpu_port, learn, ...
+					for k, v := range ps {
+						m[k] = v
+					}
+					ps = m
+				}
+				cfg = ps
 			}
 			if cfg != nil {
 				body["config"] = cfg

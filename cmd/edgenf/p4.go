@@ -18,12 +18,14 @@ type p4Flags struct {
 	includes []string
 	defines  []string
 	arch     string
+	debug    bool
 }
 
 func (f *p4Flags) add(c *cobra.Command) {
 	c.Flags().StringArrayVarP(&f.includes, "include", "I", nil, "directory searched by #include (repeatable)")
 	c.Flags().StringArrayVarP(&f.defines, "define", "D", nil, "preprocessor macro NAME[=value] (repeatable)")
 	c.Flags().StringVar(&f.arch, "arch", "v1model", "P4 architecture")
+	c.Flags().BoolVar(&f.debug, "debug", false, "check assert/assume at run time (a failure drops the packet, counts and logs)")
 }
 
 func (f *p4Flags) options(path string) p4.Options {
@@ -32,7 +34,7 @@ func (f *p4Flags) options(path string) p4.Options {
 		k, v, _ := strings.Cut(d, "=")
 		defs[k] = v
 	}
-	return p4.Options{Path: path, IncludeDirs: f.includes, Defines: defs, Arch: f.arch}
+	return p4.Options{Path: path, IncludeDirs: f.includes, Defines: defs, Arch: f.arch, Debug: f.debug}
 }
 
 func p4Cmd() *cobra.Command {
@@ -104,6 +106,8 @@ func p4Cmd() *cobra.Command {
 	test.RegisterFlagCompletionFunc("hook", fixedCompletion("xdp", "tc"))
 	c.AddCommand(compile, test)
 	c.AddCommand(p4RuntimeCmds()...)
+	c.AddCommand(p4SlowPathCmds()...)
+	c.AddCommand(p4ReplCmds()...) // p4repl.go
 	return c
 }
 

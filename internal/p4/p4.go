@@ -51,6 +51,13 @@ type Options struct {
 	Clang string
 	// NoObject stops after generating C (no clang run).
 	NoObject bool
+	// CPUPort is the egress_spec of the CPU port (packet-in), besides 510;
+	// 0 means 255. Packet-out frames arrive with this ingress_port.
+	CPUPort int
+	// Debug checks assert/assume at run time: a false condition counts in
+	// the p4_assert_fail map, logs to the trace pipe and drops the packet.
+	// Without it they are compiled out.
+	Debug bool
 }
 
 // Result is a compiled program.
@@ -95,12 +102,17 @@ func Compile(ctx context.Context, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := backend.Generate(p, srcs)
+	bopt := backend.Options{CPUPort: opt.CPUPort}
+	out, err := backend.GenerateWith(p, srcs, bopt)
 	if err != nil {
 		return nil, err
 	}
 	c := out.C
+	if opt.Debug {
+		c = strings.Replace(c, "#define P4_DEBUG 0\n", "#define P4_DEBUG 1\n", 1)
+	}
 	res := &Result{C: c, Info: p4info.FromIR(p), Program: p, lines: out.Lines, sources: srcs}
+	res.Info.Edgenf.CPUPort = bopt.CPUPortOf()
 	if opt.NoObject {
 		return res, nil
 	}

@@ -31,6 +31,13 @@ type Settings struct {
 	Defines map[string]string `json:"defines,omitempty"`
 	// IncludeDirs are searched by #include after the program's directory.
 	IncludeDirs []string `json:"include_dirs,omitempty"`
+	// CPUPort is the egress_spec of the CPU port (packet-in) and the
+	// ingress_port of packet-outs; 0 means 255. 510 punts too.
+	CPUPort int `json:"cpu_port,omitempty"`
+	// Learn turns digests into table entries (slowpath.go).
+	Learn []LearnRule `json:"learn,omitempty"`
+	// LearnMax bounds the entries learned (0: 4096).
+	LearnMax int `json:"learn_max,omitempty"`
 }
 
 // Validate compiles the program (cached): a program that does not compile
@@ -46,10 +53,11 @@ func (s *Settings) Validate(c *cube.Cube) error {
 		}
 		s.Source = string(b)
 	}
-	if _, err := compiled(s); err != nil {
+	r, err := compiled(s)
+	if err != nil {
 		return cube.Errorf("program", "%v", err)
 	}
-	return nil
+	return s.validateSlowPath(r.Info)
 }
 
 // Entry is a table entry, written as P4 users write them: match values like
@@ -178,6 +186,7 @@ func compiled(s *Settings) (*p4c.Result, error) {
 	for _, d := range s.IncludeDirs {
 		fmt.Fprintf(h, "%s\x00", d)
 	}
+	fmt.Fprintf(h, "cpu=%d\x00", s.CPUPort)
 	var key [32]byte
 	copy(key[:], h.Sum(nil))
 	cacheMu.Lock()
@@ -187,6 +196,7 @@ func compiled(s *Settings) (*p4c.Result, error) {
 	}
 	r, err := p4c.Compile(context.Background(), p4c.Options{
 		Path: s.Program, Source: []byte(s.Source), Defines: s.Defines, IncludeDirs: s.IncludeDirs,
+		CPUPort: s.CPUPort,
 	})
 	if err != nil {
 		return nil, err
@@ -230,7 +240,9 @@ func objectFor(c *cube.Cube) ([]byte, error) {
 
 // --- control plane ---
 
-type controller struct{}
+type controller struct {
+	sp *slowState // digests, packet-ins, learned entries (slowpath.go)
+}
 
 // runtimeOf binds the compiled model to the cube's loaded maps.
 func runtimeOf(h cube.Handle, c *cube.Cube) (*rt.Program, error) {
@@ -245,6 +257,9 @@ func runtimeOf(h cube.Handle, c *cube.Cube) (*rt.Program, error) {
 			return nil, err
 		}
 		maps[name] = m
+	}
+	if err := replMaps(h, r, maps); err != nil { // sessions.go
+		return nil, err
 	}
 	return rt.New(r.Info, maps)
 }
@@ -278,7 +293,7 @@ func mapNames(r *p4info.Runtime) []string {
 // Sync writes every entry and default action. Entries the kernel already has
 // are rewritten in place (a restart or a new program); entries removed
 // through the API were removed one by one (DeleteEntry).
-func (controller) Sync(h cube.Handle, c *cube.Cube) error {
+func (ctl controller) Sync(h cube.Handle, c *cube.Cube) error {
 	prog, err := runtimeOf(h, c)
 	if err != nil {
 		return err
@@ -302,6 +317,10 @@ func (controller) Sync(h cube.Handle, c *cube.Cube) error {
 			return fmt.Errorf("default of %s: %w", d.Table, err)
 		}
 	}
+	if err := syncReplication(prog, c); err != nil { // sessions.go
+		return err
+	}
+	ctl.syncLearned(h, c)
 	return nil
 }
 
@@ -318,6 +337,9 @@ func (controller) PutEntry(h cube.Handle, c *cube.Cube, table string, item any) 
 	if err != nil {
 		return err
 	}
+	if ok, err := putRepl(prog, item); ok { // sessions.go
+		return err
+	}
 	switch v := item.(type) {
 	case *Entry:
 		return put(prog, v)
@@ -331,6 +353,9 @@ func (controller) PutEntry(h cube.Handle, c *cube.Cube, table string, item any) 
 func (controller) DeleteEntry(h cube.Handle, c *cube.Cube, table string, item any) error {
 	prog, err := runtimeOf(h, c)
 	if err != nil {
+		return err
+	}
+	if ok, err := deleteRepl(prog, item); ok { // sessions.go
 		return err
 	}
 	switch v := item.(type) {
@@ -541,18 +566,25 @@ var Type = &cube.Type{
 		return err
 	},
 	Config: &Settings{},
-	Tables: []cube.Table{entriesTable, defaultsTable},
+	Tables: []cube.Table{entriesTable, defaultsTable, cloneSessionsTable, mcGroupsTable},
 	Views: []cube.View{
 		{Name: "counters", Doc: "Non-zero indexes of the program's counters.", Item: &CounterValue{}, List: listCounters},
 		{Name: "p4info", Doc: "The program's model (P4Info-compatible: tables, match fields, actions, counters, ids).", List: model},
 		{Name: "registers", Doc: "Non-zero cells of the program's registers.", Item: &RegisterValue{}, List: listRegisters},
 		{Name: "meters", Doc: "Configured cells of the program's meters (RFC 2698 rates per second and bursts).", Item: &MeterValue{}, List: listMeters},
+		{Name: "digests", Doc: "Recent digests (decoded by the P4Info digest type), oldest first; at most 1024 digests and packet-ins are kept.", Item: &Event{}, List: listDigests},
+		{Name: "packet_ins", Doc: "Recent packets sent to the CPU port, with their packet_in header decoded.", Item: &Event{}, List: listPacketIns},
+		{Name: "learned", Doc: "Table entries installed by the learning rules (settings.learn) from digests.", Item: &LearnedEntry{}, List: listLearned},
+		{Name: "slowpath", Doc: "Slow-path counters: digests and logs sent and lost in the kernel, received, malformed, learned, suppressed.", Item: &SlowPathStats{}, List: slowPathStats},
 	},
 	Actions: []cube.Action{
 		{Name: "register_write", Doc: "Write a register cell (or every cell when index is omitted).", Args: &RegisterWriteArgs{}, Do: registerWrite},
 		{Name: "meter_set", Doc: "Configure a meter cell (or every cell when index is omitted): cir/pir per second, cburst/pburst; reset: unconfigured.", Args: &MeterSetArgs{}, Do: meterSet},
+		{Name: "direct_meter_set", Doc: "Configure the direct meter of a table entry (table, match, priority as in entries): cir/pir per second, cburst/pburst; reset: unconfigured.", Args: &DirectMeterSetArgs{}, Do: directMeterSet},
+		{Name: "poll", Doc: "Long poll: digests and packet-ins after seq 'after' (kind: digest, packet_in or both), waiting up to timeout_ms for the first.", Args: &PollArgs{}, Do: pollAction},
+		{Name: "packet_out", Doc: "Inject a frame (hex) at the CPU port with the program's packet_out header (metadata) in front, as a P4Runtime packet-out.", Args: &PacketOutArgs{}, Do: packetOut},
 	},
-	New: func() cube.Controller { return controller{} },
+	New: func() cube.Controller { return controller{sp: newSlowState()} },
 }
 
 func init() { cube.Register(Type) }

@@ -5,10 +5,11 @@
 // Generated code shape: all per-packet P4 state (headers, metadata,
 // standard_metadata, locals, key and packet buffers) lives in one per-CPU
 // array map value (p4_state_map) so the BPF stack stays small. The parser
-// copies each header from the packet with bpf_{xdp,skb}_load_bytes into a
-// buffer and unpacks its fields to host-order integers; the deparser packs
-// the valid headers into a buffer, grows or shrinks the packet head by the
-// difference to the parsed length and stores the buffer at offset 0.
+// reads each header's fields straight from the packet into host-order
+// integers; the deparser grows or shrinks the packet head by the difference
+// to the parsed length and writes the valid headers in front of the
+// payload, only the fields that may have changed of a header still where
+// it was parsed (fastpath.go).
 package backend
 
 import (
@@ -31,8 +32,13 @@ type Output struct {
 
 // Generate returns the C source for prog.
 func Generate(prog *ir.Program, src *syntax.Sources) (*Output, error) {
+	return GenerateWith(prog, src, Options{})
+}
+
+// GenerateWith is Generate with target options (slowpath.go).
+func GenerateWith(prog *ir.Program, src *syntax.Sources, opt Options) (*Output, error) {
 	g := &gen{p: prog, info: prog.Info, src: src, lv: map[*sema.Var]string{},
-		structs: map[*sema.Struct]bool{}}
+		structs: map[*sema.Struct]bool{}, opt: opt}
 	g.run()
 	if len(g.errs) > 0 {
 		return nil, g.errs.Err()
@@ -83,6 +89,14 @@ type gen struct {
 	emitMode    int
 	needCRC32   bool
 	needCRC16   bool
+	fs          *fastState   // packet access and deparse-what-changed (fastpath.go)
+	sp          *ir.SlowPath // digests, log_msg, controller headers (slowpath.go)
+	opt         Options
+
+	assertSites []string     // assert/assume call sites (externs.go)
+	replLists   [][]string   // field lists of clone3/resubmit/recirculate data (replicate.go)
+	atomic      *atomicState // inside an @atomic block with registers (atomic.go)
+	atomicUsed  bool
 }
 
 func (g *gen) errorf(pos syntax.Pos, format string, args ...any) {
@@ -166,6 +180,8 @@ func (g *gen) decl(t sema.Type, name string, pos syntax.Pos) string {
 		return g.tupleType(x, pos) + " " + name
 	case *sema.Stack:
 		return g.stackType(x, pos) + " " + name
+	case *sema.Varbit:
+		return g.varbitType(x) + " " + name
 	}
 	g.unsupported(pos, "variables of type "+t.String())
 	return "__u8 " + name
@@ -196,6 +212,8 @@ func (g *gen) structType(st *sema.Struct, pos syntax.Pos) string {
 	prefix := "s_"
 	if st.Kind == "header" {
 		prefix = "h_"
+	} else if st.Kind == "header_union" {
+		prefix = "u_"
 	}
 	cname := "struct " + prefix + ir.Sanitize(st.Name)
 	if g.structs[st] {
@@ -296,7 +314,7 @@ func (g *gen) run() {
 			if hs, ok := f.Type.(*sema.Stack); ok {
 				if el, ok := hs.Elem.(*sema.Struct); ok {
 					n := el.Bits / 8
-					g.hdrTotal += n * hs.Size
+					g.hdrTotal += hdrBytes(el) * hs.Size
 					if n > g.maxHdr {
 						g.maxHdr = n
 					}
@@ -312,7 +330,7 @@ func (g *gen) run() {
 				continue
 			}
 			n := sub.Bits / 8
-			g.hdrTotal += n
+			g.hdrTotal += hdrBytes(sub)
 			if n > g.maxHdr {
 				g.maxHdr = n
 			}
@@ -327,6 +345,7 @@ func (g *gen) run() {
 
 	// maps for tables and counters
 	g.emitMaps()
+	g.slowPathSetup()
 
 	var body strings.Builder
 	g.w = &body
@@ -375,6 +394,7 @@ func (g *gen) run() {
 	}
 	// assemble
 	g.out.WriteString(prelude)
+	g.out.WriteString(packetAccessC)
 	g.out.WriteString("\n/* ---- types ---- */\n\n")
 	g.out.WriteString(g.types.String())
 	g.out.WriteString("/* Per-packet P4 state; everything before 'buf' is zeroed for each packet. */\nstruct p4_state {\n")
@@ -393,6 +413,7 @@ func (g *gen) run() {
 	g.out.WriteString("struct {\n\t__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);\n\t__uint(max_entries, 1);\n\t__type(key, __u32);\n\t__type(value, struct p4_state);\n} p4_state_map SEC(\".maps\");\n\n")
 	g.out.WriteString("/* ---- tables and counters ---- */\n\n")
 	g.out.WriteString(g.maps.String())
+	g.out.WriteString(g.assertMaps())
 	if g.needPayload {
 		g.out.WriteString(payloadSum)
 	}
@@ -414,10 +435,13 @@ func (g *gen) collectHeaders(st *sema.Struct) {
 
 func (g *gen) emitMaps() {
 	w := &g.maps
+	if len(g.p.DirectMeters) > 0 {
+		w.WriteString(meterC) // direct meters live in table values
+	}
 	for _, t := range g.p.Tables {
 		fmt.Fprintf(w, "/* table %s (%s), id 0x%08x */\n", t.Name, t.Kind, t.ID)
 		vs := fmt.Sprintf("tv_%s", ir.Sanitize(t.Name))
-		fmt.Fprintf(w, "struct %s { __u8 b[%d]; } __attribute__((aligned(8)));\n", vs, t.ValueBytes)
+		g.valueStruct(w, vs, 0, t.ValueBytes, t)
 		switch t.Kind {
 		case ir.KindHash:
 			fmt.Fprintf(w, "struct tk_%s { __u8 b[%d]; };\n", ir.Sanitize(t.Name), t.KeyBytes)
@@ -428,7 +452,7 @@ func (g *gen) emitMaps() {
 			fmt.Fprintf(w, "struct {\n\t__uint(type, BPF_MAP_TYPE_LPM_TRIE);\n\t__uint(max_entries, %d);\n\t__uint(map_flags, BPF_F_NO_PREALLOC);\n\t__type(key, struct tk_%s);\n\t__type(value, struct %s);\n} %s SEC(\".maps\");\n", t.Size, ir.Sanitize(t.Name), vs, t.MapName)
 			g.bufs = append(g.bufs, fmt.Sprintf("__u8 k_%s[%d] __attribute__((aligned(8)))", ir.Sanitize(t.Name), 4+t.KeyBytes))
 		case ir.KindScan:
-			fmt.Fprintf(w, "struct te_%s { __u8 b[%d]; } __attribute__((aligned(8)));\n", ir.Sanitize(t.Name), t.EntryBytes)
+			g.valueStruct(w, "te_"+ir.Sanitize(t.Name), t.EntryValueOff, t.EntryBytes, t)
 			fmt.Fprintf(w, "struct {\n\t__uint(type, BPF_MAP_TYPE_ARRAY);\n\t__uint(max_entries, %d);\n\t__type(key, __u32);\n\t__type(value, struct te_%s);\n} %s SEC(\".maps\");\n", t.Size, ir.Sanitize(t.Name), t.MapName)
 			fmt.Fprintf(w, "/* number of slots of %s to scan (the control plane keeps it at the highest used slot + 1) */\n", t.MapName)
 			fmt.Fprintf(w, "struct {\n\t__uint(type, BPF_MAP_TYPE_ARRAY);\n\t__uint(max_entries, 1);\n\t__type(key, __u32);\n\t__type(value, __u32);\n} %s SEC(\".maps\");\n", t.CountMapName)
@@ -447,7 +471,7 @@ func (g *gen) emitMaps() {
 		fmt.Fprintf(w, "/* register %s (%d x %d bits), id 0x%08x: shared by all CPUs, not per-CPU */\n", r.Name, r.Size, r.Width, r.ID)
 		fmt.Fprintf(w, "struct {\n\t__uint(type, BPF_MAP_TYPE_ARRAY);\n\t__uint(max_entries, %d);\n\t__type(key, __u32);\n\t__type(value, __u64);\n} %s SEC(\".maps\");\n\n", r.Size, r.MapName)
 	}
-	if len(g.p.Meters) > 0 {
+	if len(g.p.Meters) > 0 && len(g.p.DirectMeters) == 0 {
 		w.WriteString(meterC)
 	}
 	for _, m := range g.p.Meters {
@@ -463,17 +487,50 @@ func (g *gen) emitMaps() {
 // ---------- pipeline ----------
 
 func (g *gen) pipeline(blocks []sema.Entity) {
-	name := func(i int) string { return "ctl_" + ir.Sanitize(blocks[i].EntName()) }
+	if g.replicates() {
+		g.replPipeline(blocks) // replicate.go
+		return
+	}
 	g.line("/* V1Switch: Parser, VerifyChecksum, Ingress, Egress, ComputeChecksum, Deparser. */")
+	g.pipelineStart("__u32 port;", "")
+	g.line("p4_parser(ctx);")
+	g.ctlCall(blocks, 1) // not for an empty control (fastpath.go)
+	g.ctlCall(blocks, 2) // not for an empty control (fastpath.go)
+	g.line("if (s->sm.f_egress_spec == P4_DROP_PORT)")
+	g.line("\treturn enf_drop(ctx, md);")
+	g.line("s->sm.f_egress_port = s->sm.f_egress_spec;")
+	if g.usesField("egress_global_timestamp") {
+		g.line("s->sm.f_egress_global_timestamp = (bpf_ktime_get_ns() / 1000) & %s;", mask(48))
+	}
+	g.ctlCall(blocks, 3) // not for an empty control (fastpath.go)
+	g.line("if (s->sm.f_egress_spec == P4_DROP_PORT)")
+	g.line("\treturn enf_drop(ctx, md);")
+	g.ctlCall(blocks, 4) // not for an empty control (fastpath.go)
+	g.line("if (p4_deparse(ctx))")
+	g.line("\treturn enf_drop(ctx, md);")
+	g.pipelineTail()
+	g.line("port = s->sm.f_egress_port;")
+	g.pipelineSend()
+}
+
+// pipelineStart opens p4_pipeline: the per-CPU state (and, with extra, one
+// more per-CPU map, a pointer checked like the state), reset for the packet,
+// and the ingress standard metadata. portDecl declares the output port.
+func (g *gen) pipelineStart(portDecl, extra string) {
 	g.line("static __always_inline int p4_pipeline(ctx_t *ctx, struct edgenf_md *md)")
 	g.line("{")
 	g.indent++
 	g.line("__u32 zero = 0;")
 	g.line("struct p4_state *s = bpf_map_lookup_elem(&p4_state_map, &zero);")
+	check := "!s"
+	if extra != "" {
+		g.line(extra)
+		check = "!s || !sn"
+	}
 	g.line("__u64 now;")
-	g.line("__u32 port;")
+	g.line(portDecl)
 	g.line("")
-	g.line("if (!s)")
+	g.line("if (%s)", check)
 	g.line("\treturn enf_drop(ctx, md);")
 	g.line("__builtin_memset(s, 0, __builtin_offsetof(struct p4_state, buf));")
 	g.line("s->sm.f_ingress_port = md->in_port;")
@@ -482,23 +539,12 @@ func (g *gen) pipeline(blocks []sema.Entity) {
 		g.line("now = bpf_ktime_get_ns() / 1000;")
 		g.line("s->sm.f_ingress_global_timestamp = now & %s;", mask(48))
 	}
-	g.line("p4_parser(ctx);")
-	g.line("%s(ctx);", name(1))
-	g.line("%s(ctx);", name(2))
-	g.line("if (s->sm.f_egress_spec == P4_DROP_PORT)")
-	g.line("\treturn enf_drop(ctx, md);")
-	g.line("s->sm.f_egress_port = s->sm.f_egress_spec;")
-	if g.usesField("egress_global_timestamp") {
-		g.line("s->sm.f_egress_global_timestamp = (bpf_ktime_get_ns() / 1000) & %s;", mask(48))
-	}
-	g.line("%s(ctx);", name(3))
-	g.line("if (s->sm.f_egress_spec == P4_DROP_PORT)")
-	g.line("\treturn enf_drop(ctx, md);")
-	g.line("%s(ctx);", name(4))
-	g.line("if (p4_deparse(ctx))")
-	g.line("\treturn enf_drop(ctx, md);")
-	g.line("port = s->sm.f_egress_port;")
-	g.line("if (port == P4_CPU_PORT)")
+}
+
+// pipelineSend closes p4_pipeline: port, the egress port, leads to the
+// slow path (CPU port) or out of a cube port.
+func (g *gen) pipelineSend() {
+	g.line("if (port == P4_CPU_PORT || port == P4_CPU_PORT_CFG)")
 	g.line("\treturn enf_punt(ctx, md, P4_PUNT_PACKET_IN, 0);")
 	g.line("return enf_send(ctx, md, port);")
 	g.indent--
@@ -630,23 +676,48 @@ static __always_inline __u64 p4_tb_fill(__u64 tok, __u64 el, __u64 rate, __u64 b
 		return cap;
 	if (!rate)
 		return tok;
+	/* el and rate below 2^32 (4.29 s since the last packet, 4.29 G units/s):
+	 * the product cannot overflow, no division needed */
+	if (((el | rate) >> 32) == 0) {
+		__u64 add = el * rate;
+
+		return add >= cap - tok ? cap : tok + add;
+	}
 	if (el > (cap - tok) / rate)
 		return cap;
 	return tok + el * rate;
 }
 
-static __always_inline __u32 p4_meter_exec(void *map, __u32 idx, __u64 units)
-{
-	struct p4_meter *m = bpf_map_lookup_elem(map, &idx);
-	__u64 now, el, b;
-	__u32 color = 0;
+/* The datapath serialises updates of a cell with bit 1 of 'configured'
+ * (compare-and-swap), not with bpf_spin_lock: a helper pair that saves and
+ * restores interrupts costs about three times as much. The control plane
+ * writes cells whole (under 'lock'); a write racing a packet's update can
+ * lose that packet's refill or debit, nothing more. After 16 failed tries
+ * (the holder was interrupted) the update goes ahead unlocked, with the
+ * same bounded effect. */
+#define P4_METER_CONFIGURED 1U
+#define P4_METER_BUSY 2U
 
-	if (!m)
+static __always_inline __u32 p4_meter_cell(struct p4_meter *m, __u64 units)
+{
+	__u64 now, el, b;
+	__u32 color = 0, got = 0;
+
+	/* unconfigured: GREEN without the clock or the lock */
+	if (!m || !(*(volatile __u32 *)&m->configured & P4_METER_CONFIGURED))
 		return 0;
 	now = bpf_ktime_get_ns();
 	b = units * 1000000000ULL;
-	bpf_spin_lock(&m->lock);
-	if (m->configured) {
+#pragma unroll
+	for (int k = 0; k < 16; k++) {
+		__u32 c = *(volatile __u32 *)&m->configured & ~P4_METER_BUSY;
+
+		if (__sync_val_compare_and_swap(&m->configured, c, c | P4_METER_BUSY) == c) {
+			got = 1;
+			break;
+		}
+	}
+	if (m->configured & P4_METER_CONFIGURED) {
 		el = now > m->last ? now - m->last : 0;
 		m->last = now;
 		m->tc = p4_tb_fill(m->tc, el, m->cir, m->cbs);
@@ -661,8 +732,14 @@ static __always_inline __u32 p4_meter_exec(void *map, __u32 idx, __u64 units)
 			m->tc -= b;
 		}
 	}
-	bpf_spin_unlock(&m->lock);
+	if (got)
+		__sync_fetch_and_and(&m->configured, ~P4_METER_BUSY);
 	return color;
+}
+
+static __always_inline __u32 p4_meter_exec(void *map, __u32 idx, __u64 units)
+{
+	return p4_meter_cell(bpf_map_lookup_elem(map, &idx), units);
 }
 
 `

@@ -77,7 +77,8 @@ func (g *gen) callFromValue(t *ir.Table, a *ir.Action, v string) string {
 		if p.Width > 64 {
 			args = append(args, at)
 		} else {
-			args = append(args, fmt.Sprintf("(p4_be(%s, %d) & %s)", at, p.Size, mask(p.Width)))
+			// v is a map value: wide loads (fastpath.go)
+			args = append(args, fmt.Sprintf("(p4_ldbe(%s, %d) & %s)", at, p.Size, mask(p.Width)))
 		}
 	}
 	return fmt.Sprintf("%s(%s)", actName(a.Ent), strings.Join(args, ", "))
@@ -129,6 +130,10 @@ func (g *gen) table(t *ir.Table) {
 	g.line("__u8 *v = 0, *d;")
 	g.line("r->hit = 0;")
 	g.line("r->action = 0;")
+	if t.DirectMeter != nil {
+		g.needDMColor()
+		g.line("s->dm_color = 0; /* GREEN on a miss */")
+	}
 	kbase := "s->k_" + sn
 	if t.Kind == ir.KindLPM {
 		g.line("*(__u32 *)%s = %d;", kbase, t.KeyBytes*8)
@@ -141,7 +146,7 @@ func (g *gen) table(t *ir.Table) {
 			if k.Width > 64 {
 				g.line("p4_memcpy(%s + %d, %s, %d);", kbase, k.Offset, g.wref(e), k.Size)
 			} else {
-				g.line("p4_wbe(%s + %d, %s, %d);", kbase, k.Offset, g.rv(e), k.Size)
+				g.line("p4_stbe(%s + %d, %s, %d);", kbase, k.Offset, g.rv(e), k.Size) // key buffer in p4_state: wide stores
 			}
 		}
 	}
@@ -171,6 +176,7 @@ func (g *gen) table(t *ir.Table) {
 			g.line("\t__sync_fetch_and_add((__u64 *)(v + %d), 1);", t.CounterOff)
 			g.line("\t__sync_fetch_and_add((__u64 *)(v + %d), s->sm.f_packet_length);", t.CounterOff+8)
 		}
+		g.directMeterExec(t)
 		g.line("\treturn %s_run(ctx, s, v, r);", tblName(t))
 		g.line("}")
 	}
@@ -188,8 +194,8 @@ func (g *gen) table(t *ir.Table) {
 	g.line("}")
 	g.line("")
 	// A separately verified BPF function: keeps the verifier's path count
-	// additive across tables.
-	g.line("P4_FN int %s(ctx_t *ctx)", tblName(t))
+	// additive across tables (inlined in small programs, fastpath.go).
+	g.line("%s int %s(ctx_t *ctx)", g.tableAttr(), tblName(t))
 	g.line("{")
 	g.line("	__u32 zero = 0;")
 	g.line("	struct p4_state *s = bpf_map_lookup_elem(&p4_state_map, &zero);")
@@ -318,7 +324,7 @@ func (g *gen) applyTable(call *syntax.Call) string {
 func (g *gen) control(c *sema.Control) {
 	g.controlLocals(c.Locals)
 	g.line("/* control %s */", c.Name)
-	g.line("P4_FN int ctl_%s(ctx_t *ctx)", ir.Sanitize(c.Name))
+	g.line("%s int ctl_%s(ctx_t *ctx)", g.stageAttr(), ir.Sanitize(c.Name)) // fastpath.go
 	g.line("{")
 	g.indent++
 	g.stateLookup()
@@ -351,6 +357,10 @@ func (g *gen) stmt(s syntax.Stmt) {
 	defer func() { g.pos = saved }()
 	switch x := s.(type) {
 	case *syntax.BlockStmt:
+		if x.Annotations.Get("atomic") != nil {
+			g.atomicBlock(x)
+			return
+		}
 		g.block(x)
 	case *syntax.EmptyStmt:
 	case *syntax.AssignStmt:
@@ -462,6 +472,7 @@ func (g *gen) callStmt(call *syntax.Call) {
 		switch cr.Method {
 		case "setValid":
 			g.line("%s.valid = 1;", g.lval(cr.Recv))
+			g.unionInvalidateOthers(cr.Recv, "")
 		case "setInvalid":
 			g.line("%s.valid = 0;", g.lval(cr.Recv))
 		case "isValid":
@@ -488,7 +499,12 @@ func (g *gen) externMethod(call *syntax.Call, cr *sema.CallRef) {
 				if et, ok := v.Type.(*sema.ExternT); ok {
 					switch {
 					case et.Decl.Name == "packet_in" && cr.Method == "extract" && g.inParser:
+						if len(call.Args) == 2 {
+							g.extractVarbit(call.Args[0].Value, call.Args[1].Value)
+							return
+						}
 						g.extract(call.Args[0].Value)
+						g.unionInvalidateOthers(call.Args[0].Value, "")
 						return
 					case et.Decl.Name == "packet_in" && cr.Method == "advance" && g.inParser:
 						g.advance(call.Args[0].Value)
@@ -507,6 +523,13 @@ func (g *gen) externMethod(call *syntax.Call, cr *sema.CallRef) {
 		return
 	}
 	in := cr.Instance
+	if r := g.p.RegisterOf[in]; r != nil && g.atomicRegisterOp(call, cr, r) {
+		return
+	}
+	if in.Extern.Name == "direct_meter" {
+		g.directMeterRead(call, cr)
+		return
+	}
 	switch in.Extern.Name + "." + cr.Method {
 	case "counter.count":
 		c := g.p.CounterOf[in]
@@ -593,6 +616,10 @@ func (g *gen) packList(e syntax.Expr) int {
 				addStruct(c+".f_"+f.Name, sub, pos)
 				continue
 			}
+			if vb, ok := f.Type.(*sema.Varbit); ok {
+				bits = g.packVarbit(c+".f_"+f.Name, vb, bits, pos)
+				continue
+			}
 			addField(c+".f_"+f.Name, f.Type, pos)
 		}
 	}
@@ -606,6 +633,10 @@ func (g *gen) packList(e syntax.Expr) int {
 		}
 		if st, ok := t.(*sema.Struct); ok {
 			addStruct(g.lval(e), st, e.NodePos())
+			return
+		}
+		if vb, ok := t.(*sema.Varbit); ok {
+			bits = g.packVarbit(g.lval(e), vb, bits, e.NodePos())
 			return
 		}
 		if tt, ok := t.(*sema.Tuple); ok {
@@ -647,10 +678,23 @@ func (g *gen) algo(e syntax.Expr) string {
 func (g *gen) externFunc(call *syntax.Call, cr *sema.CallRef) {
 	args := call.Args
 	switch cr.Method {
+	case "clone", "clone3", "clone_preserving_field_list", "resubmit", "resubmit_preserving_field_list",
+		"recirculate", "recirculate_preserving_field_list":
+		g.replCall(call, cr) // replicate.go
 	case "mark_to_drop":
 		g.line("s->sm.f_egress_spec = P4_DROP_PORT;")
 		g.line("s->sm.f_mcast_grp = 0;")
-	case "log_msg", "assert", "assume", "static_assert":
+	case "log_msg":
+		g.logCall(call)
+	case "digest":
+		g.digestCall(call)
+	case "static_assert":
+	case "assert", "assume":
+		g.assertCheck(call, cr)
+	case "random":
+		g.random(call)
+	case "truncate":
+		g.truncate(call)
 	case "verify":
 		g.line("if (!(%s)) {", g.rv(args[0].Value))
 		g.line("\ts->sm.f_parser_error = %s;", g.rv(args[1].Value))
@@ -670,8 +714,11 @@ func (g *gen) externFunc(call *syntax.Call, cr *sema.CallRef) {
 		}
 		g.line("if (%s) {", g.rv(args[0].Value))
 		g.indent++
-		bits := g.packList(args[1].Value)
-		sum := fmt.Sprintf("p4_sum16(s->cbuf, %d)", (bits+7)/8)
+		sum, fast := g.csumSum(args[1].Value) // from the field values (fastpath.go)
+		if !fast {
+			bits := g.packList(args[1].Value)
+			sum = fmt.Sprintf("p4_sum16(s->cbuf, %d)", (bits+7)/8)
+		}
 		if payload {
 			sum = fmt.Sprintf("((__u64)%s + p4_payload_sum(ctx, s))", sum)
 			g.needPayload = true
@@ -685,6 +732,10 @@ func (g *gen) externFunc(call *syntax.Call, cr *sema.CallRef) {
 		g.indent--
 		g.line("}")
 	case "hash":
+		if g.listHasVarbit(args[3].Value) {
+			g.unsupported(args[3].Value.NodePos(), "hashing a varbit field (checksums over varbit fields are supported)")
+			return
+		}
 		out := args[0].Value
 		ow := width(g.typeOf(out))
 		alg := g.algo(args[1].Value)

@@ -98,7 +98,7 @@ func (g *gen) rv(e syntax.Expr) string {
 	case *syntax.Call:
 		cr := g.info.Calls[x]
 		if cr != nil && cr.Kind == sema.CallHeaderMethod && cr.Method == "isValid" {
-			return "(" + g.lval(cr.Recv) + ".valid)"
+			return g.validExpr(cr.Recv)
 		}
 		if cr != nil && cr.Kind == sema.CallFunction {
 			return "(" + g.callFunction(x, cr.Function) + " & " + mask(width(t)) + ")"
@@ -296,10 +296,14 @@ func (g *gen) assign(lhs syntax.Expr, rhs syntax.Expr, op string) {
 			}
 			if t.Kind == "header" {
 				g.line("%s.valid = 1;", tgt)
+				g.unionInvalidateOthers(lhs, "")
 			}
 			return
 		}
 		g.line("%s = %s;", tgt, g.lval(rhs))
+		if t.Kind == "header" {
+			g.unionInvalidateOthers(lhs, tgt+".valid")
+		}
 		return
 	}
 	if op != "=" && op != "" {

@@ -56,11 +56,13 @@ func (g *gen) parser(p *sema.Parser) {
 	visit("start", p.Decl.Pos)
 
 	g.line("/* parser %s */", p.Name)
-	g.line("P4_FN int p4_parser(ctx_t *ctx)")
+	g.line("%s int p4_parser(ctx_t *ctx)", g.stageAttr()) // fastpath.go
 	g.line("{")
 	g.indent++
 	g.stateLookup()
 	g.line("__u32 off = 0;")
+	g.fast()
+	g.line("s->p4_dpd = 0; /* the packet is as parsed (fastpath.go) */")
 	limit := 0
 	if len(loopTarget) > 0 {
 		limit = g.parserLoopLimit()
@@ -269,21 +271,7 @@ func (g *gen) extract(arg syntax.Expr) {
 		g.line("}")
 		defer g.line("%s.next++;", sc)
 	}
-	g.line("if (p4_load(ctx, off, s->buf, %d)) {", n)
-	g.line("\ts->sm.f_parser_error = %d; /* error.PacketTooShort */", g.errorID("PacketTooShort"))
-	g.line("\tgoto st_reject;")
-	g.line("}")
-	for _, f := range st.Fields {
-		w := width(f.Type)
-		if w > 64 {
-			if f.Offset%8 != 0 {
-				g.unsupported(arg.NodePos(), fmt.Sprintf("field %s wider than 64 bits at a non-byte offset", f.Name))
-			}
-			g.line("p4_memcpy(%s.f_%s, s->buf + %d, %d);", dst, f.Name, f.Offset/8, w/8)
-			continue
-		}
-		g.line("%s.f_%s = %s;", dst, f.Name, unpack("s->buf", f.Offset, w))
-	}
+	g.extractHeader(arg, dst, st) // fastpath.go
 	g.line("%s.valid = 1;", dst)
 	g.line("off += %d;", n)
 }
@@ -317,6 +305,10 @@ func (g *gen) emitStruct(c string, st *sema.Struct, pos syntax.Pos) {
 		}
 		return
 	}
+	if st.Varbit != nil {
+		g.emitVarbitHeader(c, st)
+		return
+	}
 	n := st.Bits / 8
 	if g.emitMode == emitLength {
 		g.line("if (%s.valid)", c)
@@ -326,19 +318,10 @@ func (g *gen) emitStruct(c string, st *sema.Struct, pos syntax.Pos) {
 	g.line("if (%s.valid) {", c)
 	g.indent++
 	if g.emitMode == emitPacket {
-		g.line("__u8 *b = (__u8 *)ctx_data(ctx) + (o & P4_OBUF_MASK);")
-		g.line("if ((void *)(b + %d) > ctx_data_end(ctx))", n)
-		g.line("\treturn -1;")
+		g.emitHeaderPacket(c, st, n) // fastpath.go
 	} else {
 		g.line("__u8 *b = s->obuf + (o & P4_OBUF_MASK);")
-	}
-	for _, f := range st.Fields {
-		w := width(f.Type)
-		if w > 64 {
-			g.line("p4_memcpy(b + %d, %s.f_%s, %d);", f.Offset/8, c, f.Name, w/8)
-			continue
-		}
-		g.line("%s", pack("b", f.Offset, w, fmt.Sprintf("(__u64)%s.f_%s", c, f.Name)))
+		g.writeFields(c, st, "b")
 	}
 	g.line("o += %d;", n)
 	g.indent--
@@ -360,7 +343,7 @@ func (g *gen) emitStack(c string, hs *sema.Stack, pos syntax.Pos) {
 func (g *gen) deparser(c *sema.Control) {
 	g.controlLocals(c.Locals)
 	g.line("/* deparser %s */", c.Name)
-	g.line("P4_FN int p4_deparse(ctx_t *ctx)")
+	g.line("%s int p4_deparse(ctx_t *ctx)", g.stageAttr()) // fastpath.go
 	g.line("{")
 	g.indent++
 	g.stateLookup()
@@ -378,41 +361,25 @@ func (g *gen) deparser(c *sema.Control) {
 			direct = false
 		}
 	}
+	if g.hasVarbit() {
+		direct = false // varbit headers are packed through the buffer
+	}
 	if direct {
-		// Only emits: at XDP, size the packet first, then write the
-		// headers straight into it.
-		g.line("#if defined(EDGENF_HOOK_XDP)")
-		g.emitMode = emitLength
+		// Only emits: size the packet first, then write the headers
+		// straight into it (fastpath.go).
+		g.directDeparse(c)
+	} else {
 		for _, s := range c.Decl.Body.Stmts {
 			g.stmt(s)
 		}
-		g.line("if (o > P4_OBUF_SIZE)")
-		g.line("\treturn -1;")
 		g.line("delta = (int)s->off - (int)o;")
 		g.line("if (delta && ctx_adjust_head(ctx, delta))")
 		g.line("\treturn -1;")
-		g.line("o = 0;")
-		g.emitMode = emitPacket
-		for _, s := range c.Decl.Body.Stmts {
-			g.stmt(s)
-		}
-		g.emitMode = emitBuffer
+		g.line("if (o > P4_OBUF_SIZE)")
+		g.line("\treturn -1;")
+		g.line("if (o && p4_store(ctx, 0, s->obuf, o))")
+		g.line("\treturn -1;")
 		g.line("return 0;")
-		g.line("#else")
-	}
-	for _, s := range c.Decl.Body.Stmts {
-		g.stmt(s)
-	}
-	g.line("delta = (int)s->off - (int)o;")
-	g.line("if (delta && ctx_adjust_head(ctx, delta))")
-	g.line("\treturn -1;")
-	g.line("if (o > P4_OBUF_SIZE)")
-	g.line("\treturn -1;")
-	g.line("if (o && p4_store(ctx, 0, s->obuf, o))")
-	g.line("\treturn -1;")
-	g.line("return 0;")
-	if direct {
-		g.line("#endif")
 	}
 	g.indent--
 	g.line("}")

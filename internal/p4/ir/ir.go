@@ -109,6 +109,8 @@ type Table struct {
 	ConstDefault   bool
 	DirectCounter  *Counter
 	CounterOff     int // -1 without direct counter
+	DirectMeter    *Meter
+	MeterOff       int // -1 without direct meter: struct p4_meter in the value
 	ParamOff       int
 	ValueBytes     int
 	EntryRangeOff  int // scan
@@ -132,7 +134,7 @@ type Counter struct {
 // Register is a v1model register<T>(Size): a plain BPF_MAP_TYPE_ARRAY of
 // Size u64 cells (host order, the value right-aligned, Width bits). It is not
 // per-CPU: every CPU sees the same cells; a single read or write is atomic, a
-// read-modify-write sequence in an action is not (@atomic is not honoured).
+// read-modify-write sequence is not, unless in an @atomic block (backend/atomic.go).
 type Register struct {
 	Ent     *sema.Instance
 	Name    string
@@ -145,8 +147,8 @@ type Register struct {
 
 // Meter is a v1model meter(Size, type): a two-rate three-colour marker
 // (RFC 2698, colour-blind) per index, in a BPF_MAP_TYPE_ARRAY of
-// struct p4_meter (see p4info.MeterLayout), shared by all CPUs and updated
-// under a bpf_spin_lock.
+// struct p4_meter (see p4info.MeterLayout), shared by all CPUs; the
+// datapath serialises a cell's update with a compare-and-swap flag.
 type Meter struct {
 	Ent     *sema.Instance
 	Name    string
@@ -154,6 +156,10 @@ type Meter struct {
 	Unit    string // "packets" or "bytes"
 	Size    int
 	MapName string
+	// Direct meters (direct_meter): one cell in each entry's value of
+	// Table, at Table.MeterOff; no map of their own.
+	Direct bool
+	Table  *Table
 }
 
 // ValueSet is a parser value_set: an ARRAY map of Size members
@@ -185,6 +191,7 @@ type Program struct {
 	RegisterOf     map[*sema.Instance]*Register
 	Meters         []*Meter
 	MeterOf        map[*sema.Instance]*Meter
+	DirectMeters   []*Meter
 }
 
 // DefaultTableSize is used when a table has no size property (p4c uses 1024).
@@ -215,6 +222,8 @@ func Build(info *sema.Info, src *syntax.Sources) (*Program, error) {
 			ids.reserve(PrefixRegister, in.Annots)
 		case "meter":
 			ids.reserve(PrefixMeter, in.Annots)
+		case "direct_meter":
+			ids.reserve(PrefixDirectMeter, in.Annots)
 		}
 	}
 	seenAction := map[string]*Action{}
@@ -313,13 +322,21 @@ func Build(info *sema.Info, src *syntax.Sources) (*Program, error) {
 			m.MapName = mapName("m_", in.FullName)
 			p.Meters = append(p.Meters, m)
 			p.MeterOf[in] = m
+		case "direct_meter":
+			m := &Meter{Ent: in, Name: in.FullName, Unit: "packets", Direct: true}
+			m.ID = ids.id(PrefixDirectMeter, in.FullName, in.Annots)
+			if len(in.Args) > 0 && in.Args[0].Int64() == 1 {
+				m.Unit = "bytes"
+			}
+			p.DirectMeters = append(p.DirectMeters, m)
+			p.MeterOf[in] = m
 		}
 	}
 	for _, t := range info.Tables {
 		if !info.LiveControl(t.Control) {
 			continue
 		}
-		it := &Table{Ent: t, Name: t.FullName, Default: t.Default, ConstDefault: t.ConstDefault, CounterOff: -1}
+		it := &Table{Ent: t, Name: t.FullName, Default: t.Default, ConstDefault: t.ConstDefault, CounterOff: -1, MeterOff: -1}
 		it.ID = ids.id(PrefixTable, t.FullName, t.Annots)
 		for _, ta := range t.Actions {
 			it.Actions = append(it.Actions, &TableAction{Action: p.ActionOf[ta.Action], DefaultOnly: ta.DefaultOnly, TableOnly: ta.TableOnly})
@@ -396,6 +413,9 @@ func Build(info *sema.Info, src *syntax.Sources) (*Program, error) {
 		} else {
 			it.ParamOff = 8
 		}
+		if t.DirectMeter != nil {
+			errs = append(errs, directMeterLayout(src, p, t, it)...)
+		}
 		maxp := 0
 		for _, ta := range it.Actions {
 			if ta.Action.ParamBytes > maxp {
@@ -436,6 +456,11 @@ func Build(info *sema.Info, src *syntax.Sources) (*Program, error) {
 		v.MapName = mapName("vs_", vs.FullName)
 		p.ValueSets = append(p.ValueSets, v)
 		p.ValueSetOf[vs] = v
+	}
+	for _, dm := range p.DirectMeters {
+		if dm.Table == nil {
+			errs = append(errs, src.Errorf(dm.Ent.Decl.Pos, "direct meter %s is not attached to any table (meters = %s;)", dm.Ent.Name, dm.Ent.Name))
+		}
 	}
 	for _, dc := range p.DirectCounters {
 		if dc.Table == nil {

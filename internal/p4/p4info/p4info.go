@@ -24,7 +24,12 @@ type P4Info struct {
 	ValueSets      []*ValueSet      `json:"valueSets,omitempty"`
 	Registers      []*Register      `json:"registers,omitempty"`
 	Meters         []*Meter         `json:"meters,omitempty"`
-	Edgenf         *Runtime         `json:"edgenf,omitempty"`
+	DirectMeters   []*DirectMeter   `json:"directMeters,omitempty"`
+	// slowpath.go: digests, packet_in/packet_out headers, their types
+	ControllerPacketMetadata []*ControllerPacketMetadata `json:"controllerPacketMetadata,omitempty"`
+	Digests                  []*Digest                   `json:"digests,omitempty"`
+	TypeInfo                 *TypeInfo                   `json:"typeInfo,omitempty"`
+	Edgenf                   *Runtime                    `json:"edgenf,omitempty"`
 }
 
 type PkgInfo struct {
@@ -108,6 +113,8 @@ type Runtime struct {
 	Meters []*MeterLayout `json:"meters,omitempty"`
 	// ValueSets: ARRAY maps of {u64 value, u64 mask, u32 valid, u32 reserved}, host order.
 	ValueSets []*ValueSetLayout `json:"valueSets,omitempty"`
+	// SlowPath: digests, log messages, controller headers (slowpath.go).
+	SlowPath *SlowPathLayout `json:"slowPath,omitempty"`
 }
 
 // Register mirrors p4.config.v1.Register.
@@ -163,7 +170,9 @@ type MeterSpec struct {
 // (host order): [0:8] cir, [8:16] cbs, [16:24] pir, [24:32] pbs (rates in
 // units per second, bursts in units), [32:40] committed and [40:48] peak
 // tokens (units x 1e9), [48:56] time of the last update (ns), [56:60]
-// configured (0: everything is GREEN), [60:64] a bpf_spin_lock.
+// flags: bit 0 configured (0: everything is GREEN), bit 1 set by the
+// datapath while it updates the cell; [60:64] a bpf_spin_lock (the control
+// plane's whole-cell writes).
 type MeterLayout struct {
 	Name string `json:"name"`
 	ID   uint32 `json:"id"`
@@ -224,7 +233,10 @@ type TableLayout struct {
 	Keys             []*KeyLayout    `json:"keys,omitempty"` // map order
 	ValueBytes       int             `json:"valueBytes"`
 	ParamOffset      int             `json:"paramOffset"`
-	CounterOffset    int             `json:"counterOffset"` // -1: no direct counter
+	CounterOffset    int             `json:"counterOffset"`         // -1: no direct counter
+	MeterOffset      int             `json:"meterOffset,omitempty"` // direct meter's struct p4_meter (MeterLayout); 0: none
+	DirectMeter      string          `json:"directMeter,omitempty"`
+	MeterUnit        string          `json:"meterUnit,omitempty"` // packets or bytes
 	EntryBytes       int             `json:"entryBytes,omitempty"`
 	EntryRangeOffset int             `json:"entryRangeOffset,omitempty"`
 	EntryValueOffset int             `json:"entryValueOffset,omitempty"`
@@ -330,6 +342,9 @@ func FromIR(p *ir.Program) *P4Info {
 		tl := &TableLayout{Name: t.Name, ID: t.ID, Kind: t.Kind, Map: t.MapName, CountMap: t.CountMapName, DefaultMap: t.DefaultMapName, Size: t.Size,
 			KeyBytes: t.KeyBytes, ValueBytes: t.ValueBytes, ParamOffset: t.ParamOff, CounterOffset: t.CounterOff,
 			EntryBytes: t.EntryBytes, EntryRangeOffset: t.EntryRangeOff, EntryValueOffset: t.EntryValueOff, ConstDefault: t.ConstDefault}
+		if dm := t.DirectMeter; dm != nil {
+			tl.MeterOffset, tl.DirectMeter, tl.MeterUnit = t.MeterOff, dm.Name, dm.Unit
+		}
 		for _, k := range t.Keys {
 			tl.Keys = append(tl.Keys, &KeyLayout{Name: k.Name, ID: k.ID, MatchKind: k.MatchKind, Width: k.Width, Offset: k.Offset, Size: k.Size, RangeOffset: k.RangeOff})
 		}
@@ -397,11 +412,19 @@ func FromIR(p *ir.Program) *P4Info {
 		m.Meters = append(m.Meters, &Meter{Preamble: Preamble{ID: me.ID, Name: me.Name, Alias: alias(me.Name)}, Spec: MeterSpec{Unit: strings.ToUpper(me.Unit)}, Size: itoa(me.Size)})
 		rt.Meters = append(rt.Meters, &MeterLayout{Name: me.Name, ID: me.ID, Map: me.MapName, Size: me.Size, Unit: me.Unit})
 	}
+	for _, me := range p.DirectMeters {
+		dm := &DirectMeter{Preamble: Preamble{ID: me.ID, Name: me.Name, Alias: alias(me.Name)}, Spec: MeterSpec{Unit: strings.ToUpper(me.Unit)}}
+		if me.Table != nil {
+			dm.DirectTableID = me.Table.ID
+		}
+		m.DirectMeters = append(m.DirectMeters, dm)
+	}
 	for _, v := range p.ValueSets {
 		m.ValueSets = append(m.ValueSets, &ValueSet{Preamble: Preamble{ID: v.ID, Name: v.Name, Alias: alias(v.Name)},
 			Match: []MatchField{{ID: 1, Name: v.Name, Bitwidth: v.Width, MatchType: "TERNARY"}}, Size: v.Size})
 		rt.ValueSets = append(rt.ValueSets, &ValueSetLayout{Name: v.Name, ID: v.ID, Map: v.MapName, Size: v.Size, Width: v.Width})
 	}
+	addSlowPath(m, p)
 	return m
 }
 

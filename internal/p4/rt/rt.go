@@ -465,7 +465,7 @@ func (p *Program) ReadMeter(name string, index uint32) (*MeterConfig, error) {
 		return nil, err
 	}
 	ne := binary.NativeEndian
-	if ne.Uint32(v[56:]) == 0 {
+	if ne.Uint32(v[56:])&1 == 0 { // bit 1: the datapath is updating the cell
 		return nil, nil
 	}
 	return &MeterConfig{CIR: ne.Uint64(v[0:]), CBurst: ne.Uint64(v[8:]), PIR: ne.Uint64(v[16:]), PBurst: ne.Uint64(v[24:])}, nil

@@ -301,9 +301,6 @@ func (c *checker) structDecl(x *syntax.StructDecl) {
 	if len(x.TypeParams) > 0 {
 		c.unsupported(x.Pos, "generic structs")
 	}
-	if x.Kind == "header_union" {
-		c.unsupported(x.Pos, "header_union")
-	}
 	st := &Struct{Kind: x.Kind, Name: x.Name}
 	off := 0
 	seen := map[string]bool{}
@@ -322,15 +319,20 @@ func (c *checker) structDecl(x *syntax.StructDecl) {
 					c.errorf(f.Pos, "header field %s: enum %s has no underlying type", f.Name, y.Name)
 				}
 			case *Varbit:
-				c.unsupported(f.Pos, "varbit header fields")
+				c.varbitField(st, f, y, len(x.Fields))
 			case *Invalid:
 			default:
 				c.errorf(f.Pos, "header field %s has type %s; header fields must be bit<N>, int<N>, bool or enum bit<N>", f.Name, ft)
 			}
 		}
+		if x.Kind == "header_union" {
+			c.unionField(x, f, ft)
+		}
 		if s, ok := ft.(*Stack); ok {
 			if x.Kind != "struct" {
 				c.unsupported(f.Pos, "header stacks inside a "+x.Kind)
+			} else if IsUnion(s.Elem) {
+				c.unsupported(f.Pos, "header_union stacks ("+s.String()+"); use a stack of each member header")
 			} else if el, ok := s.Elem.(*Struct); !ok || el.Kind != "header" {
 				if !bad(s.Elem) {
 					c.unsupported(f.Pos, "stacks of "+s.Elem.String()+" (only header stacks)")
@@ -341,6 +343,9 @@ func (c *checker) structDecl(x *syntax.StructDecl) {
 		}
 		w := Width(ft)
 		st.Fields = append(st.Fields, &Field{Name: f.Name, Type: ft, Offset: off, Annots: f.Annotations})
+		if _, ok := ft.(*Varbit); ok && x.Kind == "header" && st.Varbit == nil {
+			st.Varbit = st.Fields[len(st.Fields)-1]
+		}
 		if w > 0 {
 			off += w
 		}
@@ -629,7 +634,7 @@ func (c *checker) instanceDecl(x *syntax.InstanceDecl, owner string) Entity {
 			inst.Args = append(inst.Args, v)
 		}
 		switch y.Decl.Name {
-		case "counter", "direct_counter", "register", "meter":
+		case "counter", "direct_counter", "register", "meter", "direct_meter":
 		default:
 			c.unsupported(x.Pos, "extern "+y.Decl.Name)
 		}
@@ -879,7 +884,17 @@ func (c *checker) tableDecl(x *syntax.TableDecl) *Table {
 		case "implementation":
 			c.unsupported(p.Pos, "table implementation (action profiles/selectors)")
 		case "meters":
-			c.unsupported(p.Pos, "direct meters")
+			id, ok := p.Value.(*syntax.Ident)
+			var inst *Instance
+			if ok {
+				inst, _ = c.sc.lookup(id.Name).(*Instance)
+			}
+			if inst == nil || inst.Extern.Name != "direct_meter" {
+				c.errorf(p.Value.NodePos(), "meters must name a direct_meter instance")
+				continue
+			}
+			c.info.Uses[id] = inst
+			t.DirectMeter = inst
 		case "support_timeout", "idle_timeout", "psa_direct_counter", "largest_priority_wins", "priority_delta":
 		default:
 			c.errorf(p.Pos, "unknown table property %q", p.Name)

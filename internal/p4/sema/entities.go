@@ -93,6 +93,7 @@ type Table struct {
 	ConstDefault  bool
 	Size          int // 0 when not given
 	DirectCounter *Instance
+	DirectMeter   *Instance // meters = dm; (a direct_meter)
 	Entries       []*Entry
 	EntriesConst  bool
 	Annots        syntax.Annotations

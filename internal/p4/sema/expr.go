@@ -527,7 +527,7 @@ func (c *checker) member(x *syntax.Member) Type {
 			c.info.Members[x] = &MemberRef{Kind: FieldAccess, Field: f}
 			return f.Type
 		}
-		if t.Kind == "header" && (x.Name == "isValid" || x.Name == "setValid" || x.Name == "setInvalid") {
+		if (t.Kind == "header" && (x.Name == "isValid" || x.Name == "setValid" || x.Name == "setInvalid")) || (t.Kind == "header_union" && x.Name == "isValid") {
 			c.info.Members[x] = &MemberRef{Kind: MethodRef}
 			return &Void{}
 		}
@@ -601,6 +601,14 @@ func (c *checker) call(x *syntax.Call, want Type) Type {
 		xt := c.expr(fn.X, nil)
 		switch t := xt.(type) {
 		case *Struct:
+			if t.Kind == "header_union" && fn.Name == "isValid" {
+				c.info.Members[fn] = &MemberRef{Kind: MethodRef}
+				c.info.Calls[x] = &CallRef{Kind: CallHeaderMethod, Method: fn.Name, Recv: fn.X}
+				if len(x.Args) != 0 {
+					c.errorf(x.Pos, "%s takes no arguments", fn.Name)
+				}
+				return &Bool{}
+			}
 			if t.Kind != "header" {
 				break
 			}
@@ -757,9 +765,14 @@ func (c *checker) call(x *syntax.Call, want Type) Type {
 			}
 			c.info.Calls[x] = &CallRef{Kind: CallExternFunc, Method: v.Name, Proto: proto, Func: v}
 			var ret Type
-			c.withTypeParams(proto.TypeParams, func() {
-				ret = c.checkArgs(x, proto)
-			})
+			if len(x.TypeArgs) > 0 && len(x.TypeArgs) == len(proto.TypeParams) {
+				// digest<T>(r, {..}), log_msg<T>(..): explicit type arguments
+				ret = c.withTypeArgs(x, proto, func() Type { return c.checkArgs(x, proto) })
+			} else {
+				c.withTypeParams(proto.TypeParams, func() {
+					ret = c.checkArgs(x, proto)
+				})
+			}
 			if v.Name == "static_assert" {
 				if len(x.Args) > 0 && x.Args[0].Value != nil {
 					if cv, ok := c.info.Consts[x.Args[0].Value]; !ok {
@@ -779,7 +792,11 @@ func (c *checker) call(x *syntax.Call, want Type) Type {
 			}
 			switch v.Name {
 			case "mark_to_drop", "verify", "verify_checksum", "update_checksum", "hash",
-				"verify_checksum_with_payload", "update_checksum_with_payload", "log_msg", "assert", "assume":
+				"verify_checksum_with_payload", "update_checksum_with_payload", "log_msg", "assert", "assume",
+				"random", "truncate":
+			case "digest": // slow path (backend/slowpath.go)
+			case "clone", "clone3", "clone_preserving_field_list", "resubmit", "resubmit_preserving_field_list",
+				"recirculate", "recirculate_preserving_field_list": // backend/replicate.go
 			default:
 				c.unsupported(x.Pos, "extern function "+v.Name)
 			}
@@ -870,13 +887,11 @@ func (c *checker) packetCall(x *syntax.Call, ext, method string) {
 		if c.parser == nil {
 			c.errorf(x.Pos, "extract can only be called in a parser")
 		}
-		if len(x.Args) != 1 {
-			c.unsupported(x.Pos, "extract of variable-size headers")
-			return
-		}
 		if !IsHeader(c.info.Types[x.Args[0].Value]) {
 			c.errorf(x.Args[0].Value.NodePos(), "extract needs a header, got %s", c.info.Types[x.Args[0].Value])
+			return
 		}
+		c.extractVarbit(x)
 	case ext == "packet_in" && (method == "lookahead" || method == "advance"):
 		if c.parser == nil {
 			c.errorf(x.Pos, "%s can only be called in a parser", method)
@@ -899,8 +914,8 @@ func (c *checker) packetCall(x *syntax.Call, ext, method string) {
 		if _, ok := t.(*Stack); ok {
 			return
 		}
-		if s, ok := t.(*Struct); !ok || s.Kind == "header_union" {
-			c.errorf(x.Args[0].Value.NodePos(), "emit needs a header or a struct of headers, got %s", t)
+		if _, ok := t.(*Struct); !ok {
+			c.errorf(x.Args[0].Value.NodePos(), "emit needs a header, a header_union or a struct of headers, got %s", t)
 		}
 	default:
 		c.unsupported(x.Pos, ext+"."+method)

@@ -47,7 +47,9 @@ type (
 		Kind   string // "struct", "header", "header_union"
 		Name   string
 		Fields []*Field
-		Bits   int // headers: total width
+		Bits   int // headers: total width (without the varbit field)
+		// Varbit is a header's varbit field (edgenf: the last field), if any.
+		Varbit *Field
 	}
 	Tuple struct{ Elems []Type }
 	// ListT is the type of a {..} expression before it meets a target type.

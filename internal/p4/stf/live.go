@@ -67,6 +67,8 @@ func LoadLive(res *p4.Result, hook string, ports []int) (_ *Runner, err error) {
 		}
 	}
 	r := &Runner{Hook: hook, send: l.send, closer: l.close}
+	r.repl = newReplState() // replicate_live.go: every copy is an output
+	r.repl.live = l
 	if r.RT, err = rt.New(res.Info, l.cube.Maps()); err != nil {
 		return nil, err
 	}

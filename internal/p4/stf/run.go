@@ -33,6 +33,7 @@ type Runner struct {
 	cpus int
 	// send and closer replace the test-run path in live runs (LoadLive).
 	send   func(port int, pkt []byte) (*Output, error)
+	repl   *replState // multicast nodes and the punt-ring reader of copies (replicate.go)
 	closer func()
 }
 
@@ -65,6 +66,7 @@ func LoadHook(object []byte, info *p4info.P4Info, hook string) (*Runner, error) 
 	if err != nil {
 		return nil, err
 	}
+	setCopySlowPath(spec) // replicate.go
 	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{LogSizeStart: 1 << 20}})
 	if err != nil {
 		var ve *ebpf.VerifierError
@@ -100,6 +102,7 @@ func LoadHook(object []byte, info *p4info.P4Info, hook string) (*Runner, error) 
 
 // Close releases the program and maps.
 func (r *Runner) Close() {
+	r.repl.close()
 	if r.closer != nil {
 		r.closer()
 		return
@@ -124,35 +127,41 @@ func (r *Runner) stats() ([]edgenfStats, error) {
 	return out, nil
 }
 
-// Send runs one packet arriving on inPort; it returns the output, or nil when
-// the packet was dropped.
-func (r *Runner) Send(inPort int, pkt []byte) (*Output, error) {
-	if r.send != nil {
-		return r.send(inPort, pkt)
-	}
+// runOnce feeds one packet arriving on inPort to the program with
+// BPF_PROG_TEST_RUN: its verdict, the frame after it ran, and the counters
+// before and after.
+func (r *Runner) runOnce(inPort int, pkt []byte) (verdict uint32, out []byte, before, after []edgenfStats, err error) {
 	md := make([]edgenfMD, r.cpus)
 	for i := range md {
 		md[i] = edgenfMD{InPort: uint32(inPort), IngressIfindex: 1}
 	}
-	if err := r.Coll.Maps["enf_scratch"].Update(uint32(0), md, ebpf.UpdateAny); err != nil {
-		return nil, err
+	if err = r.Coll.Maps["enf_scratch"].Update(uint32(0), md, ebpf.UpdateAny); err != nil {
+		return
 	}
-	before, err := r.stats()
-	if err != nil {
-		return nil, err
+	if before, err = r.stats(); err != nil {
+		return
 	}
 	// XDP test runs need at least an Ethernet header's worth of data
 	data := pkt
 	if len(data) < 14 {
 		data = append(append([]byte(nil), pkt...), make([]byte, 14-len(pkt))...)
 	}
-	out := make([]byte, len(data)+512)
-	ro := &ebpf.RunOptions{Data: data, DataOut: out, Repeat: 1}
-	verdict, err := r.Prog.Run(ro)
-	if err != nil {
-		return nil, fmt.Errorf("BPF_PROG_TEST_RUN: %w", err)
+	ro := &ebpf.RunOptions{Data: data, DataOut: make([]byte, len(data)+512), Repeat: 1}
+	if verdict, err = r.Prog.Run(ro); err != nil {
+		err = fmt.Errorf("BPF_PROG_TEST_RUN: %w", err)
+		return
 	}
-	after, err := r.stats()
+	after, err = r.stats()
+	return verdict, ro.DataOut, before, after, err
+}
+
+// Send runs one packet arriving on inPort; it returns the output, or nil when
+// the packet was dropped.
+func (r *Runner) Send(inPort int, pkt []byte) (*Output, error) {
+	if r.send != nil {
+		return r.send(inPort, pkt)
+	}
+	verdict, out, before, after, err := r.runOnce(inPort, pkt)
 	if err != nil {
 		return nil, err
 	}
@@ -165,12 +174,12 @@ func (r *Runner) Send(inPort int, pkt []byte) (*Output, error) {
 			if verdict != sent {
 				return nil, fmt.Errorf("port %d counted a send but the verdict is %d", p, verdict)
 			}
-			return &Output{Port: p, Data: ro.DataOut}, nil
+			return &Output{Port: p, Data: out}, nil
 		}
 	}
 	for p := 0; p <= maxPorts; p++ {
 		if after[p].PuntPackets > before[p].PuntPackets {
-			return &Output{Port: CPUPort, Data: ro.DataOut}, nil
+			return &Output{Port: CPUPort, Data: out}, nil
 		}
 	}
 	switch verdict {
@@ -208,17 +217,24 @@ func (r *Runner) Run(name string, cmds []*Cmd) (*Result, error) {
 	for _, c := range cmds {
 		switch c.Kind {
 		case "packet":
-			o, err := r.Send(c.Port, c.Data)
+			outs, err := r.SendAll(c.Port, c.Data) // replicate.go: every copy
 			if err != nil {
 				return nil, fmt.Errorf("%s:%d: %w", name, c.Line, err)
 			}
-			lastOut, lastWasPacket = o, true
-			if o != nil {
+			lastOut, lastWasPacket = nil, true
+			for i := range outs {
+				o := &outs[i]
+				lastOut = o
 				outputs[o.Port] = append(outputs[o.Port], *o)
 				outLine[o.Port] = append(outLine[o.Port], c.Line)
 				res.Outputs = append(res.Outputs, *o)
 			}
 			continue
+		case "mc_mgrp_create", "mc_mgrp_destroy", "mc_node_create", "mc_node_update", "mc_node_destroy",
+			"mc_node_associate", "mc_node_dissociate", "mirroring_add", "mirroring_add_mc", "mirroring_delete":
+			if err := r.replCmd(c); err != nil {
+				return nil, fmt.Errorf("%s:%d: %w", name, c.Line, err)
+			}
 		case "expect":
 			expects[c.Port] = append(expects[c.Port], c)
 		case "no_packet":
@@ -253,6 +269,15 @@ func (r *Runner) Run(name string, cmds []*Cmd) (*Result, error) {
 			}
 			if !compare(v, c.Op, c.Value) {
 				fail(c, "counter %s(%d) %s = %d, want %s %d", c.Counter, c.Index, c.Field, v, c.Op, c.Value)
+			}
+		case "direct_meter_set":
+			prio := uint32(0)
+			if c.Priority >= 0 {
+				prio = 0x7fffffff - uint32(c.Priority)
+			}
+			cfg := &rt.MeterConfig{CIR: c.Rates[0], CBurst: c.Rates[1], PIR: c.Rates[2], PBurst: c.Rates[3]}
+			if err := r.RT.SetDirectMeter(c.Table, c.Matches, prio, cfg); err != nil {
+				return nil, fmt.Errorf("%s:%d: %w", name, c.Line, err)
 			}
 		case "meter_set":
 			cfg := &rt.MeterConfig{CIR: c.Rates[0], CBurst: c.Rates[1], PIR: c.Rates[2], PBurst: c.Rates[3]}

@@ -12,6 +12,9 @@
 //	register_write <register> <index> <value>
 //	register_read <register> <index> <value>   (the cell must equal value)
 //	meter_set <meter> <index> <cir> <cburst> <pir> <pburst>   (edgenf; units/s, units)
+//	direct_meter_set <table> [<priority>] <field>:<value> ... <cir> <cburst> <pir> <pburst>   (edgenf)
+//	mc_mgrp_create <group>, mc_node_create <rid> <port>..., mc_node_associate <group> <node>
+//	mirroring_add <session> <port>, mirroring_add_mc <session> <group>   (replicate.go)
 //	wait
 //
 // Priorities follow bmv2 (a lower number wins); entries of ternary tables
@@ -51,6 +54,7 @@ type Cmd struct {
 	Register string // register_read / register_write
 	Meter    string // meter_set
 	Rates    [4]uint64
+	Nums     []uint64 // mc_* and mirroring_* arguments (replicate.go)
 }
 
 // Parse reads an STF file.
@@ -201,6 +205,10 @@ func parseLine(line string) (*Cmd, error) {
 			return nil, fmt.Errorf("bad counter value %q", rest[0])
 		}
 		c.Value = v
+	case "direct_meter_set":
+		if err := parseDirectMeterSet(c, f); err != nil {
+			return nil, err
+		}
 	case "meter_set":
 		if len(f) != 7 {
 			return nil, fmt.Errorf("meter_set <meter> <index> <cir> <cburst> <pir> <pburst>")
@@ -233,6 +241,11 @@ func parseLine(line string) (*Cmd, error) {
 			return nil, err
 		}
 		c.Value = v
+	case "mc_mgrp_create", "mc_mgrp_destroy", "mc_node_create", "mc_node_update", "mc_node_destroy",
+		"mc_node_associate", "mc_node_dissociate", "mirroring_add", "mirroring_add_mc", "mirroring_delete":
+		if err := parseRepl(c, f); err != nil { // replicate.go
+			return nil, err
+		}
 	default:
 		return nil, fmt.Errorf("unknown STF command %q", f[0])
 	}

@@ -252,6 +252,8 @@ type (
 	BlockStmt struct {
 		Pos   Pos
 		Stmts []Stmt
+		// Annotations of a block statement (@atomic { ... }).
+		Annotations Annotations
 	}
 	ExitStmt   struct{ Pos Pos }
 	ReturnStmt struct {

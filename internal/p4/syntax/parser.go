@@ -860,7 +860,9 @@ func (p *parser) stmt() Stmt {
 	t := p.tok()
 	switch {
 	case p.is("{"):
-		return p.block()
+		b := p.block()
+		b.Annotations = as
+		return b
 	case p.is(";"):
 		p.next()
 		return &EmptyStmt{Pos: t.Pos}

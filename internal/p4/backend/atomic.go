@@ -1,0 +1,239 @@
+package backend
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/edgenf/edgenf/internal/p4/ir"
+	"github.com/edgenf/edgenf/internal/p4/sema"
+	"github.com/edgenf/edgenf/internal/p4/syntax"
+)
+
+// @atomic blocks.
+//
+// Per-packet state (headers, metadata, locals) is per-CPU, so a block that
+// touches no register is atomic as it is. A block that reads and writes
+// registers is made atomic with a bpf_spin_lock: all its register accesses
+// must use one index (the same expression, not assigned in the block); the
+// cells are looked up first, then the block runs holding lock
+// p4_atomic_locks[index % P4_ATOMIC_LOCKS] (one lock array for the
+// program: the verifier lets a program hold one lock at a time). While
+// holding it a BPF program may call no helper and no function, so the block
+// may only hold assignments, if statements, local declarations, header
+// validity and register read/write; anything else is reported at its
+// position.
+
+// atomicLocks is the number of lock cells (a power of two).
+const atomicLocks = 1024
+
+type atomicState struct {
+	cells map[*sema.Instance]string // register -> C pointer to its cell
+}
+
+type atomicScan struct {
+	g       *gen
+	regs    []*sema.Instance
+	idx     []syntax.Expr
+	assigns []syntax.Expr
+	bad     bool
+}
+
+func (a *atomicScan) reject(pos syntax.Pos, what string) {
+	if !a.bad {
+		a.g.unsupported(pos, "@atomic block with "+what+": edgenf makes atomic the blocks of register reads and writes at one index, assignments and if statements")
+	}
+	a.bad = true
+}
+
+func (a *atomicScan) stmt(s syntax.Stmt) {
+	switch x := s.(type) {
+	case *syntax.BlockStmt:
+		for _, y := range x.Stmts {
+			a.stmt(y)
+		}
+	case *syntax.EmptyStmt:
+	case *syntax.AssignStmt:
+		a.assigns = append(a.assigns, x.LHS)
+		a.expr(x.LHS)
+		a.expr(x.RHS)
+	case *syntax.IfStmt:
+		a.expr(x.Cond)
+		a.stmt(x.Then)
+		if x.Else != nil {
+			a.stmt(x.Else)
+		}
+	case *syntax.DeclStmt:
+		if d, ok := x.Decl.(*syntax.VarDecl); ok && d.Init != nil {
+			a.expr(d.Init)
+		}
+	case *syntax.CallStmt:
+		a.call(x.Call)
+	case *syntax.ExitStmt:
+		a.reject(x.Pos, "exit")
+	case *syntax.ReturnStmt:
+		a.reject(x.Pos, "return")
+	default:
+		a.reject(s.NodePos(), "this statement")
+	}
+}
+
+func (a *atomicScan) call(call *syntax.Call) {
+	cr := a.g.info.Calls[call]
+	if cr == nil {
+		a.reject(call.Pos, "this call")
+		return
+	}
+	switch cr.Kind {
+	case sema.CallHeaderMethod:
+		if cr.Method == "push_front" || cr.Method == "pop_front" || cr.Method == "isValid" || cr.Method == "setValid" || cr.Method == "setInvalid" {
+			return
+		}
+	case sema.CallExternMethod:
+		if in := cr.Instance; in != nil && in.Extern.Name == "register" && len(call.Args) == 2 {
+			switch cr.Method {
+			case "read":
+				a.regs = append(a.regs, in)
+				a.idx = append(a.idx, call.Args[1].Value)
+				a.assigns = append(a.assigns, call.Args[0].Value)
+				a.expr(call.Args[1].Value)
+				return
+			case "write":
+				a.regs = append(a.regs, in)
+				a.idx = append(a.idx, call.Args[0].Value)
+				a.expr(call.Args[0].Value)
+				a.expr(call.Args[1].Value)
+				return
+			}
+		}
+	case sema.CallExternFunc:
+		if cr.Method == "mark_to_drop" {
+			return
+		}
+	}
+	a.reject(call.Pos, "a call of "+sema.ExprString(call.Fn))
+}
+
+func (a *atomicScan) expr(e syntax.Expr) {
+	switch x := e.(type) {
+	case nil:
+	case *syntax.Call:
+		if cr := a.g.info.Calls[x]; cr != nil && cr.Kind == sema.CallHeaderMethod && cr.Method == "isValid" {
+			return
+		}
+		a.reject(x.Pos, "a call of "+sema.ExprString(x.Fn))
+	case *syntax.Member:
+		if r := a.g.info.Members[x]; r != nil && r.Kind == sema.ApplyField {
+			a.reject(x.Pos, "a table application")
+			return
+		}
+		a.expr(x.X)
+	case *syntax.Index:
+		a.expr(x.X)
+		a.expr(x.Index)
+	case *syntax.Slice:
+		a.expr(x.X)
+	case *syntax.Unary:
+		a.expr(x.X)
+	case *syntax.Binary:
+		a.expr(x.X)
+		a.expr(x.Y)
+	case *syntax.Cond:
+		a.expr(x.Cond)
+		a.expr(x.Then)
+		a.expr(x.Else)
+	case *syntax.Cast:
+		a.expr(x.X)
+	case *syntax.List:
+		for _, el := range x.Elems {
+			a.expr(el)
+		}
+	}
+}
+
+// atomicBlock generates an @atomic block statement.
+func (g *gen) atomicBlock(b *syntax.BlockStmt) {
+	if g.atomic != nil {
+		g.block(b) // nested: already under the lock
+		return
+	}
+	sc := &atomicScan{g: g}
+	sc.stmt(b)
+	if sc.bad {
+		return
+	}
+	if len(sc.regs) == 0 {
+		g.block(b)
+		return
+	}
+	idx := g.rv(sc.idx[0])
+	for i, e := range sc.idx[1:] {
+		if c := g.rv(e); c != idx {
+			g.unsupported(sc.idx[i+1].NodePos(), fmt.Sprintf("@atomic block with register accesses at different indices (%s and %s): edgenf locks one index per block",
+				sema.ExprString(sc.idx[0]), sema.ExprString(e)))
+			return
+		}
+	}
+	for _, as := range sc.assigns {
+		if l := g.lval(as); strings.Contains(idx, l) {
+			g.unsupported(as.NodePos(), "@atomic block that assigns "+sema.ExprString(as)+", which its register index uses")
+			return
+		}
+	}
+	g.atomicUsed = true
+	st := &atomicState{cells: map[*sema.Instance]string{}}
+	g.line("{")
+	g.indent++
+	g.line("/* @atomic: the register cells are looked up first, then the block runs under the lock of its index */")
+	g.line("__u32 ai = (__u32)%s;", idx)
+	for _, in := range sc.regs {
+		if _, ok := st.cells[in]; ok {
+			continue
+		}
+		r := g.p.RegisterOf[in]
+		c := fmt.Sprintf("ac%d", len(st.cells))
+		st.cells[in] = c
+		g.line("__u64 *%s = ai < %d ? bpf_map_lookup_elem(&%s, &ai) : 0;", c, r.Size, r.MapName)
+	}
+	g.line("__u32 li = ai & %d;", atomicLocks-1)
+	g.line("struct p4_atomic_lock *lk = bpf_map_lookup_elem(&p4_atomic_locks, &li);")
+	g.line("if (lk)")
+	g.line("\tbpf_spin_lock(&lk->l);")
+	g.atomic = st
+	g.block(b)
+	g.atomic = nil
+	g.line("if (lk)")
+	g.line("\tbpf_spin_unlock(&lk->l);")
+	g.indent--
+	g.line("}")
+}
+
+// atomicRegisterOp generates register.read/write inside an @atomic block
+// through the cell pointer looked up before the lock; it reports whether it
+// did.
+func (g *gen) atomicRegisterOp(call *syntax.Call, cr *sema.CallRef, r *ir.Register) bool {
+	if g.atomic == nil {
+		return false
+	}
+	c, ok := g.atomic.cells[cr.Instance]
+	if !ok {
+		return false
+	}
+	switch cr.Method {
+	case "read":
+		g.line("%s = %s ? (*%s & %s) : 0;", g.lval(call.Args[0].Value), c, c, mask(r.Width))
+	case "write":
+		g.line("if (%s)", c)
+		g.line("\t*%s = (__u64)(%s) & %s;", c, g.rv(call.Args[1].Value), mask(r.Width))
+	default:
+		return false
+	}
+	return true
+}
+
+// atomicMaps returns the lock array of @atomic blocks.
+func (g *gen) atomicMaps() string {
+	if !g.atomicUsed {
+		return ""
+	}
+	return fmt.Sprintf("/* locks of @atomic blocks, by register index %% %d */\nstruct p4_atomic_lock {\n\tstruct bpf_spin_lock l;\n};\n\nstruct {\n\t__uint(type, BPF_MAP_TYPE_ARRAY);\n\t__uint(max_entries, %d);\n\t__type(key, __u32);\n\t__type(value, struct p4_atomic_lock);\n} p4_atomic_locks SEC(\".maps\");\n\n", atomicLocks, atomicLocks)
+}

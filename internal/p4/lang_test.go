@@ -1,0 +1,83 @@
+package p4
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// langProgram wraps declarations, a parser state body and an ingress body
+// into a v1model program.
+func langProgram(decls, parse, ingress string) string {
+	return `#include <core.p4>
+#include <v1model.p4>
+header eth_t { bit<48> d; bit<48> s; bit<16> t; }
+header a_t { bit<8> x; }
+header b_t { bit<16> y; }
+` + decls + `
+control V(inout H h, inout M m) { apply { } }
+parser P(packet_in p, out H h, inout M m, inout standard_metadata_t sm) {
+    state start { ` + parse + ` transition accept; }
+}
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    register<bit<32>>(16) r;
+    register<bit<32>>(16) r2;
+    table t { key = { h.eth.t : exact; } actions = { NoAction; } }
+    apply { ` + ingress + ` }
+}
+control E(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }
+control C(inout H h, inout M m) { apply { } }
+control D(packet_out p, in H h) { apply { p.emit(h); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+`
+}
+
+const langStructs = `header_union u_t { a_t a; b_t b; }
+header v_t { bit<8> len; varbit<32> o; }
+struct H { eth_t eth; u_t u; v_t v; }
+struct M { bit<32> i; bit<32> x; }`
+
+// TestLanguageErrors: what edgenf rejects around varbit, header unions and
+// @atomic, at the right position.
+func TestLanguageErrors(t *testing.T) {
+	for _, c := range []struct{ decls, parse, ingress, want string }{
+		{langStructs, "p.extract(h.v);", "", "test.p4:12:28: error: header v_t has a varbit field: extract it with two arguments"},
+		{langStructs, "p.extract(h.eth, 32w8);", "", "two-argument extract needs a header with a varbit field"},
+		{"header w_t { varbit<32> o; bit<8> z; }\nstruct H { eth_t eth; w_t w; }\nstruct M { bit<32> i; bit<32> x; }", "", "", "unsupported: fields after a varbit field"},
+		{"header w_t { varbit<12> o; }\nstruct H { eth_t eth; w_t w; }\nstruct M { bit<32> i; bit<32> x; }", "", "", "unsupported: varbit<N> with N not a multiple of 8"},
+		{"header_union u_t { a_t a; b_t b; }\nstruct H { eth_t eth; u_t[2] us; }\nstruct M { bit<32> i; bit<32> x; }", "", "", "unsupported: header_union stacks"},
+		{"header_union u_t { a_t a; bit<8> b; }\nstruct H { eth_t eth; u_t u; }\nstruct M { bit<32> i; bit<32> x; }", "", "", "members must be headers"},
+		{langStructs, "", "hash(m.x, HashAlgorithm.crc32, 32w0, {h.v.o}, 32w16);", "unsupported: hashing a varbit field"},
+		{langStructs, "", "@atomic { r.read(m.x, m.i); t.apply(); r.write(m.i, m.x + 1); }", "test.p4:18:48: error: unsupported: @atomic block with a call of t.apply"},
+		{langStructs, "", "@atomic { r.read(m.x, m.i); r.write(m.i + 1, m.x + 1); }", "unsupported: @atomic block with register accesses at different indices"},
+		{langStructs, "", "@atomic { r.read(m.i, m.i); r.write(m.i, m.x + 1); }", "unsupported: @atomic block that assigns m.i"},
+		{langStructs, "", "@atomic { r.read(m.x, m.i); exit; }", "unsupported: @atomic block with exit"},
+	} {
+		_, err := Compile(context.Background(), Options{Path: "test.p4", Source: []byte(langProgram(c.decls, c.parse, c.ingress)), NoObject: true})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s / %s / %s:\ngot %v\nwant %q", c.decls, c.parse, c.ingress, err, c.want)
+		}
+	}
+}
+
+// TestAtomicCodegen: a register read-modify-write under @atomic takes the
+// lock of its index around the block, after the lookups.
+func TestAtomicCodegen(t *testing.T) {
+	src := langProgram(langStructs, "", "@atomic { r.read(m.x, m.i); r2.read(m.x, m.i); if (m.x < 10) { r.write(m.i, m.x + 1); } }")
+	res, err := Compile(context.Background(), Options{Path: "test.p4", Source: []byte(src), NoObject: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.C
+	lock, unlock := strings.Index(c, "bpf_spin_lock(&lk->l)"), strings.Index(c, "bpf_spin_unlock(&lk->l)")
+	look := strings.Index(c, "__u64 *ac1 = ")
+	if lock < 0 || unlock < lock || look < 0 || look > lock || !strings.Contains(c, "p4_atomic_locks SEC") {
+		t.Errorf("no lock around the block:\n%s", c)
+	}
+	// without registers: no lock
+	src = langProgram(langStructs, "", "@atomic { m.x = m.x + 1; }")
+	res, err = Compile(context.Background(), Options{Path: "test.p4", Source: []byte(src), NoObject: true})
+	if err != nil || strings.Contains(res.C, "bpf_spin_lock(&lk") {
+		t.Errorf("%v", err)
+	}
+}

@@ -1,0 +1,226 @@
+package rt
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/cilium/ebpf"
+)
+
+// Packet replication state of v1model programs (backend/replicate.go):
+// multicast groups and clone (mirroring) sessions, as BMv2's
+// mc_mgrp_create/mc_node_create/mc_node_associate and
+// mirroring_add/mirroring_add_mc configure them.
+
+// Limits of the generated maps (backend/replicate.go).
+const (
+	MaxReplicas      = 32
+	MaxMcastGroups   = 4096
+	MaxCloneSessions = 1024
+	// MaxSessionID is BMv2's largest mirroring session id; 0 means "no
+	// clone" in v1model (clone(type, 0) makes no copy).
+	MaxSessionID = 32767
+	// MaxPort: replicas and sessions name cube ports 0..63 or the CPU
+	// port 510.
+	MaxPort = 63
+	CPUPort = 510
+
+	mcMap   = "p4_mc_groups"
+	sessMap = "p4_clone_sessions"
+)
+
+// Replica is one copy of a multicast group: its egress_port and egress_rid.
+type Replica struct {
+	Port uint16 `json:"port"`
+	Rid  uint16 `json:"rid"`
+}
+
+// CloneSession is where a clone session sends its copies: a port, or the
+// replicas of a multicast group (McastGroup != 0); Truncate > 0 cuts the
+// copies to that many bytes.
+type CloneSession struct {
+	Port       uint16 `json:"port"`
+	McastGroup uint16 `json:"mcast_group,omitempty"`
+	Truncate   uint32 `json:"truncate,omitempty"`
+}
+
+// Replicates reports whether the loaded program has replication maps.
+func (p *Program) Replicates() bool {
+	return p.Maps[mcMap] != nil && p.Maps[sessMap] != nil
+}
+
+func (p *Program) replMap(name string) (*ebpf.Map, error) {
+	m := p.Maps[name]
+	if m == nil {
+		return nil, fmt.Errorf("the program uses neither clone nor multicast (no %s map)", name)
+	}
+	return m, nil
+}
+
+// ValidPort reports whether port can receive copies.
+func ValidPort(port uint32) bool { return port <= MaxPort || port == CPUPort }
+
+// CheckMcastGroup validates a group before it is written.
+func CheckMcastGroup(id uint32, reps []Replica) error {
+	if id == 0 || id > 0xffff {
+		return fmt.Errorf("multicast group %d: ids are 1..65535 (0 means no multicast)", id)
+	}
+	if len(reps) > MaxReplicas {
+		return fmt.Errorf("multicast group %d: %d replicas, at most %d", id, len(reps), MaxReplicas)
+	}
+	seen := map[Replica]bool{}
+	for _, r := range reps {
+		if !ValidPort(uint32(r.Port)) {
+			return fmt.Errorf("multicast group %d: port %d: ports are 0..%d or %d (CPU)", id, r.Port, MaxPort, CPUPort)
+		}
+		if seen[r] {
+			return fmt.Errorf("multicast group %d: replica (port %d, rid %d) listed twice", id, r.Port, r.Rid)
+		}
+		seen[r] = true
+	}
+	return nil
+}
+
+// CheckCloneSession validates a session before it is written.
+func CheckCloneSession(id uint32, s CloneSession) error {
+	if id == 0 || id > MaxSessionID {
+		return fmt.Errorf("clone session %d: ids are 1..%d (0 means no clone)", id, MaxSessionID)
+	}
+	if s.McastGroup == 0 && !ValidPort(uint32(s.Port)) {
+		return fmt.Errorf("clone session %d: port %d: ports are 0..%d or %d (CPU)", id, s.Port, MaxPort, CPUPort)
+	}
+	if s.McastGroup != 0 && s.Port != 0 {
+		return fmt.Errorf("clone session %d: give a port or a multicast group, not both", id)
+	}
+	if s.Truncate != 0 && s.Truncate < 14 {
+		return fmt.Errorf("clone session %d: truncate %d is shorter than an Ethernet header (0: whole packet)", id, s.Truncate)
+	}
+	return nil
+}
+
+func encodeGroup(reps []Replica) []byte {
+	b := make([]byte, 8+4*MaxReplicas)
+	binary.NativeEndian.PutUint32(b[0:], uint32(len(reps)))
+	for i, r := range reps {
+		binary.NativeEndian.PutUint16(b[8+4*i:], r.Port)
+		binary.NativeEndian.PutUint16(b[10+4*i:], r.Rid)
+	}
+	return b
+}
+
+func decodeGroup(b []byte) []Replica {
+	n := int(binary.NativeEndian.Uint32(b[0:]))
+	out := []Replica{}
+	for i := 0; i < n && i < MaxReplicas; i++ {
+		out = append(out, Replica{Port: binary.NativeEndian.Uint16(b[8+4*i:]), Rid: binary.NativeEndian.Uint16(b[10+4*i:])})
+	}
+	return out
+}
+
+// SetMcastGroup creates or replaces multicast group id with these replicas
+// (an empty list is a group that makes no copy).
+func (p *Program) SetMcastGroup(id uint32, reps []Replica) error {
+	if err := CheckMcastGroup(id, reps); err != nil {
+		return err
+	}
+	m, err := p.replMap(mcMap)
+	if err != nil {
+		return err
+	}
+	return m.Update(id, encodeGroup(reps), ebpf.UpdateAny)
+}
+
+// DeleteMcastGroup removes a group (packets sent to it make no copy).
+func (p *Program) DeleteMcastGroup(id uint32) error {
+	m, err := p.replMap(mcMap)
+	if err != nil {
+		return err
+	}
+	if err := m.Delete(id); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return err
+	}
+	return nil
+}
+
+// McastGroups reads every group back.
+func (p *Program) McastGroups() (map[uint32][]Replica, error) {
+	m, err := p.replMap(mcMap)
+	if err != nil {
+		return nil, err
+	}
+	out := map[uint32][]Replica{}
+	var k uint32
+	var v []byte
+	it := m.Iterate()
+	for it.Next(&k, &v) {
+		out[k] = decodeGroup(v)
+	}
+	return out, it.Err()
+}
+
+func encodeSession(s CloneSession) []byte {
+	b := make([]byte, 16)
+	binary.NativeEndian.PutUint32(b[0:], uint32(s.Port))
+	binary.NativeEndian.PutUint32(b[4:], uint32(s.McastGroup))
+	binary.NativeEndian.PutUint32(b[8:], s.Truncate)
+	if s.McastGroup != 0 {
+		binary.NativeEndian.PutUint32(b[12:], 1)
+	}
+	return b
+}
+
+// SetCloneSession creates or replaces clone session id.
+func (p *Program) SetCloneSession(id uint32, s CloneSession) error {
+	if err := CheckCloneSession(id, s); err != nil {
+		return err
+	}
+	m, err := p.replMap(sessMap)
+	if err != nil {
+		return err
+	}
+	return m.Update(id, encodeSession(s), ebpf.UpdateAny)
+}
+
+// DeleteCloneSession removes a session (clones to it make no copy).
+func (p *Program) DeleteCloneSession(id uint32) error {
+	m, err := p.replMap(sessMap)
+	if err != nil {
+		return err
+	}
+	if err := m.Delete(id); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return err
+	}
+	return nil
+}
+
+// CloneSessions reads every session back.
+func (p *Program) CloneSessions() (map[uint32]CloneSession, error) {
+	m, err := p.replMap(sessMap)
+	if err != nil {
+		return nil, err
+	}
+	out := map[uint32]CloneSession{}
+	var k uint32
+	var v []byte
+	it := m.Iterate()
+	for it.Next(&k, &v) {
+		s := CloneSession{Port: uint16(binary.NativeEndian.Uint32(v[0:])), Truncate: binary.NativeEndian.Uint32(v[8:])}
+		if binary.NativeEndian.Uint32(v[12:])&1 != 0 {
+			s.McastGroup, s.Port = uint16(binary.NativeEndian.Uint32(v[4:])), 0
+		}
+		out[k] = s
+	}
+	return out, it.Err()
+}
+
+// SortedIDs returns the keys of a map in order.
+func SortedIDs[V any](m map[uint32]V) []uint32 {
+	out := make([]uint32, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}

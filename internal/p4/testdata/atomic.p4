@@ -1,0 +1,79 @@
+/* atomic: @atomic read-modify-write of registers, made atomic with a
+ * bpf_spin_lock per index. Per ingress port: a packet count and the sum
+ * of the first payload byte (two registers at one index), returned in the
+ * packet. */
+#include <core.p4>
+#include <v1model.p4>
+
+header ethernet_t {
+    bit<48> dstAddr;
+    bit<48> srcAddr;
+    bit<16> etherType;
+}
+
+header val_t {
+    bit<8>  v;
+    bit<32> count;
+    bit<32> sum;
+}
+
+struct headers_t {
+    ethernet_t eth;
+    val_t      val;
+}
+
+struct metadata_t {
+    bit<32> count;
+    bit<32> sum;
+}
+
+parser P(packet_in packet, out headers_t hdr, inout metadata_t meta,
+         inout standard_metadata_t sm) {
+    state start {
+        packet.extract(hdr.eth);
+        packet.extract(hdr.val);
+        transition accept;
+    }
+}
+
+control VC(inout headers_t hdr, inout metadata_t meta) { apply { } }
+
+control Ig(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
+    register<bit<32>>(8) counts;
+    register<bit<32>>(8) sums;
+
+    action account() {
+        @atomic {
+            counts.read(meta.count, (bit<32>)sm.ingress_port);
+            meta.count = meta.count + 1;
+            counts.write((bit<32>)sm.ingress_port, meta.count);
+            sums.read(meta.sum, (bit<32>)sm.ingress_port);
+            if (hdr.val.v != 0) {
+                meta.sum = meta.sum + (bit<32>)hdr.val.v;
+                sums.write((bit<32>)sm.ingress_port, meta.sum);
+            }
+        }
+    }
+
+    apply {
+        account();
+        @atomic {
+            // no register: trivially atomic (per-packet state is per-CPU)
+            hdr.val.count = meta.count;
+            hdr.val.sum = meta.sum;
+        }
+        sm.egress_spec = 1;
+    }
+}
+
+control Eg(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) { apply { } }
+control CC(inout headers_t hdr, inout metadata_t meta) { apply { } }
+
+control D(packet_out packet, in headers_t hdr) {
+    apply {
+        packet.emit(hdr.eth);
+        packet.emit(hdr.val);
+    }
+}
+
+V1Switch(P(), VC(), Ig(), Eg(), CC(), D()) main;
