@@ -328,55 +328,34 @@ func p4RuntimeCmds() []*cobra.Command {
 		},
 	}
 	regRead := &cobra.Command{
-		Use: "register-read CUBE NAME [INDEX]", Short: "Read a cube's P4 register (non-zero cells, or one cell)",
-		Args: cobra.RangeArgs(2, 3), ValidArgsFunction: completeCubes,
+		Use:   "register-read CUBE NAME [INDEX|FIRST-LAST]",
+		Short: "Read a cube's P4 register: one cell, a range of cells, or (no index) its non-zero cells",
+		Args:  cobra.RangeArgs(2, 3), ValidArgsFunction: completeCubes,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var rows []map[string]any
-			if err := api().Do("GET", "/v1/cubes/"+url.PathEscape(args[0])+"/views/registers", nil, &rows); err != nil {
+			if len(args) == 2 {
+				return nonZeroCells(args[0], args[1])
+			}
+			body := map[string]any{"register": args[1]}
+			if err := cellRange(args[2], body); err != nil {
 				return err
 			}
-			var idx = -1
-			if len(args) == 3 {
-				n, err := strconv.ParseUint(args[2], 0, 32)
-				if err != nil {
-					return fmt.Errorf("bad index %q", args[2])
-				}
-				idx = int(n)
+			var out json.RawMessage
+			if err := api().Do("POST", "/v1/cubes/"+url.PathEscape(args[0])+"/actions/register_read", body, &out); err != nil {
+				return err
 			}
-			kept := rows[:0]
-			reg := ""
-			for _, r := range rows {
-				n, _ := r["register"].(string)
-				if n != args[1] && !strings.HasSuffix(n, "."+args[1]) {
-					continue
-				}
-				reg = n
-				if i, _ := r["index"].(float64); idx >= 0 && int(i) != idx {
-					continue
-				}
-				kept = append(kept, r)
-			}
-			if idx >= 0 && len(kept) == 0 {
-				// the view lists non-zero cells only
-				if reg == "" {
-					reg = args[1]
-				}
-				kept = append(kept, map[string]any{"register": reg, "index": idx, "value": 0})
-			}
-			return show(os.Stdout, kept, nil)
+			return show(os.Stdout, out, nil)
 		},
 	}
 	regWrite := &cobra.Command{
-		Use: "register-write CUBE NAME INDEX VALUE", Short: "Write a cell of a cube's P4 register (INDEX '*': every cell)",
-		Args: cobra.ExactArgs(4), ValidArgsFunction: completeCubes,
+		Use:   "register-write CUBE NAME INDEX|FIRST-LAST|* VALUE",
+		Short: "Write cells of a cube's P4 register: one, a range, or '*' every cell",
+		Args:  cobra.ExactArgs(4), ValidArgsFunction: completeCubes,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			body := map[string]any{"register": args[1], "value": args[3]}
 			if args[2] != "*" {
-				n, err := strconv.ParseUint(args[2], 0, 32)
-				if err != nil {
-					return fmt.Errorf("bad index %q", args[2])
+				if err := cellRange(args[2], body); err != nil {
+					return err
 				}
-				body["index"] = n
 			}
 			var out json.RawMessage
 			if err := api().Do("POST", "/v1/cubes/"+url.PathEscape(args[0])+"/actions/register_write", body, &out); err != nil {
@@ -386,6 +365,39 @@ func p4RuntimeCmds() []*cobra.Command {
 		},
 	}
 	return []*cobra.Command{add, del, setDefault, dump, counter, info, regRead, regWrite}
+}
+
+// cellRange puts INDEX or FIRST-LAST into a register_read/write body.
+func cellRange(arg string, body map[string]any) error {
+	first, last, isRange := strings.Cut(arg, "-")
+	lo, err := strconv.ParseUint(first, 0, 32)
+	if err != nil {
+		return fmt.Errorf("bad index %q (want N or FIRST-LAST)", arg)
+	}
+	body["index"] = lo
+	if isRange {
+		hi, err := strconv.ParseUint(last, 0, 32)
+		if err != nil {
+			return fmt.Errorf("bad index range %q (want FIRST-LAST)", arg)
+		}
+		body["last"] = hi
+	}
+	return nil
+}
+
+// nonZeroCells lists the non-zero cells of a register (the registers view).
+func nonZeroCells(cubeName, reg string) error {
+	var rows []map[string]any
+	if err := api().Do("GET", "/v1/cubes/"+url.PathEscape(cubeName)+"/views/registers", nil, &rows); err != nil {
+		return err
+	}
+	kept := rows[:0]
+	for _, r := range rows {
+		if n, _ := r["register"].(string); n == reg || strings.HasSuffix(n, "."+reg) {
+			kept = append(kept, r)
+		}
+	}
+	return show(os.Stdout, kept, nil)
 }
 
 func kv(m map[string]string) string {

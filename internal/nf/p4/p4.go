@@ -426,40 +426,89 @@ func listRegisters(h cube.Handle, c *cube.Cube) (any, error) {
 	return out, nil
 }
 
-// RegisterWriteArgs are the arguments of the register_write action. Index
-// nil writes every cell; Value is a number (decimal, 0x hex, negative for
-// int<N>), MAC or IP address.
-type RegisterWriteArgs struct {
+// RegisterCells names cells of a register: Index alone one cell, Index and
+// Last the range Index..Last, neither every cell.
+type RegisterCells struct {
 	Register string  `json:"register"`
 	Index    *uint32 `json:"index,omitempty"`
-	Value    string  `json:"value"`
+	Last     *uint32 `json:"last,omitempty"`
+}
+
+// resolve finds the register and the range of cells, checked against its
+// size (an index past the end is an error here: the API never writes out of
+// range, whatever the P4 program does with such indexes).
+func (a *RegisterCells) resolve(h cube.Handle, c *cube.Cube) (*rt.Program, *p4info.RegisterLayout, uint32, uint32, error) {
+	if a == nil || a.Register == "" {
+		return nil, nil, 0, 0, cube.Errorf("register", "a register name is required")
+	}
+	prog, err := runtimeOf(h, c)
+	if err != nil {
+		return nil, nil, 0, 0, err
+	}
+	r := prog.Model.Register(a.Register)
+	if r == nil {
+		return nil, nil, 0, 0, cube.NotFound("register", "no register %q", a.Register)
+	}
+	lo, hi := uint32(0), uint32(r.Size-1)
+	switch {
+	case a.Index != nil && a.Last != nil:
+		lo, hi = *a.Index, *a.Last
+	case a.Index != nil:
+		lo, hi = *a.Index, *a.Index
+	case a.Last != nil:
+		return nil, nil, 0, 0, cube.Errorf("last", "last needs index (the first cell of the range)")
+	}
+	if lo > hi {
+		return nil, nil, 0, 0, cube.Errorf("last", "range %d..%d is empty", lo, hi)
+	}
+	if uint64(hi) >= uint64(r.Size) {
+		return nil, nil, 0, 0, cube.Errorf("index", "register %s has %d cells (0..%d), not %d", r.Name, r.Size, r.Size-1, hi)
+	}
+	return prog, r, lo, hi, nil
+}
+
+// RegisterWriteArgs are the arguments of the register_write action: the
+// cells (every cell when index is omitted) and Value, a number (decimal,
+// 0x hex, negative for int<N>), MAC or IP address.
+type RegisterWriteArgs struct {
+	RegisterCells
+	Value string `json:"value"`
 }
 
 func registerWrite(h cube.Handle, c *cube.Cube, args any) (any, error) {
 	a, _ := args.(*RegisterWriteArgs)
-	if a == nil || a.Register == "" {
-		return nil, fmt.Errorf("register_write needs a register")
+	if a == nil {
+		return nil, cube.Errorf("register", "a register name is required")
 	}
-	prog, err := runtimeOf(h, c)
+	prog, r, lo, hi, err := a.resolve(h, c)
 	if err != nil {
 		return nil, err
 	}
-	r := prog.Model.Register(a.Register)
-	if r == nil {
-		return nil, fmt.Errorf("no register %q", a.Register)
-	}
 	v, err := p4info.ParseValue(a.Value, r.Width)
 	if err != nil {
-		return nil, fmt.Errorf("register %s: %w", r.Name, err)
-	}
-	lo, hi := uint32(0), uint32(r.Size-1)
-	if a.Index != nil {
-		lo, hi = *a.Index, *a.Index
+		return nil, cube.Errorf("value", "register %s: %v", r.Name, err)
 	}
 	if err := prog.WriteRegister(r.Name, lo, hi, v.Uint64()); err != nil {
 		return nil, err
 	}
 	return map[string]any{"register": r.Name, "written": hi - lo + 1}, nil
+}
+
+// registerRead returns the cells of a range, zeros included.
+func registerRead(h cube.Handle, c *cube.Cube, args any) (any, error) {
+	prog, r, lo, hi, err := args.(*RegisterCells).resolve(h, c)
+	if err != nil {
+		return nil, err
+	}
+	vals, err := prog.ReadRegister(r.Name, lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]RegisterValue, len(vals))
+	for i, v := range vals {
+		out[i] = RegisterValue{Register: r.Name, Index: lo + uint32(i), Value: v}
+	}
+	return out, nil
 }
 
 // MeterSetArgs are the arguments of the meter_set action: an RFC 2698
@@ -578,7 +627,8 @@ var Type = &cube.Type{
 		{Name: "slowpath", Doc: "Slow-path counters: digests and logs sent and lost in the kernel, received, malformed, learned, suppressed.", Item: &SlowPathStats{}, List: slowPathStats},
 	},
 	Actions: []cube.Action{
-		{Name: "register_write", Doc: "Write a register cell (or every cell when index is omitted).", Args: &RegisterWriteArgs{}, Do: registerWrite},
+		{Name: "register_read", Doc: "Read register cells, zeros included: index alone one cell, index..last a range, neither every cell.", Args: &RegisterCells{}, Do: registerRead},
+		{Name: "register_write", Doc: "Write register cells: index alone one cell, index..last a range, neither every cell.", Args: &RegisterWriteArgs{}, Do: registerWrite},
 		{Name: "meter_set", Doc: "Configure a meter cell (or every cell when index is omitted): cir/pir per second, cburst/pburst; reset: unconfigured.", Args: &MeterSetArgs{}, Do: meterSet},
 		{Name: "direct_meter_set", Doc: "Configure the direct meter of a table entry (table, match, priority as in entries): cir/pir per second, cburst/pburst; reset: unconfigured.", Args: &DirectMeterSetArgs{}, Do: directMeterSet},
 		{Name: "poll", Doc: "Long poll: digests and packet-ins after seq 'after' (kind: digest, packet_in or both), waiting up to timeout_ms for the first.", Args: &PollArgs{}, Do: pollAction},

@@ -85,18 +85,34 @@ func TestP4CubeRegistersViewAndWrite(t *testing.T) {
 		}
 	}
 	idx := uint32(5)
-	if _, err := registerWrite(r.Handle(), r.Model, &RegisterWriteArgs{Register: "cells", Index: &idx, Value: "0x4d"}); err != nil {
+	cells := func(name string, idx, last *uint32) RegisterCells {
+		return RegisterCells{Register: name, Index: idx, Last: last}
+	}
+	if _, err := registerWrite(r.Handle(), r.Model, &RegisterWriteArgs{cells("cells", &idx, nil), "0x4d"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := registerWrite(r.Handle(), r.Model, &RegisterWriteArgs{Register: "signed_cells", Value: "-2"}); err != nil {
+	if _, err := registerWrite(r.Handle(), r.Model, &RegisterWriteArgs{cells("signed_cells", nil, nil), "-2"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := registerWrite(r.Handle(), r.Model, &RegisterWriteArgs{Register: "cells", Index: &idx, Value: "0x1ffffffff"}); err == nil {
+	if _, err := registerWrite(r.Handle(), r.Model, &RegisterWriteArgs{cells("cells", &idx, nil), "0x1ffffffff"}); err == nil {
 		t.Fatal("a value wider than the register was accepted")
 	}
-	big := uint32(8)
-	if _, err := registerWrite(r.Handle(), r.Model, &RegisterWriteArgs{Register: "cells", Index: &big, Value: "1"}); err == nil {
-		t.Fatal("an index out of range was accepted")
+	big, four, six := uint32(8), uint32(4), uint32(6)
+	for _, bad := range []RegisterCells{cells("cells", &big, nil), cells("cells", &four, &big), cells("cells", &six, &four), cells("cells", nil, &four), cells("nope", nil, nil)} {
+		if _, err := registerWrite(r.Handle(), r.Model, &RegisterWriteArgs{bad, "1"}); err == nil {
+			t.Fatalf("cells %+v accepted", bad)
+		}
+		if _, err := registerRead(r.Handle(), r.Model, &bad); err == nil {
+			t.Fatalf("cells %+v read", bad)
+		}
+	}
+	rng := cells("cells", &four, &six)
+	read, err := registerRead(r.Handle(), r.Model, &rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows := read.([]RegisterValue); len(rows) != 3 || rows[0].Index != 4 || rows[0].Value != 0 || rows[1].Value != 0x4d || rows[2].Index != 6 {
+		t.Fatalf("cells 4..6: %+v", rows)
 	}
 	v, err := listRegisters(r.Handle(), r.Model)
 	if err != nil {
