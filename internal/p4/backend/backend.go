@@ -524,11 +524,11 @@ func (g *gen) pipelineStart(portDecl, extra string) {
 	g.line("struct p4_state *s = bpf_map_lookup_elem(&p4_state_map, &zero);")
 	check := "!s"
 	if extra != "" {
-		g.line(extra)
+		g.line("%s", extra)
 		check = "!s || !sn"
 	}
 	g.line("__u64 now;")
-	g.line(portDecl)
+	g.line("%s", portDecl)
 	g.line("")
 	g.line("if (%s)", check)
 	g.line("\treturn enf_drop(ctx, md);")
