@@ -187,6 +187,11 @@ func Run(ctx context.Context, c Config) (*Results, error) {
 	if err != nil {
 		return nil, err
 	}
+	if b, _ := os.ReadFile("/proc/sys/kernel/bpf_stats_enabled"); strings.TrimSpace(string(b)) == "1" {
+		// Run-time statistics add a fixed cost to every BPF program run,
+		// the baselines' too: every ratio would lean towards 1.
+		return nil, errors.New("kernel.bpf_stats_enabled is 1 (someone is profiling BPF programs): it adds about 80 ns to every program run and skews every ratio; set it to 0 first (sysctl -w kernel.bpf_stats_enabled=0)")
+	}
 	res := &Results{Started: time.Now(), Command: command(), Machine: machine(),
 		Config: ConfigJSON{Quick: c.Quick, Reps: c.Reps, WarmupS: c.Warmup.Seconds(), WindowS: c.Window.Seconds(),
 			FrameSize: c.FrameSize, Flows: c.Flows, CPUs: c.CPUs, LatPackets: c.LatPackets, LatPPS: c.LatPPS}}
