@@ -6,6 +6,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -107,16 +108,16 @@ func p4ReplCmds() []*cobra.Command {
 				return err
 			}
 			sort.Slice(ss, func(i, j int) bool { return ss[i].Session < ss[j].Session })
-			tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SESSION\tPORT\tMCAST_GROUP\tTRUNCATE")
-			for _, s := range ss {
-				port := "-"
-				if s.Port != nil {
-					port = fmt.Sprint(*s.Port)
+			return show(os.Stdout, ss, func(tw *tabwriter.Writer) {
+				fmt.Fprintln(tw, "SESSION\tPORT\tMCAST_GROUP\tTRUNCATE")
+				for _, s := range ss {
+					port := "-"
+					if s.Port != nil {
+						port = fmt.Sprint(*s.Port)
+					}
+					fmt.Fprintf(tw, "%d\t%s\t%d\t%d\n", s.Session, port, s.McastGroup, s.Truncate)
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%d\t%d\n", s.Session, port, s.McastGroup, s.Truncate)
-			}
-			return tw.Flush()
+			})
 		},
 	}
 	getGroup := func(cube string, id uint64) (*mcGroup, error) {
@@ -227,19 +228,16 @@ func p4ReplCmds() []*cobra.Command {
 				return err
 			}
 			sort.Slice(gs, func(i, j int) bool { return gs[i].Group < gs[j].Group })
-			tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "GROUP\tREPLICAS (port/rid)")
-			for _, g := range gs {
-				s := ""
-				for i, r := range g.Replicas {
-					if i > 0 {
-						s += " "
+			return show(os.Stdout, gs, func(tw *tabwriter.Writer) {
+				fmt.Fprintln(tw, "GROUP\tREPLICAS (port/rid)")
+				for _, g := range gs {
+					reps := make([]string, len(g.Replicas))
+					for i, r := range g.Replicas {
+						reps[i] = fmt.Sprintf("%d/%d", r.Port, r.Rid)
 					}
-					s += fmt.Sprintf("%d/%d", r.Port, r.Rid)
+					fmt.Fprintf(tw, "%d\t%s\n", g.Group, strings.Join(reps, " "))
 				}
-				fmt.Fprintf(tw, "%d\t%s\n", g.Group, s)
-			}
-			return tw.Flush()
+			})
 		},
 	}
 	return []*cobra.Command{session(false), session(true), del, dumpS, create, destroy, assoc, dissoc, dumpG}
