@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,6 +38,9 @@ import (
 func TestDropRateVsBareXDPDrop(t *testing.T) {
 	if os.Getenv("EDGENF_BENCH") == "" {
 		t.Skip("benchmark: set EDGENF_BENCH=1")
+	}
+	if b, _ := os.ReadFile("/proc/sys/kernel/bpf_stats_enabled"); strings.TrimSpace(string(b)) == "1" {
+		t.Fatal("kernel.bpf_stats_enabled is 1: it adds a fixed cost to every program run and skews the ratios; set it to 0")
 	}
 	lab := netlab.NewT(t)
 	objs, err := kern.Load(kern.Options{Flows: 16})
