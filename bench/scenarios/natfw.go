@@ -63,7 +63,8 @@ func init() {
 	scenario.Register(scenario.Scenario{
 		Name: "fw-10000-mixed-xdp", Group: "firewall", Order: 20, Param: 10000,
 		Doc: "edgenf router + firewall at XDP, 10000 rules built so that every bit-vector word has candidates in each field " +
-			"but none matches (worst case for the summary words)",
+			"but none matches (worst case for the summary words; tracked flows hit the verdict cache after their first packet, " +
+			"the classifier's own cost is in docs/nf/firewall.md)",
 		Setup: func(e *scenario.Env) (*scenario.Topology, error) {
 			return setupRouterNF(e, datapath.XDP, "firewall-mixed", 10000)
 		},

@@ -40,7 +40,7 @@ func TestAPIBulkLoad10k(t *testing.T) {
 		out, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(out)
 	}
-	rules := benchRules(10000, true)
+	rules := benchRules(10000, "udp", true)
 	start := time.Now()
 	code, body := do("PUT", "/v1/cubes/fw/tables/ingress", rules)
 	took := time.Since(start)

@@ -95,6 +95,7 @@ type kconn struct {
 	C           conntrack.Conn
 	OrigSwapped uint8
 	_           [7]uint8
+	VCache      [2]uint64
 }
 
 const (
@@ -209,8 +210,9 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 		}
 	}
 	ctl.written[target] = w
-	// The switch.
-	if err := maps.active.Put(uint32(0), uint32(target)); err != nil {
+	// The switch: the version's low bit is the generation; a new version
+	// also retires every connection's cached verdicts.
+	if err := maps.active.Put(uint32(0), active+1); err != nil {
 		return err
 	}
 	// Fold the retired generation's counters into the base.

@@ -321,6 +321,60 @@ func TestAtomicReplaceKeepsConnectionsAndCounters(t *testing.T) {
 	}
 }
 
+// TestVerdictCache: a connection's packets reuse the rule their direction
+// last matched only while nothing it depends on changes — the rule set (a
+// replacement, even back to an older generation's parity), the TCP flags,
+// the state and the direction — and every packet still counts on its rule.
+func TestVerdictCache(t *testing.T) {
+	for _, hook := range []datapath.Hook{datapath.XDP, datapath.TC} {
+		t.Run(string(hook), func(t *testing.T) {
+			v := hookVerdicts[hook]
+			cfg := &Config{IngressPolicy: "drop"}
+			r := nftest.New(t, Type, fwModel(hook, cfg, []Rule{
+				{ID: 1, Proto: "tcp", TCPFlags: "FIN", Action: "drop"},
+				{ID: 2, Proto: "tcp", Sport: "80", Action: "drop"},
+				{ID: 3, Proto: "tcp", Dport: "80", Action: "accept"},
+				{ID: 4, Proto: "udp", Sport: "7", Action: "accept"},
+				{ID: 5, Proto: "udp", Dport: "53", Action: "accept"},
+			}, nil))
+			c, s := "198.18.1.2", "198.19.0.1"
+			runSteps(t, r, v, []step{
+				{in, tcp(c, s, 4000, 80, "S"), true},
+				{in, tcp(s, c, 80, 4000, "SA"), false}, // reply direction: rule 2
+				{in, tcp(c, s, 4000, 80, "A"), true},
+				{in, tcp(c, s, 4000, 80, "A"), true},
+				{in, tcp(c, s, 4000, 80, "FA"), false}, // flags changed: rule 1
+				{in, tcp(c, s, 4000, 80, "A"), true},   // and back: rule 3
+				{in, udp(c, s, 999, 53), true},         // rule 5, at bit 4
+				{in, udp(c, s, 999, 53), true},
+			})
+			got := counts(t, r)
+			if got["ingress/1"].Packets != 1 || got["ingress/2"].Packets != 1 || got["ingress/3"].Packets != 4 || got["ingress/5"].Packets != 2 {
+				t.Fatalf("counters %v, want rule 1: 1, rule 2: 1, rule 3: 4, rule 5: 2", got)
+			}
+			// Two replacements bring the generation back to the same parity,
+			// with the rules at other bits: no cached verdict survives them.
+			next := []Rule{
+				{ID: 5, Proto: "udp", Dport: "53", Action: "drop"}, // now at bit 0
+				{ID: 6, Proto: "udp", Sport: "999", Action: "accept"},
+				{ID: 7, Proto: "udp", Dport: "53", Action: "accept"},
+				{ID: 8, Proto: "udp", Dport: "53", Action: "accept"},
+				{ID: 9, Proto: "udp", Dport: "53", Action: "accept"}, // at bit 4
+			}
+			for _, rs := range [][]Rule{next[:1], next} {
+				if err := r.Update(fwModel(hook, cfg, rs, nil)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			runSteps(t, r, v, []step{{in, udp(c, s, 999, 53), false}})
+			got = counts(t, r)
+			if got["ingress/5"].Packets != 3 || got["ingress/9"].Packets != 0 {
+				t.Fatalf("counters %v, want rule 5: 3, rule 9: 0", got)
+			}
+		})
+	}
+}
+
 func TestValidation(t *testing.T) {
 	cases := []struct {
 		cfg  *Config

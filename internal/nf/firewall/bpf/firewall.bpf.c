@@ -12,8 +12,16 @@
  * visits words that can match: the cost hardly grows with the rule count.
  *
  * The rule set is double-buffered: every table holds two generations and one
- * 4-byte index (fw_active) says which one packets use. The daemon writes the
- * inactive generation and flips the index: no packet sees a half-updated set. */
+ * 4-byte version (fw_active; its low bit is the generation packets use). The
+ * daemon writes the inactive generation and bumps the version: no packet
+ * sees a half-updated set.
+ *
+ * Verdict cache: of the fields a rule matches, only the TCP flags and the
+ * connection-tracking state vary between the packets of one connection in
+ * one direction. Each connection remembers, per chain, the rule its last
+ * packet matched with the version, direction, flags and state it was found
+ * for; a packet that agrees on all of them skips the classifier (four hash
+ * lookups, each a call and a return, which cost on this CPU). */
 #include <edgenf/edgenf.h>
 #include <edgenf/conntrack.h>
 
@@ -173,7 +181,16 @@ struct fw_conn {
 	struct ct_conn c;
 	__u8 orig_swapped; /* the originator's packets are the swapped ones */
 	__u8 pad[7];
+	__u64 vcache[2]; /* per chain: fw_vc_tag() | (bit + 1), 0: no rule */
 };
+
+/* What a cached verdict is valid for; the low 16 bits hold the result. */
+static __always_inline __u64 fw_vc_tag(__u32 version, int reply, __u32 pstate, const struct ct_pkt *p)
+{
+	__u32 flags = p->t.proto == IPPROTO_TCP ? p->tcp_flags : 0;
+
+	return (__u64)version << 32 | (__u64)(1 << 15 | reply << 12 | pstate << 8 | flags) << 16;
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -392,22 +409,24 @@ static __always_inline int fw_classify(struct fw_meta *m, __u8 gen, __u8 chain, 
 
 static __always_inline int firewall(ctx_t *ctx, struct edgenf_md *md, __u32 dir)
 {
-	__u32 zero = 0, len = ctx_len(ctx), mi, pstate;
+	__u32 zero = 0, len = ctx_len(ctx), mi, pstate, version;
 	__u8 chain = dir & 1, gen;
+	__u64 tag = 0;
 	struct fw_conn *conn = 0, upd;
 	struct ct_tuple key;
 	struct fw_meta *m;
 	struct fw_cfg *cfg;
 	struct ct_pkt p;
 	__u32 *active;
-	int swapped, reply = 0, bit, verdict, log = 0;
+	int swapped, reply = 0, bit = -1, verdict, log = 0;
 	__u64 now;
 
 	active = bpf_map_lookup_elem(&fw_active, &zero);
 	cfg = bpf_map_lookup_elem(&fw_cfg, &zero);
 	if (!active || !cfg)
 		return ENF_VERDICT_PASS;
-	gen = *active & 1;
+	version = *active;
+	gen = version & 1;
 	mi = gen * 2 + chain;
 	m = bpf_map_lookup_elem(&fw_meta, &mi);
 	if (!m || !m->valid)
@@ -441,7 +460,14 @@ static __always_inline int firewall(ctx_t *ctx, struct edgenf_md *md, __u32 dir)
 		verdict = FW_ACCEPT;
 		goto done;
 	}
-	bit = m->nrules ? fw_classify(m, gen, chain, &p, pstate) : -1;
+	tag = fw_vc_tag(version, reply, pstate, &p);
+	if (conn && (conn->vcache[chain] & ~0xffffull) == tag) {
+		bit = (int)(conn->vcache[chain] & 0xffff) - 1;
+	} else {
+		bit = m->nrules ? fw_classify(m, gen, chain, &p, pstate) : -1;
+		if (conn)
+			conn->vcache[chain] = tag | (__u16)(bit + 1);
+	}
 	if (bit >= 0 && bit < FW_MAX_RULES) {
 		__u32 ri = mi * FW_MAX_RULES + bit;
 		struct fw_rule *r = bpf_map_lookup_elem(&fw_rules, &ri);
@@ -470,6 +496,7 @@ done:
 		__builtin_memset(&upd, 0, sizeof(upd));
 		ct_init(&upd.c, &p, now);
 		upd.orig_swapped = swapped;
+		upd.vcache[chain] = tag | (__u16)(bit + 1);
 		bpf_map_update_elem(&fw_conns, &key, &upd, BPF_ANY);
 	}
 	(void)log;
