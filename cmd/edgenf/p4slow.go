@@ -30,8 +30,11 @@ type p4Event struct {
 
 func eventRow(tw *tabwriter.Writer, e p4Event) {
 	what := e.Digest
-	if e.Kind == "packet_in" {
+	switch e.Kind {
+	case "packet_in":
 		what = fmt.Sprintf("%d bytes", e.Length)
+	case "idle_timeout":
+		what = e.Fields["table"]
 	}
 	fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", e.Seq, e.Time.Format("15:04:05.000"), e.Kind, e.Port, what, kv(e.Fields))
 }
@@ -73,9 +76,9 @@ func p4SlowPathCmds() []*cobra.Command {
 			switch kind {
 			case "any", "all":
 				k = ""
-			case "digest", "packet_in":
+			case "digest", "packet_in", "idle_timeout":
 			default:
-				return fmt.Errorf("--kind %q: want digest, packet_in or any", kind)
+				return fmt.Errorf("--kind %q: want digest, packet_in, idle_timeout or any", kind)
 			}
 			after := from
 			if !cmd.Flags().Changed("from") {
@@ -152,7 +155,7 @@ func p4SlowPathCmds() []*cobra.Command {
 	}
 	watch.Flags().IntVar(&count, "count", 0, "stop after this many events (0: no limit)")
 	watch.Flags().DurationVar(&wait, "timeout", 0, "stop after this long (0: no limit)")
-	watch.Flags().StringVar(&kind, "kind", "digest", "digest, packet_in or any")
+	watch.Flags().StringVar(&kind, "kind", "digest", "digest, packet_in, idle_timeout or any")
 	watch.Flags().Uint64Var(&from, "from", 0, "start after this seq (default: only new events); 0 with --from: every buffered event")
 
 	packetIns := &cobra.Command{

@@ -4,7 +4,8 @@
  * know is reported to the control plane with a digest (learn_t); the p4
  * cube's learning rules (settings.learn) then install it into smac (stop
  * reporting) and dmac (forward to its port), as a P4Runtime learning
- * controller does.
+ * controller does. With an idle_timeout on the smac rule, a station that
+ * stays silent that long is forgotten (its smac and dmac entries go).
  *
  * The CPU port (255): link-local control frames (01:80:c2:00:00:0x: STP,
  * LLDP, ...) go to the control plane (packet-in) with a packet_in header
@@ -82,6 +83,9 @@ control LearnIngress(inout headers_t hdr, inout metadata_t meta,
         actions = { learn; NoAction; }
         default_action = learn();
         size = 4096;
+        /* the data path records each source's last frame: a learning rule
+         * with idle_timeout forgets stations that fall silent */
+        support_timeout = true;
     }
 
     action forward(port_t port) {

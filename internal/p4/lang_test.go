@@ -81,3 +81,44 @@ func TestAtomicCodegen(t *testing.T) {
 		t.Errorf("%v", err)
 	}
 }
+
+// TestSupportTimeout: support_timeout = true gives the entries a last-hit
+// time (P4Info: NOTIFY_CONTROL); anything but a boolean, or a table with no
+// control-plane entries, is refused.
+func TestSupportTimeout(t *testing.T) {
+	prog := func(props string, key bool) string {
+		src := langProgram("struct H { eth_t eth; }\nstruct M { bit<32> i; bit<32> x; }", "p.extract(h.eth);", "u.apply();")
+		k := "key = { h.eth.t : exact; }"
+		if !key {
+			k = ""
+		}
+		return strings.Replace(src, "    apply { u.apply(); }",
+			"    table u { "+k+" actions = { NoAction; } "+props+" }\n    apply { u.apply(); }", 1)
+	}
+	r, err := Compile(context.Background(), Options{Path: "test.p4", Source: []byte(prog("support_timeout = true;", true)), NoObject: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := r.Info.Edgenf.Table("I.u")
+	if tl == nil || tl.IdleOffset == 0 || tl.ParamOffset < tl.IdleOffset+8 {
+		t.Fatalf("layout %+v: want a last-hit word before the parameters", tl)
+	}
+	for _, pt := range r.Info.Tables {
+		if pt.Preamble.Name == "I.u" && pt.IdleTimeoutBehavior != "NOTIFY_CONTROL" {
+			t.Fatalf("P4Info table %+v: want idleTimeoutBehavior NOTIFY_CONTROL", pt)
+		}
+	}
+	for _, c := range []struct {
+		props string
+		key   bool
+		want  string
+	}{
+		{"support_timeout = 1;", true, "support_timeout must be true or false"},
+		{"support_timeout = true;", false, "unsupported: support_timeout on table u"},
+	} {
+		_, err := Compile(context.Background(), Options{Path: "test.p4", Source: []byte(prog(c.props, c.key)), NoObject: true})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want %q", c.props, err, c.want)
+		}
+	}
+}

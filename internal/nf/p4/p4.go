@@ -69,6 +69,9 @@ type Entry struct {
 	Action   string            `json:"action"`
 	Params   map[string]string `json:"params,omitempty"`
 	Priority uint32            `json:"priority,omitempty"` // ternary, range, optional: higher wins
+	// IdleTimeout ("30s", "5m") reports the entry when no packet has hit
+	// it for that long (tables with support_timeout = true; idle.go).
+	IdleTimeout string `json:"idle_timeout,omitempty"`
 }
 
 // Validate encodes the entry against the cube's compiled program.
@@ -83,6 +86,9 @@ func (e *Entry) Validate(c *cube.Cube) error {
 	}
 	if _, err := t.EncodeEntry(e.matches(), e.Action, e.args(), e.Priority); err != nil {
 		return cube.Errorf("match", "%v", err)
+	}
+	if _, err := parseIdleTimeout(e.IdleTimeout, t); err != nil {
+		return cube.Errorf("idle_timeout", "%v", err)
 	}
 	// Full names, so that an entry written with aliases has one key.
 	e.Table = t.Name
@@ -320,6 +326,9 @@ func (ctl controller) Sync(h cube.Handle, c *cube.Cube) error {
 	if err := syncReplication(prog, c); err != nil { // sessions.go
 		return err
 	}
+	if ctl.sp != nil {
+		ctl.sp.resetIdle(c) // idle.go
+	}
 	ctl.syncLearned(h, c)
 	return nil
 }
@@ -332,7 +341,7 @@ func put(prog *rt.Program, e *Entry) error {
 }
 
 // PutEntry writes one entry (or default action).
-func (controller) PutEntry(h cube.Handle, c *cube.Cube, table string, item any) error {
+func (ctl controller) PutEntry(h cube.Handle, c *cube.Cube, table string, item any) error {
 	prog, err := runtimeOf(h, c)
 	if err != nil {
 		return err
@@ -342,7 +351,13 @@ func (controller) PutEntry(h cube.Handle, c *cube.Cube, table string, item any) 
 	}
 	switch v := item.(type) {
 	case *Entry:
-		return put(prog, v)
+		if err := put(prog, v); err != nil {
+			return err
+		}
+		if ctl.sp != nil {
+			ctl.sp.watchIdle(v.key(), v)
+		}
+		return nil
 	case *Default:
 		return prog.SetDefault(v.Table, v.Action, (&Entry{Params: v.Params}).args())
 	}
@@ -350,7 +365,7 @@ func (controller) PutEntry(h cube.Handle, c *cube.Cube, table string, item any) 
 }
 
 // DeleteEntry removes one entry, or restores the compiled default action.
-func (controller) DeleteEntry(h cube.Handle, c *cube.Cube, table string, item any) error {
+func (ctl controller) DeleteEntry(h cube.Handle, c *cube.Cube, table string, item any) error {
 	prog, err := runtimeOf(h, c)
 	if err != nil {
 		return err
@@ -360,7 +375,13 @@ func (controller) DeleteEntry(h cube.Handle, c *cube.Cube, table string, item an
 	}
 	switch v := item.(type) {
 	case *Entry:
-		return prog.DeleteEntry(v.Table, v.matches(), v.Priority)
+		if err := prog.DeleteEntry(v.Table, v.matches(), v.Priority); err != nil {
+			return err
+		}
+		if ctl.sp != nil {
+			ctl.sp.watchIdle(v.key(), nil)
+		}
+		return nil
 	case *Default:
 		return prog.ResetDefault(v.Table)
 	}
@@ -623,6 +644,7 @@ var Type = &cube.Type{
 		{Name: "meters", Doc: "Configured cells of the program's meters (RFC 2698 rates per second and bursts).", Item: &MeterValue{}, List: listMeters},
 		{Name: "digests", Doc: "Recent digests (decoded by the P4Info digest type), oldest first; at most 1024 digests and packet-ins are kept.", Item: &Event{}, List: listDigests},
 		{Name: "packet_ins", Doc: "Recent packets sent to the CPU port, with their packet_in header decoded.", Item: &Event{}, List: listPacketIns},
+		{Name: "idle", Doc: "Entries with an idle timeout (configured and learned): how long since a packet hit each, and whether that is past the timeout.", Item: &IdleEntry{}, List: listIdle},
 		{Name: "learned", Doc: "Table entries installed by the learning rules (settings.learn) from digests.", Item: &LearnedEntry{}, List: listLearned},
 		{Name: "slowpath", Doc: "Slow-path counters: digests and logs sent and lost in the kernel, received, malformed, learned, suppressed.", Item: &SlowPathStats{}, List: slowPathStats},
 	},
@@ -631,7 +653,7 @@ var Type = &cube.Type{
 		{Name: "register_write", Doc: "Write register cells: index alone one cell, index..last a range, neither every cell.", Args: &RegisterWriteArgs{}, Do: registerWrite},
 		{Name: "meter_set", Doc: "Configure a meter cell (or every cell when index is omitted): cir/pir per second, cburst/pburst; reset: unconfigured.", Args: &MeterSetArgs{}, Do: meterSet},
 		{Name: "direct_meter_set", Doc: "Configure the direct meter of a table entry (table, match, priority as in entries): cir/pir per second, cburst/pburst; reset: unconfigured.", Args: &DirectMeterSetArgs{}, Do: directMeterSet},
-		{Name: "poll", Doc: "Long poll: digests and packet-ins after seq 'after' (kind: digest, packet_in or both), waiting up to timeout_ms for the first.", Args: &PollArgs{}, Do: pollAction},
+		{Name: "poll", Doc: "Long poll: digests, packet-ins and idle timeouts after seq 'after' (kind: digest, packet_in, idle_timeout or all), waiting up to timeout_ms for the first.", Args: &PollArgs{}, Do: pollAction},
 		{Name: "packet_out", Doc: "Inject a frame (hex) at the CPU port with the program's packet_out header (metadata) in front, as a P4Runtime packet-out.", Args: &PacketOutArgs{}, Do: packetOut},
 	},
 	New: func() cube.Controller { return controller{sp: newSlowState()} },

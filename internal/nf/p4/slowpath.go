@@ -46,6 +46,9 @@ type LearnRule struct {
 	Action   string            `json:"action"`
 	Params   map[string]string `json:"params,omitempty"`
 	Priority uint32            `json:"priority,omitempty"`
+	// IdleTimeout removes a learned entry no packet has hit for that long
+	// ("5m"; the table needs support_timeout = true).
+	IdleTimeout string `json:"idle_timeout,omitempty"`
 }
 
 // entry substitutes the digest's values into the rule.
@@ -72,7 +75,7 @@ func (r *LearnRule) entry(vals map[string]string) (*Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Entry{Table: r.Table, Match: match, Action: r.Action, Params: params, Priority: r.Priority}, nil
+	return &Entry{Table: r.Table, Match: match, Action: r.Action, Params: params, Priority: r.Priority, IdleTimeout: r.IdleTimeout}, nil
 }
 
 // validateSlowPath checks the settings that concern the slow path against
@@ -107,6 +110,9 @@ func (s *Settings) validateSlowPath(info *p4info.P4Info) error {
 		if _, err := t.EncodeEntry(e.matches(), e.Action, e.args(), e.Priority); err != nil {
 			return cube.Errorf(field, "%v", err)
 		}
+		if _, err := parseIdleTimeout(r.IdleTimeout, t); err != nil {
+			return cube.Errorf(field+".idle_timeout", "%v", err)
+		}
 	}
 	return nil
 }
@@ -126,7 +132,7 @@ func digestNames(sp *p4info.SlowPathLayout) string {
 type Event struct {
 	Seq  uint64    `json:"seq"`
 	Time time.Time `json:"time"`
-	Kind string    `json:"kind"` // "digest" or "packet_in"
+	Kind string    `json:"kind"` // "digest", "packet_in" or "idle_timeout"
 	// Port is the cube port the packet came in on.
 	Port int `json:"port"`
 	// Digest: its name and P4Info id.
@@ -138,6 +144,9 @@ type Event struct {
 	// length on the wire.
 	Frame  string `json:"frame,omitempty"`
 	Length int    `json:"length,omitempty"`
+	// Idle timeout: the entry (Fields has its table, key and idle time,
+	// and removed=true for a learned entry taken out).
+	Entry *Entry `json:"entry,omitempty"`
 }
 
 // LearnedEntry is an entry a learning rule installed.
@@ -145,6 +154,10 @@ type LearnedEntry struct {
 	Entry
 	Digest  string    `json:"digest"`
 	Learned time.Time `json:"learned"`
+	// From names the digest (type and values) the entry was learned from:
+	// entries learned from one digest time out together. Empty for
+	// entries found in the kernel after a daemon restart.
+	From string `json:"from,omitempty"`
 }
 
 // SlowPathStats are the cube's slow-path counters.
@@ -164,6 +177,8 @@ type SlowPathStats struct {
 	LearnFull      uint64 `json:"learn_full"`      // digests ignored: learn_max entries learned
 	LogsSuppressed uint64 `json:"logs_suppressed"` // log_msg lines over the daemon's rate limit
 	PacketOuts     uint64 `json:"packet_outs"`     // injected
+	IdleTimeouts   uint64 `json:"idle_timeouts"`   // idle_timeout events
+	Unlearned      uint64 `json:"unlearned"`       // learned entries removed after their idle timeout
 	LearnedEntries int    `json:"learned_entries"` // entries now learned
 	BufferedEvents int    `json:"buffered_events"` // events now in the buffer
 	NextSeq        uint64 `json:"next_seq"`        // seq of the next event
@@ -176,7 +191,11 @@ type slowState struct {
 	next    uint64  // seq of the next event (first is 1)
 	notify  chan struct{}
 	learned map[string]*LearnedEntry
-	st      SlowPathStats
+	// idleEntries: the configured entries with an idle timeout; idleSince:
+	// when an idle entry was last reported (both by key)
+	idleEntries map[string]*Entry
+	idleSince   map[string]time.Time
+	st          SlowPathStats
 	// synced is the program the learned entries were last written for
 	synced *p4c.Result
 	// log rate limit
@@ -186,7 +205,7 @@ type slowState struct {
 }
 
 func newSlowState() *slowState {
-	return &slowState{next: 1, notify: make(chan struct{}), learned: map[string]*LearnedEntry{}, tokens: logBurst}
+	return &slowState{next: 1, notify: make(chan struct{}), learned: map[string]*LearnedEntry{}, idleEntries: map[string]*Entry{}, idleSince: map[string]time.Time{}, tokens: logBurst}
 }
 
 // add appends an event and wakes the pollers. Called with mu held.
@@ -438,10 +457,22 @@ func (ctl controller) learn(h cube.Handle, c *cube.Cube, info *p4info.P4Info, d 
 			continue
 		}
 		s.mu.Lock()
-		s.learned[key] = &LearnedEntry{Entry: *e, Digest: d.Name, Learned: now}
+		s.learned[key] = &LearnedEntry{Entry: *e, Digest: d.Name, Learned: now, From: d.Name + " " + kvString(vals)}
 		s.st.Learned++
 		s.mu.Unlock()
 	}
+}
+
+// kvString is m as sorted k=v pairs.
+func kvString(m map[string]string) string {
+	var b strings.Builder
+	for i, k := range sortedKeys(m) {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s=%s", k, m[k])
+	}
+	return b.String()
 }
 
 func equalMaps(a, b map[string]string) bool {
@@ -534,7 +565,7 @@ func (ctl controller) restoreLearned(c *cube.Cube, info *p4info.P4Info, prog *rt
 			if d.Action.ActionID != ra.ID {
 				continue
 			}
-			e := &Entry{Table: t.Name, Match: map[string]string{}, Action: ra.Name, Params: map[string]string{}}
+			e := &Entry{Table: t.Name, Match: map[string]string{}, Action: ra.Name, Params: map[string]string{}, IdleTimeout: rule.IdleTimeout}
 			for _, fm := range d.Matches {
 				for _, k := range t.Keys {
 					if k.ID == fm.FieldID {
@@ -720,9 +751,9 @@ func pollAction(h cube.Handle, c *cube.Cube, args any) (any, error) {
 		a = &PollArgs{}
 	}
 	switch a.Kind {
-	case "", "digest", "packet_in":
+	case "", "digest", "packet_in", "idle_timeout":
 	default:
-		return nil, cube.Errorf("kind", "%q: want digest, packet_in or nothing (both)", a.Kind)
+		return nil, cube.Errorf("kind", "%q: want digest, packet_in, idle_timeout or nothing (all)", a.Kind)
 	}
 	if a.TimeoutMs < 0 || time.Duration(a.TimeoutMs)*time.Millisecond > maxPollWait {
 		return nil, cube.Errorf("timeout_ms", "%d: want 0..%d", a.TimeoutMs, maxPollWait.Milliseconds())

@@ -177,6 +177,9 @@ func (g *gen) table(t *ir.Table) {
 			g.line("\t__sync_fetch_and_add((__u64 *)(v + %d), s->sm.f_packet_length);", t.CounterOff+8)
 		}
 		g.directMeterExec(t)
+		if t.IdleOff >= 0 {
+			g.line("\tp4_touch((__u64 *)(v + %d));", t.IdleOff)
+		}
 		g.line("\treturn %s_run(ctx, s, v, r);", tblName(t))
 		g.line("}")
 	}

@@ -100,6 +100,17 @@ static __always_inline int p4_load(ctx_t *ctx, __u32 off, __u8 *buf, __u32 n)
 }
 #endif
 
+/* The last hit of an entry of a table with support_timeout, for the
+ * daemon's idle timeouts. Written at most every 100 ms: a busy entry's cache
+ * line is not dirtied by every packet, and timeouts are whole seconds. */
+static __always_inline void p4_touch(__u64 *last)
+{
+	__u64 now = bpf_ktime_get_ns();
+
+	if (now - *last > 100000000ull)
+		*last = now;
+}
+
 static __always_inline __u64 p4_sat_add(__u64 a, __u64 b, __u64 m)
 {
 	__u64 r = a + b;

@@ -111,6 +111,7 @@ type Table struct {
 	CounterOff     int // -1 without direct counter
 	DirectMeter    *Meter
 	MeterOff       int // -1 without direct meter: struct p4_meter in the value
+	IdleOff        int // -1 without support_timeout: __u64 time of the last hit in the value
 	ParamOff       int
 	ValueBytes     int
 	EntryRangeOff  int // scan
@@ -336,7 +337,7 @@ func Build(info *sema.Info, src *syntax.Sources) (*Program, error) {
 		if !info.LiveControl(t.Control) {
 			continue
 		}
-		it := &Table{Ent: t, Name: t.FullName, Default: t.Default, ConstDefault: t.ConstDefault, CounterOff: -1, MeterOff: -1}
+		it := &Table{Ent: t, Name: t.FullName, Default: t.Default, ConstDefault: t.ConstDefault, CounterOff: -1, MeterOff: -1, IdleOff: -1}
 		it.ID = ids.id(PrefixTable, t.FullName, t.Annots)
 		for _, ta := range t.Actions {
 			it.Actions = append(it.Actions, &TableAction{Action: p.ActionOf[ta.Action], DefaultOnly: ta.DefaultOnly, TableOnly: ta.TableOnly})
@@ -415,6 +416,9 @@ func Build(info *sema.Info, src *syntax.Sources) (*Program, error) {
 		}
 		if t.DirectMeter != nil {
 			errs = append(errs, directMeterLayout(src, p, t, it)...)
+		}
+		if t.SupportTimeout {
+			errs = append(errs, idleLayout(src, t, it)...)
 		}
 		maxp := 0
 		for _, ta := range it.Actions {

@@ -64,6 +64,7 @@ type Table struct {
 	DirectResourceIDs    []uint32     `json:"directResourceIds,omitempty"`
 	Size                 string       `json:"size"`
 	IsConstTable         bool         `json:"isConstTable,omitempty"`
+	IdleTimeoutBehavior  string       `json:"idleTimeoutBehavior,omitempty"` // NOTIFY_CONTROL with support_timeout
 }
 
 type Param struct {
@@ -235,6 +236,7 @@ type TableLayout struct {
 	ParamOffset      int             `json:"paramOffset"`
 	CounterOffset    int             `json:"counterOffset"`         // -1: no direct counter
 	MeterOffset      int             `json:"meterOffset,omitempty"` // direct meter's struct p4_meter (MeterLayout); 0: none
+	IdleOffset       int             `json:"idleOffset,omitempty"`  // support_timeout: __u64 bpf_ktime_get_ns() of the last hit; 0: none
 	DirectMeter      string          `json:"directMeter,omitempty"`
 	MeterUnit        string          `json:"meterUnit,omitempty"` // packets or bytes
 	EntryBytes       int             `json:"entryBytes,omitempty"`
@@ -344,6 +346,10 @@ func FromIR(p *ir.Program) *P4Info {
 			EntryBytes: t.EntryBytes, EntryRangeOffset: t.EntryRangeOff, EntryValueOffset: t.EntryValueOff, ConstDefault: t.ConstDefault}
 		if dm := t.DirectMeter; dm != nil {
 			tl.MeterOffset, tl.DirectMeter, tl.MeterUnit = t.MeterOff, dm.Name, dm.Unit
+		}
+		if t.IdleOff > 0 {
+			tl.IdleOffset = t.IdleOff
+			pt.IdleTimeoutBehavior = "NOTIFY_CONTROL"
 		}
 		for _, k := range t.Keys {
 			tl.Keys = append(tl.Keys, &KeyLayout{Name: k.Name, ID: k.ID, MatchKind: k.MatchKind, Width: k.Width, Offset: k.Offset, Size: k.Size, RangeOffset: k.RangeOff})

@@ -54,6 +54,7 @@ func (p *Program) AddEntry(table string, matches []p4info.Match, action string, 
 	if err != nil {
 		return err
 	}
+	stampIdle(t, e) // idle.go
 	m, err := p.m(t.Map)
 	if err != nil {
 		return err
@@ -118,8 +119,21 @@ func (p *Program) DeleteEntry(table string, matches []p4info.Match, priority uin
 	if err != nil {
 		return err
 	}
+	m, key, _, err := p.locate(t, matches, priority)
+	if err != nil {
+		return err
+	}
+	if t.Kind != "scan" {
+		return m.Delete(key)
+	}
+	return m.Update(key, make([]byte, t.EntryBytes), ebpf.UpdateAny)
+}
+
+// locate finds an entry: its map, its key there (the encoded key, or the
+// slot of a scan table) and the value stored (scan: the whole slot).
+func (p *Program) locate(t *p4info.TableLayout, matches []p4info.Match, priority uint32) (*ebpf.Map, any, []byte, error) {
 	if len(t.Actions) == 0 {
-		return fmt.Errorf("table %s has no actions", t.Name)
+		return nil, nil, nil, fmt.Errorf("table %s has no actions", t.Name)
 	}
 	// encode with any action to get the key
 	var args []p4info.Arg
@@ -128,25 +142,29 @@ func (p *Program) DeleteEntry(table string, matches []p4info.Match, priority uin
 	}
 	e, err := t.EncodeEntry(matches, t.Actions[0].Name, args, priority)
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
 	m, err := p.m(t.Map)
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
 	if !e.Scan {
-		return m.Delete(e.Key)
+		val := make([]byte, m.ValueSize())
+		if err := m.Lookup(e.Key, &val); err != nil {
+			return nil, nil, nil, fmt.Errorf("no such entry")
+		}
+		return m, e.Key, val, nil
 	}
 	buf := make([]byte, t.EntryBytes)
 	for i := uint32(0); i < uint32(t.Size); i++ {
 		if err := m.Lookup(i, &buf); err != nil {
-			return err
+			return nil, nil, nil, err
 		}
 		if binary.NativeEndian.Uint32(buf) == priority && bytes.Equal(buf[8:t.EntryValueOffset], e.MatchKey) {
-			return m.Update(i, make([]byte, t.EntryBytes), ebpf.UpdateAny)
+			return m, i, buf, nil
 		}
 	}
-	return fmt.Errorf("no such entry")
+	return nil, nil, nil, fmt.Errorf("no such entry")
 }
 
 // SetDefault changes a table's default action.

@@ -895,7 +895,14 @@ func (c *checker) tableDecl(x *syntax.TableDecl) *Table {
 			}
 			c.info.Uses[id] = inst
 			t.DirectMeter = inst
-		case "support_timeout", "idle_timeout", "psa_direct_counter", "largest_priority_wins", "priority_delta":
+		case "support_timeout":
+			b, ok := p.Value.(*syntax.BoolLit)
+			if !ok {
+				c.errorf(p.Value.NodePos(), "support_timeout must be true or false")
+				continue
+			}
+			t.SupportTimeout = b.Value
+		case "idle_timeout", "psa_direct_counter", "largest_priority_wins", "priority_delta":
 		default:
 			c.errorf(p.Pos, "unknown table property %q", p.Name)
 		}

@@ -94,9 +94,12 @@ type Table struct {
 	Size          int // 0 when not given
 	DirectCounter *Instance
 	DirectMeter   *Instance // meters = dm; (a direct_meter)
-	Entries       []*Entry
-	EntriesConst  bool
-	Annots        syntax.Annotations
+	// SupportTimeout: support_timeout = true; entries may have an idle
+	// timeout (the data path records their last hit).
+	SupportTimeout bool
+	Entries        []*Entry
+	EntriesConst   bool
+	Annots         syntax.Annotations
 }
 
 // Instance is an extern instance (counter, direct_counter, register, ...).

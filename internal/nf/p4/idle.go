@@ -1,0 +1,208 @@
+package p4
+
+// Idle timeouts of table entries, for tables with support_timeout = true
+// (the data path keeps each entry's last hit, internal/p4/rt/idle.go). An
+// entry with an idle_timeout that no packet has hit for that long is
+// reported as an "idle_timeout" event — again after every further
+// idle_timeout while it stays idle — like P4Runtime's
+// IdleTimeoutNotification: the entry stays until the control plane deletes
+// it. Entries learned by a rule with idle_timeout are removed instead.
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/p4/p4info"
+	"github.com/edgenf/edgenf/internal/p4/rt"
+)
+
+// Idle timeouts are checked once a second: shorter ones could not be kept.
+const minIdleTimeout = time.Second
+
+// parseIdleTimeout reads an idle_timeout ("30s", "5m"; "" none) for a
+// table, which must have support_timeout = true.
+func parseIdleTimeout(s string, t *p4info.TableLayout) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q: want a duration such as 30s or 5m", s)
+	}
+	if d < minIdleTimeout {
+		return 0, fmt.Errorf("%s: at least %s (idle entries are looked for once a second)", s, minIdleTimeout)
+	}
+	if t.IdleOffset == 0 {
+		return 0, fmt.Errorf("table %s does not time entries out: declare it with support_timeout = true", t.Name)
+	}
+	return d, nil
+}
+
+// IdleEntry is an entry with an idle timeout and how long it has not been hit.
+type IdleEntry struct {
+	Entry
+	Learned bool   `json:"learned,omitempty"`
+	IdleFor string `json:"idle_for"`
+	Idle    bool   `json:"idle"` // idle for idle_timeout or longer
+}
+
+// idleCandidate is an entry whose timeout is watched.
+type idleCandidate struct {
+	e       *Entry
+	timeout time.Duration
+	learned bool
+	from    string // learned: the digest it came from
+}
+
+// watchIdle keeps the set of configured entries with a timeout up to date
+// as entries are written (e) or deleted (nil), so that a tick need not
+// decode the whole configuration.
+func (s *slowState) watchIdle(key string, e *Entry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e == nil || e.IdleTimeout == "" {
+		delete(s.idleEntries, key)
+		delete(s.idleSince, key)
+		return
+	}
+	s.idleEntries[key] = e
+}
+
+// resetIdle rebuilds the set from the whole configuration (Sync).
+func (s *slowState) resetIdle(c *cube.Cube) {
+	entries, _ := entriesTable.Entries(c)
+	s.mu.Lock()
+	s.idleEntries = map[string]*Entry{}
+	s.mu.Unlock()
+	for _, v := range entries {
+		e := v.(*Entry)
+		s.watchIdle(e.key(), e)
+	}
+}
+
+// idleCandidates lists the configured and learned entries with a timeout.
+func (ctl controller) idleCandidates() []idleCandidate {
+	var out []idleCandidate
+	s := ctl.sp
+	s.mu.Lock()
+	for _, e := range s.idleEntries {
+		if d, err := time.ParseDuration(e.IdleTimeout); err == nil {
+			out = append(out, idleCandidate{e: e, timeout: d})
+		}
+	}
+	for _, l := range s.learned {
+		if d, err := time.ParseDuration(l.IdleTimeout); err == nil && l.IdleTimeout != "" {
+			e := l.Entry
+			out = append(out, idleCandidate{e: &e, timeout: d, learned: true, from: l.From})
+		}
+	}
+	s.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].e.key() < out[j].e.key() })
+	return out
+}
+
+// Tick reports (or, learned, removes) the entries idle for their timeout.
+func (ctl controller) Tick(h cube.Handle, c *cube.Cube, now time.Time) {
+	s := ctl.sp
+	if s == nil {
+		return
+	}
+	cands := ctl.idleCandidates()
+	if len(cands) == 0 {
+		return
+	}
+	prog, err := runtimeOf(h, c)
+	if err != nil {
+		return
+	}
+	for _, ic := range cands {
+		idle, err := prog.Idle(ic.e.Table, ic.e.matches(), ic.e.Priority)
+		key := ic.e.key()
+		if err != nil || idle < ic.timeout {
+			s.mu.Lock()
+			delete(s.idleSince, key)
+			s.mu.Unlock()
+			continue
+		}
+		if ic.learned {
+			ctl.unlearn(h, prog, ic, idle, now)
+			continue
+		}
+		s.mu.Lock()
+		// once per timeout period while the entry stays idle
+		if last, ok := s.idleSince[key]; !ok || now.Sub(last) >= ic.timeout {
+			s.idleSince[key] = now
+			s.st.IdleTimeouts++
+			s.add(idleEvent(ic.e, idle, false, now))
+		}
+		s.mu.Unlock()
+	}
+}
+
+// unlearn removes a learned entry that has been idle for its timeout, with
+// the entries learned from the same digest (a learning switch forgets a
+// station's port when the station falls silent, not when nobody writes to
+// it).
+func (ctl controller) unlearn(h cube.Handle, prog *rt.Program, ic idleCandidate, idle time.Duration, now time.Time) {
+	s := ctl.sp
+	s.mu.Lock()
+	gone := []*Entry{ic.e}
+	for k, l := range s.learned {
+		if ic.from != "" && l.From == ic.from && k != ic.e.key() {
+			e := l.Entry
+			gone = append(gone, &e)
+		}
+	}
+	s.mu.Unlock()
+	for i, e := range gone {
+		if err := prog.DeleteEntry(e.Table, e.matches(), e.Priority); err != nil {
+			h.Logf("p4: removing idle learned entry %s: %v", e.key(), err)
+			continue
+		}
+		s.mu.Lock()
+		delete(s.learned, e.key())
+		delete(s.idleSince, e.key())
+		s.st.Unlearned++
+		if i == 0 {
+			s.st.IdleTimeouts++
+			s.add(idleEvent(e, idle, true, now))
+		}
+		s.mu.Unlock()
+	}
+}
+
+func idleEvent(e *Entry, idle time.Duration, removed bool, now time.Time) Event {
+	f := map[string]string{"table": e.Table, "entry": e.key(), "idle_for": idle.Truncate(time.Second).String()}
+	if removed {
+		f["removed"] = "true"
+	}
+	entry := *e
+	return Event{Time: now, Kind: "idle_timeout", Fields: f, Entry: &entry}
+}
+
+// listIdle is the idle view: every entry with an idle timeout.
+func listIdle(h cube.Handle, c *cube.Cube) (any, error) {
+	ctl, ok := h.Controller().(controller)
+	if !ok || ctl.sp == nil {
+		return nil, fmt.Errorf("the cube has no p4 controller")
+	}
+	cands := ctl.idleCandidates()
+	out := make([]IdleEntry, 0, len(cands))
+	if len(cands) == 0 {
+		return out, nil
+	}
+	prog, err := runtimeOf(h, c)
+	if err != nil {
+		return nil, err
+	}
+	for _, ic := range cands {
+		idle, err := prog.Idle(ic.e.Table, ic.e.matches(), ic.e.Priority)
+		if err != nil {
+			return nil, fmt.Errorf("entry %s: %w", ic.e.key(), err)
+		}
+		out = append(out, IdleEntry{Entry: *ic.e, Learned: ic.learned, IdleFor: idle.Truncate(time.Second).String(), Idle: idle >= ic.timeout})
+	}
+	return out, nil
+}
