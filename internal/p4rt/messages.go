@@ -1,0 +1,1472 @@
+package p4rt
+
+// Hand-written P4Runtime v1 messages (p4lang/p4runtime v1.4:
+// proto/p4/v1/p4runtime.proto, p4data.proto; google/rpc/status.proto;
+// google/protobuf/any.proto), with the field numbers of the .proto files as
+// named constants. Only the messages and fields edgenf serves are here;
+// fields a client sends that are not listed are skipped.
+
+import (
+	"fmt"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// Field numbers.
+const (
+	// Uint128
+	fUint128High, fUint128Low protowire.Number = 1, 2
+
+	// WriteRequest
+	fWriteDeviceID, fWriteRoleID, fWriteElectionID, fWriteUpdates, fWriteAtomicity, fWriteRole protowire.Number = 1, 2, 3, 4, 5, 6
+
+	// ReadRequest, ReadResponse
+	fReadDeviceID, fReadEntities, fReadRole protowire.Number = 1, 2, 3
+	fReadRespEntities                       protowire.Number = 1
+
+	// Update
+	fUpdateType, fUpdateEntity protowire.Number = 1, 2
+
+	// Entity (oneof entity)
+	fEntityExtern, fEntityTable, fEntityAPMember, fEntityAPGroup, fEntityMeter, fEntityDirectMeter,
+	fEntityCounter, fEntityDirectCounter, fEntityPRE, fEntityValueSet, fEntityRegister, fEntityDigest protowire.Number = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12
+
+	// TableEntry
+	fTETableID, fTEMatch, fTEAction, fTEPriority, fTEControllerMetadata, fTEMeterConfig, fTECounterData,
+	fTEIsDefault, fTEIdleTimeout, fTETimeSinceHit, fTEMetadata, fTEMeterCounterData, fTEConst protowire.Number = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13
+
+	// FieldMatch
+	fFMFieldID, fFMExact, fFMTernary, fFMLPM, fFMRange, fFMOptional, fFMOther protowire.Number = 1, 2, 3, 4, 6, 7, 100
+	// FieldMatch.Exact/Ternary/LPM/Range/Optional
+	fFMValue, fFMMask, fFMPrefixLen, fFMLow, fFMHigh protowire.Number = 1, 2, 2, 1, 2
+
+	// TableAction
+	fTAAction, fTAMemberID, fTAGroupID, fTAActionSet protowire.Number = 1, 2, 3, 4
+	// Action, Action.Param
+	fActionID, fActionParams   protowire.Number = 1, 4
+	fParamID, fParamValue      protowire.Number = 2, 3
+	fIndexIndex                protowire.Number = 1
+	fMeterID, fMeterIndex      protowire.Number = 1, 2
+	fMeterConfig, fMeterCData  protowire.Number = 3, 4
+	fMCCIR, fMCCBurst          protowire.Number = 1, 2
+	fMCPIR, fMCPBurst          protowire.Number = 3, 4
+	fCounterID, fCounterIndex  protowire.Number = 1, 2
+	fCounterData               protowire.Number = 3
+	fCDByteCount, fCDPacketCnt protowire.Number = 1, 2
+
+	// PacketReplicationEngineEntry
+	fPREMulticast, fPREClone protowire.Number = 1, 2
+	// Replica
+	fReplicaEgressPort, fReplicaInstance, fReplicaPort protowire.Number = 1, 2, 3
+	// MulticastGroupEntry
+	fMGID, fMGReplicas protowire.Number = 1, 2
+	// CloneSessionEntry
+	fCSID, fCSReplicas, fCSClassOfService, fCSPacketLength protowire.Number = 1, 2, 3, 4
+
+	// RegisterEntry
+	fRegID, fRegIndex, fRegData protowire.Number = 1, 2, 3
+	// P4Data (oneof data), P4StructLike
+	fDataBitstring, fDataBool, fDataTuple, fDataStruct protowire.Number = 1, 3, 4, 5
+	fStructMembers                                     protowire.Number = 1
+
+	// DigestEntry, DigestEntry.Config
+	fDigestID, fDigestConfig                  protowire.Number = 1, 2
+	fDCMaxTimeout, fDCMaxList, fDCAckTimeout  protowire.Number = 1, 2, 3
+	fDLDigestID, fDLListID, fDLData, fDLTime  protowire.Number = 1, 2, 3, 4
+	fDLAckDigestID, fDLAckListID              protowire.Number = 1, 2
+	fStreamReqArb, fStreamReqPacket           protowire.Number = 1, 2
+	fStreamReqDigestAck, fStreamReqOther      protowire.Number = 3, 4
+	fStreamRespArb, fStreamRespPacket         protowire.Number = 1, 2
+	fStreamRespDigest, fStreamRespError       protowire.Number = 3, 6
+	fPacketPayload, fPacketMetadata           protowire.Number = 1, 2
+	fPMID, fPMValue                           protowire.Number = 1, 2
+	fArbDeviceID, fArbRole, fArbElectionID    protowire.Number = 1, 2, 3
+	fArbStatus                                protowire.Number = 4
+	fRoleID, fRoleConfig, fRoleName           protowire.Number = 1, 2, 3
+	fSECode, fSEMessage, fSESpace, fSEIntCode protowire.Number = 1, 2, 3, 4
+	fSEPacketOut, fSEDigestAck, fSEOther      protowire.Number = 5, 6, 7
+	fPOErrPacketOut, fDAErrAck                protowire.Number = 1, 1
+
+	// SetForwardingPipelineConfigRequest
+	fSetDeviceID, fSetRoleID, fSetElectionID, fSetAction, fSetConfig, fSetRole protowire.Number = 1, 2, 3, 4, 5, 6
+	// ForwardingPipelineConfig, Cookie
+	fFPCP4Info, fFPCDeviceConfig, fFPCCookie protowire.Number = 1, 2, 3
+	fCookieCookie                            protowire.Number = 1
+	// GetForwardingPipelineConfigRequest, Response
+	fGetDeviceID, fGetResponseType protowire.Number = 1, 2
+	fGetRespConfig                 protowire.Number = 1
+
+	// p4.v1.Error
+	fErrCode, fErrMessage, fErrSpace, fErrIntCode, fErrDetails protowire.Number = 1, 2, 3, 4, 5
+	// CapabilitiesResponse
+	fCapVersion protowire.Number = 1
+	// google.rpc.Status, google.protobuf.Any
+	fStatusCode, fStatusMessage, fStatusDetails protowire.Number = 1, 2, 3
+	fAnyTypeURL, fAnyValue                      protowire.Number = 1, 2
+)
+
+// Enums.
+const (
+	UpdateUnspecified, UpdateInsert, UpdateModify, UpdateDelete = 0, 1, 2, 3
+
+	AtomicityContinueOnError, AtomicityRollbackOnError, AtomicityDataplaneAtomic = 0, 1, 2
+
+	ActionUnspecified, ActionVerify, ActionVerifyAndSave, ActionVerifyAndCommit, ActionCommit, ActionReconcileAndCommit = 0, 1, 2, 3, 4, 5
+
+	ResponseAll, ResponseCookieOnly, ResponseP4InfoAndCookie, ResponseDeviceConfigAndCookie = 0, 1, 2, 3
+)
+
+// Uint128 is an election id.
+type Uint128 struct{ High, Low uint64 }
+
+func (m *Uint128) appendTo(e *enc) { e.varint(fUint128High, m.High); e.varint(fUint128Low, m.Low) }
+func (m *Uint128) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		switch f.num {
+		case fUint128High:
+			return set(&m.High, f.v, f.want(protowire.VarintType))
+		case fUint128Low:
+			return set(&m.Low, f.v, f.want(protowire.VarintType))
+		}
+		return nil
+	})
+}
+
+// Less orders election ids.
+func (m Uint128) Less(o Uint128) bool { return m.High < o.High || (m.High == o.High && m.Low < o.Low) }
+
+func (m Uint128) String() string {
+	if m.High == 0 {
+		return fmt.Sprint(m.Low)
+	}
+	return fmt.Sprintf("%d:%d", m.High, m.Low)
+}
+
+// WriteRequest is p4.v1.WriteRequest.
+type WriteRequest struct {
+	DeviceID   uint64
+	Role       string
+	ElectionID *Uint128
+	Updates    []*Update
+	Atomicity  int32
+}
+
+func (m *WriteRequest) appendTo(e *enc) {
+	e.varint(fWriteDeviceID, m.DeviceID)
+	if m.ElectionID != nil {
+		e.msg(fWriteElectionID, m.ElectionID)
+	}
+	for _, u := range m.Updates {
+		e.msg(fWriteUpdates, u)
+	}
+	e.int32(fWriteAtomicity, m.Atomicity)
+	e.string(fWriteRole, m.Role)
+}
+
+func (m *WriteRequest) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		switch f.num {
+		case fWriteDeviceID:
+			return set(&m.DeviceID, f.v, f.want(protowire.VarintType))
+		case fWriteRole:
+			return set(&m.Role, string(f.b), f.want(protowire.BytesType))
+		case fWriteElectionID:
+			m.ElectionID = &Uint128{}
+			return f.sub(m.ElectionID)
+		case fWriteUpdates:
+			u := &Update{}
+			m.Updates = append(m.Updates, u)
+			return f.sub(u)
+		case fWriteAtomicity:
+			return set(&m.Atomicity, int32(f.v), f.want(protowire.VarintType))
+		}
+		return nil
+	})
+}
+
+// WriteResponse is empty.
+type WriteResponse struct{}
+
+func (m *WriteResponse) appendTo(e *enc)          {}
+func (m *WriteResponse) unmarshal(b []byte) error { return walk(b, func(field) error { return nil }) }
+
+// Update is p4.v1.Update.
+type Update struct {
+	Type   int32
+	Entity *Entity
+}
+
+func (m *Update) appendTo(e *enc) {
+	e.int32(fUpdateType, m.Type)
+	if m.Entity != nil {
+		e.msg(fUpdateEntity, m.Entity)
+	}
+}
+
+func (m *Update) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		switch f.num {
+		case fUpdateType:
+			return set(&m.Type, int32(f.v), f.want(protowire.VarintType))
+		case fUpdateEntity:
+			m.Entity = &Entity{}
+			return f.sub(m.Entity)
+		}
+		return nil
+	})
+}
+
+// Entity is p4.v1.Entity: one of its members is set. Other holds the field
+// number of a member edgenf does not serve (action profiles, direct
+// counters and meters, value sets, extern entries).
+type Entity struct {
+	TableEntry    *TableEntry
+	MeterEntry    *MeterEntry
+	CounterEntry  *CounterEntry
+	PREEntry      *PREEntry
+	RegisterEntry *RegisterEntry
+	DigestEntry   *DigestEntry
+	Other         protowire.Number
+}
+
+var entityNames = map[protowire.Number]string{
+	fEntityExtern: "extern_entry", fEntityTable: "table_entry", fEntityAPMember: "action_profile_member",
+	fEntityAPGroup: "action_profile_group", fEntityMeter: "meter_entry", fEntityDirectMeter: "direct_meter_entry",
+	fEntityCounter: "counter_entry", fEntityDirectCounter: "direct_counter_entry", fEntityPRE: "packet_replication_engine_entry",
+	fEntityValueSet: "value_set_entry", fEntityRegister: "register_entry", fEntityDigest: "digest_entry",
+}
+
+func (m *Entity) appendTo(e *enc) {
+	switch {
+	case m.TableEntry != nil:
+		e.msg(fEntityTable, m.TableEntry)
+	case m.MeterEntry != nil:
+		e.msg(fEntityMeter, m.MeterEntry)
+	case m.CounterEntry != nil:
+		e.msg(fEntityCounter, m.CounterEntry)
+	case m.PREEntry != nil:
+		e.msg(fEntityPRE, m.PREEntry)
+	case m.RegisterEntry != nil:
+		e.msg(fEntityRegister, m.RegisterEntry)
+	case m.DigestEntry != nil:
+		e.msg(fEntityDigest, m.DigestEntry)
+	case m.Other != 0:
+		e.bytesAlways(m.Other, nil)
+	}
+}
+
+func (m *Entity) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		*m = Entity{}
+		switch f.num {
+		case fEntityTable:
+			m.TableEntry = &TableEntry{}
+			return f.sub(m.TableEntry)
+		case fEntityMeter:
+			m.MeterEntry = &MeterEntry{}
+			return f.sub(m.MeterEntry)
+		case fEntityCounter:
+			m.CounterEntry = &CounterEntry{}
+			return f.sub(m.CounterEntry)
+		case fEntityPRE:
+			m.PREEntry = &PREEntry{}
+			return f.sub(m.PREEntry)
+		case fEntityRegister:
+			m.RegisterEntry = &RegisterEntry{}
+			return f.sub(m.RegisterEntry)
+		case fEntityDigest:
+			m.DigestEntry = &DigestEntry{}
+			return f.sub(m.DigestEntry)
+		default:
+			m.Other = f.num
+		}
+		return nil
+	})
+}
+
+// TableEntry is p4.v1.TableEntry (direct resources, idle timeouts and
+// action profiles are not served: Unsupported names what was set).
+type TableEntry struct {
+	TableID         uint32
+	Match           []*FieldMatch
+	Action          *TableAction
+	Priority        int32
+	IsDefaultAction bool
+	Metadata        []byte
+	Const           bool
+	Unsupported     string
+}
+
+func (m *TableEntry) appendTo(e *enc) {
+	e.varint(fTETableID, uint64(m.TableID))
+	for _, fm := range m.Match {
+		e.msg(fTEMatch, fm)
+	}
+	if m.Action != nil {
+		e.msg(fTEAction, m.Action)
+	}
+	e.int32(fTEPriority, m.Priority)
+	e.bool(fTEIsDefault, m.IsDefaultAction)
+	e.bytes(fTEMetadata, m.Metadata)
+	e.bool(fTEConst, m.Const)
+}
+
+func (m *TableEntry) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		switch f.num {
+		case fTETableID:
+			return set(&m.TableID, uint32(f.v), f.want(protowire.VarintType))
+		case fTEMatch:
+			fm := &FieldMatch{}
+			m.Match = append(m.Match, fm)
+			return f.sub(fm)
+		case fTEAction:
+			m.Action = &TableAction{}
+			return f.sub(m.Action)
+		case fTEPriority:
+			return set(&m.Priority, int32(f.v), f.want(protowire.VarintType))
+		case fTEIsDefault:
+			return set(&m.IsDefaultAction, f.v != 0, f.want(protowire.VarintType))
+		case fTEMetadata:
+			v, err := f.raw()
+			return set(&m.Metadata, v, err)
+		case fTEConst:
+			return set(&m.Const, f.v != 0, f.want(protowire.VarintType))
+		case fTEMeterConfig:
+			m.Unsupported = "meter_config (direct meters)"
+		case fTECounterData:
+			m.Unsupported = "counter_data (direct counters)"
+		case fTEMeterCounterData:
+			m.Unsupported = "meter_counter_data"
+		case fTEIdleTimeout:
+			if f.v != 0 {
+				m.Unsupported = "idle_timeout_ns"
+			}
+		case fTEControllerMetadata:
+			if f.v != 0 {
+				m.Unsupported = "controller_metadata (deprecated; use metadata)"
+			}
+		}
+		return nil
+	})
+}
+
+// FieldMatch is p4.v1.FieldMatch; Kind is the oneof member set
+// ("exact", "ternary", "lpm", "range", "optional"; "other" or "" otherwise).
+type FieldMatch struct {
+	FieldID   uint32
+	Kind      string
+	Value     []byte // exact, ternary, lpm, optional
+	Mask      []byte // ternary
+	PrefixLen int32  // lpm
+	Low, High []byte // range
+}
+
+func (m *FieldMatch) appendTo(e *enc) {
+	e.varint(fFMFieldID, uint64(m.FieldID))
+	var s enc
+	switch m.Kind {
+	case "exact":
+		s.bytes(fFMValue, m.Value)
+		e.bytesAlways(fFMExact, s.b)
+	case "optional":
+		s.bytes(fFMValue, m.Value)
+		e.bytesAlways(fFMOptional, s.b)
+	case "ternary":
+		s.bytes(fFMValue, m.Value)
+		s.bytes(fFMMask, m.Mask)
+		e.bytesAlways(fFMTernary, s.b)
+	case "lpm":
+		s.bytes(fFMValue, m.Value)
+		s.int32(fFMPrefixLen, m.PrefixLen)
+		e.bytesAlways(fFMLPM, s.b)
+	case "range":
+		s.bytes(fFMLow, m.Low)
+		s.bytes(fFMHigh, m.High)
+		e.bytesAlways(fFMRange, s.b)
+	}
+}
+
+func (m *FieldMatch) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		switch f.num {
+		case fFMFieldID:
+			return set(&m.FieldID, uint32(f.v), f.want(protowire.VarintType))
+		case fFMExact, fFMOptional, fFMTernary, fFMLPM, fFMRange:
+			m.Kind = map[protowire.Number]string{fFMExact: "exact", fFMOptional: "optional", fFMTernary: "ternary", fFMLPM: "lpm", fFMRange: "range"}[f.num]
+			if err := f.want(protowire.BytesType); err != nil {
+				return err
+			}
+			kind := f.num
+			return walk(f.b, func(g field) error {
+				switch {
+				case kind == fFMRange && g.num == fFMLow:
+					v, err := g.raw()
+					return set(&m.Low, v, err)
+				case kind == fFMRange && g.num == fFMHigh:
+					v, err := g.raw()
+					return set(&m.High, v, err)
+				case kind != fFMRange && g.num == fFMValue:
+					v, err := g.raw()
+					return set(&m.Value, v, err)
+				case kind == fFMTernary && g.num == fFMMask:
+					v, err := g.raw()
+					return set(&m.Mask, v, err)
+				case kind == fFMLPM && g.num == fFMPrefixLen:
+					return set(&m.PrefixLen, int32(g.v), g.want(protowire.VarintType))
+				}
+				return nil
+			})
+		case fFMOther:
+			m.Kind = "other"
+		}
+		return nil
+	})
+}
+
+// TableAction is p4.v1.TableAction; only a direct action is served
+// (Indirect: an action profile member, group or action set was given).
+type TableAction struct {
+	Action   *Action
+	Indirect bool
+}
+
+func (m *TableAction) appendTo(e *enc) {
+	if m.Action != nil {
+		e.msg(fTAAction, m.Action)
+	}
+}
+
+func (m *TableAction) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		switch f.num {
+		case fTAAction:
+			m.Action = &Action{}
+			return f.sub(m.Action)
+		case fTAMemberID, fTAGroupID, fTAActionSet:
+			m.Indirect = true
+		}
+		return nil
+	})
+}
+
+// Action is p4.v1.Action.
+type Action struct {
+	ActionID uint32
+	Params   []*Param
+}
+
+// Param is p4.v1.Action.Param.
+type Param struct {
+	ParamID uint32
+	Value   []byte
+}
+
+func (m *Param) appendTo(e *enc) {
+	e.varint(fParamID, uint64(m.ParamID))
+	e.bytes(fParamValue, m.Value)
+}
+func (m *Param) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		switch f.num {
+		case fParamID:
+			return set(&m.ParamID, uint32(f.v), f.want(protowire.VarintType))
+		case fParamValue:
+			v, err := f.raw()
+			return set(&m.Value, v, err)
+		}
+		return nil
+	})
+}
+
+func (m *Action) appendTo(e *enc) {
+	e.varint(fActionID, uint64(m.ActionID))
+	for _, p := range m.Params {
+		e.msg(fActionParams, p)
+	}
+}
+
+func (m *Action) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		switch f.num {
+		case fActionID:
+			return set(&m.ActionID, uint32(f.v), f.want(protowire.VarintType))
+		case fActionParams:
+			p := &Param{}
+			m.Params = append(m.Params, p)
+			return f.sub(p)
+		}
+		return nil
+	})
+}
+
+// Index is p4.v1.Index (nil: unset, a wildcard).
+type Index struct{ Index int64 }
+
+func (m *Index) appendTo(e *enc) { e.int64(fIndexIndex, m.Index) }
+func (m *Index) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		if f.num == fIndexIndex {
+			return set(&m.Index, int64(f.v), f.want(protowire.VarintType))
+		}
+		return nil
+	})
+}
+
+// MeterConfig is p4.v1.MeterConfig.
+type MeterConfig struct{ CIR, CBurst, PIR, PBurst int64 }
+
+func (m *MeterConfig) appendTo(e *enc) {
+	e.int64(fMCCIR, m.CIR)
+	e.int64(fMCCBurst, m.CBurst)
+	e.int64(fMCPIR, m.PIR)
+	e.int64(fMCPBurst, m.PBurst)
+}
+
+func (m *MeterConfig) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		dst := map[protowire.Number]*int64{fMCCIR: &m.CIR, fMCCBurst: &m.CBurst, fMCPIR: &m.PIR, fMCPBurst: &m.PBurst}[f.num]
+		if dst != nil {
+			return set(dst, int64(f.v), f.want(protowire.VarintType))
+		}
+		return nil
+	})
+}
+
+// MeterEntry is p4.v1.MeterEntry (without counter_data).
+type MeterEntry struct {
+	MeterID uint32
+	Index   *Index
+	Config  *MeterConfig
+}
+
+func (m *MeterEntry) appendTo(e *enc) {
+	e.varint(fMeterID, uint64(m.MeterID))
+	if m.Index != nil {
+		e.msg(fMeterIndex, m.Index)
+	}
+	if m.Config != nil {
+		e.msg(fMeterConfig, m.Config)
+	}
+}
+
+func (m *MeterEntry) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		switch f.num {
+		case fMeterID:
+			return set(&m.MeterID, uint32(f.v), f.want(protowire.VarintType))
+		case fMeterIndex:
+			m.Index = &Index{}
+			return f.sub(m.Index)
+		case fMeterConfig:
+			m.Config = &MeterConfig{}
+			return f.sub(m.Config)
+		}
+		return nil
+	})
+}
+
+// CounterData is p4.v1.CounterData.
+type CounterData struct{ ByteCount, PacketCount int64 }
+
+func (m *CounterData) appendTo(e *enc) {
+	e.int64(fCDByteCount, m.ByteCount)
+	e.int64(fCDPacketCnt, m.PacketCount)
+}
+
+func (m *CounterData) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		switch f.num {
+		case fCDByteCount:
+			return set(&m.ByteCount, int64(f.v), f.want(protowire.VarintType))
+		case fCDPacketCnt:
+			return set(&m.PacketCount, int64(f.v), f.want(protowire.VarintType))
+		}
+		return nil
+	})
+}
+
+// CounterEntry is p4.v1.CounterEntry.
+type CounterEntry struct {
+	CounterID uint32
+	Index     *Index
+	Data      *CounterData
+}
+
+func (m *CounterEntry) appendTo(e *enc) {
+	e.varint(fCounterID, uint64(m.CounterID))
+	if m.Index != nil {
+		e.msg(fCounterIndex, m.Index)
+	}
+	if m.Data != nil {
+		e.msg(fCounterData, m.Data)
+	}
+}
+
+func (m *CounterEntry) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		switch f.num {
+		case fCounterID:
+			return set(&m.CounterID, uint32(f.v), f.want(protowire.VarintType))
+		case fCounterIndex:
+			m.Index = &Index{}
+			return f.sub(m.Index)
+		case fCounterData:
+			m.Data = &CounterData{}
+			return f.sub(m.Data)
+		}
+		return nil
+	})
+}
+
+// PREEntry is p4.v1.PacketReplicationEngineEntry.
+type PREEntry struct {
+	MulticastGroup *MulticastGroupEntry
+	CloneSession   *CloneSessionEntry
+}
+
+func (m *PREEntry) appendTo(e *enc) {
+	if m.MulticastGroup != nil {
+		e.msg(fPREMulticast, m.MulticastGroup)
+	}
+	if m.CloneSession != nil {
+		e.msg(fPREClone, m.CloneSession)
+	}
+}
+
+func (m *PREEntry) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		switch f.num {
+		case fPREMulticast:
+			m.MulticastGroup, m.CloneSession = &MulticastGroupEntry{}, nil
+			return f.sub(m.MulticastGroup)
+		case fPREClone:
+			m.CloneSession, m.MulticastGroup = &CloneSessionEntry{}, nil
+			return f.sub(m.CloneSession)
+		}
+		return nil
+	})
+}
+
+// Replica is p4.v1.Replica: the port as bytes (Port) or, deprecated, as a
+// number (EgressPort, used when Port is nil).
+type Replica struct {
+	EgressPort uint32
+	Port       []byte
+	Instance   uint32
+}
+
+func (m *Replica) appendTo(e *enc) {
+	if m.Port != nil {
+		e.bytesAlways(fReplicaPort, m.Port)
+	} else {
+		e.varint(fReplicaEgressPort, uint64(m.EgressPort))
+	}
+	e.varint(fReplicaInstance, uint64(m.Instance))
+}
+
+func (m *Replica) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		switch f.num {
+		case fReplicaEgressPort:
+			return set(&m.EgressPort, uint32(f.v), f.want(protowire.VarintType))
+		case fReplicaPort:
+			v, err := f.raw()
+			if v == nil {
+				v = []byte{}
+			}
+			return set(&m.Port, v, err)
+		case fReplicaInstance:
+			return set(&m.Instance, uint32(f.v), f.want(protowire.VarintType))
+		}
+		return nil
+	})
+}
+
+func unmarshalReplicas(f field, dst *[]*Replica) error {
+	r := &Replica{}
+	*dst = append(*dst, r)
+	return f.sub(r)
+}
+
+// MulticastGroupEntry is p4.v1.MulticastGroupEntry.
+type MulticastGroupEntry struct {
+	GroupID  uint32
+	Replicas []*Replica
+}
+
+func (m *MulticastGroupEntry) appendTo(e *enc) {
+	e.varint(fMGID, uint64(m.GroupID))
+	for _, r := range m.Replicas {
+		e.msg(fMGReplicas, r)
+	}
+}
+
+func (m *MulticastGroupEntry) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		switch f.num {
+		case fMGID:
+			return set(&m.GroupID, uint32(f.v), f.want(protowire.VarintType))
+		case fMGReplicas:
+			return unmarshalReplicas(f, &m.Replicas)
+		}
+		return nil
+	})
+}
+
+// CloneSessionEntry is p4.v1.CloneSessionEntry.
+type CloneSessionEntry struct {
+	SessionID         uint32
+	Replicas          []*Replica
+	ClassOfService    uint32
+	PacketLengthBytes int32
+}
+
+func (m *CloneSessionEntry) appendTo(e *enc) {
+	e.varint(fCSID, uint64(m.SessionID))
+	for _, r := range m.Replicas {
+		e.msg(fCSReplicas, r)
+	}
+	e.varint(fCSClassOfService, uint64(m.ClassOfService))
+	e.int32(fCSPacketLength, m.PacketLengthBytes)
+}
+
+func (m *CloneSessionEntry) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		switch f.num {
+		case fCSID:
+			return set(&m.SessionID, uint32(f.v), f.want(protowire.VarintType))
+		case fCSReplicas:
+			return unmarshalReplicas(f, &m.Replicas)
+		case fCSClassOfService:
+			return set(&m.ClassOfService, uint32(f.v), f.want(protowire.VarintType))
+		case fCSPacketLength:
+			return set(&m.PacketLengthBytes, int32(f.v), f.want(protowire.VarintType))
+		}
+		return nil
+	})
+}
+
+// P4Data is p4.v1.P4Data: a bitstring, a bool or a struct of members
+// (Kind names the oneof member; "other" for members edgenf does not use).
+type P4Data struct {
+	Kind      string // "bitstring", "bool", "struct", "tuple", "other"
+	Bitstring []byte
+	Bool      bool
+	Members   []*P4Data
+}
+
+func (m *P4Data) appendTo(e *enc) {
+	switch m.Kind {
+	case "bitstring":
+		e.bytesAlways(fDataBitstring, m.Bitstring)
+	case "bool":
+		e.boolAlways(fDataBool, m.Bool)
+	case "struct", "tuple":
+		var s enc
+		for _, d := range m.Members {
+			s.msg(fStructMembers, d)
+		}
+		n := fDataStruct
+		if m.Kind == "tuple" {
+			n = fDataTuple
+		}
+		e.bytesAlways(n, s.b)
+	}
+}
+
+func (m *P4Data) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		switch f.num {
+		case fDataBitstring:
+			m.Kind = "bitstring"
+			v, err := f.raw()
+			return set(&m.Bitstring, v, err)
+		case fDataBool:
+			m.Kind = "bool"
+			return set(&m.Bool, f.v != 0, f.want(protowire.VarintType))
+		case fDataStruct, fDataTuple:
+			m.Kind = "struct"
+			if f.num == fDataTuple {
+				m.Kind = "tuple"
+			}
+			if err := f.want(protowire.BytesType); err != nil {
+				return err
+			}
+			return walk(f.b, func(g field) error {
+				if g.num == fStructMembers {
+					d := &P4Data{}
+					m.Members = append(m.Members, d)
+					return g.sub(d)
+				}
+				return nil
+			})
+		default:
+			m.Kind = "other"
+		}
+		return nil
+	})
+}
+
+// RegisterEntry is p4.v1.RegisterEntry.
+type RegisterEntry struct {
+	RegisterID uint32
+	Index      *Index
+	Data       *P4Data
+}
+
+func (m *RegisterEntry) appendTo(e *enc) {
+	e.varint(fRegID, uint64(m.RegisterID))
+	if m.Index != nil {
+		e.msg(fRegIndex, m.Index)
+	}
+	if m.Data != nil {
+		e.msg(fRegData, m.Data)
+	}
+}
+
+func (m *RegisterEntry) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		switch f.num {
+		case fRegID:
+			return set(&m.RegisterID, uint32(f.v), f.want(protowire.VarintType))
+		case fRegIndex:
+			m.Index = &Index{}
+			return f.sub(m.Index)
+		case fRegData:
+			m.Data = &P4Data{}
+			return f.sub(m.Data)
+		}
+		return nil
+	})
+}
+
+// DigestConfig is p4.v1.DigestEntry.Config.
+type DigestConfig struct {
+	MaxTimeoutNs int64
+	MaxListSize  int32
+	AckTimeoutNs int64
+}
+
+func (m *DigestConfig) appendTo(e *enc) {
+	e.int64(fDCMaxTimeout, m.MaxTimeoutNs)
+	e.int32(fDCMaxList, m.MaxListSize)
+	e.int64(fDCAckTimeout, m.AckTimeoutNs)
+}
+
+func (m *DigestConfig) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		switch f.num {
+		case fDCMaxTimeout:
+			return set(&m.MaxTimeoutNs, int64(f.v), f.want(protowire.VarintType))
+		case fDCMaxList:
+			return set(&m.MaxListSize, int32(f.v), f.want(protowire.VarintType))
+		case fDCAckTimeout:
+			return set(&m.AckTimeoutNs, int64(f.v), f.want(protowire.VarintType))
+		}
+		return nil
+	})
+}
+
+// DigestEntry is p4.v1.DigestEntry.
+type DigestEntry struct {
+	DigestID uint32
+	Config   *DigestConfig
+}
+
+func (m *DigestEntry) appendTo(e *enc) {
+	e.varint(fDigestID, uint64(m.DigestID))
+	if m.Config != nil {
+		e.msg(fDigestConfig, m.Config)
+	}
+}
+
+func (m *DigestEntry) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		switch f.num {
+		case fDigestID:
+			return set(&m.DigestID, uint32(f.v), f.want(protowire.VarintType))
+		case fDigestConfig:
+			m.Config = &DigestConfig{}
+			return f.sub(m.Config)
+		}
+		return nil
+	})
+}
+
+// ReadRequest is p4.v1.ReadRequest.
+type ReadRequest struct {
+	DeviceID uint64
+	Role     string
+	Entities []*Entity
+}
+
+func (m *ReadRequest) appendTo(e *enc) {
+	e.varint(fReadDeviceID, m.DeviceID)
+	for _, x := range m.Entities {
+		e.msg(fReadEntities, x)
+	}
+	e.string(fReadRole, m.Role)
+}
+
+func (m *ReadRequest) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		switch f.num {
+		case fReadDeviceID:
+			return set(&m.DeviceID, f.v, f.want(protowire.VarintType))
+		case fReadRole:
+			return set(&m.Role, string(f.b), f.want(protowire.BytesType))
+		case fReadEntities:
+			x := &Entity{}
+			m.Entities = append(m.Entities, x)
+			return f.sub(x)
+		}
+		return nil
+	})
+}
+
+// ReadResponse is p4.v1.ReadResponse.
+type ReadResponse struct{ Entities []*Entity }
+
+func (m *ReadResponse) appendTo(e *enc) {
+	for _, x := range m.Entities {
+		e.msg(fReadRespEntities, x)
+	}
+}
+
+func (m *ReadResponse) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		if f.num == fReadRespEntities {
+			x := &Entity{}
+			m.Entities = append(m.Entities, x)
+			return f.sub(x)
+		}
+		return nil
+	})
+}
+
+// PacketMetadata is p4.v1.PacketMetadata.
+type PacketMetadata struct {
+	MetadataID uint32
+	Value      []byte
+}
+
+func (m *PacketMetadata) appendTo(e *enc) {
+	e.varint(fPMID, uint64(m.MetadataID))
+	e.bytes(fPMValue, m.Value)
+}
+func (m *PacketMetadata) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		switch f.num {
+		case fPMID:
+			return set(&m.MetadataID, uint32(f.v), f.want(protowire.VarintType))
+		case fPMValue:
+			v, err := f.raw()
+			return set(&m.Value, v, err)
+		}
+		return nil
+	})
+}
+
+// Packet is p4.v1.PacketOut and p4.v1.PacketIn (the same fields).
+type Packet struct {
+	Payload  []byte
+	Metadata []*PacketMetadata
+}
+
+func (m *Packet) appendTo(e *enc) {
+	e.bytes(fPacketPayload, m.Payload)
+	for _, md := range m.Metadata {
+		e.msg(fPacketMetadata, md)
+	}
+}
+
+func (m *Packet) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		switch f.num {
+		case fPacketPayload:
+			v, err := f.raw()
+			return set(&m.Payload, v, err)
+		case fPacketMetadata:
+			md := &PacketMetadata{}
+			m.Metadata = append(m.Metadata, md)
+			return f.sub(md)
+		}
+		return nil
+	})
+}
+
+// DigestListAck is p4.v1.DigestListAck.
+type DigestListAck struct {
+	DigestID uint32
+	ListID   uint64
+}
+
+func (m *DigestListAck) appendTo(e *enc) {
+	e.varint(fDLAckDigestID, uint64(m.DigestID))
+	e.varint(fDLAckListID, m.ListID)
+}
+
+func (m *DigestListAck) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		switch f.num {
+		case fDLAckDigestID:
+			return set(&m.DigestID, uint32(f.v), f.want(protowire.VarintType))
+		case fDLAckListID:
+			return set(&m.ListID, f.v, f.want(protowire.VarintType))
+		}
+		return nil
+	})
+}
+
+// DigestList is p4.v1.DigestList.
+type DigestList struct {
+	DigestID  uint32
+	ListID    uint64
+	Data      []*P4Data
+	Timestamp int64
+}
+
+func (m *DigestList) appendTo(e *enc) {
+	e.varint(fDLDigestID, uint64(m.DigestID))
+	e.varint(fDLListID, m.ListID)
+	for _, d := range m.Data {
+		e.msg(fDLData, d)
+	}
+	e.int64(fDLTime, m.Timestamp)
+}
+
+func (m *DigestList) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		switch f.num {
+		case fDLDigestID:
+			return set(&m.DigestID, uint32(f.v), f.want(protowire.VarintType))
+		case fDLListID:
+			return set(&m.ListID, f.v, f.want(protowire.VarintType))
+		case fDLData:
+			d := &P4Data{}
+			m.Data = append(m.Data, d)
+			return f.sub(d)
+		case fDLTime:
+			return set(&m.Timestamp, int64(f.v), f.want(protowire.VarintType))
+		}
+		return nil
+	})
+}
+
+// Status is google.rpc.Status with its details as Any (type URL, bytes).
+type Status struct {
+	Code    int32
+	Message string
+	Details []Any
+}
+
+// Any is google.protobuf.Any.
+type Any struct {
+	TypeURL string
+	Value   []byte
+}
+
+func (m *Any) appendTo(e *enc) { e.string(fAnyTypeURL, m.TypeURL); e.bytes(fAnyValue, m.Value) }
+
+func (m *Status) appendTo(e *enc) {
+	e.int32(fStatusCode, m.Code)
+	e.string(fStatusMessage, m.Message)
+	for i := range m.Details {
+		e.msg(fStatusDetails, &m.Details[i])
+	}
+}
+
+func (m *Status) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		switch f.num {
+		case fStatusCode:
+			return set(&m.Code, int32(f.v), f.want(protowire.VarintType))
+		case fStatusMessage:
+			return set(&m.Message, string(f.b), f.want(protowire.BytesType))
+		case fStatusDetails:
+			var a Any
+			if err := f.want(protowire.BytesType); err != nil {
+				return err
+			}
+			err := walk(f.b, func(g field) error {
+				switch g.num {
+				case fAnyTypeURL:
+					a.TypeURL = string(g.b)
+				case fAnyValue:
+					a.Value = append([]byte(nil), g.b...)
+				}
+				return nil
+			})
+			m.Details = append(m.Details, a)
+			return err
+		}
+		return nil
+	})
+}
+
+// Role is p4.v1.Role (its config is not read).
+type Role struct {
+	ID   uint64
+	Name string
+}
+
+func (m *Role) appendTo(e *enc) { e.varint(fRoleID, m.ID); e.string(fRoleName, m.Name) }
+func (m *Role) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		switch f.num {
+		case fRoleID:
+			return set(&m.ID, f.v, f.want(protowire.VarintType))
+		case fRoleName:
+			return set(&m.Name, string(f.b), f.want(protowire.BytesType))
+		}
+		return nil
+	})
+}
+
+// Arbitration is p4.v1.MasterArbitrationUpdate.
+type Arbitration struct {
+	DeviceID   uint64
+	Role       *Role
+	ElectionID *Uint128
+	Status     *Status
+}
+
+func (m *Arbitration) appendTo(e *enc) {
+	e.varint(fArbDeviceID, m.DeviceID)
+	if m.Role != nil {
+		e.msg(fArbRole, m.Role)
+	}
+	if m.ElectionID != nil {
+		e.msg(fArbElectionID, m.ElectionID)
+	}
+	if m.Status != nil {
+		e.msg(fArbStatus, m.Status)
+	}
+}
+
+func (m *Arbitration) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		switch f.num {
+		case fArbDeviceID:
+			return set(&m.DeviceID, f.v, f.want(protowire.VarintType))
+		case fArbRole:
+			m.Role = &Role{}
+			return f.sub(m.Role)
+		case fArbElectionID:
+			m.ElectionID = &Uint128{}
+			return f.sub(m.ElectionID)
+		case fArbStatus:
+			m.Status = &Status{}
+			return f.sub(m.Status)
+		}
+		return nil
+	})
+}
+
+// StreamRequest is p4.v1.StreamMessageRequest.
+type StreamRequest struct {
+	Arbitration *Arbitration
+	Packet      *Packet
+	DigestAck   *DigestListAck
+	Other       bool
+}
+
+func (m *StreamRequest) appendTo(e *enc) {
+	switch {
+	case m.Arbitration != nil:
+		e.msg(fStreamReqArb, m.Arbitration)
+	case m.Packet != nil:
+		e.msg(fStreamReqPacket, m.Packet)
+	case m.DigestAck != nil:
+		e.msg(fStreamReqDigestAck, m.DigestAck)
+	}
+}
+
+func (m *StreamRequest) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		*m = StreamRequest{}
+		switch f.num {
+		case fStreamReqArb:
+			m.Arbitration = &Arbitration{}
+			return f.sub(m.Arbitration)
+		case fStreamReqPacket:
+			m.Packet = &Packet{}
+			return f.sub(m.Packet)
+		case fStreamReqDigestAck:
+			m.DigestAck = &DigestListAck{}
+			return f.sub(m.DigestAck)
+		case fStreamReqOther:
+			m.Other = true
+		}
+		return nil
+	})
+}
+
+// StreamError is p4.v1.StreamError; PacketOut is set for an error about
+// a packet-out, DigestAck about an ack.
+type StreamError struct {
+	CanonicalCode int32
+	Message       string
+	PacketOut     *Packet
+	DigestAck     *DigestListAck
+}
+
+func (m *StreamError) appendTo(e *enc) {
+	e.int32(fSECode, m.CanonicalCode)
+	e.string(fSEMessage, m.Message)
+	var s enc
+	switch {
+	case m.PacketOut != nil:
+		s.msg(fPOErrPacketOut, m.PacketOut)
+		e.bytesAlways(fSEPacketOut, s.b)
+	case m.DigestAck != nil:
+		s.msg(fDAErrAck, m.DigestAck)
+		e.bytesAlways(fSEDigestAck, s.b)
+	default:
+		e.bytesAlways(fSEOther, nil)
+	}
+}
+
+func (m *StreamError) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		switch f.num {
+		case fSECode:
+			return set(&m.CanonicalCode, int32(f.v), f.want(protowire.VarintType))
+		case fSEMessage:
+			return set(&m.Message, string(f.b), f.want(protowire.BytesType))
+		case fSEPacketOut:
+			m.PacketOut = &Packet{}
+			return walk(f.b, func(g field) error {
+				if g.num == fPOErrPacketOut {
+					return g.sub(m.PacketOut)
+				}
+				return nil
+			})
+		}
+		return nil
+	})
+}
+
+// StreamResponse is p4.v1.StreamMessageResponse.
+type StreamResponse struct {
+	Arbitration *Arbitration
+	Packet      *Packet
+	Digest      *DigestList
+	Error       *StreamError
+}
+
+func (m *StreamResponse) appendTo(e *enc) {
+	switch {
+	case m.Arbitration != nil:
+		e.msg(fStreamRespArb, m.Arbitration)
+	case m.Packet != nil:
+		e.msg(fStreamRespPacket, m.Packet)
+	case m.Digest != nil:
+		e.msg(fStreamRespDigest, m.Digest)
+	case m.Error != nil:
+		e.msg(fStreamRespError, m.Error)
+	}
+}
+
+func (m *StreamResponse) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		*m = StreamResponse{}
+		switch f.num {
+		case fStreamRespArb:
+			m.Arbitration = &Arbitration{}
+			return f.sub(m.Arbitration)
+		case fStreamRespPacket:
+			m.Packet = &Packet{}
+			return f.sub(m.Packet)
+		case fStreamRespDigest:
+			m.Digest = &DigestList{}
+			return f.sub(m.Digest)
+		case fStreamRespError:
+			m.Error = &StreamError{}
+			return f.sub(m.Error)
+		}
+		return nil
+	})
+}
+
+// Cookie is ForwardingPipelineConfig.Cookie.
+type Cookie struct{ Cookie uint64 }
+
+func (m *Cookie) appendTo(e *enc) { e.varint(fCookieCookie, m.Cookie) }
+func (m *Cookie) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		if f.num == fCookieCookie {
+			return set(&m.Cookie, f.v, f.want(protowire.VarintType))
+		}
+		return nil
+	})
+}
+
+// PipelineConfig is p4.v1.ForwardingPipelineConfig. P4Info holds the
+// encoded p4.config.v1.P4Info (p4info.go); HasP4Info tells an empty
+// P4Info from none.
+type PipelineConfig struct {
+	P4Info       []byte
+	HasP4Info    bool
+	DeviceConfig []byte
+	Cookie       *Cookie
+}
+
+func (m *PipelineConfig) appendTo(e *enc) {
+	if m.HasP4Info {
+		e.bytesAlways(fFPCP4Info, m.P4Info)
+	}
+	e.bytes(fFPCDeviceConfig, m.DeviceConfig)
+	if m.Cookie != nil {
+		e.msg(fFPCCookie, m.Cookie)
+	}
+}
+
+func (m *PipelineConfig) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		switch f.num {
+		case fFPCP4Info:
+			m.HasP4Info = true
+			v, err := f.raw()
+			return set(&m.P4Info, v, err)
+		case fFPCDeviceConfig:
+			v, err := f.raw()
+			return set(&m.DeviceConfig, v, err)
+		case fFPCCookie:
+			m.Cookie = &Cookie{}
+			return f.sub(m.Cookie)
+		}
+		return nil
+	})
+}
+
+// SetPipelineRequest is p4.v1.SetForwardingPipelineConfigRequest.
+type SetPipelineRequest struct {
+	DeviceID   uint64
+	Role       string
+	ElectionID *Uint128
+	Action     int32
+	Config     *PipelineConfig
+}
+
+func (m *SetPipelineRequest) appendTo(e *enc) {
+	e.varint(fSetDeviceID, m.DeviceID)
+	if m.ElectionID != nil {
+		e.msg(fSetElectionID, m.ElectionID)
+	}
+	e.int32(fSetAction, m.Action)
+	if m.Config != nil {
+		e.msg(fSetConfig, m.Config)
+	}
+	e.string(fSetRole, m.Role)
+}
+
+func (m *SetPipelineRequest) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		switch f.num {
+		case fSetDeviceID:
+			return set(&m.DeviceID, f.v, f.want(protowire.VarintType))
+		case fSetRole:
+			return set(&m.Role, string(f.b), f.want(protowire.BytesType))
+		case fSetElectionID:
+			m.ElectionID = &Uint128{}
+			return f.sub(m.ElectionID)
+		case fSetAction:
+			return set(&m.Action, int32(f.v), f.want(protowire.VarintType))
+		case fSetConfig:
+			m.Config = &PipelineConfig{}
+			return f.sub(m.Config)
+		}
+		return nil
+	})
+}
+
+// SetPipelineResponse is empty.
+type SetPipelineResponse struct{ WriteResponse }
+
+// GetPipelineRequest is p4.v1.GetForwardingPipelineConfigRequest.
+type GetPipelineRequest struct {
+	DeviceID     uint64
+	ResponseType int32
+}
+
+func (m *GetPipelineRequest) appendTo(e *enc) {
+	e.varint(fGetDeviceID, m.DeviceID)
+	e.int32(fGetResponseType, m.ResponseType)
+}
+
+func (m *GetPipelineRequest) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		switch f.num {
+		case fGetDeviceID:
+			return set(&m.DeviceID, f.v, f.want(protowire.VarintType))
+		case fGetResponseType:
+			return set(&m.ResponseType, int32(f.v), f.want(protowire.VarintType))
+		}
+		return nil
+	})
+}
+
+// GetPipelineResponse is p4.v1.GetForwardingPipelineConfigResponse.
+type GetPipelineResponse struct{ Config *PipelineConfig }
+
+func (m *GetPipelineResponse) appendTo(e *enc) {
+	if m.Config != nil {
+		e.msg(fGetRespConfig, m.Config)
+	}
+}
+
+func (m *GetPipelineResponse) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		if f.num == fGetRespConfig {
+			m.Config = &PipelineConfig{}
+			return f.sub(m.Config)
+		}
+		return nil
+	})
+}
+
+// P4Error is p4.v1.Error, one per update in a failed Write's status
+// details.
+type P4Error struct {
+	CanonicalCode int32
+	Message       string
+	Space         string
+}
+
+func (m *P4Error) appendTo(e *enc) {
+	e.int32(fErrCode, m.CanonicalCode)
+	e.string(fErrMessage, m.Message)
+	e.string(fErrSpace, m.Space)
+}
+
+func (m *P4Error) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		switch f.num {
+		case fErrCode:
+			return set(&m.CanonicalCode, int32(f.v), f.want(protowire.VarintType))
+		case fErrMessage:
+			return set(&m.Message, string(f.b), f.want(protowire.BytesType))
+		case fErrSpace:
+			return set(&m.Space, string(f.b), f.want(protowire.BytesType))
+		}
+		return nil
+	})
+}
+
+// CapabilitiesRequest is empty.
+type CapabilitiesRequest struct{ WriteResponse }
+
+// CapabilitiesResponse is p4.v1.CapabilitiesResponse.
+type CapabilitiesResponse struct{ Version string }
+
+func (m *CapabilitiesResponse) appendTo(e *enc) { e.string(fCapVersion, m.Version) }
+func (m *CapabilitiesResponse) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		if f.num == fCapVersion {
+			return set(&m.Version, string(f.b), f.want(protowire.BytesType))
+		}
+		return nil
+	})
+}

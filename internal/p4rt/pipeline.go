@@ -1,0 +1,171 @@
+package p4rt
+
+// SetForwardingPipelineConfig and GetForwardingPipelineConfig. The device
+// config (p4_device_config) is the P4-16 source text of the program: the
+// daemon compiles it and (re)programs the device's p4 cube, creating the
+// cube (XDP, no ports) if it does not exist yet.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/datapath"
+	p4nf "github.com/edgenf/edgenf/internal/nf/p4"
+	p4c "github.com/edgenf/edgenf/internal/p4"
+	"google.golang.org/grpc/codes"
+)
+
+// settingsFor returns the cube's settings with the program replaced
+// (other settings — cpu_port, defines, learning rules — are kept), as raw
+// JSON, and the options to compile it.
+func settingsFor(c *cube.Cube, dev *device, src []byte) (json.RawMessage, p4c.Options, error) {
+	raw := map[string]any{}
+	var set p4nf.Settings
+	if c != nil && len(c.Config) > 0 {
+		if err := json.Unmarshal(c.Config, &raw); err != nil {
+			return nil, p4c.Options{}, err
+		}
+		json.Unmarshal(c.Config, &set)
+	}
+	if set.Program == "" {
+		set.Program = fmt.Sprintf("p4rt-device-%d.p4", dev.id)
+	}
+	raw["program"], raw["source"] = set.Program, string(src)
+	out, err := json.Marshal(raw)
+	return out, p4c.Options{Path: set.Program, Source: src, Defines: set.Defines, IncludeDirs: set.IncludeDirs, CPUPort: set.CPUPort}, err
+}
+
+// SetForwardingPipelineConfig verifies, saves or commits a program.
+func (s *Server) SetForwardingPipelineConfig(ctx context.Context, req *SetPipelineRequest) (*SetPipelineResponse, error) {
+	d, err := s.device(req.DeviceID)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.checkPrimary(req.Role, req.ElectionID); err != nil {
+		return nil, err
+	}
+	d.writeMu.Lock()
+	defer d.writeMu.Unlock()
+	cfg := req.Config
+	switch req.Action {
+	case ActionVerify, ActionVerifyAndSave, ActionVerifyAndCommit, ActionReconcileAndCommit:
+		if cfg == nil {
+			return nil, errf(codes.InvalidArgument, "a config is required for this action")
+		}
+	case ActionCommit:
+		if cfg != nil {
+			return nil, errf(codes.InvalidArgument, "COMMIT takes no config: it commits the one saved by VERIFY_AND_SAVE")
+		}
+		d.mu.Lock()
+		cfg = d.saved
+		d.mu.Unlock()
+		if cfg == nil {
+			return nil, errf(codes.FailedPrecondition, "COMMIT: no config was saved (VERIFY_AND_SAVE)")
+		}
+	default:
+		return nil, errf(codes.InvalidArgument, "action %d: want VERIFY, VERIFY_AND_SAVE, VERIFY_AND_COMMIT, COMMIT or RECONCILE_AND_COMMIT", req.Action)
+	}
+	if len(cfg.DeviceConfig) == 0 {
+		return nil, errf(codes.InvalidArgument, "p4_device_config is empty: it must hold the P4-16 source of the program")
+	}
+	if !utf8.Valid(cfg.DeviceConfig) {
+		return nil, errf(codes.InvalidArgument, "p4_device_config is not text: edgenf takes the P4-16 source of the program (not a BMv2 JSON or a binary)")
+	}
+	cur, exists := s.eng.CubeHeader(d.cube)
+	if exists && cur.Type != "p4" {
+		return nil, errf(codes.FailedPrecondition, "device %d: cube %s is a %s cube, not a p4 cube", d.id, d.cube, cur.Type)
+	}
+	if !exists {
+		cur = nil
+	}
+	conf, opts, err := settingsFor(cur, d, cfg.DeviceConfig)
+	if err != nil {
+		return nil, errf(codes.Internal, "cube %s: settings: %v", d.cube, err)
+	}
+	commit := req.Action == ActionVerifyAndCommit || req.Action == ActionCommit || req.Action == ActionReconcileAndCommit
+	// commits compile again (with the eBPF objects) when the cube is
+	// changed; the check here only needs the model
+	opts.NoObject = commit
+	res, err := p4c.Compile(ctx, opts)
+	if err != nil {
+		return nil, errf(codes.InvalidArgument, "the program does not compile: %v", err)
+	}
+	if cfg.HasP4Info {
+		if err := checkP4Info(cfg.P4Info, res.Info); err != nil {
+			return nil, errf(codes.InvalidArgument, "%v", err)
+		}
+	}
+	switch req.Action {
+	case ActionVerify:
+		return &SetPipelineResponse{}, nil
+	case ActionVerifyAndSave:
+		d.mu.Lock()
+		c := *cfg
+		d.saved = &c
+		d.mu.Unlock()
+		return &SetPipelineResponse{}, nil
+	}
+	clear := req.Action != ActionReconcileAndCommit
+	err = s.eng.Update(func(t *cube.Topology) error {
+		c, ok := t.Cubes[d.cube]
+		if !ok {
+			return t.AddCube(&cube.Cube{Name: d.cube, Type: "p4", Hook: datapath.XDP, Config: conf})
+		}
+		if clear {
+			// VERIFY_AND_COMMIT: the forwarding state starts empty
+			c.Tables = nil
+		}
+		return t.SetConfig(d.cube, conf)
+	})
+	if err != nil {
+		return nil, fromEngine(err)
+	}
+	d.mu.Lock()
+	if cfg.Cookie != nil {
+		v := cfg.Cookie.Cookie
+		d.cookie = &v
+	} else {
+		d.cookie = nil
+	}
+	if req.Action == ActionCommit {
+		d.saved = nil
+	}
+	if clear {
+		d.digests = map[uint32]*DigestConfig{}
+		d.meta = map[string][]byte{}
+	}
+	d.mu.Unlock()
+	s.log.Info("p4rt: pipeline committed", "device", d.id, "cube", d.cube, "reconcile", !clear)
+	return &SetPipelineResponse{}, nil
+}
+
+// GetForwardingPipelineConfig returns the device's P4Info, program source
+// and cookie.
+func (s *Server) GetForwardingPipelineConfig(ctx context.Context, req *GetPipelineRequest) (*GetPipelineResponse, error) {
+	pl, err := s.pipeline(req.DeviceID)
+	if err != nil {
+		return nil, err
+	}
+	out := &PipelineConfig{}
+	pl.dev.mu.Lock()
+	if pl.dev.cookie != nil {
+		out.Cookie = &Cookie{Cookie: *pl.dev.cookie}
+	}
+	pl.dev.mu.Unlock()
+	switch req.ResponseType {
+	case ResponseAll:
+		out.P4Info, out.HasP4Info = EncodeP4Info(pl.info), true
+		out.DeviceConfig = []byte(source(pl.cube))
+	case ResponseCookieOnly:
+	case ResponseP4InfoAndCookie:
+		out.P4Info, out.HasP4Info = EncodeP4Info(pl.info), true
+	case ResponseDeviceConfigAndCookie:
+		out.DeviceConfig = []byte(source(pl.cube))
+	default:
+		return nil, errf(codes.InvalidArgument, "response type %d: want ALL, COOKIE_ONLY, P4INFO_AND_COOKIE or DEVICE_CONFIG_AND_COOKIE", req.ResponseType)
+	}
+	return &GetPipelineResponse{Config: out}, nil
+}

@@ -1,0 +1,861 @@
+package p4rt
+
+// Write and Read: table entries, default actions, registers, meters,
+// counters (read), multicast groups, clone sessions and digest
+// configuration, through the engine's transactional entry path (validated,
+// written to the kernel, persisted) and the p4 cube's actions and views.
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"strings"
+	"syscall"
+
+	"github.com/edgenf/edgenf/internal/engine"
+	p4nf "github.com/edgenf/edgenf/internal/nf/p4"
+	"github.com/edgenf/edgenf/internal/p4/p4info"
+	"github.com/edgenf/edgenf/internal/p4/rt"
+	"google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc/codes"
+	gstatus "google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// errorTypeURL is the type of the p4.v1.Error details of a failed Write.
+const errorTypeURL = "type.googleapis.com/p4.v1.Error"
+
+// Edgenf's tables of a p4 cube.
+const (
+	tblEntries  = "entries"
+	tblDefaults = "defaults"
+	tblClones   = "clone_sessions"
+	tblGroups   = "mcast_groups"
+)
+
+// Write applies a batch of updates. Each update is applied on its own
+// (CONTINUE_ON_ERROR); a failed one changes nothing. Errors: a batch of
+// one update fails with that update's code; a longer batch fails with
+// UNKNOWN and one p4.v1.Error per update (OK for those that were applied)
+// in the status details, as the spec asks.
+func (s *Server) Write(ctx context.Context, req *WriteRequest) (*WriteResponse, error) {
+	pl, err := s.pipeline(req.DeviceID)
+	if err != nil {
+		return nil, err
+	}
+	if err := pl.dev.checkPrimary(req.Role, req.ElectionID); err != nil {
+		return nil, err
+	}
+	switch req.Atomicity {
+	case AtomicityContinueOnError:
+	case AtomicityRollbackOnError, AtomicityDataplaneAtomic:
+		if len(req.Updates) > 1 {
+			return nil, errf(codes.Unimplemented, "atomicity %d: only CONTINUE_ON_ERROR is supported for batches of more than one update", req.Atomicity)
+		}
+	default:
+		return nil, errf(codes.InvalidArgument, "unknown atomicity %d", req.Atomicity)
+	}
+	pl.dev.writeMu.Lock()
+	defer pl.dev.writeMu.Unlock()
+	w := &writer{s: s, pl: pl, index: map[string]map[string]string{}}
+	errs := make([]error, len(req.Updates))
+	failed := 0
+	for i, u := range req.Updates {
+		if errs[i] = w.apply(u); errs[i] != nil {
+			failed++
+		}
+	}
+	if failed == 0 {
+		return &WriteResponse{}, nil
+	}
+	return nil, batchError(errs, failed)
+}
+
+// batchError builds the status of a failed batch with p4.v1.Error details.
+func batchError(errs []error, failed int) error {
+	st := &status.Status{Code: int32(codes.Unknown), Message: fmt.Sprintf("%d of %d updates failed", failed, len(errs))}
+	var first *gstatus.Status
+	for _, err := range errs {
+		pe := &P4Error{CanonicalCode: int32(codes.OK)}
+		if err != nil {
+			es, _ := gstatus.FromError(err)
+			pe = &P4Error{CanonicalCode: int32(es.Code()), Message: es.Message(), Space: "edgenf"}
+			if first == nil {
+				first = es
+			}
+		}
+		st.Details = append(st.Details, &anypb.Any{TypeUrl: errorTypeURL, Value: marshal(pe)})
+	}
+	if len(errs) == 1 {
+		st.Code, st.Message = int32(first.Code()), first.Message()
+	} else {
+		st.Message += ": first: " + first.Message()
+	}
+	return gstatus.ErrorProto(st)
+}
+
+type writer struct {
+	s  *Server
+	pl *pipeline
+	// index: table name → matchID → key of the stored entry
+	index map[string]map[string]string
+}
+
+func (w *writer) apply(u *Update) error {
+	if u.Entity == nil {
+		return errf(codes.InvalidArgument, "update without an entity")
+	}
+	if u.Type < UpdateInsert || u.Type > UpdateDelete {
+		return errf(codes.InvalidArgument, "update type %d: want INSERT, MODIFY or DELETE", u.Type)
+	}
+	e := u.Entity
+	switch {
+	case e.TableEntry != nil:
+		return w.table(u.Type, e.TableEntry)
+	case e.RegisterEntry != nil:
+		return w.register(u.Type, e.RegisterEntry)
+	case e.MeterEntry != nil:
+		return w.meter(u.Type, e.MeterEntry)
+	case e.CounterEntry != nil:
+		return errf(codes.Unimplemented, "counter_entry: edgenf's P4 counters are read-only (cells cannot be written or reset through P4Runtime)")
+	case e.PREEntry != nil:
+		return w.pre(u.Type, e.PREEntry)
+	case e.DigestEntry != nil:
+		return w.digest(u.Type, e.DigestEntry)
+	case e.Other != 0:
+		return errf(codes.Unimplemented, "%s is not supported by edgenf", entityNames[e.Other])
+	}
+	return errf(codes.InvalidArgument, "empty entity")
+}
+
+// engineErr maps the error of an engine write; a full table or map is
+// RESOURCE_EXHAUSTED.
+func engineErr(err error) error {
+	if errors.Is(err, syscall.E2BIG) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.ENOMEM) ||
+		strings.Contains(err.Error(), "entries, at most") || strings.Contains(err.Error(), "table is full") {
+		return errf(codes.ResourceExhausted, "%v", err)
+	}
+	return fromEngine(err)
+}
+
+func (w *writer) change(table string, fn func(tx *engine.EntryTx) error) error {
+	if err := w.s.eng.ChangeEntries(w.pl.dev.cube, table, fn); err != nil {
+		return engineErr(err)
+	}
+	return nil
+}
+
+// entryIndex maps the match of each stored entry of a table to its key.
+func (w *writer) entryIndex(t *p4info.TableLayout) map[string]string {
+	if idx, ok := w.index[t.Name]; ok {
+		return idx
+	}
+	idx := map[string]string{}
+	for _, raw := range w.s.eng.Entries(w.pl.dev.cube, tblEntries) {
+		var e p4nf.Entry
+		if json.Unmarshal(raw, &e) != nil || e.Table != t.Name {
+			continue
+		}
+		id, err := matchID(t, e.Match, e.Priority)
+		if err != nil {
+			continue
+		}
+		idx[id] = (&entryKey{e}).key()
+	}
+	w.index[t.Name] = idx
+	return idx
+}
+
+// entryKey is the engine's key of an entry (internal/nf/p4 Entry.key).
+type entryKey struct{ p4nf.Entry }
+
+func (e *entryKey) key() string {
+	var b strings.Builder
+	b.WriteString(e.Table)
+	for _, k := range sortedKeys(e.Match) {
+		fmt.Fprintf(&b, " %s=%s", k, e.Match[k])
+	}
+	if e.Priority > 0 {
+		fmt.Fprintf(&b, " @%d", e.Priority)
+	}
+	return b.String()
+}
+
+func (w *writer) table(typ int32, te *TableEntry) error {
+	t := tableByID(w.pl.info, te.TableID)
+	if t == nil {
+		return errf(codes.InvalidArgument, "unknown table id %d (0x%08x)", te.TableID, te.TableID)
+	}
+	if te.Unsupported != "" {
+		return errf(codes.Unimplemented, "table %s: %s is not supported", t.Name, te.Unsupported)
+	}
+	if te.Action != nil && te.Action.Indirect {
+		return errf(codes.Unimplemented, "table %s: action profiles are not supported; give a direct action", t.Name)
+	}
+	if te.IsDefaultAction {
+		return w.defaultAction(typ, t, te)
+	}
+	switch t.Kind {
+	case "const":
+		return errf(codes.PermissionDenied, "table %s has const entries: it cannot be changed at runtime", t.Name)
+	case "keyless":
+		return errf(codes.InvalidArgument, "table %s has no key: only its default action can be set (is_default_action)", t.Name)
+	}
+	match, err := toMatch(t, te.Match, te.Priority)
+	if err != nil {
+		return err
+	}
+	e := &p4nf.Entry{Table: t.Name, Match: match, Priority: uint32(te.Priority)}
+	if typ != UpdateDelete {
+		if te.Action == nil || te.Action.Action == nil {
+			return errf(codes.InvalidArgument, "table %s: the entry needs an action", t.Name)
+		}
+		al, params, err := toAction(t, te.Action.Action, false)
+		if err != nil {
+			return err
+		}
+		e.Action, e.Params = al.Name, params
+	}
+	id, err := matchID(t, match, e.Priority)
+	if err != nil {
+		return errf(codes.InvalidArgument, "table %s: %v", t.Name, err)
+	}
+	idx := w.entryIndex(t)
+	stored, exists := idx[id]
+	key := (&entryKey{*e}).key()
+	raw, _ := json.Marshal(e)
+	d := w.pl.dev
+	switch typ {
+	case UpdateInsert:
+		if exists {
+			return errf(codes.AlreadyExists, "table %s already has an entry with this match and priority (%s)", t.Name, stored)
+		}
+		if err := w.change(tblEntries, func(tx *engine.EntryTx) error { _, err := tx.Put(raw); return err }); err != nil {
+			return err
+		}
+	case UpdateModify:
+		if !exists {
+			return errf(codes.NotFound, "table %s has no entry with this match and priority", t.Name)
+		}
+		if err := w.change(tblEntries, func(tx *engine.EntryTx) error {
+			if stored != key {
+				if err := tx.Delete(stored); err != nil {
+					return err
+				}
+			}
+			_, err := tx.Put(raw)
+			return err
+		}); err != nil {
+			return err
+		}
+	case UpdateDelete:
+		if !exists {
+			return errf(codes.NotFound, "table %s has no entry with this match and priority", t.Name)
+		}
+		if err := w.change(tblEntries, func(tx *engine.EntryTx) error { return tx.Delete(stored) }); err != nil {
+			return err
+		}
+		delete(idx, id)
+		d.mu.Lock()
+		delete(d.meta, stored)
+		d.mu.Unlock()
+		return nil
+	}
+	idx[id] = key
+	d.mu.Lock()
+	delete(d.meta, stored)
+	if len(te.Metadata) > 0 {
+		d.meta[key] = te.Metadata
+	}
+	d.mu.Unlock()
+	return nil
+}
+
+func (w *writer) defaultAction(typ int32, t *p4info.TableLayout, te *TableEntry) error {
+	if typ != UpdateModify {
+		return errf(codes.InvalidArgument, "table %s: the default entry can only be modified (MODIFY)", t.Name)
+	}
+	if len(te.Match) > 0 || te.Priority != 0 {
+		return errf(codes.InvalidArgument, "table %s: a default entry has no match and no priority", t.Name)
+	}
+	if t.ConstDefault {
+		return errf(codes.PermissionDenied, "table %s has a const default_action", t.Name)
+	}
+	if te.Action == nil || te.Action.Action == nil {
+		// no action: back to the program's default
+		return w.change(tblDefaults, func(tx *engine.EntryTx) error {
+			if _, ok := tx.Get(t.Name); ok {
+				return tx.Delete(t.Name)
+			}
+			return nil
+		})
+	}
+	al, params, err := toAction(t, te.Action.Action, true)
+	if err != nil {
+		return err
+	}
+	raw, _ := json.Marshal(&p4nf.Default{Table: t.Name, Action: al.Name, Params: params})
+	return w.change(tblDefaults, func(tx *engine.EntryTx) error { _, err := tx.Put(raw); return err })
+}
+
+// cells checks an index against a size: nil is every cell.
+func cells(what string, idx *Index, size int) (*uint32, error) {
+	if idx == nil {
+		return nil, nil
+	}
+	if idx.Index < 0 || idx.Index >= int64(size) {
+		return nil, errf(codes.InvalidArgument, "%s has %d cells (0..%d): index %d is out of range", what, size, size-1, idx.Index)
+	}
+	i := uint32(idx.Index)
+	return &i, nil
+}
+
+func registerByID(info *p4info.P4Info, id uint32) *p4info.RegisterLayout {
+	for _, r := range info.Edgenf.Registers {
+		if r.ID == id {
+			return r
+		}
+	}
+	return nil
+}
+
+func meterByID(info *p4info.P4Info, id uint32) *p4info.MeterLayout {
+	for _, m := range info.Edgenf.Meters {
+		if m.ID == id {
+			return m
+		}
+	}
+	return nil
+}
+
+func (w *writer) action(name string, args any) (any, error) {
+	raw, _ := json.Marshal(args)
+	v, err := w.s.eng.Action(w.pl.dev.cube, name, raw)
+	if err != nil {
+		return nil, engineErr(err)
+	}
+	return v, nil
+}
+
+func (w *writer) register(typ int32, re *RegisterEntry) error {
+	r := registerByID(w.pl.info, re.RegisterID)
+	if r == nil {
+		return errf(codes.InvalidArgument, "unknown register id %d (0x%08x)", re.RegisterID, re.RegisterID)
+	}
+	if typ != UpdateModify {
+		return errf(codes.InvalidArgument, "register %s: register cells can only be modified (MODIFY)", r.Name)
+	}
+	idx, err := cells("register "+r.Name, re.Index, r.Size)
+	if err != nil {
+		return err
+	}
+	if re.Data == nil {
+		return errf(codes.InvalidArgument, "register %s: data is required", r.Name)
+	}
+	var value string
+	switch {
+	case r.Bool && re.Data.Kind == "bool":
+		value = "0"
+		if re.Data.Bool {
+			value = "1"
+		}
+	case !r.Bool && re.Data.Kind == "bitstring":
+		if _, err := fits("register "+r.Name, r.Width, re.Data.Bitstring); err != nil {
+			return err
+		}
+		value = "0x" + hex.EncodeToString(re.Data.Bitstring)
+	default:
+		want := "a bitstring"
+		if r.Bool {
+			want = "a bool"
+		}
+		return errf(codes.InvalidArgument, "register %s holds %s, got P4Data %s", r.Name, want, re.Data.Kind)
+	}
+	_, err = w.action("register_write", p4nf.RegisterWriteArgs{RegisterCells: p4nf.RegisterCells{Register: r.Name, Index: idx}, Value: value})
+	return err
+}
+
+func (w *writer) meter(typ int32, me *MeterEntry) error {
+	m := meterByID(w.pl.info, me.MeterID)
+	if m == nil {
+		return errf(codes.InvalidArgument, "unknown meter id %d (0x%08x)", me.MeterID, me.MeterID)
+	}
+	if typ != UpdateModify {
+		return errf(codes.InvalidArgument, "meter %s: meter cells can only be modified (MODIFY)", m.Name)
+	}
+	idx, err := cells("meter "+m.Name, me.Index, m.Size)
+	if err != nil {
+		return err
+	}
+	args := p4nf.MeterSetArgs{Meter: m.Name, Index: idx, Reset: me.Config == nil}
+	if c := me.Config; c != nil {
+		if c.CIR < 0 || c.CBurst < 0 || c.PIR < 0 || c.PBurst < 0 {
+			return errf(codes.InvalidArgument, "meter %s: negative rate or burst", m.Name)
+		}
+		if c.PIR < c.CIR {
+			return errf(codes.InvalidArgument, "meter %s: pir %d is below cir %d", m.Name, c.PIR, c.CIR)
+		}
+		args.CIR, args.CBurst, args.PIR, args.PBurst = uint64(c.CIR), uint64(c.CBurst), uint64(c.PIR), uint64(c.PBurst)
+	}
+	_, err = w.action("meter_set", args)
+	return err
+}
+
+// port16 reads a replica's port.
+func port16(r *Replica) (uint16, error) {
+	v := big.NewInt(int64(r.EgressPort))
+	if r.Port != nil {
+		if len(r.Port) == 0 {
+			return 0, errf(codes.InvalidArgument, "replica with an empty port")
+		}
+		v = new(big.Int).SetBytes(r.Port)
+	}
+	if v.BitLen() > 16 {
+		return 0, errf(codes.InvalidArgument, "replica port 0x%x is out of range (cube ports 0..63, CPU port %d)", v, rt.CPUPort)
+	}
+	if r.Instance > 0xffff {
+		return 0, errf(codes.InvalidArgument, "replica instance %d does not fit in 16 bits", r.Instance)
+	}
+	return uint16(v.Uint64()), nil
+}
+
+func (w *writer) pre(typ int32, p *PREEntry) error {
+	var table, key string
+	var raw []byte
+	switch {
+	case p.MulticastGroup != nil:
+		g := p.MulticastGroup
+		mg := p4nf.McastGroup{Group: g.GroupID, Replicas: []rt.Replica{}}
+		for _, r := range g.Replicas {
+			port, err := port16(r)
+			if err != nil {
+				return errf(codes.InvalidArgument, "multicast group %d: %s", g.GroupID, gstatus.Convert(err).Message())
+			}
+			mg.Replicas = append(mg.Replicas, rt.Replica{Port: port, Rid: uint16(r.Instance)})
+		}
+		table, key = tblGroups, fmt.Sprint(g.GroupID)
+		raw, _ = json.Marshal(mg)
+		if g.GroupID == 0 {
+			return errf(codes.InvalidArgument, "multicast group id 0 is not a group")
+		}
+	case p.CloneSession != nil:
+		c := p.CloneSession
+		table, key = tblClones, fmt.Sprint(c.SessionID)
+		if c.SessionID == 0 {
+			return errf(codes.InvalidArgument, "clone session id 0 is not a session")
+		}
+		cs := p4nf.CloneSession{Session: c.SessionID}
+		if typ != UpdateDelete {
+			if c.ClassOfService != 0 {
+				return errf(codes.Unimplemented, "clone session %d: class_of_service is not supported", c.SessionID)
+			}
+			if c.PacketLengthBytes < 0 {
+				return errf(codes.InvalidArgument, "clone session %d: negative packet_length_bytes", c.SessionID)
+			}
+			switch len(c.Replicas) {
+			case 0:
+				return errf(codes.InvalidArgument, "clone session %d needs one replica (the port copies leave by)", c.SessionID)
+			case 1:
+			default:
+				return errf(codes.Unimplemented, "clone session %d: edgenf clone sessions have one replica; to copy to several ports, clone to a multicast group", c.SessionID)
+			}
+			port, err := port16(c.Replicas[0])
+			if err != nil {
+				return errf(codes.InvalidArgument, "clone session %d: %s", c.SessionID, gstatus.Convert(err).Message())
+			}
+			cs.Port, cs.Truncate = &port, uint32(c.PacketLengthBytes)
+		}
+		raw, _ = json.Marshal(cs)
+	default:
+		return errf(codes.InvalidArgument, "empty packet_replication_engine_entry")
+	}
+	what := map[string]string{tblGroups: "multicast group", tblClones: "clone session"}[table]
+	return w.change(table, func(tx *engine.EntryTx) error {
+		_, exists := tx.Get(key)
+		switch typ {
+		case UpdateInsert:
+			if exists {
+				return errf(codes.AlreadyExists, "%s %s already exists", what, key)
+			}
+		case UpdateModify, UpdateDelete:
+			if !exists {
+				return errf(codes.NotFound, "%s %s does not exist", what, key)
+			}
+		}
+		if typ == UpdateDelete {
+			return tx.Delete(key)
+		}
+		_, err := tx.Put(raw)
+		return err
+	})
+}
+
+func (w *writer) digest(typ int32, de *DigestEntry) error {
+	var dl *p4info.DigestLayout
+	if sp := w.pl.info.Edgenf.SlowPath; sp != nil {
+		for _, x := range sp.Digests {
+			if x.ID == de.DigestID {
+				dl = x
+			}
+		}
+	}
+	if dl == nil {
+		return errf(codes.InvalidArgument, "unknown digest id %d (0x%08x)", de.DigestID, de.DigestID)
+	}
+	d := w.pl.dev
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, exists := d.digests[dl.ID]
+	switch typ {
+	case UpdateInsert:
+		if exists {
+			return errf(codes.AlreadyExists, "digest %s is already configured", dl.Name)
+		}
+	case UpdateModify, UpdateDelete:
+		if !exists {
+			return errf(codes.NotFound, "digest %s is not configured", dl.Name)
+		}
+	}
+	if typ == UpdateDelete {
+		delete(d.digests, dl.ID)
+		return nil
+	}
+	cfg := de.Config
+	if cfg == nil {
+		cfg = &DigestConfig{}
+	}
+	d.digests[dl.ID] = cfg
+	return nil
+}
+
+// --- Read ---
+
+// readBatch is the number of entities per ReadResponse.
+const readBatch = 512
+
+// Read streams the entities asked for.
+func (s *Server) Read(ctx context.Context, req *ReadRequest, send func(*ReadResponse) error) error {
+	pl, err := s.pipeline(req.DeviceID)
+	if err != nil {
+		return err
+	}
+	if req.Role != "" {
+		return errf(codes.Unimplemented, "roles are not supported (role %q)", req.Role)
+	}
+	r := &reader{s: s, pl: pl, send: send}
+	for _, e := range req.Entities {
+		if err := r.entity(e); err != nil {
+			return err
+		}
+	}
+	return r.flush()
+}
+
+type reader struct {
+	s    *Server
+	pl   *pipeline
+	send func(*ReadResponse) error
+	out  []*Entity
+}
+
+func (r *reader) add(e *Entity) error {
+	r.out = append(r.out, e)
+	if len(r.out) >= readBatch {
+		return r.flush()
+	}
+	return nil
+}
+
+func (r *reader) flush() error {
+	if len(r.out) == 0 {
+		return nil
+	}
+	err := r.send(&ReadResponse{Entities: r.out})
+	r.out = nil
+	return err
+}
+
+func (r *reader) entity(e *Entity) error {
+	switch {
+	case e.TableEntry != nil:
+		return r.tables(e.TableEntry)
+	case e.RegisterEntry != nil:
+		return r.registers(e.RegisterEntry)
+	case e.CounterEntry != nil:
+		return r.counters(e.CounterEntry)
+	case e.MeterEntry != nil:
+		return r.meters(e.MeterEntry)
+	case e.PREEntry != nil:
+		return r.pre(e.PREEntry)
+	case e.DigestEntry != nil:
+		return r.digests(e.DigestEntry)
+	case e.Other != 0:
+		return errf(codes.Unimplemented, "reading %s is not supported by edgenf", entityNames[e.Other])
+	}
+	return errf(codes.InvalidArgument, "empty entity in the read request")
+}
+
+func (r *reader) tables(q *TableEntry) error {
+	info := r.pl.info
+	var tables []*p4info.TableLayout
+	if q.TableID == 0 {
+		tables = info.Edgenf.Tables
+	} else {
+		t := tableByID(info, q.TableID)
+		if t == nil {
+			return errf(codes.InvalidArgument, "unknown table id %d (0x%08x)", q.TableID, q.TableID)
+		}
+		tables = []*p4info.TableLayout{t}
+	}
+	if q.IsDefaultAction {
+		defaults := map[string]*p4nf.Default{}
+		for _, raw := range r.s.eng.Entries(r.pl.dev.cube, tblDefaults) {
+			var d p4nf.Default
+			if json.Unmarshal(raw, &d) == nil {
+				defaults[d.Table] = &d
+			}
+		}
+		for _, t := range tables {
+			te, err := defaultEntry(t, defaults[t.Name])
+			if err != nil {
+				return errf(codes.Internal, "default entry of %s: %v", t.Name, err)
+			}
+			if err := r.add(&Entity{TableEntry: te}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var want string // one entry: its match id
+	if len(q.Match) > 0 {
+		if len(tables) != 1 {
+			return errf(codes.InvalidArgument, "a read with a match needs a table id")
+		}
+		match, err := toMatch(tables[0], q.Match, q.Priority)
+		if err != nil {
+			return err
+		}
+		if want, err = matchID(tables[0], match, uint32(q.Priority)); err != nil {
+			return errf(codes.InvalidArgument, "%v", err)
+		}
+	}
+	byName := map[string]*p4info.TableLayout{}
+	for _, t := range tables {
+		byName[t.Name] = t
+	}
+	d := r.pl.dev
+	for _, raw := range r.s.eng.Entries(d.cube, tblEntries) {
+		var e p4nf.Entry
+		if json.Unmarshal(raw, &e) != nil {
+			continue
+		}
+		t := byName[e.Table]
+		if t == nil {
+			continue
+		}
+		if want != "" {
+			if id, err := matchID(t, e.Match, e.Priority); err != nil || id != want {
+				continue
+			}
+		}
+		te, err := fromEntry(t, &e)
+		if err != nil {
+			return errf(codes.Internal, "entry %s: %v", (&entryKey{e}).key(), err)
+		}
+		d.mu.Lock()
+		te.Metadata = d.meta[(&entryKey{e}).key()]
+		d.mu.Unlock()
+		if err := r.add(&Entity{TableEntry: te}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *reader) action(name string, args any) (any, error) {
+	raw, _ := json.Marshal(args)
+	v, err := r.s.eng.Action(r.pl.dev.cube, name, raw)
+	return v, fromEngine(err)
+}
+
+func (r *reader) registers(q *RegisterEntry) error {
+	regs := r.pl.info.Edgenf.Registers
+	if q.RegisterID != 0 {
+		g := registerByID(r.pl.info, q.RegisterID)
+		if g == nil {
+			return errf(codes.InvalidArgument, "unknown register id %d (0x%08x)", q.RegisterID, q.RegisterID)
+		}
+		regs = []*p4info.RegisterLayout{g}
+	} else if q.Index != nil {
+		return errf(codes.InvalidArgument, "a register read with an index needs a register id")
+	}
+	for _, g := range regs {
+		idx, err := cells("register "+g.Name, q.Index, g.Size)
+		if err != nil {
+			return err
+		}
+		v, err := r.action("register_read", p4nf.RegisterCells{Register: g.Name, Index: idx})
+		if err != nil {
+			return err
+		}
+		vals, _ := v.([]p4nf.RegisterValue)
+		for _, c := range vals {
+			data := &P4Data{Kind: "bitstring", Bitstring: minimalBytes(new(big.Int).SetUint64(c.Value))}
+			if g.Bool {
+				data = &P4Data{Kind: "bool", Bool: c.Value != 0}
+			}
+			if err := r.add(&Entity{RegisterEntry: &RegisterEntry{RegisterID: g.ID, Index: &Index{Index: int64(c.Index)}, Data: data}}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (r *reader) counters(q *CounterEntry) error {
+	var ctrs []*p4info.CounterLayout
+	for _, c := range r.pl.info.Edgenf.Counters {
+		if !c.Direct && (q.CounterID == 0 || c.ID == q.CounterID) {
+			ctrs = append(ctrs, c)
+		}
+	}
+	if q.CounterID != 0 && len(ctrs) == 0 {
+		return errf(codes.InvalidArgument, "unknown counter id %d (0x%08x)", q.CounterID, q.CounterID)
+	}
+	if q.CounterID == 0 && q.Index != nil {
+		return errf(codes.InvalidArgument, "a counter read with an index needs a counter id")
+	}
+	v, err := r.s.eng.View(r.pl.dev.cube, "counters")
+	if err != nil {
+		return fromEngine(err)
+	}
+	vals, _ := v.([]p4nf.CounterValue)
+	got := map[string]p4nf.CounterValue{}
+	for _, c := range vals {
+		got[fmt.Sprintf("%s/%d", c.Counter, c.Index)] = c
+	}
+	for _, c := range ctrs {
+		idx, err := cells("counter "+c.Name, q.Index, c.Size)
+		if err != nil {
+			return err
+		}
+		lo, hi := 0, c.Size-1
+		if idx != nil {
+			lo, hi = int(*idx), int(*idx)
+		}
+		for i := lo; i <= hi; i++ {
+			cv := got[fmt.Sprintf("%s/%d", c.Name, i)]
+			data := &CounterData{ByteCount: int64(cv.Bytes), PacketCount: int64(cv.Packets)}
+			if err := r.add(&Entity{CounterEntry: &CounterEntry{CounterID: c.ID, Index: &Index{Index: int64(i)}, Data: data}}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (r *reader) meters(q *MeterEntry) error {
+	var ms []*p4info.MeterLayout
+	for _, m := range r.pl.info.Edgenf.Meters {
+		if q.MeterID == 0 || m.ID == q.MeterID {
+			ms = append(ms, m)
+		}
+	}
+	if q.MeterID != 0 && len(ms) == 0 {
+		return errf(codes.InvalidArgument, "unknown meter id %d (0x%08x)", q.MeterID, q.MeterID)
+	}
+	v, err := r.s.eng.View(r.pl.dev.cube, "meters")
+	if err != nil {
+		return fromEngine(err)
+	}
+	vals, _ := v.([]p4nf.MeterValue)
+	got := map[string]p4nf.MeterValue{}
+	for _, m := range vals {
+		got[fmt.Sprintf("%s/%d", m.Meter, m.Index)] = m
+	}
+	for _, m := range ms {
+		idx, err := cells("meter "+m.Name, q.Index, m.Size)
+		if err != nil {
+			return err
+		}
+		lo, hi := 0, m.Size-1
+		if idx != nil {
+			lo, hi = int(*idx), int(*idx)
+		}
+		for i := lo; i <= hi; i++ {
+			out := &MeterEntry{MeterID: m.ID, Index: &Index{Index: int64(i)}}
+			if mv, ok := got[fmt.Sprintf("%s/%d", m.Name, i)]; ok {
+				out.Config = &MeterConfig{CIR: int64(mv.CIR), CBurst: int64(mv.CBurst), PIR: int64(mv.PIR), PBurst: int64(mv.PBurst)}
+			}
+			if err := r.add(&Entity{MeterEntry: out}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func replicaOut(port, rid uint16) *Replica {
+	return &Replica{Port: minimalBytes(big.NewInt(int64(port))), Instance: uint32(rid)}
+}
+
+func (r *reader) pre(q *PREEntry) error {
+	cubeName := r.pl.dev.cube
+	switch {
+	case q.MulticastGroup != nil:
+		for _, raw := range r.s.eng.Entries(cubeName, tblGroups) {
+			var g p4nf.McastGroup
+			if json.Unmarshal(raw, &g) != nil || (q.MulticastGroup.GroupID != 0 && g.Group != q.MulticastGroup.GroupID) {
+				continue
+			}
+			out := &MulticastGroupEntry{GroupID: g.Group}
+			for _, rep := range g.Replicas {
+				out.Replicas = append(out.Replicas, replicaOut(rep.Port, rep.Rid))
+			}
+			if err := r.add(&Entity{PREEntry: &PREEntry{MulticastGroup: out}}); err != nil {
+				return err
+			}
+		}
+	case q.CloneSession != nil:
+		for _, raw := range r.s.eng.Entries(cubeName, tblClones) {
+			var c p4nf.CloneSession
+			if json.Unmarshal(raw, &c) != nil || (q.CloneSession.SessionID != 0 && c.Session != q.CloneSession.SessionID) {
+				continue
+			}
+			out := &CloneSessionEntry{SessionID: c.Session, PacketLengthBytes: int32(c.Truncate)}
+			if c.Port != nil {
+				out.Replicas = []*Replica{replicaOut(*c.Port, 0)}
+			}
+			// a session to a multicast group (configured through the
+			// REST API) has no P4Runtime form: it is listed without replicas
+			if err := r.add(&Entity{PREEntry: &PREEntry{CloneSession: out}}); err != nil {
+				return err
+			}
+		}
+	default:
+		return errf(codes.InvalidArgument, "empty packet_replication_engine_entry in the read request")
+	}
+	return nil
+}
+
+func (r *reader) digests(q *DigestEntry) error {
+	d := r.pl.dev
+	d.mu.Lock()
+	var out []*Entity
+	for id, cfg := range d.digests {
+		if q.DigestID == 0 || q.DigestID == id {
+			c := *cfg
+			out = append(out, &Entity{DigestEntry: &DigestEntry{DigestID: id, Config: &c}})
+		}
+	}
+	d.mu.Unlock()
+	for _, e := range out {
+		if err := r.add(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
