@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	p4nf "github.com/edgenf/edgenf/internal/nf/p4"
 	"github.com/edgenf/edgenf/internal/p4/ir"
@@ -320,6 +321,9 @@ func fromEntry(t *p4info.TableLayout, e *p4nf.Entry) (*TableEntry, error) {
 		return nil, err
 	}
 	te := &TableEntry{TableID: t.ID, Priority: int32(e.Priority)}
+	if d, err := time.ParseDuration(e.IdleTimeout); err == nil {
+		te.IdleTimeoutNs = int64(d)
+	}
 	for _, fm := range d.Matches {
 		k := keyByID(t, fm.FieldID)
 		if k == nil {

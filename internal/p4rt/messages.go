@@ -78,6 +78,9 @@ const (
 	fStreamReqDigestAck, fStreamReqOther      protowire.Number = 3, 4
 	fStreamRespArb, fStreamRespPacket         protowire.Number = 1, 2
 	fStreamRespDigest, fStreamRespError       protowire.Number = 3, 6
+	fStreamRespIdle                           protowire.Number = 4
+	fIdleNotifEntry, fIdleNotifTime           protowire.Number = 1, 2
+	fElapsedNs                                protowire.Number = 1
 	fPacketPayload, fPacketMetadata           protowire.Number = 1, 2
 	fPMID, fPMValue                           protowire.Number = 1, 2
 	fArbDeviceID, fArbRole, fArbElectionID    protowire.Number = 1, 2, 3
@@ -284,17 +287,60 @@ func (m *Entity) unmarshal(b []byte) error {
 	})
 }
 
-// TableEntry is p4.v1.TableEntry (direct resources, idle timeouts and
-// action profiles are not served: Unsupported names what was set).
+// TableEntry is p4.v1.TableEntry (direct resources and action profiles
+// are not served: Unsupported names what was set).
 type TableEntry struct {
 	TableID         uint32
 	Match           []*FieldMatch
 	Action          *TableAction
 	Priority        int32
 	IsDefaultAction bool
-	Metadata        []byte
-	Const           bool
-	Unsupported     string
+	IdleTimeoutNs   int64
+	// TimeSinceLastHit: in a read request, set (to anything) to ask for it.
+	TimeSinceLastHit *int64
+	Metadata         []byte
+	Const            bool
+	Unsupported      string
+}
+
+// elapsed is TableEntry.IdleTimeout.
+type elapsed struct{ ns int64 }
+
+func (m *elapsed) appendTo(e *enc) { e.int64(fElapsedNs, m.ns) }
+func (m *elapsed) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		if f.num == fElapsedNs {
+			return set(&m.ns, int64(f.v), f.want(protowire.VarintType))
+		}
+		return nil
+	})
+}
+
+// IdleTimeoutNotification is p4.v1.IdleTimeoutNotification.
+type IdleTimeoutNotification struct {
+	TableEntry []*TableEntry
+	Timestamp  int64 // ns since the epoch
+}
+
+func (m *IdleTimeoutNotification) appendTo(e *enc) {
+	for _, te := range m.TableEntry {
+		e.msg(fIdleNotifEntry, te)
+	}
+	e.int64(fIdleNotifTime, m.Timestamp)
+}
+
+func (m *IdleTimeoutNotification) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		switch f.num {
+		case fIdleNotifEntry:
+			te := &TableEntry{}
+			m.TableEntry = append(m.TableEntry, te)
+			return f.sub(te)
+		case fIdleNotifTime:
+			return set(&m.Timestamp, int64(f.v), f.want(protowire.VarintType))
+		}
+		return nil
+	})
 }
 
 func (m *TableEntry) appendTo(e *enc) {
@@ -307,6 +353,10 @@ func (m *TableEntry) appendTo(e *enc) {
 	}
 	e.int32(fTEPriority, m.Priority)
 	e.bool(fTEIsDefault, m.IsDefaultAction)
+	e.int64(fTEIdleTimeout, m.IdleTimeoutNs)
+	if m.TimeSinceLastHit != nil {
+		e.msg(fTETimeSinceHit, &elapsed{*m.TimeSinceLastHit})
+	}
 	e.bytes(fTEMetadata, m.Metadata)
 	e.bool(fTEConst, m.Const)
 }
@@ -339,9 +389,11 @@ func (m *TableEntry) unmarshal(b []byte) error {
 		case fTEMeterCounterData:
 			m.Unsupported = "meter_counter_data"
 		case fTEIdleTimeout:
-			if f.v != 0 {
-				m.Unsupported = "idle_timeout_ns"
-			}
+			return set(&m.IdleTimeoutNs, int64(f.v), f.want(protowire.VarintType))
+		case fTETimeSinceHit:
+			el := &elapsed{}
+			m.TimeSinceLastHit = &el.ns
+			return f.sub(el)
 		case fTEControllerMetadata:
 			if f.v != 0 {
 				m.Unsupported = "controller_metadata (deprecated; use metadata)"
@@ -1253,6 +1305,7 @@ type StreamResponse struct {
 	Arbitration *Arbitration
 	Packet      *Packet
 	Digest      *DigestList
+	IdleTimeout *IdleTimeoutNotification
 	Error       *StreamError
 }
 
@@ -1264,6 +1317,8 @@ func (m *StreamResponse) appendTo(e *enc) {
 		e.msg(fStreamRespPacket, m.Packet)
 	case m.Digest != nil:
 		e.msg(fStreamRespDigest, m.Digest)
+	case m.IdleTimeout != nil:
+		e.msg(fStreamRespIdle, m.IdleTimeout)
 	case m.Error != nil:
 		e.msg(fStreamRespError, m.Error)
 	}
@@ -1282,6 +1337,9 @@ func (m *StreamResponse) unmarshal(b []byte) error {
 		case fStreamRespDigest:
 			m.Digest = &DigestList{}
 			return f.sub(m.Digest)
+		case fStreamRespIdle:
+			m.IdleTimeout = &IdleTimeoutNotification{}
+			return f.sub(m.IdleTimeout)
 		case fStreamRespError:
 			m.Error = &StreamError{}
 			return f.sub(m.Error)

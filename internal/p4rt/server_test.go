@@ -697,3 +697,41 @@ func TestP4RuntimeStreamErrors(t *testing.T) {
 	wantCode(t, "write without a pipeline", r.write(1), codes.FailedPrecondition)
 	wantCode(t, "pipeline without a primary", r.setPipeline(1, ActionVerify, []byte("x"), nil, 0), codes.PermissionDenied)
 }
+
+// TestP4RuntimeIdleTimeout: idle_timeout_ns on a table with support_timeout
+// is kept and read back; an entry no packet hits is reported to the
+// primary as an IdleTimeoutNotification with its key, metadata and
+// timeout; the same field on a table without support_timeout is refused.
+func TestP4RuntimeIdleTimeout(t *testing.T) {
+	r := newRig(t)
+	primary := r.stream(10)
+	primary.next("arbitration", isArb)
+	if err := r.setPipeline(10, ActionVerifyAndCommit, program(t, "l2learn.p4"), nil, 1); err != nil {
+		t.Fatal(err)
+	}
+	info := r.info()
+	smac := tableID(t, info, "smac")
+	noAction := actionID(t, smac, "NoAction")
+	entry := &TableEntry{TableID: smac.ID, IdleTimeoutNs: int64(time.Second), Metadata: []byte("cookie"),
+		Match:  []*FieldMatch{{FieldID: smac.Keys[0].ID, Kind: "exact", Value: mac("02:00:00:00:00:0c")}},
+		Action: &TableAction{Action: &Action{ActionID: noAction.ID}}}
+	r.mustWrite(10, insert(&Entity{TableEntry: entry}))
+	got := r.mustRead(&Entity{TableEntry: &TableEntry{TableID: smac.ID}})
+	if len(got) != 1 || got[0].TableEntry.IdleTimeoutNs != int64(time.Second) {
+		t.Fatalf("read back %+v, want idle_timeout_ns 1e9", got)
+	}
+	bad := dmacEntry(t, info, "02:00:00:00:00:0d", 1)
+	bad.TableEntry.IdleTimeoutNs = int64(time.Second)
+	wantCode(t, "idle timeout on a table without support_timeout", r.write(10, insert(bad)), codes.InvalidArgument)
+
+	m := primary.next("idle timeout notification", func(m *StreamResponse) bool { return m.IdleTimeout != nil })
+	n := m.IdleTimeout
+	if len(n.TableEntry) != 1 || n.Timestamp == 0 {
+		t.Fatalf("notification %+v", n)
+	}
+	te := n.TableEntry[0]
+	if te.TableID != smac.ID || len(te.Match) != 1 || !bytes.Equal(te.Match[0].Value, mac("02:00:00:00:00:0c")) ||
+		te.IdleTimeoutNs != int64(time.Second) || string(te.Metadata) != "cookie" {
+		t.Fatalf("notified entry %+v", te)
+	}
+}

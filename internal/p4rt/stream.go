@@ -361,6 +361,8 @@ func (s *Server) deliver(d *device, evs []p4nf.Event) {
 				continue
 			}
 			m = digestList(sp, ev, id)
+		case "idle_timeout":
+			m = idleNotification(pl.info, d, ev)
 		}
 		if m == nil {
 			continue
@@ -420,4 +422,26 @@ func digestList(sp *p4info.SlowPathLayout, ev p4nf.Event, listID uint64) *Stream
 		data.Members = append(data.Members, &P4Data{Kind: "bitstring", Bitstring: minimalBytes(v)})
 	}
 	return &StreamResponse{Digest: &DigestList{DigestID: dl.ID, ListID: listID, Data: []*P4Data{data}, Timestamp: ev.Time.UnixNano()}}
+}
+
+// idleNotification reports an entry of the controller's idle for its
+// idle_timeout_ns; learned entries the cube removed itself are not the
+// controller's and are not reported.
+func idleNotification(info *p4info.P4Info, d *device, ev p4nf.Event) *StreamResponse {
+	if ev.Entry == nil || ev.Fields["removed"] == "true" {
+		return nil
+	}
+	t := info.Edgenf.Table(ev.Entry.Table)
+	if t == nil {
+		return nil
+	}
+	te, err := fromEntry(t, ev.Entry)
+	if err != nil {
+		return nil
+	}
+	d.mu.Lock()
+	te.Metadata = d.meta[(&entryKey{*ev.Entry}).key()]
+	d.mu.Unlock()
+	te.Action = nil // only the key, metadata and idle_timeout_ns are required
+	return &StreamResponse{IdleTimeout: &IdleTimeoutNotification{TableEntry: []*TableEntry{te}, Timestamp: ev.Time.UnixNano()}}
 }

@@ -22,6 +22,7 @@ func unhex(t *testing.T, s string) []byte {
 // The bytes below are computed by hand from p4runtime.proto's field
 // numbers (tag = field<<3 | wire type; varints 7 bits a byte, low first).
 func TestWireEncodingByHand(t *testing.T) {
+	three := int64(3)
 	cases := []struct {
 		name string
 		m    marshaler
@@ -51,6 +52,11 @@ func TestWireEncodingByHand(t *testing.T) {
 				" 08 81 80 80 10" + // table_id
 				" 12 07 08 01 12 03 0a 01 0a" + // match
 				" 1a 0e 0a 0c 08 82 80 80 08 22 05 10 01 1a 01 01"}, // action
+		// StreamMessageResponse idle_timeout_notification (4) {table_entry
+		// (1) {table_id 1, idle_timeout_ns (9) 1, time_since_last_hit (10)
+		// {elapsed_ns 3}}, timestamp (2) 2}
+		{"idle timeout", &StreamResponse{IdleTimeout: &IdleTimeoutNotification{TableEntry: []*TableEntry{{TableID: 1, IdleTimeoutNs: 1, TimeSinceLastHit: &three}}, Timestamp: 2}},
+			"22 0c  0a 08 08 01 48 01 52 02 08 03  10 02"},
 		// CapabilitiesResponse{"1.4.0"}
 		{"capabilities", &CapabilitiesResponse{Version: "1.4.0"}, "0a 05 31 2e 34 2e 30"},
 		// LPM match: field_id 2, lpm (4) {value c6 12 00 00, prefix_len 24}

@@ -14,6 +14,7 @@ import (
 	"math/big"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/edgenf/edgenf/internal/engine"
 	p4nf "github.com/edgenf/edgenf/internal/nf/p4"
@@ -209,6 +210,15 @@ func (w *writer) table(typ int32, te *TableEntry) error {
 		return err
 	}
 	e := &p4nf.Entry{Table: t.Name, Match: match, Priority: uint32(te.Priority)}
+	if te.IdleTimeoutNs < 0 {
+		return errf(codes.InvalidArgument, "table %s: negative idle_timeout_ns", t.Name)
+	}
+	if te.IdleTimeoutNs > 0 {
+		if t.IdleOffset == 0 {
+			return errf(codes.InvalidArgument, "table %s: idle_timeout_ns set on a table without support_timeout", t.Name)
+		}
+		e.IdleTimeout = time.Duration(te.IdleTimeoutNs).String()
+	}
 	if typ != UpdateDelete {
 		if te.Action == nil || te.Action.Action == nil {
 			return errf(codes.InvalidArgument, "table %s: the entry needs an action", t.Name)
