@@ -31,6 +31,7 @@ type cubeStats struct {
 	} `json:"ports"`
 	Total      counters            `json:"total"`
 	Directions map[string]counters `json:"directions"`
+	SlowCopies uint64              `json:"slow_copies"`
 }
 
 // rows flattens a cube's counters into (row name, counters).

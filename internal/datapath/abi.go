@@ -141,6 +141,12 @@ func (s *Stats) Add(o Stats) {
 	s.PuntPackets += o.PuntPackets
 }
 
+// Config mirrors struct edgenf_config: settings of the whole datapath.
+type Config struct {
+	InjectIfindex uint32
+	_             [3]uint32
+}
+
 // PuntHeader mirrors struct edgenf_punt_hdr.
 type PuntHeader struct {
 	Magic   uint32

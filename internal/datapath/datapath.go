@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/cilium/ebpf"
 )
@@ -16,6 +17,11 @@ const (
 	mapPanel   = "enf_panel"
 	mapScratch = "enf_scratch"
 	mapPunt    = "enf_punt_ring"
+	mapConfig  = "enf_config"
+	// the copy machine's maps (copy.h), layouts taken from the stub object
+	mapCopyRing = "enf_copy_ring"
+	mapCopyCPU  = "enf_copy_cpu"
+	mapCopyDevs = "enf_copy_devs"
 	// MapPorts and MapStats exist once per cube and once per interface stub.
 	MapPorts = "enf_ports"
 	MapStats = "enf_stats"
@@ -34,6 +40,8 @@ type Datapath struct {
 	panels  map[Hook]*ebpf.Map
 	scratch *ebpf.Map
 	punt    *ebpf.Map
+	config  *ebpf.Map
+	copies  map[string]*ebpf.Map // the copy machine's shared maps
 }
 
 // Open creates the global maps under root, or re-adopts them if pinned.
@@ -54,6 +62,8 @@ func Open(root string) (*Datapath, error) {
 		{&d.scratch, &ebpf.MapSpec{Name: "scratch", Type: ebpf.PerCPUArray, KeySize: 4,
 			ValueSize: uint32(sizeOf[Metadata]()), MaxEntries: 1}},
 		{&d.punt, &ebpf.MapSpec{Name: "punt_ring", Type: ebpf.PerfEventArray}},
+		{&d.config, &ebpf.MapSpec{Name: "config", Type: ebpf.Array, KeySize: 4,
+			ValueSize: uint32(sizeOf[Config]()), MaxEntries: 1}},
 	}
 	for _, s := range specs {
 		m, err := pinnedMap(root, s.spec)
@@ -62,6 +72,10 @@ func Open(root string) (*Datapath, error) {
 			return nil, err
 		}
 		*s.dst = m
+	}
+	if err := d.openCopyMaps(); err != nil {
+		d.Close()
+		return nil, err
 	}
 	for _, h := range []Hook{XDP, TC} {
 		m, err := pinnedMap(root, &ebpf.MapSpec{Name: string(h) + "_panel", Type: ebpf.ProgramArray,
@@ -90,13 +104,51 @@ func (d *Datapath) Root() string { return d.root }
 // PuntMap is the perf event array the slow path reads.
 func (d *Datapath) PuntMap() *ebpf.Map { return d.punt }
 
+// openCopyMaps creates (or re-adopts) the copy machine's maps, shared by
+// the XDP programs that record copies and the TC copy machine; their
+// layouts are those of the stub object.
+func (d *Datapath) openCopyMaps() error {
+	spec, err := LoadSpec(stubTC)
+	if err != nil {
+		return err
+	}
+	d.copies = map[string]*ebpf.Map{}
+	for _, name := range []string{mapCopyRing, mapCopyCPU, mapCopyDevs} {
+		ms, ok := spec.Maps[name]
+		if !ok {
+			return fmt.Errorf("stub object has no map %s", name)
+		}
+		ms = ms.Copy()
+		ms.Name = strings.TrimPrefix(name, "enf_")
+		m, err := pinnedMap(d.root, ms)
+		if err != nil {
+			return err
+		}
+		d.copies[name] = m
+	}
+	return nil
+}
+
+// Config is the datapath's settings as the fast path sees them.
+func (d *Datapath) Config() (Config, error) {
+	var c Config
+	err := d.config.Lookup(uint32(0), &c)
+	return c, err
+}
+
+// SetConfig changes the datapath's settings.
+func (d *Datapath) SetConfig(c Config) error { return d.config.Update(uint32(0), c, ebpf.UpdateAny) }
+
 // Close releases this process's handles; pinned objects stay, so traffic
 // keeps flowing without the daemon.
 func (d *Datapath) Close() {
-	for _, m := range append([]*ebpf.Map{d.scratch, d.punt}, d.panels[XDP], d.panels[TC]) {
+	for _, m := range append([]*ebpf.Map{d.scratch, d.punt, d.config}, d.panels[XDP], d.panels[TC]) {
 		if m != nil {
 			m.Close()
 		}
+	}
+	for _, m := range d.copies {
+		m.Close()
 	}
 }
 
@@ -120,6 +172,10 @@ func (d *Datapath) prepare(spec *ebpf.CollectionSpec, hook Hook) map[string]*ebp
 			repl[name] = d.scratch
 		case mapPunt:
 			repl[name] = d.punt
+		case mapConfig:
+			repl[name] = d.config
+		case mapCopyRing, mapCopyCPU, mapCopyDevs:
+			repl[name] = d.copies[name]
 		default:
 			if ms.Type != ebpf.PerfEventArray && !isSection(name) {
 				ms.Pinning = ebpf.PinByName
@@ -130,7 +186,11 @@ func (d *Datapath) prepare(spec *ebpf.CollectionSpec, hook Hook) map[string]*ebp
 }
 
 func isShared(name string) bool {
-	return name == mapPanel || name == mapScratch || name == mapPunt
+	switch name {
+	case mapPanel, mapScratch, mapPunt, mapConfig, mapCopyRing, mapCopyCPU, mapCopyDevs:
+		return true
+	}
+	return false
 }
 
 // isSection reports the maps libbpf makes for .data/.rodata/.bss: their

@@ -66,6 +66,14 @@ func (d *Datapath) OpenInjector() (*Injector, error) {
 	if err := d.attachInjector(farLink.Attrs().Index); err != nil {
 		return nil, err
 	}
+	// XDP cubes the injector runs may record copies too (copier.go)
+	cdir := filepath.Join(d.root, "inject", "copier")
+	if err := os.MkdirAll(cdir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := d.attachCopier(cdir, farLink.Attrs().Index); err != nil {
+		return nil, err
+	}
 	nearLink, err := netlink.LinkByName(near)
 	if err != nil {
 		return nil, err
@@ -73,6 +81,18 @@ func (d *Datapath) OpenInjector() (*Injector, error) {
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("packet socket: %w", err)
+	}
+	// From now on the fast path makes copies to cubes itself: clones with
+	// a hop trailer into the near end (copy.h).
+	cfg, err := d.Config()
+	if err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	cfg.InjectIfindex = uint32(nearLink.Attrs().Index)
+	if err := d.SetConfig(cfg); err != nil {
+		unix.Close(fd)
+		return nil, err
 	}
 	return &Injector{near: near, far: far, ifindex: nearLink.Attrs().Index, fd: fd}, nil
 }
@@ -140,6 +160,10 @@ func (i *Injector) Close() { unix.Close(i.fd) }
 // DeleteInjector removes the injection veth of this datapath, if any.
 func (d *Datapath) DeleteInjector() {
 	near, _ := d.injectorNames()
+	if cfg, err := d.Config(); err == nil && cfg.InjectIfindex != 0 {
+		cfg.InjectIfindex = 0
+		d.SetConfig(cfg)
+	}
 	if l, err := netlink.LinkByName(near); err == nil {
 		netlink.LinkDel(l)
 	}

@@ -82,6 +82,13 @@ func (d *Datapath) AttachStub(ifname string, ifindex int, hook Hook, dir Directi
 		}
 		defer prog.Close()
 	}
+	if hook == XDP {
+		// copies the XDP programs record are made behind them (copier.go)
+		if err := d.attachCopier(sdir, ifindex); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("%s: %w", ifname, err)
+		}
+	}
 	lpath := filepath.Join(sdir, linkPin)
 	if l, err := link.LoadPinnedLink(lpath, nil); err == nil {
 		defer l.Close()
@@ -98,6 +105,7 @@ func (d *Datapath) AttachStub(ifname string, ifindex int, hook Hook, dir Directi
 	l, err := attach(prog, ifindex, hook, dir)
 	if err != nil {
 		s.Close()
+		d.detachCopier(sdir)
 		os.RemoveAll(sdir)
 		return nil, fmt.Errorf("attach to %s: %w", ifname, err)
 	}
@@ -181,6 +189,7 @@ func (d *Datapath) DetachStub(ifname string, hook Hook, dir Direction) error {
 		l.Unpin()
 		l.Close()
 	}
+	d.detachCopier(sdir)
 	return os.RemoveAll(sdir)
 }
 

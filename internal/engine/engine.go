@@ -75,6 +75,9 @@ type live struct {
 	obj   [32]byte   // hash of the loaded object (types with per-cube objects)
 	hops  map[int]datapath.Hop
 	flood map[int]int
+	// slowCopies counts the copies the fast path could not make itself
+	// and the daemon transmitted (copy.h, EDGENF_PUNT_TRANSMIT).
+	slowCopies uint64
 }
 
 // Open starts the engine: opens or re-adopts the pinned objects and restores

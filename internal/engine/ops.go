@@ -61,6 +61,9 @@ type CubeStats struct {
 	Total datapath.Stats `json:"total"`
 	// Directions of a transparent cube: ingress and egress.
 	Directions map[string]datapath.Stats `json:"directions,omitempty"`
+	// SlowCopies: copies of packets (P4 clone, multicast) the fast path
+	// could not make in the kernel and the daemon sent for it.
+	SlowCopies uint64 `json:"slow_copies"`
 }
 
 // Stats reads a cube's counters.
@@ -75,7 +78,7 @@ func (e *Engine) Stats(name string) (*CubeStats, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &CubeStats{Cube: name}
+	out := &CubeStats{Cube: name, SlowCopies: l.slowCopies}
 	if l.typ.Transparent {
 		out.Directions = map[string]datapath.Stats{"ingress": raw[0], "egress": raw[1]}
 		out.Total.Add(raw[0])
@@ -99,6 +102,7 @@ func (e *Engine) ResetStats(name string) error {
 	if !ok {
 		return noCube(name)
 	}
+	l.slowCopies = 0
 	return l.dc.ResetStats()
 }
 
@@ -237,6 +241,7 @@ func (e *Engine) punt(hook datapath.Hook, slot uint32, p cube.Punt) {
 		}
 		if p.Reason == datapath.PuntTransmit {
 			// a copy the fast path could not make (copy.h): out of port Arg
+			l.slowCopies++
 			if err := (&handle{e: e, l: l}).Transmit(int(p.Arg), p.Frame); err != nil {
 				e.log.Debug("slow-path copy not sent", "cube", l.c.Name, "port", p.Arg, "err", err)
 			}

@@ -92,6 +92,9 @@ func learningSwitch(t *testing.T, hook string) {
 	if st["sw"]["p2"].TxPackets != 1 || st["sw"]["p3"].TxPackets != 1 || st["sw"]["p1"].TxPackets != 0 {
 		t.Fatalf("the first frame should be flooded to p2 and p3 only: %+v", st["sw"])
 	}
+	if n := slowCopies(t, d, "sw"); n != 0 {
+		t.Fatalf("the flood's copy went through the daemon (%d): it should be made in the kernel", n)
+	}
 	waitFor(t, "a learned", func() bool { return len(learned(t, d)) == 2 })
 
 	// b -> a: a is known (unicast to p1 only); b is learned

@@ -211,8 +211,9 @@ func (m *monitor) udpFrom(src string, want int) []int {
 
 // The telemetry program of examples/p4/int_telemetry.p4: datagrams whose
 // INT delay is over the threshold reach their destination AND are copied to
-// a mirror port. The copy is made in the kernel at TC (clone-redirect) and
-// through the daemon's slow path at XDP; both deliver every copy.
+// a mirror port. The copy is made in the kernel at both hooks: at TC by a
+// clone, at XDP by the TC copy machine (the copy keeps the INT header the
+// forwarded packet loses); the daemon sends none of them.
 func TestP4TelemetryMirrorsSlowPackets(t *testing.T) {
 	for _, hook := range []string{"xdp", "tc"} {
 		t.Run(hook, func(t *testing.T) { telemetry(t, hook) })
@@ -306,13 +307,21 @@ func telemetry(t *testing.T, hook string) {
 	if len(got) != 40 {
 		t.Fatalf("the sink received %d of 40 datagrams", len(got))
 	}
-	copies := mon.udpFrom(ips["a"], 20)
+	copies := mon.framesFrom(ips["a"], 20)
 	if len(copies) != 20 {
 		t.Fatalf("the mirror received %d copies, want 20 (the slow half)", len(copies))
 	}
-	for _, p := range copies {
-		if p != 5555 {
-			t.Fatalf("a mirrored copy to port %d: copies are the packets as received (INT, port 5555)", p)
+	for k, f := range copies {
+		// the packets as received: to port 5555, with the INT header
+		// (switch 9, to 7000, delay 5000) and the sequence number
+		if len(f) != 14+20+8+20 {
+			t.Fatalf("mirrored copy %d: %d bytes\n%x", k, len(f), f)
+		}
+		p := f[14+20+8:]
+		if dport := binary.BigEndian.Uint16(f[14+20+2:]); dport != 5555 || binary.BigEndian.Uint32(p) != 9 ||
+			binary.BigEndian.Uint16(p[4:]) != 7000 || binary.BigEndian.Uint32(p[8:]) != 5000 ||
+			binary.BigEndian.Uint64(p[12:]) != uint64(2*k+1) {
+			t.Fatalf("mirrored copy %d to port %d: payload %x, want the INT datagram %d as sent", k, dport, p, 2*k+1)
 		}
 	}
 	if extra := mon.udpFrom(ips["a"], 0); len(extra) != 0 {
@@ -324,5 +333,11 @@ func telemetry(t *testing.T, hook string) {
 	d.json(&ctrs, "p4", "counter-read", "int", "mirrored")
 	if len(ctrs) != 1 || ctrs[0].Packets != 20 {
 		t.Fatalf("mirrored counter: %+v", ctrs)
+	}
+	if c := slowCopies(t, d, "int"); c != 0 {
+		t.Fatalf("the daemon transmitted %d copies: they should be made in the kernel", c)
+	}
+	if st := d.portStats("int"); st["int"]["pm"].TxPackets != 20 || st["int"]["pb"].TxPackets != 40 {
+		t.Fatalf("counters: mirror %+v sink %+v, want 20 and 40 out", st["int"]["pm"], st["int"]["pb"])
 	}
 }

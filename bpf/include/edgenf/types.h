@@ -91,3 +91,10 @@ struct edgenf_inject_trailer {
 	__u32 magic; /* EDGENF_INJECT_MAGIC */
 };
 #define EDGENF_INJECT_MAGIC 0x696e6a65 /* "inje" */
+
+/* Settings of the whole datapath, written by the daemon (one entry of the
+ * shared map enf_config, copy.h). */
+struct edgenf_config {
+	__u32 inject_ifindex; /* near end of the injection veth; 0: none yet */
+	__u32 pad[3];
+};

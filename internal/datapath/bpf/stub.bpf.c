@@ -7,8 +7,13 @@
  * Linux stack when no cube is peered). Counters: enf_stats[0].
  *
  * edgenf_xdp_pass: put on the far end of a veth that XDP redirects into; veth
- * only accepts redirected frames when its peer runs an XDP program. */
+ * only accepts redirected frames when its peer runs an XDP program.
+ *
+ * edgenf_copier (TC): the copy machine, first at TCX ingress of every
+ * interface with an XDP stub or entry and of the injector: makes the copies
+ * an XDP program recorded for the frame (copy.h). */
 #include <edgenf/edgenf.h>
+#include <edgenf/copy.h>
 
 SEC(EDGENF_SEC) int edgenf_stub(ctx_t *ctx)
 {
@@ -59,3 +64,85 @@ SEC(EDGENF_SEC) int edgenf_inject(ctx_t *ctx)
 	__builtin_memcpy(&md->hop, &tr.hop, sizeof(tr.hop));
 	return enf_deliver(ctx, md);
 }
+
+#if defined(EDGENF_HOOK_TC)
+/* Copy i of the slot idx of cpu's ring, made from the frame: its headers
+ * put in front of the shared payload, then cloned out (or, the last one,
+ * redirected). Returns 0 when a copy left, 1 when the last one was
+ * redirected (return TC_ACT_REDIRECT), -1 on failure. A global function:
+ * verified once, not once per copy. */
+__attribute__((noinline)) int enf_copy_one(struct __sk_buff *ctx, __u32 idx, __u32 cpu, __u32 i, __u32 inj)
+{
+	struct edgenf_copy_slot *sl = bpf_map_lookup_percpu_elem(&enf_copy_ring, &idx, cpu);
+	struct edgenf_copy *c;
+	__u32 len, cur, hlen, trunc;
+	int last;
+
+	if (!ctx || !sl || i >= EDGENF_COPY_MAX)
+		return -1;
+	c = &sl->c[i];
+	last = i + 1 >= sl->n;
+	hlen = c->hlen;
+	len = ctx->len;
+	if (hlen < EDGENF_COPY_MIN || hlen > EDGENF_COPY_HDR || len < sl->plen)
+		return -1;
+	cur = len - sl->plen;
+	if (hlen != cur && ctx_adjust_head(ctx, (int)cur - (int)hlen))
+		return -1;
+	if (bpf_skb_store_bytes(ctx, 0, c->hdr, hlen, 0))
+		return -1;
+	trunc = c->trunc;
+	if (last && trunc && trunc < ctx->len && bpf_skb_change_tail(ctx, trunc, 0))
+		return -1;
+	if (c->hop.kind == EDGENF_DST_IFACE && c->hop.nstack == 0) {
+		if (last)
+			return bpf_redirect(c->hop.ifindex, 0) == TC_ACT_REDIRECT ? 1 : -1;
+		return bpf_clone_redirect(ctx, c->hop.ifindex, 0) ? -1 : 0;
+	}
+	if (!inj)
+		return -1;
+	/* a cube (or transparent cubes first): through the injector, run by
+	 * the XDP programs there, as the copy would have been */
+	return enf_clone_inject(ctx, &c->hop, 0, inj) ? -1 : 0;
+}
+
+SEC("tc") int edgenf_copier(struct __sk_buff *ctx)
+{
+	struct edgenf_copy_meta *m = (void *)(long)ctx->data_meta;
+	struct edgenf_copy_slot *sl;
+	struct edgenf_copy_cpu *st;
+	__u32 idx, seq, cpu, n, inj;
+	int r;
+
+	if ((void *)(m + 1) > ctx_data(ctx) || m->magic != EDGENF_COPY_MAGIC)
+		return TC_ACT_UNSPEC; /* not ours: the next program */
+	idx = m->slot;
+	seq = m->seq;
+	cpu = m->cpu;
+	m->magic = 0; /* the copies and the frame carry no meta further */
+	st = enf_copy_state();
+	sl = bpf_map_lookup_percpu_elem(&enf_copy_ring, &idx, cpu);
+	if (!sl || sl->seq != seq || sl->n == 0 || sl->n > EDGENF_COPY_MAX) {
+		if (st)
+			st->stale++; /* overwritten before this frame came */
+		return TC_ACT_SHOT;
+	}
+	n = sl->n;
+	inj = enf_injector();
+	if (ctx_inline_vlan(ctx)) {
+		if (st)
+			st->failed += n;
+		return TC_ACT_SHOT;
+	}
+	for (__u32 i = 0; i < EDGENF_COPY_MAX; i++) {
+		if (i >= n)
+			break;
+		r = enf_copy_one(ctx, idx, cpu, i, inj);
+		if (r == 1)
+			return TC_ACT_REDIRECT;
+		if (r < 0 && st)
+			st->failed++;
+	}
+	return TC_ACT_SHOT;
+}
+#endif

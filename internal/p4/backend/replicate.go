@@ -22,12 +22,24 @@ import (
 // restores the P4 state it starts egress with from a snapshot (after the
 // parser for I2E clones, after ingress for multicast and unicast copies),
 // runs egress, and its deparser rewrites the headers in front of the
-// untouched payload. A copy is sent (enf_copy: TC clones it in the kernel,
-// XDP through the slow path) only when the next copy is about to be
-// deparsed; the last copy leaves as the packet itself (enf_send, any peer,
-// no copy at all). Order: I2E clone copies first, then the multicast
-// replicas or the unicast copy; an E2E clone right after the copy that
-// asked for it.
+// untouched payload. A copy is sent (enf_copy, bpf/include/edgenf/copy.h)
+// only when the next copy is about to be deparsed; the last copy leaves as
+// the packet itself (enf_send, any peer, no copy at all). Order: I2E clone
+// copies first, then the multicast replicas or the unicast copy; an E2E
+// clone right after the copy that asked for it.
+//
+// Where copies are made: at TC the kernel clones the skb, out of an
+// interface or, for a cube, into the injector with a hop trailer. At XDP
+// the copies are recorded (their header bytes, the payload length, their
+// hop) in a per-CPU ring slot, and the packet, holding the last copy,
+// leaves with XDP_PASS and the slot in its data_meta: the TC copy machine
+// (edgenf_copier, stub.bpf.c) makes the copies from it. The slow path
+// (perf ring, the daemon transmits) is left for copies to the CPU port,
+// truncated copies (at XDP: but the last), copies over the ring's limits
+// (EDGENF_COPY_MAX copies, EDGENF_COPY_HDR header bytes) and, at XDP, the
+// copies of programs that recirculate (P4_COPY_RECORD 0: the recirculated
+// packet is parsed again, the recorded copies' payload would no longer be
+// the frame's). p4_copy_slowpath forces the slow path (STF test runs).
 
 // Replication limits, also in the generated C and the docs.
 const (
@@ -55,6 +67,19 @@ func (g *gen) replicates() bool {
 		}
 	}
 	return g.usesField("mcast_grp")
+}
+
+// recirculates reports whether the program recirculates packets. Such
+// programs keep the slow path for their copies at XDP: a recirculated
+// packet is parsed again, so the payload the recorded copies of its
+// earlier pass share would no longer be the frame's (copy.h).
+func (g *gen) recirculates() bool {
+	for _, cr := range g.info.Calls {
+		if cr != nil && cr.Kind == sema.CallExternFunc && strings.HasPrefix(cr.Method, "recirculate") {
+			return true
+		}
+	}
+	return false
 }
 
 func isReplExtern(n string) bool {
@@ -202,10 +227,15 @@ func (g *gen) replPipeline(blocks []sema.Entity) {
 	if g.hasTruncState() {
 		userTrunc = "(s->trunc ? s->trunc_len : 0xffffffffu)"
 	}
+	record := "1"
+	if g.recirculates() {
+		record = "0"
+	}
 	r := strings.NewReplacer(
 		"@KEEP@", keep.String(),
 		"@VERIFY@", name(1), "@INGRESS@", name(2), "@EGRESS@", name(3), "@COMPUTE@", name(4),
 		"@EGTS@", egTS, "@UTRUNC@", userTrunc,
+		"@RECORD@", record,
 		"@MAXREP@", fmt.Sprint(MaxReplicas), "@MAXPASS@", fmt.Sprint(MaxPasses), "@MAXE2E@", fmt.Sprint(MaxE2E),
 	)
 	g.w.WriteString(r.Replace(replC))
@@ -217,6 +247,19 @@ func (g *gen) replPipeline(blocks []sema.Entity) {
 	if g.hasTruncState() {
 		g.line("if (s->dbg_fail) /* assert/assume in a debug build (externs.go) */")
 		g.line("\treturn enf_drop(ctx, md);")
+	}
+	if !g.recirculates() {
+		g.line("#if defined(EDGENF_HOOK_XDP)")
+		g.line("/* copies recorded for the copy machine (copy.h): the frame goes to it */")
+		g.line("if (enf_copy_pending() && enf_copy_meta(ctx) == 0) {")
+		g.line("\tif (port == P4_CPU_PORT || port == P4_CPU_PORT_CFG) {")
+		g.line("\t\tenf_count(enf_port_idx(md->in_port), ctx_len(ctx), ENF_PUNT);")
+		g.line("\t\tenf_report(ctx, md, md->cube, enf_port_idx(md->in_port), P4_PUNT_PACKET_IN, 0, sn->pend_trunc < EDGENF_PUNT_SNAPLEN ? sn->pend_trunc : EDGENF_PUNT_SNAPLEN);")
+		g.line("\t\treturn XDP_PASS;")
+		g.line("\t}")
+		g.line("\treturn enf_copy_last(ctx, md, port, sn->pend_trunc, ctx_len(ctx) - sn->plen);")
+		g.line("}")
+		g.line("#endif")
 	}
 	g.line("if (sn->pend_trunc < ctx_len(ctx) && ctx_change_tail(ctx, sn->pend_trunc))")
 	g.line("\treturn enf_drop(ctx, md);")
@@ -233,6 +276,9 @@ const replC = `/* ---- replication: clone sessions, multicast groups, resubmit, 
 #define P4_MAX_REPLICAS @MAXREP@
 #define P4_MAX_PASSES @MAXPASS@
 #define P4_MAX_E2E @MAXE2E@
+/* 1: XDP records copies for the copy machine (copy.h); 0: programs that
+ * recirculate, whose copies take the slow path at XDP */
+#define P4_COPY_RECORD @RECORD@
 /* standard_metadata.instance_type (BMv2) */
 #define P4_INST_NORMAL 0
 #define P4_INST_I2E 1
@@ -318,24 +364,27 @@ static __always_inline void p4_scopy(struct p4_state *d, const struct p4_state *
 	}
 }
 
-@KEEP@/* Send the pending copy: it is not the last one. */
-static __always_inline void p4_flush(ctx_t *ctx, struct p4_snaps *sn)
+@KEEP@/* Send the pending copy: it is not the last one. Returns -1 when the
+ * frame was damaged on the way (drop the packet). */
+static __always_inline int p4_flush(ctx_t *ctx, struct p4_snaps *sn)
 {
 	struct edgenf_md *md = enf_md();
 	__u32 port = sn->pend_port, snap;
 
 	if (!sn->pend || !md)
-		return;
+		return 0;
 	sn->pend = 0;
 	if (sn->pend_recirc)
-		return; /* only the last copy of a packet can recirculate */
+		return 0; /* only the last copy of a packet can recirculate */
 	if (port == P4_CPU_PORT || port == P4_CPU_PORT_CFG) {
 		snap = sn->pend_trunc < EDGENF_PUNT_SNAPLEN ? sn->pend_trunc : EDGENF_PUNT_SNAPLEN;
 		enf_count(enf_port_idx(md->in_port), ctx_len(ctx), ENF_PUNT);
 		enf_report(ctx, md, md->cube, enf_port_idx(md->in_port), P4_PUNT_PACKET_IN, 0, snap);
-		return;
+		return 0;
 	}
-	enf_copy(ctx, md, port, sn->pend_trunc, p4_copy_slowpath);
+	/* hlen 0: never recorded for the copy machine */
+	return enf_copy(ctx, md, port, sn->pend_trunc, p4_copy_slowpath,
+			P4_COPY_RECORD ? ctx_len(ctx) - sn->plen : 0) == -2 ? -1 : 0;
 }
 
 /* A new pass through ingress (resubmit, recirculate) with the fields of
@@ -406,7 +455,10 @@ P4_FN int p4_copy(ctx_t *ctx, __u32 kindfl, __u32 pr, __u32 trunc)
 		@EGTS@
 		@EGRESS@
 		if (s->sm.f_egress_spec != P4_DROP_PORT) {
-			p4_flush(ctx, sn);
+			if (p4_flush(ctx, sn)) {
+				sn->abort = 1;
+				return 0;
+			}
 			@COMPUTE@
 			s->off = sn->hlen;
 			if (p4_deparse(ctx)) {
@@ -480,6 +532,7 @@ static __always_inline int p4_run(ctx_t *ctx)
 	if (!s || !sn)
 		return -1;
 	in_port = s->sm.f_ingress_port;
+	enf_copy_begin();
 	sn->pend = 0;
 	sn->abort = 0;
 	sn->pend_trunc = 0xffffffffu;

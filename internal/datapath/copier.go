@@ -1,0 +1,176 @@
+package datapath
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+)
+
+// The copy machine (bpf/include/edgenf/copy.h): XDP programs cannot copy a
+// frame, so they record its copies in a per-CPU ring and pass the frame up
+// with the slot named in its data_meta; edgenf_copier, first at TCX ingress
+// of the same interface, makes the copies. It goes on every interface that
+// runs XDP stubs or entries, and on the injector.
+
+const copierPin = "copier_link"
+
+// CopyRing, CopyMax and CopyHdr mirror EDGENF_COPY_RING (slots per CPU),
+// EDGENF_COPY_MAX (copies recorded per packet) and EDGENF_COPY_HDR (header
+// bytes of a recorded copy).
+const (
+	CopyRing = 128
+	CopyMax  = 32
+	CopyHdr  = 128
+)
+
+// copyCPU mirrors struct edgenf_copy_cpu.
+type copyCPU struct {
+	Next, Seq, Active, Slot, ASeq, Pad uint32
+	Stale, Failed                      uint64
+}
+
+// CopyStats are the copy machine's counters, summed over the CPUs.
+type CopyStats struct {
+	// Stale: frames whose ring slot had been overwritten before they
+	// reached TC (dropped with their copies).
+	Stale uint64 `json:"stale"`
+	// Failed: copies the copy machine could not make.
+	Failed uint64 `json:"failed"`
+}
+
+// CopyStats reads the copy machine's counters.
+func (d *Datapath) CopyStats() (CopyStats, error) {
+	var per []copyCPU
+	if err := d.copies[mapCopyCPU].Lookup(uint32(0), &per); err != nil {
+		return CopyStats{}, err
+	}
+	var s CopyStats
+	for _, c := range per {
+		s.Stale += c.Stale
+		s.Failed += c.Failed
+	}
+	return s, nil
+}
+
+// attachCopier puts the copy machine first at TCX ingress of ifindex (once:
+// the link is pinned in dir) and tells the XDP programs it is there.
+func (d *Datapath) attachCopier(dir string, ifindex int) error {
+	lpath := filepath.Join(dir, copierPin)
+	if l, err := link.LoadPinnedLink(lpath, nil); err == nil {
+		info, err := l.Info()
+		if err == nil && info.TCX() != nil && info.TCX().Ifindex == uint32(ifindex) {
+			l.Close()
+			return d.copies[mapCopyDevs].Update(uint32(ifindex), uint32(1), ebpf.UpdateAny)
+		}
+		// the interface it was on is gone (or was another one)
+		l.Unpin()
+		l.Close()
+	}
+	spec, err := LoadSpec(stubTC)
+	if err != nil {
+		return err
+	}
+	for n := range spec.Programs {
+		if n != "edgenf_copier" && n != "enf_copy_one" {
+			delete(spec.Programs, n)
+		}
+	}
+	coll, err := d.loadCollection(spec, TC, dir, nil, nil)
+	if err != nil {
+		return fmt.Errorf("load the copy machine: %w", err)
+	}
+	defer coll.Close()
+	prog := coll.Programs["edgenf_copier"]
+	if prog == nil {
+		return errors.New("stub object has no edgenf_copier")
+	}
+	l, err := link.AttachTCX(link.TCXOptions{Program: prog, Interface: ifindex, Attach: ebpf.AttachTCXIngress, Anchor: link.Head()})
+	if err != nil {
+		return fmt.Errorf("attach the copy machine: %w", err)
+	}
+	defer l.Close()
+	if err := l.Pin(lpath); err != nil {
+		l.Close()
+		return err
+	}
+	return d.copies[mapCopyDevs].Update(uint32(ifindex), uint32(1), ebpf.UpdateAny)
+}
+
+// detachCopier removes the copy machine pinned in dir, if any.
+func (d *Datapath) detachCopier(dir string) {
+	lpath := filepath.Join(dir, copierPin)
+	l, err := link.LoadPinnedLink(lpath, nil)
+	if err != nil {
+		return
+	}
+	if info, err := l.Info(); err == nil {
+		if tcx := info.TCX(); tcx != nil {
+			d.copies[mapCopyDevs].Delete(uint32(tcx.Ifindex))
+		}
+	}
+	l.Unpin()
+	l.Close()
+	os.Remove(lpath)
+}
+
+// copyRec and copySlot mirror struct edgenf_copy and struct
+// edgenf_copy_slot.
+type copyRec struct {
+	HLen, Trunc uint32
+	Hop         Hop
+	Hdr         [CopyHdr]byte
+}
+
+type copySlot struct {
+	Seq, N, PLen, Pad uint32
+	C                 [CopyMax]copyRec
+}
+
+// RecordedCopy is a copy an XDP program recorded for the copy machine.
+type RecordedCopy struct {
+	Hop    Hop
+	Header []byte // the copy's header bytes, in front of the shared payload
+	Trunc  uint32 // cut to this length (0: whole)
+}
+
+// CopySlot is one slot of a CPU's copy ring.
+type CopySlot struct {
+	Seq     uint32
+	Payload uint32 // payload bytes the copies share
+	Copies  []RecordedCopy
+}
+
+// CopySlots reads slot idx of every CPU's copy ring (tests, debugging).
+func (d *Datapath) CopySlots(idx uint32) ([]CopySlot, error) {
+	var per []copySlot
+	if err := d.copies[mapCopyRing].Lookup(idx, &per); err != nil {
+		return nil, err
+	}
+	out := make([]CopySlot, len(per))
+	for i, s := range per {
+		out[i] = CopySlot{Seq: s.Seq, Payload: s.PLen}
+		for j := 0; j < int(min(s.N, CopyMax)); j++ {
+			c := s.C[j]
+			out[i].Copies = append(out[i].Copies, RecordedCopy{Hop: c.Hop, Header: append([]byte(nil), c.Hdr[:min(c.HLen, CopyHdr)]...), Trunc: c.Trunc})
+		}
+	}
+	return out, nil
+}
+
+// MarkCopier tells the XDP programs whether frames arriving on ifindex
+// reach the copy machine (attachCopier does it for real interfaces; tests
+// that run programs unattached say it themselves).
+func (d *Datapath) MarkCopier(ifindex int, on bool) error {
+	if !on {
+		err := d.copies[mapCopyDevs].Delete(uint32(ifindex))
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			return nil
+		}
+		return err
+	}
+	return d.copies[mapCopyDevs].Update(uint32(ifindex), uint32(1), ebpf.UpdateAny)
+}
