@@ -33,13 +33,16 @@ type Config struct {
 
 // Engine is the daemon's core. Safe for concurrent use.
 type Engine struct {
-	mu       sync.Mutex
-	cfg      Config
-	log      *slog.Logger
-	dp       *datapath.Datapath
-	topo     *cube.Topology
-	slots    map[string]uint32
-	cubes    map[string]*live
+	mu    sync.Mutex
+	cfg   Config
+	log   *slog.Logger
+	dp    *datapath.Datapath
+	topo  *cube.Topology
+	slots map[string]uint32
+	cubes map[string]*live
+	// bySlot finds a cube by its panel slot (a punt names only that), in
+	// O(1) however many cubes there are.
+	bySlot   map[uint32]*live
 	stubs    map[StubKey]*datapath.Stub
 	stubHops map[StubKey]datapath.Hop
 	// stubEntry is the cube whose direct entry runs on a stub's interface
@@ -100,6 +103,7 @@ func Open(cfg Config) (*Engine, error) {
 		topo:      cube.NewTopology(),
 		slots:     f.Slots,
 		cubes:     map[string]*live{},
+		bySlot:    map[uint32]*live{},
 		stubs:     map[StubKey]*datapath.Stub{},
 		stubHops:  map[StubKey]datapath.Hop{},
 		stubEntry: map[StubKey]*datapath.Cube{},
@@ -141,6 +145,7 @@ func (e *Engine) Close() {
 		s.Close()
 	}
 	e.cubes = map[string]*live{}
+	e.bySlot = map[uint32]*live{}
 	e.stubs = map[StubKey]*datapath.Stub{}
 	if e.journal != nil {
 		e.journal.Close()
@@ -409,7 +414,7 @@ func (e *Engine) reconcile(desired *cube.Topology, adopt bool) error {
 			if err := l.dc.Unload(); err != nil {
 				return fmt.Errorf("unload cube %s: %w", name, err)
 			}
-			delete(e.cubes, name)
+			e.forget(name)
 		}
 	}
 	for name := range e.slots {
@@ -454,7 +459,7 @@ func (e *Engine) ensureCube(c *cube.Cube, attch string, adopt bool) error {
 		if err := l.dc.Unload(); err != nil {
 			return err
 		}
-		delete(e.cubes, c.Name)
+		e.forget(c.Name)
 		l = nil
 	}
 	if l != nil && l.c != nil && l.c.Equal(c) && l.attch == attch {
@@ -466,6 +471,7 @@ func (e *Engine) ensureCube(c *cube.Cube, attch string, adopt bool) error {
 			return err
 		}
 		e.cubes[c.Name] = l
+		e.bySlot[l.dc.Slot] = l
 	} else if err := e.reprogram(l, c); err != nil {
 		return err
 	}
@@ -475,6 +481,15 @@ func (e *Engine) ensureCube(c *cube.Cube, attch string, adopt bool) error {
 	l.c, l.attch = c.Clone(), attch
 	l.json, _ = c.MarshalJSON() // direct: json.Marshal would re-scan every entry
 	return nil
+}
+
+// forget drops an unloaded cube. Its slot may already belong to a cube
+// loaded in the same reconcile: that one keeps it.
+func (e *Engine) forget(name string) {
+	if l := e.cubes[name]; l != nil && e.bySlot[l.dc.Slot] == l {
+		delete(e.bySlot, l.dc.Slot)
+	}
+	delete(e.cubes, name)
 }
 
 func (e *Engine) loadCube(c *cube.Cube, adopt bool) (*live, error) {

@@ -235,22 +235,20 @@ func (e *Engine) tick(now time.Time) {
 func (e *Engine) punt(hook datapath.Hook, slot uint32, p cube.Punt) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for _, l := range e.cubes {
-		if l.dc.Slot != slot || l.dc.Hook != hook {
-			continue
-		}
-		if p.Reason == datapath.PuntTransmit {
-			// a copy the fast path could not make (copy.h): out of port Arg
-			l.slowCopies++
-			if err := (&handle{e: e, l: l}).Transmit(int(p.Arg), p.Frame); err != nil {
-				e.log.Debug("slow-path copy not sent", "cube", l.c.Name, "port", p.Arg, "err", err)
-			}
-			return
-		}
-		if ph, ok := l.ctl.(cube.PuntHandler); ok {
-			ph.HandlePunt(&handle{e: e, l: l}, l.c, p)
+	l := e.bySlot[slot]
+	if l == nil || l.dc.Hook != hook {
+		return
+	}
+	if p.Reason == datapath.PuntTransmit {
+		// a copy the fast path could not make (copy.h): out of port Arg
+		l.slowCopies++
+		if err := (&handle{e: e, l: l}).Transmit(int(p.Arg), p.Frame); err != nil {
+			e.log.Debug("slow-path copy not sent", "cube", l.c.Name, "port", p.Arg, "err", err)
 		}
 		return
+	}
+	if ph, ok := l.ctl.(cube.PuntHandler); ok {
+		ph.HandlePunt(&handle{e: e, l: l}, l.c, p)
 	}
 }
 
