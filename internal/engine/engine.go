@@ -57,6 +57,17 @@ type Engine struct {
 	// applying is the topology a reconcile is making real; controllers
 	// synced during it see it through their handle.
 	applying *cube.Topology
+	// rev counts the changes made (Revision).
+	rev uint64
+}
+
+// Revision counts the changes the engine has made (topology updates and
+// entry changes, one each): a caller that derived something from the
+// configuration knows it is still current while the revision is the same.
+func (e *Engine) Revision() uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.rev
 }
 
 // current is the topology controllers see: the one being applied, if any.
@@ -302,6 +313,7 @@ func (e *Engine) apply(next *cube.Topology) error {
 		return fmt.Errorf("persist state: %w", err)
 	}
 	e.topo = next
+	e.rev++
 	return nil
 }
 

@@ -130,6 +130,7 @@ func (e *Engine) ChangeEntries(name, table string, fn func(tx *EntryTx) error) e
 		tx.rollback()
 		return err
 	}
+	e.rev++
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -28,12 +29,12 @@ const dev = 1
 // rig is a server on 127.0.0.1 over a real engine, device 1 = cube "sw",
 // and a client made of this package's messages.
 type rig struct {
-	t    *testing.T
+	t    testing.TB
 	eng  *engine.Engine
 	conn *grpc.ClientConn
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t testing.TB) *rig {
 	eng := nftest.Engine(t)
 	srv := New(Config{Engine: eng, Devices: map[uint64]string{dev: "sw"}})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -51,7 +52,7 @@ func newRig(t *testing.T) *rig {
 	return &rig{t: t, eng: eng, conn: conn}
 }
 
-func ctx(t *testing.T) context.Context {
+func ctx(t testing.TB) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return c
@@ -112,7 +113,7 @@ func (r *rig) setPipeline(election uint64, action int32, src []byte, info []byte
 
 // client is one StreamChannel.
 type client struct {
-	t  *testing.T
+	t  testing.TB
 	st grpc.ClientStream
 	in chan *StreamResponse
 }
@@ -176,7 +177,7 @@ func wantCode(t *testing.T, what string, err error, c codes.Code) {
 	t.Logf("%s: %v", what, err)
 }
 
-func program(t *testing.T, name string) []byte {
+func program(t testing.TB, name string) []byte {
 	b, err := os.ReadFile("../../examples/p4/" + name)
 	if err != nil {
 		t.Fatal(err)
@@ -192,7 +193,7 @@ func (r *rig) info() *p4info.P4Info {
 	return v.(*p4info.P4Info)
 }
 
-func tableID(t *testing.T, info *p4info.P4Info, name string) *p4info.TableLayout {
+func tableID(t testing.TB, info *p4info.P4Info, name string) *p4info.TableLayout {
 	tl := info.Edgenf.Table(name)
 	if tl == nil {
 		t.Fatalf("no table %s", name)
@@ -200,7 +201,7 @@ func tableID(t *testing.T, info *p4info.P4Info, name string) *p4info.TableLayout
 	return tl
 }
 
-func actionID(t *testing.T, tl *p4info.TableLayout, name string) *p4info.ActionLayout {
+func actionID(t testing.TB, tl *p4info.TableLayout, name string) *p4info.ActionLayout {
 	a := tl.Action(name)
 	if a == nil {
 		t.Fatalf("table %s has no action %s", tl.Name, name)
@@ -218,7 +219,7 @@ func modify(e *Entity) *Update { return &Update{Type: UpdateModify, Entity: e} }
 func del(e *Entity) *Update    { return &Update{Type: UpdateDelete, Entity: e} }
 
 // dmacEntry is l2learn's dmac: dstAddr → forward(port).
-func dmacEntry(t *testing.T, info *p4info.P4Info, dst string, port byte) *Entity {
+func dmacEntry(t testing.TB, info *p4info.P4Info, dst string, port byte) *Entity {
 	tl := tableID(t, info, "dmac")
 	a := actionID(t, tl, "forward")
 	return &Entity{TableEntry: &TableEntry{TableID: tl.ID,
@@ -733,5 +734,24 @@ func TestP4RuntimeIdleTimeout(t *testing.T) {
 	if te.TableID != smac.ID || len(te.Match) != 1 || !bytes.Equal(te.Match[0].Value, mac("02:00:00:00:00:0c")) ||
 		te.IdleTimeoutNs != int64(time.Second) || string(te.Metadata) != "cookie" {
 		t.Fatalf("notified entry %+v", te)
+	}
+}
+
+// BenchmarkWriteEntry: one table entry per Write RPC, into a table that
+// already holds the entries of the previous iterations: the device keeps
+// its index of stored entries across writes, so a write does not re-read
+// the whole table.
+func BenchmarkWriteEntry(b *testing.B) {
+	r := newRig(b)
+	primary := r.stream(10)
+	primary.next("arbitration", isArb)
+	if err := r.setPipeline(10, ActionVerifyAndCommit, program(b, "l2learn.p4"), nil, 1); err != nil {
+		b.Fatal(err)
+	}
+	info := r.info()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		dst := fmt.Sprintf("02:00:%02x:%02x:%02x:%02x", byte(i>>24), byte(i>>16), byte(i>>8), byte(i))
+		r.mustWrite(10, insert(dmacEntry(b, info, dst, 1)))
 	}
 }

@@ -43,6 +43,10 @@ type device struct {
 	polling chan struct{}            // closed when the poller ends
 	dropped atomic.Uint64            // stream messages dropped (queue full)
 	writeMu sync.Mutex               // serialises writes and pipeline changes
+	// index: the stored entries' keys by P4Runtime match, per table, as of
+	// engine revision indexRev (write.go); guarded by writeMu.
+	index    map[string]map[string]string
+	indexRev uint64
 }
 
 func newDevice(id uint64, name string) *device {

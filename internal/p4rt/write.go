@@ -61,7 +61,7 @@ func (s *Server) Write(ctx context.Context, req *WriteRequest) (*WriteResponse, 
 	}
 	pl.dev.writeMu.Lock()
 	defer pl.dev.writeMu.Unlock()
-	w := &writer{s: s, pl: pl, index: map[string]map[string]string{}}
+	w := &writer{s: s, pl: pl, index: pl.dev.entryIndexes(s.eng.Revision())}
 	errs := make([]error, len(req.Updates))
 	failed := 0
 	for i, u := range req.Updates {
@@ -101,8 +101,19 @@ func batchError(errs []error, failed int) error {
 type writer struct {
 	s  *Server
 	pl *pipeline
-	// index: table name → matchID → key of the stored entry
+	// index: table name → matchID → key of the stored entry (the
+	// device's, kept across writes)
 	index map[string]map[string]string
+}
+
+// entryIndexes returns the device's indexes of stored entries, emptied if
+// the configuration changed since they were built (rev: the engine's
+// revision now). Called with writeMu held.
+func (d *device) entryIndexes(rev uint64) map[string]map[string]string {
+	if d.index == nil || d.indexRev != rev {
+		d.index, d.indexRev = map[string]map[string]string{}, rev
+	}
+	return d.index
 }
 
 func (w *writer) apply(u *Update) error {
@@ -143,8 +154,17 @@ func engineErr(err error) error {
 }
 
 func (w *writer) change(table string, fn func(tx *engine.EntryTx) error) error {
-	if err := w.s.eng.ChangeEntries(w.pl.dev.cube, table, fn); err != nil {
+	d := w.pl.dev
+	if err := w.s.eng.ChangeEntries(d.cube, table, fn); err != nil {
 		return engineErr(err)
+	}
+	// Our change is one revision: the indexes stay current, as the writer
+	// updates them; anything more was someone else's and voids them.
+	if rev := w.s.eng.Revision(); rev == d.indexRev+1 {
+		d.indexRev = rev
+	} else {
+		clear(w.index)
+		d.indexRev = rev
 	}
 	return nil
 }
