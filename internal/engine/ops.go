@@ -199,6 +199,14 @@ func (e *Engine) Inject(name string, port string, frame []byte, out bool) error 
 	return h.Inject(p.Index, frame)
 }
 
+// CopyStats reads the counters of the copy machine, which makes at TC the
+// copies XDP programs record (P4 clone and multicast).
+func (e *Engine) CopyStats() (datapath.CopyStats, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.dp.CopyStats()
+}
+
 // IfaceStats reads the counters of the stubs on an interface.
 func (e *Engine) IfaceStats(iface string) (map[string]datapath.Stats, error) {
 	e.mu.Lock()

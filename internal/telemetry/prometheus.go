@@ -32,6 +32,12 @@ func NewCollector(eng *engine.Engine) *Collector {
 		c.descs[m.name] = prometheus.NewDesc("edgenf_port_"+m.name, m.help, []string{"cube", "type", "port"}, nil)
 	}
 	c.descs["cubes"] = prometheus.NewDesc("edgenf_cubes", "Cubes configured, by NF type.", []string{"type"}, nil)
+	c.descs["slow_copies"] = prometheus.NewDesc("edgenf_cube_slow_copies_total",
+		"Copies of packets (P4 clone, multicast) the kernel could not make and the daemon sent.", []string{"cube", "type"}, nil)
+	c.descs["copy_stale"] = prometheus.NewDesc("edgenf_copy_machine_stale_total",
+		"Frames with recorded copies whose ring slot was overwritten before they reached TC (dropped).", nil, nil)
+	c.descs["copy_failed"] = prometheus.NewDesc("edgenf_copy_machine_failed_total",
+		"Recorded copies the copy machine could not make.", nil, nil)
 	return c
 }
 
@@ -53,6 +59,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		if err != nil {
 			continue
 		}
+		ch <- prometheus.MustNewConstMetric(c.descs["slow_copies"], prometheus.CounterValue, float64(st.SlowCopies), name, cb.Type)
 		rows := st.Ports
 		for dir, s := range st.Directions {
 			rows = append(rows, engine.PortStats{Port: dir, Stats: s})
@@ -65,5 +72,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for typ, n := range perType {
 		ch <- prometheus.MustNewConstMetric(c.descs["cubes"], prometheus.GaugeValue, n, typ)
+	}
+	if cs, err := c.eng.CopyStats(); err == nil {
+		ch <- prometheus.MustNewConstMetric(c.descs["copy_stale"], prometheus.CounterValue, float64(cs.Stale))
+		ch <- prometheus.MustNewConstMetric(c.descs["copy_failed"], prometheus.CounterValue, float64(cs.Failed))
 	}
 }
