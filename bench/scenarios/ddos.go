@@ -30,7 +30,7 @@ func init() {
 	})
 	for _, c := range []struct{ name, doc, list string }{
 		{"ddos-exact-xdp", "source hits an exact /32 entry", "exact"},
-		{"ddos-prefix-xdp", "source misses the exact entries and hits a /24 prefix (LPM)", "prefix"},
+		{"ddos-prefix-xdp", "source misses the exact entries and hits a /24 prefix (the inlined per-length table)", "prefix"},
 	} {
 		c := c
 		scenario.Register(scenario.Scenario{

@@ -1,6 +1,8 @@
 package ddos
 
 import (
+	"fmt"
+	"net/netip"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -37,6 +39,33 @@ func BenchmarkCost(b *testing.B) {
 				b.Fatal(err)
 			}
 			_, d, err := c.prog.Benchmark(c.frame, b.N, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(d.Nanoseconds()), "ns/pkt")
+		})
+	}
+}
+
+// BenchmarkCostLengths reports what a passing IPv4 packet (no detection)
+// costs against the number of prefix lengths the source blacklist uses:
+// one probe sequence per length in the table, and one trie lookup when
+// lengths overflow into the fallback trie (17 and more).
+func BenchmarkCostLengths(b *testing.B) {
+	hop, _ := datapath.NewHop(datapath.DstIface, nftest.FakeIfindex, 0, 0, []datapath.Transparent{{Slot: 1}})
+	frame := nftest.UDP4("198.18.0.11", "198.19.0.1", 1024, 9, make([]byte, 18))
+	for _, n := range []int{0, 1, 2, 4, 8, 16, 17} {
+		var list []Entry
+		for i := 0; i < n; i++ {
+			bits := 32 - i
+			list = append(list, Entry{Prefix: netip.PrefixFrom(netip.MustParseAddr("203.0.113.255"), bits).Masked().String()})
+		}
+		r := nftest.New(b, Type, model(datapath.XDP, nil, list, nil))
+		b.Run(fmt.Sprintf("pass-%d-lengths", n), func(b *testing.B) {
+			if err := r.DP.SetMetadata(datapath.Metadata{Cube: datapath.MaxSlots, Hop: hop}); err != nil {
+				b.Fatal(err)
+			}
+			_, d, err := r.Cube.Program().Benchmark(frame, b.N, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -212,7 +212,8 @@ const (
 	fDirIngress = 1 << 6
 	fDirEgress  = 1 << 7
 	fMirror     = 1 << 8
-	fSrcTab     = 1 << 9
+	fSrcLPM4    = 1 << 9
+	fDstLPM4    = 1 << 10
 )
 
 // Block reasons.
@@ -255,7 +256,8 @@ type cfgVal struct {
 	ScanWindowNs   uint64
 	ScanBlockNs    uint64
 	MirrorIfindex  uint32
-	TabSeed        uint32
+	Pad            uint32
+	Src4, Dst4     tabCfg // the IPv4 tables' prefix lengths
 }
 
 // Counter indexes of dd_stats.
@@ -293,15 +295,18 @@ func wall(base time.Time, ns uint64) time.Time {
 	return base.Add(time.Duration(ns)).UTC().Truncate(time.Millisecond)
 }
 
-// side is one blacklist: its table and maps.
+// side is one blacklist: its table and maps. IPv6 entries go to the exact
+// hash or the trie; IPv4 ones to the IPv4 table (slots, vals: table.go) or,
+// when it has no place for them, to the IPv4 fallback trie (lpm4).
 type side struct {
-	table, exact, lpm string
-	fExact, fLPM      uint32
+	table, exact, lpm   string
+	slots, vals, lpm4   string
+	fExact, fLPM, fLPM4 uint32
 }
 
 var sides = []side{
-	{"blacklist_src", "dd_src_exact", "dd_src_lpm", fSrcExact, fSrcLPM},
-	{"blacklist_dst", "dd_dst_exact", "dd_dst_lpm", fDstExact, fDstLPM},
+	{"blacklist_src", "dd_src_exact", "dd_src_lpm", "dd_src_t4", "dd_src_t4v", "dd_src_lpm4", fSrcExact, fSrcLPM, fSrcLPM4},
+	{"blacklist_dst", "dd_dst_exact", "dd_dst_lpm", "dd_dst_t4", "dd_dst_t4v", "dd_dst_lpm4", fDstExact, fDstLPM, fDstLPM4},
 }
 
 func sideOf(table string) *side {
@@ -355,28 +360,48 @@ type controller struct {
 	// entries with a deadline, soonest first
 	expiries []expiry
 	lastScan time.Time
-	// flags last written to dd_cfg (single-entry changes rewrite the
-	// settings only when a map becomes empty or non-empty)
-	written uint32
-	// tab mirrors the table of exact IPv4 sources (table.go); read back
+	// flags and lists of lengths last written to dd_cfg (single-entry
+	// changes rewrite the settings only when a map becomes empty or
+	// non-empty, or a table's lengths change)
+	written    uint32
+	writtenTab [2]tabCfg
+	// tabs mirror the IPv4 tables (table.go), by blacklist; read back
 	// from the maps on first use.
-	tab *table
+	tabs map[string]*table
 }
 
-// table returns the table of exact IPv4 sources, reading it from the maps
+// table returns the IPv4 table of a blacklist, reading it from the maps
 // the first time.
-func (ctl *controller) table(h cube.Handle) (*table, error) {
-	if ctl.tab == nil {
-		t, err := loadTable(h)
-		if err != nil {
-			return nil, err
-		}
-		ctl.tab = t
+func (ctl *controller) table(h mapper, s *side) (*table, error) {
+	if t := ctl.tabs[s.table]; t != nil {
+		return t, nil
 	}
-	return ctl.tab, nil
+	t, err := loadTable(h, s.slots, s.vals)
+	if err != nil {
+		return nil, err
+	}
+	ctl.tabs[s.table] = t
+	return t, nil
 }
 
-func newController() cube.Controller { return &controller{n: map[string]int{}} }
+// forget drops the mirror of a table after a failed write: it is read back
+// from the maps next time.
+func (ctl *controller) forget(s *side) { delete(ctl.tabs, s.table) }
+
+func newController() cube.Controller {
+	return &controller{n: map[string]int{}, tabs: map[string]*table{}}
+}
+
+// tabCfgs are the lists of lengths of the tables for the settings.
+func (ctl *controller) tabCfgs() [2]tabCfg {
+	var c [2]tabCfg
+	for i := range sides {
+		if t := ctl.tabs[sides[i].table]; t != nil {
+			c[i] = t.cfg()
+		}
+	}
+	return c
+}
 
 func (ctl *controller) flags() uint32 {
 	var f uint32
@@ -387,9 +412,9 @@ func (ctl *controller) flags() uint32 {
 		if ctl.n[s.lpm] > 0 {
 			f |= s.fLPM
 		}
-	}
-	if ctl.tab != nil && ctl.tab.len() > 0 {
-		f |= fSrcTab
+		if ctl.n[s.lpm4] > 0 {
+			f |= s.fLPM4
+		}
 	}
 	c := ctl.cfg
 	if c.Rate != nil {
@@ -410,13 +435,15 @@ func (ctl *controller) writeConfig(h cube.Handle) error {
 	if err != nil {
 		return err
 	}
-	// The fast path reads the seed of the table's hash from the settings.
-	t, err := ctl.table(h)
-	if err != nil {
-		return err
+	// The fast path reads the tables' lengths and seeds from the settings.
+	for i := range sides {
+		if _, err := ctl.table(h, &sides[i]); err != nil {
+			return err
+		}
 	}
 	c := ctl.cfg
-	v := cfgVal{Flags: ctl.flags(), TabSeed: t.seed}
+	tc := ctl.tabCfgs()
+	v := cfgVal{Flags: ctl.flags(), Src4: tc[0], Dst4: tc[1]}
 	if r := c.Rate; r != nil {
 		v.RateThreshold = r.Threshold
 		v.RateWindowNs = uint64(r.WindowMs) * 1e6
@@ -438,13 +465,14 @@ func (ctl *controller) writeConfig(h cube.Handle) error {
 	if err := m.Put(uint32(0), v); err != nil {
 		return err
 	}
-	ctl.written = v.Flags
+	ctl.written, ctl.writtenTab = v.Flags, tc
 	return nil
 }
 
-// flagsChanged rewrites the settings if the map flags changed.
+// flagsChanged rewrites the settings if the map flags or the tables'
+// lengths changed.
 func (ctl *controller) flagsChanged(h cube.Handle) error {
-	if ctl.flags() == ctl.written {
+	if ctl.flags() == ctl.written && ctl.tabCfgs() == ctl.writtenTab {
 		return nil
 	}
 	return ctl.writeConfig(h)
@@ -480,14 +508,11 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 			return cube.Errorf("config.mirror_interface", "%v", err)
 		}
 	}
-	if _, err := ctl.table(h); err != nil {
-		return err
-	}
 	oldDetect := ctl.cfg.Rate != nil || ctl.cfg.Scan != nil
 	ctl.cfg = cfg
 	ctl.expiries = ctl.expiries[:0]
-	for _, s := range sides {
-		if err := ctl.syncSide(h, c, s); err != nil {
+	for i := range sides {
+		if err := ctl.syncSide(h, c, &sides[i]); err != nil {
 			return err
 		}
 	}
@@ -498,7 +523,7 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 	return ctl.writeConfig(h)
 }
 
-func (ctl *controller) syncSide(h cube.Handle, c *cube.Cube, s side) error {
+func (ctl *controller) syncSide(h cube.Handle, c *cube.Cube, s *side) error {
 	tb := tableOf(s.table)
 	rows, err := tb.Entries(c)
 	if err != nil {
@@ -514,7 +539,7 @@ func (ctl *controller) syncSide(h cube.Handle, c *cube.Cube, s side) error {
 	}
 	wantExact := make(map[addrKey]uint64, len(rows))
 	wantLPM := map[lpmKey]uint64{}
-	wantTab := map[uint32]uint64{}
+	want4 := map[tabKey]uint64{}
 	for _, v := range rows {
 		e := v.(*Entry)
 		p, _ := ParsePrefix(e.Prefix)
@@ -524,31 +549,28 @@ func (ctl *controller) syncSide(h cube.Handle, c *cube.Cube, s side) error {
 			ctl.expiries = append(ctl.expiries, expiry{*e.Expires, s.table, e.Prefix})
 		}
 		switch {
-		case inTable(s.table, p):
-			wantTab[tabAddr(p.Addr())] = exp
+		case p.Addr().Is4():
+			want4[keyOf(p)] = exp
 		case isExact(p):
 			wantExact[key16(p.Addr())] = exp
 		default:
 			wantLPM[lpmOf(p)] = exp
 		}
 	}
+	// Drop what is no longer wanted. IPv4 entries that earlier versions
+	// kept in these maps move to the IPv4 table with their counters.
+	moved := map[tabKey]entryVal{}
 	var k addrKey
 	var val entryVal
-	if s.table == "blacklist_src" {
-		if err := ctl.syncTable(h, exact, wantTab, wantExact); err != nil {
-			return err
-		}
-	}
-	// Drop what is no longer wanted.
 	var stale []addrKey
 	it := exact.Iterate()
 	for it.Next(&k, &val) {
 		if _, ok := wantExact[k]; !ok {
 			stale = append(stale, k)
+			if a := netip.AddrFrom16(k); a.Is4In6() {
+				moved[keyOf(netip.PrefixFrom(a.Unmap(), 32))] = val
+			}
 		}
-	}
-	for _, k := range stale {
-		exact.Delete(k)
 	}
 	var lk lpmKey
 	var staleL []lpmKey
@@ -556,7 +578,18 @@ func (ctl *controller) syncSide(h cube.Handle, c *cube.Cube, s side) error {
 	for itl.Next(&lk, &val) {
 		if _, ok := wantLPM[lk]; !ok {
 			staleL = append(staleL, lk)
+			if a := netip.AddrFrom16(lk.Addr); a.Is4In6() && lk.Prefixlen >= 96 && lk.Prefixlen <= 128 {
+				if p, err := a.Unmap().Prefix(int(lk.Prefixlen) - 96); err == nil {
+					moved[keyOf(p)] = val
+				}
+			}
 		}
+	}
+	if err := ctl.syncTable(h, s, want4, moved); err != nil {
+		return err
+	}
+	for _, k := range stale {
+		exact.Delete(k)
 	}
 	for _, k := range staleL {
 		lpm.Delete(k)
@@ -582,13 +615,17 @@ func (ctl *controller) syncSide(h cube.Handle, c *cube.Cube, s side) error {
 		return fmt.Errorf("%s: %w", s.exact, err)
 	}
 	for k, exp := range wantLPM {
-		var old entryVal
-		if lpm.Lookup(k, &old) == nil {
-			old.Expires = exp
-		} else {
-			old = entryVal{Expires: exp}
+		// A lookup finds the longest match, not only the key itself: try
+		// to create the key first.
+		err := lpm.Update(k, entryVal{Expires: exp}, ebpf.UpdateNoExist)
+		if errors.Is(err, ebpf.ErrKeyExist) {
+			var old entryVal
+			if err = lpm.Lookup(k, &old); err == nil && old.Expires != exp {
+				old.Expires = exp
+				err = lpm.Put(k, old)
+			}
 		}
-		if err := lpm.Put(k, old); err != nil {
+		if err != nil {
 			return fmt.Errorf("%s: %w", s.lpm, err)
 		}
 	}
@@ -597,60 +634,103 @@ func (ctl *controller) syncSide(h cube.Handle, c *cube.Cube, s side) error {
 	return nil
 }
 
-// syncTable makes the table of exact IPv4 sources hold the addresses of
-// want (address → deadline) that it can: those already in dd_src_exact stay
-// there (with their counters), new ones go to the table, and those the table
-// has no room for are added to wantExact (dd_src_exact).
-func (ctl *controller) syncTable(h cube.Handle, exact *ebpf.Map, want map[uint32]uint64, wantExact map[addrKey]uint64) (err error) {
-	t, err := ctl.table(h)
+// syncTable makes a blacklist's IPv4 table and fallback trie hold exactly
+// want (key → deadline), keeping counters: entries in the table stay there;
+// the others (new ones, those in the fallback trie, those moved from the
+// IPv6 maps with their counters in moved) are put in the table if it has a
+// place for them, in the fallback trie otherwise.
+func (ctl *controller) syncTable(h cube.Handle, s *side, want map[tabKey]uint64, moved map[tabKey]entryVal) (err error) {
+	t, err := ctl.table(h, s)
 	if err != nil {
 		return err
 	}
 	defer func() {
 		if err != nil {
-			ctl.tab = nil // read it back next time
+			ctl.forget(s) // read it back next time
 		}
 	}()
-	var gone []uint32
-	for a := range t.where {
-		if _, ok := want[a]; !ok {
-			gone = append(gone, a)
+	lpm4, err := h.Map(s.lpm4)
+	if err != nil {
+		return err
+	}
+	var gone []tabKey
+	for k := range t.where {
+		if _, ok := want[k]; !ok {
+			gone = append(gone, k)
 		}
 	}
-	for _, a := range gone {
-		if _, err := t.remove(h, a); err != nil {
+	for _, k := range gone {
+		if _, err := t.remove(h, k); err != nil {
 			return err
 		}
 	}
-	inExact := map[addrKey]bool{}
-	var k addrKey
-	var val entryVal
-	it := exact.Iterate()
-	for it.Next(&k, &val) {
-		inExact[k] = true
+	in4 := map[tabKey]entry4Val{}
+	var lk lpm4Key
+	var lv entry4Val
+	it := lpm4.Iterate()
+	for it.Next(&lk, &lv) {
+		k := keyOf(netip.PrefixFrom(netip.AddrFrom4(lk.Addr), int(lk.Prefixlen)))
+		if _, ok := want[k]; ok {
+			in4[k] = lv
+		} else if err := lpm4.Delete(lk); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("%s: %w", s.lpm4, err)
+		}
 	}
-	var as []uint32
-	var exps []uint64
-	for a, exp := range want {
-		if t.has(a) {
-			if err := t.setExpiry(h, a, exp); err != nil {
+	var ks []tabKey
+	var vs []tabEntry
+	for k, exp := range want {
+		if t.has(k) {
+			if err := t.setExpiry(h, k, exp); err != nil {
 				return err
 			}
 			continue
 		}
-		if k := tabKey16(a); inExact[k] {
-			wantExact[k] = exp
-			continue
+		v := tabEntry{Expires: exp}
+		if old, ok := in4[k]; ok {
+			v.Packets, v.Bytes = old.Packets, old.Bytes
+		} else if old, ok := moved[k]; ok {
+			v.Packets, v.Bytes = old.Packets, old.Bytes
 		}
-		as, exps = append(as, a), append(exps, exp)
+		ks, vs = append(ks, k), append(vs, v)
 	}
-	over, err := t.add(h, as, exps)
+	byLength(ks, vs)
+	over, err := t.add(h, ks, vs)
 	if err != nil {
 		return err
 	}
+	// Those now in the table leave the fallback trie; the others go there.
+	isOver := make(map[int]bool, len(over))
 	for _, n := range over {
-		wantExact[tabKey16(as[n])] = exps[n]
+		isOver[n] = true
+		k, v := ks[n], vs[n]
+		if old, ok := in4[k]; ok && old.Expires == v.Expires {
+			continue
+		}
+		e := entry4Val{Expires: v.Expires, Packets: v.Packets, Bytes: v.Bytes, Len: uint32(k.bits())}
+		if err := lpm4.Put(k.lpm4(), e); err != nil {
+			return fmt.Errorf("%s: %w", s.lpm4, err)
+		}
 	}
+	var leave []tabKey
+	for n, k := range ks {
+		if _, ok := in4[k]; ok && !isOver[n] {
+			leave = append(leave, k)
+		}
+	}
+	if len(leave) > 0 {
+		// The fast path must probe their lengths before they leave the
+		// trie.
+		ctl.n[s.lpm4] = len(over) + len(leave)
+		if err := ctl.flagsChanged(h); err != nil {
+			return err
+		}
+		for _, k := range leave {
+			if err := lpm4.Delete(k.lpm4()); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+				return fmt.Errorf("%s: %w", s.lpm4, err)
+			}
+		}
+	}
+	ctl.n[s.lpm4] = len(over)
 	return nil
 }
 
@@ -690,14 +770,11 @@ func (ctl *controller) PutEntry(h cube.Handle, c *cube.Cube, table string, item 
 		exp = mono(*e.Expires)
 		ctl.addExpiry(expiry{*e.Expires, table, e.Prefix})
 	}
-	if inTable(table, p) {
-		done, err := ctl.putTable(h, s, p, exp)
-		if err != nil || done {
-			if err == nil {
-				err = ctl.flagsChanged(h)
-			}
+	if p.Addr().Is4() {
+		if err := ctl.put4(h, s, keyOf(p), exp); err != nil {
 			return err
 		}
+		return ctl.flagsChanged(h)
 	}
 	var m *ebpf.Map
 	var k any
@@ -731,32 +808,92 @@ func (ctl *controller) PutEntry(h cube.Handle, c *cube.Cube, table string, item 
 	return ctl.flagsChanged(h)
 }
 
-// putTable writes an exact IPv4 source into the table: true when done
-// (updated there, or added), false when the caller must use dd_src_exact
-// (the address is there already, or the table has no room).
-func (ctl *controller) putTable(h cube.Handle, s *side, p netip.Prefix, exp uint64) (bool, error) {
-	t, err := ctl.table(h)
+// put4 writes an IPv4 entry: where it is (keeping its counters), else into
+// the table, else into the fallback trie. The caller updates the settings.
+func (ctl *controller) put4(h cube.Handle, s *side, k tabKey, exp uint64) error {
+	t, err := ctl.table(h, s)
+	if err != nil {
+		return err
+	}
+	if t.has(k) {
+		return t.setExpiry(h, k, exp)
+	}
+	lpm4, err := h.Map(s.lpm4)
+	if err != nil {
+		return err
+	}
+	// (A trie lookup finds the longest match: the entry itself only if
+	// of its length.)
+	var v entry4Val
+	if lpm4.Lookup(k.lpm4(), &v) == nil && v.Len == uint32(k.bits()) {
+		v.Expires = exp
+		if err := lpm4.Put(k.lpm4(), v); err != nil {
+			return fmt.Errorf("%s: %w", s.lpm4, err)
+		}
+		return nil
+	}
+	over, err := t.add(h, []tabKey{k}, []tabEntry{{Expires: exp}})
+	if err != nil {
+		ctl.forget(s)
+		return err
+	}
+	if len(over) == 0 {
+		return nil
+	}
+	if err := lpm4.Put(k.lpm4(), entry4Val{Expires: exp, Len: uint32(k.bits())}); err != nil {
+		return fmt.Errorf("%s: %w", s.lpm4, err)
+	}
+	ctl.n[s.lpm4]++
+	return nil
+}
+
+// remove deletes one entry from the maps; false when it was not there.
+// The caller updates the settings.
+func (ctl *controller) remove(h cube.Handle, s *side, p netip.Prefix) (bool, error) {
+	if p.Addr().Is4() {
+		t, err := ctl.table(h, s)
+		if err != nil {
+			return false, err
+		}
+		k := keyOf(p)
+		if ok, err := t.remove(h, k); err != nil || ok {
+			if err != nil {
+				ctl.forget(s)
+			}
+			return ok, err
+		}
+		m, err := h.Map(s.lpm4)
+		if err != nil {
+			return false, err
+		}
+		err = m.Delete(k.lpm4())
+		if err == nil {
+			ctl.n[s.lpm4]--
+			return true, nil
+		}
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			return false, nil
+		}
+		return false, fmt.Errorf("%s: %w", s.lpm4, err)
+	}
+	name := s.lpm
+	var k any = lpmOf(p)
+	if isExact(p) {
+		name, k = s.exact, key16(p.Addr())
+	}
+	m, err := h.Map(name)
 	if err != nil {
 		return false, err
 	}
-	a := tabAddr(p.Addr())
-	if t.has(a) {
-		return true, t.setExpiry(h, a, exp)
+	err = m.Delete(k)
+	if err == nil {
+		ctl.n[name]--
+		return true, nil
 	}
-	exact, err := h.Map(s.exact)
-	if err != nil {
-		return false, err
-	}
-	var v entryVal
-	if exact.Lookup(key16(p.Addr()), &v) == nil {
+	if errors.Is(err, ebpf.ErrKeyNotExist) {
 		return false, nil
 	}
-	over, err := t.add(h, []uint32{a}, []uint64{exp})
-	if err != nil {
-		ctl.tab = nil
-		return false, err
-	}
-	return len(over) == 0, nil
+	return false, fmt.Errorf("%s: %w", name, err)
 }
 
 // DeleteEntry removes one blacklist entry.
@@ -771,33 +908,8 @@ func (ctl *controller) DeleteEntry(h cube.Handle, c *cube.Cube, table string, it
 	if err != nil {
 		return cube.Errorf("prefix", "%v", err)
 	}
-	if inTable(table, p) {
-		t, err := ctl.table(h)
-		if err != nil {
-			return err
-		}
-		if ok, err := t.remove(h, tabAddr(p.Addr())); err != nil || ok {
-			if err == nil {
-				err = ctl.flagsChanged(h)
-			} else {
-				ctl.tab = nil
-			}
-			return err
-		}
-	}
-	name := s.lpm
-	var k any = lpmOf(p)
-	if isExact(p) {
-		name, k = s.exact, key16(p.Addr())
-	}
-	m, err := h.Map(name)
-	if err != nil {
+	if _, err := ctl.remove(h, s, p); err != nil {
 		return err
-	}
-	if err := m.Delete(k); err == nil {
-		ctl.n[name]--
-	} else if !errors.Is(err, ebpf.ErrKeyNotExist) {
-		return fmt.Errorf("%s: %w", name, err)
 	}
 	return ctl.flagsChanged(h)
 }
@@ -835,28 +947,7 @@ func (ctl *controller) Tick(h cube.Handle, c *cube.Cube, now time.Time) {
 		if err != nil {
 			continue
 		}
-		if inTable(x.table, p) {
-			t, err := ctl.table(h)
-			if err != nil {
-				continue
-			}
-			if ok, err := t.remove(h, tabAddr(p.Addr())); ok {
-				changed = true
-				h.Logf("blacklist entry %s in %s expired", e.Prefix, x.table)
-				continue
-			} else if err != nil {
-				ctl.tab = nil
-				continue
-			}
-		}
-		s := sideOf(x.table)
-		name := s.lpm
-		var k any = lpmOf(p)
-		if isExact(p) {
-			name, k = s.exact, key16(p.Addr())
-		}
-		if m, err := h.Map(name); err == nil && m.Delete(k) == nil {
-			ctl.n[name]--
+		if ok, _ := ctl.remove(h, sideOf(x.table), p); ok {
 			changed = true
 			h.Logf("blacklist entry %s in %s expired", e.Prefix, x.table)
 		}

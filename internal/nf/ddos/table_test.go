@@ -1,8 +1,10 @@
 package ddos
 
 import (
+	"encoding/binary"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
@@ -23,17 +25,26 @@ func hitOf(t *testing.T, r *nftest.Rig, prefix string) (Hit, bool) {
 	return Hit{}, false
 }
 
-// Exact IPv4 sources live in the table, IPv6 ones in the hash: both drop,
-// count and show in the hits view; single-entry changes and syncs of the
-// model add and remove them.
+// srcTab is the IPv4 table of the source blacklist.
+func srcTab(r *nftest.Rig) *table { return r.Ctl.(*controller).tabs["blacklist_src"] }
+
+func key4(s string) tabKey { p, _ := ParsePrefix(s); return keyOf(p) }
+
+// IPv4 sources (addresses and prefixes) live in the table, IPv6 ones in the
+// hash and the trie: all drop, count and show in the hits view;
+// single-entry changes and syncs of the model add and remove them.
 func TestExactIPv4Table(t *testing.T) {
 	for _, h := range hooks {
 		t.Run(string(h.hook), func(t *testing.T) {
 			r := nftest.New(t, Type, model(h.hook, nil,
 				[]Entry{{Prefix: "198.18.0.7"}, {Prefix: "2001:db8::7"}, {Prefix: "198.18.4.0/24"}}, nil))
 			ctl := r.Ctl.(*controller)
-			if !ctl.tab.has(tabAddr(netip.MustParseAddr("198.18.0.7"))) || ctl.tab.len() != 1 {
-				t.Fatalf("IPv4 address not in the table (%d entries)", ctl.tab.len())
+			tab := srcTab(r)
+			if !tab.has(key4("198.18.0.7")) || !tab.has(key4("198.18.4.0/24")) || tab.len() != 2 {
+				t.Fatalf("IPv4 entries not in the table (%d entries)", tab.len())
+			}
+			if c := tab.cfg(); c.N != 2 || c.Lens[0].Tag != 33 || c.Lens[1].Tag != 25 || ctl.writtenTab[0] != c {
+				t.Errorf("lengths in the settings: %+v", ctl.writtenTab[0])
 			}
 			if ctl.n["dd_src_exact"] != 1 {
 				t.Errorf("dd_src_exact holds %d entries, want the IPv6 one", ctl.n["dd_src_exact"])
@@ -88,7 +99,7 @@ func TestExactIPv4Table(t *testing.T) {
 			if v := run(v6); v != h.pass {
 				t.Errorf("deleted IPv6 entry still drops: %d", v)
 			}
-			if ctl.tab.has(tabAddr(netip.MustParseAddr("198.18.0.7"))) || !ctl.tab.has(tabAddr(netip.MustParseAddr("198.18.0.9"))) {
+			if tab.has(key4("198.18.0.7")) || !tab.has(key4("198.18.0.9")) {
 				t.Error("table out of step with the single-entry changes")
 			}
 
@@ -111,15 +122,15 @@ func TestExactIPv4Table(t *testing.T) {
 			if x, _ := hitOf(t, r, "198.18.0.7/32"); x.Packets != 1 {
 				t.Errorf("re-listed entry: %+v (want a fresh counter)", x)
 			}
-			if ctl.tab.len() != 2 || ctl.n["dd_src_exact"] != 0 || ctl.n["dd_src_lpm"] != 0 {
-				t.Errorf("table %d entries, n %v", ctl.tab.len(), ctl.n)
+			if tab.len() != 2 || tab.cfg().N != 1 || ctl.n["dd_src_exact"] != 0 || ctl.n["dd_src_lpm"] != 0 || ctl.n["dd_src_lpm4"] != 0 {
+				t.Errorf("table %d entries, %d lengths, n %v", tab.len(), tab.cfg().N, ctl.n)
 			}
 			// Empty: the fast path no longer looks the table up.
 			if err := r.Update(model(h.hook, nil, nil, nil)); err != nil {
 				t.Fatal(err)
 			}
-			if ctl.tab.len() != 0 || ctl.flags()&fSrcTab != 0 {
-				t.Errorf("table not emptied: %d entries, flags %#x", ctl.tab.len(), ctl.flags())
+			if tab.len() != 0 || ctl.writtenTab[0].N != 0 {
+				t.Errorf("table not emptied: %d entries, settings %+v", tab.len(), ctl.writtenTab[0])
 			}
 			if v := run(v4); v != h.pass {
 				t.Errorf("emptied table still drops: %d", v)
@@ -128,14 +139,15 @@ func TestExactIPv4Table(t *testing.T) {
 	}
 }
 
-// An address with no room in the table goes to the hash of exact addresses;
-// a new controller (daemon restart) reads the table back, counters
-// included, and leaves each address where it is.
+// An address with no room in the table goes to the fallback trie and drops
+// from there; a new controller (daemon restart) reads the table back,
+// counters included, and moves the address into the table, where it now
+// finds room, with its counters.
 func TestExactIPv4TableOverflowAndRestart(t *testing.T) {
 	r := nftest.New(t, Type, model(datapath.XDP, nil, []Entry{{Prefix: "198.18.0.1"}}, nil))
 	ctl := r.Ctl.(*controller)
-	tab := ctl.tab
-	a := tabAddr(netip.MustParseAddr("198.18.0.2"))
+	tab := srcTab(r)
+	a := key4("198.18.0.2")
 	home := tab.home(a)
 	// Fill the probe sequence of 198.18.0.2, in the mirror only.
 	var filled []uint32
@@ -154,8 +166,8 @@ func TestExactIPv4TableOverflowAndRestart(t *testing.T) {
 	for _, s := range filled {
 		tab.slots[s] = 0
 	}
-	if tab.has(a) || ctl.n["dd_src_exact"] != 1 {
-		t.Fatalf("overflowing address: in table %v, dd_src_exact holds %d", tab.has(a), ctl.n["dd_src_exact"])
+	if tab.has(a) || ctl.n["dd_src_lpm4"] != 1 || ctl.flags()&fSrcLPM4 == 0 {
+		t.Fatalf("overflowing address: in table %v, dd_src_lpm4 holds %d", tab.has(a), ctl.n["dd_src_lpm4"])
 	}
 	for _, src := range []string{"198.18.0.1", "198.18.0.2", "198.18.0.2"} {
 		if v := r.RunTransparent(datapath.Ingress, nftest.UDP4(src, "198.19.0.1", 1, 2, nil)).Verdict; v != datapath.XDPDrop {
@@ -174,8 +186,10 @@ func TestExactIPv4TableOverflowAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctl2 := r.Ctl.(*controller)
-	if ctl2.tab.seed != tab.seed || !ctl2.tab.has(tabAddr(netip.MustParseAddr("198.18.0.1"))) || ctl2.tab.has(a) {
-		t.Errorf("table not read back: seed %#x/%#x, %d entries", ctl2.tab.seed, tab.seed, ctl2.tab.len())
+	tab2 := srcTab(r)
+	if tab2.seed != tab.seed || !tab2.has(key4("198.18.0.1")) || !tab2.has(a) || ctl2.n["dd_src_lpm4"] != 0 || ctl2.flags()&fSrcLPM4 != 0 {
+		t.Errorf("table not read back, or the fallback entry not moved in: seed %#x/%#x, %d entries, n %v",
+			tab2.seed, tab.seed, tab2.len(), ctl2.n)
 	}
 	for _, c := range []struct {
 		prefix  string
@@ -190,12 +204,14 @@ func TestExactIPv4TableOverflowAndRestart(t *testing.T) {
 			t.Errorf("%s after restart: verdict %d, want drop", src, v)
 		}
 	}
-	// Deleting the overflowed one through the new controller.
+	if x, _ := hitOf(t, r, "198.18.0.2/32"); x.Packets != 3 {
+		t.Errorf("moved entry counts %+v, want 3 packets", x)
+	}
 	if err := r.Ctl.(cube.EntryWriter).DeleteEntry(r.Handle(), m, "blacklist_src", &Entry{Prefix: "198.18.0.2"}); err != nil {
 		t.Fatal(err)
 	}
 	if v := r.RunTransparent(datapath.Ingress, nftest.UDP4("198.18.0.2", "198.19.0.1", 1, 2, nil)).Verdict; v != datapath.XDPRedirect {
-		t.Errorf("deleted overflowed entry still drops: %d", v)
+		t.Errorf("deleted entry still drops: %d", v)
 	}
 }
 
@@ -222,8 +238,8 @@ func TestExactIPv4TableCounterFold(t *testing.T) {
 		t.Errorf("hits %+v, want %d packets, %d bytes", x, 2*n, 2*n*len(f))
 	}
 	var te tabEntry
-	vals, _ := r.Cube.Map(mapTabVals)
-	idx, _ := r.Ctl.(*controller).tab.index(tabAddr(netip.MustParseAddr("198.18.0.7")))
+	vals, _ := r.Cube.Map("dd_src_t4v")
+	idx, _ := srcTab(r).index(key4("198.18.0.7"))
 	if err := vals.Lookup(idx, &te); err != nil || te.Packets != 2<<19 || te.Recent>>recShift != 2000 {
 		t.Errorf("entry %+v %v: want two folds", te, err)
 	}
@@ -232,43 +248,84 @@ func TestExactIPv4TableCounterFold(t *testing.T) {
 	}
 }
 
-// A full table (a million addresses, half the slots): every address is
-// found within its probes, others are not.
-func TestExactIPv4TableMillion(t *testing.T) {
+// A full table: a million entries (half the slots) of four lengths,
+// nested: every entry is found within its probes, the most specific wins,
+// others are not found.
+func TestIPv4TableMillion(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
 	r := nftest.New(t, Type, model(datapath.XDP, nil, []Entry{{Prefix: "198.18.0.1"}}, nil))
-	tab := r.Ctl.(*controller).tab
+	ctl := r.Ctl.(*controller)
+	tab := srcTab(r)
 	const n = MaxEntries - 1
-	as := make([]uint32, n)
-	for i := range as {
-		// 240.0.0.0/8 (reserved), then 198.19.0.0/16 for the last 65536
-		b := [4]byte{240, byte(i >> 16), byte(i >> 8), byte(i)}
-		if i >= n-65536 {
-			b = [4]byte{198, 19, byte(i >> 8), byte(i)}
-		}
-		as[i] = tabAddr(netip.AddrFrom4(b))
+	ks := make([]tabKey, n)
+	pre := func(a uint32, bits int) tabKey {
+		var b [4]byte
+		binary.BigEndian.PutUint32(b[:], a)
+		return keyOf(netip.PrefixFrom(netip.AddrFrom4(b), bits))
 	}
-	over, err := tab.add(r.Cube, as, make([]uint64, n))
+	for i := range ks {
+		switch {
+		case i < 2048: // /16s of 248.0.0.0/5
+			ks[i] = pre(0xf8000000+uint32(i)<<16, 16)
+		case i < 4096: // /20s inside the first 128 /16s
+			ks[i] = pre(0xf8000000+uint32(i-2048)<<12, 20)
+		case i < n/2: // /24s of 240.0.0.0/5
+			ks[i] = pre(0xf0000000+uint32(i)<<8, 24)
+		default: // /32s in 232.0.0.0/8, and inside the first /24s
+			ks[i] = pre(0xe8000000+uint32(i), 32)
+			if i < n/2+1000 {
+				ks[i] = pre(0xf0000000+uint32(i-n/2+4096)<<8+7, 32)
+			}
+		}
+	}
+	start := time.Now()
+	over, err := tab.add(r.Cube, ks, make([]tabEntry, n))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d addresses in the table, %d with no room", tab.len(), len(over))
-	if tab.len()+len(over) != MaxEntries {
-		t.Errorf("%d in the table + %d over, want %d", tab.len(), len(over), MaxEntries)
+	if err := ctl.writeConfig(r.Handle()); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d entries in the table in %v, %d with no room; lengths %+v", tab.len(), time.Since(start), len(over), tab.cfg())
+	if tab.len()+len(over) != MaxEntries || tab.cfg().N != 4 {
+		t.Errorf("%d in the table + %d over, want %d; %d lengths", tab.len(), len(over), MaxEntries, tab.cfg().N)
 	}
 	for _, c := range []struct {
 		src  string
-		drop bool
-	}{{"198.18.0.1", true}, {"198.19.0.0", true}, {"198.19.255.255", true}, {"198.19.77.3", true}, {"198.18.0.2", false}} {
-		a := tabAddr(netip.MustParseAddr(c.src))
-		if c.drop && !tab.has(a) {
-			continue // no room: not the fast path's business
+		want tabKey // 0: passes
+	}{
+		{"198.18.0.1", key4("198.18.0.1")},
+		{"248.0.0.1", key4("248.0.0.0/20")},
+		{"248.0.16.1", key4("248.0.16.0/20")},
+		{"248.7.240.1", key4("248.7.240.0/20")},
+		{"248.200.1.1", key4("248.200.0.0/16")},
+		{"255.255.3.3", key4("255.255.0.0/16")},
+		{"240.0.16.7", key4("240.0.16.7")},
+		{"240.0.16.8", key4("240.0.16.0/24")},
+		{"247.255.255.1", key4("247.255.255.0/24")},
+		{"232.8.0.1", key4("232.8.0.1")},
+		{"232.0.0.1", 0},
+		{"198.18.0.2", 0},
+	} {
+		var before entryVal
+		if c.want != 0 {
+			if !tab.has(c.want) {
+				continue // no room: not the fast path's business
+			}
+			tab.entry(r.Cube, c.want, &before)
 		}
 		v := r.RunTransparent(datapath.Ingress, nftest.UDP4(c.src, "198.18.0.1", 1, 2, nil)).Verdict
-		if (v == datapath.XDPDrop) != c.drop {
-			t.Errorf("%s: verdict %d, want drop=%v", c.src, v, c.drop)
+		if (v == datapath.XDPDrop) != (c.want != 0) {
+			t.Errorf("%s: verdict %d, want drop=%v", c.src, v, c.want != 0)
+		}
+		if c.want != 0 {
+			var after entryVal
+			tab.entry(r.Cube, c.want, &after)
+			if after.Packets != before.Packets+1 {
+				t.Errorf("%s: %s counted %d packets, want 1", c.src, c.want.prefix(), after.Packets-before.Packets)
+			}
 		}
 	}
 }

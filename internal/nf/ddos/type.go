@@ -72,21 +72,10 @@ func listHits(h cube.Handle, c *cube.Cube) (any, error) {
 	ctl := h.Controller().(*controller)
 	ctl.mu.Lock()
 	defer ctl.mu.Unlock()
-	t, err := ctl.table(h)
-	if err != nil {
-		return nil, err
-	}
-	for _, s := range sides {
+	for i := range sides {
+		s := &sides[i]
 		tb := tableOf(s.table)
 		rows, err := tb.Entries(c)
-		if err != nil {
-			return nil, err
-		}
-		exact, err := h.Map(s.exact)
-		if err != nil {
-			return nil, err
-		}
-		lpm, err := h.Map(s.lpm)
 		if err != nil {
 			return nil, err
 		}
@@ -96,14 +85,7 @@ func listHits(h cube.Handle, c *cube.Cube) (any, error) {
 			if err != nil {
 				continue
 			}
-			var v entryVal
-			if inTable(s.table, p) && t.has(tabAddr(p.Addr())) {
-				err = t.entry(h, tabAddr(p.Addr()), &v)
-			} else if isExact(p) {
-				err = exact.Lookup(key16(p.Addr()), &v)
-			} else {
-				err = lpm.Lookup(lpmOf(p), &v)
-			}
+			v, err := ctl.entry(h, s, p)
 			if err != nil || v.Packets == 0 {
 				continue
 			}
@@ -112,6 +94,43 @@ func listHits(h cube.Handle, c *cube.Cube) (any, error) {
 		}
 	}
 	return out, nil
+}
+
+// entry reads the fast-path entry of a blacklist entry, wherever it is (the
+// IPv4 table or fallback trie, the IPv6 hash or trie).
+func (ctl *controller) entry(h mapper, s *side, p netip.Prefix) (entryVal, error) {
+	var v entryVal
+	if p.Addr().Is4() {
+		t, err := ctl.table(h, s)
+		if err != nil {
+			return v, err
+		}
+		k := keyOf(p)
+		if t.has(k) {
+			return v, t.entry(h, k, &v)
+		}
+		m, err := h.Map(s.lpm4)
+		if err != nil {
+			return v, err
+		}
+		var v4 entry4Val
+		if err := m.Lookup(k.lpm4(), &v4); err != nil {
+			return v, err
+		}
+		if v4.Len != uint32(k.bits()) { // a shorter one that holds it
+			return v, ebpf.ErrKeyNotExist
+		}
+		return v4.entry(), nil
+	}
+	name, k := s.lpm, any(lpmOf(p))
+	if isExact(p) {
+		name, k = s.exact, key16(p.Addr())
+	}
+	m, err := h.Map(name)
+	if err != nil {
+		return v, err
+	}
+	return v, m.Lookup(k, &v)
 }
 
 // Counters reads the cube's counters.

@@ -2,11 +2,12 @@
 /* ddos: transparent DDoS mitigator.
  *
  * Per packet, in this order:
- *  1. source blacklist, exact (/32, /128: hash) then prefixes (LPM trie);
+ *  1. source blacklist: the longest live entry that holds the source
+ *     (IPv4: the table below; IPv6: exact hash, then LPM trie);
  *  2. sources blocked automatically (rate or port scan; LRU hash with a
  *     deadline); a blocked scanner's packets go to the mirror interface
  *     instead of being dropped, when one is configured;
- *  3. destination blacklist, exact then prefixes;
+ *  3. destination blacklist, likewise on the destination;
  *  4. detection: per-source packet rate over a window, and per-source
  *     distinct destination ports (2048-bit bitmap) and incremental port runs
  *     of probes (TCP SYN without ACK, UDP) over a window. Crossing a
@@ -17,12 +18,21 @@
  * bpf_ktime_get_ns() deadline (0: never), checked here and cleaned by the
  * controller. Layouts are mirrored by ddos.go and table.go.
  *
- * Exact IPv4 sources live in an open-addressing table of two arrays the
- * controller manages (dd_src_tab, dd_src_tabv), looked up with no call into
- * the kernel: a hash map lookup is four calls and returns there, and returns
- * are expensive on CPUs with return-stack mitigations (about 25 ns of the
- * 40 ns a hash hit cost here). Addresses that do not fit within
- * DD_TAB_PROBES slots of their home go to dd_src_exact like IPv6 ones. */
+ * IPv4 entries of each blacklist, exact addresses and prefixes alike, live in
+ * an open-addressing table of two arrays the controller manages
+ * (dd_{src,dst}_t4: slots keyed by (prefix length, masked address);
+ * dd_{src,dst}_t4v: the entries), looked up with no call into the kernel.
+ * Calls are what a lookup costs on this CPU: each call and return of a helper
+ * is ~10 ns with the return-stack mitigations (retpolines, return thunks); a
+ * hash lookup is four of them, an LPM trie lookup one plus its walk. The
+ * settings list the prefix lengths in use (at most DD_TAB_LENS), longest
+ * first; the fast path probes each with at most DD_TAB_PROBES inlined array
+ * reads and takes the first live entry: longest-prefix match, and an expired
+ * entry no longer matches (a shorter live one does). Entries that find no slot
+ * within DD_TAB_PROBES of their home, or whose length finds no room in the
+ * list, go to a fallback LPM trie of IPv4 prefixes (dd_{src,dst}_lpm4) whose
+ * values carry their length, so that the table and the trie together still
+ * give the longest match; it is looked up only when not empty. */
 #include <edgenf/edgenf.h>
 
 #define DD_MAX_ENTRIES (1 << 20)
@@ -32,8 +42,10 @@
 #define DD_TAB_SLOTS (1 << 21)
 #define DD_TAB_PROBES 8
 #define DD_TAB_MULT 0x9E3779B1u
+#define DD_TAB_LENS 16 /* distinct prefix lengths a table holds */
+#define DD_TAB_IDX ((1U << 24) - 1)
 
-/* dd_cfg.flags */
+/* dd_cfg.flags (EXACT, LPM: the IPv6 maps; LPM4: the IPv4 fallback tries) */
 #define DD_F_SRC_EXACT (1 << 0)
 #define DD_F_SRC_LPM (1 << 1)
 #define DD_F_DST_EXACT (1 << 2)
@@ -43,7 +55,8 @@
 #define DD_F_DIR_INGRESS (1 << 6)
 #define DD_F_DIR_EGRESS (1 << 7)
 #define DD_F_MIRROR (1 << 8)
-#define DD_F_SRC_TAB (1 << 9)
+#define DD_F_SRC_LPM4 (1 << 9)
+#define DD_F_DST_LPM4 (1 << 10)
 
 /* Block reasons, also the punt reasons of events. */
 #define DD_REASON_SCAN 1
@@ -77,6 +90,19 @@ struct dd_entry {
 	__u64 bytes;
 };
 
+/* The IPv4 fallback tries: the address in network order; the value knows
+ * its prefix length (a trie lookup does not tell it). */
+struct dd_lpm4_key {
+	__u32 prefixlen;
+	__u32 a;
+};
+
+struct dd_entry4 {
+	struct dd_entry e;
+	__u32 len;
+	__u32 pad;
+};
+
 struct dd_block {
 	__u64 until;
 	__u64 since;
@@ -97,6 +123,20 @@ struct dd_track {
 	__u64 bits[DD_SCAN_WORDS];
 };
 
+/* A prefix length in a table: tag = length + 1 (bits 24..31 of its slots),
+ * and the seed of its slots' hash. */
+struct dd_tab_len {
+	__u32 tag;
+	__u32 seed;
+};
+
+/* The lengths a table holds, longest first. */
+struct dd_tab_cfg {
+	__u32 n;
+	__u32 pad;
+	struct dd_tab_len lens[DD_TAB_LENS];
+};
+
 struct dd_cfg {
 	__u32 flags;
 	__u32 rate_threshold;
@@ -107,7 +147,8 @@ struct dd_cfg {
 	__u64 scan_window_ns;
 	__u64 scan_block_ns;
 	__u32 mirror_ifindex;
-	__u32 tab_seed; /* of the slots' hash */
+	__u32 pad;
+	struct dd_tab_cfg src4, dst4;
 };
 
 struct {
@@ -156,18 +197,21 @@ struct {
 	__type(value, struct dd_entry);
 } dd_dst_lpm SEC(".maps");
 
-/* The table of exact IPv4 sources. A slot is 0 (empty, ends a probe
- * sequence), ~0 (deleted) or an address (network order, low half) and
- * 1 + the index of its entry in dd_src_tabv (high half); the controller writes
- * an entry before the slot that points to it. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, DD_TAB_SLOTS);
-	__type(key, __u32);
-	__type(value, __u64);
-} dd_src_tab SEC(".maps");
+/* The IPv4 tables, one per blacklist. A slot is 0 (empty, ends a probe
+ * sequence), ~0 (deleted) or: the masked address (as loaded from the header:
+ * network order bytes) in bits 32..63, the entry's tag (prefix length + 1) in
+ * bits 24..31, and 1 + the index of its entry in the values in bits 0..23.
+ * The controller writes an entry before the slot that points to it, and a
+ * slot before the length that leads to it. */
+#define DD_TAB_SLOTS_MAP(name)                                                                     \
+	struct {                                                                                   \
+		__uint(type, BPF_MAP_TYPE_ARRAY);                                                  \
+		__uint(max_entries, DD_TAB_SLOTS);                                                 \
+		__type(key, __u32);                                                                \
+		__type(value, __u64);                                                              \
+	} name SEC(".maps")
 
-/* An entry of the table. Its counters take one atomic add per packet:
+/* An entry of a table. Its counters take one atomic add per packet:
  * recent packs the packets (high 20 bits) and bytes (low 44) counted since the
  * last fold; the packet that brings recent's count to DD_REC_FOLD moves it
  * into packets and bytes. The counts are packets + (recent >> 44) and
@@ -185,14 +229,31 @@ struct dd_tab_entry {
 #define DD_REC_BYTES ((1ULL << DD_REC_SHIFT) - 1)
 #define DD_REC_FOLD (1ULL << 19)
 
-/* The entries; the last one holds the seed of the slots' hash for the
- * controller (the fast path reads the copy in dd_cfg). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, DD_MAX_ENTRIES + 1);
-	__type(key, __u32);
-	__type(value, struct dd_tab_entry);
-} dd_src_tabv SEC(".maps");
+/* The entries; the last one holds the seed of the table's hash for the
+ * controller (the fast path reads the per-length seeds in dd_cfg). */
+#define DD_TAB_VALS_MAP(name)                                                                      \
+	struct {                                                                                   \
+		__uint(type, BPF_MAP_TYPE_ARRAY);                                                  \
+		__uint(max_entries, DD_MAX_ENTRIES + 1);                                           \
+		__type(key, __u32);                                                                \
+		__type(value, struct dd_tab_entry);                                                \
+	} name SEC(".maps")
+
+#define DD_LPM4_MAP(name)                                                                          \
+	struct {                                                                                   \
+		__uint(type, BPF_MAP_TYPE_LPM_TRIE);                                               \
+		__uint(max_entries, DD_MAX_ENTRIES);                                               \
+		__uint(map_flags, BPF_F_NO_PREALLOC);                                              \
+		__type(key, struct dd_lpm4_key);                                                   \
+		__type(value, struct dd_entry4);                                                   \
+	} name SEC(".maps")
+
+DD_TAB_SLOTS_MAP(dd_src_t4);
+DD_TAB_VALS_MAP(dd_src_t4v);
+DD_LPM4_MAP(dd_src_lpm4);
+DD_TAB_SLOTS_MAP(dd_dst_t4);
+DD_TAB_VALS_MAP(dd_dst_t4v);
+DD_LPM4_MAP(dd_dst_lpm4);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -243,16 +304,18 @@ static __always_inline void dd_hit(struct dd_entry *e, __u32 len)
 	__sync_fetch_and_add(&e->bytes, len);
 }
 
-/* The entry of an exact IPv4 source in the table, or NULL. Array lookups are
- * inlined by the verifier: no calls. */
-static __always_inline struct dd_tab_entry *dd_tab_find(__u32 a, __u32 seed)
+/* The entry of a masked address m of length tag - 1 in a table, or NULL. Array
+ * lookups are inlined by the verifier: no calls. */
+static __always_inline struct dd_tab_entry *dd_tab_find(void *slots, void *vals, __u32 m, __u32 tag,
+							 __u32 seed)
 {
-	__u32 h = ((a ^ seed) * DD_TAB_MULT) >> 11; /* 32 - log2(DD_TAB_SLOTS) */
+	__u32 h = ((m ^ seed) * DD_TAB_MULT) >> 11; /* 32 - log2(DD_TAB_SLOTS) */
+	__u64 key = ((__u64)m << 8) | tag; /* the slot's bits 24..63 */
 
 #pragma unroll
 	for (int i = 0; i < DD_TAB_PROBES; i++) {
 		__u32 k = (h + i) & (DD_TAB_SLOTS - 1);
-		__u64 *s = bpf_map_lookup_elem(&dd_src_tab, &k);
+		__u64 *s = bpf_map_lookup_elem(slots, &k);
 		__u64 v;
 
 		if (!s)
@@ -260,13 +323,10 @@ static __always_inline struct dd_tab_entry *dd_tab_find(__u32 a, __u32 seed)
 		v = *(volatile __u64 *)s;
 		if (!v)
 			return NULL;
-		if ((__u32)v == a) {
-			/* No entry: a deleted slot (~0) and a == 255.255.255.255. */
-			__u32 idx = (__u32)(v >> 32) - 1;
-			struct dd_tab_entry *e = bpf_map_lookup_elem(&dd_src_tabv, &idx);
+		if ((v >> 24) == key) {
+			__u32 idx = (__u32)(v & DD_TAB_IDX) - 1;
 
-			if (e)
-				return e;
+			return bpf_map_lookup_elem(vals, &idx);
 		}
 	}
 	return NULL;
@@ -287,7 +347,75 @@ static __always_inline void dd_tab_hit(struct dd_tab_entry *e, __u32 len)
 	}
 }
 
-/* Exact then prefix lookup of one address; 1 when a live entry matched. */
+/* The live entry of table length i that holds a (as loaded), or NULL. */
+static __always_inline struct dd_tab_entry *dd_tab_live(void *slots, void *vals, struct dd_tab_len *l, __u32 a,
+							 __u64 *now)
+{
+	__u32 tag = l->tag;
+	/* The mask of the length, as loaded (network order). */
+	__u32 m = a & bpf_htonl((__u32)(0xffffffff00000000ULL >> ((tag - 1) & 63)));
+	struct dd_tab_entry *e = dd_tab_find(slots, vals, m, tag, l->seed);
+
+	if (e && (e->expires == 0 || dd_now(now) < e->expires))
+		return e;
+	return NULL;
+}
+
+/* The longest live entry of an IPv4 address a (as loaded) in a table and its
+ * fallback trie, counted on; 1 when there is one. The table's lengths are
+ * probed longest first; the trie's longest match (one call, only when the
+ * trie is not empty) takes its place among them. */
+static __always_inline int dd_listed4(void *slots, void *vals, void *lpm4, struct dd_tab_cfg *tc, __u32 use_lpm4,
+				      __u32 a, __u64 *now, __u32 len)
+{
+	struct dd_tab_entry *e;
+	struct dd_entry4 *f;
+	__u32 ftag, n = tc->n;
+
+	if (!use_lpm4) {
+		/* The common case: the table alone. */
+#pragma clang loop unroll(disable)
+		for (__u32 i = 0; i < DD_TAB_LENS; i++) {
+			if (i >= n)
+				return 0;
+			e = dd_tab_live(slots, vals, &tc->lens[i], a, now);
+			if (e) {
+				dd_tab_hit(e, len);
+				return 1;
+			}
+		}
+		return 0;
+	}
+
+	struct dd_lpm4_key k = {.prefixlen = 32, .a = a};
+
+	f = bpf_map_lookup_elem(lpm4, &k);
+	ftag = f ? f->len + 1 : 0;
+#pragma clang loop unroll(disable)
+	for (__u32 i = 0; i < DD_TAB_LENS; i++) {
+		if (i >= n)
+			break;
+		if (f && tc->lens[i].tag <= ftag) {
+			if (dd_live(&f->e, now)) {
+				dd_hit(&f->e, len);
+				return 1;
+			}
+			f = NULL;
+		}
+		e = dd_tab_live(slots, vals, &tc->lens[i], a, now);
+		if (e) {
+			dd_tab_hit(e, len);
+			return 1;
+		}
+	}
+	if (f && dd_live(&f->e, now)) {
+		dd_hit(&f->e, len);
+		return 1;
+	}
+	return 0;
+}
+
+/* Exact then prefix lookup of one IPv6 address; 1 when a live entry matched. */
 static __always_inline int dd_listed(void *exact, void *lpm, __u32 flags, __u32 fexact, __u32 flpm,
 				     struct dd_addr *a, __u64 *now, __u32 len)
 {
@@ -436,7 +564,7 @@ static __always_inline int dd_detect(ctx_t *ctx, struct edgenf_md *md, __u32 dir
 
 static __always_inline int ddos(ctx_t *ctx, struct edgenf_md *md, __u32 dir)
 {
-	__u32 zero = 0, len, flags;
+	__u32 zero = 0, len, flags, v4 = 0;
 	struct dd_cfg *cfg = bpf_map_lookup_elem(&dd_cfg, &zero);
 	struct dd_addr src = {}, dst = {};
 	struct enf_pkt pkt;
@@ -457,21 +585,18 @@ static __always_inline int ddos(ctx_t *ctx, struct edgenf_md *md, __u32 dir)
 
 		if (!enf_in_bounds(ctx, ip, sizeof(*ip)))
 			return ENF_VERDICT_PASS;
+		/* The common case first: the source in the table. */
+		if ((cfg->src4.n || (cfg->flags & DD_F_SRC_LPM4)) &&
+		    dd_listed4(&dd_src_t4, &dd_src_t4v, &dd_src_lpm4, &cfg->src4, cfg->flags & DD_F_SRC_LPM4,
+			       ip->saddr, &now, ctx_len(ctx))) {
+			dd_count(DD_ST_DROP_SRC);
+			return ENF_VERDICT_DROP;
+		}
 		src.a[2] = bpf_htonl(0xffff);
 		src.a[3] = ip->saddr;
-		/* Exact IPv4 sources first; an expired one falls through to the
-		 * prefixes, as in dd_listed. */
-		if (cfg->flags & DD_F_SRC_TAB) {
-			struct dd_tab_entry *e = dd_tab_find(ip->saddr, cfg->tab_seed);
-
-			if (e && (e->expires == 0 || dd_now(&now) < e->expires)) {
-				dd_tab_hit(e, ctx_len(ctx));
-				dd_count(DD_ST_DROP_SRC);
-				return ENF_VERDICT_DROP;
-			}
-		}
 		dst.a[2] = bpf_htonl(0xffff);
 		dst.a[3] = ip->daddr;
+		v4 = 1;
 	} else if (pkt.l3_proto == ETH_P_IPV6) {
 		struct ipv6hdr *ip6 = enf_ptr(ctx, pkt.l3_off & 0x1f);
 
@@ -485,7 +610,7 @@ static __always_inline int ddos(ctx_t *ctx, struct edgenf_md *md, __u32 dir)
 	flags = cfg->flags;
 	len = ctx_len(ctx);
 
-	if (dd_listed(&dd_src_exact, &dd_src_lpm, flags, DD_F_SRC_EXACT, DD_F_SRC_LPM, &src, &now, len)) {
+	if (!v4 && dd_listed(&dd_src_exact, &dd_src_lpm, flags, DD_F_SRC_EXACT, DD_F_SRC_LPM, &src, &now, len)) {
 		dd_count(DD_ST_DROP_SRC);
 		return ENF_VERDICT_DROP;
 	}
@@ -498,7 +623,10 @@ static __always_inline int ddos(ctx_t *ctx, struct edgenf_md *md, __u32 dir)
 			return dd_blocked_verdict(md, cfg, b->reason);
 		}
 	}
-	if (dd_listed(&dd_dst_exact, &dd_dst_lpm, flags, DD_F_DST_EXACT, DD_F_DST_LPM, &dst, &now, len)) {
+	if (v4 ? (cfg->dst4.n || (flags & DD_F_DST_LPM4)) &&
+		     dd_listed4(&dd_dst_t4, &dd_dst_t4v, &dd_dst_lpm4, &cfg->dst4, flags & DD_F_DST_LPM4, dst.a[3],
+				&now, len)
+	       : dd_listed(&dd_dst_exact, &dd_dst_lpm, flags, DD_F_DST_EXACT, DD_F_DST_LPM, &dst, &now, len)) {
 		dd_count(DD_ST_DROP_DST);
 		return ENF_VERDICT_DROP;
 	}
