@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/edgenf/edgenf/internal/bpfmap"
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/nf/conntrack"
@@ -505,22 +506,16 @@ func (ctl *controller) ageConns(h cube.Handle, all bool) (int, error) {
 	to := ctl.cfg.Timeouts.Kernel()
 	ctl.mu.Unlock()
 	now := conntrack.Now()
-	var k conntrack.Tuple
-	var v kconn
 	var dead []conntrack.Tuple
-	it := m.Iterate()
-	for it.Next(&k, &v) {
+	if err := bpfmap.Each(m, func(k conntrack.Tuple, v kconn) bool {
 		if all || v.C.Expired(to, now) {
 			dead = append(dead, k)
 		}
-	}
-	if err := it.Err(); err != nil {
+		return true
+	}); err != nil {
 		return 0, err
 	}
-	for _, k := range dead {
-		m.Delete(k)
-	}
-	return len(dead), nil
+	return len(dead), bpfmap.Delete(m, dead)
 }
 
 // ---- views ----
@@ -607,12 +602,9 @@ func connections(h cube.Handle) ([]Connection, error) {
 	ctl.mu.Unlock()
 	now := conntrack.Now()
 	out := []Connection{}
-	var k conntrack.Tuple
-	var v kconn
-	it := m.Iterate()
-	for it.Next(&k, &v) && len(out) < maxListed {
+	err = bpfmap.Each(m, func(k conntrack.Tuple, v kconn) bool {
 		if v.C.Expired(to, now) {
-			continue
+			return true
 		}
 		t := k
 		if v.OrigSwapped != 0 {
@@ -623,11 +615,12 @@ func connections(h cube.Handle) ([]Connection, error) {
 		}
 		out = append(out, Connection{Proto: conntrack.ProtoName(k.Proto), Src: t.Src(), Dst: t.Dst(),
 			State: conntrack.StateName(v.C.State), Reply: v.C.Flags&conntrack.FlagReplied != 0, Idle: v.C.IdleSeconds(now)})
-	}
+		return len(out) < maxListed
+	})
 	sort.Slice(out, func(i, j int) bool {
 		return out[i].Src < out[j].Src || out[i].Src == out[j].Src && out[i].Dst < out[j].Dst
 	})
-	return out, it.Err()
+	return out, err
 }
 
 // LogEntry is a packet a rule with log matched.

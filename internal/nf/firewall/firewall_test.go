@@ -11,6 +11,7 @@ import (
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/nf/conntrack"
 	"github.com/edgenf/edgenf/internal/nftest"
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
@@ -466,4 +467,32 @@ func Test10kRules(t *testing.T) {
 	}
 	t.Logf("replace of 2 x %d rules: %v", len(rules), time.Since(start))
 	runSteps(t, r, v, []step{{in, udp("198.18.1.7", "198.19.0.1", 999, 53), false}})
+}
+
+// TestAgingAndFlush: the periodic sweep removes connections past their
+// state's timeout and keeps the others; flush-connections forgets all.
+func TestAgingAndFlush(t *testing.T) {
+	cfg := &Config{Timeouts: &conntrack.Timeouts{UDP: 1}}
+	r := nftest.New(t, Type, fwModel(datapath.XDP, cfg, nil, nil))
+	v := hookVerdicts[datapath.XDP]
+	runSteps(t, r, v, []step{{in, udp("198.18.1.2", "198.19.0.1", 1000, 53), true}})
+	time.Sleep(1100 * time.Millisecond)
+	runSteps(t, r, v, []step{
+		{in, udp("198.18.1.2", "198.19.0.1", 1001, 53), true},
+		{in, tcp("198.18.1.2", "198.19.0.1", 4000, 80, "S"), true},
+	})
+	ctl := r.Ctl.(*controller)
+	if n, err := ctl.ageConns(r.Handle(), false); err != nil || n != 1 {
+		t.Fatalf("sweep removed %d (%v), want the one idle UDP flow", n, err)
+	}
+	conns, err := connections(r.Handle())
+	if err != nil || len(conns) != 2 {
+		t.Fatalf("connections after the sweep %+v (%v), want the fresh UDP flow and the TCP one", conns, err)
+	}
+	if n, err := ctl.ageConns(r.Handle(), true); err != nil || n != 2 {
+		t.Fatalf("flush removed %d (%v), want 2", n, err)
+	}
+	if conns, _ := connections(r.Handle()); len(conns) != 0 {
+		t.Fatalf("connections after flush %+v", conns)
+	}
 }

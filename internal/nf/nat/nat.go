@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/edgenf/edgenf/internal/bpfmap"
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/nf/conntrack"
@@ -540,38 +541,22 @@ func (ctl *controller) age(h cube.Handle, flushAll bool) (int, error) {
 	to := ctl.cfg.Timeouts.Kernel()
 	ctl.mu.Unlock()
 	now := conntrack.Now()
-	var k conntrack.Tuple
-	var s sess
 	var dead []conntrack.Tuple
 	flows := 0
-	it := m.Iterate()
-	for it.Next(&k, &s) {
-		if s.Flags&flagOrig == 0 {
-			continue
+	if err := bpfmap.Each(m, func(k conntrack.Tuple, s sess) bool {
+		// flushAll: orphaned reply entries too
+		if flushAll || s.Flags&flagOrig != 0 && s.Conn.Expired(to, now) {
+			dead = append(dead, k)
+			if s.Flags&flagOrig != 0 {
+				dead = append(dead, s.Other)
+				flows++
+			}
 		}
-		if flushAll || s.Conn.Expired(to, now) {
-			dead = append(dead, k, s.Other)
-			flows++
-		}
-	}
-	if err := it.Err(); err != nil {
+		return true
+	}); err != nil {
 		return 0, err
 	}
-	for _, k := range dead {
-		m.Delete(k)
-	}
-	if flushAll {
-		// Orphaned reply entries too.
-		var keys []conntrack.Tuple
-		it := m.Iterate()
-		for it.Next(&k, &s) {
-			keys = append(keys, k)
-		}
-		for _, k := range keys {
-			m.Delete(k)
-		}
-	}
-	return flows, nil
+	return flows, bpfmap.Delete(m, dead)
 }
 
 // Session is one translated flow.
@@ -602,13 +587,10 @@ func sessions(h cube.Handle) ([]Session, error) {
 	ctl.mu.Unlock()
 	now := conntrack.Now()
 	all := map[conntrack.Tuple]sess{}
-	var k conntrack.Tuple
-	var s sess
-	it := m.Iterate()
-	for it.Next(&k, &s) {
+	if err := bpfmap.Each(m, func(k conntrack.Tuple, s sess) bool {
 		all[k] = s
-	}
-	if err := it.Err(); err != nil {
+		return true
+	}); err != nil {
 		return nil, err
 	}
 	out := []Session{}
