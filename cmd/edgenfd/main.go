@@ -79,13 +79,10 @@ func run(log *slog.Logger, socket, stateFile, bpffs, listen, tokenFile string, d
 		os.Remove(socket)
 		return engine.DestroyAt(cfg)
 	}
-	eng, err := engine.Open(cfg)
-	if err != nil {
-		return err
-	}
-	defer eng.Close()
-
+	// Flags are checked before anything is opened: a bad command line
+	// leaves the kernel and the state untouched.
 	var toks *api.Tokens
+	var err error
 	if tokenFile != "" {
 		if toks, err = api.LoadTokens(tokenFile); err != nil {
 			return err
@@ -101,11 +98,18 @@ func run(log *slog.Logger, socket, stateFile, bpffs, listen, tokenFile string, d
 	if p4rtF.listen != "" && len(devices) == 0 {
 		return errors.New("-p4rt-listen needs -p4rt-devices CUBE=ID,...: the device ids P4Runtime clients name")
 	}
-	var p4rtL net.Listener
 	if p4rtF.listen != "" {
 		if err := p4rtF.checkLocal(); err != nil {
 			return err
 		}
+	}
+	eng, err := engine.Open(cfg)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	var p4rtL net.Listener
+	if p4rtF.listen != "" {
 		if p4rtL, err = net.Listen("tcp", p4rtF.listen); err != nil {
 			return err
 		}

@@ -69,9 +69,10 @@ type daemon struct {
 	bpffs  string
 	cmd    *exec.Cmd
 	log    *bytes.Buffer
+	flags  []string // more edgenfd flags
 }
 
-func startDaemon(t *testing.T) *daemon {
+func startDaemon(t *testing.T, flags ...string) *daemon {
 	t.Helper()
 	dir := t.TempDir()
 	d := &daemon{
@@ -79,6 +80,7 @@ func startDaemon(t *testing.T) *daemon {
 		socket: filepath.Join(dir, "edgenf.sock"),
 		state:  filepath.Join(dir, "state.json"),
 		bpffs:  fmt.Sprintf("/sys/fs/bpf/enfd-%d-%d", os.Getpid(), daemonSeq.Add(1)),
+		flags:  flags,
 	}
 	d.start()
 	t.Cleanup(func() {
@@ -97,7 +99,7 @@ func startDaemon(t *testing.T) *daemon {
 func (d *daemon) start() {
 	d.t.Helper()
 	d.log = &bytes.Buffer{}
-	d.cmd = exec.Command(filepath.Join(binDir, "edgenfd"), "-socket", d.socket, "-state", d.state, "-bpffs", d.bpffs)
+	d.cmd = exec.Command(filepath.Join(binDir, "edgenfd"), append([]string{"-socket", d.socket, "-state", d.state, "-bpffs", d.bpffs}, d.flags...)...)
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
 	if err := d.cmd.Start(); err != nil {
 		d.t.Fatal(err)

@@ -1,0 +1,136 @@
+package e2e
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/edgenf/edgenf/internal/p4/p4info"
+	"github.com/edgenf/edgenf/internal/p4rt"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// freeAddr returns a loopback TCP address nothing listens on now.
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// p4rtClient connects to a daemon's P4Runtime server (retrying while it
+// starts) and becomes the primary of device 1.
+func p4rtClient(t *testing.T, addr string) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.ForceCodec(p4rt.Codec)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	c, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	st, err := conn.NewStream(c, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, "/p4.v1.P4Runtime/StreamChannel",
+		grpc.WaitForReady(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SendMsg(&p4rt.StreamRequest{Arbitration: &p4rt.Arbitration{DeviceID: 1, ElectionID: &p4rt.Uint128{Low: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	var m p4rt.StreamResponse
+	if err := st.RecvMsg(&m); err != nil || m.Arbitration == nil || m.Arbitration.Status.Code != 0 {
+		t.Fatalf("arbitration: %+v %v", m.Arbitration, err)
+	}
+	return conn
+}
+
+func call(t *testing.T, conn *grpc.ClientConn, method string, in, out any) {
+	t.Helper()
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := conn.Invoke(c, "/p4.v1.P4Runtime/"+method, in, out); err != nil {
+		t.Fatalf("%s: %v", method, err)
+	}
+}
+
+// TestP4RuntimeAgainstTheDaemon: a P4Runtime controller programs a switch
+// through edgenfd's gRPC server; what it writes is what the CLI shows, and
+// survives a daemon restart, readable again through P4Runtime.
+func TestP4RuntimeAgainstTheDaemon(t *testing.T) {
+	addr := freeAddr(t)
+	d := startDaemon(t, "-p4rt-listen", addr, "-p4rt-devices", "sw1=1")
+	conn := p4rtClient(t, addr)
+	src, err := os.ReadFile("../../examples/p4/l2learn.p4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	call(t, conn, "SetForwardingPipelineConfig", &p4rt.SetPipelineRequest{DeviceID: 1, ElectionID: &p4rt.Uint128{Low: 1},
+		Action: p4rt.ActionVerifyAndCommit, Config: &p4rt.PipelineConfig{DeviceConfig: src}}, &p4rt.SetPipelineResponse{})
+
+	var info p4info.P4Info
+	d.json(&info, "view", "sw1", "p4info")
+	dmac := info.Edgenf.Table("dmac")
+	if dmac == nil || dmac.Action("forward") == nil {
+		t.Fatalf("the cube's P4Info has no dmac table with forward: %+v", info.Edgenf)
+	}
+	fwd := dmac.Action("forward")
+	entry := &p4rt.TableEntry{TableID: dmac.ID,
+		Match:  []*p4rt.FieldMatch{{FieldID: dmac.Keys[0].ID, Kind: "exact", Value: []byte{2, 0, 0, 0, 0, 0x0b}}},
+		Action: &p4rt.TableAction{Action: &p4rt.Action{ActionID: fwd.ID, Params: []*p4rt.Param{{ParamID: fwd.Params[0].ID, Value: []byte{2}}}}}}
+	call(t, conn, "Write", &p4rt.WriteRequest{DeviceID: 1, ElectionID: &p4rt.Uint128{Low: 1},
+		Updates: []*p4rt.Update{{Type: p4rt.UpdateInsert, Entity: &p4rt.Entity{TableEntry: entry}}}}, &p4rt.WriteResponse{})
+
+	out := d.cli("table", "list", "sw1", "entries")
+	if !strings.Contains(out, "02:00:00:00:00:0b") || !strings.Contains(out, "forward") {
+		t.Fatalf("the CLI does not show the entry written through P4Runtime:\n%s", out)
+	}
+
+	d.stop()
+	d.start()
+	conn = p4rtClient(t, addr)
+	st, err := conn.NewStream(context.Background(), &grpc.StreamDesc{ServerStreams: true}, "/p4.v1.P4Runtime/Read")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SendMsg(&p4rt.ReadRequest{DeviceID: 1, Entities: []*p4rt.Entity{{TableEntry: &p4rt.TableEntry{TableID: dmac.ID}}}}); err != nil {
+		t.Fatal(err)
+	}
+	st.CloseSend()
+	var resp p4rt.ReadResponse
+	if err := st.RecvMsg(&resp); err != nil || len(resp.Entities) != 1 {
+		t.Fatalf("read after restart: %+v %v", resp.Entities, err)
+	}
+	got := resp.Entities[0].TableEntry
+	if got.Action == nil || got.Action.Action == nil || got.Action.Action.ActionID != fwd.ID || string(got.Action.Action.Params[0].Value) != "\x02" {
+		t.Fatalf("entry after restart %+v", got)
+	}
+}
+
+// TestP4RuntimeRefusesRemoteAddress: without -p4rt-allow-remote the daemon
+// will not serve its unauthenticated gRPC port beyond loopback, and
+// touches nothing.
+func TestP4RuntimeRefusesRemoteAddress(t *testing.T) {
+	dir := t.TempDir()
+	bpffs := filepath.Join("/sys/fs/bpf", "enfd-remote-"+filepath.Base(dir))
+	out, err := exec.Command(filepath.Join(binDir, "edgenfd"), "-socket", filepath.Join(dir, "s"), "-state", filepath.Join(dir, "state.json"),
+		"-bpffs", bpffs, "-p4rt-listen", "0.0.0.0:9559", "-p4rt-devices", "sw1=1").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "not a loopback address") || !strings.Contains(string(out), "-p4rt-allow-remote") {
+		t.Fatalf("edgenfd with a non-loopback -p4rt-listen: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(bpffs); err == nil {
+		os.RemoveAll(bpffs)
+		t.Fatalf("the refused daemon created its bpffs root %s", bpffs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state.json")); err == nil {
+		t.Fatal("the refused daemon wrote a state file")
+	}
+}
