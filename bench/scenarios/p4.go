@@ -20,6 +20,11 @@ import (
 //	p4-l3: router, one route, static next hop, no route cache (an LPM lookup
 //	       per packet, as the P4 program does)  vs  l3router.p4, one LPM route and a port MAC
 //	p4-l2: bridge, unicast to a static FDB entry   vs  l2switch.p4, one MAC table entry
+//
+// and p4-mcast, the cost of copies made in the kernel: l2learn.p4 flooding
+// each frame through a multicast group of two replicas out of the port to
+// b0 (both copies reach the sink), against the same program forwarding
+// each frame once; at XDP the copies are made by the TC copy machine.
 func init() {
 	for _, s := range []scenario.Scenario{
 		{Name: "builtin-router-xdp", Group: "p4-l3", Baseline: true, Quick: true,
@@ -50,6 +55,36 @@ func init() {
 	} {
 		scenario.Register(s)
 	}
+	for _, hook := range []datapath.Hook{datapath.XDP, datapath.TC} {
+		order := 10
+		if hook == datapath.TC {
+			order = 20
+		}
+		scenario.Register(scenario.Scenario{Name: "p4-unicast-" + string(hook), Group: "p4-mcast", Baseline: hook == datapath.XDP, Order: order,
+			Doc: fmt.Sprintf("examples/p4/l2learn.p4 at %s, destination known: each frame forwarded once", hook),
+			Setup: func(e *scenario.Env) (*scenario.Topology, error) {
+				return setupLearnSwitch(e, hook, false)
+			}})
+		scenario.Register(scenario.Scenario{Name: "p4-mcast2-" + string(hook), Group: "p4-mcast", Order: order + 1,
+			Doc: fmt.Sprintf("examples/p4/l2learn.p4 at %s, destination unknown: each frame flooded through a group of two replicas to b0, "+
+				"both counted by the sink (ratio 2 would make copies free)", hook),
+			Setup: func(e *scenario.Env) (*scenario.Topology, error) {
+				return setupLearnSwitch(e, hook, true)
+			}})
+	}
+}
+
+// setupLearnSwitch runs l2learn.p4 with the generator's source known (no
+// digests): with flood, frames to b1 are flooded through group 1 = two
+// replicas out of port 1 (rid 0 and 1); otherwise forwarded to port 1.
+func setupLearnSwitch(e *scenario.Env, hook datapath.Hook, flood bool) (*scenario.Topology, error) {
+	return setupP4On(e, "l2learn.p4", hook, nil, func(p *scenario.Path) []string {
+		ents := []string{fmt.Sprintf(`{"table":"smac","match":{"hdr.ethernet.srcAddr":%q},"action":"NoAction"}`, p.A0MAC)}
+		if !flood {
+			ents = append(ents, fmt.Sprintf(`{"table":"dmac","match":{"hdr.ethernet.dstAddr":%q},"action":"forward","params":{"port":"1"}}`, p.B1MAC))
+		}
+		return ents
+	}, []string{`{"group":1,"replicas":[{"port":1,"rid":0},{"port":1,"rid":1}]}`})
 }
 
 // exampleP4 is the path of a shipped P4 program (the harness runs in the tree).
@@ -58,12 +93,25 @@ func exampleP4(name string) string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "examples", "p4", name)
 }
 
-// setupP4 runs a shipped P4 program as a cube between a1 (port 0) and b0
-// (port 1) with the given entries; frames go to dstMAC (nil: b1's MAC).
+// setupP4 runs a shipped P4 program as a cube at XDP between a1 (port 0)
+// and b0 (port 1) with the given entries; frames go to dstMAC (nil: b1's
+// MAC).
 func setupP4(e *scenario.Env, program string, dstMAC []byte, entries func(*scenario.Path) []string) (*scenario.Topology, error) {
+	return setupP4On(e, program, datapath.XDP, dstMAC, entries, nil)
+}
+
+// setupP4On is setupP4 at a hook, with multicast groups.
+func setupP4On(e *scenario.Env, program string, hook datapath.Hook, dstMAC []byte, entries func(*scenario.Path) []string, groups []string) (*scenario.Topology, error) {
 	p, err := e.NewPath(false)
 	if err != nil {
 		return nil, err
+	}
+	if hook == datapath.TC {
+		// a1 accepts the generator's redirected frames only with an XDP
+		// program; frames then reach TCX ingress as skbs.
+		if err := p.AttachXDP(e.Objs.Pass, p.A1Idx); err != nil {
+			return nil, err
+		}
 	}
 	eng, root, err := benchEngine(e)
 	if err != nil {
@@ -72,12 +120,17 @@ func setupP4(e *scenario.Env, program string, dstMAC []byte, entries func(*scena
 	name := "p4" + e.ID()
 	cfg, _ := json.Marshal(map[string]string{"program": exampleP4(program)})
 	err = eng.Update(func(tp *cube.Topology) error {
-		if err := tp.AddCube(&cube.Cube{Name: name, Type: "p4", Hook: datapath.XDP, Config: cfg, Ports: []cube.Port{
+		if err := tp.AddCube(&cube.Cube{Name: name, Type: "p4", Hook: hook, Config: cfg, Ports: []cube.Port{
 			{Name: "in", Index: 0, Peer: p.A1}, {Name: "out", Index: 1, Peer: p.B0}}}); err != nil {
 			return err
 		}
 		for _, en := range entries(p) {
 			if _, err := tp.PutEntry(name, "entries", json.RawMessage(en)); err != nil {
+				return err
+			}
+		}
+		for _, g := range groups {
+			if _, err := tp.PutEntry(name, "mcast_groups", json.RawMessage(g)); err != nil {
 				return err
 			}
 		}
@@ -100,10 +153,14 @@ func setupP4(e *scenario.Env, program string, dstMAC []byte, entries func(*scena
 	}
 	t := p.Topology(dstMAC)
 	t.Info["program"] = program
+	t.Info["hook"] = string(hook)
 	if loadTime > 0 {
 		t.Info["compile+load of upf.p4 (211 lines, cold)"] = loadTime.Round(time.Millisecond).String()
 	}
-	stubCost(e, t, root, p.A1, datapath.XDP)
+	if len(groups) == 0 {
+		// (a program that makes copies would send them while measured)
+		stubCost(e, t, root, p.A1, hook)
+	}
 	return t, nil
 }
 

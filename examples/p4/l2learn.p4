@@ -127,8 +127,11 @@ control LearnIngress(inout headers_t hdr, inout metadata_t meta,
         }
         smac.apply();
         dmac.apply();
-        if (standard_metadata.egress_spec == standard_metadata.ingress_port) {
-            mark_to_drop(standard_metadata); /* never back where it came from */
+        /* never back where it came from (a flood is pruned per copy in
+         * egress: its egress_spec is not a port) */
+        if (standard_metadata.mcast_grp == 0 &&
+            standard_metadata.egress_spec == standard_metadata.ingress_port) {
+            mark_to_drop(standard_metadata);
         }
     }
 }
