@@ -203,8 +203,9 @@ func TestMeterConcurrent(t *testing.T) {
 	lost := int64(want) - int64(used)
 	t.Logf("%d packets from %d CPUs, %d debits lost", want, n, lost)
 	// an update goes ahead unlocked only when the holder was interrupted
-	// for 16 tries: allow a handful, not a systematic loss
-	if lost < 0 || lost > int64(want/1000) {
+	// for 16 tries (test runs are preemptible: on a loaded machine about
+	// 0.1% are); without the flag about 30% are lost
+	if lost < 0 || lost > int64(want/100) {
 		t.Errorf("committed tokens used %d, want %d", used, want)
 	}
 }
