@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"math/big"
 	"net"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -251,31 +250,6 @@ func toAction(t *p4info.TableLayout, a *Action, forDefault bool) (*p4info.Action
 	return al, params, nil
 }
 
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-func matchesOf(e *p4nf.Entry) []p4info.Match {
-	var out []p4info.Match
-	for _, k := range sortedKeys(e.Match) {
-		out = append(out, p4info.Match{Field: k, Value: e.Match[k]})
-	}
-	return out
-}
-
-func argsOf(params map[string]string) []p4info.Arg {
-	var out []p4info.Arg
-	for _, k := range sortedKeys(params) {
-		out = append(out, p4info.Arg{Name: k, Value: params[k]})
-	}
-	return out
-}
-
 // matchID identifies an entry by what P4Runtime keys it on (its encoded
 // match and priority), whatever notation its values were written in.
 func matchID(t *p4info.TableLayout, match map[string]string, priority uint32) (string, error) {
@@ -294,7 +268,7 @@ func matchID(t *p4info.TableLayout, match map[string]string, priority uint32) (s
 	for _, p := range al.Params {
 		args = append(args, p4info.Arg{Name: p.Name, Value: "0"})
 	}
-	enc, err := t.EncodeEntry(matchesOf(&p4nf.Entry{Match: match}), al.Name, args, priority)
+	enc, err := t.EncodeEntry((&p4nf.Entry{Match: match}).Matches(), al.Name, args, priority)
 	if err != nil {
 		return "", err
 	}
@@ -307,7 +281,7 @@ func matchID(t *p4info.TableLayout, match map[string]string, priority uint32) (s
 // fromEntry converts a stored entry into P4Runtime form; don't-care
 // fields are left out.
 func fromEntry(t *p4info.TableLayout, e *p4nf.Entry) (*TableEntry, error) {
-	enc, err := t.EncodeEntry(matchesOf(e), e.Action, argsOf(e.Params), e.Priority)
+	enc, err := t.EncodeEntry(e.Matches(), e.Action, e.Args(), e.Priority)
 	if err != nil {
 		return nil, err
 	}
@@ -391,7 +365,7 @@ func defaultEntry(t *p4info.TableLayout, d *p4nf.Default) (*TableEntry, error) {
 	if action == "" {
 		return te, nil
 	}
-	val, err := t.EncodeValue(action, argsOf(params))
+	val, err := t.EncodeValue(action, (&p4nf.Entry{Params: params}).Args())
 	if err != nil {
 		return nil, err
 	}

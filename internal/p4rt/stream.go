@@ -444,7 +444,7 @@ func idleNotification(info *p4info.P4Info, d *device, ev p4nf.Event) *StreamResp
 		return nil
 	}
 	d.mu.Lock()
-	te.Metadata = d.meta[(&entryKey{*ev.Entry}).key()]
+	te.Metadata = d.meta[ev.Entry.Key()]
 	d.mu.Unlock()
 	te.Action = nil // only the key, metadata and idle_timeout_ns are required
 	return &StreamResponse{IdleTimeout: &IdleTimeoutNotification{TableEntry: []*TableEntry{te}, Timestamp: ev.Time.UnixNano()}}

@@ -184,25 +184,10 @@ func (w *writer) entryIndex(t *p4info.TableLayout) map[string]string {
 		if err != nil {
 			continue
 		}
-		idx[id] = (&entryKey{e}).key()
+		idx[id] = e.Key()
 	}
 	w.index[t.Name] = idx
 	return idx
-}
-
-// entryKey is the engine's key of an entry (internal/nf/p4 Entry.key).
-type entryKey struct{ p4nf.Entry }
-
-func (e *entryKey) key() string {
-	var b strings.Builder
-	b.WriteString(e.Table)
-	for _, k := range sortedKeys(e.Match) {
-		fmt.Fprintf(&b, " %s=%s", k, e.Match[k])
-	}
-	if e.Priority > 0 {
-		fmt.Fprintf(&b, " @%d", e.Priority)
-	}
-	return b.String()
 }
 
 func (w *writer) table(typ int32, te *TableEntry) error {
@@ -255,7 +240,7 @@ func (w *writer) table(typ int32, te *TableEntry) error {
 	}
 	idx := w.entryIndex(t)
 	stored, exists := idx[id]
-	key := (&entryKey{*e}).key()
+	key := e.Key()
 	raw, _ := json.Marshal(e)
 	d := w.pl.dev
 	switch typ {
@@ -693,10 +678,10 @@ func (r *reader) tables(q *TableEntry) error {
 		}
 		te, err := fromEntry(t, &e)
 		if err != nil {
-			return errf(codes.Internal, "entry %s: %v", (&entryKey{e}).key(), err)
+			return errf(codes.Internal, "entry %s: %v", e.Key(), err)
 		}
 		d.mu.Lock()
-		te.Metadata = d.meta[(&entryKey{e}).key()]
+		te.Metadata = d.meta[e.Key()]
 		d.mu.Unlock()
 		if err := r.add(&Entity{TableEntry: te}); err != nil {
 			return err

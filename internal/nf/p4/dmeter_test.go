@@ -18,7 +18,7 @@ func TestP4CubeDirectMeter(t *testing.T) {
 	c := &cube.Cube{Name: "te", Type: "p4", Hook: datapath.XDP,
 		Config: json.RawMessage(`{"program": "../../../examples/p4/meter_te.p4"}`),
 		Ports:  []cube.Port{{Name: "p0", Index: 0}, {Name: "p1", Index: 1}, {Name: "p2", Index: 2}},
-		Tables: map[string]map[string]json.RawMessage{"entries": {e.key(): nftest.Entry(e)}}}
+		Tables: map[string]map[string]json.RawMessage{"entries": {e.Key(): nftest.Entry(e)}}}
 	r := nftest.New(t, Type, c)
 	frame := nftest.UDP4("198.18.0.1", "198.18.0.2", 1, 2, []byte("p4"))
 	n := uint64(len(frame))

@@ -78,7 +78,7 @@ func (s *slowState) resetIdle(c *cube.Cube) {
 	s.mu.Unlock()
 	for _, v := range entries {
 		e := v.(*Entry)
-		s.watchIdle(e.key(), e)
+		s.watchIdle(e.Key(), e)
 	}
 }
 
@@ -99,7 +99,7 @@ func (ctl controller) idleCandidates() []idleCandidate {
 		}
 	}
 	s.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].e.key() < out[j].e.key() })
+	sort.Slice(out, func(i, j int) bool { return out[i].e.Key() < out[j].e.Key() })
 	return out
 }
 
@@ -118,8 +118,8 @@ func (ctl controller) Tick(h cube.Handle, c *cube.Cube, now time.Time) {
 		return
 	}
 	for _, ic := range cands {
-		idle, err := prog.Idle(ic.e.Table, ic.e.matches(), ic.e.Priority)
-		key := ic.e.key()
+		idle, err := prog.Idle(ic.e.Table, ic.e.Matches(), ic.e.Priority)
+		key := ic.e.Key()
 		if err != nil || idle < ic.timeout {
 			s.mu.Lock()
 			delete(s.idleSince, key)
@@ -150,20 +150,20 @@ func (ctl controller) unlearn(h cube.Handle, prog *rt.Program, ic idleCandidate,
 	s.mu.Lock()
 	gone := []*Entry{ic.e}
 	for k, l := range s.learned {
-		if ic.from != "" && l.From == ic.from && k != ic.e.key() {
+		if ic.from != "" && l.From == ic.from && k != ic.e.Key() {
 			e := l.Entry
 			gone = append(gone, &e)
 		}
 	}
 	s.mu.Unlock()
 	for i, e := range gone {
-		if err := prog.DeleteEntry(e.Table, e.matches(), e.Priority); err != nil {
-			h.Logf("p4: removing idle learned entry %s: %v", e.key(), err)
+		if err := prog.DeleteEntry(e.Table, e.Matches(), e.Priority); err != nil {
+			h.Logf("p4: removing idle learned entry %s: %v", e.Key(), err)
 			continue
 		}
 		s.mu.Lock()
-		delete(s.learned, e.key())
-		delete(s.idleSince, e.key())
+		delete(s.learned, e.Key())
+		delete(s.idleSince, e.Key())
 		s.st.Unlearned++
 		if i == 0 {
 			s.st.IdleTimeouts++
@@ -174,7 +174,7 @@ func (ctl controller) unlearn(h cube.Handle, prog *rt.Program, ic idleCandidate,
 }
 
 func idleEvent(e *Entry, idle time.Duration, removed bool, now time.Time) Event {
-	f := map[string]string{"table": e.Table, "entry": e.key(), "idle_for": idle.Truncate(time.Second).String()}
+	f := map[string]string{"table": e.Table, "entry": e.Key(), "idle_for": idle.Truncate(time.Second).String()}
 	if removed {
 		f["removed"] = "true"
 	}
@@ -198,9 +198,9 @@ func listIdle(h cube.Handle, c *cube.Cube) (any, error) {
 		return nil, err
 	}
 	for _, ic := range cands {
-		idle, err := prog.Idle(ic.e.Table, ic.e.matches(), ic.e.Priority)
+		idle, err := prog.Idle(ic.e.Table, ic.e.Matches(), ic.e.Priority)
 		if err != nil {
-			return nil, fmt.Errorf("entry %s: %w", ic.e.key(), err)
+			return nil, fmt.Errorf("entry %s: %w", ic.e.Key(), err)
 		}
 		out = append(out, IdleEntry{Entry: *ic.e, Learned: ic.learned, IdleFor: idle.Truncate(time.Second).String(), Idle: idle >= ic.timeout})
 	}

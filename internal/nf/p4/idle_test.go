@@ -37,7 +37,7 @@ func TestP4IdleTimeouts(t *testing.T) {
 	silent := "02:00:00:00:00:0c"
 	c.Tables = map[string]map[string]json.RawMessage{"entries": {}}
 	cfgEntry := &Entry{Table: "LearnIngress.smac", Match: map[string]string{"hdr.ethernet.srcAddr": silent}, Action: "NoAction", IdleTimeout: "1s"}
-	c.Tables["entries"][cfgEntry.key()] = nftest.Entry(cfgEntry)
+	c.Tables["entries"][cfgEntry.Key()] = nftest.Entry(cfgEntry)
 	r := nftest.New(t, Type, c)
 	read := punts(t, r)
 	tick := func() { r.Ctl.(cube.Ticker).Tick(r.Handle(), r.Model, time.Now()) }

@@ -84,7 +84,7 @@ func (e *Entry) Validate(c *cube.Cube) error {
 	if t == nil {
 		return cube.NotFound("table", "the program has no table %q (tables: %s)", e.Table, tableNames(prog.Info.Edgenf))
 	}
-	if _, err := t.EncodeEntry(e.matches(), e.Action, e.args(), e.Priority); err != nil {
+	if _, err := t.EncodeEntry(e.Matches(), e.Action, e.Args(), e.Priority); err != nil {
 		return cube.Errorf("match", "%v", err)
 	}
 	if _, err := parseIdleTimeout(e.IdleTimeout, t); err != nil {
@@ -98,7 +98,7 @@ func (e *Entry) Validate(c *cube.Cube) error {
 	return nil
 }
 
-func (e *Entry) matches() []p4info.Match {
+func (e *Entry) Matches() []p4info.Match {
 	keys := sortedKeys(e.Match)
 	out := make([]p4info.Match, 0, len(keys))
 	for _, k := range keys {
@@ -107,7 +107,7 @@ func (e *Entry) matches() []p4info.Match {
 	return out
 }
 
-func (e *Entry) args() []p4info.Arg {
+func (e *Entry) Args() []p4info.Arg {
 	keys := sortedKeys(e.Params)
 	out := make([]p4info.Arg, 0, len(keys))
 	for _, k := range keys {
@@ -116,8 +116,9 @@ func (e *Entry) args() []p4info.Arg {
 	return out
 }
 
-// key identifies an entry: its table, match and priority.
-func (e *Entry) key() string {
+// Key identifies an entry: its table, match and priority (the key of the
+// entries table).
+func (e *Entry) Key() string {
 	var b strings.Builder
 	b.WriteString(e.Table)
 	for _, k := range sortedKeys(e.Match) {
@@ -149,7 +150,7 @@ func (d *Default) Validate(c *cube.Cube) error {
 	if t.ConstDefault {
 		return cube.Errorf("table", "table %s has a const default_action", d.Table)
 	}
-	if _, err := t.EncodeValue(d.Action, (&Entry{Params: d.Params}).args()); err != nil {
+	if _, err := t.EncodeValue(d.Action, (&Entry{Params: d.Params}).Args()); err != nil {
 		return cube.Errorf("action", "%v", err)
 	}
 	d.Table = t.Name
@@ -319,7 +320,7 @@ func (ctl controller) Sync(h cube.Handle, c *cube.Cube) error {
 	}
 	for _, v := range defaults {
 		d := v.(*Default)
-		if err := prog.SetDefault(d.Table, d.Action, (&Entry{Params: d.Params}).args()); err != nil {
+		if err := prog.SetDefault(d.Table, d.Action, (&Entry{Params: d.Params}).Args()); err != nil {
 			return fmt.Errorf("default of %s: %w", d.Table, err)
 		}
 	}
@@ -334,8 +335,8 @@ func (ctl controller) Sync(h cube.Handle, c *cube.Cube) error {
 }
 
 func put(prog *rt.Program, e *Entry) error {
-	if err := prog.AddEntry(e.Table, e.matches(), e.Action, e.args(), e.Priority); err != nil {
-		return fmt.Errorf("entry %s: %w", e.key(), err)
+	if err := prog.AddEntry(e.Table, e.Matches(), e.Action, e.Args(), e.Priority); err != nil {
+		return fmt.Errorf("entry %s: %w", e.Key(), err)
 	}
 	return nil
 }
@@ -355,11 +356,11 @@ func (ctl controller) PutEntry(h cube.Handle, c *cube.Cube, table string, item a
 			return err
 		}
 		if ctl.sp != nil {
-			ctl.sp.watchIdle(v.key(), v)
+			ctl.sp.watchIdle(v.Key(), v)
 		}
 		return nil
 	case *Default:
-		return prog.SetDefault(v.Table, v.Action, (&Entry{Params: v.Params}).args())
+		return prog.SetDefault(v.Table, v.Action, (&Entry{Params: v.Params}).Args())
 	}
 	return fmt.Errorf("unknown table %s", table)
 }
@@ -375,11 +376,11 @@ func (ctl controller) DeleteEntry(h cube.Handle, c *cube.Cube, table string, ite
 	}
 	switch v := item.(type) {
 	case *Entry:
-		if err := prog.DeleteEntry(v.Table, v.matches(), v.Priority); err != nil {
+		if err := prog.DeleteEntry(v.Table, v.Matches(), v.Priority); err != nil {
 			return err
 		}
 		if ctl.sp != nil {
-			ctl.sp.watchIdle(v.key(), nil)
+			ctl.sp.watchIdle(v.Key(), nil)
 		}
 		return nil
 	case *Default:
@@ -613,7 +614,7 @@ var entriesTable = cube.Table{
 	Name: "entries",
 	Doc:  "Table entries of the P4 program (key: table, match and priority).",
 	Item: &Entry{},
-	Key:  func(v any) string { return v.(*Entry).key() },
+	Key:  func(v any) string { return v.(*Entry).Key() },
 }
 
 var defaultsTable = cube.Table{

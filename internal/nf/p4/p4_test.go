@@ -14,7 +14,7 @@ import (
 func portfwdCube(t *testing.T, entries ...Entry) *cube.Cube {
 	rows := map[string]json.RawMessage{}
 	for _, e := range entries {
-		rows[e.key()] = nftest.Entry(e)
+		rows[e.Key()] = nftest.Entry(e)
 	}
 	return &cube.Cube{Name: "sw", Type: "p4", Hook: datapath.XDP,
 		Config: json.RawMessage(`{"program": "../../../examples/p4/portfwd.p4"}`),

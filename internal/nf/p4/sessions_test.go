@@ -21,7 +21,7 @@ func scanCube(sessions ...CloneSession) *cube.Cube {
 	return &cube.Cube{Name: "ps", Type: "p4", Hook: datapath.XDP,
 		Config: json.RawMessage(`{"program": "../../../examples/p4/portscan.p4"}`),
 		Ports:  []cube.Port{{Name: "p1", Index: 1}, {Name: "p2", Index: 2}, {Name: "p3", Index: 3}, {Name: "p4", Index: 4}},
-		Tables: map[string]map[string]json.RawMessage{"entries": {fwd.key(): nftest.Entry(fwd)}, "clone_sessions": rows}}
+		Tables: map[string]map[string]json.RawMessage{"entries": {fwd.Key(): nftest.Entry(fwd)}, "clone_sessions": rows}}
 }
 
 // Sync writes the cube's clone sessions: the blocked source's probes leave

@@ -107,7 +107,7 @@ func (s *Settings) validateSlowPath(info *p4info.P4Info) error {
 		if err != nil {
 			return cube.Errorf(field, "%v", err)
 		}
-		if _, err := t.EncodeEntry(e.matches(), e.Action, e.args(), e.Priority); err != nil {
+		if _, err := t.EncodeEntry(e.Matches(), e.Action, e.Args(), e.Priority); err != nil {
 			return cube.Errorf(field, "%v", err)
 		}
 		if _, err := parseIdleTimeout(r.IdleTimeout, t); err != nil {
@@ -427,7 +427,7 @@ func (ctl controller) learn(h cube.Handle, c *cube.Cube, info *p4info.P4Info, d 
 			h.Logf("p4: learning from %s: %v", d.Name, err)
 			continue
 		}
-		key := e.key()
+		key := e.Key()
 		s.mu.Lock()
 		old, have := s.learned[key]
 		full := !have && len(s.learned) >= max
@@ -449,7 +449,7 @@ func (ctl controller) learn(h cube.Handle, c *cube.Cube, info *p4info.P4Info, d 
 			}
 			prog = p
 		}
-		if err := prog.AddEntry(e.Table, e.matches(), e.Action, e.args(), e.Priority); err != nil {
+		if err := prog.AddEntry(e.Table, e.Matches(), e.Action, e.Args(), e.Priority); err != nil {
 			s.mu.Lock()
 			s.st.LearnFailed++
 			s.mu.Unlock()
@@ -493,7 +493,7 @@ func configured(c *cube.Cube, t *p4info.TableLayout, e *Entry) bool {
 	if t == nil {
 		return false
 	}
-	enc, err := t.EncodeEntry(e.matches(), e.Action, e.args(), e.Priority)
+	enc, err := t.EncodeEntry(e.Matches(), e.Action, e.Args(), e.Priority)
 	if err != nil {
 		return false
 	}
@@ -506,7 +506,7 @@ func configured(c *cube.Cube, t *p4info.TableLayout, e *Entry) bool {
 		if ce.Table != t.Name || ce.Priority != e.Priority {
 			continue
 		}
-		cenc, err := t.EncodeEntry(ce.matches(), ce.Action, ce.args(), ce.Priority)
+		cenc, err := t.EncodeEntry(ce.Matches(), ce.Action, ce.Args(), ce.Priority)
 		if err == nil && bytes.Equal(cenc.Key, enc.Key) && bytes.Equal(cenc.MatchKey, enc.MatchKey) {
 			return true
 		}
@@ -583,8 +583,8 @@ func (ctl controller) restoreLearned(c *cube.Cube, info *p4info.P4Info, prog *rt
 				continue
 			}
 			s.mu.Lock()
-			if _, ok := s.learned[e.key()]; !ok {
-				s.learned[e.key()] = &LearnedEntry{Entry: *e, Digest: rule.Digest, Learned: now}
+			if _, ok := s.learned[e.Key()]; !ok {
+				s.learned[e.Key()] = &LearnedEntry{Entry: *e, Digest: rule.Digest, Learned: now}
 			}
 			s.mu.Unlock()
 		}
@@ -627,11 +627,11 @@ func (ctl controller) syncLearned(h cube.Handle, c *cube.Cube) {
 		return
 	}
 	for _, e := range learned {
-		if err := prog.AddEntry(e.Table, e.matches(), e.Action, e.args(), e.Priority); err == nil {
+		if err := prog.AddEntry(e.Table, e.Matches(), e.Action, e.Args(), e.Priority); err == nil {
 			continue
 		}
 		s.mu.Lock()
-		delete(s.learned, e.key())
+		delete(s.learned, e.Key())
 		s.mu.Unlock()
 	}
 }
@@ -662,7 +662,7 @@ func listLearned(h cube.Handle, c *cube.Cube) (any, error) {
 		out = append(out, *e)
 	}
 	s.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].key() < out[j].key() })
+	sort.Slice(out, func(i, j int) bool { return out[i].Key() < out[j].Key() })
 	return out, nil
 }
 
