@@ -307,7 +307,13 @@ func runGroup(ctx context.Context, c Config, group []scenario.Scenario) (GroupRe
 		}
 		return v
 	}
-	for rep := 0; rep < c.Reps; rep++ {
+	reps := c.Reps
+	for _, in := range others {
+		if !c.Quick && in.s.Reps > reps {
+			reps = in.s.Reps
+		}
+	}
+	for rep := 0; rep < reps; rep++ {
 		prev := run(base)
 		prevCPU := cpuOf(base)
 		for k := range others {

@@ -48,6 +48,10 @@ type Scenario struct {
 	// Param is an optional number plotted on the x axis of the group's
 	// plot (rules, cubes, chain length); 0 if not applicable.
 	Param float64
+	// Reps, when above the run's, is the number of interleaved rounds of
+	// the scenario's group (not in quick mode): more samples for the
+	// medians of figures whose targets have thin margins.
+	Reps  int
 	Setup func(*Env) (*Topology, error)
 }
 
