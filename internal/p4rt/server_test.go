@@ -718,8 +718,15 @@ func TestP4RuntimeIdleTimeout(t *testing.T) {
 		Action: &TableAction{Action: &Action{ActionID: noAction.ID}}}
 	r.mustWrite(10, insert(&Entity{TableEntry: entry}))
 	got := r.mustRead(&Entity{TableEntry: &TableEntry{TableID: smac.ID}})
-	if len(got) != 1 || got[0].TableEntry.IdleTimeoutNs != int64(time.Second) {
-		t.Fatalf("read back %+v, want idle_timeout_ns 1e9", got)
+	if len(got) != 1 || got[0].TableEntry.IdleTimeoutNs != int64(time.Second) || got[0].TableEntry.TimeSinceLastHit != nil {
+		t.Fatalf("read back %+v, want idle_timeout_ns 1e9 and no time_since_last_hit (not asked for)", got)
+	}
+	ask := int64(0)
+	time.Sleep(200 * time.Millisecond)
+	got = r.mustRead(&Entity{TableEntry: &TableEntry{TableID: smac.ID, TimeSinceLastHit: &ask}})
+	if len(got) != 1 || got[0].TableEntry.TimeSinceLastHit == nil ||
+		*got[0].TableEntry.TimeSinceLastHit < int64(200*time.Millisecond) || *got[0].TableEntry.TimeSinceLastHit > int64(10*time.Second) {
+		t.Fatalf("read with time_since_last_hit %+v, want 0.2..10 s since the insert", got[0].TableEntry)
 	}
 	bad := dmacEntry(t, info, "02:00:00:00:00:0d", 1)
 	bad.TableEntry.IdleTimeoutNs = int64(time.Second)

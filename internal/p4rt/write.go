@@ -662,6 +662,7 @@ func (r *reader) tables(q *TableEntry) error {
 		byName[t.Name] = t
 	}
 	d := r.pl.dev
+	var found []p4nf.Entry
 	for _, raw := range r.s.eng.Entries(d.cube, tblEntries) {
 		var e p4nf.Entry
 		if json.Unmarshal(raw, &e) != nil {
@@ -676,18 +677,56 @@ func (r *reader) tables(q *TableEntry) error {
 				continue
 			}
 		}
-		te, err := fromEntry(t, &e)
+		found = append(found, e)
+	}
+	var since map[string]int64
+	if q.TimeSinceLastHit != nil {
+		var err error
+		if since, err = r.sinceHit(found, byName); err != nil {
+			return err
+		}
+	}
+	for i := range found {
+		e := &found[i]
+		te, err := fromEntry(byName[e.Table], e)
 		if err != nil {
 			return errf(codes.Internal, "entry %s: %v", e.Key(), err)
 		}
 		d.mu.Lock()
 		te.Metadata = d.meta[e.Key()]
 		d.mu.Unlock()
+		if ns, ok := since[e.Key()]; ok {
+			te.TimeSinceLastHit = &ns
+		}
 		if err := r.add(&Entity{TableEntry: te}); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// sinceHit reads, in one call, how long ago the entries of tables with
+// support_timeout were last hit (by entry key).
+func (r *reader) sinceHit(entries []p4nf.Entry, tables map[string]*p4info.TableLayout) (map[string]int64, error) {
+	var ask []p4nf.Entry
+	for _, e := range entries {
+		if tables[e.Table].IdleOffset != 0 {
+			ask = append(ask, e)
+		}
+	}
+	if len(ask) == 0 {
+		return nil, nil
+	}
+	v, err := r.action("time_since_hit", &p4nf.SinceHitArgs{Entries: ask})
+	if err != nil {
+		return nil, err
+	}
+	hits, _ := v.([]p4nf.SinceHit)
+	out := map[string]int64{}
+	for _, h := range hits {
+		out[h.Entry] = h.IdleNs
+	}
+	return out, nil
 }
 
 func (r *reader) action(name string, args any) (any, error) {

@@ -206,3 +206,39 @@ func listIdle(h cube.Handle, c *cube.Cube) (any, error) {
 	}
 	return out, nil
 }
+
+// SinceHitArgs names entries (table, match, priority) of tables with
+// support_timeout.
+type SinceHitArgs struct {
+	Entries []Entry `json:"entries"`
+}
+
+// SinceHit is how long ago a packet last hit an entry.
+type SinceHit struct {
+	Entry   string `json:"entry"` // its key
+	IdleNs  int64  `json:"idle_ns"`
+	IdleFor string `json:"idle_for"`
+}
+
+// sinceHit reads the last hit of each named entry (P4Runtime's
+// time_since_last_hit): one pass over the kernel maps for all of them.
+func sinceHit(h cube.Handle, c *cube.Cube, args any) (any, error) {
+	a, _ := args.(*SinceHitArgs)
+	if a == nil {
+		return []SinceHit{}, nil
+	}
+	prog, err := runtimeOf(h, c)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]SinceHit, 0, len(a.Entries))
+	for i := range a.Entries {
+		e := &a.Entries[i]
+		idle, err := prog.Idle(e.Table, e.Matches(), e.Priority)
+		if err != nil {
+			return nil, cube.Errorf(fmt.Sprintf("entries[%d]", i), "%s: %v", e.Key(), err)
+		}
+		out = append(out, SinceHit{Entry: e.Key(), IdleNs: int64(idle), IdleFor: idle.Truncate(time.Millisecond).String()})
+	}
+	return out, nil
+}
