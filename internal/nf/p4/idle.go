@@ -62,9 +62,9 @@ type idleCandidate struct {
 func (s *slowState) watchIdle(key string, e *Entry) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	delete(s.idleDue, key) // a new timeout is looked at on the next tick
 	if e == nil || e.IdleTimeout == "" {
 		delete(s.idleEntries, key)
-		delete(s.idleSince, key)
 		return
 	}
 	s.idleEntries[key] = e
@@ -104,25 +104,38 @@ func (ctl controller) idleCandidates() []idleCandidate {
 }
 
 // Tick reports (or, learned, removes) the entries idle for their timeout.
+// An entry is looked at only when it can be due: an entry hit d ago cannot
+// time out before timeout - d from now, and a reported one is reported
+// again a timeout later if still idle. So a large table with long
+// timeouts costs a few kernel reads a second, not one per entry.
 func (ctl controller) Tick(h cube.Handle, c *cube.Cube, now time.Time) {
 	s := ctl.sp
 	if s == nil {
 		return
 	}
 	cands := ctl.idleCandidates()
-	if len(cands) == 0 {
-		return
-	}
-	prog, err := runtimeOf(h, c)
-	if err != nil {
-		return
-	}
+	var prog *rt.Program
 	for _, ic := range cands {
-		idle, err := prog.Idle(ic.e.Table, ic.e.Matches(), ic.e.Priority)
 		key := ic.e.Key()
-		if err != nil || idle < ic.timeout {
+		s.mu.Lock()
+		due, ok := s.idleDue[key]
+		s.mu.Unlock()
+		if ok && now.Before(due) {
+			continue
+		}
+		if prog == nil {
+			var err error
+			if prog, err = runtimeOf(h, c); err != nil {
+				return
+			}
+		}
+		idle, err := prog.Idle(ic.e.Table, ic.e.Matches(), ic.e.Priority)
+		if err != nil {
+			continue
+		}
+		if idle < ic.timeout {
 			s.mu.Lock()
-			delete(s.idleSince, key)
+			s.idleDue[key] = now.Add(ic.timeout - idle)
 			s.mu.Unlock()
 			continue
 		}
@@ -131,12 +144,9 @@ func (ctl controller) Tick(h cube.Handle, c *cube.Cube, now time.Time) {
 			continue
 		}
 		s.mu.Lock()
-		// once per timeout period while the entry stays idle
-		if last, ok := s.idleSince[key]; !ok || now.Sub(last) >= ic.timeout {
-			s.idleSince[key] = now
-			s.st.IdleTimeouts++
-			s.add(idleEvent(ic.e, idle, false, now))
-		}
+		s.idleDue[key] = now.Add(ic.timeout)
+		s.st.IdleTimeouts++
+		s.add(idleEvent(ic.e, idle, false, now))
 		s.mu.Unlock()
 	}
 }
@@ -163,7 +173,7 @@ func (ctl controller) unlearn(h cube.Handle, prog *rt.Program, ic idleCandidate,
 		}
 		s.mu.Lock()
 		delete(s.learned, e.Key())
-		delete(s.idleSince, e.Key())
+		delete(s.idleDue, e.Key())
 		s.st.Unlearned++
 		if i == 0 {
 			s.st.IdleTimeouts++

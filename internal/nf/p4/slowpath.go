@@ -191,10 +191,10 @@ type slowState struct {
 	next    uint64  // seq of the next event (first is 1)
 	notify  chan struct{}
 	learned map[string]*LearnedEntry
-	// idleEntries: the configured entries with an idle timeout; idleSince:
-	// when an idle entry was last reported (both by key)
+	// idleEntries: the configured entries with an idle timeout; idleDue:
+	// when an entry is next looked at (both by key; idle.go)
 	idleEntries map[string]*Entry
-	idleSince   map[string]time.Time
+	idleDue     map[string]time.Time
 	st          SlowPathStats
 	// synced is the program the learned entries were last written for
 	synced *p4c.Result
@@ -205,7 +205,7 @@ type slowState struct {
 }
 
 func newSlowState() *slowState {
-	return &slowState{next: 1, notify: make(chan struct{}), learned: map[string]*LearnedEntry{}, idleEntries: map[string]*Entry{}, idleSince: map[string]time.Time{}, tokens: logBurst}
+	return &slowState{next: 1, notify: make(chan struct{}), learned: map[string]*LearnedEntry{}, idleEntries: map[string]*Entry{}, idleDue: map[string]time.Time{}, tokens: logBurst}
 }
 
 // add appends an event and wakes the pollers. Called with mu held.
