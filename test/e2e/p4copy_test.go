@@ -33,15 +33,7 @@ func mcastInKernel(t *testing.T, hook string) {
 	roots := map[string]string{}
 	names := []string{"a", "b", "c", "d"}
 	for i, n := range names {
-		h, err := lab.Host(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		must(t, h.Sysctl("net.ipv6.conf.default.disable_ipv6", "1"))
-		if roots[n], err = lab.Veth(h, "eth0", n, fmt.Sprintf("198.18.0.%d/24", i+1)); err != nil {
-			t.Fatal(err)
-		}
-		hosts[n] = h
+		hosts[n], roots[n] = quietHost(t, lab, n, fmt.Sprintf("198.18.0.%d/24", i+1))
 	}
 	prog, _ := filepath.Abs("../../examples/p4/l2learn.p4")
 	d.cli("cube", "add", "sw", "p4", "--hook", hook, "--program", prog, "--config", learnRules)
@@ -68,23 +60,7 @@ func mcastInKernel(t *testing.T, hook string) {
 		// different sizes: the payload after the headers must be intact
 		sent = append(sent, udpFrame(t, ma, unknown, "198.18.0.1", "198.18.0.9", 7400+i, fmt.Sprintf("copy-%03d-%s", i, bytes.Repeat([]byte{'x'}, i*30))))
 	}
-	must(t, hosts["a"].Do(func() error {
-		ifi, err := net.InterfaceByName("eth0")
-		if err != nil {
-			return err
-		}
-		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(fd)
-		for _, f := range sent {
-			if err := unix.Sendto(fd, f, 0, &unix.SockaddrLinklayer{Ifindex: ifi.Index}); err != nil {
-				return err
-			}
-		}
-		return nil
-	}))
+	sendRawFrom(t, hosts["a"], sent...)
 	for _, h := range []string{"b", "c", "d"} {
 		got := mons[h].framesFrom("198.18.0.1", n)
 		if len(got) != n {
@@ -122,29 +98,13 @@ func mcastInKernel(t *testing.T, hook string) {
 	// VLAN-tagged frames (XDP sees the tag in the frame; the kernel moves
 	// it out of the frame before TC): every copy keeps its tag. The hosts'
 	// packet sockets get the frames untagged (the tag is metadata there).
-	var tagged [][]byte
+	var tagged, onWire [][]byte
 	for i := 0; i < 10; i++ {
 		f := udpFrame(t, ma, unknown, "198.18.0.1", "198.18.0.9", 7450+i, fmt.Sprintf("tagged-%02d", i))
 		tagged = append(tagged, f)
+		onWire = append(onWire, append(append(append([]byte(nil), f[:12]...), 0x81, 0x00, 0x00, 0x07), f[12:]...)) // VLAN 7
 	}
-	must(t, hosts["a"].Do(func() error {
-		ifi, err := net.InterfaceByName("eth0")
-		if err != nil {
-			return err
-		}
-		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(fd)
-		for _, f := range tagged {
-			t := append(append(append([]byte(nil), f[:12]...), 0x81, 0x00, 0x00, 0x07), f[12:]...)
-			if err := unix.Sendto(fd, t, 0, &unix.SockaddrLinklayer{Ifindex: ifi.Index}); err != nil {
-				return err
-			}
-		}
-		return nil
-	}))
+	sendRawFrom(t, hosts["a"], onWire...)
 	for _, h := range []string{"b", "c", "d"} {
 		got, tags := mons[h].taggedFrom("198.18.0.1", len(tagged))
 		if len(got) != len(tagged) {

@@ -4,7 +4,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/edgenf/edgenf/internal/netlab"
-	"golang.org/x/sys/unix"
 )
 
 // learnRules makes the p4 cube's control plane a learning controller for
@@ -28,15 +26,7 @@ func threeHosts(t *testing.T) (hosts []*netlab.Host, roots []string) {
 	t.Helper()
 	lab := netlab.NewT(t)
 	for i, n := range []string{"a", "b", "c"} {
-		h, err := lab.Host(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		must(t, h.Sysctl("net.ipv6.conf.default.disable_ipv6", "1"))
-		r, err := lab.Veth(h, "eth0", n, fmt.Sprintf("198.18.0.%d/24", i+1))
-		if err != nil {
-			t.Fatal(err)
-		}
+		h, r := quietHost(t, lab, n, fmt.Sprintf("198.18.0.%d/24", i+1))
 		hosts, roots = append(hosts, h), append(roots, r)
 	}
 	for i, h := range hosts {
@@ -158,18 +148,7 @@ func learningSwitch(t *testing.T, hook string) {
 	// packet-in: a link-local control frame from c goes to the CPU port;
 	// its packet_in header (ingress_port) is decoded and stripped
 	lldp := append(append(append([]byte{0x01, 0x80, 0xc2, 0, 0, 0x0e}, mc...), 0x88, 0xcc), []byte("edgenf-lldp-test-payload-0123456789abcdef")...)
-	must(t, c.Do(func() error {
-		ifi, err := net.InterfaceByName("eth0")
-		if err != nil {
-			return err
-		}
-		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(fd)
-		return unix.Sendto(fd, lldp, 0, &unix.SockaddrLinklayer{Ifindex: ifi.Index})
-	}))
+	sendRawFrom(t, c, lldp)
 	var pins []struct {
 		Port   int               `json:"port"`
 		Fields map[string]string `json:"fields"`

@@ -33,17 +33,7 @@ func portScan(t *testing.T, hook string) {
 	roots := map[string]string{}
 	ips := map[string]string{"c": "198.18.0.1", "s": "198.18.0.2", "v": "198.18.0.3", "m": "198.18.0.4"}
 	for _, n := range []string{"c", "s", "v", "m"} {
-		h, err := lab.Host(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := h.Sysctl("net.ipv6.conf.default.disable_ipv6", "1"); err != nil {
-			t.Fatal(err)
-		}
-		if roots[n], err = lab.Veth(h, "eth0", n, ips[n]+"/24"); err != nil {
-			t.Fatal(err)
-		}
-		hosts[n] = h
+		hosts[n], roots[n] = quietHost(t, lab, n, ips[n]+"/24")
 	}
 	mac := func(n string) string { m, _ := hosts[n].MAC("eth0"); return m.String() }
 	for _, n := range []string{"c", "s"} {
@@ -227,17 +217,7 @@ func telemetry(t *testing.T, hook string) {
 	roots := map[string]string{}
 	ips := map[string]string{"a": "198.18.0.1", "b": "198.18.0.3", "m": "198.18.0.4"}
 	for _, n := range []string{"a", "b", "m"} {
-		h, err := lab.Host(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := h.Sysctl("net.ipv6.conf.default.disable_ipv6", "1"); err != nil {
-			t.Fatal(err)
-		}
-		if roots[n], err = lab.Veth(h, "eth0", n, ips[n]+"/24"); err != nil {
-			t.Fatal(err)
-		}
-		hosts[n] = h
+		hosts[n], roots[n] = quietHost(t, lab, n, ips[n]+"/24")
 	}
 	ma, _ := hosts["a"].MAC("eth0")
 	mb, _ := hosts["b"].MAC("eth0")
