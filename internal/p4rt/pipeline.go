@@ -21,7 +21,7 @@ import (
 // settingsFor returns the cube's settings with the program replaced
 // (other settings — cpu_port, defines, learning rules — are kept), as raw
 // JSON, and the options to compile it.
-func settingsFor(c *cube.Cube, dev *device, src []byte) (json.RawMessage, p4c.Options, error) {
+func settingsFor(c *cube.Cube, dev *device, src []byte, cookie *Cookie) (json.RawMessage, p4c.Options, error) {
 	raw := map[string]any{}
 	var set p4nf.Settings
 	if c != nil && len(c.Config) > 0 {
@@ -34,6 +34,10 @@ func settingsFor(c *cube.Cube, dev *device, src []byte) (json.RawMessage, p4c.Op
 		set.Program = fmt.Sprintf("p4rt-device-%d.p4", dev.id)
 	}
 	raw["program"], raw["source"] = set.Program, string(src)
+	delete(raw, "p4runtime_cookie")
+	if cookie != nil {
+		raw["p4runtime_cookie"] = cookie.Cookie
+	}
 	out, err := json.Marshal(raw)
 	return out, p4c.Options{Path: set.Program, Source: src, Defines: set.Defines, IncludeDirs: set.IncludeDirs, CPUPort: set.CPUPort}, err
 }
@@ -81,7 +85,7 @@ func (s *Server) SetForwardingPipelineConfig(ctx context.Context, req *SetPipeli
 	if !exists {
 		cur = nil
 	}
-	conf, opts, err := settingsFor(cur, d, cfg.DeviceConfig)
+	conf, opts, err := settingsFor(cur, d, cfg.DeviceConfig, cfg.Cookie)
 	if err != nil {
 		return nil, errf(codes.Internal, "cube %s: settings: %v", d.cube, err)
 	}
@@ -124,18 +128,11 @@ func (s *Server) SetForwardingPipelineConfig(ctx context.Context, req *SetPipeli
 		return nil, fromEngine(err)
 	}
 	d.mu.Lock()
-	if cfg.Cookie != nil {
-		v := cfg.Cookie.Cookie
-		d.cookie = &v
-	} else {
-		d.cookie = nil
-	}
 	if req.Action == ActionCommit {
 		d.saved = nil
 	}
 	if clear {
 		d.digests = map[uint32]*DigestConfig{}
-		d.meta = map[string][]byte{}
 	}
 	d.mu.Unlock()
 	s.log.Info("p4rt: pipeline committed", "device", d.id, "cube", d.cube, "reconcile", !clear)
@@ -150,11 +147,11 @@ func (s *Server) GetForwardingPipelineConfig(ctx context.Context, req *GetPipeli
 		return nil, err
 	}
 	out := &PipelineConfig{}
-	pl.dev.mu.Lock()
-	if pl.dev.cookie != nil {
-		out.Cookie = &Cookie{Cookie: *pl.dev.cookie}
+	var set p4nf.Settings
+	json.Unmarshal(pl.cube.Config, &set)
+	if set.P4RuntimeCookie != nil {
+		out.Cookie = &Cookie{Cookie: *set.P4RuntimeCookie}
 	}
-	pl.dev.mu.Unlock()
 	switch req.ResponseType {
 	case ResponseAll:
 		out.P4Info, out.HasP4Info = EncodeP4Info(pl.info), true

@@ -34,10 +34,8 @@ type device struct {
 
 	mu      sync.Mutex
 	streams map[*stream]bool
-	cookie  *uint64
 	saved   *PipelineConfig          // VERIFY_AND_SAVE, for COMMIT
 	digests map[uint32]*DigestConfig // digests the controller asked for
-	meta    map[string][]byte        // table entry key → TableEntry.metadata
 	listID  uint64                   // last DigestList.list_id
 	poll    context.CancelFunc       // the event poller, while streams are open
 	polling chan struct{}            // closed when the poller ends
@@ -50,7 +48,7 @@ type device struct {
 }
 
 func newDevice(id uint64, name string) *device {
-	return &device{id: id, cube: name, streams: map[*stream]bool{}, digests: map[uint32]*DigestConfig{}, meta: map[string][]byte{}}
+	return &device{id: id, cube: name, streams: map[*stream]bool{}, digests: map[uint32]*DigestConfig{}}
 }
 
 // stream is one StreamChannel.
@@ -443,9 +441,7 @@ func idleNotification(info *p4info.P4Info, d *device, ev p4nf.Event) *StreamResp
 	if err != nil {
 		return nil
 	}
-	d.mu.Lock()
-	te.Metadata = d.meta[ev.Entry.Key()]
-	d.mu.Unlock()
+	te.Metadata = ev.Entry.Metadata
 	te.Action = nil // only the key, metadata and idle_timeout_ns are required
 	return &StreamResponse{IdleTimeout: &IdleTimeoutNotification{TableEntry: []*TableEntry{te}, Timestamp: ev.Time.UnixNano()}}
 }

@@ -214,7 +214,7 @@ func (w *writer) table(typ int32, te *TableEntry) error {
 	if err != nil {
 		return err
 	}
-	e := &p4nf.Entry{Table: t.Name, Match: match, Priority: uint32(te.Priority)}
+	e := &p4nf.Entry{Table: t.Name, Match: match, Priority: uint32(te.Priority), Metadata: te.Metadata}
 	if te.IdleTimeoutNs < 0 {
 		return errf(codes.InvalidArgument, "table %s: negative idle_timeout_ns", t.Name)
 	}
@@ -242,7 +242,6 @@ func (w *writer) table(typ int32, te *TableEntry) error {
 	stored, exists := idx[id]
 	key := e.Key()
 	raw, _ := json.Marshal(e)
-	d := w.pl.dev
 	switch typ {
 	case UpdateInsert:
 		if exists {
@@ -274,18 +273,9 @@ func (w *writer) table(typ int32, te *TableEntry) error {
 			return err
 		}
 		delete(idx, id)
-		d.mu.Lock()
-		delete(d.meta, stored)
-		d.mu.Unlock()
 		return nil
 	}
 	idx[id] = key
-	d.mu.Lock()
-	delete(d.meta, stored)
-	if len(te.Metadata) > 0 {
-		d.meta[key] = te.Metadata
-	}
-	d.mu.Unlock()
 	return nil
 }
 
@@ -692,9 +682,7 @@ func (r *reader) tables(q *TableEntry) error {
 		if err != nil {
 			return errf(codes.Internal, "entry %s: %v", e.Key(), err)
 		}
-		d.mu.Lock()
-		te.Metadata = d.meta[e.Key()]
-		d.mu.Unlock()
+		te.Metadata = e.Metadata
 		if ns, ok := since[e.Key()]; ok {
 			te.TimeSinceLastHit = &ns
 		}

@@ -64,7 +64,8 @@ func call(t *testing.T, conn *grpc.ClientConn, method string, in, out any) {
 
 // TestP4RuntimeAgainstTheDaemon: a P4Runtime controller programs a switch
 // through edgenfd's gRPC server; what it writes is what the CLI shows, and
-// survives a daemon restart, readable again through P4Runtime.
+// survives a daemon restart, readable again through P4Runtime with its
+// metadata, as the pipeline's cookie is.
 func TestP4RuntimeAgainstTheDaemon(t *testing.T) {
 	addr := freeAddr(t)
 	d := startDaemon(t, "-p4rt-listen", addr, "-p4rt-devices", "sw1=1")
@@ -74,7 +75,7 @@ func TestP4RuntimeAgainstTheDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 	call(t, conn, "SetForwardingPipelineConfig", &p4rt.SetPipelineRequest{DeviceID: 1, ElectionID: &p4rt.Uint128{Low: 1},
-		Action: p4rt.ActionVerifyAndCommit, Config: &p4rt.PipelineConfig{DeviceConfig: src}}, &p4rt.SetPipelineResponse{})
+		Action: p4rt.ActionVerifyAndCommit, Config: &p4rt.PipelineConfig{DeviceConfig: src, Cookie: &p4rt.Cookie{Cookie: 0xc0ffee}}}, &p4rt.SetPipelineResponse{})
 
 	var info p4info.P4Info
 	d.json(&info, "view", "sw1", "p4info")
@@ -83,7 +84,7 @@ func TestP4RuntimeAgainstTheDaemon(t *testing.T) {
 		t.Fatalf("the cube's P4Info has no dmac table with forward: %+v", info.Edgenf)
 	}
 	fwd := dmac.Action("forward")
-	entry := &p4rt.TableEntry{TableID: dmac.ID,
+	entry := &p4rt.TableEntry{TableID: dmac.ID, Metadata: []byte("controller-cookie-1"),
 		Match:  []*p4rt.FieldMatch{{FieldID: dmac.Keys[0].ID, Kind: "exact", Value: []byte{2, 0, 0, 0, 0, 0x0b}}},
 		Action: &p4rt.TableAction{Action: &p4rt.Action{ActionID: fwd.ID, Params: []*p4rt.Param{{ParamID: fwd.Params[0].ID, Value: []byte{2}}}}}}
 	call(t, conn, "Write", &p4rt.WriteRequest{DeviceID: 1, ElectionID: &p4rt.Uint128{Low: 1},
@@ -110,8 +111,14 @@ func TestP4RuntimeAgainstTheDaemon(t *testing.T) {
 		t.Fatalf("read after restart: %+v %v", resp.Entities, err)
 	}
 	got := resp.Entities[0].TableEntry
-	if got.Action == nil || got.Action.Action == nil || got.Action.Action.ActionID != fwd.ID || string(got.Action.Action.Params[0].Value) != "\x02" {
+	if got.Action == nil || got.Action.Action == nil || got.Action.Action.ActionID != fwd.ID || string(got.Action.Action.Params[0].Value) != "\x02" ||
+		string(got.Metadata) != "controller-cookie-1" {
 		t.Fatalf("entry after restart %+v", got)
+	}
+	var pl p4rt.GetPipelineResponse
+	call(t, conn, "GetForwardingPipelineConfig", &p4rt.GetPipelineRequest{DeviceID: 1, ResponseType: p4rt.ResponseCookieOnly}, &pl)
+	if pl.Config == nil || pl.Config.Cookie == nil || pl.Config.Cookie.Cookie != 0xc0ffee {
+		t.Fatalf("pipeline cookie after restart: %+v", pl.Config)
 	}
 }
 

@@ -38,6 +38,9 @@ type Settings struct {
 	Learn []LearnRule `json:"learn,omitempty"`
 	// LearnMax bounds the entries learned (0: 4096).
 	LearnMax int `json:"learn_max,omitempty"`
+	// P4RuntimeCookie is the cookie of the pipeline a P4Runtime controller
+	// set (ForwardingPipelineConfig.cookie), kept across restarts.
+	P4RuntimeCookie *uint64 `json:"p4runtime_cookie,omitempty"`
 }
 
 // Validate compiles the program (cached): a program that does not compile
@@ -72,6 +75,9 @@ type Entry struct {
 	// IdleTimeout ("30s", "5m") reports the entry when no packet has hit
 	// it for that long (tables with support_timeout = true; idle.go).
 	IdleTimeout string `json:"idle_timeout,omitempty"`
+	// Metadata is opaque to edgenf, kept with the entry for its controller
+	// (P4Runtime's TableEntry.metadata).
+	Metadata []byte `json:"metadata,omitempty"`
 }
 
 // Validate encodes the entry against the cube's compiled program.
