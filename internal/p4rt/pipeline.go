@@ -21,7 +21,7 @@ import (
 // settingsFor returns the cube's settings with the program replaced
 // (other settings — cpu_port, defines, learning rules — are kept), as raw
 // JSON, and the options to compile it.
-func settingsFor(c *cube.Cube, dev *device, src []byte, cookie *Cookie) (json.RawMessage, p4c.Options, error) {
+func settingsFor(c *cube.Cube, dev *device, src []byte, cookie *Cookie, clear bool) (json.RawMessage, p4c.Options, error) {
 	raw := map[string]any{}
 	var set p4nf.Settings
 	if c != nil && len(c.Config) > 0 {
@@ -37,6 +37,9 @@ func settingsFor(c *cube.Cube, dev *device, src []byte, cookie *Cookie) (json.Ra
 	delete(raw, "p4runtime_cookie")
 	if cookie != nil {
 		raw["p4runtime_cookie"] = cookie.Cookie
+	}
+	if clear {
+		delete(raw, "p4runtime_digests") // a new pipeline starts without them
 	}
 	out, err := json.Marshal(raw)
 	return out, p4c.Options{Path: set.Program, Source: src, Defines: set.Defines, IncludeDirs: set.IncludeDirs, CPUPort: set.CPUPort}, err
@@ -85,7 +88,7 @@ func (s *Server) SetForwardingPipelineConfig(ctx context.Context, req *SetPipeli
 	if !exists {
 		cur = nil
 	}
-	conf, opts, err := settingsFor(cur, d, cfg.DeviceConfig, cfg.Cookie)
+	conf, opts, err := settingsFor(cur, d, cfg.DeviceConfig, cfg.Cookie, req.Action != ActionReconcileAndCommit)
 	if err != nil {
 		return nil, errf(codes.Internal, "cube %s: settings: %v", d.cube, err)
 	}
@@ -112,7 +115,7 @@ func (s *Server) SetForwardingPipelineConfig(ctx context.Context, req *SetPipeli
 		d.mu.Unlock()
 		return &SetPipelineResponse{}, nil
 	}
-	clear := req.Action != ActionReconcileAndCommit
+	clear := req.Action != ActionReconcileAndCommit // the forwarding state too
 	err = s.eng.Update(func(t *cube.Topology) error {
 		c, ok := t.Cubes[d.cube]
 		if !ok {

@@ -83,7 +83,11 @@ func New(cfg Config) *Server {
 		s.log = slog.Default()
 	}
 	for id, name := range cfg.Devices {
-		s.devices[id] = newDevice(id, name)
+		d := newDevice(id, name)
+		if c, ok := s.eng.CubeHeader(name); ok {
+			d.digests = loadDigests(c)
+		}
+		s.devices[id] = d
 	}
 	s.grpc = grpc.NewServer(grpc.ForceServerCodec(codec{}))
 	s.grpc.RegisterService(&serviceDesc, s)

@@ -11,11 +11,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/big"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/engine"
 	p4nf "github.com/edgenf/edgenf/internal/nf/p4"
 	"github.com/edgenf/edgenf/internal/p4/p4info"
@@ -524,15 +527,20 @@ func (w *writer) digest(typ int32, de *DigestEntry) error {
 			return errf(codes.NotFound, "digest %s is not configured", dl.Name)
 		}
 	}
+	next := maps.Clone(d.digests)
 	if typ == UpdateDelete {
-		delete(d.digests, dl.ID)
-		return nil
+		delete(next, dl.ID)
+	} else {
+		cfg := de.Config
+		if cfg == nil {
+			cfg = &DigestConfig{}
+		}
+		next[dl.ID] = cfg
 	}
-	cfg := de.Config
-	if cfg == nil {
-		cfg = &DigestConfig{}
+	if err := w.s.saveDigests(d.cube, next); err != nil {
+		return err
 	}
-	d.digests[dl.ID] = cfg
+	d.digests = next
 	return nil
 }
 
@@ -900,4 +908,50 @@ func (r *reader) digests(q *DigestEntry) error {
 		}
 	}
 	return nil
+}
+
+// saveDigests keeps the digest configurations in the cube's settings, so
+// that a restarted daemon streams the same digests.
+func (s *Server) saveDigests(name string, digests map[uint32]*DigestConfig) error {
+	list := make([]p4nf.P4RuntimeDigest, 0, len(digests))
+	for id, c := range digests {
+		list = append(list, p4nf.P4RuntimeDigest{ID: id, MaxTimeoutNs: c.MaxTimeoutNs, MaxListSize: c.MaxListSize, AckTimeoutNs: c.AckTimeoutNs})
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
+	err := s.eng.Update(func(t *cube.Topology) error {
+		c, ok := t.Cubes[name]
+		if !ok {
+			return fmt.Errorf("no cube %s", name)
+		}
+		raw := map[string]any{}
+		if len(c.Config) > 0 {
+			if err := json.Unmarshal(c.Config, &raw); err != nil {
+				return err
+			}
+		}
+		if len(list) > 0 {
+			raw["p4runtime_digests"] = list
+		} else {
+			delete(raw, "p4runtime_digests")
+		}
+		conf, err := json.Marshal(raw)
+		if err != nil {
+			return err
+		}
+		return t.SetConfig(name, conf)
+	})
+	return fromEngine(err)
+}
+
+// loadDigests reads the digest configurations a cube's settings keep.
+func loadDigests(c *cube.Cube) map[uint32]*DigestConfig {
+	out := map[uint32]*DigestConfig{}
+	var set p4nf.Settings
+	if c == nil || json.Unmarshal(c.Config, &set) != nil {
+		return out
+	}
+	for _, x := range set.P4RuntimeDigests {
+		out[x.ID] = &DigestConfig{MaxTimeoutNs: x.MaxTimeoutNs, MaxListSize: x.MaxListSize, AckTimeoutNs: x.AckTimeoutNs}
+	}
+	return out
 }

@@ -65,7 +65,7 @@ func call(t *testing.T, conn *grpc.ClientConn, method string, in, out any) {
 // TestP4RuntimeAgainstTheDaemon: a P4Runtime controller programs a switch
 // through edgenfd's gRPC server; what it writes is what the CLI shows, and
 // survives a daemon restart, readable again through P4Runtime with its
-// metadata, as the pipeline's cookie is.
+// metadata, as the pipeline's cookie and digest configurations are.
 func TestP4RuntimeAgainstTheDaemon(t *testing.T) {
 	addr := freeAddr(t)
 	d := startDaemon(t, "-p4rt-listen", addr, "-p4rt-devices", "sw1=1")
@@ -87,8 +87,13 @@ func TestP4RuntimeAgainstTheDaemon(t *testing.T) {
 	entry := &p4rt.TableEntry{TableID: dmac.ID, Metadata: []byte("controller-cookie-1"),
 		Match:  []*p4rt.FieldMatch{{FieldID: dmac.Keys[0].ID, Kind: "exact", Value: []byte{2, 0, 0, 0, 0, 0x0b}}},
 		Action: &p4rt.TableAction{Action: &p4rt.Action{ActionID: fwd.ID, Params: []*p4rt.Param{{ParamID: fwd.Params[0].ID, Value: []byte{2}}}}}}
+	learn := info.Edgenf.SlowPath.Digest("learn_t")
+	if learn == nil {
+		t.Fatal("the program has no learn_t digest")
+	}
 	call(t, conn, "Write", &p4rt.WriteRequest{DeviceID: 1, ElectionID: &p4rt.Uint128{Low: 1},
-		Updates: []*p4rt.Update{{Type: p4rt.UpdateInsert, Entity: &p4rt.Entity{TableEntry: entry}}}}, &p4rt.WriteResponse{})
+		Updates: []*p4rt.Update{{Type: p4rt.UpdateInsert, Entity: &p4rt.Entity{TableEntry: entry}},
+			{Type: p4rt.UpdateInsert, Entity: &p4rt.Entity{DigestEntry: &p4rt.DigestEntry{DigestID: learn.ID, Config: &p4rt.DigestConfig{MaxListSize: 1}}}}}}, &p4rt.WriteResponse{})
 
 	out := d.cli("table", "list", "sw1", "entries")
 	if !strings.Contains(out, "02:00:00:00:00:0b") || !strings.Contains(out, "forward") {
@@ -114,6 +119,17 @@ func TestP4RuntimeAgainstTheDaemon(t *testing.T) {
 	if got.Action == nil || got.Action.Action == nil || got.Action.Action.ActionID != fwd.ID || string(got.Action.Action.Params[0].Value) != "\x02" ||
 		string(got.Metadata) != "controller-cookie-1" {
 		t.Fatalf("entry after restart %+v", got)
+	}
+	st, err = conn.NewStream(context.Background(), &grpc.StreamDesc{ServerStreams: true}, "/p4.v1.P4Runtime/Read")
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, st.SendMsg(&p4rt.ReadRequest{DeviceID: 1, Entities: []*p4rt.Entity{{DigestEntry: &p4rt.DigestEntry{}}}}))
+	st.CloseSend()
+	resp = p4rt.ReadResponse{}
+	if err := st.RecvMsg(&resp); err != nil || len(resp.Entities) != 1 || resp.Entities[0].DigestEntry.DigestID != learn.ID ||
+		resp.Entities[0].DigestEntry.Config.MaxListSize != 1 {
+		t.Fatalf("digest configs after restart: %+v %v", resp.Entities, err)
 	}
 	var pl p4rt.GetPipelineResponse
 	call(t, conn, "GetForwardingPipelineConfig", &p4rt.GetPipelineRequest{DeviceID: 1, ResponseType: p4rt.ResponseCookieOnly}, &pl)

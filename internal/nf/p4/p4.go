@@ -41,6 +41,17 @@ type Settings struct {
 	// P4RuntimeCookie is the cookie of the pipeline a P4Runtime controller
 	// set (ForwardingPipelineConfig.cookie), kept across restarts.
 	P4RuntimeCookie *uint64 `json:"p4runtime_cookie,omitempty"`
+	// P4RuntimeDigests are the digests a P4Runtime controller asked to
+	// receive (DigestEntry), kept across restarts.
+	P4RuntimeDigests []P4RuntimeDigest `json:"p4runtime_digests,omitempty"`
+}
+
+// P4RuntimeDigest is a digest's P4Runtime configuration (DigestEntry.config).
+type P4RuntimeDigest struct {
+	ID           uint32 `json:"id"`
+	MaxTimeoutNs int64  `json:"max_timeout_ns,omitempty"`
+	MaxListSize  int32  `json:"max_list_size,omitempty"`
+	AckTimeoutNs int64  `json:"ack_timeout_ns,omitempty"`
 }
 
 // Validate compiles the program (cached): a program that does not compile
