@@ -27,6 +27,7 @@ const (
 	fMFID, fMFName, fMFBitwidth, fMFMatchType protowire.Number = 1, 2, 4, 5
 	// Table
 	fTblPreamble, fTblMatchFields, fTblActionRefs, fTblConstDefault, fTblDirectRes, fTblSize, fTblIsConst protowire.Number = 1, 2, 3, 4, 7, 8, 10
+	fTblIdleTimeoutBehavior                                                                               protowire.Number = 9
 	// ActionRef
 	fARID, fARScope protowire.Number = 1, 3
 	// Action, Action.Param
@@ -139,6 +140,9 @@ func EncodeP4Info(m *p4info.P4Info) []byte {
 				e.bytesAlways(fTblDirectRes, packed)
 			}
 			e.int64(fTblSize, size(t.Size))
+			if t.IdleTimeoutBehavior == "NOTIFY_CONTROL" {
+				e.varint(fTblIdleTimeoutBehavior, 1)
+			}
 			e.bool(fTblIsConst, t.IsConstTable)
 		}))
 	}

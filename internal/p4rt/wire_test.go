@@ -99,7 +99,7 @@ func TestP4InfoEncoding(t *testing.T) {
 		PkgInfo: p4info.PkgInfo{Arch: "v1model"},
 		Tables: []*p4info.Table{{Preamble: p4info.Preamble{ID: 0x02000001, Name: "I.t", Alias: "t"},
 			MatchFields: []p4info.MatchField{{ID: 1, Name: "h.a", Bitwidth: 8, MatchType: "EXACT"}},
-			ActionRefs:  []p4info.ActionRef{{ID: 0x01000001}}, Size: "16"}},
+			ActionRefs:  []p4info.ActionRef{{ID: 0x01000001}}, Size: "16", IdleTimeoutBehavior: "NOTIFY_CONTROL"}},
 		Actions: []*p4info.Action{{Preamble: p4info.Preamble{ID: 0x01000001, Name: "I.a", Alias: "a"}}},
 	}
 	got := EncodeP4Info(info)
@@ -107,12 +107,12 @@ func TestP4InfoEncoding(t *testing.T) {
 	pkg := "0a 09 2a 07 76 31 6d 6f 64 65 6c"
 	// tables (2) {preamble (1) {id, name "I.t", alias "t"}, match_fields
 	// (2) {id 1, name "h.a", bitwidth 8, match_type EXACT (2)}, action_refs
-	// (3) {id}, size (8) 16}
-	table := "12 25" +
+	// (3) {id}, size (8) 16, idle_timeout_behavior (9) NOTIFY_CONTROL (1)}
+	table := "12 27" +
 		" 0a 0d 08 81 80 80 10 12 03 49 2e 74 1a 01 74" +
 		" 12 0b 08 01 12 03 68 2e 61 20 08 28 02" +
 		" 1a 05 08 81 80 80 08" +
-		" 40 10"
+		" 40 10 48 01"
 	action := "1a 0f 0a 0d 08 81 80 80 08 12 03 49 2e 61 1a 01 61"
 	if want := unhex(t, pkg+table+action); !bytes.Equal(got, want) {
 		t.Fatalf("P4Info\n got % x\nwant % x", got, want)
