@@ -180,6 +180,18 @@ static __always_inline int enf_punt(ctx_t *ctx, struct edgenf_md *md, __u32 reas
 #define EDGENF_VLAN_INLINE 0
 #endif
 
+/* Metadata of a frame that starts a hop from an interface (stub, direct
+ * entry, injector): no cube, port, tenant, mark or hops behind it yet. */
+static __always_inline void enf_md_start(ctx_t *ctx, struct edgenf_md *md)
+{
+	md->cube = EDGENF_MAX_SLOTS;
+	md->in_port = 0;
+	md->ingress_ifindex = ctx_ifindex(ctx);
+	md->tenant = 0;
+	md->mark = 0;
+	md->hops = 0;
+}
+
 /* Start of the hop of a frame entering (or leaving) a Linux interface: the
  * stub's work, shared with direct entries. hops and stats are the stub's
  * maps; returns the hop, or NULL when the frame belongs to the Linux stack. */
@@ -197,12 +209,7 @@ static __always_inline struct edgenf_hop *enf_enter(ctx_t *ctx, struct edgenf_md
 		s->rx_packets++;
 		s->rx_bytes += ctx_len(ctx);
 	}
-	md->cube = EDGENF_MAX_SLOTS;
-	md->in_port = 0;
-	md->ingress_ifindex = ctx_ifindex(ctx);
-	md->tenant = 0;
-	md->mark = 0;
-	md->hops = 0;
+	enf_md_start(ctx, md);
 	return h;
 }
 

@@ -54,12 +54,7 @@ SEC(EDGENF_SEC) int edgenf_inject(ctx_t *ctx)
 		return CTX_PASS;
 	if (ctx_change_tail(ctx, len - sizeof(tr)))
 		return CTX_DROP;
-	md->cube = EDGENF_MAX_SLOTS;
-	md->in_port = 0;
-	md->ingress_ifindex = ctx_ifindex(ctx);
-	md->tenant = 0;
-	md->mark = 0;
-	md->hops = 0;
+	enf_md_start(ctx, md);
 	md->pos = 0;
 	__builtin_memcpy(&md->hop, &tr.hop, sizeof(tr.hop));
 	return enf_deliver(ctx, md);

@@ -99,7 +99,6 @@ func (ctl controller) idleCandidates() []idleCandidate {
 		}
 	}
 	s.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].e.Key() < out[j].e.Key() })
 	return out
 }
 
@@ -214,6 +213,7 @@ func listIdle(h cube.Handle, c *cube.Cube) (any, error) {
 		}
 		out = append(out, IdleEntry{Entry: *ic.e, Learned: ic.learned, IdleFor: idle.Truncate(time.Second).String(), Idle: idle >= ic.timeout})
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key() < out[j].Key() })
 	return out, nil
 }
 
