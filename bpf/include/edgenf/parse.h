@@ -8,7 +8,7 @@
 #include <linux/in.h>
 #include <linux/tcp.h>
 #include <linux/udp.h>
-#include <linux/icmp.h>
+#include "icmp.h"
 #include "ctx.h"
 
 #ifndef ETH_P_8021AD

@@ -12,7 +12,8 @@
  * the backend are translated back to the VIP and sent out of the port the
  * request came from. ARP requests for a VIP or a port address are answered
  * with the port's MAC. Layouts are mirrored by lb.go. */
-#include <stddef.h>
+/* offsetof without the C library's stddef.h */
+#define offsetof(t, m) __builtin_offsetof(t, m)
 #include <edgenf/edgenf.h>
 
 #define LB_MAX_SERVICES 256

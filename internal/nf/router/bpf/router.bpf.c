@@ -8,7 +8,6 @@
  * packets whose next hop is not resolved yet (queued while the controller
  * resolves it), TTL expiry and missing routes (ICMP errors). */
 #include <edgenf/edgenf.h>
-#include <linux/if_arp.h>
 
 /* Punt reasons; mirrored in router.go. */
 #define RT_PUNT_ARP 1       /* ARP reply (or gratuitous) for the router */
