@@ -79,6 +79,9 @@ func (s *Server) identify(r *http.Request) (identity, error) {
 	if v, _ := r.Context().Value(unixConnKey{}).(bool); v {
 		return identity{admin: true}, nil
 	}
+	if id, ok, err := s.certIdentity(r); ok || err != nil { // tls.go
+		return id, err
+	}
 	if s.tokens == nil {
 		return identity{}, errors.New("no tokens configured for TCP access")
 	}
@@ -86,12 +89,23 @@ func (s *Server) identify(r *http.Request) (identity, error) {
 	if !ok || tok == "" {
 		return identity{}, errors.New("missing bearer token (Authorization: Bearer <token>)")
 	}
-	for _, t := range s.tokens.list {
-		if subtle.ConstantTimeCompare([]byte(t.Token), []byte(tok)) == 1 {
-			return identity{admin: t.Tenant == "", tenant: t.Tenant}, nil
-		}
+	if id, ok := s.tokens.lookup(tok); ok {
+		return id, nil
 	}
 	return identity{}, errors.New("invalid token")
+}
+
+// lookup finds a token's identity, comparing in constant time.
+func (t *Tokens) lookup(tok string) (identity, bool) {
+	if t == nil {
+		return identity{}, false
+	}
+	for _, e := range t.list {
+		if subtle.ConstantTimeCompare([]byte(e.Token), []byte(tok)) == 1 {
+			return identity{admin: e.Tenant == "", tenant: e.Tenant}, true
+		}
+	}
+	return identity{}, false
 }
 
 // admin restricts a handler to administrators.

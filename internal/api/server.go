@@ -50,6 +50,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/attachments", s.attach)
 	m.HandleFunc("DELETE /v1/attachments/{cube}", s.detach)
 	m.HandleFunc("GET /v1/interfaces/{iface}/stats", s.admin(s.ifaceStats))
+	m.HandleFunc("GET /metrics", s.metrics) // metrics.go
 	// Everything under a cube, reachable generically and per type (the
 	// typed paths are what the OpenAPI document describes with schemas).
 	for _, prefix := range []string{"/v1/cubes/{cube}", "/v1/nf/{type}/{cube}"} {
@@ -735,7 +736,9 @@ func (s *Server) doAction(w http.ResponseWriter, r *http.Request, c *cube.Cube) 
 	raw, _ := io.ReadAll(r.Body)
 	v, err := s.eng.Action(c.Name, r.PathValue("action"), raw)
 	if wt, ok := v.(cube.Waiter); ok && err == nil {
+		done := longPoll(w, r) // limits.go
 		v, err = wt.Wait(r.Context()) // a long poll, outside the engine's lock
+		done()
 	}
 	if err != nil {
 		fail(w, err)

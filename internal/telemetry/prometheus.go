@@ -2,6 +2,7 @@
 package telemetry
 
 import (
+	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/engine"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -10,8 +11,22 @@ import (
 // them; nothing is sampled in between).
 type Collector struct {
 	eng   *engine.Engine
+	scope Scope
 	descs map[string]*prometheus.Desc
 }
+
+// Scope is what one scrape may see: everything (the administrator), or the
+// series of one tenant's cubes only. Series that are not about a cube (the
+// copy machine's) are the administrator's.
+type Scope struct {
+	All    bool
+	Tenant string
+}
+
+// Everything is the administrator's scope.
+var Everything = Scope{All: true}
+
+func (s Scope) sees(c *cube.Cube) bool { return s.All || c.Tenant == s.Tenant }
 
 var portMetrics = []struct {
 	name, help string
@@ -25,9 +40,9 @@ var portMetrics = []struct {
 	{"punt_packets_total", "Packets punted to the slow path, by the port they came in on.", func(s engine.PortStats) uint64 { return s.PuntPackets }},
 }
 
-// NewCollector builds a collector over eng.
-func NewCollector(eng *engine.Engine) *Collector {
-	c := &Collector{eng: eng, descs: map[string]*prometheus.Desc{}}
+// NewCollector builds a collector over eng that exports what scope sees.
+func NewCollector(eng *engine.Engine, scope Scope) *Collector {
+	c := &Collector{eng: eng, scope: scope, descs: map[string]*prometheus.Desc{}}
 	for _, m := range portMetrics {
 		c.descs[m.name] = prometheus.NewDesc("edgenf_port_"+m.name, m.help, []string{"cube", "type", "port"}, nil)
 	}
@@ -54,6 +69,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	perType := map[string]float64{}
 	for _, name := range t.CubeNames() {
 		cb := t.Cubes[name]
+		if !c.scope.sees(cb) {
+			continue
+		}
 		perType[cb.Type]++
 		st, err := c.eng.Stats(name)
 		if err != nil {
@@ -72,6 +90,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for typ, n := range perType {
 		ch <- prometheus.MustNewConstMetric(c.descs["cubes"], prometheus.GaugeValue, n, typ)
+	}
+	if !c.scope.All {
+		return
 	}
 	if cs, err := c.eng.CopyStats(); err == nil {
 		ch <- prometheus.MustNewConstMetric(c.descs["copy_stale"], prometheus.CounterValue, float64(cs.Stale))

@@ -43,7 +43,7 @@ func TestCollectorExportsKernelCounters(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewCollector(eng))
+	reg.MustRegister(NewCollector(eng, Everything))
 	want := `
 # HELP edgenf_port_tx_packets_total Packets sent out of a cube port.
 # TYPE edgenf_port_tx_packets_total counter
@@ -75,5 +75,49 @@ edgenf_copy_machine_stale_total 0
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(rest), "edgenf_cube_slow_copies_total", "edgenf_cubes", "edgenf_copy_machine_stale_total"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTenantScopeSeesOnlyItsCubes: a tenant's scrape has the series of its
+// own cubes only, counts only its cubes, and none of the host-wide series.
+func TestTenantScopeSeesOnlyItsCubes(t *testing.T) {
+	eng := nftest.Engine(t)
+	nftest.MustUpdate(t, eng, func(tp *cube.Topology) error {
+		for _, c := range []struct{ name, tenant string }{{"r1", "red"}, {"r2", "red"}, {"b1", "blue"}, {"a1", ""}} {
+			if err := tp.AddCube(&cube.Cube{Name: c.name, Type: "portfwd", Hook: datapath.XDP, Tenant: c.tenant}); err != nil {
+				return err
+			}
+			if err := tp.AddPort(c.name, cube.Port{Name: "p0", Index: 0}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(NewCollector(eng, Scope{Tenant: "red"}))
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if strings.HasPrefix(f.GetName(), "edgenf_copy_machine") {
+			t.Errorf("tenant scrape has host-wide series %s", f.GetName())
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "cube" && l.GetValue() != "r1" && l.GetValue() != "r2" {
+					t.Errorf("tenant red sees %s of cube %s", f.GetName(), l.GetValue())
+				}
+			}
+			if f.GetName() == "edgenf_cubes" && m.GetGauge().GetValue() != 2 {
+				t.Errorf("tenant red counts %v cubes", m.GetGauge().GetValue())
+			}
+		}
+	}
+	if n := testutil.CollectAndCount(NewCollector(eng, Scope{Tenant: "red"}), "edgenf_port_rx_packets_total"); n != 2 {
+		t.Errorf("red has %d rx series, want 2 (r1:p0, r2:p0)", n)
+	}
+	if n := testutil.CollectAndCount(NewCollector(eng, Everything), "edgenf_port_rx_packets_total"); n != 4 {
+		t.Errorf("the administrator has %d rx series, want 4", n)
 	}
 }
