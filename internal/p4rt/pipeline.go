@@ -47,7 +47,7 @@ func settingsFor(c *cube.Cube, dev *device, src []byte, cookie *Cookie, clear bo
 
 // SetForwardingPipelineConfig verifies, saves or commits a program.
 func (s *Server) SetForwardingPipelineConfig(ctx context.Context, req *SetPipelineRequest) (*SetPipelineResponse, error) {
-	d, err := s.device(req.DeviceID)
+	d, err := s.access(ctx, req.DeviceID)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +119,11 @@ func (s *Server) SetForwardingPipelineConfig(ctx context.Context, req *SetPipeli
 	err = s.eng.Update(func(t *cube.Topology) error {
 		c, ok := t.Cubes[d.cube]
 		if !ok {
-			return t.AddCube(&cube.Cube{Name: d.cube, Type: "p4", Hook: datapath.XDP, Config: conf})
+			return t.AddCube(&cube.Cube{Name: d.cube, Type: "p4", Hook: datapath.XDP, Tenant: d.tenant, Config: conf})
+		}
+		if caller, _ := callerOf(ctx); !caller.Admin && c.Tenant != d.tenant {
+			// checked again under the engine's lock (auth.go checked before)
+			return errf(codes.PermissionDenied, "device %d: its cube %s is not in the device's tenant; ask the administrator", d.id, d.cube)
 		}
 		if clear {
 			// VERIFY_AND_COMMIT: the forwarding state starts empty
@@ -145,6 +149,9 @@ func (s *Server) SetForwardingPipelineConfig(ctx context.Context, req *SetPipeli
 // GetForwardingPipelineConfig returns the device's P4Info, program source
 // and cookie.
 func (s *Server) GetForwardingPipelineConfig(ctx context.Context, req *GetPipelineRequest) (*GetPipelineResponse, error) {
+	if _, err := s.access(ctx, req.DeviceID); err != nil {
+		return nil, err
+	}
 	pl, err := s.pipeline(req.DeviceID)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ package p4rt
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,8 +21,10 @@ import (
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/engine"
 	"github.com/edgenf/edgenf/internal/p4/p4info"
+	"github.com/edgenf/edgenf/internal/tlsauth"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 )
 
@@ -63,14 +66,22 @@ type Config struct {
 	Engine *engine.Engine
 	// Devices maps P4Runtime device ids to p4 cube names.
 	Devices map[uint64]string
-	Logger  *slog.Logger
+	// Tenants binds device ids to tenants: on the TLS server, a tenant
+	// reaches only its devices; devices not listed are the
+	// administrator's alone.
+	Tenants map[uint64]string
+	// Tokens looks bearer tokens up (nil: none accepted).
+	Tokens func(token string) (tlsauth.Identity, bool)
+	Logger *slog.Logger
 }
 
 // Server is a P4Runtime server over the engine's p4 cubes.
 type Server struct {
-	eng  *engine.Engine
-	log  *slog.Logger
-	grpc *grpc.Server
+	eng    *engine.Engine
+	log    *slog.Logger
+	tokens func(string) (tlsauth.Identity, bool)
+	grpc   *grpc.Server // the unix socket's: root, no authentication
+	tls    *grpc.Server // TCP: TLS, authenticated (auth.go)
 
 	mu      sync.Mutex
 	devices map[uint64]*device
@@ -78,28 +89,54 @@ type Server struct {
 
 // New returns a server; Serve starts it.
 func New(cfg Config) *Server {
-	s := &Server{eng: cfg.Engine, log: cfg.Logger, devices: map[uint64]*device{}}
+	s := &Server{eng: cfg.Engine, log: cfg.Logger, tokens: cfg.Tokens, devices: map[uint64]*device{}}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
 	for id, name := range cfg.Devices {
 		d := newDevice(id, name)
+		d.tenant = cfg.Tenants[id]
 		if c, ok := s.eng.CubeHeader(name); ok {
 			d.digests = loadDigests(c)
 		}
 		s.devices[id] = d
 	}
-	s.grpc = grpc.NewServer(grpc.ForceServerCodec(codec{}))
-	s.grpc.RegisterService(&serviceDesc, s)
+	s.grpc = s.newGRPC(asAdmin)
 	return s
 }
 
-// Serve accepts P4Runtime connections on l until Stop.
+func (s *Server) newGRPC(auth authenticator, opts ...grpc.ServerOption) *grpc.Server {
+	g := grpc.NewServer(append(opts, grpc.ForceServerCodec(codec{}),
+		grpc.UnaryInterceptor(unaryAuth(auth)), grpc.StreamInterceptor(streamAuth(auth)))...)
+	g.RegisterService(&serviceDesc, s)
+	return g
+}
+
+// Serve accepts P4Runtime connections on l until Stop, without TLS or
+// authentication: every client is the administrator. Only for a listener
+// only root can reach (the daemon's unix socket).
 func (s *Server) Serve(l net.Listener) error { return s.grpc.Serve(l) }
+
+// ServeTLS accepts P4Runtime connections over TLS on l until Stop. Each
+// call is authenticated (client certificate or bearer token) and reaches
+// only the devices of its identity. Call it at most once.
+func (s *Server) ServeTLS(l net.Listener, cfg *tls.Config, opts ...grpc.ServerOption) error {
+	s.mu.Lock()
+	s.tls = s.newGRPC(s.byCredentials, append(opts, grpc.Creds(credentials.NewTLS(cfg)))...)
+	g := s.tls
+	s.mu.Unlock()
+	return g.Serve(l)
+}
 
 // Stop closes the listeners and every stream.
 func (s *Server) Stop() {
 	s.grpc.Stop()
+	s.mu.Lock()
+	tlsSrv := s.tls
+	s.mu.Unlock()
+	if tlsSrv != nil {
+		tlsSrv.Stop()
+	}
 	s.mu.Lock()
 	devs := make([]*device, 0, len(s.devices))
 	for _, d := range s.devices {
@@ -111,32 +148,42 @@ func (s *Server) Stop() {
 	}
 }
 
-// ParseDevices parses "cube=id,cube=id" (the daemon's -p4rt-devices).
-func ParseDevices(s string) (map[uint64]string, error) {
-	out := map[uint64]string{}
+// ParseDevices parses "cube=id[@tenant],..." (the daemon's -p4rt-devices):
+// device id → cube, and device id → tenant for the devices bound to one.
+func ParseDevices(s string) (cubes, tenants map[uint64]string, err error) {
+	cubes, tenants = map[uint64]string{}, map[uint64]string{}
 	if strings.TrimSpace(s) == "" {
-		return out, nil
+		return cubes, tenants, nil
 	}
 	seen := map[string]bool{}
 	for _, part := range strings.Split(s, ",") {
 		name, idText, ok := strings.Cut(strings.TrimSpace(part), "=")
 		if !ok || name == "" {
-			return nil, fmt.Errorf("p4rt device %q: want CUBE=ID", part)
+			return nil, nil, fmt.Errorf("p4rt device %q: want CUBE=ID or CUBE=ID@TENANT", part)
+		}
+		idText, tenant, bound := strings.Cut(idText, "@")
+		if bound {
+			if err := cube.CheckName("tenant", tenant); err != nil {
+				return nil, nil, fmt.Errorf("p4rt device %q: %v", part, err)
+			}
 		}
 		id, err := strconv.ParseUint(idText, 0, 64)
 		if err != nil || id == 0 {
-			return nil, fmt.Errorf("p4rt device %q: the device id must be a number > 0", part)
+			return nil, nil, fmt.Errorf("p4rt device %q: the device id must be a number > 0", part)
 		}
-		if other, dup := out[id]; dup {
-			return nil, fmt.Errorf("p4rt device id %d given to both %s and %s", id, other, name)
+		if other, dup := cubes[id]; dup {
+			return nil, nil, fmt.Errorf("p4rt device id %d given to both %s and %s", id, other, name)
 		}
 		if seen[name] {
-			return nil, fmt.Errorf("p4rt device %s listed twice", name)
+			return nil, nil, fmt.Errorf("p4rt device %s listed twice", name)
 		}
 		seen[name] = true
-		out[id] = name
+		cubes[id] = name
+		if bound {
+			tenants[id] = tenant
+		}
 	}
-	return out, nil
+	return cubes, tenants, nil
 }
 
 // --- errors ---

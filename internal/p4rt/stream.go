@@ -29,8 +29,9 @@ const streamQueue = 1024
 
 // device is the server's state for one device id.
 type device struct {
-	id   uint64
-	cube string
+	id     uint64
+	cube   string
+	tenant string // "": the administrator's alone
 
 	mu      sync.Mutex
 	streams map[*stream]bool
@@ -125,11 +126,11 @@ func (d *device) stopPoll(idle bool) {
 }
 
 // arbitrate handles a MasterArbitrationUpdate; an error ends the stream.
-func (s *Server) arbitrate(cur *device, ss *stream, a *Arbitration) (*device, error) {
+func (s *Server) arbitrate(ctx context.Context, cur *device, ss *stream, a *Arbitration) (*device, error) {
 	if a.Role != nil && (a.Role.Name != "" || a.Role.ID != 0) {
 		return nil, errf(codes.Unimplemented, "roles are not supported (role %q); leave the role unset for full pipeline access", a.Role.Name)
 	}
-	d, err := s.device(a.DeviceID)
+	d, err := s.access(ctx, a.DeviceID)
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +227,7 @@ func (s *Server) streamChannel(st grpc.ServerStream) error {
 		}
 		switch {
 		case req.Arbitration != nil:
-			d, err := s.arbitrate(dev, ss, req.Arbitration)
+			d, err := s.arbitrate(st.Context(), dev, ss, req.Arbitration)
 			if err != nil {
 				return err
 			}

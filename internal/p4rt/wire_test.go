@@ -132,12 +132,12 @@ func TestP4InfoEncoding(t *testing.T) {
 }
 
 func TestParseDevices(t *testing.T) {
-	m, err := ParseDevices("sw1=1, sw2=0x10")
-	if err != nil || m[1] != "sw1" || m[16] != "sw2" {
-		t.Fatalf("%v %v", m, err)
+	m, tenants, err := ParseDevices("sw1=1, sw2=0x10@red")
+	if err != nil || m[1] != "sw1" || m[16] != "sw2" || tenants[16] != "red" || len(tenants) != 1 {
+		t.Fatalf("%v %v %v", m, tenants, err)
 	}
-	for _, bad := range []string{"sw1", "sw1=0", "sw1=1,sw2=1", "sw1=1,sw1=2", "=3"} {
-		if _, err := ParseDevices(bad); err == nil {
+	for _, bad := range []string{"sw1", "sw1=0", "sw1=1,sw2=1", "sw1=1,sw1=2", "=3", "sw1=1@", "sw1=1@r d", "sw1=@red"} {
+		if _, _, err := ParseDevices(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}

@@ -46,6 +46,9 @@ const (
 // UNKNOWN and one p4.v1.Error per update (OK for those that were applied)
 // in the status details, as the spec asks.
 func (s *Server) Write(ctx context.Context, req *WriteRequest) (*WriteResponse, error) {
+	if _, err := s.access(ctx, req.DeviceID); err != nil {
+		return nil, err
+	}
 	pl, err := s.pipeline(req.DeviceID)
 	if err != nil {
 		return nil, err
@@ -551,6 +554,9 @@ const readBatch = 512
 
 // Read streams the entities asked for.
 func (s *Server) Read(ctx context.Context, req *ReadRequest, send func(*ReadResponse) error) error {
+	if _, err := s.access(ctx, req.DeviceID); err != nil {
+		return err
+	}
 	pl, err := s.pipeline(req.DeviceID)
 	if err != nil {
 		return err

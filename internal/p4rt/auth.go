@@ -1,0 +1,148 @@
+package p4rt
+
+// Who may use which device. The plain server (Serve) is for the daemon's
+// root-only unix socket: its clients are the administrator. The TLS server
+// (ServeTLS) authenticates every call by the client's certificate or a
+// bearer token in the call's metadata ("authorization: Bearer TOKEN", the
+// tokens of the REST API), and each device is bound to a tenant: a tenant
+// reaches only the devices bound to it, and only while their cube is its.
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/edgenf/edgenf/internal/tlsauth"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+)
+
+type identityKey struct{}
+
+// callerOf is the identity the server's interceptor put in a call's context.
+func callerOf(ctx context.Context) (tlsauth.Identity, bool) {
+	id, ok := ctx.Value(identityKey{}).(tlsauth.Identity)
+	return id, ok
+}
+
+// authenticator returns the identity of a call.
+type authenticator func(ctx context.Context) (tlsauth.Identity, error)
+
+// asAdmin is the plain server's: the unix socket is root's.
+func asAdmin(context.Context) (tlsauth.Identity, error) { return tlsauth.Identity{Admin: true}, nil }
+
+// byCredentials authenticates a call on the TLS server: a verified client
+// certificate, or a bearer token; both given must agree.
+func (s *Server) byCredentials(ctx context.Context) (tlsauth.Identity, error) {
+	var state *tls.ConnectionState
+	if p, ok := peer.FromContext(ctx); ok {
+		if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok {
+			state = &ti.State
+		}
+	}
+	cert, hasCert, err := tlsauth.FromConnection(state)
+	if err != nil {
+		return tlsauth.Identity{}, errf(codes.Unauthenticated, "%v", err)
+	}
+	var tok string
+	hasTok := false
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		for _, v := range md.Get("authorization") {
+			if t, ok := strings.CutPrefix(v, "Bearer "); ok {
+				tok, hasTok = t, true
+			}
+		}
+	}
+	var tokID tlsauth.Identity
+	if hasTok {
+		known := false
+		if s.tokens != nil {
+			tokID, known = s.tokens(tok)
+		}
+		if !known {
+			return tlsauth.Identity{}, errf(codes.Unauthenticated, "invalid token")
+		}
+	}
+	switch {
+	case hasCert && hasTok && cert != tokID:
+		return tlsauth.Identity{}, errf(codes.Unauthenticated, "the bearer token and the client certificate name different identities")
+	case hasCert:
+		return cert, nil
+	case hasTok:
+		return tokID, nil
+	}
+	return tlsauth.Identity{}, errf(codes.Unauthenticated, "no credentials: present a client certificate or the metadata \"authorization: Bearer TOKEN\"")
+}
+
+func unaryAuth(auth authenticator) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		id, err := auth(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return h(context.WithValue(ctx, identityKey{}, id), req)
+	}
+}
+
+func streamAuth(auth authenticator) grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+		id, err := auth(ss.Context())
+		if err != nil {
+			return err
+		}
+		return h(srv, &identifiedStream{ss, context.WithValue(ss.Context(), identityKey{}, id)})
+	}
+}
+
+type identifiedStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *identifiedStream) Context() context.Context { return s.ctx }
+
+// access returns the device id names if the caller may use it. A tenant
+// is told about its own devices only, as if the others did not exist.
+func (s *Server) access(ctx context.Context, id uint64) (*device, error) {
+	caller, ok := callerOf(ctx)
+	if !ok {
+		return nil, errf(codes.Unauthenticated, "unauthenticated call")
+	}
+	if caller.Admin {
+		return s.device(id)
+	}
+	s.mu.Lock()
+	d, ok := s.devices[id]
+	var known []string
+	for _, o := range s.devices {
+		if o.tenant == caller.Tenant {
+			known = append(known, fmt.Sprintf("%d (%s)", o.id, o.cube))
+		}
+	}
+	s.mu.Unlock()
+	if !ok || d.tenant != caller.Tenant {
+		sort.Strings(known)
+		if len(known) == 0 {
+			known = []string{"none"}
+		}
+		return nil, errf(codes.NotFound, "device id %d is not served (your devices: %s)", id, strings.Join(known, ", "))
+	}
+	if err := s.ownsCube(d); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// ownsCube checks that the device's cube, if it exists, belongs to the
+// device's tenant: the administrator may have moved it since.
+func (s *Server) ownsCube(d *device) error {
+	if c, ok := s.eng.CubeHeader(d.cube); ok && c.Tenant != d.tenant {
+		return errf(codes.PermissionDenied, "device %d: its cube %s is not in the device's tenant; ask the administrator", d.id, d.cube)
+	}
+	return nil
+}
