@@ -14,12 +14,14 @@ import (
 	"text/tabwriter"
 
 	"github.com/edgenf/edgenf/internal/client"
+	"github.com/edgenf/edgenf/internal/tlsauth"
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 )
 
 type globals struct {
 	socket, server, token, output string
+	tls                           tlsauth.ClientFiles
 }
 
 var g globals
@@ -48,6 +50,9 @@ func newRoot() *cobra.Command {
 	pf.StringVar(&g.socket, "socket", envOr("EDGENF_SOCKET", client.DefaultSocket), "edgenfd unix socket ($EDGENF_SOCKET)")
 	pf.StringVar(&g.server, "server", os.Getenv("EDGENF_SERVER"), "edgenfd TCP URL instead of the socket ($EDGENF_SERVER)")
 	pf.StringVar(&g.token, "token", os.Getenv("EDGENF_TOKEN"), "bearer token for --server ($EDGENF_TOKEN)")
+	pf.StringVar(&g.tls.CA, "ca", os.Getenv("EDGENF_CA"), "CA certificate (PEM) of an https --server ($EDGENF_CA; default: the system's roots)")
+	pf.StringVar(&g.tls.Cert, "cert", os.Getenv("EDGENF_CERT"), "client certificate (PEM) for an https --server ($EDGENF_CERT)")
+	pf.StringVar(&g.tls.Key, "key", os.Getenv("EDGENF_KEY"), "private key (PEM) of --cert ($EDGENF_KEY)")
 	pf.StringVarP(&g.output, "output", "o", "table", "output format: table, json or yaml")
 	root.RegisterFlagCompletionFunc("output", fixedCompletion("table", "json", "yaml"))
 	root.AddCommand(cubeCmd(), portCmd(), peerCmd(), unpeerCmd(), attachCmd(), detachCmd(),
@@ -63,7 +68,15 @@ func envOr(k, def string) string {
 	return def
 }
 
-func api() *client.Client { return client.New(g.socket, g.server, g.token) }
+// api is the client of the daemon the flags name (bad TLS files or URL:
+// every call fails with that error).
+func api() *client.Client {
+	c, err := client.Open(client.Options{Socket: g.socket, Server: g.server, Token: g.token, TLS: g.tls})
+	if err != nil {
+		return client.Failing(err)
+	}
+	return c
+}
 
 func fixedCompletion(vals ...string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {

@@ -1,7 +1,8 @@
 // Command edgenfd is the edgenf daemon: it owns the desired state, keeps the
 // kernel's eBPF objects in line with it, and serves the REST API (unix socket,
-// optional TCP with tokens), Prometheus metrics and, with -p4rt-listen,
-// P4Runtime for p4 cubes.
+// optional TCP with TLS, tokens or client certificates), Prometheus metrics
+// and, with -p4rt-devices, P4Runtime for p4 cubes (unix socket, optional TCP
+// with TLS).
 package main
 
 import (
@@ -23,9 +24,7 @@ import (
 	"github.com/edgenf/edgenf/internal/engine"
 	_ "github.com/edgenf/edgenf/internal/nf/all"
 	"github.com/edgenf/edgenf/internal/p4rt"
-	"github.com/edgenf/edgenf/internal/telemetry"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
 )
 
 func main() {
@@ -33,22 +32,29 @@ func main() {
 		socket  = flag.String("socket", "/run/edgenf/edgenf.sock", "unix socket of the API (root only)")
 		stateF  = flag.String("state", "/var/lib/edgenf/state.json", "state file")
 		bpffs   = flag.String("bpffs", datapath.DefaultRoot, "bpffs directory for pinned objects")
-		listen  = flag.String("listen", "", "also serve the API on this TCP address (needs -tokens)")
+		listen  = flag.String("listen", "", "also serve the API on this TCP address (needs -tokens or -tls-client-ca; TLS with -tls-cert, required off loopback)")
 		tokens  = flag.String("tokens", "", "JSON file of bearer tokens for the TCP listener")
 		destroy = flag.Bool("destroy", false, "remove every pinned object, program and the state file, then exit")
-		p4rtL   = flag.String("p4rt-listen", "", "serve P4Runtime (gRPC, no TLS, no auth) on this TCP address, e.g. 127.0.0.1:9559; off when empty")
-		p4rtD   = flag.String("p4rt-devices", "", "P4Runtime device ids of p4 cubes: CUBE=ID,... (e.g. sw1=1,sw2=2)")
-		p4rtR   = flag.Bool("p4rt-allow-remote", false, "let -p4rt-listen take a non-loopback address (the server has no TLS and no authentication)")
+		p4rtL   = flag.String("p4rt-listen", "", "also serve P4Runtime (gRPC) on this TCP address, e.g. 0.0.0.0:9559: TLS only (-tls-cert), authenticated by client certificate or token")
+		p4rtS   = flag.String("p4rt-socket", "", "unix socket of P4Runtime (root only; default: p4rt.sock beside -socket)")
+		p4rtD   = flag.String("p4rt-devices", "", "serve P4Runtime for these p4 cubes: CUBE=ID[@TENANT],... (e.g. sw1=1,sw2=2@red: device 2 is tenant red's)")
+		adoptE  = flag.Bool("adopt-empty", false, "start even though the state file names nothing while pinned objects exist, and adopt the state's emptiness: the pinned objects are removed")
 		verbose = flag.Bool("v", false, "debug logging")
+		tcpF    tcpFlags
 	)
+	tcpF.register(flag.CommandLine)
 	flag.Parse()
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	pf := p4rtFlags{listen: *p4rtL, devices: *p4rtD, remote: *p4rtR}
-	if err := run(log, *socket, *stateF, *bpffs, *listen, *tokens, *destroy, pf); err != nil {
+	pf := p4rtFlags{listen: *p4rtL, socket: *p4rtS, devices: *p4rtD}
+	if pf.socket == "" {
+		pf.socket = filepath.Join(filepath.Dir(*socket), "p4rt.sock")
+	}
+	cfg := engine.Config{PinRoot: *bpffs, StateFile: *stateF, Logger: log, AdoptEmpty: *adoptE}
+	if err := run(log, cfg, *socket, *listen, *tokens, *destroy, pf, tcpF); err != nil {
 		log.Error("edgenfd", "err", err)
 		os.Exit(1)
 	}
@@ -56,27 +62,13 @@ func main() {
 
 // p4rtFlags configure the P4Runtime server.
 type p4rtFlags struct {
-	listen, devices string
-	remote          bool
+	listen, socket, devices string
 }
 
-// checkLocal refuses a P4Runtime address other hosts could reach unless
-// asked for: anyone reaching it controls the data plane.
-func (f p4rtFlags) checkLocal() error {
-	host, _, err := net.SplitHostPort(f.listen)
-	if err != nil {
-		return fmt.Errorf("-p4rt-listen %q: %v", f.listen, err)
-	}
-	if ip := net.ParseIP(host); host == "localhost" || (ip != nil && ip.IsLoopback()) || f.remote {
-		return nil
-	}
-	return fmt.Errorf("-p4rt-listen %q is not a loopback address: the P4Runtime server has no TLS and no authentication; add -p4rt-allow-remote to serve it anyway", f.listen)
-}
-
-func run(log *slog.Logger, socket, stateFile, bpffs, listen, tokenFile string, destroy bool, p4rtF p4rtFlags) error {
-	cfg := engine.Config{PinRoot: bpffs, StateFile: stateFile, Logger: log}
+func run(log *slog.Logger, cfg engine.Config, socket, listen, tokenFile string, destroy bool, p4rtF p4rtFlags, tcpF tcpFlags) error {
 	if destroy {
 		os.Remove(socket)
+		os.Remove(p4rtF.socket)
 		return engine.DestroyAt(cfg)
 	}
 	// Flags are checked before anything is opened: a bad command line
@@ -88,69 +80,70 @@ func run(log *slog.Logger, socket, stateFile, bpffs, listen, tokenFile string, d
 			return err
 		}
 	}
-	if listen != "" && toks == nil {
-		return errors.New("-listen needs -tokens: the TCP API is never open without a token")
-	}
-	devices, err := p4rt.ParseDevices(p4rtF.devices)
+	devices, tenants, err := p4rt.ParseDevices(p4rtF.devices)
 	if err != nil {
 		return err
 	}
 	if p4rtF.listen != "" && len(devices) == 0 {
 		return errors.New("-p4rt-listen needs -p4rt-devices CUBE=ID,...: the device ids P4Runtime clients name")
 	}
-	if p4rtF.listen != "" {
-		if err := p4rtF.checkLocal(); err != nil {
-			return err
-		}
+	if err := tcpF.check(listen, p4rtF.listen, toks != nil); err != nil {
+		return err
+	}
+	tlsCfg, err := tcpF.serverTLS(toks != nil)
+	if err != nil {
+		return err
 	}
 	eng, err := engine.Open(cfg)
 	if err != nil {
 		return err
 	}
 	defer eng.Close()
-	var p4rtL net.Listener
-	if p4rtF.listen != "" {
-		if p4rtL, err = net.Listen("tcp", p4rtF.listen); err != nil {
-			return err
-		}
-		defer p4rtL.Close()
-	}
 	srv := api.New(eng, toks)
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(telemetry.NewCollector(eng))
-	metrics := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 
-	unixMux := http.NewServeMux()
-	unixMux.Handle("/metrics", metrics)
-	unixMux.Handle("/", srv.Unix())
 	ul, err := listenUnix(socket)
 	if err != nil {
 		return err
 	}
-	servers := []*http.Server{{Handler: unixMux, ReadHeaderTimeout: 10 * time.Second}}
+	servers := []*http.Server{{Handler: srv.Unix(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: tcpF.idleTimeout}}
 	listeners := []net.Listener{ul}
 	if listen != "" {
-		tl, err := net.Listen("tcp", listen)
+		tl, err := tcpF.listen(listen)
 		if err != nil {
 			return err
 		}
-		tcpMux := http.NewServeMux()
-		tcpMux.Handle("/metrics", metrics)
-		tcpMux.Handle("/", srv)
-		servers = append(servers, &http.Server{Handler: tcpMux, ReadHeaderTimeout: 10 * time.Second})
+		servers = append(servers, tcpF.httpServer(srv, tlsCfg))
 		listeners = append(listeners, tl)
 	}
-	errc := make(chan error, len(servers)+1)
-	if p4rtL != nil {
-		ps := p4rt.New(p4rt.Config{Engine: eng, Devices: devices, Logger: log})
+	errc := make(chan error, len(servers)+2)
+	if len(devices) > 0 {
+		ps := p4rt.New(p4rt.Config{Engine: eng, Devices: devices, Tenants: tenants, Tokens: toks.Identity, Logger: log})
 		defer ps.Stop()
-		go func() { errc <- ps.Serve(p4rtL) }()
-		log.Info("P4Runtime server", "listen", p4rtL.Addr().String(), "devices", p4rtF.devices)
+		pl, err := listenUnix(p4rtF.socket)
+		if err != nil {
+			return err
+		}
+		defer os.Remove(p4rtF.socket)
+		go func() { errc <- ps.Serve(pl) }()
+		if p4rtF.listen != "" {
+			tl, err := tcpF.listen(p4rtF.listen)
+			if err != nil {
+				return err
+			}
+			go func() { errc <- ps.ServeTLS(tl, tlsCfg, grpc.ConnectionTimeout(10*time.Second)) }()
+		}
+		log.Info("P4Runtime server", "socket", p4rtF.socket, "tcp", p4rtF.listen, "devices", p4rtF.devices)
 	}
 	for i := range servers {
-		go func(i int) { errc <- servers[i].Serve(listeners[i]) }(i)
+		go func(i int) {
+			if servers[i].TLSConfig != nil {
+				errc <- servers[i].ServeTLS(listeners[i], "", "")
+				return
+			}
+			errc <- servers[i].Serve(listeners[i])
+		}(i)
 	}
-	log.Info("edgenfd ready", "socket", socket, "tcp", listen, "bpffs", bpffs, "state", stateFile)
+	log.Info("edgenfd ready", "socket", socket, "tcp", listen, "tls", tlsCfg != nil, "bpffs", cfg.PinRoot, "state", cfg.StateFile)
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)

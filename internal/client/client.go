@@ -5,12 +5,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
+
+	"github.com/edgenf/edgenf/internal/tlsauth"
 )
 
 // DefaultSocket is where edgenfd listens by default.
@@ -21,14 +25,57 @@ type Client struct {
 	base  string
 	token string
 	http  *http.Client
+	err   error // from New: every call fails with it
 }
 
 // New connects through a unix socket (server "") or to a TCP server URL with
-// a bearer token.
+// a bearer token. A bad URL makes every call fail.
 func New(socket, server, token string) *Client {
-	if server != "" {
-		return &Client{base: strings.TrimRight(server, "/"), token: token, http: &http.Client{Timeout: 5 * time.Minute}}
+	c, err := Open(Options{Socket: socket, Server: server, Token: token})
+	if err != nil {
+		return Failing(err)
 	}
+	return c
+}
+
+// Failing is a client every call of which fails with err.
+func Failing(err error) *Client { return &Client{err: err} }
+
+// Options say how to reach edgenfd.
+type Options struct {
+	Socket string // unix socket (when Server is empty)
+	Server string // http:// or https:// URL of the TCP API
+	Token  string // bearer token for Server
+	// TLS: the CA of the server's certificate (empty: the system's roots)
+	// and an optional client certificate, for an https:// Server.
+	TLS tlsauth.ClientFiles
+}
+
+// Open builds a client; with TLS files it checks them and the URL.
+func Open(o Options) (*Client, error) {
+	server := o.Server
+	if server == "" {
+		if !o.TLS.Empty() {
+			return nil, errors.New("TLS files (--ca, --cert, --key) are for a TCP server: give --server https://HOST:PORT")
+		}
+		return newUnix(o.Socket), nil
+	}
+	u, err := url.Parse(server)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("server %q: want http://HOST:PORT or https://HOST:PORT", server)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if u.Scheme == "https" {
+		if tr.TLSClientConfig, err = tlsauth.ClientConfig(o.TLS); err != nil {
+			return nil, err
+		}
+	} else if !o.TLS.Empty() {
+		return nil, fmt.Errorf("server %q is plain http: TLS files need an https:// URL", server)
+	}
+	return &Client{base: strings.TrimRight(server, "/"), token: o.Token, http: &http.Client{Transport: tr, Timeout: 5 * time.Minute}}, nil
+}
+
+func newUnix(socket string) *Client {
 	if socket == "" {
 		socket = DefaultSocket
 	}
@@ -56,6 +103,9 @@ func (e *Error) Error() string {
 // Do sends a request with an optional JSON body and decodes the reply into
 // out (if not nil).
 func (c *Client) Do(method, path string, body, out any) error {
+	if c.err != nil {
+		return c.err
+	}
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
