@@ -18,10 +18,10 @@ import (
 
 // tcpFlags configure the TCP listeners.
 type tcpFlags struct {
-	tls                      tlsauth.ServerFiles
+	tls                       tlsauth.ServerFiles
 	readTimeout, writeTimeout time.Duration
-	idleTimeout              time.Duration
-	maxConns                 int
+	idleTimeout               time.Duration
+	maxConns                  int
 }
 
 func (f *tcpFlags) register(fs *flag.FlagSet) {

@@ -736,7 +736,7 @@ func (s *Server) doAction(w http.ResponseWriter, r *http.Request, c *cube.Cube) 
 	raw, _ := io.ReadAll(r.Body)
 	v, err := s.eng.Action(c.Name, r.PathValue("action"), raw)
 	if wt, ok := v.(cube.Waiter); ok && err == nil {
-		done := longPoll(w, r) // limits.go
+		done := longPoll(w, r)        // limits.go
 		v, err = wt.Wait(r.Context()) // a long poll, outside the engine's lock
 		done()
 	}
