@@ -17,18 +17,52 @@ type Record struct {
 	Table string          `json:"table"`
 	Key   string          `json:"key"`
 	Value json.RawMessage `json:"value"`
+	// Was is the entry's value before the change, when it had one: the
+	// kernel may still hold it if the daemon stopped before writing the
+	// change there (the journal is written first).
+	Was json.RawMessage `json:"was,omitempty"`
+	// Intent records change nothing in the state: they say the kernel may
+	// hold this entry (Value) while a change is made to the kernel before
+	// its snapshot is written.
+	Intent bool `json:"intent,omitempty"`
+	// Tx numbers the append the record belongs to; the append's last
+	// record has End. An append a crash cut short has no End and is
+	// ignored as a whole: it was never acknowledged. (Journals of earlier
+	// versions have neither: each record stands alone.)
+	Tx  uint64 `json:"tx,omitempty"`
+	End bool   `json:"end,omitempty"`
+}
+
+// Residue is an entry the kernel may hold although the state may not: the
+// old value of a journalled change, or an intent. A restart deletes from the
+// kernel each residue whose key the state does not have.
+type Residue struct {
+	Cube, Table, Key string
+	Value            json.RawMessage
 }
 
 // JournalPath is where the journal of a state file lives.
 func JournalPath(statePath string) string { return statePath + ".journal" }
 
+// journalFile is what the journal needs of its file (tests inject faults).
+type journalFile interface {
+	Write([]byte) (int, error)
+	Sync() error
+	Truncate(int64) error
+	Close() error
+}
+
 // Journal appends entry changes, one JSON line each, made durable before
-// Append returns. A crash can only tear the last line, which Load ignores:
-// that change was never acknowledged.
+// Append returns. An append is all or nothing: one that fails is cut off
+// again, and one a crash tears is ignored when the journal is loaded.
 type Journal struct {
-	f    *os.File
+	f    journalFile
 	gen  uint64
+	tx   uint64
 	size int64
+	// broken is why the journal cannot be appended to (a failed append
+	// could not be cut off); the next snapshot (Reset) starts afresh.
+	broken error
 }
 
 // OpenJournal starts an empty journal for the snapshot of generation gen.
@@ -40,11 +74,19 @@ func OpenJournal(statePath string, gen uint64) (*Journal, error) {
 	return &Journal{f: f, gen: gen}, nil
 }
 
-// Append writes records of the current generation durably.
+// Append writes records of the current generation durably, as one
+// transaction.
 func (j *Journal) Append(recs []Record) error {
+	if j.broken != nil {
+		return fmt.Errorf("journal unusable since a failed append could not be undone (%v): the next snapshot starts a new one", j.broken)
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	j.tx++
 	var b bytes.Buffer
-	for _, r := range recs {
-		r.Gen = j.gen
+	for i, r := range recs {
+		r.Gen, r.Tx, r.End = j.gen, j.tx, i == len(recs)-1
 		line, err := json.Marshal(r)
 		if err != nil {
 			return err
@@ -52,16 +94,43 @@ func (j *Journal) Append(recs []Record) error {
 		b.Write(line)
 		b.WriteByte('\n')
 	}
+	mark := j.size
 	n, err := j.f.Write(b.Bytes())
 	j.size += int64(n)
-	if err != nil {
-		return fmt.Errorf("journal: %w", err)
+	if err == nil {
+		err = j.f.Sync()
 	}
-	if err := j.f.Sync(); err != nil {
+	if err != nil {
+		// Cut the partial append off, so the next one does not start
+		// glued to a torn line.
+		if rerr := j.Rollback(mark); rerr != nil {
+			return fmt.Errorf("journal: %w (and undoing it: %v)", err, rerr)
+		}
 		return fmt.Errorf("journal: %w", err)
 	}
 	return nil
 }
+
+// Mark is the journal's size, for Rollback.
+func (j *Journal) Mark() int64 { return j.size }
+
+// Rollback removes what was appended after mark (a change the kernel then
+// refused). If that fails the journal is unusable until the next Reset.
+func (j *Journal) Rollback(mark int64) error {
+	if err := j.f.Truncate(mark); err != nil {
+		j.broken = err
+		return err
+	}
+	if err := j.f.Sync(); err != nil {
+		j.broken = err
+		return err
+	}
+	j.size = mark
+	return nil
+}
+
+// Broken reports whether the journal refuses appends until Reset.
+func (j *Journal) Broken() bool { return j.broken != nil }
 
 // Size is the bytes appended since the last Reset.
 func (j *Journal) Size() int64 { return j.size }
@@ -71,13 +140,18 @@ func (j *Journal) Size() int64 { return j.size }
 // older generation, which Load skips.
 func (j *Journal) Reset(gen uint64) error {
 	j.gen, j.size = gen, 0
-	return j.f.Truncate(0)
+	if err := j.f.Truncate(0); err != nil {
+		return err
+	}
+	j.broken = nil
+	return nil
 }
 
 // Close closes the journal file.
 func (j *Journal) Close() error { return j.f.Close() }
 
-// replay applies the journal records of f's generation to f.
+// replay applies the journal records of f's generation to f, and collects
+// the residues they leave and what it had to skip.
 func replay(path string, f *File) error {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -86,24 +160,93 @@ func replay(path string, f *File) error {
 	if err != nil {
 		return err
 	}
+	var pending []Record // records of the transaction being read
+	apply := func(recs []Record) error {
+		for _, r := range recs {
+			if r.Gen != f.Gen {
+				continue
+			}
+			c, ok := f.Topology.Cubes[r.Cube]
+			if r.Intent {
+				if len(r.Value) > 0 && string(r.Value) != "null" {
+					f.Residues = append(f.Residues, Residue{r.Cube, r.Table, r.Key, r.Value})
+				}
+				continue
+			}
+			if !ok {
+				return fmt.Errorf("state journal %s: no cube %q in the state file", path, r.Cube)
+			}
+			if len(r.Was) > 0 && string(r.Was) != "null" {
+				f.Residues = append(f.Residues, Residue{r.Cube, r.Table, r.Key, r.Was})
+			}
+			c.SetRow(r.Table, r.Key, r.Value)
+		}
+		return nil
+	}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 64<<10), len(b)+1)
 	for line := 1; sc.Scan(); line++ {
-		var r Record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			if !bytes.HasSuffix(b, []byte("\n")) && bytes.HasSuffix(b, sc.Bytes()) {
-				return nil // torn last line: a change never acknowledged
-			}
+		recs, note, err := parseLine(sc.Bytes(), !bytes.HasSuffix(b, []byte("\n")) && bytes.HasSuffix(b, sc.Bytes()))
+		if err != nil {
 			return fmt.Errorf("state journal %s is corrupt at line %d: %w", path, line, err)
 		}
-		if r.Gen != f.Gen {
-			continue
+		if note != "" {
+			f.Warnings = append(f.Warnings, fmt.Sprintf("state journal %s line %d: %s", path, line, note))
 		}
-		c, ok := f.Topology.Cubes[r.Cube]
-		if !ok {
-			return fmt.Errorf("state journal %s line %d: no cube %q in the state file", path, line, r.Cube)
+		for _, r := range recs {
+			if r.Tx == 0 { // a record of an earlier version: stands alone
+				if err := apply([]Record{r}); err != nil {
+					return fmt.Errorf("%w (line %d)", err, line)
+				}
+				continue
+			}
+			if len(pending) > 0 && pending[0].Tx != r.Tx {
+				f.Warnings = append(f.Warnings, fmt.Sprintf("state journal %s: ignored an unfinished change of %d records before line %d", path, len(pending), line))
+				pending = nil
+			}
+			pending = append(pending, r)
+			if r.End {
+				if err := apply(pending); err != nil {
+					return fmt.Errorf("%w (line %d)", err, line)
+				}
+				pending = nil
+			}
 		}
-		c.SetRow(r.Table, r.Key, r.Value)
 	}
-	return sc.Err()
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	if len(pending) > 0 {
+		f.Warnings = append(f.Warnings, fmt.Sprintf("state journal %s: ignored an unfinished change of %d records at its end (the daemon stopped while writing it; it was never acknowledged)", path, len(pending)))
+	}
+	return nil
+}
+
+// parseLine reads one journal line. The last line of a journal that does
+// not end in a newline is a torn append: skipped. A line of an earlier
+// version may hold a torn record with the next append glued to it: the
+// glued record is recovered.
+func parseLine(line []byte, last bool) ([]Record, string, error) {
+	var r Record
+	err := json.Unmarshal(line, &r)
+	if err == nil {
+		return []Record{r}, "", nil
+	}
+	if last {
+		return nil, "ignored a torn last line (an append cut short; never acknowledged)", nil
+	}
+	// `{"gen":` starts every record (json.Marshal keeps field order) and
+	// cannot occur unescaped inside a JSON string.
+	start := []byte(`{"gen":`)
+	for i := 1; i < len(line); i++ {
+		j := bytes.Index(line[i:], start)
+		if j < 0 {
+			break
+		}
+		i += j
+		if json.Unmarshal(line[i:], &r) == nil {
+			return []Record{r}, "recovered a record glued to a torn one (the torn one was never acknowledged)", nil
+		}
+	}
+	return nil, "", err
 }

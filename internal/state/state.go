@@ -28,7 +28,16 @@ type File struct {
 	Gen      uint64            `json:"gen,omitempty"`
 	Topology *cube.Topology    `json:"topology"`
 	Slots    map[string]uint32 `json:"slots"` // cube → patch panel slot
+
+	// Residues, from the journal, are entries the kernel may hold beyond
+	// the state: changes the daemon may have stopped in the middle of.
+	Residues []Residue `json:"-"`
+	// Warnings say what loading skipped (torn appends).
+	Warnings []string `json:"-"`
 }
+
+// Empty reports whether the state names no cube.
+func (f *File) Empty() bool { return len(f.Topology.Cubes) == 0 }
 
 // Load reads the state file; a missing file is an empty state.
 func Load(path string) (*File, error) {
