@@ -27,6 +27,10 @@ type Cube struct {
 	Config json.RawMessage `json:"config,omitempty" yaml:"-"`
 	// Tables holds the NF type's collections: table name → entry key → entry.
 	Tables map[string]map[string]json.RawMessage `json:"tables,omitempty" yaml:"-"`
+	// Down is set in the daemon's answers only, never in the desired
+	// state: why the cube is not running (it could not be restored). Its
+	// frames are dropped until it is changed or deleted.
+	Down string `json:"down,omitempty" yaml:"down,omitempty"`
 }
 
 // Port is a virtual port of a cube.

@@ -29,6 +29,9 @@ type Config struct {
 	PinRoot   string // bpffs directory of this daemon's objects
 	StateFile string
 	Logger    *slog.Logger
+	// AdoptEmpty lets a state file that names nothing win over pinned
+	// objects (which are then removed) instead of refusing to start.
+	AdoptEmpty bool
 }
 
 // Engine is the daemon's core. Safe for concurrent use.
@@ -59,6 +62,10 @@ type Engine struct {
 	applying *cube.Topology
 	// rev counts the changes made (Revision).
 	rev uint64
+	// goesDown, while set, says which cubes a reconcile puts down
+	// (restore.go) instead of failing when they cannot be made real: all
+	// of them when restoring, those that were down when rolling back.
+	goesDown func(name string) bool
 }
 
 // Revision counts the changes the engine has made (topology updates and
@@ -92,6 +99,9 @@ type live struct {
 	// slowCopies counts the copies the fast path could not make itself
 	// and the daemon transmitted (copy.h, EDGENF_PUNT_TRANSMIT).
 	slowCopies uint64
+	// down, when not empty, is why the cube could not be restored: a
+	// stand-in that drops everything runs in its place (restore.go).
+	down string
 }
 
 // Open starts the engine: opens or re-adopts the pinned objects and restores
@@ -109,6 +119,15 @@ func Open(cfg Config) (*Engine, error) {
 		dp.Close()
 		return nil, err
 	}
+	for _, w := range f.Warnings {
+		cfg.Logger.Warn(w)
+	}
+	if f.Empty() && !cfg.AdoptEmpty {
+		if err := checkEmptyState(dp, cfg); err != nil {
+			dp.Close()
+			return nil, err
+		}
+	}
 	e := &Engine{
 		cfg: cfg, log: cfg.Logger, dp: dp,
 		topo:      cube.NewTopology(),
@@ -120,15 +139,40 @@ func Open(cfg Config) (*Engine, error) {
 		stubEntry: map[StubKey]*datapath.Cube{},
 		specs:     map[[32]byte]*ebpf.CollectionSpec{},
 	}
-	if err := f.Topology.Validate(nil); err != nil {
+	for _, c := range f.Topology.Cubes {
+		c.Down = "" // never part of the state
+	}
+	invalid, err := invalidCubes(f.Topology)
+	if err != nil {
 		dp.Close()
 		return nil, fmt.Errorf("state file %s: %w", cfg.StateFile, err)
 	}
-	if err := e.reconcile(f.Topology, true); err != nil {
+	// A cube that cannot be restored is put down; the others come up.
+	e.goesDown = func(string) bool { return true }
+	if err := e.assignSlots(f.Topology); err != nil {
+		dp.Close()
+		return nil, err
+	}
+	for name, reason := range invalid {
+		if err := e.putDown(f.Topology.Cubes[name], attachContext(f.Topology, name), reason); err != nil {
+			dp.Close()
+			return nil, err
+		}
+	}
+	err = e.reconcile(f.Topology, true)
+	e.goesDown = nil
+	if err != nil {
 		dp.Close()
 		return nil, fmt.Errorf("restore state: %w", err)
 	}
 	e.topo, e.gen = f.Topology, f.Gen
+	// What the kernel holds beyond the state goes, before the snapshot
+	// below drops the journal that says what that may be.
+	e.removeResidues(f.Residues)
+	if err := e.removeLeftovers(cfg.AdoptEmpty && f.Empty()); err != nil {
+		dp.Close()
+		return nil, fmt.Errorf("restore state: %w", err)
+	}
 	// A fresh snapshot folds the journal in and starts a new one.
 	if err := e.save(e.topo); err != nil {
 		dp.Close()
@@ -208,7 +252,16 @@ func (e *Engine) Cube(name string) (*cube.Cube, bool) {
 	if !ok {
 		return nil, false
 	}
-	return c.Clone(), true
+	out := c.Clone()
+	e.markDown(out)
+	return out, true
+}
+
+// markDown tells, in a copy of a cube, whether it is down and why.
+func (e *Engine) markDown(c *cube.Cube) {
+	if l := e.cubes[c.Name]; l != nil {
+		c.Down = l.down
+	}
 }
 
 // CubeHeader returns a copy of one cube of the applied state without its
@@ -222,7 +275,9 @@ func (e *Engine) CubeHeader(name string) (*cube.Cube, bool) {
 	}
 	h := *c
 	h.Tables = nil
-	return h.Clone(), true
+	out := h.Clone()
+	e.markDown(out)
+	return out, true
 }
 
 // Entries returns the entries of one table of a cube, ordered by key.
@@ -257,7 +312,11 @@ func (e *Engine) Entry(name, table, key string) (json.RawMessage, bool) {
 func (e *Engine) Topology() *cube.Topology {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.topo.Clone()
+	t := e.topo.Clone()
+	for _, c := range t.Cubes {
+		e.markDown(c)
+	}
+	return t
 }
 
 // Update applies fn to a copy of the topology and makes the result the new
@@ -300,13 +359,28 @@ func (e *Engine) commit(next *cube.Topology) error {
 // any failure the kernel is reconciled back and nothing changes.
 func (e *Engine) apply(next *cube.Topology) error {
 	prev, prevSlots := e.topo, cloneSlots(e.slots)
+	// Entries the kernel gets before the snapshot below are journalled
+	// first: a restart in between removes them (restore.go).
+	if err := e.journalIntents(prev, next); err != nil {
+		return fmt.Errorf("persist state: %w", err)
+	}
+	wasDown := map[string]bool{}
+	for name, l := range e.cubes {
+		if l.down != "" {
+			wasDown[name] = true
+		}
+	}
 	if err := e.reconcile(next, false); err != nil {
+		// cubes that were down go down again rather than fail the rollback
+		e.goesDown = func(name string) bool { return wasDown[name] }
 		if rerr := e.reconcile(prev, false); rerr != nil {
 			e.log.Error("rollback failed; kernel state may differ from the desired state", "err", rerr)
 		}
+		e.goesDown = nil
 		e.slots = prevSlots
 		return err
 	}
+	crashPoint("topology-applied")
 	if err := e.save(next); err != nil {
 		e.reconcile(prev, false)
 		e.slots = prevSlots
@@ -408,8 +482,14 @@ func (e *Engine) reconcile(desired *cube.Topology, adopt bool) error {
 	e.applying = desired
 	defer func() { e.applying = nil }()
 	for _, name := range desired.CubeNames() {
-		if err := e.ensureCube(desired.Cubes[name], attachContext(desired, name), adopt); err != nil {
-			return cube.Within("cubes."+name, err)
+		c, attch := desired.Cubes[name], attachContext(desired, name)
+		if err := e.ensureCube(c, attch, adopt); err != nil {
+			if e.goesDown == nil || !e.goesDown(name) {
+				return cube.Within("cubes."+name, err)
+			}
+			if err := e.putDown(c, attch, err); err != nil {
+				return err
+			}
 		}
 	}
 	if err := e.writeHops(p); err != nil {
@@ -466,6 +546,13 @@ func (e *Engine) assignSlots(t *cube.Topology) error {
 // control plane when its spec changed.
 func (e *Engine) ensureCube(c *cube.Cube, attch string, adopt bool) error {
 	l := e.cubes[c.Name]
+	if l != nil && l.down != "" {
+		if l.c.Equal(c) {
+			l.attch = attch // still down: nothing of it to change
+			return nil
+		}
+		return e.bringUp(l, c, attch) // restore.go
+	}
 	if l != nil && (l.typ.Name != c.Type || l.dc.Hook != c.Hook) {
 		// Type or hook changed (declarative apply): replace the cube.
 		if err := l.dc.Unload(); err != nil {
@@ -478,6 +565,13 @@ func (e *Engine) ensureCube(c *cube.Cube, attch string, adopt bool) error {
 		return nil
 	}
 	if l == nil {
+		if !adopt {
+			// A new cube: pins of that name are leftovers (restore.go),
+			// whose maps must not leak into it.
+			if err := e.dp.RemovePinned(c.Name); err != nil {
+				return err
+			}
+		}
 		var err error
 		if l, err = e.loadCube(c, adopt); err != nil {
 			return err
@@ -521,6 +615,11 @@ func (e *Engine) loadCube(c *cube.Cube, adopt bool) (*live, error) {
 	slot := e.slots[c.Name]
 	if adopt {
 		if l.dc, err = e.dp.AdoptCube(c.Name, c.Hook, slot, spec); err == nil {
+			// what the kernel has, so that what the state no longer
+			// names is removed, not left in place
+			if hops, flood, err := l.dc.PortState(); err == nil {
+				l.hops, l.flood = hops, flood
+			}
 			return l, nil
 		}
 		e.log.Info("no pinned program to adopt, loading", "cube", c.Name, "reason", err)

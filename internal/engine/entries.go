@@ -128,6 +128,9 @@ func (e *Engine) ChangeEntries(name, table string, fn func(tx *EntryTx) error) e
 	}
 	if err := e.writeEntries(l, ew, tx); err != nil {
 		tx.rollback()
+		if jerr := e.usableJournal(); jerr != nil { // restore.go
+			e.log.Error("state journal unusable", "err", jerr)
+		}
 		return err
 	}
 	e.rev++
@@ -135,8 +138,11 @@ func (e *Engine) ChangeEntries(name, table string, fn func(tx *EntryTx) error) e
 }
 
 // writeEntries validates the changed entries against the cube as changed,
-// writes them to the kernel and the journal, and records them as synced;
-// on any failure the kernel is put back.
+// writes them to the journal, then to the kernel, and records them as
+// synced; on any failure the kernel and the journal are put back. (Journal
+// first: a restart between the two finds the change in the state and
+// writes it; the other way round, the kernel would keep an entry no state
+// names, which nothing could delete.)
 func (e *Engine) writeEntries(l *live, ew cube.EntryWriter, tx *EntryTx) error {
 	changes := tx.changed()
 	if len(changes) == 0 {
@@ -155,30 +161,33 @@ func (e *Engine) writeEntries(l *live, ew cube.EntryWriter, tx *EntryTx) error {
 			return cube.Errorf("tables."+tx.tb.Name, "entry stored under key %q has key %q", ch.key, k)
 		}
 	}
-	h := &handle{e: e, l: l}
-	done := 0
-	undo := func() {
-		for _, ch := range slices.Backward(changes[:done]) {
-			if err := e.writeEntry(h, ew, tx, ch.key, ch.new, ch.old); err != nil {
-				e.log.Error("rollback of a table entry failed; the kernel may differ from the desired state",
-					"cube", tx.c.Name, "table", tx.tb.Name, "key", ch.key, "err", err)
-			}
-		}
-	}
-	for _, ch := range changes {
-		if err := e.writeEntry(h, ew, tx, ch.key, ch.old, ch.new); err != nil {
-			undo()
-			return err
-		}
-		done++
+	if err := e.usableJournal(); err != nil {
+		return err
 	}
 	recs := make([]state.Record, len(changes))
 	for i, ch := range changes {
-		recs[i] = state.Record{Cube: tx.c.Name, Table: tx.tb.Name, Key: ch.key, Value: ch.new}
+		recs[i] = state.Record{Cube: tx.c.Name, Table: tx.tb.Name, Key: ch.key, Value: ch.new, Was: ch.old}
 	}
+	mark := e.journal.Mark()
 	if err := e.journal.Append(recs); err != nil {
-		undo()
 		return err
+	}
+	crashPoint("entries-journalled")
+	h := &handle{e: e, l: l}
+	for i, ch := range changes {
+		if err := e.writeEntry(h, ew, tx, ch.key, ch.old, ch.new); err != nil {
+			for _, ch := range slices.Backward(changes[:i]) {
+				if err := e.writeEntry(h, ew, tx, ch.key, ch.new, ch.old); err != nil {
+					e.log.Error("rollback of a table entry failed; the kernel may differ from the desired state",
+						"cube", tx.c.Name, "table", tx.tb.Name, "key", ch.key, "err", err)
+				}
+			}
+			if jerr := e.journal.Rollback(mark); jerr != nil {
+				// ChangeEntries snapshots the state without the change.
+				e.log.Error("state journal: a refused change could not be removed", "err", jerr)
+			}
+			return err
+		}
 	}
 	for _, ch := range changes {
 		l.c.SetRow(tx.tb.Name, ch.key, ch.new)

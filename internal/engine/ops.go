@@ -114,6 +114,9 @@ func (e *Engine) View(name, view string) (any, error) {
 	if !ok {
 		return nil, noCube(name)
 	}
+	if l.down != "" {
+		return nil, downErr(l)
+	}
 	for _, v := range l.typ.Views {
 		if v.Name == view {
 			return v.List(&handle{e: e, l: l}, l.c)
@@ -129,6 +132,9 @@ func (e *Engine) Action(name, action string, args json.RawMessage) (any, error) 
 	l, ok := e.cubes[name]
 	if !ok {
 		return nil, noCube(name)
+	}
+	if l.down != "" {
+		return nil, downErr(l)
 	}
 	for _, a := range l.typ.Actions {
 		if a.Name != action {
@@ -154,6 +160,9 @@ func (e *Engine) Swap(name string, obj []byte) error {
 	l, ok := e.cubes[name]
 	if !ok {
 		return noCube(name)
+	}
+	if l.down != "" {
+		return downErr(l)
 	}
 	if obj == nil {
 		var err error
@@ -184,6 +193,9 @@ func (e *Engine) Inject(name string, port string, frame []byte, out bool) error 
 	l, ok := e.cubes[name]
 	if !ok {
 		return noCube(name)
+	}
+	if l.down != "" {
+		return downErr(l)
 	}
 	p := l.c.Port(port)
 	if p == nil {
