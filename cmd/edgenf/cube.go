@@ -20,6 +20,15 @@ type cubeView struct {
 	Ports  []portView                            `json:"ports,omitempty"`
 	Config json.RawMessage                       `json:"config,omitempty"`
 	Tables map[string]map[string]json.RawMessage `json:"tables,omitempty"`
+	Down   string                                `json:"down,omitempty"` // why it is not running
+}
+
+// status is "up", or "down" (the reason is in describe and -o json).
+func (c cubeView) status() string {
+	if c.Down != "" {
+		return "down"
+	}
+	return "up"
 }
 
 type portView struct {
@@ -176,7 +185,7 @@ func listCubes() error {
 		return err
 	}
 	return show(os.Stdout, cubes, func(tw *tabwriter.Writer) {
-		fmt.Fprintln(tw, "NAME\tTYPE\tHOOK\tTENANT\tPORTS")
+		fmt.Fprintln(tw, "NAME\tTYPE\tHOOK\tTENANT\tSTATUS\tPORTS")
 		for _, c := range cubes {
 			var ports []string
 			for _, p := range c.Ports {
@@ -186,7 +195,7 @@ func listCubes() error {
 				}
 				ports = append(ports, fmt.Sprintf("%s->%s", p.Name, peer))
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Name, c.Type, c.Hook, dash(c.Tenant), dash(strings.Join(ports, " ")))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, c.Type, c.Hook, dash(c.Tenant), c.status(), dash(strings.Join(ports, " ")))
 		}
 	})
 }

@@ -69,6 +69,9 @@ func getCmd() *cobra.Command {
 
 func cubeTable(tw *tabwriter.Writer, c cubeView) {
 	fmt.Fprintf(tw, "Name:\t%s\nType:\t%s\nHook:\t%s\nTenant:\t%s\n", c.Name, c.Type, c.Hook, dash(c.Tenant))
+	if c.Down != "" {
+		fmt.Fprintf(tw, "Status:\tdown: %s\n", c.Down)
+	}
 	if len(c.Config) > 0 {
 		fmt.Fprintf(tw, "Config:\t%s\n", c.Config)
 	}

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,7 +27,9 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	build := exec.Command("go", "build", "-o", dir+"/", "github.com/edgenf/edgenf/cmd/edgenfd", "github.com/edgenf/edgenf/cmd/edgenf")
+	// crashpoints: $EDGENF_CRASH_AT kills the daemon at a named step
+	// (internal/engine/crashpoint_on.go)
+	build := exec.Command("go", "build", "-tags", "crashpoints", "-o", dir+"/", "github.com/edgenf/edgenf/cmd/edgenfd", "github.com/edgenf/edgenf/cmd/edgenf")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build binaries:", err)
@@ -68,8 +71,27 @@ type daemon struct {
 	state  string
 	bpffs  string
 	cmd    *exec.Cmd
-	log    *bytes.Buffer
+	log    *logBuffer
 	flags  []string // more edgenfd flags
+	env    []string // more environment of the next start
+}
+
+// logBuffer collects a daemon's output; tests read it while it runs.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func startDaemon(t *testing.T, flags ...string) *daemon {
@@ -98,9 +120,10 @@ func startDaemon(t *testing.T, flags ...string) *daemon {
 
 func (d *daemon) start() {
 	d.t.Helper()
-	d.log = &bytes.Buffer{}
+	d.log = &logBuffer{}
 	d.cmd = exec.Command(filepath.Join(binDir, "edgenfd"), append([]string{"-socket", d.socket, "-state", d.state, "-bpffs", d.bpffs}, d.flags...)...)
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
+	d.cmd.Env = append(os.Environ(), d.env...)
 	if err := d.cmd.Start(); err != nil {
 		d.t.Fatal(err)
 	}
@@ -114,6 +137,22 @@ func (d *daemon) start() {
 		}
 	}
 	d.t.Fatalf("edgenfd did not start:\n%s", d.log)
+}
+
+// p4rtSocket is the daemon's P4Runtime unix socket (beside its API socket).
+func (d *daemon) p4rtSocket() string { return filepath.Join(filepath.Dir(d.socket), "p4rt.sock") }
+
+// crashed waits for a daemon that killed itself at a crash point.
+func (d *daemon) crashed() {
+	d.t.Helper()
+	done := make(chan struct{})
+	go func() { d.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		d.kill()
+		d.t.Fatalf("the daemon did not stop at its crash point:\n%s", d.log)
+	}
 }
 
 // kill stops the daemon with SIGKILL (no cleanup of any kind).

@@ -4,8 +4,6 @@ import (
 	"context"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,11 +24,11 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// p4rtClient connects to a daemon's P4Runtime server (retrying while it
-// starts) and becomes the primary of device 1.
-func p4rtClient(t *testing.T, addr string) *grpc.ClientConn {
+// p4rtClient connects to a daemon's P4Runtime server on its unix socket
+// (retrying while it starts) and becomes the primary of device 1.
+func p4rtClient(t *testing.T, socket string) *grpc.ClientConn {
 	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.ForceCodec(p4rt.Codec)))
 	if err != nil {
 		t.Fatal(err)
@@ -67,9 +65,8 @@ func call(t *testing.T, conn *grpc.ClientConn, method string, in, out any) {
 // survives a daemon restart, readable again through P4Runtime with its
 // metadata, as the pipeline's cookie and digest configurations are.
 func TestP4RuntimeAgainstTheDaemon(t *testing.T) {
-	addr := freeAddr(t)
-	d := startDaemon(t, "-p4rt-listen", addr, "-p4rt-devices", "sw1=1")
-	conn := p4rtClient(t, addr)
+	d := startDaemon(t, "-p4rt-devices", "sw1=1")
+	conn := p4rtClient(t, d.p4rtSocket())
 	src, err := os.ReadFile("../../examples/p4/l2learn.p4")
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +99,7 @@ func TestP4RuntimeAgainstTheDaemon(t *testing.T) {
 
 	d.stop()
 	d.start()
-	conn = p4rtClient(t, addr)
+	conn = p4rtClient(t, d.p4rtSocket())
 	st, err := conn.NewStream(context.Background(), &grpc.StreamDesc{ServerStreams: true}, "/p4.v1.P4Runtime/Read")
 	if err != nil {
 		t.Fatal(err)
@@ -138,22 +135,10 @@ func TestP4RuntimeAgainstTheDaemon(t *testing.T) {
 	}
 }
 
-// TestP4RuntimeRefusesRemoteAddress: without -p4rt-allow-remote the daemon
-// will not serve its unauthenticated gRPC port beyond loopback, and
-// touches nothing.
-func TestP4RuntimeRefusesRemoteAddress(t *testing.T) {
-	dir := t.TempDir()
-	bpffs := filepath.Join("/sys/fs/bpf", "enfd-remote-"+filepath.Base(dir))
-	out, err := exec.Command(filepath.Join(binDir, "edgenfd"), "-socket", filepath.Join(dir, "s"), "-state", filepath.Join(dir, "state.json"),
-		"-bpffs", bpffs, "-p4rt-listen", "0.0.0.0:9559", "-p4rt-devices", "sw1=1").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "not a loopback address") || !strings.Contains(string(out), "-p4rt-allow-remote") {
-		t.Fatalf("edgenfd with a non-loopback -p4rt-listen: %v\n%s", err, out)
-	}
-	if _, err := os.Stat(bpffs); err == nil {
-		os.RemoveAll(bpffs)
-		t.Fatalf("the refused daemon created its bpffs root %s", bpffs)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "state.json")); err == nil {
-		t.Fatal("the refused daemon wrote a state file")
+// TestP4RuntimeOverTCPNeedsTLS: P4Runtime is never served over TCP in the
+// clear, loopback or not; the refused daemon touches nothing.
+func TestP4RuntimeOverTCPNeedsTLS(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:9559", "0.0.0.0:9559"} {
+		refused(t, []string{"-tls-cert and -tls-key", "-p4rt-socket"}, "-p4rt-listen", addr, "-p4rt-devices", "sw1=1", "-tokens", tokenFile(t))
 	}
 }
