@@ -21,8 +21,8 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte(`{"version":1}`), []byte(""))
 	f.Add([]byte(`{"version":1,"topology":null,"slots":null}`), []byte(`{"gen":0,"cube":"x","intent":true,"value":{}}`+"\n"))
 	f.Add([]byte(snap), []byte(`{"gen":3,"cube":"nope","table":"t","key":"k","value":1}`+"\n"))
+	dir := f.TempDir() // inputs run one at a time in a process
 	f.Fuzz(func(t *testing.T, state, journal []byte) {
-		dir := t.TempDir()
 		path := filepath.Join(dir, "state.json")
 		os.WriteFile(path, state, 0o600)
 		os.WriteFile(JournalPath(path), journal, 0o600)
