@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 )
@@ -150,16 +149,10 @@ func (j *Journal) Reset(gen uint64) error {
 // Close closes the journal file.
 func (j *Journal) Close() error { return j.f.Close() }
 
-// replay applies the journal records of f's generation to f, and collects
-// the residues they leave and what it had to skip.
-func replay(path string, f *File) error {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
+// replay applies the records of journal b (of file path) of f's
+// generation to f, and collects the residues they leave and what it had to
+// skip.
+func replay(path string, b []byte, f *File) error {
 	var pending []Record // records of the transaction being read
 	apply := func(recs []Record) error {
 		for _, r := range recs {

@@ -49,6 +49,16 @@ func Load(path string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
+	jb, err := os.ReadFile(JournalPath(path))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	return decode(path, b, jb)
+}
+
+// decode reads a state file's content and applies its journal's.
+func decode(path string, b, journal []byte) (*File, error) {
+	f := &File{Version: Version, Topology: cube.NewTopology(), Slots: map[string]uint32{}}
 	if err := json.Unmarshal(b, f); err != nil {
 		return nil, fmt.Errorf("state file %s is corrupt: %w", path, err)
 	}
@@ -62,7 +72,7 @@ func Load(path string) (*File, error) {
 	if f.Slots == nil {
 		f.Slots = map[string]uint32{}
 	}
-	if err := replay(JournalPath(path), f); err != nil {
+	if err := replay(JournalPath(path), journal, f); err != nil {
 		return nil, err
 	}
 	return f, nil
