@@ -7,7 +7,11 @@ from p4.v1 import p4runtime_pb2 as p4r, p4runtime_pb2_grpc as p4g
 from p4.config.v1 import p4info_pb2
 
 addr, src_path = sys.argv[1], sys.argv[2]
-ch = grpc.insecure_channel(addr)
+if len(sys.argv) > 3:  # TLS: CA, client certificate, client key
+    ca, cert, key = (open(p, "rb").read() for p in sys.argv[3:6])
+    ch = grpc.secure_channel(addr, grpc.ssl_channel_credentials(root_certificates=ca, private_key=key, certificate_chain=cert))
+else:  # a unix socket (unix:PATH): root's, no TLS
+    ch = grpc.insecure_channel(addr)
 grpc.channel_ready_future(ch).result(timeout=10)
 stub = p4g.P4RuntimeStub(ch)
 print("capabilities:", stub.Capabilities(p4r.CapabilitiesRequest()).p4runtime_api_version)
