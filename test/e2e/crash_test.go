@@ -51,6 +51,21 @@ func p4Switch(t *testing.T) (d *daemon, send func() int) {
 	return d, send
 }
 
+// hostC makes host c (198.18.1.3, a subnet of its own) and returns it with
+// the root end of its veth.
+func hostC(t *testing.T, lab *netlab.Lab) (*netlab.Host, string) {
+	t.Helper()
+	c, err := lab.Host("c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := lab.Veth(c, "eth0", "c", "198.18.1.3/24")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, rc
+}
+
 func (d *daemon) entries() string { return d.cli("p4", "table-dump", "sw") }
 
 // TestCrashBetweenJournalAndKernel: an entry change is journalled before it
@@ -99,15 +114,7 @@ func TestCrashBeforeSnapshotLeavesNothingBehind(t *testing.T) {
 		t.Fatalf("no entry is listed, yet %d of 200 arrived (the kernel kept the unfinished change)", got)
 	}
 
-	lab := netlab.NewT(t)
-	c, err := lab.Host("c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := lab.Veth(c, "eth0", "c", "198.18.1.3/24")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, rc := hostC(t, netlab.NewT(t))
 	d.cli("cube", "add", "x", "portfwd")
 	d.crashDuring("topology-applied", "port", "add", "x", "p0", "--peer", rc)
 	if out, err := d.try("stats", "iface", rc); err == nil {
@@ -229,14 +236,7 @@ func TestCubeThatFailsToRestoreIsDownAlone(t *testing.T) {
 	d := startDaemon(t)
 	lab, a, b, ra, rb := twoHosts(t)
 	buildChain(t, d, ra, rb, "xdp")
-	c, err := lab.Host("c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := lab.Veth(c, "eth0", "c", "198.18.1.3/24")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, rc := hostC(t, lab)
 	prog, _ := filepath.Abs("../../examples/p4/l2switch.p4")
 	d.cli("cube", "add", "sw", "p4", "--program", prog)
 	d.cli("port", "add", "sw", "p1", "--index", "1", "--peer", rc)
