@@ -25,6 +25,7 @@ import (
 	_ "github.com/edgenf/edgenf/internal/nf/all"
 	"github.com/edgenf/edgenf/internal/p4rt"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
 )
 
 func main() {
@@ -130,7 +131,12 @@ func run(log *slog.Logger, cfg engine.Config, socket, listen, tokenFile string, 
 			if err != nil {
 				return err
 			}
-			go func() { errc <- ps.ServeTLS(tl, tlsCfg, grpc.ConnectionTimeout(10*time.Second)) }()
+			// the TLS handshake within 10 s; a connection without calls
+			// (streams count) closed after the idle timeout
+			go func() {
+				errc <- ps.ServeTLS(tl, tlsCfg, grpc.ConnectionTimeout(10*time.Second),
+					grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: tcpF.idleTimeout}))
+			}()
 		}
 		log.Info("P4Runtime server", "socket", p4rtF.socket, "tcp", p4rtF.listen, "devices", p4rtF.devices)
 	}

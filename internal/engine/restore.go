@@ -221,9 +221,17 @@ func (e *Engine) removeLeftovers(adoptEmpty bool) error {
 	if err != nil {
 		return err
 	}
+	named := e.sys().known // interfaces the state peers or attaches to
+	planned := map[string]bool{}
+	for k := range e.stubs {
+		planned[k.Iface] = true
+	}
 	for _, s := range stubs {
 		if _, ok := e.stubs[StubKey{s.Iface, s.Hook, s.Dir}]; ok {
 			continue
+		}
+		if named[s.Iface] && !planned[s.Iface] {
+			continue // the state's interface, missing for now: left as it was
 		}
 		if err := e.dp.DetachStub(s.Iface, s.Hook, s.Dir); err != nil {
 			return fmt.Errorf("interface %s: %w", s, err)
