@@ -25,6 +25,7 @@ import (
 	"github.com/edgenf/edgenf/internal/p4rt"
 	"github.com/edgenf/edgenf/internal/telemetry"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -117,7 +118,8 @@ func run(log *slog.Logger, socket, stateFile, bpffs, listen, tokenFile string, d
 	}
 	srv := api.New(eng, toks)
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(telemetry.NewCollector(eng))
+	// the daemon's own health too (goroutines, memory, descriptors)
+	reg.MustRegister(telemetry.NewCollector(eng), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 
 	unixMux := http.NewServeMux()
