@@ -10,7 +10,7 @@ BPF_OBJ    := $(foreach s,$(BPF_SRC),$(s:.bpf.c=_xdp.o) $(s:.bpf.c=_tc.o))
 BPF_HDR    := $(shell find bpf/include -name '*.h')
 TEST_FLAGS ?= -count=1 -p 2 -timeout 28m
 
-.PHONY: all setup bpf build test demo demo-clean bench bench-quick clean
+.PHONY: all setup bpf build test soak demo demo-clean bench bench-quick clean
 
 all: build
 
@@ -33,6 +33,12 @@ test: build
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) test $(TEST_FLAGS) ./...
+
+# Randomized API churn by several tenants with traffic on every chain, for
+# SOAK (minutes to hours); not part of test.
+SOAK ?= 10m
+soak: build
+	EDGENF_SOAK=$(SOAK) $(GO) test -count=1 -v -run '^TestSoak$$' -timeout 0 ./test/e2e/
 
 demo: build
 	@./bin/edgenf-demo up

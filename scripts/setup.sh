@@ -2,7 +2,7 @@
 # Installs what edgenf needs on a Debian 12 machine, idempotently. Run as root.
 set -euo pipefail
 
-pkgs=(clang-14 llvm python3 python3-venv libbpf-dev bpftool iproute2 iputils-ping nftables iptables tcpdump tshark iperf3 linux-libc-dev make ca-certificates)
+pkgs=(clang-14 llvm python3 python3-venv libbpf-dev bpftool iproute2 iputils-ping nftables iptables tcpdump tshark iperf3 linux-libc-dev make ca-certificates bubblewrap util-linux)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -28,13 +28,21 @@ func (f *p4Flags) add(c *cobra.Command) {
 	c.Flags().BoolVar(&f.debug, "debug", false, "check assert/assume at run time (a failure drops the packet, counts and logs)")
 }
 
-func (f *p4Flags) options(path string) p4.Options {
-	defs := map[string]string{}
+// options reads the program (a local file: the CLI compiles for its user)
+// and sets the flags; -I directories come after the program's own.
+func (f *p4Flags) options(path string) (p4.Options, error) {
+	opt, err := p4.FromFile(path)
+	if err != nil {
+		return opt, err
+	}
+	opt.Defines = map[string]string{}
 	for _, d := range f.defines {
 		k, v, _ := strings.Cut(d, "=")
-		defs[k] = v
+		opt.Defines[k] = v
 	}
-	return p4.Options{Path: path, IncludeDirs: f.includes, Defines: defs, Arch: f.arch, Debug: f.debug}
+	opt.IncludeDirs = append(opt.IncludeDirs, f.includes...)
+	opt.Arch, opt.Debug = f.arch, f.debug
+	return opt, nil
 }
 
 func p4Cmd() *cobra.Command {
@@ -52,7 +60,11 @@ func p4Cmd() *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			start := time.Now()
-			res, err := p4.Compile(context.Background(), pf.options(args[0]))
+			opt, err := pf.options(args[0])
+			if err != nil {
+				return err
+			}
+			res, err := p4.Compile(context.Background(), opt)
 			if err != nil {
 				return err
 			}
@@ -89,7 +101,11 @@ func p4Cmd() *cobra.Command {
 			"  edgenf p4 test examples/p4/l3router.p4 examples/p4/l3router.stf --live",
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			res, err := stf.RunFileMode(context.Background(), tf.options(args[0]), args[1], hook, live)
+			opt, err := tf.options(args[0])
+			if err != nil {
+				return err
+			}
+			res, err := stf.RunFileMode(context.Background(), opt, args[1], hook, live)
 			if err != nil {
 				return err
 			}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/edgenf/edgenf/internal/telemetry"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -17,5 +18,10 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 	scope := telemetry.Scope{All: id.admin, Tenant: id.tenant}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(telemetry.NewCollector(s.eng, scope))
+	if id.admin {
+		// the daemon's own health (goroutines, memory, descriptors): the
+		// soak test watches it; it is host-wide, so not a tenant's to see
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
 	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(w, r)
 }

@@ -517,13 +517,20 @@ func (e *Engine) reconcile(desired *cube.Topology, adopt bool) error {
 	return nil
 }
 
-// assignSlots gives every new cube the lowest free panel slot.
+// assignSlots gives every new cube the lowest free panel slot. A slot is
+// free only once its cube is unloaded: a cube this change deletes keeps
+// running until the end of the reconcile (its traffic is moved away first),
+// and unloading it empties its slot and removes its direct entries' source,
+// so a new cube must not share the slot in the meantime.
 func (e *Engine) assignSlots(t *cube.Topology) error {
 	used := map[uint32]bool{}
 	for name, s := range e.slots {
 		if _, ok := t.Cubes[name]; ok {
 			used[s] = true
 		}
+	}
+	for _, l := range e.cubes {
+		used[l.dc.Slot] = true
 	}
 	next := uint32(0)
 	for _, name := range t.CubeNames() {
@@ -589,10 +596,9 @@ func (e *Engine) ensureCube(c *cube.Cube, attch string, adopt bool) error {
 	return nil
 }
 
-// forget drops an unloaded cube. Its slot may already belong to a cube
-// loaded in the same reconcile: that one keeps it.
+// forget drops an unloaded cube.
 func (e *Engine) forget(name string) {
-	if l := e.cubes[name]; l != nil && e.bySlot[l.dc.Slot] == l {
+	if l := e.cubes[name]; l != nil {
 		delete(e.bySlot, l.dc.Slot)
 	}
 	delete(e.cubes, name)
@@ -797,7 +803,7 @@ func (e *Engine) reconcileStubs(p *plan) error {
 	for k, h := range p.stubs {
 		direct := first[k.Hook][h.First()]
 		s, ok := e.stubs[k]
-		if ok && e.stubEntry[k] == direct {
+		if cur, known := e.stubEntry[k]; ok && known && cur == direct {
 			if e.stubHops[k] == h {
 				continue
 			}
@@ -818,6 +824,13 @@ func (e *Engine) reconcileStubs(p *plan) error {
 		}
 		ns, err := e.dp.AttachStub(k.Iface, idx, k.Hook, k.Dir, h, direct)
 		if err != nil {
+			if ok {
+				// A replacement that failed half way may have left the
+				// link on the plain stub and the hop changed: forget what
+				// it runs, so the next reconcile (the rollback) attaches
+				// it again instead of trusting the old record.
+				delete(e.stubEntry, k)
+			}
 			return cube.Errorf("peer", "interface %s: %v", k.Iface, err)
 		}
 		if ok {
@@ -829,10 +842,10 @@ func (e *Engine) reconcileStubs(p *plan) error {
 		if _, keep := p.stubs[k]; keep {
 			continue
 		}
-		s.Close()
 		if err := e.dp.DetachStub(k.Iface, k.Hook, k.Dir); err != nil {
 			return err
 		}
+		s.Close()
 		delete(e.stubs, k)
 		delete(e.stubHops, k)
 		delete(e.stubEntry, k)

@@ -21,8 +21,8 @@ type recorder struct {
 func (r *recorder) HandlePunt(h cube.Handle, c *cube.Cube, p cube.Punt) { r.got = append(r.got, p) }
 
 // TestPuntReachesTheCubeOfItsSlot: a punt names its cube by panel slot
-// only; when a change deletes a cube and creates another that takes its
-// slot, punts go to the new one.
+// only; when a cube is deleted and another takes its slot, punts go to the
+// new one.
 func TestPuntReachesTheCubeOfItsSlot(t *testing.T) {
 	e, err := Open(Config{
 		PinRoot:   filepath.Join("/sys/fs/bpf", fmt.Sprintf("enfpunt-%d", os.Getpid())),
@@ -40,10 +40,10 @@ func TestPuntReachesTheCubeOfItsSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	slot := e.slots["a"]
-	if err := e.Update(func(tp *cube.Topology) error {
-		delete(tp.Cubes, "a")
-		return add(tp, "b")
-	}); err != nil {
+	if err := e.Update(func(tp *cube.Topology) error { return tp.DeleteCube("a") }); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Update(func(tp *cube.Topology) error { return add(tp, "b") }); err != nil {
 		t.Fatal(err)
 	}
 	if e.slots["b"] != slot {

@@ -10,7 +10,9 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -499,4 +501,56 @@ func udpWarmup(ctx context.Context, tx, rx *net.UDPConn, dst *net.UDPAddr, flow 
 		}
 	}
 	return nil
+}
+
+// IPStats reads the host's IPv4 counters (the "Ip:" lines of
+// /proc/net/snmp in its namespace: InReceives, ReasmReqds, ReasmOKs,
+// ReasmFails, ...).
+func (h *Host) IPStats() (map[string]uint64, error) {
+	var b []byte
+	if err := h.Do(func() (err error) {
+		b, err = os.ReadFile("/proc/thread-self/net/snmp")
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("netlab: IP counters of %s: %w", h.Name, err)
+	}
+	var names []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != "Ip:" {
+			continue
+		}
+		if names == nil {
+			names = f[1:]
+			continue
+		}
+		out := map[string]uint64{}
+		for i, v := range f[1:] {
+			if i < len(names) {
+				n, _ := strconv.ParseUint(v, 10, 64)
+				out[names[i]] = n
+			}
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("netlab: no Ip: counters for %s", h.Name)
+}
+
+// SendRawIPv4 sends one IPv4 packet, header included as given (source
+// address, fragment fields, ...), from inside the host, towards the
+// packet's destination address.
+func (h *Host) SendRawIPv4(pkt []byte) error {
+	if len(pkt) < 20 {
+		return fmt.Errorf("netlab: raw IPv4 packet of %d bytes", len(pkt))
+	}
+	return h.Do(func() error {
+		fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_RAW|syscall.SOCK_CLOEXEC, syscall.IPPROTO_RAW)
+		if err != nil {
+			return err
+		}
+		defer syscall.Close(fd)
+		sa := &syscall.SockaddrInet4{}
+		copy(sa.Addr[:], pkt[16:20])
+		return syscall.Sendto(fd, pkt, 0, sa)
+	})
 }

@@ -1,9 +1,11 @@
 // Package p4 compiles P4-16 programs (v1model) to eBPF cubes for edgenf.
 //
-// The front end (preprocessor, parser, type checker) is pure Go; clang only
-// compiles the generated C. Typical use:
+// The preprocessor is the real C preprocessor (clang -E, confined: package
+// cpp); the parser and type checker are Go; clang compiles the generated C.
+// Typical use:
 //
-//	res, err := p4.Compile(ctx, p4.Options{Path: "prog.p4"})
+//	opt, err := p4.FromFile("prog.p4") // or Options{Path: name, Source: text}
+//	res, err := p4.Compile(ctx, opt)
 //	// res.Object / res.ObjectTC: ELF objects for the XDP and TC hooks
 //	// res.Info: the P4Info model with edgenf's map layouts
 //	// res.C: the generated C
@@ -27,6 +29,7 @@ import (
 
 	"github.com/edgenf/edgenf/bpf"
 	"github.com/edgenf/edgenf/internal/p4/backend"
+	"github.com/edgenf/edgenf/internal/p4/cpp"
 	"github.com/edgenf/edgenf/internal/p4/include"
 	"github.com/edgenf/edgenf/internal/p4/ir"
 	"github.com/edgenf/edgenf/internal/p4/p4info"
@@ -36,12 +39,14 @@ import (
 
 // Options configures Compile.
 type Options struct {
-	// Path is the P4 source file. Source, when non-nil, is used instead of
-	// reading Path (Path still names the file in errors and for #include "x").
+	// Source is the program's text; Path names it in diagnostics and is
+	// never opened (FromFile reads a local file for trusted callers).
 	Path   string
 	Source []byte
-	// IncludeDirs are searched for #include (after the file's directory for
-	// "x"); core.p4 and v1model.p4 are built in.
+	// IncludeDirs are trusted directories #include searches, after the
+	// built-in core.p4 and v1model.p4: an administrator's (the daemon), the
+	// user's own (the CLI); never a client's. The preprocessor reads them
+	// as the user nobody.
 	IncludeDirs []string
 	// Defines are -D NAME[=value] macros ("" means 1).
 	Defines map[string]string
@@ -72,15 +77,34 @@ type Result struct {
 	sources *syntax.Sources
 }
 
+// FromFile is Options for a local file its caller trusts (the CLI, tests):
+// the file's text, and its directory as the first include directory, where
+// #include "x" finds the files beside it. A daemon compiling for its clients
+// has their text, not a path, and never calls it.
+func FromFile(path string) (Options, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return Options{}, err
+	}
+	return Options{Path: path, Source: src, IncludeDirs: []string{filepath.Dir(path)}}, nil
+}
+
 // Check runs the front end only (preprocess, parse, type-check, lower).
 func Check(opt Options) (*ir.Program, *syntax.Sources, error) {
+	return check(context.Background(), opt)
+}
+
+func check(ctx context.Context, opt Options) (*ir.Program, *syntax.Sources, error) {
 	if opt.Arch != "" && opt.Arch != "v1model" {
 		return nil, nil, fmt.Errorf("architecture %q is not supported (v1model)", opt.Arch)
 	}
 	srcs := syntax.NewSources()
-	prog, err := syntax.ParseFile(opt.Path, opt.Source, syntax.ParseOptions{
-		IncludeDirs: opt.IncludeDirs, Defines: opt.Defines, System: include.FS,
-	}, srcs)
+	pp, err := cpp.Run(ctx, cpp.Options{Path: opt.Path, Source: opt.Source, IncludeDirs: opt.IncludeDirs,
+		Defines: opt.Defines, System: include.FS, Sources: srcs, Clang: opt.Clang})
+	if err != nil {
+		return nil, srcs, err
+	}
+	prog, err := syntax.ParsePreprocessed(pp, srcs)
 	if err != nil {
 		return nil, srcs, err
 	}
@@ -98,7 +122,7 @@ func Check(opt Options) (*ir.Program, *syntax.Sources, error) {
 // Compile compiles a P4 program. Errors from the P4 front end are
 // syntax.ErrorList values (file:line:col with the source line and a caret).
 func Compile(ctx context.Context, opt Options) (*Result, error) {
-	p, srcs, err := Check(opt)
+	p, srcs, err := check(ctx, opt)
 	if err != nil {
 		return nil, err
 	}

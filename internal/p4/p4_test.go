@@ -22,10 +22,12 @@ func TestCompileExamples(t *testing.T) {
 		f := f
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			t.Parallel()
-			res, err := Compile(context.Background(), Options{Path: f})
+			opt := mustFile(t, f)
+			res, err := Compile(context.Background(), opt)
 			if err != nil {
 				if res == nil {
-					if c, err2 := Compile(context.Background(), Options{Path: f, NoObject: true}); err2 == nil {
+					opt.NoObject = true
+					if c, err2 := Compile(context.Background(), opt); err2 == nil {
 						out := filepath.Join(os.TempDir(), strings.TrimSuffix(filepath.Base(f), ".p4")+".c")
 						os.WriteFile(out, []byte(c.C), 0o644)
 						t.Logf("generated C in %s", out)
@@ -38,4 +40,13 @@ func TestCompileExamples(t *testing.T) {
 			}
 		})
 	}
+}
+
+func mustFile(t *testing.T, path string) Options {
+	t.Helper()
+	opt, err := FromFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return opt
 }

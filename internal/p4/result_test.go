@@ -12,7 +12,9 @@ import (
 )
 
 func TestExplainLoadError(t *testing.T) {
-	res, err := Compile(context.Background(), Options{Path: "../../examples/p4/l3router.p4", NoObject: true})
+	opt := mustFile(t, "../../examples/p4/l3router.p4")
+	opt.NoObject = true
+	res, err := Compile(context.Background(), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,8 +39,9 @@ func TestExplainLoadError(t *testing.T) {
 }
 
 func TestWriteFiles(t *testing.T) {
-	res, err := Compile(context.Background(), Options{Path: "../../examples/p4/portfwd.p4",
-		Defines: map[string]string{"UNUSED": ""}})
+	opt := mustFile(t, "../../examples/p4/portfwd.p4")
+	opt.Defines = map[string]string{"UNUSED": ""}
+	res, err := Compile(context.Background(), opt)
 	if err != nil {
 		t.Fatal(err)
 	}

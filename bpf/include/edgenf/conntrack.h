@@ -94,6 +94,8 @@ struct ct_pkt {
 	__u8 icmp_type;
 	__u8 icmp_err;     /* ICMP error: inner holds the offending packet's tuple, reversed */
 	__u8 frag;         /* a fragment (first or later) */
+	__be16 ip_id;      /* IPv4 identification: the fragments of one datagram share it */
+	__u16 pad;
 	struct ct_tuple inner;
 };
 
@@ -112,32 +114,74 @@ struct ct_pkt {
  * options stay below 128 bytes). */
 #define CT_OFF(x) ((x) & 0xff)
 
-/* Parse an IPv4 packet into p. Returns 0 for IPv4, -1 for anything else or a
- * truncated header. */
+/* What ct_extract found. */
+#define CT_X_IPV4 0   /* an IPv4 packet, in p */
+#define CT_X_OTHER 1  /* a well-formed frame of another protocol (ARP, IPv6, ...) */
+#define CT_X_BAD (-1) /* a frame that cannot be parsed (enf_parse), or an IPv4
+		       * packet whose L4 header is cut short; with p->frag set,
+		       * a fragment that hides or rewrites the L4 header of its
+		       * datagram (a tiny first fragment, or a TCP fragment at
+		       * offset 8 that overlaps the flags: RFC 1858) */
+
+/* Bytes of L4 header the first fragment must hold for the packet to be
+ * judged on its ports (and, TCP, its flags). */
+static __always_inline __u32 ct_l4_min(__u8 proto)
+{
+	switch (proto) {
+	case IPPROTO_TCP:
+		return sizeof(struct tcphdr);
+	case IPPROTO_UDP:
+		return sizeof(struct udphdr);
+	case IPPROTO_ICMP:
+		return 8;
+	}
+	return 0;
+}
+
+/* Parse an IPv4 packet into p. Returns CT_X_IPV4, CT_X_OTHER or CT_X_BAD. */
 static __always_inline int ct_extract(ctx_t *ctx, struct ct_pkt *p)
 {
 	struct enf_pkt pkt;
 	struct iphdr *ip;
+	__u32 tot, l4len;
 
 	__builtin_memset(p, 0, sizeof(*p));
-	if (enf_parse(ctx, &pkt) < 0 || pkt.l3_proto != ETH_P_IP)
-		return -1;
+#if defined(EDGENF_HOOK_TC)
+	/* Headers in the linear part, where they can be read directly. */
+	ctx_pull(ctx, ctx->len < 128 ? ctx->len : 128);
+#endif
+	if (enf_parse(ctx, &pkt) < 0)
+		return CT_X_BAD;
+	if (pkt.l3_proto != ETH_P_IP)
+		return CT_X_OTHER;
 	ip = enf_ptr(ctx, CT_OFF(pkt.l3_off));
 	if (!enf_in_bounds(ctx, ip, sizeof(*ip)))
-		return -1;
+		return CT_X_BAD;
 	p->l3_off = pkt.l3_off;
 	p->l4_off = pkt.l4_off;
 	p->t.saddr = ip->saddr;
 	p->t.daddr = ip->daddr;
 	p->t.proto = ip->protocol;
-	p->frag = (ip->frag_off & bpf_htons(0x3fff)) != 0;
-	if (!pkt.l4_off)
-		return 0;
+	p->ip_id = ip->id;
+	p->frag = (ip->frag_off & bpf_htons(ENF_IP_MF | ENF_IP_OFFSET)) != 0;
+	if (!pkt.l4_off) {
+		/* A later fragment. At offset 8 a TCP fragment can only be
+		 * there to rewrite the flags the first one was judged on. */
+		if (ip->protocol == IPPROTO_TCP && (ip->frag_off & bpf_htons(ENF_IP_OFFSET)) == bpf_htons(1))
+			return CT_X_BAD;
+		return CT_X_IPV4;
+	}
+	/* The L4 header must lie inside the datagram, not merely inside the
+	 * frame (Ethernet pads short frames). */
+	tot = bpf_ntohs(ip->tot_len);
+	l4len = tot - ip->ihl * 4;
+	if (tot && l4len < ct_l4_min(ip->protocol))
+		return CT_X_BAD;
 	if (ip->protocol == IPPROTO_TCP) {
 		struct tcphdr *th = enf_ptr(ctx, CT_OFF(pkt.l4_off));
 
-		if (!enf_in_bounds(ctx, th, sizeof(*th)))
-			return -1;
+		if (!enf_in_bounds(ctx, th, sizeof(*th)) || th->doff < 5 || (tot && th->doff * 4u > l4len))
+			return CT_X_BAD;
 		p->t.sport = th->source;
 		p->t.dport = th->dest;
 		p->tcp_flags = ((__u8 *)th)[13];
@@ -145,14 +189,14 @@ static __always_inline int ct_extract(ctx_t *ctx, struct ct_pkt *p)
 		struct udphdr *uh = enf_ptr(ctx, CT_OFF(pkt.l4_off));
 
 		if (!enf_in_bounds(ctx, uh, sizeof(*uh)))
-			return -1;
+			return CT_X_BAD;
 		p->t.sport = uh->source;
 		p->t.dport = uh->dest;
 	} else if (ip->protocol == IPPROTO_ICMP) {
 		struct icmphdr *ih = enf_ptr(ctx, CT_OFF(pkt.l4_off));
 
 		if (!enf_in_bounds(ctx, ih, sizeof(*ih)))
-			return -1;
+			return CT_X_BAD;
 		p->icmp_type = ih->type;
 		if (ih->type == CT_ICMP_ECHO || ih->type == CT_ICMP_ECHOREPLY) {
 			p->t.sport = ih->un.echo.id;
@@ -164,7 +208,7 @@ static __always_inline int ct_extract(ctx_t *ctx, struct ct_pkt *p)
 			__be16 *ports = (void *)(in + 1);
 
 			if (!enf_in_bounds(ctx, in, sizeof(*in) + 8) || in->ihl != 5)
-				return 0;
+				return CT_X_IPV4;
 			p->icmp_err = 1;
 			/* Reversed: the tuple of a packet that would answer it,
 			 * i.e. one travelling like this error. */

@@ -40,8 +40,34 @@ static __always_inline void *enf_ptr(ctx_t *ctx, __u32 off)
 	return ctx_data(ctx) + off;
 }
 
+/* IPv4 flags and fragment offset (frag_off, network order). */
+#define ENF_IP_MF 0x2000
+#define ENF_IP_OFFSET 0x1fff
+
+/* Is the packet's IPv4 header one, and does the frame hold the whole
+ * datagram it announces? Version 4, IHL >= 5, total length covering the
+ * header and within the frame (len: the frame's bytes from the header on;
+ * Ethernet padding may follow). A GSO packet above 64 KiB (BIG TCP) carries
+ * total length 0. */
+static __always_inline int enf_ip4_sane(ctx_t *ctx, struct iphdr *ip, __u32 len)
+{
+	__u32 tot = bpf_ntohs(ip->tot_len);
+
+	if (ip->version != 4 || ip->ihl < 5)
+		return 0;
+#if defined(EDGENF_HOOK_TC)
+	if (tot == 0 && ctx->gso_size)
+		return 1;
+#endif
+	return tot >= ip->ihl * 4u && tot <= len;
+}
+
 /* Parse Ethernet, up to two VLAN tags, IPv4/IPv6 and the L4 header offset.
- * Returns 0 on success, -1 when the frame is too short for what it claims. */
+ * Returns 0 on success, -1 when the frame cannot be parsed: too short for
+ * what it claims, more VLAN tags than two (what they carry is unknown), an
+ * IPv4 header that is not one (enf_ip4_sane) or an IPv6 header of another
+ * version. Callers that enforce a policy must not let such frames through
+ * unjudged: that is how firewalls are bypassed. */
 static __always_inline int enf_parse(ctx_t *ctx, struct enf_pkt *pkt)
 {
 	void *data = ctx_data(ctx);
@@ -68,6 +94,8 @@ static __always_inline int enf_parse(ctx_t *ctx, struct enf_pkt *pkt)
 		proto = bpf_ntohs(vh->proto);
 		off += sizeof(*vh);
 	}
+	if (proto == ETH_P_8021Q || proto == ETH_P_8021AD)
+		return -1;
 	pkt->l3_proto = proto;
 	pkt->l3_off = off;
 	if (proto == ETH_P_IP) {
@@ -75,17 +103,19 @@ static __always_inline int enf_parse(ctx_t *ctx, struct enf_pkt *pkt)
 
 		if (!enf_in_bounds(ctx, ip, sizeof(*ip)))
 			return -1;
-		if (ip->ihl < 5)
+		if (!enf_ip4_sane(ctx, ip, ctx_len(ctx) - off))
 			return -1;
 		pkt->l4_proto = ip->protocol;
 		/* Fragments after the first carry no L4 header. */
-		if (ip->frag_off & bpf_htons(0x1fff))
+		if (ip->frag_off & bpf_htons(ENF_IP_OFFSET))
 			return 0;
 		pkt->l4_off = off + ip->ihl * 4;
 	} else if (proto == ETH_P_IPV6) {
 		struct ipv6hdr *ip6 = data + off;
 
 		if (!enf_in_bounds(ctx, ip6, sizeof(*ip6)))
+			return -1;
+		if (ip6->version != 6)
 			return -1;
 		/* Extension headers are not walked: L4 is known only when it
 		 * follows the fixed header directly. */

@@ -278,3 +278,99 @@ func TestE2ERouterNATFirewall(t *testing.T) {
 		t.Fatal("ping of the router from outside passed the ingress drop policy")
 	}
 }
+
+// TestE2EFragmentedDatagramsMeetTheRules: large UDP datagrams, fragmented by
+// the sender's kernel, meet a rule that drops their port: not one fragment
+// reaches the receiver's IP layer (its reassembly counters do not move),
+// while the datagrams of an allowed port arrive whole. A crafted later
+// fragment of a datagram whose first fragment never came meets the drop
+// policy of the other chain.
+func TestE2EFragmentedDatagramsMeetTheRules(t *testing.T) {
+	for _, hook := range []datapath.Hook{datapath.XDP, datapath.TC} {
+		t.Run(string(hook), func(t *testing.T) {
+			e, a, b := fwLab(t, hook, `{"ingress_policy":"drop"}`,
+				[]string{`{"id":10,"proto":"udp","action":"accept"}`},
+				[]string{`{"id":10,"proto":"udp","dport":"7000","action":"drop"}`})
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			stats := func(h *netlab.Host) map[string]uint64 {
+				t.Helper()
+				s, err := h.IPStats()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return s
+			}
+			const n, size = 20, 3000 // three fragments each on a 1500-byte MTU
+			before := stats(b)
+			_, got, err := netlab.UDPFlow(ctx, a, b, "198.18.1.3", 7000, n, size, 200)
+			if err != nil {
+				t.Fatal(err)
+			}
+			after := stats(b)
+			if got != 0 {
+				t.Errorf("%d datagrams to the denied port arrived", got)
+			}
+			if d := after["ReasmReqds"] - before["ReasmReqds"]; d != 0 {
+				t.Errorf("%d fragments of denied datagrams reached b", d)
+			}
+			sent, got, err := netlab.UDPFlow(ctx, a, b, "198.18.1.3", 7001, n, size, 200)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != sent {
+				t.Errorf("%d of %d allowed datagrams arrived", got, sent)
+			}
+			final := stats(b)
+			if d := final["ReasmOKs"] - after["ReasmOKs"]; d != uint64(got) {
+				t.Errorf("b reassembled %d datagrams, received %d", d, got)
+			}
+			c := map[string]RuleCounter{}
+			v, err := e.View("fw", "counters")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range v.([]RuleCounter) {
+				c[fmt.Sprintf("%s/%d", r.Chain, r.ID)] = r
+			}
+			if p := c["egress/10"].Packets; p < 3*n {
+				t.Errorf("the drop rule counted %d packets, want every fragment of the %d datagrams", p, n)
+			}
+			// From b: a lone later fragment, never a first one: the
+			// ingress chain's drop policy (no port to match rule 10).
+			frag := rawFragment("198.18.1.3", "198.18.1.2", 17, 0x7777, 185, 64)
+			before = stats(a)
+			if err := b.SendRawIPv4(frag); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(200 * time.Millisecond) // no way to wait for a packet that must not come
+			if d := stats(a)["ReasmReqds"] - before["ReasmReqds"]; d != 0 {
+				t.Errorf("a lone later fragment reached a")
+			}
+			v, _ = e.View("fw", "counters")
+			found := false
+			for _, r := range v.([]RuleCounter) {
+				if r.Chain == "ingress" && r.ID == -2 && r.Packets >= 1 && r.Action == "drop" {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("no ingress row -2 with the lone fragment: %+v", v)
+			}
+		})
+	}
+}
+
+// rawFragment is an IPv4 fragment (no more fragments after it) at byte
+// offset off8*8 of datagram id, with n bytes of payload.
+func rawFragment(src, dst string, proto byte, id uint16, off8 uint16, n int) []byte {
+	p := make([]byte, 20+n)
+	p[0] = 0x45
+	p[2], p[3] = byte((20+n)>>8), byte(20+n)
+	p[4], p[5] = byte(id>>8), byte(id)
+	p[6], p[7] = byte(off8>>8), byte(off8)
+	p[8], p[9] = 64, proto
+	copy(p[12:16], net.ParseIP(src).To4())
+	copy(p[16:20], net.ParseIP(dst).To4())
+	return p
+}

@@ -99,10 +99,21 @@ type kconn struct {
 	VCache      [2]uint64
 }
 
+// Counter indexes past the rules' (FW_CNT_* in firewall.bpf.c).
 const (
-	cntPolicy  = 4 * MaxRules
-	cntEstab   = 4*MaxRules + 4
-	cntInvalid = 4*MaxRules + 8
+	cntPolicy   = 4 * MaxRules
+	cntEstab    = 4*MaxRules + 4
+	cntInvalid  = 4*MaxRules + 8
+	cntUnparsed = 4*MaxRules + 12
+	cntBadFrag  = 4*MaxRules + 14
+)
+
+// Rows of the counters view that are not rules.
+const (
+	rowPolicy      = 0  // the chain's default policy
+	rowEstablished = -1 // the accept_established shortcut
+	rowUnparsed    = -2 // frames that could not be parsed, and later fragments of unseen datagrams: the policy judged them
+	rowBadFragment = -3 // fragments that hide or rewrite their datagram's L4 header: dropped
 )
 
 // ---- controller ----
@@ -523,8 +534,13 @@ func (ctl *controller) ageConns(h cube.Handle, all bool) (int, error) {
 // RuleCounter is the traffic one rule (or a chain's default policy, id 0)
 // matched.
 type RuleCounter struct {
-	Chain   string `json:"chain"`
-	ID      int    `json:"id"` // 0: default policy; -1: accept_established shortcut
+	Chain string `json:"chain"`
+	// ID is the rule's; 0: the default policy; -1: the accept_established
+	// shortcut; -2: frames that could not be parsed and later fragments
+	// of datagrams whose first fragment was not seen (judged by the
+	// policy); -3: fragments dropped for hiding or rewriting their
+	// datagram's L4 header (tiny first fragments, TCP at offset 8).
+	ID      int    `json:"id"`
 	Action  string `json:"action"`
 	Packets uint64 `json:"packets"`
 	Bytes   uint64 `json:"bytes"`
@@ -570,10 +586,17 @@ func ruleCounters(h cube.Handle, c *cube.Cube) ([]RuleCounter, error) {
 			return nil, err
 		}
 		b := ctl.base[ch][0]
-		out = append(out, RuleCounter{chainNames[ch], 0, actName(meta.Policy), k.Packets + b.Packets, k.Bytes + b.Bytes})
+		out = append(out, RuleCounter{chainNames[ch], rowPolicy, actName(meta.Policy), k.Packets + b.Packets, k.Bytes + b.Bytes})
 		if meta.AcceptEstablished != 0 {
 			k, _ := readCount(maps.counters, uint32(cntEstab+ch))
-			out = append(out, RuleCounter{chainNames[ch], -1, "accept", k.Packets, k.Bytes})
+			out = append(out, RuleCounter{chainNames[ch], rowEstablished, "accept", k.Packets, k.Bytes})
+		}
+		// rows for what the parser refused, when there was any
+		if k, err := readCount(maps.counters, uint32(cntUnparsed+ch)); err == nil && k.Packets > 0 {
+			out = append(out, RuleCounter{chainNames[ch], rowUnparsed, actName(meta.Policy), k.Packets, k.Bytes})
+		}
+		if k, err := readCount(maps.counters, uint32(cntBadFrag+ch)); err == nil && k.Packets > 0 {
+			out = append(out, RuleCounter{chainNames[ch], rowBadFragment, "drop", k.Packets, k.Bytes})
 		}
 	}
 	return out, nil
@@ -695,7 +718,7 @@ var Type = &cube.Type{
 	Config: &Config{},
 	Tables: tables,
 	Views: []cube.View{
-		{Name: "counters", Doc: "Packets and bytes per rule; id 0 is the chain's default policy, -1 the accept_established shortcut.",
+		{Name: "counters", Doc: "Packets and bytes per rule; id 0 is the chain's default policy, -1 the accept_established shortcut, -2 frames that could not be parsed (judged by the policy), -3 fragments dropped for hiding or rewriting their L4 header.",
 			Item: &RuleCounter{}, List: func(h cube.Handle, c *cube.Cube) (any, error) { return ruleCounters(h, c) }},
 		{Name: "connections", Doc: "Tracked connections (originator first; at most 10,000 listed).", Item: &Connection{},
 			List: func(h cube.Handle, _ *cube.Cube) (any, error) { return connections(h) }},

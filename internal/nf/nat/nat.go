@@ -304,7 +304,7 @@ type sess struct {
 }
 
 // Counters in the order of enum nat_counter.
-var counterNames = []string{"translated", "sessions_out", "sessions_in", "no_port_drops", "untranslated"}
+var counterNames = []string{"translated", "sessions_out", "sessions_in", "no_port_drops", "untranslated", "untranslatable_drops"}
 
 func a4(a netip.Addr) [4]byte { return a.As4() }
 
@@ -690,7 +690,7 @@ var Type = &cube.Type{
 				st.PortRange = fmt.Sprintf("%d-%d", lo, hi)
 				return st, nil
 			}},
-		{Name: "counters", Doc: "Translated packets, sessions opened, drops for lack of a free port.", Item: &Counter{},
+		{Name: "counters", Doc: "Translated packets, sessions opened, drops for lack of a free port, packets passed untranslated, drops of packets that would have left untranslated with an inside source.", Item: &Counter{},
 			List: func(h cube.Handle, _ *cube.Cube) (any, error) { return counters(h) }},
 	},
 	Actions: []cube.Action{{Name: "flush", Doc: "Delete every session (flows start over with their next packet).",

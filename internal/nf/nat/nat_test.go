@@ -263,16 +263,24 @@ func TestMasqueradeFollowsPointAddress(t *testing.T) {
 			m := natModel(h.hook, &Config{Masquerade: true}, tables{
 				"port_forwarding": {PortForward{ID: 2, Proto: "udp", ExternalPort: 5353, Internal: "198.18.1.9"}}})
 			r := nftest.New(t, Type, m)
-			// No address known yet: nothing is translated.
-			got := run(t, r, h.pass, datapath.Egress, udp4(in1, server, 1111, 53, nil))
-			want(t, got, in1, 1111, server, 53)
+			// No address known yet: nothing can be translated, and
+			// nothing leaves with an inside source.
+			if res := r.RunTransparent(datapath.Egress, udp4(in1, server, 1111, 53, nil)); res.Verdict != h.drop {
+				t.Fatalf("inside traffic before the address is known: verdict %d, want drop", res.Verdict)
+			}
+			if n := counter(t, r, "untranslatable_drops"); n != 1 {
+				t.Fatalf("untranslatable_drops %d, want 1", n)
+			}
 
 			ah := attachedHandle{r.Handle(), "r1:wan", []netip.Prefix{netip.MustParsePrefix("2001:db8::1/64"), netip.MustParsePrefix("198.19.0.254/24")}}
 			if err := r.Ctl.Sync(ah, m); err != nil {
 				t.Fatal(err)
 			}
-			got = run(t, r, h.pass, datapath.Egress, udp4(in1, server, 1112, 53, nil))
+			got := run(t, r, h.pass, datapath.Egress, udp4(in1, server, 1112, 53, nil))
 			want(t, got, "198.19.0.254", 1112, server, 53)
+			// the point's own traffic leaves as it is
+			got = run(t, r, h.pass, datapath.Egress, udp4("198.19.0.254", server, 1114, 53, nil))
+			want(t, got, "198.19.0.254", 1114, server, 53)
 			got = run(t, r, h.pass, datapath.Ingress, udp4(server, "198.19.0.254", 7, 5353, nil))
 			want(t, got, server, 7, "198.18.1.9", 5353)
 
@@ -487,4 +495,20 @@ func TestICMPErrorsTranslated(t *testing.T) {
 func runData(t *testing.T, r *nftest.Rig, dir datapath.Direction, frame []byte) []byte {
 	t.Helper()
 	return r.RunTransparent(dir, frame).Data
+}
+
+// counter reads one of the NAT's counters by name.
+func counter(t *testing.T, r *nftest.Rig, name string) uint64 {
+	t.Helper()
+	cs, err := counters(r.Handle())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		if c.Name == name {
+			return c.Value
+		}
+	}
+	t.Fatalf("no counter %q", name)
+	return 0
 }

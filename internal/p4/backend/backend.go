@@ -199,7 +199,7 @@ func (g *gen) tupleType(tt *sema.Tuple, pos syntax.Pos) string {
 	n := fmt.Sprintf("struct tup_%d", len(g.tuples))
 	g.tuples[key] = n
 	var b strings.Builder
-	fmt.Fprintf(&b, "/* %s */\n%s {\n", key, n)
+	fmt.Fprintf(&b, "/* %s */\n%s {\n", comment(key), n)
 	for i, e := range tt.Elems {
 		fmt.Fprintf(&b, "\t%s;\n", g.decl(e, fmt.Sprintf("f%d", i), pos))
 	}
@@ -439,7 +439,7 @@ func (g *gen) emitMaps() {
 		w.WriteString(meterC) // direct meters live in table values
 	}
 	for _, t := range g.p.Tables {
-		fmt.Fprintf(w, "/* table %s (%s), id 0x%08x */\n", t.Name, t.Kind, t.ID)
+		fmt.Fprintf(w, "/* table %s (%s), id 0x%08x */\n", comment(t.Name), t.Kind, t.ID)
 		vs := fmt.Sprintf("tv_%s", ir.Sanitize(t.Name))
 		g.valueStruct(w, vs, 0, t.ValueBytes, t)
 		switch t.Kind {
@@ -463,23 +463,23 @@ func (g *gen) emitMaps() {
 	}
 	for _, v := range g.p.ValueSets {
 		sn := ir.Sanitize(v.Name)
-		fmt.Fprintf(w, "/* value_set %s (bit<%d>), id 0x%08x */\n", v.Name, v.Width, v.ID)
+		fmt.Fprintf(w, "/* value_set %s (bit<%d>), id 0x%08x */\n", comment(v.Name), v.Width, v.ID)
 		fmt.Fprintf(w, "struct {\n\t__uint(type, BPF_MAP_TYPE_ARRAY);\n\t__uint(max_entries, %d);\n\t__type(key, __u32);\n\t__type(value, struct p4_vs_member);\n} %s SEC(\".maps\");\n\n", v.Size, v.MapName)
 		fmt.Fprintf(w, "static __always_inline int vs_match_%s(__u64 k)\n{\n#pragma unroll\n\tfor (__u32 i = 0; i < %d; i++) {\n\t\t__u32 idx = i;\n\t\tstruct p4_vs_member *m = bpf_map_lookup_elem(&%s, &idx);\n\n\t\tif (m && m->valid && (k & m->mask) == m->value)\n\t\t\treturn 1;\n\t}\n\treturn 0;\n}\n\n", sn, v.Size, v.MapName)
 	}
 	for _, r := range g.p.Registers {
-		fmt.Fprintf(w, "/* register %s (%d x %d bits), id 0x%08x: shared by all CPUs, not per-CPU */\n", r.Name, r.Size, r.Width, r.ID)
+		fmt.Fprintf(w, "/* register %s (%d x %d bits), id 0x%08x: shared by all CPUs, not per-CPU */\n", comment(r.Name), r.Size, r.Width, r.ID)
 		fmt.Fprintf(w, "struct {\n\t__uint(type, BPF_MAP_TYPE_ARRAY);\n\t__uint(max_entries, %d);\n\t__type(key, __u32);\n\t__type(value, __u64);\n} %s SEC(\".maps\");\n\n", r.Size, r.MapName)
 	}
 	if len(g.p.Meters) > 0 && len(g.p.DirectMeters) == 0 {
 		w.WriteString(meterC)
 	}
 	for _, m := range g.p.Meters {
-		fmt.Fprintf(w, "/* meter %s (%s, %d), id 0x%08x: RFC 2698 trTCM, shared by all CPUs */\n", m.Name, m.Unit, m.Size, m.ID)
+		fmt.Fprintf(w, "/* meter %s (%s, %d), id 0x%08x: RFC 2698 trTCM, shared by all CPUs */\n", comment(m.Name), m.Unit, m.Size, m.ID)
 		fmt.Fprintf(w, "struct {\n\t__uint(type, BPF_MAP_TYPE_ARRAY);\n\t__uint(max_entries, %d);\n\t__type(key, __u32);\n\t__type(value, struct p4_meter);\n} %s SEC(\".maps\");\n\n", m.Size, m.MapName)
 	}
 	for _, c := range g.p.Counters {
-		fmt.Fprintf(w, "/* counter %s (%s), id 0x%08x */\n", c.Name, c.Unit, c.ID)
+		fmt.Fprintf(w, "/* counter %s (%s), id 0x%08x */\n", comment(c.Name), c.Unit, c.ID)
 		fmt.Fprintf(w, "struct {\n\t__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);\n\t__uint(max_entries, %d);\n\t__type(key, __u32);\n\t__type(value, struct p4_ctr);\n} %s SEC(\".maps\");\n\n", c.Size, c.MapName)
 	}
 }
@@ -743,3 +743,37 @@ static __always_inline __u32 p4_meter_exec(void *map, __u32 idx, __u64 units)
 }
 
 `
+
+// comment makes text from the program safe inside a C comment: names from
+// @name annotations may be any string. Letters, digits and punctuation that
+// can neither end a comment nor continue a line are kept; anything else
+// becomes '?'.
+func comment(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("_.$@:<>[](),=+- ", c) >= 0) {
+			b[i] = '?'
+		}
+	}
+	return string(b)
+}
+
+// cString is s as a C string literal: quotes and backslashes escaped,
+// anything outside printable ASCII as an octal escape.
+func cString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c < ' ' || c > '~' || c == '?':
+			fmt.Fprintf(&b, "\\%03o", c) // '?' too: no trigraphs
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}

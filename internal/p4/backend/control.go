@@ -54,7 +54,7 @@ func (g *gen) action(a *sema.Action) {
 	if len(params) > 0 {
 		sig += ", " + strings.Join(params, ", ")
 	}
-	g.line("/* action %s */", a.FullName)
+	g.line("/* action %s */", comment(a.FullName))
 	g.line("static __always_inline int %s(%s)", actName(a), sig)
 	g.line("{")
 	g.indent++
@@ -111,7 +111,7 @@ func (g *gen) table(t *ir.Table) {
 	g.line("r->action = *(__u32 *)v;")
 	g.line("switch (r->action) {")
 	for _, ta := range t.Actions {
-		g.line("case 0x%08x: /* %s */", ta.Action.ID, ta.Action.Name)
+		g.line("case 0x%08x: /* %s */", ta.Action.ID, comment(ta.Action.Name))
 		g.line("\treturn %s;", g.callFromValue(t, ta.Action, "v"))
 	}
 	g.line("}")
@@ -122,7 +122,7 @@ func (g *gen) table(t *ir.Table) {
 	if t.Kind == ir.KindScan {
 		g.scanCallback(t)
 	}
-	g.line("/* table %s */", t.Name)
+	g.line("/* table %s */", comment(t.Name))
 	g.line("static __always_inline int %s_inner(ctx_t *ctx, struct p4_state *s, struct p4_tres *r)", tblName(t))
 	g.line("{")
 	g.indent++
@@ -326,7 +326,7 @@ func (g *gen) applyTable(call *syntax.Call) string {
 
 func (g *gen) control(c *sema.Control) {
 	g.controlLocals(c.Locals)
-	g.line("/* control %s */", c.Name)
+	g.line("/* control %s */", comment(c.Name))
 	g.line("%s int ctl_%s(ctx_t *ctx)", g.stageAttr(), ir.Sanitize(c.Name)) // fastpath.go
 	g.line("{")
 	g.indent++
@@ -432,7 +432,7 @@ func (g *gen) switchStmt(x *syntax.SwitchStmt) {
 			}
 			if isRun {
 				a := g.info.Uses[l.(*syntax.Ident)].(*sema.Action)
-				g.line("case 0x%08x: /* %s */", g.p.ActionOf[a].ID, a.Name)
+				g.line("case 0x%08x: /* %s */", g.p.ActionOf[a].ID, comment(a.Name))
 			} else {
 				g.line("case %s:", g.rv(l))
 			}
@@ -847,7 +847,7 @@ func (g *gen) function(f *sema.Function) {
 		}
 		g.lv[p] = name
 	}
-	g.line("/* function %s */", f.Name)
+	g.line("/* function %s */", comment(f.Name))
 	g.line("static __always_inline %s %s(%s)", ret, fnName(f), strings.Join(sig, ", "))
 	g.line("{")
 	g.indent++

@@ -87,7 +87,7 @@ func (g *gen) assertCheck(call *syntax.Call, cr *sema.CallRef) {
 	g.line("__u64 *ac = bpf_map_lookup_elem(&p4_assert_fail, &ai);")
 	g.line("if (ac)")
 	g.line("\t__sync_fetch_and_add(ac, 1);")
-	g.line("bpf_printk(\"p4: %s failed at %s\");", cr.Method, strings.ReplaceAll(pos, `"`, `'`))
+	g.line("bpf_printk(%s);", cString("p4: "+cr.Method+" failed at "+strings.ReplaceAll(pos, "%", "%%")))
 	g.line("s->dbg_fail = 1;")
 	g.indent--
 	g.line("}")
@@ -104,7 +104,7 @@ func (g *gen) assertMaps() string {
 	}
 	b.WriteString("/* failures of assert/assume (checked with P4_DEBUG 1), one cell per call site:\n")
 	for i, p := range g.assertSites {
-		fmt.Fprintf(&b, " *   %d: %s\n", i, p)
+		fmt.Fprintf(&b, " *   %d: %s\n", i, comment(p))
 	}
 	b.WriteString(" */\n")
 	fmt.Fprintf(&b, "struct {\n\t__uint(type, BPF_MAP_TYPE_ARRAY);\n\t__uint(max_entries, %d);\n\t__type(key, __u32);\n\t__type(value, __u64);\n} p4_assert_fail SEC(\".maps\");\n\n", len(g.assertSites))

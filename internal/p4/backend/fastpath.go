@@ -760,7 +760,7 @@ func (g *gen) csumSum(e syntax.Expr) (string, bool) {
 // (a call of an empty global function still costs a call and a lookup).
 func (g *gen) ctlCall(blocks []sema.Entity, i int) {
 	if c, ok := blocks[i].(*sema.Control); ok && c.Decl != nil && c.Decl.Body != nil && len(c.Decl.Body.Stmts) == 0 {
-		g.line("/* %s: empty */", c.Name)
+		g.line("/* %s: empty */", comment(c.Name))
 		return
 	}
 	g.line("ctl_%s(ctx);", ir.Sanitize(blocks[i].EntName()))

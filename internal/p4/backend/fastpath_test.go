@@ -7,11 +7,12 @@ import (
 	"testing"
 
 	"github.com/edgenf/edgenf/internal/p4"
+	"github.com/edgenf/edgenf/internal/p4/p4test"
 )
 
 func genC(t *testing.T, path string) string {
 	t.Helper()
-	res, err := p4.Compile(context.Background(), p4.Options{Path: path, NoObject: true})
+	res, err := p4.Compile(context.Background(), p4test.File(t, path, func(o *p4.Options) { o.NoObject = true }))
 	if err != nil {
 		t.Fatal(err)
 	}

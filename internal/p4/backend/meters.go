@@ -19,7 +19,7 @@ import (
 // not a bpf_spin_lock, so any map type can hold it (LPM tries included).
 func (g *gen) valueStruct(w *strings.Builder, name string, base, size int, t *ir.Table) {
 	if t.DirectMeter != nil {
-		fmt.Fprintf(w, "/* direct meter %s: struct p4_meter at byte %d */\n", t.DirectMeter.Name, base+t.MeterOff)
+		fmt.Fprintf(w, "/* direct meter %s: struct p4_meter at byte %d */\n", comment(t.DirectMeter.Name), base+t.MeterOff)
 	}
 	fmt.Fprintf(w, "struct %s { __u8 b[%d]; } __attribute__((aligned(8)));\n", name, size)
 }

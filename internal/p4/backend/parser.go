@@ -55,7 +55,7 @@ func (g *gen) parser(p *sema.Parser) {
 	}
 	visit("start", p.Decl.Pos)
 
-	g.line("/* parser %s */", p.Name)
+	g.line("/* parser %s */", comment(p.Name))
 	g.line("%s int p4_parser(ctx_t *ctx)", g.stageAttr()) // fastpath.go
 	g.line("{")
 	g.indent++
@@ -342,7 +342,7 @@ func (g *gen) emitStack(c string, hs *sema.Stack, pos syntax.Pos) {
 
 func (g *gen) deparser(c *sema.Control) {
 	g.controlLocals(c.Locals)
-	g.line("/* deparser %s */", c.Name)
+	g.line("/* deparser %s */", comment(c.Name))
 	g.line("%s int p4_deparse(ctx_t *ctx)", g.stageAttr()) // fastpath.go
 	g.line("{")
 	g.indent++

@@ -2,7 +2,6 @@ package backend
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/edgenf/edgenf/internal/p4/ir"
 	"github.com/edgenf/edgenf/internal/p4/sema"
@@ -220,7 +219,7 @@ func (g *gen) digestCall(call *syntax.Call) {
 	if d == nil {
 		return // reported by BuildSlowPath
 	}
-	g.line("{ /* digest %s */", d.Name)
+	g.line("{ /* digest %s */", comment(d.Name))
 	g.indent++
 	if g.packData(call.Args[1].Value, d.Fields) {
 		g.line("p4_sp_out(ctx, s->spbuf, P4_PUNT_DIGEST, %d, %d, %d);", d.Index, d.Bytes, ir.SPDigestSent)
@@ -235,7 +234,7 @@ func (g *gen) logCall(call *syntax.Call) {
 	if m == nil {
 		return
 	}
-	g.line("if (p4_log_ok()) { /* log_msg %s */", strings.ReplaceAll(fmt.Sprintf("%q", m.Format), "*/", "*\\/"))
+	g.line("if (p4_log_ok()) { /* log_msg %s */", comment(m.Format))
 	g.indent++
 	ok := true
 	if len(m.Fields) > 0 {

@@ -8,11 +8,12 @@ import (
 
 	"github.com/edgenf/edgenf/internal/p4"
 	"github.com/edgenf/edgenf/internal/p4/p4info"
+	"github.com/edgenf/edgenf/internal/p4/p4test"
 )
 
 func model(t *testing.T, path string) *p4info.P4Info {
 	t.Helper()
-	prog, _, err := p4.Check(p4.Options{Path: path})
+	prog, _, err := p4.Check(p4test.File(t, path))
 	if err != nil {
 		t.Fatal(err)
 	}

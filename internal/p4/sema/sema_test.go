@@ -1,18 +1,32 @@
 package sema
 
 import (
+	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/edgenf/edgenf/internal/p4/cpp"
 	"github.com/edgenf/edgenf/internal/p4/include"
 	"github.com/edgenf/edgenf/internal/p4/syntax"
 )
 
+// checkSrc checks src (nil: the file name) as the compiler does.
 func checkSrc(t *testing.T, name string, src []byte) (*Info, error) {
 	t.Helper()
+	if src == nil {
+		var err error
+		if src, err = os.ReadFile(name); err != nil {
+			t.Fatal(err)
+		}
+	}
 	srcs := syntax.NewSources()
-	prog, err := syntax.ParseFile(name, src, syntax.ParseOptions{System: include.FS}, srcs)
+	pp, err := cpp.Run(context.Background(), cpp.Options{Path: name, Source: src, System: include.FS, Sources: srcs})
+	if err != nil {
+		return nil, err
+	}
+	prog, err := syntax.ParsePreprocessed(pp, srcs)
 	if err != nil {
 		return nil, err
 	}

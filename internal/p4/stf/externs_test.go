@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/edgenf/edgenf/internal/p4"
+	"github.com/edgenf/edgenf/internal/p4/p4test"
 	"github.com/edgenf/edgenf/internal/p4/rt"
 )
 
@@ -20,7 +21,7 @@ func loadExterns(t *testing.T, debug bool, hook string) *Runner {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root for BPF_PROG_TEST_RUN")
 	}
-	res, err := p4.Compile(context.Background(), p4.Options{Path: "../testdata/externs.p4", Debug: debug})
+	res, err := p4.Compile(context.Background(), p4test.File(t, "../testdata/externs.p4", func(o *p4.Options) { o.Debug = debug }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func TestAtomicConcurrent(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root for BPF_PROG_TEST_RUN")
 	}
-	res, err := p4.Compile(context.Background(), p4.Options{Path: "../testdata/atomic.p4"})
+	res, err := p4.Compile(context.Background(), p4test.File(t, "../testdata/atomic.p4"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +158,7 @@ func TestMeterConcurrent(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root for BPF_PROG_TEST_RUN")
 	}
-	res, err := p4.Compile(context.Background(), p4.Options{Path: "../testdata/meters.p4"})
+	res, err := p4.Compile(context.Background(), p4test.File(t, "../testdata/meters.p4"))
 	if err != nil {
 		t.Fatal(err)
 	}

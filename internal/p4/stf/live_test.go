@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/edgenf/edgenf/internal/p4"
+	"github.com/edgenf/edgenf/internal/p4/p4test"
 )
 
 // The shipped examples pass their STF tests through real veths too: the
@@ -17,7 +17,7 @@ func TestExamplesSTFLive(t *testing.T) {
 	for _, hook := range []string{"xdp", "tc"} {
 		for _, name := range []string{"portfwd", "l2switch", "l3router", "acl", "upf"} {
 			t.Run(hook+"/"+name, func(t *testing.T) {
-				res, err := RunFileMode(context.Background(), p4.Options{Path: "../../../examples/p4/" + name + ".p4"},
+				res, err := RunFileMode(context.Background(), p4test.File(t, "../../../examples/p4/"+name+".p4"),
 					"../../../examples/p4/"+name+".stf", hook, true)
 				if err != nil {
 					t.Fatal(err)

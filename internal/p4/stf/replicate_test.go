@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/edgenf/edgenf/internal/p4"
+	"github.com/edgenf/edgenf/internal/p4/p4test"
 	"github.com/edgenf/edgenf/internal/p4/rt"
 )
 
@@ -22,7 +23,7 @@ func TestReplicationConfigErrors(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
 	}
-	res, err := p4.Compile(context.Background(), p4.Options{Path: "../testdata/replicate.p4"})
+	res, err := p4.Compile(context.Background(), p4test.File(t, "../testdata/replicate.p4"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +95,7 @@ func BenchmarkReplication(b *testing.B) {
 	if os.Geteuid() != 0 {
 		b.Skip("needs root")
 	}
-	res, err := p4.Compile(context.Background(), p4.Options{Path: "../testdata/replicate.p4"})
+	res, err := p4.Compile(context.Background(), p4test.File(b, "../testdata/replicate.p4"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func TestReplicationSTFLive(t *testing.T) {
 	for _, hook := range []string{"xdp", "tc"} {
 		for _, f := range []string{"../../../examples/p4/portscan", "../../../examples/p4/int_telemetry", "../testdata/replicate"} {
 			t.Run(hook+"/"+f[strings.LastIndex(f, "/")+1:], func(t *testing.T) {
-				res, err := RunFileMode(context.Background(), p4.Options{Path: f + ".p4"}, f+".stf", hook, true)
+				res, err := RunFileMode(context.Background(), p4test.File(t, f+".p4"), f+".stf", hook, true)
 				if err != nil {
 					t.Fatal(err)
 				}

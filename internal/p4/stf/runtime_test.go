@@ -8,6 +8,7 @@ import (
 
 	"github.com/edgenf/edgenf/internal/p4"
 	"github.com/edgenf/edgenf/internal/p4/p4info"
+	"github.com/edgenf/edgenf/internal/p4/p4test"
 	"github.com/edgenf/edgenf/internal/p4/rt"
 )
 
@@ -90,7 +91,7 @@ func TestDirectCounterAndDelete(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
 	}
-	res, err := p4.Compile(context.Background(), p4.Options{Path: "../../../examples/p4/l2switch.p4"})
+	res, err := p4.Compile(context.Background(), p4test.File(t, "../../../examples/p4/l2switch.p4"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +134,7 @@ func TestScanTableDelete(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
 	}
-	res, err := p4.Compile(context.Background(), p4.Options{Path: "../../../examples/p4/acl.p4"})
+	res, err := p4.Compile(context.Background(), p4test.File(t, "../../../examples/p4/acl.p4"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +190,7 @@ func TestKitchenSinkLoads(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
 	}
-	res, err := p4.Compile(context.Background(), p4.Options{Path: "../testdata/kitchen.p4"})
+	res, err := p4.Compile(context.Background(), p4test.File(t, "../testdata/kitchen.p4"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +214,7 @@ func BenchmarkL3Router(b *testing.B) {
 	if os.Geteuid() != 0 {
 		b.Skip("needs root")
 	}
-	res, err := p4.Compile(context.Background(), p4.Options{Path: "../../../examples/p4/l3router.p4"})
+	res, err := p4.Compile(context.Background(), p4test.File(b, "../../../examples/p4/l3router.p4"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -246,7 +247,7 @@ func BenchmarkPortfwd(b *testing.B) {
 	if os.Geteuid() != 0 {
 		b.Skip("needs root")
 	}
-	res, err := p4.Compile(context.Background(), p4.Options{Path: "../../../examples/p4/portfwd.p4"})
+	res, err := p4.Compile(context.Background(), p4test.File(b, "../../../examples/p4/portfwd.p4"))
 	if err != nil {
 		b.Fatal(err)
 	}

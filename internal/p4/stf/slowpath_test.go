@@ -13,6 +13,7 @@ import (
 	"github.com/edgenf/edgenf/internal/p4"
 	"github.com/edgenf/edgenf/internal/p4/ir"
 	"github.com/edgenf/edgenf/internal/p4/p4info"
+	"github.com/edgenf/edgenf/internal/p4/p4test"
 )
 
 type spRecord struct {
@@ -53,7 +54,7 @@ func TestSlowPathMessages(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
 	}
-	res, err := p4.Compile(context.Background(), p4.Options{Path: "../testdata/slowpath.p4"})
+	res, err := p4.Compile(context.Background(), p4test.File(t, "../testdata/slowpath.p4"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/edgenf/edgenf/internal/p4"
+	"github.com/edgenf/edgenf/internal/p4/p4test"
 )
 
 // runSTFText runs STF commands given inline against a program, on one hook.
@@ -15,7 +16,7 @@ func runSTFText(t *testing.T, p4file, hook, text string) *Result {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root for BPF_PROG_TEST_RUN")
 	}
-	res, err := p4.Compile(context.Background(), p4.Options{Path: p4file})
+	res, err := p4.Compile(context.Background(), p4test.File(t, p4file))
 	if err != nil {
 		t.Fatal(err)
 	}

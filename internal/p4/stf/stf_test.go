@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/edgenf/edgenf/internal/p4"
+	"github.com/edgenf/edgenf/internal/p4/p4test"
 )
 
 func runSTF(t *testing.T, p4file string) {
@@ -17,7 +18,7 @@ func runSTF(t *testing.T, p4file string) {
 
 func runSTFHook(t *testing.T, p4file, hook string) {
 	t.Helper()
-	res, err := p4.Compile(context.Background(), p4.Options{Path: p4file})
+	res, err := p4.Compile(context.Background(), p4test.File(t, p4file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,14 +115,14 @@ func TestRunFile(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
 	}
-	res, err := RunFile(context.Background(), p4.Options{Path: "../../../examples/p4/portfwd.p4"}, "../../../examples/p4/portfwd.stf", "")
+	res, err := RunFile(context.Background(), p4test.File(t, "../../../examples/p4/portfwd.p4"), "../../../examples/p4/portfwd.stf", "")
 	if err != nil || !res.OK() {
 		t.Fatalf("%v %v", res, err)
 	}
 	// a failing expectation is reported with its line
 	bad := filepath.Join(t.TempDir(), "bad.stf")
 	os.WriteFile(bad, []byte("add MyIngress.fwd standard_metadata.ingress_port:0 MyIngress.forward(port:1)\npacket 0 000000000002 000000000001 0800 aa\nexpect 2 000000000002 000000000001 0800 aa\n"), 0o644)
-	res, err = RunFile(context.Background(), p4.Options{Path: "../../../examples/p4/portfwd.p4"}, bad, "")
+	res, err = RunFile(context.Background(), p4test.File(t, "../../../examples/p4/portfwd.p4"), bad, "")
 	if err != nil {
 		t.Fatal(err)
 	}

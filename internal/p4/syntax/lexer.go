@@ -16,6 +16,25 @@ const (
 	OP
 )
 
+// Preprocessed is preprocessed text and, for each of its lines, where it
+// came from (package cpp makes it from the C preprocessor's output).
+type Preprocessed struct {
+	Text  string
+	Lines []Pos // Lines[i] is the origin of line i+1; each token's column is its column there
+}
+
+// Plain is the text of a file that needs no preprocessing (tests, tools):
+// every line is its own origin. The text is recorded in sources.
+func Plain(name string, src []byte, sources *Sources) *Preprocessed {
+	sources.Add(name, string(src))
+	n := strings.Count(string(src), "\n") + 1
+	lines := make([]Pos, n)
+	for i := range lines {
+		lines[i] = Pos{File: name, Line: i + 1, Col: 1}
+	}
+	return &Preprocessed{Text: string(src), Lines: lines}
+}
+
 // Token is one lexical token.
 type Token struct {
 	Kind TokKind
@@ -166,3 +185,9 @@ func parseIntLit(t *Token) string {
 	t.Val = v
 	return ""
 }
+
+func isIdentStart(c byte) bool {
+	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+}
+
+func isIdentChar(c byte) bool { return isIdentStart(c) || (c >= '0' && c <= '9') }

@@ -2,7 +2,6 @@ package syntax
 
 import (
 	"fmt"
-	"io/fs"
 	"math/big"
 )
 
@@ -15,27 +14,6 @@ type parser struct {
 	errs      ErrorList
 	typeNames map[string]bool
 	depth     int
-}
-
-// ParseOptions configures Parse.
-type ParseOptions struct {
-	IncludeDirs []string
-	Defines     map[string]string
-	System      fs.FS
-	ReadFile    func(string) ([]byte, error)
-}
-
-// ParseFile preprocesses and parses a file. src may be nil to read path.
-// Sources receives every file read (for error quoting); it may be nil.
-func ParseFile(path string, src []byte, opt ParseOptions, sources *Sources) (*Program, error) {
-	if sources == nil {
-		sources = NewSources()
-	}
-	pp, err := Preprocess(path, src, PPOptions{IncludeDirs: opt.IncludeDirs, Defines: opt.Defines, System: opt.System, ReadFile: opt.ReadFile, Sources: sources})
-	if err != nil {
-		return nil, err
-	}
-	return ParsePreprocessed(pp, sources)
 }
 
 // ParsePreprocessed parses preprocessed text.

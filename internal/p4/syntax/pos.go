@@ -1,5 +1,6 @@
-// Package syntax holds the P4-16 front end: a C preprocessor, the lexer, the
-// parser and the AST, with source positions and diagnostics.
+// Package syntax holds the P4-16 front end: the lexer, the parser and the
+// AST, with source positions and diagnostics. Preprocessing is the real C
+// preprocessor's (package cpp); this package reads its output.
 package syntax
 
 import (
@@ -103,6 +104,23 @@ func (s *Sources) Add(name, text string) {
 		return
 	}
 	s.files[name] = strings.Split(text, "\n")
+}
+
+// Has reports whether a file's text was recorded.
+func (s *Sources) Has(name string) bool {
+	if s == nil {
+		return false
+	}
+	_, ok := s.files[name]
+	return ok
+}
+
+// Text returns a recorded file's text, or "".
+func (s *Sources) Text(name string) string {
+	if s == nil {
+		return ""
+	}
+	return strings.Join(s.files[name], "\n")
 }
 
 // Line returns line n (1-based) of file, or "".

@@ -165,13 +165,17 @@ struct fw_count {
 
 /* Per-rule counters, same index; FW_MAX_RULES + (gen * 2 + chain) past the
  * rules: the default policy's; then per chain the accept-established
- * shortcut's. */
+ * shortcut's, invalid packets accepted, frames that could not be parsed (the
+ * policy judged them) and fragments dropped for hiding or rewriting their L4
+ * header. */
 #define FW_CNT_POLICY (4 * FW_MAX_RULES)
 #define FW_CNT_ESTAB (4 * FW_MAX_RULES + 4)
 #define FW_CNT_INVALID (4 * FW_MAX_RULES + 8)
+#define FW_CNT_UNPARSED (4 * FW_MAX_RULES + 12)
+#define FW_CNT_BADFRAG (4 * FW_MAX_RULES + 14)
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 4 * FW_MAX_RULES + 12);
+	__uint(max_entries, 4 * FW_MAX_RULES + 16);
 	__type(key, __u32);
 	__type(value, struct fw_count);
 } fw_counters SEC(".maps");
@@ -198,6 +202,43 @@ struct {
 	__type(key, struct ct_tuple);
 	__type(value, struct fw_conn);
 } fw_conns SEC(".maps");
+
+/* Fragments after the first carry no ports: they take the verdict of their
+ * datagram's first fragment, remembered by chain, addresses, protocol and
+ * IPv4 identification for as long as Linux waits for a datagram's fragments.
+ * A later fragment whose first one was not seen is judged by the policy. */
+struct fw_frag_key {
+	__be32 saddr;
+	__be32 daddr;
+	__be16 id;
+	__u8 proto;
+	__u8 chain;
+};
+
+struct fw_frag {
+	__u64 seen;   /* bpf_ktime_get_ns() of the first fragment */
+	__u32 cnt;    /* the counter it was counted on */
+	__u8 verdict; /* FW_ACCEPT or FW_DROP */
+	__u8 pad[3];
+};
+
+#define FW_FRAG_TIMEOUT_NS (30ull * 1000000000ull) /* net.ipv4.ipfrag_time */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct fw_frag_key);
+	__type(value, struct fw_frag);
+} fw_frags SEC(".maps");
+
+static __always_inline void fw_frag_key(const struct ct_pkt *p, __u8 chain, struct fw_frag_key *k)
+{
+	k->saddr = p->t.saddr;
+	k->daddr = p->t.daddr;
+	k->id = p->ip_id;
+	k->proto = p->t.proto;
+	k->chain = chain;
+}
 
 /* Log rate limiter (token bucket per CPU). */
 struct fw_bucket {
@@ -289,17 +330,22 @@ static __always_inline int fw_none(const struct fw_bv *v)
 	return !(v->sum[0] | v->sum[1] | v->sum[2]);
 }
 
-static __always_inline int fw_classify(struct fw_meta *m, __u8 gen, __u8 chain, struct ct_pkt *p, __u32 pstate)
+/* A global function: the verifier checks it once, not once for every path
+ * of the caller that reaches it (its loops would otherwise be explored for
+ * each, which is most of the program's verification cost). */
+__attribute__((noinline)) int fw_classify(const struct fw_meta *m, __u32 gen, __u32 chain, const struct ct_pkt *p,
+					  __u32 pstate)
 {
 	__u32 base = (gen * 2 + chain);
 	struct fw_bv *ones = fw_cls_bv(0, 0, FW_NDIMS, 0);
 	struct fw_bv *vs, *vd, *vsp, *vdp, *vp, *vf, *vc, *a;
-	__u32 dims = m->dims;
+	__u32 dims;
 
 	/* Every pointer starts as the all-ones vector (not NULL): pointers of
 	 * one kind keep the verifier's state count small. */
-	if (!ones)
+	if (!ones || !m || !p || gen > 1 || chain > 1)
 		return -1;
+	dims = m->dims;
 	vs = vd = vsp = vdp = vp = vf = vc = ones;
 
 	/* Fields in order of typical selectivity; a field whose vector is
@@ -407,9 +453,30 @@ static __always_inline int fw_classify(struct fw_meta *m, __u8 gen, __u8 chain, 
 	return -1;
 }
 
+static __always_inline int fw_verdict(__u8 v)
+{
+	return v == FW_ACCEPT ? ENF_VERDICT_PASS : ENF_VERDICT_DROP;
+}
+
+/* A fragment after the first: its datagram's verdict. */
+static __always_inline int fw_later_fragment(const struct ct_pkt *p, __u8 chain, const struct fw_meta *m, __u32 len)
+{
+	struct fw_frag_key k;
+	struct fw_frag *f;
+
+	fw_frag_key(p, chain, &k);
+	f = bpf_map_lookup_elem(&fw_frags, &k);
+	if (f && bpf_ktime_get_ns() - f->seen <= FW_FRAG_TIMEOUT_NS) {
+		fw_count(f->cnt, len);
+		return fw_verdict(f->verdict);
+	}
+	fw_count(FW_CNT_UNPARSED + chain, len);
+	return fw_verdict(m->policy);
+}
+
 static __always_inline int firewall(ctx_t *ctx, struct edgenf_md *md, __u32 dir)
 {
-	__u32 zero = 0, len = ctx_len(ctx), mi, pstate, version;
+	__u32 zero = 0, len = ctx_len(ctx), mi, pstate, version, cnt;
 	__u8 chain = dir & 1, gen;
 	__u64 tag = 0;
 	struct fw_conn *conn = 0, upd;
@@ -431,9 +498,29 @@ static __always_inline int firewall(ctx_t *ctx, struct edgenf_md *md, __u32 dir)
 	m = bpf_map_lookup_elem(&fw_meta, &mi);
 	if (!m || !m->valid)
 		return ENF_VERDICT_PASS;
-	/* Only IPv4 is classified; ARP, IPv6 and the rest pass. */
-	if (ct_extract(ctx, &p) < 0)
+	/* Only IPv4 is classified; ARP, IPv6 and the rest pass. What cannot
+	 * be parsed is not let through unjudged: the policy decides, and a
+	 * fragment that hides or rewrites its datagram's L4 header is
+	 * dropped. */
+	switch (ct_extract(ctx, &p)) {
+	case CT_X_OTHER:
 		return ENF_VERDICT_PASS;
+	case CT_X_BAD:
+		if (p.frag) {
+			/* the rest of its datagram goes the same way */
+			struct fw_frag_key fk;
+			struct fw_frag f = {.seen = bpf_ktime_get_ns(), .cnt = FW_CNT_BADFRAG + chain, .verdict = FW_DROP};
+
+			fw_frag_key(&p, chain, &fk);
+			bpf_map_update_elem(&fw_frags, &fk, &f, BPF_ANY);
+			fw_count(FW_CNT_BADFRAG + chain, len);
+			return ENF_VERDICT_DROP;
+		}
+		fw_count(FW_CNT_UNPARSED + chain, len);
+		return fw_verdict(m->policy);
+	}
+	if (p.frag && !p.l4_off)
+		return fw_later_fragment(&p, chain, m, len);
 
 	now = bpf_ktime_get_ns();
 	swapped = fw_norm(&p.t, &key);
@@ -456,7 +543,8 @@ static __always_inline int firewall(ctx_t *ctx, struct edgenf_md *md, __u32 dir)
 	}
 
 	if (m->accept_established && (pstate == CT_PKT_ESTABLISHED || pstate == CT_PKT_RELATED)) {
-		fw_count(FW_CNT_ESTAB + chain, len);
+		cnt = FW_CNT_ESTAB + chain;
+		fw_count(cnt, len);
 		verdict = FW_ACCEPT;
 		goto done;
 	}
@@ -474,16 +562,26 @@ static __always_inline int firewall(ctx_t *ctx, struct edgenf_md *md, __u32 dir)
 
 		if (!r)
 			return ENF_VERDICT_DROP;
-		fw_count(ri, len);
+		cnt = ri;
+		fw_count(cnt, len);
 		verdict = r->action;
 		if (r->log)
 			log = fw_log(ctx, md, cfg, verdict == FW_ACCEPT ? FW_LOG_ACCEPT : FW_LOG_DROP,
 				     (chain << 31) | (r->id & 0x7fffffff));
 	} else {
-		fw_count(FW_CNT_POLICY + mi, len);
+		cnt = FW_CNT_POLICY + mi;
+		fw_count(cnt, len);
 		verdict = m->policy;
 	}
 done:
+	if (p.frag) {
+		/* the first fragment: its verdict is its datagram's */
+		struct fw_frag_key fk;
+		struct fw_frag f = {.seen = now, .cnt = cnt, .verdict = verdict};
+
+		fw_frag_key(&p, chain, &fk);
+		bpf_map_update_elem(&fw_frags, &fk, &f, BPF_ANY);
+	}
 	if (verdict != FW_ACCEPT)
 		return ENF_VERDICT_DROP;
 	if (pstate == CT_PKT_INVALID)

@@ -128,6 +128,7 @@ enum nat_counter {
 	NAT_C_NEW_IN,   /* sessions opened from outside (DNAT, port forwarding) */
 	NAT_C_NOPORT,   /* dropped: no free external port */
 	NAT_C_UNTOUCHED, /* passed without translation */
+	NAT_C_UNXLATE,  /* dropped: would leave with an inside source, but cannot be translated */
 	NAT_C_MAX,
 };
 
@@ -144,6 +145,43 @@ static __always_inline void nat_count(__u32 c)
 
 	if (v)
 		*v += 1;
+}
+
+/* Fragments after the first carry no ports: they are translated like their
+ * datagram's first fragment, remembered by addresses, protocol, IPv4
+ * identification and direction (as seen before translation) for as long as
+ * Linux waits for a datagram's fragments. */
+struct nat_frag_key {
+	__be32 saddr;
+	__be32 daddr;
+	__be16 id;
+	__u8 proto;
+	__u8 dir;
+};
+
+struct nat_frag {
+	__u64 seen;
+	__be32 new_addr;
+	__u8 which; /* CT_SRC or CT_DST */
+	__u8 pad[3];
+};
+
+#define NAT_FRAG_TIMEOUT_NS (30ull * 1000000000ull) /* net.ipv4.ipfrag_time */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct nat_frag_key);
+	__type(value, struct nat_frag);
+} nat_frags SEC(".maps");
+
+static __always_inline void nat_frag_key(const struct ct_pkt *p, __u32 dir, struct nat_frag_key *k)
+{
+	k->saddr = p->t.saddr;
+	k->daddr = p->t.daddr;
+	k->id = p->ip_id;
+	k->proto = p->t.proto;
+	k->dir = dir;
 }
 
 static __always_inline __u32 nat_hash(const struct ct_tuple *t)
@@ -165,10 +203,19 @@ static __always_inline void nat_apply_stats(struct nat_sess *s, __u32 len)
 	s->bytes += len;
 }
 
-/* Translate with an existing session entry. */
-static __always_inline int nat_xlate(ctx_t *ctx, struct ct_pkt *p, struct nat_sess *s)
+/* Translate with an existing session entry; a first fragment leaves its
+ * translation for the rest of its datagram. */
+static __always_inline int nat_xlate(ctx_t *ctx, struct ct_pkt *p, struct nat_sess *s, __u32 dir)
 {
 	int r;
+
+	if (p->frag) {
+		struct nat_frag_key fk;
+		struct nat_frag f = {.seen = bpf_ktime_get_ns(), .new_addr = s->new_addr, .which = s->which};
+
+		nat_frag_key(p, dir, &fk);
+		bpf_map_update_elem(&nat_frags, &fk, &f, BPF_ANY);
+	}
 
 	nat_apply_stats(s, ctx_len(ctx));
 	/* ICMP echo: the identifier (in sport) changes whichever address does. */
@@ -256,7 +303,7 @@ static __always_inline int nat_open(ctx_t *ctx, struct ct_pkt *p, __u32 dir, __u
 		s = bpf_map_lookup_elem(&nat_sess, &ok);
 		if (!s)
 			return ENF_VERDICT_DROP;
-		return nat_xlate(ctx, p, s);
+		return nat_xlate(ctx, p, s, dir);
 	}
 	nat_count(dir == EDGENF_DIR_EGRESS ? NAT_C_NEW_OUT : NAT_C_NEW_IN);
 	{
@@ -264,8 +311,53 @@ static __always_inline int nat_open(ctx_t *ctx, struct ct_pkt *p, __u32 dir, __u
 
 		if (!s)
 			return ENF_VERDICT_DROP;
-		return nat_xlate(ctx, p, s);
+		return nat_xlate(ctx, p, s, dir);
 	}
+}
+
+/* Would a packet from saddr leave translated (a dnat or snat rule covers
+ * it, or masquerade is on and it is not already the outside address)? */
+static __always_inline int nat_covers_out(struct nat_cfg *cfg, __be32 saddr)
+{
+	struct nat_lpm_key lk = {.prefixlen = 32, .addr = saddr};
+
+	if (bpf_map_lookup_elem(&nat_dnat_rev, &saddr) || bpf_map_lookup_elem(&nat_snat, &lk))
+		return 1;
+	return cfg->masq && saddr != cfg->masq_addr;
+}
+
+/* A packet this NAT cannot translate (later fragment of an unknown
+ * datagram, other protocol, unparsable frame, ...): leaving with a source
+ * the NAT covers, it would leak an inside address; it is dropped and
+ * counted. Anything else passes untouched. */
+static __always_inline int nat_cannot(struct nat_cfg *cfg, __u32 dir, __be32 saddr)
+{
+	if (dir == EDGENF_DIR_EGRESS && nat_covers_out(cfg, saddr)) {
+		nat_count(NAT_C_UNXLATE);
+		return ENF_VERDICT_DROP;
+	}
+	nat_count(NAT_C_UNTOUCHED);
+	return ENF_VERDICT_PASS;
+}
+
+/* A fragment after the first: translated as its datagram's first one. */
+static __always_inline int nat_later_fragment(ctx_t *ctx, struct ct_pkt *p, struct nat_cfg *cfg, __u32 dir)
+{
+	struct nat_frag_key k;
+	struct nat_frag *f;
+
+	nat_frag_key(p, dir, &k);
+	f = bpf_map_lookup_elem(&nat_frags, &k);
+	if (!f || bpf_ktime_get_ns() - f->seen > NAT_FRAG_TIMEOUT_NS)
+		return nat_cannot(cfg, dir, p->t.saddr);
+	if (f->which == CT_SRC) {
+		if (ct_nat_rewrite(ctx, p, CT_SRC, p->t.saddr, f->new_addr, 0, 0) < 0)
+			return ENF_VERDICT_DROP;
+	} else if (ct_nat_rewrite(ctx, p, CT_DST, p->t.daddr, f->new_addr, 0, 0) < 0) {
+		return ENF_VERDICT_DROP;
+	}
+	nat_count(NAT_C_XLATE);
+	return ENF_VERDICT_PASS;
 }
 
 static __always_inline int nat_new_out(ctx_t *ctx, struct ct_pkt *p, struct nat_cfg *cfg, __u64 now)
@@ -276,7 +368,7 @@ static __always_inline int nat_new_out(ctx_t *ctx, struct ct_pkt *p, struct nat_
 	__u16 lo = cfg->port_lo, hi = cfg->port_hi;
 
 	if (p->t.proto == IPPROTO_ICMP && p->icmp_type != CT_ICMP_ECHO)
-		goto untouched;
+		return nat_cannot(cfg, EDGENF_DIR_EGRESS, p->t.saddr);
 	if (lo == 0 || hi < lo) {
 		lo = 1024;
 		hi = 65535;
@@ -292,12 +384,13 @@ static __always_inline int nat_new_out(ctx_t *ctx, struct ct_pkt *p, struct nat_
 
 		return nat_open(ctx, p, EDGENF_DIR_EGRESS, CT_SRC, a, p->t.sport, lo, hi, 1, NAT_K_SNAT, sn->rule, now);
 	}
+	/* (the point's own flows too: tracked, their ports are not handed
+	 * out to inside hosts) */
 	if (cfg->masq && cfg->masq_addr)
 		return nat_open(ctx, p, EDGENF_DIR_EGRESS, CT_SRC, cfg->masq_addr, p->t.sport, lo, hi, 1, NAT_K_MASQ,
 				0, now);
-untouched:
-	nat_count(NAT_C_UNTOUCHED);
-	return ENF_VERDICT_PASS;
+	/* masquerade without an address yet: nothing can leave translated */
+	return nat_cannot(cfg, EDGENF_DIR_EGRESS, p->t.saddr);
 }
 
 static __always_inline int nat_new_in(ctx_t *ctx, struct ct_pkt *p, struct nat_cfg *cfg, __u64 now)
@@ -389,7 +482,7 @@ static __always_inline int nat_word(ctx_t *ctx, __u32 off, __be16 new, __u32 ca,
 	return 0;
 }
 
-static __always_inline int nat_icmp_err(ctx_t *ctx, struct ct_pkt *p, __u32 dir)
+static __always_inline int nat_icmp_err(ctx_t *ctx, struct ct_pkt *p, struct nat_cfg *cfg, __u32 dir)
 {
 	struct ct_tuple k = p->inner;
 	struct nat_sess *s;
@@ -403,7 +496,7 @@ static __always_inline int nat_icmp_err(ctx_t *ctx, struct ct_pkt *p, __u32 dir)
 	k.pad = 0;
 	s = bpf_map_lookup_elem(&nat_sess, &k);
 	if (!s)
-		return ENF_VERDICT_PASS;
+		return nat_cannot(cfg, dir, p->t.saddr);
 	na = s->new_addr;
 	np = s->new_port;
 	if (s->which == CT_DST) {
@@ -454,17 +547,30 @@ static __always_inline int nat(ctx_t *ctx, struct edgenf_md *md, __u32 dir)
 	__u64 now;
 
 	(void)md;
-	if (ct_extract(ctx, &p) < 0 || !p.l4_off)
-		return ENF_VERDICT_PASS;
-	if (p.t.proto != IPPROTO_TCP && p.t.proto != IPPROTO_UDP && p.t.proto != IPPROTO_ICMP)
-		return ENF_VERDICT_PASS;
-	if (p.t.proto == IPPROTO_ICMP && p.icmp_err)
-		return nat_icmp_err(ctx, &p, dir);
-	if (p.t.proto == IPPROTO_ICMP && p.icmp_type != CT_ICMP_ECHO && p.icmp_type != CT_ICMP_ECHOREPLY)
-		return ENF_VERDICT_PASS;
 	cfg = bpf_map_lookup_elem(&nat_cfg, &zero);
 	if (!cfg)
+		return ENF_VERDICT_DROP;
+	switch (ct_extract(ctx, &p)) {
+	case CT_X_OTHER:
+		return ENF_VERDICT_PASS; /* ARP, IPv6, ... */
+	case CT_X_BAD:
+		/* Its source cannot be trusted (or read): nothing unparsable
+		 * leaves this way. */
+		if (dir == EDGENF_DIR_EGRESS) {
+			nat_count(NAT_C_UNXLATE);
+			return ENF_VERDICT_DROP;
+		}
+		nat_count(NAT_C_UNTOUCHED);
 		return ENF_VERDICT_PASS;
+	}
+	if (!p.l4_off)
+		return nat_later_fragment(ctx, &p, cfg, dir);
+	if (p.t.proto != IPPROTO_TCP && p.t.proto != IPPROTO_UDP && p.t.proto != IPPROTO_ICMP)
+		return nat_cannot(cfg, dir, p.t.saddr);
+	if (p.t.proto == IPPROTO_ICMP && p.icmp_err)
+		return nat_icmp_err(ctx, &p, cfg, dir);
+	if (p.t.proto == IPPROTO_ICMP && p.icmp_type != CT_ICMP_ECHO && p.icmp_type != CT_ICMP_ECHOREPLY)
+		return nat_cannot(cfg, dir, p.t.saddr);
 	now = bpf_ktime_get_ns();
 	key = p.t;
 	key.dir = dir;
@@ -496,7 +602,7 @@ static __always_inline int nat(ctx_t *ctx, struct edgenf_md *md, __u32 dir)
 			goto fresh;
 		}
 		ct_update(c, &p, reply, now);
-		return nat_xlate(ctx, &p, s);
+		return nat_xlate(ctx, &p, s, dir);
 	}
 fresh:
 	if (dir == EDGENF_DIR_EGRESS)
