@@ -4,6 +4,7 @@ package telemetry
 import (
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/engine"
+	"github.com/edgenf/edgenf/internal/tenant"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -73,7 +74,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		perType[cb.Type]++
-		st, err := c.eng.Stats(name)
+		st, err := c.eng.Stats(tenant.Admin, name)
 		if err != nil {
 			continue
 		}
