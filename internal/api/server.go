@@ -658,6 +658,10 @@ func (s *Server) addEntries(w http.ResponseWriter, r *http.Request, c *cube.Cube
 	if !ok {
 		return
 	}
+	if len(list) == 0 {
+		fail(w, cube.Errorf("body", "no entries: give one entry or a list of them"))
+		return
+	}
 	at := func(i int) string {
 		if len(list) == 1 {
 			return ""

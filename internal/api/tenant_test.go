@@ -44,7 +44,7 @@ func refused(t *testing.T, what string, err error, code int, want ...string) {
 	}
 }
 
-func topologyOf(t *testing.T, admin *client.Client) string {
+func topologyOf(t testing.TB, admin *client.Client) string {
 	t.Helper()
 	var raw json.RawMessage
 	if err := admin.Do("GET", "/v1/topology", nil, &raw); err != nil {
@@ -249,7 +249,7 @@ func TestEntryQuota(t *testing.T) {
 	}
 }
 
-func do(t *testing.T, method, url, token string, body io.Reader) (int, string) {
+func do(t testing.TB, method, url, token string, body io.Reader) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(method, url, body)
 	req.Header.Set("Authorization", "Bearer "+token)

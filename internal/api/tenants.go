@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"slices"
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/engine"
@@ -67,12 +68,26 @@ func (s *Server) listTenants(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getTenant(w http.ResponseWriter, r *http.Request) {
-	st, err := s.eng.Tenant(who(r), r.PathValue("tenant"))
+	name := r.PathValue("tenant")
+	st, err := s.eng.Tenant(who(r), name)
+	if err == nil && st.Source == "none" && !slices.Contains(s.tokenTenants(), name) && usageOf(st, tenant.Cubes) == 0 {
+		// no record, no token, no cube: no such tenant
+		err = cube.NotFound("tenant", "no tenant named %q", name)
+	}
 	if err != nil {
 		fail(w, err)
 		return
 	}
 	reply(w, 200, s.withRequests(st))
+}
+
+func usageOf(st *engine.TenantStatus, quota string) int64 {
+	for _, q := range st.Quotas {
+		if q.Name == quota && q.Used != nil {
+			return *q.Used
+		}
+	}
+	return 0
 }
 
 func (s *Server) putTenant(w http.ResponseWriter, r *http.Request) {

@@ -568,7 +568,7 @@ type MeterSetArgs struct {
 func meterSet(h cube.Handle, c *cube.Cube, args any) (any, error) {
 	a, _ := args.(*MeterSetArgs)
 	if a == nil || a.Meter == "" {
-		return nil, fmt.Errorf("meter_set needs a meter")
+		return nil, cube.Errorf("meter", "meter_set needs a meter")
 	}
 	prog, err := runtimeOf(h, c)
 	if err != nil {
@@ -576,11 +576,13 @@ func meterSet(h cube.Handle, c *cube.Cube, args any) (any, error) {
 	}
 	me := prog.Model.Meter(a.Meter)
 	if me == nil {
-		return nil, fmt.Errorf("no meter %q", a.Meter)
+		return nil, cube.NotFound("meter", "the program has no meter %q", a.Meter)
 	}
 	lo, hi := uint32(0), uint32(me.Size-1)
 	if a.Index != nil {
-		lo, hi = *a.Index, *a.Index
+		if lo, hi = *a.Index, *a.Index; int64(hi) >= int64(me.Size) {
+			return nil, cube.Errorf("index", "meter %s has %d cells (0..%d), not %d", me.Name, me.Size, me.Size-1, hi)
+		}
 	}
 	var cfg *rt.MeterConfig
 	if !a.Reset {
