@@ -68,7 +68,7 @@ func TestOpenAPIConformance(t *testing.T) {
 			"--checks", "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance",
 			"--max-examples", "3", "--seed", "12", "--generation-deterministic", "--no-color", "--workers", "1",
 			"--phases", "examples,coverage,fuzzing", "--request-timeout", "120",
-			"--generation-database", "none", "--report-dir", filepath.Join(dir, "report")}, extra...)
+			"--report-dir", filepath.Join(dir, "report")}, extra...)
 		cmd := exec.Command(st, args...)
 		cmd.Dir = dir
 		out, err := cmd.CombinedOutput()
