@@ -34,7 +34,7 @@ func TestOpenAPIConformance(t *testing.T) {
 	if err := os.WriteFile(tokFile, []byte(tokens), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeTCPAddr(t)
+	addr := freeAddr(t)
 	startDaemon(t, "-listen", addr, "-tokens", tokFile)
 	url := "http://" + addr
 	tenant := client.New("", url, redToken)

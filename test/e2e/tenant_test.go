@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -44,15 +43,6 @@ type tenantLab struct {
 	udpPort            int
 }
 
-func freeTCPAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // startTenants starts the daemon and builds red's chain (r1) and blue's
 // (b1, with a spare port p2), plus an administrator's cube adm.
 func startTenants(t *testing.T) *tenantLab {
@@ -74,7 +64,7 @@ func startTenants(t *testing.T) *tenantLab {
 	if err := os.WriteFile(tokFile, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeTCPAddr(t)
+	addr := freeAddr(t) // p4rt_test.go
 	tl.d = startDaemon(t, "-listen", addr, "-tokens", tokFile)
 	tl.url = "http://" + addr
 	tl.admin, tl.red, tl.blue = client.New("", tl.url, adminToken), client.New("", tl.url, redToken), client.New("", tl.url, blueToken)
