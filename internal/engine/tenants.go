@@ -203,6 +203,9 @@ func (e *Engine) checkQuota(who tenant.Actor, next *cube.Topology) error {
 // object's, or the one its settings select).
 func (e *Engine) cubeMemory(c *cube.Cube) (int64, error) {
 	if l := e.cubes[c.Name]; l != nil && l.c != nil && l.c.Type == c.Type && l.dc.Hook == c.Hook && bytes.Equal(l.c.Config, c.Config) {
+		if l.down != "" {
+			return 0, nil // its program did not load (restore.go)
+		}
 		if m, ok := e.tenants.memory[l.obj]; ok {
 			return m, nil
 		}

@@ -26,11 +26,7 @@ import (
 // portfwd cube of its own. Every attack red makes is refused, changes
 // nothing, and blue's traffic keeps flowing through it.
 
-const (
-	adminToken = "admin-e2e-0123456789abcdef"
-	redToken   = "red-e2e-0123456789abcdef"
-	blueToken  = "blue-e2e-0123456789abcdef"
-)
+// (The tokens are transport_test.go's.)
 
 type tenantLab struct {
 	t                  *testing.T
