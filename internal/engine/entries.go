@@ -101,6 +101,11 @@ type entryChange struct {
 func (e *Engine) ChangeEntries(who tenant.Actor, name, table string, fn func(tx *EntryTx) error) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.changeEntries(who, name, table, fn)
+}
+
+// changeEntries is ChangeEntries with e.mu held.
+func (e *Engine) changeEntries(who tenant.Actor, name, table string, fn func(tx *EntryTx) error) error {
 	c, ok := e.owned(who, name)
 	if !ok {
 		return noCube(name)
@@ -237,4 +242,50 @@ func (e *Engine) compactJournal() {
 	if err := e.save(e.topo); err != nil {
 		e.log.Warn("state snapshot failed; the journal keeps the changes", "err", err)
 	}
+}
+
+// store is the cube.Store of one loaded cube: its controller's goroutines
+// change the cube's tables through it for as long as that cube is loaded,
+// acting for the cube's owner (a tenant's sessions count against its
+// table_entries quota like those it writes through the API).
+type store struct {
+	e *Engine
+	l *live
+}
+
+// owner is who the cube's own changes act for (e.mu held).
+func (s *store) owner() tenant.Actor {
+	if c := s.e.topo.Cubes[s.l.dc.Name]; c != nil && c.Tenant != "" {
+		return tenant.Of(c.Tenant)
+	}
+	return tenant.Admin
+}
+
+func (s *store) ChangeEntries(table string, fn func(tx cube.EntryTx) error) error {
+	s.e.mu.Lock()
+	defer s.e.mu.Unlock()
+	if s.e.cubes[s.l.dc.Name] != s.l {
+		return noCube(s.l.dc.Name)
+	}
+	return s.e.changeEntries(s.owner(), s.l.dc.Name, table, func(tx *EntryTx) error { return fn(tx) })
+}
+
+func (s *store) Do(fn func(h cube.Handle) error) error {
+	s.e.mu.Lock()
+	defer s.e.mu.Unlock()
+	if s.e.cubes[s.l.dc.Name] != s.l {
+		return noCube(s.l.dc.Name)
+	}
+	return fn(&handle{e: s.e, l: s.l})
+}
+
+func (s *store) Entry(table, key string) (json.RawMessage, bool) {
+	s.e.mu.Lock()
+	defer s.e.mu.Unlock()
+	c := s.e.topo.Cubes[s.l.dc.Name]
+	if s.e.cubes[s.l.dc.Name] != s.l || c == nil {
+		return nil, false
+	}
+	raw, ok := c.Tables[table][key]
+	return raw, ok
 }
