@@ -89,7 +89,12 @@ func inner(ls ...gopacket.SerializableLayer) []byte {
 	if _, v6 := ls[0].(*layers.IPv6); v6 {
 		eth.EthernetType = layers.EthernetTypeIPv6
 	}
-	return nftest.Serialize(append([]gopacket.SerializableLayer{eth}, ls...)...)[14:]
+	b := nftest.Serialize(append([]gopacket.SerializableLayer{eth}, ls...)...)[14:]
+	// without the Ethernet padding of short frames
+	if b[0]>>4 == 4 {
+		return b[:binary.BigEndian.Uint16(b[2:])]
+	}
+	return b[:40+binary.BigEndian.Uint16(b[4:])]
 }
 
 func udpPkt(src, dst string, sport, dport uint16, payload []byte) []byte {

@@ -767,10 +767,7 @@ static __always_inline int upf_encap(ctx_t *ctx, struct upf_far *far, __u32 out,
 
 		if (!enf_in_bounds(ctx, e0, sizeof(*e0)))
 			return -1;
-		/* adjust_room keeps the outer header's protocol as the frame's */
-		if ((e0->h_proto == bpf_htons(ETH_P_IPV6)) != v6 &&
-		    bpf_skb_change_proto(ctx, bpf_htons(v6 ? ETH_P_IPV6 : ETH_P_IP), 0))
-			return -1;
+		/* (the ENCAP_L3 flag makes the skb's protocol the outer one's) */
 		if (ctx->gso_segs > 1)
 			return -2;
 		if (bpf_skb_adjust_room(ctx, room, BPF_ADJ_ROOM_MAC, fl))
@@ -927,6 +924,10 @@ static __attribute__((noinline)) int upf_apply(ctx_t *ctx, struct edgenf_md *md,
 		if (upf_decap(ctx, inner, f->v6))
 			return upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
 	}
+	/* Ethernet padding of a short frame is not part of the packet. */
+	if (ctx_len(ctx) > sizeof(struct ethhdr) + f->len &&
+	    ctx_change_tail(ctx, sizeof(struct ethhdr) + f->len))
+		return upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
 	if (far->ohc != OHC_NONE) {
 		ret = upf_encap(ctx, far, out, upf_qfi(r), f->len);
 		if (ret)
