@@ -163,9 +163,6 @@ func parseOne(b []byte) (*Message, int, bool, error) {
 	}
 	flags := b[0]
 	m := &Message{Type: MsgType(b[1]), HasSEID: flags&0x01 != 0, HasPriority: flags&0x02 != 0}
-	if v := flags >> 5; v != Version {
-		return m, 0, false, &Error{Cause: causeVersion, Msg: fmt.Sprintf("PFCP version %d is not supported", v), Header: m}
-	}
 	hl := HeaderLen(m.HasSEID)
 	if len(b) < hl {
 		return m, 0, false, &Error{Msg: fmt.Sprintf("%d octets are too short for a PFCP header with a SEID", len(b))}
@@ -181,6 +178,11 @@ func parseOne(b []byte) (*Message, int, bool, error) {
 		m.Priority = b[off+3] >> 4
 	} else {
 		m.HasPriority = false
+	}
+	if v := flags >> 5; v != Version {
+		// Answered with the sequence number, read as version 1 lays it
+		// out (TS 29.244 7.6.2).
+		return m, 0, false, &Error{Cause: causeVersion, Msg: fmt.Sprintf("PFCP version %d is not supported", v), Header: m}
 	}
 	if n < hl || n > len(b) {
 		return m, 0, false, &Error{Cause: CauseInvalidLength, Msg: fmt.Sprintf("message length %d does not fit the %d octets received", n, len(b)), Header: m}
