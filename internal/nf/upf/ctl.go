@@ -416,9 +416,9 @@ func (ctl *controller) apply(c *cube.Cube, s *model.Session) error {
 	ctl.retire(s.SEID, old, n)
 	ctl.index(s.SEID, old, n)
 	ctl.sessions[s.SEID] = n
-	ctl.usage.sessionChanged(ctl, s.SEID, old, n)
-	ctl.buffers.sessionChanged(ctl, s.SEID, old, n)
+	// Ask for new tunnel peers before releasing buffered packets to them.
 	ctl.neigh.sessionChanged(ctl, n)
+	ctl.buffers.sessionChanged(ctl, s.SEID, old, n)
 	return nil
 }
 

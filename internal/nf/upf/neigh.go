@@ -17,8 +17,11 @@ import (
 // answer comes. Tunnel peers and gateways are asked for ahead of traffic.
 
 const (
-	neighQueue   = 16   // packets waiting per next hop
-	neighPending = 1024 // next hops being resolved
+	// Packets waiting per next hop: as many as one session may have
+	// buffered, released at once towards a gNB not resolved yet.
+	neighQueue   = 1024
+	neighQueued  = 16384 // packets waiting in all
+	neighPending = 1024  // next hops being resolved
 	neighTries   = 3
 )
 
@@ -36,6 +39,7 @@ type waiting struct {
 type neighbours struct {
 	known   map[nkey][6]byte
 	pending map[nkey]*waiting
+	queued  int
 	now     func() time.Time
 }
 
@@ -182,11 +186,12 @@ func (n *neighbours) miss(ctl *controller, port int, fr []byte, complete bool) {
 		n.pending[k] = w
 		n.request(ctl, k, w)
 	}
-	if len(w.frames) >= neighQueue {
+	if len(w.frames) >= neighQueue || n.queued >= neighQueued {
 		ctl.slow.NeighDrops++
 		return
 	}
 	w.frames = append(w.frames, fr)
+	n.queued++
 }
 
 func (n *neighbours) send(ctl *controller, port int, fr []byte) {
@@ -233,6 +238,7 @@ func (n *neighbours) learn(ctl *controller, port int, addr netip.Addr, mac [6]by
 	}
 	if w := n.pending[k]; w != nil {
 		delete(n.pending, k)
+		n.queued -= len(w.frames)
 		for _, fr := range w.frames {
 			copy(fr[0:6], mac[:])
 			n.send(ctl, port, fr)
@@ -284,6 +290,7 @@ func (n *neighbours) tick(ctl *controller) {
 		}
 		if w.tries >= neighTries {
 			ctl.slow.NeighDrops += uint64(len(w.frames))
+			n.queued -= len(w.frames)
 			delete(n.pending, k)
 			continue
 		}

@@ -139,9 +139,6 @@ func (u *usage) forget(ctl *controller, idx uint32) {
 	}
 }
 
-// sessionChanged runs after a session's kernel state changed.
-func (u *usage) sessionChanged(*controller, uint64, *sessState, *sessState) {}
-
 // report closes a URR's measurement: the usage since the last report, then
 // a new measurement from now with its thresholds re-armed.
 func (u *usage) report(ctl *controller, idx uint32, trigger uint32) (agent.Usage, bool) {

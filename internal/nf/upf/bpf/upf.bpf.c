@@ -1140,7 +1140,10 @@ static __attribute__((noinline)) int upf_nd_in(ctx_t *ctx, struct edgenf_md *md,
 	type = icmp[0];
 	if (type != 135 && type != 136)
 		return upf_drop(ctx, md, UPF_ST_DROP_NOT_GTP);
-	if (!p->has6 || !upf_ip6_eq(icmp + 8, p->ip6))
+	/* a solicitation for the port's address; an advertisement to it (an
+	 * answer) or to all nodes (unsolicited) */
+	if (!p->has6 || (type == 135 && !upf_ip6_eq(icmp + 8, p->ip6)) ||
+	    (type == 136 && !upf_ip6_eq(&ip6->daddr, p->ip6) && ip6->daddr.in6_u.u6_addr8[0] != 0xff))
 		return upf_drop(ctx, md, UPF_ST_DROP_NOT_GTP);
 	enf_report(ctx, md, md->cube, in, UPF_PUNT_NEIGH_IN, 0, 128);
 	if (type != 135)
