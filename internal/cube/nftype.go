@@ -174,6 +174,21 @@ type Service interface {
 	Stop()
 }
 
+// Metric is one sample of an NF type's own metrics (Prometheus): exported as
+// edgenf_<type>_<Name> with a cube label and Labels.
+type Metric struct {
+	Name   string
+	Help   string
+	Gauge  bool // else a counter
+	Labels map[string]string
+	Value  float64
+}
+
+// MetricsReporter is implemented by controllers with metrics of their own.
+type MetricsReporter interface {
+	Metrics(h Handle, c *Cube) []Metric
+}
+
 // Punt is a packet the fast path sent to the slow path.
 type Punt struct {
 	// InPort is the port the packet came in on (standard cubes) or the

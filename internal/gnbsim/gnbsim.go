@@ -127,6 +127,12 @@ func (g *GNB) AddUE(host *netlab.Host, cfg UEConfig) (*UE, error) {
 		err = nl.LinkSetMTU(lk, cfg.MTU)
 	}
 	if err == nil {
+		// A deep queue: the gNB is a userspace process on a shared
+		// machine, and a UE's packets must not be lost while it waits
+		// for a CPU (the default 500 packets are 0.25 s at 2000/s).
+		err = nl.LinkSetTxQLen(lk, 16384)
+	}
+	if err == nil {
 		err = host.AddAddr("tun0", cfg.Addresses...)
 	}
 	if err == nil {

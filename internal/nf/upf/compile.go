@@ -38,7 +38,9 @@ const (
 func (k listKey) String() string {
 	switch k.Kind {
 	case keyTEID:
-		return "TEID " + hex32(uint32(k.K))
+		var b [4]byte
+		binary.NativeEndian.PutUint32(b[:], uint32(k.K))
+		return "TEID " + hex32(binary.BigEndian.Uint32(b[:]))
 	case keyUE4:
 		var b [4]byte
 		binary.BigEndian.PutUint32(b[:], uint32(k.K))

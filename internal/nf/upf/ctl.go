@@ -258,7 +258,8 @@ func (ctl *controller) PutEntry(h cube.Handle, c *cube.Cube, table string, item 
 	defer ctl.mu.Unlock()
 	ctl.handle = h
 	defer func() { ctl.handle = nil }()
-	return ctl.apply(c, item.(*model.Session))
+	s := item.(*model.Session)
+	return cube.Within("tables.sessions["+s.Key()+"]", ctl.apply(c, s))
 }
 
 // DeleteEntry removes one session.
