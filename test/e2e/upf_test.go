@@ -296,4 +296,3 @@ func scrape(t *testing.T, d *daemon) string {
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
 }
-
