@@ -351,19 +351,23 @@ func ParseUEIPAddress(b []byte) (UEIPAddress, error) {
 	u.ChooseV6 = flags&0x20 != 0
 	u.HasPrefixLen = flags&0x40 != 0
 	rest := b[1:]
-	if v4 && !u.ChooseV4 {
+	// CHV4 and CHV6 come without V4, V6 and the address (TS 29.244
+	// 8.2.62); an address is read whenever V4 or V6 says it is there.
+	if v4 {
 		if len(rest) < 4 {
 			return u, errf("UE IP Address: V4 set, no IPv4 address")
 		}
 		u.IPv4 = netip.AddrFrom4([4]byte(rest[:4]))
 		rest = rest[4:]
+		u.ChooseV4 = false
 	}
-	if v6 && !u.ChooseV6 {
+	if v6 {
 		if len(rest) < 16 {
 			return u, errf("UE IP Address: V6 set, no IPv6 address")
 		}
 		u.IPv6 = netip.AddrFrom16([16]byte(rest[:16]))
 		rest = rest[16:]
+		u.ChooseV6 = false
 	}
 	if u.HasPDBits {
 		if len(rest) < 1 {
@@ -381,18 +385,8 @@ func ParseUEIPAddress(b []byte) (UEIPAddress, error) {
 			return u, errf("UE IP Address: IPv6 prefix length %d", u.PrefixLen)
 		}
 	}
-	if (u.ChooseV4 && !v4) || (u.ChooseV6 && !v6) {
-		// CHV4/CHV6 come with V4/V6 set (TS 29.244 8.2.62); accept them
-		// alone too, as some SMFs send them that way.
-		if u.ChooseV4 {
-			v4 = true
-		}
-		if u.ChooseV6 {
-			v6 = true
-		}
-	}
-	if !v4 && !v6 {
-		return u, errf("UE IP Address without an address (V4 and V6 clear)")
+	if !v4 && !v6 && !u.ChooseV4 && !u.ChooseV6 {
+		return u, errf("UE IP Address without an address or a request for one")
 	}
 	return u, nil
 }
@@ -403,21 +397,17 @@ func (u UEIPAddress) IE() *IE {
 	if u.Destination {
 		b[0] |= 0x04
 	}
-	if u.IPv4.IsValid() || u.ChooseV4 {
-		b[0] |= 0x02
-	}
-	if u.IPv6.IsValid() || u.ChooseV6 {
-		b[0] |= 0x01
-	}
 	if u.ChooseV4 {
 		b[0] |= 0x10
 	} else if u.IPv4.IsValid() {
+		b[0] |= 0x02
 		a := u.IPv4.As4()
 		b = append(b, a[:]...)
 	}
 	if u.ChooseV6 {
 		b[0] |= 0x20
 	} else if u.IPv6.IsValid() {
+		b[0] |= 0x01
 		a := u.IPv6.As16()
 		b = append(b, a[:]...)
 	}

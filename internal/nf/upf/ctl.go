@@ -91,9 +91,12 @@ type controller struct {
 	keyOwner map[listKey]uint64
 	ruleOf   map[uint32]ref // rule index → (SEID, ruleKey.id())
 	urrOf    map[uint32]ref // URR index → (SEID, URR ID)
-	tunnels  map[tunnelKey]uint64
-	byCP     map[cpKey]uint64
-	retired  map[ref]kCount // counters of rules replaced, per (SEID, PDR ID)
+	// tunnels finds the session of a peer's tunnel (an error indication
+	// names it); a gNB may give a new session a TEID an older one still
+	// has: the newest wins.
+	tunnels map[tunnelKey]uint64
+	byCP    map[cpKey]uint64
+	retired map[ref]kCount // counters of rules replaced, per (SEID, PDR ID)
 
 	rules, sdfs, fars, qers, urrs *indexes
 	// adopted: the kernel's entries of an earlier daemon were read back.
@@ -296,15 +299,6 @@ func (ctl *controller) apply(c *cube.Cube, s *model.Session) error {
 			if o, ok := ctl.keyOwner[k]; ok && o != s.SEID {
 				return cube.Conflict("pdrs", "%s is already used by session %d", k, o)
 			}
-		}
-	}
-	for _, f := range s.FARs {
-		if f.OuterHeader == nil {
-			continue
-		}
-		tk := tunnelKey{netip.MustParseAddr(f.OuterHeader.Address), f.OuterHeader.TEID}
-		if o, ok := ctl.tunnels[tk]; ok && o != s.SEID {
-			return cube.Conflict("fars", "tunnel TEID %#x at %s is already used by session %d", tk.teid, tk.peer, o)
 		}
 	}
 	if s.CPAddress != "" {
@@ -581,8 +575,12 @@ func (ctl *controller) index(seid uint64, old, n *sessState) {
 	}
 	if old.sess != nil {
 		for _, f := range old.sess.FARs {
-			if f.OuterHeader != nil {
-				delete(ctl.tunnels, tunnelKey{netip.MustParseAddr(f.OuterHeader.Address), f.OuterHeader.TEID})
+			if f.OuterHeader == nil {
+				continue
+			}
+			tk := tunnelKey{netip.MustParseAddr(f.OuterHeader.Address), f.OuterHeader.TEID}
+			if ctl.tunnels[tk] == seid {
+				delete(ctl.tunnels, tk)
 			}
 		}
 		if old.sess.CPAddress != "" {
