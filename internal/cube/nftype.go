@@ -145,6 +145,10 @@ type EntryTx interface {
 	// Put adds or replaces the entry raw describes (validated against the
 	// cube) and returns its key.
 	Put(raw json.RawMessage) (string, error)
+	// PutValue is Put for an entry of the table's item type (a pointer, as
+	// the table's Item), validated in place; it belongs to the engine
+	// afterwards and must not be changed.
+	PutValue(v any) (string, error)
 	Delete(key string) error
 	Len() int
 }

@@ -18,6 +18,7 @@ type EntryTx struct {
 	tb    *cube.Table
 	orig  map[string]json.RawMessage // key → value before the change (nil: absent)
 	order []string                   // keys changed, first change first
+	items map[string]any             // key → entry as Put last decoded it (nil: deleted)
 }
 
 // Get returns an entry as staged so far.
@@ -37,7 +38,17 @@ func (tx *EntryTx) Key(raw json.RawMessage) (string, error) {
 
 // Put adds or replaces the entry raw describes and returns its key.
 func (tx *EntryTx) Put(raw json.RawMessage) (string, error) {
-	v, key, err := tx.tb.DecodeEntry(tx.c, raw)
+	v, err := cube.Decode("tables."+tx.tb.Name, raw, tx.tb.Item)
+	if err != nil {
+		return "", err
+	}
+	return tx.PutValue(v)
+}
+
+// PutValue is Put for an entry of the table's item type, validated in
+// place; it must not be changed afterwards.
+func (tx *EntryTx) PutValue(v any) (string, error) {
+	key, err := tx.tb.CheckEntry(tx.c, v)
 	if err != nil {
 		return "", err
 	}
@@ -46,6 +57,7 @@ func (tx *EntryTx) Put(raw json.RawMessage) (string, error) {
 		return "", err
 	}
 	tx.set(key, canon)
+	tx.item(key, v)
 	return key, nil
 }
 
@@ -55,7 +67,17 @@ func (tx *EntryTx) Delete(key string) error {
 		return cube.NotFound("key", "table %s of %s has no entry %q", tx.tb.Name, tx.c.Name, key)
 	}
 	tx.set(key, nil)
+	tx.item(key, nil)
 	return nil
+}
+
+// item records the decoded form of the entry staged under key, so that it
+// is not decoded again to be written (nil: none).
+func (tx *EntryTx) item(key string, v any) {
+	if tx.items == nil {
+		tx.items = map[string]any{}
+	}
+	tx.items[key] = v
 }
 
 func (tx *EntryTx) set(key string, raw json.RawMessage) {
@@ -169,8 +191,8 @@ func (e *Engine) writeEntries(l *live, ew cube.EntryWriter, tx *EntryTx) error {
 		return cube.Errorf("tables."+tx.tb.Name, "%d entries, at most %d", tx.Len(), tx.tb.Max)
 	}
 	for _, ch := range changes {
-		if ch.new == nil {
-			continue
+		if ch.new == nil || tx.items[ch.key] != nil {
+			continue // deleted, or decoded and checked by Put against this cube
 		}
 		if _, k, err := tx.tb.DecodeEntry(tx.c, ch.new); err != nil {
 			return err
@@ -220,9 +242,12 @@ func (e *Engine) writeEntry(h *handle, ew cube.EntryWriter, tx *EntryTx, key str
 	if to == nil {
 		raw, put = from, false
 	}
-	item, _, err := tx.tb.DecodeEntry(tx.c, raw)
-	if err != nil {
-		return err
+	item := tx.items[key]
+	if !put || item == nil || !bytes.Equal(raw, tx.c.Tables[tx.tb.Name][key]) {
+		var err error
+		if item, _, err = tx.tb.DecodeEntry(tx.c, raw); err != nil {
+			return err
+		}
 	}
 	if put {
 		return ew.PutEntry(h, tx.c, tx.tb.Name, item)

@@ -1,6 +1,9 @@
 package pfcp
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Check validates a received message against its table and cleans it the
 // way TS 29.244 clause 7.6 prescribes for a receiver:
@@ -36,28 +39,26 @@ func Check(msg *Message) error {
 
 // checkIEs validates and cleans one level of IEs against its fields.
 func checkIEs(ies IEs, fields []Field) (IEs, error) {
-	byType := make(map[IEType]Field, len(fields))
-	for _, f := range fields {
-		byType[f.Type] = f
-	}
-	seen := make(map[IEType]bool, len(ies))
+	// Schemas and messages are short: linear scans beat building maps.
+	var seenBuf [24]IEType
+	seen := seenBuf[:0]
 	out := ies[:0:0]
 	for _, ie := range ies {
-		f, listed := byType[ie.Type]
-		if !listed || (seen[ie.Type] && !f.Multi) {
+		i := slices.IndexFunc(fields, func(f Field) bool { return f.Type == ie.Type })
+		if i < 0 || (!fields[i].Multi && slices.Contains(seen, ie.Type)) {
 			continue // unknown, unexpected or repeated: discarded
 		}
 		if err := checkIE(ie); err != nil {
-			if f.Presence == O {
+			if fields[i].Presence == O {
 				continue
 			}
 			return nil, err
 		}
-		seen[ie.Type] = true
+		seen = append(seen, ie.Type)
 		out = append(out, ie)
 	}
 	for _, f := range fields {
-		if f.Presence == M && !seen[f.Type] {
+		if f.Presence == M && !slices.Contains(seen, f.Type) {
 			return nil, &Error{Cause: CauseMandatoryIEMissing, Offending: f.Type, Msg: fmt.Sprintf("%s is missing", f.Type)}
 		}
 	}

@@ -98,7 +98,7 @@ type portsOf map[string]int // name → index
 
 func compileSession(s *model.Session, c *cube.Cube, cfg *model.Config) (*image, error) {
 	img := &image{fars: map[uint32]kFAR{}, qers: map[uint32]kQER{}, urrs: map[uint32]urrConf{}}
-	own := func(id uint32) owner { return owner{SEID: s.SEID, ID: id} }
+	own := func(id uint32) Owner { return Owner{SEID: s.SEID, ID: id} }
 	for _, f := range s.FARs {
 		img.fars[f.ID] = compileFAR(&f, c, own(f.ID))
 	}
@@ -128,9 +128,9 @@ func compileSession(s *model.Session, c *cube.Cube, cfg *model.Config) (*image, 
 	return img, nil
 }
 
-func compileFAR(f *model.FAR, c *cube.Cube, o owner) kFAR {
+func compileFAR(f *model.FAR, c *cube.Cube, o Owner) kFAR {
 	var k kFAR
-	k.owner = o
+	k.Owner = o
 	for _, a := range f.Action {
 		k.Action |= map[string]uint8{"forw": farForw, "drop": farDrop, "buff": farBuff, "nocp": farNOCP}[a]
 	}
@@ -168,8 +168,8 @@ func mbr(kbps uint64, burstMs uint32) (cost, tau uint64) {
 	return cost, burst * 8_000_000 / kbps
 }
 
-func compileQER(q *model.QER, cfg *model.Config, o owner) kQER {
-	k := kQER{QFI: q.QFI, owner: o}
+func compileQER(q *model.QER, cfg *model.Config, o Owner) kQER {
+	k := kQER{QFI: q.QFI, Owner: o}
 	if q.GateUL == "closed" {
 		k.Gate |= qerULClosed
 	}
@@ -269,10 +269,10 @@ func compilePDR(p *model.PDR, seid uint64) ([]cRule, error) {
 			r := cRule{key: ruleKey{p.ID, uint16(len(out))}, prec: p.Precedence, lists: lists,
 				rule: base, sdf: sdf, far: p.FAR, qers: p.QERs, urrs: p.URRs}
 			r.rule.QFI = qfi
-			r.rule.owner = owner{SEID: seid, ID: r.key.id()}
+			r.rule.Owner = Owner{SEID: seid, ID: r.key.id()}
 			if sdf != nil {
 				s := *sdf
-				s.owner = r.rule.owner
+				s.Owner = r.rule.Owner
 				r.sdf = &s
 			}
 			out = append(out, r)

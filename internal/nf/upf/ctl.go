@@ -430,7 +430,7 @@ func (ctl *controller) write(seid uint64, old, n *sessState) error {
 		if o, ok := old.qers[id]; ok && !old.dirty && o.v == q.v {
 			continue
 		}
-		if err := m.qers.Put(q.idx, q.v); err != nil {
+		if err := m.qers.Put(q.idx, &q.v); err != nil {
 			return fmt.Errorf("upf_qers: %w", err)
 		}
 	}
@@ -447,7 +447,7 @@ func (ctl *controller) write(seid uint64, old, n *sessState) error {
 		if o, ok := old.fars[id]; ok && o.idx == f.idx {
 			continue
 		}
-		if err := m.fars.Put(f.idx, f.v); err != nil {
+		if err := m.fars.Put(f.idx, &f.v); err != nil {
 			return fmt.Errorf("upf_fars: %w", err)
 		}
 	}
@@ -455,7 +455,7 @@ func (ctl *controller) write(seid uint64, old, n *sessState) error {
 		if o, ok := old.sdfs[k]; ok && o.idx == sd.idx {
 			continue
 		}
-		if err := m.sdfs.Put(sd.idx, sd.v); err != nil {
+		if err := m.sdfs.Put(sd.idx, &sd.v); err != nil {
 			return fmt.Errorf("upf_sdfs: %w", err)
 		}
 	}
@@ -463,7 +463,7 @@ func (ctl *controller) write(seid uint64, old, n *sessState) error {
 		if o, ok := old.rules[k]; ok && o.idx == r.idx {
 			continue
 		}
-		if err := m.rules.Put(r.idx, r.v); err != nil {
+		if err := m.rules.Put(r.idx, &r.v); err != nil {
 			return fmt.Errorf("upf_rules: %w", err)
 		}
 	}
@@ -474,7 +474,7 @@ func (ctl *controller) write(seid uint64, old, n *sessState) error {
 		var v kList
 		v.N = uint32(len(l))
 		copy(v.Rule[:], l)
-		if err := ctl.listMap(lk).Put(listMapKey(lk), v); err != nil {
+		if err := ctl.listMap(lk).Put(listMapKey(lk), &v); err != nil {
 			return fmt.Errorf("%s: %w", lk, err)
 		}
 	}

@@ -71,10 +71,10 @@ const (
 	ruleUE6 = 0x08
 )
 
-// owner names what a kernel entry belongs to: the session's SEID and the
+// Owner names what a kernel entry belongs to: the session's SEID and the
 // rule's PFCP ID. The daemon reads it back after a restart to adopt the
 // entries (and their counters); the fast path ignores it.
-type owner struct {
+type Owner struct {
 	SEID uint64
 	ID   uint32
 	_    uint32
@@ -90,7 +90,7 @@ type kRule struct {
 	PDR   uint16
 	Flags uint8
 	QFI   uint8
-	owner
+	Owner
 }
 
 const (
@@ -121,7 +121,7 @@ type kSDF struct {
 	RemoteMask [16]byte
 	Local      [16]byte
 	LocalMask  [16]byte
-	owner
+	Owner
 }
 
 const (
@@ -145,7 +145,7 @@ type kFAR struct {
 	TEID     [4]byte
 	Peer     [16]byte
 	_        uint32
-	owner
+	Owner
 }
 
 const (
@@ -162,7 +162,7 @@ type kQER struct {
 	Cost [2]uint64
 	Tau  [2]uint64
 	TAT  [2]uint64
-	owner
+	Owner
 }
 
 const (
@@ -179,7 +179,7 @@ type kURR struct {
 	_     uint32
 	Th    [3]int64
 	Q     [3]int64
-	owner
+	Owner
 }
 
 type kCount struct {

@@ -16,7 +16,7 @@ import (
 
 // kRep is upf_urr_rep's value: 136 octets, as upf.bpf.c declares it.
 type kRep struct {
-	owner
+	Owner
 	Base       kCount
 	SEQN       uint32
 	Flags      uint32 // urrTh*, urrQ*, repVolume, repDuration, repQuotaHit
@@ -88,11 +88,14 @@ func (u *usage) arm(ctl *controller, seid uint64, id, idx uint32, c urrConf, fre
 	r := u.reps[idx]
 	if fresh || r == nil {
 		cur, _ := readCount(ctl.maps.urrStats, idx)
-		r = &kRep{owner: owner{SEID: seid, ID: id}, Base: cur, Start: now.UnixNano(), QuotaStart: now.UnixNano()}
+		r = &kRep{Owner: Owner{SEID: seid, ID: id}, Base: cur, Start: now.UnixNano(), QuotaStart: now.UnixNano()}
 	}
 	old := r.conf()
-	used := u.used(ctl, idx, r)
-	k := kURR{Flags: c.flags, owner: owner{SEID: seid, ID: id}}
+	var used [3]int64
+	if !fresh {
+		used = u.used(ctl, idx, r)
+	}
+	k := kURR{Flags: c.flags, Owner: Owner{SEID: seid, ID: id}}
 	for i := range 3 {
 		k.Th[i] = max(1, c.th[i]-used[i])
 		k.Q[i] = c.q[i]
@@ -110,7 +113,7 @@ func (u *usage) arm(ctl *controller, seid uint64, id, idx uint32, c urrConf, fre
 		r.QuotaStart = now.UnixNano()
 	}
 	r.setConf(c)
-	if err := ctl.maps.urrs.Put(idx, k); err != nil {
+	if err := ctl.maps.urrs.Put(idx, &k); err != nil {
 		return err
 	}
 	if err := ctl.maps.urrRep.Put(idx, r); err != nil {

@@ -367,11 +367,9 @@ var fieldRE = regexp.MustCompile(`^tables\.sessions\.(pdrs|fars|qers|urrs|bars)\
 
 // put stages the session; a refusal of the model names the rule at fault.
 func (b *builder) put(tx cube.EntryTx) *ruleError {
-	raw, err := json.Marshal(b.s)
-	if err != nil {
-		return bad(pfcp.CauseSystemFailure, 0, noRule, 0, "%v", err)
-	}
-	key, err := tx.Put(raw)
+	// The engine validates the session in place (filling in the F-TEIDs'
+	// addresses) and keeps it: the builder only reads it from now on.
+	_, err := tx.PutValue(b.s)
 	if err != nil {
 		e := bad(pfcp.CauseRuleFailure, 0, noRule, 0, "%v", err)
 		var fe *cube.FieldError
@@ -382,12 +380,6 @@ func (b *builder) put(tx cube.EntryTx) *ruleError {
 			}
 		}
 		return e
-	}
-	// Read back what validation filled in (the F-TEIDs' addresses).
-	raw, _ = tx.Get(key)
-	var s model.Session
-	if err := json.Unmarshal(raw, &s); err == nil {
-		*b.s = s
 	}
 	return nil
 }

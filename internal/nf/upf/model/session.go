@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/edgenf/edgenf/internal/cube"
 )
@@ -196,12 +197,36 @@ var actions = []string{"forw", "drop", "buff", "nocp"}
 // Triggers a URR may have.
 var triggers = []string{"periodic", "volume_threshold", "time_threshold", "volume_quota", "time_quota"}
 
+// lastConfig caches the settings sessions were last checked against: a
+// PFCP agent checks thousands of sessions a second against one cube's
+// settings, which do not change between them.
+var lastConfig struct {
+	sync.Mutex
+	raw string
+	cfg *Config
+}
+
+// sessionConfig is DecodeConfig for sessions, which only read the settings.
+func sessionConfig(c *cube.Cube) (*Config, error) {
+	lastConfig.Lock()
+	defer lastConfig.Unlock()
+	if lastConfig.cfg != nil && lastConfig.raw == string(c.Config) {
+		return lastConfig.cfg, nil
+	}
+	cfg, err := DecodeConfig(c)
+	if err != nil {
+		return nil, err
+	}
+	lastConfig.raw, lastConfig.cfg = string(c.Config), cfg
+	return cfg, nil
+}
+
 // Validate checks a session against the cube it belongs to and puts it in
 // canonical form (defaults filled in, addresses in standard notation).
 // Conflicts with other sessions (a TEID or UE address already in use) are
 // checked where the cube's index is: the controller.
 func (s *Session) Validate(c *cube.Cube) error {
-	cfg, err := DecodeConfig(c)
+	cfg, err := sessionConfig(c)
 	if err != nil {
 		return err
 	}
