@@ -46,6 +46,8 @@ demo: build
 bench: build
 	EDGENF_EXTERN_COST_OUT=bench/results/p4-extern-cost.md \
 	  $(GO) test -run XXX -bench ExternCost -benchtime 1x ./internal/p4/stf
+	EDGENF_PFCP_BENCH_OUT=bench/results/upf-pfcp.md \
+	  $(GO) test -run XXX -bench PFCPEstablishment -benchtime 1x ./internal/pfcp/agent
 	$(GO) run ./bench/cmd/bench -o docs/performance.md
 
 bench-quick: build

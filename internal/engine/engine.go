@@ -64,6 +64,9 @@ type Engine struct {
 	// holds the entry changes made since.
 	gen     uint64
 	journal *state.Journal
+	// snapSize is the size of the cubes in the last snapshot: the journal
+	// is folded into a new one once it is as big (compactJournal).
+	snapSize int64
 	// applying is the topology a reconcile is making real; controllers
 	// synced during it see it through their handle.
 	applying *cube.Topology
@@ -456,6 +459,10 @@ func (e *Engine) save(next *cube.Topology) error {
 		return err
 	}
 	e.gen++
+	e.snapSize = 0
+	for _, p := range parts {
+		e.snapSize += int64(len(p))
+	}
 	if e.journal == nil {
 		j, err := state.OpenJournal(e.cfg.StateFile, e.gen)
 		if err != nil {

@@ -255,13 +255,16 @@ func (e *Engine) writeEntry(h *handle, ew cube.EntryWriter, tx *EntryTx, key str
 	return ew.DeleteEntry(h, tx.c, tx.tb.Name, item)
 }
 
-// journalMax is the journal size at which it is folded into a snapshot.
+// journalMax is the journal size at which it is folded into a snapshot,
+// unless the snapshot is bigger.
 const journalMax = 8 << 20
 
 // compactJournal writes a snapshot once the journal has grown big (a failed
-// snapshot only delays that: the journal still holds every change).
+// snapshot only delays that: the journal still holds every change): as big
+// as the last snapshot, so that writing snapshots costs a constant share of
+// the changes however big the tables are.
 func (e *Engine) compactJournal() {
-	if e.journal.Size() < journalMax {
+	if e.journal.Size() < max(journalMax, e.snapSize) {
 		return
 	}
 	if err := e.save(e.topo); err != nil {
