@@ -10,7 +10,7 @@ BPF_OBJ    := $(foreach s,$(BPF_SRC),$(s:.bpf.c=_xdp.o) $(s:.bpf.c=_tc.o))
 BPF_HDR    := $(shell find bpf/include -name '*.h')
 TEST_FLAGS ?= -count=1 -p 2 -timeout 28m
 
-.PHONY: all setup bpf build test soak demo demo-clean bench bench-quick clean
+.PHONY: all setup bpf build test soak demo demo-chain demo-clean bench bench-quick clean
 
 all: build
 
@@ -42,6 +42,9 @@ soak: build
 
 demo: build
 	@./bin/edgenf-demo up
+
+demo-chain: build
+	@./bin/edgenf-demo chain
 
 bench: build
 	EDGENF_EXTERN_COST_OUT=bench/results/p4-extern-cost.md \

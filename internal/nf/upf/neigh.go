@@ -23,6 +23,7 @@ const (
 	neighQueued  = 16384 // packets waiting in all
 	neighPending = 1024  // next hops being resolved
 	neighTries   = 3
+	neighRetry   = 250 * time.Millisecond
 )
 
 type nkey struct {
@@ -285,7 +286,9 @@ func (n *neighbours) neighIn(ctl *controller, port int, b []byte) {
 func (n *neighbours) tick(ctl *controller) {
 	now := n.now()
 	for k, w := range n.pending {
-		if now.Sub(w.last) < time.Second {
+		// 250 ms, then 500 ms: a request sent before the port was
+		// wired up is not waited for a whole second.
+		if now.Sub(w.last) < neighRetry<<max(w.tries-1, 0) {
 			continue
 		}
 		if w.tries >= neighTries {
