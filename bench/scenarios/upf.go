@@ -152,18 +152,7 @@ func upfSession(i int, f kern.GenFlow) *model.Session {
 }
 
 func setupUPF(e *scenario.Env, hook datapath.Hook, dl bool, sessions int) (*scenario.Topology, error) {
-	p, err := e.NewPath(false)
-	if err != nil {
-		return nil, err
-	}
-	if hook == datapath.TC {
-		// a1 accepts the generator's redirected frames only with an XDP
-		// program; they then reach TCX ingress as skbs.
-		if err := p.AttachXDP(e.Objs.Pass, p.A1Idx); err != nil {
-			return nil, err
-		}
-	}
-	eng, root, err := benchEngine(e)
+	p, eng, root, err := enginePath(e, hook)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/edgenf/edgenf/internal/gnbsim"
 	"github.com/edgenf/edgenf/internal/netlab"
+	"github.com/edgenf/edgenf/internal/nftest"
 	"github.com/edgenf/edgenf/internal/pfcp"
 	"github.com/edgenf/edgenf/internal/pfcp/client"
 )
@@ -64,7 +65,7 @@ func newUPFLab(t *testing.T) *upfLab {
 	n6, err := l.lab.Veth(l.dn, "eth0", "n6", "198.18.2.2/24")
 	must(err)
 	must(l.dn.AddRoute("198.19.0.0/16", "198.18.2.1"))
-	port := freeUDP(t)
+	port := nftest.FreeUDPPort(t)
 	l.pfcp = netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port)
 	file := filepath.Join(t.TempDir(), "upf.yaml")
 	must(os.WriteFile(file, []byte(fmt.Sprintf(upfYAML, port, n3, n6)), 0o644))
@@ -78,16 +79,6 @@ func newUPFLab(t *testing.T) *upfLab {
 	_, err = l.smf.Associate()
 	must(err)
 	return l
-}
-
-func freeUDP(t *testing.T) uint16 {
-	t.Helper()
-	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	return uint16(c.LocalAddr().(*net.UDPAddr).Port)
 }
 
 // attach establishes a session for a new UE (tunnel and address chosen by

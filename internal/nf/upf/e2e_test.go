@@ -68,7 +68,7 @@ func newEdge(t *testing.T, hook datapath.Hook) *edge {
 		must(ed.dn.DisableTxChecksum("eth0"))
 	}
 	ed.e = nftest.Engine(t)
-	port := freeUDPPort(t)
+	port := nftest.FreeUDPPort(t)
 	nftest.MustUpdate(t, ed.e, func(tp *cube.Topology) error {
 		return tp.AddCube(&cube.Cube{Name: "upf1", Type: "upf", Hook: hook,
 			Config: json.RawMessage(fmt.Sprintf(`{"pfcp":{"address":"127.0.0.1","port":%d,"heartbeat_seconds":-1},
@@ -88,16 +88,6 @@ func newEdge(t *testing.T, hook datapath.Hook) *edge {
 	_, err = ed.smf.Associate()
 	must(err)
 	return ed
-}
-
-func freeUDPPort(t testing.TB) uint16 {
-	t.Helper()
-	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	return uint16(c.LocalAddr().(*net.UDPAddr).Port)
 }
 
 // ue is a UE with its session.

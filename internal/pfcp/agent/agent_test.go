@@ -26,17 +26,6 @@ import (
 
 var _ = upf.Type // registers the NF type
 
-// freePort finds a UDP port free on loopback.
-func freePort(t testing.TB) uint16 {
-	t.Helper()
-	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	return uint16(c.LocalAddr().(*net.UDPAddr).Port)
-}
-
 func upfCube(port uint16, extra string) *cube.Cube {
 	return &cube.Cube{Name: "u1", Type: "upf",
 		Config: json.RawMessage(fmt.Sprintf(`{"pfcp":{"address":"127.0.0.1","port":%d,"heartbeat_seconds":-1,"t1_ms":300},
@@ -53,7 +42,7 @@ func upfCube(port uint16, extra string) *cube.Cube {
 func setup(t *testing.T) (*engine.Engine, *client.Client, netip.AddrPort) {
 	t.Helper()
 	e := nftest.Engine(t)
-	port := freePort(t)
+	port := nftest.FreeUDPPort(t)
 	nftest.MustUpdate(t, e, func(topo *cube.Topology) error {
 		topo.Cubes["u1"] = upfCube(port, "")
 		return nil
@@ -371,7 +360,7 @@ func TestRestartKeepsSessionsAndRecoveryTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { engine.DestroyAt(cfg) })
-	port := freePort(t)
+	port := nftest.FreeUDPPort(t)
 	if err := e.Update(func(topo *cube.Topology) error { topo.Cubes["u1"] = upfCube(port, ""); return nil }); err != nil {
 		t.Fatal(err)
 	}
@@ -415,6 +404,40 @@ func TestRestartKeepsSessionsAndRecoveryTime(t *testing.T) {
 	}
 }
 
+// establish sets up n sessions over PFCP with window requests in flight
+// and returns how long it took.
+func establish(tb testing.TB, c *client.Client, first, n, window int) time.Duration {
+	tb.Helper()
+	var next atomic.Int64
+	next.Store(int64(first))
+	last := int64(first + n)
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	start := time.Now()
+	for range window {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1)
+				if i > last {
+					return
+				}
+				if _, _, err := c.Establish(uint64(i), basic(uint32(0x100000+i))...); err != nil {
+					failed.Store(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	d := time.Since(start)
+	if err, ok := failed.Load().(error); ok {
+		tb.Fatal(err)
+	}
+	return d
+}
+
 // 10,000 sessions over PFCP, 64 requests in flight.
 func TestTenThousandSessions(t *testing.T) {
 	e, c, _ := setup(t)
@@ -422,30 +445,7 @@ func TestTenThousandSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n, window = 10000, 64
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, window)
-	for range window {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := next.Add(1)
-				if i > n {
-					return
-				}
-				if _, _, err := c.Establish(uint64(i), basic(uint32(0x100000+i))...); err != nil {
-					errs <- fmt.Errorf("session %d: %w", i, err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	establish(t, c, 0, n, window)
 	if got := len(e.Entries(tenant.Admin, "u1", upf.TableSessions)); got != n {
 		t.Fatalf("%d sessions in the table", got)
 	}

@@ -7,50 +7,13 @@ import (
 	"os"
 	"runtime"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/nftest"
 	"github.com/edgenf/edgenf/internal/pfcp/client"
 	"github.com/edgenf/edgenf/internal/tenant"
 )
-
-// establish sets up n sessions over PFCP with window requests in flight
-// and returns how long it took.
-func establish(tb testing.TB, c *client.Client, first, n, window int) time.Duration {
-	tb.Helper()
-	var next atomic.Int64
-	next.Store(int64(first))
-	last := int64(first + n)
-	var wg sync.WaitGroup
-	var failed atomic.Value
-	start := time.Now()
-	for range window {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := next.Add(1)
-				if i > last {
-					return
-				}
-				if _, _, err := c.Establish(uint64(i), basic(uint32(0x100000+i))...); err != nil {
-					failed.Store(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	d := time.Since(start)
-	if err, ok := failed.Load().(error); ok {
-		tb.Fatal(err)
-	}
-	return d
-}
 
 // BenchmarkPFCPEstablishment measures Session Establishments per second
 // from one SMF, one request in flight and 64, into a UPF that already has
@@ -64,7 +27,7 @@ func BenchmarkPFCPEstablishment(b *testing.B) {
 		n = 4000
 	}
 	e := nftest.Engine(b)
-	port := freePort(b)
+	port := nftest.FreeUDPPort(b)
 	nftest.MustUpdate(b, e, func(topo *cube.Topology) error {
 		topo.Cubes["u1"] = upfCube(port, "")
 		return nil

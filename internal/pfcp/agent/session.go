@@ -435,37 +435,37 @@ func (b *builder) createdPDRs() pfcp.IEs {
 	return out
 }
 
+// createEach appends the rules of the IEs of type t to list, refusing one
+// whose ID the session already has.
+func createEach[T any](ies pfcp.IEs, t pfcp.IEType, list *[]T, parse func(pfcp.IEs, *T) (*T, *ruleError),
+	id func(*T) uint32, idIE pfcp.IEType, kind uint8, name string) *ruleError {
+	for _, ie := range ies.All(t) {
+		v, e := parse(ie.Children, nil)
+		if e != nil {
+			return e
+		}
+		n := id(v)
+		if slices.ContainsFunc(*list, func(x T) bool { return id(&x) == n }) {
+			return bad(pfcp.CauseRuleFailure, idIE, kind, n, "%s %d exists", name, n)
+		}
+		*list = append(*list, *v)
+	}
+	return nil
+}
+
 // creates adds the Create PDR/FAR/QER/URR/BAR IEs' rules.
 func (b *builder) creates(ies pfcp.IEs) *ruleError {
-	for _, ie := range ies.All(pfcp.IECreateFAR) {
-		f, e := farFrom(ie.Children, nil)
-		if e != nil {
-			return e
-		}
-		if b.s.Far(f.ID) != nil {
-			return bad(pfcp.CauseRuleFailure, pfcp.IEFARID, pfcp.RuleFAR, f.ID, "FAR %d exists", f.ID)
-		}
-		b.s.FARs = append(b.s.FARs, *f)
+	if e := createEach(ies, pfcp.IECreateFAR, &b.s.FARs, farFrom, func(f *model.FAR) uint32 { return f.ID },
+		pfcp.IEFARID, pfcp.RuleFAR, "FAR"); e != nil {
+		return e
 	}
-	for _, ie := range ies.All(pfcp.IECreateQER) {
-		q, e := qerFrom(ie.Children, nil)
-		if e != nil {
-			return e
-		}
-		if b.s.Qer(q.ID) != nil {
-			return bad(pfcp.CauseRuleFailure, pfcp.IEQERID, pfcp.RuleQER, q.ID, "QER %d exists", q.ID)
-		}
-		b.s.QERs = append(b.s.QERs, *q)
+	if e := createEach(ies, pfcp.IECreateQER, &b.s.QERs, qerFrom, func(q *model.QER) uint32 { return q.ID },
+		pfcp.IEQERID, pfcp.RuleQER, "QER"); e != nil {
+		return e
 	}
-	for _, ie := range ies.All(pfcp.IECreateURR) {
-		u, e := urrFrom(ie.Children, nil)
-		if e != nil {
-			return e
-		}
-		if b.s.Urr(u.ID) != nil {
-			return bad(pfcp.CauseRuleFailure, pfcp.IEURRID, pfcp.RuleURR, u.ID, "URR %d exists", u.ID)
-		}
-		b.s.URRs = append(b.s.URRs, *u)
+	if e := createEach(ies, pfcp.IECreateURR, &b.s.URRs, urrFrom, func(u *model.URR) uint32 { return u.ID },
+		pfcp.IEURRID, pfcp.RuleURR, "URR"); e != nil {
+		return e
 	}
 	if ie := ies.Find(pfcp.IECreateBAR); ie != nil {
 		bar := barFrom(ie.Children, nil)
