@@ -2,16 +2,20 @@ package upf
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/nf/upf/model"
 	"github.com/edgenf/edgenf/internal/nftest"
+	"github.com/edgenf/edgenf/internal/tenant"
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 )
@@ -192,5 +196,20 @@ func TestUplinkDecapsulation(t *testing.T) {
 				t.Fatalf("ul_packets %d", got)
 			}
 		})
+	}
+}
+
+// A tenant's upf listens for PFCP only on an interface the tenant was
+// given: its N4 address names the interface holding it (lo here).
+func TestTenantPFCPAddressNeedsItsInterface(t *testing.T) {
+	e := nftest.Engine(t)
+	err := e.UpdateAs(context.Background(), tenant.Of("acme"), func(tp *cube.Topology, s tenant.Scope) error {
+		c := testCube(datapath.XDP)
+		c.Tenant = "acme"
+		c.Config = json.RawMessage(`{"pfcp":{"address":"127.0.0.1","port":1}}`)
+		return tp.AddCube(c)
+	})
+	if !errors.Is(err, cube.ErrForbidden) || !strings.Contains(err.Error(), `"lo" is not assigned to tenant acme`) {
+		t.Fatalf("a tenant's N4 endpoint on lo: %v", err)
 	}
 }

@@ -77,7 +77,7 @@ func (a *Agent) failed(r *sessionRequest, err error) {
 	switch {
 	case errors.Is(err, cube.ErrConflict):
 		cause = pfcp.CauseRuleFailure
-	case errors.Is(err, cube.ErrInvalid):
+	case errors.Is(err, cube.ErrInvalid), errors.Is(err, cube.ErrForbidden): // full, over its tenant's quota
 		cause = pfcp.CauseNoResources
 	}
 	resp := r.msg.Response(pfcp.CauseIE(cause))

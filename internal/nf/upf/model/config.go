@@ -5,6 +5,7 @@ package model
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -310,4 +311,51 @@ func PortAddrs(p *cube.Port) (v4, v6 netip.Prefix) {
 		}
 	}
 	return v4, v6
+}
+
+// Interfaces names the host interface the N4 endpoint binds to: the one
+// holding pfcp.address (lo for a loopback address). A tenant's upf may
+// listen only on an interface the tenant was given (cube.InterfaceUser);
+// an address no interface holds names none, and binding it fails.
+func (cfg *Config) Interfaces() []string {
+	if cfg.PFCP == nil {
+		return nil
+	}
+	a, err := netip.ParseAddr(strings.TrimSpace(cfg.PFCP.Address))
+	if err != nil {
+		return nil
+	}
+	if name := interfaceOf(a.Unmap()); name != "" {
+		return []string{name}
+	}
+	return nil
+}
+
+// interfaceOf is the interface holding address a in the daemon's network
+// namespace (a loopback interface holds its whole prefix).
+func interfaceOf(a netip.Addr) string {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return ""
+	}
+	for _, i := range ifs {
+		addrs, err := i.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, ad := range addrs {
+			n, ok := ad.(*net.IPNet)
+			if !ok {
+				continue
+			}
+			ip, ok := netip.AddrFromSlice(n.IP)
+			if !ok {
+				continue
+			}
+			if ip.Unmap() == a || (i.Flags&net.FlagLoopback != 0 && n.Contains(a.AsSlice())) {
+				return i.Name
+			}
+		}
+	}
+	return ""
 }

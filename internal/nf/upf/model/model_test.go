@@ -154,3 +154,24 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("a port named wan: %v", err)
 	}
 }
+
+// The N4 endpoint names the interface holding its address, so that a
+// tenant's upf listens only where the tenant was given an interface.
+func TestPFCPInterface(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  string
+		want []string
+	}{
+		{`{}`, nil},
+		{`{"pfcp":{"address":"127.0.0.88"}}`, []string{"lo"}},
+		{`{"pfcp":{"address":"192.0.2.77"}}`, nil}, // on no interface: binding it fails
+	} {
+		v, err := cube.Decode("config", json.RawMessage(tc.cfg), &Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := v.(*Config).Interfaces(); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.cfg, got, tc.want)
+		}
+	}
+}
