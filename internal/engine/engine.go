@@ -22,6 +22,7 @@ import (
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/endpoint"
 	"github.com/edgenf/edgenf/internal/state"
 	"github.com/edgenf/edgenf/internal/tenant"
 )
@@ -77,6 +78,9 @@ type Engine struct {
 	// of them when restoring, those that were down when rolling back.
 	goesDown func(name string) bool
 	tenants  tenantState // tenants.go
+	// endpoints are the workloads plugged into tenants' cubes, by name
+	// (endpoints.go).
+	endpoints map[string]*endpoint.Endpoint
 }
 
 // Revision counts the changes the engine has made (topology updates and
@@ -185,6 +189,7 @@ func Open(cfg Config) (*Engine, error) {
 		return fail(fmt.Errorf("restore state: %w", err))
 	}
 	e.topo, e.gen = f.Topology, f.Gen
+	e.restoreEndpoints(f.Endpoints)
 	// What the kernel holds beyond the state goes, before the snapshot
 	// below drops the journal that says what that may be.
 	e.removeResidues(f.Residues)
@@ -382,6 +387,9 @@ func (e *Engine) Replace(ctx context.Context, t *cube.Topology, dryRun bool) ([]
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	next := t.Clone()
+	if err := e.keepEndpoints(next); err != nil {
+		return nil, err
+	}
 	if err := next.ValidateChange(e.topo, e.sys()); err != nil {
 		return nil, err
 	}
@@ -396,6 +404,9 @@ func (e *Engine) Replace(ctx context.Context, t *cube.Topology, dryRun bool) ([]
 // quotas and applies it.
 func (e *Engine) commit(who tenant.Actor, next *cube.Topology) error {
 	if err := e.scope(who).Change(e.topo, next); err != nil {
+		return err
+	}
+	if err := e.checkEndpoints(next); err != nil {
 		return err
 	}
 	if err := next.ValidateChange(e.topo, e.sys()); err != nil {
@@ -455,7 +466,7 @@ func (e *Engine) save(next *cube.Topology) error {
 		}
 		parts[name] = l.json
 	}
-	if err := state.SaveParts(e.cfg.StateFile, e.gen+1, parts, next.Attachments, e.slots, e.tenants.declared); err != nil {
+	if err := state.SaveParts(e.cfg.StateFile, e.gen+1, parts, next.Attachments, e.slots, e.tenants.declared, e.endpoints); err != nil {
 		return err
 	}
 	e.gen++

@@ -15,6 +15,7 @@ import (
 	"sort"
 
 	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/endpoint"
 	"github.com/edgenf/edgenf/internal/tenant"
 )
 
@@ -38,6 +39,9 @@ type File struct {
 	// Tenants are the tenants the administrator declared through the API
 	// (those of the token file are read from it at every start).
 	Tenants map[string]*tenant.Tenant `json:"tenants,omitempty"`
+	// Endpoints are the workloads plugged into tenants' cubes (their
+	// ports are in the topology).
+	Endpoints map[string]*endpoint.Endpoint `json:"endpoints,omitempty"`
 }
 
 // Empty reports whether the state names no cube.
@@ -79,6 +83,9 @@ func decode(path string, b, journal []byte) (*File, error) {
 	if f.Tenants == nil {
 		f.Tenants = map[string]*tenant.Tenant{}
 	}
+	if f.Endpoints == nil {
+		f.Endpoints = map[string]*endpoint.Endpoint{}
+	}
 	if err := replay(JournalPath(path), journal, f); err != nil {
 		return nil, err
 	}
@@ -98,7 +105,7 @@ func Save(path string, f *File) error {
 // SaveParts writes the same file as Save from cubes already marshalled (the
 // engine keeps each cube's JSON from when it last changed, so a change does
 // not re-encode the whole topology).
-func SaveParts(path string, gen uint64, cubes map[string]json.RawMessage, attachments map[string][]string, slots map[string]uint32, tenants map[string]*tenant.Tenant) error {
+func SaveParts(path string, gen uint64, cubes map[string]json.RawMessage, attachments map[string][]string, slots map[string]uint32, tenants map[string]*tenant.Tenant, endpoints map[string]*endpoint.Endpoint) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `{"version":%d,`, Version)
 	if gen != 0 {
@@ -141,6 +148,14 @@ func SaveParts(path string, gen uint64, cubes map[string]json.RawMessage, attach
 		}
 		b.WriteString(`,"tenants":`)
 		b.Write(tn)
+	}
+	if len(endpoints) > 0 {
+		ep, err := json.Marshal(endpoints)
+		if err != nil {
+			return err
+		}
+		b.WriteString(`,"endpoints":`)
+		b.Write(ep)
 	}
 	b.WriteString("}")
 	return write(path, b.Bytes())
