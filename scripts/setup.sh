@@ -3,6 +3,9 @@
 set -euo pipefail
 
 pkgs=(clang-14 llvm python3 python3-venv libbpf-dev bpftool iproute2 iputils-ping nftables iptables tcpdump tshark iperf3 linux-libc-dev make ca-certificates bubblewrap util-linux)
+# the reference CNI plugins (/usr/lib/cni): host-local IPAM for edgenf-cni, and
+# the bridge plugin the CNI benchmark compares with
+pkgs+=(containernetworking-plugins)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -81,11 +81,12 @@ type SliceConf struct {
 	IPAM json.RawMessage `json:"ipam,omitempty"`
 }
 
-// netConfKeys are the keys a configuration may have: the CNI spec's and
+// netConfKeys are the keys a configuration may have: the CNI spec's (GC's
+// list under both the spec's name and the one libcni also sends) and
 // edgenf-cni's. Anything else is a typo the plugin refuses, not ignores.
 var netConfKeys = []string{
 	"cniVersion", "cniVersions", "name", "type", "capabilities", "ipam", "dns", "args", "prevResult", "runtimeConfig",
-	"cni.dev/valid-attachments", "socket", "mtu", "tenant", "cube", "tenants",
+	"cni.dev/valid-attachments", "cni.dev/attachments", "socket", "mtu", "tenant", "cube", "tenants",
 }
 
 // parseConf reads and checks the network configuration. Errors are CNI
