@@ -238,9 +238,15 @@ func cmdCheck(args *skel.CmdArgs) error {
 		return checkFailed("host interface %s is down", name)
 	}
 	var contIf *current.Interface
-	for _, i := range prev.Interfaces {
+	var ips []*current.IPConfig // this interface's (a list may have others before it)
+	for idx, i := range prev.Interfaces {
 		if i.Name == args.IfName && i.Sandbox != "" {
 			contIf = i
+			for _, ipc := range prev.IPs {
+				if ipc.Interface != nil && *ipc.Interface == idx {
+					ips = append(ips, ipc)
+				}
+			}
 		}
 	}
 	if contIf == nil {
@@ -262,7 +268,7 @@ func cmdCheck(args *skel.CmdArgs) error {
 		if _, ok := l.(*netlink.Veth); !ok {
 			return checkFailed("interface %s in the pod is a %s, not a veth", args.IfName, l.Type())
 		}
-		if err := ip.ValidateExpectedInterfaceIPs(args.IfName, prev.IPs); err != nil {
+		if err := ip.ValidateExpectedInterfaceIPs(args.IfName, ips); err != nil {
 			return checkFailed("%v", err)
 		}
 		if err := ip.ValidateExpectedRoute(prev.Routes); err != nil {

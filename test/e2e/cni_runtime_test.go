@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -95,10 +96,11 @@ type pod struct {
 
 func (p *pod) String() string { return p.namespace + "/" + p.name }
 
-// ip is the pod's first address of a family (4 or 6), without its prefix.
+// ip is the pod's first address of a family (4 or 6), without its prefix
+// (loopback addresses of a chained loopback plugin aside).
 func (p *pod) ip(family int) string {
 	for _, ipc := range p.res.IPs {
-		if (ipc.Address.IP.To4() != nil) == (family == 4) {
+		if (ipc.Address.IP.To4() != nil) == (family == 4) && !ipc.Address.IP.IsLoopback() {
 			return ipc.Address.IP.String()
 		}
 	}
@@ -162,7 +164,8 @@ func (d *daemon) endpoints() map[string]*endpoint.Endpoint {
 
 // cniCode is the CNI error code of err (0: not a CNI error).
 func cniCode(err error) uint {
-	if te, ok := err.(*types.Error); ok {
+	var te *types.Error
+	if errors.As(err, &te) {
 		return te.Code
 	}
 	return 0

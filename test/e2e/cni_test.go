@@ -110,12 +110,12 @@ func (n *chainNode) conflist(network, ipamDir, socket string) string {
 	  "tenants": {%s}}]}`, network, socket, strings.Join(tenants, ", "))
 }
 
-// makePods creates n pod sandboxes of a tenant: red's in namespace red,
-// blue's in namespace shop with the tenant annotation.
-func makePods(t *testing.T, lab *netlab.Lab, tenant string, n int) []*pod {
+// makePods creates pod sandboxes first..first+n-1 of a tenant: red's in
+// namespace red, blue's in namespace shop with the tenant annotation.
+func makePods(t *testing.T, lab *netlab.Lab, tenant string, first, n int) []*pod {
 	t.Helper()
 	var out []*pod
-	for i := range n {
+	for i := first; i < first+n; i++ {
 		h, err := lab.Host(fmt.Sprintf("%s%d", tenant[:1], i))
 		if err != nil {
 			t.Fatal(err)
@@ -163,7 +163,7 @@ func TestCNIPodsInTenantChains(t *testing.T) {
 	if err := r.status(); err != nil {
 		t.Fatalf("STATUS: %v", err)
 	}
-	reds, blues := makePods(t, lab, "red", 10), makePods(t, lab, "blue", 10)
+	reds, blues := makePods(t, lab, "red", 0, 10), makePods(t, lab, "blue", 0, 10)
 	all := append(slices.Clone(reds), blues...)
 	for _, p := range all {
 		if err := r.add(p); err != nil {
@@ -346,4 +346,65 @@ func endpointOf(eps map[string]*endpoint.Endpoint, id string) string {
 		}
 	}
 	return ""
+}
+
+// edgenf-cni in a list with Debian's reference plugins (CNI 1.0.0, the
+// newest they speak): after loopback (whose result it extends) and before
+// tuning (which reads its result and sets a sysctl on the pod's
+// interface); ADD, CHECK and DEL go through the whole list.
+func TestCNIChained(t *testing.T) {
+	lab := netlab.NewT(t)
+	d := startDaemon(t)
+	newChainNode(t, lab, d, red)
+	ipam := hostLocal(t.TempDir(), red.v4, red.gw4, red.v6, red.gw6)
+	r := newCNIRuntime(t, d, fmt.Sprintf(`{"cniVersion": "1.0.0", "name": "chained", "plugins": [
+	  {"type": "loopback"},
+	  {"type": "edgenf-cni", "socket": %q, "tenant": "red", "cube": "redbr", "mtu": 1400, "ipam": %s},
+	  {"type": "tuning", "sysctl": {"net.ipv4.conf.eth0.arp_notify": "1"}}]}`, d.socket, ipam))
+	pods := makePods(t, lab, "red", 0, 2)
+	for _, p := range pods {
+		if err := r.add(p); err != nil {
+			t.Fatalf("ADD %s: %v", p, err)
+		}
+		if n := len(p.res.Interfaces); n != 3 || p.res.Interfaces[0].Name != "lo" || p.res.Interfaces[2].Name != "eth0" {
+			t.Fatalf("ADD %s: interfaces %+v", p, p.res.Interfaces)
+		}
+		for _, ipc := range p.res.IPs {
+			if ipc.Address.IP.IsLoopback() != (*ipc.Interface == 0) {
+				t.Fatalf("ADD %s: %v on interface %d", p, ipc.Address, *ipc.Interface)
+			}
+		}
+		var v []byte
+		p.h.Do(func() (err error) { v, err = os.ReadFile("/proc/sys/net/ipv4/conf/eth0/arp_notify"); return })
+		l, err := p.h.Netlink().LinkByName("eth0")
+		if strings.TrimSpace(string(v)) != "1" || err != nil || l.Attrs().MTU != 1400 {
+			t.Fatalf("%s: arp_notify %q (tuning), eth0 %v", p, v, err)
+		}
+		if err := r.check(p); err != nil {
+			t.Fatalf("CHECK %s: %v", p, err)
+		}
+	}
+	reaches(t, pods[0], pods[1].ip(4))
+	reaches(t, pods[1], pods[0].ip(6))
+	// CHECK notices what changed since ADD
+	nl := pods[1].h.Netlink()
+	l, err := nl.LinkByName("eth0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, _ := netlink.ParseAddr(pods[1].ip(4) + "/24")
+	if err := nl.AddrDel(l, addr); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.check(pods[1]); cniCode(err) != 102 {
+		t.Errorf("CHECK after the pod's address went: %v (code %d)", err, cniCode(err))
+	}
+	for _, p := range pods {
+		if err := r.del(p); err != nil {
+			t.Fatalf("DEL %s: %v", p, err)
+		}
+	}
+	if eps := d.endpoints(); len(eps) != 0 {
+		t.Fatalf("endpoints left: %v", eps)
+	}
 }
