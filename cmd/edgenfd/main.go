@@ -45,6 +45,7 @@ func main() {
 		verbose = flag.Bool("v", false, "debug logging")
 		tcpF    tcpFlags
 		p4inc   = flag.String("p4-include-dir", "", "directories (colon-separated) P4 programs' #include may use, besides the built-in core.p4 and v1model.p4")
+		applyF  = flag.String("apply-file", "", "keep the topology equal to this file (YAML or JSON, as `edgenf apply -f` takes), applied at start and whenever it changes; a bad file changes nothing (see the user guide)")
 	)
 	tcpF.register(flag.CommandLine)
 	flag.Parse()
@@ -64,7 +65,7 @@ func main() {
 		}
 	}
 	cfg := engine.Config{PinRoot: *bpffs, StateFile: *stateF, Logger: log, AdoptEmpty: *adoptE}
-	if err := run(log, cfg, *socket, *listen, *tokens, *destroy, pf, tcpF); err != nil {
+	if err := run(log, cfg, *socket, *listen, *tokens, *destroy, pf, tcpF, *applyF); err != nil {
 		log.Error("edgenfd", "err", err)
 		os.Exit(1)
 	}
@@ -75,7 +76,7 @@ type p4rtFlags struct {
 	listen, socket, devices string
 }
 
-func run(log *slog.Logger, cfg engine.Config, socket, listen, tokenFile string, destroy bool, p4rtF p4rtFlags, tcpF tcpFlags) error {
+func run(log *slog.Logger, cfg engine.Config, socket, listen, tokenFile string, destroy bool, p4rtF p4rtFlags, tcpF tcpFlags, applyPath string) error {
 	if destroy {
 		os.Remove(socket)
 		os.Remove(p4rtF.socket)
@@ -113,6 +114,15 @@ func run(log *slog.Logger, cfg engine.Config, socket, listen, tokenFile string, 
 	}
 	defer eng.Close()
 	srv := api.New(eng, toks)
+	if applyPath != "" {
+		af := newApplyFile(applyPath, eng, log)
+		srv.Register(af.collectors()...)
+		actx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { af.run(actx); close(done) }()
+		defer func() { stop(); <-done }() // before the engine closes
+
+	}
 
 	ul, err := listenUnix(socket)
 	if err != nil {

@@ -22,6 +22,13 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 		// the daemon's own health (goroutines, memory, descriptors): the
 		// soak test watches it; it is host-wide, so not a tenant's to see
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		reg.MustRegister(s.daemonMetrics...)
 	}
 	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+}
+
+// Register adds collectors of the daemon's own (not about a cube: the
+// -apply-file watcher's) to the administrator's /metrics.
+func (s *Server) Register(cs ...prometheus.Collector) {
+	s.daemonMetrics = append(s.daemonMetrics, cs...)
 }

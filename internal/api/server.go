@@ -17,6 +17,7 @@ import (
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/engine"
 	"github.com/edgenf/edgenf/internal/tenant"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Server is the HTTP handler of the API.
@@ -25,6 +26,8 @@ type Server struct {
 	tokens *Tokens
 	mux    *http.ServeMux
 	busy   inflight // admit.go
+	// daemonMetrics are collectors of the daemon's own (metrics.go).
+	daemonMetrics []prometheus.Collector
 }
 
 // New builds the API over an engine. tokens may be nil (no TCP access).
