@@ -1,7 +1,7 @@
 package e2e
 
 import (
-	"fmt"
+	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
@@ -15,12 +15,18 @@ import (
 	"github.com/edgenf/edgenf/internal/netlab"
 )
 
-// Multi-node chains (docs/kubernetes.md): every node runs each tenant's
-// bridge and router; the routers of a tenant reach each other over the
-// node network through the tenant's own overlay (a VXLAN, one VNI per
-// tenant), and route the other nodes' pod prefixes there. Two "nodes"
-// here are namespaces, each with its own edgenfd (own bpffs root and
-// socket) and its own CNI runtime, joined by a veth "node network".
+// exampleDir is the two-node site of docs/kubernetes.md, as the cluster's
+// ConfigMaps hold it.
+const exampleDir = "../../deploy/kubernetes/example"
+
+// Multi-node chains (docs/kubernetes.md), run on the documented example:
+// every node runs each tenant's bridge and router; the routers of a tenant
+// reach each other over the node network through the tenant's own overlay
+// (a VXLAN, one VNI per tenant) and route the other node's pod prefix
+// there. The two "nodes" here are namespaces, each with its own edgenfd
+// (own bpffs root and socket, the example's topology as -apply-file, like
+// the DaemonSet's) and its own CNI runtime (the example's conflist), joined
+// by a veth "node network".
 func TestCNITwoNodes(t *testing.T) {
 	lab := netlab.NewT(t)
 	var nodes [2]*netlab.Host
@@ -35,15 +41,11 @@ func TestCNITwoNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	type tenantPlan struct {
-		name    string
-		vni     int
-		pods    [2]string // pod subnet (/24) on each node; the router is .1
-		transit [2]string // the routers' addresses on the tenant's overlay
+		name string
+		vni  int
+		pods [2]string // pod subnet (/24) on each node, as the example has them
 	}
-	plans := []tenantPlan{
-		{"red", 100, [2]string{"198.18.20", "198.18.21"}, [2]string{"198.18.250.1", "198.18.250.2"}},
-		{"blue", 200, [2]string{"198.18.30", "198.18.31"}, [2]string{"198.18.251.1", "198.18.251.2"}},
-	}
+	plans := []tenantPlan{{"red", 100, [2]string{"198.18.20", "198.18.21"}}, {"blue", 200, [2]string{"198.18.30", "198.18.31"}}}
 	var runtimes [2]*cniRuntime
 	var daemons [2]*daemon
 	pods := map[string][2][]*pod{} // tenant → node → pods
@@ -53,12 +55,9 @@ func TestCNITwoNodes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var doc strings.Builder
-		doc.WriteString("cubes:\n")
-		var tenants []string
 		for _, p := range plans {
-			// the tenant's overlay between the nodes, and the veth pair
-			// joining its bridge to its router on this node
+			// the node's provisioning: the tenant's overlay between the
+			// nodes, and the veth pair joining its bridge to its router
 			vx := &netlink.Vxlan{LinkAttrs: netlink.LinkAttrs{Name: "vx" + p.name, MTU: 1450}, VxlanId: p.vni, VtepDevIndex: eth0.Attrs().Index,
 				SrcAddr: net.ParseIP(nodeIP[i]), Group: net.ParseIP(nodeIP[1-i]), Port: 4789}
 			veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: p.name + "gb", MTU: 1450}, PeerName: p.name + "gr"}
@@ -76,34 +75,21 @@ func TestCNITwoNodes(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			fmt.Fprintf(&doc, `  - {name: %[1]sbr, type: bridge, tenant: %[1]s, ports: [{name: gw, peer: %[1]sgb}]}
-  - name: %[1]sr
-    type: router
-    hook: tc
-    tenant: %[1]s
-    ports:
-      - {name: lan, peer: %[1]sgr, addresses: [%[2]s.1/24]}
-      - {name: nodes, peer: vx%[1]s, addresses: [%[3]s/30]}
-    tables:
-      routes: [{prefix: %[4]s.0/24, next_hop: %[5]s}]
-`, p.name, p.pods[i], p.transit[i], p.pods[1-i], p.transit[1-i])
-			tenants = append(tenants, fmt.Sprintf(`%q: {"cube": "%sbr", "ipam": %s}`, p.name, p.name,
-				hostLocal(filepath.Join(t.TempDir(), p.name), p.pods[i]+".0/24", p.pods[i]+".1", fmt.Sprintf("2001:db8:%d:%d::/64", p.vni, i), fmt.Sprintf("2001:db8:%d:%d::1", p.vni, i))))
 		}
-		daemons[i] = startDaemonIn(t, "/var/run/netns/"+node.Name)
-		file := filepath.Join(t.TempDir(), "node.yaml")
-		if err := os.WriteFile(file, []byte(doc.String()), 0o600); err != nil {
+		file, err := filepath.Abs(filepath.Join(exampleDir, "node-"+string(rune('a'+i))))
+		if err != nil {
 			t.Fatal(err)
 		}
-		daemons[i].cli("apply", "-f", file)
-		runtimes[i] = newCNIRuntime(t, daemons[i], fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "edge", "plugins": [{"type": "edgenf-cni",
-		  "socket": %q, "mtu": 1450, "capabilities": {"io.kubernetes.cri.pod-annotations": true}, "tenants": {%s}}]}`,
-			daemons[i].socket, strings.Join(tenants, ", ")))
+		daemons[i] = startDaemonIn(t, "/var/run/netns/"+node.Name, "-apply-file", file+".yaml")
+		d := daemons[i]
+		waitFor(t, "node "+node.Name+" to apply its file", func() bool { return d.metric(t, "edgenf_apply_file_ok") == 1 })
+		runtimes[i] = newCNIRuntime(t, d, nodeConflist(t, file+".conflist", d.socket))
 		for _, p := range plans {
 			ps := pods[p.name]
 			ps[i] = makePods(t, lab, p.name, 10*i, 2)
 			pods[p.name] = ps
 			for _, q := range ps[i] {
+				q.namespace = p.name // red's own namespace; blue's pods say so
 				q.ann = map[string]string{"edgenf.io/tenant": p.name}
 				if err := runtimes[i].add(q); err != nil {
 					t.Fatalf("node %s: ADD %s: %v", node.Name, q, err)
@@ -122,6 +108,10 @@ func TestCNITwoNodes(t *testing.T) {
 	reaches(t, blue[1][1], blue[0][0].ip(4))
 	if err := netlab.TCPTransfer(ctx(t, 30*time.Second), red[0][0].h, red[1][1].h, red[1][1].ip(4), 7002, 200_000); err != nil {
 		t.Errorf("TCP red pod on node A to red pod on node B: %v", err)
+	}
+	// red's firewall on its router's pod side drops TCP to port 22
+	if err := netlab.TCPTransfer(ctx(t, 3*time.Second), red[0][1].h, red[1][0].h, red[1][0].ip(4), 22, 10_000); err == nil {
+		t.Errorf("TCP to port 22 crossed red's firewall")
 	}
 	// never another tenant's, on the other node or the same
 	for _, c := range [][2]*pod{{red[0][0], blue[1][0]}, {red[0][1], blue[0][0]}, {blue[0][0], red[1][0]}, {blue[1][1], red[0][1]}} {
@@ -169,4 +159,26 @@ func TestCNITwoNodes(t *testing.T) {
 			}))
 		}
 	}
+}
+
+// nodeConflist is a node's conflist of the example with what a test node
+// differs in: its daemon's socket, and host-local's files in the test's
+// directory.
+func nodeConflist(t *testing.T, file, socket string) string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list map[string]any
+	if err := json.Unmarshal(b, &list); err != nil {
+		t.Fatal(err)
+	}
+	plugin := list["plugins"].([]any)[0].(map[string]any)
+	plugin["socket"] = socket
+	for name, tc := range plugin["tenants"].(map[string]any) {
+		tc.(map[string]any)["ipam"].(map[string]any)["dataDir"] = filepath.Join(t.TempDir(), name)
+	}
+	b, _ = json.Marshal(list)
+	return string(b)
 }
