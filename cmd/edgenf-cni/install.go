@@ -8,6 +8,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -62,15 +63,17 @@ func install(argv []string) error {
 // checkConflist accepts a configuration list whose edgenf-cni plugin
 // configurations parse.
 func checkConflist(b []byte) error {
-	list, err := libcni.NetworkConfFromBytes(b)
-	if err == nil {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(b, &top); err != nil {
+		return err
+	}
+	if _, ok := top["plugins"]; !ok {
 		return errors.New("a single network configuration: want a list (.conflist) with a \"plugins\" array")
 	}
 	cl, err := libcni.ConfListFromBytes(b)
 	if err != nil {
 		return err
 	}
-	_ = list
 	found := false
 	for i, p := range cl.Plugins {
 		if p.Network.Type != "edgenf-cni" {
