@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
-	"github.com/containernetworking/plugins/pkg/ip"
 	"github.com/containernetworking/plugins/pkg/ipam"
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/vishvananda/netlink"
@@ -39,24 +39,51 @@ func makeVeth(netns ns.NetNS, ifName, hostName string, mtu int) (host, cont net.
 		return host, cont, err
 	}
 	defer hostNS.Close()
+	// One queue per CPU on both ends: an XDP redirect into a veth lands in
+	// the ring of the sending CPU's queue, so CPUs never share one, nor
+	// the NAPI poll that drains it.
+	queues := runtime.NumCPU()
 	err = netns.Do(func(ns.NetNS) error {
-		host, cont, err = ip.SetupVethWithName(ifName, hostName, mtu, "", hostNS)
+		v := &netlink.Veth{
+			LinkAttrs: netlink.LinkAttrs{Name: ifName, MTU: mtu, NumTxQueues: queues, NumRxQueues: queues},
+			PeerName:  hostName, PeerNamespace: netlink.NsFd(int(hostNS.Fd())),
+			PeerNumTxQueues: uint32(queues), PeerNumRxQueues: uint32(queues),
+		}
+		if mtu > 0 {
+			v.PeerMTU = uint32(mtu)
+		}
+		if err := netlink.LinkAdd(v); err != nil {
+			return err
+		}
+		l, err := netlink.LinkByName(ifName)
+		if err == nil {
+			// up even without addresses (a layer-2 pod; IPAM's would do it)
+			err = netlink.LinkSetUp(l)
+		}
 		if err != nil {
 			return err
 		}
+		cont = ifaceOf(l)
 		// The addresses come from IPAM, unique by construction: duplicate
 		// address detection would only hold IPv6 back for a second. (No
 		// IPv6 in the pod: nothing to set.)
 		_ = writeSysctl("net/ipv6/conf/"+ifName+"/accept_dad", "0")
 		return nil
 	})
+	if err == nil {
+		// The node's stack has nothing to say on the pod's link: no IPv6
+		// link-local address, router or neighbour solicitations from the
+		// host end into the tenant's chain.
+		_ = writeSysctl("net/ipv6/conf/"+hostName+"/disable_ipv6", "1")
+		var l netlink.Link
+		if l, err = netlink.LinkByName(hostName); err == nil {
+			err = netlink.LinkSetUp(l)
+			host = ifaceOf(l)
+		}
+	}
 	if err != nil {
 		return host, cont, types.NewError(types.ErrInternal, fmt.Sprintf("veth %s/%s: %v", ifName, hostName, err), "")
 	}
-	// The node's stack has nothing to say on the pod's link: no IPv6
-	// link-local address, router or neighbour solicitations from the host
-	// end into the tenant's chain.
-	_ = writeSysctl("net/ipv6/conf/"+hostName+"/disable_ipv6", "1")
 	return host, cont, nil
 }
 
@@ -101,4 +128,9 @@ func deletePodLink(netnsPath, ifName string) error {
 
 func writeSysctl(key, value string) error {
 	return os.WriteFile("/proc/sys/"+key, []byte(value), 0o644)
+}
+
+func ifaceOf(l netlink.Link) net.Interface {
+	a := l.Attrs()
+	return net.Interface{Index: a.Index, MTU: a.MTU, Name: a.Name, HardwareAddr: a.HardwareAddr, Flags: a.Flags}
 }

@@ -19,6 +19,7 @@ import (
 	"sync"
 
 	"github.com/cilium/ebpf"
+	"github.com/vishvananda/netlink"
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
@@ -81,6 +82,9 @@ type Engine struct {
 	// endpoints are the workloads plugged into tenants' cubes, by name
 	// (endpoints.go).
 	endpoints map[string]*endpoint.Endpoint
+	// redirectReady are the interfaces (by index) prepared to receive
+	// XDP redirects (ensureRedirectTargets), until a stub is detached.
+	redirectReady map[int]bool
 }
 
 // Revision counts the changes the engine has made (topology updates and
@@ -153,6 +157,8 @@ func Open(cfg Config) (*Engine, error) {
 		stubHops:  map[StubKey]datapath.Hop{},
 		stubEntry: map[StubKey]*datapath.Cube{},
 		specs:     map[[32]byte]*ebpf.CollectionSpec{},
+
+		redirectReady: map[int]bool{},
 	}
 	if err := e.tenants.init(cfg, f.Tenants); err != nil {
 		dp.Close()
@@ -524,12 +530,14 @@ func (e *Engine) sys() sysInfo {
 	return sysInfo{known}
 }
 
+// ifindex asks the kernel for one interface (net.InterfaceByName would
+// list them all, for every peer of every change).
 func ifindex(name string) (int, error) {
-	i, err := net.InterfaceByName(name)
+	l, err := netlink.LinkByName(name)
 	if err != nil {
 		return 0, cube.NotFound("peer", "no Linux interface named %q", name)
 	}
-	return i.Index, nil
+	return l.Attrs().Index, nil
 }
 
 // reconcile makes the kernel objects match desired. It is idempotent, so
@@ -848,15 +856,22 @@ func (e *Engine) writeHops(p *plan) error {
 // ensureRedirectTargets runs after the stubs are in place: a stub detached
 // from one end of a veth pair may have been the XDP program its peer's
 // redirects relied on.
+// An interface prepared once stays prepared until a stub is detached
+// (reconcileStubs forgets them all then): a change costs what it adds, not
+// a look into every pod's namespace.
 func (e *Engine) ensureRedirectTargets(p *plan) error {
 	for iface := range p.redirects {
 		idx, err := ifindex(iface)
 		if err != nil {
 			continue // reported as missing by the planner
 		}
+		if e.redirectReady[idx] {
+			continue
+		}
 		if err := e.dp.EnsureRedirectTarget(idx); err != nil {
 			return err
 		}
+		e.redirectReady[idx] = true
 	}
 	return nil
 }
@@ -929,6 +944,7 @@ func (e *Engine) reconcileStubs(p *plan) error {
 		if err := e.dp.DetachStub(k.Iface, k.Hook, k.Dir); err != nil {
 			return err
 		}
+		clear(e.redirectReady) // its peer may have relied on it
 		s.Close()
 		delete(e.stubs, k)
 		delete(e.stubHops, k)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -15,6 +16,9 @@ import (
 
 	"github.com/edgenf/edgenf/internal/netlab"
 )
+
+// endpointLink matches the names edgenf-cni gives pods' host interfaces.
+var endpointLink = regexp.MustCompile(`^enf[0-9a-f]{12}$`)
 
 // nodeSnapshot is what a refused ADD must leave as it was: the daemon's
 // topology, tenants and endpoints, the node's pod interfaces, the IPAM
@@ -30,7 +34,7 @@ func nodeSnapshot(t *testing.T, d *daemon, ipamDir string, p *pod) string {
 		t.Fatal(err)
 	}
 	for _, l := range links {
-		if strings.HasPrefix(l.Attrs().Name, "enf") {
+		if endpointLink.MatchString(l.Attrs().Name) { // not daemons' injection links (enfi...)
 			fmt.Fprintln(&b, "link", l.Attrs().Name)
 		}
 	}

@@ -4,25 +4,21 @@ package e2e
 // and CRI-O use) driving edgenf-cni, with pods as network namespaces.
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
-	"github.com/containernetworking/cni/pkg/invoke"
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
-	"github.com/containernetworking/cni/pkg/version"
 
 	"github.com/edgenf/edgenf/internal/client"
+	"github.com/edgenf/edgenf/internal/cnitest"
 	"github.com/edgenf/edgenf/internal/endpoint"
 	"github.com/edgenf/edgenf/internal/netlab"
 )
@@ -47,41 +43,13 @@ func newCNIRuntime(t *testing.T, d *daemon, conflist string) *cniRuntime {
 	if _, err := os.Stat(filepath.Join(referencePlugins, "host-local")); err != nil {
 		t.Fatalf("the reference CNI plugins are missing (scripts/setup.sh installs containernetworking-plugins): %v", err)
 	}
-	var ex invoke.Exec
-	if d.netns != "" {
-		ex = &nsenterExec{netns: d.netns}
-	}
+	ex := &cnitest.NSExec{NetNS: d.netns}
 	list, err := libcni.ConfListFromBytes([]byte(conflist))
 	if err != nil {
 		t.Fatalf("conflist: %v\n%s", err, conflist)
 	}
 	cache := t.TempDir()
 	return &cniRuntime{t: t, d: d, cni: libcni.NewCNIConfigWithCacheDir([]string{binDir, referencePlugins}, cache, ex), list: list, cache: cache}
-}
-
-// nsenterExec runs plugins inside a node's network namespace.
-type nsenterExec struct {
-	version.PluginDecoder
-	netns string
-}
-
-func (e *nsenterExec) ExecPlugin(ctx context.Context, plugin string, stdin []byte, environ []string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, "nsenter", "--net="+e.netns, plugin)
-	var out, stderr bytes.Buffer
-	cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = environ, bytes.NewReader(stdin), &out, &stderr
-	if err := cmd.Run(); err != nil {
-		// like invoke.RawExec: the plugin's error is JSON on stdout
-		var te types.Error
-		if json.Unmarshal(out.Bytes(), &te) == nil && te.Msg != "" {
-			return nil, &te
-		}
-		return nil, fmt.Errorf("%s: %v: %s%s", plugin, err, out.String(), stderr.String())
-	}
-	return out.Bytes(), nil
-}
-
-func (e *nsenterExec) FindInPath(plugin string, paths []string) (string, error) {
-	return invoke.FindInPath(plugin, paths)
 }
 
 // pod is a pod's sandbox: a namespace, and what the runtime knows of it.
