@@ -17,6 +17,7 @@ import (
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/engine"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // maxBody bounds request bodies (a 10k-rule bulk load fits comfortably).
@@ -27,11 +28,13 @@ type Server struct {
 	eng    *engine.Engine
 	tokens *Tokens
 	mux    *http.ServeMux
+	// daemonMetrics: the daemon's own collectors (metrics.go)
+	daemonMetrics *prometheus.Registry
 }
 
 // New builds the API over an engine. tokens may be nil (no TCP access).
 func New(eng *engine.Engine, tokens *Tokens) *Server {
-	s := &Server{eng: eng, tokens: tokens, mux: http.NewServeMux()}
+	s := &Server{eng: eng, tokens: tokens, mux: http.NewServeMux(), daemonMetrics: newDaemonMetrics()}
 	s.routes()
 	return s
 }

@@ -1,0 +1,151 @@
+// Package telemetry exports the datapath's counters to monitoring systems:
+// Prometheus (pulled from /metrics) and InfluxDB (pushed as line protocol).
+// Both read the same series, gathered by Gather.
+package telemetry
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/engine"
+)
+
+// Family is one metric. Its Prometheus name is edgenf_<Subsystem>_<Name>
+// (edgenf_<Name> without a subsystem); in InfluxDB it is the field Name of
+// the measurement edgenf_<Subsystem> (edgenf).
+type Family struct {
+	Subsystem string
+	Name      string
+	Help      string
+	Gauge     bool // else a counter (Name ends in _total)
+}
+
+// FullName is the family's Prometheus name.
+func (f *Family) FullName() string {
+	if f.Subsystem == "" {
+		return "edgenf_" + f.Name
+	}
+	return "edgenf_" + f.Subsystem + "_" + f.Name
+}
+
+// Measurement is the family's InfluxDB measurement.
+func (f *Family) Measurement() string {
+	if f.Subsystem == "" {
+		return "edgenf"
+	}
+	return "edgenf_" + f.Subsystem
+}
+
+// Label is a Prometheus label, an InfluxDB tag.
+type Label struct{ Name, Value string }
+
+// Sample is one family's value in a point. Counts are exact integers (the
+// kernel's 64-bit counters; InfluxDB stores them as integers).
+type Sample struct {
+	Family *Family
+	Value  uint64
+}
+
+// Point is the samples of families of one subsystem that share their
+// labels (the counters of one port, of one cube): one line of InfluxDB line
+// protocol, one series of each family in Prometheus.
+type Point struct {
+	// Labels are sorted by name. Every series of a family has the same
+	// labels; one without a value (the tenant of the administrator's
+	// cubes) is empty in Prometheus (which treats it as missing) and left
+	// out in InfluxDB (which refuses empty tags).
+	Labels  []Label
+	Samples []Sample
+}
+
+// Labels of the cube-level series; port series add "port". "slice" is the
+// slice whose chain the cube is part of, set once slices exist (a cube of
+// no slice has no slice label).
+const (
+	LabelCube   = "cube"
+	LabelPort   = "port"
+	LabelSlice  = "slice"
+	LabelTenant = "tenant"
+	LabelType   = "type"
+)
+
+// The families gathered from every cube's counters.
+var (
+	PortReceivePackets  = &Family{"port", "receive_packets_total", "Frames received on a cube port (a transparent cube: through its attachment point, by direction).", false}
+	PortReceiveBytes    = &Family{"port", "receive_bytes_total", "Bytes of the frames received on a cube port.", false}
+	PortTransmitPackets = &Family{"port", "transmit_packets_total", "Frames sent out of a cube port.", false}
+	PortTransmitBytes   = &Family{"port", "transmit_bytes_total", "Bytes of the frames sent out of a cube port.", false}
+	PortDropPackets     = &Family{"port", "drop_packets_total", "Frames a cube dropped, by the port they came in on.", false}
+	PortDropBytes       = &Family{"port", "drop_bytes_total", "Bytes of the frames a cube dropped, by the port they came in on.", false}
+	PortPuntPackets     = &Family{"port", "punt_packets_total", "Frames a cube sent to the slow path (the daemon), by the port they came in on.", false}
+	CubeUp              = &Family{"cube", "up", "1 if the cube runs, 0 if it could not be restored and a stand-in drops its frames.", true}
+	CubeSlowCopies      = &Family{"cube", "slow_copies_total", "Copies of packets (P4 clone, multicast) the kernel could not make and the daemon sent.", false}
+	Cubes               = &Family{"", "cubes", "Cubes configured, by NF type and tenant.", true}
+	CopyStale           = &Family{"copy_machine", "stale_total", "Frames with recorded copies whose ring slot was overwritten before they reached TC (dropped).", false}
+	CopyFailed          = &Family{"copy_machine", "failed_total", "Recorded copies the copy machine could not make.", false}
+)
+
+// Scope is what one gathering may see: everything (the administrator), or
+// the series of one tenant's cubes only. Series that are not about a cube
+// (the copy machine's) are the administrator's.
+type Scope struct {
+	All    bool
+	Tenant string
+}
+
+// Everything is the administrator's scope.
+var Everything = Scope{All: true}
+
+func (s Scope) sees(c *cube.Cube) bool { return s.All || c.Tenant == s.Tenant }
+
+// Gather reads the series scope may see. The engine's lock is taken for a
+// chunk of cubes at a time (engine.Counters): a gathering never holds the
+// API up for long, however many cubes there are.
+func Gather(eng *engine.Engine, scope Scope) []Point {
+	counters := eng.Counters(scope.sees)
+	points := make([]Point, 0, 3*len(counters)+8)
+	type typeTenant struct{ typ, tenant string }
+	perType := map[typeTenant]uint64{}
+	for _, cc := range counters {
+		perType[typeTenant{cc.Type, cc.Tenant}]++
+		cubeLabels := []Label{{LabelCube, cc.Cube}, {LabelSlice, cc.Slice}, {LabelTenant, cc.Tenant}, {LabelType, cc.Type}}
+		up := uint64(0)
+		if cc.Up {
+			up = 1
+		}
+		points = append(points, Point{Labels: cubeLabels, Samples: []Sample{{CubeUp, up}, {CubeSlowCopies, cc.SlowCopies}}})
+		// by port name: every family's series come in the order of their
+		// label values, as a Prometheus registry orders them
+		slices.SortFunc(cc.Ports, func(a, b engine.PortStats) int { return strings.Compare(a.Port, b.Port) })
+		for _, p := range cc.Ports {
+			points = append(points, Point{
+				Labels:  []Label{{LabelCube, cc.Cube}, {LabelPort, p.Port}, {LabelSlice, cc.Slice}, {LabelTenant, cc.Tenant}, {LabelType, cc.Type}},
+				Samples: portSamples(p.Stats),
+			})
+		}
+	}
+	for _, k := range slices.SortedFunc(maps.Keys(perType), func(a, b typeTenant) int {
+		return cmp.Or(strings.Compare(a.tenant, b.tenant), strings.Compare(a.typ, b.typ))
+	}) {
+		points = append(points, Point{Labels: []Label{{LabelTenant, k.tenant}, {LabelType, k.typ}}, Samples: []Sample{{Cubes, perType[k]}}})
+	}
+	if scope.All {
+		if cs, err := eng.CopyStats(); err == nil {
+			points = append(points, Point{Samples: []Sample{{CopyStale, cs.Stale}, {CopyFailed, cs.Failed}}})
+		}
+	}
+	return points
+}
+
+func portSamples(s datapath.Stats) []Sample {
+	return []Sample{
+		{PortReceivePackets, s.RxPackets}, {PortReceiveBytes, s.RxBytes},
+		{PortTransmitPackets, s.TxPackets}, {PortTransmitBytes, s.TxBytes},
+		{PortDropPackets, s.DropPackets}, {PortDropBytes, s.DropBytes},
+		{PortPuntPackets, s.PuntPackets},
+	}
+}
