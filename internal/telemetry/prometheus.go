@@ -1,82 +1,87 @@
 package telemetry
 
 import (
-	"sort"
-
-	"github.com/edgenf/edgenf/internal/engine"
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
-	"google.golang.org/protobuf/proto"
+	"bufio"
+	"slices"
+	"strconv"
+	"strings"
 )
 
-// Gatherer serves the series one scope sees to Prometheus
-// (promhttp.HandlerFor). It builds the metric families straight from the
-// gathered points: the label pairs of a port are shared by its seven
-// series, and none goes through a registry's per-series checks (a scrape
-// of 10,000 cubes has 150,000 series).
-type Gatherer struct {
-	eng   *engine.Engine
-	scope Scope
-}
+// TextContentType is the Prometheus text exposition format WriteText writes.
+const TextContentType = "text/plain; version=0.0.4; charset=utf-8"
 
-// NewGatherer builds a gatherer over eng that exports what scope sees.
-func NewGatherer(eng *engine.Engine, scope Scope) *Gatherer {
-	return &Gatherer{eng: eng, scope: scope}
-}
-
-// Gather implements prometheus.Gatherer.
-func (g *Gatherer) Gather() ([]*dto.MetricFamily, error) {
-	return Families(Gather(g.eng, g.scope)), nil
-}
-
-// Families converts points to Prometheus metric families, sorted by name.
-func Families(points []Point) []*dto.MetricFamily {
-	byName := map[*Family]*dto.MetricFamily{}
-	var out []*dto.MetricFamily
-	for _, p := range points {
-		pairs := make([]*dto.LabelPair, len(p.Labels))
-		for i, l := range p.Labels {
-			pairs[i] = &dto.LabelPair{Name: proto.String(l.Name), Value: proto.String(l.Value)}
-		}
-		for _, s := range p.Samples {
-			mf := byName[s.Family]
-			if mf == nil {
-				typ := dto.MetricType_COUNTER
-				if s.Family.Gauge {
-					typ = dto.MetricType_GAUGE
-				}
-				mf = &dto.MetricFamily{Name: proto.String(s.Family.FullName()), Help: proto.String(s.Family.Help), Type: &typ}
-				byName[s.Family] = mf
-				out = append(out, mf)
+// WriteText writes points in the Prometheus text exposition format, each
+// family once with its HELP and TYPE, families sorted by name and, within
+// a family, series in the order of the points. A point's label set is
+// formatted once for all of its samples: a scrape of 10,000 cubes has
+// 150,000 series, and a registry's per-series checks and formatting would
+// take most of the scrape's time.
+func WriteText(w *bufio.Writer, points []Point) error {
+	type ref struct{ point, sample int32 }
+	byFamily := map[*Family][]ref{}
+	var families []*Family
+	var labelBuf []byte
+	labelEnd := make([]int, len(points)) // labels of point i: labelBuf[labelEnd[i-1]:labelEnd[i]]
+	for i, p := range points {
+		labelBuf = appendLabels(labelBuf, p.Labels)
+		labelEnd[i] = len(labelBuf)
+		for j, s := range p.Samples {
+			refs, seen := byFamily[s.Family]
+			if !seen {
+				families = append(families, s.Family)
 			}
-			v := float64(s.Value)
-			m := &dto.Metric{Label: pairs}
-			if s.Family.Gauge {
-				m.Gauge = &dto.Gauge{Value: &v}
-			} else {
-				m.Counter = &dto.Counter{Value: &v}
-			}
-			mf.Metric = append(mf.Metric, m)
+			byFamily[s.Family] = append(refs, ref{int32(i), int32(j)})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })
-	return out
+	slices.SortFunc(families, func(a, b *Family) int { return strings.Compare(a.FullName(), b.FullName()) })
+	var num []byte
+	for _, f := range families {
+		name := f.FullName()
+		typ := "counter"
+		if f.Gauge {
+			typ = "gauge"
+		}
+		w.WriteString("# HELP " + name + " " + helpEscaper.Replace(f.Help) + "\n# TYPE " + name + " " + typ + "\n")
+		for _, r := range byFamily[f] {
+			start := 0
+			if r.point > 0 {
+				start = labelEnd[r.point-1]
+			}
+			w.WriteString(name)
+			w.Write(labelBuf[start:labelEnd[r.point]])
+			w.WriteByte(' ')
+			num = strconv.AppendUint(num[:0], points[r.point].Samples[r.sample].Value, 10)
+			w.Write(num)
+			w.WriteByte('\n')
+		}
+	}
+	return w.Flush()
 }
 
-// Join gathers from several gatherers whose families do not overlap (the
-// cubes' series and the daemon's own), without merging or re-checking them.
-type Join []prometheus.Gatherer
+var (
+	helpEscaper  = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
+	valueEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`)
+)
 
-// Gather implements prometheus.Gatherer.
-func (j Join) Gather() ([]*dto.MetricFamily, error) {
-	var out []*dto.MetricFamily
-	for _, g := range j {
-		mfs, err := g.Gather()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, mfs...)
+// appendLabels formats a label set as {name="value",...} (nothing when
+// there are no labels).
+func appendLabels(b []byte, ls []Label) []byte {
+	if len(ls) == 0 {
+		return b
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })
-	return out, nil
+	b = append(b, '{')
+	for i, l := range ls {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, l.Name...)
+		b = append(b, '=', '"')
+		if strings.ContainsAny(l.Value, "\\\n\"") {
+			b = append(b, valueEscaper.Replace(l.Value)...)
+		} else {
+			b = append(b, l.Value...)
+		}
+		b = append(b, '"')
+	}
+	return append(b, '}')
 }

@@ -1,6 +1,10 @@
 package telemetry
 
 import (
+	"bufio"
+	"bytes"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,8 +15,33 @@ import (
 	_ "github.com/edgenf/edgenf/internal/nf/firewall"
 	_ "github.com/edgenf/edgenf/internal/nf/portfwd"
 	"github.com/edgenf/edgenf/internal/nftest"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
+
+// scraper gathers by parsing what WriteText writes with Prometheus' own
+// parser: the tests check the exposition's bytes, not an intermediate.
+func scraper(eng *engine.Engine, scope Scope) prometheus.Gatherer {
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		var b bytes.Buffer
+		if err := WriteText(bufio.NewWriter(&b), Gather(eng, scope)); err != nil {
+			return nil, err
+		}
+		p := expfmt.NewTextParser(model.UTF8Validation)
+		byName, err := p.TextToMetricFamilies(&b)
+		if err != nil {
+			return nil, err
+		}
+		var out []*dto.MetricFamily
+		for _, n := range slices.Sorted(maps.Keys(byName)) {
+			out = append(out, byName[n])
+		}
+		return out, nil
+	})
+}
 
 // chainWithFrame builds c1 (tenant red) p1 → sink p0 (no tenant), forwards
 // p0 → p1 in c1, and injects one UDP frame into c1:p0.
@@ -45,13 +74,13 @@ func chainWithFrame(t *testing.T) *engine.Engine {
 	return eng
 }
 
-// TestGathererExportsKernelCounters: a frame through a cube shows in the
+// TestScrapeExportsKernelCounters: a frame through a cube shows in the
 // port counters a scrape returns, labelled with cube, port, slice, tenant
 // and type, with the per-type cube gauge, the cubes' up and
 // slow-path copy series and the copy machine's counters.
-func TestGathererExportsKernelCounters(t *testing.T) {
+func TestScrapeExportsKernelCounters(t *testing.T) {
 	eng := chainWithFrame(t)
-	g := NewGatherer(eng, Everything)
+	g := scraper(eng, Everything)
 	want := `
 # HELP edgenf_port_transmit_packets_total Frames sent out of a cube port.
 # TYPE edgenf_port_transmit_packets_total counter
@@ -144,7 +173,7 @@ func TestTenantScopeSeesOnlyItsCubes(t *testing.T) {
 		}
 		return nil
 	})
-	families, err := NewGatherer(eng, Scope{Tenant: "red"}).Gather()
+	families, err := scraper(eng, Scope{Tenant: "red"}).Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +202,7 @@ func TestTenantScopeSeesOnlyItsCubes(t *testing.T) {
 	if rx != 2 {
 		t.Errorf("red has %d receive series, want 2 (r1:p0, r2:p0)", rx)
 	}
-	all, _ := NewGatherer(eng, Everything).Gather()
+	all, _ := scraper(eng, Everything).Gather()
 	for _, f := range all {
 		if f.GetName() == "edgenf_port_receive_packets_total" && len(f.GetMetric()) != 4 {
 			t.Errorf("the administrator has %d receive series, want 4", len(f.GetMetric()))
