@@ -42,8 +42,10 @@ func main() {
 		adoptE  = flag.Bool("adopt-empty", false, "start even though the state file names nothing while pinned objects exist, and adopt the state's emptiness: the pinned objects are removed")
 		verbose = flag.Bool("v", false, "debug logging")
 		tcpF    tcpFlags
+		influxF influxFlags
 	)
 	tcpF.register(flag.CommandLine)
+	influxF.register(flag.CommandLine) // influx.go
 	flag.Parse()
 	level := slog.LevelInfo
 	if *verbose {
@@ -55,7 +57,7 @@ func main() {
 		pf.socket = filepath.Join(filepath.Dir(*socket), "p4rt.sock")
 	}
 	cfg := engine.Config{PinRoot: *bpffs, StateFile: *stateF, Logger: log, AdoptEmpty: *adoptE}
-	if err := run(log, cfg, *socket, *listen, *tokens, *destroy, pf, tcpF); err != nil {
+	if err := run(log, cfg, *socket, *listen, *tokens, *destroy, pf, tcpF, influxF); err != nil {
 		log.Error("edgenfd", "err", err)
 		os.Exit(1)
 	}
@@ -66,7 +68,7 @@ type p4rtFlags struct {
 	listen, socket, devices string
 }
 
-func run(log *slog.Logger, cfg engine.Config, socket, listen, tokenFile string, destroy bool, p4rtF p4rtFlags, tcpF tcpFlags) error {
+func run(log *slog.Logger, cfg engine.Config, socket, listen, tokenFile string, destroy bool, p4rtF p4rtFlags, tcpF tcpFlags, influxF influxFlags) error {
 	if destroy {
 		os.Remove(socket)
 		os.Remove(p4rtF.socket)
@@ -95,12 +97,23 @@ func run(log *slog.Logger, cfg engine.Config, socket, listen, tokenFile string, 
 	if err != nil {
 		return err
 	}
+	influxCfg, err := influxF.config()
+	if err != nil {
+		return err
+	}
 	eng, err := engine.Open(cfg)
 	if err != nil {
 		return err
 	}
 	defer eng.Close()
 	srv := api.New(eng, toks)
+	influxCtx, stopInflux := context.WithCancel(context.Background())
+	influxDone, err := startInflux(influxCtx, log, influxCfg, eng, srv)
+	if err != nil {
+		stopInflux()
+		return err
+	}
+	defer func() { stopInflux(); <-influxDone }() // its last push, before the engine closes
 
 	ul, err := listenUnix(socket)
 	if err != nil {
