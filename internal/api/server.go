@@ -54,6 +54,7 @@ func (s *Server) routes() {
 	m.HandleFunc("DELETE /v1/attachments/{cube}", s.detach)
 	m.HandleFunc("GET /v1/interfaces/{iface}/stats", s.admin(s.ifaceStats))
 	m.HandleFunc("GET /metrics", s.metrics) // metrics.go
+	s.uiRoutes()                            // ui.go
 	// Everything under a cube, reachable generically and per type (the
 	// typed paths are what the OpenAPI document describes with schemas).
 	for _, prefix := range []string{"/v1/cubes/{cube}", "/v1/nf/{type}/{cube}"} {
@@ -84,6 +85,10 @@ func (s *Server) routes() {
 
 // ServeHTTP authenticates, then routes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if isUI(r) { // ui.go: the dashboard's assets, which hold no data
+		uiAssets.ServeHTTP(w, r)
+		return
+	}
 	id, err := s.identify(r)
 	if err != nil {
 		fail(w, &httpError{401, "", err.Error()})
@@ -801,8 +806,11 @@ type Attachment struct {
 }
 
 func (s *Server) listAttachments(w http.ResponseWriter, r *http.Request) {
-	t := s.eng.Topology()
-	id := identityOf(r)
+	reply(w, 200, attachmentsOf(s.eng.Topology(), identityOf(r)))
+}
+
+// attachmentsOf lists the attachments of the cubes id may see, by point.
+func attachmentsOf(t *cube.Topology, id identity) []Attachment {
 	out := []Attachment{}
 	points := make([]string, 0, len(t.Attachments))
 	for p := range t.Attachments {
@@ -816,7 +824,7 @@ func (s *Server) listAttachments(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	reply(w, 200, out)
+	return out
 }
 
 func (s *Server) attach(w http.ResponseWriter, r *http.Request) {
