@@ -266,7 +266,7 @@ func TestDashboard(t *testing.T) {
 	signIn(t, ctx, redToken)
 	until(t, ctx, "red's topology", `!!document.querySelector('svg.topology [data-cube="c2"]')`)
 	for _, c := range []string{"b1", "sw"} {
-		if drawn(`[data-cube="` + c + `"]`) || drawn(`[data-port^="`+c+`:"]`) {
+		if drawn(`[data-cube="`+c+`"]`) || drawn(`[data-port^="`+c+`:"]`) {
 			t.Errorf("tenant red sees %s", c)
 		}
 	}
