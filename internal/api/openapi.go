@@ -181,6 +181,9 @@ func OpenAPI() map[string]any {
 	add("/v1/cubes/{cube}/swap", "post", op{Summary: "Hot-swap the cube's program, keeping its maps", Parameters: pathParams("cube"), Responses: ok("swapped", nil)})
 	add("/v1/attachments", "post", op{Summary: "Attach a transparent cube to a cube port or interface", RequestBody: jsonBody(SchemaOf(&Attachment{})), Responses: ok("attached", nil)})
 	add("/v1/attachments/{cube}", "delete", op{Summary: "Detach a transparent cube", Parameters: pathParams("cube"), Responses: ok("detached", nil)})
+	add("/v1/whoami", "get", op{Summary: "Who the request authenticated as: the administrator or a tenant", Responses: ok("identity", SchemaOf(&Identity{}))})
+	add("/v1/graph", "get", op{Summary: "The topology the caller may see, without table entries or settings (the dashboard's graph)", Responses: ok("graph", SchemaOf(&Graph{}))})
+	add("/v1/stats", "get", op{Summary: "Every visible cube's per-port counters, read at one time", Responses: ok("counters", SchemaOf(&Stats{}))})
 	for _, t := range cube.Types() {
 		base := "/v1/nf/" + t.Name + "/{cube}"
 		if t.Config != nil {
