@@ -2,7 +2,7 @@ package api
 
 import (
 	"bufio"
-	"compress/gzip"
+	"github.com/klauspost/compress/gzip"
 	"io"
 	"net/http"
 	"strings"
