@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -171,8 +172,9 @@ func grep(text, substr string) string {
 
 // TestPrometheusScrapesDaemon: a real Prometheus scrapes the daemon's TCP
 // /metrics with a bearer token (credentials_file); its HTTP API answers the
-// daemon's counters after traffic; promtool check metrics finds nothing to
-// say about the exposition.
+// daemon's counters after traffic; every query of the Grafana dashboard
+// works on what it scraped; promtool check metrics finds nothing to say
+// about the exposition.
 func TestPrometheusScrapesDaemon(t *testing.T) {
 	const n = 250
 	_, base, want := telemetryChain(t, n)
@@ -207,11 +209,73 @@ func TestPrometheusScrapesDaemon(t *testing.T) {
 		t.Errorf("up: %+v", up)
 	}
 
+	checkGrafanaDashboard(t, p)
+
 	for _, tok := range []string{adminToken, redToken} {
 		cmd := exec.Command("promtool", "check", "metrics")
 		cmd.Stdin = strings.NewReader(scrape(t, base, tok))
 		if out, err := cmd.CombinedOutput(); err != nil || len(strings.TrimSpace(string(out))) > 0 {
 			t.Errorf("promtool check metrics (token %s...): %v\n%s", tok[:4], err, out)
 		}
+	}
+}
+
+// checkGrafanaDashboard runs every query of docs/grafana/edgenf.json (its
+// variables set to "all") through Prometheus: each must parse and, unless
+// it shows only what is not happening here (drops, the InfluxDB export),
+// have series.
+func checkGrafanaDashboard(t *testing.T, p *prometheusServer) {
+	t.Helper()
+	b, err := os.ReadFile("../../docs/grafana/edgenf.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+		Templating struct {
+			List []struct {
+				Name  string `json:"name"`
+				Query any    `json:"query"`
+			} `json:"list"`
+		} `json:"templating"`
+	}
+	if err := json.Unmarshal(b, &dash); err != nil {
+		t.Fatal(err)
+	}
+	vars := strings.NewReplacer("$__rate_interval", "1m", "$tenant", ".*", "$slice", ".*", "$cube", ".*", "$job", ".*")
+	n := 0
+	for _, panel := range dash.Panels {
+		for _, tg := range panel.Targets {
+			q := vars.Replace(tg.Expr)
+			res := p.query(t, q) // fails the test if Prometheus refuses it
+			if len(res) == 0 && !strings.Contains(q, "> 0") && !strings.Contains(q, "influx") {
+				t.Errorf("panel %q: %s has no series", panel.Title, q)
+			}
+			n++
+		}
+	}
+	for _, v := range dash.Templating.List {
+		q, ok := v.Query.(map[string]any)
+		if !ok {
+			continue
+		}
+		// label_values(METRIC{...}, LABEL)
+		expr, _ := q["query"].(string)
+		inner := strings.TrimSuffix(strings.TrimPrefix(expr, "label_values("), ")")
+		i := strings.LastIndex(inner, ",")
+		if i < 0 {
+			t.Errorf("variable %s: %q", v.Name, expr)
+			continue
+		}
+		p.query(t, "count("+vars.Replace(inner[:i])+")")
+		n++
+	}
+	if n < 20 {
+		t.Errorf("only %d queries in the dashboard", n)
 	}
 }
