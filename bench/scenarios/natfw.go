@@ -13,6 +13,7 @@ import (
 	"github.com/edgenf/edgenf/internal/nf/firewall"
 	"github.com/edgenf/edgenf/internal/nf/nat"
 	_ "github.com/edgenf/edgenf/internal/nf/router" // registers the router type
+	"github.com/edgenf/edgenf/internal/tenant"
 )
 
 // The nat and firewall groups: an edgenf router (a1 → b0, route to DstNet via
@@ -187,7 +188,7 @@ func mustMAC(s string) net.HardwareAddr {
 
 func waitMasq(eng *engine.Engine, name string) error {
 	for i := 0; i < 50; i++ {
-		v, err := eng.View(name, "status")
+		v, err := eng.View(tenant.Admin, name, "status")
 		if err != nil {
 			return err
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/edgenf/edgenf/internal/api"
 	"github.com/edgenf/edgenf/internal/engine"
 	"github.com/edgenf/edgenf/internal/telemetry"
+	"github.com/edgenf/edgenf/internal/tenant"
 )
 
 // influxFlags configure the export.
@@ -76,7 +77,7 @@ func startInflux(ctx context.Context, log *slog.Logger, cfg *telemetry.InfluxCon
 		return done, nil
 	}
 	cfg.Logger = log
-	x, err := telemetry.NewInflux(*cfg, func() []telemetry.Point { return telemetry.Gather(eng, telemetry.Everything) })
+	x, err := telemetry.NewInflux(*cfg, func() []telemetry.Point { return telemetry.Gather(eng, tenant.Admin) })
 	if err != nil {
 		return nil, err
 	}

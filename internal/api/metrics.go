@@ -19,8 +19,8 @@ import (
 // another's). The body is gzipped for clients that accept it (Prometheus
 // does), at the fastest level: a scrape of 10,000 cubes is 20 MB of text.
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
-	id := identityOf(r)
-	points := telemetry.Gather(s.eng, telemetry.Scope{All: id.admin, Tenant: id.tenant})
+	id := who(r)
+	points := telemetry.Gather(s.eng, id)
 	w.Header().Set("Content-Type", telemetry.TextContentType)
 	var out io.Writer = w
 	if acceptsGzip(r) {
@@ -34,7 +34,7 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 	if err := telemetry.WriteText(bw, points); err != nil {
 		return // the client went away
 	}
-	if !id.admin {
+	if !id.IsAdmin() {
 		return
 	}
 	// the daemon's own health (goroutines, memory, descriptors, the

@@ -61,13 +61,13 @@ type GraphCube struct {
 }
 
 func (s *Server) graph(w http.ResponseWriter, r *http.Request) {
-	id := identityOf(r)
+	id := who(r)
 	rev := s.eng.Revision()
 	t := s.eng.Topology()
 	g := Graph{Revision: rev, Cubes: []GraphCube{}, Attachments: []Attachment{}}
 	for _, n := range t.CubeNames() {
 		c := t.Cubes[n]
-		if !id.mayUse(c) {
+		if !id.Owns(c) {
 			continue
 		}
 		gc := GraphCube{Name: c.Name, Type: c.Type, Hook: c.Hook, Tenant: c.Tenant, Ports: []cube.Port{}, Down: c.Down}
@@ -94,8 +94,7 @@ type Stats struct {
 // allStats reads the counters of every cube the caller may see, the way a
 // scrape does (a chunk of cubes per hold of the engine's lock).
 func (s *Server) allStats(w http.ResponseWriter, r *http.Request) {
-	id := identityOf(r)
-	st := Stats{Revision: s.eng.Revision(), Cubes: s.eng.Counters(id.mayUse)}
+	st := Stats{Revision: s.eng.Revision(), Cubes: s.eng.Counters(who(r).Owns)}
 	st.Time = time.Now()
 	reply(w, 200, st)
 }

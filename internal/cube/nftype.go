@@ -33,8 +33,14 @@ type Type struct {
 	// ExplainLoadError, when set, rewrites a load failure in the terms of
 	// the cube's source (a verifier rejection as a P4 line).
 	ExplainLoadError func(c *Cube, err error) error
+	// Prepare, when set, does the slow work a cube's settings need (compile
+	// a P4 program) before the change is made: the engine calls it without
+	// holding its lock, with the time limit of the requester, and calls
+	// release once the change is made or refused.
+	Prepare func(ctx context.Context, c *Cube) (release func(), err error)
 	// Config is a pointer to the zero settings value (nil: no settings).
-	// A value implementing Validator is validated against the cube.
+	// A value implementing Validator is validated against the cube; one
+	// implementing InterfaceUser names the interfaces the settings use.
 	Config any
 	// PortConfig is a pointer to the zero per-port settings value, if any.
 	PortConfig any
@@ -67,7 +73,9 @@ type View struct {
 	Name string
 	Doc  string
 	Item any // pointer to a zero element, for the schema
-	List func(h Handle, c *Cube) (any, error)
+	// Object: List returns one Item, not a list of them.
+	Object bool
+	List   func(h Handle, c *Cube) (any, error)
 }
 
 // Action is an operation on a cube.
@@ -89,6 +97,19 @@ type Waiter interface {
 // their Go types. c is the cube as it will be after the change.
 type Validator interface {
 	Validate(c *Cube) error
+}
+
+// InterfaceUser is implemented by settings that name Linux interfaces
+// besides the cube's peers (a mirror interface): a tenant may name only
+// interfaces it was given.
+type InterfaceUser interface {
+	Interfaces() []string
+}
+
+// Closer is implemented by controllers that hold resources beyond their
+// cube's maps; Close is called when the cube is unloaded.
+type Closer interface {
+	Close()
 }
 
 // Controller is the control plane of one cube.
@@ -217,6 +238,22 @@ func (t *Type) ObjectOf(c *Cube) ([]byte, error) {
 		return t.ObjectFor(c)
 	}
 	return t.Object(c.Hook)
+}
+
+// ConfigInterfaces lists the interfaces the cube's settings name. Settings
+// that do not decode name none (validation reports them).
+func (t *Type) ConfigInterfaces(c *Cube) []string {
+	if t.Config == nil || len(c.Config) == 0 {
+		return nil
+	}
+	v, err := Decode("config", c.Config, t.Config)
+	if err != nil {
+		return nil
+	}
+	if iu, ok := v.(InterfaceUser); ok {
+		return iu.Interfaces()
+	}
+	return nil
 }
 
 // SupportsHook reports whether the type runs at hook.

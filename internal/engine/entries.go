@@ -7,6 +7,7 @@ import (
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/state"
+	"github.com/edgenf/edgenf/internal/tenant"
 )
 
 // EntryTx stages changes to the entries of one table of one cube. The
@@ -95,11 +96,12 @@ type entryChange struct {
 // When the cube's controller writes entries one by one (cube.EntryWriter),
 // only the changed entries are validated, written to the kernel and
 // appended to the state journal: the cost does not grow with the table.
-// Otherwise it is an ordinary Update.
-func (e *Engine) ChangeEntries(name, table string, fn func(tx *EntryTx) error) error {
+// Otherwise it is an ordinary Update. who must own the cube; a tenant's
+// entries count against its table_entries quota.
+func (e *Engine) ChangeEntries(who tenant.Actor, name, table string, fn func(tx *EntryTx) error) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	c, ok := e.topo.Cubes[name]
+	c, ok := e.owned(who, name)
 	if !ok {
 		return noCube(name)
 	}
@@ -119,10 +121,17 @@ func (e *Engine) ChangeEntries(name, table string, fn func(tx *EntryTx) error) e
 		if err := fn(tx); err != nil {
 			return err
 		}
-		return e.commit(next)
+		return e.commit(who, next)
 	}
 	tx := &EntryTx{c: c, tb: tb, orig: map[string]json.RawMessage{}}
+	// counted before fn stages its changes in the applied cube
+	before, used := tx.Len(), e.entriesOf(c.Tenant)
 	if err := fn(tx); err != nil {
+		tx.rollback()
+		return err
+	}
+	added := int64(tx.Len() - before)
+	if err := e.entryQuota(who, used, added); err != nil {
 		tx.rollback()
 		return err
 	}
@@ -132,6 +141,9 @@ func (e *Engine) ChangeEntries(name, table string, fn func(tx *EntryTx) error) e
 			e.log.Error("state journal unusable", "err", jerr)
 		}
 		return err
+	}
+	if e.tenants.entries != nil {
+		e.tenants.entries[c.Tenant] += added
 	}
 	e.rev++
 	return nil

@@ -16,12 +16,17 @@ import (
 // creates is destroyed when the test ends.
 func Engine(t testing.TB) *engine.Engine {
 	t.Helper()
-	root := filepath.Join("/sys/fs/bpf", fmt.Sprintf("enfe-%d-%d", os.Getpid(), seq.Add(1)))
-	e, err := engine.Open(engine.Config{
-		PinRoot:   root,
-		StateFile: filepath.Join(t.TempDir(), "state.json"),
-		Logger:    slog.New(slog.NewTextHandler(testWriter{t}, nil)),
-	})
+	return EngineWith(t, engine.Config{})
+}
+
+// EngineWith is Engine with more settings (tenants, quotas); the pin root,
+// state file and logger are the test's.
+func EngineWith(t testing.TB, cfg engine.Config) *engine.Engine {
+	t.Helper()
+	cfg.PinRoot = filepath.Join("/sys/fs/bpf", fmt.Sprintf("enfe-%d-%d", os.Getpid(), seq.Add(1)))
+	cfg.StateFile = filepath.Join(t.TempDir(), "state.json")
+	cfg.Logger = slog.New(slog.NewTextHandler(testWriter{t}, nil))
+	e, err := engine.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgenf/edgenf/internal/tenant"
 	"github.com/influxdata/line-protocol/v2/lineprotocol"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -86,7 +87,7 @@ func gunzip(t *testing.T, b []byte) []byte {
 // the same value.
 func TestInfluxLinesCarryEveryPrometheusSeries(t *testing.T) {
 	eng := chainWithFrame(t)
-	points := Gather(eng, Everything)
+	points := Gather(eng, tenant.Admin)
 	stamp := time.UnixMilli(1_700_000_000_123)
 	batches, err := encodeLines(points, stamp, 3) // several batches
 	if err != nil {
@@ -112,7 +113,7 @@ func TestInfluxLinesCarryEveryPrometheusSeries(t *testing.T) {
 	if nLines != len(points) {
 		t.Errorf("%d lines for %d points", nLines, len(points))
 	}
-	families, err := scraper(eng, Everything).Gather()
+	families, err := scraper(eng, tenant.Admin).Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

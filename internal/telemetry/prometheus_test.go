@@ -15,6 +15,7 @@ import (
 	_ "github.com/edgenf/edgenf/internal/nf/firewall"
 	_ "github.com/edgenf/edgenf/internal/nf/portfwd"
 	"github.com/edgenf/edgenf/internal/nftest"
+	"github.com/edgenf/edgenf/internal/tenant"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
@@ -24,10 +25,10 @@ import (
 
 // scraper gathers by parsing what WriteText writes with Prometheus' own
 // parser: the tests check the exposition's bytes, not an intermediate.
-func scraper(eng *engine.Engine, scope Scope) prometheus.Gatherer {
+func scraper(eng *engine.Engine, who tenant.Actor) prometheus.Gatherer {
 	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
 		var b bytes.Buffer
-		if err := WriteText(bufio.NewWriter(&b), Gather(eng, scope)); err != nil {
+		if err := WriteText(bufio.NewWriter(&b), Gather(eng, who)); err != nil {
 			return nil, err
 		}
 		p := expfmt.NewTextParser(model.UTF8Validation)
@@ -62,13 +63,13 @@ func chainWithFrame(t *testing.T) *engine.Engine {
 		}
 		return tp.AddPort("c1", cube.Port{Name: "p1", Index: 1, Peer: "sink:p0"})
 	})
-	if err := eng.ChangeEntries("c1", "rules", func(tx *engine.EntryTx) error {
+	if err := eng.ChangeEntries(tenant.Admin, "c1", "rules", func(tx *engine.EntryTx) error {
 		_, err := tx.Put([]byte(`{"in_port": "p0", "out_port": "p1"}`))
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := eng.Inject("c1", "p0", nftest.UDP4("198.18.0.1", "198.18.0.2", 1, 2, []byte("x")), false); err != nil {
+	if err := eng.Inject(tenant.Admin, "c1", "p0", nftest.UDP4("198.18.0.1", "198.18.0.2", 1, 2, []byte("x")), false); err != nil {
 		t.Fatal(err)
 	}
 	return eng
@@ -80,7 +81,7 @@ func chainWithFrame(t *testing.T) *engine.Engine {
 // slow-path copy series and the copy machine's counters.
 func TestScrapeExportsKernelCounters(t *testing.T) {
 	eng := chainWithFrame(t)
-	g := scraper(eng, Everything)
+	g := scraper(eng, tenant.Admin)
 	want := `
 # HELP edgenf_port_transmit_packets_total Frames sent out of a cube port.
 # TYPE edgenf_port_transmit_packets_total counter
@@ -148,7 +149,7 @@ func TestTransparentCubeSeriesByDirection(t *testing.T) {
 		return tp.Attach("fw", "r:p0", "")
 	})
 	var ports []string
-	for _, p := range Gather(eng, Everything) {
+	for _, p := range Gather(eng, tenant.Admin) {
 		if p.Samples[0].Family == PortReceivePackets && p.Labels[0].Value == "fw" {
 			ports = append(ports, p.Labels[1].Value)
 		}
@@ -173,7 +174,7 @@ func TestTenantScopeSeesOnlyItsCubes(t *testing.T) {
 		}
 		return nil
 	})
-	families, err := scraper(eng, Scope{Tenant: "red"}).Gather()
+	families, err := scraper(eng, tenant.Of("red")).Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +203,7 @@ func TestTenantScopeSeesOnlyItsCubes(t *testing.T) {
 	if rx != 2 {
 		t.Errorf("red has %d receive series, want 2 (r1:p0, r2:p0)", rx)
 	}
-	all, _ := scraper(eng, Everything).Gather()
+	all, _ := scraper(eng, tenant.Admin).Gather()
 	for _, f := range all {
 		if f.GetName() == "edgenf_port_receive_packets_total" && len(f.GetMetric()) != 4 {
 			t.Errorf("the administrator has %d receive series, want 4", len(f.GetMetric()))

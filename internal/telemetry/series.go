@@ -9,9 +9,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/engine"
+	"github.com/edgenf/edgenf/internal/tenant"
 )
 
 // Family is one metric. Its Prometheus name is edgenf_<Subsystem>_<Name>
@@ -89,24 +89,13 @@ var (
 	CopyFailed          = &Family{"copy_machine", "failed_total", "Recorded copies the copy machine could not make.", false}
 )
 
-// Scope is what one gathering may see: everything (the administrator), or
-// the series of one tenant's cubes only. Series that are not about a cube
-// (the copy machine's) are the administrator's.
-type Scope struct {
-	All    bool
-	Tenant string
-}
-
-// Everything is the administrator's scope.
-var Everything = Scope{All: true}
-
-func (s Scope) sees(c *cube.Cube) bool { return s.All || c.Tenant == s.Tenant }
-
-// Gather reads the series scope may see. The engine's lock is taken for a
-// chunk of cubes at a time (engine.Counters): a gathering never holds the
-// API up for long, however many cubes there are.
-func Gather(eng *engine.Engine, scope Scope) []Point {
-	counters := eng.Counters(scope.sees)
+// Gather reads the series who may see: the administrator everything, a
+// tenant the series of its own cubes (series that are not about a cube,
+// the copy machine's, are the administrator's). The engine's lock is taken
+// for a chunk of cubes at a time (engine.Counters): a gathering never holds
+// the API up for long, however many cubes there are.
+func Gather(eng *engine.Engine, who tenant.Actor) []Point {
+	counters := eng.Counters(who.Owns)
 	points := make([]Point, 0, 3*len(counters)+8)
 	type typeTenant struct{ typ, tenant string }
 	perType := map[typeTenant]uint64{}
@@ -133,7 +122,7 @@ func Gather(eng *engine.Engine, scope Scope) []Point {
 	}) {
 		points = append(points, Point{Labels: []Label{{LabelTenant, k.tenant}, {LabelType, k.typ}}, Samples: []Sample{{Cubes, perType[k]}}})
 	}
-	if scope.All {
+	if who.IsAdmin() {
 		if cs, err := eng.CopyStats(); err == nil {
 			points = append(points, Point{Samples: []Sample{{CopyStale, cs.Stale}, {CopyFailed, cs.Failed}}})
 		}
