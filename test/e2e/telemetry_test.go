@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -277,5 +278,30 @@ func checkGrafanaDashboard(t *testing.T, p *prometheusServer) {
 	}
 	if n < 20 {
 		t.Errorf("only %d queries in the dashboard", n)
+	}
+}
+
+// TestTopShowsRates: edgenf top, one request per refresh (/v1/stats),
+// shows a port's packet rate while traffic runs, and refuses a cube that
+// does not exist.
+func TestTopShowsRates(t *testing.T) {
+	d := startDaemon(t)
+	_, a, b, ra, rb := twoHosts(t)
+	buildChain(t, d, ra, rb, "xdp")
+	traffic, stop := context.WithCancel(context.Background())
+	defer stop()
+	udpStream(t, traffic, a, b, "198.18.0.2", 7200)
+	out := d.cli("top", "--interval", "1s", "--count", "2")
+	var rx float64
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) >= 3 && f[0] == "c1" && f[1] == "p0" {
+			fmt.Sscan(f[2], &rx)
+		}
+	}
+	if rx < 100 {
+		t.Fatalf("c1:p0 receives %v pps, says top, while ~1000 pps run:\n%s", rx, out)
+	}
+	if out, err := d.try("top", "nope", "--count", "1"); err == nil || !strings.Contains(out, `no cube named "nope"`) {
+		t.Fatalf("top of a missing cube: %v\n%s", err, out)
 	}
 }
