@@ -88,6 +88,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		uiAssets.ServeHTTP(w, r)
 		return
 	}
+	if err := crossOrigin.Check(r); err != nil { // ui.go
+		fail(w, &httpError{403, "", err.Error()})
+		return
+	}
 	id, err := s.identify(r)
 	if err != nil {
 		fail(w, &httpError{401, "", err.Error()})

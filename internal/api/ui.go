@@ -30,6 +30,13 @@ func isUI(r *http.Request) bool {
 
 var uiAssets = web.Handler("/ui/")
 
+// crossOrigin refuses what a browser sends on behalf of another site's page
+// (a form posted to the API): a browser holding a client certificate
+// presents it to any page's requests, so a certificate alone must not let
+// another site change anything. The dashboard's own requests, the CLI and
+// other programs are not cross-origin browser requests.
+var crossOrigin = http.NewCrossOriginProtection()
+
 // Identity is who a request authenticated as.
 type Identity struct {
 	Admin  bool   `json:"admin"`

@@ -82,3 +82,37 @@ func TestDashboardAssetsArePublicItsDataIsNot(t *testing.T) {
 		t.Fatalf("the administrator's stats: %d cubes, %v", len(st.Cubes), err)
 	}
 }
+
+// TestCrossSiteRequestsRefused: a browser's request from another site's
+// page that would change something is refused before anything else (a
+// client certificate the browser presents must not let another site act);
+// the same from the daemon's own origin, or from a program, is not.
+func TestCrossSiteRequestsRefused(t *testing.T) {
+	url := server(t)
+	post := func(hdr ...string) int {
+		req, _ := http.NewRequest("POST", url+"/v1/cubes", strings.NewReader(`{"name":"x1","type":"portfwd"}`))
+		req.Header.Set("Authorization", "Bearer "+adminTok)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if c := post("Sec-Fetch-Site", "cross-site"); c != 403 {
+		t.Errorf("cross-site POST: HTTP %d, want 403", c)
+	}
+	if c := post("Origin", "https://evil.example"); c != 403 {
+		t.Errorf("POST from another origin: HTTP %d, want 403", c)
+	}
+	if c := post("Sec-Fetch-Site", "same-origin"); c != 201 {
+		t.Errorf("same-origin POST: HTTP %d, want 201", c)
+	}
+	var list []struct{ Name string }
+	if err := client.New("", url, adminTok).Do("GET", "/v1/cubes", nil, &list); err != nil || len(list) != 1 {
+		t.Fatalf("cubes after the refused requests: %+v %v", list, err)
+	}
+}

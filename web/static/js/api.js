@@ -30,7 +30,7 @@ export async function get(path) {
   const headers = { Accept: 'application/json' };
   const t = getToken();
   if (t) headers.Authorization = 'Bearer ' + t;
-  const r = await fetch(base + path, { headers, cache: 'no-store', credentials: 'omit' });
+  const r = await fetch(base + path, { headers, cache: 'no-store' });
   let body = null;
   try {
     body = await r.json();
@@ -42,5 +42,6 @@ export async function get(path) {
   if (!r.ok) throw new Error(msg);
   return body;
 }
+
 
 export const enc = encodeURIComponent;
