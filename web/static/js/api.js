@@ -43,5 +43,4 @@ export async function get(path) {
   return body;
 }
 
-
 export const enc = encodeURIComponent;
