@@ -33,6 +33,8 @@ build: setup bpf
 # web/static/vendor. This refetches it from npm at the version
 # package-lock.json pins and checks it against web/vendor.sum.
 web:
+	@command -v npm >/dev/null || { echo "make web: installing npm"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq npm >/dev/null; }
 	cd web && npm ci --ignore-scripts --no-audit --no-fund
 	mkdir -p web/static/vendor/htm
 	cp web/node_modules/htm/preact/standalone.module.js web/node_modules/htm/LICENSE web/static/vendor/htm/

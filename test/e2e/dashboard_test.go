@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,7 +18,8 @@ import (
 )
 
 // browser starts Debian's chromium headless with a fresh profile; the
-// returned context drives one tab until the test ends.
+// returned context drives one tab until the test ends. An exception in the
+// page fails the test.
 func browser(t *testing.T) context.Context {
 	t.Helper()
 	const exe = "/usr/bin/chromium"
@@ -43,10 +45,21 @@ func browser(t *testing.T) context.Context {
 	ctx, cancelTime := context.WithTimeout(ctx, 3*time.Minute)
 	t.Cleanup(func() { cancelTime(); cancelTab(); cancelAlloc() })
 	// the page's errors and console, in the test's log
+	var mu sync.Mutex
+	var exceptions []string
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, e := range exceptions {
+			t.Errorf("exception in the page: %s", e)
+		}
+	})
 	chromedp.ListenTarget(ctx, func(ev any) {
 		switch ev := ev.(type) {
 		case *runtime.EventExceptionThrown:
-			t.Logf("page exception: %s", ev.ExceptionDetails.Error())
+			mu.Lock()
+			exceptions = append(exceptions, ev.ExceptionDetails.Error())
+			mu.Unlock()
 		case *runtime.EventConsoleAPICalled:
 			for _, a := range ev.Args {
 				t.Logf("console.%s: %s", ev.Type, a.Value)
