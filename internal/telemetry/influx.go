@@ -190,6 +190,7 @@ func (x *Influx) collectOnce(now time.Time) {
 	}
 	for x.queued > x.cfg.MaxBuffer && len(x.queue) > 0 {
 		old := x.queue[0]
+		x.queue[0] = nil // its body is garbage now, not kept by the array
 		x.queue = x.queue[1:]
 		x.queued -= len(old.body)
 		x.dropped.WithLabelValues("buffer_full").Add(float64(old.lines))
@@ -266,6 +267,7 @@ func (x *Influx) pop(b *influxBatch) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if len(x.queue) > 0 && x.queue[0] == b {
+		x.queue[0] = nil
 		x.queue = x.queue[1:]
 		x.queued -= len(b.body)
 	}

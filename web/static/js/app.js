@@ -176,6 +176,7 @@ function Dashboard({ who, onSignOut, onAuthLost }) {
 function PortTable({ graph, rates, onSelect }) {
   if (!graph) return null;
   const rows = [];
+  const points = new Map(graph.attachments.map((a) => [a.cube, a.point]));
   for (const c of graph.cubes) {
     const ports = c.transparent ? [{ name: 'ingress' }, { name: 'egress' }] : c.ports;
     for (const p of ports) rows.push({ c, p, r: rates.get(c.name + ':' + p.name) });
@@ -188,7 +189,7 @@ function PortTable({ graph, rates, onSelect }) {
     </tr></thead>
     <tbody>${rows.map(({ c, p, r }) => html`<tr data-port=${c.name + ':' + p.name} onClick=${() => onSelect(c.name)}
         class=${r && r.drop_pps > 0 ? 'dropping' : ''}>
-      <th>${c.name}</th><td>${p.name}</td><td>${p.peer || (c.transparent ? 'attached' : '')}</td>
+      <th>${c.name}</th><td>${p.name}</td><td>${p.peer || (c.transparent && points.has(c.name) ? 'on ' + points.get(c.name) : '')}</td>
       <td class="rx-pps">${r ? pps(r.rx_pps) : '–'}</td><td>${r ? bps(r.rx_bps) : '–'}</td>
       <td class="tx-pps">${r ? pps(r.tx_pps) : '–'}</td><td>${r ? bps(r.tx_bps) : '–'}</td>
       <td class="drop-pps">${r ? pps(r.drop_pps) : '–'}</td>
