@@ -23,6 +23,9 @@ type CubeCounters struct {
 	// two directions through its attachment point, "ingress" and "egress".
 	Ports      []PortStats `json:"ports"`
 	SlowCopies uint64      `json:"slow_copies"`
+	// NF are the NF type's own metrics (cube.MetricsReporter), read in the
+	// same hold of the lock.
+	NF []cube.Metric `json:"-"`
 }
 
 // countersChunk is how many cubes one hold of the engine's lock reads: a
@@ -77,6 +80,9 @@ func (e *Engine) appendCounters(out []CubeCounters, names []string, keep func(*c
 					cc.Ports = append(cc.Ports, PortStats{Port: p.Name, Index: p.Index, Stats: raw[p.Index]})
 				}
 			}
+		}
+		if mr, ok := l.ctl.(cube.MetricsReporter); ok {
+			cc.NF = mr.Metrics(&handle{e: e, l: l}, l.c)
 		}
 		out = append(out, cc)
 	}

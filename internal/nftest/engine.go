@@ -3,6 +3,7 @@ package nftest
 import (
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -51,4 +52,16 @@ type testWriter struct{ t testing.TB }
 func (w testWriter) Write(b []byte) (int, error) {
 	w.t.Logf("%s", b)
 	return len(b), nil
+}
+
+// FreeUDPPort returns a UDP port free on 127.0.0.1 now, for a cube's
+// control-plane socket (a upf's PFCP endpoint) in a test.
+func FreeUDPPort(t testing.TB) uint16 {
+	t.Helper()
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return uint16(c.LocalAddr().(*net.UDPAddr).Port)
 }

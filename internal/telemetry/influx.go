@@ -328,10 +328,20 @@ func influxMessage(r io.Reader) string {
 	return strings.TrimSpace(string(b))
 }
 
+// fieldValue is a sample as an InfluxDB field: the kernel's counts as
+// integers, an NF type's own metrics as floats (NaN and ±Inf, which line
+// protocol cannot carry, are left out).
+func fieldValue(s Sample) (lineprotocol.Value, bool) {
+	if s.Family.Float {
+		return lineprotocol.FloatValue(s.Float)
+	}
+	return lineprotocol.IntValue(int64(min(s.Value, math.MaxInt64))), true
+}
+
 // encodeLines encodes points as line protocol stamped at t, in gzipped
 // batches of at most n lines. Samples of one point make one line (their
 // families share a measurement); empty labels are left out (InfluxDB
-// refuses empty tags). Counters are integer fields.
+// refuses empty tags).
 func encodeLines(points []Point, t time.Time, n int) ([]*influxBatch, error) {
 	var out []*influxBatch
 	var enc lineprotocol.Encoder
@@ -358,15 +368,24 @@ func encodeLines(points []Point, t time.Time, n int) ([]*influxBatch, error) {
 	for _, p := range points {
 		for i := 0; i < len(p.Samples); {
 			m := p.Samples[i].Family.Measurement()
+			var fields []lineprotocol.Value
+			var names []string
+			for ; i < len(p.Samples) && p.Samples[i].Family.Measurement() == m; i++ {
+				if v, ok := fieldValue(p.Samples[i]); ok {
+					fields, names = append(fields, v), append(names, p.Samples[i].Family.Name)
+				}
+			}
+			if len(fields) == 0 {
+				continue
+			}
 			enc.StartLine(m)
 			for _, l := range p.Labels {
 				if l.Value != "" {
 					enc.AddTag(l.Name, l.Value)
 				}
 			}
-			for ; i < len(p.Samples) && p.Samples[i].Family.Measurement() == m; i++ {
-				v := p.Samples[i].Value
-				enc.AddField(p.Samples[i].Family.Name, lineprotocol.IntValue(int64(min(v, math.MaxInt64))))
+			for k, v := range fields {
+				enc.AddField(names[k], v)
 			}
 			enc.EndLine(t)
 			if lines++; lines == n {

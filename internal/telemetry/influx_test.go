@@ -22,7 +22,8 @@ import (
 type line struct {
 	measurement string
 	tags        map[string]string
-	fields      map[string]int64
+	fields      map[string]float64
+	kinds       map[string]lineprotocol.ValueKind
 	time        time.Time
 }
 
@@ -35,7 +36,7 @@ func decodeLines(t *testing.T, body []byte) []line {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l := line{measurement: string(m), tags: map[string]string{}, fields: map[string]int64{}}
+		l := line{measurement: string(m), tags: map[string]string{}, fields: map[string]float64{}, kinds: map[string]lineprotocol.ValueKind{}}
 		for {
 			k, v, err := dec.NextTag()
 			if err != nil {
@@ -54,10 +55,15 @@ func decodeLines(t *testing.T, body []byte) []line {
 			if k == nil {
 				break
 			}
-			if v.Kind() != lineprotocol.Int {
-				t.Fatalf("field %s is %v, want an integer", k, v.Kind())
+			l.kinds[string(k)] = v.Kind()
+			switch v.Kind() {
+			case lineprotocol.Int:
+				l.fields[string(k)] = float64(v.IntV())
+			case lineprotocol.Float:
+				l.fields[string(k)] = v.FloatV()
+			default:
+				t.Fatalf("field %s is %v", k, v.Kind())
 			}
-			l.fields[string(k)] = v.IntV()
 		}
 		if l.time, err = dec.Time(lineprotocol.Millisecond, time.Time{}); err != nil {
 			t.Fatal(err)
@@ -93,7 +99,7 @@ func TestInfluxLinesCarryEveryPrometheusSeries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	influx := map[string]int64{} // measurement,tags field → value
+	influx := map[string]float64{} // measurement,tags field → value
 	nLines := 0
 	for _, b := range batches {
 		ls := decodeLines(t, gunzip(t, b.body))
@@ -105,6 +111,9 @@ func TestInfluxLinesCarryEveryPrometheusSeries(t *testing.T) {
 				t.Errorf("%s stamped %v, want %v", l.measurement, l.time, stamp)
 			}
 			for f, v := range l.fields {
+				if l.kinds[f] != lineprotocol.Int {
+					t.Errorf("%s %s is %v: the kernel's counters are integers", l.measurement, f, l.kinds[f])
+				}
 				influx[seriesKey(l.measurement, l.tags, f)] = v
 			}
 		}
@@ -129,7 +138,7 @@ func TestInfluxLinesCarryEveryPrometheusSeries(t *testing.T) {
 			meas, field := splitName(f.GetName())
 			want := m.GetCounter().GetValue() + m.GetGauge().GetValue()
 			got, ok := influx[seriesKey(meas, tags, field)]
-			if !ok || float64(got) != want {
+			if !ok || got != want {
 				t.Errorf("%s%v = %v in Prometheus; in InfluxDB: %v (present: %v)", f.GetName(), tags, want, got, ok)
 			}
 			n++
@@ -192,7 +201,7 @@ func counterPoints(n int) func() []Point {
 	return func() []Point {
 		ps := make([]Point, n)
 		for i := range ps {
-			ps[i] = Point{Labels: []Label{{LabelCube, fmt.Sprintf("c%d", i)}, {LabelTenant, ""}}, Samples: []Sample{{CubeSlowCopies, uint64(i)}}}
+			ps[i] = Point{Labels: []Label{{LabelCube, fmt.Sprintf("c%d", i)}, {LabelTenant, ""}}, Samples: []Sample{{Family: CubeSlowCopies, Value: uint64(i)}}}
 		}
 		return ps
 	}

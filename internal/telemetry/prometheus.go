@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"bufio"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,12 +51,29 @@ func WriteText(w *bufio.Writer, points []Point) error {
 			w.WriteString(name)
 			w.Write(labelBuf[start:labelEnd[r.point]])
 			w.WriteByte(' ')
-			num = strconv.AppendUint(num[:0], points[r.point].Samples[r.sample].Value, 10)
-			w.Write(num)
+			w.Write(appendValue(num[:0], f, points[r.point].Samples[r.sample]))
 			w.WriteByte('\n')
 		}
 	}
 	return w.Flush()
+}
+
+// appendValue formats a sample's value as the text format has it: an
+// exact integer for counts, Go's shortest float otherwise, NaN and ±Inf
+// spelt as Prometheus spells them.
+func appendValue(b []byte, f *Family, s Sample) []byte {
+	if !f.Float {
+		return strconv.AppendUint(b, s.Value, 10)
+	}
+	switch {
+	case math.IsNaN(s.Float):
+		return append(b, "NaN"...)
+	case math.IsInf(s.Float, 1):
+		return append(b, "+Inf"...)
+	case math.IsInf(s.Float, -1):
+		return append(b, "-Inf"...)
+	}
+	return strconv.AppendFloat(b, s.Float, 'g', -1, 64)
 }
 
 var (

@@ -298,3 +298,27 @@ func TestDashboard(t *testing.T) {
 	}
 	until(t, tab, "the sign-in form in a new tab", `!!document.querySelector('#token')`)
 }
+
+// TestDashboardShowsUPFSessions: a upf cube's sessions (established by an
+// SMF over PFCP) show in the dashboard, as every view of every NF type
+// does, with no code of the dashboard's about the UPF.
+func TestDashboardShowsUPFSessions(t *testing.T) {
+	addr := freeAddr(t)
+	l := newUPFLab(t, "-listen", addr, "-tokens", tokenFile(t))
+	_, sess, ue := l.attach(t, "ue", 0x5eed, 0x9000)
+	ctx := browser(t)
+	if err := chromedp.Run(ctx, chromedp.Navigate("http://"+addr+"/ui/")); err != nil {
+		t.Fatal(err)
+	}
+	signIn(t, ctx, adminToken)
+	until(t, ctx, "the upf", `!!document.querySelector('svg.topology [data-cube="upf1"]')`)
+	if err := chromedp.Run(ctx, chromedp.Click(`svg.topology [data-cube="upf1"] .body`, chromedp.ByQuery)); err != nil {
+		t.Fatal(err)
+	}
+	cells := `[...document.querySelectorAll('[data-detail="upf1"] [data-section="view:sessions"] td')].map(td => td.textContent)`
+	until(t, ctx, "the session in the sessions view", fmt.Sprintf(`%s.some(c => c.includes(%q))`, cells, ue.String()))
+	seid := fmt.Sprint(sess.UPSEID)
+	if !js[bool](t, ctx, fmt.Sprintf(`%s.some(c => c === %q)`, cells, seid)) {
+		t.Errorf("the sessions view does not show SEID %s: %v", seid, js[[]string](t, ctx, cells))
+	}
+}

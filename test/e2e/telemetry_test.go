@@ -46,8 +46,8 @@ var statsFields = map[string]string{
 	"punt_packets": "punt_packets_total",
 }
 
-// scrape GETs /metrics with a bearer token.
-func scrape(t *testing.T, base, token string) string {
+// scrapeTCP GETs /metrics over TCP with a bearer token.
+func scrapeTCP(t *testing.T, base, token string) string {
 	t.Helper()
 	req, _ := http.NewRequest("GET", base+"/metrics", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
@@ -119,7 +119,7 @@ func TestInfluxExportEqualsCounters(t *testing.T) {
 	if len(up.Series) != 2 || up.Series[0].Tags["type"] != "portfwd" || up.Series[0].Values[0][1] != json.Number("1") {
 		t.Errorf("edgenf_cube up: %+v", up.Series)
 	}
-	metrics := scrape(t, base, adminToken)
+	metrics := scrapeTCP(t, base, adminToken)
 	for _, want := range []string{`edgenf_influx_points_dropped_total{reason="buffer_full"} 0`, `edgenf_influx_points_dropped_total{reason="rejected"} 0`} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s:\n%s", want, grep(metrics, "edgenf_influx"))
@@ -214,7 +214,7 @@ func TestPrometheusScrapesDaemon(t *testing.T) {
 
 	for _, tok := range []string{adminToken, redToken} {
 		cmd := exec.Command("promtool", "check", "metrics")
-		cmd.Stdin = strings.NewReader(scrape(t, base, tok))
+		cmd.Stdin = strings.NewReader(scrapeTCP(t, base, tok))
 		if out, err := cmd.CombinedOutput(); err != nil || len(strings.TrimSpace(string(out))) > 0 {
 			t.Errorf("promtool check metrics (token %s...): %v\n%s", tok[:4], err, out)
 		}

@@ -24,6 +24,16 @@ export function setToken(t) {
   else sessionStorage.removeItem(KEY);
 }
 
+// exact keeps integers a double cannot hold (a UPF's 64-bit SEIDs, say) as
+// their digits, from the JSON text itself (JSON.parse's source access):
+// shown exactly, where a number would be rounded.
+function exact(key, value, context) {
+  if (typeof value === 'number' && !Number.isSafeInteger(value) && context && /^-?\d+$/.test(context.source)) {
+    return context.source;
+  }
+  return value;
+}
+
 // get fetches a JSON resource; it throws AuthError on 401 and Error with
 // the API's message otherwise.
 export async function get(path) {
@@ -33,7 +43,7 @@ export async function get(path) {
   const r = await fetch(base + path, { headers, cache: 'no-store' });
   let body = null;
   try {
-    body = await r.json();
+    body = JSON.parse(await r.text(), exact);
   } catch {
     body = null;
   }

@@ -30,9 +30,11 @@ export function rates(prev, cur) {
     dt = (Date.parse(cur.time) - Date.parse(prev.time)) / 1000;
     for (const c of prev.cubes) for (const p of c.ports) before.set(c.cube + ':' + p.port, p);
   }
+  // (a counter past 2^53 comes as its digits: see api.js)
   const r = (a, b, k, scale) => {
-    if (!b || dt <= 0 || a[k] < b[k]) return null;
-    return ((a[k] - b[k]) * scale) / dt;
+    if (!b || dt <= 0) return null;
+    const d = Number(a[k]) - Number(b[k]);
+    return d < 0 ? null : (d * scale) / dt;
   };
   for (const c of cur.cubes) {
     for (const p of c.ports) {
