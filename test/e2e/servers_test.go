@@ -18,9 +18,9 @@ import (
 )
 
 // server starts a third-party server and stops it when the test ends; its
-// output is in the test's log if the test fails. ready is polled until it
-// answers without error.
-func server(t *testing.T, ready func() error, name string, args ...string) {
+// output is in the test's log if the test fails. It is ready once a GET of
+// readyURL answers wantCode.
+func server(t *testing.T, readyURL string, wantCode int, name string, args ...string) {
 	t.Helper()
 	if _, err := exec.LookPath(name); err != nil {
 		t.Fatalf("%s is not installed (scripts/setup.sh installs it): %v", name, err)
@@ -45,6 +45,17 @@ func server(t *testing.T, ready func() error, name string, args ...string) {
 			t.Logf("%s log:\n%s", name, log)
 		}
 	})
+	ready := func() error {
+		resp, err := http.Get(readyURL)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != wantCode {
+			return fmt.Errorf("GET %s: HTTP %d", readyURL, resp.StatusCode)
+		}
+		return nil
+	}
 	var err error
 	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 		select {
@@ -106,16 +117,7 @@ bind-address = %q
 		t.Fatal(err)
 	}
 	x := &influxd{url: "http://" + addr}
-	server(t, func() error {
-		resp, err := http.Get(x.url + "/ping")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode != 204 {
-				err = fmt.Errorf("/ping: HTTP %d", resp.StatusCode)
-			}
-		}
-		return err
-	}, "influxd", "-config", confFile)
+	server(t, x.url+"/ping", 204, "influxd", "-config", confFile)
 	return x
 }
 
@@ -173,16 +175,7 @@ scrape_configs:
 	}
 	addr := freeAddr(t)
 	p := &prometheusServer{url: "http://" + addr}
-	server(t, func() error {
-		resp, err := http.Get(p.url + "/-/ready")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode != 200 {
-				err = fmt.Errorf("/-/ready: HTTP %d", resp.StatusCode)
-			}
-		}
-		return err
-	}, "prometheus", "--config.file", confFile, "--storage.tsdb.path", filepath.Join(dir, "data"),
+	server(t, p.url+"/-/ready", 200, "prometheus", "--config.file", confFile, "--storage.tsdb.path", filepath.Join(dir, "data"),
 		"--web.listen-address", addr, "--log.level", "warn")
 	return p
 }
