@@ -10,6 +10,7 @@ import (
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/engine"
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 // Engine opens a real engine (the daemon's core, no HTTP) with its own pin
@@ -24,6 +25,7 @@ func Engine(t testing.TB) *engine.Engine {
 // state file and logger are the test's.
 func EngineWith(t testing.TB, cfg engine.Config) *engine.Engine {
 	t.Helper()
+	testenv.NeedRoot(t)
 	cfg.PinRoot = filepath.Join("/sys/fs/bpf", fmt.Sprintf("enfe-%d-%d", os.Getpid(), seq.Add(1)))
 	cfg.StateFile = filepath.Join(t.TempDir(), "state.json")
 	cfg.Logger = slog.New(slog.NewTextHandler(testWriter{t}, nil))
