@@ -55,6 +55,12 @@ mount -t proc proc "$root/proc"
 mount -t sysfs sysfs "$root/sys"
 mount --bind /dev "$root/dev"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# Certificate authorities this machine adds for its network (a TLS-inspecting
+# proxy): ca-certificates, when setup installs it, takes them in.
+if compgen -G '/usr/local/share/ca-certificates/*' >/dev/null; then
+	mkdir -p "$root/usr/local/share/ca-certificates"
+	cp -r /usr/local/share/ca-certificates/. "$root/usr/local/share/ca-certificates/"
+fi
 
 in_root() { chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin TERM=dumb "$@"; }
 

@@ -62,10 +62,13 @@ if ! new_enough "$have"; then
 	echo "setup: fetching Go $want ($os_arch) from the Go module proxy${have:+ (go on PATH is $have)}"
 	tmp=$(mktemp -d)
 	trap 'rm -rf "$tmp"' EXIT
-	dir=$(cd "$tmp" && GOTOOLCHAIN=local GOFLAGS=-modcacherw GO111MODULE=on \
-		"$boot" mod download -json "golang.org/toolchain@v0.0.1-go$want.${os_arch/./-}" |
-		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p')
-	[ -d "$dir/bin" ] || die "could not fetch golang.org/toolchain@v0.0.1-go$want.${os_arch/./-}"
+	mod="golang.org/toolchain@v0.0.1-go$want.${os_arch/./-}"
+	if ! (cd "$tmp" && GOTOOLCHAIN=local GOFLAGS=-modcacherw GO111MODULE=on "$boot" mod download -json "$mod" >dl.json); then
+		cat "$tmp/dl.json" >&2
+		die "could not fetch $mod (is the Go module proxy, $(cd / && "$boot" env GOPROXY), reachable?)"
+	fi
+	dir=$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p' "$tmp/dl.json")
+	[ -d "$dir/bin" ] || die "$mod: no toolchain in $dir"
 	rm -rf /usr/local/go.new
 	cp -a "$dir" /usr/local/go.new
 	# module zips keep no file modes
