@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/edgenf/edgenf/internal/netlab"
+	"github.com/edgenf/edgenf/internal/nftest"
 	"github.com/edgenf/edgenf/internal/testenv"
 )
 
@@ -121,6 +122,15 @@ func startDaemon(t *testing.T, flags ...string) *daemon {
 		}
 	})
 	return d
+}
+
+// startDaemonFor starts a daemon that attaches TC programs at's way.
+func startDaemonFor(t *testing.T, at nftest.Attachment) *daemon {
+	t.Helper()
+	if at.TC == "" {
+		return startDaemon(t)
+	}
+	return startDaemon(t, "-tc-attach", string(at.TC))
 }
 
 func (d *daemon) start() {
