@@ -33,7 +33,7 @@ func ensureBPFFS(root string) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("%s is not on a bpf filesystem", root)
+	return fmt.Errorf("%s is not on a bpf filesystem: mount one (mount -t bpf bpf %s) or choose a directory under /sys/fs/bpf", root, dir)
 }
 
 func binarySize(v any) int {

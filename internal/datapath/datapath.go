@@ -53,6 +53,9 @@ func Open(root string) (*Datapath, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkKernel(); err != nil {
+		return nil, err
+	}
 	if err := ensureBPFFS(root); err != nil {
 		return nil, err
 	}
