@@ -5,7 +5,10 @@
 # with chroot runs, as root, `make build` (which runs scripts/setup.sh: Debian
 # packages, the Go toolchain, bpffs), then, as the unprivileged user nobody
 # on a clone of its own, `go build ./...`, `go vet ./...` and
-# `go test -short ./...`. Everything is removed afterwards, on failure too.
+# `go test -short ./...`; finally, as root again, builds the Debian package
+# (make deb), installs it with apt, runs `edgenfd -check` and `edgenf
+# doctor` from it, and removes it. Everything is removed afterwards, on
+# failure too.
 #
 # Usage (as root): scripts/fresh-check.sh [bookworm|trixie]   (default bookworm)
 # Takes 10 to 20 minutes, most of it downloading packages and the toolchain.
@@ -73,3 +76,12 @@ in_root bash -c 'set -e
 	cd /tmp/nobody/edgenf
 	setpriv --reuid=nobody --regid=nogroup --clear-groups env -i HOME=/tmp/nobody \
 		PATH=/usr/local/bin:/usr/bin:/bin bash -c "go build ./... && go vet ./... && go test -short ./..."'
+
+step "make deb; apt install ./build/edgenf_*.deb; edgenfd -check; edgenf doctor; apt remove"
+in_root bash -c 'set -e
+	cd /root/edgenf && make deb
+	apt-get -o DPkg::Lock::Timeout=600 install -y -qq ./build/edgenf_*.deb >/dev/null
+	dpkg -L edgenf | grep -E "bin/|systemd|man8|completions/"
+	edgenfd -check
+	edgenf doctor || true   # no daemon runs in the chroot: its line fails, with the fix
+	apt-get remove -y -qq edgenf >/dev/null && ! command -v edgenfd'

@@ -39,7 +39,7 @@ install_missing() {
 # (prlimit) confine the P4 preprocessor.
 install_missing make git ca-certificates clang llvm libbpf-dev linux-libc-dev \
 	bpftool iproute2 iputils-ping nftables iptables tcpdump tshark iperf3 \
-	python3 python3-venv lintian systemd bubblewrap util-linux
+	python3 python3-venv lintian systemd man-db bubblewrap util-linux
 
 # Go: the toolchain go.mod names. When the go on PATH is missing or older,
 # Debian's golang-go serves as a bootstrap to fetch that exact toolchain

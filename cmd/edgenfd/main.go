@@ -44,6 +44,7 @@ func main() {
 		adoptE  = flag.Bool("adopt-empty", false, "start even though the state file names nothing while pinned objects exist, and adopt the state's emptiness: the pinned objects are removed")
 		verbose = flag.Bool("v", false, "debug logging")
 		check   = flag.Bool("check", false, "check this machine (kernel, eBPF features, bpffs, memlock, clang, XDP on the state's interfaces) without changing anything, then exit: 0 if edgenfd can run")
+		man     = flag.Bool("man", false, "print this manual page, edgenfd(8), in roff and exit")
 		tcAtt   = flag.String("tc-attach", "", "how TC programs go on interfaces: tcx (Linux 6.6), classic (clsact + cls_bpf, any kernel) or auto (default: $EDGENF_TC_ATTACH, else auto)")
 		tcpF    tcpFlags
 		p4inc   = flag.String("p4-include-dir", "", "directories (colon-separated) P4 programs' #include may use, besides the built-in core.p4 and v1model.p4")
@@ -59,6 +60,10 @@ func main() {
 	}
 	if *check {
 		os.Exit(runCheck(*stateF, *bpffs))
+	}
+	if *man {
+		writeMan(os.Stdout, flag.CommandLine)
+		return
 	}
 	if err := raiseMemlock(); err != nil {
 		fmt.Fprintln(os.Stderr, "edgenfd:", err)
