@@ -69,6 +69,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "edgenfd:", err)
 		os.Exit(1)
 	}
+	if err := datapath.CheckKernel(); err != nil {
+		fmt.Fprintln(os.Stderr, "edgenfd:", err)
+		os.Exit(1)
+	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug

@@ -53,9 +53,6 @@ func Open(root string) (*Datapath, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkKernel(); err != nil {
-		return nil, err
-	}
 	if err := ensureBPFFS(root); err != nil {
 		return nil, err
 	}

@@ -225,9 +225,11 @@ func explainLoadError(spec *ebpf.CollectionSpec, err error) error {
 // machine, the injector), for checking what the kernel must have.
 func FrameworkObjects() [][]byte { return [][]byte{stubXDP, stubTC} }
 
-// checkKernel fails with KernelTooOld when the kernel lacks something every
-// chain needs (Open: one clear line instead of a failed load later).
-func checkKernel() error {
+// CheckKernel fails with KernelTooOld when the kernel lacks something every
+// chain needs: edgenfd checks at start, for one clear line instead of a
+// failed load later. It probes (about 30 tiny programs and maps, once per
+// process).
+func CheckKernel() error {
 	for _, obj := range FrameworkObjects() {
 		spec, err := LoadSpec(obj)
 		if err != nil {
