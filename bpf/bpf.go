@@ -69,19 +69,31 @@ func CFlags(clang, hook string) []string {
 
 var multiarch sync.Map // clang → include dir ("" if none)
 
-// asmIncludeDir is /usr/include/<triplet> when clang names a multiarch
-// triplet and that directory holds asm/; "" otherwise (distributions that
-// put asm/ straight under /usr/include need nothing).
+// asmIncludeDir is /usr/include/<triplet> when that directory holds asm/,
+// the triplet being the one clang names (-print-multiarch: Debian's clang
+// 14 answers, later ones may not), else the one of clang's target
+// architecture among those installed; "" when there is none (distributions
+// that put asm/ straight under /usr/include need nothing).
 func asmIncludeDir(clang string) string {
 	if d, ok := multiarch.Load(clang); ok {
 		return d.(string)
 	}
+	hasAsm := func(d string) bool {
+		_, err := os.Stat(filepath.Join(d, "asm"))
+		return err == nil
+	}
 	dir := ""
 	if out, err := exec.Command(clang, "-print-multiarch").Output(); err == nil {
-		if t := string(bytes.TrimSpace(out)); t != "" {
-			d := filepath.Join("/usr/include", t)
-			if _, err := os.Stat(filepath.Join(d, "asm")); err == nil {
-				dir = d
+		if t := string(bytes.TrimSpace(out)); t != "" && hasAsm(filepath.Join("/usr/include", t)) {
+			dir = filepath.Join("/usr/include", t)
+		}
+	}
+	if dir == "" {
+		// x86_64-pc-linux-gnu → /usr/include/x86_64-linux-*/asm
+		if out, err := exec.Command(clang, "-dumpmachine").Output(); err == nil {
+			arch, _, _ := strings.Cut(string(bytes.TrimSpace(out)), "-")
+			if m, _ := filepath.Glob(filepath.Join("/usr/include", arch+"-linux-*", "asm")); len(m) > 0 {
+				dir = filepath.Dir(m[0])
 			}
 		}
 	}
