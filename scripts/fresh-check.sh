@@ -5,8 +5,9 @@
 # with chroot runs, as root, `make build` (which runs scripts/setup.sh: Debian
 # packages, the Go toolchain, bpffs), then, as the unprivileged user nobody
 # on a clone of its own, `go build ./...`, `go vet ./...` and
-# `go test -short ./...`; finally, as root again, builds the Debian package
-# (make deb), installs it with apt, runs `edgenfd -check` and `edgenf
+# `go test -short ./...`; finally, as root again, builds and checks the
+# Debian package (make check-package: lintian, systemd-analyze verify),
+# installs it with apt, runs `edgenfd -check` and `edgenf
 # doctor` from it, and removes it. Everything is removed afterwards, on
 # failure too.
 #
@@ -77,9 +78,9 @@ in_root bash -c 'set -e
 	setpriv --reuid=nobody --regid=nogroup --clear-groups env -i HOME=/tmp/nobody \
 		PATH=/usr/local/bin:/usr/bin:/bin bash -c "go build ./... && go vet ./... && go test -short ./..."'
 
-step "make deb; apt install ./build/edgenf_*.deb; edgenfd -check; edgenf doctor; apt remove"
+step "make check-package (deb, lintian, systemd-analyze verify); apt install ./build/edgenf_*.deb; edgenfd -check; edgenf doctor; apt remove"
 in_root bash -c 'set -e
-	cd /root/edgenf && make deb
+	cd /root/edgenf && make check-package
 	apt-get -o DPkg::Lock::Timeout=600 install -y -qq ./build/edgenf_*.deb >/dev/null
 	dpkg -L edgenf | grep -E "bin/|systemd|man8|completions/"
 	edgenfd -check
