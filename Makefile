@@ -11,7 +11,10 @@ BINDIR     ?= $(PREFIX)/bin
 SBINDIR    ?= $(PREFIX)/sbin
 DATADIR    ?= $(PREFIX)/share
 MANDIR     ?= $(DATADIR)/man
-UNITDIR    ?= $(if $(filter /usr,$(PREFIX)),/lib/systemd/system,$(PREFIX)/lib/systemd/system)
+# the distribution's unit directory (/lib/systemd/system on Debian 12,
+# /usr/lib/systemd/system on 13), asked when used (setup installs systemd)
+SYSTEM_UNITDIR = $(shell systemd-path systemd-system-unit 2>/dev/null || echo /lib/systemd/system)
+UNITDIR    ?= $(if $(filter /usr,$(PREFIX)),$(SYSTEM_UNITDIR),$(PREFIX)/lib/systemd/system)
 # what install copies the binaries from
 BIN        ?= bin
 COMMIT_DATE = $(shell git log -1 --format=%cd --date=format:%Y%m%d 2>/dev/null || echo 0)
@@ -80,7 +83,7 @@ deb: setup
 check-package: deb
 	lintian --fail-on error,warning build/edgenf_*.deb
 	sed 's|^ExecStart=/usr/sbin|ExecStart=$(CURDIR)/build/deb/root/usr/sbin|' \
-	  build/deb/root/lib/systemd/system/edgenfd.service > build/deb/edgenfd.service
+	  build/deb/root$(SYSTEM_UNITDIR)/edgenfd.service > build/deb/edgenfd.service
 	MANPATH=$(CURDIR)/build/deb/root/usr/share/man systemd-analyze verify build/deb/edgenfd.service
 
 # edgenfd -check: one line per problem of this machine, with its fix.
