@@ -311,7 +311,12 @@ func clang() Result {
 		return r
 	}
 	first, _, _ := strings.Cut(string(out), "\n")
-	r.Status, r.Detail = OK, fmt.Sprintf("%s (%s) compiles P4 programs", path, strings.TrimSpace(first))
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		r.Status, r.Detail = Warn, fmt.Sprintf("%s (%s), but no bubblewrap: the P4 preprocessor runs confined by it, so P4 programs cannot be compiled", path, strings.TrimSpace(first))
+		r.Fix = "apt-get install bubblewrap"
+		return r
+	}
+	r.Status, r.Detail = OK, fmt.Sprintf("%s (%s) and bubblewrap compile P4 programs", path, strings.TrimSpace(first))
 	return r
 }
 
