@@ -20,7 +20,9 @@ func TestGeneratedCNeedsNoCLibrary(t *testing.T) {
 	for _, f := range exampleFiles(t) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			t.Parallel()
-			res, err := Compile(t.Context(), Options{Path: f, NoObject: true})
+			opt := mustFile(t, f)
+			opt.NoObject = true
+			res, err := Compile(t.Context(), opt)
 			if err != nil {
 				t.Fatal(err)
 			}
