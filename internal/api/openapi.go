@@ -373,6 +373,9 @@ func OpenAPI() map[string]any {
 	add("/v1/endpoints/{endpoint}", "put", op{Summary: "Plug a workload in (administrator): a port of the tenant's cube peered with the interface, and the interface given to the tenant, in one change",
 		Parameters: pathParams("endpoint"), RequestBody: jsonBody(endpointSchema), Responses: ok(200, "endpoint (201 when new)", endpointSchema)})
 	add("/v1/endpoints/{endpoint}", "delete", op{Summary: "Unplug a workload (administrator): its port and its interface, in one change", Parameters: pathParams("endpoint"), Responses: ok(204, "removed", nil)})
+	add("/v1/whoami", "get", op{Summary: "Who the request authenticated as: the administrator or a tenant", Responses: ok(200, "identity", SchemaOf(&Identity{}))})
+	add("/v1/graph", "get", op{Summary: "The topology the caller may see, without table entries or settings (the dashboard's graph)", Responses: ok(200, "graph", SchemaOf(&Graph{}))})
+	add("/v1/stats", "get", op{Summary: "Every visible cube's per-port counters, read at one time", Responses: ok(200, "counters", SchemaOf(&Stats{}))})
 	for _, t := range cube.Types() {
 		typedPaths(add, t)
 	}
