@@ -136,7 +136,7 @@ func (n *cniNode) conflist(edgenf bool, ipamDir string) (*libcni.NetworkConfigLi
 	}
 	return libcni.ConfListFromBytes([]byte(fmt.Sprintf(`{"cniVersion": "1.1.0", "name": %q, "plugins": [
 	  {"type": "edgenf-cni", "socket": %q, "capabilities": {"io.kubernetes.cri.pod-annotations": true},
-	   "tenants": {"a": {"cube": "br-a", "ipam": %s}, "b": {"cube": "br-b", "ipam": %s}}}]}`, name, n.socket, ipam("40"), ipam("42"))))
+	   "tenants": {"a": {"cube": "br-a", "namespaces": ["*"], "ipam": %s}, "b": {"cube": "br-b", "namespaces": ["*"], "ipam": %s}}}]}`, name, n.socket, ipam("40"), ipam("42"))))
 }
 
 func setupCNI(e *scenario.Env, edgenf bool) (*scenario.Topology, error) {

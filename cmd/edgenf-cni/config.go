@@ -9,9 +9,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -153,7 +153,7 @@ func (c *NetConf) check() error {
 			return err
 		}
 	}
-	for _, name := range sortedKeys(c.Tenants) {
+	for _, name := range slices.Sorted(maps.Keys(c.Tenants)) {
 		t := c.Tenants[name]
 		field := "tenants." + name
 		if t == nil {
@@ -173,7 +173,7 @@ func (c *NetConf) check() error {
 		if err := checkIPAM(field+".ipam", t.IPAM); err != nil {
 			return err
 		}
-		for _, sn := range sortedKeys(t.Slices) {
+		for _, sn := range slices.Sorted(maps.Keys(t.Slices)) {
 			s := t.Slices[sn]
 			sf := field + ".slices." + sn
 			if s == nil {
@@ -256,7 +256,9 @@ const errNotAllowed = 101
 // resolve picks the pod's tenant, slice, cube and IPAM: the tenant the pod
 // asks for (annotation, else CNI_ARGS), else the tenant whose namespaces
 // hold the pod's, else the configuration's default. A tenant that lists
-// namespaces takes pods of those namespaces only, whatever they ask.
+// namespaces takes pods of those namespaces only, whatever they ask; one
+// that lists none takes a Kubernetes pod only as the network's default
+// tenant (any pod's author may write an annotation naming it).
 func (c *NetConf) resolve(a *cniArgs) (*target, error) {
 	ann := c.RuntimeConfig.PodAnnotations
 	ns := string(a.K8S_POD_NAMESPACE)
@@ -272,7 +274,7 @@ func (c *NetConf) resolve(a *cniArgs) (*target, error) {
 	}
 	if t.Tenant == "" && ns != "" {
 		var hits []string
-		for _, name := range sortedKeys(c.Tenants) {
+		for _, name := range slices.Sorted(maps.Keys(c.Tenants)) {
 			if matchAny(c.Tenants[name].Namespaces, ns) {
 				hits = append(hits, name)
 			}
@@ -297,8 +299,13 @@ func (c *NetConf) resolve(a *cniArgs) (*target, error) {
 		}
 		tc = &TenantConf{Cube: c.Cube}
 	}
-	if len(tc.Namespaces) > 0 && !matchAny(tc.Namespaces, ns) {
+	switch {
+	case len(tc.Namespaces) > 0 && !matchAny(tc.Namespaces, ns):
 		return nil, types.NewError(errNotAllowed, fmt.Sprintf("%s may not join tenant %s: it takes pods of namespaces %s only", podName(t.Pod), t.Tenant, strings.Join(tc.Namespaces, ", ")), "")
+	case len(tc.Namespaces) == 0 && ns != "" && t.Tenant != c.Tenant:
+		// A Kubernetes pod's author writes its annotations, the API
+		// server its namespace: only the namespace may admit it.
+		return nil, types.NewError(errNotAllowed, fmt.Sprintf("%s may not join tenant %s: the tenant lists no namespaces, so it takes Kubernetes pods only as the network's default tenant (list the namespaces whose pods it takes in tenants.%s.namespaces, \"*\" for all)", podName(t.Pod), t.Tenant, t.Tenant), "")
 	}
 	t.Cube, t.IPAM = tc.Cube, c.ipam
 	if len(tc.IPAM) > 0 {
@@ -307,7 +314,7 @@ func (c *NetConf) resolve(a *cniArgs) (*target, error) {
 	if t.Slice != "" {
 		s := tc.Slices[t.Slice]
 		if s == nil {
-			return nil, types.NewError(types.ErrInvalidNetworkConfig, fmt.Sprintf("tenant %s has no slice %q in network %s (slices: %s)", t.Tenant, t.Slice, c.Name, strings.Join(sortedKeys(tc.Slices), ", ")), "")
+			return nil, types.NewError(types.ErrInvalidNetworkConfig, fmt.Sprintf("tenant %s has no slice %q in network %s (slices: %s)", t.Tenant, t.Slice, c.Name, strings.Join(slices.Sorted(maps.Keys(tc.Slices)), ", ")), "")
 		}
 		if s.Cube != "" {
 			t.Cube = s.Cube
@@ -356,10 +363,10 @@ func (c *NetConf) ipamConfigs() []json.RawMessage {
 		out = append(out, raw)
 	}
 	add(c.ipam)
-	for _, name := range sortedKeys(c.Tenants) {
+	for _, name := range slices.Sorted(maps.Keys(c.Tenants)) {
 		tc := c.Tenants[name]
 		add(tc.IPAM)
-		for _, sn := range sortedKeys(tc.Slices) {
+		for _, sn := range slices.Sorted(maps.Keys(tc.Slices)) {
 			add(tc.Slices[sn].IPAM)
 		}
 	}
@@ -367,7 +374,7 @@ func (c *NetConf) ipamConfigs() []json.RawMessage {
 }
 
 func (c *NetConf) tenantNames() []string {
-	names := sortedKeys(c.Tenants)
+	names := slices.Sorted(maps.Keys(c.Tenants))
 	if c.Tenant != "" && c.Tenants[c.Tenant] == nil {
 		names = append(names, c.Tenant)
 	}
@@ -397,13 +404,4 @@ func podName(p *endpoint.Pod) string {
 		return "the container"
 	}
 	return "pod " + p.Namespace + "/" + p.Name
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -92,6 +92,7 @@ func TestCNIBadInput(t *testing.T) {
 		{"tenant the network does not list", good, "red", map[string]string{"edgenf.io/tenant": "yellow"}, types.ErrInvalidNetworkConfig, `"yellow" is not one of network edge's tenants`},
 		{"cube of another tenant", single("red", "bluebr"), "red", nil, types.ErrInvalidNetworkConfig, "tenant blue's, not tenant red's"},
 		{"namespace the tenant does not take", good, "shop", map[string]string{"edgenf.io/tenant": "red"}, 101, "takes pods of namespaces red only"},
+		{"tenant without namespaces", strings.Replace(good, `"namespaces": ["shop"], `, "", 1), "shop", map[string]string{"edgenf.io/tenant": "blue"}, 101, "lists no namespaces"},
 		{"slice the tenant does not have", good, "red", map[string]string{"edgenf.io/slice": "cctv"}, types.ErrInvalidNetworkConfig, `no slice "cctv"`},
 		{"edgenfd not running", strings.ReplaceAll(good, d.socket, down), "red", nil, types.ErrTryAgainLater, "not reachable"},
 		{"misspelt field", withPlugin(`"tenats": {}`), "red", nil, types.ErrUnsupportedField, `unknown field "tenats"`},

@@ -89,7 +89,7 @@ func TestCNITwoNodes(t *testing.T) {
 			ps[i] = makePods(t, lab, p.name, 10*i, 2)
 			pods[p.name] = ps
 			for _, q := range ps[i] {
-				q.namespace = p.name // red's own namespace; blue's pods say so
+				q.namespace = p.name // the tenant's own namespace, which admits them
 				q.ann = map[string]string{"edgenf.io/tenant": p.name}
 				if err := runtimes[i].add(q); err != nil {
 					t.Fatalf("node %s: ADD %s: %v", node.Name, q, err)

@@ -94,11 +94,12 @@ func newChainNode(t *testing.T, lab *netlab.Lab, d *daemon, tenants ...nodeTenan
 }
 
 // conflist is the network configuration list of the node's pods: red takes
-// the pods of namespace red, blue those annotated for it.
+// the pods of namespace red, blue those of namespace shop (annotated for
+// it: the annotation picks the tenant, the namespace admits the pod).
 func (n *chainNode) conflist(network, ipamDir, socket string) string {
 	var tenants []string
 	for _, tn := range n.tenants {
-		ns := ""
+		ns := `"namespaces": ["shop"], `
 		if tn.name == "red" {
 			ns = `"namespaces": ["red"], `
 		}
