@@ -5,6 +5,9 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
+
+	"github.com/vishvananda/netlink"
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/endpoint"
@@ -90,6 +93,15 @@ func (e *Engine) AddEndpoint(ep *endpoint.Endpoint) (bool, error) {
 		if name != ep.Tenant && e.tenants.record(name).Owns(ep.Interface) {
 			return false, cube.Conflict("interface", "interface %s is assigned to tenant %s", ep.Interface, name)
 		}
+	}
+	// A pod's interface is new: nothing runs on it yet, and it is one end
+	// of a veth pair, never the node's own link (which would hand the
+	// tenant the node's network).
+	if stack := e.topo.Attachments[ep.Interface]; len(stack) > 0 {
+		return false, cube.Conflict("interface", "interface %s has %s attached: not a pod's new interface", ep.Interface, strings.Join(stack, ", "))
+	}
+	if l, err := netlink.LinkByName(ep.Interface); err == nil && l.Type() != "veth" {
+		return false, cube.Errorf("interface", "interface %s is a %s link: an endpoint is the host end of a pod's veth pair", ep.Interface, l.Type())
 	}
 	next := e.topo.Clone()
 	if err := next.AddPort(ep.Cube, ep.Port()); err != nil {

@@ -105,6 +105,7 @@ func TestEndpointLifecycle(t *testing.T) {
 		{endpoint.Endpoint{Name: "enf2", Tenant: "red", Cube: "redbr", Interface: ifs[2]}, cube.ErrConflict, "assigned to tenant blue"},
 		{endpoint.Endpoint{Name: "enf2", Tenant: "red", Cube: "redbr", Interface: ifs[0]}, cube.ErrConflict, "endpoint " + ep.Name},
 		{endpoint.Endpoint{Name: "enf2", Tenant: "red", Cube: "redbr", Interface: "nosuchif0"}, cube.ErrNotFound, "nosuchif0"},
+		{endpoint.Endpoint{Name: "enf2", Tenant: "red", Cube: "redbr", Interface: "lo"}, cube.ErrInvalid, "host end of a pod's veth pair"},
 	}
 	for _, r := range refused {
 		_, err := e.AddEndpoint(&r.ep)
@@ -119,6 +120,16 @@ func TestEndpointLifecycle(t *testing.T) {
 	}
 	if e.Revision() != rev+1 {
 		t.Fatalf("refusals changed the state: revision %d, want %d", e.Revision(), rev+1)
+	}
+	// an interface something runs on already is not a pod's new one
+	if err := attach(tenant.Admin, "bluemon", ifs[1]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.AddEndpoint(&endpoint.Endpoint{Name: "enf4", Tenant: "red", Cube: "redbr", Interface: ifs[1]}); !errors.Is(err, cube.ErrConflict) || !strings.Contains(err.Error(), "bluemon attached") {
+		t.Fatalf("endpoint on an interface with blue's monitor: %v", err)
+	}
+	if err := detach(tenant.Admin, "bluemon"); err != nil {
+		t.Fatal(err)
 	}
 
 	// Nothing else takes the endpoint's port apart.
