@@ -28,7 +28,16 @@ import (
 // timeout bounds one command (the runtime has its own, longer ones).
 const timeout = 2 * time.Minute
 
-func cmdAdd(args *skel.CmdArgs) (err error) {
+// withDeadline runs a command under timeout.
+func withDeadline(cmd func(context.Context, *skel.CmdArgs) error) func(*skel.CmdArgs) error {
+	return func(args *skel.CmdArgs) error {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		return cmd(ctx, args)
+	}
+}
+
+func cmdAdd(ctx context.Context, args *skel.CmdArgs) (err error) {
 	conf, err := parseConf(args.StdinData)
 	if err != nil {
 		return err
@@ -46,8 +55,6 @@ func cmdAdd(args *skel.CmdArgs) (err error) {
 			return err
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
 	d := newDaemon(conf.Socket)
 	if err := d.checkTarget(t); err != nil {
 		return err
@@ -76,7 +83,7 @@ func cmdAdd(args *skel.CmdArgs) (err error) {
 	if len(t.IPAM) > 0 {
 		ic := newIPAMCall(conf, t.IPAM, args.ContainerID, args.Netns, args.IfName)
 		if ipRes, err = ic.add(ctx); err != nil {
-			return types.NewError(types.ErrInternal, err.Error(), "")
+			return ipamFailed(err)
 		}
 		undo = append(undo, func() { ic.del(context.Background()) })
 	}
@@ -144,13 +151,11 @@ func chained(conf *NetConf, res *current.Result) (*current.Result, error) {
 	return prev, nil
 }
 
-func cmdDel(args *skel.CmdArgs) error {
+func cmdDel(ctx context.Context, args *skel.CmdArgs) error {
 	conf, err := parseConf(args.StdinData)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
 	d := newDaemon(conf.Socket)
 	name := endpointName(conf.Name, args.ContainerID, args.IfName)
 	// edgenfd first: if it is down, nothing is touched and the runtime
@@ -180,13 +185,13 @@ func cmdDel(args *skel.CmdArgs) error {
 	}
 	if len(ipamConf) > 0 {
 		if err := newIPAMCall(conf, ipamConf, args.ContainerID, args.Netns, args.IfName).del(ctx); err != nil {
-			return types.NewError(types.ErrInternal, err.Error(), "")
+			return ipamFailed(err)
 		}
 	}
 	return nil
 }
 
-func cmdCheck(args *skel.CmdArgs) error {
+func cmdCheck(ctx context.Context, args *skel.CmdArgs) error {
 	conf, err := parseConf(args.StdinData)
 	if err != nil {
 		return err
@@ -209,8 +214,6 @@ func cmdCheck(args *skel.CmdArgs) error {
 	if err != nil {
 		return types.NewError(types.ErrDecodingFailure, "prevResult: "+err.Error(), "")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
 	d := newDaemon(conf.Socket)
 	name := endpointName(conf.Name, args.ContainerID, args.IfName)
 	ep, err := d.endpoint(name)
@@ -287,6 +290,16 @@ func cmdCheck(args *skel.CmdArgs) error {
 	return nil
 }
 
+// ipamFailed is the CNI error of a failed IPAM call: the code the IPAM
+// plugin (or edgenf-cni, for a plugin not found) gave, else internal.
+func ipamFailed(err error) error {
+	var te *types.Error
+	if errors.As(err, &te) {
+		return types.NewError(te.Code, err.Error(), te.Details)
+	}
+	return types.NewError(types.ErrInternal, err.Error(), "")
+}
+
 // errCheckFailed is edgenf-cni's CNI error for a CHECK that found the
 // attachment no longer as ADD made it.
 const errCheckFailed = 102
@@ -305,13 +318,18 @@ func parsePrevResult(conf *NetConf) error {
 // cmdGC removes the endpoints of this network whose attachment the
 // runtime no longer lists (containers that went without a DEL), their host
 // interfaces and addresses, then lets the IPAM plugins collect theirs.
-func cmdGC(args *skel.CmdArgs) error {
+func cmdGC(ctx context.Context, args *skel.CmdArgs) error {
 	conf, err := parseConf(args.StdinData)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
+	// Without the list every endpoint of the network would look stale:
+	// a GC that does not say which attachments live removes nothing.
+	_, spec := conf.raw["cni.dev/valid-attachments"]
+	_, libcni := conf.raw["cni.dev/attachments"]
+	if !spec && !libcni {
+		return types.NewError(types.ErrInvalidNetworkConfig, "GC needs cni.dev/valid-attachments, the attachments the runtime still has", "")
+	}
 	d := newDaemon(conf.Socket)
 	valid := map[string]bool{}
 	for _, a := range conf.ValidAttachments {
@@ -351,13 +369,11 @@ func cmdGC(args *skel.CmdArgs) error {
 
 // cmdStatus reports whether pods can be added: edgenfd answers, and the
 // IPAM plugins that can tell say they can allocate.
-func cmdStatus(args *skel.CmdArgs) error {
+func cmdStatus(ctx context.Context, args *skel.CmdArgs) error {
 	conf, err := parseConf(args.StdinData)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
 	d := newDaemon(conf.Socket)
 	if err := d.health(); err != nil {
 		return types.NewError(types.ErrPluginNotAvailable, fmt.Sprintf("edgenfd is not reachable at %s: pods cannot be added (is it running on this node?)", conf.Socket), err.Error())

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
 
+	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 )
 
@@ -16,7 +18,7 @@ const testConf = `{
     "red":  {"cube": "red-br", "namespaces": ["red", "red-*"],
              "slices": {"cctv": {"cube": "red-cctv", "ipam": {"type": "host-local", "ranges": [[{"subnet": "198.18.9.0/24"}]]}}}},
     "blue": {"cube": "blue-br", "ipam": {"type": "host-local", "ranges": [[{"subnet": "198.18.1.0/24"}]]}},
-    "ops":  {"cube": "ops-br", "namespaces": ["ops"]}
+    "ops":  {"cube": "ops-br", "namespaces": ["ops", "shop"]}
   }
 }`
 
@@ -30,7 +32,8 @@ func code(err error) uint {
 
 // The pod's tenant: the one it asks for (annotation, then CNI_ARGS), else
 // the one whose namespaces hold its namespace, else the network's default;
-// a tenant with namespaces takes no pod from elsewhere, whatever it asks.
+// a tenant with namespaces takes no pod from elsewhere, whatever it asks; a
+// tenant without takes no Kubernetes pod unless it is the default.
 func TestResolve(t *testing.T) {
 	for _, tc := range []struct {
 		name, args string
@@ -43,7 +46,11 @@ func TestResolve(t *testing.T) {
 		{name: "default tenant", args: "K8S_POD_NAMESPACE=red;K8S_POD_NAME=a", tenant: "red", cube: "red-br", ipam: "198.18.0.0"},
 		{name: "namespace pattern", args: "K8S_POD_NAMESPACE=red-apps;K8S_POD_NAME=a", tenant: "red", cube: "red-br"},
 		{name: "namespace picks tenant", args: "K8S_POD_NAMESPACE=ops;K8S_POD_NAME=a", tenant: "ops", cube: "ops-br"},
-		{name: "annotation", args: "K8S_POD_NAMESPACE=x;K8S_POD_NAME=a", ann: map[string]string{annotationTenant: "blue"}, tenant: "blue", cube: "blue-br", ipam: "198.18.1.0"},
+		{name: "annotation", args: "K8S_POD_NAMESPACE=shop;K8S_POD_NAME=a", ann: map[string]string{annotationTenant: "ops"}, tenant: "ops", cube: "ops-br"},
+		{name: "annotation outside Kubernetes", args: "K8S_POD_NAME=a", ann: map[string]string{annotationTenant: "blue"}, tenant: "blue", cube: "blue-br", ipam: "198.18.1.0"},
+		{name: "a Kubernetes pod asks for a tenant without namespaces", args: "K8S_POD_NAMESPACE=x;K8S_POD_NAME=a", ann: map[string]string{annotationTenant: "blue"}, code: errNotAllowed},
+		{name: "a Kubernetes pod asks for the default tenant", args: "K8S_POD_NAMESPACE=red;K8S_POD_NAME=a", ann: map[string]string{annotationTenant: "red"}, tenant: "red"},
+		{name: "a pod of another namespace asks by CNI_ARGS", args: "K8S_POD_NAMESPACE=x;EDGENF_TENANT=blue", code: errNotAllowed},
 		{name: "CNI_ARGS", args: "IgnoreUnknown=1;EDGENF_TENANT=blue;OTHER=1", tenant: "blue", cube: "blue-br"},
 		{name: "annotation wins over args", args: "IgnoreUnknown=1;EDGENF_TENANT=blue;K8S_POD_NAMESPACE=red", ann: map[string]string{annotationTenant: "red"}, tenant: "red"},
 		{name: "slice", args: "K8S_POD_NAMESPACE=red;K8S_POD_NAME=cam", ann: map[string]string{annotationSlice: "cctv"}, tenant: "red", cube: "red-cctv", ipam: "198.18.9.0"},
@@ -118,5 +125,14 @@ func TestEndpointName(t *testing.T) {
 	}
 	if endpointName("edge", "c1", "eth0") != a {
 		t.Fatal("not stable")
+	}
+}
+
+// A GC that does not list the live attachments removes nothing: without
+// the list every pod of the network would look gone.
+func TestGCNeedsValidAttachments(t *testing.T) {
+	err := cmdGC(context.Background(), &skel.CmdArgs{StdinData: []byte(`{"cniVersion":"1.1.0","name":"n","type":"edgenf-cni","cube":"c","socket":"/nonexistent/edgenf.sock"}`)})
+	if code(err) != types.ErrInvalidNetworkConfig || !strings.Contains(err.Error(), "valid-attachments") {
+		t.Fatalf("GC without valid attachments: %v (code %d)", err, code(err))
 	}
 }

@@ -18,6 +18,8 @@ import (
 	"strings"
 
 	"github.com/containernetworking/cni/libcni"
+
+	"github.com/edgenf/edgenf/internal/state"
 )
 
 func install(argv []string) error {
@@ -53,7 +55,7 @@ func install(argv []string) error {
 			}
 		}
 	}
-	if err := writeAtomic(filepath.Join(*confDir, filepath.Base(*conflist)), b, 0o644); err != nil {
+	if err := state.WriteFileAtomic(filepath.Join(*confDir, filepath.Base(*conflist)), b, 0o644); err != nil {
 		return err
 	}
 	fmt.Printf("installed %s and %s\n", filepath.Join(*binDir, "edgenf-cni"), filepath.Join(*confDir, filepath.Base(*conflist)))
@@ -112,30 +114,5 @@ func copyFile(src, dst string, mode os.FileMode, replace bool) error {
 	if _, err := io.Copy(&buf, in); err != nil {
 		return err
 	}
-	return writeAtomic(dst, buf.Bytes(), mode)
-}
-
-func writeAtomic(dst string, b []byte, mode os.FileMode) error {
-	dir := filepath.Dir(dst)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(dst)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), dst)
+	return state.WriteFileAtomic(dst, buf.Bytes(), mode)
 }

@@ -26,6 +26,7 @@ func main() {
 		}
 		return
 	}
-	skel.PluginMainFuncs(skel.CNIFuncs{Add: cmdAdd, Del: cmdDel, Check: cmdCheck, GC: cmdGC, Status: cmdStatus},
+	skel.PluginMainFuncs(skel.CNIFuncs{Add: withDeadline(cmdAdd), Del: withDeadline(cmdDel), Check: withDeadline(cmdCheck),
+		GC: withDeadline(cmdGC), Status: withDeadline(cmdStatus)},
 		version.PluginSupports("0.4.0", "1.0.0", "1.1.0"), about)
 }

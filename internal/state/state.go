@@ -162,16 +162,28 @@ func SaveParts(path string, gen uint64, cubes map[string]json.RawMessage, attach
 }
 
 func write(path string, b []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, ".state-*")
+	return WriteFileAtomic(path, append(b, '\n'), 0o600)
+}
+
+// WriteFileAtomic replaces a file as a whole or not at all: a temporary
+// file beside it, synced, renamed over it, then the directory synced. A
+// reader sees the old content or the new, never part of it; a crash leaves
+// one of the two.
+func WriteFileAtomic(path string, b []byte, mode os.FileMode) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
 		tmp.Close()
 		return err
 	}
