@@ -95,6 +95,7 @@ func TestCNIBadInput(t *testing.T) {
 		{"tenant without namespaces", strings.Replace(good, `"namespaces": ["shop"], `, "", 1), "shop", map[string]string{"edgenf.io/tenant": "blue"}, 101, "lists no namespaces"},
 		{"slice the tenant does not have", good, "red", map[string]string{"edgenf.io/slice": "cctv"}, types.ErrInvalidNetworkConfig, `no slice "cctv"`},
 		{"edgenfd not running", strings.ReplaceAll(good, d.socket, down), "red", nil, types.ErrTryAgainLater, "not reachable"},
+		{"IPAM plugin the node lacks", strings.Replace(good, `"type": "host-local"`, `"type": "no-such-ipam"`, 1), "red", nil, types.ErrInvalidNetworkConfig, `IPAM plugin "no-such-ipam"`},
 		{"misspelt field", withPlugin(`"tenats": {}`), "red", nil, types.ErrUnsupportedField, `unknown field "tenats"`},
 		{"bad mtu", withPlugin(`"mtu": 10`), "red", nil, types.ErrInvalidNetworkConfig, "mtu 10"},
 	} {
@@ -155,6 +156,8 @@ func TestCNIBadInput(t *testing.T) {
 		{`{"cniVersion": "1.1.0", "name": "edge", "type": "edgenf-cni", "tenants": []}`, nil, types.ErrDecodingFailure},
 		{`{"cniVersion": "1.1.0", "name": "edge", "type": "edgenf-cni", "cube": "redbr"}`, []string{"CNI_IFNAME="}, types.ErrInvalidEnvironmentVariables},
 		{`{"cniVersion": "9.9.9", "name": "edge", "type": "edgenf-cni", "cube": "redbr"}`, nil, types.ErrIncompatibleCNIVersion},
+		{fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "edge", "type": "edgenf-cni", "socket": %q, "tenant": "red", "cube": "redbr"}`, d.socket),
+			[]string{"CNI_NETNS=/var/run/netns/" + lab.Prefix() + "-gone"}, types.ErrUnknownContainer},
 	} {
 		cmd := exec.Command(filepath.Join(binDir, "edgenf-cni"))
 		cmd.Env = append([]string{"CNI_COMMAND=ADD", "CNI_CONTAINERID=x1", "CNI_NETNS=/var/run/netns/" + p.h.Name, "CNI_IFNAME=eth0", "CNI_PATH=" + referencePlugins}, c.env...)
