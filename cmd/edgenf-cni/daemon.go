@@ -85,6 +85,11 @@ func (d *daemon) checkTarget(t *target) error {
 	if c.Tenant != t.Tenant {
 		return types.NewError(types.ErrInvalidNetworkConfig, fmt.Sprintf("cube %s is %s, not %s", t.Cube, tenantLabel(c.Tenant), tenantLabel(t.Tenant)), "")
 	}
+	// A router's port is a subnet of its own, with the router's address
+	// on it: a pod's port would have neither, and the pod no gateway.
+	if c.Type == "router" {
+		return types.NewError(types.ErrInvalidNetworkConfig, fmt.Sprintf("cube %s is a router, whose ports are subnets of their own: plug pods into a bridge cube peered with one of its ports (docs/kubernetes.md)", t.Cube), "")
+	}
 	return nil
 }
 

@@ -91,6 +91,7 @@ func TestCNIBadInput(t *testing.T) {
 		{"tenant the daemon does not know", single("green", "redbr"), "red", map[string]string{"edgenf.io/tenant": "green"}, types.ErrInvalidNetworkConfig, "knows no tenant"},
 		{"tenant the network does not list", good, "red", map[string]string{"edgenf.io/tenant": "yellow"}, types.ErrInvalidNetworkConfig, `"yellow" is not one of network edge's tenants`},
 		{"cube of another tenant", single("red", "bluebr"), "red", nil, types.ErrInvalidNetworkConfig, "tenant blue's, not tenant red's"},
+		{"router cube", single("red", "redr"), "red", nil, types.ErrInvalidNetworkConfig, "plug pods into a bridge cube"},
 		{"namespace the tenant does not take", good, "shop", map[string]string{"edgenf.io/tenant": "red"}, 101, "takes pods of namespaces red only"},
 		{"tenant without namespaces", strings.Replace(good, `"namespaces": ["shop"], `, "", 1), "shop", map[string]string{"edgenf.io/tenant": "blue"}, 101, "lists no namespaces"},
 		{"slice the tenant does not have", good, "red", map[string]string{"edgenf.io/slice": "cctv"}, types.ErrInvalidNetworkConfig, `no slice "cctv"`},
