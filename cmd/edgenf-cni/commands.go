@@ -4,7 +4,8 @@ package main
 // its veth pair, its addresses and routes inside the pod, and the endpoint
 // in edgenfd (the tenant's port and interface, one change); whatever fails
 // undoes what came before, so a refused pod leaves the node as it was. DEL
-// undoes exactly that, in reverse, and is idempotent. GC removes the
+// undoes exactly that (the veth before the endpoint: never a moment when
+// the pod's frames meet no stub) and is idempotent. GC removes the
 // endpoints (and addresses) of attachments the runtime no longer has.
 
 import (
@@ -167,9 +168,6 @@ func cmdDel(ctx context.Context, args *skel.CmdArgs) error {
 	ipamConf := conf.ipam
 	if ep != nil {
 		ipamConf = conf.ipamOf(ep.Tenant, ep.Slice)
-		if err := d.unplug(name); err != nil {
-			return err
-		}
 	} else if cargs, err := parseArgs(args.Args); err == nil {
 		// never plugged (an ADD that failed, or a DEL repeated): release
 		// what the pod's tenant's IPAM may hold
@@ -177,11 +175,18 @@ func cmdDel(ctx context.Context, args *skel.CmdArgs) error {
 			ipamConf = t.IPAM
 		}
 	}
+	// The links go before the endpoint: a host end left without its
+	// port's stub would hand the pod's frames to the node's own stack.
 	if err := deleteLink(name); err != nil {
 		return err
 	}
 	if err := deletePodLink(args.Netns, args.IfName); err != nil {
 		return err
+	}
+	if ep != nil {
+		if err := d.unplug(name); err != nil {
+			return err
+		}
 	}
 	if len(ipamConf) > 0 {
 		if err := newIPAMCall(conf, ipamConf, args.ContainerID, args.Netns, args.IfName).del(ctx); err != nil {
