@@ -43,3 +43,36 @@ func TestGeneratedCNeedsNoCLibrary(t *testing.T) {
 		})
 	}
 }
+
+// TestGeneratedCHasNoWarnings compiles the C generated for every example
+// and test program with -Werror, for both hooks (clang's front end only):
+// the generator switches no warning off, so it must provoke none.
+func TestGeneratedCHasNoWarnings(t *testing.T) {
+	clang := bpf.Clang()
+	if _, err := exec.LookPath(clang); err != nil {
+		t.Skipf("no clang on PATH (scripts/setup.sh installs it): %v", err)
+	}
+	testdata, _ := filepath.Glob("testdata/*.p4")
+	for _, f := range append(exampleFiles(t), testdata...) {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			t.Parallel()
+			opt := mustFile(t, f)
+			opt.NoObject = true
+			res, err := Compile(t.Context(), opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, hook := range []string{"xdp", "tc"} {
+				dir := t.TempDir()
+				args, err := prepareC(dir, clang, res.C, hook)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out, err := exec.CommandContext(t.Context(), clang, append(args, "-Werror", "-fsyntax-only")...).CombinedOutput()
+				if err != nil {
+					t.Errorf("%s (%s hook): %v\n%s", f, hook, err, out)
+				}
+			}
+		})
+	}
+}

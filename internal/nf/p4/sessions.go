@@ -7,7 +7,6 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/edgenf/edgenf/internal/cube"
 	p4c "github.com/edgenf/edgenf/internal/p4"
-	"github.com/edgenf/edgenf/internal/p4/backend"
 	"github.com/edgenf/edgenf/internal/p4/rt"
 )
 
@@ -99,9 +98,7 @@ func replicating(c *cube.Cube) error {
 
 // Replicates reports whether a compiled program has clone sessions and
 // multicast groups.
-func Replicates(r *p4c.Result) bool {
-	return strings.Contains(r.C, "} "+backend.McGroupsMap+" SEC(")
-}
+func Replicates(r *p4c.Result) bool { return r.Program.Replicates }
 
 var cloneSessionsTable = cube.Table{
 	Name: "clone_sessions",
@@ -122,7 +119,7 @@ func replMaps(h cube.Handle, r *p4c.Result, maps map[string]*ebpf.Map) error {
 	if !Replicates(r) {
 		return nil
 	}
-	for _, name := range []string{backend.McGroupsMap, backend.CloneSessionsMap} {
+	for _, name := range []string{rt.McGroupsMap, rt.CloneSessionsMap} {
 		m, err := h.Map(name)
 		if err != nil {
 			return err

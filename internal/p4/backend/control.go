@@ -127,7 +127,11 @@ func (g *gen) table(t *ir.Table) {
 	g.line("{")
 	g.indent++
 	g.line("__u32 zero = 0;")
-	g.line("__u8 *v = 0, *d;")
+	if t.Kind == ir.KindKeyless {
+		g.line("__u8 *d;")
+	} else {
+		g.line("__u8 *v = 0, *d;")
+	}
 	g.line("r->hit = 0;")
 	g.line("r->action = 0;")
 	if t.DirectMeter != nil {
@@ -277,7 +281,7 @@ func (g *gen) constEntries(t *ir.Table) {
 			cond = strings.Join(conds, " && ")
 		}
 		a := g.p.ActionOf[en.Action.Action]
-		g.line("if (%s) {", cond)
+		g.line("if (%s) {", unparen(cond))
 		g.line("\tr->hit = 1;")
 		g.line("\tr->action = 0x%08x;", a.ID)
 		g.line("\treturn %s;", g.callConst(en.Action))
@@ -372,7 +376,7 @@ func (g *gen) stmt(s syntax.Stmt) {
 		g.line("{")
 		g.indent++
 		cond := g.rv(x.Cond)
-		g.line("if (%s)", cond)
+		g.line("if (%s)", unparen(cond))
 		g.block(x.Then)
 		if x.Else != nil {
 			g.line("else")
@@ -715,7 +719,7 @@ func (g *gen) externFunc(call *syntax.Call, cr *sema.CallRef) {
 			g.errorf(args[2].Value.NodePos(), "csum16 needs a bit<16> checksum field")
 			return
 		}
-		g.line("if (%s) {", g.rv(args[0].Value))
+		g.line("if (%s) {", unparen(g.rv(args[0].Value)))
 		g.indent++
 		sum, fast := g.csumSum(args[1].Value) // from the field values (fastpath.go)
 		if !fast {
@@ -723,8 +727,7 @@ func (g *gen) externFunc(call *syntax.Call, cr *sema.CallRef) {
 			sum = fmt.Sprintf("p4_sum16(s->cbuf, %d)", (bits+7)/8)
 		}
 		if payload {
-			sum = fmt.Sprintf("((__u64)%s + p4_payload_sum(ctx, s))", sum)
-			g.needPayload = true
+			sum = fmt.Sprintf("((__u64)%s + p4_payload_sum(ctx, &s->off, s->pbuf))", sum)
 		}
 		if strings.HasPrefix(cr.Method, "verify") {
 			g.line("if (p4_fold16(%s) != %s)", sum, g.rv(args[2].Value))

@@ -27,70 +27,6 @@ import (
 //   - csum16 checksums over scalar fields are summed from the field values
 //     in 32-bit big-endian words, without packing the list into a buffer.
 
-// packetAccessC is C shared by the parser and the deparser.
-const packetAccessC = `
-/* Pipeline stages inlined into the pipeline (stageAttr). */
-#define P4_STAGE static __always_inline
-
-/* Big-endian loads and stores of n (constant, 1..8) bytes in packet or map
- * memory with the widest accesses (misaligned accesses are allowed there). */
-static __always_inline __u64 p4_ldbe(const __u8 *p, int n)
-{
-	switch (n) {
-	case 1:
-		return p[0];
-	case 2:
-		return bpf_ntohs(*(const __u16 *)p);
-	case 3:
-		return ((__u64)bpf_ntohs(*(const __u16 *)p) << 8) | p[2];
-	case 4:
-		return bpf_ntohl(*(const __u32 *)p);
-	case 5:
-		return ((__u64)bpf_ntohl(*(const __u32 *)p) << 8) | p[4];
-	case 6:
-		return ((__u64)bpf_ntohl(*(const __u32 *)p) << 16) | bpf_ntohs(*(const __u16 *)(p + 4));
-	case 7:
-		return ((__u64)bpf_ntohl(*(const __u32 *)p) << 24) | ((__u64)bpf_ntohs(*(const __u16 *)(p + 4)) << 8) | p[6];
-	default:
-		return bpf_be64_to_cpu(*(const __u64 *)p);
-	}
-}
-
-static __always_inline void p4_stbe(__u8 *p, __u64 v, int n)
-{
-	switch (n) {
-	case 1:
-		p[0] = (__u8)v;
-		break;
-	case 2:
-		*(__u16 *)p = bpf_htons((__u16)v);
-		break;
-	case 3:
-		*(__u16 *)p = bpf_htons((__u16)(v >> 8));
-		p[2] = (__u8)v;
-		break;
-	case 4:
-		*(__u32 *)p = bpf_htonl((__u32)v);
-		break;
-	case 5:
-		*(__u32 *)p = bpf_htonl((__u32)(v >> 8));
-		p[4] = (__u8)v;
-		break;
-	case 6:
-		*(__u32 *)p = bpf_htonl((__u32)(v >> 16));
-		*(__u16 *)(p + 4) = bpf_htons((__u16)v);
-		break;
-	case 7:
-		*(__u32 *)p = bpf_htonl((__u32)(v >> 24));
-		*(__u16 *)(p + 4) = bpf_htons((__u16)(v >> 8));
-		p[6] = (__u8)v;
-		break;
-	default:
-		*(__u64 *)p = bpf_cpu_to_be64(v);
-	}
-}
-`
-
 // fieldRun is a run of header fields from byte offset start to byte offset
 // end: one wide field, or scalar fields of 64 bits or less in all.
 type fieldRun struct {
@@ -562,7 +498,6 @@ const neverInPlace = "-0x10000"
 // in their fields the program may have changed.
 func (g *gen) directDeparse(c *sema.Control) {
 	g.fast()
-	g.line("int pd;")
 	g.emitMode = emitLength
 	for _, s := range c.Decl.Body.Stmts {
 		g.stmt(s)
@@ -570,25 +505,37 @@ func (g *gen) directDeparse(c *sema.Control) {
 	g.line("if (o > P4_OBUF_SIZE)")
 	g.line("\treturn -1;")
 	g.line("delta = (int)s->off - (int)o;")
-	g.line("/* a header parsed from offset x is now at x - delta (TC cuts room after")
-	g.line(" * the MAC header: not there); once the packet was deparsed (replication),")
-	g.line(" * p4_poff no longer describes it */")
-	g.line("pd = s->p4_dpd ? %s : delta + 1;", neverInPlace)
-	g.line("#if defined(EDGENF_HOOK_TC)")
-	g.line("if (delta > 0)")
-	g.line("\tpd = %s;", neverInPlace)
-	g.line("#endif")
+	// The writes go first into a buffer of their own: whether a header is
+	// checked against where it was parsed (pd) is known once they are made.
+	var writes strings.Builder
+	w, body, mark := g.w, g.body, len(g.bodyPos)
+	g.w, g.body = &writes, &writes
+	g.emitMode = emitPacket
+	for _, s := range c.Decl.Body.Stmts {
+		g.stmt(s)
+	}
+	g.emitMode = emitBuffer
+	g.w, g.body = w, body
+	writesPos := append([]syntax.Pos(nil), g.bodyPos[mark:]...)
+	g.bodyPos = g.bodyPos[:mark]
+	if len(g.fs.used) > 0 {
+		g.line("/* a header parsed from offset x is now at x - delta (TC cuts room after")
+		g.line(" * the MAC header: not there); once the packet was deparsed (replication),")
+		g.line(" * p4_poff no longer describes it */")
+		g.line("int pd = s->p4_dpd ? %s : delta + 1;", neverInPlace)
+		g.line("#if defined(EDGENF_HOOK_TC)")
+		g.line("if (delta > 0)")
+		g.line("\tpd = %s;", neverInPlace)
+		g.line("#endif")
+	}
 	g.line("s->p4_dpd = 1;")
 	g.line("if (delta && ctx_adjust_head(ctx, delta))")
 	g.line("\treturn -1;")
 	g.line("if (o && ctx_pull(ctx, o))")
 	g.line("\treturn -1;")
 	g.line("o = 0;")
-	g.emitMode = emitPacket
-	for _, s := range c.Decl.Body.Stmts {
-		g.stmt(s)
-	}
-	g.emitMode = emitBuffer
+	g.w.WriteString(writes.String())
+	g.bodyPos = append(g.bodyPos, writesPos...)
 	g.line("return 0;")
 }
 

@@ -179,7 +179,7 @@ func (g *gen) transition(tr *syntax.Transition) {
 			g.line("goto %s;", stateLabel(c.Next))
 			return
 		}
-		g.line("if (%s)", cond)
+		g.line("if (%s)", unparen(cond))
 		g.line("\tgoto %s;", stateLabel(c.Next))
 	}
 	g.line("s->sm.f_parser_error = %d; /* error.NoMatch */", g.errorID("NoMatch"))
@@ -385,30 +385,6 @@ func (g *gen) deparser(c *sema.Control) {
 	g.line("}")
 	g.line("")
 }
-
-const payloadSum = `
-/* Ones' complement sum of the payload (the bytes after the parsed headers),
- * up to 1500 bytes, for *_with_payload checksums. */
-static __always_inline __u64 p4_payload_sum(ctx_t *ctx, struct p4_state *s)
-{
-	__u32 len = ctx_len(ctx), off = s->off;
-	__u64 sum = 0;
-
-	for (int i = 0; i < 750; i++) {
-		if (off + 1 < len) {
-			if (p4_load_h(ctx, off, s->pbuf, 2))
-				break;
-			sum += ((__u32)s->pbuf[0] << 8) | s->pbuf[1];
-			off += 2;
-		} else {
-			if (off < len && !p4_load_h(ctx, off, s->pbuf, 1))
-				sum += (__u32)s->pbuf[0] << 8;
-			break;
-		}
-	}
-	return sum;
-}
-`
 
 // How emit is generated.
 const (

@@ -26,9 +26,12 @@ const (
 	// port 510.
 	MaxPort = 63
 	CPUPort = 510
+)
 
-	mcMap   = "p4_mc_groups"
-	sessMap = "p4_clone_sessions"
+// The maps of the replication state (bpf/include/edgenf/p4/replicate.h).
+const (
+	McGroupsMap      = "p4_mc_groups"
+	CloneSessionsMap = "p4_clone_sessions"
 )
 
 // Replica is one copy of a multicast group: its egress_port and egress_rid.
@@ -48,7 +51,7 @@ type CloneSession struct {
 
 // Replicates reports whether the loaded program has replication maps.
 func (p *Program) Replicates() bool {
-	return p.Maps[mcMap] != nil && p.Maps[sessMap] != nil
+	return p.Maps[McGroupsMap] != nil && p.Maps[CloneSessionsMap] != nil
 }
 
 func (p *Program) replMap(name string) (*ebpf.Map, error) {
@@ -125,7 +128,7 @@ func (p *Program) SetMcastGroup(id uint32, reps []Replica) error {
 	if err := CheckMcastGroup(id, reps); err != nil {
 		return err
 	}
-	m, err := p.replMap(mcMap)
+	m, err := p.replMap(McGroupsMap)
 	if err != nil {
 		return err
 	}
@@ -134,7 +137,7 @@ func (p *Program) SetMcastGroup(id uint32, reps []Replica) error {
 
 // DeleteMcastGroup removes a group (packets sent to it make no copy).
 func (p *Program) DeleteMcastGroup(id uint32) error {
-	m, err := p.replMap(mcMap)
+	m, err := p.replMap(McGroupsMap)
 	if err != nil {
 		return err
 	}
@@ -146,7 +149,7 @@ func (p *Program) DeleteMcastGroup(id uint32) error {
 
 // McastGroups reads every group back.
 func (p *Program) McastGroups() (map[uint32][]Replica, error) {
-	m, err := p.replMap(mcMap)
+	m, err := p.replMap(McGroupsMap)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +179,7 @@ func (p *Program) SetCloneSession(id uint32, s CloneSession) error {
 	if err := CheckCloneSession(id, s); err != nil {
 		return err
 	}
-	m, err := p.replMap(sessMap)
+	m, err := p.replMap(CloneSessionsMap)
 	if err != nil {
 		return err
 	}
@@ -185,7 +188,7 @@ func (p *Program) SetCloneSession(id uint32, s CloneSession) error {
 
 // DeleteCloneSession removes a session (clones to it make no copy).
 func (p *Program) DeleteCloneSession(id uint32) error {
-	m, err := p.replMap(sessMap)
+	m, err := p.replMap(CloneSessionsMap)
 	if err != nil {
 		return err
 	}
@@ -197,7 +200,7 @@ func (p *Program) DeleteCloneSession(id uint32) error {
 
 // CloneSessions reads every session back.
 func (p *Program) CloneSessions() (map[uint32]CloneSession, error) {
-	m, err := p.replMap(sessMap)
+	m, err := p.replMap(CloneSessionsMap)
 	if err != nil {
 		return nil, err
 	}
