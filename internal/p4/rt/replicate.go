@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"sort"
 
 	"github.com/cilium/ebpf"
 )
@@ -216,14 +215,4 @@ func (p *Program) CloneSessions() (map[uint32]CloneSession, error) {
 		out[k] = s
 	}
 	return out, it.Err()
-}
-
-// SortedIDs returns the keys of a map in order.
-func SortedIDs[V any](m map[uint32]V) []uint32 {
-	out := make([]uint32, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
 }

@@ -178,12 +178,6 @@ type externCost struct {
 	note           string
 }
 
-func medianUnused(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	return s[len(s)/2]
-}
-
 // BenchmarkExternCost measures every extern against the baseline program.
 func BenchmarkExternCost(b *testing.B) {
 	if os.Geteuid() != 0 {
