@@ -22,7 +22,7 @@ import (
 	"github.com/edgenf/edgenf/internal/engine"
 	p4nf "github.com/edgenf/edgenf/internal/nf/p4"
 	"github.com/edgenf/edgenf/internal/p4/p4info"
-	"github.com/edgenf/edgenf/internal/p4/rt"
+	"github.com/edgenf/edgenf/internal/p4/tableruntime"
 	"github.com/edgenf/edgenf/internal/tenant"
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
@@ -426,7 +426,7 @@ func port16(r *Replica) (uint16, error) {
 		v = new(big.Int).SetBytes(r.Port)
 	}
 	if v.BitLen() > 16 {
-		return 0, errf(codes.InvalidArgument, "replica port 0x%x is out of range (cube ports 0..63, CPU port %d)", v, rt.CPUPort)
+		return 0, errf(codes.InvalidArgument, "replica port 0x%x is out of range (cube ports 0..63, CPU port %d)", v, tableruntime.CPUPort)
 	}
 	if r.Instance > 0xffff {
 		return 0, errf(codes.InvalidArgument, "replica instance %d does not fit in 16 bits", r.Instance)
@@ -440,13 +440,13 @@ func (w *writer) pre(typ int32, p *PREEntry) error {
 	switch {
 	case p.MulticastGroup != nil:
 		g := p.MulticastGroup
-		mg := p4nf.McastGroup{Group: g.GroupID, Replicas: []rt.Replica{}}
+		mg := p4nf.McastGroup{Group: g.GroupID, Replicas: []tableruntime.Replica{}}
 		for _, r := range g.Replicas {
 			port, err := port16(r)
 			if err != nil {
 				return errf(codes.InvalidArgument, "multicast group %d: %s", g.GroupID, gstatus.Convert(err).Message())
 			}
-			mg.Replicas = append(mg.Replicas, rt.Replica{Port: port, Rid: uint16(r.Instance)})
+			mg.Replicas = append(mg.Replicas, tableruntime.Replica{Port: port, Rid: uint16(r.Instance)})
 		}
 		table, key = tblGroups, fmt.Sprint(g.GroupID)
 		raw, _ = json.Marshal(mg)

@@ -17,7 +17,7 @@ import (
 	"github.com/edgenf/edgenf/internal/datapath"
 	p4c "github.com/edgenf/edgenf/internal/p4"
 	"github.com/edgenf/edgenf/internal/p4/p4info"
-	"github.com/edgenf/edgenf/internal/p4/rt"
+	"github.com/edgenf/edgenf/internal/p4/tableruntime"
 )
 
 // Settings select the program.
@@ -267,7 +267,7 @@ type controller struct {
 func (ctl controller) Close() { ctl.run.release() }
 
 // runtimeOf binds the compiled model to the cube's loaded maps.
-func runtimeOf(h cube.Handle, c *cube.Cube) (*rt.Program, error) {
+func runtimeOf(h cube.Handle, c *cube.Cube) (*tableruntime.Program, error) {
 	r, err := programOf(c)
 	if err != nil {
 		return nil, err
@@ -283,7 +283,7 @@ func runtimeOf(h cube.Handle, c *cube.Cube) (*rt.Program, error) {
 	if err := replMaps(h, r, maps); err != nil { // sessions.go
 		return nil, err
 	}
-	return rt.New(r.Info, maps)
+	return tableruntime.New(r.Info, maps)
 }
 
 func mapNames(r *p4info.Runtime) []string {
@@ -352,7 +352,7 @@ func (ctl controller) Sync(h cube.Handle, c *cube.Cube) error {
 	return nil
 }
 
-func put(prog *rt.Program, e *Entry) error {
+func put(prog *tableruntime.Program, e *Entry) error {
 	if err := prog.AddEntry(e.Table, e.Matches(), e.Action, e.Args(), e.Priority); err != nil {
 		return fmt.Errorf("entry %s: %w", e.Key(), err)
 	}
@@ -477,7 +477,7 @@ type RegisterCells struct {
 // resolve finds the register and the range of cells, checked against its
 // size (an index past the end is an error here: the API never writes out of
 // range, whatever the P4 program does with such indexes).
-func (a *RegisterCells) resolve(h cube.Handle, c *cube.Cube) (*rt.Program, *p4info.RegisterLayout, uint32, uint32, error) {
+func (a *RegisterCells) resolve(h cube.Handle, c *cube.Cube) (*tableruntime.Program, *p4info.RegisterLayout, uint32, uint32, error) {
 	if a == nil || a.Register == "" {
 		return nil, nil, 0, 0, cube.Errorf("register", "a register name is required")
 	}
@@ -584,9 +584,9 @@ func meterSet(h cube.Handle, c *cube.Cube, args any) (any, error) {
 			return nil, cube.Errorf("index", "meter %s has %d cells (0..%d), not %d", me.Name, me.Size, me.Size-1, hi)
 		}
 	}
-	var cfg *rt.MeterConfig
+	var cfg *tableruntime.MeterConfig
 	if !a.Reset {
-		cfg = &rt.MeterConfig{CIR: a.CIR, CBurst: a.CBurst, PIR: a.PIR, PBurst: a.PBurst}
+		cfg = &tableruntime.MeterConfig{CIR: a.CIR, CBurst: a.CBurst, PIR: a.PIR, PBurst: a.PBurst}
 	}
 	if err := prog.SetMeter(me.Name, lo, hi, cfg); err != nil {
 		return nil, err
@@ -599,7 +599,7 @@ type MeterValue struct {
 	Meter string `json:"meter"`
 	Index uint32 `json:"index"`
 	Unit  string `json:"unit"`
-	rt.MeterConfig
+	tableruntime.MeterConfig
 }
 
 func listMeters(h cube.Handle, c *cube.Cube) (any, error) {

@@ -7,7 +7,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/edgenf/edgenf/internal/cube"
 	p4c "github.com/edgenf/edgenf/internal/p4"
-	"github.com/edgenf/edgenf/internal/p4/rt"
+	"github.com/edgenf/edgenf/internal/p4/tableruntime"
 )
 
 // Packet replication of a p4 cube: clone (mirroring) sessions and multicast
@@ -26,8 +26,8 @@ type CloneSession struct {
 	Truncate   uint32  `json:"truncate,omitempty"`
 }
 
-func (s *CloneSession) rt() rt.CloneSession {
-	out := rt.CloneSession{McastGroup: s.McastGroup, Truncate: s.Truncate}
+func (s *CloneSession) rt() tableruntime.CloneSession {
+	out := tableruntime.CloneSession{McastGroup: s.McastGroup, Truncate: s.Truncate}
 	if s.Port != nil {
 		out.Port = *s.Port
 	}
@@ -42,7 +42,7 @@ func (s *CloneSession) Validate(c *cube.Cube) error {
 	if (s.Port == nil) == (s.McastGroup == 0) {
 		return cube.Errorf("port", "clone session %d: give either a port or a mcast_group", s.Session)
 	}
-	if err := rt.CheckCloneSession(s.Session, s.rt()); err != nil {
+	if err := tableruntime.CheckCloneSession(s.Session, s.rt()); err != nil {
 		return cube.Errorf(sessionField(err), "%v", err)
 	}
 	return nil
@@ -62,8 +62,8 @@ func sessionField(err error) string {
 // standard_metadata.mcast_grp == Group are copied once per replica, each
 // copy running egress with the replica's egress_port and egress_rid.
 type McastGroup struct {
-	Group    uint32       `json:"group"`
-	Replicas []rt.Replica `json:"replicas"`
+	Group    uint32                 `json:"group"`
+	Replicas []tableruntime.Replica `json:"replicas"`
 }
 
 // Validate checks the group against the limits and the cube's program.
@@ -71,7 +71,7 @@ func (g *McastGroup) Validate(c *cube.Cube) error {
 	if err := replicating(c); err != nil {
 		return err
 	}
-	if err := rt.CheckMcastGroup(g.Group, g.Replicas); err != nil {
+	if err := tableruntime.CheckMcastGroup(g.Group, g.Replicas); err != nil {
 		field := "replicas"
 		if strings.Contains(err.Error(), "ids are") {
 			field = "group"
@@ -79,7 +79,7 @@ func (g *McastGroup) Validate(c *cube.Cube) error {
 		return cube.Errorf(field, "%v", err)
 	}
 	if g.Replicas == nil {
-		g.Replicas = []rt.Replica{}
+		g.Replicas = []tableruntime.Replica{}
 	}
 	return nil
 }
@@ -119,7 +119,7 @@ func replMaps(h cube.Handle, r *p4c.Result, maps map[string]*ebpf.Map) error {
 	if !Replicates(r) {
 		return nil
 	}
-	for _, name := range []string{rt.McGroupsMap, rt.CloneSessionsMap} {
+	for _, name := range []string{tableruntime.McGroupsMap, tableruntime.CloneSessionsMap} {
 		m, err := h.Map(name)
 		if err != nil {
 			return err
@@ -131,7 +131,7 @@ func replMaps(h cube.Handle, r *p4c.Result, maps map[string]*ebpf.Map) error {
 
 // syncReplication writes every session and group of the cube, and removes
 // from the maps those the cube no longer has.
-func syncReplication(prog *rt.Program, c *cube.Cube) error {
+func syncReplication(prog *tableruntime.Program, c *cube.Cube) error {
 	if !prog.Replicates() {
 		return nil
 	}
@@ -185,7 +185,7 @@ func syncReplication(prog *rt.Program, c *cube.Cube) error {
 }
 
 // putRepl and deleteRepl apply one session or group change.
-func putRepl(prog *rt.Program, item any) (bool, error) {
+func putRepl(prog *tableruntime.Program, item any) (bool, error) {
 	switch v := item.(type) {
 	case *CloneSession:
 		return true, prog.SetCloneSession(v.Session, v.rt())
@@ -195,7 +195,7 @@ func putRepl(prog *rt.Program, item any) (bool, error) {
 	return false, nil
 }
 
-func deleteRepl(prog *rt.Program, item any) (bool, error) {
+func deleteRepl(prog *tableruntime.Program, item any) (bool, error) {
 	switch v := item.(type) {
 	case *CloneSession:
 		return true, prog.DeleteCloneSession(v.Session)

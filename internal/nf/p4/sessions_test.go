@@ -8,7 +8,7 @@ import (
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/nftest"
-	"github.com/edgenf/edgenf/internal/p4/rt"
+	"github.com/edgenf/edgenf/internal/p4/tableruntime"
 )
 
 func scanCube(sessions ...CloneSession) *cube.Cube {
@@ -72,8 +72,8 @@ func TestP4ReplicationConfigIsValidated(t *testing.T) {
 		{"clone_sessions", CloneSession{Session: 5, Port: p4port(1), McastGroup: 3}, "either a port or a mcast_group"},
 		{"clone_sessions", CloneSession{Session: 5, Port: p4port(99)}, "port 99"},
 		{"mcast_groups", McastGroup{Group: 0}, "0 means no multicast"},
-		{"mcast_groups", McastGroup{Group: 2, Replicas: []rt.Replica{{Port: 1}, {Port: 1}}}, "listed twice"},
-		{"mcast_groups", McastGroup{Group: 2, Replicas: make([]rt.Replica, 33)}, "at most 32"},
+		{"mcast_groups", McastGroup{Group: 2, Replicas: []tableruntime.Replica{{Port: 1}, {Port: 1}}}, "listed twice"},
+		{"mcast_groups", McastGroup{Group: 2, Replicas: make([]tableruntime.Replica, 33)}, "at most 32"},
 	}
 	for _, c := range cases {
 		topo := cube.NewTopology()

@@ -18,7 +18,7 @@ import (
 	p4c "github.com/edgenf/edgenf/internal/p4"
 	"github.com/edgenf/edgenf/internal/p4/ir"
 	"github.com/edgenf/edgenf/internal/p4/p4info"
-	"github.com/edgenf/edgenf/internal/p4/rt"
+	"github.com/edgenf/edgenf/internal/p4/tableruntime"
 )
 
 const (
@@ -544,7 +544,7 @@ func canonical(t *p4info.TableLayout, e *Entry) {
 // restoreLearned lists again, after a daemon restart, the entries learning
 // rules installed: those of the rules' (exact-match) tables with the rules'
 // actions that the configuration does not have.
-func (ctl controller) restoreLearned(c *cube.Cube, info *p4info.P4Info, prog *rt.Program) {
+func (ctl controller) restoreLearned(c *cube.Cube, info *p4info.P4Info, prog *tableruntime.Program) {
 	set, err := settingsOf(c)
 	if err != nil || len(set.Learn) == 0 {
 		return

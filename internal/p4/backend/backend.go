@@ -9,7 +9,7 @@
 // integers; the deparser grows or shrinks the packet head by the difference
 // to the parsed length and writes the valid headers in front of the
 // payload, only the fields that may have changed of a header still where
-// it was parsed (fastpath.go).
+// it was parsed (packet.go).
 package backend
 
 import (
@@ -83,7 +83,7 @@ type gen struct {
 	emitMode   int
 	needCRC32  bool
 	needCRC16  bool
-	fs         *fastState   // packet access and deparse-what-changed (fastpath.go)
+	fs         *fastState   // packet access and deparse-what-changed (packet.go)
 	sp         *ir.SlowPath // digests, log_msg, controller headers (slowpath.go)
 	opt        Options
 
@@ -551,18 +551,18 @@ func (g *gen) pipeline(blocks []sema.Entity) {
 	g.line("/* V1Switch: Parser, VerifyChecksum, Ingress, Egress, ComputeChecksum, Deparser. */")
 	g.pipelineStart("__u32 port;", "")
 	g.line("p4_parser(ctx);")
-	g.ctlCall(blocks, 1) // not for an empty control (fastpath.go)
-	g.ctlCall(blocks, 2) // not for an empty control (fastpath.go)
+	g.ctlCall(blocks, 1) // not for an empty control (stages.go)
+	g.ctlCall(blocks, 2) // not for an empty control (stages.go)
 	g.line("if (s->sm.f_egress_spec == P4_DROP_PORT)")
 	g.line("\treturn enf_drop(ctx, md);")
 	g.line("s->sm.f_egress_port = s->sm.f_egress_spec;")
 	if g.usesField("egress_global_timestamp") {
 		g.line("s->sm.f_egress_global_timestamp = (bpf_ktime_get_ns() / 1000) & %s;", mask(48))
 	}
-	g.ctlCall(blocks, 3) // not for an empty control (fastpath.go)
+	g.ctlCall(blocks, 3) // not for an empty control (stages.go)
 	g.line("if (s->sm.f_egress_spec == P4_DROP_PORT)")
 	g.line("\treturn enf_drop(ctx, md);")
-	g.ctlCall(blocks, 4) // not for an empty control (fastpath.go)
+	g.ctlCall(blocks, 4) // not for an empty control (stages.go)
 	g.line("if (p4_deparse(ctx))")
 	g.line("\treturn enf_drop(ctx, md);")
 	g.pipelineTail()

@@ -77,7 +77,7 @@ func (g *gen) callFromValue(t *ir.Table, a *ir.Action, v string) string {
 		if p.Width > 64 {
 			args = append(args, at)
 		} else {
-			// v is a map value: wide loads (fastpath.go)
+			// v is a map value: wide loads (packet.go)
 			args = append(args, fmt.Sprintf("(p4_ldbe(%s, %d) & %s)", at, p.Size, mask(p.Width)))
 		}
 	}
@@ -201,7 +201,7 @@ func (g *gen) table(t *ir.Table) {
 	g.line("}")
 	g.line("")
 	// A separately verified BPF function: keeps the verifier's path count
-	// additive across tables (inlined in small programs, fastpath.go).
+	// additive across tables (inlined in small programs, stages.go).
 	g.line("%s int %s(ctx_t *ctx)", g.tableAttr(), tblName(t))
 	g.line("{")
 	g.line("	__u32 zero = 0;")
@@ -331,7 +331,7 @@ func (g *gen) applyTable(call *syntax.Call) string {
 func (g *gen) control(c *sema.Control) {
 	g.controlLocals(c.Locals)
 	g.line("/* control %s */", comment(c.Name))
-	g.line("%s int ctl_%s(ctx_t *ctx)", g.stageAttr(), ir.Sanitize(c.Name)) // fastpath.go
+	g.line("%s int ctl_%s(ctx_t *ctx)", g.stageAttr(), ir.Sanitize(c.Name)) // stages.go
 	g.line("{")
 	g.indent++
 	g.stateLookup()
@@ -721,7 +721,7 @@ func (g *gen) externFunc(call *syntax.Call, cr *sema.CallRef) {
 		}
 		g.line("if (%s) {", unparen(g.rv(args[0].Value)))
 		g.indent++
-		sum, fast := g.csumSum(args[1].Value) // from the field values (fastpath.go)
+		sum, fast := g.csumSum(args[1].Value) // from the field values (packet.go)
 		if !fast {
 			bits := g.packList(args[1].Value)
 			sum = fmt.Sprintf("p4_sum16(s->cbuf, %d)", (bits+7)/8)

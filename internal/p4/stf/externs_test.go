@@ -13,7 +13,7 @@ import (
 
 	"github.com/edgenf/edgenf/internal/p4"
 	"github.com/edgenf/edgenf/internal/p4/p4test"
-	"github.com/edgenf/edgenf/internal/p4/rt"
+	"github.com/edgenf/edgenf/internal/p4/tableruntime"
 )
 
 func loadExterns(t *testing.T, debug bool, hook string) *Runner {
@@ -172,7 +172,7 @@ func TestMeterConcurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	const burst = 1 << 30
-	if err := r.RT.SetMeter("Ig.pkt_meter", 0, 0, &rt.MeterConfig{CBurst: burst, PBurst: burst}); err != nil {
+	if err := r.RT.SetMeter("Ig.pkt_meter", 0, 0, &tableruntime.MeterConfig{CBurst: burst, PBurst: burst}); err != nil {
 		t.Fatal(err)
 	}
 	n := runtime.NumCPU()

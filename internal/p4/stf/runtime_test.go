@@ -9,7 +9,7 @@ import (
 	"github.com/edgenf/edgenf/internal/p4"
 	"github.com/edgenf/edgenf/internal/p4/p4info"
 	"github.com/edgenf/edgenf/internal/p4/p4test"
-	"github.com/edgenf/edgenf/internal/p4/rt"
+	"github.com/edgenf/edgenf/internal/p4/tableruntime"
 )
 
 const vsProgram = `
@@ -73,7 +73,7 @@ func TestValueSet(t *testing.T) {
 	if p := send(0x88b5); p != 1 {
 		t.Errorf("empty value set matched: port %d", p)
 	}
-	if err := r.RT.SetValueSet("special", []rt.ValueSetMember{{Value: "0x88b5"}, {Value: "0x9000", Mask: "0xff00"}}); err != nil {
+	if err := r.RT.SetValueSet("special", []tableruntime.ValueSetMember{{Value: "0x88b5"}, {Value: "0x9000", Mask: "0xff00"}}); err != nil {
 		t.Fatal(err)
 	}
 	if p := send(0x88b5); p != 5 {

@@ -1,7 +1,7 @@
-// Package rt is the control-plane side of a loaded P4 program: it writes
+// Package tableruntime is the control-plane side of a loaded P4 program: it writes
 // table entries and default actions into the program's BPF maps and reads
 // its counters, using the layouts of the compiled model (p4info.Runtime).
-package rt
+package tableruntime
 
 import (
 	"bytes"
