@@ -13,10 +13,10 @@ import (
 	"fmt"
 	"maps"
 	"math/big"
-	"strings"
 	"syscall"
 	"time"
 
+	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/engine"
 	p4nf "github.com/edgenf/edgenf/internal/nf/p4"
 	"github.com/edgenf/edgenf/internal/p4/p4info"
@@ -152,7 +152,7 @@ func (w *writer) apply(u *Update) error {
 // RESOURCE_EXHAUSTED.
 func engineErr(err error) error {
 	if errors.Is(err, syscall.E2BIG) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.ENOMEM) ||
-		strings.Contains(err.Error(), "entries, at most") || strings.Contains(err.Error(), "table is full") {
+		errors.Is(err, cube.ErrFull) || errors.Is(err, tableruntime.ErrTableFull) {
 		return errf(codes.ResourceExhausted, "%v", err)
 	}
 	return fromEngine(err)

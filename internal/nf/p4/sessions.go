@@ -1,8 +1,8 @@
 package p4
 
 import (
+	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/edgenf/edgenf/internal/cube"
@@ -43,19 +43,22 @@ func (s *CloneSession) Validate(c *cube.Cube) error {
 		return cube.Errorf("port", "clone session %d: give either a port or a mcast_group", s.Session)
 	}
 	if err := tableruntime.CheckCloneSession(s.Session, s.rt()); err != nil {
-		return cube.Errorf(sessionField(err), "%v", err)
+		return cube.Errorf(replField(err, "session"), "%v", err)
 	}
 	return nil
 }
 
-func sessionField(err error) string {
-	switch msg := err.Error(); {
-	case strings.Contains(msg, "ids are"):
-		return "session"
-	case strings.Contains(msg, "truncate"):
-		return "truncate"
+// replField is the field of a CloneSession or McastGroup that err (from
+// tableruntime's checks) is about; idField is the one of the id.
+func replField(err error, idField string) string {
+	var re *tableruntime.ReplicationError
+	if !errors.As(err, &re) {
+		return ""
 	}
-	return "port"
+	if re.Part == "id" {
+		return idField
+	}
+	return re.Part
 }
 
 // McastGroup is a multicast group: the packets with
@@ -72,11 +75,7 @@ func (g *McastGroup) Validate(c *cube.Cube) error {
 		return err
 	}
 	if err := tableruntime.CheckMcastGroup(g.Group, g.Replicas); err != nil {
-		field := "replicas"
-		if strings.Contains(err.Error(), "ids are") {
-			field = "group"
-		}
-		return cube.Errorf(field, "%v", err)
+		return cube.Errorf(replField(err, "group"), "%v", err)
 	}
 	if g.Replicas == nil {
 		g.Replicas = []tableruntime.Replica{}

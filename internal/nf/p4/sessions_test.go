@@ -93,3 +93,25 @@ func TestP4ReplicationConfigIsValidated(t *testing.T) {
 		t.Fatalf("replication config on portfwd.p4: %v", err)
 	}
 }
+
+// TestReplicationErrorFields: an invalid clone session or multicast group
+// is reported against the field at fault.
+func TestReplicationErrorFields(t *testing.T) {
+	for _, c := range []struct {
+		err     error
+		idField string
+		want    string
+	}{
+		{tableruntime.CheckCloneSession(0, tableruntime.CloneSession{}), "session", "session"},
+		{tableruntime.CheckCloneSession(1, tableruntime.CloneSession{Port: 64}), "session", "port"},
+		{tableruntime.CheckCloneSession(1, tableruntime.CloneSession{Port: 1, McastGroup: 1}), "session", "port"},
+		{tableruntime.CheckCloneSession(1, tableruntime.CloneSession{Port: 1, Truncate: 2}), "session", "truncate"},
+		{tableruntime.CheckMcastGroup(0, nil), "group", "group"},
+		{tableruntime.CheckMcastGroup(1, []tableruntime.Replica{{Port: 509}}), "group", "replicas"},
+		{tableruntime.CheckMcastGroup(1, []tableruntime.Replica{{Port: 2}, {Port: 2}}), "group", "replicas"},
+	} {
+		if got := replField(c.err, c.idField); got != c.want {
+			t.Errorf("%v: field %q, want %q", c.err, got, c.want)
+		}
+	}
+}

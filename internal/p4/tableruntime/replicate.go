@@ -64,40 +64,55 @@ func (p *Program) replMap(name string) (*ebpf.Map, error) {
 // ValidPort reports whether port can receive copies.
 func ValidPort(port uint32) bool { return port <= MaxPort || port == CPUPort }
 
-// CheckMcastGroup validates a group before it is written.
+// ReplicationError is an invalid multicast group or clone session. Part
+// names what is wrong: "id", "replicas", "port" or "truncate".
+type ReplicationError struct {
+	Part string
+	Msg  string
+}
+
+func (e *ReplicationError) Error() string { return e.Msg }
+
+func replErr(part, format string, args ...any) error {
+	return &ReplicationError{Part: part, Msg: fmt.Sprintf(format, args...)}
+}
+
+// CheckMcastGroup validates a group before it is written
+// (*ReplicationError).
 func CheckMcastGroup(id uint32, reps []Replica) error {
 	if id == 0 || id > 0xffff {
-		return fmt.Errorf("multicast group %d: ids are 1..65535 (0 means no multicast)", id)
+		return replErr("id", "multicast group %d: ids are 1..65535 (0 means no multicast)", id)
 	}
 	if len(reps) > MaxReplicas {
-		return fmt.Errorf("multicast group %d: %d replicas, at most %d", id, len(reps), MaxReplicas)
+		return replErr("replicas", "multicast group %d: %d replicas, at most %d", id, len(reps), MaxReplicas)
 	}
 	seen := map[Replica]bool{}
 	for _, r := range reps {
 		if !ValidPort(uint32(r.Port)) {
-			return fmt.Errorf("multicast group %d: port %d: ports are 0..%d or %d (CPU)", id, r.Port, MaxPort, CPUPort)
+			return replErr("replicas", "multicast group %d: port %d: ports are 0..%d or %d (CPU)", id, r.Port, MaxPort, CPUPort)
 		}
 		if seen[r] {
-			return fmt.Errorf("multicast group %d: replica (port %d, rid %d) listed twice", id, r.Port, r.Rid)
+			return replErr("replicas", "multicast group %d: replica (port %d, rid %d) listed twice", id, r.Port, r.Rid)
 		}
 		seen[r] = true
 	}
 	return nil
 }
 
-// CheckCloneSession validates a session before it is written.
+// CheckCloneSession validates a session before it is written
+// (*ReplicationError).
 func CheckCloneSession(id uint32, s CloneSession) error {
 	if id == 0 || id > MaxSessionID {
-		return fmt.Errorf("clone session %d: ids are 1..%d (0 means no clone)", id, MaxSessionID)
+		return replErr("id", "clone session %d: ids are 1..%d (0 means no clone)", id, MaxSessionID)
 	}
 	if s.McastGroup == 0 && !ValidPort(uint32(s.Port)) {
-		return fmt.Errorf("clone session %d: port %d: ports are 0..%d or %d (CPU)", id, s.Port, MaxPort, CPUPort)
+		return replErr("port", "clone session %d: port %d: ports are 0..%d or %d (CPU)", id, s.Port, MaxPort, CPUPort)
 	}
 	if s.McastGroup != 0 && s.Port != 0 {
-		return fmt.Errorf("clone session %d: give a port or a multicast group, not both", id)
+		return replErr("port", "clone session %d: give a port or a multicast group, not both", id)
 	}
 	if s.Truncate != 0 && s.Truncate < 14 {
-		return fmt.Errorf("clone session %d: truncate %d is shorter than an Ethernet header (0: whole packet)", id, s.Truncate)
+		return replErr("truncate", "clone session %d: truncate %d is shorter than an Ethernet header (0: whole packet)", id, s.Truncate)
 	}
 	return nil
 }
