@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math/big"
 
+	"github.com/edgenf/edgenf/internal/cube"
 	p4nf "github.com/edgenf/edgenf/internal/nf/p4"
 
 	"github.com/edgenf/edgenf/internal/p4/p4info"
@@ -187,11 +188,14 @@ func (r *reader) sinceHit(entries []p4nf.Entry, tables map[string]*p4info.TableL
 	if len(ask) == 0 {
 		return nil, nil
 	}
-	v, err := r.action("time_since_hit", &p4nf.SinceHitArgs{Entries: ask})
+	var hits []p4nf.SinceHit
+	err := r.call(func(h cube.Handle, c *cube.Cube) (err error) {
+		hits, err = p4nf.SinceHits(h, c, ask)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	hits, _ := v.([]p4nf.SinceHit)
 	out := map[string]int64{}
 	for _, h := range hits {
 		out[h.Entry] = h.IdleNs
@@ -199,10 +203,9 @@ func (r *reader) sinceHit(entries []p4nf.Entry, tables map[string]*p4info.TableL
 	return out, nil
 }
 
-func (r *reader) action(name string, args any) (any, error) {
-	raw, _ := json.Marshal(args)
-	v, err := r.s.eng.Action(tenant.Admin, r.pl.dev.cube, name, raw)
-	return v, fromEngine(err)
+// call runs fn on the device's cube (engine.Call).
+func (r *reader) call(fn func(h cube.Handle, c *cube.Cube) error) error {
+	return fromEngine(r.s.eng.Call(tenant.Admin, r.pl.dev.cube, fn))
 }
 
 func (r *reader) registers(q *RegisterEntry) error {
@@ -221,11 +224,14 @@ func (r *reader) registers(q *RegisterEntry) error {
 		if err != nil {
 			return err
 		}
-		v, err := r.action("register_read", p4nf.RegisterCells{Register: g.Name, Index: idx})
+		var vals []p4nf.RegisterValue
+		err = r.call(func(h cube.Handle, c *cube.Cube) (err error) {
+			vals, err = p4nf.ReadRegister(h, c, p4nf.RegisterCells{Register: g.Name, Index: idx})
+			return err
+		})
 		if err != nil {
 			return err
 		}
-		vals, _ := v.([]p4nf.RegisterValue)
 		for _, c := range vals {
 			data := &P4Data{Kind: "bitstring", Bitstring: minimalBytes(new(big.Int).SetUint64(c.Value))}
 			if g.Bool {
@@ -291,11 +297,14 @@ func (r *reader) meters(q *MeterEntry) error {
 	if q.MeterID != 0 && len(ms) == 0 {
 		return errf(codes.InvalidArgument, "unknown meter id %d (0x%08x)", q.MeterID, q.MeterID)
 	}
-	v, err := r.s.eng.View(tenant.Admin, r.pl.dev.cube, "meters")
+	var vals []p4nf.MeterValue
+	err := r.call(func(h cube.Handle, c *cube.Cube) (err error) {
+		vals, err = p4nf.Meters(h, c)
+		return err
+	})
 	if err != nil {
-		return fromEngine(err)
+		return err
 	}
-	vals, _ := v.([]p4nf.MeterValue)
 	got := map[string]p4nf.MeterValue{}
 	for _, m := range vals {
 		got[fmt.Sprintf("%s/%d", m.Meter, m.Index)] = m

@@ -7,7 +7,6 @@ package p4rt
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -341,13 +340,9 @@ func meterByID(info *p4info.P4Info, id uint32) *p4info.MeterLayout {
 	return nil
 }
 
-func (w *writer) action(name string, args any) (any, error) {
-	raw, _ := json.Marshal(args)
-	v, err := w.s.eng.Action(tenant.Admin, w.pl.dev.cube, name, raw)
-	if err != nil {
-		return nil, engineErr(err)
-	}
-	return v, nil
+// call runs fn on the device's cube (engine.Call).
+func (w *writer) call(fn func(h cube.Handle, c *cube.Cube) error) error {
+	return engineErr(w.s.eng.Call(tenant.Admin, w.pl.dev.cube, fn))
 }
 
 func (w *writer) register(typ int32, re *RegisterEntry) error {
@@ -365,18 +360,18 @@ func (w *writer) register(typ int32, re *RegisterEntry) error {
 	if re.Data == nil {
 		return errf(codes.InvalidArgument, "register %s: data is required", r.Name)
 	}
-	var value string
+	var value uint64
 	switch {
 	case r.Bool && re.Data.Kind == "bool":
-		value = "0"
 		if re.Data.Bool {
-			value = "1"
+			value = 1
 		}
 	case !r.Bool && re.Data.Kind == "bitstring":
-		if _, err := fits("register "+r.Name, r.Width, re.Data.Bitstring); err != nil {
+		v, err := fits("register "+r.Name, r.Width, re.Data.Bitstring)
+		if err != nil {
 			return err
 		}
-		value = "0x" + hex.EncodeToString(re.Data.Bitstring)
+		value = v.Uint64()
 	default:
 		want := "a bitstring"
 		if r.Bool {
@@ -384,8 +379,9 @@ func (w *writer) register(typ int32, re *RegisterEntry) error {
 		}
 		return errf(codes.InvalidArgument, "register %s holds %s, got P4Data %s", r.Name, want, re.Data.Kind)
 	}
-	_, err = w.action("register_write", p4nf.RegisterWriteArgs{RegisterCells: p4nf.RegisterCells{Register: r.Name, Index: idx}, Value: value})
-	return err
+	return w.call(func(h cube.Handle, c *cube.Cube) error {
+		return p4nf.WriteRegister(h, c, p4nf.RegisterCells{Register: r.Name, Index: idx}, value)
+	})
 }
 
 func (w *writer) meter(typ int32, me *MeterEntry) error {
@@ -410,8 +406,10 @@ func (w *writer) meter(typ int32, me *MeterEntry) error {
 		}
 		args.CIR, args.CBurst, args.PIR, args.PBurst = uint64(c.CIR), uint64(c.CBurst), uint64(c.PIR), uint64(c.PBurst)
 	}
-	_, err = w.action("meter_set", args)
-	return err
+	return w.call(func(h cube.Handle, c *cube.Cube) error {
+		_, err := p4nf.SetMeter(h, c, args)
+		return err
+	})
 }
 
 // port16 reads a replica's port.

@@ -237,13 +237,19 @@ func sinceHit(h cube.Handle, c *cube.Cube, args any) (any, error) {
 	if a == nil {
 		return []SinceHit{}, nil
 	}
+	return SinceHits(h, c, a.Entries)
+}
+
+// SinceHits says how long ago a packet last hit each entry (the
+// time_since_hit action, typed: engine.Call).
+func SinceHits(h cube.Handle, c *cube.Cube, entries []Entry) ([]SinceHit, error) {
 	prog, err := runtimeOf(h, c)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]SinceHit, 0, len(a.Entries))
-	for i := range a.Entries {
-		e := &a.Entries[i]
+	out := make([]SinceHit, 0, len(entries))
+	for i := range entries {
+		e := &entries[i]
 		idle, err := prog.Idle(e.Table, e.Matches(), e.Priority)
 		if err != nil {
 			return nil, cube.Errorf(fmt.Sprintf("entries[%d]", i), "%s: %v", e.Key(), err)

@@ -520,7 +520,7 @@ func registerWrite(h cube.Handle, c *cube.Cube, args any) (any, error) {
 	if a == nil {
 		return nil, cube.Errorf("register", "a register name is required")
 	}
-	prog, r, lo, hi, err := a.resolve(h, c)
+	_, r, lo, hi, err := a.resolve(h, c)
 	if err != nil {
 		return nil, err
 	}
@@ -528,15 +528,34 @@ func registerWrite(h cube.Handle, c *cube.Cube, args any) (any, error) {
 	if err != nil {
 		return nil, cube.Errorf("value", "register %s: %v", r.Name, err)
 	}
-	if err := prog.WriteRegister(r.Name, lo, hi, v.Uint64()); err != nil {
+	if err := WriteRegister(h, c, a.RegisterCells, v.Uint64()); err != nil {
 		return nil, err
 	}
 	return map[string]any{"register": r.Name, "written": hi - lo + 1}, nil
 }
 
+// WriteRegister sets the cells of a range to v, which must fit the
+// register's width (the register_write action, typed: engine.Call).
+func WriteRegister(h cube.Handle, c *cube.Cube, cells RegisterCells, v uint64) error {
+	prog, r, lo, hi, err := cells.resolve(h, c)
+	if err != nil {
+		return err
+	}
+	if r.Width < 64 && v>>r.Width != 0 {
+		return cube.Errorf("value", "register %s: 0x%x does not fit in %d bits", r.Name, v, r.Width)
+	}
+	return prog.WriteRegister(r.Name, lo, hi, v)
+}
+
 // registerRead returns the cells of a range, zeros included.
 func registerRead(h cube.Handle, c *cube.Cube, args any) (any, error) {
-	prog, r, lo, hi, err := args.(*RegisterCells).resolve(h, c)
+	return ReadRegister(h, c, *args.(*RegisterCells))
+}
+
+// ReadRegister returns the cells of a range, zeros included (the
+// register_read action, typed: engine.Call).
+func ReadRegister(h cube.Handle, c *cube.Cube, cells RegisterCells) ([]RegisterValue, error) {
+	prog, r, lo, hi, err := cells.resolve(h, c)
 	if err != nil {
 		return nil, err
 	}
@@ -570,18 +589,31 @@ func meterSet(h cube.Handle, c *cube.Cube, args any) (any, error) {
 	if a == nil || a.Meter == "" {
 		return nil, cube.Errorf("meter", "meter_set needs a meter")
 	}
-	prog, err := runtimeOf(h, c)
+	n, err := SetMeter(h, c, *a)
 	if err != nil {
 		return nil, err
 	}
+	return map[string]any{"meter": a.Meter, "written": n}, nil
+}
+
+// SetMeter configures the cells a names and returns how many (the
+// meter_set action, typed: engine.Call).
+func SetMeter(h cube.Handle, c *cube.Cube, a MeterSetArgs) (uint32, error) {
+	if a.Meter == "" {
+		return 0, cube.Errorf("meter", "meter_set needs a meter")
+	}
+	prog, err := runtimeOf(h, c)
+	if err != nil {
+		return 0, err
+	}
 	me := prog.Model.Meter(a.Meter)
 	if me == nil {
-		return nil, cube.NotFound("meter", "the program has no meter %q", a.Meter)
+		return 0, cube.NotFound("meter", "the program has no meter %q", a.Meter)
 	}
 	lo, hi := uint32(0), uint32(me.Size-1)
 	if a.Index != nil {
 		if lo, hi = *a.Index, *a.Index; int64(hi) >= int64(me.Size) {
-			return nil, cube.Errorf("index", "meter %s has %d cells (0..%d), not %d", me.Name, me.Size, me.Size-1, hi)
+			return 0, cube.Errorf("index", "meter %s has %d cells (0..%d), not %d", me.Name, me.Size, me.Size-1, hi)
 		}
 	}
 	var cfg *tableruntime.MeterConfig
@@ -589,9 +621,9 @@ func meterSet(h cube.Handle, c *cube.Cube, args any) (any, error) {
 		cfg = &tableruntime.MeterConfig{CIR: a.CIR, CBurst: a.CBurst, PIR: a.PIR, PBurst: a.PBurst}
 	}
 	if err := prog.SetMeter(me.Name, lo, hi, cfg); err != nil {
-		return nil, err
+		return 0, err
 	}
-	return map[string]any{"meter": me.Name, "written": hi - lo + 1}, nil
+	return hi - lo + 1, nil
 }
 
 // MeterValue is a configured meter cell.
@@ -602,7 +634,11 @@ type MeterValue struct {
 	tableruntime.MeterConfig
 }
 
-func listMeters(h cube.Handle, c *cube.Cube) (any, error) {
+func listMeters(h cube.Handle, c *cube.Cube) (any, error) { return Meters(h, c) }
+
+// Meters returns the configured cells of every meter (the meters view,
+// typed: engine.Call).
+func Meters(h cube.Handle, c *cube.Cube) ([]MeterValue, error) {
 	prog, err := runtimeOf(h, c)
 	if err != nil {
 		return nil, err
