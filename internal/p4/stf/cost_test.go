@@ -180,9 +180,7 @@ type externCost struct {
 
 // BenchmarkExternCost measures every extern against the baseline program.
 func BenchmarkExternCost(b *testing.B) {
-	if os.Geteuid() != 0 {
-		b.Skip("needs root")
-	}
+	needRoot(b)
 	base, err := loadCost(b, "", "", "")
 	if err != nil {
 		b.Fatal(err)

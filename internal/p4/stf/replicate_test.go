@@ -2,11 +2,9 @@ package stf
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 
-	"github.com/edgenf/edgenf/internal/p4"
 	"github.com/edgenf/edgenf/internal/p4/p4test"
 	"github.com/edgenf/edgenf/internal/p4/tableruntime"
 )
@@ -20,18 +18,8 @@ func replFrame(op byte) []byte {
 // sessions and groups make no copy (STF replicate.stf), and malformed
 // configurations are refused before anything is written.
 func TestReplicationConfigErrors(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-	res, err := p4.Compile(context.Background(), p4test.File(t, "../testdata/replicate.p4"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := LoadResult(res, "xdp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	res := compileFile(t, "../testdata/replicate.p4")
+	r := load(t, res, "xdp")
 	for _, bad := range []func() error{
 		func() error { return r.RT.SetCloneSession(0, tableruntime.CloneSession{Port: 1}) },
 		func() error { return r.RT.SetCloneSession(32768, tableruntime.CloneSession{Port: 1}) },
@@ -92,18 +80,9 @@ func TestReplicationConfigErrors(t *testing.T) {
 //
 //	go test -run XXX -bench Replication ./internal/p4/stf
 func BenchmarkReplication(b *testing.B) {
-	if os.Geteuid() != 0 {
-		b.Skip("needs root")
-	}
-	res, err := p4.Compile(context.Background(), p4test.File(b, "../testdata/replicate.p4"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	res := compileFile(b, "../testdata/replicate.p4")
 	for _, hook := range []string{"xdp", "tc"} {
-		r, err := LoadResult(res, hook)
-		if err != nil {
-			b.Fatal(err)
-		}
+		r := load(b, res, hook)
 		r.RT.SetCloneSession(10, tableruntime.CloneSession{Port: 4})
 		r.RT.SetMcastGroup(5, []tableruntime.Replica{{Port: 1, Rid: 1}, {Port: 3, Rid: 2}})
 		if _, err := r.SendAll(0, replFrame(1)); err != nil { // opens the punt ring
@@ -121,7 +100,6 @@ func BenchmarkReplication(b *testing.B) {
 				b.ReportMetric(float64(d.Nanoseconds()), "ns/pkt")
 			})
 		}
-		r.Close()
 	}
 }
 
@@ -129,9 +107,7 @@ func BenchmarkReplication(b *testing.B) {
 // the kernel, at XDP they go through the slow path (here the runner plays
 // the daemon).
 func TestReplicationSTFLive(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	needRoot(t)
 	for _, hook := range []string{"xdp", "tc"} {
 		for _, f := range []string{"../../../examples/p4/portscan", "../../../examples/p4/int_telemetry", "../testdata/replicate"} {
 			t.Run(hook+"/"+f[strings.LastIndex(f, "/")+1:], func(t *testing.T) {
