@@ -11,52 +11,25 @@ import (
 	"testing"
 )
 
-// vectorTypes are the hand-written messages of the P4Runtime types the
-// vectors hold (testdata/p4runtime_vectors.py).
-var vectorTypes = map[string]func() interface {
+// codecMessage is a hand-written message: it encodes and decodes itself.
+type codecMessage interface {
 	marshaler
 	unmarshaler
-}{
-	"p4.v1.WriteRequest": func() interface {
-		marshaler
-		unmarshaler
-	} { return &WriteRequest{} },
-	"p4.v1.ReadRequest": func() interface {
-		marshaler
-		unmarshaler
-	} { return &ReadRequest{} },
-	"p4.v1.ReadResponse": func() interface {
-		marshaler
-		unmarshaler
-	} { return &ReadResponse{} },
-	"p4.v1.StreamMessageRequest": func() interface {
-		marshaler
-		unmarshaler
-	} { return &StreamRequest{} },
-	"p4.v1.StreamMessageResponse": func() interface {
-		marshaler
-		unmarshaler
-	} { return &StreamResponse{} },
-	"p4.v1.SetForwardingPipelineConfigRequest": func() interface {
-		marshaler
-		unmarshaler
-	} { return &SetPipelineRequest{} },
-	"p4.v1.GetForwardingPipelineConfigRequest": func() interface {
-		marshaler
-		unmarshaler
-	} { return &GetPipelineRequest{} },
-	"p4.v1.GetForwardingPipelineConfigResponse": func() interface {
-		marshaler
-		unmarshaler
-	} { return &GetPipelineResponse{} },
-	"p4.v1.CapabilitiesResponse": func() interface {
-		marshaler
-		unmarshaler
-	} { return &CapabilitiesResponse{} },
-	"google.rpc.Status": func() interface {
-		marshaler
-		unmarshaler
-	} { return &Status{} },
+}
+
+// vectorTypes are the hand-written messages of the P4Runtime types the
+// vectors hold (testdata/p4runtime_vectors.py).
+var vectorTypes = map[string]func() codecMessage{
+	"p4.v1.WriteRequest":                        func() codecMessage { return &WriteRequest{} },
+	"p4.v1.ReadRequest":                         func() codecMessage { return &ReadRequest{} },
+	"p4.v1.ReadResponse":                        func() codecMessage { return &ReadResponse{} },
+	"p4.v1.StreamMessageRequest":                func() codecMessage { return &StreamRequest{} },
+	"p4.v1.StreamMessageResponse":               func() codecMessage { return &StreamResponse{} },
+	"p4.v1.SetForwardingPipelineConfigRequest":  func() codecMessage { return &SetPipelineRequest{} },
+	"p4.v1.GetForwardingPipelineConfigRequest":  func() codecMessage { return &GetPipelineRequest{} },
+	"p4.v1.GetForwardingPipelineConfigResponse": func() codecMessage { return &GetPipelineResponse{} },
+	"p4.v1.CapabilitiesResponse":                func() codecMessage { return &CapabilitiesResponse{} },
+	"google.rpc.Status":                         func() codecMessage { return &Status{} },
 }
 
 // TestMessagesMatchP4RuntimePackage checks the hand-written codec against
