@@ -1,6 +1,8 @@
 // Package backend turns a lowered P4 program into eBPF C for edgenf's cube
 // framework (bpf/include/edgenf) and compiles it with clang for the XDP and
-// TC hooks.
+// TC hooks. The C it writes includes the P4 runtime's headers
+// (bpf/include/edgenf/p4) and defines this program's settings; the runtime
+// itself is not generated.
 //
 // Generated code shape: all per-packet P4 state (headers, metadata,
 // standard_metadata, locals, key and packet buffers) lives in one per-CPU

@@ -1,5 +1,10 @@
 package backend
 
+// Control blocks, tables, statements and extern calls. Over 600 lines: the
+// C for every statement kind and every v1model extern function is chosen
+// here, in one switch each; the externs with their own runtime (meters,
+// replication, digests, atomic blocks) have their own files.
+
 import (
 	"fmt"
 	"sort"
