@@ -11,8 +11,11 @@
  *   meter.h    RFC 2698 meters (meters, direct_meters)
  *   digest.h   digests and log_msg (the punt ring, rate-limited logs)
  *   atomic.h   the locks of @atomic blocks
- *   replicate.h  clone, multicast, resubmit and recirculate: a template
- *              over the program (needs P4_PROGRAM, see there)
+ *   replicate.h  clone, multicast, resubmit and recirculate: requests,
+ *              multicast groups, clone sessions
+ *   replicate_run.h  the replicating pipeline: a template over the program
+ *              (needs P4_PROGRAM, see there; bpf/check/p4_replicate.c is
+ *              its instance for `make bpf`)
  *
  * The generator includes the optional ones only for programs that use them.
  */
