@@ -128,6 +128,9 @@ struct upf_list {
 #define RULE_UL 0x02  /* uplink: the UE is the inner source */
 #define RULE_UE4 0x04 /* check the UE's IPv4 address */
 #define RULE_UE6 0x08 /* check the UE's IPv6 /64 */
+/* << i: the i-th URR has a threshold or quota to count down; without it
+ * the URR's shared entry is not read, only its per-CPU counters touched */
+#define RULE_URR_COUNTDOWN 0x10
 
 struct upf_rule {
 	__u32 far;
@@ -634,11 +637,22 @@ static __always_inline int upf_countdown(__s64 *left, __u32 len)
 	return before > 0 && before <= (__s64)len;
 }
 
-/* Counts the packet in a URR; returns -1 if its quota is used up. */
+/* Counts the packet in URR idx's per-CPU counters. */
+static __always_inline void upf_urr_count(__u32 idx, int dl, __u32 len)
+{
+	struct upf_count *c = bpf_map_lookup_elem(&upf_urr_stats, &idx);
+
+	if (c) {
+		c->bytes[dl & 1] += len;
+		c->pkts[dl & 1]++;
+	}
+}
+
+/* Counts the packet in a URR with thresholds or quotas; returns -1 if its
+ * quota is used up. */
 static __always_inline int upf_urr(ctx_t *ctx, struct edgenf_md *md, __u32 idx, int dl, __u32 len)
 {
 	struct upf_urr *u = bpf_map_lookup_elem(&upf_urrs, &idx);
-	struct upf_count *c;
 	int event = 0;
 
 	if (!u)
@@ -657,11 +671,7 @@ static __always_inline int upf_urr(ctx_t *ctx, struct edgenf_md *md, __u32 idx, 
 		event |= upf_countdown(&u->th[0], len);
 	if (u->flags & (dl ? URR_TH_DL : URR_TH_UL))
 		event |= upf_countdown(&u->th[dl ? 2 : 1], len);
-	c = bpf_map_lookup_elem(&upf_urr_stats, &idx);
-	if (c) {
-		c->bytes[dl & 1] += len;
-		c->pkts[dl & 1]++;
-	}
+	upf_urr_count(idx, dl, len);
 	if (event)
 		enf_report(ctx, md, md->cube, md->in_port, UPF_PUNT_URR, idx, 0);
 	return 0;
@@ -964,7 +974,11 @@ static __attribute__((noinline)) int upf_apply(ctx_t *ctx, struct edgenf_md *md,
 	for (int i = 0; i < UPF_RULE_URRS; i++) {
 		__u32 u = r->urr[i];
 
-		if (u && upf_urr(ctx, md, u, dl, f->len) < 0)
+		if (!u)
+			continue;
+		if (!(r->flags & (RULE_URR_COUNTDOWN << i)))
+			upf_urr_count(u, dl, f->len);
+		else if (upf_urr(ctx, md, u, dl, f->len) < 0)
 			return upf_drop(ctx, md, UPF_ST_DROP_QUOTA);
 	}
 	rc = bpf_map_lookup_elem(&upf_rule_stats, &idx);
