@@ -168,16 +168,7 @@ func TestGTPAndDownlinkModes(t *testing.T) {
 			t.Fatal(err)
 		}
 		// First the frames themselves, through XDP_PASS to a socket.
-		pass, err := kern.AttachXDP(objs.Pass, l1.Attrs().Index)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := captureFrames(t, l1.Attrs().Index, 6, func() {
-			if _, err := Run(context.Background(), objs, frame, Options{Packets: 6, Duration: 5 * time.Second, CPUs: 1}); err != nil {
-				t.Fatal(err)
-			}
-		})
-		pass.Close()
+		got := generated(t, objs, l1.Attrs().Index, frame, 6)
 		for i, fr := range got {
 			want := flows[i%3]
 			if tc.gtp {
@@ -204,6 +195,22 @@ func TestGTPAndDownlinkModes(t *testing.T) {
 		}
 		lk.Close()
 	}
+}
+
+// generated returns n frames the generator sends towards ifindex (whose XDP
+// passes them to a packet socket).
+func generated(t *testing.T, objs *kern.Objects, ifindex int, frame []byte, n int) [][]byte {
+	t.Helper()
+	pass, err := kern.AttachXDP(objs.Pass, ifindex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pass.Close()
+	return captureFrames(t, ifindex, n, func() {
+		if _, err := Run(context.Background(), objs, frame, Options{Packets: uint64(n), Duration: 5 * time.Second, CPUs: 1}); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // captureFrames returns the first n IPv4 or IPv6/UDP frames received on
@@ -269,16 +276,7 @@ func TestIPv6Mode(t *testing.T) {
 	if len(frame) != kern.Template6Len {
 		t.Fatalf("frame of %d bytes, want the smallest IPv6 one, %d", len(frame), kern.Template6Len)
 	}
-	pass, err := kern.AttachXDP(objs.Pass, l1.Attrs().Index)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := captureFrames(t, l1.Attrs().Index, 20, func() {
-		if _, err := Run(context.Background(), objs, frame, Options{Packets: 20, Duration: 5 * time.Second, CPUs: 1}); err != nil {
-			t.Fatal(err)
-		}
-	})
-	pass.Close()
+	got := generated(t, objs, l1.Attrs().Index, frame, 20)
 	srcs := map[string]bool{}
 	for i, fr := range got {
 		p := gopacket.NewPacket(fr, layers.LayerTypeEthernet, gopacket.Default)

@@ -365,7 +365,7 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 	if err != nil {
 		return err
 	}
-	nptOut, nptIn, err := nptMaps(npts)
+	wantNpt, err := nptEntries(npts)
 	if err != nil {
 		return err
 	}
@@ -431,10 +431,7 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 	if err := syncMap(h, "nat_dnat_rev", wantRev); err != nil {
 		return err
 	}
-	if err := syncMap(h, "nat_npt_out", nptOut); err != nil {
-		return err
-	}
-	if err := syncMap(h, "nat_npt_in", nptIn); err != nil {
+	if err := syncMap(h, "nat_npt", wantNpt); err != nil {
 		return err
 	}
 	return syncMap(h, "nat_pf", wantPf)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/datapath"
 )
 
 // NPTv6 (RFC 6296): stateless, checksum-neutral translation between an
@@ -72,6 +73,7 @@ var nptTable = cube.Table{Name: "npt", Doc: "NPTv6 (RFC 6296): an inside IPv6 pr
 
 type nptKey struct {
 	PrefixLen uint32
+	Dir       uint32 // datapath.Egress: inside prefixes; Ingress: outside ones
 	Addr      [16]byte
 }
 
@@ -99,7 +101,7 @@ func sum1c(a [16]byte, mask [6]byte) uint32 {
 // nptEntry is what translates from one prefix to the other: the new
 // prefix's bits and word 3's adjustment, which keeps the one's complement
 // sum of the address: old prefix − new prefix.
-func nptEntry(from, to netip.Prefix, rule int) (nptKey, nptVal) {
+func nptEntry(dir datapath.Direction, from, to netip.Prefix, rule int) (nptKey, nptVal) {
 	var mask [6]byte
 	for i := 0; i < from.Bits(); i++ {
 		mask[i/8] |= 0x80 >> (i % 8)
@@ -114,13 +116,13 @@ func nptEntry(from, to netip.Prefix, rule int) (nptKey, nptVal) {
 		d = d&0xffff + d>>16
 	}
 	v.Adj = uint16(d)
-	return nptKey{PrefixLen: uint32(from.Bits()), Addr: f}, v
+	return nptKey{PrefixLen: 32 + uint32(from.Bits()), Dir: uint32(dir), Addr: f}, v
 }
 
-// nptMaps computes both directions' entries, refusing rules whose prefixes
-// collide with another rule's (a packet would not know its mapping).
-func nptMaps(rules []any) (out, in map[nptKey]nptVal, err error) {
-	out, in = map[nptKey]nptVal{}, map[nptKey]nptVal{}
+// nptEntries computes both directions' entries, refusing rules whose
+// prefixes collide with another rule's (a packet would not know its mapping).
+func nptEntries(rules []any) (map[nptKey]nptVal, error) {
+	out := map[nptKey]nptVal{}
 	type seen struct {
 		p  netip.Prefix
 		id int
@@ -132,24 +134,24 @@ func nptMaps(rules []any) (out, in map[nptKey]nptVal, err error) {
 		e, _ := parsePrefix6("external", r.External)
 		for _, o := range ints {
 			if o.p.Overlaps(i) {
-				return nil, nil, cube.Conflict(fmt.Sprintf("tables.npt[%d].internal", r.ID), "%s overlaps internal %s of rule %d", i, o.p, o.id)
+				return nil, cube.Conflict(fmt.Sprintf("tables.npt[%d].internal", r.ID), "%s overlaps internal %s of rule %d", i, o.p, o.id)
 			}
 		}
 		for _, o := range exts {
 			if o.p.Overlaps(e) {
-				return nil, nil, cube.Conflict(fmt.Sprintf("tables.npt[%d].external", r.ID), "%s overlaps external %s of rule %d", e, o.p, o.id)
+				return nil, cube.Conflict(fmt.Sprintf("tables.npt[%d].external", r.ID), "%s overlaps external %s of rule %d", e, o.p, o.id)
 			}
 		}
 		for _, o := range append(append([]seen{}, ints...), exts...) {
 			if o.p.Overlaps(i) || o.p.Overlaps(e) {
-				return nil, nil, cube.Conflict(fmt.Sprintf("tables.npt[%d]", r.ID), "its prefixes overlap %s of rule %d", o.p, o.id)
+				return nil, cube.Conflict(fmt.Sprintf("tables.npt[%d]", r.ID), "its prefixes overlap %s of rule %d", o.p, o.id)
 			}
 		}
 		ints, exts = append(ints, seen{i, r.ID}), append(exts, seen{e, r.ID})
-		k, val := nptEntry(i, e, r.ID)
+		k, val := nptEntry(datapath.Egress, i, e, r.ID)
 		out[k] = val
-		k, val = nptEntry(e, i, r.ID)
-		in[k] = val
+		k, val = nptEntry(datapath.Ingress, e, i, r.ID)
+		out[k] = val
 	}
-	return out, in, nil
+	return out, nil
 }

@@ -549,8 +549,11 @@ static __always_inline int nat_icmp_err(ctx_t *ctx, struct ct_pkt *p, struct nat
  * packet's header: its address is mapped back the same way (again without
  * changing any checksum), so the inside host recognises its own packet. */
 
+/* The data starts with the direction, so the prefix length is 32 + the
+ * address prefix length. */
 struct nat_npt_key {
 	__u32 prefixlen;
+	__u32 dir; /* EDGENF_DIR_EGRESS: inside prefixes; ingress: outside ones */
 	__be32 addr[4];
 };
 
@@ -565,33 +568,26 @@ struct nat_npt_val {
 /* Inside prefix → outside (egress), outside → inside (ingress). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(max_entries, 1024);
+	__uint(max_entries, 2 * 1024);
 	__type(key, struct nat_npt_key);
 	__type(value, struct nat_npt_val);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-} nat_npt_out SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(max_entries, 1024);
-	__type(key, struct nat_npt_key);
-	__type(value, struct nat_npt_val);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-} nat_npt_in SEC(".maps");
+} nat_npt SEC(".maps");
 
 #define NPT_NONE 0   /* no mapping covers the address */
 #define NPT_DONE 1   /* translated */
 #define NPT_CANNOT 2 /* its subnet word is 0xffff (RFC 6296 3.5): not mappable */
 
-/* Translate the address at a (16 bytes, inside the packet) if m maps it. */
-static __always_inline int npt_addr(void *map, __be16 *a)
+/* Translate the address at a (16 bytes, inside the packet) if a rule of
+ * direction dir maps it. */
+static __always_inline int npt_addr(__u32 dir, __be16 *a)
 {
-	struct nat_npt_key k = {.prefixlen = 128};
+	struct nat_npt_key k = {.prefixlen = 32 + 128, .dir = dir};
 	struct nat_npt_val *v;
 	__u32 w;
 
 	__builtin_memcpy(k.addr, a, 16);
-	v = bpf_map_lookup_elem(map, &k);
+	v = bpf_map_lookup_elem(&nat_npt, &k);
 	if (!v)
 		return NPT_NONE;
 	if (a[3] == 0xffff)
@@ -612,7 +608,6 @@ static __always_inline int nat_ipv6(ctx_t *ctx, __u32 dir)
 	struct enf_pkt pkt;
 	struct enf_ip6_info x;
 	struct ipv6hdr *ip6;
-	void *map = dir == EDGENF_DIR_EGRESS ? (void *)&nat_npt_out : (void *)&nat_npt_in;
 	int r;
 
 	ct_pull(ctx, ENF_IP6_MAX_HDR);
@@ -621,7 +616,7 @@ static __always_inline int nat_ipv6(ctx_t *ctx, __u32 dir)
 	ip6 = enf_ptr(ctx, CT_OFF(pkt.l3_off));
 	if (!enf_in_bounds(ctx, ip6, sizeof(*ip6)))
 		return ENF_VERDICT_PASS;
-	r = npt_addr(map, dir == EDGENF_DIR_EGRESS ? (__be16 *)&ip6->saddr : (__be16 *)&ip6->daddr);
+	r = npt_addr(dir, dir == EDGENF_DIR_EGRESS ? (__be16 *)&ip6->saddr : (__be16 *)&ip6->daddr);
 	if (r == NPT_CANNOT) {
 		nat_count(NAT_C_UNXLATE);
 		return ENF_VERDICT_DROP;
@@ -633,7 +628,7 @@ static __always_inline int nat_ipv6(ctx_t *ctx, __u32 dir)
 
 		if (enf_in_bounds(ctx, in, sizeof(*in)) && ih->type >= CT_ICMP6_DEST_UNREACH &&
 		    ih->type <= CT_ICMP6_PARAMPROB && in->version == 6) {
-			int ri = npt_addr(map, dir == EDGENF_DIR_EGRESS ? (__be16 *)&in->daddr : (__be16 *)&in->saddr);
+			int ri = npt_addr(dir, dir == EDGENF_DIR_EGRESS ? (__be16 *)&in->daddr : (__be16 *)&in->saddr);
 
 			if (ri == NPT_DONE && r == NPT_NONE)
 				r = NPT_DONE;
