@@ -32,6 +32,7 @@ type portVal struct {
 	MAC [6]byte
 	_   uint16
 	IP  [4]byte
+	IP6 [16]byte
 }
 
 // addr16 is an address as the fast path stores it: 16 bytes, IPv4 in the
@@ -266,10 +267,14 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 		var v portVal
 		if p := c.PortByIndex(i); p != nil {
 			copy(v.MAC[:], portMAC(c, p))
-			for _, a := range p.Addresses {
-				if pf, err := netip.ParsePrefix(a); err == nil && pf.Addr().Is4() {
+			for _, a := range p.Addresses { // the first of each family
+				pf, err := netip.ParsePrefix(a)
+				switch {
+				case err != nil:
+				case pf.Addr().Is4() && v.IP == [4]byte{}:
 					v.IP = pf.Addr().As4()
-					break
+				case pf.Addr().Is6() && v.IP6 == [16]byte{}:
+					v.IP6 = pf.Addr().As16()
 				}
 			}
 		}

@@ -112,11 +112,14 @@ func TestIPv6DSRAndNAT(t *testing.T) {
 
 // TestNeighbourSolicitationForVIP: a neighbour solicitation for the VIP is
 // answered with an advertisement (solicited, override, the port's MAC,
-// valid checksum) that a host stack accepts; others are not answered.
+// valid checksum) that a host stack accepts, and so is one for the port's
+// own IPv6 address (solicited, not override); others are not answered.
 func TestNeighbourSolicitationForVIP(t *testing.T) {
 	for _, h := range hooks {
 		t.Run(string(h.hook), func(t *testing.T) {
-			r := nftest.New(t, Type, model(h.hook, Service{VIP: vip6, Port: 80, TableSize: 251, Backends: backends6(1)}))
+			m := model(h.hook, Service{VIP: vip6, Port: 80, TableSize: 251, Backends: backends6(1)})
+			m.Ports[0].Addresses = append(m.Ports[0].Addresses, "2001:db8:1::1/64")
+			r := nftest.New(t, Type, m)
 			ns := func(target string, hop uint8) []byte {
 				eth := &layers.Ethernet{SrcMAC: nftest.MAC(clientMAC), DstMAC: nftest.MAC("33:33:ff:00:01:00"), EthernetType: layers.EthernetTypeIPv6}
 				ip := &layers.IPv6{Version: 6, HopLimit: hop, NextHeader: layers.IPProtocolICMPv6, SrcIP: net.ParseIP(client6), DstIP: net.ParseIP("ff02::1:ff00:100")}
@@ -137,6 +140,12 @@ func TestNeighbourSolicitationForVIP(t *testing.T) {
 				na.Options[0].Type != layers.ICMPv6OptTargetAddress || !bytes.Equal(na.Options[0].Data, nftest.MAC(frontMAC)) ||
 				!bytes.Equal(res.Data[0:6], nftest.MAC(clientMAC)) || !l4OK6(res.Data) {
 				t.Fatalf("not a valid advertisement: %v", p)
+			}
+			res = r.Run("front", ns("2001:db8:1::1", 255))
+			p = gopacket.NewPacket(res.Data, layers.LayerTypeEthernet, gopacket.Default)
+			na, _ = p.Layer(layers.LayerTypeICMPv6NeighborAdvertisement).(*layers.ICMPv6NeighborAdvertisement)
+			if res.Verdict != h.sent || na == nil || !na.TargetAddress.Equal(net.ParseIP("2001:db8:1::1")) || !na.Solicited() || na.Override() || !l4OK6(res.Data) {
+				t.Fatalf("NS for the port's address: verdict %d, %v", res.Verdict, p)
 			}
 			for _, bad := range [][]byte{ns("2001:db8:9::101", 255), ns(vip6, 64)} {
 				if res := r.Run("front", bad); res.Verdict != h.drop {

@@ -10,8 +10,8 @@
  * replies directly to the client); NAT mode also rewrites the destination
  * address (and port) to the backend's and remembers the flow, so replies from
  * the backend are translated back to the VIP and sent out of the port the
- * request came from. ARP requests for a VIP or a port address, and IPv6
- * neighbour solicitations for a VIP, are answered with the port's MAC.
+ * request came from. ARP requests and IPv6 neighbour solicitations for a
+ * VIP or a port address are answered with the port's MAC.
  * Addresses are 16 bytes in every table, IPv4 ones in the first word, with
  * the family beside them. Layouts are mirrored by lb.go. */
 /* offsetof without the C library's stddef.h */
@@ -34,7 +34,8 @@
 struct lb_port {
 	__u8 mac[ETH_ALEN];
 	__u16 pad;
-	__be32 ip; /* first IPv4 address, 0 if none */
+	__be32 ip;     /* first IPv4 address, 0 if none */
+	__be32 ip6[4]; /* first IPv6 address, :: if none */
 };
 
 struct lb_svc_key {
@@ -429,8 +430,9 @@ struct lb_ns {
 	__u8 mac[ETH_ALEN];
 } __attribute__((packed));
 
-/* Answer a neighbour solicitation for a VIP with an advertisement, in place
- * (the same size): solicited, override, our port's MAC. */
+/* Answer a neighbour solicitation for a VIP or the port's address with an
+ * advertisement, in place (the same size): solicited, override (not for the
+ * port's own address, like a host), our port's MAC. */
 static __always_inline int lb_do_ns(ctx_t *ctx, struct edgenf_md *md, struct enf_pkt *pkt)
 {
 	struct ethhdr *eth = ctx_data(ctx);
@@ -439,6 +441,7 @@ static __always_inline int lb_do_ns(ctx_t *ctx, struct edgenf_md *md, struct enf
 	struct lb_vip vk = {.family = 6};
 	__u32 in = md->in_port, sum, pseudo[2];
 	struct lb_port *p;
+	int own;
 
 	if (!enf_in_bounds(ctx, eth, sizeof(*eth)) || !enf_in_bounds(ctx, ip, sizeof(*ip)) ||
 	    !enf_in_bounds(ctx, ns, sizeof(*ns)))
@@ -449,14 +452,17 @@ static __always_inline int lb_do_ns(ctx_t *ctx, struct edgenf_md *md, struct enf
 		return lb_unknown(ctx, md); /* not one we answer (DAD has source ::) */
 	__builtin_memcpy(vk.a, ns->target, 16);
 	p = bpf_map_lookup_elem(&lb_ports, &in);
-	if (!p || !bpf_map_lookup_elem(&lb_vips, &vk))
+	if (!p)
+		return lb_unknown(ctx, md);
+	own = (p->ip6[0] | p->ip6[1] | p->ip6[2] | p->ip6[3]) && lb_addr_eq(p->ip6, vk.a);
+	if (!own && !bpf_map_lookup_elem(&lb_vips, &vk))
 		return lb_unknown(ctx, md);
 	__builtin_memcpy(eth->h_dest, ns->mac, ETH_ALEN);
 	__builtin_memcpy(eth->h_source, p->mac, ETH_ALEN);
 	ip->daddr = ip->saddr;
 	__builtin_memcpy(&ip->saddr, vk.a, 16);
 	ns->type = 136;
-	ns->flags = bpf_htonl(0x60000000); /* solicited, override */
+	ns->flags = bpf_htonl(own ? 0x40000000 : 0x60000000); /* solicited (, override) */
 	ns->opt_type = 2;
 	__builtin_memcpy(ns->mac, p->mac, ETH_ALEN);
 	ns->csum = 0;
