@@ -17,6 +17,7 @@
 /* offsetof without the C library's stddef.h */
 #define offsetof(t, m) __builtin_offsetof(t, m)
 #include <edgenf/edgenf.h>
+#include <edgenf/ndp.h>
 
 #define LB_MAX_SERVICES 256
 #define LB_MAX_BACKENDS 4096
@@ -417,39 +418,22 @@ static __always_inline int lb_rewrite6(ctx_t *ctx, struct enf_pkt *pkt, int whic
 }
 #endif
 
-/* Neighbour solicitation (RFC 4861 4.3) with a source link-layer address
- * option, as Linux sends for address resolution. */
-struct lb_ns {
-	__u8 type;
-	__u8 code;
-	__sum16 csum;
-	__be32 flags; /* NA: R S O */
-	__be32 target[4];
-	__u8 opt_type; /* 1: source, NA 2: target link-layer address */
-	__u8 opt_len;
-	__u8 mac[ETH_ALEN];
-} __attribute__((packed));
-
 /* Answer a neighbour solicitation for a VIP or the port's address with an
- * advertisement, in place (the same size): solicited, override (not for the
- * port's own address, like a host), our port's MAC. */
+ * advertisement, in place: solicited, override (not for the port's own
+ * address, like a host), our port's MAC. */
 static __always_inline int lb_do_ns(ctx_t *ctx, struct edgenf_md *md, struct enf_pkt *pkt)
 {
 	struct ethhdr *eth = ctx_data(ctx);
 	struct ipv6hdr *ip = enf_ptr(ctx, pkt->l3_off & 0x1f);
-	struct lb_ns *ns = enf_ptr(ctx, pkt->l4_off & 0x1ff);
+	struct enf_nd_msg *ns = enf_ptr(ctx, pkt->l4_off & 0x1ff);
 	struct lb_vip vk = {.family = 6};
-	__u32 in = md->in_port, sum, pseudo[2];
+	__u32 in = md->in_port;
 	struct lb_port *p;
 	int own;
 
 	if (!enf_in_bounds(ctx, eth, sizeof(*eth)) || !enf_in_bounds(ctx, ip, sizeof(*ip)) ||
-	    !enf_in_bounds(ctx, ns, sizeof(*ns)))
+	    !enf_in_bounds(ctx, ns, sizeof(*ns)) || !enf_nd_solicitation(ip, ns))
 		return lb_unknown(ctx, md);
-	if (ns->code || ip->hop_limit != 255 || ns->opt_type != 1 || ns->opt_len != 1 ||
-	    bpf_ntohs(ip->payload_len) != sizeof(*ns) || !(ip->saddr.in6_u.u6_addr32[0] | ip->saddr.in6_u.u6_addr32[1] |
-							     ip->saddr.in6_u.u6_addr32[2] | ip->saddr.in6_u.u6_addr32[3]))
-		return lb_unknown(ctx, md); /* not one we answer (DAD has source ::) */
 	__builtin_memcpy(vk.a, ns->target, 16);
 	p = bpf_map_lookup_elem(&lb_ports, &in);
 	if (!p)
@@ -457,22 +441,7 @@ static __always_inline int lb_do_ns(ctx_t *ctx, struct edgenf_md *md, struct enf
 	own = (p->ip6[0] | p->ip6[1] | p->ip6[2] | p->ip6[3]) && lb_addr_eq(p->ip6, vk.a);
 	if (!own && !bpf_map_lookup_elem(&lb_vips, &vk))
 		return lb_unknown(ctx, md);
-	__builtin_memcpy(eth->h_dest, ns->mac, ETH_ALEN);
-	__builtin_memcpy(eth->h_source, p->mac, ETH_ALEN);
-	ip->daddr = ip->saddr;
-	__builtin_memcpy(&ip->saddr, vk.a, 16);
-	ns->type = 136;
-	ns->flags = bpf_htonl(own ? 0x40000000 : 0x60000000); /* solicited (, override) */
-	ns->opt_type = 2;
-	__builtin_memcpy(ns->mac, p->mac, ETH_ALEN);
-	ns->csum = 0;
-	/* Checksum: pseudo-header (addresses, length, next header), message. */
-	pseudo[0] = bpf_htonl(sizeof(*ns));
-	pseudo[1] = bpf_htonl(IPPROTO_ICMPV6);
-	sum = bpf_csum_diff(0, 0, (__be32 *)&ip->saddr, 32, 0);
-	sum = bpf_csum_diff(0, 0, pseudo, sizeof(pseudo), sum);
-	sum = bpf_csum_diff(0, 0, (__be32 *)ns, sizeof(*ns), sum);
-	ns->csum = ~enf_csum_fold(sum);
+	enf_nd_advertise(eth, ip, ns, p->mac, own ? 0 : ENF_NA_OVERRIDE);
 	lb_count(LB_ST_ARP);
 	return enf_send(ctx, md, in);
 }
@@ -579,7 +548,7 @@ static __always_inline int lb(ctx_t *ctx, struct edgenf_md *md)
 	if (pkt.l3_proto == ETH_P_IPV6 && pkt.l4_proto == IPPROTO_ICMPV6 && pkt.l4_off) {
 		__u8 *t = enf_ptr(ctx, pkt.l4_off & 0x1ff);
 
-		if (enf_in_bounds(ctx, t, 1) && *t == 135)
+		if (enf_in_bounds(ctx, t, 1) && *t == ENF_ND_NS)
 			return lb_do_ns(ctx, md, &pkt);
 	}
 	if ((pkt.l3_proto != ETH_P_IP && pkt.l3_proto != ETH_P_IPV6) || !pkt.l4_off ||
