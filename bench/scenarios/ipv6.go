@@ -21,7 +21,8 @@ import (
 // udp 9, through a firewall whose 1,000 rules (udp dport 10000+i drop) do
 // not match. Baseline: kernel IPv6 forwarding + ip6tables with the same
 // rules. edgenf: a portfwd cube (a1 → b0, a wire) with the firewall
-// attached to its in-port: the router does not forward IPv6 yet.
+// attached to its in-port (the IPv4 group's router adds its own cost; the
+// wire keeps the comparison to the firewall).
 
 var (
 	v6Src     = net.ParseIP("2001:db8:a::")
@@ -55,6 +56,20 @@ func init() {
 		Doc:   "kernel IPv6 forwarding, no netfilter rules",
 		Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupRouted6(e, nil) },
 	})
+	// Group router6: IPv6 forwarding, edgenf router against the kernel.
+	scenario.Register(scenario.Scenario{
+		Name: "ip6-forward", Group: "router6", Baseline: true, Quick: true,
+		Doc:   "kernel IPv6 forwarding a1 → b0, no netfilter rules",
+		Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupRouted6(e, nil) },
+	})
+	for _, hook := range []datapath.Hook{datapath.XDP, datapath.TC} {
+		hook := hook
+		scenario.Register(scenario.Scenario{
+			Name: "router6-" + string(hook), Group: "router6", Order: 10, Quick: hook == datapath.XDP,
+			Doc:   fmt.Sprintf("edgenf router at %s forwarding IPv6 (LPM route, neighbour entry, hop limit)", strings.ToUpper(string(hook))),
+			Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupRouter6(e, hook) },
+		})
+	}
 	for _, hook := range []datapath.Hook{datapath.XDP, datapath.TC} {
 		hook := hook
 		scenario.Register(scenario.Scenario{
@@ -139,6 +154,39 @@ func setupFirewall6(e *scenario.Env, hook datapath.Hook) (*scenario.Topology, er
 	t.Info["hook"] = string(hook)
 	t.Info["rules"] = fmt.Sprint(fw6Rules)
 	t.Info["setup"] = time.Since(t0).Round(time.Millisecond).String()
+	if err := freeSink(p); err != nil {
+		return nil, err
+	}
+	return t, v6Frame(t, e)
+}
+
+// setupRouter6 is an edgenf router from a1 to b0 with the addressing of
+// setupRouted6: a route to the destination net via the next hop, whose
+// neighbour entry is b1's MAC.
+func setupRouter6(e *scenario.Env, hook datapath.Hook) (*scenario.Topology, error) {
+	p, eng, _, err := enginePath(e, hook)
+	if err != nil {
+		return nil, err
+	}
+	r := "r" + e.ID()
+	err = eng.Update(func(tp *cube.Topology) error {
+		if err := tp.AddCube(&cube.Cube{Name: r, Type: "router", Hook: hook, Ports: []cube.Port{
+			{Name: "in", Index: 0, Peer: p.A1, MAC: routerInMAC, Addresses: []string{v6A1}},
+			{Name: "out", Index: 1, Peer: p.B0, Addresses: []string{v6B0}},
+		}}); err != nil {
+			return err
+		}
+		if _, err := tp.PutEntry(r, "arp", json.RawMessage(fmt.Sprintf(`{"ip":%q,"mac":%q}`, v6NextHop, p.B1MAC))); err != nil {
+			return err
+		}
+		_, err := tp.PutEntry(r, "routes", json.RawMessage(fmt.Sprintf(`{"prefix":%q,"next_hop":%q}`, v6DstNet, v6NextHop)))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	t := p.Topology(mustMAC(routerInMAC))
+	t.Info["hook"] = string(hook)
 	if err := freeSink(p); err != nil {
 		return nil, err
 	}
