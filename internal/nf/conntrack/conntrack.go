@@ -140,15 +140,55 @@ func (t Tuple) Dst() string {
 }
 
 func endpoint(a [4]byte, p [2]byte, proto uint8) string {
-	ip := netip.AddrFrom4(a)
+	return endpointOf(netip.AddrFrom4(a), p, proto)
+}
+
+func endpointOf(ip netip.Addr, p [2]byte, proto uint8) string {
 	port := binary.BigEndian.Uint16(p[:])
 	switch proto {
 	case unix.IPPROTO_TCP, unix.IPPROTO_UDP:
 		return netip.AddrPortFrom(ip, port).String()
-	case unix.IPPROTO_ICMP:
+	case unix.IPPROTO_ICMP, unix.IPPROTO_ICMPV6:
 		return fmt.Sprintf("%s id %d", ip, port)
 	}
 	return ip.String()
+}
+
+// Tuple46 mirrors struct ct_tuple46: either family, IPv4 addresses in the
+// first four bytes.
+type Tuple46 struct {
+	Saddr  [16]byte
+	Daddr  [16]byte
+	Sport  [2]byte
+	Dport  [2]byte
+	Proto  uint8
+	Family uint8
+	_      uint16
+}
+
+func (t Tuple46) addr(a [16]byte) netip.Addr {
+	if t.Family == 4 {
+		return netip.AddrFrom4([4]byte(a[:4]))
+	}
+	return netip.AddrFrom16(a)
+}
+
+// Reverse is what the other end sends (ICMP echo keeps its identifier).
+func (t Tuple46) Reverse() Tuple46 {
+	r := Tuple46{Saddr: t.Daddr, Daddr: t.Saddr, Sport: t.Dport, Dport: t.Sport, Proto: t.Proto, Family: t.Family}
+	if t.Proto == unix.IPPROTO_ICMP || t.Proto == unix.IPPROTO_ICMPV6 {
+		r.Sport, r.Dport = t.Sport, t.Dport
+	}
+	return r
+}
+
+// Src and Dst render the endpoints like Tuple's.
+func (t Tuple46) Src() string { return endpointOf(t.addr(t.Saddr), t.Sport, t.Proto) }
+func (t Tuple46) Dst() string {
+	if t.Proto == unix.IPPROTO_ICMP || t.Proto == unix.IPPROTO_ICMPV6 {
+		return t.addr(t.Daddr).String()
+	}
+	return endpointOf(t.addr(t.Daddr), t.Dport, t.Proto)
 }
 
 // ProtoName names an IP protocol.
@@ -160,6 +200,8 @@ func ProtoName(p uint8) string {
 		return "udp"
 	case unix.IPPROTO_ICMP:
 		return "icmp"
+	case unix.IPPROTO_ICMPV6:
+		return "icmpv6"
 	}
 	return fmt.Sprint(p)
 }

@@ -75,8 +75,22 @@ type lpmKey struct {
 	Gen       uint8
 	Chain     uint8
 	Dim       uint8
-	_         uint8
-	Addr      [4]byte
+	Family    uint8
+	Addr      [16]byte
+}
+
+// prefixKey is the fw_lpm key of prefix p: the family byte keeps IPv4 and
+// IPv6 apart, IPv4 addresses fill the first four bytes.
+func prefixKey(p netip.Prefix, gen, ch, dim uint8) lpmKey {
+	k := lpmKey{PrefixLen: 32 + uint32(p.Bits()), Gen: gen, Chain: ch, Dim: dim, Family: 6}
+	if p.Addr().Is4() {
+		k.Family = 4
+		a := p.Addr().As4()
+		copy(k.Addr[:], a[:])
+	} else {
+		k.Addr = p.Addr().As16()
+	}
+	return k
 }
 
 type clsKey struct {
@@ -386,7 +400,7 @@ func writeChain(m *fwMaps, gen, ch uint8, cs *chainSet, cfg *Config, w *written)
 		vals := make([]uint32, 0, len(cs.lpm[d]))
 		for p, b := range cs.lpm[d] {
 			c := uint32(len(keys))
-			keys = append(keys, lpmKey{PrefixLen: 32 + uint32(p.Bits()), Gen: gen, Chain: ch, Dim: uint8(d), Addr: p.Addr().As4()})
+			keys = append(keys, prefixKey(p, gen, ch, uint8(d)))
 			vals = append(vals, c)
 			addCls(d, c, b)
 		}
@@ -517,8 +531,8 @@ func (ctl *controller) ageConns(h cube.Handle, all bool) (int, error) {
 	to := ctl.cfg.Timeouts.Kernel()
 	ctl.mu.Unlock()
 	now := conntrack.Now()
-	var dead []conntrack.Tuple
-	if err := bpfmap.Each(m, func(k conntrack.Tuple, v kconn) bool {
+	var dead []conntrack.Tuple46
+	if err := bpfmap.Each(m, func(k conntrack.Tuple46, v kconn) bool {
 		if all || v.C.Expired(to, now) {
 			dead = append(dead, k)
 		}
@@ -625,16 +639,13 @@ func connections(h cube.Handle) ([]Connection, error) {
 	ctl.mu.Unlock()
 	now := conntrack.Now()
 	out := []Connection{}
-	err = bpfmap.Each(m, func(k conntrack.Tuple, v kconn) bool {
+	err = bpfmap.Each(m, func(k conntrack.Tuple46, v kconn) bool {
 		if v.C.Expired(to, now) {
 			return true
 		}
 		t := k
 		if v.OrigSwapped != 0 {
-			t = conntrack.Tuple{Saddr: k.Daddr, Daddr: k.Saddr, Sport: k.Dport, Dport: k.Sport, Proto: k.Proto}
-			if k.Proto == 1 {
-				t.Sport, t.Dport = k.Sport, k.Dport
-			}
+			t = k.Reverse()
 		}
 		out = append(out, Connection{Proto: conntrack.ProtoName(k.Proto), Src: t.Src(), Dst: t.Dst(),
 			State: conntrack.StateName(v.C.State), Reply: v.C.Flags&conntrack.FlagReplied != 0, Idle: v.C.IdleSeconds(now)})

@@ -3,6 +3,7 @@ package firewall
 import (
 	"fmt"
 	"net/netip"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -61,17 +62,28 @@ const (
 )
 
 // Rule is one rule of a chain. Empty fields match everything; a packet must
-// match every field given. Rules are tried by increasing id.
+// match every field given. Rules are tried by increasing id. A rule without
+// addresses and family matches IPv4 and IPv6 alike.
 type Rule struct {
 	ID int `json:"id"`
-	// Src and Dst are IPv4 prefixes ("198.18.0.0/16") or addresses.
+	// Family restricts the rule to ipv4 or ipv6 (implied by addresses).
+	Family string `json:"family,omitempty"`
+	// Src and Dst are IPv4 or IPv6 prefixes ("198.18.0.0/16",
+	// "2001:db8::/32") or addresses; 0.0.0.0/0 is every IPv4 address, ::/0
+	// every IPv6 one.
 	Src string `json:"src,omitempty"`
 	Dst string `json:"dst,omitempty"`
-	// Proto is tcp, udp, icmp or an IP protocol number.
+	// Proto is tcp, udp, icmp, icmpv6 or an IP protocol number (the
+	// upper-layer header, found past IPv6 extension headers).
 	Proto string `json:"proto,omitempty"`
 	// Sport and Dport are a port or an inclusive range "lo-hi" (tcp/udp).
 	Sport string `json:"sport,omitempty"`
 	Dport string `json:"dport,omitempty"`
+	// ICMPType is an ICMP or ICMPv6 message type, by number or name
+	// (echo-request, echo-reply, destination-unreachable, time-exceeded,
+	// parameter-problem; ICMPv6 also packet-too-big and the neighbour
+	// discovery types; proto icmp or icmpv6).
+	ICMPType string `json:"icmp_type,omitempty"`
 	// TCPFlags lists flags that must be set, and with '!' clear:
 	// "SYN,!ACK" (FIN SYN RST PSH ACK URG ECE CWR; proto tcp).
 	TCPFlags string `json:"tcp_flags,omitempty"`
@@ -107,19 +119,20 @@ func (r *Rule) Validate(*cube.Cube) error {
 }
 
 func prefix(field, s string) (netip.Prefix, error) {
-	if s == "" || s == "any" || s == "0.0.0.0/0" {
+	if s == "" || s == "any" {
 		return netip.Prefix{}, nil
 	}
 	p, err := netip.ParsePrefix(s)
 	if err != nil {
 		a, aerr := netip.ParseAddr(s)
-		if aerr != nil {
-			return p, cube.Errorf(field, "invalid prefix %q: want an IPv4 address or address/length, e.g. 198.18.0.0/16", s)
+		if aerr != nil || a.Zone() != "" {
+			return p, cube.Errorf(field, "invalid prefix %q: want an IPv4 or IPv6 address or address/length, e.g. 198.18.0.0/16 or 2001:db8::/32", s)
 		}
 		p = netip.PrefixFrom(a, a.BitLen())
 	}
-	if !p.Addr().Is4() {
-		return p, cube.Errorf(field, "%q is not IPv4: the firewall classifies IPv4 (other traffic passes)", s)
+	if p.Addr().Is4In6() {
+		return p, cube.Errorf(field, "%q is an IPv4-mapped IPv6 address: write the IPv4 prefix (%s)", s,
+			netip.PrefixFrom(p.Addr().Unmap(), max(p.Bits()-96, 0)).Masked())
 	}
 	if p.Masked() != p {
 		return p, cube.Errorf(field, "%q has host bits set (did you mean %s?)", s, p.Masked())
@@ -165,12 +178,17 @@ func (r *Rule) compile() (compiled, error) {
 		c.proto = 17
 	case "icmp":
 		c.proto = 1
+	case "icmpv6", "ipv6-icmp":
+		c.proto = 58
 	default:
 		n, err := strconv.ParseUint(p, 10, 8)
 		if err != nil {
-			return c, cube.Errorf("proto", "unknown protocol %q: want tcp, udp, icmp or a number 0-255", r.Proto)
+			return c, cube.Errorf("proto", "unknown protocol %q: want tcp, udp, icmp, icmpv6 or a number 0-255", r.Proto)
 		}
 		c.proto = int(n)
+	}
+	if err := c.family(r.Family); err != nil {
+		return c, err
 	}
 	if r.Sport != "" || r.Dport != "" {
 		if c.proto != 6 && c.proto != 17 {
@@ -192,6 +210,14 @@ func (r *Rule) compile() (compiled, error) {
 			return c, err
 		}
 		c.hasDp = true
+	}
+	if r.ICMPType != "" {
+		// The classifier looks ICMP types up as destination ports.
+		t, err := icmpType(c.proto, r.ICMPType)
+		if err != nil {
+			return c, err
+		}
+		c.dport, c.hasDp = [2]uint16{uint16(t), uint16(t)}, true
 	}
 	if r.TCPFlags != "" {
 		if c.proto != 6 {
@@ -240,4 +266,81 @@ func (r *Rule) compile() (compiled, error) {
 	}
 	c.log = r.Log
 	return c, nil
+}
+
+// family checks that addresses, family and protocol agree, and makes a
+// family-specific rule without addresses match its whole family.
+func (c *compiled) family(fam string) error {
+	is4 := func(p netip.Prefix) bool { return p.Addr().Is4() }
+	switch {
+	case c.src.IsValid() && c.dst.IsValid() && is4(c.src) != is4(c.dst):
+		return cube.Errorf("dst", "%s and src %s are of different address families", c.dst, c.src)
+	}
+	v := 0 // 4, 6 or 0: either
+	for _, p := range []netip.Prefix{c.src, c.dst} {
+		if p.IsValid() {
+			v = 6
+			if is4(p) {
+				v = 4
+			}
+		}
+	}
+	switch strings.ToLower(fam) {
+	case "":
+	case "ipv4", "ip4", "inet":
+		if v == 6 {
+			return cube.Errorf("family", "ipv4, but the rule's addresses are IPv6")
+		}
+		v = 4
+	case "ipv6", "ip6", "inet6":
+		if v == 4 {
+			return cube.Errorf("family", "ipv6, but the rule's addresses are IPv4")
+		}
+		v = 6
+	default:
+		return cube.Errorf("family", "unknown family %q: want ipv4 or ipv6", fam)
+	}
+	switch {
+	case c.proto == 1 && v == 6:
+		return cube.Errorf("proto", "icmp is IPv4's: IPv6 rules want icmpv6")
+	case c.proto == 58 && v == 4:
+		return cube.Errorf("proto", "icmpv6 is IPv6's: IPv4 rules want icmp")
+	}
+	if v == 4 && !c.src.IsValid() {
+		c.src = netip.PrefixFrom(netip.IPv4Unspecified(), 0)
+	}
+	if v == 6 && !c.src.IsValid() {
+		c.src = netip.PrefixFrom(netip.IPv6Unspecified(), 0)
+	}
+	return nil
+}
+
+var icmpTypes = map[string]int{"echo-reply": 0, "destination-unreachable": 3, "echo-request": 8, "time-exceeded": 11, "parameter-problem": 12}
+
+var icmp6Types = map[string]int{"destination-unreachable": 1, "packet-too-big": 2, "time-exceeded": 3, "parameter-problem": 4,
+	"echo-request": 128, "echo-reply": 129, "router-solicitation": 133, "router-advertisement": 134,
+	"neighbor-solicitation": 135, "neighbor-advertisement": 136, "redirect": 137}
+
+func icmpType(proto int, s string) (int, error) {
+	names := icmpTypes
+	switch proto {
+	case 1:
+	case 58:
+		names = icmp6Types
+	default:
+		return 0, cube.Errorf("icmp_type", "icmp_type needs proto icmp or icmpv6")
+	}
+	if t, ok := names[strings.ToLower(s)]; ok {
+		return t, nil
+	}
+	n, err := strconv.ParseUint(s, 10, 8)
+	if err != nil {
+		known := make([]string, 0, len(names))
+		for k := range names {
+			known = append(known, k)
+		}
+		sort.Strings(known)
+		return 0, cube.Errorf("icmp_type", "unknown type %q: want 0-255 or one of %s", s, strings.Join(known, ", "))
+	}
+	return int(n), nil
 }

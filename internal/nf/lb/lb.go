@@ -95,16 +95,18 @@ type Backend struct {
 // Key is the service's identity: "vip:protocol:port".
 func (s *Service) Key() string { return fmt.Sprintf("%s:%s:%d", s.VIP, s.Protocol, s.Port) }
 
-// ParseServiceKey splits "vip:protocol:port".
+// ParseServiceKey splits "vip:protocol:port" (an IPv6 VIP keeps its colons:
+// "2001:db8::1:tcp:80").
 func ParseServiceKey(k string) (netip.Addr, string, uint16, error) {
 	parts := strings.Split(k, ":")
-	if len(parts) != 3 {
-		return netip.Addr{}, "", 0, fmt.Errorf("invalid service %q: want vip:protocol:port, e.g. 198.18.9.1:tcp:80", k)
+	if len(parts) < 3 {
+		return netip.Addr{}, "", 0, fmt.Errorf("invalid service %q: want vip:protocol:port, e.g. 198.18.9.1:tcp:80 or 2001:db8::1:tcp:80", k)
 	}
+	parts = []string{strings.Join(parts[:len(parts)-2], ":"), parts[len(parts)-2], parts[len(parts)-1]}
 	a, err := netip.ParseAddr(parts[0])
 	p, err2 := strconv.ParseUint(parts[2], 10, 16)
-	if err != nil || err2 != nil || (parts[1] != "tcp" && parts[1] != "udp") {
-		return netip.Addr{}, "", 0, fmt.Errorf("invalid service %q: want vip:protocol:port, e.g. 198.18.9.1:tcp:80", k)
+	if err != nil || a.Zone() != "" || err2 != nil || (parts[1] != "tcp" && parts[1] != "udp") {
+		return netip.Addr{}, "", 0, fmt.Errorf("invalid service %q: want vip:protocol:port, e.g. 198.18.9.1:tcp:80 or 2001:db8::1:tcp:80", k)
 	}
 	return a, parts[1], uint16(p), nil
 }
@@ -113,11 +115,11 @@ func ParseServiceKey(k string) (netip.Addr, string, uint16, error) {
 // (inline or in the backends table of c).
 func (s *Service) Validate(c *cube.Cube) error {
 	a, err := netip.ParseAddr(strings.TrimSpace(s.VIP))
-	if err != nil {
-		return cube.Errorf("vip", "invalid address %q", s.VIP)
+	if err != nil || a.Zone() != "" {
+		return cube.Errorf("vip", "invalid address %q: want an IPv4 or IPv6 address", s.VIP)
 	}
-	if !a.Unmap().Is4() {
-		return cube.Errorf("vip", "%s: only IPv4 services are supported", s.VIP)
+	if a.IsUnspecified() || a.IsMulticast() || a.IsLinkLocalUnicast() {
+		return cube.Errorf("vip", "%s cannot be a service address (unspecified, multicast or link-local)", a)
 	}
 	s.VIP = a.Unmap().String()
 	if s.Protocol == "" {
@@ -181,10 +183,14 @@ func (b *Backend) check(c *cube.Cube, s *Service) error {
 		return err
 	}
 	a, err := netip.ParseAddr(strings.TrimSpace(b.Address))
-	if err != nil || !a.Unmap().Is4() {
-		return cube.Errorf("address", "invalid IPv4 address %q", b.Address)
+	if err != nil || a.Zone() != "" {
+		return cube.Errorf("address", "invalid address %q: want an IPv4 or IPv6 address", b.Address)
 	}
-	b.Address = a.Unmap().String()
+	a = a.Unmap()
+	if vip, err := netip.ParseAddr(s.VIP); err == nil && vip.Unmap().Is4() != a.Is4() {
+		return cube.Errorf("address", "%s and the service's VIP %s are of different address families (NAT64 is the nat's job)", a, vip)
+	}
+	b.Address = a.String()
 	hw, err := net.ParseMAC(b.MAC)
 	if err != nil || len(hw) != 6 {
 		return cube.Errorf("mac", "invalid MAC address %q (the backend's, or its next hop's)", b.MAC)

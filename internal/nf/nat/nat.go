@@ -361,6 +361,14 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 	if err != nil {
 		return err
 	}
+	npts, err := nptTable.Entries(c)
+	if err != nil {
+		return err
+	}
+	wantNpt, err := nptEntries(npts)
+	if err != nil {
+		return err
+	}
 	// Cross-rule checks first: nothing is written when they fail.
 	wantSnat := map[lpmKey]snatVal{}
 	for _, v := range snats {
@@ -421,6 +429,9 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 		return err
 	}
 	if err := syncMap(h, "nat_dnat_rev", wantRev); err != nil {
+		return err
+	}
+	if err := syncMap(h, "nat_npt", wantNpt); err != nil {
 		return err
 	}
 	return syncMap(h, "nat_pf", wantPf)
@@ -663,7 +674,7 @@ func counters(h cube.Handle) ([]Counter, error) {
 // Type is the NAT NF type.
 var Type = &cube.Type{
 	Name:        "nat",
-	Description: "Transparent: SNAT, masquerade, static 1:1 NAT and port forwarding for IPv4 TCP/UDP/ICMP echo, with connection tracking. Attach it to the outside-facing router port or interface.",
+	Description: "Transparent: SNAT, masquerade, static 1:1 NAT and port forwarding for IPv4 TCP/UDP/ICMP echo, with connection tracking; NPTv6 prefix translation for IPv6. Attach it to the outside-facing router port or interface.",
 	Transparent: true,
 	Hooks:       []datapath.Hook{datapath.XDP, datapath.TC},
 	Object: func(h datapath.Hook) ([]byte, error) {
@@ -673,7 +684,7 @@ var Type = &cube.Type{
 		return objXDP, nil
 	},
 	Config: &Config{},
-	Tables: []cube.Table{snatTable, dnatTable, pfTable},
+	Tables: []cube.Table{snatTable, dnatTable, pfTable, nptTable},
 	Views: []cube.View{
 		{Name: "sessions", Doc: "Translated flows (connection tracking table).", Item: &Session{},
 			List: func(h cube.Handle, _ *cube.Cube) (any, error) { return sessions(h) }},

@@ -88,18 +88,27 @@ func connectedOf(c *cube.Cube) ([]connected, error) {
 				return nil, cube.Errorf(field+".addresses", "invalid address %q: want address/prefix-length, e.g. 198.18.0.1/24", a)
 			}
 			addr := pf.Addr()
-			if !addr.Is4() {
-				return nil, cube.Errorf(field+".addresses", "%s: the router handles IPv4 only", a)
+			if addr.Is4In6() {
+				return nil, cube.Errorf(field+".addresses", "%s is an IPv4-mapped IPv6 address: give the IPv4 address", a)
 			}
-			if pf.Bits() < 8 {
+			if addr.Is4() && pf.Bits() < 8 {
 				return nil, cube.Errorf(field+".addresses", "%s: prefix length %d is too short for an interface address (8..32)", a, pf.Bits())
 			}
+			if addr.Is6() && pf.Bits() < 16 {
+				return nil, cube.Errorf(field+".addresses", "%s: prefix length %d is too short for an interface address (16..128)", a, pf.Bits())
+			}
 			m := pf.Masked()
-			if pf.Bits() <= 30 && (addr == m.Addr() || addr == lastAddr(m)) {
+			if addr.Is4() && pf.Bits() <= 30 && (addr == m.Addr() || addr == lastAddr(m)) {
 				return nil, cube.Errorf(field+".addresses", "%s is the network or broadcast address of %s, not a host address", a, m)
+			}
+			if addr.Is6() && pf.Bits() <= 126 && addr == m.Addr() {
+				return nil, cube.Errorf(field+".addresses", "%s is the subnet-router anycast address of %s, not a host address", a, m)
 			}
 			if addr.IsMulticast() || addr.IsLoopback() || addr.IsUnspecified() {
 				return nil, cube.Errorf(field+".addresses", "%s is not a unicast host address", a)
+			}
+			if addr.IsLinkLocalUnicast() && addr.Is6() {
+				return nil, cube.Errorf(field+".addresses", "%s: every port has its link-local address already (fe80:: and the EUI-64 of its MAC)", a)
 			}
 			for _, o := range out {
 				if o.Addr == addr {
@@ -174,8 +183,8 @@ func (r *Route) Validate(c *cube.Cube) error {
 	if err != nil {
 		return cube.Errorf("prefix", "invalid prefix %q: want address/length, e.g. 198.19.0.0/16", r.Prefix)
 	}
-	if !pf.Addr().Is4() {
-		return cube.Errorf("prefix", "%s: the router handles IPv4 only", r.Prefix)
+	if pf.Addr().Is4In6() {
+		return cube.Errorf("prefix", "%s is an IPv4-mapped IPv6 prefix: give the IPv4 prefix", r.Prefix)
 	}
 	if pf.Masked() != pf {
 		return cube.Errorf("prefix", "%s has host bits set: did you mean %s?", r.Prefix, pf.Masked())
@@ -203,10 +212,20 @@ func (r *Route) Validate(c *cube.Cube) error {
 		return nil
 	}
 	nh, err := netip.ParseAddr(r.NextHop)
-	if err != nil || !nh.Is4() {
-		return cube.Errorf("next_hop", "invalid IPv4 address %q", r.NextHop)
+	if err != nil || nh.Zone() != "" {
+		return cube.Errorf("next_hop", "invalid address %q", r.NextHop)
+	}
+	if nh.Is4() != pf.Addr().Is4() {
+		return cube.Errorf("next_hop", "%s and the prefix %s are of different address families", nh, pf)
 	}
 	r.NextHop = nh.String()
+	if nh.Is6() && nh.IsLinkLocalUnicast() {
+		// fe80::/64 is on every port's link: the port says which.
+		if port == nil {
+			return cube.Errorf("port", "required with the link-local next hop %s: the port whose link it is on", nh)
+		}
+		return nil
+	}
 	cn, ok := onLink(conn, nh)
 	if !ok {
 		return cube.Errorf("next_hop", "%s is not on a connected subnet of any port", nh)
@@ -219,13 +238,13 @@ func (r *Route) Validate(c *cube.Cube) error {
 			return cube.Errorf("next_hop", "%s is the router's own address", nh)
 		}
 	}
-	if nh == lastAddr(cn.Prefix) && cn.Prefix.Bits() <= 30 {
+	if nh.Is4() && nh == lastAddr(cn.Prefix) && cn.Prefix.Bits() <= 30 {
 		return cube.Errorf("next_hop", "%s is the broadcast address of %s", nh, cn.Prefix)
 	}
 	return nil
 }
 
-// Neighbor is a static ARP entry.
+// Neighbor is a static ARP (IPv4) or neighbour (IPv6) entry.
 type Neighbor struct {
 	IP  string `json:"ip"`
 	MAC string `json:"mac"`
@@ -234,8 +253,11 @@ type Neighbor struct {
 // Validate checks the entry is a unicast MAC on a connected subnet.
 func (n *Neighbor) Validate(c *cube.Cube) error {
 	a, err := netip.ParseAddr(n.IP)
-	if err != nil || !a.Is4() {
-		return cube.Errorf("ip", "invalid IPv4 address %q", n.IP)
+	if err != nil || a.Zone() != "" || a.Is4In6() {
+		return cube.Errorf("ip", "invalid address %q", n.IP)
+	}
+	if a.Is6() && a.IsLinkLocalUnicast() {
+		return cube.Errorf("ip", "%s is link-local: static neighbours are on a connected subnet (link-local ones are learned)", a)
 	}
 	n.IP = a.String()
 	hw, err := net.ParseMAC(n.MAC)
