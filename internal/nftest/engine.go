@@ -5,11 +5,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/engine"
 )
+
+var seq atomic.Uint32
 
 // Engine opens a real engine (the daemon's core, no HTTP) with its own pin
 // root and state file, for end-to-end tests in namespaces. Everything it

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* measure_restore: the entry of a measured run. BPF_PROG_TEST_RUN repeats
+ * one buffer, so whatever a program writes into the frame (a TTL, MACs, a
+ * NAT rewrite, an encapsulation) would be the next run's input. This
+ * program puts the original frame back first (its length, then its bytes,
+ * from measure_frame[0]) and tail-calls the program under test in
+ * measure_target[0]: every repetition sees the same frame. Its own cost is
+ * measured with measure_null as the target and subtracted (measure.go).
+ *
+ * measure_null: returns the pass verdict; the reference for the restore's
+ * own cost. */
+#include <edgenf/ctx.h>
+
+char _license[] SEC("license") = "Dual BSD/GPL";
+
+#define MEASURE_FRAME_MAX 256
+
+struct measure_frame {
+	__u32 len;
+	__u8 b[MEASURE_FRAME_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct measure_frame);
+} measure_frame SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} measure_target SEC(".maps");
+
+static __always_inline int store_frame(ctx_t *ctx, struct measure_frame *f, __u32 len)
+{
+#if defined(EDGENF_HOOK_XDP)
+	return bpf_xdp_store_bytes(ctx, 0, f->b, len);
+#else
+	return bpf_skb_store_bytes(ctx, 0, f->b, len, 0);
+#endif
+}
+
+SEC(EDGENF_SEC) int measure_restore(ctx_t *ctx)
+{
+	__u32 zero = 0, len, cur;
+	struct measure_frame *f = bpf_map_lookup_elem(&measure_frame, &zero);
+
+	if (!f)
+		return CTX_DROP;
+	len = f->len;
+	if (len < 14 || len > MEASURE_FRAME_MAX)
+		return CTX_DROP;
+	cur = ctx_len(ctx);
+	if (cur != len && ctx_adjust_head(ctx, (int)cur - (int)len))
+		return CTX_DROP;
+	if (store_frame(ctx, f, len))
+		return CTX_DROP;
+	bpf_tail_call(ctx, &measure_target, 0);
+	return CTX_DROP;
+}
+
+SEC(EDGENF_SEC) int measure_null(ctx_t *ctx)
+{
+	(void)ctx;
+	return CTX_PASS;
+}
