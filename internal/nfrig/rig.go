@@ -95,6 +95,43 @@ func (r *Rig) load() error {
 	return nil
 }
 
+// Add loads another cube into the rig's datapath at slot (not Slot),
+// synced by a controller of its own, its ports peered with FakeIfindex:
+// chains of cubes for measurements (peer them with SetHop).
+func (r *Rig) Add(typ *cube.Type, model *cube.Cube, slot uint32) (*datapath.Cube, error) {
+	if slot == Slot {
+		return nil, fmt.Errorf("slot %d is the rig's own cube", slot)
+	}
+	if model.Type == "" {
+		model.Type = typ.Name
+	}
+	if model.Hook == "" {
+		model.Hook = typ.Hooks[0]
+	}
+	obj, err := typ.ObjectOf(model)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := datapath.LoadSpec(obj)
+	if err != nil {
+		return nil, err
+	}
+	dc, err := r.DP.LoadCube(model.Name, model.Hook, slot, spec, nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range model.Ports {
+		if err := dc.SetHop(uint32(p.Index), datapath.Hop{Kind: datapath.DstIface, Ifindex: FakeIfindex}); err != nil {
+			return nil, err
+		}
+	}
+	ctl := typ.New()
+	if err := ctl.Sync(rigHandle{r, dc, ctl}, model); err != nil {
+		return nil, fmt.Errorf("sync %s: %w", model.Name, err)
+	}
+	return dc, nil
+}
+
 // Close removes the datapath and everything in it.
 func (r *Rig) Close() { r.DP.Destroy() }
 
@@ -163,12 +200,16 @@ func (r *Rig) TransparentEntry(dir datapath.Direction) (*ebpf.Program, error) {
 // Stats returns the cube's per-port counters.
 func (r *Rig) Stats() ([]datapath.Stats, error) { return r.Cube.Stats() }
 
-// Handle is the controller's view of the rig.
-func (r *Rig) Handle() cube.Handle { return rigHandle{r} }
+// Handle is the controller's view of the rig's own cube.
+func (r *Rig) Handle() cube.Handle { return rigHandle{r, r.Cube, r.Ctl} }
 
-type rigHandle struct{ r *Rig }
+type rigHandle struct {
+	r   *Rig
+	dc  *datapath.Cube
+	ctl cube.Controller
+}
 
-func (h rigHandle) Map(name string) (*ebpf.Map, error) { return h.r.Cube.Map(name) }
+func (h rigHandle) Map(name string) (*ebpf.Map, error) { return h.dc.Map(name) }
 func (h rigHandle) Inject(port int, frame []byte) error {
 	h.r.Injected = append(h.r.Injected, Frame{port, append([]byte(nil), frame...)})
 	return nil
@@ -179,7 +220,7 @@ func (h rigHandle) Transmit(port int, frame []byte) error {
 }
 func (h rigHandle) PortIface(int) (*net.Interface, bool) { return nil, false }
 func (h rigHandle) PrepareRedirect(ifindex int) error    { return h.r.DP.EnsureRedirectTarget(ifindex) }
-func (h rigHandle) Controller() cube.Controller          { return h.r.Ctl }
+func (h rigHandle) Controller() cube.Controller          { return h.ctl }
 func (h rigHandle) Logf(format string, args ...any) {
 	if h.r.Log != nil {
 		h.r.Log(format, args...)

@@ -23,6 +23,9 @@ import (
 	"sort"
 
 	"github.com/cilium/ebpf"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"github.com/vishvananda/netns"
 
 	"github.com/edgenf/edgenf/internal/datapath"
 )
@@ -43,11 +46,23 @@ type Meter struct {
 	coll    *ebpf.Collection
 	restore *ebpf.Program
 	null    *ebpf.Program
-	frame   *ebpf.Map
-	target  *ebpf.Map
+	frames  *ebpf.Map
+	targets *ebpf.Map
+	cur     *ebpf.Map
+	next    uint32 // next free slot
+	// ns is the private network namespace whose loopback holds the
+	// restore entry at XDP (see New).
+	ns netns.NsHandle
 }
 
-// New loads the restore entry for hook.
+// Slots bounds the programs a meter measures (measure_targets).
+const Slots = 1024
+
+// New loads the restore entry for hook. At XDP it is attached to the
+// loopback of a network namespace of its own, where no traffic flows: a
+// program attached somewhere stays in the kernel's XDP dispatcher, and each
+// BPF_PROG_TEST_RUN then skips the dispatcher's rebuild (tens of ms per
+// call otherwise), and calls it as traffic on an interface does.
 func New(hook datapath.Hook) (*Meter, error) {
 	obj := objXDP
 	if hook == datapath.TC {
@@ -61,12 +76,51 @@ func New(hook datapath.Hook) (*Meter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("measure: loading the restore entry: %w", err)
 	}
-	return &Meter{hook: hook, coll: coll, restore: coll.Programs["measure_restore"], null: coll.Programs["measure_null"],
-		frame: coll.Maps["measure_frame"], target: coll.Maps["measure_target"]}, nil
+	m := &Meter{hook: hook, coll: coll, restore: coll.Programs["measure_restore"], null: coll.Programs["measure_null"],
+		frames: coll.Maps["measure_frames"], targets: coll.Maps["measure_targets"], cur: coll.Maps["measure_cur"], ns: -1}
+	if hook == datapath.XDP {
+		if err := m.pin(); err != nil {
+			coll.Close()
+			return nil, err
+		}
+	}
+	return m, nil
 }
 
-// Close releases the programs and maps.
-func (m *Meter) Close() { m.coll.Close() }
+// pin attaches the restore entry (generic XDP) to the loopback of a new
+// network namespace, which Close removes.
+func (m *Meter) pin() error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		return err
+	}
+	defer orig.Close()
+	ns, err := netns.New()
+	if err != nil {
+		return fmt.Errorf("measure: a network namespace for the restore entry: %w", err)
+	}
+	defer netns.Set(orig)
+	lo, err := netlink.LinkByName("lo")
+	if err == nil {
+		err = netlink.LinkSetXdpFdWithFlags(lo, m.restore.FD(), nl.XDP_FLAGS_SKB_MODE)
+	}
+	if err != nil {
+		ns.Close()
+		return fmt.Errorf("measure: attaching the restore entry: %w", err)
+	}
+	m.ns = ns
+	return nil
+}
+
+// Close releases the programs, maps and namespace.
+func (m *Meter) Close() {
+	if m.ns >= 0 {
+		m.ns.Close()
+	}
+	m.coll.Close()
+}
 
 // Hook is the hook the meter measures programs of.
 func (m *Meter) Hook() datapath.Hook { return m.hook }
@@ -76,18 +130,42 @@ type frameValue struct {
 	B   [MaxFrame]byte
 }
 
-// run returns the kernel's mean time per repetition of restore → prog.
-func (m *Meter) run(prog *ebpf.Program, frame []byte, repeat int) (float64, uint32, error) {
+// slot binds prog (nil: the do-nothing program) and frame to a free slot.
+func (m *Meter) slot(prog *ebpf.Program, frame []byte) (uint32, error) {
 	if len(frame) < 14 || len(frame) > MaxFrame {
-		return 0, 0, fmt.Errorf("measure: frame of %d bytes (14 to %d)", len(frame), MaxFrame)
+		return 0, fmt.Errorf("measure: frame of %d bytes (14 to %d)", len(frame), MaxFrame)
 	}
+	if m.next >= Slots {
+		return 0, fmt.Errorf("measure: more than %d programs", Slots/2)
+	}
+	s := m.next
+	m.next++
 	v := frameValue{Len: uint32(len(frame))}
 	copy(v.B[:], frame)
-	if err := m.frame.Update(uint32(0), &v, ebpf.UpdateAny); err != nil {
-		return 0, 0, err
+	if err := m.frames.Update(s, &v, ebpf.UpdateAny); err != nil {
+		return 0, err
 	}
-	if err := m.target.Update(uint32(0), prog, ebpf.UpdateAny); err != nil {
-		return 0, 0, fmt.Errorf("measure: the program cannot be tail-called from the restore entry: %w", err)
+	if prog == nil {
+		prog = m.null
+	}
+	if err := m.targets.Update(s, prog, ebpf.UpdateAny); err != nil {
+		return 0, fmt.Errorf("measure: the program cannot be tail-called from the restore entry: %w", err)
+	}
+	return s, nil
+}
+
+// release empties the slots from s on.
+func (m *Meter) release(s uint32) {
+	for i := s; i < m.next; i++ {
+		m.targets.Delete(i)
+	}
+	m.next = s
+}
+
+// run returns the kernel's mean time per repetition of slot s.
+func (m *Meter) run(s uint32, frame []byte, repeat int) (float64, uint32, error) {
+	if err := m.cur.Update(uint32(0), s, ebpf.UpdateAny); err != nil {
+		return 0, 0, err
 	}
 	ret, d, err := m.restore.Benchmark(frame, repeat, nil)
 	if err != nil {
@@ -97,9 +175,16 @@ func (m *Meter) run(prog *ebpf.Program, frame []byte, repeat int) (float64, uint
 }
 
 // Verdict runs prog once on frame (through the restore entry) and returns
-// its verdict: a check that a measured setup does what it should.
+// its verdict: a check that a measured setup does what it should, and the
+// way to warm state up (learning, connection tracking).
 func (m *Meter) Verdict(prog *ebpf.Program, frame []byte) (uint32, error) {
-	_, v, err := m.run(prog, frame, 1)
+	first := m.next
+	defer m.release(first)
+	s, err := m.slot(prog, frame)
+	if err != nil {
+		return 0, err
+	}
+	_, v, err := m.run(s, frame, 1)
 	return v, err
 }
 
@@ -141,6 +226,19 @@ func (m *Meter) Measure(ctx context.Context, items []Item, opt Options) ([]Resul
 	if opt.Repeat <= 0 {
 		opt.Repeat = 20000
 	}
+	first := m.next
+	defer m.release(first)
+	type bound struct{ it, ref uint32 }
+	bs := make([]bound, len(items))
+	for i, it := range items {
+		var err error
+		if bs[i].it, err = m.slot(it.Prog, it.Frame); err != nil {
+			return nil, fmt.Errorf("%s: %w", it.Name, err)
+		}
+		if bs[i].ref, err = m.slot(nil, it.Frame); err != nil {
+			return nil, fmt.Errorf("%s: %w", it.Name, err)
+		}
+	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	samples := make([][]float64, len(items))
@@ -154,14 +252,13 @@ func (m *Meter) Measure(ctx context.Context, items []Item, opt Options) ([]Resul
 				return nil, err
 			}
 			i := (k + r) % len(items)
-			it := items[i]
-			ref, _, err := m.run(m.null, it.Frame, opt.Repeat)
+			ref, _, err := m.run(bs[i].ref, items[i].Frame, opt.Repeat)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", it.Name, err)
+				return nil, fmt.Errorf("%s: %w", items[i].Name, err)
 			}
-			v, _, err := m.run(it.Prog, it.Frame, opt.Repeat)
+			v, _, err := m.run(bs[i].it, items[i].Frame, opt.Repeat)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", it.Name, err)
+				return nil, fmt.Errorf("%s: %w", items[i].Name, err)
 			}
 			samples[i] = append(samples[i], v-ref+bare)
 		}

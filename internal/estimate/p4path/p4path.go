@@ -69,9 +69,9 @@ type Path struct {
 	Tables []Outcome `json:"tables,omitempty"`
 	// Steps are the path's decisions in order: table outcomes, and the if
 	// and switch conditions it could not decide from what it knew.
-	Steps   []string `json:"steps,omitempty"`
-	Verdict string   `json:"verdict"` // send, drop, punt
-	Uses     []estimate.Use `json:"uses"`
+	Steps   []string       `json:"steps,omitempty"`
+	Verdict string         `json:"verdict"` // send, drop, punt
+	Uses    []estimate.Use `json:"uses"`
 
 	statesSeen int // distinct parser states
 }

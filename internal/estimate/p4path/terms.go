@@ -48,9 +48,9 @@ const (
 	TermCsum     = "p4.checksum.csum16"      // update_checksum / verify_checksum with csum16
 	TermCsumByte = "p4.checksum.csum16.byte" // per byte summed
 
-	TermDeparseHeader = "p4.deparse.header"     // per header emitted
-	TermDeparseField  = "p4.deparse.field"      // per field written back into a header still where it was parsed
-	TermDeparseByte   = "p4.deparse.moved_byte" // per byte of a header added or moved (written whole)
+	TermDeparseHeader = "p4.deparse.header"      // per header emitted
+	TermDeparseField  = "p4.deparse.field"       // per field written back into a header still where it was parsed
+	TermDeparseByte   = "p4.deparse.moved_byte"  // per byte of a header added or moved (written whole)
 	TermHeadAdjust    = "p4.deparse.head_adjust" // the frame grows or shrinks (headers added or removed)
 )
 

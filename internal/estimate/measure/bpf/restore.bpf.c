@@ -2,10 +2,13 @@
 /* measure_restore: the entry of a measured run. BPF_PROG_TEST_RUN repeats
  * one buffer, so whatever a program writes into the frame (a TTL, MACs, a
  * NAT rewrite, an encapsulation) would be the next run's input. This
- * program puts the original frame back first (its length, then its bytes,
- * from measure_frame[0]) and tail-calls the program under test in
- * measure_target[0]: every repetition sees the same frame. Its own cost is
- * measured with measure_null as the target and subtracted (measure.go).
+ * program puts the frame of the slot being measured back first (its length,
+ * then its bytes, from measure_frames) and tail-calls the slot's program in
+ * measure_targets: every repetition sees the same frame. measure_cur[0]
+ * names the slot: the one map write between runs.
+ *
+ * The tail call's index is read from a map, so the JIT emits an indirect
+ * tail call: changing the targets patches no code.
  *
  * measure_null: returns the pass verdict; the reference for the restore's
  * own cost. */
@@ -14,6 +17,7 @@
 char _license[] SEC("license") = "Dual BSD/GPL";
 
 #define MEASURE_FRAME_MAX 256
+#define MEASURE_SLOTS 1024
 
 struct measure_frame {
 	__u32 len;
@@ -22,17 +26,24 @@ struct measure_frame {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, MEASURE_SLOTS);
 	__type(key, __u32);
 	__type(value, struct measure_frame);
-} measure_frame SEC(".maps");
+} measure_frames SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, MEASURE_SLOTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} measure_targets SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, __u32);
-} measure_target SEC(".maps");
+} measure_cur SEC(".maps");
 
 static __always_inline int store_frame(ctx_t *ctx, struct measure_frame *f, __u32 len)
 {
@@ -45,9 +56,14 @@ static __always_inline int store_frame(ctx_t *ctx, struct measure_frame *f, __u3
 
 SEC(EDGENF_SEC) int measure_restore(ctx_t *ctx)
 {
-	__u32 zero = 0, len, cur;
-	struct measure_frame *f = bpf_map_lookup_elem(&measure_frame, &zero);
+	__u32 zero = 0, slot, len, cur;
+	__u32 *sp = bpf_map_lookup_elem(&measure_cur, &zero);
+	struct measure_frame *f;
 
+	if (!sp)
+		return CTX_DROP;
+	slot = *sp;
+	f = bpf_map_lookup_elem(&measure_frames, &slot);
 	if (!f)
 		return CTX_DROP;
 	len = f->len;
@@ -58,7 +74,7 @@ SEC(EDGENF_SEC) int measure_restore(ctx_t *ctx)
 		return CTX_DROP;
 	if (store_frame(ctx, f, len))
 		return CTX_DROP;
-	bpf_tail_call(ctx, &measure_target, 0);
+	bpf_tail_call(ctx, &measure_targets, slot);
 	return CTX_DROP;
 }
 
