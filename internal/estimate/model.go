@@ -1,7 +1,9 @@
 package estimate
 
 import (
+	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 	"sync"
 
@@ -58,8 +60,9 @@ type Model struct {
 	Type  string
 	Terms []Term
 	// Uses is what the typical packet through c uses, with notes on what
-	// was assumed.
-	Uses func(c *cube.Cube) ([]Use, []string, error)
+	// was assumed. p is the profile the uses will be priced with (models
+	// that choose among paths by cost use it; it may be nil).
+	Uses func(p *Profile, c *cube.Cube) ([]Use, []string, error)
 	// Cases are the configurations `edgenf estimate calibrate` measures to
 	// fit Terms (nil: calibrated otherwise, as the p4 type is).
 	Cases func(hook datapath.Hook) []Case
@@ -77,6 +80,10 @@ type Case struct {
 	// Warm frames run once before the measurement (learning, connection
 	// state); the measured frame itself runs once first anyway.
 	Warm [][]byte
+	// Uses, when set, is what the measured packet uses, for a case that
+	// measures another path than the model's typical one (nil: the
+	// model's Uses of Cube).
+	Uses []Use
 }
 
 var (
@@ -182,11 +189,24 @@ func (p *Profile) CubeEstimate(c *cube.Cube) (CubeCost, error) {
 		cc.Notes = []string{fmt.Sprintf("NF type %s has no cost model: counted as 0 ns", c.Type)}
 		return cc, nil
 	}
-	uses, notes, err := m.Uses(c)
+	uses, notes, err := m.Uses(p, c)
 	if err != nil {
 		return cc, fmt.Errorf("cube %s: %w", c.Name, err)
 	}
 	cc.Cost = p.Price(uses)
 	cc.Notes = notes
 	return cc, nil
+}
+
+// Log2 is the count of a term priced per log2(n+1): how deep a lookup in
+// n entries goes.
+func Log2(n int) float64 { return math.Log2(float64(n) + 1) }
+
+// Row marshals a table entry of a calibration case's cube.
+func Row(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

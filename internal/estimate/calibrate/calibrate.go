@@ -292,9 +292,12 @@ func (s *session) loadNF(m *estimate.Model, c estimate.Case) error {
 	if model.Name == "" {
 		model.Name = m.Type
 	}
-	uses, _, err := m.Uses(model)
-	if err != nil {
-		return err
+	uses := c.Uses
+	if uses == nil {
+		var err error
+		if uses, _, err = m.Uses(nil, model); err != nil {
+			return err
+		}
 	}
 	r, err := nfrig.Open(typ, model)
 	if err != nil {

@@ -19,7 +19,6 @@ package p4path
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 
@@ -336,6 +335,3 @@ func matches(p *Path, headers []string, tables map[string]string, verdict string
 	}
 	return true
 }
-
-// log2n is the LPM term's count for a table of n entries.
-func log2n(n int) float64 { return math.Log2(float64(n) + 1) }

@@ -1121,7 +1121,7 @@ func (w *walker) apply(c *syntax.Call, cr *sema.CallRef, st *state, k func(*stat
 			s.use(TermHashKeyByte, float64(t.KeyBytes), what)
 		case ir.KindLPM:
 			s.use(TermLPM, 1, what)
-			s.use(TermLPMLog2, log2n(n), what)
+			s.use(TermLPMLog2, estimate.Log2(n), what)
 		case ir.KindScan:
 			s.use(TermScan, 1, what)
 			s.use(TermScanEntry, float64(n), what)

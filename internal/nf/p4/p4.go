@@ -202,17 +202,7 @@ var (
 )
 
 func compiled(s *Settings) (*p4c.Result, error) {
-	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00", s.Program, s.Source)
-	for _, k := range sortedKeys(s.Defines) {
-		fmt.Fprintf(h, "%s=%s\x00", k, s.Defines[k])
-	}
-	for _, d := range s.IncludeDirs {
-		fmt.Fprintf(h, "%s\x00", d)
-	}
-	fmt.Fprintf(h, "cpu=%d\x00", s.CPUPort)
-	var key [32]byte
-	copy(key[:], h.Sum(nil))
+	key := cacheKey(s)
 	cacheMu.Lock()
 	defer cacheMu.Unlock()
 	if r, ok := cache[key]; ok {
@@ -227,6 +217,29 @@ func compiled(s *Settings) (*p4c.Result, error) {
 	}
 	cache[key] = r
 	return r, nil
+}
+
+// cacheKey identifies what compiled(s) compiles.
+func cacheKey(s *Settings) [32]byte {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00", s.Program, s.Source)
+	for _, k := range sortedKeys(s.Defines) {
+		fmt.Fprintf(h, "%s=%s\x00", k, s.Defines[k])
+	}
+	for _, d := range s.IncludeDirs {
+		fmt.Fprintf(h, "%s\x00", d)
+	}
+	fmt.Fprintf(h, "cpu=%d\x00", s.CPUPort)
+	var key [32]byte
+	copy(key[:], h.Sum(nil))
+	return key
+}
+
+// cachedResult is s compiled, if it already is (nil otherwise).
+func cachedResult(s *Settings) *p4c.Result {
+	cacheMu.Lock()
+	defer cacheMu.Unlock()
+	return cache[cacheKey(s)]
 }
 
 // programOf compiles the cube's program (from the cache).
