@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -59,9 +60,9 @@ func estimateCmd() *cobra.Command {
 			case file != "" && len(args) > 0:
 				return fmt.Errorf("give a P4 program or -f TOPOLOGY, not both")
 			case file != "":
-				return estimateTopology(w, cmd.ErrOrStderr(), file, profiles)
+				return estimateTopology(w, file, profiles)
 			case len(args) == 1:
-				return estimateProgram(w, cmd.ErrOrStderr(), args[0], programOptions{hook: datapath.Hook(hook), profiles: profiles,
+				return estimateProgram(w, args[0], programOptions{hook: datapath.Hook(hook), profiles: profiles,
 					path: pathSpec, all: all, entries: entries, defines: defines, includes: includes})
 			}
 			return cmd.Help()
@@ -189,8 +190,8 @@ func abs(x float64) float64 {
 
 // resolveProfiles loads the profile of each hook: the files given (their
 // hook decides which), else the machine's calibrated profile, else the
-// built-in one; notes go to stderr.
-func resolveProfiles(errw io.Writer, files []string, hooks []datapath.Hook) (map[datapath.Hook]*estimate.Profile, error) {
+// built-in one; with notes on what was chosen.
+func resolveProfiles(files []string, hooks []datapath.Hook) (map[datapath.Hook]*estimate.Profile, []string, error) {
 	given := map[datapath.Hook]string{}
 	for _, f := range files {
 		p, err := estimate.Load(f)
@@ -204,26 +205,25 @@ func resolveProfiles(errw io.Writer, files []string, hooks []datapath.Hook) (map
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if _, dup := given[p.Hook]; dup && given[p.Hook] != f {
-			return nil, fmt.Errorf("two profiles for hook %s: %s and %s", p.Hook, given[p.Hook], f)
+			return nil, nil, fmt.Errorf("two profiles for hook %s: %s and %s", p.Hook, given[p.Hook], f)
 		}
 		given[p.Hook] = f
 	}
 	out := map[datapath.Hook]*estimate.Profile{}
+	var all []string
 	for _, h := range hooks {
 		p, notes, err := estimate.Resolve(given[h], h)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		p, more := p.WithDefaults()
-		for _, n := range append(notes, more...) {
-			fmt.Fprintln(errw, n)
-		}
+		all = append(append(all, notes...), more...)
 		out[h] = p
 	}
-	return out, nil
+	return out, all, nil
 }
 
 type programOptions struct {
@@ -256,7 +256,7 @@ func parseEntries(specs []string) (map[string]int, int, error) {
 	return out, def, nil
 }
 
-func estimateProgram(w, errw io.Writer, file string, o programOptions) error {
+func estimateProgram(w io.Writer, file string, o programOptions) error {
 	if o.hook != datapath.XDP && o.hook != datapath.TC {
 		return fmt.Errorf("--hook %s: want xdp or tc", o.hook)
 	}
@@ -293,7 +293,7 @@ func estimateProgram(w, errw io.Writer, file string, o programOptions) error {
 			return fmt.Errorf("--entries %s: the program has no table %q", t, t)
 		}
 	}
-	profs, err := resolveProfiles(errw, o.profiles, []datapath.Hook{o.hook})
+	profs, notes, err := resolveProfiles(o.profiles, []datapath.Hook{o.hook})
 	if err != nil {
 		return err
 	}
@@ -309,7 +309,7 @@ func estimateProgram(w, errw io.Writer, file string, o programOptions) error {
 			sel = append(sel, priced[path.ID-1])
 		}
 	}
-	rep := programReport{File: file, Hook: o.hook, Profile: p.Summary(), Paths: len(pr.Paths), Truncated: pr.Truncated, Tables: pr.Tables}
+	rep := programReport{File: file, Hook: o.hook, Profile: p.Summary(), Notes: notes, Paths: len(pr.Paths), Truncated: pr.Truncated, Tables: pr.Tables}
 	s := p4path.Summarise(priced)
 	rep.Cheapest, rep.Typical, rep.Dearest = reportPath(s.Cheapest), reportPath(s.Typical), reportPath(s.Dearest)
 	for _, x := range sel {
@@ -327,6 +327,7 @@ type programReport struct {
 	File      string         `json:"file"`
 	Hook      datapath.Hook  `json:"hook"`
 	Profile   string         `json:"profile"`
+	Notes     []string       `json:"notes,omitempty"`
 	Paths     int            `json:"paths"`
 	Truncated bool           `json:"truncated,omitempty"`
 	Tables    []p4path.Table `json:"tables"`
@@ -357,6 +358,9 @@ func (r programReport) write(tw *tabwriter.Writer) {
 	}
 	fmt.Fprintf(tw, "%s at %s: %d paths%s\n", r.File, r.Hook, r.Paths, trunc)
 	fmt.Fprintf(tw, "%s\n", r.Profile)
+	for _, n := range r.Notes {
+		fmt.Fprintln(tw, n)
+	}
 	var assumed []string
 	for _, t := range r.Tables {
 		if t.Kind == "lpm" || t.Kind == "scan" {
@@ -414,7 +418,7 @@ func shortName(n string) string {
 }
 
 // estimateTopology estimates every chain of a topology file.
-func estimateTopology(w, errw io.Writer, file string, profiles []string) error {
+func estimateTopology(w io.Writer, file string, profiles []string) error {
 	t, err := readTopology(file)
 	if err != nil {
 		return err
@@ -428,7 +432,7 @@ func estimateTopology(w, errw io.Writer, file string, profiles []string) error {
 		hs = append(hs, h)
 	}
 	sort.Slice(hs, func(i, j int) bool { return hs[i] < hs[j] })
-	profs, err := resolveProfiles(errw, profiles, hs)
+	profs, notes, err := resolveProfiles(profiles, hs)
 	if err != nil {
 		return err
 	}
@@ -437,16 +441,17 @@ func estimateTopology(w, errw io.Writer, file string, profiles []string) error {
 	if err != nil {
 		return err
 	}
-	rep := topologyReport{File: file, Chains: chains}
+	rep := topologyReport{File: file, Notes: notes, Chains: chains}
 	for _, h := range hs {
 		rep.Profiles = append(rep.Profiles, profs[h].Summary())
 	}
-	return show(w, rep, func(tw *tabwriter.Writer) { writeChains(tw, rep.Profiles, rep.Chains) })
+	return show(w, rep, func(tw *tabwriter.Writer) { writeChains(tw, append(rep.Profiles, rep.Notes...), rep.Chains) })
 }
 
 type topologyReport struct {
 	File     string               `json:"file"`
 	Profiles []string             `json:"profiles"`
+	Notes    []string             `json:"notes,omitempty"`
 	Chains   []estimate.ChainCost `json:"chains"`
 }
 
@@ -487,8 +492,12 @@ func readTopology(file string) (*cube.Topology, error) {
 	if err := yaml.Unmarshal(b, &generic); err != nil {
 		return nil, fmt.Errorf("%s: %v", file, err)
 	}
-	if _, ok := generic.(map[string]any); !ok {
+	top, ok := generic.(map[string]any)
+	if !ok {
 		return nil, fmt.Errorf("%s: want a mapping with `cubes:` (and optionally `attachments:`)", file)
+	}
+	if file != "-" {
+		besideFile(top, filepath.Dir(file))
 	}
 	js, err := json.Marshal(generic)
 	if err != nil {
@@ -512,6 +521,26 @@ func readTopology(file string) (*cube.Topology, error) {
 		}
 	}
 	return t, nil
+}
+
+// besideFile makes P4 cubes' relative program paths relative to the
+// topology file's directory, as a reader of the file means them.
+func besideFile(doc map[string]any, dir string) {
+	cubes, _ := doc["cubes"].([]any)
+	for _, c := range cubes {
+		m, _ := c.(map[string]any)
+		if m == nil || m["type"] != "p4" {
+			continue
+		}
+		cfg, _ := m["config"].(map[string]any)
+		prog, _ := cfg["program"].(string)
+		if prog == "" || filepath.IsAbs(prog) || cfg["source"] != nil {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, prog)); err == nil {
+			cfg["program"] = filepath.Join(dir, prog)
+		}
+	}
 }
 
 func readFileOrStdin(file string) ([]byte, error) {

@@ -173,7 +173,7 @@ func stackHops(t *cube.Topology, point string, dir datapath.Direction) []Hop {
 		if c := t.Cubes[n]; c != nil {
 			typ = c.Type
 		}
-		out = append(out, Hop{Cube: n, Type: typ, Transparent: true, In: string(dir), At: point})
+		out = append(out, Hop{Cube: n, Type: typ, Transparent: true, In: dir.String(), At: point})
 	}
 	return out
 }

@@ -174,6 +174,25 @@ func (m *Meter) run(s uint32, frame []byte, repeat int) (float64, uint32, error)
 	return float64(d.Nanoseconds()), ret, nil
 }
 
+// runSingly is run with n calls of one repetition each: their mean.
+func (m *Meter) runSingly(s uint32, frame []byte, n int) (float64, uint32, error) {
+	if err := m.cur.Update(uint32(0), s, ebpf.UpdateAny); err != nil {
+		return 0, 0, err
+	}
+	n = max(n/20, 100) // a call costs far more than a run
+	var total float64
+	var ret uint32
+	for i := 0; i < n; i++ {
+		r, d, err := m.restore.Benchmark(frame, 1, nil)
+		if err != nil {
+			return 0, 0, err
+		}
+		total += float64(d.Nanoseconds())
+		ret = r
+	}
+	return total / float64(n), ret, nil
+}
+
 // Verdict runs prog once on frame (through the restore entry) and returns
 // its verdict: a check that a measured setup does what it should, and the
 // way to warm state up (learning, connection tracking).
@@ -193,6 +212,11 @@ type Item struct {
 	Name  string
 	Prog  *ebpf.Program
 	Frame []byte
+	// Single runs the program once per BPF_PROG_TEST_RUN call (Repeat
+	// calls a sample) instead of Repeat times in one: for a program whose
+	// frame the restore entry cannot put back run after run (at TC, one
+	// that grows or shrinks the frame). Each call starts from a new frame.
+	Single bool
 }
 
 // Options of a measurement.
@@ -252,11 +276,15 @@ func (m *Meter) Measure(ctx context.Context, items []Item, opt Options) ([]Resul
 				return nil, err
 			}
 			i := (k + r) % len(items)
-			ref, _, err := m.run(bs[i].ref, items[i].Frame, opt.Repeat)
+			run := m.run
+			if items[i].Single {
+				run = m.runSingly
+			}
+			ref, _, err := run(bs[i].ref, items[i].Frame, opt.Repeat)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", items[i].Name, err)
 			}
-			v, _, err := m.run(bs[i].it, items[i].Frame, opt.Repeat)
+			v, _, err := run(bs[i].it, items[i].Frame, opt.Repeat)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", items[i].Name, err)
 			}
@@ -301,3 +329,4 @@ func Summarise(name string, samples []float64) Result {
 	r.NS, r.Lo, r.Hi = t/float64(len(mid)), mid[0], mid[len(mid)-1]
 	return r
 }
+

@@ -170,9 +170,10 @@ type Summary struct {
 //
 // The typical path is the one a packet of the traffic the program is
 // written for takes: forwarded rather than punted or dropped; through
-// the most distinct parser states (its protocols), looping least; hitting
-// in every table it meets as far as possible. Among the paths left (they
-// differ in action choice or undecided branches), the one of median cost.
+// the most distinct parser states (its protocols), looping least; meeting
+// tables that hit and run an action (an entry that does nothing is not
+// what a table is there for). Among the paths left (they differ in action
+// choice or undecided branches), the one of median cost.
 func Summarise(paths []Priced) Summary {
 	if len(paths) == 0 {
 		return Summary{}
@@ -208,10 +209,11 @@ func typicalKey(p *Path) [4]int {
 	v := map[string]int{"send": 2, "punt": 1, "drop": 0}[p.Verdict]
 	hits := 0
 	for _, o := range p.Tables {
-		if o.Hit {
-			hits++
-		} else {
+		switch {
+		case !o.Hit:
 			hits--
+		case short(o.Action) != "NoAction":
+			hits++
 		}
 	}
 	return [4]int{v, p.statesSeen, -len(p.Parser), hits}

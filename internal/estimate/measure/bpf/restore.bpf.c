@@ -45,6 +45,20 @@ struct {
 	__type(value, __u32);
 } measure_cur SEC(".maps");
 
+/* Give the frame back its length: at XDP at the head (a program that grew
+ * the head would otherwise eat the headroom one run at a time), at TC at the
+ * tail (always possible there; the bytes are all rewritten anyway). */
+static __always_inline int restore_len(ctx_t *ctx, __u32 cur, __u32 len)
+{
+#if defined(EDGENF_HOOK_XDP)
+	return bpf_xdp_adjust_head(ctx, (int)cur - (int)len);
+#else
+	if (cur < len)
+		return bpf_skb_change_head(ctx, len - cur, 0);
+	return bpf_skb_adjust_room(ctx, -(int)(cur - len), BPF_ADJ_ROOM_MAC, 0);
+#endif
+}
+
 static __always_inline int store_frame(ctx_t *ctx, struct measure_frame *f, __u32 len)
 {
 #if defined(EDGENF_HOOK_XDP)
@@ -70,7 +84,7 @@ SEC(EDGENF_SEC) int measure_restore(ctx_t *ctx)
 	if (len < 14 || len > MEASURE_FRAME_MAX)
 		return CTX_DROP;
 	cur = ctx_len(ctx);
-	if (cur != len && ctx_adjust_head(ctx, (int)cur - (int)len))
+	if (cur != len && restore_len(ctx, cur, len))
 		return CTX_DROP;
 	if (store_frame(ctx, f, len))
 		return CTX_DROP;
