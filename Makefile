@@ -10,7 +10,7 @@ BPF_OBJ    := $(foreach s,$(BPF_SRC),$(s:.bpf.c=_xdp.o) $(s:.bpf.c=_tc.o))
 BPF_HDR    := $(shell find bpf/include -name '*.h')
 TEST_FLAGS ?= -count=1 -p 2 -timeout 28m
 
-.PHONY: all setup bpf build test soak demo demo-clean bench bench-quick clean
+.PHONY: all setup bpf build test soak demo demo-chain demo-clean bench bench-quick clean
 
 all: build
 
@@ -43,9 +43,14 @@ soak: build
 demo: build
 	@./bin/edgenf-demo up
 
+demo-chain: build
+	@./bin/edgenf-demo chain
+
 bench: build
 	EDGENF_EXTERN_COST_OUT=bench/results/p4-extern-cost.md \
 	  $(GO) test -run XXX -bench ExternCost -benchtime 1x ./internal/p4/stf
+	EDGENF_PFCP_BENCH_OUT=bench/results/upf-pfcp.md \
+	  $(GO) test -run XXX -bench PFCPEstablishment -benchtime 1x ./internal/pfcp/agent
 	$(GO) run ./bench/cmd/bench -o docs/performance.md
 
 bench-quick: build

@@ -119,6 +119,11 @@ func setupDDoS(e *scenario.Env, list string) (*scenario.Topology, error) {
 	t := p.Topology(p.A1MAC)
 	t.Handled = rxHandled(p.A1Idx)
 	t.Info["entries"] = fmt.Sprint(len(rows))
+	if list == "exact" {
+		if err := apiEntryRate(e, eng, t, rows); err != nil { // api.go
+			return nil, err
+		}
+	}
 	stubCost(e, t, root, p.A1, datapath.XDP)
 	return t, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/edgenf/edgenf/internal/nf/firewall"
 	"github.com/edgenf/edgenf/internal/nf/nat"
 	_ "github.com/edgenf/edgenf/internal/nf/router" // registers the router type
+	"github.com/edgenf/edgenf/internal/tenant"
 )
 
 // The nat and firewall groups: an edgenf router (a1 → b0, route to DstNet via
@@ -100,16 +101,7 @@ func FirewallRules(n int, mixed bool) []json.RawMessage {
 }
 
 func setupRouterNF(e *scenario.Env, hook datapath.Hook, nf string, n int) (*scenario.Topology, error) {
-	p, err := e.NewPath(false)
-	if err != nil {
-		return nil, err
-	}
-	if hook == datapath.TC {
-		if err := p.AttachXDP(e.Objs.Pass, p.A1Idx); err != nil {
-			return nil, err
-		}
-	}
-	eng, root, err := benchEngine(e)
+	p, eng, root, err := enginePath(e, hook)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +179,7 @@ func mustMAC(s string) net.HardwareAddr {
 
 func waitMasq(eng *engine.Engine, name string) error {
 	for i := 0; i < 50; i++ {
-		v, err := eng.View(name, "status")
+		v, err := eng.View(tenant.Admin, name, "status")
 		if err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"time"
@@ -88,9 +89,15 @@ func setupLearnSwitch(e *scenario.Env, hook datapath.Hook, flood bool) (*scenari
 }
 
 // exampleP4 is the path of a shipped P4 program (the harness runs in the tree).
-func exampleP4(name string) string {
+// exampleP4 is the settings of a p4 cube running a shipped program (its
+// source inline, as the CLI sends it).
+func exampleP4(name string) (json.RawMessage, error) {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "examples", "p4", name)
+	src, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "examples", "p4", name))
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(map[string]string{"program": name, "source": string(src)})
 }
 
 // setupP4 runs a shipped P4 program as a cube at XDP between a1 (port 0)
@@ -102,23 +109,15 @@ func setupP4(e *scenario.Env, program string, dstMAC []byte, entries func(*scena
 
 // setupP4On is setupP4 at a hook, with multicast groups.
 func setupP4On(e *scenario.Env, program string, hook datapath.Hook, dstMAC []byte, entries func(*scenario.Path) []string, groups []string) (*scenario.Topology, error) {
-	p, err := e.NewPath(false)
-	if err != nil {
-		return nil, err
-	}
-	if hook == datapath.TC {
-		// a1 accepts the generator's redirected frames only with an XDP
-		// program; frames then reach TCX ingress as skbs.
-		if err := p.AttachXDP(e.Objs.Pass, p.A1Idx); err != nil {
-			return nil, err
-		}
-	}
-	eng, root, err := benchEngine(e)
+	p, eng, root, err := enginePath(e, hook)
 	if err != nil {
 		return nil, err
 	}
 	name := "p4" + e.ID()
-	cfg, _ := json.Marshal(map[string]string{"program": exampleP4(program)})
+	cfg, err := exampleP4(program)
+	if err != nil {
+		return nil, err
+	}
 	err = eng.Update(func(tp *cube.Topology) error {
 		if err := tp.AddCube(&cube.Cube{Name: name, Type: "p4", Hook: hook, Config: cfg, Ports: []cube.Port{
 			{Name: "in", Index: 0, Peer: p.A1}, {Name: "out", Index: 1, Peer: p.B0}}}); err != nil {
@@ -168,7 +167,10 @@ func setupP4On(e *scenario.Env, program string, hook datapath.Hook, dstMAC []byt
 // this process, into a running cube (front end, C, clang for both hooks,
 // verifier, pins), then removes the cube.
 func compileLoad(eng *engine.Engine, program string) (time.Duration, error) {
-	cfg, _ := json.Marshal(map[string]string{"program": exampleP4(program)})
+	cfg, err := exampleP4(program)
+	if err != nil {
+		return 0, err
+	}
 	t0 := time.Now()
 	if err := eng.Update(func(tp *cube.Topology) error {
 		return tp.AddCube(&cube.Cube{Name: "cl", Type: "p4", Hook: datapath.XDP, Config: cfg})

@@ -75,6 +75,11 @@ func cubeCmd() *cobra.Command {
 				}
 				cfg = ps
 			}
+			if m, ok := cfg.(map[string]any); ok && args[1] == "p4" {
+				if err := inlineProgram(m, "."); err != nil {
+					return err
+				}
+			}
 			if cfg != nil {
 				body["config"] = cfg
 			}
@@ -160,9 +165,18 @@ func cubeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if pprog != "" {
-				if cfg, err = programSettings(pprog); err != nil {
+			if cur.Type == "p4" {
+				if err := inlineProgram(cfg, "."); err != nil {
 					return err
+				}
+			}
+			if pprog != "" {
+				ps, err := programSettings(pprog)
+				if err != nil {
+					return err
+				}
+				for k, v := range ps { // other settings (cpu_port, learn, ...) kept
+					cfg[k] = v
 				}
 			}
 			if err := api().Do("PUT", "/v1/cubes/"+args[0]+"/config", cfg, nil); err != nil {

@@ -496,8 +496,12 @@ func readTopology(file string) (*cube.Topology, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: want a mapping with `cubes:` (and optionally `attachments:`)", file)
 	}
+	dir := "."
 	if file != "-" {
-		besideFile(top, filepath.Dir(file))
+		dir = filepath.Dir(file)
+	}
+	if err := inlinePrograms(top, dir); err != nil {
+		return nil, fmt.Errorf("%s: %v", file, err)
 	}
 	js, err := json.Marshal(generic)
 	if err != nil {
@@ -521,26 +525,6 @@ func readTopology(file string) (*cube.Topology, error) {
 		}
 	}
 	return t, nil
-}
-
-// besideFile makes P4 cubes' relative program paths relative to the
-// topology file's directory, as a reader of the file means them.
-func besideFile(doc map[string]any, dir string) {
-	cubes, _ := doc["cubes"].([]any)
-	for _, c := range cubes {
-		m, _ := c.(map[string]any)
-		if m == nil || m["type"] != "p4" {
-			continue
-		}
-		cfg, _ := m["config"].(map[string]any)
-		prog, _ := cfg["program"].(string)
-		if prog == "" || filepath.IsAbs(prog) || cfg["source"] != nil {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(dir, prog)); err == nil {
-			cfg["program"] = filepath.Join(dir, prog)
-		}
-	}
 }
 
 func readFileOrStdin(file string) ([]byte, error) {

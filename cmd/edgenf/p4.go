@@ -127,16 +127,15 @@ func p4Cmd() *cobra.Command {
 	return c
 }
 
-// programSettings reads a P4 program for `cube add NAME p4 --program FILE`:
-// the daemon stores the source, so a restart runs exactly what was loaded.
+// programSettings reads a P4 program for `cube add NAME p4 --program FILE`
+// here, on the client: the daemon reads no file on a client's behalf. It
+// gets the source and the file's name (for its messages), and stores the
+// source, so a restart runs exactly what was loaded. #include resolves on
+// the daemon against its built-in files and -p4-include-dir.
 func programSettings(path string) (map[string]any, error) {
-	abs, err := filepath.Abs(path)
+	src, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	src, err := os.ReadFile(abs)
-	if err != nil {
-		return nil, err
-	}
-	return map[string]any{"program": abs, "source": string(src)}, nil
+	return map[string]any{"program": filepath.Base(path), "source": string(src)}, nil
 }

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/engine"
 	_ "github.com/edgenf/edgenf/internal/nf/all"
+	p4nf "github.com/edgenf/edgenf/internal/nf/p4"
 	"github.com/edgenf/edgenf/internal/p4rt"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
@@ -42,6 +44,7 @@ func main() {
 		adoptE  = flag.Bool("adopt-empty", false, "start even though the state file names nothing while pinned objects exist, and adopt the state's emptiness: the pinned objects are removed")
 		verbose = flag.Bool("v", false, "debug logging")
 		tcpF    tcpFlags
+		p4inc   = flag.String("p4-include-dir", "", "directories (colon-separated) P4 programs' #include may use, besides the built-in core.p4 and v1model.p4")
 	)
 	tcpF.register(flag.CommandLine)
 	flag.Parse()
@@ -53,6 +56,12 @@ func main() {
 	pf := p4rtFlags{listen: *p4rtL, socket: *p4rtS, devices: *p4rtD}
 	if pf.socket == "" {
 		pf.socket = filepath.Join(filepath.Dir(*socket), "p4rt.sock")
+	}
+	if *p4inc != "" {
+		if err := p4nf.SetIncludeDirs(strings.Split(*p4inc, ":")); err != nil {
+			log.Error("edgenfd", "err", err)
+			os.Exit(1)
+		}
 	}
 	cfg := engine.Config{PinRoot: *bpffs, StateFile: *stateF, Logger: log, AdoptEmpty: *adoptE}
 	if err := run(log, cfg, *socket, *listen, *tokens, *destroy, pf, tcpF); err != nil {
@@ -80,6 +89,9 @@ func run(log *slog.Logger, cfg engine.Config, socket, listen, tokenFile string, 
 		if toks, err = api.LoadTokens(tokenFile); err != nil {
 			return err
 		}
+	}
+	if toks != nil {
+		cfg.Tenants, cfg.DefaultQuota = toks.Tenants, toks.DefaultQuota
 	}
 	devices, tenants, err := p4rt.ParseDevices(p4rtF.devices)
 	if err != nil {

@@ -21,7 +21,7 @@ const (
 	t2Tok    = "tenant2-0123456789abcdef"
 )
 
-func server(t *testing.T) string {
+func server(t testing.TB) string {
 	eng := nftest.Engine(t)
 	srv := httptest.NewServer(New(eng, NewTokens(Token{Token: adminTok}, Token{Token: t1Tok, Tenant: "t1"}, Token{Token: t2Tok, Tenant: "t2"})))
 	t.Cleanup(srv.Close)

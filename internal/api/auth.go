@@ -10,12 +10,16 @@ import (
 	"strings"
 
 	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/tenant"
 )
 
 // Tokens are the bearer tokens accepted on the TCP listener. The unix socket
-// (root-only) needs none and is the administrator.
+// (root-only) needs none and is the administrator. The token file also
+// declares tenants (their interfaces and quotas) and the default quota.
 type Tokens struct {
-	list []Token
+	list         []Token
+	Tenants      []tenant.Tenant
+	DefaultQuota tenant.Quota
 }
 
 // Token grants administrator rights, or access to one tenant's cubes.
@@ -39,7 +43,9 @@ func LoadTokens(path string) (*Tokens, error) {
 		return nil, err
 	}
 	var f struct {
-		Tokens []Token `json:"tokens"`
+		Tokens       []Token         `json:"tokens"`
+		Tenants      []tenant.Tenant `json:"tenants,omitempty"`
+		DefaultQuota tenant.Quota    `json:"default_quota,omitempty"`
 	}
 	if err := cube.DecodeInto("", b, &f); err != nil {
 		return nil, fmt.Errorf("token file %s: %w", path, err)
@@ -49,7 +55,15 @@ func LoadTokens(path string) (*Tokens, error) {
 			return nil, fmt.Errorf("token file %s: tokens[%d] is shorter than 16 characters", path, i)
 		}
 	}
-	return &Tokens{list: f.Tokens}, nil
+	for i := range f.Tenants {
+		if err := f.Tenants[i].Validate(); err != nil {
+			return nil, fmt.Errorf("token file %s: tenants[%d]: %w", path, i, err)
+		}
+	}
+	if err := f.DefaultQuota.Validate(); err != nil {
+		return nil, fmt.Errorf("token file %s: default_quota: %w", path, err)
+	}
+	return &Tokens{list: f.Tokens, Tenants: f.Tenants, DefaultQuota: f.DefaultQuota}, nil
 }
 
 // NewTokens builds a token set in memory.
@@ -63,8 +77,12 @@ type identity struct {
 	tenant string
 }
 
-func (id identity) mayUse(c *cube.Cube) bool {
-	return c != nil && (id.admin || c.Tenant == id.tenant)
+// actor is who the engine acts for.
+func (id identity) actor() tenant.Actor {
+	if id.admin {
+		return tenant.Admin
+	}
+	return tenant.Of(id.tenant)
 }
 
 func identityOf(r *http.Request) identity {

@@ -2,13 +2,21 @@ package api
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/engine"
+	"github.com/edgenf/edgenf/internal/tenant"
 )
 
-// Schema is a JSON Schema (the subset OpenAPI 3.0 uses).
+// Schema is a JSON Schema (the subset OpenAPI 3.0 uses). The API decodes
+// bodies strictly, so objects allow no other properties: what the document
+// says is valid is what the API accepts, as far as a schema can say it
+// (that a peer exists is for the API to tell).
 type Schema struct {
 	Type                 string             `json:"type,omitempty"`
 	Format               string             `json:"format,omitempty"`
@@ -16,15 +24,71 @@ type Schema struct {
 	Properties           map[string]*Schema `json:"properties,omitempty"`
 	Required             []string           `json:"required,omitempty"`
 	Items                *Schema            `json:"items,omitempty"`
-	AdditionalProperties *Schema            `json:"additionalProperties,omitempty"`
-	Minimum              *float64           `json:"minimum,omitempty"`
-	Maximum              *float64           `json:"maximum,omitempty"`
+	AdditionalProperties any                `json:"additionalProperties,omitempty"` // *Schema, or false
+	Minimum              *json.Number       `json:"minimum,omitempty"`
+	Maximum              *json.Number       `json:"maximum,omitempty"`
+	MinLength            *int               `json:"minLength,omitempty"`
+	MaxLength            *int               `json:"maxLength,omitempty"`
+	MinItems             *int               `json:"minItems,omitempty"`
+	Pattern              string             `json:"pattern,omitempty"`
+	Enum                 []string           `json:"enum,omitempty"`
+	Nullable             bool               `json:"nullable,omitempty"`
+	OneOf                []*Schema          `json:"oneOf,omitempty"`
 }
 
-var rawType = reflect.TypeOf(json.RawMessage{})
+var (
+	rawType    = reflect.TypeOf(json.RawMessage{})
+	schemaType = reflect.TypeOf(Schema{})
+	hookType   = reflect.TypeOf(datapath.Hook(""))
+)
+
+// Patterns of the names and references of the model (cube.CheckName,
+// cube.ParseEndpoint).
+const (
+	namePattern  = `^[A-Za-z][A-Za-z0-9_-]{0,31}$`
+	ifacePattern = `^[^/:\s]{1,15}$`
+	peerPattern  = `^([A-Za-z][A-Za-z0-9_-]{0,31}:[A-Za-z][A-Za-z0-9_-]{0,31}|[^/:\s]{1,15})$`
+	// A unicast MAC: the group bit of the first octet clear.
+	macPattern = `^[0-9A-Fa-f][02468ACEace]([:-][0-9A-Fa-f]{2}){5}$`
+	// address/prefix-length, IPv4 or IPv6
+	prefixPattern = `^(((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])/(3[0-2]|[12]?[0-9])|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*/(12[0-8]|1[01][0-9]|[1-9]?[0-9]))$`
+)
+
+func str(pattern string) *Schema { return &Schema{Type: "string", Pattern: pattern} }
+
+func num(v int64) *json.Number {
+	n := json.Number(strconv.FormatInt(v, 10))
+	return &n
+}
+
+// fieldSchemas are the schemas of model fields whose Go type says too little.
+var fieldSchemas = map[string]func() *Schema{
+	"cube.Cube.Name":      func() *Schema { return str(namePattern) },
+	"cube.Cube.Tenant":    func() *Schema { return str(namePattern) },
+	"cube.Port.Name":      func() *Schema { return str(namePattern) },
+	"cube.Port.Index":     func() *Schema { return &Schema{Type: "integer", Minimum: num(0), Maximum: num(datapath.MaxPorts - 1)} },
+	"cube.Port.Peer":      func() *Schema { return str(peerPattern) },
+	"cube.Port.MAC":       func() *Schema { return str(macPattern) },
+	"cube.Port.Addresses": func() *Schema { return &Schema{Type: "array", Items: str(prefixPattern)} },
+	"tenant.Tenant.Name":  func() *Schema { return str(namePattern) },
+	"tenant.Tenant.Interfaces": func() *Schema {
+		return &Schema{Type: "array", Items: str(ifacePattern)}
+	},
+	"tenant.Tenant.Quota": quotaSchema,
+}
+
+func quotaSchema() *Schema {
+	s := &Schema{Type: "object", Properties: map[string]*Schema{}, AdditionalProperties: false,
+		Description: "limits that differ from the defaults (bytes for sizes, seconds for times)"}
+	for _, q := range tenant.Names {
+		s.Properties[q] = &Schema{Type: "integer", Format: "int64", Minimum: num(0)}
+	}
+	return s
+}
 
 // SchemaOf derives the schema of a Go value (pointer or not) from its type
-// and json tags. Fields without omitempty are required.
+// and json tags. Fields without omitempty are required. Struct tags may
+// refine a field: pattern:"^...$", enum:"a|b", minimum:"0", maximum:"9".
 func SchemaOf(v any) *Schema {
 	t := reflect.TypeOf(v)
 	for t.Kind() == reflect.Pointer {
@@ -37,33 +101,45 @@ func schemaOfType(t reflect.Type, depth int) *Schema {
 	if depth > 8 {
 		return &Schema{}
 	}
-	if t == rawType {
+	switch t {
+	case rawType:
 		return &Schema{Description: "any JSON value"}
+	case schemaType:
+		return &Schema{Type: "object", Description: "a JSON Schema"}
+	case hookType:
+		return &Schema{Type: "string", Enum: []string{string(datapath.XDP), string(datapath.TC)}}
 	}
 	switch t.Kind() {
 	case reflect.Pointer:
-		return schemaOfType(t.Elem(), depth)
+		s := schemaOfType(t.Elem(), depth)
+		s.Nullable = true
+		return s
 	case reflect.Bool:
 		return &Schema{Type: "boolean"}
 	case reflect.String:
 		return &Schema{Type: "string"}
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return &Schema{Type: "integer", Format: "int64"}
+		max := int64(1)<<(t.Bits()-1) - 1
+		return &Schema{Type: "integer", Format: "int64", Minimum: num(-max - 1), Maximum: num(max)}
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		zero := 0.0
-		max := float64(uint64(1)<<(t.Bits()-1))*2 - 1
-		return &Schema{Type: "integer", Minimum: &zero, Maximum: &max}
+		max := json.Number(strconv.FormatUint(uint64(1)<<(t.Bits()-1)*2-1, 10))
+		return &Schema{Type: "integer", Minimum: num(0), Maximum: &max}
 	case reflect.Float32, reflect.Float64:
 		return &Schema{Type: "number"}
 	case reflect.Slice, reflect.Array:
-		return &Schema{Type: "array", Items: schemaOfType(t.Elem(), depth+1)}
+		if t.Elem().Kind() == reflect.Uint8 {
+			return &Schema{Type: "string", Format: "byte", Description: "base64"}
+		}
+		return &Schema{Type: "array", Items: schemaOfType(t.Elem(), depth+1), Nullable: t.Kind() == reflect.Slice}
 	case reflect.Map:
 		return &Schema{Type: "object", AdditionalProperties: schemaOfType(t.Elem(), depth+1)}
+	case reflect.Interface:
+		return &Schema{}
 	case reflect.Struct:
 		if t.String() == "time.Time" {
 			return &Schema{Type: "string", Format: "date-time"}
 		}
-		s := &Schema{Type: "object", Properties: map[string]*Schema{}}
+		s := &Schema{Type: "object", Properties: map[string]*Schema{}, AdditionalProperties: false}
 		for i := 0; i < t.NumField(); i++ {
 			f := t.Field(i)
 			if !f.IsExported() {
@@ -85,7 +161,7 @@ func schemaOfType(t reflect.Type, depth int) *Schema {
 			if name == "" {
 				name = f.Name
 			}
-			fs := schemaOfType(f.Type, depth+1)
+			fs := fieldSchema(t, f, depth)
 			if d := f.Tag.Get("doc"); d != "" {
 				fs.Description = d
 			}
@@ -97,6 +173,28 @@ func schemaOfType(t reflect.Type, depth int) *Schema {
 		return s
 	}
 	return &Schema{}
+}
+
+// fieldSchema is a struct field's schema: the field table's, or the type's
+// refined by the field's tags.
+func fieldSchema(owner reflect.Type, f reflect.StructField, depth int) *Schema {
+	if mk, ok := fieldSchemas[owner.String()+"."+f.Name]; ok {
+		return mk()
+	}
+	fs := schemaOfType(f.Type, depth+1)
+	if p := f.Tag.Get("pattern"); p != "" {
+		fs.Pattern = p
+	}
+	if e := f.Tag.Get("enum"); e != "" {
+		fs.Enum = strings.Split(e, "|")
+	}
+	for tag, dst := range map[string]**json.Number{"minimum": &fs.Minimum, "maximum": &fs.Maximum} {
+		if v := f.Tag.Get(tag); v != "" {
+			n := json.Number(v)
+			*dst = &n
+		}
+	}
+	return fs
 }
 
 type op struct {
@@ -132,14 +230,22 @@ func jsonBody(s *Schema) *body {
 	return &body{Required: true, Content: map[string]mediaType{"application/json": {s}}}
 }
 
-func ok(desc string, s *Schema) map[string]response {
+// optionalBody is a body that may be left out (an empty body is {}).
+func optionalBody(s *Schema) *body {
+	b := jsonBody(s)
+	b.Required = false
+	return b
+}
+
+// ok documents a success with code (204: no content) and every error.
+func ok(code int, desc string, s *Schema) map[string]response {
 	r := response{Description: desc}
-	if s != nil {
+	if s != nil && code != 204 {
 		r.Content = map[string]mediaType{"application/json": {s}}
 	}
 	return map[string]response{
-		"200":     r,
-		"default": {Description: "error", Content: map[string]mediaType{"application/json": {errorSchema}}},
+		fmt.Sprint(code): r,
+		"default":        {Description: "error", Content: map[string]mediaType{"application/json": {errorSchema}}},
 	}
 }
 
@@ -147,12 +253,33 @@ var errorSchema = SchemaOf(struct {
 	Error httpError `json:"error"`
 }{})
 
+// pathParam is a path parameter; names of cubes, ports and tenants have
+// their pattern.
+func pathParam(name string) param {
+	s := &Schema{Type: "string"}
+	switch name {
+	case "cube", "port", "tenant":
+		s.Pattern = namePattern
+	case "iface":
+		s.Pattern = ifacePattern
+	case "type":
+		for _, t := range cube.Types() {
+			s.Enum = append(s.Enum, t.Name)
+		}
+	}
+	return param{Name: name, In: "path", Required: true, Schema: s}
+}
+
 func pathParams(names ...string) []param {
 	out := make([]param, 0, len(names))
 	for _, n := range names {
-		out = append(out, param{Name: n, In: "path", Required: true, Schema: &Schema{Type: "string"}})
+		out = append(out, pathParam(n))
 	}
 	return out
+}
+
+func object(props map[string]*Schema, required ...string) *Schema {
+	return &Schema{Type: "object", Properties: props, Required: required, AdditionalProperties: false}
 }
 
 // OpenAPI builds the OpenAPI 3 document of the API, with one set of typed
@@ -166,51 +293,67 @@ func OpenAPI() map[string]any {
 		paths[path][method] = o
 	}
 	cubeSchema := SchemaOf(&cube.Cube{})
-	add("/v1/types", "get", op{Summary: "List NF types and their models", Responses: ok("types", &Schema{Type: "array", Items: SchemaOf(&TypeInfo{})})})
-	add("/v1/topology", "get", op{Summary: "The whole desired state, as a topology document", Responses: ok("topology", SchemaOf(&cube.Document{}))})
-	add("/v1/topology", "put", op{Summary: "Make a topology document the whole desired state (declarative apply); ?dry_run=true only reports the changes",
-		RequestBody: jsonBody(SchemaOf(&cube.Document{})), Responses: ok("changes", nil)})
-	add("/v1/cubes", "get", op{Summary: "List cubes", Responses: ok("cubes", &Schema{Type: "array", Items: cubeSchema})})
-	add("/v1/cubes", "post", op{Summary: "Create a cube", RequestBody: jsonBody(SchemaOf(&cubeRequest{})), Responses: ok("the cube", cubeSchema)})
-	add("/v1/cubes/{cube}", "get", op{Summary: "Get a cube", Parameters: pathParams("cube"), Responses: ok("the cube", cubeSchema)})
-	add("/v1/cubes/{cube}", "delete", op{Summary: "Delete a cube", Parameters: pathParams("cube"), Responses: ok("deleted", nil)})
-	add("/v1/cubes/{cube}/ports", "post", op{Summary: "Add a port", Parameters: pathParams("cube"), RequestBody: jsonBody(SchemaOf(&portRequest{})), Responses: ok("the port", SchemaOf(&cube.Port{}))})
-	add("/v1/cubes/{cube}/ports/{port}", "patch", op{Summary: "Change a port's peer, MAC, addresses or settings", Parameters: pathParams("cube", "port"), Responses: ok("the port", SchemaOf(&cube.Port{}))})
-	add("/v1/cubes/{cube}/ports/{port}", "delete", op{Summary: "Delete a port", Parameters: pathParams("cube", "port"), Responses: ok("deleted", nil)})
-	add("/v1/cubes/{cube}/stats", "get", op{Summary: "Per-port packet, byte and drop counters", Parameters: pathParams("cube"), Responses: ok("counters", nil)})
-	add("/v1/cubes/{cube}/swap", "post", op{Summary: "Hot-swap the cube's program, keeping its maps", Parameters: pathParams("cube"), Responses: ok("swapped", nil)})
-	add("/v1/attachments", "post", op{Summary: "Attach a transparent cube to a cube port or interface", RequestBody: jsonBody(SchemaOf(&Attachment{})), Responses: ok("attached", nil)})
-	add("/v1/attachments/{cube}", "delete", op{Summary: "Detach a transparent cube", Parameters: pathParams("cube"), Responses: ok("detached", nil)})
+	portSchema := SchemaOf(&cube.Port{})
+	createCube := SchemaOf(&cubeRequest{})
+	var types []string
 	for _, t := range cube.Types() {
-		base := "/v1/nf/" + t.Name + "/{cube}"
-		if t.Config != nil {
-			add(base+"/config", "get", op{Summary: t.Name + " settings", Parameters: pathParams("cube"), Responses: ok("settings", SchemaOf(t.Config))})
-			add(base+"/config", "put", op{Summary: "Replace " + t.Name + " settings", Parameters: pathParams("cube"), RequestBody: jsonBody(SchemaOf(t.Config)), Responses: ok("settings", SchemaOf(t.Config))})
-		}
-		for _, tb := range t.Tables {
-			item := SchemaOf(tb.Item)
-			p := base + "/tables/" + tb.Name
-			add(p, "get", op{Summary: "List " + t.Name + " " + tb.Name + ": " + tb.Doc, Parameters: pathParams("cube"), Responses: ok("entries", &Schema{Type: "array", Items: item})})
-			add(p, "post", op{Summary: "Add one entry or an array of entries (all or none)", Parameters: pathParams("cube"), RequestBody: jsonBody(item), Responses: ok("added", item)})
-			add(p, "put", op{Summary: "Replace the whole table atomically", Parameters: pathParams("cube"), RequestBody: jsonBody(&Schema{Type: "array", Items: item}), Responses: ok("replaced", nil)})
-			add(p+"/{key}", "get", op{Summary: "Get one entry", Parameters: pathParams("cube", "key"), Responses: ok("entry", item)})
-			add(p+"/{key}", "put", op{Summary: "Add or replace one entry", Parameters: pathParams("cube", "key"), RequestBody: jsonBody(item), Responses: ok("entry", item)})
-			add(p+"/{key}", "delete", op{Summary: "Delete one entry", Parameters: pathParams("cube", "key"), Responses: ok("deleted", nil)})
-		}
-		for _, v := range t.Views {
-			var sc *Schema
-			if v.Item != nil {
-				sc = &Schema{Type: "array", Items: SchemaOf(v.Item)}
-			}
-			add(base+"/views/"+v.Name, "get", op{Summary: v.Doc, Parameters: pathParams("cube"), Responses: ok(v.Name, sc)})
-		}
-		for _, a := range t.Actions {
-			o := op{Summary: a.Doc, Parameters: pathParams("cube"), Responses: ok("result", nil)}
-			if a.Args != nil {
-				o.RequestBody = jsonBody(SchemaOf(a.Args))
-			}
-			add(base+"/actions/"+a.Name, "post", o)
-		}
+		types = append(types, t.Name)
+	}
+	createCube.Properties["type"] = &Schema{Type: "string", Enum: types}
+	createCube.Properties["hook"] = &Schema{Type: "string", Enum: []string{string(datapath.XDP), string(datapath.TC)}}
+	tenantSchema := SchemaOf(&tenant.Tenant{})
+	tenantStatus := SchemaOf(&engine.TenantStatus{})
+	patchPort := object(map[string]*Schema{
+		"peer":      {Type: "string", Pattern: `^$|` + peerPattern[1:], Description: `"" unpeers`},
+		"mac":       portSchema.Properties["mac"],
+		"addresses": portSchema.Properties["addresses"],
+		"config":    {Description: "any JSON value"},
+	})
+	add("/v1/health", "get", op{Summary: "Liveness", Responses: ok(200, "ok", object(map[string]*Schema{"status": {Type: "string"}}, "status"))})
+	add("/v1/openapi.json", "get", op{Summary: "This document", Responses: ok(200, "the OpenAPI document", &Schema{Type: "object"})})
+	add("/v1/types", "get", op{Summary: "List NF types and their models", Responses: ok(200, "types", &Schema{Type: "array", Items: SchemaOf(&TypeInfo{})})})
+	add("/v1/types/{type}", "get", op{Summary: "One NF type's model", Parameters: pathParams("type"), Responses: ok(200, "type", SchemaOf(&TypeInfo{}))})
+	add("/v1/topology", "get", op{Summary: "The whole desired state, as a topology document (administrator)", Responses: ok(200, "topology", SchemaOf(&cube.Document{}))})
+	add("/v1/topology", "put", op{Summary: "Make a topology document the whole desired state (declarative apply; administrator); ?dry_run=true only reports the changes",
+		Parameters:  []param{{Name: "dry_run", In: "query", Schema: &Schema{Type: "boolean"}}},
+		RequestBody: jsonBody(SchemaOf(&cube.Document{})),
+		Responses: ok(200, "changes", object(map[string]*Schema{
+			"dry_run": {Type: "boolean"}, "changes": {Type: "array", Items: SchemaOf(&engine.Change{})}}, "dry_run", "changes"))})
+	add("/v1/cubes", "get", op{Summary: "List cubes", Responses: ok(200, "cubes", &Schema{Type: "array", Items: cubeSchema})})
+	add("/v1/cubes", "post", op{Summary: "Create a cube", RequestBody: jsonBody(createCube), Responses: ok(201, "the cube", cubeSchema)})
+	add("/v1/cubes/{cube}", "get", op{Summary: "Get a cube", Parameters: pathParams("cube"), Responses: ok(200, "the cube", cubeSchema)})
+	add("/v1/cubes/{cube}", "patch", op{Summary: "Change a cube's tenant (administrator) or settings", Parameters: pathParams("cube"),
+		RequestBody: jsonBody(object(map[string]*Schema{"tenant": str(namePattern), "config": {Description: "any JSON value"}})),
+		Responses:   ok(200, "the cube", cubeSchema)})
+	add("/v1/cubes/{cube}", "delete", op{Summary: "Delete a cube", Parameters: pathParams("cube"), Responses: ok(204, "deleted", nil)})
+	add("/v1/cubes/{cube}/ports", "get", op{Summary: "List a cube's ports", Parameters: pathParams("cube"), Responses: ok(200, "ports", &Schema{Type: "array", Items: portSchema})})
+	add("/v1/cubes/{cube}/ports", "post", op{Summary: "Add a port", Parameters: pathParams("cube"), RequestBody: jsonBody(SchemaOf(&portRequest{})), Responses: ok(201, "the port", portSchema)})
+	add("/v1/cubes/{cube}/ports/{port}", "get", op{Summary: "Get a port", Parameters: pathParams("cube", "port"), Responses: ok(200, "the port", portSchema)})
+	add("/v1/cubes/{cube}/ports/{port}", "patch", op{Summary: "Change a port's peer, MAC, addresses or settings", Parameters: pathParams("cube", "port"),
+		RequestBody: jsonBody(patchPort), Responses: ok(200, "the port", portSchema)})
+	add("/v1/cubes/{cube}/ports/{port}", "delete", op{Summary: "Delete a port", Parameters: pathParams("cube", "port"), Responses: ok(204, "deleted", nil)})
+	add("/v1/cubes/{cube}/ports/{port}/inject", "post", op{Summary: "Send a frame into the port (direction in) or out of it to its peer (out)", Parameters: pathParams("cube", "port"),
+		RequestBody: jsonBody(object(map[string]*Schema{
+			"frame":     {Type: "string", Pattern: `^([0-9A-Fa-f]{2} ?){14,}$`, Description: "the frame in hex, Ethernet header first"},
+			"direction": {Type: "string", Enum: []string{"in", "out"}}}, "frame")),
+		Responses: ok(202, "injected", object(map[string]*Schema{"injected_bytes": {Type: "integer"}}, "injected_bytes"))})
+	add("/v1/cubes/{cube}/stats", "get", op{Summary: "Per-port packet, byte and drop counters", Parameters: pathParams("cube"), Responses: ok(200, "counters", SchemaOf(&engine.CubeStats{}))})
+	add("/v1/cubes/{cube}/stats", "delete", op{Summary: "Zero a cube's counters", Parameters: pathParams("cube"), Responses: ok(204, "zeroed", nil)})
+	add("/v1/cubes/{cube}/swap", "post", op{Summary: "Hot-swap the cube's program, keeping its maps: its NF type's (no object), or an eBPF object (administrator)", Parameters: pathParams("cube"),
+		RequestBody: optionalBody(object(map[string]*Schema{"object": {Type: "string", Format: "byte", Description: "an eBPF ELF object, base64"}})),
+		Responses:   ok(200, "swapped", object(map[string]*Schema{"swapped": {Type: "string"}}, "swapped"))})
+	add("/v1/attachments", "get", op{Summary: "List attachments", Responses: ok(200, "attachments", &Schema{Type: "array", Items: SchemaOf(&Attachment{})})})
+	add("/v1/attachments", "post", op{Summary: "Attach a transparent cube to a cube port or interface", RequestBody: jsonBody(attachSchema()), Responses: ok(201, "attached", attachSchema())})
+	add("/v1/attachments/{cube}", "delete", op{Summary: "Detach a transparent cube", Parameters: pathParams("cube"), Responses: ok(204, "detached", nil)})
+	add("/v1/interfaces/{iface}/stats", "get", op{Summary: "Frames edgenf took in on an interface (administrator)", Parameters: pathParams("iface"),
+		Responses: ok(200, "counters by hook and direction", &Schema{Type: "object", AdditionalProperties: SchemaOf(&datapath.Stats{})})})
+	add("/v1/tenants", "get", op{Summary: "Tenants, their interfaces and usage against their quotas (a tenant sees itself)", Responses: ok(200, "tenants", &Schema{Type: "array", Items: tenantStatus})})
+	add("/v1/tenants/{tenant}", "get", op{Summary: "A tenant, its interfaces and usage against its quotas", Parameters: pathParams("tenant"), Responses: ok(200, "tenant", tenantStatus)})
+	add("/v1/tenants/{tenant}", "put", op{Summary: "Declare a tenant or replace its record (administrator): interfaces it may use, quotas", Parameters: pathParams("tenant"),
+		RequestBody: jsonBody(tenantSchema), Responses: ok(200, "tenant (201 when new)", tenantStatus)})
+	add("/v1/tenants/{tenant}", "delete", op{Summary: "Remove a tenant's record (administrator): defaults apply again", Parameters: pathParams("tenant"), Responses: ok(204, "removed", nil)})
+	for _, t := range cube.Types() {
+		typedPaths(add, t)
 	}
 	return map[string]any{
 		"openapi": "3.0.3",
@@ -222,3 +365,56 @@ func OpenAPI() map[string]any {
 		"paths": paths,
 	}
 }
+
+func attachSchema() *Schema {
+	return object(map[string]*Schema{
+		"cube":     str(namePattern),
+		"point":    str(peerPattern),
+		"position": {Type: "string", Pattern: `^(first|last|(before|after):[A-Za-z][A-Za-z0-9_-]{0,31})$`},
+	}, "cube", "point")
+}
+
+// typedPaths documents one NF type's settings, tables, views and actions.
+func typedPaths(add func(string, string, op), t *cube.Type) {
+	base := "/v1/nf/" + t.Name + "/{cube}"
+	cp := pathParams("cube")
+	if t.Config != nil {
+		add(base+"/config", "get", op{Summary: t.Name + " settings", Parameters: cp, Responses: ok(200, "settings", SchemaOf(t.Config))})
+		add(base+"/config", "put", op{Summary: "Replace " + t.Name + " settings", Parameters: cp, RequestBody: jsonBody(SchemaOf(t.Config)), Responses: ok(200, "settings", SchemaOf(t.Config))})
+	}
+	for _, tb := range t.Tables {
+		item := SchemaOf(tb.Item)
+		p := base + "/tables/" + tb.Name
+		keyed := pathParams("cube", "key")
+		add(p, "get", op{Summary: "List " + t.Name + " " + tb.Name + ": " + tb.Doc, Parameters: cp, Responses: ok(200, "entries", &Schema{Type: "array", Items: item})})
+		add(p, "post", op{Summary: "Add one entry or an array of entries (all or none)", Parameters: cp,
+			RequestBody: jsonBody(&Schema{OneOf: []*Schema{item, {Type: "array", Items: item, MinItems: intp(1)}}}),
+			Responses:   ok(201, "added", &Schema{OneOf: []*Schema{item, {Type: "array", Items: item}}})})
+		add(p, "put", op{Summary: "Replace the whole table atomically", Parameters: cp, RequestBody: jsonBody(&Schema{Type: "array", Items: item}),
+			Responses: ok(200, "replaced", object(map[string]*Schema{"entries": {Type: "integer"}}, "entries"))})
+		add(p+"/{key}", "get", op{Summary: "Get one entry", Parameters: keyed, Responses: ok(200, "entry", item)})
+		add(p+"/{key}", "put", op{Summary: "Add or replace one entry", Parameters: keyed, RequestBody: jsonBody(item), Responses: ok(200, "entry", item)})
+		add(p+"/{key}", "delete", op{Summary: "Delete one entry", Parameters: keyed, Responses: ok(204, "deleted", nil)})
+	}
+	for _, v := range t.Views {
+		var sc *Schema
+		switch {
+		case v.Item == nil:
+			sc = &Schema{}
+		case v.Object:
+			sc = SchemaOf(v.Item)
+		default:
+			sc = &Schema{Type: "array", Items: SchemaOf(v.Item)}
+		}
+		add(base+"/views/"+v.Name, "get", op{Summary: v.Doc, Parameters: cp, Responses: ok(200, v.Name, sc)})
+	}
+	for _, a := range t.Actions {
+		o := op{Summary: a.Doc, Parameters: cp, Responses: ok(200, "result", &Schema{})}
+		if a.Args != nil {
+			o.RequestBody = jsonBody(SchemaOf(a.Args))
+		}
+		add(base+"/actions/"+a.Name, "post", o)
+	}
+}
+
+func intp(n int) *int { return &n }

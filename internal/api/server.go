@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"sort"
 	"strings"
@@ -17,21 +16,20 @@ import (
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/engine"
+	"github.com/edgenf/edgenf/internal/tenant"
 )
-
-// maxBody bounds request bodies (a 10k-rule bulk load fits comfortably).
-const maxBody = 64 << 20
 
 // Server is the HTTP handler of the API.
 type Server struct {
 	eng    *engine.Engine
 	tokens *Tokens
 	mux    *http.ServeMux
+	busy   inflight // admit.go
 }
 
 // New builds the API over an engine. tokens may be nil (no TCP access).
 func New(eng *engine.Engine, tokens *Tokens) *Server {
-	s := &Server{eng: eng, tokens: tokens, mux: http.NewServeMux()}
+	s := &Server{eng: eng, tokens: tokens, mux: http.NewServeMux(), busy: inflight{n: map[string]int64{}}}
 	s.routes()
 	return s
 }
@@ -49,6 +47,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/attachments", s.listAttachments)
 	m.HandleFunc("POST /v1/attachments", s.attach)
 	m.HandleFunc("DELETE /v1/attachments/{cube}", s.detach)
+	s.tenantRoutes() // tenants.go
 	m.HandleFunc("GET /v1/interfaces/{iface}/stats", s.admin(s.ifaceStats))
 	m.HandleFunc("GET /metrics", s.metrics) // metrics.go
 	// Everything under a cube, reachable generically and per type (the
@@ -87,7 +86,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r = r.WithContext(context.WithValue(r.Context(), identityKey{}, id))
-	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+	r, done, ok := s.admit(w, r, id) // admit.go
+	if !ok {
+		return
+	}
+	defer done()
 	s.mux.ServeHTTP(w, r)
 }
 
@@ -109,8 +112,8 @@ func reply(w http.ResponseWriter, code int, v any) {
 	enc.Encode(v)
 }
 
-// fail maps model errors to HTTP: invalid 400, not found 404, conflict 409,
-// anything else (kernel refused) 500.
+// fail maps model errors to HTTP: invalid 400, forbidden 403, not found
+// 404, conflict 409, anything else (kernel refused) 500.
 func fail(w http.ResponseWriter, err error) {
 	he := &httpError{Code: 500, Message: err.Error()}
 	var fe *cube.FieldError
@@ -125,6 +128,8 @@ func fail(w http.ResponseWriter, err error) {
 			he.Code = 404
 		case errors.Is(err, cube.ErrConflict):
 			he.Code = 409
+		case errors.Is(err, cube.ErrForbidden):
+			he.Code = 403
 		default:
 			he.Code = 400
 		}
@@ -134,9 +139,9 @@ func fail(w http.ResponseWriter, err error) {
 
 // decodeBody reads a JSON body strictly into v (unknown fields rejected).
 func decodeBody(r *http.Request, v any) error {
-	b, err := io.ReadAll(r.Body)
+	b, err := readBody(r)
 	if err != nil {
-		return &httpError{413, "", fmt.Sprintf("request body: %v", err)}
+		return err
 	}
 	if len(strings.TrimSpace(string(b))) == 0 {
 		return &httpError{400, "", "empty request body: a JSON object is required"}
@@ -145,9 +150,9 @@ func decodeBody(r *http.Request, v any) error {
 }
 
 func readRaw(r *http.Request) (json.RawMessage, error) {
-	b, err := io.ReadAll(r.Body)
+	b, err := readBody(r)
 	if err != nil {
-		return nil, &httpError{413, "", fmt.Sprintf("request body: %v", err)}
+		return nil, err
 	}
 	if !json.Valid(b) {
 		var v any
@@ -178,6 +183,8 @@ type NamedModel struct {
 	Doc    string  `json:"doc,omitempty"`
 	Schema *Schema `json:"schema,omitempty"`
 	Max    int     `json:"max,omitempty"`
+	// Object: the view is one object of the schema, not a list of them.
+	Object bool `json:"object,omitempty"`
 }
 
 func typeInfo(t *cube.Type) TypeInfo {
@@ -192,14 +199,14 @@ func typeInfo(t *cube.Type) TypeInfo {
 		ti.PortConfig = SchemaOf(t.PortConfig)
 	}
 	for _, tb := range t.Tables {
-		ti.Tables = append(ti.Tables, NamedModel{tb.Name, tb.Doc, SchemaOf(tb.Item), tb.Max})
+		ti.Tables = append(ti.Tables, NamedModel{Name: tb.Name, Doc: tb.Doc, Schema: SchemaOf(tb.Item), Max: tb.Max})
 	}
 	for _, v := range t.Views {
 		var sc *Schema
 		if v.Item != nil {
 			sc = SchemaOf(v.Item)
 		}
-		ti.Views = append(ti.Views, NamedModel{Name: v.Name, Doc: v.Doc, Schema: sc})
+		ti.Views = append(ti.Views, NamedModel{Name: v.Name, Doc: v.Doc, Schema: sc, Object: v.Object})
 	}
 	for _, a := range t.Actions {
 		var sc *Schema
@@ -241,13 +248,17 @@ func (s *Server) putTopology(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
+	dry, err := boolParam(r, "dry_run")
+	if err != nil {
+		fail(w, err)
+		return
+	}
 	t, err := doc.Topology()
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	dry := r.URL.Query().Get("dry_run") == "true" || r.URL.Query().Get("dry_run") == "1"
-	changes, err := s.eng.Replace(t, dry)
+	changes, err := s.eng.Replace(r.Context(), t, dry)
 	if err != nil {
 		fail(w, err)
 		return
@@ -266,8 +277,8 @@ type cubeFunc func(w http.ResponseWriter, r *http.Request, c *cube.Cube)
 func (s *Server) cubeOp(fn cubeFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("cube")
-		c, ok := s.eng.CubeHeader(name) // tables: s.eng.Entries, Entry, Cube
-		if !ok || !identityOf(r).mayUse(c) {
+		c, ok := s.eng.CubeHeader(who(r), name) // tables: s.eng.Entries, Entry, Cube
+		if !ok {
 			fail(w, cube.NotFound("cube", "no cube named %q", name))
 			return
 		}
@@ -281,10 +292,10 @@ func (s *Server) cubeOp(fn cubeFunc) http.HandlerFunc {
 
 func (s *Server) listCubes(w http.ResponseWriter, r *http.Request) {
 	t := s.eng.Topology()
-	id := identityOf(r)
+	id := who(r)
 	out := []*cube.Cube{}
 	for _, n := range t.CubeNames() {
-		if id.mayUse(t.Cubes[n]) {
+		if id.Owns(t.Cubes[n]) {
 			out = append(out, t.Cubes[n])
 		}
 	}
@@ -311,12 +322,16 @@ type portRequest struct {
 	Config    json.RawMessage `json:"config,omitempty"`
 }
 
-func (p portRequest) port() cube.Port {
+// port is the port requested; an index, if given, is 0 or more (without
+// one, the lowest free index is taken).
+func (p portRequest) port(field string) (cube.Port, error) {
 	idx := -1
 	if p.Index != nil {
-		idx = *p.Index
+		if idx = *p.Index; idx < 0 {
+			return cube.Port{}, cube.Errorf(field+"index", "port index %d is negative: give 0..%d, or no index for the lowest free one", idx, datapath.MaxPorts-1)
+		}
 	}
-	return cube.Port{Name: p.Name, Index: idx, Peer: p.Peer, MAC: p.MAC, Addresses: p.Addresses, Config: p.Config}
+	return cube.Port{Name: p.Name, Index: idx, Peer: p.Peer, MAC: p.MAC, Addresses: p.Addresses, Config: p.Config}, nil
 }
 
 func (s *Server) createCube(w http.ResponseWriter, r *http.Request) {
@@ -341,20 +356,36 @@ func (s *Server) createCube(w http.ResponseWriter, r *http.Request) {
 		}
 		req.Tenant = id.tenant
 	}
-	c := &cube.Cube{Name: req.Name, Type: req.Type, Hook: datapath.Hook(req.Hook), Tenant: req.Tenant, Config: req.Config}
-	for _, p := range req.Ports {
-		c.Ports = append(c.Ports, p.port())
+	var ports []cube.Port
+	for i, p := range req.Ports {
+		port, err := p.port(fmt.Sprintf("ports[%d].", i))
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		ports = append(ports, port)
 	}
-	err := s.eng.Update(func(t *cube.Topology) error { return t.AddCube(c) })
+	err := s.eng.UpdateAs(r.Context(), id.actor(), func(t *cube.Topology, sc tenant.Scope) error {
+		for _, p := range ports {
+			if p.Peer != "" {
+				if err := sc.Ref(t, "ports["+p.Name+"].peer", p.Peer); err != nil {
+					return err
+				}
+			}
+		}
+		c := &cube.Cube{Name: req.Name, Type: req.Type, Hook: datapath.Hook(req.Hook), Tenant: req.Tenant, Config: req.Config,
+			Ports: append([]cube.Port(nil), ports...)}
+		return t.AddCube(c)
+	})
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	reply(w, 201, s.cube(req.Name))
+	reply(w, 201, s.cube(r, req.Name))
 }
 
 func (s *Server) getCube(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
-	reply(w, 200, s.cube(c.Name))
+	reply(w, 200, s.cube(r, c.Name))
 }
 
 func (s *Server) patchCube(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
@@ -370,19 +401,23 @@ func (s *Server) patchCube(w http.ResponseWriter, r *http.Request, c *cube.Cube)
 		fail(w, &httpError{403, "tenant", "only an administrator can move a cube between tenants"})
 		return
 	}
-	s.update(w, func(t *cube.Topology) error {
+	s.update(w, r, func(t *cube.Topology, _ tenant.Scope) error {
+		tc, err := t.Cube(c.Name)
+		if err != nil {
+			return err
+		}
 		if req.Tenant != nil {
-			t.Cubes[c.Name].Tenant = *req.Tenant
+			tc.Tenant = *req.Tenant
 		}
 		if req.Config != nil {
-			t.Cubes[c.Name].Config = *req.Config
+			tc.Config = *req.Config
 		}
 		return nil
-	}, func() any { return s.cube(c.Name) })
+	}, func() any { return s.cube(r, c.Name) })
 }
 
 func (s *Server) deleteCube(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
-	if err := s.eng.Update(func(t *cube.Topology) error { return t.DeleteCube(c.Name) }); err != nil {
+	if err := s.eng.UpdateAs(r.Context(), who(r), func(t *cube.Topology, _ tenant.Scope) error { return t.DeleteCube(c.Name) }); err != nil {
 		fail(w, err)
 		return
 	}
@@ -390,14 +425,15 @@ func (s *Server) deleteCube(w http.ResponseWriter, r *http.Request, c *cube.Cube
 }
 
 // cube is the current state of a cube (after a change).
-func (s *Server) cube(name string) *cube.Cube {
-	c, _ := s.eng.Cube(name)
+func (s *Server) cube(r *http.Request, name string) *cube.Cube {
+	c, _ := s.eng.Cube(who(r), name)
 	return c
 }
 
-// update applies fn and replies with result() or the error.
-func (s *Server) update(w http.ResponseWriter, fn func(t *cube.Topology) error, result func() any) {
-	if err := s.eng.Update(fn); err != nil {
+// update applies fn for the request's sender and replies with result() or
+// the error.
+func (s *Server) update(w http.ResponseWriter, r *http.Request, fn func(t *cube.Topology, sc tenant.Scope) error, result func() any) {
+	if err := s.eng.UpdateAs(r.Context(), who(r), fn); err != nil {
 		fail(w, err)
 		return
 	}
@@ -418,8 +454,8 @@ func (s *Server) putConfig(w http.ResponseWriter, r *http.Request, c *cube.Cube)
 		fail(w, err)
 		return
 	}
-	s.update(w, func(t *cube.Topology) error { return t.SetConfig(c.Name, raw) },
-		func() any { return s.cube(c.Name).Config })
+	s.update(w, r, func(t *cube.Topology, _ tenant.Scope) error { return t.SetConfig(c.Name, raw) },
+		func() any { return s.cube(r, c.Name).Config })
 }
 
 // --- ports ---
@@ -438,11 +474,24 @@ func (s *Server) addPort(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
 		fail(w, err)
 		return
 	}
-	if err := s.eng.Update(func(t *cube.Topology) error { return t.AddPort(c.Name, req.port()) }); err != nil {
+	p, err := req.port("")
+	if err != nil {
 		fail(w, err)
 		return
 	}
-	reply(w, 201, s.cube(c.Name).Port(req.Name))
+	err = s.eng.UpdateAs(r.Context(), who(r), func(t *cube.Topology, sc tenant.Scope) error {
+		if p.Peer != "" {
+			if err := sc.Ref(t, "peer", p.Peer); err != nil {
+				return err
+			}
+		}
+		return t.AddPort(c.Name, p)
+	})
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	reply(w, 201, s.cube(r, c.Name).Port(req.Name))
 }
 
 func (s *Server) port(w http.ResponseWriter, r *http.Request, c *cube.Cube) *cube.Port {
@@ -475,8 +524,13 @@ func (s *Server) patchPort(w http.ResponseWriter, r *http.Request, c *cube.Cube)
 		return
 	}
 	ref := c.Name + ":" + p.Name
-	s.update(w, func(t *cube.Topology) error {
+	s.update(w, r, func(t *cube.Topology, sc tenant.Scope) error {
 		if req.Peer != nil {
+			if *req.Peer != "" {
+				if err := sc.Ref(t, "peer", *req.Peer); err != nil {
+					return err
+				}
+			}
 			if err := t.Unpeer(ref); err != nil {
 				return err
 			}
@@ -486,7 +540,14 @@ func (s *Server) patchPort(w http.ResponseWriter, r *http.Request, c *cube.Cube)
 				}
 			}
 		}
-		tp := t.Cubes[c.Name].Port(p.Name)
+		tc, err := t.Cube(c.Name)
+		if err != nil {
+			return err
+		}
+		tp := tc.Port(p.Name)
+		if tp == nil {
+			return cube.NotFound("port", "cube %s has no port %q", c.Name, p.Name)
+		}
 		if req.MAC != nil {
 			tp.MAC = *req.MAC
 		}
@@ -497,12 +558,12 @@ func (s *Server) patchPort(w http.ResponseWriter, r *http.Request, c *cube.Cube)
 			tp.Config = *req.Config
 		}
 		return nil
-	}, func() any { return s.cube(c.Name).Port(p.Name) })
+	}, func() any { return s.cube(r, c.Name).Port(p.Name) })
 }
 
 func (s *Server) deletePort(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
 	if p := s.port(w, r, c); p != nil {
-		if err := s.eng.Update(func(t *cube.Topology) error { return t.DeletePort(c.Name, p.Name) }); err != nil {
+		if err := s.eng.UpdateAs(r.Context(), who(r), func(t *cube.Topology, _ tenant.Scope) error { return t.DeletePort(c.Name, p.Name) }); err != nil {
 			fail(w, err)
 			return
 		}
@@ -533,7 +594,7 @@ func (s *Server) inject(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
 		fail(w, cube.Errorf("direction", "want in or out, got %q", req.Direction))
 		return
 	}
-	if err := s.eng.Inject(c.Name, r.PathValue("port"), frame, out); err != nil {
+	if err := s.eng.Inject(who(r), c.Name, r.PathValue("port"), frame, out); err != nil {
 		fail(w, err)
 		return
 	}
@@ -556,7 +617,7 @@ func (s *Server) table(w http.ResponseWriter, r *http.Request, c *cube.Cube) *cu
 
 func (s *Server) listEntries(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
 	if tb := s.table(w, r, c); tb != nil {
-		reply(w, 200, s.eng.Entries(c.Name, tb.Name))
+		reply(w, 200, s.eng.Entries(who(r), c.Name, tb.Name))
 	}
 }
 
@@ -597,6 +658,10 @@ func (s *Server) addEntries(w http.ResponseWriter, r *http.Request, c *cube.Cube
 	if !ok {
 		return
 	}
+	if len(list) == 0 {
+		fail(w, cube.Errorf("body", "no entries: give one entry or a list of them"))
+		return
+	}
 	at := func(i int) string {
 		if len(list) == 1 {
 			return ""
@@ -604,7 +669,7 @@ func (s *Server) addEntries(w http.ResponseWriter, r *http.Request, c *cube.Cube
 		return fmt.Sprintf("[%d]", i)
 	}
 	var out []json.RawMessage
-	err := s.eng.ChangeEntries(c.Name, tb.Name, func(tx *engine.EntryTx) error {
+	err := s.eng.ChangeEntries(who(r), c.Name, tb.Name, func(tx *engine.EntryTx) error {
 		out = out[:0]
 		for i, raw := range list {
 			key, err := tx.Key(raw)
@@ -646,8 +711,11 @@ func (s *Server) replaceEntries(w http.ResponseWriter, r *http.Request, c *cube.
 	if !ok {
 		return
 	}
-	err := s.eng.Update(func(t *cube.Topology) error {
-		tc := t.Cubes[c.Name]
+	err := s.eng.UpdateAs(r.Context(), who(r), func(t *cube.Topology, _ tenant.Scope) error {
+		tc, err := t.Cube(c.Name)
+		if err != nil {
+			return err
+		}
 		delete(tc.Tables, tb.Name)
 		first := map[string]int{}
 		for i, raw := range list {
@@ -666,7 +734,7 @@ func (s *Server) replaceEntries(w http.ResponseWriter, r *http.Request, c *cube.
 		fail(w, err)
 		return
 	}
-	reply(w, 200, map[string]int{"entries": len(s.cube(c.Name).Tables[tb.Name])})
+	reply(w, 200, map[string]int{"entries": len(s.cube(r, c.Name).Tables[tb.Name])})
 }
 
 func (s *Server) getEntry(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
@@ -674,7 +742,7 @@ func (s *Server) getEntry(w http.ResponseWriter, r *http.Request, c *cube.Cube) 
 	if tb == nil {
 		return
 	}
-	raw, ok := s.eng.Entry(c.Name, tb.Name, r.PathValue("key"))
+	raw, ok := s.eng.Entry(who(r), c.Name, tb.Name, r.PathValue("key"))
 	if !ok {
 		fail(w, cube.NotFound("key", "table %s of %s has no entry %q", tb.Name, c.Name, r.PathValue("key")))
 		return
@@ -694,7 +762,7 @@ func (s *Server) putEntry(w http.ResponseWriter, r *http.Request, c *cube.Cube) 
 	}
 	key := r.PathValue("key")
 	var row json.RawMessage
-	err = s.eng.ChangeEntries(c.Name, tb.Name, func(tx *engine.EntryTx) error {
+	err = s.eng.ChangeEntries(who(r), c.Name, tb.Name, func(tx *engine.EntryTx) error {
 		k, err := tx.Put(raw)
 		if err == nil && k != key {
 			return cube.Errorf("key", "entry has key %q but the URL names %q", k, key)
@@ -714,7 +782,7 @@ func (s *Server) deleteEntry(w http.ResponseWriter, r *http.Request, c *cube.Cub
 	if tb == nil {
 		return
 	}
-	if err := s.eng.ChangeEntries(c.Name, tb.Name, func(tx *engine.EntryTx) error { return tx.Delete(r.PathValue("key")) }); err != nil {
+	if err := s.eng.ChangeEntries(who(r), c.Name, tb.Name, func(tx *engine.EntryTx) error { return tx.Delete(r.PathValue("key")) }); err != nil {
 		fail(w, err)
 		return
 	}
@@ -724,7 +792,7 @@ func (s *Server) deleteEntry(w http.ResponseWriter, r *http.Request, c *cube.Cub
 // --- views, actions, stats, swap ---
 
 func (s *Server) getView(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
-	v, err := s.eng.View(c.Name, r.PathValue("view"))
+	v, err := s.eng.View(who(r), c.Name, r.PathValue("view"))
 	if err != nil {
 		fail(w, err)
 		return
@@ -733,8 +801,12 @@ func (s *Server) getView(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
 }
 
 func (s *Server) doAction(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
-	raw, _ := io.ReadAll(r.Body)
-	v, err := s.eng.Action(c.Name, r.PathValue("action"), raw)
+	raw, err := readBody(r)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	v, err := s.eng.Action(who(r), c.Name, r.PathValue("action"), raw)
 	if wt, ok := v.(cube.Waiter); ok && err == nil {
 		done := longPoll(w, r)        // limits.go
 		v, err = wt.Wait(r.Context()) // a long poll, outside the engine's lock
@@ -748,7 +820,7 @@ func (s *Server) doAction(w http.ResponseWriter, r *http.Request, c *cube.Cube) 
 }
 
 func (s *Server) getStats(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
-	st, err := s.eng.Stats(c.Name)
+	st, err := s.eng.Stats(who(r), c.Name)
 	if err != nil {
 		fail(w, err)
 		return
@@ -757,7 +829,7 @@ func (s *Server) getStats(w http.ResponseWriter, r *http.Request, c *cube.Cube) 
 }
 
 func (s *Server) resetStats(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
-	if err := s.eng.ResetStats(c.Name); err != nil {
+	if err := s.eng.ResetStats(who(r), c.Name); err != nil {
 		fail(w, err)
 		return
 	}
@@ -768,7 +840,11 @@ func (s *Server) swap(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
 	var req struct {
 		Object string `json:"object,omitempty"` // base64 ELF; empty: the NF type's own
 	}
-	raw, _ := io.ReadAll(r.Body)
+	raw, err := readBody(r)
+	if err != nil {
+		fail(w, err)
+		return
+	}
 	if err := cube.DecodeInto("", raw, &req); err != nil {
 		fail(w, err)
 		return
@@ -781,7 +857,7 @@ func (s *Server) swap(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
 			return
 		}
 	}
-	if err := s.eng.Swap(c.Name, obj); err != nil {
+	if err := s.eng.Swap(who(r), c.Name, obj); err != nil {
 		fail(w, err)
 		return
 	}
@@ -799,7 +875,7 @@ type Attachment struct {
 
 func (s *Server) listAttachments(w http.ResponseWriter, r *http.Request) {
 	t := s.eng.Topology()
-	id := identityOf(r)
+	id := who(r)
 	out := []Attachment{}
 	points := make([]string, 0, len(t.Attachments))
 	for p := range t.Attachments {
@@ -808,7 +884,7 @@ func (s *Server) listAttachments(w http.ResponseWriter, r *http.Request) {
 	sort.Strings(points)
 	for _, p := range points {
 		for i, c := range t.Attachments[p] {
-			if id.mayUse(t.Cubes[c]) {
+			if id.Owns(t.Cubes[c]) {
 				out = append(out, Attachment{Cube: c, Point: p, Position: fmt.Sprint(i)})
 			}
 		}
@@ -826,11 +902,16 @@ func (s *Server) attach(w http.ResponseWriter, r *http.Request) {
 		fail(w, cube.Errorf("cube", "cube and point are required"))
 		return
 	}
-	if c := s.eng.Topology().Cubes[req.Cube]; c == nil || !identityOf(r).mayUse(c) {
-		fail(w, cube.NotFound("cube", "no cube named %q", req.Cube))
-		return
-	}
-	if err := s.eng.Update(func(t *cube.Topology) error { return t.Attach(req.Cube, req.Point, req.Position) }); err != nil {
+	err := s.eng.UpdateAs(r.Context(), who(r), func(t *cube.Topology, sc tenant.Scope) error {
+		if !sc.Actor.Owns(t.Cubes[req.Cube]) {
+			return cube.NotFound("cube", "no cube named %q", req.Cube)
+		}
+		if err := sc.Ref(t, "point", req.Point); err != nil {
+			return err
+		}
+		return t.Attach(req.Cube, req.Point, req.Position)
+	})
+	if err != nil {
 		fail(w, err)
 		return
 	}
@@ -839,16 +920,17 @@ func (s *Server) attach(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) detach(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("cube")
-	t := s.eng.Topology()
-	if c := t.Cubes[name]; c == nil || !identityOf(r).mayUse(c) {
-		fail(w, cube.NotFound("cube", "no cube named %q", name))
-		return
-	}
-	if t.AttachedTo(name) == "" {
-		fail(w, cube.NotFound("cube", "cube %s is not attached", name))
-		return
-	}
-	if err := s.eng.Update(func(t *cube.Topology) error { t.Detach(name); return nil }); err != nil {
+	err := s.eng.UpdateAs(r.Context(), who(r), func(t *cube.Topology, sc tenant.Scope) error {
+		if !sc.Actor.Owns(t.Cubes[name]) {
+			return cube.NotFound("cube", "no cube named %q", name)
+		}
+		if t.AttachedTo(name) == "" {
+			return cube.NotFound("cube", "cube %s is not attached", name)
+		}
+		t.Detach(name)
+		return nil
+	})
+	if err != nil {
 		fail(w, err)
 		return
 	}

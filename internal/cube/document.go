@@ -45,8 +45,13 @@ type DocAttachment struct {
 	Point string `json:"point"`
 }
 
-// Topology converts the document; errors name the offending field.
+// Topology converts the document; errors name the offending field. A
+// document must list its cubes: one without the key is a mistake (it would
+// delete everything), an empty topology is written "cubes: []".
 func (d *Document) Topology() (*Topology, error) {
+	if d.Cubes == nil {
+		return nil, Errorf("cubes", "required: a topology document lists its cubes (write \"cubes\": [] for an empty topology)")
+	}
 	t := NewTopology()
 	for i, dc := range d.Cubes {
 		field := fmt.Sprintf("cubes[%d]", i)

@@ -10,6 +10,9 @@ var (
 	ErrInvalid  = errors.New("invalid")   // 400
 	ErrNotFound = errors.New("not found") // 404
 	ErrConflict = errors.New("conflict")  // 409
+	// ErrForbidden: the request is valid but its sender may not make it
+	// (another tenant's resource, a quota).
+	ErrForbidden = errors.New("forbidden") // 403
 )
 
 // FieldError names the field of the request that is wrong.
@@ -41,6 +44,11 @@ func NotFound(field, format string, args ...any) error {
 // Conflict is an error about an object that clashes with existing state.
 func Conflict(field, format string, args ...any) error {
 	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...), Kind: ErrConflict}
+}
+
+// Forbidden is an error about something the sender may not do.
+func Forbidden(field, format string, args ...any) error {
+	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...), Kind: ErrForbidden}
 }
 
 // Within prefixes the field of err with parent ("ports[1]" + "peer").

@@ -2,6 +2,7 @@ package cube
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"reflect"
@@ -33,8 +34,14 @@ type Type struct {
 	// ExplainLoadError, when set, rewrites a load failure in the terms of
 	// the cube's source (a verifier rejection as a P4 line).
 	ExplainLoadError func(c *Cube, err error) error
+	// Prepare, when set, does the slow work a cube's settings need (compile
+	// a P4 program) before the change is made: the engine calls it without
+	// holding its lock, with the time limit of the requester, and calls
+	// release once the change is made or refused.
+	Prepare func(ctx context.Context, c *Cube) (release func(), err error)
 	// Config is a pointer to the zero settings value (nil: no settings).
-	// A value implementing Validator is validated against the cube.
+	// A value implementing Validator is validated against the cube; one
+	// implementing InterfaceUser names the interfaces the settings use.
 	Config any
 	// PortConfig is a pointer to the zero per-port settings value, if any.
 	PortConfig any
@@ -67,7 +74,9 @@ type View struct {
 	Name string
 	Doc  string
 	Item any // pointer to a zero element, for the schema
-	List func(h Handle, c *Cube) (any, error)
+	// Object: List returns one Item, not a list of them.
+	Object bool
+	List   func(h Handle, c *Cube) (any, error)
 }
 
 // Action is an operation on a cube.
@@ -89,6 +98,19 @@ type Waiter interface {
 // their Go types. c is the cube as it will be after the change.
 type Validator interface {
 	Validate(c *Cube) error
+}
+
+// InterfaceUser is implemented by settings that name Linux interfaces
+// besides the cube's peers (a mirror interface): a tenant may name only
+// interfaces it was given.
+type InterfaceUser interface {
+	Interfaces() []string
+}
+
+// Closer is implemented by controllers that hold resources beyond their
+// cube's maps; Close is called when the cube is unloaded.
+type Closer interface {
+	Close()
 }
 
 // Controller is the control plane of one cube.
@@ -114,6 +136,61 @@ type PuntHandler interface {
 // Ticker is implemented by controllers with periodic work (aging, timers).
 type Ticker interface {
 	Tick(h Handle, c *Cube, now time.Time)
+}
+
+// EntryTx stages changes to the entries of one table of a cube; they take
+// effect together, or not at all (the engine's transaction).
+type EntryTx interface {
+	Get(key string) (json.RawMessage, bool)
+	// Put adds or replaces the entry raw describes (validated against the
+	// cube) and returns its key.
+	Put(raw json.RawMessage) (string, error)
+	// PutValue is Put for an entry of the table's item type (a pointer, as
+	// the table's Item), validated in place; it belongs to the engine
+	// afterwards and must not be changed.
+	PutValue(v any) (string, error)
+	Delete(key string) error
+	Len() int
+}
+
+// Store changes a cube's own tables from goroutines its controller runs (a
+// control protocol's agent), with the engine's validation, kernel writes and
+// persistence. It must not be called from a call of the engine into the
+// controller (Sync, PutEntry, HandlePunt, Tick, views, actions): those hold
+// the engine's lock.
+type Store interface {
+	// Entry reads one entry.
+	Entry(table, key string) (json.RawMessage, bool)
+	ChangeEntries(table string, fn func(tx EntryTx) error) error
+	// Do runs fn with the engine's lock held and the cube's handle, as the
+	// engine's own calls into the controller do (to inject or transmit).
+	Do(fn func(h Handle) error) error
+}
+
+// Service is implemented by controllers that run goroutines of their own.
+// Start is called once the cube is loaded, before its first Sync, with the
+// cube's store; Stop when the cube goes (deleted, replaced, the daemon
+// stopping). Stop may be called with the engine's lock held: it must not
+// wait for goroutines that may be waiting for the store (their calls fail
+// once the cube is gone).
+type Service interface {
+	Start(s Store)
+	Stop()
+}
+
+// Metric is one sample of an NF type's own metrics (Prometheus): exported as
+// edgenf_<type>_<Name> with a cube label and Labels.
+type Metric struct {
+	Name   string
+	Help   string
+	Gauge  bool // else a counter
+	Labels map[string]string
+	Value  float64
+}
+
+// MetricsReporter is implemented by controllers with metrics of their own.
+type MetricsReporter interface {
+	Metrics(h Handle, c *Cube) []Metric
 }
 
 // Punt is a packet the fast path sent to the slow path.
@@ -217,6 +294,22 @@ func (t *Type) ObjectOf(c *Cube) ([]byte, error) {
 		return t.ObjectFor(c)
 	}
 	return t.Object(c.Hook)
+}
+
+// ConfigInterfaces lists the interfaces the cube's settings name. Settings
+// that do not decode name none (validation reports them).
+func (t *Type) ConfigInterfaces(c *Cube) []string {
+	if t.Config == nil || len(c.Config) == 0 {
+		return nil
+	}
+	v, err := Decode("config", c.Config, t.Config)
+	if err != nil {
+		return nil
+	}
+	if iu, ok := v.(InterfaceUser); ok {
+		return iu.Interfaces()
+	}
+	return nil
 }
 
 // SupportsHook reports whether the type runs at hook.

@@ -156,15 +156,51 @@ func (t *Topology) validatePorts(c *Cube, typ *Type, sys System, ifacePeers map[
 	return nil
 }
 
+// checkPortAddrs checks a port's own addresses: a port is one host on its
+// link, so its MAC is a unicast one and its addresses are unicast
+// addresses of their subnets (not the subnet's broadcast address).
 func checkPortAddrs(field string, p *Port) error {
 	if p.MAC != "" {
-		if hw, err := net.ParseMAC(p.MAC); err != nil || len(hw) != 6 {
+		hw, err := net.ParseMAC(p.MAC)
+		switch {
+		case err != nil || len(hw) != 6:
 			return Errorf(field+".mac", "invalid MAC address %q", p.MAC)
+		case hw[0]&1 != 0:
+			return Errorf(field+".mac", "%s is a multicast or broadcast MAC address: a port's MAC is unicast", p.MAC)
+		case bytes.Equal(hw, make(net.HardwareAddr, 6)):
+			return Errorf(field+".mac", "%s is the zero MAC address", p.MAC)
 		}
 	}
 	for _, a := range p.Addresses {
-		if _, err := netip.ParsePrefix(a); err != nil {
+		pfx, err := netip.ParsePrefix(a)
+		if err != nil {
 			return Errorf(field+".addresses", "invalid address %q: want address/prefix-length, e.g. 198.18.0.1/24", a)
+		}
+		if err := unicastHost(pfx); err != nil {
+			return Errorf(field+".addresses", "%s: %v", a, err)
+		}
+	}
+	return nil
+}
+
+// unicastHost refuses addresses a port cannot have as its own.
+func unicastHost(p netip.Prefix) error {
+	a := p.Addr()
+	switch {
+	case a.IsUnspecified():
+		return fmt.Errorf("the unspecified address is no port's address")
+	case a.IsMulticast():
+		return fmt.Errorf("a multicast address is no port's address")
+	case a.IsLoopback():
+		return fmt.Errorf("a loopback address is no port's address")
+	case a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		return fmt.Errorf("the broadcast address is no port's address")
+	}
+	if a.Is4() && p.Bits() < 31 {
+		b := a.As4()
+		host := ^uint32(0) >> p.Bits()
+		if (uint32(b[0])<<24|uint32(b[1])<<16|uint32(b[2])<<8|uint32(b[3]))&host == host {
+			return fmt.Errorf("the broadcast address of %s is no port's address", p.Masked())
 		}
 	}
 	return nil

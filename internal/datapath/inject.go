@@ -44,7 +44,7 @@ func (d *Datapath) injectorNames() (string, string) {
 func (d *Datapath) OpenInjector() (*Injector, error) {
 	near, far := d.injectorNames()
 	if _, err := netlink.LinkByName(near); err != nil {
-		veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: near, MTU: 2048}, PeerName: far}
+		veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: near, MTU: injectorMTU}, PeerName: far}
 		if err := netlink.LinkAdd(veth); err != nil {
 			return nil, fmt.Errorf("create injection veth %s: %w", near, err)
 		}
@@ -153,6 +153,12 @@ func (i *Injector) Send(hook Hook, hop Hop, frame []byte) error {
 	}
 	return nil
 }
+
+// injectorMTU is the MTU of the injection veth.
+const injectorMTU = 2048
+
+// MaxFrame is the longest frame Send takes (Ethernet header included).
+func (i *Injector) MaxFrame() int { return injectorMTU + 14 - binary.Size(injectTrailer{}) }
 
 // Close releases the socket; the veth and programs stay for the next daemon.
 func (i *Injector) Close() { unix.Close(i.fd) }

@@ -6,6 +6,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -22,6 +23,7 @@ import (
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/state"
+	"github.com/edgenf/edgenf/internal/tenant"
 )
 
 // Config locates the engine's kernel objects and state file.
@@ -32,6 +34,11 @@ type Config struct {
 	// AdoptEmpty lets a state file that names nothing win over pinned
 	// objects (which are then removed) instead of refusing to start.
 	AdoptEmpty bool
+	// Tenants declared in the token file: they are not stored in the
+	// state, and the API cannot change them.
+	Tenants []tenant.Tenant
+	// DefaultQuota overrides tenant.Defaults for every tenant.
+	DefaultQuota tenant.Quota
 }
 
 // Engine is the daemon's core. Safe for concurrent use.
@@ -57,6 +64,9 @@ type Engine struct {
 	// holds the entry changes made since.
 	gen     uint64
 	journal *state.Journal
+	// snapSize is the size of the cubes in the last snapshot: the journal
+	// is folded into a new one once it is as big (compactJournal).
+	snapSize int64
 	// applying is the topology a reconcile is making real; controllers
 	// synced during it see it through their handle.
 	applying *cube.Topology
@@ -66,6 +76,7 @@ type Engine struct {
 	// (restore.go) instead of failing when they cannot be made real: all
 	// of them when restoring, those that were down when rolling back.
 	goesDown func(name string) bool
+	tenants  tenantState // tenants.go
 }
 
 // Revision counts the changes the engine has made (topology updates and
@@ -139,6 +150,10 @@ func Open(cfg Config) (*Engine, error) {
 		stubEntry: map[StubKey]*datapath.Cube{},
 		specs:     map[[32]byte]*ebpf.CollectionSpec{},
 	}
+	if err := e.tenants.init(cfg, f.Tenants); err != nil {
+		dp.Close()
+		return nil, err
+	}
 	for _, c := range f.Topology.Cubes {
 		c.Down = "" // never part of the state
 	}
@@ -148,36 +163,39 @@ func Open(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("state file %s: %w", cfg.StateFile, err)
 	}
 	// A cube that cannot be restored is put down; the others come up.
+	// Services the restored cubes start wait until the state is restored.
+	e.mu.Lock()
+	fail := func(err error) (*Engine, error) {
+		e.mu.Unlock()
+		e.Close()
+		return nil, err
+	}
 	e.goesDown = func(string) bool { return true }
 	if err := e.assignSlots(f.Topology); err != nil {
-		dp.Close()
-		return nil, err
+		return fail(err)
 	}
 	for name, reason := range invalid {
 		if err := e.putDown(f.Topology.Cubes[name], attachContext(f.Topology, name), reason); err != nil {
-			dp.Close()
-			return nil, err
+			return fail(err)
 		}
 	}
 	err = e.reconcile(f.Topology, true)
 	e.goesDown = nil
 	if err != nil {
-		dp.Close()
-		return nil, fmt.Errorf("restore state: %w", err)
+		return fail(fmt.Errorf("restore state: %w", err))
 	}
 	e.topo, e.gen = f.Topology, f.Gen
 	// What the kernel holds beyond the state goes, before the snapshot
 	// below drops the journal that says what that may be.
 	e.removeResidues(f.Residues)
 	if err := e.removeLeftovers(cfg.AdoptEmpty && f.Empty()); err != nil {
-		dp.Close()
-		return nil, fmt.Errorf("restore state: %w", err)
+		return fail(fmt.Errorf("restore state: %w", err))
 	}
 	// A fresh snapshot folds the journal in and starts a new one.
 	if err := e.save(e.topo); err != nil {
-		dp.Close()
-		return nil, fmt.Errorf("persist state: %w", err)
+		return fail(fmt.Errorf("persist state: %w", err))
 	}
+	e.mu.Unlock()
 	if e.slow, err = startSlowPath(e); err != nil {
 		e.Close()
 		return nil, err
@@ -194,6 +212,7 @@ func (e *Engine) Close() {
 		e.slow = nil
 	}
 	for _, l := range e.cubes {
+		stopService(l)
 		l.dc.Close()
 	}
 	for _, s := range e.stubs {
@@ -244,11 +263,30 @@ func DestroyAt(cfg Config) error {
 	return err
 }
 
+// Every operation on one cube takes who asks: a cube its actor does not
+// own is answered as if it did not exist, checked under the engine's lock
+// (the cube cannot change hands between the check and the operation).
+
+// owned returns a cube of the applied state if who owns it.
+func (e *Engine) owned(who tenant.Actor, name string) (*cube.Cube, bool) {
+	c, ok := e.topo.Cubes[name]
+	return c, ok && who.Owns(c)
+}
+
+// live returns a loaded cube if who owns it.
+func (e *Engine) live(who tenant.Actor, name string) (*live, error) {
+	l, ok := e.cubes[name]
+	if !ok || !who.Owns(e.topo.Cubes[name]) {
+		return nil, noCube(name)
+	}
+	return l, nil
+}
+
 // Cube returns a copy of one cube of the applied state.
-func (e *Engine) Cube(name string) (*cube.Cube, bool) {
+func (e *Engine) Cube(who tenant.Actor, name string) (*cube.Cube, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	c, ok := e.topo.Cubes[name]
+	c, ok := e.owned(who, name)
 	if !ok {
 		return nil, false
 	}
@@ -266,10 +304,10 @@ func (e *Engine) markDown(c *cube.Cube) {
 
 // CubeHeader returns a copy of one cube of the applied state without its
 // table entries: cheap whatever the size of its tables.
-func (e *Engine) CubeHeader(name string) (*cube.Cube, bool) {
+func (e *Engine) CubeHeader(who tenant.Actor, name string) (*cube.Cube, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	c, ok := e.topo.Cubes[name]
+	c, ok := e.owned(who, name)
 	if !ok {
 		return nil, false
 	}
@@ -281,10 +319,10 @@ func (e *Engine) CubeHeader(name string) (*cube.Cube, bool) {
 }
 
 // Entries returns the entries of one table of a cube, ordered by key.
-func (e *Engine) Entries(name, table string) []json.RawMessage {
+func (e *Engine) Entries(who tenant.Actor, name, table string) []json.RawMessage {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	c, ok := e.topo.Cubes[name]
+	c, ok := e.owned(who, name)
 	if !ok {
 		return nil
 	}
@@ -297,10 +335,10 @@ func (e *Engine) Entries(name, table string) []json.RawMessage {
 }
 
 // Entry returns one table entry of a cube.
-func (e *Engine) Entry(name, table, key string) (json.RawMessage, bool) {
+func (e *Engine) Entry(who tenant.Actor, name, table, key string) (json.RawMessage, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	c, ok := e.topo.Cubes[name]
+	c, ok := e.owned(who, name)
 	if !ok {
 		return nil, false
 	}
@@ -320,20 +358,27 @@ func (e *Engine) Topology() *cube.Topology {
 }
 
 // Update applies fn to a copy of the topology and makes the result the new
-// state, or changes nothing and returns the first error.
+// state, or changes nothing and returns the first error. It acts for the
+// administrator; UpdateAs (tenants.go) for anyone.
 func (e *Engine) Update(fn func(t *cube.Topology) error) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	next := e.topo.Clone()
-	if err := fn(next); err != nil {
-		return err
-	}
-	return e.commit(next)
+	return e.UpdateAs(context.Background(), tenant.Admin, func(t *cube.Topology, _ tenant.Scope) error { return fn(t) })
 }
 
 // Replace makes t the whole desired state (declarative apply) and returns
-// what changed; with dryRun only the difference is computed.
-func (e *Engine) Replace(t *cube.Topology, dryRun bool) ([]Change, error) {
+// what changed; with dryRun only the difference is computed. It is the
+// administrator's; P4 programs are compiled before the lock is taken.
+func (e *Engine) Replace(ctx context.Context, t *cube.Topology, dryRun bool) ([]Change, error) {
+	for _, name := range t.CubeNames() {
+		c := t.Cubes[name]
+		if typ, err := cube.Lookup(c.Type); err != nil || typ.Prepare == nil {
+			continue
+		}
+		release, err := prepare(ctx, c, adminCompileLimit)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	next := t.Clone()
@@ -347,9 +392,16 @@ func (e *Engine) Replace(t *cube.Topology, dryRun bool) ([]Change, error) {
 	return changes, e.apply(next)
 }
 
-// commit validates next and applies it.
-func (e *Engine) commit(next *cube.Topology) error {
+// commit checks next is a change who may make, validates it, checks who's
+// quotas and applies it.
+func (e *Engine) commit(who tenant.Actor, next *cube.Topology) error {
+	if err := e.scope(who).Change(e.topo, next); err != nil {
+		return err
+	}
 	if err := next.ValidateChange(e.topo, e.sys()); err != nil {
+		return err
+	}
+	if err := e.checkQuota(who, next); err != nil {
 		return err
 	}
 	return e.apply(next)
@@ -388,6 +440,7 @@ func (e *Engine) apply(next *cube.Topology) error {
 	}
 	e.topo = next
 	e.rev++
+	e.tenants.entries = nil // counted again when next needed
 	return nil
 }
 
@@ -402,10 +455,14 @@ func (e *Engine) save(next *cube.Topology) error {
 		}
 		parts[name] = l.json
 	}
-	if err := state.SaveParts(e.cfg.StateFile, e.gen+1, parts, next.Attachments, e.slots); err != nil {
+	if err := state.SaveParts(e.cfg.StateFile, e.gen+1, parts, next.Attachments, e.slots, e.tenants.declared); err != nil {
 		return err
 	}
 	e.gen++
+	e.snapSize = 0
+	for _, p := range parts {
+		e.snapSize += int64(len(p))
+	}
 	if e.journal == nil {
 		j, err := state.OpenJournal(e.cfg.StateFile, e.gen)
 		if err != nil {
@@ -585,6 +642,9 @@ func (e *Engine) ensureCube(c *cube.Cube, attch string, adopt bool) error {
 		}
 		e.cubes[c.Name] = l
 		e.bySlot[l.dc.Slot] = l
+		if svc, ok := l.ctl.(cube.Service); ok {
+			svc.Start(&store{e: e, l: l})
+		}
 	} else if err := e.reprogram(l, c); err != nil {
 		return err
 	}
@@ -598,10 +658,23 @@ func (e *Engine) ensureCube(c *cube.Cube, attch string, adopt bool) error {
 
 // forget drops an unloaded cube.
 func (e *Engine) forget(name string) {
-	if l := e.cubes[name]; l != nil {
-		delete(e.bySlot, l.dc.Slot)
+	l := e.cubes[name]
+	if l == nil {
+		return
+	}
+	stopService(l)
+	delete(e.bySlot, l.dc.Slot)
+	if cl, ok := l.ctl.(cube.Closer); ok {
+		cl.Close()
 	}
 	delete(e.cubes, name)
+}
+
+// stopService stops the goroutines of a cube's controller, if it runs any.
+func stopService(l *live) {
+	if svc, ok := l.ctl.(cube.Service); ok {
+		svc.Stop()
+	}
 }
 
 func (e *Engine) loadCube(c *cube.Cube, adopt bool) (*live, error) {

@@ -13,6 +13,7 @@ import (
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/engine"
 	"github.com/edgenf/edgenf/internal/state"
+	"github.com/edgenf/edgenf/internal/tenant"
 )
 
 func openAt(t *testing.T, cfg engine.Config) *engine.Engine {
@@ -41,17 +42,18 @@ func TestChangeEntriesJournalAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	put := func(prefix string) error {
-		return e.ChangeEntries("dd", "blacklist_src", func(tx *engine.EntryTx) error {
+		return e.ChangeEntries(tenant.Admin, "dd", "blacklist_src", func(tx *engine.EntryTx) error {
 			_, err := tx.Put(json.RawMessage(fmt.Sprintf(`{"prefix":%q}`, prefix)))
 			return err
 		})
+
 	}
 	for _, p := range []string{"198.18.0.1/32", "198.18.0.2/32", "2001:db8::/64"} {
 		if err := put(p); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := e.ChangeEntries("dd", "blacklist_src", func(tx *engine.EntryTx) error { return tx.Delete("198.18.0.2/32") }); err != nil {
+	if err := e.ChangeEntries(tenant.Admin, "dd", "blacklist_src", func(tx *engine.EntryTx) error { return tx.Delete("198.18.0.2/32") }); err != nil {
 		t.Fatal(err)
 	}
 	snap, _ := os.ReadFile(cfg.StateFile)
@@ -63,23 +65,24 @@ func TestChangeEntriesJournalAndRestart(t *testing.T) {
 	// not stay either.
 	jsize := func() int64 { st, _ := os.Stat(state.JournalPath(cfg.StateFile)); return st.Size() }
 	before := jsize()
-	err := e.ChangeEntries("dd", "blacklist_src", func(tx *engine.EntryTx) error {
+	err := e.ChangeEntries(tenant.Admin, "dd", "blacklist_src", func(tx *engine.EntryTx) error {
 		if _, err := tx.Put(json.RawMessage(`{"prefix":"198.18.0.7/32"}`)); err != nil {
 			return err
 		}
 		_, err := tx.Put(json.RawMessage(`{"prefix":"198.18.0.300/32"}`))
 		return err
 	})
+
 	if err == nil {
 		t.Fatal("an invalid prefix was accepted")
 	}
-	if _, ok := e.Entry("dd", "blacklist_src", "198.18.0.7/32"); ok || jsize() != before {
+	if _, ok := e.Entry(tenant.Admin, "dd", "blacklist_src", "198.18.0.7/32"); ok || jsize() != before {
 		t.Fatalf("a refused change left an entry (%v) or journal bytes (%d → %d)", ok, before, jsize())
 	}
 	want := []string{"198.18.0.1/32", "2001:db8::/64"}
 	check := func(e *engine.Engine, when string) {
 		t.Helper()
-		got := e.Entries("dd", "blacklist_src")
+		got := e.Entries(tenant.Admin, "dd", "blacklist_src")
 		if len(got) != len(want) {
 			t.Fatalf("%s: entries %s", when, got)
 		}

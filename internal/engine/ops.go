@@ -9,6 +9,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/tenant"
 )
 
 // handle is what a controller gets: its own cube's objects and packet I/O.
@@ -67,12 +68,12 @@ type CubeStats struct {
 }
 
 // Stats reads a cube's counters.
-func (e *Engine) Stats(name string) (*CubeStats, error) {
+func (e *Engine) Stats(who tenant.Actor, name string) (*CubeStats, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	l, ok := e.cubes[name]
-	if !ok {
-		return nil, noCube(name)
+	l, err := e.live(who, name)
+	if err != nil {
+		return nil, err
 	}
 	raw, err := l.dc.Stats()
 	if err != nil {
@@ -95,24 +96,24 @@ func (e *Engine) Stats(name string) (*CubeStats, error) {
 }
 
 // ResetStats zeroes a cube's counters.
-func (e *Engine) ResetStats(name string) error {
+func (e *Engine) ResetStats(who tenant.Actor, name string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	l, ok := e.cubes[name]
-	if !ok {
-		return noCube(name)
+	l, err := e.live(who, name)
+	if err != nil {
+		return err
 	}
 	l.slowCopies = 0
 	return l.dc.ResetStats()
 }
 
 // View reads one of a cube's read-only views.
-func (e *Engine) View(name, view string) (any, error) {
+func (e *Engine) View(who tenant.Actor, name, view string) (any, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	l, ok := e.cubes[name]
-	if !ok {
-		return nil, noCube(name)
+	l, err := e.live(who, name)
+	if err != nil {
+		return nil, err
 	}
 	if l.down != "" {
 		return nil, downErr(l)
@@ -125,13 +126,27 @@ func (e *Engine) View(name, view string) (any, error) {
 	return nil, cube.NotFound("view", "NF type %s has no view %q", l.typ.Name, view)
 }
 
-// Action runs an operation on a cube.
-func (e *Engine) Action(name, action string, args json.RawMessage) (any, error) {
+// Metrics reads the NF type's own metrics of a cube (none if it has none).
+func (e *Engine) Metrics(name string) ([]cube.Metric, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	l, ok := e.cubes[name]
 	if !ok {
 		return nil, noCube(name)
+	}
+	if mr, ok := l.ctl.(cube.MetricsReporter); ok {
+		return mr.Metrics(&handle{e: e, l: l}, l.c), nil
+	}
+	return nil, nil
+}
+
+// Action runs an operation on a cube.
+func (e *Engine) Action(who tenant.Actor, name, action string, args json.RawMessage) (any, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	l, err := e.live(who, name)
+	if err != nil {
+		return nil, err
 	}
 	if l.down != "" {
 		return nil, downErr(l)
@@ -154,12 +169,17 @@ func (e *Engine) Action(name, action string, args json.RawMessage) (any, error) 
 
 // Swap reloads a cube's program, from obj or (nil) from its NF type, keeping
 // its maps; one patch-panel update switches traffic to the new program.
-func (e *Engine) Swap(name string, obj []byte) error {
+// Only the administrator loads an object of its own: a tenant's cubes run
+// the programs of their NF types or P4 programs the daemon compiled.
+func (e *Engine) Swap(who tenant.Actor, name string, obj []byte) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	l, ok := e.cubes[name]
-	if !ok {
-		return noCube(name)
+	l, err := e.live(who, name)
+	if err != nil {
+		return err
+	}
+	if obj != nil && !who.IsAdmin() {
+		return cube.Forbidden("object", "only an administrator swaps in an eBPF object; a tenant's cubes run their NF type's program or a P4 program the daemon compiled")
 	}
 	if l.down != "" {
 		return downErr(l)
@@ -187,12 +207,12 @@ func (e *Engine) Swap(name string, obj []byte) error {
 
 // Inject sends a frame into a cube port as if received (out=false) or out of
 // the port to its peer (out=true).
-func (e *Engine) Inject(name string, port string, frame []byte, out bool) error {
+func (e *Engine) Inject(who tenant.Actor, name string, port string, frame []byte, out bool) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	l, ok := e.cubes[name]
-	if !ok {
-		return noCube(name)
+	l, err := e.live(who, name)
+	if err != nil {
+		return err
 	}
 	if l.down != "" {
 		return downErr(l)
@@ -204,11 +224,38 @@ func (e *Engine) Inject(name string, port string, frame []byte, out bool) error 
 	if len(frame) < 14 {
 		return cube.Errorf("frame", "%d bytes is shorter than an Ethernet header", len(frame))
 	}
+	if err := e.checkFrameSize(l, p, frame); err != nil {
+		return err
+	}
 	h := &handle{e: e, l: l}
 	if out {
 		return h.Transmit(p.Index, frame)
 	}
 	return h.Inject(p.Index, frame)
+}
+
+// defaultMTU is the MTU of a port that is not peered with an interface.
+const defaultMTU = 1500
+
+// checkFrameSize refuses a frame longer than the port can carry: its
+// interface's MTU (1500 for other ports) plus the Ethernet header and the
+// frame's VLAN tags, and no longer than the injector takes.
+func (e *Engine) checkFrameSize(l *live, p *cube.Port, frame []byte) error {
+	mtu := defaultMTU
+	if i, ok := (&handle{e: e, l: l}).PortIface(p.Index); ok {
+		mtu = i.MTU
+	}
+	max := mtu + 14
+	for off := 12; off+4 <= len(frame) && (frame[off] == 0x81 && frame[off+1] == 0x00 || frame[off] == 0x88 && frame[off+1] == 0xa8); off += 4 {
+		max += 4
+	}
+	if inj := e.slow.inj.MaxFrame(); max > inj {
+		max = inj
+	}
+	if len(frame) > max {
+		return cube.Errorf("frame", "%d bytes is longer than port %s carries: at most %d (MTU %d, Ethernet header and VLAN tags)", len(frame), p.Name, max, mtu)
+	}
+	return nil
 }
 
 // CopyStats reads the counters of the copy machine, which makes at TC the

@@ -20,6 +20,7 @@ import (
 	"github.com/edgenf/edgenf/internal/engine"
 	_ "github.com/edgenf/edgenf/internal/nf/p4"
 	"github.com/edgenf/edgenf/internal/state"
+	"github.com/edgenf/edgenf/internal/tenant"
 )
 
 var rootSeq atomic.Int32
@@ -98,7 +99,7 @@ func TestLeftoverPinsDoNotLeakIntoANewCube(t *testing.T) {
 		}
 		return tp.AddCube(&cube.Cube{Name: "dd", Type: "ddos"})
 	})
-	if err := e.ChangeEntries("dd", "blacklist_src", func(tx *engine.EntryTx) error {
+	if err := e.ChangeEntries(tenant.Admin, "dd", "blacklist_src", func(tx *engine.EntryTx) error {
 		_, err := tx.Put([]byte(`{"prefix":"2001:db8::/64"}`))
 		return err
 	}); err != nil {
@@ -192,23 +193,23 @@ func TestCubeThatFailsToRestoreIsDown(t *testing.T) {
 	}
 	e = openAt(t, cfg)
 	defer e.Close()
-	sw, _ := e.Cube("sw")
-	fwd, _ := e.Cube("fwd")
+	sw, _ := e.Cube(tenant.Admin, "sw")
+	fwd, _ := e.Cube(tenant.Admin, "fwd")
 	if sw.Down == "" || !strings.Contains(sw.Down, "no_such_action") || fwd.Down != "" {
 		t.Fatalf("sw down %q, fwd down %q", sw.Down, fwd.Down)
 	}
 	if t2 := e.Topology(); t2.Cubes["sw"].Down == "" {
 		t.Fatal("the topology does not show sw down")
 	}
-	if _, err := e.View("sw", "p4info"); !errors.Is(err, cube.ErrConflict) || !strings.Contains(err.Error(), "down") {
+	if _, err := e.View(tenant.Admin, "sw", "p4info"); !errors.Is(err, cube.ErrConflict) || !strings.Contains(err.Error(), "down") {
 		t.Fatalf("view of a down cube: %v", err)
 	}
 	// frames sent to it are dropped, and counted
-	if err := e.Inject("fwd", "p1", make([]byte, 60), true); err != nil {
+	if err := e.Inject(tenant.Admin, "fwd", "p1", make([]byte, 60), true); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; ; i++ {
-		st, err := e.Stats("sw")
+		st, err := e.Stats(tenant.Admin, "sw")
 		if err != nil {
 			t.Fatalf("stats of a down cube: %v", err)
 		}
@@ -229,14 +230,14 @@ func TestCubeThatFailsToRestoreIsDown(t *testing.T) {
 	if err := e.Update(func(tp *cube.Topology) error { return tp.SetConfig("sw", config("control x {")) }); err == nil {
 		t.Fatal("a broken program accepted")
 	}
-	if sw, _ := e.Cube("sw"); sw.Down == "" {
+	if sw, _ := e.Cube(tenant.Admin, "sw"); sw.Down == "" {
 		t.Fatal("sw came up on a broken program")
 	}
 	update(t, e, func(tp *cube.Topology) error { return tp.SetConfig("sw", config(string(src))) })
-	if sw, _ := e.Cube("sw"); sw.Down != "" {
+	if sw, _ := e.Cube(tenant.Admin, "sw"); sw.Down != "" {
 		t.Fatalf("sw still down after the fix: %s", sw.Down)
 	}
-	if _, err := e.View("sw", "p4info"); err != nil {
+	if _, err := e.View(tenant.Admin, "sw", "p4info"); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	_ "github.com/edgenf/edgenf/internal/nf/ddos"
 	_ "github.com/edgenf/edgenf/internal/nf/portfwd"
 	"github.com/edgenf/edgenf/internal/nftest"
+	"github.com/edgenf/edgenf/internal/tenant"
 )
 
 // tenantChain is one tenant's two-cube chain, as the scale scenarios build it.
@@ -83,7 +84,7 @@ func BenchmarkEntryChange(b *testing.B) {
 						})
 						continue
 					}
-					if err := e.ChangeEntries("dd", "blacklist_src", func(tx *engine.EntryTx) error {
+					if err := e.ChangeEntries(tenant.Admin, "dd", "blacklist_src", func(tx *engine.EntryTx) error {
 						_, err := tx.Put(raw)
 						return err
 					}); err != nil {

@@ -12,6 +12,7 @@ import (
 	_ "github.com/edgenf/edgenf/internal/nf/monitor"
 	_ "github.com/edgenf/edgenf/internal/nf/portfwd"
 	"github.com/edgenf/edgenf/internal/nftest"
+	"github.com/edgenf/edgenf/internal/tenant"
 )
 
 // TestChangeThatFreesAndTakesASlotKeepsTraffic is the vanishing-traffic bug:
@@ -76,7 +77,7 @@ func TestChangeThatFreesAndTakesASlotKeepsTraffic(t *testing.T) {
 			if err := a.Ping(ctx, "198.18.7.3", 3); err != nil {
 				t.Fatalf("after a change that deleted a cube and attached a monitor: %v", err)
 			}
-			st, err := e.Stats("mon")
+			st, err := e.Stats(tenant.Admin, "mon")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -17,7 +17,6 @@ package p4
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -159,72 +158,29 @@ func Compile(ctx context.Context, opt Options) (*Result, error) {
 	return res, nil
 }
 
-var (
-	hdrOnce sync.Once
-	hdrDir  string
-	hdrErr  error
-)
-
-// headerDir extracts the framework headers (bpf.Headers) once per process
-// into a directory named after their content, reused across processes.
-func headerDir() (string, error) {
-	hdrOnce.Do(func() {
-		if d := os.Getenv("EDGENF_BPF_INCLUDE"); d != "" {
-			hdrDir = d
-			return
+// writeHeaders extracts the framework headers (bpf.Headers) into dir, the
+// compile's private directory: no directory is shared between compiles or
+// processes, so nobody can plant a header for clang to pick up.
+func writeHeaders(dir string) (string, error) {
+	if d := os.Getenv("EDGENF_BPF_INCLUDE"); d != "" {
+		return d, nil
+	}
+	inc := filepath.Join(dir, "include")
+	err := fs.WalkDir(bpf.Headers, "include", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
 		}
-		h := sha256.New()
-		files := map[string][]byte{}
-		err := fs.WalkDir(bpf.Headers, "include", func(path string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
-			}
-			b, err := fs.ReadFile(bpf.Headers, path)
-			if err != nil {
-				return err
-			}
-			files[path] = b
-			fmt.Fprintf(h, "%s\x00%d\x00", path, len(b))
-			h.Write(b)
-			return nil
-		})
+		b, err := fs.ReadFile(bpf.Headers, path)
 		if err != nil {
-			hdrErr = err
-			return
+			return err
 		}
-		dir := filepath.Join(os.TempDir(), fmt.Sprintf("edgenf-bpf-include-%x", h.Sum(nil)[:8]))
-		if _, err := os.Stat(filepath.Join(dir, ".complete")); err == nil {
-			hdrDir = dir
-			return
+		dst := filepath.Join(inc, strings.TrimPrefix(path, "include"))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+			return err
 		}
-		tmp, err := os.MkdirTemp(os.TempDir(), "edgenf-bpf-include-tmp-")
-		if err != nil {
-			hdrErr = err
-			return
-		}
-		for path, b := range files {
-			dst := filepath.Join(tmp, strings.TrimPrefix(path, "include"))
-			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-				hdrErr = err
-				return
-			}
-			if err := os.WriteFile(dst, b, 0o644); err != nil {
-				hdrErr = err
-				return
-			}
-		}
-		os.WriteFile(filepath.Join(tmp, ".complete"), nil, 0o644)
-		if err := os.Rename(tmp, dir); err != nil {
-			// another process won the race: use its copy
-			os.RemoveAll(tmp)
-			if _, err := os.Stat(filepath.Join(dir, ".complete")); err != nil {
-				hdrErr = fmt.Errorf("extracting headers to %s: %w", dir, err)
-				return
-			}
-		}
-		hdrDir = dir
+		return os.WriteFile(dst, b, 0o600)
 	})
-	return hdrDir, hdrErr
+	return inc, err
 }
 
 // CompileC compiles generated C for hook "xdp" or "tc" and returns the object.
@@ -235,18 +191,18 @@ func CompileC(ctx context.Context, clang, c, hook string) ([]byte, error) {
 	if clang == "" {
 		clang = "clang-14"
 	}
-	inc, err := headerDir()
-	if err != nil {
-		return nil, fmt.Errorf("extracting framework headers: %w", err)
-	}
-	dir, err := os.MkdirTemp("", "edgenf-p4-")
+	dir, err := os.MkdirTemp("", "edgenf-p4-") // mode 0700, a fresh name
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
+	inc, err := writeHeaders(dir)
+	if err != nil {
+		return nil, fmt.Errorf("extracting framework headers: %w", err)
+	}
 	src := filepath.Join(dir, "prog.c")
 	obj := filepath.Join(dir, "prog.o")
-	if err := os.WriteFile(src, []byte(c), 0o644); err != nil {
+	if err := os.WriteFile(src, []byte(c), 0o600); err != nil {
 		return nil, err
 	}
 	def := "-DEDGENF_HOOK_XDP"

@@ -10,6 +10,7 @@ import (
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/engine"
 	"github.com/edgenf/edgenf/internal/nftest"
+	"github.com/edgenf/edgenf/internal/tenant"
 	"github.com/edgenf/edgenf/internal/tlsauth"
 	"github.com/edgenf/edgenf/internal/tlsauth/tlstest"
 	"google.golang.org/grpc"
@@ -150,7 +151,7 @@ func TestTenantPipelineCreatesTenantCube(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cb, ok := r.eng.CubeHeader("red1"); !ok || cb.Tenant != "red" || cb.Type != "p4" {
+	if cb, ok := r.eng.CubeHeader(tenant.Admin, "red1"); !ok || cb.Tenant != "red" || cb.Type != "p4" {
 		t.Fatalf("cube red1: %+v %v", cb, ok)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/edgenf/edgenf/internal/datapath"
 	p4nf "github.com/edgenf/edgenf/internal/nf/p4"
 	p4c "github.com/edgenf/edgenf/internal/p4"
+	"github.com/edgenf/edgenf/internal/tenant"
 	"google.golang.org/grpc/codes"
 )
 
@@ -42,7 +43,8 @@ func settingsFor(c *cube.Cube, dev *device, src []byte, cookie *Cookie, clear bo
 		delete(raw, "p4runtime_digests") // a new pipeline starts without them
 	}
 	out, err := json.Marshal(raw)
-	return out, p4c.Options{Path: set.Program, Source: src, Defines: set.Defines, IncludeDirs: set.IncludeDirs, CPUPort: set.CPUPort}, err
+	set.Source = string(src)
+	return out, p4nf.CompileOptions(&set), err
 }
 
 // SetForwardingPipelineConfig verifies, saves or commits a program.
@@ -81,7 +83,7 @@ func (s *Server) SetForwardingPipelineConfig(ctx context.Context, req *SetPipeli
 	if !utf8.Valid(cfg.DeviceConfig) {
 		return nil, errf(codes.InvalidArgument, "p4_device_config is not text: edgenf takes the P4-16 source of the program (not a BMv2 JSON or a binary)")
 	}
-	cur, exists := s.eng.CubeHeader(d.cube)
+	cur, exists := s.eng.CubeHeader(tenant.Admin, d.cube)
 	if exists && cur.Type != "p4" {
 		return nil, errf(codes.FailedPrecondition, "device %d: cube %s is a %s cube, not a p4 cube", d.id, d.cube, cur.Type)
 	}

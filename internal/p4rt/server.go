@@ -21,6 +21,7 @@ import (
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/engine"
 	"github.com/edgenf/edgenf/internal/p4/p4info"
+	"github.com/edgenf/edgenf/internal/tenant"
 	"github.com/edgenf/edgenf/internal/tlsauth"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -96,7 +97,7 @@ func New(cfg Config) *Server {
 	for id, name := range cfg.Devices {
 		d := newDevice(id, name)
 		d.tenant = cfg.Tenants[id]
-		if c, ok := s.eng.CubeHeader(name); ok {
+		if c, ok := s.eng.CubeHeader(tenant.Admin, name); ok {
 			d.digests = loadDigests(c)
 		}
 		s.devices[id] = d
@@ -247,14 +248,14 @@ func (s *Server) pipeline(id uint64) (*pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, ok := s.eng.CubeHeader(d.cube)
+	c, ok := s.eng.CubeHeader(tenant.Admin, d.cube)
 	if !ok {
 		return nil, errf(codes.FailedPrecondition, "device %d has no forwarding pipeline: cube %s does not exist (SetForwardingPipelineConfig creates it)", id, d.cube)
 	}
 	if c.Type != "p4" {
 		return nil, errf(codes.FailedPrecondition, "device %d: cube %s is a %s cube, not a p4 cube", id, d.cube, c.Type)
 	}
-	v, err := s.eng.View(d.cube, "p4info")
+	v, err := s.eng.View(tenant.Admin, d.cube, "p4info")
 	if err != nil {
 		return nil, errf(codes.FailedPrecondition, "device %d: cube %s has no program: %v", id, d.cube, err)
 	}

@@ -18,6 +18,7 @@ import (
 	_ "github.com/edgenf/edgenf/internal/nf/portfwd"
 	"github.com/edgenf/edgenf/internal/nftest"
 	"github.com/edgenf/edgenf/internal/p4/p4info"
+	"github.com/edgenf/edgenf/internal/tenant"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -186,7 +187,7 @@ func program(t testing.TB, name string) []byte {
 }
 
 func (r *rig) info() *p4info.P4Info {
-	v, err := r.eng.View("sw", "p4info")
+	v, err := r.eng.View(tenant.Admin, "sw", "p4info")
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -228,7 +229,7 @@ func dmacEntry(t testing.TB, info *p4info.P4Info, dst string, port byte) *Entity
 }
 
 func (r *rig) txPackets(port int) uint64 {
-	st, err := r.eng.Stats("sw")
+	st, err := r.eng.Stats(tenant.Admin, "sw")
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -355,14 +356,14 @@ func TestP4RuntimeL2Switch(t *testing.T) {
 		t.Fatalf("all tables: %d entries", len(all))
 	}
 	// the entry forwards: A -> B in on port 1 leaves by port 2
-	if err := r.eng.Inject("sw", "p1", frame(b, a), false); err != nil {
+	if err := r.eng.Inject(tenant.Admin, "sw", "p1", frame(b, a), false); err != nil {
 		t.Fatal(err)
 	}
 	if !r.waitTx(2, before+1) {
 		t.Fatalf("port 2 sent %d packets, want %d", r.txPackets(2), before+1)
 	}
 	// and it is in the cube's state (persisted), under its canonical key
-	if raw := r.eng.Entries("sw", "entries"); len(raw) != 1 || !bytes.Contains(raw[0], []byte(b)) {
+	if raw := r.eng.Entries(tenant.Admin, "sw", "entries"); len(raw) != 1 || !bytes.Contains(raw[0], []byte(b)) {
 		t.Fatalf("state %s", raw)
 	}
 
@@ -399,12 +400,12 @@ func TestP4RuntimeL2Switch(t *testing.T) {
 	// an entry written through the REST API in another notation is the
 	// same P4Runtime entry
 	rest := []byte(`{"table": "dmac", "match": {"hdr.ethernet.dstAddr": "0x02000000000d"}, "action": "forward", "params": {"port": "1"}}`)
-	if err := r.eng.ChangeEntries("sw", "entries", func(tx *engine.EntryTx) error { _, err := tx.Put(rest); return err }); err != nil {
+	if err := r.eng.ChangeEntries(tenant.Admin, "sw", "entries", func(tx *engine.EntryTx) error { _, err := tx.Put(rest); return err }); err != nil {
 		t.Fatal(err)
 	}
 	wantCode(t, "insert over a REST entry", r.write(10, insert(dmacEntry(t, info, "02:00:00:00:00:0d", 2))), codes.AlreadyExists)
 	r.mustWrite(10, del(dmacEntry(t, info, "02:00:00:00:00:0d", 0)))
-	if n := len(r.eng.Entries("sw", "entries")); n != 2 {
+	if n := len(r.eng.Entries(tenant.Admin, "sw", "entries")); n != 2 {
 		t.Fatalf("%d entries in the state after deleting the REST entry, want 2", n)
 	}
 
@@ -450,7 +451,7 @@ func TestP4RuntimeL2Switch(t *testing.T) {
 	// packet-in: a link-local frame goes to the CPU port with its
 	// packet_in header (ingress_port) as metadata
 	ll := frame("01:80:c2:00:00:0e", a)
-	if err := r.eng.Inject("sw", "p1", ll, false); err != nil {
+	if err := r.eng.Inject(tenant.Admin, "sw", "p1", ll, false); err != nil {
 		t.Fatal(err)
 	}
 	m := primary.next("packet-in", func(m *StreamResponse) bool { return m.Packet != nil })
@@ -484,7 +485,7 @@ func TestP4RuntimeL2Switch(t *testing.T) {
 		t.Fatalf("digest entries %+v", d)
 	}
 	const c = "02:00:00:00:00:0c"
-	if err := r.eng.Inject("sw", "p1", frame(b, c), false); err != nil {
+	if err := r.eng.Inject(tenant.Admin, "sw", "p1", frame(b, c), false); err != nil {
 		t.Fatal(err)
 	}
 	dm := primary.next("digest", func(m *StreamResponse) bool { return m.Digest != nil })
@@ -571,7 +572,7 @@ func TestP4RuntimeTernaryRegistersClones(t *testing.T) {
 	if err := r.setPipeline(1, ActionVerifyAndCommit, program(t, "portscan.p4"), nil, 0); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(r.eng.Entries("sw", "entries")); n != 0 {
+	if n := len(r.eng.Entries(tenant.Admin, "sw", "entries")); n != 0 {
 		t.Fatalf("%d entries left after VERIFY_AND_COMMIT", n)
 	}
 	info = r.info()

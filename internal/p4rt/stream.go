@@ -18,6 +18,7 @@ import (
 	"github.com/edgenf/edgenf/internal/cube"
 	p4nf "github.com/edgenf/edgenf/internal/nf/p4"
 	"github.com/edgenf/edgenf/internal/p4/p4info"
+	"github.com/edgenf/edgenf/internal/tenant"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -282,7 +283,7 @@ func (s *Server) packetOut(d *device, ss *stream, p *Packet) error {
 		md[f.Name] = v.String()
 	}
 	args, _ := json.Marshal(p4nf.PacketOutArgs{Frame: hex.EncodeToString(p.Payload), Metadata: md})
-	if _, err := s.eng.Action(d.cube, "packet_out", args); err != nil {
+	if _, err := s.eng.Action(tenant.Admin, d.cube, "packet_out", args); err != nil {
 		return fromEngine(err)
 	}
 	return nil
@@ -290,7 +291,7 @@ func (s *Server) packetOut(d *device, ss *stream, p *Packet) error {
 
 // nextSeq is the seq of the cube's last slow-path event (0: none).
 func (s *Server) nextSeq(name string) uint64 {
-	v, err := s.eng.View(name, "slowpath")
+	v, err := s.eng.View(tenant.Admin, name, "slowpath")
 	if err != nil {
 		return 0
 	}
@@ -306,7 +307,7 @@ func (s *Server) pollEvents(ctx context.Context, d *device) {
 	after := s.nextSeq(d.cube)
 	for ctx.Err() == nil {
 		args, _ := json.Marshal(p4nf.PollArgs{After: after, TimeoutMs: 1000, Max: 256})
-		v, err := s.eng.Action(d.cube, "poll", args)
+		v, err := s.eng.Action(tenant.Admin, d.cube, "poll", args)
 		if err == nil {
 			if w, ok := v.(cube.Waiter); ok {
 				v, err = w.Wait(ctx)

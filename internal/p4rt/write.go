@@ -23,6 +23,7 @@ import (
 	p4nf "github.com/edgenf/edgenf/internal/nf/p4"
 	"github.com/edgenf/edgenf/internal/p4/p4info"
 	"github.com/edgenf/edgenf/internal/p4/rt"
+	"github.com/edgenf/edgenf/internal/tenant"
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
 	gstatus "google.golang.org/grpc/status"
@@ -161,7 +162,7 @@ func engineErr(err error) error {
 
 func (w *writer) change(table string, fn func(tx *engine.EntryTx) error) error {
 	d := w.pl.dev
-	if err := w.s.eng.ChangeEntries(d.cube, table, fn); err != nil {
+	if err := w.s.eng.ChangeEntries(tenant.Admin, d.cube, table, fn); err != nil {
 		return engineErr(err)
 	}
 	// Our change is one revision: the indexes stay current, as the writer
@@ -181,7 +182,7 @@ func (w *writer) entryIndex(t *p4info.TableLayout) map[string]string {
 		return idx
 	}
 	idx := map[string]string{}
-	for _, raw := range w.s.eng.Entries(w.pl.dev.cube, tblEntries) {
+	for _, raw := range w.s.eng.Entries(tenant.Admin, w.pl.dev.cube, tblEntries) {
 		var e p4nf.Entry
 		if json.Unmarshal(raw, &e) != nil || e.Table != t.Name {
 			continue
@@ -344,7 +345,7 @@ func meterByID(info *p4info.P4Info, id uint32) *p4info.MeterLayout {
 
 func (w *writer) action(name string, args any) (any, error) {
 	raw, _ := json.Marshal(args)
-	v, err := w.s.eng.Action(w.pl.dev.cube, name, raw)
+	v, err := w.s.eng.Action(tenant.Admin, w.pl.dev.cube, name, raw)
 	if err != nil {
 		return nil, engineErr(err)
 	}
@@ -631,7 +632,7 @@ func (r *reader) tables(q *TableEntry) error {
 	}
 	if q.IsDefaultAction {
 		defaults := map[string]*p4nf.Default{}
-		for _, raw := range r.s.eng.Entries(r.pl.dev.cube, tblDefaults) {
+		for _, raw := range r.s.eng.Entries(tenant.Admin, r.pl.dev.cube, tblDefaults) {
 			var d p4nf.Default
 			if json.Unmarshal(raw, &d) == nil {
 				defaults[d.Table] = &d
@@ -667,7 +668,7 @@ func (r *reader) tables(q *TableEntry) error {
 	}
 	d := r.pl.dev
 	var found []p4nf.Entry
-	for _, raw := range r.s.eng.Entries(d.cube, tblEntries) {
+	for _, raw := range r.s.eng.Entries(tenant.Admin, d.cube, tblEntries) {
 		var e p4nf.Entry
 		if json.Unmarshal(raw, &e) != nil {
 			continue
@@ -733,7 +734,7 @@ func (r *reader) sinceHit(entries []p4nf.Entry, tables map[string]*p4info.TableL
 
 func (r *reader) action(name string, args any) (any, error) {
 	raw, _ := json.Marshal(args)
-	v, err := r.s.eng.Action(r.pl.dev.cube, name, raw)
+	v, err := r.s.eng.Action(tenant.Admin, r.pl.dev.cube, name, raw)
 	return v, fromEngine(err)
 }
 
@@ -784,7 +785,7 @@ func (r *reader) counters(q *CounterEntry) error {
 	if q.CounterID == 0 && q.Index != nil {
 		return errf(codes.InvalidArgument, "a counter read with an index needs a counter id")
 	}
-	v, err := r.s.eng.View(r.pl.dev.cube, "counters")
+	v, err := r.s.eng.View(tenant.Admin, r.pl.dev.cube, "counters")
 	if err != nil {
 		return fromEngine(err)
 	}
@@ -823,7 +824,7 @@ func (r *reader) meters(q *MeterEntry) error {
 	if q.MeterID != 0 && len(ms) == 0 {
 		return errf(codes.InvalidArgument, "unknown meter id %d (0x%08x)", q.MeterID, q.MeterID)
 	}
-	v, err := r.s.eng.View(r.pl.dev.cube, "meters")
+	v, err := r.s.eng.View(tenant.Admin, r.pl.dev.cube, "meters")
 	if err != nil {
 		return fromEngine(err)
 	}
@@ -862,7 +863,7 @@ func (r *reader) pre(q *PREEntry) error {
 	cubeName := r.pl.dev.cube
 	switch {
 	case q.MulticastGroup != nil:
-		for _, raw := range r.s.eng.Entries(cubeName, tblGroups) {
+		for _, raw := range r.s.eng.Entries(tenant.Admin, cubeName, tblGroups) {
 			var g p4nf.McastGroup
 			if json.Unmarshal(raw, &g) != nil || (q.MulticastGroup.GroupID != 0 && g.Group != q.MulticastGroup.GroupID) {
 				continue
@@ -876,7 +877,7 @@ func (r *reader) pre(q *PREEntry) error {
 			}
 		}
 	case q.CloneSession != nil:
-		for _, raw := range r.s.eng.Entries(cubeName, tblClones) {
+		for _, raw := range r.s.eng.Entries(tenant.Admin, cubeName, tblClones) {
 			var c p4nf.CloneSession
 			if json.Unmarshal(raw, &c) != nil || (q.CloneSession.SessionID != 0 && c.Session != q.CloneSession.SessionID) {
 				continue

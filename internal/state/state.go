@@ -15,6 +15,7 @@ import (
 	"sort"
 
 	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/tenant"
 )
 
 // Version of the file format.
@@ -34,6 +35,9 @@ type File struct {
 	Residues []Residue `json:"-"`
 	// Warnings say what loading skipped (torn appends).
 	Warnings []string `json:"-"`
+	// Tenants are the tenants the administrator declared through the API
+	// (those of the token file are read from it at every start).
+	Tenants map[string]*tenant.Tenant `json:"tenants,omitempty"`
 }
 
 // Empty reports whether the state names no cube.
@@ -72,6 +76,9 @@ func decode(path string, b, journal []byte) (*File, error) {
 	if f.Slots == nil {
 		f.Slots = map[string]uint32{}
 	}
+	if f.Tenants == nil {
+		f.Tenants = map[string]*tenant.Tenant{}
+	}
 	if err := replay(JournalPath(path), journal, f); err != nil {
 		return nil, err
 	}
@@ -91,7 +98,7 @@ func Save(path string, f *File) error {
 // SaveParts writes the same file as Save from cubes already marshalled (the
 // engine keeps each cube's JSON from when it last changed, so a change does
 // not re-encode the whole topology).
-func SaveParts(path string, gen uint64, cubes map[string]json.RawMessage, attachments map[string][]string, slots map[string]uint32) error {
+func SaveParts(path string, gen uint64, cubes map[string]json.RawMessage, attachments map[string][]string, slots map[string]uint32, tenants map[string]*tenant.Tenant) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `{"version":%d,`, Version)
 	if gen != 0 {
@@ -127,6 +134,14 @@ func SaveParts(path string, gen uint64, cubes map[string]json.RawMessage, attach
 	}
 	b.WriteString(`},"slots":`)
 	b.Write(sl)
+	if len(tenants) > 0 {
+		tn, err := json.Marshal(tenants)
+		if err != nil {
+			return err
+		}
+		b.WriteString(`,"tenants":`)
+		b.Write(tn)
+	}
 	b.WriteString("}")
 	return write(path, b.Bytes())
 }

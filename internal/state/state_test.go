@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/tenant"
 )
 
 func TestSaveLoadRoundTrip(t *testing.T) {
@@ -55,21 +56,25 @@ func TestSavePartsWritesWhatSaveWrites(t *testing.T) {
 	topo.Cubes["a"] = &cube.Cube{Name: "a", Type: "portfwd", Hook: "tc"}
 	topo.Attachments["b:p0"] = []string{"m"}
 	slots := map[string]uint32{"a": 1, "b": 0}
+	tenants := map[string]*tenant.Tenant{"red": {Name: "red", Interfaces: []string{"veth0"}, Quota: tenant.Quota{tenant.Cubes: 3}}}
 	whole, parts := filepath.Join(dir, "whole.json"), filepath.Join(dir, "parts.json")
-	if err := Save(whole, &File{Gen: 7, Topology: topo, Slots: slots}); err != nil {
+	if err := Save(whole, &File{Gen: 7, Topology: topo, Slots: slots, Tenants: tenants}); err != nil {
 		t.Fatal(err)
 	}
 	raw := map[string]json.RawMessage{}
 	for n, c := range topo.Cubes {
 		raw[n], _ = json.Marshal(c)
 	}
-	if err := SaveParts(parts, 7, raw, topo.Attachments, slots); err != nil {
+	if err := SaveParts(parts, 7, raw, topo.Attachments, slots, tenants); err != nil {
 		t.Fatal(err)
 	}
 	x, _ := os.ReadFile(whole)
 	y, _ := os.ReadFile(parts)
 	if string(x) != string(y) {
 		t.Fatalf("differ:\n%s\n%s", x, y)
+	}
+	if f, err := Load(parts); err != nil || f.Tenants["red"].Quota[tenant.Cubes] != 3 || !f.Tenants["red"].Owns("veth0") {
+		t.Fatalf("tenants not kept: %v %+v", err, f.Tenants)
 	}
 }
 

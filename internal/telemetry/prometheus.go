@@ -2,8 +2,11 @@
 package telemetry
 
 import (
+	"sort"
+
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/engine"
+	"github.com/edgenf/edgenf/internal/tenant"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -73,11 +76,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		perType[cb.Type]++
-		st, err := c.eng.Stats(name)
+		st, err := c.eng.Stats(tenant.Admin, name)
 		if err != nil {
 			continue
 		}
 		ch <- prometheus.MustNewConstMetric(c.descs["slow_copies"], prometheus.CounterValue, float64(st.SlowCopies), name, cb.Type)
+		c.collectNF(ch, name, cb.Type)
 		rows := st.Ports
 		for dir, s := range st.Directions {
 			rows = append(rows, engine.PortStats{Port: dir, Stats: s})
@@ -97,5 +101,32 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	if cs, err := c.eng.CopyStats(); err == nil {
 		ch <- prometheus.MustNewConstMetric(c.descs["copy_stale"], prometheus.CounterValue, float64(cs.Stale))
 		ch <- prometheus.MustNewConstMetric(c.descs["copy_failed"], prometheus.CounterValue, float64(cs.Failed))
+	}
+}
+
+// collectNF exports a cube's own metrics (cube.MetricsReporter) as
+// edgenf_<type>_<name>{cube, ...}. Their descriptors are made per scrape:
+// the set of labels depends on what the NF reports.
+func (c *Collector) collectNF(ch chan<- prometheus.Metric, name, typ string) {
+	ms, err := c.eng.Metrics(name)
+	if err != nil {
+		return
+	}
+	for _, m := range ms {
+		keys := make([]string, 0, len(m.Labels)+1)
+		for k := range m.Labels {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		vals := []string{name}
+		for _, k := range keys {
+			vals = append(vals, m.Labels[k])
+		}
+		d := prometheus.NewDesc("edgenf_"+typ+"_"+m.Name, m.Help, append([]string{"cube"}, keys...), nil)
+		vt := prometheus.CounterValue
+		if m.Gauge {
+			vt = prometheus.GaugeValue
+		}
+		ch <- prometheus.MustNewConstMetric(d, vt, m.Value, vals...)
 	}
 }

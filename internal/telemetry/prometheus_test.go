@@ -10,6 +10,7 @@ import (
 	"github.com/edgenf/edgenf/internal/engine"
 	_ "github.com/edgenf/edgenf/internal/nf/portfwd"
 	"github.com/edgenf/edgenf/internal/nftest"
+	"github.com/edgenf/edgenf/internal/tenant"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -33,13 +34,13 @@ func TestCollectorExportsKernelCounters(t *testing.T) {
 		}
 		return tp.AddPort("c1", cube.Port{Name: "p1", Index: 1, Peer: "sink:p0"})
 	})
-	if err := eng.ChangeEntries("c1", "rules", func(tx *engine.EntryTx) error {
+	if err := eng.ChangeEntries(tenant.Admin, "c1", "rules", func(tx *engine.EntryTx) error {
 		_, err := tx.Put([]byte(`{"in_port": "p0", "out_port": "p1"}`))
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := eng.Inject("c1", "p0", nftest.UDP4("198.18.0.1", "198.18.0.2", 1, 2, []byte("x")), false); err != nil {
+	if err := eng.Inject(tenant.Admin, "c1", "p0", nftest.UDP4("198.18.0.1", "198.18.0.2", 1, 2, []byte("x")), false); err != nil {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()

@@ -13,6 +13,7 @@ import (
 	"github.com/edgenf/edgenf/internal/engine"
 	"github.com/edgenf/edgenf/internal/netlab"
 	"github.com/edgenf/edgenf/internal/nftest"
+	"github.com/edgenf/edgenf/internal/tenant"
 )
 
 type vlanLab struct {
@@ -69,7 +70,7 @@ func fiveHosts(t *testing.T, hook datapath.Hook) *vlanLab {
 
 func (l *vlanLab) txPackets(t *testing.T, port string) uint64 {
 	t.Helper()
-	st, err := l.e.Stats("br1")
+	st, err := l.e.Stats(tenant.Admin, "br1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +101,7 @@ func TestE2EBridgeVLANsAndLearning(t *testing.T) {
 			// Learning: after a flush, one-way traffic h1 → h3 floods (h4
 			// sees it); once h3 has spoken, it no longer does.
 			for _, br := range []string{"br1", "br2"} {
-				if _, err := l.e.Action(br, "fdb_flush", nil); err != nil {
+				if _, err := l.e.Action(tenant.Admin, br, "fdb_flush", nil); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -122,7 +123,7 @@ func TestE2EBridgeVLANsAndLearning(t *testing.T) {
 			if leaked := l.txPackets(t, "h4") - before; leaked > 2 {
 				t.Fatalf("after learning: h4 still got %d copies of h1→h3 traffic", leaked)
 			}
-			v, err := l.e.View("br1", "fdb")
+			v, err := l.e.View(tenant.Admin, "br1", "fdb")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -156,7 +157,7 @@ func TestE2EBridgeVLANsAndLearning(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "ports[h1].config.vlan: VLAN 5000 out of range 1..4094") {
 				t.Fatalf("bad VLAN: %v", err)
 			}
-			if _, err := l.e.Action("br1", "fdb_flush", json.RawMessage(`{"vlan":4095}`)); err == nil {
+			if _, err := l.e.Action(tenant.Admin, "br1", "fdb_flush", json.RawMessage(`{"vlan":4095}`)); err == nil {
 				t.Fatal("fdb_flush accepted VLAN 4095")
 			}
 			if err := l.h1.Ping(ctx, "198.18.10.4", 1); err != nil {

@@ -138,6 +138,15 @@ func (c *Config) Validate(*cube.Cube) error {
 	return nil
 }
 
+// Interfaces names the mirror interface: a tenant's cube may mirror only to
+// an interface the tenant was given (cube.InterfaceUser).
+func (c *Config) Interfaces() []string {
+	if c.MirrorInterface == "" {
+		return nil
+	}
+	return []string{c.MirrorInterface}
+}
+
 // Entry is one blacklist entry: an address or a prefix.
 type Entry struct {
 	// Prefix is an IPv4/IPv6 address or prefix: "198.18.0.7",

@@ -14,6 +14,7 @@ import (
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/nftest"
+	"github.com/edgenf/edgenf/internal/tenant"
 	"github.com/google/gopacket/layers"
 )
 
@@ -581,7 +582,7 @@ func TestBadInputLeavesStateUnchanged(t *testing.T) {
 	if !bytes.Equal(before, after) {
 		t.Fatalf("state changed:\n%s\n%s", before, after)
 	}
-	hits, err := e.View("dd", "counters")
+	hits, err := e.View(tenant.Admin, "dd", "counters")
 	if err != nil {
 		t.Fatal(err)
 	}

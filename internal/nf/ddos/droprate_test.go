@@ -25,6 +25,7 @@ import (
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/netlab"
 	"github.com/edgenf/edgenf/internal/nftest"
+	"github.com/edgenf/edgenf/internal/tenant"
 	"github.com/vishvananda/netlink"
 )
 
@@ -206,7 +207,7 @@ func TestDropRateVsBareXDPDrop(t *testing.T) {
 		t.Logf("%-36s %6.3f Mpps wall, %6.3f Mpps per CPU-s; ratio per CPU-s to bare XDP_DROP %.3f (min %.3f max %.3f); cost %.1f ns/pkt",
 			p.name, med(p.rates), med(p.cpuRates), med(p.ratios), minOf(p.ratios), maxOf(p.ratios), costs[p])
 	}
-	c, _ := e.View("dde", "counters")
+	c, _ := e.View(tenant.Admin, "dde", "counters")
 	t.Logf("dde counters: %+v", c)
 }
 
@@ -257,7 +258,7 @@ func loadavg() string {
 // space) to a live cube's maps through its pins, and 2^20-64 exact IPv4
 // ones.
 func loadMillion(t *testing.T, e interface {
-	View(string, string) (any, error)
+	View(tenant.Actor, string, string) (any, error)
 }, name string) {
 	t.Helper()
 	matches, _ := filepath.Glob(filepath.Join("/sys/fs/bpf", fmt.Sprintf("enfe-%d-*", os.Getpid()), "cubes", name, "dd_src_exact"))

@@ -15,6 +15,7 @@ import (
 	"github.com/edgenf/edgenf/internal/netlab"
 	_ "github.com/edgenf/edgenf/internal/nf/portfwd"
 	"github.com/edgenf/edgenf/internal/nftest"
+	"github.com/edgenf/edgenf/internal/tenant"
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 	"golang.org/x/sys/unix"
@@ -225,19 +226,19 @@ func testScanBlocked(t *testing.T, hook datapath.Hook) {
 	if got < 250 || got > 260 {
 		t.Errorf("monitor saw %d mirrored SYNs, want 260", got)
 	}
-	v, err := e.View("dd", "events")
+	v, err := e.View(tenant.Admin, "dd", "events")
 	must(err)
 	evs := v.([]Event)
 	if len(evs) != 1 || evs[0].Source != "198.18.1.3" || evs[0].Reason != "port-scan" || evs[0].Count != 41 || !evs[0].Mirrored {
 		t.Fatalf("events %+v", evs)
 	}
 	t.Logf("event: %+v", evs[0])
-	v, err = e.View("dd", "blocked")
+	v, err = e.View(tenant.Admin, "dd", "blocked")
 	must(err)
 	if b := v.([]Blocked); len(b) != 1 || b[0].Source != "198.18.1.3" || b[0].Packets != 260 {
 		t.Errorf("blocked %+v", b)
 	}
-	c, err := e.View("dd", "counters")
+	c, err := e.View(tenant.Admin, "dd", "counters")
 	must(err)
 	for _, x := range c.([]Counter) {
 		if (x.Name == "mirrored" || x.Name == "dropped_blocked") && x.Value != 260 {

@@ -13,6 +13,7 @@ import (
 	"github.com/edgenf/edgenf/internal/api"
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/nftest"
+	"github.com/edgenf/edgenf/internal/tenant"
 )
 
 // TestAPIBulkLoad10k: a PUT of a whole 10,000-rule chain through the REST API
@@ -51,7 +52,7 @@ func TestAPIBulkLoad10k(t *testing.T) {
 	if took > 20*time.Second {
 		t.Errorf("bulk load took %v", took)
 	}
-	v, err := e.View("fw", "counters")
+	v, err := e.View(tenant.Admin, "fw", "counters")
 	if err != nil || len(v.([]RuleCounter)) != 10000+2 {
 		t.Fatalf("counters view: %d rows, %v", len(v.([]RuleCounter)), err)
 	}

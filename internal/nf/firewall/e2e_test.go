@@ -18,6 +18,7 @@ import (
 	_ "github.com/edgenf/edgenf/internal/nf/nat"
 	_ "github.com/edgenf/edgenf/internal/nf/portfwd"
 	_ "github.com/edgenf/edgenf/internal/nf/router"
+	"github.com/edgenf/edgenf/internal/tenant"
 )
 
 // fwLab: host a (198.18.1.2) and host b (198.18.1.3) on one subnet, joined
@@ -133,7 +134,7 @@ func TestE2EFirewallPermitsAndBlocks(t *testing.T) {
 				t.Fatalf("tcp b->a:7001 (return traffic established): %v", err)
 			}
 
-			v, err := e.View("fw", "counters")
+			v, err := e.View(tenant.Admin, "fw", "counters")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -147,7 +148,7 @@ func TestE2EFirewallPermitsAndBlocks(t *testing.T) {
 			}
 			deadline := time.Now().Add(3 * time.Second)
 			for {
-				lv, _ := e.View("fw", "log")
+				lv, _ := e.View(tenant.Admin, "fw", "log")
 				logs := lv.([]LogEntry)
 				if len(logs) > 0 {
 					if l := logs[0]; l.Rule != 40 || l.Chain != "egress" || l.Verdict != "drop" {
@@ -250,7 +251,7 @@ func TestE2ERouterNATFirewall(t *testing.T) {
 	// Masquerade learns the port address within a tick.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		v, err := e.View("nat", "status")
+		v, err := e.View(tenant.Admin, "nat", "status")
 		must(err)
 		if b, _ := json.Marshal(v); strings.Contains(string(b), `"masquerade_address":"198.19.0.254"`) {
 			break
@@ -326,7 +327,7 @@ func TestE2EFragmentedDatagramsMeetTheRules(t *testing.T) {
 				t.Errorf("b reassembled %d datagrams, received %d", d, got)
 			}
 			c := map[string]RuleCounter{}
-			v, err := e.View("fw", "counters")
+			v, err := e.View(tenant.Admin, "fw", "counters")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -347,7 +348,7 @@ func TestE2EFragmentedDatagramsMeetTheRules(t *testing.T) {
 			if d := stats(a)["ReasmReqds"] - before["ReasmReqds"]; d != 0 {
 				t.Errorf("a lone later fragment reached a")
 			}
-			v, _ = e.View("fw", "counters")
+			v, _ = e.View(tenant.Admin, "fw", "counters")
 			found := false
 			for _, r := range v.([]RuleCounter) {
 				if r.Chain == "ingress" && r.ID == -2 && r.Packets >= 1 && r.Action == "drop" {

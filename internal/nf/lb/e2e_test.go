@@ -15,6 +15,7 @@ import (
 	"github.com/edgenf/edgenf/internal/engine"
 	"github.com/edgenf/edgenf/internal/netlab"
 	"github.com/edgenf/edgenf/internal/nftest"
+	"github.com/edgenf/edgenf/internal/tenant"
 	"github.com/vishvananda/netlink"
 )
 
@@ -194,7 +195,7 @@ func testConns(t *testing.T, cl *netlab.Host, servers []*backendServer, e *engin
 	if total != n {
 		t.Errorf("%d of %d connections completed", total, n)
 	}
-	v, err := e.View("lb1", "services")
+	v, err := e.View(tenant.Admin, "lb1", "services")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,11 +210,11 @@ func testConns(t *testing.T, cl *netlab.Host, servers []*backendServer, e *engin
 // The replies' path: in DSR they bypass the lb (its front port sends only
 // ARP replies); in NAT every reply is translated by it.
 func checkReplyPath(t *testing.T, e *engine.Engine, mode string, n int) {
-	st, err := e.Stats("lb1")
+	st, err := e.Stats(tenant.Admin, "lb1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cv, _ := e.View("lb1", "counters")
+	cv, _ := e.View(tenant.Admin, "lb1", "counters")
 	c := map[string]uint64{}
 	for _, x := range cv.([]Counter) {
 		c[x.Name] = x.Value

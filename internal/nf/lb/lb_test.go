@@ -12,6 +12,7 @@ import (
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/nftest"
+	"github.com/edgenf/edgenf/internal/tenant"
 	"github.com/google/gopacket/layers"
 )
 
@@ -468,7 +469,7 @@ func TestBadInputLeavesStateUnchanged(t *testing.T) {
 	if !bytes.Equal(before, after) {
 		t.Fatalf("state changed:\n%s\n%s", before, after)
 	}
-	v, err := e.View("lb1", "services")
+	v, err := e.View(tenant.Admin, "lb1", "services")
 	if err != nil {
 		t.Fatal(err)
 	}

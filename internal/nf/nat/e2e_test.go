@@ -19,6 +19,7 @@ import (
 
 	_ "github.com/edgenf/edgenf/internal/nf/portfwd"
 	_ "github.com/edgenf/edgenf/internal/nf/router"
+	"github.com/edgenf/edgenf/internal/tenant"
 )
 
 // natLab is: inside hosts a1 (198.18.1.2) and a2 (198.18.2.2) behind a Linux
@@ -105,7 +106,7 @@ func (l *natLab) waitMasq(t *testing.T, want string) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		v, err := l.e.View("nat", "status")
+		v, err := l.e.View(tenant.Admin, "nat", "status")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -266,7 +267,7 @@ func twoHostsSamePort(t *testing.T, l *natLab, extAddr string) {
 	if len(seenUDP) != 2 || len(seenTCP) != 2 {
 		t.Fatalf("server saw udp %v tcp %v: want two distinct sources each", seenUDP, seenTCP)
 	}
-	v, err := l.e.View("nat", "sessions")
+	v, err := l.e.View(tenant.Admin, "nat", "sessions")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +320,7 @@ func TestE2ESNATUploadAndPortForward(t *testing.T) {
 			if err := netlab.TCPTransfer(ctx, l.s, l.a1, "198.19.0.254", 8080, 1<<20); err != nil {
 				t.Fatalf("port forwarding: %v", err)
 			}
-			v, _ := l.e.View("nat", "sessions")
+			v, _ := l.e.View(tenant.Admin, "nat", "sessions")
 			var up, fwd bool
 			for _, s := range v.([]Session) {
 				if s.Remote == "198.19.0.1:5001" && s.Bytes > n {
@@ -467,7 +468,7 @@ func TestE2EFragmentedDatagramsThroughNAT(t *testing.T) {
 			frag[0], frag[2], frag[3], frag[4], frag[5], frag[7], frag[8], frag[9] = 0x45, 0, 84, 0x55, 0x55, 185, 64, 17
 			copy(frag[12:16], []byte{198, 18, 1, 2})
 			copy(frag[16:20], []byte{198, 19, 0, 1})
-			v, _ := l.e.View("nat", "counters")
+			v, _ := l.e.View(tenant.Admin, "nat", "counters")
 			drops := func(v any) uint64 {
 				for _, c := range v.([]Counter) {
 					if c.Name == "untranslatable_drops" {
@@ -483,7 +484,7 @@ func TestE2EFragmentedDatagramsThroughNAT(t *testing.T) {
 			}
 			deadline := time.Now().Add(5 * time.Second)
 			for {
-				v, _ = l.e.View("nat", "counters")
+				v, _ = l.e.View(tenant.Admin, "nat", "counters")
 				if drops(v) > d0 || time.Now().After(deadline) {
 					break
 				}

@@ -677,7 +677,7 @@ var Type = &cube.Type{
 	Views: []cube.View{
 		{Name: "sessions", Doc: "Translated flows (connection tracking table).", Item: &Session{},
 			List: func(h cube.Handle, _ *cube.Cube) (any, error) { return sessions(h) }},
-		{Name: "status", Doc: "Attachment point and masquerade address in use.", Item: &Status{},
+		{Name: "status", Doc: "Attachment point and masquerade address in use.", Item: &Status{}, Object: true,
 			List: func(h cube.Handle, c *cube.Cube) (any, error) {
 				ctl := h.Controller().(*controller)
 				ctl.mu.Lock()

@@ -76,7 +76,7 @@ func TestP4TCCopyToCubeIsClonedIntoInjector(t *testing.T) {
 	root, recv := capture(t)
 	g := McastGroup{Group: 1, Replicas: []rt.Replica{{Port: 1}, {Port: 2}, {Port: 3}, {Port: 4}}}
 	model := &cube.Cube{Name: "sw", Type: "p4", Hook: datapath.TC,
-		Config: json.RawMessage(`{"program": "../../../examples/p4/l2learn.p4"}`),
+		Config: inline(`{"program": "../../../examples/p4/l2learn.p4"}`),
 		Ports:  []cube.Port{{Name: "p1", Index: 1}, {Name: "p2", Index: 2}, {Name: "p3", Index: 3}, {Name: "p4", Index: 4}},
 		Tables: map[string]map[string]json.RawMessage{"mcast_groups": {mcGroupsTable.Key(&g): nftest.Entry(g)}}}
 	r := nftest.New(t, Type, model)
@@ -150,7 +150,7 @@ var trailerLen = binary.Size(datapath.Hop{}) + 8
 func TestP4XDPCopiesAreRecordedForTheCopyMachine(t *testing.T) {
 	g := McastGroup{Group: 1, Replicas: []rt.Replica{{Port: 1}, {Port: 2}, {Port: 3}, {Port: 4}}}
 	model := &cube.Cube{Name: "sw", Type: "p4", Hook: datapath.XDP,
-		Config: json.RawMessage(`{"program": "../../../examples/p4/l2learn.p4"}`),
+		Config: inline(`{"program": "../../../examples/p4/l2learn.p4"}`),
 		Ports:  []cube.Port{{Name: "p1", Index: 1}, {Name: "p2", Index: 2}, {Name: "p3", Index: 3}, {Name: "p4", Index: 4}},
 		Tables: map[string]map[string]json.RawMessage{"mcast_groups": {mcGroupsTable.Key(&g): nftest.Entry(g)}}}
 	r := nftest.New(t, Type, model)

@@ -1,16 +1,13 @@
 package p4
 
 import (
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"os"
 	"sync"
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/estimate"
 	"github.com/edgenf/edgenf/internal/estimate/p4path"
-	p4c "github.com/edgenf/edgenf/internal/p4"
 	"github.com/edgenf/edgenf/internal/p4/ir"
 )
 
@@ -64,31 +61,27 @@ var (
 )
 
 // frontEnd is the checked program of s: the compiled one when the cube's
-// program is already compiled, else the front end's alone (no clang), both
+// program is in the compile cache, else the front end's alone (no clang),
 // cached.
 func frontEnd(s *Settings) (*ir.Program, error) {
-	if s.Source == "" && s.Program != "" {
-		b, err := os.ReadFile(s.Program)
-		if err != nil {
-			return nil, cube.Errorf("config.program", "%v", err)
-		}
-		s.Source = string(b)
+	if err := s.normalize(); err != nil {
+		return nil, err
 	}
-	if s.Source == "" {
-		return nil, cube.Errorf("config.program", "the cube has no program")
-	}
-	if r := cachedResult(s); r != nil {
+	key := keyOf(s)
+	if r, ok := lookup(key); ok {
 		return r.Program, nil
 	}
-	key := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%v\x00%v", s.Program, s.Source, s.Defines, s.IncludeDirs))
 	feMu.Lock()
 	defer feMu.Unlock()
 	if prog, ok := feCache[key]; ok {
 		return prog, nil
 	}
-	prog, err := p4path.Check(p4c.Options{Path: s.Program, Source: []byte(s.Source), Defines: s.Defines, IncludeDirs: s.IncludeDirs})
+	prog, err := p4path.Check(CompileOptions(s))
 	if err != nil {
 		return nil, cube.Errorf("config.program", "%v", err)
+	}
+	if len(feCache) >= cacheMaxPrograms {
+		clear(feCache)
 	}
 	feCache[key] = prog
 	return prog, nil

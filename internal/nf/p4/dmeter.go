@@ -1,7 +1,6 @@
 package p4
 
 import (
-	"fmt"
 	"sort"
 
 	"github.com/edgenf/edgenf/internal/cube"
@@ -28,7 +27,7 @@ type DirectMeterSetArgs struct {
 func directMeterSet(h cube.Handle, c *cube.Cube, args any) (any, error) {
 	a, _ := args.(*DirectMeterSetArgs)
 	if a == nil || a.Table == "" {
-		return nil, fmt.Errorf("direct_meter_set needs a table")
+		return nil, cube.Errorf("table", "direct_meter_set needs a table")
 	}
 	prog, err := runtimeOf(h, c)
 	if err != nil {
@@ -36,7 +35,7 @@ func directMeterSet(h cube.Handle, c *cube.Cube, args any) (any, error) {
 	}
 	t := prog.Model.Table(a.Table)
 	if t == nil {
-		return nil, fmt.Errorf("no table %q", a.Table)
+		return nil, cube.NotFound("table", "the program has no table %q", a.Table)
 	}
 	var ms []p4info.Match
 	keys := make([]string, 0, len(a.Match))
@@ -52,7 +51,7 @@ func directMeterSet(h cube.Handle, c *cube.Cube, args any) (any, error) {
 		cfg = &rt.MeterConfig{CIR: a.CIR, CBurst: a.CBurst, PIR: a.PIR, PBurst: a.PBurst}
 	}
 	if err := prog.SetDirectMeter(t.Name, ms, a.Priority, cfg); err != nil {
-		return nil, err
+		return nil, cube.Errorf("match", "%v", err)
 	}
 	return map[string]any{"table": t.Name, "meter": t.DirectMeter, "unit": t.MeterUnit}, nil
 }

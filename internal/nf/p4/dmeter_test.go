@@ -16,7 +16,7 @@ func TestP4CubeDirectMeter(t *testing.T) {
 	e := Entry{Table: "TeIngress.flows", Match: map[string]string{"hdr.ipv4.srcAddr": "198.18.0.1", "hdr.ipv4.dstAddr": "198.18.0.2"},
 		Action: "TeIngress.route", Params: map[string]string{"port": "1", "alt_port": "2"}}
 	c := &cube.Cube{Name: "te", Type: "p4", Hook: datapath.XDP,
-		Config: json.RawMessage(`{"program": "../../../examples/p4/meter_te.p4"}`),
+		Config: inline(`{"program": "../../../examples/p4/meter_te.p4"}`),
 		Ports:  []cube.Port{{Name: "p0", Index: 0}, {Name: "p1", Index: 1}, {Name: "p2", Index: 2}},
 		Tables: map[string]map[string]json.RawMessage{"entries": {e.Key(): nftest.Entry(e)}}}
 	r := nftest.New(t, Type, c)

@@ -137,7 +137,7 @@ func TestP4IdleTimeoutValidation(t *testing.T) {
 	}
 	bad := strings.Replace(learnConfig, `"action": "forward",`, `"action": "forward", "idle_timeout": "1m",`, 1)
 	s := &Settings{}
-	if err := json.Unmarshal([]byte(bad), s); err != nil {
+	if err := json.Unmarshal(inline(bad), s); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Validate(c); err == nil || !strings.Contains(err.Error(), "learn[1].idle_timeout") {

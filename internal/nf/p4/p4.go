@@ -5,13 +5,12 @@
 package p4
 
 import (
-	"context"
-	"crypto/sha256"
 	"fmt"
-	"os"
+	"path"
+	"regexp"
 	"sort"
 	"strings"
-	"sync"
+	"unicode/utf8"
 
 	"github.com/cilium/ebpf"
 	"github.com/edgenf/edgenf/internal/cube"
@@ -23,14 +22,15 @@ import (
 
 // Settings select the program.
 type Settings struct {
-	// Program is the path of the .p4 file (for messages and #include "...").
-	Program string `json:"program"`
-	// Source is the program text; the CLI fills it from Program, so the
-	// state file holds exactly what was compiled.
-	Source  string            `json:"source,omitempty"`
+	// Program names the program in messages (file:line:col), e.g.
+	// "l2switch.p4"; the daemon never reads it.
+	Program string `json:"program,omitempty" doc:"the program's name in messages, e.g. l2switch.p4 (a name, never read: the source is inline)"`
+	// Source is the program text: the CLI reads the file and sends it, so
+	// the daemon reads no file on a client's behalf and the state holds
+	// exactly what was compiled. #include resolves against the built-in
+	// files and the administrator's -p4-include-dir only.
+	Source  string            `json:"source" doc:"the P4-16 source text"`
 	Defines map[string]string `json:"defines,omitempty"`
-	// IncludeDirs are searched by #include after the program's directory.
-	IncludeDirs []string `json:"include_dirs,omitempty"`
 	// CPUPort is the egress_spec of the CPU port (packet-in) and the
 	// ingress_port of packet-outs; 0 means 255. 510 punts too.
 	CPUPort int `json:"cpu_port,omitempty"`
@@ -57,21 +57,55 @@ type P4RuntimeDigest struct {
 // Validate compiles the program (cached): a program that does not compile
 // is refused with the compiler's file:line:col message.
 func (s *Settings) Validate(c *cube.Cube) error {
-	if s.Program == "" && s.Source == "" {
-		return cube.Errorf("program", "required: the path of a .p4 file")
-	}
-	if s.Source == "" {
-		b, err := os.ReadFile(s.Program)
-		if err != nil {
-			return cube.Errorf("program", "%v", err)
-		}
-		s.Source = string(b)
+	if err := s.normalize(); err != nil {
+		return err
 	}
 	r, err := compiled(s)
 	if err != nil {
 		return cube.Errorf("program", "%v", err)
 	}
 	return s.validateSlowPath(r.Info)
+}
+
+// MaxSource bounds a program's source text.
+const MaxSource = 2 << 20
+
+var (
+	programNameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}$`)
+	defineRE      = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
+)
+
+// normalize checks what goes to the compiler and gives the program its
+// display name: a file name without directories (states of older daemons
+// hold the path the CLI read), "program.p4" when none is given.
+func (s *Settings) normalize() error {
+	if s.Source == "" {
+		return cube.Errorf("source", "required: the program's P4-16 text (the daemon reads no file; `edgenf cube add NAME p4 --program FILE` sends the file's text)")
+	}
+	if len(s.Source) > MaxSource {
+		return cube.Errorf("source", "%d bytes, at most %d", len(s.Source), MaxSource)
+	}
+	if !utf8.ValidString(s.Source) || strings.ContainsRune(s.Source, 0) {
+		return cube.Errorf("source", "not text: P4-16 source is UTF-8 without NUL bytes")
+	}
+	switch {
+	case s.Program == "":
+		s.Program = "program.p4"
+	case strings.Contains(s.Program, "/"):
+		s.Program = path.Base(s.Program)
+	}
+	if !programNameRE.MatchString(s.Program) {
+		return cube.Errorf("program", "invalid name %q: a file name of letters, digits, '.', '_', '+' or '-' (the source is inline; this only names it in messages)", s.Program)
+	}
+	for k, v := range s.Defines {
+		if !defineRE.MatchString(k) {
+			return cube.Errorf("defines", "invalid macro name %q", k)
+		}
+		if strings.ContainsAny(v, "\n\r\x00") {
+			return cube.Errorf("defines."+k, "a macro's value is one line")
+		}
+	}
+	return nil
 }
 
 // Entry is a table entry, written as P4 users write them: match values like
@@ -194,54 +228,6 @@ func tableNames(r *p4info.Runtime) string {
 	return strings.Join(n, ", ")
 }
 
-// --- compilation, cached by source ---
-
-var (
-	cacheMu sync.Mutex
-	cache   = map[[32]byte]*p4c.Result{}
-)
-
-func compiled(s *Settings) (*p4c.Result, error) {
-	key := cacheKey(s)
-	cacheMu.Lock()
-	defer cacheMu.Unlock()
-	if r, ok := cache[key]; ok {
-		return r, nil
-	}
-	r, err := p4c.Compile(context.Background(), p4c.Options{
-		Path: s.Program, Source: []byte(s.Source), Defines: s.Defines, IncludeDirs: s.IncludeDirs,
-		CPUPort: s.CPUPort,
-	})
-	if err != nil {
-		return nil, err
-	}
-	cache[key] = r
-	return r, nil
-}
-
-// cacheKey identifies what compiled(s) compiles.
-func cacheKey(s *Settings) [32]byte {
-	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00", s.Program, s.Source)
-	for _, k := range sortedKeys(s.Defines) {
-		fmt.Fprintf(h, "%s=%s\x00", k, s.Defines[k])
-	}
-	for _, d := range s.IncludeDirs {
-		fmt.Fprintf(h, "%s\x00", d)
-	}
-	fmt.Fprintf(h, "cpu=%d\x00", s.CPUPort)
-	var key [32]byte
-	copy(key[:], h.Sum(nil))
-	return key
-}
-
-// cachedResult is s compiled, if it already is (nil otherwise).
-func cachedResult(s *Settings) *p4c.Result {
-	cacheMu.Lock()
-	defer cacheMu.Unlock()
-	return cache[cacheKey(s)]
-}
-
 // programOf compiles the cube's program (from the cache).
 func programOf(c *cube.Cube) (*p4c.Result, error) {
 	v, err := cube.Decode("config", c.Config, &Settings{})
@@ -249,13 +235,8 @@ func programOf(c *cube.Cube) (*p4c.Result, error) {
 		return nil, err
 	}
 	s := v.(*Settings)
-	if s.Source == "" && s.Program != "" {
-		if err := s.Validate(c); err != nil {
-			return nil, err
-		}
-	}
-	if s.Source == "" {
-		return nil, cube.Errorf("config.program", "the cube has no program")
+	if err := s.normalize(); err != nil {
+		return nil, cube.Within("config", err)
 	}
 	r, err := compiled(s)
 	if err != nil {
@@ -278,8 +259,12 @@ func objectFor(c *cube.Cube) ([]byte, error) {
 // --- control plane ---
 
 type controller struct {
-	sp *slowState // digests, packet-ins, learned entries (slowpath.go)
+	sp  *slowState // digests, packet-ins, learned entries (slowpath.go)
+	run *running   // pins the program the cube runs (compile.go)
 }
+
+// Close lets the cache evict the cube's program.
+func (ctl controller) Close() { ctl.run.release() }
 
 // runtimeOf binds the compiled model to the cube's loaded maps.
 func runtimeOf(h cube.Handle, c *cube.Cube) (*rt.Program, error) {
@@ -334,6 +319,9 @@ func (ctl controller) Sync(h cube.Handle, c *cube.Cube) error {
 	prog, err := runtimeOf(h, c)
 	if err != nil {
 		return err
+	}
+	if s, err := settingsOf(c); err == nil && s.normalize() == nil {
+		ctl.run.hold(s)
 	}
 	entries, err := entriesTable.Entries(c)
 	if err != nil {
@@ -580,7 +568,7 @@ type MeterSetArgs struct {
 func meterSet(h cube.Handle, c *cube.Cube, args any) (any, error) {
 	a, _ := args.(*MeterSetArgs)
 	if a == nil || a.Meter == "" {
-		return nil, fmt.Errorf("meter_set needs a meter")
+		return nil, cube.Errorf("meter", "meter_set needs a meter")
 	}
 	prog, err := runtimeOf(h, c)
 	if err != nil {
@@ -588,11 +576,13 @@ func meterSet(h cube.Handle, c *cube.Cube, args any) (any, error) {
 	}
 	me := prog.Model.Meter(a.Meter)
 	if me == nil {
-		return nil, fmt.Errorf("no meter %q", a.Meter)
+		return nil, cube.NotFound("meter", "the program has no meter %q", a.Meter)
 	}
 	lo, hi := uint32(0), uint32(me.Size-1)
 	if a.Index != nil {
-		lo, hi = *a.Index, *a.Index
+		if lo, hi = *a.Index, *a.Index; int64(hi) >= int64(me.Size) {
+			return nil, cube.Errorf("index", "meter %s has %d cells (0..%d), not %d", me.Name, me.Size, me.Size-1, hi)
+		}
 	}
 	var cfg *rt.MeterConfig
 	if !a.Reset {
@@ -677,7 +667,7 @@ var Type = &cube.Type{
 		{Name: "packet_ins", Doc: "Recent packets sent to the CPU port, with their packet_in header decoded.", Item: &Event{}, List: listPacketIns},
 		{Name: "idle", Doc: "Entries with an idle timeout (configured and learned): how long since a packet hit each, and whether that is past the timeout.", Item: &IdleEntry{}, List: listIdle},
 		{Name: "learned", Doc: "Table entries installed by the learning rules (settings.learn) from digests.", Item: &LearnedEntry{}, List: listLearned},
-		{Name: "slowpath", Doc: "Slow-path counters: digests and logs sent and lost in the kernel, received, malformed, learned, suppressed.", Item: &SlowPathStats{}, List: slowPathStats},
+		{Name: "slowpath", Doc: "Slow-path counters: digests and logs sent and lost in the kernel, received, malformed, learned, suppressed.", Item: &SlowPathStats{}, Object: true, List: slowPathStats},
 	},
 	Actions: []cube.Action{
 		{Name: "register_read", Doc: "Read register cells, zeros included: index alone one cell, index..last a range, neither every cell.", Args: &RegisterCells{}, Do: registerRead},
@@ -688,7 +678,8 @@ var Type = &cube.Type{
 		{Name: "time_since_hit", Doc: "How long ago a packet last hit each of the entries named (table, match, priority; tables with support_timeout).", Args: &SinceHitArgs{}, Do: sinceHit},
 		{Name: "packet_out", Doc: "Inject a frame (hex) at the CPU port with the program's packet_out header (metadata) in front, as a P4Runtime packet-out.", Args: &PacketOutArgs{}, Do: packetOut},
 	},
-	New: func() cube.Controller { return controller{sp: newSlowState()} },
+	Prepare: prepare,
+	New:     func() cube.Controller { return controller{sp: newSlowState(), run: &running{}} },
 }
 
 func init() { cube.Register(Type) }

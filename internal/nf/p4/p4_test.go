@@ -17,7 +17,7 @@ func portfwdCube(t *testing.T, entries ...Entry) *cube.Cube {
 		rows[e.Key()] = nftest.Entry(e)
 	}
 	return &cube.Cube{Name: "sw", Type: "p4", Hook: datapath.XDP,
-		Config: json.RawMessage(`{"program": "../../../examples/p4/portfwd.p4"}`),
+		Config: inline(`{"program": "../../../examples/p4/portfwd.p4"}`),
 		Ports:  []cube.Port{{Name: "p0", Index: 0}, {Name: "p1", Index: 1}, {Name: "p2", Index: 2}},
 		Tables: map[string]map[string]json.RawMessage{"entries": rows}}
 }
@@ -66,7 +66,7 @@ func TestP4EntriesAreValidatedAgainstTheProgram(t *testing.T) {
 	}
 	topo := cube.NewTopology()
 	bad := portfwdCube(t)
-	bad.Config = json.RawMessage(`{"program": "x.p4", "source": "control C( { }"}`)
+	bad.Config = inline(`{"program": "x.p4", "source": "control C( { }"}`)
 	topo.Cubes["sw"] = bad
 	if err := topo.Validate(nil); err == nil || !strings.Contains(err.Error(), "x.p4:1:") {
 		t.Fatalf("syntax error: %v", err)
@@ -75,7 +75,7 @@ func TestP4EntriesAreValidatedAgainstTheProgram(t *testing.T) {
 
 func TestP4CubeRegistersViewAndWrite(t *testing.T) {
 	c := &cube.Cube{Name: "sw", Type: "p4", Hook: datapath.XDP,
-		Config: json.RawMessage(`{"program": "../../p4/testdata/registers.p4"}`),
+		Config: inline(`{"program": "../../p4/testdata/registers.p4"}`),
 		Ports:  []cube.Port{{Name: "p0", Index: 0}, {Name: "p1", Index: 1}}}
 	r := nftest.New(t, Type, c)
 	frame := nftest.UDP4("198.18.0.1", "198.18.0.2", 1, 2, []byte("p4"))
@@ -135,7 +135,7 @@ func TestP4CubeRegistersViewAndWrite(t *testing.T) {
 
 func TestP4CubeMeters(t *testing.T) {
 	c := &cube.Cube{Name: "sw", Type: "p4", Hook: datapath.XDP,
-		Config: json.RawMessage(`{"program": "../../p4/testdata/meters.p4"}`),
+		Config: inline(`{"program": "../../p4/testdata/meters.p4"}`),
 		Ports:  []cube.Port{{Name: "p0", Index: 0}, {Name: "p1", Index: 1}}}
 	r := nftest.New(t, Type, c)
 	frame := nftest.UDP4("198.18.0.1", "198.18.0.2", 1, 2, []byte("p4"))

@@ -19,7 +19,7 @@ func scanCube(sessions ...CloneSession) *cube.Cube {
 		rows[cloneSessionsTable.Key(&s)] = nftest.Entry(s)
 	}
 	return &cube.Cube{Name: "ps", Type: "p4", Hook: datapath.XDP,
-		Config: json.RawMessage(`{"program": "../../../examples/p4/portscan.p4"}`),
+		Config: inline(`{"program": "../../../examples/p4/portscan.p4"}`),
 		Ports:  []cube.Port{{Name: "p1", Index: 1}, {Name: "p2", Index: 2}, {Name: "p3", Index: 3}, {Name: "p4", Index: 4}},
 		Tables: map[string]map[string]json.RawMessage{"entries": {fwd.Key(): nftest.Entry(fwd)}, "clone_sessions": rows}}
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +23,7 @@ const learnConfig = `{"program": "../../../examples/p4/l2learn.p4", "learn": [
  {"digest": "learn_t", "table": "dmac", "match": {"hdr.ethernet.dstAddr": "$srcAddr"}, "action": "forward", "params": {"port": "$ingress_port"}}]}`
 
 func learnCube(config string) *cube.Cube {
-	return &cube.Cube{Name: "sw", Type: "p4", Hook: datapath.XDP, Config: json.RawMessage(config),
+	return &cube.Cube{Name: "sw", Type: "p4", Hook: datapath.XDP, Config: inline(config),
 		Ports: []cube.Port{{Name: "p1", Index: 1}, {Name: "p2", Index: 2}, {Name: "p3", Index: 3}}}
 }
 
@@ -215,7 +217,7 @@ func TestP4LearnRulesAreValidated(t *testing.T) {
 
 func TestP4PacketInDecoded(t *testing.T) {
 	c := &cube.Cube{Name: "sp", Type: "p4", Hook: datapath.XDP,
-		Config: json.RawMessage(`{"program": "../../p4/testdata/slowpath.p4"}`),
+		Config: inline(`{"program": "../../p4/testdata/slowpath.p4"}`),
 		Ports:  []cube.Port{{Name: "p1", Index: 1}, {Name: "p2", Index: 2}}}
 	r := nftest.New(t, Type, c)
 	read := punts(t, r)
@@ -234,7 +236,7 @@ func TestP4PacketInDecoded(t *testing.T) {
 	}
 	// a program without slow-path messages: whatever arrives is counted, nothing breaks
 	p := &cube.Cube{Name: "pf", Type: "p4", Hook: datapath.XDP,
-		Config: json.RawMessage(`{"program": "../../../examples/p4/portfwd.p4"}`), Ports: []cube.Port{{Name: "p0", Index: 0}}}
+		Config: inline(`{"program": "../../../examples/p4/portfwd.p4"}`), Ports: []cube.Port{{Name: "p0", Index: 0}}}
 	rp := nftest.New(t, Type, p)
 	for reason := uint32(0); reason < 5; reason++ {
 		rp.Ctl.(cube.PuntHandler).HandlePunt(rp.Handle(), rp.Model, cube.Punt{Reason: reason, Arg: 1, Frame: []byte{1, 2, 3}})
@@ -244,4 +246,22 @@ func TestP4PacketInDecoded(t *testing.T) {
 	if st := v.(SlowPathStats); st.PacketIns != 1 || st.Digests != 2 || st.LogsSent != 1 || st.Malformed != 0 {
 		t.Fatalf("stats %+v", st)
 	}
+}
+
+// inline fills in the source of the program test settings name by path, as
+// the CLI does: the daemon reads no file.
+func inline(config string) json.RawMessage {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(config), &m); err != nil {
+		panic(err)
+	}
+	if path, ok := m["program"].(string); ok && m["source"] == nil {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			panic(err)
+		}
+		m["program"], m["source"] = filepath.Base(path), string(src)
+	}
+	b, _ := json.Marshal(m)
+	return b
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/edgenf/edgenf/internal/netlab"
 	"github.com/edgenf/edgenf/internal/nf/monitor"
 	"github.com/edgenf/edgenf/internal/nftest"
+	"github.com/edgenf/edgenf/internal/tenant"
 )
 
 // twoSubnets: host a (198.18.0.10/24) — router r1 — host b (198.18.1.20/24).
@@ -76,14 +77,14 @@ func TestE2ERouterPingAndTCP(t *testing.T) {
 			if err := netlab.TCPTransfer(ctx, a, b, "198.18.1.20", 5001, n); err != nil {
 				t.Fatal(err)
 			}
-			st, err := e.Stats("r1")
+			st, err := e.Stats(tenant.Admin, "r1")
 			if err != nil {
 				t.Fatal(err)
 			}
 			if st.Ports[1].TxBytes < n {
 				t.Fatalf("router sent %d bytes towards b, less than the %d transferred", st.Ports[1].TxBytes, n)
 			}
-			v, err := e.View("r1", "arp")
+			v, err := e.View(tenant.Admin, "r1", "arp")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -167,7 +168,7 @@ func TestE2ERouterICMPErrors(t *testing.T) {
 	if typ != 3 || code != 1 || from != "198.18.0.1" {
 		t.Fatalf("unresolvable next hop: ICMP %d/%d from %q, want host unreachable (3/1) from 198.18.0.1", typ, code, from)
 	}
-	c, _ := e.View("r1", "counters")
+	c, _ := e.View(tenant.Admin, "r1", "counters")
 	if cs := c.(Counters); cs.ResolveFailures == 0 || cs.ICMPSent < 3 {
 		t.Fatalf("counters %+v", cs)
 	}
@@ -191,7 +192,7 @@ func TestE2ERouterWithTransparentCubeOnPort(t *testing.T) {
 	if err := netlab.TCPTransfer(ctx, b, a, "198.18.0.10", 5003, 1<<20); err != nil {
 		t.Fatal(err)
 	}
-	v, err := e.View("m1", "counters")
+	v, err := e.View(tenant.Admin, "m1", "counters")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +211,7 @@ func TestE2ERouterWithTransparentCubeOnPort(t *testing.T) {
 // errors naming the field, and the running router is left as it was.
 func TestE2ERouterBadInputLeavesStateAlone(t *testing.T) {
 	e, a, _ := twoSubnets(t, datapath.XDP)
-	routesBefore, _ := e.View("r1", "routes")
+	routesBefore, _ := e.View(tenant.Admin, "r1", "routes")
 	cases := []struct {
 		fn   func(tp *cube.Topology) error
 		want string
@@ -241,7 +242,7 @@ func TestE2ERouterBadInputLeavesStateAlone(t *testing.T) {
 			t.Errorf("error %v, want %q", err, c.want)
 		}
 	}
-	routesAfter, _ := e.View("r1", "routes")
+	routesAfter, _ := e.View(tenant.Admin, "r1", "routes")
 	if fmt.Sprint(routesBefore) != fmt.Sprint(routesAfter) {
 		t.Fatalf("routes changed: %v → %v", routesBefore, routesAfter)
 	}

@@ -81,13 +81,7 @@ func connectedOf(c *cube.Cube) ([]connected, error) {
 	var out []connected
 	n := 0
 	for _, p := range c.Ports {
-		field := fmt.Sprintf("ports[%s]", p.Name)
-		if p.MAC != "" {
-			hw, _ := net.ParseMAC(p.MAC)
-			if len(hw) == 6 && (hw[0]&1 != 0 || isZero(hw)) {
-				return nil, cube.Errorf(field+".mac", "%s is not a unicast MAC address", p.MAC)
-			}
-		}
+		field := fmt.Sprintf("ports[%s]", p.Name) // (port MACs are checked for every cube: cube.checkPortAddrs)
 		for _, a := range p.Addresses {
 			pf, err := netip.ParsePrefix(a)
 			if err != nil {

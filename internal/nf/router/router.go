@@ -654,7 +654,7 @@ var Type = &cube.Type{
 		{Name: "routes", Doc: "The routing table in the kernel: connected and static routes.", Item: &RouteInfo{}, List: listRoutes},
 		{Name: "arp", Doc: "The ARP table: static, learned (with age) and incomplete (being resolved) entries.", Item: &ARPInfo{},
 			List: func(h cube.Handle, c *cube.Cube) (any, error) { return h.Controller().(*controller).listARP(h, c) }},
-		{Name: "counters", Doc: "Slow-path counters: ARP, queue, ICMP errors.", Item: &Counters{},
+		{Name: "counters", Doc: "Slow-path counters: ARP, queue, ICMP errors.", Item: &Counters{}, Object: true,
 			List: func(h cube.Handle, c *cube.Cube) (any, error) { return h.Controller().(*controller).counters(), nil }},
 	},
 	Actions: []cube.Action{{

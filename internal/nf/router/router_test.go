@@ -448,7 +448,7 @@ func TestValidation(t *testing.T) {
 		{"overlapping ports", func(c *cube.Cube) { c.Ports[1].Addresses = []string{"198.18.0.129/25"} }, "overlaps 198.18.0.0/24 of port p0"},
 		{"network address", func(c *cube.Cube) { c.Ports[1].Addresses = []string{"198.18.1.0/24"} }, "network or broadcast"},
 		{"ipv6 address", func(c *cube.Cube) { c.Ports[1].Addresses = []string{"2001:db8::1/64"} }, "IPv4 only"},
-		{"multicast mac", func(c *cube.Cube) { c.Ports[1].MAC = "01:00:5e:00:00:01" }, "not a unicast MAC"},
+		{"multicast mac", func(c *cube.Cube) { c.Ports[1].MAC = "01:00:5e:00:00:01" }, "multicast or broadcast MAC"},
 		{"arp off-link", addARP(Neighbor{IP: "198.20.0.1", MAC: macN1}), "ip: 198.20.0.1 is not on a connected subnet"},
 		{"arp bad mac", addARP(Neighbor{IP: "198.18.1.9", MAC: "zz"}), "mac: invalid MAC"},
 		{"arp own", addARP(Neighbor{IP: "198.18.1.1", MAC: macN1}), "own address"},

@@ -1,0 +1,66 @@
+package datapath
+
+import (
+	"github.com/cilium/ebpf"
+)
+
+// PreallocBytes is the kernel memory a cube loaded from spec allocates for
+// its own maps at load time, whatever they hold later: arrays, and hash
+// maps the kernel preallocates (all but those created with
+// BPF_F_NO_PREALLOC; LRU maps always are). LPM tries and unpreallocated
+// hash maps grow with their entries, which the entry quota bounds; the
+// framework's shared maps are not the cube's. The figures follow the
+// kernel's allocators (8-byte rounded keys and values, a 48-byte element
+// header in hash maps, one value per possible CPU in per-CPU maps), close
+// to what `bpftool map` reports as memlock.
+func PreallocBytes(spec *ebpf.CollectionSpec) uint64 {
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil || cpus < 1 {
+		cpus = 1
+	}
+	var total uint64
+	for name, m := range spec.Maps {
+		if isShared(name) {
+			continue
+		}
+		total += mapBytes(m, uint64(cpus))
+	}
+	return total
+}
+
+const (
+	bpfNoPrealloc = 1 // BPF_F_NO_PREALLOC
+	htabElemSize  = 48
+)
+
+func round8(n uint32) uint64 { return (uint64(n) + 7) &^ 7 }
+
+func mapBytes(m *ebpf.MapSpec, cpus uint64) uint64 {
+	n := uint64(m.MaxEntries)
+	switch m.Type {
+	case ebpf.Array, ebpf.ProgramArray, ebpf.PerfEventArray, ebpf.ArrayOfMaps, ebpf.CGroupArray,
+		ebpf.DevMap, ebpf.CPUMap, ebpf.XSKMap:
+		return n * round8(m.ValueSize)
+	case ebpf.PerCPUArray:
+		return n * (8 + round8(m.ValueSize)*cpus)
+	case ebpf.Hash, ebpf.HashOfMaps, ebpf.DevMapHash:
+		if m.Flags&bpfNoPrealloc != 0 {
+			return 0
+		}
+		return n * (htabElemSize + round8(m.KeySize) + round8(m.ValueSize))
+	case ebpf.LRUHash:
+		return n * (htabElemSize + round8(m.KeySize) + round8(m.ValueSize))
+	case ebpf.PerCPUHash, ebpf.LRUCPUHash:
+		if m.Type == ebpf.PerCPUHash && m.Flags&bpfNoPrealloc != 0 {
+			return 0
+		}
+		return n * (htabElemSize + round8(m.KeySize) + 8 + round8(m.ValueSize)*cpus)
+	case ebpf.RingBuf:
+		return n
+	case ebpf.Queue, ebpf.Stack:
+		return (n + 1) * round8(m.ValueSize)
+	case ebpf.LPMTrie:
+		return 0
+	}
+	return n * 8
+}

@@ -1,0 +1,207 @@
+package tenant
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+
+	"github.com/edgenf/edgenf/internal/cube"
+)
+
+// Scope is what one actor may touch: its cubes, and for a tenant the
+// interfaces it was given (Record, nil: none).
+type Scope struct {
+	Actor  Actor
+	Record *Tenant
+}
+
+// Every refusal below reads the same whether the thing named is missing or
+// belongs to someone else: "no cube named x" for cubes, "not assigned" for
+// interfaces. A tenant learns nothing about what others have.
+
+func noCube(field, name string) error { return cube.NotFound(field, "no cube named %q", name) }
+
+func (s Scope) notAssigned(field, iface string) error {
+	return cube.Forbidden(field, "interface %q is not assigned to tenant %s", iface, s.Actor.Name())
+}
+
+// Ref checks a peer or an attachment point a request names ("cube:port" or
+// an interface): a tenant may name its own cubes' ports and its interfaces.
+// Malformed references pass: validation reports them.
+func (s Scope) Ref(t *cube.Topology, field, ref string) error {
+	if s.Actor.IsAdmin() {
+		return nil
+	}
+	ep, err := cube.ParseEndpoint(ref)
+	if err != nil {
+		return nil
+	}
+	if ep.IsCube() {
+		if !s.Actor.Owns(t.Cubes[ep.Cube]) {
+			return noCube(field, ep.Cube)
+		}
+		return nil
+	}
+	if !s.Record.Owns(ep.Iface) {
+		return s.notAssigned(field, ep.Iface)
+	}
+	// An interface given to this tenant that a cube of someone else is
+	// peered with (the administrator did that) is busy; whose it is stays
+	// unsaid.
+	for _, c := range t.Cubes {
+		if s.Actor.Owns(c) {
+			continue
+		}
+		for _, p := range c.Ports {
+			if p.Peer == ep.Iface {
+				return cube.Conflict(field, "interface %s is in use", ep.Iface)
+			}
+		}
+	}
+	return nil
+}
+
+// Change checks a change a tenant asked for, before it is validated: next
+// may differ from prev only in the tenant's cubes and in attachments of its
+// cubes to points it owns, and what changed may name only what it owns.
+// The administrator may change anything.
+func (s Scope) Change(prev, next *cube.Topology) error {
+	if s.Actor.IsAdmin() {
+		return nil
+	}
+	for _, name := range next.CubeNames() {
+		if err := s.cube(prev, next, name); err != nil {
+			return err
+		}
+	}
+	for name, p := range prev.Cubes {
+		if _, kept := next.Cubes[name]; !kept && !s.Actor.Owns(p) {
+			return noCube("cubes", name)
+		}
+	}
+	return s.attachments(prev, next)
+}
+
+func (s Scope) cube(prev, next *cube.Topology, name string) error {
+	n, p := next.Cubes[name], prev.Cubes[name]
+	mine, wasMine := s.Actor.Owns(n), p == nil || s.Actor.Owns(p)
+	switch {
+	case !wasMine && !mine:
+		// Someone else's: unchanged, but for the peerings with the
+		// tenant's ports it removed (it deleted its end).
+		if !sameButUnpeered(p, n, s.Actor, prev) {
+			return noCube("cubes", name)
+		}
+		return nil
+	case !wasMine:
+		return noCube("cubes", name)
+	case !mine && p == nil:
+		return cube.Forbidden("cubes."+name+".tenant", "a tenant token creates cubes of its own tenant only")
+	case !mine:
+		return cube.Forbidden("cubes."+name+".tenant", "only an administrator moves cubes between tenants")
+	}
+	field := "cubes." + name
+	for _, port := range n.Ports {
+		var was string
+		if p != nil {
+			if op := p.Port(port.Name); op != nil {
+				was = op.Peer
+			}
+		}
+		if port.Peer != "" && port.Peer != was {
+			if err := s.Ref(next, fmt.Sprintf("%s.ports[%s].peer", field, port.Name), port.Peer); err != nil {
+				return err
+			}
+		}
+	}
+	if p != nil && p.Type == n.Type && bytes.Equal(p.Config, n.Config) {
+		return nil
+	}
+	typ, err := cube.Lookup(n.Type)
+	if err != nil {
+		return nil // validation reports it
+	}
+	var had []string
+	if p != nil && p.Type == n.Type {
+		had = typ.ConfigInterfaces(p)
+	}
+	for _, iface := range typ.ConfigInterfaces(n) {
+		if !slices.Contains(had, iface) && !s.Record.Owns(iface) {
+			return s.notAssigned(field+".config", iface)
+		}
+	}
+	return nil
+}
+
+// sameButUnpeered reports whether next is prev with, at most, peerings with
+// the actor's ports (as of prevTopo) removed.
+func sameButUnpeered(prev, next *cube.Cube, a Actor, prevTopo *cube.Topology) bool {
+	if prev.Equal(next) {
+		return true
+	}
+	c := prev.Clone()
+	for i := range c.Ports {
+		p := &c.Ports[i]
+		ep, err := cube.ParseEndpoint(p.Peer)
+		if err != nil || !ep.IsCube() || !a.Owns(prevTopo.Cubes[ep.Cube]) {
+			continue
+		}
+		if np := next.Port(p.Name); np != nil && np.Peer == "" {
+			p.Peer = ""
+		}
+	}
+	return c.Equal(next)
+}
+
+// attachments checks every attachment point whose stack changed: the cubes
+// put on it are the tenant's, on a point it owns; other owners' cubes stay
+// where they were, in their order, unless the tenant deleted the port they
+// were on.
+func (s Scope) attachments(prev, next *cube.Topology) error {
+	points := map[string]bool{}
+	for p := range prev.Attachments {
+		points[p] = true
+	}
+	for p := range next.Attachments {
+		points[p] = true
+	}
+	for point := range points {
+		before, after := prev.Attachments[point], next.Attachments[point]
+		if slices.Equal(before, after) {
+			continue
+		}
+		field := "attachments." + point
+		theirs := func(list []string, t *cube.Topology) []string {
+			var out []string
+			for _, c := range list {
+				if !s.Actor.Owns(t.Cubes[c]) {
+					out = append(out, c)
+				}
+			}
+			return out
+		}
+		if !slices.Equal(theirs(before, prev), theirs(after, next)) && !(len(after) == 0 && s.ownPortGone(prev, next, point)) {
+			return noCube(field, point)
+		}
+		for _, c := range after {
+			if slices.Contains(before, c) || !s.Actor.Owns(next.Cubes[c]) {
+				continue
+			}
+			if err := s.Ref(next, "point", point); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ownPortGone reports whether point is a port of the actor's cube that the
+// change deleted.
+func (s Scope) ownPortGone(prev, next *cube.Topology, point string) bool {
+	ep, err := cube.ParseEndpoint(point)
+	if err != nil || !ep.IsCube() || !s.Actor.Owns(prev.Cubes[ep.Cube]) {
+		return false
+	}
+	c := next.Cubes[ep.Cube]
+	return c == nil || c.Port(ep.Port) == nil
+}

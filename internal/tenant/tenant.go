@@ -1,0 +1,89 @@
+// Package tenant is edgenf's model of who owns what. The administrator
+// declares tenants: the Linux interfaces each may use and its quotas. A
+// request acts for an Actor (the administrator or one tenant); the checks
+// here keep a tenant's change inside what it owns and within its quotas,
+// and never tell it what other tenants have.
+package tenant
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/edgenf/edgenf/internal/cube"
+)
+
+// Tenant is what the administrator gives one tenant. Cubes name their
+// tenant; a tenant without a record owns no interface and has the default
+// quotas.
+type Tenant struct {
+	Name string `json:"name" doc:"the tenant's name, as on its tokens and cubes"`
+	// Interfaces are the Linux interfaces the tenant's cubes may be peered
+	// with, attached to and mirror to. (Slices add VLANs, prefixes and
+	// TEID ranges beside them.)
+	Interfaces []string `json:"interfaces,omitempty" doc:"Linux interfaces the tenant's cubes may be peered with, attached to and mirror to"`
+	// Quota overrides the default limits, one by one.
+	Quota Quota `json:"quota,omitempty" doc:"limits that differ from the defaults"`
+}
+
+// Validate checks names and limits, and puts the interfaces in order.
+func (t *Tenant) Validate() error {
+	if err := cube.CheckName("name", t.Name); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for i, name := range t.Interfaces {
+		ep, err := cube.ParseEndpoint(name)
+		if err != nil || ep.IsCube() {
+			return cube.Errorf(fmt.Sprintf("interfaces[%d]", i), "invalid interface name %q", name)
+		}
+		if seen[name] {
+			return cube.Errorf(fmt.Sprintf("interfaces[%d]", i), "interface %s is listed twice", name)
+		}
+		seen[name] = true
+	}
+	slices.Sort(t.Interfaces)
+	return t.Quota.Validate()
+}
+
+// Clone returns a deep copy.
+func (t *Tenant) Clone() *Tenant {
+	n := *t
+	n.Interfaces = slices.Clone(t.Interfaces)
+	n.Quota = t.Quota.Clone()
+	return &n
+}
+
+// Owns reports whether the interface was given to the tenant.
+func (t *Tenant) Owns(iface string) bool {
+	return t != nil && slices.Contains(t.Interfaces, iface)
+}
+
+// Actor is who a request acts for. The zero value owns nothing.
+type Actor struct {
+	name  string
+	admin bool
+}
+
+// Admin is the administrator: every cube and interface.
+var Admin = Actor{admin: true}
+
+// Of is the actor of one tenant.
+func Of(name string) Actor { return Actor{name: name} }
+
+// IsAdmin reports whether the actor is the administrator.
+func (a Actor) IsAdmin() bool { return a.admin }
+
+// Name is the tenant's name ("" for the administrator).
+func (a Actor) Name() string { return a.name }
+
+// Owns reports whether the actor may see and change the cube.
+func (a Actor) Owns(c *cube.Cube) bool {
+	return c != nil && (a.admin || (a.name != "" && c.Tenant == a.name))
+}
+
+func (a Actor) String() string {
+	if a.admin {
+		return "administrator"
+	}
+	return "tenant " + a.name
+}
