@@ -8,6 +8,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/edgenf/edgenf/internal/estimate"
 	"gopkg.in/yaml.v3"
 )
 
@@ -69,6 +71,9 @@ func applyCmd() *cobra.Command {
 			var out struct {
 				DryRun  bool     `json:"dry_run"`
 				Changes []change `json:"changes"`
+				// what each chain would cost per packet (dry runs)
+				Estimate      []estimate.ChainCost `json:"estimate,omitempty"`
+				EstimateError string               `json:"estimate_error,omitempty"`
 			}
 			if err := api().Do("PUT", path, json.RawMessage(body), &out); err != nil {
 				return err
@@ -84,6 +89,7 @@ func applyCmd() *cobra.Command {
 				}
 				if dry {
 					fmt.Fprintf(tw, "(dry run: %d changes not applied)\n", len(out.Changes))
+					writeDryRunEstimate(tw, out.Estimate, out.EstimateError)
 				} else {
 					fmt.Fprintf(tw, "%d changes applied\n", len(out.Changes))
 				}

@@ -481,6 +481,20 @@ func writeChains(tw *tabwriter.Writer, profiles []string, chains []estimate.Chai
 	}
 }
 
+// writeDryRunEstimate prints what the daemon estimates the chains of the
+// topology applied would cost.
+func writeDryRunEstimate(tw *tabwriter.Writer, chains []estimate.ChainCost, estErr string) {
+	if estErr != "" {
+		fmt.Fprintf(tw, "\nno cost estimate: %s\n", estErr)
+		return
+	}
+	if chains == nil {
+		return
+	}
+	fmt.Fprintln(tw, "\nestimated cost per packet, chain by chain (the daemon's profiles):")
+	writeChains(tw, nil, chains)
+}
+
 // readTopology reads a topology file as `edgenf apply` does, decoded into
 // the daemon's model (cube settings and entries included).
 func readTopology(file string) (*cube.Topology, error) {

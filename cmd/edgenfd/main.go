@@ -47,6 +47,7 @@ func main() {
 		p4inc   = flag.String("p4-include-dir", "", "directories (colon-separated) P4 programs' #include may use, besides the built-in core.p4 and v1model.p4")
 	)
 	tcpF.register(flag.CommandLine)
+	est.register(flag.CommandLine) // estimate.go
 	flag.Parse()
 	level := slog.LevelInfo
 	if *verbose {
@@ -64,6 +65,10 @@ func main() {
 		}
 	}
 	cfg := engine.Config{PinRoot: *bpffs, StateFile: *stateF, Logger: log, AdoptEmpty: *adoptE}
+	if err := est.configure(&cfg, log); err != nil {
+		log.Error("edgenfd", "err", err)
+		os.Exit(1)
+	}
 	if err := run(log, cfg, *socket, *listen, *tokens, *destroy, pf, tcpF); err != nil {
 		log.Error("edgenfd", "err", err)
 		os.Exit(1)
@@ -113,6 +118,7 @@ func run(log *slog.Logger, cfg engine.Config, socket, listen, tokenFile string, 
 	}
 	defer eng.Close()
 	srv := api.New(eng, toks)
+	srv.SetEstimate(est.chains)
 
 	ul, err := listenUnix(socket)
 	if err != nil {

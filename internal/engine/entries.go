@@ -153,6 +153,10 @@ func (e *Engine) changeEntries(who tenant.Actor, name, table string, fn func(tx 
 	tx := &EntryTx{c: c, tb: tb, orig: map[string]json.RawMessage{}}
 	// counted before fn stages its changes in the applied cube
 	before, used := tx.Len(), e.entriesOf(c.Tenant)
+	var prev *cube.Topology
+	if e.cfg.Admit != nil {
+		prev = e.topo.Clone()
+	}
 	if err := fn(tx); err != nil {
 		tx.rollback()
 		return err
@@ -161,6 +165,12 @@ func (e *Engine) changeEntries(who tenant.Actor, name, table string, fn func(tx 
 	if err := e.entryQuota(who, used, added); err != nil {
 		tx.rollback()
 		return err
+	}
+	if prev != nil {
+		if err := e.admit(prev, e.topo); err != nil {
+			tx.rollback()
+			return err
+		}
 	}
 	if err := e.writeEntries(l, ew, tx); err != nil {
 		tx.rollback()

@@ -38,11 +38,11 @@ func (h Hop) String() string {
 // through cubes, to an interface (or the Linux stack, or a port peered
 // with nothing).
 type Chain struct {
-	From   string `json:"from"`
-	To     string `json:"to"` // an interface, "linux" or "nothing (drop)"
-	Hops   []Hop  `json:"hops"`
-	Tenant string `json:"tenant,omitempty"` // of the first cube
-	Hook   datapath.Hook
+	From   string        `json:"from"`
+	To     string        `json:"to"` // an interface, "linux" or "nothing (drop)"
+	Hops   []Hop         `json:"hops"`
+	Tenant string        `json:"tenant,omitempty"` // of the first cube
+	Hook   datapath.Hook `json:"hook"`
 }
 
 // ID names a chain by its route, stable across topology changes that keep
@@ -76,7 +76,7 @@ func Chains(t *cube.Topology) []Chain {
 				continue
 			}
 			peered[ep.Iface] = true
-			ch := Chain{From: ep.Iface, Tenant: c.Tenant, Hook: c.Hook}
+			ch := Chain{From: ep.Iface, Tenant: c.Tenant, Hook: hookOf(c)}
 			ch.Hops = append(ch.Hops, stackHops(t, ep.Iface, datapath.Ingress)...)
 			ch.Hops = append(ch.Hops, stackHops(t, name+":"+p.Name, datapath.Ingress)...)
 			out = append(out, follow(t, ch, c, p, map[string]bool{})...)
@@ -94,7 +94,7 @@ func Chains(t *cube.Topology) []Chain {
 		}
 		ch := Chain{From: ep.Iface, To: "linux", Hops: stackHops(t, point, datapath.Ingress)}
 		if first := t.Cubes[t.Attachments[point][0]]; first != nil {
-			ch.Tenant, ch.Hook = first.Tenant, first.Hook
+			ch.Tenant, ch.Hook = first.Tenant, hookOf(first)
 		}
 		out = append(out, ch)
 	}
@@ -207,9 +207,10 @@ type Estimator struct {
 	Profiles map[datapath.Hook]*Profile
 }
 
-// Cube prices one cube with the profile of its hook.
+// Cube prices one cube with the profile of its hook (its type's default
+// hook when it names none).
 func (e *Estimator) Cube(c *cube.Cube) (CubeCost, error) {
-	p := e.Profiles[c.Hook]
+	p := e.Profiles[hookOf(c)]
 	if p == nil {
 		return CubeCost{}, fmt.Errorf("no profile for hook %s", c.Hook)
 	}
@@ -240,7 +241,7 @@ func (e *Estimator) Chain(t *cube.Topology, ch Chain) (ChainCost, error) {
 			if h.Transparent {
 				term = TermTransparentHop
 			}
-			hc.NS -= e.Profiles[c.Hook].Costs[term]
+			hc.NS -= e.Profiles[hookOf(c)].Costs[term]
 		}
 		if own.Unknown {
 			cc.LowerBound = true
@@ -256,6 +257,15 @@ func (e *Estimator) Chain(t *cube.Topology, ch Chain) (ChainCost, error) {
 	}
 	cc.PPS = PPS(cc.NS)
 	return cc, nil
+}
+
+func hookOf(c *cube.Cube) datapath.Hook {
+	if c.Hook == "" {
+		if t, err := cube.Lookup(c.Type); err == nil {
+			return t.Hooks[0]
+		}
+	}
+	return c.Hook
 }
 
 // Topology prices every chain of t.

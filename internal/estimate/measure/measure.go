@@ -329,4 +329,3 @@ func Summarise(name string, samples []float64) Result {
 	r.NS, r.Lo, r.Hi = t/float64(len(mid)), mid[0], mid[len(mid)-1]
 	return r
 }
-
