@@ -208,13 +208,13 @@ type Estimator struct {
 }
 
 // Cube prices one cube with the profile of its hook (its type's default
-// hook when it names none).
-func (e *Estimator) Cube(c *cube.Cube) (CubeCost, error) {
+// hook when it names none), for a packet entering it on in.
+func (e *Estimator) Cube(c *cube.Cube, in string) (CubeCost, error) {
 	p := e.Profiles[hookOf(c)]
 	if p == nil {
 		return CubeCost{}, fmt.Errorf("no profile for hook %s", c.Hook)
 	}
-	return p.CubeEstimate(c)
+	return p.CubeEstimate(c, in)
 }
 
 // Chain prices one chain: the first program's standalone cost, then each
@@ -227,13 +227,13 @@ func (e *Estimator) Chain(t *cube.Topology, ch Chain) (ChainCost, error) {
 		if c == nil {
 			return cc, fmt.Errorf("chain %s: no cube %s", cc.ID, h.Cube)
 		}
-		own, ok := costs[c.Name]
+		own, ok := costs[c.Name+"\x00"+h.In]
 		if !ok {
 			var err error
-			if own, err = e.Cube(c); err != nil {
+			if own, err = e.Cube(c, h.In); err != nil {
 				return cc, err
 			}
-			costs[c.Name] = own
+			costs[c.Name+"\x00"+h.In] = own
 		}
 		hc := HopCost{Hop: h, Own: own.Cost, Notes: own.Notes, Unknown: own.Unknown, NS: own.Cost.Total}
 		if i > 0 {

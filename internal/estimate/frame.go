@@ -16,6 +16,8 @@ type FrameSpec struct {
 	TCPFlags       string // "S", "A", "SA", "PA"
 	TTL            uint8  // default 64
 	Size           int    // total bytes (padded with payload; default 64)
+	// Payload, when set, is the L4 payload (Size then only pads).
+	Payload []byte
 }
 
 // Frame builds the frame of spec with valid lengths and checksums.
@@ -65,9 +67,11 @@ func Frame(f FrameSpec) []byte {
 		u.SetNetworkLayerForChecksum(ip)
 		l4, hdr = u, hdr+8
 	}
-	payload := make([]byte, max(f.Size-hdr, 0))
-	for i := range payload {
-		payload[i] = byte(i)
+	payload := f.Payload
+	if pad := f.Size - hdr - len(payload); pad > 0 {
+		for i := 0; i < pad; i++ {
+			payload = append(payload, byte(i))
+		}
 	}
 	buf := gopacket.NewSerializeBuffer()
 	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, eth, ip, l4, gopacket.Payload(payload)); err != nil {

@@ -61,8 +61,10 @@ type Model struct {
 	Terms []Term
 	// Uses is what the typical packet through c uses, with notes on what
 	// was assumed. p is the profile the uses will be priced with (models
-	// that choose among paths by cost use it; it may be nil).
-	Uses func(p *Profile, c *cube.Cube) ([]Use, []string, error)
+	// that choose among paths by cost use it; it may be nil). in is the
+	// port the packet enters a standard cube on, or the direction a
+	// transparent cube sees it in ("ingress", "egress"); "" when unknown.
+	Uses func(p *Profile, c *cube.Cube, in string) ([]Use, []string, error)
 	// Cases are the configurations `edgenf estimate calibrate` measures to
 	// fit Terms (nil: calibrated otherwise, as the p4 type is).
 	Cases func(hook datapath.Hook) []Case
@@ -84,6 +86,9 @@ type Case struct {
 	// measures another path than the model's typical one (nil: the
 	// model's Uses of Cube).
 	Uses []Use
+	// Setup, when set, runs after the cube is loaded and synced: state
+	// the slow path would learn (neighbours, say).
+	Setup func(h cube.Handle) error
 }
 
 var (
@@ -180,8 +185,10 @@ type CubeCost struct {
 	Unknown bool `json:"unknown,omitempty"`
 }
 
-// CubeEstimate prices one cube with its type's model.
-func (p *Profile) CubeEstimate(c *cube.Cube) (CubeCost, error) {
+// CubeEstimate prices one cube with its type's model, for a packet
+// entering it on in (a port, or a transparent cube's direction; "" when
+// unknown).
+func (p *Profile) CubeEstimate(c *cube.Cube, in string) (CubeCost, error) {
 	cc := CubeCost{Cube: c.Name, Type: c.Type}
 	m, ok := ModelOf(c.Type)
 	if !ok {
@@ -189,7 +196,7 @@ func (p *Profile) CubeEstimate(c *cube.Cube) (CubeCost, error) {
 		cc.Notes = []string{fmt.Sprintf("NF type %s has no cost model: counted as 0 ns", c.Type)}
 		return cc, nil
 	}
-	uses, notes, err := m.Uses(p, c)
+	uses, notes, err := m.Uses(p, c, in)
 	if err != nil {
 		return cc, fmt.Errorf("cube %s: %w", c.Name, err)
 	}

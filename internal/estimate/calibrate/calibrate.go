@@ -379,7 +379,11 @@ func (s *session) loadNF(m *estimate.Model, c estimate.Case) error {
 	uses := c.Uses
 	if uses == nil {
 		var err error
-		if uses, _, err = m.Uses(nil, model); err != nil {
+		in := c.InPort
+		if typ.Transparent {
+			in = c.Dir.String()
+		}
+		if uses, _, err = m.Uses(nil, model, in); err != nil {
 			return err
 		}
 	}
@@ -388,6 +392,11 @@ func (s *session) loadNF(m *estimate.Model, c estimate.Case) error {
 		return err
 	}
 	s.closer = append(s.closer, r.Close)
+	if c.Setup != nil {
+		if err := c.Setup(r.Handle()); err != nil {
+			return err
+		}
+	}
 	var entry *ebpf.Program
 	if typ.Transparent {
 		entry, err = r.TransparentEntry(c.Dir)

@@ -27,7 +27,7 @@ func init() {
 	})
 }
 
-func costUses(_ *estimate.Profile, c *cube.Cube) ([]estimate.Use, []string, error) {
+func costUses(_ *estimate.Profile, c *cube.Cube, _ string) ([]estimate.Use, []string, error) {
 	uses := []estimate.Use{{Term: termForward, N: 1, What: "bridge: FDB hit"}}
 	for _, p := range c.Ports {
 		var pc PortConfig

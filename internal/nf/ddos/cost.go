@@ -32,7 +32,7 @@ func init() {
 	})
 }
 
-func costUses(_ *estimate.Profile, c *cube.Cube) ([]estimate.Use, []string, error) {
+func costUses(_ *estimate.Profile, c *cube.Cube, _ string) ([]estimate.Use, []string, error) {
 	var cfg Config
 	if err := cube.DecodeInto("config", c.Config, &cfg); err != nil {
 		return nil, nil, err

@@ -35,7 +35,7 @@ func init() {
 
 func ruleWords(rules int) float64 { return float64((rules + 63) / 64) }
 
-func costUses(p *estimate.Profile, c *cube.Cube) ([]estimate.Use, []string, error) {
+func costUses(p *estimate.Profile, c *cube.Cube, _ string) ([]estimate.Use, []string, error) {
 	n := max(len(c.Tables["ingress"]), len(c.Tables["egress"]))
 	uses := []estimate.Use{{Term: termTracked, N: 1, What: "firewall: tracked connection, cached verdict"}}
 	note := fmt.Sprintf("a connection's first packet (and untracked packets) runs the classifier over %d rules instead", n)

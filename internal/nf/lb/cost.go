@@ -29,7 +29,7 @@ func init() {
 	})
 }
 
-func costUses(_ *estimate.Profile, c *cube.Cube) ([]estimate.Use, []string, error) {
+func costUses(_ *estimate.Profile, c *cube.Cube, _ string) ([]estimate.Use, []string, error) {
 	svcs, err := servicesTable.Entries(c)
 	if err != nil {
 		return nil, nil, err

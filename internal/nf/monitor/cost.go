@@ -13,7 +13,7 @@ const termPass = "monitor.pass"
 func init() {
 	estimate.Register(&estimate.Model{Type: "monitor",
 		Terms: []estimate.Term{{Name: termPass, Doc: "a packet counted and passed"}},
-		Uses: func(*estimate.Profile, *cube.Cube) ([]estimate.Use, []string, error) {
+		Uses: func(*estimate.Profile, *cube.Cube, string) ([]estimate.Use, []string, error) {
 			return []estimate.Use{{Term: termPass, N: 1, What: "monitor: count, pass"}}, nil, nil
 		},
 		Cases: func(datapath.Hook) []estimate.Case {

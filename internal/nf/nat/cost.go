@@ -18,7 +18,7 @@ const termTranslate = "nat.translate"
 func init() {
 	estimate.Register(&estimate.Model{Type: "nat",
 		Terms: []estimate.Term{{Name: termTranslate, Doc: "a packet of a translated flow (session found, rewritten)"}},
-		Uses: func(_ *estimate.Profile, c *cube.Cube) ([]estimate.Use, []string, error) {
+		Uses: func(_ *estimate.Profile, c *cube.Cube, _ string) ([]estimate.Use, []string, error) {
 			return []estimate.Use{{Term: termTranslate, N: 1, What: "nat: session, rewrite"}},
 				[]string{"a flow's first packet also picks a port and opens the session"}, nil
 		},
@@ -38,7 +38,11 @@ func costCases(datapath.Hook) []estimate.Case {
 			}
 			c.Tables["snat"][strconv.Itoa(r.ID)] = estimate.Row(r)
 		}
-		return estimate.Case{Name: fmt.Sprintf("outbound UDP flow, %d SNAT rules", rules), Cube: c, Dir: datapath.Egress,
+		name := fmt.Sprintf("outbound UDP flow, %d SNAT rules", rules)
+		if rules == 1 {
+			name = "outbound UDP flow, 1 SNAT rule"
+		}
+		return estimate.Case{Name: name, Cube: c, Dir: datapath.Egress,
 			Frame: estimate.Frame(estimate.FrameSpec{Src: "198.18.0.10", Dst: "198.19.9.9", Sport: 40000, Dport: 53})}
 	}
 	return []estimate.Case{mk(1), mk(100)}

@@ -22,7 +22,7 @@ func init() {
 	estimate.Register(&estimate.Model{Type: "p4", Terms: terms, Uses: costUses})
 }
 
-func costUses(p *estimate.Profile, c *cube.Cube) ([]estimate.Use, []string, error) {
+func costUses(p *estimate.Profile, c *cube.Cube, _ string) ([]estimate.Use, []string, error) {
 	v, err := cube.Decode("config", c.Config, &Settings{})
 	if err != nil {
 		return nil, nil, err

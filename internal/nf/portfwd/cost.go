@@ -26,7 +26,7 @@ func init() {
 	})
 }
 
-func costUses(_ *estimate.Profile, c *cube.Cube) ([]estimate.Use, []string, error) {
+func costUses(_ *estimate.Profile, c *cube.Cube, _ string) ([]estimate.Use, []string, error) {
 	uses := []estimate.Use{{Term: termForward, N: 1, What: "portfwd: forward"}}
 	rules, err := rulesTable.Entries(c)
 	if err != nil {

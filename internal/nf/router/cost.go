@@ -39,7 +39,7 @@ func routeCount(c *cube.Cube) int {
 	return n
 }
 
-func costUses(_ *estimate.Profile, c *cube.Cube) ([]estimate.Use, []string, error) {
+func costUses(_ *estimate.Profile, c *cube.Cube, _ string) ([]estimate.Use, []string, error) {
 	var cfg Config
 	if err := cube.DecodeInto("config", c.Config, &cfg); err != nil {
 		return nil, nil, err
