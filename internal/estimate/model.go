@@ -68,6 +68,10 @@ type Model struct {
 	// Cases are the configurations `edgenf estimate calibrate` measures to
 	// fit Terms (nil: calibrated otherwise, as the p4 type is).
 	Cases func(hook datapath.Hook) []Case
+	// Holdout are other configurations, never used to fit: the accuracy
+	// report of `make bench` compares the model's estimate of each with
+	// its measured cost.
+	Holdout func(hook datapath.Hook) []Case
 }
 
 // Case is one calibration measurement of an NF: a cube and a frame.
@@ -80,8 +84,10 @@ type Case struct {
 	Dir    datapath.Direction
 	Frame  []byte
 	// Warm frames run once before the measurement (learning, connection
-	// state); the measured frame itself runs once first anyway.
-	Warm [][]byte
+	// state), entering on WarmPort ("": InPort); the measured frame itself
+	// runs once first anyway.
+	Warm     [][]byte
+	WarmPort string
 	// Uses, when set, is what the measured packet uses, for a case that
 	// measures another path than the model's typical one (nil: the
 	// model's Uses of Cube).

@@ -31,7 +31,7 @@ import (
 
 // Options of a calibration.
 type Options struct {
-	Hook datapath.Hook
+	Hook datapath.Hook // Run's; Prepare takes its meter's
 	// Short measures the framework, a few anchor P4 programs and one case
 	// per NF model, and scales the built-in profile's other costs by what
 	// the anchors show (seconds instead of a minute or two).
@@ -47,6 +47,36 @@ func Run(ctx context.Context, opt Options) (*estimate.Profile, error) {
 	if opt.Hook != datapath.XDP && opt.Hook != datapath.TC {
 		return nil, fmt.Errorf("hook %q: want xdp or tc", opt.Hook)
 	}
+	m, err := measure.New(opt.Hook)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
+	s, err := Prepare(ctx, m, opt)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	items := s.Items()
+	s.opt.Log("loaded in %s; measuring %d programs: %d rounds of %d runs each", time.Since(s.start).Round(time.Second), len(items), s.opt.Rounds, s.opt.Repeat)
+	res, err := m.Measure(ctx, items, measure.Options{Rounds: s.opt.Rounds, Repeat: s.opt.Repeat,
+		Progress: func(r, n int) { s.opt.Log("  round %d/%d", r, n) }})
+	if err != nil {
+		return nil, err
+	}
+	return s.Fit(res)
+}
+
+// Session is a calibration prepared: its programs loaded, waiting for
+// their measurements. Measured with other programs in the same rounds (the
+// accuracy report's), the calibration sees the machine as they do.
+type Session struct {
+	session
+}
+
+// Prepare loads everything a calibration measures at meter's hook.
+func Prepare(ctx context.Context, meter *measure.Meter, opt Options) (*Session, error) {
+	opt.Hook = meter.Hook()
 	if opt.Log == nil {
 		opt.Log = func(string, ...any) {}
 	}
@@ -59,49 +89,55 @@ func Run(ctx context.Context, opt Options) (*estimate.Profile, error) {
 	if b, _ := os.ReadFile("/proc/sys/kernel/bpf_stats_enabled"); strings.TrimSpace(string(b)) == "1" {
 		return nil, fmt.Errorf("kernel.bpf_stats_enabled is 1: it adds a fixed cost to every program run and would skew every cost; set it to 0 (sysctl -w kernel.bpf_stats_enabled=0)")
 	}
-	start := time.Now()
-	load0 := loadavg()
-	s := &session{opt: opt}
-	defer s.close()
-	var err error
-	if s.meter, err = measure.New(opt.Hook); err != nil {
-		return nil, err
-	}
+	s := &Session{session{opt: opt, meter: meter, start: time.Now(), load0: loadavg()}}
 	opt.Log("compiling and loading the P4 micro-programs")
 	if err := s.loadP4(ctx); err != nil {
+		s.Close()
 		return nil, err
 	}
 	opt.Log("loading the framework's chains and the NF cases")
 	if err := s.loadFramework(); err != nil {
+		s.Close()
 		return nil, fmt.Errorf("framework: %w", err)
 	}
 	if err := s.loadNFs(); err != nil {
+		s.Close()
 		return nil, err
 	}
+	return s, nil
+}
+
+// Items are the programs to measure, in the order Fit takes their results.
+func (s *Session) Items() []measure.Item {
 	items := make([]measure.Item, len(s.items))
 	for i, it := range s.items {
 		items[i] = it.Item
 	}
-	opt.Log("loaded in %s; measuring %d programs: %d rounds of %d runs each", time.Since(start).Round(time.Second), len(items), opt.Rounds, opt.Repeat)
-	res, err := s.meter.Measure(ctx, items, measure.Options{Rounds: opt.Rounds, Repeat: opt.Repeat,
-		Progress: func(r, n int) { opt.Log("  round %d/%d", r, n) }})
-	if err != nil {
-		return nil, err
+	return items
+}
+
+// Close unloads everything.
+func (s *Session) Close() { s.close() }
+
+// Fit makes the profile from the measurements of Items.
+func (s *Session) Fit(res []measure.Result) (*estimate.Profile, error) {
+	if len(res) != len(s.items) {
+		return nil, fmt.Errorf("%d measurements for %d programs", len(res), len(s.items))
 	}
 	for i := range s.items {
 		s.items[i].res = res[i]
 	}
 	s.correctSingles()
-	p := &estimate.Profile{Format: estimate.Format, Unit: "ns", Hook: opt.Hook, Host: estimate.ThisHost(), CPUMHz: estimate.CPUMHz(),
-		Created: time.Now().UTC().Truncate(time.Second), Method: "full", Rounds: opt.Rounds, Repeat: opt.Repeat, Costs: map[string]float64{}}
-	if opt.Short {
+	p := &estimate.Profile{Format: estimate.Format, Unit: "ns", Hook: s.opt.Hook, Host: estimate.ThisHost(), CPUMHz: estimate.CPUMHz(),
+		Created: time.Now().UTC().Truncate(time.Second), Method: "full", Rounds: s.opt.Rounds, Repeat: s.opt.Repeat, Costs: map[string]float64{}}
+	if s.opt.Short {
 		p.Method = "short"
 	}
 	if err := s.fit(p); err != nil {
 		return nil, err
 	}
-	p.Load = load0 + " → " + loadavg()
-	opt.Log("calibrated in %s", time.Since(start).Round(time.Second))
+	p.Load = s.load0 + " → " + loadavg()
+	s.opt.Log("calibrated in %s", time.Since(s.start).Round(time.Second))
 	return p, nil
 }
 
@@ -118,6 +154,8 @@ type item struct {
 type session struct {
 	opt    Options
 	meter  *measure.Meter
+	start  time.Time
+	load0  string
 	items  []item
 	closer []func()
 	// frameworkModel is the fitted lines' value for the framework's
@@ -253,57 +291,82 @@ func (s *session) correctSingles() {
 
 func (s *session) loadP4Case(ctx context.Context, dp *datapath.Datapath, slot uint32, c p4Case) (l p4Loaded) {
 	l.c = c
-	res, err := p4.Compile(ctx, p4.Options{Path: "calibrate.p4", Source: []byte(c.source()), NoObject: true, Clang: s.opt.Clang})
+	pc, err := LoadP4(ctx, dp, slot, s.opt.Hook, p4.Options{Path: "calibrate.p4", Source: []byte(c.source()), Clang: s.opt.Clang}, 0)
 	if err != nil {
 		l.err = err
 		return
 	}
-	obj, err := p4.CompileC(ctx, s.opt.Clang, res.C, string(s.opt.Hook))
-	if err != nil {
-		l.err = err
-		return
-	}
-	spec, err := datapath.LoadSpec(obj)
-	if err != nil {
-		l.err = err
-		return
-	}
-	dc, err := dp.LoadCube(fmt.Sprintf("p4c%d", slot), s.opt.Hook, slot, spec, nil)
-	if err != nil {
-		l.err = res.ExplainLoadError(err)
-		return
-	}
-	for _, port := range []uint32{0, 1} {
-		if l.err = dc.SetHop(port, datapath.Hop{Kind: datapath.DstIface, Ifindex: nfrig.FakeIfindex}); l.err != nil {
-			return
-		}
-	}
-	prog, err := rt.New(res.Info, dc.Maps())
-	if err != nil {
-		l.err = err
-		return
-	}
+	l.entry = pc.Entry
 	if c.entries != nil {
-		if l.err = c.entries(prog); l.err != nil {
+		if l.err = c.entries(pc.RT); l.err != nil {
 			return
 		}
 	}
 	if c.meter != "" {
-		if l.err = prog.SetMeter(c.meter, 0, 1023, &rt.MeterConfig{CIR: 1e9, CBurst: 1e6, PIR: 2e9, PBurst: 2e6}); l.err != nil {
+		if l.err = pc.RT.SetMeter(c.meter, 0, 1023, &rt.MeterConfig{CIR: 1e9, CBurst: 1e6, PIR: 2e9, PBurst: 2e6}); l.err != nil {
 			return
 		}
 	}
-	entries := map[string]int{}
-	for _, t := range res.Info.Edgenf.Tables {
-		if es, err := prog.Entries(t.Name); err == nil {
-			entries[t.Name] = len(es)
+	l.uses, l.verdict, l.err = pathUses(pc.Result, pc.Entries(), c.path)
+	return
+}
+
+// P4Cube is a P4 program compiled for one hook and loaded as a cube of a
+// datapath, its ports 0 to 7 peered with an interface.
+type P4Cube struct {
+	Result *p4.Result
+	Cube   *datapath.Cube
+	RT     *rt.Program // its tables, counters, meters
+	// Entry is the direct entry of a hop into the port LoadP4 was given
+	// (the caller closes it).
+	Entry *ebpf.Program
+}
+
+// LoadP4 compiles a program for hook (the C for that hook alone) and
+// loads it into dp at slot, entered on port in.
+func LoadP4(ctx context.Context, dp *datapath.Datapath, slot uint32, hook datapath.Hook, opt p4.Options, in uint32) (*P4Cube, error) {
+	opt.NoObject = true
+	res, err := p4.Compile(ctx, opt)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := p4.CompileC(ctx, opt.Clang, res.C, string(hook))
+	if err != nil {
+		return nil, err
+	}
+	spec, err := datapath.LoadSpec(obj)
+	if err != nil {
+		return nil, err
+	}
+	dc, err := dp.LoadCube(fmt.Sprintf("p4c%d", slot), hook, slot, spec, nil)
+	if err != nil {
+		return nil, res.ExplainLoadError(err)
+	}
+	for port := uint32(0); port < 8; port++ {
+		if err := dc.SetHop(port, datapath.Hop{Kind: datapath.DstIface, Ifindex: nfrig.FakeIfindex}); err != nil {
+			return nil, err
 		}
 	}
-	if l.uses, l.verdict, l.err = pathUses(res, entries, c.path); l.err != nil {
-		return
+	prog, err := rt.New(res.Info, dc.Maps())
+	if err != nil {
+		return nil, err
 	}
-	l.entry, l.err = dp.Entry(s.opt.Hook, datapath.Hop{Kind: datapath.DstCube, Slot: slot, Port: 0}, dc)
-	return
+	entry, err := dp.Entry(hook, datapath.Hop{Kind: datapath.DstCube, Slot: slot, Port: in}, dc)
+	if err != nil {
+		return nil, err
+	}
+	return &P4Cube{Result: res, Cube: dc, RT: prog, Entry: entry}, nil
+}
+
+// Entries counts the entries of each table.
+func (c *P4Cube) Entries() map[string]int {
+	out := map[string]int{}
+	for _, t := range c.Result.Info.Edgenf.Tables {
+		if es, err := c.RT.Entries(t.Name); err == nil {
+			out[t.Name] = len(es)
+		}
+	}
+	return out
 }
 
 // pathUses are the uses and the verdict of the path spec selects (the
@@ -367,56 +430,98 @@ func (s *session) loadNFs() error {
 }
 
 func (s *session) loadNF(m *estimate.Model, c estimate.Case) error {
-	typ, err := cube.Lookup(m.Type)
+	nc, err := LoadCase(s.meter, m, c)
 	if err != nil {
 		return err
 	}
+	s.closer = append(s.closer, nc.Close)
+	if err := s.check(nc.Entry, c.Frame, "send"); err != nil {
+		return err
+	}
+	s.items = append(s.items, item{Item: measure.Item{Name: m.Type + ": " + c.Name, Prog: nc.Entry, Frame: c.Frame}, group: m.Type, uses: nc.Uses})
+	return nil
+}
+
+// NFCase is an NF type's case loaded (nfrig) at the meter's hook: the
+// program a packet enters by, and what the model says the packet uses.
+type NFCase struct {
+	Cube  *cube.Cube
+	Entry *ebpf.Program
+	Uses  []estimate.Use
+	rig   *nfrig.Rig
+}
+
+// Close removes the case's datapath.
+func (c *NFCase) Close() {
+	c.Entry.Close()
+	c.rig.Close()
+}
+
+// LoadCase loads an NF case: its cube, the entry of its port (or of a hop
+// whose stack is the cube, for a transparent one), state set up and warm
+// frames run.
+func LoadCase(meter *measure.Meter, m *estimate.Model, c estimate.Case) (*NFCase, error) {
+	typ, err := cube.Lookup(m.Type)
+	if err != nil {
+		return nil, err
+	}
 	model := c.Cube.Clone()
-	model.Hook = s.opt.Hook
+	model.Hook = meter.Hook()
 	if model.Name == "" {
 		model.Name = m.Type
 	}
 	uses := c.Uses
 	if uses == nil {
-		var err error
 		in := c.InPort
 		if typ.Transparent {
 			in = c.Dir.String()
 		}
 		if uses, _, err = m.Uses(nil, model, in); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	r, err := nfrig.Open(typ, model)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	s.closer = append(s.closer, r.Close)
+	nc := &NFCase{Cube: model, Uses: uses, rig: r}
 	if c.Setup != nil {
 		if err := c.Setup(r.Handle()); err != nil {
-			return err
+			r.Close()
+			return nil, err
 		}
 	}
-	var entry *ebpf.Program
 	if typ.Transparent {
-		entry, err = r.TransparentEntry(c.Dir)
+		nc.Entry, err = r.TransparentEntry(c.Dir)
 	} else {
-		entry, err = r.Entry(c.InPort)
+		nc.Entry, err = r.Entry(c.InPort)
 	}
 	if err != nil {
-		return err
+		r.Close()
+		return nil, err
+	}
+	if err := warm(meter, r, c, nc.Entry); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return nc, nil
+}
+
+// warm runs a case's warm frames (on its WarmPort's entry, or entry).
+func warm(m *measure.Meter, r *nfrig.Rig, c estimate.Case, entry *ebpf.Program) error {
+	if c.WarmPort != "" && c.WarmPort != c.InPort {
+		e, err := r.Entry(c.WarmPort)
+		if err != nil {
+			return err
+		}
+		defer e.Close()
+		entry = e
 	}
 	for _, f := range c.Warm {
-		if _, err := s.meter.Verdict(entry, f); err != nil {
-			entry.Close()
+		if _, err := m.Verdict(entry, f); err != nil {
 			return err
 		}
 	}
-	if err := s.check(entry, c.Frame, "send"); err != nil {
-		entry.Close()
-		return err
-	}
-	s.add(item{Item: measure.Item{Name: m.Type + ": " + c.Name, Prog: entry, Frame: c.Frame}, group: m.Type, uses: uses}, entry)
 	return nil
 }
 

@@ -27,7 +27,7 @@ header ipv4_t { bit<4> version; bit<4> ihl; bit<8> tos; bit<16> len; bit<16> id;
 header udp_t { bit<16> sport; bit<16> dport; bit<16> len; bit<16> csum; }
 header x8_t { bit<64> a; }
 header x32_t { bit<64> a; bit<64> b; bit<64> c; bit<64> d; }
-struct H { eth_t eth; ipv4_t ip; udp_t udp; x8_t a8; x8_t b8; x32_t a32; x32_t b32; x8_t n8; x32_t n32; }
+struct H { HEADERS }
 struct M { bit<32> idx; bit<32> v; bit<2> color; bit<32> w0; bit<32> w1; bit<32> w2; bit<32> w3; META }
 struct D5 { bit<32> src; bit<32> dst; bit<8> proto; bit<16> sport; bit<16> dport; }
 parser P(packet_in p, out H h, inout M m, inout standard_metadata_t sm) {
@@ -35,15 +35,12 @@ parser P(packet_in p, out H h, inout M m, inout standard_metadata_t sm) {
 }
 control V(inout H h, inout M m) { apply { VERIFY } }
 control I(inout H h, inout M m, inout standard_metadata_t sm) {
-    register<bit<32>>(1024) r;
-    counter(1024, CounterType.packets_and_bytes) c;
-    meter(1024, MeterType.packets) mt;
+    EXTERNS
     action fwd(bit<9> port) { sm.egress_spec = port; }
     action set(bit<32> v) { m.v = v; }
     DECLS
     apply {
         sm.egress_spec = 1;
-        m.idx = (bit<32>)h.ip.src[7:0];
         BODY
     }
 }
@@ -53,6 +50,20 @@ control D(packet_out p, in H h) { apply { EMIT } }
 V1Switch(P(), V(), I(), E(), C(), D()) main;
 `
 
+// headerTypes are the headers a micro-program may declare, in struct
+// order, with their types.
+var headerTypes = []struct{ name, typ string }{
+	{"eth", "eth_t"}, {"ip", "ipv4_t"}, {"udp", "udp_t"}, {"a8", "x8_t"}, {"b8", "x8_t"},
+	{"a32", "x32_t"}, {"b32", "x32_t"}, {"n8", "x8_t"}, {"n32", "x32_t"}, {"u1", "x32_t"}, {"u2", "x32_t"}, {"u3", "x32_t"}, {"u4", "x32_t"},
+}
+
+// externDecls are declared when the program uses them.
+var externDecls = []struct{ use, decl string }{
+	{"r.", "register<bit<32>>(1024) r;"},
+	{"c.count", "counter(1024, CounterType.packets_and_bytes) c;"},
+	{"mt.", "meter(1024, MeterType.packets) mt;"},
+}
+
 // p4Frame is what every micro-program receives: Ethernet, IPv4, UDP and
 // 86 bytes the generic headers are parsed from (128 bytes).
 var p4Frame = estimate.Frame(estimate.FrameSpec{Src: "198.18.0.10", Dst: "198.18.1.1", Sport: 1234, Dport: 5678, Size: 128})
@@ -61,12 +72,15 @@ var p4Frame = estimate.Frame(estimate.FrameSpec{Src: "198.18.0.10", Dst: "198.18
 type p4Case struct {
 	name  string
 	parse string // headers extracted, in struct order: "eth ip udp a8"
-	meta  int    // extra bit<64> metadata fields (state size)
-	decls string // ingress declarations (tables, actions)
-	body  string // ingress statements
-	csum  string // compute checksum body
-	ver   string // verify checksum body
-	emit  string // deparser body ("" emits h)
+	// declare are headers declared besides the ones parsed and used
+	// (never valid: state, and headers the deparser checks for nothing).
+	declare string
+	meta    int    // extra bit<64> metadata fields (state size)
+	decls   string // ingress declarations (tables, actions)
+	body    string // ingress statements
+	csum    string // compute checksum body
+	ver     string // verify checksum body
+	emit    string // deparser body ("" emits h)
 	// path selects the measured path (p4path.Select) when the program has
 	// several; "" takes the typical one.
 	path    string
@@ -88,12 +102,28 @@ func (c p4Case) source() string {
 	for i := 0; i < c.meta; i++ {
 		fmt.Fprintf(&meta, "bit<64> pad%d; ", i)
 	}
+	code := c.parse + " " + c.declare + " " + c.decls + " " + c.body + " " + c.csum + " " + c.ver
+	var hdrs strings.Builder
+	for _, h := range headerTypes {
+		if strings.Contains(" "+c.parse+" "+c.declare+" ", " "+h.name+" ") || strings.Contains(code, "h."+h.name+".") || strings.Contains(code, "h."+h.name+")") {
+			fmt.Fprintf(&hdrs, "%s %s; ", h.typ, h.name)
+		}
+	}
+	if hdrs.Len() == 0 {
+		hdrs.WriteString("eth_t eth; ")
+	}
+	var externs strings.Builder
+	for _, e := range externDecls {
+		if strings.Contains(code, e.use) {
+			externs.WriteString(e.decl + " ")
+		}
+	}
 	emit := c.emit
 	if emit == "" {
 		emit = "p.emit(h);"
 	}
-	return strings.NewReplacer("PARSE", parse.String(), "META", meta.String(), "DECLS", c.decls, "BODY", c.body,
-		"CSUM", c.csum, "VERIFY", c.ver, "EMIT", emit).Replace(p4Template)
+	return strings.NewReplacer("HEADERS", hdrs.String(), "PARSE", parse.String(), "META", meta.String(), "EXTERNS", externs.String(),
+		"DECLS", c.decls, "BODY", c.body, "CSUM", c.csum, "VERIFY", c.ver, "EMIT", emit).Replace(p4Template)
 }
 
 const l3 = "eth ip udp"
@@ -143,6 +173,8 @@ func fill(p *rt.Program, table, field, kind string, n int) error {
 }
 
 const (
+	// idx picks a cell by the source address (externs' index)
+	idx        = "m.idx = (bit<32>)h.ip.src[7:0]; "
 	ipv4Fields = "{h.ip.version, h.ip.ihl, h.ip.tos, h.ip.len, h.ip.id, h.ip.flags, h.ip.frag, h.ip.ttl, h.ip.proto, h.ip.src, h.ip.dst}"
 	tuple      = "{h.ip.src, h.ip.dst, h.ip.proto, h.udp.sport, h.udp.dport}"
 )
@@ -162,8 +194,9 @@ func p4Cases() []p4Case {
 		{name: "no header, forwarded", anchor: true},
 		{name: "no header, dropped", body: "mark_to_drop(sm);"},
 		{name: "no header, punted to the CPU port", body: "sm.egress_spec = 510;"},
-		{name: "state: +64 bytes of metadata", meta: 8},
 		{name: "state: +256 bytes of metadata", meta: 32},
+		{name: "state: 4 headers declared, never valid (+132 bytes)", declare: "u1 u2 u3 u4"},
+		{name: "parse Ethernet, IPv4, UDP; 4 headers declared, never valid", parse: l3, declare: "u1 u2 u3 u4"},
 		// headers parsed (each emitted back where it was)
 		{name: "parse Ethernet", parse: "eth"},
 		{name: "parse Ethernet, IPv4", parse: "eth ip"},
@@ -239,10 +272,10 @@ func p4Cases() []p4Case {
 			body:  "t.apply();", path: "t=fwd",
 			entries: func(p *rt.Program) error { return add(p, "I.t", 0, "h.ip.dst", "198.18.1.1") }},
 		// externs
-		{name: "register read", parse: l3, body: "r.read(m.v, m.idx); h.ip.id = m.v[15:0];"},
-		{name: "register write", parse: l3, body: "r.write(m.idx, (bit<32>)h.ip.ttl);"},
-		{name: "counter", parse: l3, body: "c.count(m.idx);"},
-		{name: "meter", parse: l3, body: "mt.execute_meter(m.idx, m.color); h.ip.tos = (bit<8>)m.color;", meter: "I.mt"},
+		{name: "register read", parse: l3, body: idx + "r.read(m.v, m.idx); h.ip.id = m.v[15:0];"},
+		{name: "register write", parse: l3, body: idx + "r.write(m.idx, (bit<32>)h.ip.ttl);"},
+		{name: "counter", parse: l3, body: idx + "c.count(m.idx);"},
+		{name: "meter", parse: l3, body: idx + "mt.execute_meter(m.idx, m.color); h.ip.tos = (bit<8>)m.color;", meter: "I.mt"},
 		{name: "hash crc16 over 13 bytes", parse: l3, body: "hash(m.v, HashAlgorithm.crc16, 32w0, " + tuple + ", 32w65536); h.ip.id = m.v[15:0];"},
 		{name: "hash crc32 over 13 bytes", parse: l3, body: "hash(m.v, HashAlgorithm.crc32, 32w0, " + tuple + ", 64w0x100000000); h.ip.id = m.v[15:0];"},
 		{name: "hash crc32 over 26 bytes", parse: l3, body: "hash(m.v, HashAlgorithm.crc32, 32w0, {h.ip.src, h.ip.dst, h.ip.proto, h.udp.sport, h.udp.dport, h.ip.dst, h.ip.src, h.ip.ttl, h.udp.len, h.udp.csum}, 64w0x100000000); h.ip.id = m.v[15:0];"},
@@ -250,8 +283,10 @@ func p4Cases() []p4Case {
 		{name: "random", parse: l3, body: "random(m.v, 32w0, 32w999); h.ip.id = m.v[15:0];"},
 		{name: "digest", parse: l3, body: "digest<D5>(32w1, " + tuple + ");"},
 		{name: "clone (session not configured)", parse: l3, body: "clone(CloneType.I2E, 32w1);"},
+		{name: "a clone never taken (the program can copy)", parse: l3, body: "if (!h.ip.isValid()) { clone(CloneType.I2E, 32w1); }"},
+		{name: "multicast never taken (the program can copy)", parse: l3, body: "if (!h.udp.isValid()) { sm.mcast_grp = 1; }"},
 		{name: "ingress_global_timestamp", parse: l3, body: "h.ip.id = sm.ingress_global_timestamp[15:0];"},
-		{name: "@atomic register read-modify-write", parse: l3, body: "@atomic { r.read(m.v, m.idx); r.write(m.idx, m.v + 1); }"},
+		{name: "@atomic register read-modify-write", parse: l3, body: idx + "@atomic { r.read(m.v, m.idx); r.write(m.idx, m.v + 1); }"},
 		// checksums
 		{name: "update_checksum over IPv4 (20 bytes)", parse: l3, body: "h.ip.ttl = h.ip.ttl - 1;", anchor: true,
 			csum: "update_checksum(h.ip.isValid(), " + ipv4Fields + ", h.ip.csum, HashAlgorithm.csum16);"},

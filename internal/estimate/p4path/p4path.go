@@ -235,7 +235,8 @@ func compareKey(a, b [4]int) int {
 // comma- or space-separated conditions: a header name ("ipv4") for each
 // header the parser extracted (all of them: the set must be exact),
 // TABLE=hit, TABLE=miss or TABLE=ACTION for table outcomes (tables by
-// local or full name), and verdict=send|drop|punt.
+// local or full name), @LINE=true|false for a condition the path could not
+// decide (the if at that line of the program), and verdict=send|drop|punt.
 func (pr *Program) Select(spec string) ([]*Path, error) {
 	spec = strings.TrimSpace(spec)
 	if spec == "" {
@@ -250,6 +251,7 @@ func (pr *Program) Select(spec string) ([]*Path, error) {
 	}
 	var headers []string
 	tables := map[string]string{}
+	branches := map[string]string{}
 	verdict := ""
 	for _, tok := range strings.FieldsFunc(spec, func(r rune) bool { return r == ',' || r == ' ' || r == ';' }) {
 		k, v, ok := strings.Cut(tok, "=")
@@ -261,6 +263,11 @@ func (pr *Program) Select(spec string) ([]*Path, error) {
 				return nil, fmt.Errorf("--path: verdict=%s: want send, drop or punt", v)
 			}
 			verdict = v
+		case strings.HasPrefix(k, "@"):
+			if v != "true" && v != "false" {
+				return nil, fmt.Errorf("--path: %s=%s: want true or false", k, v)
+			}
+			branches[k] = v
 		default:
 			tables[k] = v
 		}
@@ -280,7 +287,7 @@ func (pr *Program) Select(spec string) ([]*Path, error) {
 	}
 	var out []*Path
 	for _, p := range pr.Paths {
-		if matches(p, headers, tables, verdict) {
+		if matches(p, headers, tables, verdict) && takes(p, branches) {
 			out = append(out, p)
 		}
 	}
@@ -288,6 +295,22 @@ func (pr *Program) Select(spec string) ([]*Path, error) {
 		return nil, fmt.Errorf("--path %q: no path of the program matches (`--all` lists them)", spec)
 	}
 	return out, nil
+}
+
+// takes reports whether p decided the conditions at the given lines so.
+func takes(p *Path, branches map[string]string) bool {
+	for line, v := range branches {
+		found := false
+		for _, s := range p.Steps {
+			if strings.Contains(s, " "+line+") "+v) {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
 
 func matches(p *Path, headers []string, tables map[string]string, verdict string) bool {

@@ -11,7 +11,8 @@ const (
 	TermDrop = "p4.drop" // dropped by ingress or egress
 	TermPunt = "p4.punt" // sent to the CPU port (the slow path)
 
-	TermStateByte = "p4.state.byte" // per byte of per-packet state reset (headers, metadata)
+	TermStateByte  = "p4.state.byte" // per byte of per-packet state reset (headers, metadata)
+	TermReplicates = "p4.replicates" // the program can copy packets (clone, resubmit, recirculate, multicast): its pipeline keeps the replication state
 
 	TermParseHeader = "p4.parse.header" // per header extracted
 	TermParseByte   = "p4.parse.byte"   // per byte extracted
@@ -48,6 +49,7 @@ const (
 	TermCsum     = "p4.checksum.csum16"      // update_checksum / verify_checksum with csum16
 	TermCsumByte = "p4.checksum.csum16.byte" // per byte summed
 
+	TermDeparseCheck  = "p4.deparse.check"       // per header the deparser names (valid or not)
 	TermDeparseHeader = "p4.deparse.header"      // per header emitted
 	TermDeparseField  = "p4.deparse.field"       // per field written back into a header still where it was parsed
 	TermDeparseByte   = "p4.deparse.moved_byte"  // per byte of a header added or moved (written whole)
@@ -60,6 +62,7 @@ var Terms = []struct{ Name, Doc string }{
 	{TermDrop, "the same, the packet dropped by ingress or egress"},
 	{TermPunt, "the same, the packet sent to the CPU port (slow path)"},
 	{TermStateByte, "per byte of per-packet state (headers, metadata) reset for each packet"},
+	{TermReplicates, "a program that can copy packets (clone, resubmit, recirculate, multicast), on every packet: the replication state it keeps"},
 	{TermParseHeader, "per header extracted by the parser"},
 	{TermParseByte, "per byte extracted by the parser"},
 	{TermStmt, "per statement executed (assignment, condition, simple call)"},
@@ -90,6 +93,7 @@ var Terms = []struct{ Name, Doc string }{
 	{TermClone, "clone, resubmit, recirculate or multicast (the replication path)"},
 	{TermCsum, "checksum update or verification (csum16)"},
 	{TermCsumByte, "per byte of a checksummed field list"},
+	{TermDeparseCheck, "per header the deparser names, valid or not (its validity checked)"},
 	{TermDeparseHeader, "per header emitted"},
 	{TermDeparseField, "per field written back into a header where it was parsed"},
 	{TermDeparseByte, "per byte of a header added or moved"},

@@ -114,20 +114,21 @@ func (s *state) stmt() { s.use(TermStmt, 1, s.owner) }
 
 // walker enumerates the paths of one program.
 type walker struct {
-	prog      *ir.Program
-	info      *sema.Info
-	opt       Options
-	hType     *sema.Struct
-	mType     *sema.Struct
-	smType    *sema.Struct
-	parser    *sema.Parser
-	controls  []*sema.Control // verify, ingress, egress, compute, deparser
-	stateB    int
-	mayChange map[string]map[string]bool // header (stack index *) → fields written outside the parser ("*": all)
-	tsIngress bool
-	tsEgress  bool
-	cpuPort   int64
-	loopCap   int
+	prog       *ir.Program
+	info       *sema.Info
+	opt        Options
+	hType      *sema.Struct
+	mType      *sema.Struct
+	smType     *sema.Struct
+	parser     *sema.Parser
+	controls   []*sema.Control // verify, ingress, egress, compute, deparser
+	stateB     int
+	mayChange  map[string]map[string]bool // header (stack index *) → fields written outside the parser ("*": all)
+	tsIngress  bool
+	tsEgress   bool
+	replicates bool // the program can copy packets
+	cpuPort    int64
+	loopCap    int
 
 	paths     []*Path
 	seenPaths map[string]bool
@@ -269,6 +270,13 @@ func (w *walker) scanProgram() {
 				}
 			}
 			if c, ok := x.(*syntax.Call); ok {
+				if cr := w.info.Calls[c]; cr != nil && cr.Kind == sema.CallExternFunc {
+					switch cr.Method {
+					case "clone", "clone3", "clone_preserving_field_list", "resubmit", "resubmit_preserving_field_list",
+						"recirculate", "recirculate_preserving_field_list":
+						w.replicates = true
+					}
+				}
 				if cr := w.info.Calls[c]; cr != nil && cr.Proto != nil {
 					for i, a := range c.Args {
 						if i < len(cr.Proto.Params) && a.Value != nil && (cr.Proto.Params[i].Dir == "out" || cr.Proto.Params[i].Dir == "inout") {
@@ -286,6 +294,9 @@ func (w *walker) scanProgram() {
 		for _, s := range ss {
 			switch x := s.(type) {
 			case *syntax.AssignStmt:
+				if w.canonStatic(x.LHS) == "standard_metadata.mcast_grp" {
+					w.replicates = true
+				}
 				w.written(x.LHS)
 				expr(x.LHS)
 				expr(x.RHS)
@@ -618,6 +629,9 @@ func (w *walker) finish(st *state) {
 	uses := append([]estimate.Use{{Term: verdictTerm, N: 1, What: what}, {Term: TermStateByte, N: float64(w.stateB), What: fmt.Sprintf("per-packet state reset (%d bytes)", w.stateB)}}, st.uses...)
 	if st.mcast && st.verdict == "send" {
 		uses = append(uses, estimate.Use{Term: TermClone, N: 1, What: "multicast (replication)"})
+	}
+	if w.replicates {
+		uses = append(uses, estimate.Use{Term: TermReplicates, N: 1, What: "replication state (the program can copy packets)"})
 	}
 	p := &Path{Parser: st.parser, Valid: st.order, Tables: st.tables, Steps: st.steps, Verdict: st.verdict, Uses: uses}
 	distinct := map[string]bool{}
@@ -1649,6 +1663,9 @@ func (w *walker) deparse(st *state) {
 		}
 		out = append(out, em{n, h})
 		total += h.bytes
+	}
+	if n := len(st.emitted); n > 0 {
+		st.use(TermDeparseCheck, float64(n), fmt.Sprintf("deparser: %d %s checked", n, plural(n, "header", "headers")))
 	}
 	delta := st.off - total
 	o := 0

@@ -27,8 +27,9 @@ func init() {
 			{Name: termLength, Doc: "per IPv4 prefix length in use in a blacklist (a probe each)"},
 			{Name: termDetect, Doc: "rate or port-scan detection on (per-source state updated)"},
 		},
-		Uses:  costUses,
-		Cases: costCases,
+		Uses:    costUses,
+		Cases:   func(datapath.Hook) []estimate.Case { return costCases(false) },
+		Holdout: func(datapath.Hook) []estimate.Case { return costCases(true) },
 	})
 }
 
@@ -63,7 +64,7 @@ func costUses(_ *estimate.Profile, c *cube.Cube, _ string) ([]estimate.Use, []st
 
 // costCases: empty blacklists; 1,000 source addresses (one length); 1,000
 // source prefixes of 8 lengths and as many destinations; rate detection.
-func costCases(datapath.Hook) []estimate.Case {
+func costCases(holdout bool) []estimate.Case {
 	frame := estimate.Frame(estimate.FrameSpec{Src: "198.18.0.10", Dst: "198.18.1.1", Sport: 1234, Dport: 5678})
 	mk := func(name string, cfg *Config, src, dst []string) estimate.Case {
 		c := &cube.Cube{Name: "dd", Type: "ddos", Tables: map[string]map[string]json.RawMessage{}}
@@ -88,6 +89,13 @@ func costCases(datapath.Hook) []estimate.Case {
 			out = append(out, netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i / 256), byte(i), 1}), l).Masked().String())
 		}
 		return out
+	}
+	if holdout {
+		return []estimate.Case{
+			mk("100 source addresses, 50 destination prefixes of 3 lengths", nil, prefixes(100, 1), prefixes(50, 3)),
+			mk("port-scan detection", &Config{Scan: &ScanConfig{DistinctPorts: 1000}}, nil, nil),
+			mk("rate detection, 1,000 source prefixes of 4 lengths", &Config{Rate: &RateConfig{Threshold: 1 << 30}}, prefixes(1000, 4), nil),
+		}
 	}
 	return []estimate.Case{
 		mk("empty blacklists", nil, nil, nil),

@@ -28,8 +28,9 @@ func init() {
 			{Name: termClassify, Doc: "a packet the classifier judges (first of a connection, or untracked)"},
 			{Name: termWord, Doc: "per 64 rules of the chain the classifier runs"},
 		},
-		Uses:  costUses,
-		Cases: costCases,
+		Uses:    costUses,
+		Cases:   func(datapath.Hook) []estimate.Case { return costCases(false) },
+		Holdout: func(datapath.Hook) []estimate.Case { return costCases(true) },
 	})
 }
 
@@ -49,7 +50,7 @@ func costUses(p *estimate.Profile, c *cube.Cube, _ string) ([]estimate.Use, []st
 // costCases: a tracked UDP flow with 10 and 1,000 rules; untracked TCP
 // segments (an ACK of no connection: invalid) judged by chains of 10,
 // 1,000 and 10,000 rules, none matching.
-func costCases(datapath.Hook) []estimate.Case {
+func costCases(holdout bool) []estimate.Case {
 	mk := func(name string, rules int, frame []byte, untracked bool) estimate.Case {
 		c := &cube.Cube{Name: "fw", Type: "firewall", Tables: map[string]map[string]json.RawMessage{"ingress": {}}}
 		for i := 0; i < rules; i++ {
@@ -64,6 +65,14 @@ func costCases(datapath.Hook) []estimate.Case {
 	}
 	udp := estimate.Frame(estimate.FrameSpec{Src: "198.18.0.10", Dst: "198.18.1.1", Sport: 1234, Dport: 53})
 	ack := estimate.Frame(estimate.FrameSpec{Proto: "tcp", TCPFlags: "A", Src: "198.18.0.10", Dst: "198.18.1.1", Sport: 40000, Dport: 80})
+	if holdout {
+		syn := estimate.Frame(estimate.FrameSpec{Proto: "tcp", TCPFlags: "SA", Src: "198.18.0.10", Dst: "198.18.1.1", Sport: 40000, Dport: 80})
+		return []estimate.Case{
+			mk("tracked UDP flow, 100 rules", 100, udp, false),
+			mk("tracked UDP flow, 5,000 rules", 5000, udp, false),
+			mk("untracked TCP, 300 rules", 300, syn, true),
+		}
+	}
 	return []estimate.Case{
 		mk("tracked UDP flow, 10 rules", 10, udp, false),
 		mk("tracked UDP flow, 1,000 rules", 1000, udp, false),

@@ -24,8 +24,9 @@ func init() {
 			{Name: termNAT, Doc: "a packet of a known flow to a NAT-mode service"},
 			{Name: termDSR, Doc: "a packet of a known flow to a DSR-mode service"},
 		},
-		Uses:  costUses,
-		Cases: costCases,
+		Uses:    costUses,
+		Cases:   func(datapath.Hook) []estimate.Case { return costCases(false) },
+		Holdout: func(datapath.Hook) []estimate.Case { return costCases(true) },
 	})
 }
 
@@ -49,12 +50,15 @@ func costUses(_ *estimate.Profile, c *cube.Cube, _ string) ([]estimate.Use, []st
 }
 
 // costCases: a TCP flow to a service in each mode, 2 and 16 backends.
-func costCases(datapath.Hook) []estimate.Case {
+func costCases(holdout bool) []estimate.Case {
 	mk := func(mode string, n int) estimate.Case {
 		c := &cube.Cube{Name: "lb1", Type: "lb",
 			Ports:  []cube.Port{{Name: "front", Index: 0, MAC: "02:00:00:00:0f:00", Addresses: []string{"198.18.1.1/24"}}, {Name: "back", Index: 1}},
 			Tables: map[string]map[string]json.RawMessage{"services": {}}}
 		s := Service{VIP: "198.18.9.100", Protocol: "tcp", Port: 80, Mode: mode, TableSize: 251}
+		if n > 16 {
+			s.TableSize = 1021
+		}
 		for i := 0; i < n; i++ {
 			w := uint32(1)
 			s.Backends = append(s.Backends, Backend{Name: fmt.Sprintf("be%d", i+1), Address: fmt.Sprintf("198.18.2.%d", 11+i),
@@ -64,6 +68,9 @@ func costCases(datapath.Hook) []estimate.Case {
 		return estimate.Case{Name: fmt.Sprintf("%s mode, %d backends", mode, n), Cube: c, InPort: "front",
 			Frame: estimate.Frame(estimate.FrameSpec{Proto: "tcp", TCPFlags: "A", SrcMAC: "02:00:00:00:00:01", DstMAC: "02:00:00:00:0f:00",
 				Src: "198.18.1.2", Dst: "198.18.9.100", Sport: 40000, Dport: 80})}
+	}
+	if holdout {
+		return []estimate.Case{mk("nat", 4), mk("dsr", 8), mk("dsr", 32)}
 	}
 	return []estimate.Case{mk("nat", 2), mk("dsr", 2), mk("nat", 16)}
 }

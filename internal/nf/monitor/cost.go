@@ -20,5 +20,9 @@ func init() {
 			return []estimate.Case{{Name: "UDP, ingress", Cube: &cube.Cube{Name: "mon", Type: "monitor"}, Dir: datapath.Ingress,
 				Frame: estimate.Frame(estimate.FrameSpec{Src: "198.18.0.10", Dst: "198.18.1.1", Sport: 1, Dport: 2})}}
 		},
+		Holdout: func(datapath.Hook) []estimate.Case {
+			return []estimate.Case{{Name: "TCP, egress", Cube: &cube.Cube{Name: "mon", Type: "monitor"}, Dir: datapath.Egress,
+				Frame: estimate.Frame(estimate.FrameSpec{Proto: "tcp", TCPFlags: "A", Src: "198.18.0.10", Dst: "198.18.1.1", Sport: 1, Dport: 2, Size: 128})}}
+		},
 	})
 }

@@ -22,13 +22,14 @@ func init() {
 			return []estimate.Use{{Term: termTranslate, N: 1, What: "nat: session, rewrite"}},
 				[]string{"a flow's first packet also picks a port and opens the session"}, nil
 		},
-		Cases: costCases,
+		Cases:   func(datapath.Hook) []estimate.Case { return costCases(false) },
+		Holdout: func(datapath.Hook) []estimate.Case { return costCases(true) },
 	})
 }
 
 // costCases: an outbound UDP flow translated by an SNAT rule, with 1 and
 // 100 rules.
-func costCases(datapath.Hook) []estimate.Case {
+func costCases(holdout bool) []estimate.Case {
 	mk := func(rules int) estimate.Case {
 		c := &cube.Cube{Name: "nat", Type: "nat", Tables: map[string]map[string]json.RawMessage{"snat": {}}}
 		for i := 0; i < rules; i++ {
@@ -44,6 +45,9 @@ func costCases(datapath.Hook) []estimate.Case {
 		}
 		return estimate.Case{Name: name, Cube: c, Dir: datapath.Egress,
 			Frame: estimate.Frame(estimate.FrameSpec{Src: "198.18.0.10", Dst: "198.19.9.9", Sport: 40000, Dport: 53})}
+	}
+	if holdout {
+		return []estimate.Case{mk(10), mk(500)}
 	}
 	return []estimate.Case{mk(1), mk(100)}
 }

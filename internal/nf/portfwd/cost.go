@@ -21,8 +21,9 @@ func init() {
 			{Name: termForward, Doc: "a packet forwarded by its in-port's rule"},
 			{Name: termRewrite, Doc: "rewriting its MAC addresses"},
 		},
-		Uses:  costUses,
-		Cases: costCases,
+		Uses:    costUses,
+		Cases:   func(datapath.Hook) []estimate.Case { return costCases(false) },
+		Holdout: func(datapath.Hook) []estimate.Case { return costCases(true) },
 	})
 }
 
@@ -41,11 +42,15 @@ func costUses(_ *estimate.Profile, c *cube.Cube, _ string) ([]estimate.Use, []st
 	return uses, nil, nil
 }
 
-func costCases(datapath.Hook) []estimate.Case {
+// costCases are the calibration cases, or with holdout others.
+func costCases(holdout bool) []estimate.Case {
 	mk := func(name string, rule Rule) estimate.Case {
 		c := &cube.Cube{Name: "pf", Type: "portfwd", Ports: []cube.Port{{Name: "p0", Index: 0}, {Name: "p1", Index: 1}},
 			Tables: map[string]map[string]json.RawMessage{"rules": {"p0": estimate.Row(rule)}}}
 		return estimate.Case{Name: name, Cube: c, InPort: "p0", Frame: estimate.Frame(estimate.FrameSpec{Src: "198.18.0.10", Dst: "198.18.1.1", Sport: 1, Dport: 2})}
+	}
+	if holdout {
+		return []estimate.Case{mk("forward, destination MAC rewritten", Rule{InPort: "p0", Action: "forward", OutPort: "p1", DstMAC: "02:00:00:00:0a:09"})}
 	}
 	return []estimate.Case{
 		mk("forward", Rule{InPort: "p0", Action: "forward", OutPort: "p1"}),

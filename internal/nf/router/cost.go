@@ -26,8 +26,9 @@ func init() {
 			{Name: termLPM, Doc: "a forwarded packet looked up in the LPM table (route cache off)"},
 			{Name: termLog2, Doc: "per log2(routes+1) of that lookup"},
 		},
-		Uses:  costUses,
-		Cases: costCases,
+		Uses:    costUses,
+		Cases:   costCases,
+		Holdout: costHoldout,
 	})
 }
 
@@ -54,32 +55,42 @@ func costUses(_ *estimate.Profile, c *cube.Cube, _ string) ([]estimate.Use, []st
 		[]string{fmt.Sprintf("route cache on: %d routes cost the first packet to each destination an LPM lookup, the others none", n)}, nil
 }
 
+// costCase is a router forwarding to 198.19.0.0/16 among routes routes.
+func costCase(name string, routes int, noCache bool) estimate.Case {
+	c := &cube.Cube{Name: "r1", Type: "router",
+		Ports: []cube.Port{
+			{Name: "p0", Index: 0, MAC: "02:00:00:00:aa:00", Addresses: []string{"198.18.0.1/24"}},
+			{Name: "p1", Index: 1, MAC: "02:00:00:00:aa:01", Addresses: []string{"198.18.1.1/24"}},
+		},
+		Tables: map[string]map[string]json.RawMessage{"routes": {}, "arp": {}}}
+	if noCache {
+		c.Config = json.RawMessage(`{"disable_route_cache":true}`)
+	}
+	c.SetRow("arp", "198.18.1.2", estimate.Row(Neighbor{IP: "198.18.1.2", MAC: "02:00:00:00:00:11"}))
+	c.SetRow("routes", "198.19.0.0/16", estimate.Row(Route{Prefix: "198.19.0.0/16", NextHop: "198.18.1.2"}))
+	for i := 1; i < routes; i++ {
+		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 8), byte(i), 0}), 24).String()
+		c.SetRow("routes", p, estimate.Row(Route{Prefix: p, NextHop: "198.18.1.2"}))
+	}
+	return estimate.Case{Name: name, Cube: c, InPort: "p0",
+		Frame: estimate.Frame(estimate.FrameSpec{DstMAC: "02:00:00:00:aa:00", Src: "198.18.0.10", Dst: "198.19.0.1", Sport: 1234, Dport: 5678})}
+}
+
 // costCases: one route and 1,000, with and without the route cache.
 func costCases(datapath.Hook) []estimate.Case {
-	mk := func(name string, routes int, noCache bool) estimate.Case {
-		c := &cube.Cube{Name: "r1", Type: "router",
-			Ports: []cube.Port{
-				{Name: "p0", Index: 0, MAC: "02:00:00:00:aa:00", Addresses: []string{"198.18.0.1/24"}},
-				{Name: "p1", Index: 1, MAC: "02:00:00:00:aa:01", Addresses: []string{"198.18.1.1/24"}},
-			},
-			Tables: map[string]map[string]json.RawMessage{"routes": {}, "arp": {}}}
-		if noCache {
-			c.Config = json.RawMessage(`{"disable_route_cache":true}`)
-		}
-		c.SetRow("arp", "198.18.1.2", estimate.Row(Neighbor{IP: "198.18.1.2", MAC: "02:00:00:00:00:11"}))
-		c.SetRow("routes", "198.19.0.0/16", estimate.Row(Route{Prefix: "198.19.0.0/16", NextHop: "198.18.1.2"}))
-		for i := 1; i < routes; i++ {
-			p := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 8), byte(i), 0}), 24).String()
-			c.SetRow("routes", p, estimate.Row(Route{Prefix: p, NextHop: "198.18.1.2"}))
-		}
-		return estimate.Case{Name: name, Cube: c, InPort: "p0",
-			Frame: estimate.Frame(estimate.FrameSpec{DstMAC: "02:00:00:00:aa:00", Src: "198.18.0.10", Dst: "198.19.0.1", Sport: 1234, Dport: 5678})}
-	}
 	return []estimate.Case{
-		mk("1 route, route cache", 1, false),
-		mk("1 route, no route cache", 1, true),
-		mk("64 routes, no route cache", 64, true),
-		mk("1,000 routes, no route cache", 1000, true),
-		mk("1,000 routes, route cache", 1000, false),
+		costCase("1 route, route cache", 1, false),
+		costCase("1 route, no route cache", 1, true),
+		costCase("64 routes, no route cache", 64, true),
+		costCase("1,000 routes, no route cache", 1000, true),
+		costCase("1,000 routes, route cache", 1000, false),
+	}
+}
+
+func costHoldout(datapath.Hook) []estimate.Case {
+	return []estimate.Case{
+		costCase("10 routes, route cache", 10, false),
+		costCase("300 routes, no route cache", 300, true),
+		costCase("5,000 routes, no route cache", 5000, true),
 	}
 }

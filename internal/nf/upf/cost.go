@@ -31,8 +31,13 @@ func init() {
 			{Name: termDownlink, Doc: "a downlink packet encapsulated to its gNB on n3 (UE lookup, PDR, FAR, QER, URR)"},
 			{Name: termSessions, Doc: "per log2(sessions+1) of the lookups"},
 		},
-		Uses:  costUses,
-		Cases: costCases,
+		Uses: costUses,
+		Cases: func(datapath.Hook) []estimate.Case {
+			return []estimate.Case{costCase("uplink", 1), costCase("uplink", 1000), costCase("downlink", 1), costCase("downlink", 1000)}
+		},
+		Holdout: func(datapath.Hook) []estimate.Case {
+			return []estimate.Case{costCase("uplink", 100), costCase("downlink", 100), costCase("downlink", 5000)}
+		},
 	})
 }
 
@@ -105,29 +110,25 @@ func costNeighbours(h cube.Handle) error {
 	return nil
 }
 
-// costCases: uplink and downlink, 1 and 1,000 sessions (the last UE's
-// traffic).
-func costCases(datapath.Hook) []estimate.Case {
-	mk := func(dir string, n int) estimate.Case {
-		ue := netip.AddrFrom4([4]byte{198, 19, byte((n - 1) >> 8), byte(n - 1)}).String()
-		inner := estimate.Frame(estimate.FrameSpec{Src: ue, Dst: "198.51.100.7", Sport: 4000, Dport: 53, Size: 64})[14:]
-		name := fmt.Sprintf("%s, %d sessions", dir, n)
-		if n == 1 {
-			name = dir + ", 1 session"
-		}
-		cs := estimate.Case{Name: name, Cube: costCube(n), Setup: costNeighbours}
-		if dir == "uplink" {
-			g := []byte{0x34, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x85, 1, 0x10, 9, 0}
-			binary.BigEndian.PutUint32(g[4:], uint32(0x100+n-1))
-			binary.BigEndian.PutUint16(g[2:], uint16(len(g)-8+len(inner)))
-			cs.InPort = "n3"
-			cs.Frame = estimate.Frame(estimate.FrameSpec{SrcMAC: costGNBMAC, DstMAC: "02:00:00:00:00:99", Src: costGNB, Dst: "198.18.1.1",
-				Sport: 2152, Dport: 2152, Payload: append(g, inner...)})
-			return cs
-		}
-		cs.InPort = "n6"
-		cs.Frame = estimate.Frame(estimate.FrameSpec{SrcMAC: costDNMAC, DstMAC: "02:00:00:00:00:99", Src: "198.51.100.7", Dst: ue, Sport: 53, Dport: 4000})
+// costCase is the last UE's traffic in direction dir, among n sessions.
+func costCase(dir string, n int) estimate.Case {
+	ue := netip.AddrFrom4([4]byte{198, 19, byte((n - 1) >> 8), byte(n - 1)}).String()
+	inner := estimate.Frame(estimate.FrameSpec{Src: ue, Dst: "198.51.100.7", Sport: 4000, Dport: 53, Size: 64})[14:]
+	name := fmt.Sprintf("%s, %d sessions", dir, n)
+	if n == 1 {
+		name = dir + ", 1 session"
+	}
+	cs := estimate.Case{Name: name, Cube: costCube(n), Setup: costNeighbours}
+	if dir == "uplink" {
+		g := []byte{0x34, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x85, 1, 0x10, 9, 0}
+		binary.BigEndian.PutUint32(g[4:], uint32(0x100+n-1))
+		binary.BigEndian.PutUint16(g[2:], uint16(len(g)-8+len(inner)))
+		cs.InPort = "n3"
+		cs.Frame = estimate.Frame(estimate.FrameSpec{SrcMAC: costGNBMAC, DstMAC: "02:00:00:00:00:99", Src: costGNB, Dst: "198.18.1.1",
+			Sport: 2152, Dport: 2152, Payload: append(g, inner...)})
 		return cs
 	}
-	return []estimate.Case{mk("uplink", 1), mk("uplink", 1000), mk("downlink", 1), mk("downlink", 1000)}
+	cs.InPort = "n6"
+	cs.Frame = estimate.Frame(estimate.FrameSpec{SrcMAC: costDNMAC, DstMAC: "02:00:00:00:00:99", Src: "198.51.100.7", Dst: ue, Sport: 53, Dport: 4000})
+	return cs
 }
