@@ -124,7 +124,7 @@ func Run(ctx context.Context, c Config) (*Results, error) {
 		}
 	} else {
 		c.Log("preparing the calibration (xdp)")
-		if sess, err = calibrate.Prepare(ctx, meter, calibrate.Options{Short: c.Quick, Log: c.Log}); err != nil {
+		if sess, err = calibrate.Prepare(ctx, meter, calibrate.Options{Short: c.Quick, Rounds: c.Rounds, Repeat: c.Repeat, Log: c.Log}); err != nil {
 			return nil, err
 		}
 		defer sess.Close()
@@ -330,7 +330,11 @@ func loadExample(ctx context.Context, dp *datapath.Datapath, slot uint32, meter 
 			return fmt.Errorf("line %d: %w", c.Line, err)
 		}
 	}
-	if v, err := meter.Verdict(pc.Entry, pkt.Data); err != nil || v != sent { // (checked on the .stf's own bytes)
+	frame := pkt.Data
+	if len(frame) < 60 { // as on a wire: padded to the minimum frame
+		frame = append(append([]byte(nil), frame...), make([]byte, 60-len(frame))...)
+	}
+	if v, err := meter.Verdict(pc.Entry, frame); err != nil || v != sent {
 		return fmt.Errorf("the packet was not forwarded (verdict %d, %v)", v, err)
 	}
 	pr, err := p4path.Enumerate(pc.Result.Program, p4path.Options{Entries: pc.Entries()})
@@ -347,10 +351,6 @@ func loadExample(ctx context.Context, dp *datapath.Datapath, slot uint32, meter 
 			return fmt.Errorf("path %q: %d paths match", ex.path, len(paths))
 		}
 		id = paths[0].ID
-	}
-	frame := pkt.Data
-	if len(frame) < 60 { // as on a wire: padded to the minimum frame
-		frame = append(append([]byte(nil), frame...), make([]byte, 60-len(frame))...)
 	}
 	p.item = measure.Item{Name: ex.file, Prog: pc.Entry, Frame: frame}
 	p.estimate = func(prof *estimate.Profile) (float64, string, error) {

@@ -1,6 +1,7 @@
 // Command accuracy checks the cost estimator against measurements on this
-// machine and writes the section of docs/performance.md that reports it
-// (make bench runs it before the report):
+// machine and writes the section of docs/performance.md that reports it,
+// and the P4 extern cost table from the same run's calibration (make bench
+// runs it before the report):
 //
 //	go run ./bench/cmd/accuracy -o bench/results/estimate-accuracy.md
 //	go run ./bench/cmd/accuracy -quick -o /tmp/acc.md   # short calibration, fewer rounds
@@ -24,6 +25,7 @@ import (
 
 func main() {
 	out := flag.String("o", "bench/results/estimate-accuracy.md", "markdown section to write (JSON beside it)")
+	externs := flag.String("externs", "bench/results/p4-extern-cost.md", "the P4 extern cost table, from the run's calibration (\"\": not written; nor with -profile)")
 	quick := flag.Bool("quick", false, "short calibration, fewer rounds")
 	profile := flag.String("profile", "", "use this profile instead of calibrating in the run")
 	rounds := flag.Int("rounds", 0, "interleaved rounds (default 21, quick 5)")
@@ -42,6 +44,12 @@ func main() {
 	if err := os.WriteFile(*out, []byte(res.Markdown()), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, "accuracy:", err)
 		os.Exit(1)
+	}
+	if *externs != "" && *profile == "" {
+		if err := os.WriteFile(*externs, []byte(accuracy.ExternTable(res.Costs)), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "accuracy:", err)
+			os.Exit(1)
+		}
 	}
 	b, _ := json.MarshalIndent(res, "", "  ")
 	js := strings.TrimSuffix(*out, ".md") + ".json"
