@@ -291,7 +291,9 @@ func (s *session) correctSingles() {
 
 func (s *session) loadP4Case(ctx context.Context, dp *datapath.Datapath, slot uint32, c p4Case) (l p4Loaded) {
 	l.c = c
-	pc, err := LoadP4(ctx, dp, slot, s.opt.Hook, p4.Options{Path: "calibrate.p4", Source: []byte(c.source()), Clang: s.opt.Clang}, 0)
+	opt := p4Options(c)
+	opt.Clang = s.opt.Clang
+	pc, err := LoadP4(ctx, dp, slot, s.opt.Hook, opt, 0)
 	if err != nil {
 		l.err = err
 		return
@@ -367,6 +369,10 @@ func (c *P4Cube) Entries() map[string]int {
 		}
 	}
 	return out
+}
+
+func p4Options(c p4Case) p4.Options {
+	return p4.Options{Path: "calibrate.p4", Source: []byte(c.source())}
 }
 
 // pathUses are the uses and the verdict of the path spec selects (the
