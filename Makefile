@@ -10,7 +10,7 @@ BPF_OBJ    := $(foreach s,$(BPF_SRC),$(s:.bpf.c=_xdp.o) $(s:.bpf.c=_tc.o))
 BPF_HDR    := $(shell find bpf/include -name '*.h')
 TEST_FLAGS ?= -count=1 -p 2 -timeout 28m
 
-.PHONY: all setup bpf build test soak demo demo-chain demo-clean bench bench-quick clean
+.PHONY: all setup bpf build web test soak demo demo-chain demo-clean bench bench-quick clean
 
 all: build
 
@@ -27,6 +27,18 @@ bpf: $(BPF_OBJ)
 
 build: setup bpf
 	$(GO) build -o bin/ ./cmd/...
+
+# The dashboard (web/) is hand-written ES modules and CSS, embedded as they
+# are; its one dependency, htm's Preact bundle, is committed under
+# web/static/vendor. This refetches it from npm at the version
+# package-lock.json pins and checks it against web/vendor.sum.
+web:
+	@command -v npm >/dev/null || { echo "make web: installing npm"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq npm >/dev/null; }
+	cd web && npm ci --ignore-scripts --no-audit --no-fund
+	mkdir -p web/static/vendor/htm
+	cp web/node_modules/htm/preact/standalone.module.js web/node_modules/htm/LICENSE web/static/vendor/htm/
+	cd web && sha256sum -c vendor.sum
 
 test: build
 	@unformatted=$$(gofmt -l cmd internal bench test); \

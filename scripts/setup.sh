@@ -19,5 +19,26 @@ if ! command -v go >/dev/null; then
 	exit 1
 fi
 
+# Real servers the telemetry tests start on loopback (InfluxDB; Prometheus
+# and promtool) and the browser the dashboard test drives headless. Their
+# packaged services are not ours: those this run installs are disabled and
+# stopped (the tests start private instances).
+servers=(influxdb prometheus chromium)
+new=()
+for p in "${servers[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || new+=("$p")
+done
+if ((${#new[@]})); then
+	echo "setup: installing ${new[*]} (telemetry and dashboard tests)"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get -o DPkg::Lock::Timeout=600 update -qq
+	apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${new[@]}" >/dev/null
+	for s in influxdb prometheus; do
+		if [[ " ${new[*]} " == *" $s "* ]] && [ -d /run/systemd/system ]; then
+			systemctl disable --now "$s" >/dev/null 2>&1 || true
+		fi
+	done
+fi
+
 mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
 go mod download

@@ -45,9 +45,11 @@ func main() {
 		verbose = flag.Bool("v", false, "debug logging")
 		tcpF    tcpFlags
 		p4inc   = flag.String("p4-include-dir", "", "directories (colon-separated) P4 programs' #include may use, besides the built-in core.p4 and v1model.p4")
+		influxF influxFlags
 	)
 	tcpF.register(flag.CommandLine)
-	est.register(flag.CommandLine) // estimate.go
+	influxF.register(flag.CommandLine) // influx.go
+	est.register(flag.CommandLine)     // estimate.go
 	flag.Parse()
 	level := slog.LevelInfo
 	if *verbose {
@@ -69,7 +71,7 @@ func main() {
 		log.Error("edgenfd", "err", err)
 		os.Exit(1)
 	}
-	if err := run(log, cfg, *socket, *listen, *tokens, *destroy, pf, tcpF); err != nil {
+	if err := run(log, cfg, *socket, *listen, *tokens, *destroy, pf, tcpF, influxF); err != nil {
 		log.Error("edgenfd", "err", err)
 		os.Exit(1)
 	}
@@ -80,7 +82,7 @@ type p4rtFlags struct {
 	listen, socket, devices string
 }
 
-func run(log *slog.Logger, cfg engine.Config, socket, listen, tokenFile string, destroy bool, p4rtF p4rtFlags, tcpF tcpFlags) error {
+func run(log *slog.Logger, cfg engine.Config, socket, listen, tokenFile string, destroy bool, p4rtF p4rtFlags, tcpF tcpFlags, influxF influxFlags) error {
 	if destroy {
 		os.Remove(socket)
 		os.Remove(p4rtF.socket)
@@ -112,6 +114,10 @@ func run(log *slog.Logger, cfg engine.Config, socket, listen, tokenFile string, 
 	if err != nil {
 		return err
 	}
+	influxCfg, err := influxF.config()
+	if err != nil {
+		return err
+	}
 	eng, err := engine.Open(cfg)
 	if err != nil {
 		return err
@@ -119,6 +125,13 @@ func run(log *slog.Logger, cfg engine.Config, socket, listen, tokenFile string, 
 	defer eng.Close()
 	srv := api.New(eng, toks)
 	srv.SetEstimate(est.chains)
+	influxCtx, stopInflux := context.WithCancel(context.Background())
+	influxDone, err := startInflux(influxCtx, log, influxCfg, eng, srv)
+	if err != nil {
+		stopInflux()
+		return err
+	}
+	defer func() { stopInflux(); <-influxDone }() // its last push, before the engine closes
 
 	ul, err := listenUnix(socket)
 	if err != nil {

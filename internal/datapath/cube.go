@@ -304,3 +304,16 @@ func (c *Cube) Maps() map[string]*ebpf.Map {
 	}
 	return out
 }
+
+// PortStats returns the counters of ports 0..n-1 only: what telemetry reads
+// of every cube at every scrape, in one system call.
+func (c *Cube) PortStats(n int) ([]Stats, error) {
+	if n < 0 || n > MaxPorts {
+		return nil, fmt.Errorf("port stats: %d ports out of range (max %d)", n, MaxPorts)
+	}
+	m, err := c.Map(MapStats)
+	if err != nil {
+		return nil, err
+	}
+	return readStats(m, n)
+}

@@ -126,20 +126,6 @@ func (e *Engine) View(who tenant.Actor, name, view string) (any, error) {
 	return nil, cube.NotFound("view", "NF type %s has no view %q", l.typ.Name, view)
 }
 
-// Metrics reads the NF type's own metrics of a cube (none if it has none).
-func (e *Engine) Metrics(name string) ([]cube.Metric, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	l, ok := e.cubes[name]
-	if !ok {
-		return nil, noCube(name)
-	}
-	if mr, ok := l.ctl.(cube.MetricsReporter); ok {
-		return mr.Metrics(&handle{e: e, l: l}, l.c), nil
-	}
-	return nil, nil
-}
-
 // Action runs an operation on a cube.
 func (e *Engine) Action(who tenant.Actor, name, action string, args json.RawMessage) (any, error) {
 	e.mu.Lock()

@@ -46,7 +46,7 @@ cubes:
       - {name: n6, peer: %s, addresses: [198.18.2.1/24], config: {gateway: 198.18.2.2}}
 `
 
-func newUPFLab(t *testing.T) *upfLab {
+func newUPFLab(t *testing.T, daemonFlags ...string) *upfLab {
 	t.Helper()
 	must := func(err error) {
 		t.Helper()
@@ -54,7 +54,7 @@ func newUPFLab(t *testing.T) *upfLab {
 			t.Fatal(err)
 		}
 	}
-	l := &upfLab{d: startDaemon(t), lab: netlab.NewT(t)}
+	l := &upfLab{d: startDaemon(t, daemonFlags...), lab: netlab.NewT(t)}
 	var err error
 	l.gnbHost, err = l.lab.Host("gnb")
 	must(err)
@@ -261,12 +261,12 @@ func TestUPFSessionsFromTheCLIAndViews(t *testing.T) {
 	// Prometheus.
 	body := scrape(t, l.d)
 	for _, want := range []string{
-		`edgenf_upf_sessions{cube="upf1"} 1`,
-		`edgenf_upf_associations{cube="upf1"} 1`,
-		`edgenf_upf_pfcp_messages_total{cube="upf1",direction="received",type="Association Setup Request"} 1`,
-		`edgenf_upf_pfcp_responses_total{cause="Request accepted",cube="upf1"}`,
-		`edgenf_upf_gtpu_packets_total{cube="upf1",direction="uplink"}`,
-		`edgenf_upf_drops_total{cube="upf1",reason="gate"} 0`,
+		`edgenf_upf_sessions{cube="upf1",slice="",tenant=""} 1`,
+		`edgenf_upf_associations{cube="upf1",slice="",tenant=""} 1`,
+		`edgenf_upf_pfcp_messages_total{cube="upf1",direction="received",slice="",tenant="",type="Association Setup Request"} 1`,
+		`edgenf_upf_pfcp_responses_total{cause="Request accepted",cube="upf1",slice="",tenant=""}`,
+		`edgenf_upf_gtpu_packets_total{cube="upf1",direction="uplink",slice="",tenant=""}`,
+		`edgenf_upf_drops_total{cube="upf1",reason="gate",slice="",tenant=""} 0`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %s", want)
