@@ -9,8 +9,8 @@ package accuracy
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"io"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -108,7 +108,7 @@ func Run(ctx context.Context, c Config) (*Results, error) {
 		c.Rounds = map[bool]int{false: 21, true: 5}[c.Quick]
 	}
 	res := &Results{Started: time.Now(), Host: estimate.ThisHost().String()}
-	load0 := loadavg()
+	load0 := estimate.LoadAverage()
 	meter, err := measure.New(datapath.XDP)
 	if err != nil {
 		return nil, err
@@ -213,7 +213,7 @@ func Run(ctx context.Context, c Config) (*Results, error) {
 		res.MAE = sum / float64(res.HeldOut)
 	}
 	res.Duration = time.Since(res.Started).Round(time.Second).String()
-	res.Load = load0 + " → " + loadavg()
+	res.Load = load0 + " → " + estimate.LoadAverage()
 	return res, nil
 }
 
@@ -574,15 +574,3 @@ func kindRank(k string) int {
 }
 
 func esc(s string) string { return strings.NewReplacer("|", "\\|", "\n", " ").Replace(s) }
-
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
-}

@@ -102,6 +102,20 @@ func CPUMHz() float64 {
 	return 0
 }
 
+// LoadAverage is the 1, 5 and 15 minute load averages ("?" unknown):
+// other work on the machine, which measurements record beside them.
+func LoadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
 // Validate checks a profile's format and values.
 func (p *Profile) Validate() error {
 	if p.Format != Format {

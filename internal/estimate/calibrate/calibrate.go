@@ -89,7 +89,7 @@ func Prepare(ctx context.Context, meter *measure.Meter, opt Options) (*Session, 
 	if b, _ := os.ReadFile("/proc/sys/kernel/bpf_stats_enabled"); strings.TrimSpace(string(b)) == "1" {
 		return nil, fmt.Errorf("kernel.bpf_stats_enabled is 1: it adds a fixed cost to every program run and would skew every cost; set it to 0 (sysctl -w kernel.bpf_stats_enabled=0)")
 	}
-	s := &Session{session{opt: opt, meter: meter, start: time.Now(), load0: loadavg()}}
+	s := &Session{session{opt: opt, meter: meter, start: time.Now(), load0: estimate.LoadAverage()}}
 	opt.Log("compiling and loading the P4 micro-programs")
 	if err := s.loadP4(ctx); err != nil {
 		s.Close()
@@ -136,7 +136,7 @@ func (s *Session) Fit(res []measure.Result) (*estimate.Profile, error) {
 	if err := s.fit(p); err != nil {
 		return nil, err
 	}
-	p.Load = s.load0 + " → " + loadavg()
+	p.Load = s.load0 + " → " + estimate.LoadAverage()
 	s.opt.Log("calibrated in %s", time.Since(s.start).Round(time.Second))
 	return p, nil
 }
@@ -624,16 +624,4 @@ func sign(x float64) float64 {
 		return -1
 	}
 	return 1
-}
-
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }
