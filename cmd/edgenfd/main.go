@@ -43,6 +43,9 @@ func main() {
 		p4rtD   = flag.String("p4rt-devices", "", "serve P4Runtime for these p4 cubes: CUBE=ID[@TENANT],... (e.g. sw1=1,sw2=2@red: device 2 is tenant red's)")
 		adoptE  = flag.Bool("adopt-empty", false, "start even though the state file names nothing while pinned objects exist, and adopt the state's emptiness: the pinned objects are removed")
 		verbose = flag.Bool("v", false, "debug logging")
+		check   = flag.Bool("check", false, "check this machine (kernel, eBPF features, bpffs, memlock, clang, XDP on the state's interfaces) without changing anything, then exit: 0 if edgenfd can run")
+		man     = flag.Bool("man", false, "print this manual page, edgenfd(8), in roff and exit")
+		tcAtt   = flag.String("tc-attach", "", "how TC programs go on interfaces: tcx (Linux 6.6), classic (clsact + cls_bpf, any kernel) or auto (default: $EDGENF_TC_ATTACH, else auto)")
 		tcpF    tcpFlags
 		p4inc   = flag.String("p4-include-dir", "", "directories (colon-separated) P4 programs' #include may use, besides the built-in core.p4 and v1model.p4")
 		influxF influxFlags
@@ -51,6 +54,28 @@ func main() {
 	influxF.register(flag.CommandLine) // influx.go
 	est.register(flag.CommandLine)     // estimate.go
 	flag.Parse()
+	if *tcAtt != "" {
+		if _, err := datapath.ParseTCAttach(*tcAtt); err != nil {
+			fmt.Fprintln(os.Stderr, "edgenfd: -tc-attach:", err)
+			os.Exit(2)
+		}
+		os.Setenv(datapath.TCAttachEnv, *tcAtt) // what datapath.Open follows
+	}
+	if *check {
+		os.Exit(runCheck(*stateF, *bpffs))
+	}
+	if *man {
+		writeMan(os.Stdout, flag.CommandLine)
+		return
+	}
+	if err := raiseMemlock(); err != nil {
+		fmt.Fprintln(os.Stderr, "edgenfd:", err)
+		os.Exit(1)
+	}
+	if err := datapath.CheckKernel(); err != nil {
+		fmt.Fprintln(os.Stderr, "edgenfd:", err)
+		os.Exit(1)
+	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug

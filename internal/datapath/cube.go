@@ -99,6 +99,7 @@ func (d *Datapath) loadCollection(spec *ebpf.CollectionSpec, hook Hook, dir stri
 		MapReplacements: repl,
 	})
 	if err != nil {
+		err = explainLoadError(spec, err) // "needs Linux X.Y" (kernel.go)
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
 			return nil, &VerifierError{ve}

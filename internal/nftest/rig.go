@@ -11,6 +11,7 @@ import (
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/nfrig"
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 // Rig is one cube of an NF type loaded into a private datapath (nfrig),
@@ -32,6 +33,7 @@ const FakeIfindex = nfrig.FakeIfindex
 // set. Everything is removed when the test ends.
 func New(t testing.TB, typ *cube.Type, model *cube.Cube) *Rig {
 	t.Helper()
+	testenv.NeedRoot(t)
 	r, err := nfrig.Open(typ, model)
 	if err != nil {
 		t.Fatal(err)

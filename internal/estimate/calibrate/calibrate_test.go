@@ -2,7 +2,6 @@ package calibrate
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -11,15 +10,14 @@ import (
 	"github.com/edgenf/edgenf/internal/estimate/p4path"
 	_ "github.com/edgenf/edgenf/internal/nf/all"
 	"github.com/edgenf/edgenf/internal/p4"
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 // The short calibration measures its anchors and the framework on this
 // machine and makes a profile that loads back, for this machine and hook,
 // with a cost for every term of every model.
 func TestShortCalibrationMakesAValidProfile(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	testenv.NeedRoot(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	p, err := Run(ctx, Options{Hook: datapath.XDP, Short: true, Rounds: 3, Repeat: 2000})

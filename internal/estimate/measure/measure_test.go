@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net"
-	"os"
 	"testing"
 
 	"github.com/google/gopacket"
@@ -13,6 +12,7 @@ import (
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/estimate/measure"
+	"github.com/edgenf/edgenf/internal/testenv"
 	"github.com/edgenf/edgenf/internal/nf/router"
 	"github.com/edgenf/edgenf/internal/nftest"
 )
@@ -21,9 +21,7 @@ import (
 // through the restore entry, every repetition sees TTL 2 again: all of
 // them are forwarded, none punted, and the frame is still as it was.
 func TestEveryRepetitionSeesTheOriginalFrame(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	testenv.NeedRoot(t)
 	for _, hook := range []datapath.Hook{datapath.XDP, datapath.TC} {
 		t.Run(string(hook), func(t *testing.T) {
 			r := nftest.New(t, router.Type, &cube.Cube{Name: "r1", Type: "router", Hook: hook,

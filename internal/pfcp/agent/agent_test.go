@@ -22,6 +22,7 @@ import (
 	"github.com/edgenf/edgenf/internal/pfcp/agent"
 	"github.com/edgenf/edgenf/internal/pfcp/client"
 	"github.com/edgenf/edgenf/internal/tenant"
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 var _ = upf.Type // registers the NF type
@@ -352,6 +353,7 @@ func TestAssociationReleaseDeletesSessions(t *testing.T) {
 // A restarted daemon keeps its sessions and associations and answers with
 // its unchanged recovery time stamp.
 func TestRestartKeepsSessionsAndRecoveryTime(t *testing.T) {
+	testenv.NeedRoot(t)
 	dir := t.TempDir()
 	cfg := engine.Config{PinRoot: filepath.Join("/sys/fs/bpf", fmt.Sprintf("enfa-%d", time.Now().UnixNano())),
 		StateFile: filepath.Join(dir, "state.json"), Logger: slog.New(slog.DiscardHandler)}
