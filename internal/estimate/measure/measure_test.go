@@ -12,9 +12,9 @@ import (
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/estimate/measure"
-	"github.com/edgenf/edgenf/internal/testenv"
 	"github.com/edgenf/edgenf/internal/nf/router"
 	"github.com/edgenf/edgenf/internal/nftest"
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 // A router forwards a frame with TTL 2 and punts it with TTL 1. Measured
