@@ -376,13 +376,11 @@ func nfCases(meter *measure.Meter) []*pending {
 		}
 		var cases []estimate.Case
 		var calib []bool
-		if cs := m.Cases(datapath.XDP); len(cs) > 0 {
+		if cs := m.Cases(false); len(cs) > 0 {
 			cases, calib = append(cases, cs[0]), append(calib, true)
 		}
-		if m.Holdout != nil {
-			for _, cs := range m.Holdout(datapath.XDP) {
-				cases, calib = append(cases, cs), append(calib, false)
-			}
+		for _, cs := range m.Cases(true) {
+			cases, calib = append(cases, cs), append(calib, false)
 		}
 		for i, c := range cases {
 			p := &pending{row: Row{Name: m.Type + ": " + c.Name, Kind: "NF", Calibration: calib[i]}}

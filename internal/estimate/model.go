@@ -66,12 +66,10 @@ type Model struct {
 	// transparent cube sees it in ("ingress", "egress"); "" when unknown.
 	Uses func(p *Profile, c *cube.Cube, in string) ([]Use, []string, error)
 	// Cases are the configurations `edgenf estimate calibrate` measures to
-	// fit Terms (nil: calibrated otherwise, as the p4 type is).
-	Cases func(hook datapath.Hook) []Case
-	// Holdout are other configurations, never used to fit: the accuracy
+	// fit Terms, or with holdout others, never used to fit: the accuracy
 	// report of `make bench` compares the model's estimate of each with
-	// its measured cost.
-	Holdout func(hook datapath.Hook) []Case
+	// its measured cost (nil: calibrated otherwise, as the p4 type is).
+	Cases func(holdout bool) []Case
 }
 
 // Case is one calibration measurement of an NF: a cube and a frame.

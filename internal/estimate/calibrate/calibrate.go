@@ -422,7 +422,7 @@ func (s *session) loadNFs() error {
 		if m.Cases == nil {
 			continue
 		}
-		cases := m.Cases(s.opt.Hook)
+		cases := m.Cases(false)
 		for i, c := range cases {
 			if s.opt.Short && i > 0 {
 				break

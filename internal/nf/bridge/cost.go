@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 
 	"github.com/edgenf/edgenf/internal/cube"
-	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/estimate"
 )
 
@@ -22,9 +21,8 @@ func init() {
 			{Name: termForward, Doc: "a frame to a known MAC, its source known"},
 			{Name: termVLAN, Doc: "extra for a frame between an access port and a trunk (tag pushed or popped)"},
 		},
-		Uses:    costUses,
-		Cases:   func(datapath.Hook) []estimate.Case { return costCases(false) },
-		Holdout: func(datapath.Hook) []estimate.Case { return costCases(true) },
+		Uses:  costUses,
+		Cases: costCases,
 	})
 }
 

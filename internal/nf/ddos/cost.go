@@ -27,9 +27,8 @@ func init() {
 			{Name: termLength, Doc: "per IPv4 prefix length in use in a blacklist (a probe each)"},
 			{Name: termDetect, Doc: "rate or port-scan detection on (per-source state updated)"},
 		},
-		Uses:    costUses,
-		Cases:   func(datapath.Hook) []estimate.Case { return costCases(false) },
-		Holdout: func(datapath.Hook) []estimate.Case { return costCases(true) },
+		Uses:  costUses,
+		Cases: costCases,
 	})
 }
 

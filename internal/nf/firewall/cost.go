@@ -28,9 +28,8 @@ func init() {
 			{Name: termClassify, Doc: "a packet the classifier judges (first of a connection, or untracked)"},
 			{Name: termWord, Doc: "per 64 rules of the chain the classifier runs"},
 		},
-		Uses:    costUses,
-		Cases:   func(datapath.Hook) []estimate.Case { return costCases(false) },
-		Holdout: func(datapath.Hook) []estimate.Case { return costCases(true) },
+		Uses:  costUses,
+		Cases: costCases,
 	})
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/edgenf/edgenf/internal/cube"
-	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/estimate"
 )
 
@@ -24,9 +23,8 @@ func init() {
 			{Name: termNAT, Doc: "a packet of a known flow to a NAT-mode service"},
 			{Name: termDSR, Doc: "a packet of a known flow to a DSR-mode service"},
 		},
-		Uses:    costUses,
-		Cases:   func(datapath.Hook) []estimate.Case { return costCases(false) },
-		Holdout: func(datapath.Hook) []estimate.Case { return costCases(true) },
+		Uses:  costUses,
+		Cases: costCases,
 	})
 }
 

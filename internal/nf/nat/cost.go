@@ -22,8 +22,7 @@ func init() {
 			return []estimate.Use{{Term: termTranslate, N: 1, What: "nat: session, rewrite"}},
 				[]string{"a flow's first packet also picks a port and opens the session"}, nil
 		},
-		Cases:   func(datapath.Hook) []estimate.Case { return costCases(false) },
-		Holdout: func(datapath.Hook) []estimate.Case { return costCases(true) },
+		Cases: costCases,
 	})
 }
 

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 
 	"github.com/edgenf/edgenf/internal/cube"
-	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/estimate"
 )
 
@@ -21,9 +20,8 @@ func init() {
 			{Name: termForward, Doc: "a packet forwarded by its in-port's rule"},
 			{Name: termRewrite, Doc: "rewriting its MAC addresses"},
 		},
-		Uses:    costUses,
-		Cases:   func(datapath.Hook) []estimate.Case { return costCases(false) },
-		Holdout: func(datapath.Hook) []estimate.Case { return costCases(true) },
+		Uses:  costUses,
+		Cases: costCases,
 	})
 }
 

@@ -6,7 +6,6 @@ import (
 	"net/netip"
 
 	"github.com/edgenf/edgenf/internal/cube"
-	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/estimate"
 )
 
@@ -26,9 +25,8 @@ func init() {
 			{Name: termLPM, Doc: "a forwarded packet looked up in the LPM table (route cache off)"},
 			{Name: termLog2, Doc: "per log2(routes+1) of that lookup"},
 		},
-		Uses:    costUses,
-		Cases:   costCases,
-		Holdout: costHoldout,
+		Uses:  costUses,
+		Cases: costCases,
 	})
 }
 
@@ -76,21 +74,21 @@ func costCase(name string, routes int, noCache bool) estimate.Case {
 		Frame: estimate.Frame(estimate.FrameSpec{DstMAC: "02:00:00:00:aa:00", Src: "198.18.0.10", Dst: "198.19.0.1", Sport: 1234, Dport: 5678})}
 }
 
-// costCases: one route and 1,000, with and without the route cache.
-func costCases(datapath.Hook) []estimate.Case {
+// costCases: one route and 1,000, with and without the route cache; held
+// out, 10, 300 and 5,000.
+func costCases(holdout bool) []estimate.Case {
+	if holdout {
+		return []estimate.Case{
+			costCase("10 routes, route cache", 10, false),
+			costCase("300 routes, no route cache", 300, true),
+			costCase("5,000 routes, no route cache", 5000, true),
+		}
+	}
 	return []estimate.Case{
 		costCase("1 route, route cache", 1, false),
 		costCase("1 route, no route cache", 1, true),
 		costCase("64 routes, no route cache", 64, true),
 		costCase("1,000 routes, no route cache", 1000, true),
 		costCase("1,000 routes, route cache", 1000, false),
-	}
-}
-
-func costHoldout(datapath.Hook) []estimate.Case {
-	return []estimate.Case{
-		costCase("10 routes, route cache", 10, false),
-		costCase("300 routes, no route cache", 300, true),
-		costCase("5,000 routes, no route cache", 5000, true),
 	}
 }

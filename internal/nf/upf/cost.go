@@ -8,7 +8,6 @@ import (
 	"net/netip"
 
 	"github.com/edgenf/edgenf/internal/cube"
-	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/estimate"
 	"github.com/edgenf/edgenf/internal/nf/upf/model"
 )
@@ -32,11 +31,11 @@ func init() {
 			{Name: termSessions, Doc: "per log2(sessions+1) of the lookups"},
 		},
 		Uses: costUses,
-		Cases: func(datapath.Hook) []estimate.Case {
+		Cases: func(holdout bool) []estimate.Case {
+			if holdout {
+				return []estimate.Case{costCase("uplink", 100), costCase("downlink", 100), costCase("downlink", 5000)}
+			}
 			return []estimate.Case{costCase("uplink", 1), costCase("uplink", 1000), costCase("downlink", 1), costCase("downlink", 1000)}
-		},
-		Holdout: func(datapath.Hook) []estimate.Case {
-			return []estimate.Case{costCase("uplink", 100), costCase("downlink", 100), costCase("downlink", 5000)}
 		},
 	})
 }
