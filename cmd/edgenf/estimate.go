@@ -60,12 +60,18 @@ func estimateCmd() *cobra.Command {
 			case file != "" && len(args) > 0:
 				return fmt.Errorf("give a P4 program or -f TOPOLOGY, not both")
 			case file != "":
+				// the cubes of a topology say their hooks, P4 cubes carry their entries
+				for _, name := range []string{"hook", "path", "all", "entries", "define", "include"} {
+					if cmd.Flags().Changed(name) {
+						return fmt.Errorf("--%s is for a P4 program, not a topology file (-f)", name)
+					}
+				}
 				return estimateTopology(w, file, profiles)
 			case len(args) == 1:
 				return estimateProgram(w, args[0], programOptions{hook: datapath.Hook(hook), profiles: profiles,
 					path: pathSpec, all: all, entries: entries, defines: defines, includes: includes})
 			}
-			return cmd.Help()
+			return fmt.Errorf("give a P4 program or -f TOPOLOGY (edgenf estimate --help)")
 		},
 	}
 	f := c.Flags()
@@ -531,15 +537,19 @@ func readTopology(file string) (*cube.Topology, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
-	for _, c := range t.Cubes {
-		if c.Hook == "" {
-			if typ, err := cube.Lookup(c.Type); err == nil {
-				c.Hook = typ.Hooks[0]
-			}
-		}
+	// Checked as the daemon checks it (hooks defaulted too), but for a
+	// machine where its interfaces exist: a file is estimated before it is
+	// deployed, often elsewhere.
+	if err := t.Validate(everyInterface{}); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	return t, nil
 }
+
+// everyInterface is a system on which every interface a topology names exists.
+type everyInterface struct{}
+
+func (everyInterface) IfaceExists(string) bool { return true }
 
 func readFileOrStdin(file string) ([]byte, error) {
 	if file == "-" {

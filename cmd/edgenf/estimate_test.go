@@ -110,6 +110,50 @@ func TestEstimateBadInput(t *testing.T) {
 	}
 }
 
+// A topology file is checked as the daemon checks it, naming the field at
+// fault; the command line says what it lacks or what does not go with -f.
+func TestEstimateTopologyBadInput(t *testing.T) {
+	withOutput(t, "table")
+	dir := t.TempDir()
+	for body, msg := range map[string]string{
+		"cubes: [{name: x, type: nosuch}]\n":                                     `cubes.x.type: unknown NF type "nosuch"`,
+		"cubes: [{name: r, type: router, config: {disable_route_cash: true}}]\n": "cubes.r.config.disable_route_cash: unknown field",
+		"cubes: [{name: r, type: router, ports: [{name: p0, peer: r:p0}]}]\n":    "cubes.r.ports[p0].peer: port r:p0 cannot be peered with itself",
+		"- just\n- a list\n": "want a mapping with `cubes:`",
+		"cubes: [{name: b, type: bridge}]\nattachments: [{cube: fw, point: b:p0}]\n":                                                              `attachments[0].cube: no cube named "fw"`,
+		"cubes: [{name: b, type: bridge, ports: [{name: p0, peer: tap0}]}, {name: fw, type: firewall}]\nattachments: [{cube: fw, point: b:p9}]\n": `attachments.b:p9: cube b has no port "p9"`,
+	} {
+		f := filepath.Join(dir, "t.yaml")
+		os.WriteFile(f, []byte(body), 0o644)
+		var b bytes.Buffer
+		if err := estimateTopology(&b, f, nil); err == nil || !strings.Contains(err.Error(), msg) {
+			t.Fatalf("%q: %v, want %q", body, err, msg)
+		}
+		if b.Len() != 0 {
+			t.Fatalf("%q: printed %q", body, b.String())
+		}
+	}
+	if err := estimateTopology(&bytes.Buffer{}, filepath.Join(dir, "none.yaml"), nil); err == nil || !strings.Contains(err.Error(), "no such file") {
+		t.Fatalf("missing file: %v", err)
+	}
+	for _, args := range [][]string{
+		{"estimate"},
+		{"estimate", "-f", "../../examples/topologies/tenant-chains.yaml", "--path", "1"},
+		{"estimate", "-f", "../../examples/topologies/tenant-chains.yaml", "--hook", "tc"},
+		{"estimate", "-f", "../../examples/topologies/tenant-chains.yaml", "../../examples/p4/l3router.p4"},
+	} {
+		root := newRoot()
+		var out bytes.Buffer
+		root.SetArgs(args)
+		root.SetOut(&out)
+		root.SetErr(&out)
+		err := root.Execute()
+		if err == nil || !regexp.MustCompile(`give a P4 program or -f TOPOLOGY|is for a P4 program, not a topology file`).MatchString(err.Error()) {
+			t.Fatalf("%v: %v\n%s", args, err, out.String())
+		}
+	}
+}
+
 // A topology file's chains, hop by hop, with totals and packets per second.
 func TestEstimateTopologyOutput(t *testing.T) {
 	withOutput(t, "table")
