@@ -85,6 +85,9 @@ type Results struct {
 	MAE      float64   `json:"mae"`
 	Max      float64   `json:"max"`
 	HeldOut  int       `json:"held_out"`
+	// the targets MAE and Max are held to (the report's headline reads them)
+	TargetMAE float64 `json:"target_mae"`
+	TargetMax float64 `json:"target_max"`
 	// Costs is the profile the estimates used, with the calibration's
 	// measurements.
 	Costs *estimate.Profile `json:"profile_used"`
@@ -107,7 +110,7 @@ func Run(ctx context.Context, c Config) (*Results, error) {
 	if c.Rounds == 0 {
 		c.Rounds = map[bool]int{false: 21, true: 5}[c.Quick]
 	}
-	res := &Results{Started: time.Now(), Host: estimate.ThisHost().String()}
+	res := &Results{Started: time.Now(), Host: estimate.ThisHost().String(), TargetMAE: TargetMAE, TargetMax: TargetMax}
 	load0 := estimate.LoadAverage()
 	meter, err := measure.New(datapath.XDP)
 	if err != nil {
