@@ -164,7 +164,7 @@ func calibrateCmd() *cobra.Command {
 // measured, how well the model fits the measurements.
 func writeCalibration(w io.Writer, p *estimate.Profile) {
 	fmt.Fprintf(w, "wrote %s\n", p.Summary())
-	fmt.Fprintf(w, "load average %s; %d rounds of %d runs\n", p.Load, p.Rounds, p.Repeat)
+	fmt.Fprintf(w, "took %s; load average %s; %d rounds of %d runs\n", p.Took, p.Load, p.Rounds, p.Repeat)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "measured ns\tmodel ns\terror\t\tprogram\t")
 	var worst float64

@@ -37,7 +37,9 @@ type Profile struct {
 	Method string `json:"method"`
 	// Load is the load average at the start and the end of the
 	// calibration: other work on the machine shows here.
-	Load   string `json:"load,omitempty"`
+	Load string `json:"load,omitempty"`
+	// Took is how long the calibration took, loading included.
+	Took   string `json:"took,omitempty"`
 	Rounds int    `json:"rounds,omitempty"`
 	Repeat int    `json:"repeat,omitempty"`
 	// Costs maps each term to its cost per unit.

@@ -137,7 +137,8 @@ func (s *Session) Fit(res []measure.Result) (*estimate.Profile, error) {
 		return nil, err
 	}
 	p.Load = s.load0 + " → " + estimate.LoadAverage()
-	s.opt.Log("calibrated in %s", time.Since(s.start).Round(time.Second))
+	p.Took = time.Since(s.start).Round(time.Second).String()
+	s.opt.Log("calibrated in %s", p.Took)
 	return p, nil
 }
 

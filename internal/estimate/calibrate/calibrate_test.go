@@ -32,7 +32,7 @@ func TestShortCalibrationMakesAValidProfile(t *testing.T) {
 	if err != nil || len(notes) != 0 {
 		t.Fatalf("the profile does not load back cleanly: %v %v", notes, err)
 	}
-	if back.Method != "short" || back.Host != estimate.ThisHost() || back.Hook != datapath.XDP || time.Since(back.Created) > time.Hour {
+	if back.Method != "short" || back.Host != estimate.ThisHost() || back.Hook != datapath.XDP || time.Since(back.Created) > time.Hour || back.Took == "" {
 		t.Fatalf("profile header: %+v", back)
 	}
 	for _, m := range estimate.Models() {
