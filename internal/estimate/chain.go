@@ -135,7 +135,7 @@ func follow(t *cube.Topology, ch Chain, c *cube.Cube, in cube.Port, visited map[
 			continue
 		}
 		if !ep.IsCube() {
-			if c.Hook == datapath.XDP {
+			if hookOf(c) == datapath.XDP {
 				next.Hops = append(next.Hops, stackHops(t, ep.Iface, datapath.Egress)...)
 			}
 			next.To = ep.Iface
@@ -212,7 +212,7 @@ type Estimator struct {
 func (e *Estimator) Cube(c *cube.Cube, in string) (CubeCost, error) {
 	p := e.Profiles[hookOf(c)]
 	if p == nil {
-		return CubeCost{}, fmt.Errorf("no profile for hook %s", c.Hook)
+		return CubeCost{}, fmt.Errorf("no profile for hook %s", hookOf(c))
 	}
 	return p.CubeEstimate(c, in)
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/estimate"
+	_ "github.com/edgenf/edgenf/internal/nf/bridge"
+	_ "github.com/edgenf/edgenf/internal/nf/monitor"
 )
 
 // Two models of test types: a standard cube whose cost is its "cost"
@@ -175,5 +177,30 @@ func TestBadProfiles(t *testing.T) {
 		if _, _, err := estimate.Resolve(path, datapath.XDP); err == nil || !strings.Contains(err.Error(), name) {
 			t.Fatalf("%s: %v", name, err)
 		}
+	}
+}
+
+// A cube that names no hook (as a topology file or a dry run sends it) is
+// priced at its type's default hook, with the stacks an XDP cube's packets
+// cross on the way out of an interface.
+func TestCubeWithoutAHook(t *testing.T) {
+	tp := cube.NewTopology()
+	tp.Cubes["br"] = &cube.Cube{Name: "br", Type: "bridge", Ports: []cube.Port{{Name: "p0", Peer: "a"}, {Name: "p1", Index: 1, Peer: "b"}}}
+	tp.Cubes["mon"] = &cube.Cube{Name: "mon", Type: "monitor"}
+	tp.Attachments["b"] = []string{"mon"}
+	p, err := estimate.Builtin(datapath.XDP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := (&estimate.Estimator{Profiles: map[datapath.Hook]*estimate.Profile{datapath.XDP: p}}).Topology(tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, c := range cs {
+		ids = append(ids, c.ID)
+	}
+	if want := "a → br:p1 → mon → b|b → mon → br:p0 → a"; strings.Join(ids, "|") != want {
+		t.Fatalf("chains %q, want %q", ids, want)
 	}
 }
