@@ -1,6 +1,7 @@
 package accuracy
 
 import (
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -41,5 +42,29 @@ func TestFiguresAndReport(t *testing.T) {
 	// NFs after programs, chains last
 	if strings.Index(md, "| router: 10 routes") > strings.Index(md, "| a → b") || strings.Index(md, "| l3fwd.p4") > strings.Index(md, "| router") {
 		t.Fatalf("rows out of order:\n%s", md)
+	}
+}
+
+// Every example P4 program is in the report (a new example needs its
+// packet and path named in p4Examples), and the seed's two functions are.
+func TestEveryExampleIsMeasured(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(examplesDir(), "*.p4"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("examples: %v %v", files, err)
+	}
+	listed, seeds := map[string]bool{}, 0
+	for _, ex := range p4Examples {
+		listed[ex.file] = true
+		if ex.seed != nil {
+			seeds++
+		}
+	}
+	for _, f := range files {
+		if !listed[filepath.Base(f)] {
+			t.Errorf("%s is not in the accuracy report (p4Examples)", filepath.Base(f))
+		}
+	}
+	if len(listed) != len(files) || seeds != 2 {
+		t.Fatalf("p4Examples lists %d programs (%d with the seed's figures), examples/p4 has %d", len(listed), seeds, len(files))
 	}
 }
