@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"slices"
 
 	"github.com/edgenf/edgenf/internal/cube"
@@ -155,7 +156,10 @@ func (e *Engine) changeEntries(who tenant.Actor, name, table string, fn func(tx 
 	before, used := tx.Len(), e.entriesOf(c.Tenant)
 	var prev *cube.Topology
 	if e.cfg.Admit != nil {
-		prev = e.topo.Clone()
+		// the topology as it is: only this cube changes (its other cubes
+		// are shared, read only, not copied with every entry change)
+		prev = &cube.Topology{Cubes: maps.Clone(e.topo.Cubes), Attachments: e.topo.Attachments}
+		prev.Cubes[name] = c.Clone()
 	}
 	if err := fn(tx); err != nil {
 		tx.rollback()

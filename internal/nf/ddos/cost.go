@@ -40,12 +40,8 @@ func costUses(_ *estimate.Profile, c *cube.Cube, _ string) ([]estimate.Use, []st
 	lengths := 0
 	for _, t := range []string{"blacklist_src", "blacklist_dst"} {
 		seen := map[int]bool{}
-		for _, raw := range c.Tables[t] {
-			var e Entry
-			if json.Unmarshal(raw, &e) != nil {
-				continue
-			}
-			if p, err := ParsePrefix(e.Prefix); err == nil && p.Addr().Is4() {
+		for key := range c.Tables[t] { // an entry's key is its prefix (no JSON decoded per entry)
+			if p, err := ParsePrefix(key); err == nil && p.Addr().Is4() {
 				seen[p.Bits()] = true
 			}
 		}
