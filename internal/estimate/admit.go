@@ -28,11 +28,12 @@ func (a *Admission) Check(prev, next *cube.Topology) error {
 	if a == nil || a.BudgetNS <= 0 {
 		return nil
 	}
-	before, err := a.groups(prev)
+	costs := cubeCosts{} // the cubes prev and next share are priced once
+	before, err := a.groups(prev, costs)
 	if err != nil {
 		return err
 	}
-	after, err := a.groups(next)
+	after, err := a.groups(next, costs)
 	if err != nil {
 		return cube.Errorf("", "estimating the change: %v", err)
 	}
@@ -63,16 +64,16 @@ func (a *Admission) Check(prev, next *cube.Topology) error {
 	return cube.Conflict("core_budget_ns", "refused: %s", strings.Join(over, "; "))
 }
 
-func (a *Admission) groups(t *cube.Topology) (map[string]ChainCost, error) {
+func (a *Admission) groups(t *cube.Topology, costs cubeCosts) (map[string]ChainCost, error) {
 	out := map[string]ChainCost{}
 	if t == nil {
 		return out, nil
 	}
-	costs, err := a.Estimator.Topology(t)
+	chains, err := a.Estimator.topology(t, costs)
 	if err != nil {
 		return nil, err
 	}
-	for _, cc := range costs {
+	for _, cc := range chains {
 		k := cc.ID
 		if a.Group != nil {
 			k = a.Group(cc)

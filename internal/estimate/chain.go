@@ -220,20 +220,34 @@ func (e *Estimator) Cube(c *cube.Cube, in string) (CubeCost, error) {
 // Chain prices one chain: the first program's standalone cost, then each
 // later cube's cost less the framework share (TermHop, TermTransparentHop).
 func (e *Estimator) Chain(t *cube.Topology, ch Chain) (ChainCost, error) {
+	return e.chain(t, ch, cubeCosts{})
+}
+
+// cubeCosts are the costs of cubes already priced, by cube and the port or
+// direction a packet enters by: a cube on many chains, or the same cube in
+// the topologies before and after a change (Admission.Check), is priced
+// once. A cube is never changed in place while its cost is kept.
+type cubeCosts map[cubeIn]CubeCost
+
+type cubeIn struct {
+	c  *cube.Cube
+	in string
+}
+
+func (e *Estimator) chain(t *cube.Topology, ch Chain, costs cubeCosts) (ChainCost, error) {
 	cc := ChainCost{Chain: ch, ID: ch.ID()}
-	costs := map[string]CubeCost{}
 	for i, h := range ch.Hops {
 		c := t.Cubes[h.Cube]
 		if c == nil {
 			return cc, fmt.Errorf("chain %s: no cube %s", cc.ID, h.Cube)
 		}
-		own, ok := costs[c.Name+"\x00"+h.In]
+		own, ok := costs[cubeIn{c, h.In}]
 		if !ok {
 			var err error
 			if own, err = e.Cube(c, h.In); err != nil {
 				return cc, err
 			}
-			costs[c.Name+"\x00"+h.In] = own
+			costs[cubeIn{c, h.In}] = own
 		}
 		hc := HopCost{Hop: h, Own: own.Cost, Notes: own.Notes, Unknown: own.Unknown, NS: own.Cost.Total}
 		if i > 0 {
@@ -270,9 +284,13 @@ func hookOf(c *cube.Cube) datapath.Hook {
 
 // Topology prices every chain of t.
 func (e *Estimator) Topology(t *cube.Topology) ([]ChainCost, error) {
+	return e.topology(t, cubeCosts{})
+}
+
+func (e *Estimator) topology(t *cube.Topology, costs cubeCosts) ([]ChainCost, error) {
 	var out []ChainCost
 	for _, ch := range Chains(t) {
-		cc, err := e.Chain(t, ch)
+		cc, err := e.chain(t, ch, costs)
 		if err != nil {
 			return nil, err
 		}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"strconv"
+	"strings"
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
@@ -40,9 +42,9 @@ func costUses(_ *estimate.Profile, c *cube.Cube, _ string) ([]estimate.Use, []st
 	lengths := 0
 	for _, t := range []string{"blacklist_src", "blacklist_dst"} {
 		seen := map[int]bool{}
-		for key := range c.Tables[t] { // an entry's key is its prefix (no JSON decoded per entry)
-			if p, err := ParsePrefix(key); err == nil && p.Addr().Is4() {
-				seen[p.Bits()] = true
+		for key := range c.Tables[t] {
+			if l, ok := ipv4Length(key); ok {
+				seen[l] = true
 			}
 		}
 		lengths += len(seen)
@@ -55,6 +57,22 @@ func costUses(_ *estimate.Profile, c *cube.Cube, _ string) ([]estimate.Use, []st
 		uses = append(uses, estimate.Use{Term: termDetect, N: 1, What: "ddos: detection"})
 	}
 	return uses, []string{"a packet no blacklist holds (dropped ones cost less)"}, nil
+}
+
+// ipv4Length is the prefix length of an entry's key (its prefix, checked
+// when the entry was written: an address alone is a /32), if IPv4. Read
+// from the text, not parsed: an admission check (edgenfd -core-budget-ns)
+// prices the cube at every change, and blacklists hold millions.
+func ipv4Length(key string) (int, bool) {
+	if strings.IndexByte(key, ':') >= 0 {
+		return 0, false
+	}
+	i := strings.LastIndexByte(key, '/')
+	if i < 0 {
+		return 32, true
+	}
+	l, err := strconv.Atoi(key[i+1:])
+	return l, err == nil
 }
 
 // costCases: empty blacklists; 1,000 source addresses (one length); 1,000
