@@ -378,17 +378,21 @@ func (r programReport) write(tw *tabwriter.Writer) {
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "\tns/packet\tper core\tpath")
-	for _, x := range []struct {
+	extremes := []struct {
 		label string
 		p     pathReport
-	}{{"cheapest", r.Cheapest}, {"typical", r.Typical}, {"most expensive", r.Dearest}} {
+	}{{"cheapest", r.Cheapest}, {"typical", r.Typical}, {"most expensive", r.Dearest}}
+	for _, x := range extremes {
 		fmt.Fprintf(tw, "%s\t%.1f\t%s\t#%d %s\n", x.label, x.p.NS, estimate.FormatPPS(x.p.PPS), x.p.ID, x.p.Path)
 	}
 	fmt.Fprintln(tw)
-	for _, x := range []struct {
-		label string
-		p     pathReport
-	}{{"cheapest", r.Cheapest}, {"typical", r.Typical}, {"most expensive", r.Dearest}} {
+	shown := map[int]string{} // a path that is two extremes is itemised once
+	for _, x := range extremes {
+		if first, ok := shown[x.p.ID]; ok {
+			fmt.Fprintf(tw, "%s (#%d): the %s path\n", x.label, x.p.ID, first)
+			continue
+		}
+		shown[x.p.ID] = x.label
 		fmt.Fprintf(tw, "%s (#%d), dominated by:\n", x.label, x.p.ID)
 		writeItems(tw, x.p.Dominant, x.p.NS)
 	}

@@ -15,15 +15,18 @@ type Admission struct {
 	Estimator *Estimator
 	BudgetNS  float64
 	// Group names what the budget applies to; the estimate of a group is
-	// that of its dearest chain. Nil: each chain by its route (Chain.ID).
-	// Slices group their chains by slice.
+	// that of its dearest chain. Nil: the chains between two interfaces
+	// (Chain.From, Chain.To), whatever cubes they cross. Slices group
+	// their chains by slice.
 	Group func(ChainCost) string
 }
 
 // Check returns an error when next has a group whose estimate is over the
 // budget and higher than in prev (a group already over the budget may
-// shrink, or stay as it is, but not grow). The error gives the numbers,
-// hop by hop.
+// shrink, or stay as it is, but not grow). A group prev did not have is
+// held to the dearest group of prev entered by the same interface: a
+// change that only removes or moves cubes never makes packets from an
+// interface dearer. The error gives the numbers, hop by hop.
 func (a *Admission) Check(prev, next *cube.Topology) error {
 	if a == nil || a.BudgetNS <= 0 {
 		return nil
@@ -49,14 +52,17 @@ func (a *Admission) Check(prev, next *cube.Topology) error {
 			continue
 		}
 		was, existed := before[k]
+		now := ""
+		if existed {
+			now = fmt.Sprintf("; it costs %.1f ns now", was.NS)
+		} else if was, existed = dearestFrom(before, cc.From); existed {
+			now = fmt.Sprintf("; packets from %s cost at most %.1f ns now", cc.From, was.NS)
+		}
 		if existed && cc.NS <= was.NS+0.05 {
 			continue
 		}
-		msg := fmt.Sprintf("chain %s would cost %.1f ns per packet (%s), over the core budget of %.0f ns", cc.ID, cc.NS, hopList(cc), a.BudgetNS)
-		if existed {
-			msg += fmt.Sprintf("; it costs %.1f ns now", was.NS)
-		}
-		over = append(over, msg)
+		over = append(over, fmt.Sprintf("chain %s would cost %.1f ns per packet (%s), over the core budget of %.0f ns%s",
+			cc.ID, cc.NS, hopList(cc), a.BudgetNS, now))
 	}
 	if len(over) == 0 {
 		return nil
@@ -74,7 +80,7 @@ func (a *Admission) groups(t *cube.Topology, costs cubeCosts) (map[string]ChainC
 		return nil, err
 	}
 	for _, cc := range chains {
-		k := cc.ID
+		k := cc.From + " → " + cc.To
 		if a.Group != nil {
 			k = a.Group(cc)
 		}
@@ -83,6 +89,19 @@ func (a *Admission) groups(t *cube.Topology, costs cubeCosts) (map[string]ChainC
 		}
 	}
 	return out, nil
+}
+
+// dearestFrom is the dearest group whose dearest chain is entered by the
+// interface from.
+func dearestFrom(groups map[string]ChainCost, from string) (ChainCost, bool) {
+	var best ChainCost
+	found := false
+	for _, cc := range groups {
+		if cc.From == from && (!found || cc.NS > best.NS) {
+			best, found = cc, true
+		}
+	}
+	return best, found
 }
 
 func hopList(cc ChainCost) string {

@@ -115,6 +115,39 @@ func TestAdmission(t *testing.T) {
 	if err := a.Check(big, big.Clone()); err != nil {
 		t.Fatalf("unchanged: %v", err)
 	}
+	// removing a cube from a chain over the budget changes its route, not
+	// where its packets come from and go: allowed
+	withoutF1 := func(tp *cube.Topology) *cube.Topology {
+		delete(tp.Cubes, "f1")
+		delete(tp.Attachments, "r1:p0")
+		return tp
+	}
+	if err := a.Check(big, withoutF1(testTopology(80))); err != nil {
+		t.Fatalf("removing a cube: %v", err)
+	}
+	// adding one is held to what the chain between the same interfaces costs
+	a.BudgetNS = 80
+	err = a.Check(withoutF1(testTopology(50)), small)
+	if err == nil || !strings.Contains(err.Error(), "chain a → f1 → r1:p1 → r2:p1 → c would cost 90.0 ns per packet") ||
+		!strings.Contains(err.Error(), "it costs 75.0 ns now") {
+		t.Fatalf("adding a cube: %v", err)
+	}
+	a.BudgetNS = 100
+	// a chain to another interface is held to the dearest from the same
+	// one (the way back, from an interface new to the topology, is new
+	// and over the budget)
+	toD := func(cost float64) *cube.Topology {
+		tp := testTopology(cost)
+		tp.Cubes["r2"].Ports[1].Peer = "d"
+		return tp
+	}
+	if err := a.Check(big, toD(80)); err == nil || strings.Contains(err.Error(), "chain a →") || !strings.Contains(err.Error(), "chain d → r2:p0") {
+		t.Fatalf("re-peered, as dear as before: %v", err)
+	}
+	if err := a.Check(big, toD(90)); err == nil || !strings.Contains(err.Error(), "would cost 130.0 ns per packet") ||
+		!strings.Contains(err.Error(), "packets from a cost at most 120.0 ns now") {
+		t.Fatalf("re-peered, dearer: %v", err)
+	}
 	// per group (slices): the dearest chain of a group is its estimate
 	a.Group = func(estimate.ChainCost) string { return "slice-1" }
 	if err := a.Check(small, big); err == nil || !strings.Contains(err.Error(), "refused") {
