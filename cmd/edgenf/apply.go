@@ -7,9 +7,8 @@ import (
 	"path/filepath"
 	"text/tabwriter"
 
-	"github.com/spf13/cobra"
-
 	"github.com/edgenf/edgenf/internal/estimate"
+	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 )
 
