@@ -499,20 +499,12 @@ func (w *walker) cond(e syntax.Expr, st *state, k func(*state, tri)) {
 			return
 		}
 	case *syntax.Binary:
-		switch x.Op {
-		case "&&":
+		// && and || decide without their right side when the left one is
+		// false (&&) or true (||)
+		if decides, ok := map[string]tri{"&&": no, "||": yes}[x.Op]; ok {
 			w.cond(x.X, st, func(st *state, v tri) {
-				if v == no {
-					k(st, no)
-					return
-				}
-				w.cond(x.Y, st, k)
-			})
-			return
-		case "||":
-			w.cond(x.X, st, func(st *state, v tri) {
-				if v == yes {
-					k(st, yes)
+				if v == decides {
+					k(st, decides)
 					return
 				}
 				w.cond(x.Y, st, k)
