@@ -4,12 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"text/tabwriter"
 
 	"github.com/edgenf/edgenf/internal/estimate"
+	"github.com/edgenf/edgenf/internal/topofile"
 	"github.com/spf13/cobra"
-	"gopkg.in/yaml.v3"
 )
 
 type change struct {
@@ -34,34 +33,9 @@ func applyCmd() *cobra.Command {
 			if file == "" {
 				return fmt.Errorf("-f TOPOLOGY is required")
 			}
-			var b []byte
-			var err error
-			if file == "-" {
-				b, err = readAllStdin()
-			} else {
-				b, err = os.ReadFile(file)
-			}
+			body, err := topologyDocument(file)
 			if err != nil {
 				return err
-			}
-			var doc any
-			if err := yaml.Unmarshal(b, &doc); err != nil {
-				return fmt.Errorf("%s: %v", file, err)
-			}
-			m, ok := doc.(map[string]any)
-			if !ok {
-				return fmt.Errorf("%s: want a mapping with `cubes:` (and optionally `attachments:`)", file)
-			}
-			dir := "."
-			if file != "-" {
-				dir = filepath.Dir(file)
-			}
-			if err := inlinePrograms(m, dir); err != nil {
-				return fmt.Errorf("%s: %v", file, err)
-			}
-			body, err := json.Marshal(doc)
-			if err != nil {
-				return fmt.Errorf("%s: %v", file, err)
 			}
 			path := "/v1/topology"
 			if dry {
@@ -100,40 +74,20 @@ func applyCmd() *cobra.Command {
 	return c
 }
 
-// inlinePrograms reads the P4 programs a topology file names (a p4 cube's
-// config.program without config.source), relative to the file's directory.
-func inlinePrograms(doc map[string]any, dir string) error {
-	cubes, _ := doc["cubes"].([]any)
-	for _, x := range cubes {
-		c, _ := x.(map[string]any)
-		cfg, _ := c["config"].(map[string]any)
-		if c["type"] != "p4" {
-			continue
-		}
-		if err := inlineProgram(cfg, dir); err != nil {
-			return fmt.Errorf("cube %v: %v", c["name"], err)
-		}
+// topologyDocument reads a topology file ("-": standard input, its
+// programs relative to the working directory) into the JSON document
+// PUT /v1/topology takes.
+func topologyDocument(file string) (json.RawMessage, error) {
+	if file != "-" {
+		return topofile.Read(file)
 	}
-	return nil
-}
-
-// inlineProgram puts the text of the program p4 settings name (program,
-// relative to dir) in, unless they have it: the daemon reads no file on a
-// client's behalf.
-func inlineProgram(cfg map[string]any, dir string) error {
-	prog, _ := cfg["program"].(string)
-	if prog == "" || cfg["source"] != nil {
-		return nil
-	}
-	if !filepath.IsAbs(prog) {
-		prog = filepath.Join(dir, prog)
-	}
-	ps, err := programSettings(prog)
+	b, err := readAllStdin()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for k, v := range ps {
-		cfg[k] = v
+	doc, err := topofile.Decode(b, ".")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", file, err)
 	}
-	return nil
+	return doc, nil
 }

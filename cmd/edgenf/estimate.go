@@ -8,14 +8,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-	"gopkg.in/yaml.v3"
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
@@ -508,28 +506,9 @@ func writeDryRunEstimate(tw *tabwriter.Writer, chains []estimate.ChainCost, estE
 // readTopology reads a topology file as `edgenf apply` does, decoded into
 // the daemon's model (cube settings and entries included).
 func readTopology(file string) (*cube.Topology, error) {
-	b, err := readFileOrStdin(file)
+	js, err := topologyDocument(file)
 	if err != nil {
 		return nil, err
-	}
-	var generic any
-	if err := yaml.Unmarshal(b, &generic); err != nil {
-		return nil, fmt.Errorf("%s: %v", file, err)
-	}
-	top, ok := generic.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("%s: want a mapping with `cubes:` (and optionally `attachments:`)", file)
-	}
-	dir := "."
-	if file != "-" {
-		dir = filepath.Dir(file)
-	}
-	if err := inlinePrograms(top, dir); err != nil {
-		return nil, fmt.Errorf("%s: %v", file, err)
-	}
-	js, err := json.Marshal(generic)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", file, err)
 	}
 	var doc cube.Document
 	dec := json.NewDecoder(bytes.NewReader(js))
@@ -554,10 +533,3 @@ func readTopology(file string) (*cube.Topology, error) {
 type everyInterface struct{}
 
 func (everyInterface) IfaceExists(string) bool { return true }
-
-func readFileOrStdin(file string) ([]byte, error) {
-	if file == "-" {
-		return readAllStdin()
-	}
-	return os.ReadFile(file)
-}
