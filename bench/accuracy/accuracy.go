@@ -28,8 +28,8 @@ import (
 	"github.com/edgenf/edgenf/internal/estimate/p4path"
 	"github.com/edgenf/edgenf/internal/netlab"
 	"github.com/edgenf/edgenf/internal/p4"
-	"github.com/edgenf/edgenf/internal/p4/rt"
 	"github.com/edgenf/edgenf/internal/p4/stf"
+	"github.com/edgenf/edgenf/internal/p4/tableruntime"
 )
 
 // Targets of the accuracy claim (issue 19), over the held-out rows.
@@ -250,7 +250,7 @@ type p4Example struct {
 	seed   *Seed
 }
 
-var meterHigh = rt.MeterConfig{CIR: 1e9, CBurst: 1e6, PIR: 2e9, PBurst: 2e6}
+var meterHigh = tableruntime.MeterConfig{CIR: 1e9, CBurst: 1e6, PIR: 2e9, PBurst: 2e6}
 
 var p4Examples = []p4Example{
 	{file: "acl.p4", packet: 2, path: "ethernet,ipv4,l4,classify=set_class,acl=hit,@125=false"},

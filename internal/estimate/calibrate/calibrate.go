@@ -26,7 +26,7 @@ import (
 	"github.com/edgenf/edgenf/internal/estimate/p4path"
 	"github.com/edgenf/edgenf/internal/nfrig"
 	"github.com/edgenf/edgenf/internal/p4"
-	"github.com/edgenf/edgenf/internal/p4/rt"
+	"github.com/edgenf/edgenf/internal/p4/tableruntime"
 )
 
 // Options of a calibration.
@@ -306,7 +306,7 @@ func (s *session) loadP4Case(ctx context.Context, dp *datapath.Datapath, slot ui
 		}
 	}
 	if c.meter != "" {
-		if l.err = pc.RT.SetMeter(c.meter, 0, 1023, &rt.MeterConfig{CIR: 1e9, CBurst: 1e6, PIR: 2e9, PBurst: 2e6}); l.err != nil {
+		if l.err = pc.RT.SetMeter(c.meter, 0, 1023, &tableruntime.MeterConfig{CIR: 1e9, CBurst: 1e6, PIR: 2e9, PBurst: 2e6}); l.err != nil {
 			return
 		}
 	}
@@ -319,7 +319,7 @@ func (s *session) loadP4Case(ctx context.Context, dp *datapath.Datapath, slot ui
 type P4Cube struct {
 	Result *p4.Result
 	Cube   *datapath.Cube
-	RT     *rt.Program // its tables, counters, meters
+	RT     *tableruntime.Program // its tables, counters, meters
 	// Entry is the direct entry of a hop into the port LoadP4 was given
 	// (the caller closes it).
 	Entry *ebpf.Program
@@ -350,7 +350,7 @@ func LoadP4(ctx context.Context, dp *datapath.Datapath, slot uint32, hook datapa
 			return nil, err
 		}
 	}
-	prog, err := rt.New(res.Info, dc.Maps())
+	prog, err := tableruntime.New(res.Info, dc.Maps())
 	if err != nil {
 		return nil, err
 	}

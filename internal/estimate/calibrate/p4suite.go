@@ -6,7 +6,7 @@ import (
 
 	"github.com/edgenf/edgenf/internal/estimate"
 	"github.com/edgenf/edgenf/internal/p4/p4info"
-	"github.com/edgenf/edgenf/internal/p4/rt"
+	"github.com/edgenf/edgenf/internal/p4/tableruntime"
 )
 
 // The P4 micro-programs: one template (Ethernet, IPv4, UDP and generic
@@ -84,7 +84,7 @@ type p4Case struct {
 	// path selects the measured path (p4path.Select) when the program has
 	// several; "" takes the typical one.
 	path    string
-	entries func(p *rt.Program) error
+	entries func(p *tableruntime.Program) error
 	meter   string // a meter to configure (rates far above the test's)
 	// anchor cases are measured by the short calibration too.
 	anchor bool
@@ -137,7 +137,7 @@ func tableDecl(name, keys, kind string, size int) string {
 	return fmt.Sprintf("table %s { key = { %s } actions = { fwd; NoAction; } default_action = NoAction(); size = %d; }", name, k.String(), size)
 }
 
-func add(p *rt.Program, table string, prio uint32, kv ...string) error {
+func add(p *tableruntime.Program, table string, prio uint32, kv ...string) error {
 	var ms []p4info.Match
 	for i := 0; i+1 < len(kv); i += 2 {
 		ms = append(ms, p4info.Match{Field: kv[i], Value: kv[i+1]})
@@ -148,7 +148,7 @@ func add(p *rt.Program, table string, prio uint32, kv ...string) error {
 // fill adds n entries that do not match the frame: a /24 or an address
 // per entry in 10.0.0.0/8 (exact: addresses; lpm: prefixes of 16 to 28
 // bits; ternary: masks of /24).
-func fill(p *rt.Program, table, field, kind string, n int) error {
+func fill(p *tableruntime.Program, table, field, kind string, n int) error {
 	for i := 0; i < n; i++ {
 		a, b, c := 1+i/65536%250, i/256%256, i%256
 		var v string
@@ -222,26 +222,26 @@ func p4Cases() []p4Case {
 		{name: "4 actions of 2 primitives", parse: l3, decls: "action a() { " + assigns(2) + "}", body: "a(); a(); a(); a();"},
 		// exact-match tables by key width, hit and miss
 		{name: "exact table, 4-byte key, hit", parse: l3, decls: tableDecl("t", "h.ip.dst", "exact", 4096), body: "t.apply();", path: "t=fwd", anchor: true,
-			entries: func(p *rt.Program) error { return add(p, "I.t", 0, "h.ip.dst", "198.18.1.1") }},
+			entries: func(p *tableruntime.Program) error { return add(p, "I.t", 0, "h.ip.dst", "198.18.1.1") }},
 		{name: "exact table, 4-byte key, miss", parse: l3, decls: tableDecl("t", "h.ip.dst", "exact", 4096), body: "t.apply();", path: "t=miss",
-			entries: func(p *rt.Program) error { return add(p, "I.t", 0, "h.ip.dst", "198.18.9.9") }},
+			entries: func(p *tableruntime.Program) error { return add(p, "I.t", 0, "h.ip.dst", "198.18.9.9") }},
 		{name: "exact table, 4-byte key, hit among 1000", parse: l3, decls: tableDecl("t", "h.ip.dst", "exact", 4096), body: "t.apply();", path: "t=fwd",
-			entries: func(p *rt.Program) error {
+			entries: func(p *tableruntime.Program) error {
 				if err := fill(p, "I.t", "h.ip.dst", "exact", 999); err != nil {
 					return err
 				}
 				return add(p, "I.t", 0, "h.ip.dst", "198.18.1.1")
 			}},
 		{name: "exact table, 8-byte key, hit", parse: l3, decls: tableDecl("t", "h.ip.src h.ip.dst", "exact", 4096), body: "t.apply();", path: "t=fwd",
-			entries: func(p *rt.Program) error {
+			entries: func(p *tableruntime.Program) error {
 				return add(p, "I.t", 0, "h.ip.src", "198.18.0.10", "h.ip.dst", "198.18.1.1")
 			}},
 		{name: "exact table, 13-byte key, hit", parse: l3, decls: tableDecl("t", "h.ip.src h.ip.dst h.ip.proto h.udp.sport h.udp.dport", "exact", 4096), body: "t.apply();", path: "t=fwd",
-			entries: func(p *rt.Program) error {
+			entries: func(p *tableruntime.Program) error {
 				return add(p, "I.t", 0, "h.ip.src", "198.18.0.10", "h.ip.dst", "198.18.1.1", "h.ip.proto", "17", "h.udp.sport", "1234", "h.udp.dport", "5678")
 			}},
 		{name: "2 exact tables, hit", parse: l3, decls: tableDecl("t", "h.ip.dst", "exact", 4096) + tableDecl("u", "h.ip.src", "exact", 4096), body: "t.apply(); u.apply();", path: "t=fwd,u=fwd",
-			entries: func(p *rt.Program) error {
+			entries: func(p *tableruntime.Program) error {
 				if err := add(p, "I.t", 0, "h.ip.dst", "198.18.1.1"); err != nil {
 					return err
 				}
@@ -249,16 +249,16 @@ func p4Cases() []p4Case {
 			}},
 		// LPM tables by entries
 		{name: "LPM table, 1 route, hit", parse: l3, decls: tableDecl("t", "h.ip.dst", "lpm", 4096), body: "t.apply();", path: "t=fwd",
-			entries: func(p *rt.Program) error { return add(p, "I.t", 0, "h.ip.dst", "198.18.1.0/24") }},
+			entries: func(p *tableruntime.Program) error { return add(p, "I.t", 0, "h.ip.dst", "198.18.1.0/24") }},
 		{name: "LPM table, 64 routes, hit", parse: l3, decls: tableDecl("t", "h.ip.dst", "lpm", 4096), body: "t.apply();", path: "t=fwd",
 			entries: lpmEntries(63)},
 		{name: "LPM table, 1024 routes, hit", parse: l3, decls: tableDecl("t", "h.ip.dst", "lpm", 4096), body: "t.apply();", path: "t=fwd", anchor: true,
 			entries: lpmEntries(1023)},
 		{name: "LPM table, 1024 routes, miss", parse: l3, decls: tableDecl("t", "h.ip.dst", "lpm", 4096), body: "t.apply();", path: "t=miss",
-			entries: func(p *rt.Program) error { return fill(p, "I.t", "h.ip.dst", "lpm", 1024) }},
+			entries: func(p *tableruntime.Program) error { return fill(p, "I.t", "h.ip.dst", "lpm", 1024) }},
 		// ternary tables by entries (every slot is scanned)
 		{name: "ternary table, 1 entry, hit", parse: l3, decls: tableDecl("t", "h.ip.dst", "ternary", 1024), body: "t.apply();", path: "t=fwd",
-			entries: func(p *rt.Program) error { return add(p, "I.t", 1, "h.ip.dst", "198.18.1.0&&&255.255.255.0") }},
+			entries: func(p *tableruntime.Program) error { return add(p, "I.t", 1, "h.ip.dst", "198.18.1.0&&&255.255.255.0") }},
 		{name: "ternary table, 16 entries, hit", parse: l3, decls: tableDecl("t", "h.ip.dst", "ternary", 1024), body: "t.apply();", path: "t=fwd",
 			entries: ternaryEntries(15)},
 		{name: "ternary table, 128 entries, hit", parse: l3, decls: tableDecl("t", "h.ip.dst", "ternary", 1024), body: "t.apply();", path: "t=fwd",
@@ -270,7 +270,7 @@ func p4Cases() []p4Case {
 		{name: "exact table with a direct counter, hit", parse: l3,
 			decls: "direct_counter(CounterType.packets_and_bytes) dc; table t { key = { h.ip.dst: exact; } actions = { fwd; NoAction; } default_action = NoAction(); counters = dc; }",
 			body:  "t.apply();", path: "t=fwd",
-			entries: func(p *rt.Program) error { return add(p, "I.t", 0, "h.ip.dst", "198.18.1.1") }},
+			entries: func(p *tableruntime.Program) error { return add(p, "I.t", 0, "h.ip.dst", "198.18.1.1") }},
 		// externs
 		{name: "register read", parse: l3, body: idx + "r.read(m.v, m.idx); h.ip.id = m.v[15:0];"},
 		{name: "register write", parse: l3, body: idx + "r.write(m.idx, (bit<32>)h.ip.ttl);"},
@@ -298,8 +298,8 @@ func p4Cases() []p4Case {
 	return cs
 }
 
-func lpmEntries(others int) func(p *rt.Program) error {
-	return func(p *rt.Program) error {
+func lpmEntries(others int) func(p *tableruntime.Program) error {
+	return func(p *tableruntime.Program) error {
 		if err := fill(p, "I.t", "h.ip.dst", "lpm", others); err != nil {
 			return err
 		}
@@ -307,8 +307,8 @@ func lpmEntries(others int) func(p *rt.Program) error {
 	}
 }
 
-func ternaryEntries(others int) func(p *rt.Program) error {
-	return func(p *rt.Program) error {
+func ternaryEntries(others int) func(p *tableruntime.Program) error {
+	return func(p *tableruntime.Program) error {
 		if err := fill(p, "I.t", "h.ip.dst", "ternary", others); err != nil {
 			return err
 		}
