@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 
 	"github.com/edgenf/edgenf/bench/scenario"
 	"github.com/edgenf/edgenf/internal/datapath"
@@ -145,7 +144,7 @@ func setupChain(e *scenario.Env, hook datapath.Hook, total, chain int) (*scenari
 	}
 	// Per-packet cost: the stub program (which resets the metadata) and
 	// the chain behind it, with BPF_PROG_RUN.
-	prog, err := stubProg(root)
+	prog, err := datapath.AttachedProgram(root, p.A1, hook, datapath.Ingress)
 	if err == nil {
 		e.Defer(func() { prog.Close() })
 		t.Cost = func() (float64, error) {
@@ -182,24 +181,6 @@ func configure(c *datapath.Cube, i, first, total, out int) error {
 		return err
 	}
 	return c.SetHop(1, hop)
-}
-
-// stubProg finds the program of the (only) stub under a datapath root.
-func stubProg(root string) (*ebpf.Program, error) {
-	m, _ := filepath.Glob(filepath.Join(root, "ifaces", "*", "link"))
-	if len(m) != 1 {
-		return nil, fmt.Errorf("stub link not found")
-	}
-	l, err := link.LoadPinnedLink(m[0], nil)
-	if err != nil {
-		return nil, err
-	}
-	defer l.Close()
-	info, err := l.Info()
-	if err != nil {
-		return nil, err
-	}
-	return ebpf.NewProgramFromID(info.Program)
 }
 
 // cubeMemlock returns the mean kernel memory (BPF memlock) of the program

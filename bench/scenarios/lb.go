@@ -8,8 +8,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
 
 	"github.com/edgenf/edgenf/bench/scenario"
@@ -136,16 +134,7 @@ func freeSink(p *scenario.Path) error {
 
 // stubCost measures the stub on iface (and the cubes behind it) per packet.
 func stubCost(e *scenario.Env, t *scenario.Topology, root, iface string, hook datapath.Hook) {
-	l, err := link.LoadPinnedLink(filepath.Join(root, "ifaces", fmt.Sprintf("%s_%s_ingress", iface, hook), "link"), nil)
-	if err != nil {
-		return
-	}
-	defer l.Close()
-	info, err := l.Info()
-	if err != nil {
-		return
-	}
-	prog, err := ebpf.NewProgramFromID(info.Program)
+	prog, err := datapath.AttachedProgram(root, iface, hook, datapath.Ingress)
 	if err != nil {
 		return
 	}

@@ -53,6 +53,7 @@ func main() {
 	)
 	tcpF.register(flag.CommandLine)
 	influxF.register(flag.CommandLine) // influx.go
+	est.register(flag.CommandLine)     // estimate.go
 	flag.Parse()
 	if *tcAtt != "" {
 		if _, err := datapath.ParseTCAttach(*tcAtt); err != nil {
@@ -92,6 +93,10 @@ func main() {
 		}
 	}
 	cfg := engine.Config{PinRoot: *bpffs, StateFile: *stateF, Logger: log, AdoptEmpty: *adoptE}
+	if err := est.configure(&cfg, log); err != nil {
+		log.Error("edgenfd", "err", err)
+		os.Exit(1)
+	}
 	if err := run(log, cfg, *socket, *listen, *tokens, *destroy, pf, tcpF, influxF, *applyF); err != nil {
 		log.Error("edgenfd", "err", err)
 		os.Exit(1)
@@ -145,6 +150,7 @@ func run(log *slog.Logger, cfg engine.Config, socket, listen, tokenFile string, 
 	}
 	defer eng.Close()
 	srv := api.New(eng, toks)
+	srv.SetEstimate(est.chains)
 	influxCtx, stopInflux := context.WithCancel(context.Background())
 	influxDone, err := startInflux(influxCtx, log, influxCfg, eng, srv)
 	if err != nil {

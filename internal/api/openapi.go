@@ -11,6 +11,7 @@ import (
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/endpoint"
 	"github.com/edgenf/edgenf/internal/engine"
+	"github.com/edgenf/edgenf/internal/estimate"
 	"github.com/edgenf/edgenf/internal/tenant"
 )
 
@@ -332,8 +333,9 @@ func OpenAPI() map[string]any {
 	add("/v1/topology", "put", op{Summary: "Make a topology document the whole desired state (declarative apply; administrator); ?dry_run=true only reports the changes",
 		Parameters:  []param{{Name: "dry_run", In: "query", Schema: &Schema{Type: "boolean"}}},
 		RequestBody: jsonBody(SchemaOf(&cube.Document{})),
-		Responses: ok(200, "changes", object(map[string]*Schema{
-			"dry_run": {Type: "boolean"}, "changes": {Type: "array", Items: SchemaOf(&engine.Change{})}}, "dry_run", "changes"))})
+		Responses: ok(200, "changes (and, for a dry run, the cost estimate of each chain)", object(map[string]*Schema{
+			"dry_run": {Type: "boolean"}, "changes": {Type: "array", Items: SchemaOf(&engine.Change{})},
+			"estimate": {Type: "array", Items: SchemaOf(&estimate.ChainCost{})}, "estimate_error": {Type: "string"}}, "dry_run", "changes"))})
 	add("/v1/cubes", "get", op{Summary: "List cubes", Responses: ok(200, "cubes", &Schema{Type: "array", Items: cubeSchema})})
 	add("/v1/cubes", "post", op{Summary: "Create a cube", RequestBody: jsonBody(createCube), Responses: ok(201, "the cube", cubeSchema)})
 	add("/v1/cubes/{cube}", "get", op{Summary: "Get a cube", Parameters: pathParams("cube"), Responses: ok(200, "the cube", cubeSchema)})

@@ -16,6 +16,7 @@ import (
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/engine"
+	"github.com/edgenf/edgenf/internal/estimate"
 	"github.com/edgenf/edgenf/internal/tenant"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -26,9 +27,16 @@ type Server struct {
 	tokens *Tokens
 	mux    *http.ServeMux
 	busy   inflight // admit.go
+	// estimate, when set, gives the cost estimate of a topology's chains,
+	// returned with dry runs of PUT /v1/topology.
+	estimate func(*cube.Topology) ([]estimate.ChainCost, error)
 	// daemonMetrics: the daemon's own collectors (metrics.go)
 	daemonMetrics *prometheus.Registry
 }
+
+// SetEstimate makes dry runs of PUT /v1/topology return the estimate of
+// the topology's chains.
+func (s *Server) SetEstimate(f func(*cube.Topology) ([]estimate.ChainCost, error)) { s.estimate = f }
 
 // New builds the API over an engine. tokens may be nil (no TCP access).
 func New(eng *engine.Engine, tokens *Tokens) *Server {
@@ -279,7 +287,17 @@ func (s *Server) putTopology(w http.ResponseWriter, r *http.Request) {
 	if changes == nil {
 		changes = []engine.Change{}
 	}
-	reply(w, 200, map[string]any{"dry_run": dry, "changes": changes})
+	out := map[string]any{"dry_run": dry, "changes": changes}
+	if dry && s.estimate != nil {
+		// what each chain would cost per packet (estimate.go: a failure
+		// to estimate does not fail the dry run)
+		if chains, err := s.estimate(t); err != nil {
+			out["estimate_error"] = err.Error()
+		} else {
+			out["estimate"] = chains
+		}
+	}
+	reply(w, 200, out)
 }
 
 // --- cubes ---

@@ -41,6 +41,10 @@ type Config struct {
 	Tenants []tenant.Tenant
 	// DefaultQuota overrides tenant.Defaults for every tenant.
 	DefaultQuota tenant.Quota
+	// Admit, when set, judges every change after validation and before
+	// it is made (the cost estimate against the core budget, edgenfd
+	// -core-budget-ns): an error refuses the change, and a dry run.
+	Admit func(prev, next *cube.Topology) error
 }
 
 // Engine is the daemon's core. Safe for concurrent use.
@@ -400,10 +404,24 @@ func (e *Engine) Replace(ctx context.Context, t *cube.Topology, dryRun bool) ([]
 		return nil, err
 	}
 	changes := Diff(e.topo, next)
-	if dryRun || len(changes) == 0 {
+	if len(changes) == 0 {
+		return changes, nil
+	}
+	if err := e.admit(e.topo, next); err != nil {
+		return nil, err
+	}
+	if dryRun {
 		return changes, nil
 	}
 	return changes, e.apply(next)
+}
+
+// admit runs the admission check, if there is one.
+func (e *Engine) admit(prev, next *cube.Topology) error {
+	if e.cfg.Admit == nil {
+		return nil
+	}
+	return e.cfg.Admit(prev, next)
 }
 
 // commit checks next is a change who may make, validates it, checks who's
@@ -419,6 +437,9 @@ func (e *Engine) commit(who tenant.Actor, next *cube.Topology) error {
 		return err
 	}
 	if err := e.checkQuota(who, next); err != nil {
+		return err
+	}
+	if err := e.admit(e.topo, next); err != nil {
 		return err
 	}
 	return e.apply(next)

@@ -219,9 +219,14 @@ func entryOf(t *testing.T, r *nftest.Rig, table, prefix string) (entryVal, error
 
 func TestBlacklistExpiry(t *testing.T) {
 	past := time.Now().Add(-time.Hour)
+	entries := []Entry{{Prefix: "198.18.0.1", Expires: &past}, {Prefix: "198.18.3.0/24", TTLSeconds: 3600}}
+	r := nftest.New(t, Type, model(datapath.XDP, nil, entries, nil))
+	// the entry that expires soon is added once the cube is loaded, which
+	// can take seconds on a busy machine
 	soon := time.Now().Add(2 * time.Second)
-	r := nftest.New(t, Type, model(datapath.XDP, nil,
-		[]Entry{{Prefix: "198.18.0.1", Expires: &past}, {Prefix: "198.18.0.2", Expires: &soon}, {Prefix: "198.18.3.0/24", TTLSeconds: 3600}}, nil))
+	if err := r.Update(model(datapath.XDP, nil, append(entries, Entry{Prefix: "198.18.0.2", Expires: &soon}), nil)); err != nil {
+		t.Fatal(err)
+	}
 	run := func(src string) uint32 {
 		return r.RunTransparent(datapath.Ingress, nftest.UDP4(src, "198.19.0.1", 1, 2, nil)).Verdict
 	}
