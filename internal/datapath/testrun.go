@@ -24,7 +24,16 @@ type RunResult struct {
 	Verdict uint32 // XDP_* or TC_ACT_*
 	Port    int    // port of the cube it was sent out of, -1 if none
 	Data    []byte // the frame after the program ran
+	// Priority is skb->priority after the run (TC only): the class an
+	// egress qdisc puts the frame in.
+	Priority uint32
 }
+
+// skbCtx is struct __sk_buff as BPF_PROG_TEST_RUN takes and returns it
+// (192 bytes); skbPriority is the index of its priority field.
+type skbCtx [48]uint32
+
+const skbPriority = 8
 
 // Sent reports whether the frame left through a port.
 func (r RunResult) Sent() bool { return r.Port >= 0 }
@@ -44,6 +53,10 @@ func (d *Datapath) Run(c *Cube, inPort uint32, frame []byte) (RunResult, error) 
 	}
 	out := make([]byte, len(frame)+512)
 	ro := &ebpf.RunOptions{Data: frame, DataOut: out}
+	var skb skbCtx
+	if c.Hook == TC {
+		ro.Context, ro.ContextOut = skb, &skb
+	}
 	v, err := c.prog.Run(ro)
 	if err != nil {
 		return res, fmt.Errorf("test run: %w", err)
@@ -60,6 +73,7 @@ func (d *Datapath) Run(c *Cube, inPort uint32, frame []byte) (RunResult, error) 
 		}
 	}
 	res.Data = ro.DataOut
+	res.Priority = skb[skbPriority]
 	return res, nil
 }
 
