@@ -77,7 +77,9 @@ type Slice struct {
 	LatencyMs float64 `json:"latency_ms,omitempty"`
 }
 
-// Rule maps traffic at an entry port to a slice. A rule has exactly one
+// Rule maps traffic at an entry port to a slice. A VLAN rule makes the slice
+// that VLAN's VRF: the tag is taken off on the way into the slice's chain
+// and put back on the return traffic. A rule has exactly one
 // kind: in_port, vlan, src, dst, dscp, proto (with an optional port),
 // teid or ue_pool.
 type Rule struct {
@@ -321,6 +323,14 @@ func (s *Slice) Validate(c *cube.Cube) error {
 	}
 	if s.Entry != "" && c.Port(s.Entry) == nil {
 		return cube.NotFound("entry", "cube %s has no port %q", c.Name, s.Entry)
+	}
+	vlans := 0
+	for _, r := range s.Rules {
+		if r.VLAN != nil {
+			if vlans++; vlans > 1 {
+				return cube.Errorf("rules", "a slice has at most one VLAN: its chain sees its frames untagged, and return traffic is tagged with it")
+			}
+		}
 	}
 	if s.Priority != nil && (*s.Priority < 0 || *s.Priority > 7) {
 		return cube.Errorf("priority", "priority %d out of range 0 (highest)..7", *s.Priority)

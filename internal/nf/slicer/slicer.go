@@ -35,6 +35,8 @@ type (
 		Port     uint32
 		Entry    uint32
 		Classid  uint32
+		VLAN     uint32
+		_        uint32
 		ByteCost uint64
 		ByteTau  uint64
 		PktCost  uint64
@@ -167,6 +169,9 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 				ports[p.port] = id
 			case kindVLAN:
 				vlan[p.num] = id
+				if slices[id].VLAN == 0 {
+					slices[id].VLAN = p.num
+				}
 			case kindDSCP:
 				dscp[p.num] = id
 			case kindL4:

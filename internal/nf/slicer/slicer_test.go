@@ -1,6 +1,7 @@
 package slicer
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -154,6 +155,26 @@ func TestReturnTrafficLeavesByEntry(t *testing.T) {
 			st := viewStatus(t, r)
 			if st.Slices[0].ReturnPackets != 1 || st.Slices[1].ReturnPackets != 1 {
 				t.Fatalf("return counters: %+v", st.Slices)
+			}
+		})
+	}
+}
+
+// A VLAN slice's chain sees its frames untagged; its return traffic leaves
+// tagged again.
+func TestVLANSliceIsAVRF(t *testing.T) {
+	for _, h := range hooks {
+		t.Run(string(h.hook), func(t *testing.T) {
+			r := nftest.New(t, Type, model(h.hook, Settings{Uplink: "up"},
+				Slice{Name: "v", ID: 1, Port: "s1", Rules: []Rule{{VLAN: intp(10)}}}))
+			plain := nftest.UDP4("198.18.1.1", "198.19.1.1", 1000, 2000, []byte("x"))
+			res := r.Run("up", nftest.VLANTagged(plain, 1))
+			if res.Port != 11 || !bytes.Equal(res.Data, plain) {
+				t.Fatalf("in: port %d, frame\n% x\nwant untagged\n% x", res.Port, res.Data, plain)
+			}
+			res = r.Run("s1", plain)
+			if want := nftest.VLANTagged(plain, 1); res.Port != 0 || (h.hook == datapath.XDP && !bytes.Equal(res.Data, want)) {
+				t.Fatalf("return: port %d, frame\n% x\nwant\n% x", res.Port, res.Data, want)
 			}
 		})
 	}

@@ -36,6 +36,9 @@ struct sl_slice {
 	__u32 port;    /* the slicer port leading into the slice's chain */
 	__u32 entry;   /* the port its return traffic leaves by */
 	__u32 classid; /* skb->priority at TC; 0: leave it */
+	__u32 vlan;    /* the slice's VLAN: popped on the way in, pushed on
+			* the way back (its chain sees untagged frames) */
+	__u32 pad;
 	/* GCRA policers: cost of one byte in 1/256 ns and of one packet in
 	 * ns; tolerance (the burst) in ns. Cost 0: no limit. */
 	__u64 byte_cost;
@@ -396,6 +399,45 @@ static __always_inline int sl_police(struct sl_slice *s, __u32 id, __u32 len)
 	return 1;
 }
 
+/* Take the outer VLAN tag off (TC: the kernel has moved it into the skb;
+ * XDP: slide the MAC addresses over it). */
+static __always_inline int sl_vlan_pop(ctx_t *ctx)
+{
+	__u8 hdr[14]; /* the MAC addresses, then the inner ethertype */
+
+#if defined(EDGENF_HOOK_TC)
+	if (ctx->vlan_present)
+		return bpf_skb_vlan_pop(ctx);
+	/* still in the frame (a test run; the kernel untags before TC) */
+	if (ctx_load_bytes(ctx, 0, hdr, 12) || ctx_load_bytes(ctx, 16, &hdr[12], 2) ||
+	    ctx_adjust_head(ctx, 4))
+		return -1;
+	return bpf_skb_store_bytes(ctx, 0, hdr, sizeof(hdr), 0);
+#else
+	if (ctx_load_bytes(ctx, 0, hdr, 12) || ctx_load_bytes(ctx, 16, &hdr[12], 2) ||
+	    bpf_xdp_adjust_head(ctx, 4))
+		return -1;
+	return bpf_xdp_store_bytes(ctx, 0, hdr, sizeof(hdr));
+#endif
+}
+
+static __always_inline int sl_vlan_push(ctx_t *ctx, __u32 vid)
+{
+#if defined(EDGENF_HOOK_TC)
+	return bpf_skb_vlan_push(ctx, bpf_htons(ETH_P_8021Q), vid);
+#else
+	__u8 hdr[16];
+
+	if (ctx_load_bytes(ctx, 0, hdr, 12) || bpf_xdp_adjust_head(ctx, -4))
+		return -1;
+	hdr[12] = 0x81;
+	hdr[13] = 0x00;
+	hdr[14] = (vid >> 8) & 0x0f;
+	hdr[15] = vid & 0xff;
+	return bpf_xdp_store_bytes(ctx, 0, hdr, sizeof(hdr));
+#endif
+}
+
 static __always_inline void sl_mark(ctx_t *ctx, struct edgenf_md *md, struct sl_slice *s, __u32 id)
 {
 	md->tenant = id;
@@ -434,6 +476,8 @@ static __always_inline int slicer(ctx_t *ctx, struct edgenf_md *md)
 		cnt = bpf_map_lookup_elem(&sl_counters, &id);
 		if (!s || !(s->flags & SL_F_VALID))
 			return enf_drop(ctx, md);
+		if (s->vlan && sl_vlan_push(ctx, s->vlan))
+			return enf_drop(ctx, md);
 		if (cnt) {
 			cnt->ret_packets++;
 			cnt->ret_bytes += len;
@@ -468,6 +512,8 @@ static __always_inline int slicer(ctx_t *ctx, struct edgenf_md *md)
 		}
 		return enf_drop(ctx, md);
 	}
+	if (s->vlan && f.has_vlan && f.vlan == s->vlan && sl_vlan_pop(ctx))
+		return enf_drop(ctx, md);
 	if (cnt) {
 		cnt->in_packets++;
 		cnt->in_bytes += len;
