@@ -17,6 +17,7 @@ import (
 	"github.com/edgenf/edgenf/internal/engine"
 	"github.com/edgenf/edgenf/internal/netlab"
 	_ "github.com/edgenf/edgenf/internal/nf/portfwd"
+	_ "github.com/edgenf/edgenf/internal/nf/router"
 	"github.com/edgenf/edgenf/internal/nftest"
 	"github.com/edgenf/edgenf/internal/tenant"
 	"github.com/vishvananda/netlink"
@@ -78,7 +79,7 @@ func setupE2E(t *testing.T, shape bool, slices ...Slice) *e2e {
 	nftest.MustUpdate(t, r.e, func(tp *cube.Topology) error {
 		if err := tp.AddCube(&cube.Cube{Name: "sl", Type: "slicer", Hook: "tc", Config: cfg,
 			Tables: map[string]map[string]json.RawMessage{"slices": rows},
-			Ports: []cube.Port{{Name: "up", Index: 0, Peer: r.vs}, {Name: "a", Index: 1}, {Name: "b", Index: 2}}}); err != nil {
+			Ports:  []cube.Port{{Name: "up", Index: 0, Peer: r.vs}, {Name: "a", Index: 1}, {Name: "b", Index: 2}}}); err != nil {
 			return err
 		}
 		tp.Cubes["sl"].Ports[1].Peer, tp.Cubes["sl"].Ports[2].Peer = "mg:ia", "mg:ib"
@@ -355,4 +356,148 @@ func TestTenantsCannotChangeSlices(t *testing.T) {
 	if len(st.Slices) != 1 || st.Slices[0].Name != "red" {
 		t.Fatal(fmt.Sprint(st.Slices))
 	}
+}
+
+// Two tenants with the same addresses (198.18.0.10 behind 198.18.0.1, a
+// server at 198.19.0.2) share one entry interface, told apart by VLAN: each
+// VLAN is a slice leading into the tenant's own router. Each tenant's
+// traffic reaches only its own server, and a flood from one is never seen
+// by the other's router or server.
+func TestE2ESegregationOverlappingAddresses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: namespaces and traffic")
+	}
+	lab := netlab.NewT(t)
+	// The shared entry is an 802.1Q trunk (a veth pair, ta-tb). Its far
+	// side is an access switch: another slicer, acc, whose VLAN slices put
+	// each tenant's client on its VLAN (this kernel has no 8021q and no
+	// VLAN-aware bridge).
+	ta, tb, err := lab.RootVeth("ta", "tb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts := map[string]*netlab.Host{}
+	servers := map[string]*netlab.Host{}
+	cliIf, srvIf := map[string]string{}, map[string]string{}
+	for _, name := range []string{"red", "blue"} {
+		h, err := lab.Host("c" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hosts[name] = h
+		if cliIf[name], err = lab.Veth(h, "eth0", "c"+name, "198.18.0.10/24"); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.AddRoute("default", "198.18.0.1"); err != nil {
+			t.Fatal(err)
+		}
+		s, err := lab.Host("s" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		servers[name] = s
+		if srvIf[name], err = lab.Veth(s, "eth0", "s"+name, "198.19.0.2/24"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AddRoute("default", "198.19.0.1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	e := nftest.Engine(t)
+	nftest.MustUpdate(t, e, func(tp *cube.Topology) error {
+		rows := map[string]json.RawMessage{
+			"red":  nftest.Entry(Slice{Name: "red", ID: 1, Tenant: "red", Port: "red", Rules: []Rule{{VLAN: intp(10)}}}),
+			"blue": nftest.Entry(Slice{Name: "blue", ID: 2, Tenant: "blue", Port: "blue", Rules: []Rule{{VLAN: intp(20)}}}),
+		}
+		tp.Cubes["sl"] = &cube.Cube{Name: "sl", Type: "slicer", Hook: "tc", Config: json.RawMessage(`{"uplink":"up"}`),
+			Tables: map[string]map[string]json.RawMessage{"slices": rows},
+			Ports:  []cube.Port{{Name: "up", Index: 0, Peer: tb}, {Name: "red", Index: 1, Peer: "rred:p0"}, {Name: "blue", Index: 2, Peer: "rblue:p0"}}}
+		tp.Cubes["acc"] = &cube.Cube{Name: "acc", Type: "slicer", Hook: "tc", Config: json.RawMessage(`{"uplink":"trunk"}`),
+			Tables: map[string]map[string]json.RawMessage{"slices": {
+				"red":  nftest.Entry(Slice{Name: "red", ID: 1, Port: "red", Rules: []Rule{{VLAN: intp(10)}}}),
+				"blue": nftest.Entry(Slice{Name: "blue", ID: 2, Port: "blue", Rules: []Rule{{VLAN: intp(20)}}}),
+			}},
+			Ports: []cube.Port{{Name: "trunk", Index: 0, Peer: ta}, {Name: "red", Index: 1, Peer: cliIf["red"]}, {Name: "blue", Index: 2, Peer: cliIf["blue"]}}}
+		for _, name := range []string{"red", "blue"} {
+			tp.Cubes["r"+name] = &cube.Cube{Name: "r" + name, Type: "router", Hook: "tc", Tenant: name,
+				Ports: []cube.Port{
+					{Name: "p0", Index: 0, Peer: "sl:" + name, Addresses: []string{"198.18.0.1/24"}},
+					{Name: "p1", Index: 1, Peer: srvIf[name], Addresses: []string{"198.19.0.1/24"}},
+				}}
+		}
+		return nil
+	})
+	for _, name := range []string{"red", "blue"} {
+		if err := hosts[name].Ping(ctx, "198.19.0.2", 2); err != nil {
+			t.Fatalf("%s: ping its server through its slice: %v", name, err)
+		}
+	}
+	before, err := e.Stats(tenant.Admin, "rblue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// red floods its server; blue's server listens on the same address and
+	// port in its own namespace
+	var blueGot int
+	blueRx, err := listenCount(servers["blue"], 7000, &blueGot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent, recv, err := netlab.UDPFlow(ctx, hosts["red"], servers["red"], "198.19.0.2", 7000, 5000, 500, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blueRx()
+	after, err := e.Stats(tenant.Admin, "rblue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("red flood: sent %d, red's server got %d; blue's server got %d", sent, recv, blueGot)
+	if recv < sent*95/100 {
+		t.Errorf("red's server got %d of %d", recv, sent)
+	}
+	if blueGot != 0 {
+		t.Errorf("blue's server received %d datagrams of red's flood", blueGot)
+	}
+	var rx0, rx1 uint64
+	for _, p := range before.Ports {
+		rx0 += p.RxPackets
+	}
+	for _, p := range after.Ports {
+		rx1 += p.RxPackets
+	}
+	if rx1-rx0 > 20 { // a few ARP refreshes at most, never the flood
+		t.Errorf("blue's router saw %d frames during red's flood", rx1-rx0)
+	}
+	st, _ := e.View(tenant.Admin, "sl", "status")
+	for _, s := range st.(*Status).Slices {
+		t.Logf("slice %s: in %d return %d", s.Name, s.InPackets, s.ReturnPackets)
+	}
+}
+
+// listenCount counts datagrams arriving at port in h until the returned
+// stop is called.
+func listenCount(h *netlab.Host, port int, n *int) (stop func(), err error) {
+	var c *net.UDPConn
+	if err := h.Do(func() error {
+		var err error
+		c, err = net.ListenUDP("udp4", &net.UDPAddr{Port: port})
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 2048)
+		for {
+			if _, _, err := c.ReadFromUDP(buf); err != nil {
+				return
+			}
+			*n++
+		}
+	}()
+	return func() { time.Sleep(300 * time.Millisecond); c.Close(); <-done }, nil
 }
