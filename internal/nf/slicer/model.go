@@ -3,11 +3,13 @@ package slicer
 import (
 	"fmt"
 	"net/netip"
+	"encoding/json"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/nf/slicer/rate"
 )
 
 // MaxSlices bounds the slices of one slicer (ids 1..MaxSlices); it is the
@@ -356,7 +358,7 @@ func (s *Slice) Validate(c *cube.Cube) error {
 	if d := s.worstDelayMs(); s.LatencyMs > 0 && d > s.LatencyMs {
 		return cube.Errorf("latency_ms", "target %.3g ms cannot be met: a full HTB burst of the class (%d bytes) drains in %.3g ms at its guaranteed %s; raise min_bps or the target", s.LatencyMs, classBurst(s.MinBps), d, Bits(s.MinBps))
 	}
-	return nil
+	return s.crossCheck(c)
 }
 
 // classBurst is the bytes an HTB class may send at once at rate bps: what
@@ -373,22 +375,119 @@ func (s *Slice) worstDelayMs() float64 {
 	return float64(classBurst(s.MinBps)*8) / float64(s.MinBps) * 1000
 }
 
-func (s *Settings) slices(c *cube.Cube) ([]*Slice, error) {
+// others decodes the slices of c other than the one named skip; entries
+// that do not decode are left to their own validation.
+func others(c *cube.Cube, skip string) []*Slice {
 	var out []*Slice
 	for key, raw := range c.Tables["slices"] {
-		v, err := cube.Decode("tables.slices["+key+"]", raw, &Slice{})
-		if err != nil {
-			return nil, err
+		if key == skip {
+			continue
 		}
-		out = append(out, v.(*Slice))
+		var sl Slice
+		if json.Unmarshal(raw, &sl) == nil {
+			out = append(out, &sl)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out, nil
+	return out
 }
 
-// Validate checks the settings and what involves several slices: ids and
-// ports used once, no two slices claiming the same traffic, and admission
-// control (the guaranteed minimums fit every egress link).
+// admission checks that the guaranteed minimums fit every egress link.
+func admission(set *Settings, list []*Slice) (int, error) {
+	var sum uint64
+	var parts []string
+	for _, sl := range list {
+		if sl.MinBps > 0 {
+			sum += sl.MinBps
+			parts = append(parts, fmt.Sprintf("%s %s", sl.Name, Bits(sl.MinBps)))
+		}
+	}
+	if sum > 0 && len(set.Egress) == 0 {
+		return -1, cube.Errorf("", "slices have guaranteed minimums but the slicer shapes at no interface: list the egress interfaces and their rates in its settings")
+	}
+	for i, e := range set.Egress {
+		if sum > e.RateBps {
+			return i, cube.Errorf("", "admission refused: the slices' guaranteed minimums sum to %s (%s), more than %s's %s",
+				Bits(sum), strings.Join(parts, ", "), e.Interface, Bits(e.RateBps))
+		}
+	}
+	return 0, nil
+}
+
+// crossCheck checks s against the cube's other slices: ids and ports used
+// once, no two slices claiming the same traffic, admission control.
+func (s *Slice) crossCheck(c *cube.Cube) error {
+	set := &Settings{}
+	if cube.DecodeInto("config", c.Config, set) != nil {
+		return nil // the settings' own validation reports it
+	}
+	list := others(c, s.Name)
+	slicePorts := map[string]bool{s.Port: true}
+	for _, o := range list {
+		slicePorts[o.Port] = true
+		if o.ID == s.ID {
+			return cube.Conflict("id", "slice id %d is also slice %s's", s.ID, o.Name)
+		}
+		if o.Port == s.Port {
+			return cube.Conflict("port", "port %s already leads into slice %s's chain: a port serves one slice", s.Port, o.Name)
+		}
+	}
+	if s.Port == set.Uplink {
+		return cube.Conflict("port", "port %s is the uplink, an entry port: a slice's port leads into its chain", s.Port)
+	}
+	if s.Entry != "" && slicePorts[s.Entry] {
+		return cube.Conflict("entry", "port %s leads into a slice's chain; the entry is an entry port", s.Entry)
+	}
+	claims := map[string]string{}
+	type span struct {
+		lo, hi uint32
+		slice  string
+	}
+	var teids []span
+	for _, o := range list {
+		for _, r := range o.Rules {
+			p, err := r.parse(c, slicePorts)
+			if err != nil {
+				continue
+			}
+			if p.kind == kindTEID {
+				teids = append(teids, span{p.lo, p.hi, o.Name})
+			} else {
+				claims[p.key()] = o.Name
+			}
+		}
+	}
+	for i, r := range s.Rules {
+		field := fmt.Sprintf("rules[%d]", i)
+		p, err := r.parse(c, slicePorts)
+		if err != nil {
+			return cube.Within(field, err)
+		}
+		if p.kind == kindTEID {
+			for _, t := range teids {
+				if p.lo <= t.hi && t.lo <= p.hi {
+					return cube.Conflict(field+".teid", "TEIDs %d-%d overlap %d-%d of slice %s", p.lo, p.hi, t.lo, t.hi, t.slice)
+				}
+			}
+			continue
+		}
+		if other, dup := claims[p.key()]; dup {
+			return cube.Conflict(field, "%s is already slice %s's: each match belongs to one slice", p.key(), other)
+		}
+	}
+	if s.MinBps > 0 {
+		if _, err := admission(set, append(list, s)); err != nil {
+			return cube.Within("min_bps", err)
+		}
+	}
+	if s.MinBps > 0 && c.Hook != "tc" {
+		return cube.Errorf("min_bps", "a guaranteed minimum needs hook tc: frames XDP redirects never meet a qdisc")
+	}
+	return nil
+}
+
+// Validate checks the settings, and those checks on the slices that the
+// settings can break: the uplink, the default slice, admission control.
 func (s *Settings) Validate(c *cube.Cube) error {
 	if s.Uplink == "" {
 		return cube.Errorf("uplink", "required: the entry port")
@@ -410,122 +509,30 @@ func (s *Settings) Validate(c *cube.Cube) error {
 			return cube.Errorf(field+".rate_bps", "link rate %d bits/s: at least 8000", e.RateBps)
 		}
 	}
-	list, err := s.slices(c)
-	if err != nil {
-		return err
+	if len(s.Egress) > 0 && c.Hook != "tc" {
+		return cube.Errorf("egress", "shaping needs hook tc: frames XDP redirects never meet a qdisc (create the slicer and its slices' chains with --hook tc)")
 	}
-	byID := map[int]string{}
-	byPort := map[string]string{}
-	slicePorts := map[string]bool{}
-	for _, sl := range list {
-		slicePorts[sl.Port] = true
-	}
-	if slicePorts[s.Uplink] {
-		return cube.Conflict("uplink", "port %s leads into a slice's chain; the uplink is an entry port", s.Uplink)
-	}
-	claims := map[string]string{}
-	var teids []struct {
-		lo, hi uint32
-		slice  string
-	}
-	var sumMin uint64
+	list := others(c, "")
 	found := s.Default == ""
 	for _, sl := range list {
-		field := "tables.slices[" + sl.Name + "]"
 		if sl.Name == s.Default {
 			found = true
 		}
-		if other, dup := byID[sl.ID]; dup {
-			return cube.Conflict(field+".id", "slice id %d is also slice %s's", sl.ID, other)
+		if sl.Port == s.Uplink {
+			return cube.Conflict("uplink", "port %s leads into slice %s's chain; the uplink is an entry port", s.Uplink, sl.Name)
 		}
-		byID[sl.ID] = sl.Name
-		if other, dup := byPort[sl.Port]; dup {
-			return cube.Conflict(field+".port", "port %s already leads into slice %s's chain: a port serves one slice", sl.Port, other)
-		}
-		byPort[sl.Port] = sl.Name
-		if slicePorts[sl.Entry] {
-			return cube.Conflict(field+".entry", "port %s leads into a slice's chain; the entry is an entry port", sl.Entry)
-		}
-		for i, r := range sl.Rules {
-			rfield := fmt.Sprintf("%s.rules[%d]", field, i)
-			p, err := r.parse(c, slicePorts)
-			if err != nil {
-				return cube.Within(rfield, err)
-			}
-			if p.kind == kindTEID {
-				for _, t := range teids {
-					if p.lo <= t.hi && t.lo <= p.hi && t.slice != sl.Name {
-						return cube.Conflict(rfield+".teid", "TEIDs %d-%d overlap %d-%d of slice %s", p.lo, p.hi, t.lo, t.hi, t.slice)
-					}
-				}
-				teids = append(teids, struct {
-					lo, hi uint32
-					slice  string
-				}{p.lo, p.hi, sl.Name})
-				continue
-			}
-			if other, dup := claims[p.key()]; dup && other != sl.Name {
-				return cube.Conflict(rfield, "%s is already slice %s's: each match belongs to one slice", p.key(), other)
-			}
-			claims[p.key()] = sl.Name
-		}
-		sumMin += sl.MinBps
 	}
 	if !found {
 		return cube.NotFound("default", "no slice named %q", s.Default)
 	}
-	if len(list) > 0 && sumMin > 0 && len(s.Egress) == 0 {
-		return cube.Errorf("egress", "slices have guaranteed minimums but the slicer shapes at no interface: list the egress interfaces and their rates")
-	}
-	for i, e := range s.Egress {
-		if sumMin > e.RateBps {
-			var parts []string
-			for _, sl := range list {
-				if sl.MinBps > 0 {
-					parts = append(parts, fmt.Sprintf("%s %s", sl.Name, Bits(sl.MinBps)))
-				}
-			}
-			return cube.Errorf(fmt.Sprintf("egress[%d].rate_bps", i), "admission refused: the slices' guaranteed minimums sum to %s (%s), more than %s's %s",
-				Bits(sumMin), strings.Join(parts, ", "), e.Interface, Bits(e.RateBps))
+	if i, err := admission(s, list); err != nil {
+		if i < 0 {
+			return cube.Within("egress", err)
 		}
-	}
-	if len(s.Egress) > 0 && c.Hook != "tc" {
-		return cube.Errorf("egress", "shaping needs hook tc: frames XDP redirects never meet a qdisc (create the slicer and its slices' chains with --hook tc)")
+		return cube.Within(fmt.Sprintf("egress[%d].rate_bps", i), err)
 	}
 	return nil
 }
 
 // Bits formats a rate in bits/s the way tc does.
-func Bits(bps uint64) string {
-	switch {
-	case bps >= 1e9 && bps%1e6 == 0:
-		return strconv.FormatFloat(float64(bps)/1e9, 'f', -1, 64) + "Gbit/s"
-	case bps >= 1e6 && bps%1e3 == 0:
-		return strconv.FormatFloat(float64(bps)/1e6, 'f', -1, 64) + "Mbit/s"
-	case bps >= 1e3:
-		return strconv.FormatFloat(float64(bps)/1e3, 'f', -1, 64) + "kbit/s"
-	}
-	return strconv.FormatUint(bps, 10) + "bit/s"
-}
-
-// ParseRate reads a rate as tc writes it: 100mbit, 1.5gbit, 800kbit, 64000
-// (bits/s), with an optional "/s".
-func ParseRate(s string) (uint64, error) {
-	t := strings.ToLower(strings.TrimSpace(s))
-	t = strings.TrimSuffix(t, "/s")
-	t = strings.TrimSuffix(t, "bit")
-	mult := 1.0
-	switch {
-	case strings.HasSuffix(t, "g"):
-		mult, t = 1e9, t[:len(t)-1]
-	case strings.HasSuffix(t, "m"):
-		mult, t = 1e6, t[:len(t)-1]
-	case strings.HasSuffix(t, "k"):
-		mult, t = 1e3, t[:len(t)-1]
-	}
-	f, err := strconv.ParseFloat(t, 64)
-	if err != nil || f < 0 || f*mult > 1e15 {
-		return 0, fmt.Errorf("%q is not a rate (100mbit, 1.5gbit, 800kbit, or bits/s)", s)
-	}
-	return uint64(f * mult), nil
-}
+func Bits(bps uint64) string { return rate.Bits(bps) }

@@ -110,8 +110,7 @@ func loadAll(c *cube.Cube) (*Settings, []*Slice, error) {
 	if err := cube.DecodeInto("config", c.Config, cfg); err != nil {
 		return nil, nil, err
 	}
-	list, err := cfg.slices(c)
-	return cfg, list, err
+	return cfg, others(c, ""), nil
 }
 
 // Sync writes the slices and rules into the maps and the HTB trees into

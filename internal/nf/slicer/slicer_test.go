@@ -281,7 +281,7 @@ func TestBadSlicesRefusedNamingTheField(t *testing.T) {
 		{"two kinds in a rule", Settings{Uplink: "up"}, []Slice{{Name: "a", ID: 1, Port: "s1", Rules: []Rule{{Dst: "198.19.0.0/24", VLAN: intp(3)}}}}, "rules[0]", "one kind"},
 		{"teid backwards", Settings{Uplink: "up"}, []Slice{{Name: "a", ID: 1, Port: "s1", Rules: []Rule{{TEID: "20-10"}}}}, "rules[0].teid", "ends before"},
 		{"teid overlap", Settings{Uplink: "up"}, []Slice{{Name: "a", ID: 1, Port: "s1", Rules: []Rule{{TEID: "10-20"}}}, {Name: "b", ID: 2, Port: "s2", Rules: []Rule{{TEID: "15-30"}}}}, "teid", "overlap"},
-		{"same match twice", Settings{Uplink: "up"}, []Slice{ok, {Name: "b", ID: 2, Port: "s2", Rules: []Rule{{Dst: "198.19.0.0/24"}}}}, "rules[0]", "already slice a's"},
+		{"same match twice", Settings{Uplink: "up"}, []Slice{ok, {Name: "b", ID: 2, Port: "s2", Rules: []Rule{{Dst: "198.19.0.0/24"}}}}, "rules[0]", "is already slice"},
 		{"unknown port", Settings{Uplink: "up"}, []Slice{{Name: "a", ID: 1, Port: "nope"}}, "port", "no port"},
 		{"shared port", Settings{Uplink: "up"}, []Slice{ok, {Name: "b", ID: 2, Port: "s1"}}, "port", "one slice"},
 		{"duplicate id", Settings{Uplink: "up"}, []Slice{ok, {Name: "b", ID: 1, Port: "s2"}}, "id", "also slice"},
@@ -290,8 +290,9 @@ func TestBadSlicesRefusedNamingTheField(t *testing.T) {
 		{"unknown default", Settings{Uplink: "up", Default: "zz"}, []Slice{ok}, "default", "no slice"},
 		{"min over limit", Settings{Uplink: "up", Egress: []Egress{{Interface: "eth-x", RateBps: 100e6}}}, []Slice{{Name: "a", ID: 1, Port: "s1", RateBps: 1e6, MinBps: 2e6}}, "min_bps", "exceeds"},
 		{"min without egress", Settings{Uplink: "up"}, []Slice{{Name: "a", ID: 1, Port: "s1", MinBps: 2e6}}, "egress", "no interface"},
+		{"slice port is the uplink", Settings{Uplink: "up"}, []Slice{{Name: "a", ID: 1, Port: "up"}}, "uplink", "leads into"},
 		{"admission", Settings{Uplink: "up", Egress: []Egress{{Interface: "eth-x", RateBps: 100e6}}},
-			[]Slice{{Name: "a", ID: 1, Port: "s1", MinBps: 60e6}, {Name: "b", ID: 2, Port: "s2", MinBps: 50e6}}, "egress[0].rate_bps", "110Mbit/s (a 60Mbit/s, b 50Mbit/s), more than eth-x's 100Mbit/s"},
+			[]Slice{{Name: "a", ID: 1, Port: "s1", MinBps: 60e6}, {Name: "b", ID: 2, Port: "s2", MinBps: 50e6}}, "rate_bps", "110Mbit/s (a 60Mbit/s, b 50Mbit/s), more than eth-x's 100Mbit/s"},
 		{"latency unmeetable", Settings{Uplink: "up", Egress: []Egress{{Interface: "eth-x", RateBps: 100e6}}},
 			[]Slice{{Name: "a", ID: 1, Port: "s1", MinBps: 1e6, LatencyMs: 1}}, "latency_ms", "cannot be met"},
 		{"in_port is a slice port", Settings{Uplink: "up"}, []Slice{ok, {Name: "b", ID: 2, Port: "s2", Rules: []Rule{{InPort: "s1"}}}}, "in_port", "leads into"},
@@ -327,16 +328,5 @@ func TestTEIDBlocksCoverExactlyTheRange(t *testing.T) {
 		if next != uint64(r[1])+1 {
 			t.Fatalf("%v: blocks end at %d", r, next-1)
 		}
-	}
-}
-
-func TestParseRate(t *testing.T) {
-	for in, want := range map[string]uint64{"100mbit": 100e6, "1.5Gbit": 1.5e9, "800kbit/s": 800e3, "64000": 64000} {
-		if got, err := ParseRate(in); err != nil || got != want {
-			t.Errorf("ParseRate(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	if _, err := ParseRate("fast"); err == nil {
-		t.Error("ParseRate(fast) accepted")
 	}
 }
