@@ -1,9 +1,9 @@
 package slicer
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/netip"
-	"encoding/json"
 	"sort"
 	"strconv"
 	"strings"
