@@ -9,12 +9,18 @@ import (
 	"strings"
 
 	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/nf/slicer/rate"
 )
 
-// MaxSlices bounds the slices of one slicer (ids 1..MaxSlices); it is the
-// size of the datapath's slice arrays less the unused id 0.
-const MaxSlices = 1023
+// MaxSliceID bounds slice ids (1..MaxSliceID): the size of the datapath's
+// slice arrays less the unused id 0.
+const MaxSliceID = 1023
+
+// MaxSlices bounds the slices of one slicer: each leads into its chain
+// through a port of its own, and the entry takes one of the 64 ports. More
+// slices at one entry take a second level of slicers (docs/nf/slicer.md).
+const MaxSlices = datapath.MaxPorts - 1
 
 // Settings are a slicer's settings.
 type Settings struct {
@@ -309,8 +315,8 @@ func (s *Slice) Validate(c *cube.Cube) error {
 	if err := cube.CheckName("name", s.Name); err != nil {
 		return err
 	}
-	if s.ID < 1 || s.ID > MaxSlices {
-		return cube.Errorf("id", "slice id %d out of range 1..%d", s.ID, MaxSlices)
+	if s.ID < 1 || s.ID > MaxSliceID {
+		return cube.Errorf("id", "slice id %d out of range 1..%d", s.ID, MaxSliceID)
 	}
 	if s.Tenant != "" {
 		if err := cube.CheckName("tenant", s.Tenant); err != nil {

@@ -26,7 +26,7 @@ var (
 	objTC []byte
 )
 
-const slMax = MaxSlices + 1 // SL_MAX
+const slMax = MaxSliceID + 1 // SL_MAX
 
 // Mirrors of slicer.bpf.c's structures.
 type (
