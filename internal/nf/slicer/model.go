@@ -25,8 +25,9 @@ const MaxSlices = datapath.MaxPorts - 1
 // Settings are a slicer's settings.
 type Settings struct {
 	// Uplink is the entry port slices' return traffic leaves by unless a
-	// slice names another (its peer: the entry interface).
-	Uplink string `json:"uplink"`
+	// slice names another (its peer: the entry interface). Required once
+	// the slicer has slices.
+	Uplink string `json:"uplink,omitempty"`
 	// Default is the slice unmatched traffic goes to; empty: it is dropped
 	// (and counted as a policy drop).
 	Default string `json:"default,omitempty"`
@@ -495,10 +496,12 @@ func (s *Slice) crossCheck(c *cube.Cube) error {
 // Validate checks the settings, and those checks on the slices that the
 // settings can break: the uplink, the default slice, admission control.
 func (s *Settings) Validate(c *cube.Cube) error {
+	list := others(c, "")
 	if s.Uplink == "" {
-		return cube.Errorf("uplink", "required: the entry port")
-	}
-	if c.Port(s.Uplink) == nil {
+		if len(list) > 0 {
+			return cube.Errorf("uplink", "required once the slicer has slices: the entry port their return traffic leaves by")
+		}
+	} else if c.Port(s.Uplink) == nil {
 		return cube.NotFound("uplink", "cube %s has no port %q", c.Name, s.Uplink)
 	}
 	seenIf := map[string]bool{}
@@ -518,7 +521,6 @@ func (s *Settings) Validate(c *cube.Cube) error {
 	if len(s.Egress) > 0 && c.Hook != "tc" {
 		return cube.Errorf("egress", "shaping needs hook tc: frames XDP redirects never meet a qdisc (create the slicer and its slices' chains with --hook tc)")
 	}
-	list := others(c, "")
 	found := s.Default == ""
 	for _, sl := range list {
 		if sl.Name == s.Default {

@@ -143,7 +143,10 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 		if s.Name == cfg.Default {
 			def = id
 		}
-		v := sliceVal{Flags: 1, Port: uint32(c.Port(s.Port).Index), Entry: uint32(uplink.Index)}
+		v := sliceVal{Flags: 1, Port: uint32(c.Port(s.Port).Index)}
+		if uplink != nil {
+			v.Entry = uint32(uplink.Index)
+		}
 		if s.Entry != "" {
 			v.Entry = uint32(c.Port(s.Entry).Index)
 		}
