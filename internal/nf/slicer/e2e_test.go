@@ -471,6 +471,14 @@ func TestE2ESegregationOverlappingAddresses(t *testing.T) {
 	if rx1-rx0 > 20 { // a few ARP refreshes at most, never the flood
 		t.Errorf("blue's router saw %d frames during red's flood", rx1-rx0)
 	}
+	// every hop's counters carry the slice its chain belongs to
+	sliceOf := map[string]string{}
+	for _, cc := range e.Counters(func(*cube.Cube) bool { return true }) {
+		sliceOf[cc.Cube] = cc.Slice
+	}
+	if sliceOf["rred"] != "red" || sliceOf["rblue"] != "blue" || sliceOf["sl"] != "" || sliceOf["acc"] != "" {
+		t.Errorf("slices of the cubes' counters: %v", sliceOf)
+	}
 	st, _ := e.View(tenant.Admin, "sl", "status")
 	for _, s := range st.(*Status).Slices {
 		t.Logf("slice %s: in %d return %d", s.Name, s.InPackets, s.ReturnPackets)

@@ -448,6 +448,13 @@ var Type = &cube.Type{
 	},
 	Config: &Settings{},
 	Tables: []cube.Table{slicesTable},
+	Slices: func(c *cube.Cube) map[string]string {
+		out := map[string]string{}
+		for _, s := range others(c, "") {
+			out[s.Port] = s.Name
+		}
+		return out
+	},
 	Views: []cube.View{{
 		Name:   "status",
 		Doc:    "The shaping mechanism, policy drops, and each slice's counters (in, return, policer drops) and egress HTB class counters.",
