@@ -27,13 +27,21 @@ type RunResult struct {
 	// Priority is skb->priority after the run (TC only): the class an
 	// egress qdisc puts the frame in.
 	Priority uint32
+	// Tstamp is skb->tstamp after the run (TC only): an Earliest
+	// Departure Time, for sch_fq.
+	Tstamp uint64
 }
 
 // skbCtx is struct __sk_buff as BPF_PROG_TEST_RUN takes and returns it
-// (192 bytes); skbPriority is the index of its priority field.
+// (192 bytes).
 type skbCtx [48]uint32
 
-const skbPriority = 8
+// skbPriority and skbTstamp are the indexes of its priority field and of
+// the low half of tstamp.
+const (
+	skbPriority = 8
+	skbTstamp   = 38
+)
 
 // Sent reports whether the frame left through a port.
 func (r RunResult) Sent() bool { return r.Port >= 0 }
@@ -74,6 +82,7 @@ func (d *Datapath) Run(c *Cube, inPort uint32, frame []byte) (RunResult, error) 
 	}
 	res.Data = ro.DataOut
 	res.Priority = skb[skbPriority]
+	res.Tstamp = uint64(skb[skbTstamp]) | uint64(skb[skbTstamp+1])<<32
 	return res, nil
 }
 

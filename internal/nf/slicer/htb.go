@@ -81,7 +81,7 @@ func ensureHTB(e Egress, list []*Slice) error {
 		return fmt.Errorf("egress interface %s: %w", e.Interface, err)
 	}
 	idx := lk.Attrs().Index
-	if !ownsRoot(lk) {
+	if !ownsRoot(lk, "htb") {
 		q := netlink.NewHtb(netlink.QdiscAttrs{LinkIndex: idx, Handle: qdiscHandle, Parent: netlink.HANDLE_ROOT})
 		q.Defcls = classDefault
 		if err := netlink.QdiscReplace(q); err != nil {
@@ -117,28 +117,30 @@ func ensureHTB(e Egress, list []*Slice) error {
 	return nil
 }
 
-func ownsRoot(lk netlink.Link) bool {
+// ownsRoot reports whether the interface's root qdisc is the slicer's (of
+// kind, or of any kind for "").
+func ownsRoot(lk netlink.Link, kind string) bool {
 	qs, err := netlink.QdiscList(lk)
 	if err != nil {
 		return false
 	}
 	for _, q := range qs {
 		a := q.Attrs()
-		if a.Parent == netlink.HANDLE_ROOT && a.Handle == qdiscHandle && q.Type() == "htb" {
+		if a.Parent == netlink.HANDLE_ROOT && a.Handle == qdiscHandle && (kind == "" || q.Type() == kind) {
 			return true
 		}
 	}
 	return false
 }
 
-// removeHTB deletes the slicer's tree from the interface, if it is there
+// removeHTB deletes the slicer's qdisc (its HTB tree, or fq) from the interface, if it is there
 // (the interface may be gone).
 func removeHTB(ifname string) error {
 	lk, err := netlink.LinkByName(ifname)
 	if err != nil {
 		return nil
 	}
-	if !ownsRoot(lk) {
+	if !ownsRoot(lk, "") {
 		return nil
 	}
 	q := netlink.NewHtb(netlink.QdiscAttrs{LinkIndex: lk.Attrs().Index, Handle: qdiscHandle, Parent: netlink.HANDLE_ROOT})
@@ -186,4 +188,23 @@ func classStats(ifname string) (map[uint16]ClassStats, error) {
 		out[uint16(a.Handle&0xffff)] = cs
 	}
 	return out, nil
+}
+
+// edtHorizon: a frame that would leave more than this after now is dropped
+// rather than queued (Cilium's default drop horizon is 2 s).
+const edtHorizon = uint64(2e9)
+
+// ensureFQ makes sch_fq the interface's root qdisc, for EDT shaping: fq
+// holds each frame until the departure time the slicer wrote. Kernels
+// without sch_fq refuse it, and the change fails saying so.
+func ensureFQ(e Egress, _ []*Slice) error {
+	lk, err := netlink.LinkByName(e.Interface)
+	if err != nil {
+		return fmt.Errorf("egress interface %s: %w", e.Interface, err)
+	}
+	q := &netlink.Fq{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: lk.Attrs().Index, Handle: qdiscHandle, Parent: netlink.HANDLE_ROOT}}
+	if err := netlink.QdiscReplace(q); err != nil {
+		return fmt.Errorf("shaping edt needs the fq qdisc on %s, which this kernel refuses (%v): use shaping htb", e.Interface, err)
+	}
+	return nil
 }

@@ -35,6 +35,24 @@ type Settings struct {
 	// HTB tree with one class per slice, so slices' guaranteed minimums,
 	// ceilings and priorities hold where their traffic leaves.
 	Egress []Egress `json:"egress,omitempty"`
+	// Shaping is the egress mechanism: "htb" (the default: guaranteed
+	// minimums, priorities, rate limits as ceilings) or "edt" (Earliest
+	// Departure Time pacing of the rate limits under sch_fq, as Cilium's
+	// Bandwidth Manager; no minimums or priorities; needs the fq qdisc).
+	Shaping string `json:"shaping,omitempty"`
+}
+
+// Egress mechanisms.
+const (
+	ShapingHTB = "htb"
+	ShapingEDT = "edt"
+)
+
+func (s *Settings) mechanism() string {
+	if s.Shaping == "" {
+		return ShapingHTB
+	}
+	return s.Shaping
 }
 
 // Egress is one interface the slicer shapes at.
@@ -518,6 +536,9 @@ func (s *Settings) Validate(c *cube.Cube) error {
 			return cube.Errorf(field+".rate_bps", "link rate %d bits/s: at least 8000", e.RateBps)
 		}
 	}
+	if s.Shaping != "" && s.Shaping != ShapingHTB && s.Shaping != ShapingEDT {
+		return cube.Errorf("shaping", "unknown mechanism %q (htb or edt)", s.Shaping)
+	}
 	if len(s.Egress) > 0 && c.Hook != "tc" {
 		return cube.Errorf("egress", "shaping needs hook tc: frames XDP redirects never meet a qdisc (create the slicer and its slices' chains with --hook tc)")
 	}
@@ -532,6 +553,13 @@ func (s *Settings) Validate(c *cube.Cube) error {
 	}
 	if !found {
 		return cube.NotFound("default", "no slice named %q", s.Default)
+	}
+	if s.mechanism() == ShapingEDT {
+		for _, sl := range list {
+			if sl.MinBps > 0 || sl.Priority != nil {
+				return cube.Errorf("shaping", "edt paces rate limits only: slice %s has a guaranteed minimum or a priority, which need htb", sl.Name)
+			}
+		}
 	}
 	if i, err := admission(s, list); err != nil {
 		if i < 0 {

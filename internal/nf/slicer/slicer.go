@@ -41,6 +41,8 @@ type (
 		ByteTau  uint64
 		PktCost  uint64
 		PktTau   uint64
+		EDTCost  uint64
+		EDTHoriz uint64
 	}
 	cfgVal struct {
 		Kinds   uint32
@@ -50,6 +52,7 @@ type (
 		InPackets, InBytes         uint64
 		RetPackets, RetBytes       uint64
 		PolicePackets, PoliceBytes uint64
+		EDTPackets                 uint64
 	}
 	policyVal struct{ Packets, Bytes uint64 }
 	lpmKey    struct {
@@ -150,10 +153,16 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 		if s.Entry != "" {
 			v.Entry = uint32(c.Port(s.Entry).Index)
 		}
-		if len(cfg.Egress) > 0 && c.Hook == datapath.TC {
+		if len(cfg.Egress) > 0 && c.Hook == datapath.TC && cfg.mechanism() == ShapingHTB {
 			v.Classid = ClassSlice(s.ID)
 		}
 		v.ByteCost, v.ByteTau, v.PktCost, v.PktTau = s.policer()
+		if cfg.Shaping == ShapingEDT && s.RateBps > 0 && c.Hook == datapath.TC {
+			// the rate is kept by pacing at egress, not by dropping at
+			// ingress
+			v.EDTCost, v.EDTHoriz = v.ByteCost, edtHorizon
+			v.ByteCost, v.ByteTau = 0, 0
+		}
 		slices[id] = v
 		ports[datapath.MaxPorts+v.Port] = id
 		slicePorts := map[string]bool{}
@@ -217,7 +226,11 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 func (ctl *controller) syncEgress(cfg *Settings, list []*Slice) error {
 	keep := map[string]bool{}
 	for _, e := range cfg.Egress {
-		if err := ensureHTB(e, list); err != nil {
+		ensure := ensureHTB
+		if cfg.mechanism() == ShapingEDT {
+			ensure = ensureFQ
+		}
+		if err := ensure(e, list); err != nil {
 			return err
 		}
 		keep[e.Interface] = true
@@ -318,6 +331,9 @@ type SliceStatus struct {
 	ReturnBytes   uint64       `json:"return_bytes"`
 	PolicePackets uint64       `json:"police_drop_packets"`
 	PoliceBytes   uint64       `json:"police_drop_bytes"`
+	// EDTPackets: dropped because they would have left later than the
+	// EDT horizon (shaping edt).
+	EDTPackets uint64       `json:"edt_drop_packets,omitempty"`
 	Egress        []ClassStats `json:"egress,omitempty"`
 }
 
@@ -342,7 +358,7 @@ func status(h cube.Handle, c *cube.Cube) (*Status, error) {
 	}
 	st := &Status{Shaping: "none", Slices: []SliceStatus{}}
 	if len(cfg.Egress) > 0 && c.Hook == datapath.TC {
-		st.Shaping = "htb"
+		st.Shaping = cfg.mechanism()
 	}
 	cm, err := h.Map("sl_counters")
 	if err != nil {
@@ -386,6 +402,7 @@ func status(h cube.Handle, c *cube.Cube) (*Status, error) {
 				ss.ReturnBytes += p.RetBytes
 				ss.PolicePackets += p.PolicePackets
 				ss.PoliceBytes += p.PoliceBytes
+				ss.EDTPackets += p.EDTPackets
 			}
 		}
 		if st.Shaping == "htb" {

@@ -262,8 +262,39 @@ func TestTCMarksClassAndOwnsHTB(t *testing.T) {
 		t.Fatalf("class of deleted slice bronze still there: %+v", cs)
 	}
 	r.Ctl.(*controller).Close()
-	if ownsRoot(lk) {
+	if ownsRoot(lk, "") {
 		t.Fatal("htb tree left on the interface after Close")
+	}
+}
+
+// EDT (shaping edt, TC): each frame of a rate-limited slice is stamped with
+// its departure time, one transmission time at the slice's rate after the
+// previous frame's; nothing is dropped within the horizon. (Only the eBPF
+// side: this kernel has no sch_fq to honour the stamps.)
+func TestEDTStampsDepartureTimes(t *testing.T) {
+	r := nftest.New(t, Type, model(datapath.TC, Settings{Uplink: "up", Shaping: ShapingEDT},
+		Slice{Name: "paced", ID: 1, Port: "s1", RateBps: 8e5, Rules: []Rule{{DSCP: intp(0)}}}))
+	frame := nftest.UDP4("198.18.1.1", "198.19.1.1", 1000, 2000, make([]byte, 1000-42)) // 1000 bytes: 10 ms at 800 kbit/s
+	var prev uint64
+	for i := 0; i < 20; i++ {
+		res := r.Run("up", frame)
+		if !res.Sent() || res.Tstamp == 0 {
+			t.Fatalf("frame %d: port %d tstamp %d", i, res.Port, res.Tstamp)
+		}
+		if i > 0 && res.Tstamp-prev != 1e7 {
+			t.Fatalf("frame %d leaves %d ns after the previous one, want 10 ms", i, res.Tstamp-prev)
+		}
+		prev = res.Tstamp
+	}
+	if st := viewStatus(t, r); st.Slices[0].PolicePackets != 0 || st.Slices[0].EDTPackets != 0 {
+		t.Fatalf("drops: %+v", st.Slices[0])
+	}
+	// beyond the 2 s horizon, frames are dropped
+	for i := 0; i < 300; i++ {
+		r.Run("up", frame)
+	}
+	if st := viewStatus(t, r); st.Slices[0].EDTPackets == 0 {
+		t.Fatal("no frame dropped 2 s of transmission time ahead")
 	}
 }
 
@@ -295,6 +326,8 @@ func TestBadSlicesRefusedNamingTheField(t *testing.T) {
 			[]Slice{{Name: "a", ID: 1, Port: "s1", MinBps: 60e6}, {Name: "b", ID: 2, Port: "s2", MinBps: 50e6}}, "rate_bps", "110Mbit/s (a 60Mbit/s, b 50Mbit/s), more than eth-x's 100Mbit/s"},
 		{"latency unmeetable", Settings{Uplink: "up", Egress: []Egress{{Interface: "eth-x", RateBps: 100e6}}},
 			[]Slice{{Name: "a", ID: 1, Port: "s1", MinBps: 1e6, LatencyMs: 1}}, "latency_ms", "cannot be met"},
+		{"edt with a minimum", Settings{Uplink: "up", Shaping: "edt"}, []Slice{{Name: "a", ID: 1, Port: "s1", MinBps: 1e6}}, "shaping", "need htb"},
+		{"unknown shaping", Settings{Uplink: "up", Shaping: "fq"}, nil, "shaping", "htb or edt"},
 		{"in_port is a slice port", Settings{Uplink: "up"}, []Slice{ok, {Name: "b", ID: 2, Port: "s2", Rules: []Rule{{InPort: "s1"}}}}, "in_port", "leads into"},
 	}
 	for _, tc := range cases {

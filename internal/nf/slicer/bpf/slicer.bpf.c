@@ -45,12 +45,17 @@ struct sl_slice {
 	__u64 byte_tau;
 	__u64 pkt_cost;
 	__u64 pkt_tau;
+	/* EDT shaping (TC, with sch_fq on the egress): cost of one byte in
+	 * 1/256 ns; frames further than the horizon ahead are dropped. */
+	__u64 edt_cost;
+	__u64 edt_horizon;
 };
 
 /* Shared by all CPUs: the theoretical arrival time of each policer. */
 struct sl_state {
 	__u64 byte_tat;
 	__u64 pkt_tat;
+	__u64 edt_next; /* departure time of the slice's next frame */
 };
 
 /* Per CPU, per slice. Mirrored by slicer.go (counters). */
@@ -61,6 +66,7 @@ struct sl_counters {
 	__u64 ret_bytes;
 	__u64 police_packets; /* dropped by its policer */
 	__u64 police_bytes;
+	__u64 edt_packets; /* dropped: beyond the EDT horizon */
 };
 
 /* Index 0 of sl_policy counts what matched no slice and was dropped; 1
@@ -438,6 +444,35 @@ static __always_inline int sl_vlan_push(ctx_t *ctx, __u32 vid)
 #endif
 }
 
+#if defined(EDGENF_HOOK_TC)
+/* Earliest Departure Time, as Cilium's Bandwidth Manager does it: the
+ * frame's departure is the slice's next free time (or now), which then
+ * moves on by the frame's transmission time at the slice's rate; sch_fq
+ * holds each frame until its time. Lock-free like the policers. Returns 0
+ * when the frame would leave further than the horizon ahead (drop it). */
+static __always_inline int sl_edt(struct __sk_buff *ctx, struct sl_slice *s, __u32 id, __u32 len)
+{
+	struct sl_state *st = bpf_map_lookup_elem(&sl_state, &id);
+	__u64 now, cost;
+
+	if (!st)
+		return 1;
+	now = bpf_ktime_get_ns();
+	cost = ((__u64)len * s->edt_cost) >> 8;
+	for (int i = 0; i < 4; i++) {
+		__u64 old = *(volatile __u64 *)&st->edt_next, t = old > now ? old : now;
+
+		if (t - now > s->edt_horizon)
+			return 0;
+		if (__sync_val_compare_and_swap(&st->edt_next, old, t + cost) == old) {
+			bpf_skb_set_tstamp(ctx, t, BPF_SKB_TSTAMP_DELIVERY_MONO);
+			return 1;
+		}
+	}
+	return 1;
+}
+#endif
+
 static __always_inline void sl_mark(ctx_t *ctx, struct edgenf_md *md, struct sl_slice *s, __u32 id)
 {
 	md->tenant = id;
@@ -512,6 +547,13 @@ static __always_inline int slicer(ctx_t *ctx, struct edgenf_md *md)
 		}
 		return enf_drop(ctx, md);
 	}
+#if defined(EDGENF_HOOK_TC)
+	if (s->edt_cost && !sl_edt(ctx, s, id, len)) {
+		if (cnt)
+			cnt->edt_packets++;
+		return enf_drop(ctx, md);
+	}
+#endif
 	if (s->vlan && f.has_vlan && f.vlan == s->vlan && sl_vlan_pop(ctx))
 		return enf_drop(ctx, md);
 	if (cnt) {
