@@ -324,17 +324,17 @@ type SliceStatus struct {
 	Priority int    `json:"priority"`
 	// Class is the skb->priority the slice's frames carry ("" at XDP or
 	// without egress interfaces).
-	Class         string       `json:"class,omitempty"`
-	InPackets     uint64       `json:"in_packets"`
-	InBytes       uint64       `json:"in_bytes"`
-	ReturnPackets uint64       `json:"return_packets"`
-	ReturnBytes   uint64       `json:"return_bytes"`
-	PolicePackets uint64       `json:"police_drop_packets"`
-	PoliceBytes   uint64       `json:"police_drop_bytes"`
+	Class         string `json:"class,omitempty"`
+	InPackets     uint64 `json:"in_packets"`
+	InBytes       uint64 `json:"in_bytes"`
+	ReturnPackets uint64 `json:"return_packets"`
+	ReturnBytes   uint64 `json:"return_bytes"`
+	PolicePackets uint64 `json:"police_drop_packets"`
+	PoliceBytes   uint64 `json:"police_drop_bytes"`
 	// EDTPackets: dropped because they would have left later than the
 	// EDT horizon (shaping edt).
 	EDTPackets uint64       `json:"edt_drop_packets,omitempty"`
-	Egress        []ClassStats `json:"egress,omitempty"`
+	Egress     []ClassStats `json:"egress,omitempty"`
 }
 
 // Status is the slicer's view: how it enforces, and every slice.
