@@ -215,15 +215,6 @@ func setupSlices(e *scenario.Env, hook datapath.Hook, n, chainLen int) (*scenari
 	t.Info["hook"] = string(hook)
 	t.Info["cubes"] = fmt.Sprintf("%d (%d slices, %d-cube chains)", slot, n, chainLen)
 	t.Info["create"] = fmt.Sprintf("%v (%v/slice, kernel objects only: no engine)", created.Round(time.Millisecond), (created / time.Duration(n)).Round(time.Microsecond))
-	if prog, err := stubProg(root); err == nil {
-		e.Defer(func() { prog.Close() })
-		t.Cost = func() (float64, error) {
-			fr, err := t.Frame.Bytes()
-			if err != nil {
-				return 0, err
-			}
-			return scenario.ProgCost(prog, fr, 1_000_000)
-		}
-	}
+	stubCost(e, t, root, p.A1, hook)
 	return t, nil
 }
