@@ -129,6 +129,17 @@ func TestSliceCLIAndTopologyFile(t *testing.T) {
 	if after := d.cli("slice", "list"); after != list || strings.Contains(after, "bronze") {
 		t.Fatalf("refused slices changed the slices:\n%s\nwas\n%s", after, list)
 	}
+	// the daemon dies: the slice keeps classifying, shaping and counting;
+	// restarted, it picks the slices up as they were
+	d.kill()
+	if got := sendUDP(t, a, b, "198.18.0.2", 7000, n, 500); got != n {
+		t.Fatalf("daemon dead: b received %d of %d datagrams through slice gold", got, n)
+	}
+	d.start()
+	d.json(&got, "slice", "get", "gold")
+	if got.Status.InPackets != 2*n || got.Status.Class != "ed00:101" || len(got.Status.Egress) != 1 || got.Status.Egress[0].Packets < 2*n {
+		t.Fatalf("slice get gold after a restart: %+v", got)
+	}
 	d.cli("slice", "delete", "silver")
 	if out, err := d.try("slice", "get", "silver"); err == nil || !strings.Contains(out, `no slice named "silver"`) {
 		t.Fatalf("deleted slice: %v\n%s", err, out)
