@@ -50,6 +50,10 @@ type Type struct {
 	// Views are read-only data read from the kernel (learned tables,
 	// sessions, counters).
 	Views []View
+	// Slices, when set, names the slice behind each of the cube's ports
+	// that lead into a slice's chain (a slicer): the cubes reached from
+	// such a port are that slice's, and telemetry labels them with it.
+	Slices func(c *Cube) map[string]string
 	// Actions are operations on a cube (flush a table, ...).
 	Actions []Action
 	// New makes the control plane of one cube.
