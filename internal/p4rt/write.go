@@ -47,10 +47,11 @@ const (
 // UNKNOWN and one p4.v1.Error per update (OK for those that were applied)
 // in the status details, as the spec asks.
 func (s *Server) Write(ctx context.Context, req *WriteRequest) (*WriteResponse, error) {
-	if _, err := s.access(ctx, req.DeviceID); err != nil {
+	d, who, err := s.access(ctx, req.DeviceID)
+	if err != nil {
 		return nil, err
 	}
-	pl, err := s.pipeline(req.DeviceID)
+	pl, err := s.pipeline(d, who)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +69,7 @@ func (s *Server) Write(ctx context.Context, req *WriteRequest) (*WriteResponse, 
 	}
 	pl.dev.writeMu.Lock()
 	defer pl.dev.writeMu.Unlock()
-	w := &writer{s: s, pl: pl, index: pl.dev.entryIndexes(s.eng.Revision())}
+	w := &writer{ctx: ctx, s: s, pl: pl, index: pl.dev.entryIndexes(s.eng.Revision())}
 	errs := make([]error, len(req.Updates))
 	failed := 0
 	for i, u := range req.Updates {
@@ -106,8 +107,9 @@ func batchError(errs []error, failed int) error {
 }
 
 type writer struct {
-	s  *Server
-	pl *pipeline
+	ctx context.Context
+	s   *Server
+	pl  *pipeline
 	// index: table name → matchID → key of the stored entry (the
 	// device's, kept across writes)
 	index map[string]map[string]string
@@ -162,7 +164,7 @@ func engineErr(err error) error {
 
 func (w *writer) change(table string, fn func(tx *engine.EntryTx) error) error {
 	d := w.pl.dev
-	if err := w.s.eng.ChangeEntries(tenant.Admin, d.cube, table, fn); err != nil {
+	if err := w.s.eng.ChangeEntries(w.pl.who, d.cube, table, fn); err != nil {
 		return engineErr(err)
 	}
 	// Our change is one revision: the indexes stay current, as the writer
@@ -182,7 +184,7 @@ func (w *writer) entryIndex(t *p4info.TableLayout) map[string]string {
 		return idx
 	}
 	idx := map[string]string{}
-	for _, raw := range w.s.eng.Entries(tenant.Admin, w.pl.dev.cube, tblEntries) {
+	for _, raw := range w.s.eng.Entries(w.pl.who, w.pl.dev.cube, tblEntries) {
 		var e p4nf.Entry
 		if json.Unmarshal(raw, &e) != nil || e.Table != t.Name {
 			continue
@@ -345,7 +347,7 @@ func meterByID(info *p4info.P4Info, id uint32) *p4info.MeterLayout {
 
 func (w *writer) action(name string, args any) (any, error) {
 	raw, _ := json.Marshal(args)
-	v, err := w.s.eng.Action(tenant.Admin, w.pl.dev.cube, name, raw)
+	v, err := w.s.eng.Action(w.pl.who, w.pl.dev.cube, name, raw)
 	if err != nil {
 		return nil, engineErr(err)
 	}
@@ -541,7 +543,7 @@ func (w *writer) digest(typ int32, de *DigestEntry) error {
 		}
 		next[dl.ID] = cfg
 	}
-	if err := w.s.saveDigests(d.cube, next); err != nil {
+	if err := w.s.saveDigests(w.ctx, w.pl.who, d.cube, next); err != nil {
 		return err
 	}
 	d.digests = next
@@ -555,10 +557,11 @@ const readBatch = 512
 
 // Read streams the entities asked for.
 func (s *Server) Read(ctx context.Context, req *ReadRequest, send func(*ReadResponse) error) error {
-	if _, err := s.access(ctx, req.DeviceID); err != nil {
+	d, who, err := s.access(ctx, req.DeviceID)
+	if err != nil {
 		return err
 	}
-	pl, err := s.pipeline(req.DeviceID)
+	pl, err := s.pipeline(d, who)
 	if err != nil {
 		return err
 	}
@@ -632,7 +635,7 @@ func (r *reader) tables(q *TableEntry) error {
 	}
 	if q.IsDefaultAction {
 		defaults := map[string]*p4nf.Default{}
-		for _, raw := range r.s.eng.Entries(tenant.Admin, r.pl.dev.cube, tblDefaults) {
+		for _, raw := range r.s.eng.Entries(r.pl.who, r.pl.dev.cube, tblDefaults) {
 			var d p4nf.Default
 			if json.Unmarshal(raw, &d) == nil {
 				defaults[d.Table] = &d
@@ -668,7 +671,7 @@ func (r *reader) tables(q *TableEntry) error {
 	}
 	d := r.pl.dev
 	var found []p4nf.Entry
-	for _, raw := range r.s.eng.Entries(tenant.Admin, d.cube, tblEntries) {
+	for _, raw := range r.s.eng.Entries(r.pl.who, d.cube, tblEntries) {
 		var e p4nf.Entry
 		if json.Unmarshal(raw, &e) != nil {
 			continue
@@ -734,7 +737,7 @@ func (r *reader) sinceHit(entries []p4nf.Entry, tables map[string]*p4info.TableL
 
 func (r *reader) action(name string, args any) (any, error) {
 	raw, _ := json.Marshal(args)
-	v, err := r.s.eng.Action(tenant.Admin, r.pl.dev.cube, name, raw)
+	v, err := r.s.eng.Action(r.pl.who, r.pl.dev.cube, name, raw)
 	return v, fromEngine(err)
 }
 
@@ -785,7 +788,7 @@ func (r *reader) counters(q *CounterEntry) error {
 	if q.CounterID == 0 && q.Index != nil {
 		return errf(codes.InvalidArgument, "a counter read with an index needs a counter id")
 	}
-	v, err := r.s.eng.View(tenant.Admin, r.pl.dev.cube, "counters")
+	v, err := r.s.eng.View(r.pl.who, r.pl.dev.cube, "counters")
 	if err != nil {
 		return fromEngine(err)
 	}
@@ -824,7 +827,7 @@ func (r *reader) meters(q *MeterEntry) error {
 	if q.MeterID != 0 && len(ms) == 0 {
 		return errf(codes.InvalidArgument, "unknown meter id %d (0x%08x)", q.MeterID, q.MeterID)
 	}
-	v, err := r.s.eng.View(tenant.Admin, r.pl.dev.cube, "meters")
+	v, err := r.s.eng.View(r.pl.who, r.pl.dev.cube, "meters")
 	if err != nil {
 		return fromEngine(err)
 	}
@@ -863,7 +866,7 @@ func (r *reader) pre(q *PREEntry) error {
 	cubeName := r.pl.dev.cube
 	switch {
 	case q.MulticastGroup != nil:
-		for _, raw := range r.s.eng.Entries(tenant.Admin, cubeName, tblGroups) {
+		for _, raw := range r.s.eng.Entries(r.pl.who, cubeName, tblGroups) {
 			var g p4nf.McastGroup
 			if json.Unmarshal(raw, &g) != nil || (q.MulticastGroup.GroupID != 0 && g.Group != q.MulticastGroup.GroupID) {
 				continue
@@ -877,7 +880,7 @@ func (r *reader) pre(q *PREEntry) error {
 			}
 		}
 	case q.CloneSession != nil:
-		for _, raw := range r.s.eng.Entries(tenant.Admin, cubeName, tblClones) {
+		for _, raw := range r.s.eng.Entries(r.pl.who, cubeName, tblClones) {
 			var c p4nf.CloneSession
 			if json.Unmarshal(raw, &c) != nil || (q.CloneSession.SessionID != 0 && c.Session != q.CloneSession.SessionID) {
 				continue
@@ -919,16 +922,16 @@ func (r *reader) digests(q *DigestEntry) error {
 
 // saveDigests keeps the digest configurations in the cube's settings, so
 // that a restarted daemon streams the same digests.
-func (s *Server) saveDigests(name string, digests map[uint32]*DigestConfig) error {
+func (s *Server) saveDigests(ctx context.Context, who tenant.Actor, name string, digests map[uint32]*DigestConfig) error {
 	list := make([]p4nf.P4RuntimeDigest, 0, len(digests))
 	for id, c := range digests {
 		list = append(list, p4nf.P4RuntimeDigest{ID: id, MaxTimeoutNs: c.MaxTimeoutNs, MaxListSize: c.MaxListSize, AckTimeoutNs: c.AckTimeoutNs})
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
-	err := s.eng.Update(func(t *cube.Topology) error {
+	err := s.eng.UpdateAs(ctx, who, func(t *cube.Topology, sc tenant.Scope) error {
 		c, ok := t.Cubes[name]
-		if !ok {
-			return fmt.Errorf("no cube %s", name)
+		if !ok || !sc.Actor.Owns(c) {
+			return cube.NotFound("cube", "no cube named %q", name)
 		}
 		raw := map[string]any{}
 		if len(c.Config) > 0 {
