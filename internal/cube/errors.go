@@ -13,6 +13,10 @@ var (
 	// ErrForbidden: the request is valid but its sender may not make it
 	// (another tenant's resource, a quota).
 	ErrForbidden = errors.New("forbidden") // 403
+	// ErrUnprocessable: the request is what the API's document describes
+	// but breaks a rule the document can only state in words (an inverted
+	// range, host bits set in a prefix, a program that does not compile).
+	ErrUnprocessable = errors.New("unprocessable") // 422
 )
 
 // FieldError names the field of the request that is wrong.
@@ -44,6 +48,12 @@ func NotFound(field, format string, args ...any) error {
 // Conflict is an error about an object that clashes with existing state.
 func Conflict(field, format string, args ...any) error {
 	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...), Kind: ErrConflict}
+}
+
+// Unprocessable is an error about a value of the right form that breaks a
+// rule no schema states (ErrUnprocessable).
+func Unprocessable(field, format string, args ...any) error {
+	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...), Kind: ErrUnprocessable}
 }
 
 // Forbidden is an error about something the sender may not do.

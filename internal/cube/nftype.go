@@ -44,6 +44,9 @@ type Type struct {
 	Config any
 	// PortConfig is a pointer to the zero per-port settings value, if any.
 	PortConfig any
+	// PortAddresses, when set, is the format (internal/schema) of its
+	// ports' addresses, narrower than any port's.
+	PortAddresses string
 	// Tables are the type's collections of entries.
 	Tables []Table
 	// Views are read-only data read from the kernel (learned tables,

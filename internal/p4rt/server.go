@@ -212,7 +212,7 @@ func fromEngine(err error) error {
 		return errf(codes.NotFound, "%v", err)
 	case errors.Is(err, cube.ErrConflict):
 		return errf(codes.AlreadyExists, "%v", err)
-	case errors.Is(err, cube.ErrInvalid):
+	case errors.Is(err, cube.ErrInvalid), errors.Is(err, cube.ErrUnprocessable):
 		return errf(codes.InvalidArgument, "%v", err)
 	}
 	return errf(codes.Unknown, "%v", err)

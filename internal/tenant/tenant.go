@@ -16,11 +16,11 @@ import (
 // tenant; a tenant without a record owns no interface and has the default
 // quotas.
 type Tenant struct {
-	Name string `json:"name" doc:"the tenant's name, as on its tokens and cubes"`
+	Name string `json:"name" format:"name" doc:"the tenant's name, as on its tokens and cubes"`
 	// Interfaces are the Linux interfaces the tenant's cubes may be peered
 	// with, attached to and mirror to. (Slices add VLANs, prefixes and
 	// TEID ranges beside them.)
-	Interfaces []string `json:"interfaces,omitempty" doc:"Linux interfaces the tenant's cubes may be peered with, attached to and mirror to"`
+	Interfaces []string `json:"interfaces,omitempty" format:"ifname" doc:"Linux interfaces the tenant's cubes may be peered with, attached to and mirror to"`
 	// Quota overrides the default limits, one by one.
 	Quota Quota `json:"quota,omitempty" doc:"limits that differ from the defaults"`
 }

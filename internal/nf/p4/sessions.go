@@ -21,7 +21,7 @@ import (
 // every replica of multicast group McastGroup; Truncate > 0 cuts them to
 // that many bytes.
 type CloneSession struct {
-	Session    uint32  `json:"session"`
+	Session    uint32  `json:"session" minimum:"1" maximum:"32767"`
 	Port       *uint16 `json:"port,omitempty"`
 	McastGroup uint16  `json:"mcast_group,omitempty"`
 	Truncate   uint32  `json:"truncate,omitempty"`
@@ -37,16 +37,13 @@ func (s *CloneSession) rt() rt.CloneSession {
 
 // Validate checks the session against the limits and the cube's program.
 func (s *CloneSession) Validate(c *cube.Cube) error {
-	if err := replicating(c); err != nil {
-		return err
-	}
 	if (s.Port == nil) == (s.McastGroup == 0) {
 		return cube.Errorf("port", "clone session %d: give either a port or a mcast_group", s.Session)
 	}
 	if err := rt.CheckCloneSession(s.Session, s.rt()); err != nil {
 		return cube.Errorf(sessionField(err), "%v", err)
 	}
-	return nil
+	return replicating(c)
 }
 
 func sessionField(err error) string {
@@ -63,21 +60,23 @@ func sessionField(err error) string {
 // standard_metadata.mcast_grp == Group are copied once per replica, each
 // copy running egress with the replica's egress_port and egress_rid.
 type McastGroup struct {
-	Group    uint32       `json:"group"`
-	Replicas []rt.Replica `json:"replicas"`
+	Group    uint32       `json:"group" minimum:"1" maximum:"65535"`
+	Replicas []rt.Replica `json:"replicas" maxItems:"32" doc:"(port, rid) copies, each once (422 otherwise)"`
 }
 
 // Validate checks the group against the limits and the cube's program.
 func (g *McastGroup) Validate(c *cube.Cube) error {
+	if err := rt.CheckMcastGroup(g.Group, g.Replicas); err != nil {
+		switch msg := err.Error(); {
+		case strings.Contains(msg, "ids are"):
+			return cube.Errorf("group", "%v", err)
+		case strings.Contains(msg, "listed twice"):
+			return cube.Unprocessable("replicas", "%v", err)
+		}
+		return cube.Errorf("replicas", "%v", err)
+	}
 	if err := replicating(c); err != nil {
 		return err
-	}
-	if err := rt.CheckMcastGroup(g.Group, g.Replicas); err != nil {
-		field := "replicas"
-		if strings.Contains(err.Error(), "ids are") {
-			field = "group"
-		}
-		return cube.Errorf(field, "%v", err)
 	}
 	if g.Replicas == nil {
 		g.Replicas = []rt.Replica{}
@@ -92,7 +91,7 @@ func replicating(c *cube.Cube) error {
 		return err
 	}
 	if !Replicates(r) {
-		return cube.Errorf("program", "the program uses neither clone nor multicast (standard_metadata.mcast_grp): it has no clone sessions or multicast groups")
+		return cube.NotFound("program", "the program uses neither clone nor multicast (standard_metadata.mcast_grp): it has no clone sessions or multicast groups")
 	}
 	return nil
 }

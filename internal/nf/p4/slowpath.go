@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/datapath"
 	p4c "github.com/edgenf/edgenf/internal/p4"
 	"github.com/edgenf/edgenf/internal/p4/ir"
 	"github.com/edgenf/edgenf/internal/p4/p4info"
@@ -32,23 +33,21 @@ const (
 	// daemon's log (per second, burst); the rest are counted.
 	logRate  = 20
 	logBurst = 100
-	// maxPacketOut bounds a packet-out frame.
-	maxPacketOut = 9000
 )
 
 // LearnRule turns each digest of one type into a table entry, as a simple
 // P4Runtime learning controller does. In Match and Params, "$field" is the
 // value of the digest's field (learn_t.srcAddr: "$srcAddr").
 type LearnRule struct {
-	Digest   string            `json:"digest"`
-	Table    string            `json:"table"`
-	Match    map[string]string `json:"match"`
-	Action   string            `json:"action"`
-	Params   map[string]string `json:"params,omitempty"`
+	Digest   string            `json:"digest" doc:"a digest the program sends (404 otherwise)"`
+	Table    string            `json:"table" doc:"a table of the program (404 otherwise)"`
+	Match    map[string]string `json:"match" format:"p4-learn-match" doc:"key field = match, or $field of the digest"`
+	Action   string            `json:"action" doc:"an action of the table (404 otherwise)"`
+	Params   map[string]string `json:"params,omitempty" format:"p4-learn-value" doc:"parameter = value, or $field of the digest"`
 	Priority uint32            `json:"priority,omitempty"`
 	// IdleTimeout removes a learned entry no packet has hit for that long
 	// ("5m"; the table needs support_timeout = true).
-	IdleTimeout string `json:"idle_timeout,omitempty"`
+	IdleTimeout string `json:"idle_timeout,omitempty" format:"p4-duration"`
 }
 
 // entry substitutes the digest's values into the rule.
@@ -87,6 +86,18 @@ func (s *Settings) validateSlowPath(info *p4info.P4Info) error {
 	if s.LearnMax < 0 {
 		return cube.Errorf("learn_max", "must not be negative")
 	}
+	for i, r := range s.Learn {
+		field := fmt.Sprintf("learn[%d]", i)
+		if err := checkForms(field+".match", r.Match, orField(p4info.MatchSyntax)); err != nil {
+			return err
+		}
+		if err := checkForms(field+".params", r.Params, orField(p4info.ValueSyntax)); err != nil {
+			return err
+		}
+		if _, err := parseIdleTimeout(field+".idle_timeout", r.IdleTimeout, nil); err != nil {
+			return err
+		}
+	}
 	sp := info.Edgenf.SlowPath
 	for i, r := range s.Learn {
 		field := fmt.Sprintf("learn[%d]", i)
@@ -105,13 +116,16 @@ func (s *Settings) validateSlowPath(info *p4info.P4Info) error {
 		}
 		e, err := r.entry(vals)
 		if err != nil {
-			return cube.Errorf(field, "%v", err)
+			return cube.NotFound(field, "%v", err)
+		}
+		if err := namesIn(t, e.Action, e.Match, e.Params); err != nil {
+			return cube.Within(field, err)
 		}
 		if _, err := t.EncodeEntry(e.Matches(), e.Action, e.Args(), e.Priority); err != nil {
-			return cube.Errorf(field, "%v", err)
+			return cube.Conflict(field, "%v", err)
 		}
-		if _, err := parseIdleTimeout(r.IdleTimeout, t); err != nil {
-			return cube.Errorf(field+".idle_timeout", "%v", err)
+		if _, err := parseIdleTimeout(field+".idle_timeout", r.IdleTimeout, t); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -707,9 +721,9 @@ func slowPathStats(h cube.Handle, c *cube.Cube) (any, error) {
 // both), waiting up to TimeoutMs (at most 60000) for the first one.
 type PollArgs struct {
 	After     uint64 `json:"after"`
-	Kind      string `json:"kind,omitempty"`
-	TimeoutMs int    `json:"timeout_ms,omitempty"`
-	Max       int    `json:"max,omitempty"`
+	Kind      string `json:"kind,omitempty" enum:"digest|packet_in|idle_timeout"`
+	TimeoutMs int    `json:"timeout_ms,omitempty" minimum:"0" maximum:"60000"`
+	Max       int    `json:"max,omitempty" doc:"at most this many events (1..1024; else 1024)"`
 }
 
 // PollResult is the answer of a poll: the events, the seq to poll after
@@ -773,8 +787,8 @@ func pollAction(h cube.Handle, c *cube.Cube, args any) (any, error) {
 // which is put in front of the frame; the result enters the program on the
 // CPU port, as from a P4Runtime controller.
 type PacketOutArgs struct {
-	Frame    string            `json:"frame"`
-	Metadata map[string]string `json:"metadata,omitempty"`
+	Frame    string            `json:"frame" pattern:"^(0x)?([0-9A-Fa-f]{2} ?){14,}$" doc:"an Ethernet frame in hex, at least 14 bytes; with the program's packet_out header at most what the slow path injects (409 otherwise)"`
+	Metadata map[string]string `json:"metadata,omitempty" format:"p4-value" doc:"field of the program's packet_out header (404 otherwise) = value"`
 }
 
 func packetOut(h cube.Handle, c *cube.Cube, args any) (any, error) {
@@ -786,8 +800,11 @@ func packetOut(h cube.Handle, c *cube.Cube, args any) (any, error) {
 	if err != nil {
 		return nil, cube.Errorf("frame", "not hex: %v", err)
 	}
-	if len(frame) < 14 || len(frame) > maxPacketOut {
-		return nil, cube.Errorf("frame", "%d bytes: want an Ethernet frame of 14..%d bytes", len(frame), maxPacketOut)
+	if len(frame) < 14 || len(frame) > datapath.MaxInjectFrame {
+		return nil, cube.Errorf("frame", "%d bytes: want an Ethernet frame of 14..%d bytes", len(frame), datapath.MaxInjectFrame)
+	}
+	if err := checkForms("metadata", a.Metadata, p4info.ValueSyntax); err != nil {
+		return nil, err
 	}
 	r, err := programOf(c)
 	if err != nil {
@@ -795,11 +812,19 @@ func packetOut(h cube.Handle, c *cube.Cube, args any) (any, error) {
 	}
 	var hdr []byte
 	if sp := r.Info.Edgenf.SlowPath; sp != nil && sp.PacketOut != nil {
+		for _, k := range sortedKeys(a.Metadata) {
+			if sp.PacketOut.Field(k) == nil {
+				return nil, cube.NotFound("metadata."+k, "the program's packet_out header has no field %q", k)
+			}
+		}
 		if hdr, err = sp.PacketOut.Encode(a.Metadata); err != nil {
-			return nil, cube.Errorf("metadata", "%v", err)
+			return nil, cube.Conflict("metadata", "%v", err)
 		}
 	} else if len(a.Metadata) > 0 {
-		return nil, cube.Errorf("metadata", "the program has no @controller_header(\"packet_out\") header")
+		return nil, cube.NotFound("metadata", "the program has no @controller_header(\"packet_out\") header")
+	}
+	if n := len(hdr) + len(frame); n > datapath.MaxInjectFrame {
+		return nil, cube.Conflict("frame", "%d bytes with the program's packet_out header: at most %d", n, datapath.MaxInjectFrame)
 	}
 	s, err := stateOf(h)
 	if err != nil {

@@ -585,7 +585,7 @@ func (ctl *controller) listARP(h cube.Handle, c *cube.Cube) (any, error) {
 // FlushArgs select what arp_flush removes.
 type FlushArgs struct {
 	// Port limits the flush to entries on this port.
-	Port string `json:"port,omitempty"`
+	Port string `json:"port,omitempty" format:"name"`
 }
 
 func (ctl *controller) flushARP(h cube.Handle, c *cube.Cube, args any) (any, error) {
@@ -648,8 +648,9 @@ var Type = &cube.Type{
 		}
 		return objXDP, nil
 	},
-	Config: &Config{},
-	Tables: []cube.Table{routesTable, arpTable},
+	Config:        &Config{},
+	PortAddresses: "ipv4-interface",
+	Tables:        []cube.Table{routesTable, arpTable},
 	Views: []cube.View{
 		{Name: "routes", Doc: "The routing table in the kernel: connected and static routes.", Item: &RouteInfo{}, List: listRoutes},
 		{Name: "arp", Doc: "The ARP table: static, learned (with age) and incomplete (being resolved) entries.", Item: &ARPInfo{},
