@@ -219,7 +219,7 @@ func TestTenantP4AndSwapStayInsideTheDaemon(t *testing.T) {
 		{"include_dirs", "POST", "/v1/cubes", map[string]any{"name": "sw", "type": "p4", "config": map[string]any{
 			"program": "x.p4", "source": "#include \"passwd\"\n", "include_dirs": []string{"/etc"}}}, 400, "include_dirs: unknown field"},
 		{"#include of an absolute path", "POST", "/v1/cubes", map[string]any{"name": "sw", "type": "p4", "config": map[string]any{
-			"program": "x.p4", "source": "#include \"/etc/passwd\"\n"}}, 400, "config"},
+			"program": "x.p4", "source": "#include \"/etc/passwd\"\n"}}, 422, "config"},
 		{"swap in an object", "POST", "/v1/cubes/r1/swap", map[string]string{"object": base64.StdEncoding.EncodeToString([]byte("\x7fELF not really"))}, 403, "only an administrator"},
 	})
 	// No refusal echoes a file of the host.
