@@ -43,6 +43,7 @@ type Objects struct {
 	GenPort, FwdPort          *ebpf.Map // devmaps, key 0
 	GenCount, SinkCount, Hist *ebpf.Map
 	GenCfg, GenTmpl           *ebpf.Map
+	GenMode, GenFlows         *ebpf.Map
 	coll                      *ebpf.Collection
 }
 
@@ -80,6 +81,7 @@ func Load(o Options) (*Objects, error) {
 		GenPort: coll.Maps["gen_port"], FwdPort: coll.Maps["fwd_port"],
 		GenCount: coll.Maps["gen_count"], SinkCount: coll.Maps["sink_count"], Hist: coll.Maps["sink_hist"],
 		GenCfg: coll.Maps["gen_cfg"], GenTmpl: coll.Maps["gen_tmpl"],
+		GenMode: coll.Maps["gen_mode"], GenFlows: coll.Maps["gen_flows"],
 		coll: coll,
 	}
 	if err := objs.SetStamp(o.Stamp); err != nil {
@@ -90,8 +92,12 @@ func Load(o Options) (*Objects, error) {
 }
 
 // TemplateLen is how many leading bytes of the frame the generator restores
-// on every frame (headers and payload start).
-const TemplateLen = 14 + 20 + 8 + 16
+// on every frame (headers and payload start); GTPTemplateLen in GTP-U mode.
+const (
+	TemplateLen    = 14 + 20 + 8 + 16
+	GTPTemplateLen = TemplateLen + gtpOverhead
+	gtpOverhead    = 20 + 8 + 8 // outer IPv4, UDP, GTP-U
+)
 
 // SetTemplate stores the headers the generator writes into every frame; it
 // must be called with the frame passed to the generator.
@@ -99,7 +105,54 @@ func (o *Objects) SetTemplate(frame []byte) error {
 	if len(frame) < TemplateLen {
 		return fmt.Errorf("kern: frame shorter than %d bytes", TemplateLen)
 	}
-	return o.GenTmpl.Put(uint32(0), frame[:TemplateLen])
+	t := make([]byte, GTPTemplateLen)
+	copy(t, frame)
+	return o.GenTmpl.Put(uint32(0), t)
+}
+
+// Generator modes.
+const (
+	ModePlain = 0 // vary the source address and port (Options.Flows)
+	ModeGTPUL = 1 // GTP-U frames, TEID and inner source address from the flows
+	ModeDL    = 2 // plain frames, destination address from the flows
+)
+
+// MaxFlows is the size of the generator's flow table.
+const MaxFlows = 1 << 17
+
+// GenFlow is one flow of ModeGTPUL and ModeDL: a session's uplink TEID and
+// its UE's IPv4 address.
+type GenFlow struct {
+	TEID uint32
+	Addr [4]byte
+}
+
+// SetMode sets the generator's mode and, for ModeGTPUL and ModeDL, the
+// flows it cycles through (frame i is flow i mod len(flows)).
+func (o *Objects) SetMode(mode uint32, flows []GenFlow) error {
+	if len(flows) > MaxFlows {
+		return fmt.Errorf("kern: %d flows, at most %d", len(flows), MaxFlows)
+	}
+	if len(flows) > 0 {
+		keys := make([]uint32, len(flows))
+		vals := make([]byte, 8*len(flows))
+		for i, f := range flows {
+			keys[i] = uint32(i)
+			binary.BigEndian.PutUint32(vals[8*i:], f.TEID)
+			copy(vals[8*i+4:], f.Addr[:])
+		}
+		if _, err := o.GenFlows.BatchUpdate(keys, vals, nil); err != nil {
+			for i := range flows { // kernels without batch operations
+				if err := o.GenFlows.Put(keys[i], vals[8*i:8*i+8]); err != nil {
+					return fmt.Errorf("kern: flows: %w", err)
+				}
+			}
+		}
+	}
+	v := make([]byte, 8)
+	binary.NativeEndian.PutUint32(v, mode)
+	binary.NativeEndian.PutUint32(v[4:], uint32(len(flows)))
+	return o.GenMode.Put(uint32(0), v)
 }
 
 // SetStamp turns per-frame timestamps (for the sink's latency histogram) on or off.
@@ -231,10 +284,19 @@ func Quantile(h []uint64, q float64) float64 {
 
 // Frame describes the template frame of the generator.
 type Frame struct {
-	Size           int // total L2 bytes (no FCS), >= 60
+	Size           int // total L2 bytes (no FCS), >= 60; with GTP, of the inner packet as a frame
 	SrcMAC, DstMAC net.HardwareAddr
 	SrcIP, DstIP   net.IP // IPv4; the low byte of SrcIP is varied per flow
 	Dport          uint16 // 0: DefaultDport
+	// GTP, if set, wraps the packet in GTP-U (ModeGTPUL): the frame is
+	// Size plus 36 bytes.
+	GTP *GTPOuter
+}
+
+// GTPOuter is the outer IPv4/UDP/GTP-U header of an uplink frame.
+type GTPOuter struct {
+	SrcIP, DstIP net.IP // IPv4: the gNB and the UPF's N3 address
+	TEID         uint32
 }
 
 // Bytes builds the template: Ethernet / IPv4 (checksum set) / UDP (checksum
@@ -253,6 +315,9 @@ func (f Frame) Bytes() ([]byte, error) {
 	}
 	if f.Dport == 0 {
 		f.Dport = DefaultDport
+	}
+	if f.GTP != nil {
+		return f.gtpBytes()
 	}
 	b := make([]byte, f.Size)
 	copy(b[0:], f.DstMAC)
@@ -276,6 +341,45 @@ func (f Frame) Bytes() ([]byte, error) {
 	for i := hdr; i < f.Size; i++ {
 		b[i] = byte(i)
 	}
+	return b, nil
+}
+
+// gtpBytes builds a GTP-U uplink frame: Ethernet / IPv4 / UDP 2152 /
+// GTP-U G-PDU (8 octets, no options) / the packet Bytes would build.
+func (f Frame) gtpBytes() ([]byte, error) {
+	g := f.GTP
+	s4, d4 := g.SrcIP.To4(), g.DstIP.To4()
+	if s4 == nil || d4 == nil {
+		return nil, fmt.Errorf("kern: GTP-U needs IPv4 outer addresses")
+	}
+	f.GTP = nil
+	in, err := f.Bytes()
+	if err != nil {
+		return nil, err
+	}
+	pkt := in[14:]
+	copy(pkt[12:16], f.SrcIP.To4()) // the UE's whole address (Bytes zeroes its low byte)
+	binary.BigEndian.PutUint16(pkt[10:], ipChecksum(pkt[:20]))
+	b := make([]byte, 14+gtpOverhead+len(pkt))
+	copy(b, in[:14])
+	ip := b[14:34]
+	ip[0] = 0x45
+	binary.BigEndian.PutUint16(ip[2:], uint16(gtpOverhead+len(pkt)))
+	ip[6] = 0x40
+	ip[8] = 64
+	ip[9] = 17
+	copy(ip[12:], s4)
+	copy(ip[16:], d4)
+	binary.BigEndian.PutUint16(ip[10:], ipChecksum(ip))
+	udp := b[34:42]
+	binary.BigEndian.PutUint16(udp[0:], 2152)
+	binary.BigEndian.PutUint16(udp[2:], 2152)
+	binary.BigEndian.PutUint16(udp[4:], uint16(16+len(pkt)))
+	gtp := b[42:50]
+	gtp[0], gtp[1] = 0x30, 0xff
+	binary.BigEndian.PutUint16(gtp[2:], uint16(len(pkt)))
+	binary.BigEndian.PutUint32(gtp[4:], g.TEID)
+	copy(b[50:], pkt)
 	return b, nil
 }
 

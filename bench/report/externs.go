@@ -8,10 +8,18 @@ import "os"
 // it as it is (a micro-benchmark of generated code, not a traffic scenario).
 const ExternCostFile = "bench/results/p4-extern-cost.md"
 
+// PFCPFile is the PFCP session establishment benchmark written by
+// `EDGENF_PFCP_BENCH_OUT=bench/results/upf-pfcp.md go test -run XXX -bench
+// PFCPEstablishment -benchtime 1x ./internal/pfcp/agent` (the upf's control
+// plane: establishments per second and memory per session).
+const PFCPFile = "bench/results/upf-pfcp.md"
+
 func externCostSection() string {
-	b, err := os.ReadFile(ExternCostFile)
-	if err != nil {
-		return ""
+	var out string
+	for _, f := range []string{ExternCostFile, PFCPFile} {
+		if b, err := os.ReadFile(f); err == nil {
+			out += string(b) + "\n"
+		}
 	}
-	return string(b) + "\n"
+	return out
 }

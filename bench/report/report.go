@@ -283,6 +283,46 @@ var headlines = []struct {
 	{"kernel IPv4 forwarding vs raw XDP", "baselines", "ip-forward", 0, 0, ""},
 }
 
+// Headline figures reported in a scenario's notes (Info) rather than as a
+// ratio: a value in milliseconds with its maximum.
+var infoHeadlines = []struct {
+	label, group, name, key string
+	maxMs                   float64
+}{
+	{"scrape of /metrics at 10,000 cubes (gzip, as Prometheus asks)", "scale", "metrics-10000", "scrape, gzip", 100},
+	{"scrape of /metrics at 3,000 cubes (gzip)", "scale", "metrics-3000", "scrape, gzip", 0},
+	{"API latency during scrapes at 10,000 cubes", "scale", "metrics-10000", "API latency during scrapes", 0},
+	{"API latency during scrapes at 3,000 cubes", "scale", "metrics-3000", "API latency during scrapes", 0},
+}
+
+func infoHeadlineRows(r *bench.Results) []string {
+	var rows []string
+	for _, h := range infoHeadlines {
+		s := scenario(r, h.group, h.name)
+		if s == nil {
+			continue
+		}
+		v, ok := s.Info[h.key]
+		if !ok {
+			if s.Error != "" {
+				rows = append(rows, fmt.Sprintf("| %s | not measured: %s | | |", h.label, mdEsc(s.Error)))
+			}
+			continue
+		}
+		target, met := "reference", ""
+		if h.maxMs > 0 {
+			var ms float64
+			fmt.Sscanf(v, "%f ms", &ms)
+			target, met = fmt.Sprintf("< %.0f ms", h.maxMs), "no"
+			if ms > 0 && ms < h.maxMs {
+				met = "yes"
+			}
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s |", h.label, mdEsc(v), target, met))
+	}
+	return rows
+}
+
 func find(r *bench.Results, group, name string) (*bench.ScenarioResult, *bench.ScenarioResult) {
 	for gi := range r.Groups {
 		g := &r.Groups[gi]
@@ -352,6 +392,7 @@ func headline(b *strings.Builder, r *bench.Results) {
 		}
 		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s |", h.label, val, target, met))
 	}
+	rows = append(rows, infoHeadlineRows(r)...)
 	if len(rows) == 0 {
 		return
 	}

@@ -58,16 +58,7 @@ func init() {
 }
 
 func setupBridgeNF(e *scenario.Env, hook datapath.Hook) (*scenario.Topology, error) {
-	p, err := e.NewPath(false)
-	if err != nil {
-		return nil, err
-	}
-	if hook == datapath.TC {
-		if err := p.AttachXDP(e.Objs.Pass, p.A1Idx); err != nil {
-			return nil, err
-		}
-	}
-	eng, root, err := benchEngine(e)
+	p, eng, root, err := enginePath(e, hook)
 	if err != nil {
 		return nil, err
 	}

@@ -83,6 +83,26 @@ func benchEngine(e *scenario.Env) (*engine.Engine, string, error) {
 	return eng, root, nil
 }
 
+// enginePath is the standard path with an engine to put cubes on it: at
+// TC, a1 gets an XDP pass-through (it accepts the generator's redirected
+// frames only with an XDP program; they then reach TCX ingress as skbs).
+func enginePath(e *scenario.Env, hook datapath.Hook) (*scenario.Path, *engine.Engine, string, error) {
+	p, err := e.NewPath(false)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if hook == datapath.TC {
+		if err := p.AttachXDP(e.Objs.Pass, p.A1Idx); err != nil {
+			return nil, nil, "", err
+		}
+	}
+	eng, root, err := benchEngine(e)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return p, eng, root, nil
+}
+
 // freeSink removes the XDP pass-through the engine put on b1 (the far end
 // of b0, which it redirects into): the harness attaches its sink there, which
 // serves the same purpose.
@@ -123,18 +143,7 @@ func stubCost(e *scenario.Env, t *scenario.Topology, root, iface string, hook da
 }
 
 func setupLB(e *scenario.Env, mode string, hook datapath.Hook) (*scenario.Topology, error) {
-	p, err := e.NewPath(false)
-	if err != nil {
-		return nil, err
-	}
-	if hook == datapath.TC {
-		// a1 accepts the generator's redirected frames only with an XDP
-		// program; they then reach TCX ingress as skbs.
-		if err := p.AttachXDP(e.Objs.Pass, p.A1Idx); err != nil {
-			return nil, err
-		}
-	}
-	eng, root, err := benchEngine(e)
+	p, eng, root, err := enginePath(e, hook)
 	if err != nil {
 		return nil, err
 	}

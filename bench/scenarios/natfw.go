@@ -101,16 +101,7 @@ func FirewallRules(n int, mixed bool) []json.RawMessage {
 }
 
 func setupRouterNF(e *scenario.Env, hook datapath.Hook, nf string, n int) (*scenario.Topology, error) {
-	p, err := e.NewPath(false)
-	if err != nil {
-		return nil, err
-	}
-	if hook == datapath.TC {
-		if err := p.AttachXDP(e.Objs.Pass, p.A1Idx); err != nil {
-			return nil, err
-		}
-	}
-	eng, root, err := benchEngine(e)
+	p, eng, root, err := enginePath(e, hook)
 	if err != nil {
 		return nil, err
 	}

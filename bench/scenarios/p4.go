@@ -109,18 +109,7 @@ func setupP4(e *scenario.Env, program string, dstMAC []byte, entries func(*scena
 
 // setupP4On is setupP4 at a hook, with multicast groups.
 func setupP4On(e *scenario.Env, program string, hook datapath.Hook, dstMAC []byte, entries func(*scenario.Path) []string, groups []string) (*scenario.Topology, error) {
-	p, err := e.NewPath(false)
-	if err != nil {
-		return nil, err
-	}
-	if hook == datapath.TC {
-		// a1 accepts the generator's redirected frames only with an XDP
-		// program; frames then reach TCX ingress as skbs.
-		if err := p.AttachXDP(e.Objs.Pass, p.A1Idx); err != nil {
-			return nil, err
-		}
-	}
-	eng, root, err := benchEngine(e)
+	p, eng, root, err := enginePath(e, hook)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,14 @@
-// Command edgenf-demo builds the quick-start topology: two hosts in network
-// namespaces joined by a service chain of three cubes with a monitor attached
-// to the middle one, sends real traffic through it and shows the result. It
-// leaves everything running to explore; `edgenf-demo down` removes it all.
+// Command edgenf-demo builds the quick-start topologies and sends real
+// traffic through them:
+//
+//	up     the 5G edge: a simulated gNB with two UEs, the upf cube set up
+//	       over PFCP, a firewall and a NAT on its N6 side, a data network
+//	       (make demo)
+//	chain  two hosts joined by a service chain of three cubes with a monitor
+//	       attached to the middle one (make demo-chain)
+//	down   removes everything either made (make demo-clean)
+//
+// It leaves the daemon and its cubes running to explore.
 package main
 
 import (
@@ -32,11 +39,13 @@ func main() {
 	var err error
 	switch cmd {
 	case "up":
-		err = up()
+		err = upfUp()
+	case "chain":
+		err = chainUp()
 	case "down":
 		err = down()
 	default:
-		err = fmt.Errorf("usage: edgenf-demo [up|down]")
+		err = fmt.Errorf("usage: edgenf-demo [up|chain|down]")
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
@@ -106,7 +115,8 @@ attachments:
   - {cube: m1, point: "c2:p0"}
 `
 
-func up() error {
+// begin removes a demo still running and makes the work directory.
+func begin() error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
@@ -118,7 +128,11 @@ func up() error {
 			return err
 		}
 	}
-	if err := os.MkdirAll(workDir, 0o700); err != nil {
+	return os.MkdirAll(workDir, 0o700)
+}
+
+func chainUp() error {
+	if err := begin(); err != nil {
 		return err
 	}
 	step("1. Two hosts in network namespaces")

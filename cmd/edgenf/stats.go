@@ -69,6 +69,34 @@ func fetchStats(names []string) ([]cubeStats, error) {
 	return out, nil
 }
 
+// topStats reads the counters of every cube the caller may see in one
+// request (/v1/stats, read like a scrape: however many cubes, one round
+// trip per refresh), or of the cubes named.
+func topStats(names []string) ([]cubeStats, error) {
+	var all struct {
+		Cubes []cubeStats `json:"cubes"`
+	}
+	if err := api().Do("GET", "/v1/stats", nil, &all); err != nil {
+		return nil, err
+	}
+	if len(names) == 0 {
+		return all.Cubes, nil
+	}
+	byName := map[string]cubeStats{}
+	for _, c := range all.Cubes {
+		byName[c.Cube] = c
+	}
+	out := make([]cubeStats, 0, len(names))
+	for _, n := range names {
+		c, ok := byName[n]
+		if !ok {
+			return nil, fmt.Errorf("no cube named %q", n)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
 func statsCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use: "stats [CUBE ...]", Short: "Packet, byte, drop and punt counters per cube port",
@@ -122,14 +150,14 @@ func topCmd() *cobra.Command {
 		Short:             "Live packet and bit rates per cube port (Ctrl-C to stop)",
 		ValidArgsFunction: completeCubes,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			prev, err := fetchStats(args)
+			prev, err := topStats(args)
 			if err != nil {
 				return err
 			}
 			last := time.Now()
 			for i := 0; count == 0 || i < count; i++ {
 				time.Sleep(interval)
-				cur, err := fetchStats(args)
+				cur, err := topStats(args)
 				if err != nil {
 					return err
 				}

@@ -43,11 +43,38 @@ func main() {
 		p4rtD   = flag.String("p4rt-devices", "", "serve P4Runtime for these p4 cubes: CUBE=ID[@TENANT],... (e.g. sw1=1,sw2=2@red: device 2 is tenant red's)")
 		adoptE  = flag.Bool("adopt-empty", false, "start even though the state file names nothing while pinned objects exist, and adopt the state's emptiness: the pinned objects are removed")
 		verbose = flag.Bool("v", false, "debug logging")
+		check   = flag.Bool("check", false, "check this machine (kernel, eBPF features, bpffs, memlock, clang, XDP on the state's interfaces) without changing anything, then exit: 0 if edgenfd can run")
+		man     = flag.Bool("man", false, "print this manual page, edgenfd(8), in roff and exit")
+		tcAtt   = flag.String("tc-attach", "", "how TC programs go on interfaces: tcx (Linux 6.6), classic (clsact + cls_bpf, any kernel) or auto (default: $EDGENF_TC_ATTACH, else auto)")
 		tcpF    tcpFlags
 		p4inc   = flag.String("p4-include-dir", "", "directories (colon-separated) P4 programs' #include may use, besides the built-in core.p4 and v1model.p4")
+		influxF influxFlags
 	)
 	tcpF.register(flag.CommandLine)
+	influxF.register(flag.CommandLine) // influx.go
 	flag.Parse()
+	if *tcAtt != "" {
+		if _, err := datapath.ParseTCAttach(*tcAtt); err != nil {
+			fmt.Fprintln(os.Stderr, "edgenfd: -tc-attach:", err)
+			os.Exit(2)
+		}
+		os.Setenv(datapath.TCAttachEnv, *tcAtt) // what datapath.Open follows
+	}
+	if *check {
+		os.Exit(runCheck(*stateF, *bpffs))
+	}
+	if *man {
+		writeMan(os.Stdout, flag.CommandLine)
+		return
+	}
+	if err := raiseMemlock(); err != nil {
+		fmt.Fprintln(os.Stderr, "edgenfd:", err)
+		os.Exit(1)
+	}
+	if err := datapath.CheckKernel(); err != nil {
+		fmt.Fprintln(os.Stderr, "edgenfd:", err)
+		os.Exit(1)
+	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
@@ -64,7 +91,7 @@ func main() {
 		}
 	}
 	cfg := engine.Config{PinRoot: *bpffs, StateFile: *stateF, Logger: log, AdoptEmpty: *adoptE}
-	if err := run(log, cfg, *socket, *listen, *tokens, *destroy, pf, tcpF); err != nil {
+	if err := run(log, cfg, *socket, *listen, *tokens, *destroy, pf, tcpF, influxF); err != nil {
 		log.Error("edgenfd", "err", err)
 		os.Exit(1)
 	}
@@ -75,7 +102,7 @@ type p4rtFlags struct {
 	listen, socket, devices string
 }
 
-func run(log *slog.Logger, cfg engine.Config, socket, listen, tokenFile string, destroy bool, p4rtF p4rtFlags, tcpF tcpFlags) error {
+func run(log *slog.Logger, cfg engine.Config, socket, listen, tokenFile string, destroy bool, p4rtF p4rtFlags, tcpF tcpFlags, influxF influxFlags) error {
 	if destroy {
 		os.Remove(socket)
 		os.Remove(p4rtF.socket)
@@ -107,12 +134,23 @@ func run(log *slog.Logger, cfg engine.Config, socket, listen, tokenFile string, 
 	if err != nil {
 		return err
 	}
+	influxCfg, err := influxF.config()
+	if err != nil {
+		return err
+	}
 	eng, err := engine.Open(cfg)
 	if err != nil {
 		return err
 	}
 	defer eng.Close()
 	srv := api.New(eng, toks)
+	influxCtx, stopInflux := context.WithCancel(context.Background())
+	influxDone, err := startInflux(influxCtx, log, influxCfg, eng, srv)
+	if err != nil {
+		stopInflux()
+		return err
+	}
+	defer func() { stopInflux(); <-influxDone }() // its last push, before the engine closes
 
 	ul, err := listenUnix(socket)
 	if err != nil {

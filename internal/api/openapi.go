@@ -281,6 +281,9 @@ func OpenAPI() map[string]any {
 	add("/v1/tenants/{tenant}", "put", op{Summary: "Declare a tenant or replace its record (administrator): interfaces it may use, quotas", Parameters: pathParams("tenant"),
 		RequestBody: jsonBody(tenantSchema), Responses: ok(200, "tenant (201 when new)", tenantStatus)})
 	add("/v1/tenants/{tenant}", "delete", op{Summary: "Remove a tenant's record (administrator): defaults apply again", Parameters: pathParams("tenant"), Responses: ok(204, "removed", nil)})
+	add("/v1/whoami", "get", op{Summary: "Who the request authenticated as: the administrator or a tenant", Responses: ok(200, "identity", SchemaOf(&Identity{}))})
+	add("/v1/graph", "get", op{Summary: "The topology the caller may see, without table entries or settings (the dashboard's graph)", Responses: ok(200, "graph", SchemaOf(&Graph{}))})
+	add("/v1/stats", "get", op{Summary: "Every visible cube's per-port counters, read at one time", Responses: ok(200, "counters", SchemaOf(&Stats{}))})
 	for _, t := range cube.Types() {
 		typedPaths(add, t)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/edgenf/edgenf/internal/engine"
 	"github.com/edgenf/edgenf/internal/schema"
 	"github.com/edgenf/edgenf/internal/tenant"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Server is the HTTP handler of the API.
@@ -27,11 +28,13 @@ type Server struct {
 	tokens *Tokens
 	mux    *http.ServeMux
 	busy   inflight // admit.go
+	// daemonMetrics: the daemon's own collectors (metrics.go)
+	daemonMetrics *prometheus.Registry
 }
 
 // New builds the API over an engine. tokens may be nil (no TCP access).
 func New(eng *engine.Engine, tokens *Tokens) *Server {
-	s := &Server{eng: eng, tokens: tokens, mux: http.NewServeMux(), busy: inflight{n: map[string]int64{}}}
+	s := &Server{eng: eng, tokens: tokens, mux: http.NewServeMux(), busy: inflight{n: map[string]int64{}}, daemonMetrics: newDaemonMetrics()}
 	s.routes()
 	return s
 }
@@ -52,6 +55,7 @@ func (s *Server) routes() {
 	s.tenantRoutes() // tenants.go
 	m.HandleFunc("GET /v1/interfaces/{iface}/stats", s.admin(s.ifaceStats))
 	m.HandleFunc("GET /metrics", s.metrics) // metrics.go
+	s.uiRoutes()                            // ui.go
 	// Everything under a cube, reachable generically and per type (the
 	// typed paths are what the OpenAPI document describes with schemas).
 	for _, prefix := range []string{"/v1/cubes/{cube}", "/v1/nf/{type}/{cube}"} {
@@ -82,6 +86,14 @@ func (s *Server) routes() {
 
 // ServeHTTP authenticates, then routes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if isUI(r) { // ui.go: the dashboard's assets, which hold no data
+		uiAssets.ServeHTTP(w, r)
+		return
+	}
+	if err := crossOrigin.Check(r); err != nil { // ui.go
+		fail(w, &httpError{403, "", err.Error()})
+		return
+	}
 	id, err := s.identify(r)
 	if err != nil {
 		fail(w, &httpError{401, "", err.Error()})
@@ -918,8 +930,11 @@ type Attachment struct {
 }
 
 func (s *Server) listAttachments(w http.ResponseWriter, r *http.Request) {
-	t := s.eng.Topology()
-	id := who(r)
+	reply(w, 200, attachmentsOf(s.eng.Topology(), who(r)))
+}
+
+// attachmentsOf lists the attachments of the cubes id owns, by point.
+func attachmentsOf(t *cube.Topology, id tenant.Actor) []Attachment {
 	out := []Attachment{}
 	points := make([]string, 0, len(t.Attachments))
 	for p := range t.Attachments {
@@ -933,7 +948,7 @@ func (s *Server) listAttachments(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	reply(w, 200, out)
+	return out
 }
 
 func (s *Server) attach(w http.ResponseWriter, r *http.Request) {

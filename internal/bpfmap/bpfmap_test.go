@@ -5,10 +5,13 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
+
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 func newMap(t *testing.T, typ ebpf.MapType, n int) *ebpf.Map {
 	t.Helper()
+	testenv.NeedRoot(t)
 	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: typ, KeySize: 4, ValueSize: 8, MaxEntries: uint32(n + 16)})
 	if err != nil {
 		t.Fatal(err)
@@ -89,6 +92,7 @@ func TestEachAndDelete(t *testing.T) {
 
 // TestEachWithoutBatch: an LPM trie has no batch lookup: Each walks it.
 func TestEachWithoutBatch(t *testing.T) {
+	testenv.NeedRoot(t)
 	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.LPMTrie, KeySize: 8, ValueSize: 4, MaxEntries: 16, Flags: 1 /* BPF_F_NO_PREALLOC */})
 	if err != nil {
 		t.Fatal(err)

@@ -122,6 +122,21 @@ func (tb *Table) DecodeEntry(c *Cube, raw json.RawMessage) (any, string, error) 
 	return v, tb.Key(v), nil
 }
 
+// CheckEntry validates an entry value of table tb's item type (a pointer,
+// as tb.Item), in place, as DecodeEntry validates a decoded one.
+func (tb *Table) CheckEntry(c *Cube, v any) (string, error) {
+	field := "tables." + tb.Name
+	if v == nil || reflect.TypeOf(v) != reflect.TypeOf(tb.Item) {
+		return "", Errorf(field, "an entry of type %T, not %T", v, tb.Item)
+	}
+	if val, ok := v.(Validator); ok {
+		if err := val.Validate(c); err != nil {
+			return "", Within(field, err)
+		}
+	}
+	return tb.Key(v), nil
+}
+
 // Entries decodes every entry of a table in key order.
 func (tb *Table) Entries(c *Cube) ([]any, error) {
 	rows := c.Tables[tb.Name]

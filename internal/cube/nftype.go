@@ -2,6 +2,7 @@ package cube
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"reflect"
@@ -138,6 +139,61 @@ type PuntHandler interface {
 // Ticker is implemented by controllers with periodic work (aging, timers).
 type Ticker interface {
 	Tick(h Handle, c *Cube, now time.Time)
+}
+
+// EntryTx stages changes to the entries of one table of a cube; they take
+// effect together, or not at all (the engine's transaction).
+type EntryTx interface {
+	Get(key string) (json.RawMessage, bool)
+	// Put adds or replaces the entry raw describes (validated against the
+	// cube) and returns its key.
+	Put(raw json.RawMessage) (string, error)
+	// PutValue is Put for an entry of the table's item type (a pointer, as
+	// the table's Item), validated in place; it belongs to the engine
+	// afterwards and must not be changed.
+	PutValue(v any) (string, error)
+	Delete(key string) error
+	Len() int
+}
+
+// Store changes a cube's own tables from goroutines its controller runs (a
+// control protocol's agent), with the engine's validation, kernel writes and
+// persistence. It must not be called from a call of the engine into the
+// controller (Sync, PutEntry, HandlePunt, Tick, views, actions): those hold
+// the engine's lock.
+type Store interface {
+	// Entry reads one entry.
+	Entry(table, key string) (json.RawMessage, bool)
+	ChangeEntries(table string, fn func(tx EntryTx) error) error
+	// Do runs fn with the engine's lock held and the cube's handle, as the
+	// engine's own calls into the controller do (to inject or transmit).
+	Do(fn func(h Handle) error) error
+}
+
+// Service is implemented by controllers that run goroutines of their own.
+// Start is called once the cube is loaded, before its first Sync, with the
+// cube's store; Stop when the cube goes (deleted, replaced, the daemon
+// stopping). Stop may be called with the engine's lock held: it must not
+// wait for goroutines that may be waiting for the store (their calls fail
+// once the cube is gone).
+type Service interface {
+	Start(s Store)
+	Stop()
+}
+
+// Metric is one sample of an NF type's own metrics (Prometheus): exported as
+// edgenf_<type>_<Name> with a cube label and Labels.
+type Metric struct {
+	Name   string
+	Help   string
+	Gauge  bool // else a counter
+	Labels map[string]string
+	Value  float64
+}
+
+// MetricsReporter is implemented by controllers with metrics of their own.
+type MetricsReporter interface {
+	Metrics(h Handle, c *Cube) []Metric
 }
 
 // Punt is a packet the fast path sent to the slow path.

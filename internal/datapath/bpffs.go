@@ -29,11 +29,11 @@ func ensureBPFFS(root string) error {
 	}
 	if dir == "/sys/fs/bpf" || dir == "/sys/fs" {
 		if err := unix.Mount("bpf", "/sys/fs/bpf", "bpf", 0, ""); err != nil {
-			return fmt.Errorf("mount bpffs on /sys/fs/bpf: %w", err)
+			return fmt.Errorf("mount bpffs on /sys/fs/bpf: %w (run as root, or mount it first: mount -t bpf bpf /sys/fs/bpf)", err)
 		}
 		return nil
 	}
-	return fmt.Errorf("%s is not on a bpf filesystem", root)
+	return fmt.Errorf("%s is not on a bpf filesystem: mount one (mount -t bpf bpf %s) or choose a directory under /sys/fs/bpf", root, dir)
 }
 
 func binarySize(v any) int {

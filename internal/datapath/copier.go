@@ -70,6 +70,11 @@ func (d *Datapath) attachCopier(dir string, ifindex int) error {
 		l.Unpin()
 		l.Close()
 	}
+	if d.classicTC {
+		if f, err := d.classicFilter(ifindex, Ingress, roleCopier); err == nil && f != nil {
+			return d.copies[mapCopyDevs].Update(uint32(ifindex), uint32(1), ebpf.UpdateAny)
+		}
+	}
 	spec, err := LoadSpec(stubTC)
 	if err != nil {
 		return err
@@ -87,6 +92,12 @@ func (d *Datapath) attachCopier(dir string, ifindex int) error {
 	prog := coll.Programs["edgenf_copier"]
 	if prog == nil {
 		return errors.New("stub object has no edgenf_copier")
+	}
+	if d.classicTC {
+		if err := d.attachClassic(ifindex, Ingress, roleCopier, prog); err != nil {
+			return fmt.Errorf("attach the copy machine: %w", err)
+		}
+		return d.copies[mapCopyDevs].Update(uint32(ifindex), uint32(1), ebpf.UpdateAny)
 	}
 	l, err := link.AttachTCX(link.TCXOptions{Program: prog, Interface: ifindex, Attach: ebpf.AttachTCXIngress, Anchor: link.Head()})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/cilium/ebpf/link"
 
 	"github.com/edgenf/edgenf/internal/netlab"
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 // metaProg is an XDP program that passes every frame; with meta it first
@@ -50,6 +51,7 @@ func metaProg(t *testing.T, meta bool) *ebpf.Program {
 // Linux stack untouched; a frame whose slot does not hold its sequence any
 // more (overwritten) is dropped and counted.
 func TestCopierPassesOthersAndDropsStaleSlots(t *testing.T) {
+	testenv.NeedRoot(t)
 	root := filepath.Join("/sys/fs/bpf", fmt.Sprintf("enfc-%d", os.Getpid()))
 	d, err := Open(root)
 	if err != nil {

@@ -99,6 +99,7 @@ func (d *Datapath) loadCollection(spec *ebpf.CollectionSpec, hook Hook, dir stri
 		MapReplacements: repl,
 	})
 	if err != nil {
+		err = explainLoadError(spec, err) // "needs Linux X.Y" (kernel.go)
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
 			return nil, &VerifierError{ve}
@@ -303,4 +304,17 @@ func (c *Cube) Maps() map[string]*ebpf.Map {
 		out[k] = v
 	}
 	return out
+}
+
+// PortStats returns the counters of ports 0..n-1 only: what telemetry reads
+// of every cube at every scrape, in one system call.
+func (c *Cube) PortStats(n int) ([]Stats, error) {
+	if n < 0 || n > MaxPorts {
+		return nil, fmt.Errorf("port stats: %d ports out of range (max %d)", n, MaxPorts)
+	}
+	m, err := c.Map(MapStats)
+	if err != nil {
+		return nil, err
+	}
+	return readStats(m, n)
 }

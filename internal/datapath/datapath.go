@@ -42,10 +42,17 @@ type Datapath struct {
 	punt    *ebpf.Map
 	config  *ebpf.Map
 	copies  map[string]*ebpf.Map // the copy machine's shared maps
+	// TC programs go on interfaces the classic way (tcclassic.go)
+	classicTC bool
 }
 
-// Open creates the global maps under root, or re-adopts them if pinned.
+// Open creates the global maps under root, or re-adopts them if pinned. TC
+// programs are attached as $EDGENF_TC_ATTACH says (TCAttach; auto if unset).
 func Open(root string) (*Datapath, error) {
+	classic, err := tcAttachFromEnv()
+	if err != nil {
+		return nil, err
+	}
 	if err := ensureBPFFS(root); err != nil {
 		return nil, err
 	}
@@ -54,7 +61,7 @@ func Open(root string) (*Datapath, error) {
 			return nil, err
 		}
 	}
-	d := &Datapath{root: root, panels: map[Hook]*ebpf.Map{}}
+	d := &Datapath{root: root, panels: map[Hook]*ebpf.Map{}, classicTC: classic}
 	specs := []struct {
 		dst  **ebpf.Map
 		spec *ebpf.MapSpec
@@ -156,7 +163,9 @@ func (d *Datapath) Close() {
 // links. Traffic through them stops.
 func (d *Datapath) Destroy() error {
 	d.Close()
-	return os.RemoveAll(d.root)
+	// classic TC filters belong to the interfaces, not to the pins
+	err := d.detachAllClassic()
+	return errors.Join(err, os.RemoveAll(d.root))
 }
 
 // prepare readies a cube or stub object for loading: framework maps are

@@ -11,6 +11,7 @@ import (
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/nf/portfwd"
 	"github.com/edgenf/edgenf/internal/nftest"
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 var seq atomic.Uint32
@@ -29,6 +30,7 @@ type pfEntry struct {
 // entry program of an interface peered with c0:p0: the stub, or with direct
 // c0's direct entry.
 func chainOf(tb testing.TB, hook datapath.Hook, n int, direct bool) ([]*datapath.Cube, *ebpf.Program) {
+	testenv.NeedRoot(tb)
 	root := filepath.Join("/sys/fs/bpf", fmt.Sprintf("enfb-%d-%d", os.Getpid(), seq.Add(1)))
 	dp, err := datapath.Open(root)
 	if err != nil {

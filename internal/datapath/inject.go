@@ -31,12 +31,18 @@ type Injector struct {
 	fd        int
 }
 
-// InjectorName derives the injection veth's name from the pin root, so each
-// datapath has its own.
-func (d *Datapath) injectorNames() (string, string) {
+// tag names this datapath (its pin root) in the kernel objects it owns
+// outside bpffs: the injection veth, classic TC filters.
+func (d *Datapath) tag() string {
 	h := fnv.New32a()
 	h.Write([]byte(d.root))
-	base := fmt.Sprintf("enfi%06x", h.Sum32()&0xffffff)
+	return fmt.Sprintf("%06x", h.Sum32()&0xffffff)
+}
+
+// injectorNames derives the injection veth's name from the pin root, so
+// each datapath has its own.
+func (d *Datapath) injectorNames() (string, string) {
+	base := "enfi" + d.tag()
 	return base + "a", base + "b"
 }
 
@@ -123,6 +129,14 @@ func (d *Datapath) attachInjector(ifindex int) error {
 		coll, err := d.loadCollection(spec, hook, pins, nil, nil)
 		if err != nil {
 			return fmt.Errorf("load injector: %w", err)
+		}
+		if hook == TC && d.classicTC {
+			err := d.attachClassic(ifindex, Ingress, roleStub, coll.Programs["edgenf_inject"])
+			coll.Close()
+			if err != nil {
+				return fmt.Errorf("attach injector: %w", err)
+			}
+			continue
 		}
 		l, err := attach(coll.Programs["edgenf_inject"], ifindex, hook, Ingress)
 		coll.Close()

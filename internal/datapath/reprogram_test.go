@@ -10,11 +10,13 @@ import (
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/nf/monitor"
 	"github.com/edgenf/edgenf/internal/nf/portfwd"
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 // A cube given another program keeps the maps both programs share (ports,
 // counters) with their contents and unpins the ones the new one lacks.
 func TestReprogramKeepsSharedMapsAndDropsTheRest(t *testing.T) {
+	testenv.NeedRoot(t)
 	root := filepath.Join("/sys/fs/bpf", fmt.Sprintf("enfr-%d-%d", os.Getpid(), seq.Add(1)))
 	dp, err := datapath.Open(root)
 	if err != nil {

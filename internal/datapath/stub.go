@@ -89,6 +89,13 @@ func (d *Datapath) AttachStub(ifname string, ifindex int, hook Hook, dir Directi
 			return nil, fmt.Errorf("%s: %w", ifname, err)
 		}
 	}
+	if hook == TC && d.classicTC {
+		if err := d.attachStubClassic(s, ifindex, stub, prog, hop); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("attach to %s: %w", ifname, err)
+		}
+		return s, nil
+	}
 	lpath := filepath.Join(sdir, linkPin)
 	if l, err := link.LoadPinnedLink(lpath, nil); err == nil {
 		defer l.Close()
@@ -113,6 +120,9 @@ func (d *Datapath) AttachStub(ifname string, ifindex int, hook Hook, dir Directi
 	if err := l.Pin(lpath); err != nil {
 		s.Close()
 		return nil, err
+	}
+	if hook == TC { // a classic filter an earlier daemon left
+		d.detachStubClassic(ifname, hook, dir)
 	}
 	return s, nil
 }
@@ -190,6 +200,9 @@ func (d *Datapath) DetachStub(ifname string, hook Hook, dir Direction) error {
 		l.Close()
 	}
 	d.detachCopier(sdir)
+	if err := d.detachStubClassic(ifname, hook, dir); err != nil {
+		return err
+	}
 	return os.RemoveAll(sdir)
 }
 

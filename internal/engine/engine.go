@@ -64,6 +64,9 @@ type Engine struct {
 	// holds the entry changes made since.
 	gen     uint64
 	journal *state.Journal
+	// snapSize is the size of the cubes in the last snapshot: the journal
+	// is folded into a new one once it is as big (compactJournal).
+	snapSize int64
 	// applying is the topology a reconcile is making real; controllers
 	// synced during it see it through their handle.
 	applying *cube.Topology
@@ -160,36 +163,39 @@ func Open(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("state file %s: %w", cfg.StateFile, err)
 	}
 	// A cube that cannot be restored is put down; the others come up.
+	// Services the restored cubes start wait until the state is restored.
+	e.mu.Lock()
+	fail := func(err error) (*Engine, error) {
+		e.mu.Unlock()
+		e.Close()
+		return nil, err
+	}
 	e.goesDown = func(string) bool { return true }
 	if err := e.assignSlots(f.Topology); err != nil {
-		dp.Close()
-		return nil, err
+		return fail(err)
 	}
 	for name, reason := range invalid {
 		if err := e.putDown(f.Topology.Cubes[name], attachContext(f.Topology, name), reason); err != nil {
-			dp.Close()
-			return nil, err
+			return fail(err)
 		}
 	}
 	err = e.reconcile(f.Topology, true)
 	e.goesDown = nil
 	if err != nil {
-		dp.Close()
-		return nil, fmt.Errorf("restore state: %w", err)
+		return fail(fmt.Errorf("restore state: %w", err))
 	}
 	e.topo, e.gen = f.Topology, f.Gen
 	// What the kernel holds beyond the state goes, before the snapshot
 	// below drops the journal that says what that may be.
 	e.removeResidues(f.Residues)
 	if err := e.removeLeftovers(cfg.AdoptEmpty && f.Empty()); err != nil {
-		dp.Close()
-		return nil, fmt.Errorf("restore state: %w", err)
+		return fail(fmt.Errorf("restore state: %w", err))
 	}
 	// A fresh snapshot folds the journal in and starts a new one.
 	if err := e.save(e.topo); err != nil {
-		dp.Close()
-		return nil, fmt.Errorf("persist state: %w", err)
+		return fail(fmt.Errorf("persist state: %w", err))
 	}
+	e.mu.Unlock()
 	if e.slow, err = startSlowPath(e); err != nil {
 		e.Close()
 		return nil, err
@@ -206,6 +212,7 @@ func (e *Engine) Close() {
 		e.slow = nil
 	}
 	for _, l := range e.cubes {
+		stopService(l)
 		l.dc.Close()
 	}
 	for _, s := range e.stubs {
@@ -452,6 +459,10 @@ func (e *Engine) save(next *cube.Topology) error {
 		return err
 	}
 	e.gen++
+	e.snapSize = 0
+	for _, p := range parts {
+		e.snapSize += int64(len(p))
+	}
 	if e.journal == nil {
 		j, err := state.OpenJournal(e.cfg.StateFile, e.gen)
 		if err != nil {
@@ -631,6 +642,9 @@ func (e *Engine) ensureCube(c *cube.Cube, attch string, adopt bool) error {
 		}
 		e.cubes[c.Name] = l
 		e.bySlot[l.dc.Slot] = l
+		if svc, ok := l.ctl.(cube.Service); ok {
+			svc.Start(&store{e: e, l: l})
+		}
 	} else if err := e.reprogram(l, c); err != nil {
 		return err
 	}
@@ -648,11 +662,19 @@ func (e *Engine) forget(name string) {
 	if l == nil {
 		return
 	}
+	stopService(l)
 	delete(e.bySlot, l.dc.Slot)
 	if cl, ok := l.ctl.(cube.Closer); ok {
 		cl.Close()
 	}
 	delete(e.cubes, name)
+}
+
+// stopService stops the goroutines of a cube's controller, if it runs any.
+func stopService(l *live) {
+	if svc, ok := l.ctl.(cube.Service); ok {
+		svc.Stop()
+	}
 }
 
 func (e *Engine) loadCube(c *cube.Cube, adopt bool) (*live, error) {

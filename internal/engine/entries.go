@@ -18,6 +18,7 @@ type EntryTx struct {
 	tb    *cube.Table
 	orig  map[string]json.RawMessage // key → value before the change (nil: absent)
 	order []string                   // keys changed, first change first
+	items map[string]any             // key → entry as Put last decoded it (nil: deleted)
 }
 
 // Get returns an entry as staged so far.
@@ -37,7 +38,17 @@ func (tx *EntryTx) Key(raw json.RawMessage) (string, error) {
 
 // Put adds or replaces the entry raw describes and returns its key.
 func (tx *EntryTx) Put(raw json.RawMessage) (string, error) {
-	v, key, err := tx.tb.DecodeEntry(tx.c, raw)
+	v, err := cube.Decode("tables."+tx.tb.Name, raw, tx.tb.Item)
+	if err != nil {
+		return "", err
+	}
+	return tx.PutValue(v)
+}
+
+// PutValue is Put for an entry of the table's item type, validated in
+// place; it must not be changed afterwards.
+func (tx *EntryTx) PutValue(v any) (string, error) {
+	key, err := tx.tb.CheckEntry(tx.c, v)
 	if err != nil {
 		return "", err
 	}
@@ -46,6 +57,7 @@ func (tx *EntryTx) Put(raw json.RawMessage) (string, error) {
 		return "", err
 	}
 	tx.set(key, canon)
+	tx.item(key, v)
 	return key, nil
 }
 
@@ -55,7 +67,17 @@ func (tx *EntryTx) Delete(key string) error {
 		return cube.NotFound("key", "table %s of %s has no entry %q", tx.tb.Name, tx.c.Name, key)
 	}
 	tx.set(key, nil)
+	tx.item(key, nil)
 	return nil
+}
+
+// item records the decoded form of the entry staged under key, so that it
+// is not decoded again to be written (nil: none).
+func (tx *EntryTx) item(key string, v any) {
+	if tx.items == nil {
+		tx.items = map[string]any{}
+	}
+	tx.items[key] = v
 }
 
 func (tx *EntryTx) set(key string, raw json.RawMessage) {
@@ -101,6 +123,11 @@ type entryChange struct {
 func (e *Engine) ChangeEntries(who tenant.Actor, name, table string, fn func(tx *EntryTx) error) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.changeEntries(who, name, table, fn)
+}
+
+// changeEntries is ChangeEntries with e.mu held.
+func (e *Engine) changeEntries(who tenant.Actor, name, table string, fn func(tx *EntryTx) error) error {
 	c, ok := e.owned(who, name)
 	if !ok {
 		return noCube(name)
@@ -164,8 +191,8 @@ func (e *Engine) writeEntries(l *live, ew cube.EntryWriter, tx *EntryTx) error {
 		return cube.Errorf("tables."+tx.tb.Name, "%d entries, at most %d", tx.Len(), tx.tb.Max)
 	}
 	for _, ch := range changes {
-		if ch.new == nil {
-			continue
+		if ch.new == nil || tx.items[ch.key] != nil {
+			continue // deleted, or decoded and checked by Put against this cube
 		}
 		if _, k, err := tx.tb.DecodeEntry(tx.c, ch.new); err != nil {
 			return err
@@ -215,9 +242,12 @@ func (e *Engine) writeEntry(h *handle, ew cube.EntryWriter, tx *EntryTx, key str
 	if to == nil {
 		raw, put = from, false
 	}
-	item, _, err := tx.tb.DecodeEntry(tx.c, raw)
-	if err != nil {
-		return err
+	item := tx.items[key]
+	if !put || item == nil || !bytes.Equal(raw, tx.c.Tables[tx.tb.Name][key]) {
+		var err error
+		if item, _, err = tx.tb.DecodeEntry(tx.c, raw); err != nil {
+			return err
+		}
 	}
 	if put {
 		return ew.PutEntry(h, tx.c, tx.tb.Name, item)
@@ -225,16 +255,65 @@ func (e *Engine) writeEntry(h *handle, ew cube.EntryWriter, tx *EntryTx, key str
 	return ew.DeleteEntry(h, tx.c, tx.tb.Name, item)
 }
 
-// journalMax is the journal size at which it is folded into a snapshot.
+// journalMax is the journal size at which it is folded into a snapshot,
+// unless the snapshot is bigger.
 const journalMax = 8 << 20
 
 // compactJournal writes a snapshot once the journal has grown big (a failed
-// snapshot only delays that: the journal still holds every change).
+// snapshot only delays that: the journal still holds every change): as big
+// as the last snapshot, so that writing snapshots costs a constant share of
+// the changes however big the tables are.
 func (e *Engine) compactJournal() {
-	if e.journal.Size() < journalMax {
+	if e.journal.Size() < max(journalMax, e.snapSize) {
 		return
 	}
 	if err := e.save(e.topo); err != nil {
 		e.log.Warn("state snapshot failed; the journal keeps the changes", "err", err)
 	}
+}
+
+// store is the cube.Store of one loaded cube: its controller's goroutines
+// change the cube's tables through it for as long as that cube is loaded,
+// acting for the cube's owner (a tenant's sessions count against its
+// table_entries quota like those it writes through the API).
+type store struct {
+	e *Engine
+	l *live
+}
+
+// owner is who the cube's own changes act for (e.mu held).
+func (s *store) owner() tenant.Actor {
+	if c := s.e.topo.Cubes[s.l.dc.Name]; c != nil && c.Tenant != "" {
+		return tenant.Of(c.Tenant)
+	}
+	return tenant.Admin
+}
+
+func (s *store) ChangeEntries(table string, fn func(tx cube.EntryTx) error) error {
+	s.e.mu.Lock()
+	defer s.e.mu.Unlock()
+	if s.e.cubes[s.l.dc.Name] != s.l {
+		return noCube(s.l.dc.Name)
+	}
+	return s.e.changeEntries(s.owner(), s.l.dc.Name, table, func(tx *EntryTx) error { return fn(tx) })
+}
+
+func (s *store) Do(fn func(h cube.Handle) error) error {
+	s.e.mu.Lock()
+	defer s.e.mu.Unlock()
+	if s.e.cubes[s.l.dc.Name] != s.l {
+		return noCube(s.l.dc.Name)
+	}
+	return fn(&handle{e: s.e, l: s.l})
+}
+
+func (s *store) Entry(table, key string) (json.RawMessage, bool) {
+	s.e.mu.Lock()
+	defer s.e.mu.Unlock()
+	c := s.e.topo.Cubes[s.l.dc.Name]
+	if s.e.cubes[s.l.dc.Name] != s.l || c == nil {
+		return nil, false
+	}
+	raw, ok := c.Tables[table][key]
+	return raw, ok
 }

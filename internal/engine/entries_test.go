@@ -14,10 +14,12 @@ import (
 	"github.com/edgenf/edgenf/internal/engine"
 	"github.com/edgenf/edgenf/internal/state"
 	"github.com/edgenf/edgenf/internal/tenant"
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 func openAt(t *testing.T, cfg engine.Config) *engine.Engine {
 	t.Helper()
+	testenv.NeedRoot(t)
 	e, err := engine.Open(cfg)
 	if err != nil {
 		t.Fatal(err)

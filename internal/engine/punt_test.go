@@ -10,6 +10,7 @@ import (
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	_ "github.com/edgenf/edgenf/internal/nf/portfwd"
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 // recorder is a controller that keeps the punts it is handed.
@@ -24,6 +25,7 @@ func (r *recorder) HandlePunt(h cube.Handle, c *cube.Cube, p cube.Punt) { r.got 
 // only; when a cube is deleted and another takes its slot, punts go to the
 // new one.
 func TestPuntReachesTheCubeOfItsSlot(t *testing.T) {
+	testenv.NeedRoot(t)
 	e, err := Open(Config{
 		PinRoot:   filepath.Join("/sys/fs/bpf", fmt.Sprintf("enfpunt-%d", os.Getpid())),
 		StateFile: filepath.Join(t.TempDir(), "state.json"),

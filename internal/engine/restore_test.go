@@ -21,6 +21,7 @@ import (
 	_ "github.com/edgenf/edgenf/internal/nf/p4"
 	"github.com/edgenf/edgenf/internal/state"
 	"github.com/edgenf/edgenf/internal/tenant"
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 var rootSeq atomic.Int32
@@ -28,6 +29,7 @@ var rootSeq atomic.Int32
 // restartable is a config whose engine can be opened again (a restart),
 // with everything removed when the test ends.
 func restartable(t *testing.T) engine.Config {
+	testenv.NeedRoot(t)
 	cfg := engine.Config{
 		PinRoot:   filepath.Join("/sys/fs/bpf", fmt.Sprintf("enfr-%d-%d", os.Getpid(), rootSeq.Add(1))),
 		StateFile: filepath.Join(t.TempDir(), "state.json"),

@@ -88,6 +88,9 @@ func (s *slowPath) tick() {
 }
 
 func (s *slowPath) inject(hook datapath.Hook, hop datapath.Hop, frame []byte) error {
+	if s == nil { // a controller's Sync while the state is restored
+		return errors.New("the slow path is not running yet")
+	}
 	return s.inj.Send(hook, hop, frame)
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 // Rig is one cube of an NF type loaded into a private datapath.
@@ -49,6 +50,7 @@ var seq atomic.Uint32
 // set. Everything is removed when the test ends.
 func New(t testing.TB, typ *cube.Type, model *cube.Cube) *Rig {
 	t.Helper()
+	testenv.NeedRoot(t)
 	if model.Type == "" {
 		model.Type = typ.Name
 	}

@@ -51,7 +51,8 @@ type Options struct {
 	Defines map[string]string
 	// Arch is the architecture; "" or "v1model".
 	Arch string
-	// Clang is the compiler to run; "" means $EDGENF_CLANG or clang-14.
+	// Clang is the compiler to run; "" means bpf.Clang() ($EDGENF_CLANG,
+	// else clang or clang-NN on PATH).
 	Clang string
 	// NoObject stops after generating C (no clang run).
 	NoObject bool
@@ -158,15 +159,12 @@ func Compile(ctx context.Context, opt Options) (*Result, error) {
 	return res, nil
 }
 
-// writeHeaders extracts the framework headers (bpf.Headers) into dir, the
-// compile's private directory: no directory is shared between compiles or
-// processes, so nobody can plant a header for clang to pick up.
-func writeHeaders(dir string) (string, error) {
-	if d := os.Getenv("EDGENF_BPF_INCLUDE"); d != "" {
-		return d, nil
-	}
-	inc := filepath.Join(dir, "include")
-	err := fs.WalkDir(bpf.Headers, "include", func(path string, d fs.DirEntry, err error) error {
+// writeHeaders puts the framework headers (bpf.Headers) under dir, the
+// private directory of one compilation: a directory shared between runs
+// could be prepared by another user, and the daemon would compile their
+// headers into the kernel.
+func writeHeaders(dir string) error {
+	return fs.WalkDir(bpf.Headers, "include", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -174,50 +172,53 @@ func writeHeaders(dir string) (string, error) {
 		if err != nil {
 			return err
 		}
-		dst := filepath.Join(inc, strings.TrimPrefix(path, "include"))
+		dst := filepath.Join(dir, path)
 		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 			return err
 		}
 		return os.WriteFile(dst, b, 0o600)
 	})
-	return inc, err
+}
+
+// prepareC writes c (as prog.c) and the framework headers into dir and
+// returns clang's arguments for compiling it for hook, the same flags as the
+// built-in NFs' objects (bpf.CFlags).
+func prepareC(dir, clang, c, hook string) ([]string, error) {
+	if err := writeHeaders(dir); err != nil {
+		return nil, fmt.Errorf("extracting framework headers: %w", err)
+	}
+	src := filepath.Join(dir, "prog.c")
+	if err := os.WriteFile(src, []byte(c), 0o600); err != nil {
+		return nil, err
+	}
+	return append(bpf.CFlags(clang, hook), "-Wno-unused-command-line-argument", "-I"+filepath.Join(dir, "include"), src), nil
 }
 
 // CompileC compiles generated C for hook "xdp" or "tc" and returns the object.
 func CompileC(ctx context.Context, clang, c, hook string) ([]byte, error) {
 	if clang == "" {
-		clang = os.Getenv("EDGENF_CLANG")
+		clang = bpf.Clang()
 	}
-	if clang == "" {
-		clang = "clang-14"
-	}
-	dir, err := os.MkdirTemp("", "edgenf-p4-") // mode 0700, a fresh name
+	dir, err := os.MkdirTemp("", "edgenf-p4-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	inc, err := writeHeaders(dir)
+	args, err := prepareC(dir, clang, c, hook)
 	if err != nil {
-		return nil, fmt.Errorf("extracting framework headers: %w", err)
-	}
-	src := filepath.Join(dir, "prog.c")
-	obj := filepath.Join(dir, "prog.o")
-	if err := os.WriteFile(src, []byte(c), 0o600); err != nil {
 		return nil, err
 	}
-	def := "-DEDGENF_HOOK_XDP"
-	if hook == "tc" {
-		def = "-DEDGENF_HOOK_TC"
-	}
-	args := []string{"-O2", "-g", "-Wall", "-Wno-unused-command-line-argument", "-target", "bpf", "-mcpu=v3",
-		"-I" + inc, "-I/usr/include/x86_64-linux-gnu", def, "-c", src, "-o", obj}
-	cmd := exec.CommandContext(ctx, clang, args...)
+	obj := filepath.Join(dir, "prog.o")
+	cmd := exec.CommandContext(ctx, clang, append(args, "-c", "-o", obj)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
 			return nil, fmt.Errorf("clang failed on the generated C (%s hook); this is a compiler bug, please report it with --emit-c:\n%s", hook, stderr.String())
+		}
+		if errors.Is(err, exec.ErrNotFound) {
+			return nil, fmt.Errorf("P4 programs are compiled with clang, and %s was not found: apt-get install clang (or set EDGENF_CLANG)", clang)
 		}
 		return nil, fmt.Errorf("running %s: %w", clang, err)
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/edgenf/edgenf/internal/datapath"
 )
 
 func exampleFiles(t *testing.T) []string {
@@ -37,6 +39,16 @@ func TestCompileExamples(t *testing.T) {
 			}
 			if len(res.Object) == 0 || len(res.ObjectTC) == 0 {
 				t.Fatal("empty object")
+			}
+			// the kernel requirements of what it uses are known (docs/kernel.md)
+			for _, obj := range [][]byte{res.Object, res.ObjectTC} {
+				spec, err := datapath.LoadSpec(obj)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := datapath.Requirements(spec); err != nil {
+					t.Error(err)
+				}
 			}
 		})
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/edgenf/edgenf/internal/nftest"
 )
 
 // buildChain makes host A ↔ c1 ↔ c2 ↔ c3 ↔ host B of portfwd cubes at the
@@ -66,10 +68,13 @@ func checkExact(t *testing.T, d *daemon, in string, names []string, send func() 
 	}
 }
 
-func testChain(t *testing.T, hooks ...string) {
-	d := startDaemon(t)
+func testChain(t *testing.T, at nftest.Attachment, hooks ...string) {
+	d := startDaemonFor(t, at)
 	_, a, b, ra, rb := twoHosts(t)
 	names := buildChain(t, d, ra, rb, hooks...)
+	if at.TC != "" {
+		nftest.CheckTCAttach(t, ra, at.TC)
+	}
 	c := ctx(t, 60*time.Second)
 	if err := a.Ping(c, "198.18.0.2", 3); err != nil {
 		t.Fatalf("ping A→B: %v", err)
@@ -81,9 +86,13 @@ func testChain(t *testing.T, hooks ...string) {
 	checkExact(t, d, ra, names, func() int { return sendUDP(t, a, b, "198.18.0.2", 5001, n, 256) }, n)
 }
 
-func TestChainXDP(t *testing.T) { testChain(t, "xdp", "xdp", "xdp") }
+func TestChainXDP(t *testing.T) { testChain(t, nftest.Attachments[0], "xdp", "xdp", "xdp") }
 
-func TestChainTC(t *testing.T) { testChain(t, "tc", "tc", "tc") }
+func TestChainTC(t *testing.T) {
+	for _, at := range nftest.TCAttachments {
+		t.Run(at.Name, func(t *testing.T) { testChain(t, at, "tc", "tc", "tc") })
+	}
+}
 
 // XDP and TC programs cannot tail-call each other: a direct peering between
 // cubes of different hooks is refused with a clear error, and the way to mix
@@ -125,9 +134,10 @@ func TestChainMixedHooks(t *testing.T) {
 }
 
 func TestMonitorAttachCountsAndDetach(t *testing.T) {
-	for _, hook := range []string{"xdp", "tc"} {
-		t.Run(hook, func(t *testing.T) {
-			d := startDaemon(t)
+	for _, at := range nftest.Attachments {
+		t.Run(at.Name, func(t *testing.T) {
+			hook := string(at.Hook)
+			d := startDaemonFor(t, at)
 			_, a, b, ra, rb := twoHosts(t)
 			buildChain(t, d, ra, rb, hook, hook, hook)
 			d.cli("cube", "add", "m1", "monitor", "--hook", hook)

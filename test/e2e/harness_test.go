@@ -18,11 +18,16 @@ import (
 	"time"
 
 	"github.com/edgenf/edgenf/internal/netlab"
+	"github.com/edgenf/edgenf/internal/nftest"
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 var binDir string
 
 func TestMain(m *testing.M) {
+	if os.Geteuid() != 0 {
+		os.Exit(m.Run()) // every test skips (startDaemon, netlab): nothing to build
+	}
 	dir, err := os.MkdirTemp("", "edgenf-e2e-bin")
 	if err != nil {
 		panic(err)
@@ -96,6 +101,7 @@ func (l *logBuffer) String() string {
 
 func startDaemon(t *testing.T, flags ...string) *daemon {
 	t.Helper()
+	testenv.NeedRoot(t)
 	dir := t.TempDir()
 	d := &daemon{
 		t:      t,
@@ -116,6 +122,15 @@ func startDaemon(t *testing.T, flags ...string) *daemon {
 		}
 	})
 	return d
+}
+
+// startDaemonFor starts a daemon that attaches TC programs at's way.
+func startDaemonFor(t *testing.T, at nftest.Attachment) *daemon {
+	t.Helper()
+	if at.TC == "" {
+		return startDaemon(t)
+	}
+	return startDaemon(t, "-tc-attach", string(at.TC))
 }
 
 func (d *daemon) start() {

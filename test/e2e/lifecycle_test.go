@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/edgenf/edgenf/internal/netlab"
+	"github.com/edgenf/edgenf/internal/nftest"
 )
 
 // streamDuring runs a UDP stream A→B of n datagrams at pps while action runs,
@@ -32,9 +33,16 @@ func streamDuring(t *testing.T, a, b *netlab.Host, port, n, pps int, action func
 }
 
 func TestHotSwapMiddleCubeLosesNothing(t *testing.T) {
-	d := startDaemon(t)
+	for _, at := range nftest.Attachments {
+		t.Run(at.Name, func(t *testing.T) { testHotSwap(t, at) })
+	}
+}
+
+func testHotSwap(t *testing.T, at nftest.Attachment) {
+	d := startDaemonFor(t, at)
 	_, a, b, ra, rb := twoHosts(t)
-	buildChain(t, d, ra, rb, "xdp", "xdp", "xdp")
+	h := string(at.Hook)
+	buildChain(t, d, ra, rb, h, h, h)
 	sent, recv := streamDuring(t, a, b, 6001, 30000, 15000, func() {
 		for i := 0; i < 5; i++ {
 			d.cli("cube", "swap", "c2")
@@ -53,7 +61,13 @@ func TestHotSwapMiddleCubeLosesNothing(t *testing.T) {
 }
 
 func TestKillDaemonKeepsTrafficAndRestartChangesNothing(t *testing.T) {
-	d := startDaemon(t)
+	for _, at := range nftest.TCAttachments {
+		t.Run(at.Name, func(t *testing.T) { testKillAndRestart(t, at) })
+	}
+}
+
+func testKillAndRestart(t *testing.T, at nftest.Attachment) {
+	d := startDaemonFor(t, at)
 	_, a, b, ra, rb := twoHosts(t)
 	buildChain(t, d, ra, rb, "tc", "tc", "tc")
 	before := map[string]string{}
@@ -68,6 +82,8 @@ func TestKillDaemonKeepsTrafficAndRestartChangesNothing(t *testing.T) {
 		t.Fatalf("with the daemon killed: sent %d, received %d", sent, recv)
 	}
 	d.start()
+	// the restarted daemon took its own programs back, adding none
+	nftest.CheckTCAttach(t, ra, at.TC)
 	for q, want := range before {
 		if got := d.cli(strings.Fields(q)...); got != want {
 			t.Errorf("after restart `edgenf %s` differs:\n--- before\n%s\n--- after\n%s", q, want, got)

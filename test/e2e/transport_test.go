@@ -17,6 +17,7 @@ import (
 
 	"github.com/edgenf/edgenf/internal/client"
 	"github.com/edgenf/edgenf/internal/p4rt"
+	"github.com/edgenf/edgenf/internal/testenv"
 	"github.com/edgenf/edgenf/internal/tlsauth"
 	"github.com/edgenf/edgenf/internal/tlsauth/tlstest"
 	"google.golang.org/grpc"
@@ -49,6 +50,7 @@ func tokenFile(t *testing.T) string {
 // leave neither a bpffs root nor a state file behind.
 func refused(t *testing.T, wants []string, flags ...string) {
 	t.Helper()
+	testenv.NeedRoot(t)
 	dir := t.TempDir()
 	bpffs := filepath.Join("/sys/fs/bpf", fmt.Sprintf("enfd-%d-refused-%s", os.Getpid(), filepath.Base(dir)))
 	args := append([]string{"-socket", filepath.Join(dir, "s"), "-state", filepath.Join(dir, "state.json"), "-bpffs", bpffs}, flags...)

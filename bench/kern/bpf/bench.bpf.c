@@ -6,10 +6,14 @@
  *              address and port) and optionally a timestamp into every
  *              frame, then redirects it into the veth in gen_port[0].
  *              Live frames are recycled without being reset, so every
- *              varied field is written in full each time.
+ *              varied field is written in full each time. Other modes
+ *              (gen_mode): GTP-U uplink frames whose TEID and inner source
+ *              address come from gen_flows, and plain frames whose
+ *              destination address does (a mobile core's downlink).
  * bench_sink:  counts generator frames (IPv4/UDP to sig_dport with the
- *              magic in the payload) and drops everything; with a
- *              timestamp, records the one-way latency in a histogram.
+ *              magic in the payload, plain or inside GTP-U) and drops
+ *              everything; with a timestamp, records the one-way latency
+ *              in a histogram.
  * bench_fwd:   the raw XDP redirect baseline: redirect to fwd_port[0].
  * bench_pass:  XDP_PASS, so that a veth accepts redirected frames.
  */
@@ -42,6 +46,26 @@ struct frame {
 	struct payload pl;
 } __attribute__((packed));
 
+#define GTP_PORT 2152
+#define GEN_PLAIN 0  /* vary source address and port */
+#define GEN_GTP_UL 1 /* GTP-U: TEID and inner source address from gen_flows */
+#define GEN_DL 2     /* plain, destination address from gen_flows */
+#define GEN_MAX_FLOWS (1 << 17)
+
+/* A GTP-U uplink frame: outer IPv4/UDP/GTP-U (8 octets), inner IPv4/UDP. */
+struct gtp_frame {
+	struct ethhdr eth;
+	struct iphdr ip;
+	struct udphdr udp;
+	__u8 gtp_flags;
+	__u8 gtp_type;
+	__be16 gtp_len;
+	__be32 teid;
+	struct iphdr in_ip;
+	struct udphdr in_udp;
+	struct payload pl;
+} __attribute__((packed));
+
 volatile const __u32 nflows = 1;      /* flows: distinct (saddr, sport) */
 volatile const __u16 sig_dport = 9;   /* destination port of generated frames */
 
@@ -63,7 +87,7 @@ struct {
  * frames are recycled without being reset, and the kernel stack rewrites
  * them in place (TTL, MACs, NAT): the generator restores them every time. */
 struct tmpl {
-	__u8 b[sizeof(struct frame)];
+	__u8 b[sizeof(struct gtp_frame)];
 };
 
 struct {
@@ -80,6 +104,32 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } gen_cfg SEC(".maps");
+
+/* gen_mode[0]: the generator's mode and flows (0: nflows). */
+struct gen_mode {
+	__u32 mode;
+	__u32 nflows;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gen_mode);
+} gen_mode SEC(".maps");
+
+/* gen_flows[i]: flow i's TEID and UE address (GEN_GTP_UL, GEN_DL). */
+struct gen_flow {
+	__be32 teid;
+	__be32 addr;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, GEN_MAX_FLOWS);
+	__type(key, __u32);
+	__type(value, struct gen_flow);
+} gen_flows SEC(".maps");
 
 /* gen_count[0]: frames generated; sink_count[0]: generator frames seen,
  * [1]: their bytes, [2]: other frames. */
@@ -117,29 +167,59 @@ static __always_inline __u16 ip_csum(void *ip)
 	return (__u16)~s;
 }
 
+static __always_inline __u64 gen_stamp(void)
+{
+	__u32 zero = 0;
+	__u32 *stamp = bpf_map_lookup_elem(&gen_cfg, &zero);
+	return stamp && *stamp ? bpf_ktime_get_ns() : 0;
+}
+
 SEC("xdp") int bench_gen(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	struct frame *f = data;
 	__u32 zero = 0;
 	__u64 *cnt = bpf_map_lookup_elem(&gen_count, &zero);
-
 	struct tmpl *t = bpf_map_lookup_elem(&gen_tmpl, &zero);
+	struct gen_mode *m = bpf_map_lookup_elem(&gen_mode, &zero);
 
-	if (!cnt || !t || (void *)(f + 1) > end)
+	if (!cnt || !t || !m || (void *)(f + 1) > end)
 		return XDP_ABORTED;
-	__builtin_memcpy(data, t->b, sizeof(t->b));
+	__u32 mode = m->mode, nf = m->nflows ? m->nflows : nflows;
 	__u64 n = (*cnt)++;
-	__u32 flow = nflows > 1 ? (__u32)(n % nflows) : 0;
-	/* Template source address is x.x.x.0: flow selects the low 6 bits
-	 * of the address and the source port above 1024. */
-	__u32 saddr = bpf_ntohl(f->ip.saddr) & ~0xffU;
-	f->ip.saddr = bpf_htonl(saddr | (10 + (flow & 63)));
-	f->udp.source = bpf_htons(1024 + (flow >> 6));
+	__u32 flow = nf > 1 ? (__u32)(n % nf) : 0;
+	struct gen_flow *fl = NULL;
+	if (mode != GEN_PLAIN)
+		fl = bpf_map_lookup_elem(&gen_flows, &flow);
+
+	if (mode == GEN_GTP_UL) {
+		struct gtp_frame *g = data;
+		if ((void *)(g + 1) > end)
+			return XDP_ABORTED;
+		__builtin_memcpy(data, t->b, sizeof(struct gtp_frame));
+		if (fl) {
+			g->teid = fl->teid;
+			g->in_ip.saddr = fl->addr;
+		}
+		g->in_ip.check = ip_csum(&g->in_ip);
+		g->pl.seq = (__u32)n;
+		g->pl.ts = gen_stamp();
+		return bpf_redirect_map(&gen_port, 0, 0);
+	}
+	__builtin_memcpy(data, t->b, sizeof(struct frame));
+	if (mode == GEN_DL) {
+		if (fl)
+			f->ip.daddr = fl->addr;
+	} else {
+		/* Template source address is x.x.x.0: flow selects the low 6
+		 * bits of the address and the source port above 1024. */
+		__u32 saddr = bpf_ntohl(f->ip.saddr) & ~0xffU;
+		f->ip.saddr = bpf_htonl(saddr | (10 + (flow & 63)));
+		f->udp.source = bpf_htons(1024 + (flow >> 6));
+	}
 	f->ip.check = ip_csum(data + sizeof(struct ethhdr));
 	f->pl.seq = (__u32)n;
-	__u32 *stamp = bpf_map_lookup_elem(&gen_cfg, &zero);
-	f->pl.ts = stamp && *stamp ? bpf_ktime_get_ns() : 0;
+	f->pl.ts = gen_stamp();
 	return bpf_redirect_map(&gen_port, 0, 0);
 }
 
@@ -167,18 +247,51 @@ static __always_inline __u32 hist_bucket(__u64 d)
 	return b < HIST_BUCKETS ? b : HIST_BUCKETS - 1;
 }
 
+struct inner {
+	struct iphdr ip;
+	struct udphdr udp;
+	struct payload pl;
+} __attribute__((packed));
+
+/* The payload of a generator frame: plain, or inside GTP-U (with at most
+ * one extension header, as a PDU Session Container); NULL otherwise. */
+static __always_inline struct payload *sink_payload(void *data, void *end)
+{
+	struct frame *f = data;
+
+	if ((void *)(f + 1) > end || f->eth.h_proto != bpf_htons(ETH_P_IP) ||
+	    f->ip.ihl != 5 || f->ip.protocol != IPPROTO_UDP)
+		return NULL;
+	if (f->udp.dest == bpf_htons(sig_dport))
+		return &f->pl;
+	if (f->udp.dest != bpf_htons(GTP_PORT))
+		return NULL;
+	__u8 *gtp = data + sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct udphdr);
+	if ((void *)(gtp + 16) > end)
+		return NULL;
+	__u32 glen = 8;
+	if (gtp[0] & 0x07) {
+		glen = 12;
+		if (gtp[0] & 0x04)
+			glen += 4 * (gtp[12] & 0x03);
+	}
+	struct inner *in = (void *)(gtp + glen);
+	if ((void *)(in + 1) > end || in->ip.ihl != 5 || in->ip.protocol != IPPROTO_UDP ||
+	    in->udp.dest != bpf_htons(sig_dport))
+		return NULL;
+	return &in->pl;
+}
+
 SEC("xdp") int bench_sink(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
-	struct frame *f = data;
+	struct payload *pl = sink_payload(data, end);
 	__u32 k = 2;
 	__u64 *c;
 
-	if ((void *)(f + 1) <= end && f->eth.h_proto == bpf_htons(ETH_P_IP) &&
-	    f->ip.ihl == 5 && f->ip.protocol == IPPROTO_UDP &&
-	    f->udp.dest == bpf_htons(sig_dport) && f->pl.magic == bpf_htonl(BENCH_MAGIC)) {
+	if (pl && pl->magic == bpf_htonl(BENCH_MAGIC)) {
 		k = 0;
-		__u64 ts = f->pl.ts;
+		__u64 ts = pl->ts;
 		if (ts) {
 			__u64 now = bpf_ktime_get_ns();
 			__u32 b = now > ts ? hist_bucket(now - ts) : 0;

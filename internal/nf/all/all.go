@@ -11,4 +11,5 @@ import (
 	_ "github.com/edgenf/edgenf/internal/nf/p4"
 	_ "github.com/edgenf/edgenf/internal/nf/portfwd"
 	_ "github.com/edgenf/edgenf/internal/nf/router"
+	_ "github.com/edgenf/edgenf/internal/nf/upf"
 )

@@ -64,6 +64,9 @@ func fwLab(t *testing.T, hook datapath.Hook, cfg string, ingress, egress []strin
 		}
 		return tp.Attach("fw", vb, "last")
 	})
+	if hook == datapath.TC {
+		nftest.CheckTCAttach(t, va, "")
+	}
 	return e, a, b
 }
 
@@ -94,8 +97,10 @@ func tcpConnect(t *testing.T, from, to *netlab.Host, dst string, port int) error
 // exactly as the rules say; return traffic passes with accept_established
 // and is blocked without it; counters and the log show the matches.
 func TestE2EFirewallPermitsAndBlocks(t *testing.T) {
-	for _, hook := range []datapath.Hook{datapath.XDP, datapath.TC} {
-		t.Run(string(hook), func(t *testing.T) {
+	for _, at := range nftest.Attachments {
+		t.Run(at.Name, func(t *testing.T) {
+			at.Use(t)
+			hook := at.Hook
 			e, a, b := fwLab(t, hook, `{"egress_policy":"drop","accept_established":true}`,
 				[]string{`{"id":10,"proto":"tcp","dport":"7000","action":"drop"}`},
 				[]string{

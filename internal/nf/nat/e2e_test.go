@@ -303,9 +303,14 @@ func TestE2EMasqueradeOnInterface(t *testing.T) {
 // the inside prefixes, an 8 MB TCP upload arrives intact, and a port
 // forwarding rule lets the server reach a service on a1.
 func TestE2ESNATUploadAndPortForward(t *testing.T) {
-	for _, hook := range []datapath.Hook{datapath.XDP, datapath.TC} {
-		t.Run(string(hook), func(t *testing.T) {
+	for _, at := range nftest.Attachments {
+		t.Run(at.Name, func(t *testing.T) {
+			at.Use(t)
+			hook := at.Hook
 			l := newNATLab(t, hook)
+			if at.TC != "" {
+				nftest.CheckTCAttach(t, l.srv, at.TC)
+			}
 			l.addNAT(t, hook, "pf:p1", "", map[string][]string{
 				"snat":            {`{"id":1,"internal":"198.18.0.0/16","external":"198.19.0.254"}`},
 				"port_forwarding": {`{"id":1,"proto":"tcp","external":"198.19.0.254","external_port":8080,"internal":"198.18.1.2"}`},
@@ -364,6 +369,7 @@ func routerNATLab(t *testing.T, hook datapath.Hook) *natLab {
 	must(err)
 	vs, err := l.lab.Veth(l.s, "eth0", "vs", "198.19.0.1/24")
 	must(err)
+	l.srv = vs
 	must(l.a1.AddRoute("default", "198.18.1.1"))
 	must(l.a2.AddRoute("default", "198.18.2.1"))
 	l.e = nftest.Engine(t)
@@ -381,9 +387,14 @@ func routerNATLab(t *testing.T, hook datapath.Hook) *natLab {
 // router's wan port) talk to an outside server with the same source ports at
 // the same time; an 8 MB upload arrives intact; port forwarding reaches a1.
 func TestE2ERouterNAT(t *testing.T) {
-	for _, hook := range []datapath.Hook{datapath.XDP, datapath.TC} {
-		t.Run(string(hook), func(t *testing.T) {
+	for _, at := range nftest.Attachments {
+		t.Run(at.Name, func(t *testing.T) {
+			at.Use(t)
+			hook := at.Hook
 			l := routerNATLab(t, hook)
+			if at.TC != "" {
+				nftest.CheckTCAttach(t, l.srv, at.TC)
+			}
 			l.addNAT(t, hook, "r1:wan", `{"masquerade": true}`, map[string][]string{
 				"port_forwarding": {`{"id":1,"proto":"tcp","external_port":8080,"internal":"198.18.1.2"}`},
 			})

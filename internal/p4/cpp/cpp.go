@@ -34,6 +34,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/edgenf/edgenf/bpf"
 	"github.com/edgenf/edgenf/internal/p4/syntax"
 )
 
@@ -53,8 +54,9 @@ type Options struct {
 	// Sources receives the text of every file the program used, to quote
 	// lines in diagnostics.
 	Sources *syntax.Sources
-	// Clang is the compiler whose preprocessor runs; "" means
-	// $EDGENF_CLANG or clang-14. It must live under /usr.
+	// Clang is the compiler whose preprocessor runs; "" means bpf.Clang()
+	// ($EDGENF_CLANG, else clang or clang-NN on PATH). It must live under
+	// /usr.
 	Clang string
 	// Timeout bounds the run (default 10 s), MaxOutput the preprocessed
 	// text (default 16 MiB).
@@ -333,10 +335,7 @@ func (ws *workspace) sandboxArgs(argv []string) []string {
 
 func clangPath(name string) (string, error) {
 	if name == "" {
-		name = os.Getenv("EDGENF_CLANG")
-	}
-	if name == "" {
-		name = "clang-14"
+		name = bpf.Clang() // the clang that compiles the generated C
 	}
 	p, err := exec.LookPath(name)
 	if err != nil {

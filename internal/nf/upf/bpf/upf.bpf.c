@@ -1,0 +1,1308 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* upf: the 5G user plane function's fast path (standard cube, ports n3, n6
+ * and n9).
+ *
+ *  - GTP-U G-PDUs to the port's address on n3/n9 are looked up by TEID;
+ *    plain IP on n6 by destination (the UE's IPv4 address, or the /64 of
+ *    its IPv6 address). Each key leads to a list of rules (a PFCP PDR with
+ *    one of its SDF filters and QFIs), tried in precedence order by a
+ *    bpf_loop over facts extracted from the packet once.
+ *  - The matched rule's QERs gate the packet and police it (a lock-free
+ *    GCRA token bucket per direction: one compare-and-swap on a shared
+ *    theoretical arrival time), its URRs count it (per CPU; thresholds and
+ *    quotas are atomic down-counters that punt an event when they cross
+ *    zero), and its FAR forwards it (decapsulate, encapsulate with the
+ *    PDU Session Container when a QFI is set, set the MACs), drops it,
+ *    buffers it (punt to the daemon) and/or notifies the SMF of the first
+ *    packet (NOCP, once per FAR).
+ *  - Echo Requests, Error Indications, End Markers, G-PDUs to unknown TEIDs
+ *    (rate-limited), ARP and NDP go to the slow path; ARP requests and
+ *    neighbour solicitations for the port's addresses are answered here.
+ *  - Frames the daemon releases from a buffer come in on port 63 with the
+ *    rule to apply in a trailer.
+ *
+ * Ports are found by role (their name), not index. Layouts are mirrored in kernel.go; indexes 0 of the rule, FAR, QER, URR
+ * and SDF arrays mean "none". */
+#include <edgenf/edgenf.h>
+
+#ifndef BPF_F_ADJ_ROOM_DECAP_L3_IPV4 /* linux 6.3 UAPI */
+#define BPF_F_ADJ_ROOM_DECAP_L3_IPV4 (1ULL << 7)
+#define BPF_F_ADJ_ROOM_DECAP_L3_IPV6 (1ULL << 8)
+#endif
+
+#define UPF_MAX_RULES 262144
+#define UPF_MAX_FARS 262144
+#define UPF_MAX_QERS 131072
+#define UPF_MAX_URRS 131072
+#define UPF_MAX_SDFS 65536
+#define UPF_MAX_KEYS 262144
+#define UPF_MAX_NEIGH 4096
+#define UPF_LIST_MAX 32
+#define UPF_RULE_QERS 2
+#define UPF_RULE_URRS 4
+
+/* port roles (the port's name) */
+#define UPF_N3 1
+#define UPF_N6 2
+#define UPF_N9 3
+#define UPF_RELEASE 63 /* port index of released frames; no port has it */
+#define UPF_RELEASE_MAGIC 0x75706672 /* "upfr" */
+
+#define GTPU_PORT 2152
+#define GTP_ECHO_REQ 1
+#define GTP_ECHO_RESP 2
+#define GTP_ERROR_IND 26
+#define GTP_END_MARKER 254
+#define GTP_GPDU 255
+#define GTP_EXT_PDU_SESSION 0x85
+
+#ifndef IPPROTO_ICMPV6
+#define IPPROTO_ICMPV6 58
+#endif
+
+/* punt reasons (kernel.go) */
+enum {
+	UPF_PUNT_ECHO = 1,  /* GTP-U Echo Request: answered by the daemon */
+	UPF_PUNT_ERRIND,    /* GTP-U Error Indication from a peer */
+	UPF_PUNT_NO_TEID,   /* G-PDU for no tunnel: Error Indication (rate-limited) */
+	UPF_PUNT_BUFF,      /* arg: rule. The packet as received, to buffer */
+	UPF_PUNT_NOCP,      /* arg: rule. A copy: first packet of a NOCP FAR */
+	UPF_PUNT_URR,       /* arg: URR. A copy: a threshold or quota reached */
+	UPF_PUNT_NEIGH,     /* arg: out port. Ready but for the destination MAC */
+	UPF_PUNT_NEIGH_IN,  /* a copy of ARP / NDP for the port: learn */
+	UPF_PUNT_END_MARKER, /* GTP-U End Marker from a peer */
+};
+
+/* counters (upf_stats indexes, kernel.go) */
+enum {
+	UPF_ST_UL_PKTS,
+	UPF_ST_UL_BYTES,
+	UPF_ST_DL_PKTS,
+	UPF_ST_DL_BYTES,
+	UPF_ST_DROP_NO_SESSION, /* no tunnel or UE address matches */
+	UPF_ST_DROP_NO_RULE,    /* a session, but no PDR matches */
+	UPF_ST_DROP_FAR,        /* FAR says drop */
+	UPF_ST_DROP_GATE,       /* a QER's gate is closed */
+	UPF_ST_DROP_MBR,        /* above a QER's maximum bit rate */
+	UPF_ST_DROP_QUOTA,      /* a URR's volume quota is used up */
+	UPF_ST_DROP_MALFORMED,  /* bad GTP-U or inner header */
+	UPF_ST_DROP_NOT_GTP,    /* non-GTP-U traffic on n3/n9, other traffic on n6 */
+	UPF_ST_DROP_TOO_BIG,    /* no room to encapsulate, or a GSO packet at TC */
+	UPF_ST_BUFFERED,
+	UPF_ST_NO_TEID,         /* G-PDUs to unknown TEIDs */
+	UPF_ST_ECHO,
+	UPF_ST_ERRIND,
+	UPF_ST_END_MARKER,
+	UPF_ST_NEIGH_MISS,
+	UPF_ST_ARP_REPLIES,
+	UPF_ST_NA_REPLIES,
+	UPF_ST_N,
+};
+
+struct upf_port {
+	__u8 mac[ETH_ALEN];
+	__u8 has4;
+	__u8 has6;
+	__u8 role; /* UPF_N3, UPF_N6, UPF_N9; 0: no port */
+	__u8 pad[3];
+	__be32 ip4;
+	__be32 gw4; /* next hop; 0: the destination itself */
+	__u32 ip6[4];
+	__u32 gw6[4];
+};
+
+/* Rule entries end with their owner: the session's SEID and the PFCP rule
+ * ID. The daemon reads it back after a restart to adopt the entries (and
+ * their counters); the fast path ignores it. */
+#define UPF_OWNER \
+	__u64 seid; \
+	__u32 id;   \
+	__u32 pad_owner
+
+struct upf_list {
+	__u32 n;
+	__u32 rule[UPF_LIST_MAX];
+};
+
+#define RULE_GTP 0x01 /* matched by TEID: the GTP-U header is removed */
+#define RULE_UL 0x02  /* uplink: the UE is the inner source */
+#define RULE_UE4 0x04 /* check the UE's IPv4 address */
+#define RULE_UE6 0x08 /* check the UE's IPv6 /64 */
+
+struct upf_rule {
+	__u32 far;
+	__u32 qer[UPF_RULE_QERS];
+	__u32 urr[UPF_RULE_URRS];
+	__u32 sdf;
+	__be32 ue4;
+	__u32 ue6[2];
+	__u16 pdr;
+	__u8 flags;
+	__u8 qfi; /* 0: any */
+	UPF_OWNER;
+};
+
+#define SDF_PROTO 0x001
+#define SDF_REMOTE 0x002
+#define SDF_LOCAL 0x004
+#define SDF_RPORT 0x008
+#define SDF_LPORT 0x010
+#define SDF_TOS 0x020
+#define SDF_SPI 0x040
+#define SDF_FL 0x080
+#define SDF_V6 0x100 /* the addresses are IPv6 */
+
+struct upf_sdf {
+	__u16 flags;
+	__u8 proto;
+	__u8 tos;
+	__u8 tos_mask;
+	__u8 pad[3];
+	__u16 rport_lo, rport_hi, lport_lo, lport_hi; /* host order */
+	__be32 spi;
+	__u32 flow_label; /* host order */
+	__u32 remote[4], remote_mask[4];
+	__u32 local[4], local_mask[4];
+	UPF_OWNER;
+};
+
+#define FAR_FORW 0x01
+#define FAR_DROP 0x02
+#define FAR_BUFF 0x04
+#define FAR_NOCP 0x08
+#define FAR_TOS 0x10 /* set the outer ToS */
+
+#define OHC_NONE 0
+#define OHC_GTP4 4
+#define OHC_GTP6 6
+
+struct upf_far {
+	__u8 action;
+	__u8 port;
+	__u8 ohc;
+	__u8 tos;
+	__u32 notified; /* NOCP: set by the first packet */
+	__be32 teid;
+	__u32 peer[4]; /* IPv4 in [0] */
+	__u32 pad;
+	UPF_OWNER;
+};
+
+#define QER_UL_CLOSED 0x01
+#define QER_DL_CLOSED 0x02
+#define QER_MBR_UL 0x04
+#define QER_MBR_DL 0x08
+
+struct upf_qer {
+	__u8 gate;
+	__u8 qfi;
+	__u8 pad[6];
+	__u64 cost[2]; /* ns per byte << 16: uplink, downlink */
+	__u64 tau[2];  /* burst tolerance, ns */
+	__u64 tat[2];  /* theoretical arrival time, ns */
+	UPF_OWNER;
+};
+
+#define URR_TH_TOTAL 0x01
+#define URR_TH_UL 0x02
+#define URR_TH_DL 0x04
+#define URR_Q_TOTAL 0x08
+#define URR_Q_UL 0x10
+#define URR_Q_DL 0x20
+
+struct upf_urr {
+	__u32 flags;
+	__u32 pad;
+	__s64 th[3]; /* octets left before the threshold: total, UL, DL */
+	__s64 q[3];  /* octets left of the quota */
+	UPF_OWNER;
+};
+
+struct upf_count {
+	__u64 bytes[2]; /* uplink, downlink */
+	__u64 pkts[2];
+};
+
+struct upf_neigh_key {
+	__u32 port; /* | 0x100 for IPv6 */
+	__u32 addr[4];
+};
+
+struct upf_neigh {
+	__u8 mac[ETH_ALEN];
+	__u16 pad;
+};
+
+struct upf_cfg {
+	__u64 no_teid_gap_ns; /* at least this long between two NO_TEID punts per CPU */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct upf_cfg);
+} upf_cfg SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, EDGENF_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, struct upf_port);
+} upf_ports SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, UPF_MAX_KEYS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __be32); /* TEID */
+	__type(value, struct upf_list);
+} upf_teid SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, UPF_MAX_KEYS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __be32); /* UE IPv4 address */
+	__type(value, struct upf_list);
+} upf_ue4 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, UPF_MAX_KEYS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64); /* UE IPv6 /64, as in the packet */
+	__type(value, struct upf_list);
+} upf_ue6 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, UPF_MAX_RULES);
+	__type(key, __u32);
+	__type(value, struct upf_rule);
+} upf_rules SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, UPF_MAX_RULES);
+	__type(key, __u32);
+	__type(value, struct upf_count);
+} upf_rule_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, UPF_MAX_SDFS);
+	__type(key, __u32);
+	__type(value, struct upf_sdf);
+} upf_sdfs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, UPF_MAX_FARS);
+	__type(key, __u32);
+	__type(value, struct upf_far);
+} upf_fars SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, UPF_MAX_QERS);
+	__type(key, __u32);
+	__type(value, struct upf_qer);
+} upf_qers SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, UPF_MAX_URRS);
+	__type(key, __u32);
+	__type(value, struct upf_urr);
+} upf_urrs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, UPF_MAX_URRS);
+	__type(key, __u32);
+	__type(value, struct upf_count);
+} upf_urr_stats SEC(".maps");
+
+/* The daemon's usage accounting of each URR (the measurement's start, its
+ * counters then, the report sequence, the configuration): kept here so that
+ * it survives the daemon. The fast path never reads it. */
+struct upf_urr_rep {
+	__u8 b[136];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, UPF_MAX_URRS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, struct upf_urr_rep);
+} upf_urr_rep SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, UPF_MAX_NEIGH);
+	__type(key, struct upf_neigh_key);
+	__type(value, struct upf_neigh);
+} upf_neigh SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, UPF_ST_N);
+	__type(key, __u32);
+	__type(value, __u64);
+} upf_stats SEC(".maps");
+
+/* per CPU: room to compute an IPv6 UDP checksum in */
+#define UPF_CSUM_MAX 4096
+struct upf_buf {
+	__u8 b[UPF_CSUM_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct upf_buf);
+} upf_scratch SEC(".maps");
+
+/* per CPU: time of the last NO_TEID punt */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} upf_punt_time SEC(".maps");
+
+/* Makes the first n bytes (or the whole frame, if shorter) directly
+ * readable. */
+static __always_inline int upf_pull(ctx_t *ctx, __u32 n)
+{
+	__u32 len = ctx_len(ctx);
+
+	return ctx_pull(ctx, len < n ? len : n);
+}
+
+static __always_inline void upf_count(__u32 idx, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(&upf_stats, &idx);
+
+	if (v)
+		*v += n;
+}
+
+static __always_inline int upf_drop(ctx_t *ctx, struct edgenf_md *md, __u32 why)
+{
+	upf_count(why, 1);
+	return enf_drop(ctx, md);
+}
+
+/* What the rules match on, read from the packet once. Addresses in
+ * network order, IPv4 in [0]. */
+struct upf_flow {
+	__u32 src[4];
+	__u32 dst[4];
+	__u16 sport, dport; /* host order; 0 when the packet has none */
+	__u8 v6;
+	__u8 proto;
+	__u8 tos;
+	__u8 qfi;
+	__u8 ports;    /* sport/dport are valid */
+	__u8 released; /* a frame the daemon released from a buffer */
+	__u16 inner;   /* offset of the inner IP header in the frame */
+	__u32 flow_label;
+	__be32 spi;
+	__u32 len; /* the inner IP packet's length: what URRs count */
+};
+
+/* Reads the inner IP header at off into f. Returns -1 if it is not IP. */
+static __always_inline int upf_inner(ctx_t *ctx, __u32 off, struct upf_flow *f)
+{
+	void *data = ctx_data(ctx);
+	__u8 *p = data + (off & 0xff);
+	__u32 l4;
+
+	if (!enf_in_bounds(ctx, p, 1))
+		return -1;
+	if ((p[0] >> 4) == 4) {
+		struct iphdr *ip = (void *)p;
+
+		if (!enf_in_bounds(ctx, ip, sizeof(*ip)) || ip->ihl < 5)
+			return -1;
+		f->v6 = 0;
+		f->src[0] = ip->saddr;
+		f->dst[0] = ip->daddr;
+		f->proto = ip->protocol;
+		f->tos = ip->tos;
+		f->len = bpf_ntohs(ip->tot_len);
+		if (ip->frag_off & bpf_htons(0x1fff))
+			return 0; /* not the first fragment: no ports */
+		l4 = (off & 0xff) + ip->ihl * 4;
+	} else if ((p[0] >> 4) == 6) {
+		struct ipv6hdr *ip6 = (void *)p;
+
+		if (!enf_in_bounds(ctx, ip6, sizeof(*ip6)))
+			return -1;
+		f->v6 = 1;
+		__builtin_memcpy(f->src, &ip6->saddr, 16);
+		__builtin_memcpy(f->dst, &ip6->daddr, 16);
+		f->proto = ip6->nexthdr;
+		f->tos = (p[0] << 4) | (p[1] >> 4);
+		f->flow_label = ((__u32)(p[1] & 0x0f) << 16) | ((__u32)p[2] << 8) | p[3];
+		f->len = bpf_ntohs(ip6->payload_len) + sizeof(*ip6);
+		l4 = (off & 0xff) + sizeof(*ip6);
+	} else {
+		return -1;
+	}
+	if (f->proto == IPPROTO_TCP || f->proto == IPPROTO_UDP || f->proto == IPPROTO_SCTP) {
+		__be16 *ports = data + (l4 & 0x1ff);
+
+		if (enf_in_bounds(ctx, ports, 4)) {
+			f->sport = bpf_ntohs(ports[0]);
+			f->dport = bpf_ntohs(ports[1]);
+			f->ports = 1;
+		}
+	} else if (f->proto == IPPROTO_ESP) {
+		__be32 *spi = data + (l4 & 0x1ff);
+
+		if (enf_in_bounds(ctx, spi, 4))
+			f->spi = *spi;
+	}
+	return 0;
+}
+
+static __always_inline int upf_ip6_eq(const void *a, const void *b)
+{
+	const __u32 *x = a, *y = b;
+
+	return x[0] == y[0] && x[1] == y[1] && x[2] == y[2] && x[3] == y[3];
+}
+
+static __always_inline int upf_addr_match(const __u32 *a, const __u32 *want, const __u32 *mask)
+{
+	return ((a[0] & mask[0]) == want[0]) && ((a[1] & mask[1]) == want[1]) &&
+	       ((a[2] & mask[2]) == want[2]) && ((a[3] & mask[3]) == want[3]);
+}
+
+/* Does the flow match SDF filter s? Filters are written downlink (TS 29.244
+ * 5.2.1A.2A): "remote" is the source of downlink packets, the destination of
+ * uplink ones. */
+static __always_inline int upf_sdf_match(struct upf_sdf *s, struct upf_flow *f, int ul)
+{
+	__u16 fl = s->flags;
+	__u32 *remote = ul ? f->dst : f->src;
+	__u32 *local = ul ? f->src : f->dst;
+	__u16 rport = ul ? f->dport : f->sport;
+	__u16 lport = ul ? f->sport : f->dport;
+
+	if ((fl & (SDF_REMOTE | SDF_LOCAL)) && !!(fl & SDF_V6) != f->v6)
+		return 0;
+	if ((fl & SDF_PROTO) && s->proto != f->proto)
+		return 0;
+	if ((fl & SDF_REMOTE) && !upf_addr_match(remote, s->remote, s->remote_mask))
+		return 0;
+	if ((fl & SDF_LOCAL) && !upf_addr_match(local, s->local, s->local_mask))
+		return 0;
+	if ((fl & (SDF_RPORT | SDF_LPORT)) && !f->ports)
+		return 0;
+	if ((fl & SDF_RPORT) && (rport < s->rport_lo || rport > s->rport_hi))
+		return 0;
+	if ((fl & SDF_LPORT) && (lport < s->lport_lo || lport > s->lport_hi))
+		return 0;
+	if ((fl & SDF_TOS) && (f->tos & s->tos_mask) != s->tos)
+		return 0;
+	if ((fl & SDF_SPI) && (f->proto != IPPROTO_ESP || f->spi != s->spi))
+		return 0;
+	if ((fl & SDF_FL) && (!f->v6 || f->flow_label != s->flow_label))
+		return 0;
+	return 1;
+}
+
+struct upf_match {
+	struct upf_list *list;
+	struct upf_flow *flow;
+	__u32 rule; /* the first rule that matches, 0: none */
+};
+
+/* bpf_loop body: try the i-th rule of the list. */
+static long upf_try(__u32 i, void *data)
+{
+	struct upf_match *m = data;
+	struct upf_flow *f = m->flow;
+	struct upf_rule *r;
+	__u32 idx;
+	int ul;
+
+	if (i >= m->list->n || i >= UPF_LIST_MAX)
+		return 1;
+	idx = m->list->rule[i];
+	r = bpf_map_lookup_elem(&upf_rules, &idx);
+	if (!r)
+		return 0;
+	ul = r->flags & RULE_UL;
+	if (r->qfi && r->qfi != f->qfi)
+		return 0;
+	/* A tunnel's rule that names the UE's addresses takes only packets
+	 * from (uplink) or to them, of either family it names. */
+	if (r->flags & (RULE_UE4 | RULE_UE6)) {
+		__u32 *ue = ul ? f->src : f->dst;
+
+		if (f->v6 && (!(r->flags & RULE_UE6) || ue[0] != r->ue6[0] || ue[1] != r->ue6[1]))
+			return 0;
+		if (!f->v6 && (!(r->flags & RULE_UE4) || ue[0] != r->ue4))
+			return 0;
+	}
+	if (r->sdf) {
+		__u32 s = r->sdf;
+		struct upf_sdf *sdf = bpf_map_lookup_elem(&upf_sdfs, &s);
+
+		if (!sdf || !upf_sdf_match(sdf, f, ul))
+			return 0;
+	}
+	m->rule = idx;
+	return 1;
+}
+
+/* GCRA (virtual scheduling): the packet conforms if the theoretical arrival
+ * time is at most tau ahead of now; it then moves on by the packet's cost.
+ * One compare-and-swap on a shared word; after a few lost races the packet
+ * is charged with an atomic add and let through. */
+static __always_inline int upf_mbr_ok(struct upf_qer *q, int dir, __u32 len, __u64 now)
+{
+	__u64 cost = ((__u64)len * q->cost[dir & 1]) >> 16;
+	__u64 tau = q->tau[dir & 1];
+	__u64 *tatp = &q->tat[dir & 1];
+
+#pragma unroll
+	for (int k = 0; k < 4; k++) {
+		__u64 tat = *(volatile __u64 *)tatp;
+		__u64 base = tat > now ? tat : now;
+
+		if (base - now > tau)
+			return 0;
+		if (__sync_val_compare_and_swap(tatp, tat, base + cost) == tat)
+			return 1;
+	}
+	__sync_fetch_and_add(tatp, cost);
+	return 1;
+}
+
+/* Count down a threshold or quota; returns 1 when this packet crossed zero. */
+static __always_inline int upf_countdown(__s64 *left, __u32 len)
+{
+	__s64 before = __sync_fetch_and_add(left, -(__s64)len);
+
+	return before > 0 && before <= (__s64)len;
+}
+
+/* Counts the packet in a URR; returns -1 if its quota is used up. */
+static __always_inline int upf_urr(ctx_t *ctx, struct edgenf_md *md, __u32 idx, int dl, __u32 len)
+{
+	struct upf_urr *u = bpf_map_lookup_elem(&upf_urrs, &idx);
+	struct upf_count *c;
+	int event = 0;
+
+	if (!u)
+		return 0;
+	if (u->flags & (URR_Q_TOTAL | URR_Q_UL | URR_Q_DL)) {
+		if ((u->flags & URR_Q_TOTAL) && u->q[0] <= 0)
+			return -1;
+		if ((u->flags & (dl ? URR_Q_DL : URR_Q_UL)) && u->q[dl ? 2 : 1] <= 0)
+			return -1;
+		if (u->flags & URR_Q_TOTAL)
+			event |= upf_countdown(&u->q[0], len);
+		if (u->flags & (dl ? URR_Q_DL : URR_Q_UL))
+			event |= upf_countdown(&u->q[dl ? 2 : 1], len);
+	}
+	if (u->flags & URR_TH_TOTAL)
+		event |= upf_countdown(&u->th[0], len);
+	if (u->flags & (dl ? URR_TH_DL : URR_TH_UL))
+		event |= upf_countdown(&u->th[dl ? 2 : 1], len);
+	c = bpf_map_lookup_elem(&upf_urr_stats, &idx);
+	if (c) {
+		c->bytes[dl & 1] += len;
+		c->pkts[dl & 1]++;
+	}
+	if (event)
+		enf_report(ctx, md, md->cube, md->in_port, UPF_PUNT_URR, idx, 0);
+	return 0;
+}
+
+static __always_inline __u16 upf_fold(__u64 s)
+{
+	s = (s & 0xffffffff) + (s >> 32);
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
+	return (__u16)s;
+}
+
+/* The UDP checksum of an IPv6 + UDP datagram in the frame at l3 (mandatory
+ * over IPv6: RFC 8200 8.1), the UDP checksum field being zero. The datagram
+ * is copied into a per-CPU buffer first: bpf_csum_diff cannot be proven to
+ * stay inside a packet over a length known only at run time. Returns 0 when
+ * the datagram is longer than the buffer. */
+static __always_inline __sum16 upf_udp6_csum(ctx_t *ctx, __u32 l3, __u32 udplen)
+{
+	struct ipv6hdr *ip6 = enf_ptr(ctx, l3 & 0xff);
+	struct upf_buf *buf;
+	__u32 zero = 0, padded;
+	__u64 sum = 0;
+	__u16 r;
+
+	if (!enf_in_bounds(ctx, ip6, sizeof(*ip6)) || udplen < 8 || udplen > UPF_CSUM_MAX - 4)
+		return 0;
+	buf = bpf_map_lookup_elem(&upf_scratch, &zero);
+	if (!buf)
+		return 0;
+	/* pseudo header: addresses, length, next header */
+#pragma unroll
+	for (int i = 0; i < 4; i++)
+		sum += ((__u32 *)&ip6->saddr)[i] + (__u64)((__u32 *)&ip6->daddr)[i];
+	sum += bpf_htonl(udplen) + (__u64)bpf_htonl(IPPROTO_UDP);
+	padded = (udplen + 3) & ~3u;
+	*(__u32 *)(buf->b + ((padded - 4) & (UPF_CSUM_MAX - 4))) = 0; /* zero padding */
+	/* already below: for the verifier, whose view the compiler's
+	 * knowledge would otherwise optimise away */
+	asm volatile("" : "+r"(udplen));
+	udplen &= UPF_CSUM_MAX - 1;
+	if (udplen < 8 || ctx_load_bytes(ctx, l3 + sizeof(*ip6), buf->b, udplen))
+		return 0;
+#pragma unroll
+	for (int i = 0; i < UPF_CSUM_MAX / 512; i++) {
+		__u32 n;
+
+		if (i * 512 >= padded)
+			break;
+		n = padded - i * 512;
+		asm volatile("" : "+r"(n));
+		if (n > 512)
+			n = 512;
+		sum = bpf_csum_diff(0, 0, (void *)(buf->b + i * 512), n, upf_fold(sum));
+	}
+	r = ~upf_fold(sum);
+	return r ? r : 0xffff;
+}
+
+/* Sets the Ethernet header for leaving by port out towards the next hop of
+ * dst (IPv4 in dst[0]). Returns 1 when the neighbour is unknown. */
+static __always_inline int upf_l2(ctx_t *ctx, __u32 out, int v6, __u32 *dst)
+{
+	struct upf_port *p = bpf_map_lookup_elem(&upf_ports, &out);
+	struct ethhdr *eth = ctx_data(ctx);
+	struct upf_neigh_key k = {.port = out | (v6 ? 0x100 : 0)};
+	struct upf_neigh *n;
+
+	if (!p || !enf_in_bounds(ctx, eth, sizeof(*eth)))
+		return -1;
+	if (v6) {
+		if (p->gw6[0] | p->gw6[1] | p->gw6[2] | p->gw6[3])
+			__builtin_memcpy(k.addr, p->gw6, 16);
+		else
+			__builtin_memcpy(k.addr, dst, 16);
+	} else {
+		k.addr[0] = p->gw4 ? p->gw4 : dst[0];
+	}
+	__builtin_memcpy(eth->h_source, p->mac, ETH_ALEN);
+	eth->h_proto = bpf_htons(v6 ? ETH_P_IPV6 : ETH_P_IP);
+	n = bpf_map_lookup_elem(&upf_neigh, &k);
+	if (!n)
+		return 1;
+	__builtin_memcpy(eth->h_dest, n->mac, ETH_ALEN);
+	return 0;
+}
+
+/* Removes the outer Ethernet/IP/UDP/GTP-U headers: the inner packet, which
+ * starts at inner, follows a new Ethernet header (rewritten by upf_l2). */
+static __always_inline int upf_decap(ctx_t *ctx, __u32 inner, int inner_v6)
+{
+#if defined(EDGENF_HOOK_XDP)
+	(void)inner_v6;
+	return bpf_xdp_adjust_head(ctx, (int)inner - (int)sizeof(struct ethhdr));
+#else
+	struct ethhdr *eth = ctx_data(ctx);
+	__u64 flags = 0;
+	int outer_v6;
+
+	if (!enf_in_bounds(ctx, eth, sizeof(*eth)))
+		return -1;
+	outer_v6 = eth->h_proto == bpf_htons(ETH_P_IPV6);
+	if (outer_v6 != inner_v6)
+		flags = inner_v6 ? BPF_F_ADJ_ROOM_DECAP_L3_IPV6 : BPF_F_ADJ_ROOM_DECAP_L3_IPV4;
+	return bpf_skb_adjust_room(ctx, -(int)(inner - sizeof(struct ethhdr)), BPF_ADJ_ROOM_MAC, flags);
+#endif
+}
+
+struct gtp_ext_dl {
+	__be16 seq;
+	__u8 npdu;
+	__u8 next; /* 0x85 */
+	__u8 len;  /* 1 (4 octets) */
+	__u8 type; /* PDU type 0 (DL PDU SESSION INFORMATION) << 4 */
+	__u8 qfi;
+	__u8 next2; /* 0: no more */
+};
+
+/* Puts the frame (Ethernet + inner IP of len bytes) into a GTP-U tunnel. */
+static __always_inline int upf_encap(ctx_t *ctx, struct upf_far *far, __u32 out, __u8 qfi, __u32 inner_len)
+{
+	struct upf_port *p = bpf_map_lookup_elem(&upf_ports, &out);
+	int v6 = far->ohc == OHC_GTP6;
+	__u32 iplen = v6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr);
+	__u32 gtplen = qfi ? 16 : 8;
+	__u32 room = iplen + sizeof(struct udphdr) + gtplen;
+	__u32 l4 = sizeof(struct ethhdr) + iplen;
+	__u8 *gtp;
+	struct udphdr *udp;
+
+	if (!p || (v6 ? !p->has6 : !p->has4))
+		return -1;
+#if defined(EDGENF_HOOK_XDP)
+	if (bpf_xdp_adjust_head(ctx, -(int)room))
+		return -1;
+#else
+	{
+		struct ethhdr *e0 = ctx_data(ctx);
+		__u64 fl = BPF_F_ADJ_ROOM_ENCAP_L4_UDP | BPF_F_ADJ_ROOM_ENCAP_L2(gtplen) |
+			   (v6 ? BPF_F_ADJ_ROOM_ENCAP_L3_IPV6 : BPF_F_ADJ_ROOM_ENCAP_L3_IPV4);
+
+		if (!enf_in_bounds(ctx, e0, sizeof(*e0)))
+			return -1;
+		/* (the ENCAP_L3 flag makes the skb's protocol the outer one's) */
+		if (ctx->gso_segs > 1)
+			return -2;
+		if (bpf_skb_adjust_room(ctx, room, BPF_ADJ_ROOM_MAC, fl))
+			return -1;
+		if (upf_pull(ctx, sizeof(struct ethhdr) + room + 40))
+			return -1;
+	}
+#endif
+	if (v6) {
+		struct ipv6hdr *ip6 = enf_ptr(ctx, sizeof(struct ethhdr));
+
+		if (!enf_in_bounds(ctx, ip6, sizeof(*ip6)))
+			return -1;
+		*(__be32 *)ip6 = bpf_htonl(0x60000000 | ((__u32)((far->action & FAR_TOS) ? far->tos : 0) << 20));
+		ip6->payload_len = bpf_htons(inner_len + sizeof(struct udphdr) + gtplen);
+		ip6->nexthdr = IPPROTO_UDP;
+		ip6->hop_limit = 64;
+		__builtin_memcpy(&ip6->saddr, p->ip6, 16);
+		__builtin_memcpy(&ip6->daddr, far->peer, 16);
+	} else {
+		struct iphdr *ip = enf_ptr(ctx, sizeof(struct ethhdr));
+
+		if (!enf_in_bounds(ctx, ip, sizeof(*ip)))
+			return -1;
+		*(__u16 *)ip = bpf_htons(0x4500 | ((far->action & FAR_TOS) ? far->tos : 0));
+		ip->tot_len = bpf_htons(inner_len + iplen + sizeof(struct udphdr) + gtplen);
+		ip->id = 0;
+		ip->frag_off = bpf_htons(0x4000); /* DF */
+		ip->ttl = 64;
+		ip->protocol = IPPROTO_UDP;
+		ip->check = 0;
+		ip->saddr = p->ip4;
+		ip->daddr = far->peer[0];
+		ip->check = enf_ipv4_csum(ip);
+	}
+	udp = enf_ptr(ctx, l4);
+	if (!enf_in_bounds(ctx, udp, sizeof(*udp)))
+		return -1;
+	udp->source = bpf_htons(GTPU_PORT);
+	udp->dest = bpf_htons(GTPU_PORT);
+	udp->len = bpf_htons(inner_len + sizeof(*udp) + gtplen);
+	udp->check = 0;
+	gtp = enf_ptr(ctx, l4 + sizeof(*udp));
+	if (!enf_in_bounds(ctx, gtp, 16))
+		return -1;
+	gtp[0] = qfi ? 0x34 : 0x30; /* version 1, PT, E when a container follows */
+	gtp[1] = GTP_GPDU;
+	*(__be16 *)(gtp + 2) = bpf_htons(inner_len + gtplen - 8);
+	*(__be32 *)(gtp + 4) = far->teid;
+	if (qfi) {
+		struct gtp_ext_dl *x = (void *)(gtp + 8);
+
+		x->seq = 0;
+		x->npdu = 0;
+		x->next = GTP_EXT_PDU_SESSION;
+		x->len = 1;
+		x->type = 0;
+		x->qfi = qfi & 0x3f;
+		x->next2 = 0;
+	}
+	if (v6) {
+		__sum16 c = upf_udp6_csum(ctx, sizeof(struct ethhdr), inner_len + sizeof(*udp) + gtplen);
+
+		udp = enf_ptr(ctx, l4);
+		if (!c || !enf_in_bounds(ctx, udp, sizeof(*udp)))
+			return -2;
+		udp->check = c;
+	}
+	return 0;
+}
+
+/* The QFI to mark downlink packets with: the first QER's that has one. */
+static __always_inline __u8 upf_qfi(struct upf_rule *r)
+{
+#pragma unroll
+	for (int i = 0; i < UPF_RULE_QERS; i++) {
+		__u32 q = r->qer[i];
+		struct upf_qer *qer;
+
+		if (!q)
+			continue;
+		qer = bpf_map_lookup_elem(&upf_qers, &q);
+		if (qer && qer->qfi)
+			return qer->qfi;
+	}
+	return r->qfi;
+}
+
+/* Applies rule idx to a packet whose flow is f (f->inner: the offset of
+ * the inner IP header, after the GTP-U header of a tunnelled packet). */
+static __attribute__((noinline)) int upf_apply(ctx_t *ctx, struct edgenf_md *md, __u32 idx, struct upf_flow *f)
+{
+	__u32 inner = f->inner;
+	struct upf_rule *r = bpf_map_lookup_elem(&upf_rules, &idx);
+	struct upf_far *far;
+	struct upf_count *rc;
+	__u32 fi, out;
+	__u64 now = 0;
+	int dl, ret;
+
+	if (!r)
+		return upf_drop(ctx, md, UPF_ST_DROP_NO_RULE);
+	fi = r->far;
+	far = bpf_map_lookup_elem(&upf_fars, &fi);
+	if (!far || (far->action & FAR_DROP) || !(far->action & (FAR_FORW | FAR_BUFF)))
+		return upf_drop(ctx, md, UPF_ST_DROP_FAR);
+	dl = !(r->flags & RULE_UL);
+#pragma unroll
+	for (int i = 0; i < UPF_RULE_QERS; i++) {
+		__u32 q = r->qer[i];
+		struct upf_qer *qer;
+
+		if (!q)
+			continue;
+		qer = bpf_map_lookup_elem(&upf_qers, &q);
+		if (!qer)
+			continue;
+		if (qer->gate & (dl ? QER_DL_CLOSED : QER_UL_CLOSED))
+			return upf_drop(ctx, md, UPF_ST_DROP_GATE);
+		if (qer->gate & (dl ? QER_MBR_DL : QER_MBR_UL)) {
+			if (!now)
+				now = bpf_ktime_get_ns();
+			if (!upf_mbr_ok(qer, dl, f->len, now))
+				return upf_drop(ctx, md, UPF_ST_DROP_MBR);
+		}
+	}
+	if (far->action & FAR_NOCP) {
+		if (__sync_fetch_and_or(&far->notified, 1) == 0)
+			enf_report(ctx, md, md->cube, md->in_port, UPF_PUNT_NOCP, idx, 0);
+	}
+	if (far->action & FAR_BUFF) {
+		if (f->released)
+			return upf_drop(ctx, md, UPF_ST_DROP_FAR);
+		upf_count(UPF_ST_BUFFERED, 1);
+		return enf_punt(ctx, md, UPF_PUNT_BUFF, idx);
+	}
+#pragma unroll
+	for (int i = 0; i < UPF_RULE_URRS; i++) {
+		__u32 u = r->urr[i];
+
+		if (u && upf_urr(ctx, md, u, dl, f->len) < 0)
+			return upf_drop(ctx, md, UPF_ST_DROP_QUOTA);
+	}
+	rc = bpf_map_lookup_elem(&upf_rule_stats, &idx);
+	if (rc) {
+		rc->bytes[dl] += f->len;
+		rc->pkts[dl]++;
+	}
+	upf_count(dl ? UPF_ST_DL_PKTS : UPF_ST_UL_PKTS, 1);
+	upf_count(dl ? UPF_ST_DL_BYTES : UPF_ST_UL_BYTES, f->len);
+
+	out = far->port;
+	if (r->flags & RULE_GTP) {
+		if (upf_decap(ctx, inner, f->v6))
+			return upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
+	}
+	/* Ethernet padding of a short frame is not part of the packet. */
+	if (ctx_len(ctx) > sizeof(struct ethhdr) + f->len &&
+	    ctx_change_tail(ctx, sizeof(struct ethhdr) + f->len))
+		return upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
+	if (far->ohc != OHC_NONE) {
+		ret = upf_encap(ctx, far, out, upf_qfi(r), f->len);
+		if (ret)
+			return upf_drop(ctx, md, ret == -2 ? UPF_ST_DROP_TOO_BIG : UPF_ST_DROP_TOO_BIG);
+		ret = upf_l2(ctx, out, far->ohc == OHC_GTP6, far->peer);
+	} else {
+		ret = upf_l2(ctx, out, f->v6, f->dst);
+	}
+	if (ret < 0)
+		return upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
+	if (ret > 0) {
+		upf_count(UPF_ST_NEIGH_MISS, 1);
+		return enf_punt(ctx, md, UPF_PUNT_NEIGH, out);
+	}
+	return enf_send(ctx, md, out);
+}
+
+/* Finds the first rule of list that matches f and applies it. */
+static __always_inline int upf_match(ctx_t *ctx, struct edgenf_md *md, struct upf_list *list, struct upf_flow *f,
+				     __u32 inner)
+{
+	struct upf_match m = {.list = list, .flow = f};
+
+	bpf_loop(UPF_LIST_MAX, upf_try, &m, 0);
+	if (!m.rule)
+		return upf_drop(ctx, md, UPF_ST_DROP_NO_RULE);
+	f->inner = inner;
+	return upf_apply(ctx, md, m.rule, f);
+}
+
+/* Rate limit of punts about unknown TEIDs, per CPU. */
+static __always_inline int upf_no_teid_ok(void)
+{
+	__u32 zero = 0;
+	__u64 *last = bpf_map_lookup_elem(&upf_punt_time, &zero);
+	struct upf_cfg *cfg = bpf_map_lookup_elem(&upf_cfg, &zero);
+	__u64 now = bpf_ktime_get_ns();
+
+	if (!last || !cfg || now - *last < cfg->no_teid_gap_ns)
+		return 0;
+	*last = now;
+	return 1;
+}
+
+struct gtphdr {
+	__u8 flags;
+	__u8 type;
+	__be16 len;
+	__be32 teid;
+};
+
+/* Skips the GTP-U header at *off (with its optional fields and extension
+ * headers): *off becomes the inner packet's offset. The PDU Session
+ * Container's QFI goes into *qfi. */
+static __always_inline int upf_gtp_skip(ctx_t *ctx, __u32 *off, __u8 *qfi)
+{
+	struct gtphdr *g = enf_ptr(ctx, *off & 0x1ff);
+	__u32 o = *off + sizeof(*g);
+	__u8 next = 0;
+
+	if (!enf_in_bounds(ctx, g, sizeof(*g)))
+		return -1;
+	if (g->flags & 0x07) { /* E, S or PN: sequence, N-PDU, next extension */
+		__u8 *opt = enf_ptr(ctx, o & 0x1ff);
+
+		if (!enf_in_bounds(ctx, opt, 4))
+			return -1;
+		if (g->flags & 0x04)
+			next = opt[3];
+		o += 4;
+	}
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		__u8 *x;
+		__u32 n;
+
+		if (!next)
+			break;
+		x = enf_ptr(ctx, o & 0x1ff);
+		if (!enf_in_bounds(ctx, x, 4))
+			return -1;
+		n = (__u32)x[0] * 4;
+		if (n == 0)
+			return -1;
+		if (next == GTP_EXT_PDU_SESSION)
+			*qfi = x[2] & 0x3f;
+		o += n;
+		x = enf_ptr(ctx, (o - 1) & 0x1ff);
+		if (!enf_in_bounds(ctx, x, 1))
+			return -1;
+		next = x[0];
+	}
+	if (next)
+		return -1;
+	*off = o;
+	return 0;
+}
+
+/* A UDP datagram to the GTP-U port of n3/n9: l4 is its UDP header. */
+static __attribute__((noinline)) int upf_gtpu(ctx_t *ctx, struct edgenf_md *md, __u32 l4)
+{
+	struct gtphdr *g = enf_ptr(ctx, (l4 + sizeof(struct udphdr)) & 0x1ff);
+	struct upf_flow f = {};
+	struct upf_list *list;
+	__u32 off;
+	__be32 teid;
+
+	if (!enf_in_bounds(ctx, g, sizeof(*g)) || (g->flags & 0xf0) != 0x30)
+		return upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
+	switch (g->type) {
+	case GTP_GPDU:
+		break;
+	case GTP_ECHO_REQ:
+		upf_count(UPF_ST_ECHO, 1);
+		return enf_punt(ctx, md, UPF_PUNT_ECHO, 0);
+	case GTP_ERROR_IND:
+		upf_count(UPF_ST_ERRIND, 1);
+		return enf_punt(ctx, md, UPF_PUNT_ERRIND, 0);
+	case GTP_END_MARKER:
+		upf_count(UPF_ST_END_MARKER, 1);
+		return enf_punt(ctx, md, UPF_PUNT_END_MARKER, 0);
+	default:
+		return upf_drop(ctx, md, UPF_ST_DROP_NOT_GTP);
+	}
+	teid = g->teid;
+	off = l4 + sizeof(struct udphdr);
+	if (upf_gtp_skip(ctx, &off, &f.qfi))
+		return upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
+	list = bpf_map_lookup_elem(&upf_teid, &teid);
+	if (!list) {
+		upf_count(UPF_ST_NO_TEID, 1);
+		if (upf_no_teid_ok())
+			return enf_punt(ctx, md, UPF_PUNT_NO_TEID, bpf_ntohl(teid));
+		return upf_drop(ctx, md, UPF_ST_DROP_NO_SESSION);
+	}
+	if (upf_inner(ctx, off, &f))
+		return upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
+	return upf_match(ctx, md, list, &f, off);
+}
+
+struct upf_arp {
+	__be16 htype;
+	__be16 ptype;
+	__u8 hlen;
+	__u8 plen;
+	__be16 op;
+	__u8 sha[ETH_ALEN];
+	__u8 spa[4];
+	__u8 tha[ETH_ALEN];
+	__u8 tpa[4];
+} __attribute__((packed));
+
+/* ARP for the port's address: requests are answered here; a copy of every
+ * request and reply goes to the slow path to learn the sender. */
+static __attribute__((noinline)) int upf_arp_in(ctx_t *ctx, struct edgenf_md *md, struct upf_port *p)
+{
+	struct ethhdr *eth = ctx_data(ctx);
+	struct upf_arp *a = enf_ptr(ctx, sizeof(*eth));
+	__be32 tpa;
+	__u32 in = md->in_port;
+
+	if (!enf_in_bounds(ctx, a, sizeof(*a)) || a->ptype != bpf_htons(ETH_P_IP) || a->hlen != 6 || a->plen != 4)
+		return upf_drop(ctx, md, UPF_ST_DROP_NOT_GTP);
+	__builtin_memcpy(&tpa, a->tpa, 4);
+	if (!p->has4 || tpa != p->ip4)
+		return upf_drop(ctx, md, UPF_ST_DROP_NOT_GTP);
+	enf_report(ctx, md, md->cube, in, UPF_PUNT_NEIGH_IN, 0, 64);
+	eth = ctx_data(ctx);
+	a = enf_ptr(ctx, sizeof(*eth));
+	if (!enf_in_bounds(ctx, eth, sizeof(*eth)) || !enf_in_bounds(ctx, a, sizeof(*a)))
+		return upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
+	if (a->op != bpf_htons(ARPOP_REQUEST))
+		return enf_drop(ctx, md);
+	__builtin_memcpy(eth->h_dest, a->sha, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, p->mac, ETH_ALEN);
+	a->op = bpf_htons(ARPOP_REPLY);
+	__builtin_memcpy(a->tha, a->sha, ETH_ALEN);
+	__builtin_memcpy(a->tpa, a->spa, 4);
+	__builtin_memcpy(a->sha, p->mac, ETH_ALEN);
+	__builtin_memcpy(a->spa, &tpa, 4);
+	upf_count(UPF_ST_ARP_REPLIES, 1);
+	return enf_send(ctx, md, in);
+}
+
+/* ICMPv6 neighbour discovery on a port: a solicitation for the port's
+ * address is answered here with an advertisement; a copy of solicitations
+ * and advertisements goes to the slow path to learn the sender. */
+static __attribute__((noinline)) int upf_nd_in(ctx_t *ctx, struct edgenf_md *md, struct upf_port *p)
+{
+	struct ethhdr *eth = ctx_data(ctx);
+	struct ipv6hdr *ip6 = enf_ptr(ctx, sizeof(*eth));
+	__u8 *icmp = enf_ptr(ctx, sizeof(*eth) + sizeof(*ip6));
+	__u32 in = md->in_port, sum;
+	__u8 type;
+	struct {
+		__u8 type, code;
+		__sum16 csum;
+		__be32 flags;
+		__u32 target[4];
+		__u8 opt_type, opt_len;
+		__u8 mac[ETH_ALEN];
+	} na;
+	struct {
+		__u32 src[4], dst[4];
+		__be32 len, nh;
+	} ph;
+
+	if (!enf_in_bounds(ctx, icmp, 24) || ip6->nexthdr != IPPROTO_ICMPV6)
+		return upf_drop(ctx, md, UPF_ST_DROP_NOT_GTP);
+	type = icmp[0];
+	if (type != 135 && type != 136)
+		return upf_drop(ctx, md, UPF_ST_DROP_NOT_GTP);
+	/* a solicitation for the port's address; an advertisement to it (an
+	 * answer) or to all nodes (unsolicited) */
+	if (!p->has6 || (type == 135 && !upf_ip6_eq(icmp + 8, p->ip6)) ||
+	    (type == 136 && !upf_ip6_eq(&ip6->daddr, p->ip6) && ip6->daddr.in6_u.u6_addr8[0] != 0xff))
+		return upf_drop(ctx, md, UPF_ST_DROP_NOT_GTP);
+	enf_report(ctx, md, md->cube, in, UPF_PUNT_NEIGH_IN, 0, 128);
+	if (type != 135)
+		return enf_drop(ctx, md);
+	/* Answer: to the soliciting address (or all-nodes if unspecified),
+	 * solicited + override, with our link-layer address. */
+	eth = ctx_data(ctx);
+	ip6 = enf_ptr(ctx, sizeof(*eth));
+	if (!enf_in_bounds(ctx, eth, sizeof(*eth)) || !enf_in_bounds(ctx, ip6, sizeof(*ip6)))
+		return upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
+	__builtin_memset(&na, 0, sizeof(na));
+	na.type = 136;
+	__builtin_memcpy(na.target, p->ip6, 16);
+	na.opt_type = 2; /* target link-layer address */
+	na.opt_len = 1;
+	__builtin_memcpy(na.mac, p->mac, ETH_ALEN);
+	__builtin_memcpy(ph.dst, &ip6->saddr, 16);
+	if (!(ph.dst[0] | ph.dst[1] | ph.dst[2] | ph.dst[3])) {
+		ph.dst[0] = bpf_htonl(0xff020000);
+		ph.dst[3] = bpf_htonl(1);
+		na.flags = bpf_htonl(0x20000000); /* override */
+	} else {
+		na.flags = bpf_htonl(0x60000000); /* solicited, override */
+	}
+	__builtin_memcpy(ph.src, p->ip6, 16);
+	ph.len = bpf_htonl(sizeof(na));
+	ph.nh = bpf_htonl(IPPROTO_ICMPV6);
+	sum = bpf_csum_diff(0, 0, (void *)&ph, sizeof(ph), 0);
+	sum = bpf_csum_diff(0, 0, (void *)&na, sizeof(na), sum);
+	na.csum = ~upf_fold(sum);
+	if (ctx_change_tail(ctx, sizeof(*eth) + sizeof(*ip6) + sizeof(na)))
+		return upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
+	eth = ctx_data(ctx);
+	ip6 = enf_ptr(ctx, sizeof(*eth));
+	icmp = enf_ptr(ctx, sizeof(*eth) + sizeof(*ip6));
+	if (!enf_in_bounds(ctx, icmp, sizeof(na)))
+		return upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
+	__builtin_memcpy(eth->h_dest, eth->h_source, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, p->mac, ETH_ALEN);
+	*(__be32 *)ip6 = bpf_htonl(0x60000000);
+	ip6->payload_len = bpf_htons(sizeof(na));
+	ip6->nexthdr = IPPROTO_ICMPV6;
+	ip6->hop_limit = 255;
+	__builtin_memcpy(&ip6->saddr, ph.src, 16);
+	__builtin_memcpy(&ip6->daddr, ph.dst, 16);
+	__builtin_memcpy(icmp, &na, sizeof(na));
+	upf_count(UPF_ST_NA_REPLIES, 1);
+	return enf_send(ctx, md, in);
+}
+
+/* A packet on n6: plain IP to a UE. */
+static __attribute__((noinline)) int upf_n6(ctx_t *ctx, struct edgenf_md *md, __u16 proto)
+{
+	struct upf_flow f = {};
+	struct upf_list *list;
+
+	if (upf_inner(ctx, sizeof(struct ethhdr), &f))
+		return upf_drop(ctx, md, UPF_ST_DROP_NOT_GTP);
+	if ((proto == ETH_P_IPV6) != f.v6)
+		return upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
+	if (f.v6) {
+		__u64 key;
+
+		__builtin_memcpy(&key, f.dst, 8);
+		list = bpf_map_lookup_elem(&upf_ue6, &key);
+	} else {
+		list = bpf_map_lookup_elem(&upf_ue4, &f.dst[0]);
+	}
+	if (!list)
+		return upf_drop(ctx, md, UPF_ST_DROP_NO_SESSION);
+	return upf_match(ctx, md, list, &f, sizeof(struct ethhdr));
+}
+
+/* A frame the daemon releases from a buffer: the rule to apply is in a
+ * trailer, which goes. */
+static __attribute__((noinline)) int upf_release(ctx_t *ctx, struct edgenf_md *md)
+{
+	__u32 len = ctx_len(ctx), tr[2], idx, inner = sizeof(struct ethhdr);
+	struct upf_flow f = {};
+	struct upf_rule *r;
+
+	if (len < sizeof(struct ethhdr) + sizeof(tr) || ctx_load_bytes(ctx, len - sizeof(tr), tr, sizeof(tr)))
+		return enf_drop(ctx, md);
+	if (tr[1] != UPF_RELEASE_MAGIC || ctx_change_tail(ctx, len - sizeof(tr)))
+		return enf_drop(ctx, md);
+	idx = tr[0];
+	r = bpf_map_lookup_elem(&upf_rules, &idx);
+	if (!r)
+		return upf_drop(ctx, md, UPF_ST_DROP_NO_RULE);
+	if (r->flags & RULE_GTP) {
+		/* uplink: the tunnelled packet as received (IPv4 or IPv6, UDP,
+		 * GTP-U with its extension headers) */
+		struct ethhdr *eth;
+
+		if (upf_pull(ctx, 128))
+			return enf_drop(ctx, md);
+		eth = ctx_data(ctx);
+		if (!enf_in_bounds(ctx, eth, sizeof(*eth)))
+			return enf_drop(ctx, md);
+		inner = sizeof(*eth) + sizeof(struct udphdr) +
+			(eth->h_proto == bpf_htons(ETH_P_IPV6) ? sizeof(struct ipv6hdr) : sizeof(struct iphdr));
+		if (upf_gtp_skip(ctx, &inner, &f.qfi))
+			return enf_drop(ctx, md);
+	}
+	if (upf_inner(ctx, inner, &f))
+		return enf_drop(ctx, md);
+	f.inner = inner;
+	f.released = 1;
+	return upf_apply(ctx, md, idx, &f);
+}
+
+static __always_inline int upf(ctx_t *ctx, struct edgenf_md *md)
+{
+	__u32 in = md->in_port;
+	struct upf_port *p;
+	struct enf_pkt pkt;
+
+	if (in == UPF_RELEASE)
+		return upf_release(ctx, md);
+	if (upf_pull(ctx, 128))
+		return enf_drop(ctx, md);
+	p = bpf_map_lookup_elem(&upf_ports, &in);
+	if (!p || enf_parse(ctx, &pkt) || pkt.vlan_depth)
+		return upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
+	if (pkt.l3_proto == ETH_P_ARP)
+		return upf_arp_in(ctx, md, p);
+	if (pkt.l3_proto == ETH_P_IPV6 && pkt.l4_proto == IPPROTO_ICMPV6) {
+		__u8 *icmp = enf_ptr(ctx, pkt.l4_off & 0x1ff);
+
+		if (enf_in_bounds(ctx, icmp, 1) && (icmp[0] == 135 || icmp[0] == 136))
+			return upf_nd_in(ctx, md, p);
+	}
+	if (p->role == UPF_N6)
+		return upf_n6(ctx, md, pkt.l3_proto);
+	if (p->role != UPF_N3 && p->role != UPF_N9)
+		return upf_drop(ctx, md, UPF_ST_DROP_NOT_GTP);
+	/* n3, n9: GTP-U to the port's address */
+	if (pkt.l4_proto != IPPROTO_UDP || !pkt.l4_off)
+		return upf_drop(ctx, md, UPF_ST_DROP_NOT_GTP);
+	if (pkt.l3_proto == ETH_P_IP) {
+		struct iphdr *ip = enf_ptr(ctx, pkt.l3_off & 0x1f);
+
+		if (!enf_in_bounds(ctx, ip, sizeof(*ip)) || !p->has4 || ip->daddr != p->ip4 || ip->ihl != 5)
+			return upf_drop(ctx, md, UPF_ST_DROP_NOT_GTP);
+	} else if (pkt.l3_proto == ETH_P_IPV6) {
+		struct ipv6hdr *ip6 = enf_ptr(ctx, pkt.l3_off & 0x1f);
+
+		if (!enf_in_bounds(ctx, ip6, sizeof(*ip6)) || !p->has6 || !upf_ip6_eq(&ip6->daddr, p->ip6))
+			return upf_drop(ctx, md, UPF_ST_DROP_NOT_GTP);
+	} else {
+		return upf_drop(ctx, md, UPF_ST_DROP_NOT_GTP);
+	}
+	{
+		struct udphdr *udp = enf_ptr(ctx, pkt.l4_off & 0x1ff);
+
+		if (!enf_in_bounds(ctx, udp, sizeof(*udp)) || udp->dest != bpf_htons(GTPU_PORT))
+			return upf_drop(ctx, md, UPF_ST_DROP_NOT_GTP);
+	}
+	return upf_gtpu(ctx, md, pkt.l4_off);
+}
+
+EDGENF_CUBE(upf)

@@ -1,0 +1,202 @@
+package upf
+
+// Mirrors of upf.bpf.c's map layouts and constants; change both together.
+
+// Map capacities.
+const (
+	maxRules     = 262144
+	maxFARs      = 262144
+	maxQERs      = 131072
+	maxURRs      = 131072
+	maxSDFs      = 65536
+	maxKeys      = 262144
+	maxNeigh     = 4096
+	listMax      = 32
+	ruleQERs     = 2
+	ruleURRs     = 4
+	portRelease  = 63
+	releaseMagic = 0x75706672
+)
+
+// Punt reasons.
+const (
+	puntEcho = iota + 1
+	puntErrInd
+	puntNoTEID
+	puntBuff
+	puntNOCP
+	puntURR
+	puntNeigh
+	puntNeighIn
+	puntEndMarker
+)
+
+// Counters of upf_stats, in order.
+var statNames = []string{
+	"ul_packets", "ul_bytes", "dl_packets", "dl_bytes",
+	"drop_no_session", "drop_no_rule", "drop_far", "drop_gate", "drop_mbr", "drop_quota",
+	"drop_malformed", "drop_not_gtp", "drop_too_big",
+	"buffered", "no_teid", "echo_requests", "error_indications_in", "end_markers_in",
+	"neighbour_misses", "arp_replies", "na_replies",
+}
+
+// Port roles.
+const (
+	roleN3 = 1
+	roleN6 = 2
+	roleN9 = 3
+)
+
+type kPort struct {
+	MAC  [6]byte
+	Has4 uint8
+	Has6 uint8
+	Role uint8
+	_    [3]uint8
+	IP4  [4]byte
+	GW4  [4]byte
+	IP6  [16]byte
+	GW6  [16]byte
+}
+
+type kList struct {
+	N    uint32
+	Rule [listMax]uint32
+}
+
+const (
+	ruleGTP = 0x01
+	ruleUL  = 0x02
+	ruleUE4 = 0x04
+	ruleUE6 = 0x08
+)
+
+// Owner names what a kernel entry belongs to: the session's SEID and the
+// rule's PFCP ID. The daemon reads it back after a restart to adopt the
+// entries (and their counters); the fast path ignores it.
+type Owner struct {
+	SEID uint64
+	ID   uint32
+	_    uint32
+}
+
+type kRule struct {
+	FAR   uint32
+	QER   [ruleQERs]uint32
+	URR   [ruleURRs]uint32
+	SDF   uint32
+	UE4   [4]byte
+	UE6   [8]byte
+	PDR   uint16
+	Flags uint8
+	QFI   uint8
+	Owner
+}
+
+const (
+	sdfProto  = 0x001
+	sdfRemote = 0x002
+	sdfLocal  = 0x004
+	sdfRPort  = 0x008
+	sdfLPort  = 0x010
+	sdfToS    = 0x020
+	sdfSPI    = 0x040
+	sdfFL     = 0x080
+	sdfV6     = 0x100
+)
+
+type kSDF struct {
+	Flags      uint16
+	Proto      uint8
+	ToS        uint8
+	ToSMask    uint8
+	_          [3]uint8
+	RPortLo    uint16
+	RPortHi    uint16
+	LPortLo    uint16
+	LPortHi    uint16
+	SPI        [4]byte
+	FlowLabel  uint32
+	Remote     [16]byte
+	RemoteMask [16]byte
+	Local      [16]byte
+	LocalMask  [16]byte
+	Owner
+}
+
+const (
+	farForw = 0x01
+	farDrop = 0x02
+	farBuff = 0x04
+	farNOCP = 0x08
+	farToS  = 0x10
+
+	ohcNone = 0
+	ohcGTP4 = 4
+	ohcGTP6 = 6
+)
+
+type kFAR struct {
+	Action   uint8
+	Port     uint8
+	OHC      uint8
+	ToS      uint8
+	Notified uint32
+	TEID     [4]byte
+	Peer     [16]byte
+	_        uint32
+	Owner
+}
+
+const (
+	qerULClosed = 0x01
+	qerDLClosed = 0x02
+	qerMBRUL    = 0x04
+	qerMBRDL    = 0x08
+)
+
+type kQER struct {
+	Gate uint8
+	QFI  uint8
+	_    [6]uint8
+	Cost [2]uint64
+	Tau  [2]uint64
+	TAT  [2]uint64
+	Owner
+}
+
+const (
+	urrThTotal = 0x01
+	urrThUL    = 0x02
+	urrThDL    = 0x04
+	urrQTotal  = 0x08
+	urrQUL     = 0x10
+	urrQDL     = 0x20
+)
+
+type kURR struct {
+	Flags uint32
+	_     uint32
+	Th    [3]int64
+	Q     [3]int64
+	Owner
+}
+
+type kCount struct {
+	Bytes [2]uint64
+	Pkts  [2]uint64
+}
+
+type kNeighKey struct {
+	Port uint32
+	Addr [16]byte
+}
+
+type kNeigh struct {
+	MAC [6]byte
+	_   uint16
+}
+
+type kCfg struct {
+	NoTEIDGapNs uint64
+}

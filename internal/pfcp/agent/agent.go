@@ -1,0 +1,389 @@
+// Package agent is the UPF's PFCP agent: the N4 endpoint of a upf cube.
+// It speaks PFCP (internal/pfcp) with SMFs: heartbeats, associations,
+// session establishment, modification and deletion, which it turns into
+// changes of the cube's sessions table (the same entries the API writes,
+// validated, installed in the kernel and persisted by the engine), and
+// session reports (usage, downlink data, error indications) the datapath
+// asks for. It answers retransmitted requests from a cache of its
+// responses, retransmits its own requests, and commits the session requests
+// that arrive together as one change: one journal write, not one per
+// request.
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/nf/upf/model"
+	"github.com/edgenf/edgenf/internal/pfcp"
+)
+
+// Config is what an agent needs to run.
+type Config struct {
+	// Cube is the upf cube's name (for logs).
+	Cube string
+	// Listen is the UDP address of the N4 endpoint.
+	Listen netip.AddrPort
+	// Settings are the cube's settings (Node ID, pools, timers, recovery
+	// time).
+	Settings *model.Config
+	// Tunnels are the addresses of the cube's GTP-U ports (n3, n9), which
+	// F-TEIDs the UPF allocates carry.
+	Tunnels map[string][2]netip.Addr // port → IPv4, IPv6
+	// Associations are those the table held at start.
+	Associations []model.Association
+	Store        cube.Store
+	Datapath     Datapath
+	Logf         func(format string, args ...any)
+}
+
+// Agent is a running N4 endpoint.
+type Agent struct {
+	conn *net.UDPConn
+	in   chan inbound
+	ev   chan Event
+	done chan struct{}
+	once sync.Once
+
+	store cube.Store
+	dp    Datapath
+	logf  func(format string, args ...any)
+
+	mu       sync.Mutex
+	cfg      Config
+	nodeID   pfcp.NodeID
+	assoc    map[string]*association // by Node ID
+	cache    *responseCache
+	pending  map[uint32]*request // our requests, by sequence number
+	seq      uint32
+	stats    Stats
+	teidNext uint32
+	ueNext   map[int]uint64 // pool → next candidate
+}
+
+// Stats count what the agent did.
+type Stats struct {
+	// Messages received and sent, by type name.
+	Received map[string]uint64 `json:"received"`
+	Sent     map[string]uint64 `json:"sent"`
+	// Causes of the responses sent, by cause name.
+	Causes map[string]uint64 `json:"causes"`
+	// Retransmitted requests answered from the cache.
+	Duplicates uint64 `json:"duplicates"`
+	// Malformed datagrams dropped without an answer.
+	Discarded uint64 `json:"discarded"`
+	// Requests of the UPF's that got no answer after every retransmission.
+	Timeouts uint64 `json:"timeouts"`
+	// Reports the UPF asked to send but could not (no association).
+	ReportsDropped uint64 `json:"reports_dropped"`
+}
+
+type inbound struct {
+	from netip.AddrPort
+	b    []byte
+}
+
+// eventQueue bounds the events waiting to be sent as reports.
+const eventQueue = 4096
+
+// New binds the N4 endpoint and starts serving it.
+func New(cfg Config) (*Agent, error) {
+	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(cfg.Listen))
+	if err != nil {
+		return nil, fmt.Errorf("PFCP endpoint %s: %w", cfg.Listen, err)
+	}
+	_ = conn.SetReadBuffer(4 << 20)
+	_ = conn.SetWriteBuffer(4 << 20)
+	a := &Agent{
+		conn: conn, in: make(chan inbound, 1024), ev: make(chan Event, eventQueue), done: make(chan struct{}),
+		store: cfg.Store, dp: cfg.Datapath, logf: cfg.Logf,
+		assoc: map[string]*association{}, cache: newResponseCache(), pending: map[uint32]*request{},
+		seq: rand.Uint32N(1 << 23), ueNext: map[int]uint64{},
+		stats: Stats{Received: map[string]uint64{}, Sent: map[string]uint64{}, Causes: map[string]uint64{}},
+	}
+	if a.logf == nil {
+		a.logf = func(string, ...any) {}
+	}
+	a.setConfig(cfg)
+	for _, as := range cfg.Associations {
+		a.assoc[as.Node] = restoreAssociation(as)
+	}
+	go a.read()
+	go a.serve()
+	go a.timers()
+	return a, nil
+}
+
+// Addr is the endpoint's address.
+func (a *Agent) Addr() netip.AddrPort { return a.conn.LocalAddr().(*net.UDPAddr).AddrPort() }
+
+// Update takes new settings (the endpoint's address is not among them: a
+// new address needs a new agent).
+func (a *Agent) Update(cfg Config) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.setConfig(cfg)
+}
+
+func (a *Agent) setConfig(cfg Config) {
+	a.cfg = cfg
+	if id := cfg.Settings.NodeID; id != "" {
+		if ad, err := netip.ParseAddr(id); err == nil {
+			a.nodeID = pfcp.NodeID{Addr: ad}
+		} else {
+			a.nodeID = pfcp.NodeID{FQDN: id}
+		}
+	} else {
+		a.nodeID = pfcp.NodeID{Addr: cfg.Listen.Addr()}
+	}
+	lo, hi := cfg.Settings.TEIDs()
+	if a.teidNext < lo || a.teidNext > hi {
+		a.teidNext = lo + rand.Uint32N(hi-lo+1)
+	}
+}
+
+// Stop closes the endpoint. It does not wait for the agent's goroutines:
+// one may be waiting for the engine, whose lock the caller may hold.
+func (a *Agent) Stop() {
+	a.once.Do(func() {
+		close(a.done)
+		a.conn.Close()
+	})
+}
+
+// Notify queues an event for a report; false if the queue is full.
+func (a *Agent) Notify(ev Event) bool {
+	select {
+	case a.ev <- ev:
+		return true
+	default:
+		return false
+	}
+}
+
+// read moves datagrams from the socket to the queue the server drains.
+func (a *Agent) read() {
+	buf := make([]byte, pfcp.MaxMessage)
+	for {
+		n, from, err := a.conn.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				close(a.in)
+				return
+			}
+			continue
+		}
+		b := make([]byte, n)
+		copy(b, buf[:n])
+		select {
+		case a.in <- inbound{netip.AddrPortFrom(from.Addr().Unmap(), from.Port()), b}:
+		case <-a.done:
+			close(a.in)
+			return
+		}
+	}
+}
+
+// maxBatch bounds the session requests committed as one change.
+const maxBatch = 256
+
+// serve handles what arrives: every datagram waiting is taken at once, and
+// the session requests among them are committed together.
+func (a *Agent) serve() {
+	for {
+		var batch []inbound
+		select {
+		case m, ok := <-a.in:
+			if !ok {
+				return
+			}
+			batch = append(batch, m)
+		case ev := <-a.ev:
+			a.report(ev)
+			continue
+		}
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case m, ok := <-a.in:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, m)
+			default:
+				break drain
+			}
+		}
+		a.handle(batch)
+	}
+}
+
+// handle processes a batch of datagrams.
+func (a *Agent) handle(batch []inbound) {
+	var sess []*sessionRequest
+	for _, in := range batch {
+		msgs, err := pfcp.Parse(in.b)
+		if err != nil {
+			if len(msgs) == 0 {
+				a.reject(in.from, err)
+				continue
+			}
+		}
+		for _, m := range msgs {
+			if r := a.message(in.from, m); r != nil {
+				sess = append(sess, r)
+			}
+		}
+		if err != nil {
+			a.reject(in.from, err)
+		}
+	}
+	if len(sess) > 0 {
+		a.sessions(sess)
+	}
+}
+
+// message handles one parsed message; session requests are returned to be
+// committed with the batch.
+func (a *Agent) message(from netip.AddrPort, m *pfcp.Message) *sessionRequest {
+	a.count(a.stats.Received, m.Type.String())
+	if !m.Type.Known() {
+		a.countDiscard()
+		return nil
+	}
+	if !m.Type.IsRequest() {
+		a.response(from, m)
+		return nil
+	}
+	if resp, ok := a.cache.get(from, m.Seq); ok {
+		a.mu.Lock()
+		a.stats.Duplicates++
+		a.mu.Unlock()
+		if resp != nil { // nil: being processed in this batch
+			a.send(from, resp)
+		}
+		return nil
+	}
+	if err := pfcp.Check(m); err != nil {
+		a.reject(from, err)
+		return nil
+	}
+	if m.Type.IsSession() {
+		a.cache.put(from, m.Seq, nil)
+		return &sessionRequest{from: from, msg: m}
+	}
+	a.node(from, m)
+	return nil
+}
+
+// reject answers a malformed request with the cause its error carries (or
+// drops it silently when there is nothing to answer).
+func (a *Agent) reject(from netip.AddrPort, err error) {
+	e := pfcp.AsError(err)
+	a.logf("PFCP from %s: %v", from, e)
+	h := e.Header
+	if e.Cause == 0 || h == nil || !h.Type.IsRequest() || !h.Type.Known() {
+		a.countDiscard()
+		return
+	}
+	if e.VersionNotSupported() {
+		a.sendMsg(from, &pfcp.Message{Type: pfcp.VersionNotSupportedResponse, Seq: h.Seq})
+		return
+	}
+	resp := h.Response(pfcp.CauseIE(e.Cause))
+	if e.Offending != 0 {
+		resp.IEs = append(resp.IEs, pfcp.OffendingIE(e.Offending))
+	}
+	a.withNodeID(resp)
+	if h.Type.IsSession() {
+		resp.SEID = a.cpSEIDOf(h)
+	}
+	a.cache.put(from, h.Seq, a.sendMsg(from, resp))
+}
+
+// withNodeID puts the UPF's Node ID first in responses whose table has one.
+func (a *Agent) withNodeID(m *pfcp.Message) {
+	for _, f := range pfcp.Fields(m.Type) {
+		if f.Type == pfcp.IENodeID {
+			m.IEs = append(pfcp.IEs{a.nodeID.IE()}, m.IEs...)
+			return
+		}
+	}
+}
+
+// cpSEIDOf is the SEID to answer a session request with: the SMF's, found
+// by the UPF's SEID the request carries.
+func (a *Agent) cpSEIDOf(h *pfcp.Message) uint64 {
+	if h.Type == pfcp.SessionEstablishmentRequest {
+		if ie := h.IEs.Find(pfcp.IEFSEID); ie != nil {
+			if f, err := pfcp.ParseFSEID(ie.Value); err == nil {
+				return f.SEID
+			}
+		}
+		return 0
+	}
+	if s, err := a.readSession(h.SEID); err == nil && s != nil {
+		return s.CPSEID
+	}
+	return 0
+}
+
+func (a *Agent) count(m map[string]uint64, k string) {
+	a.mu.Lock()
+	m[k]++
+	a.mu.Unlock()
+}
+
+func (a *Agent) countDiscard() {
+	a.mu.Lock()
+	a.stats.Discarded++
+	a.mu.Unlock()
+}
+
+// sendMsg encodes and sends a message; it returns the octets.
+func (a *Agent) sendMsg(to netip.AddrPort, m *pfcp.Message) []byte {
+	b := m.Marshal()
+	a.mu.Lock()
+	a.stats.Sent[m.Type.String()]++
+	if c := m.IEs.Find(pfcp.IECause); c != nil && len(c.Value) > 0 && !m.Type.IsRequest() {
+		a.stats.Causes[pfcp.Cause(c.Value[0]).String()]++
+	}
+	a.mu.Unlock()
+	a.send(to, b)
+	return b
+}
+
+func (a *Agent) send(to netip.AddrPort, b []byte) {
+	if _, err := a.conn.WriteToUDPAddrPort(b, to); err != nil && !errors.Is(err, net.ErrClosed) {
+		a.logf("PFCP to %s: %v", to, err)
+	}
+}
+
+// Snapshot returns the agent's counters.
+func (a *Agent) Snapshot() Stats {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	cp := func(m map[string]uint64) map[string]uint64 {
+		out := make(map[string]uint64, len(m))
+		for k, v := range m {
+			out[k] = v
+		}
+		return out
+	}
+	s := a.stats
+	s.Received, s.Sent, s.Causes = cp(a.stats.Received), cp(a.stats.Sent), cp(a.stats.Causes)
+	return s
+}
+
+// recovery is the UPF's Recovery Time Stamp.
+func (a *Agent) recovery() time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cfg.Settings.Recovery()
+}
