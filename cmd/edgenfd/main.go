@@ -26,6 +26,7 @@ import (
 	_ "github.com/edgenf/edgenf/internal/nf/all"
 	p4nf "github.com/edgenf/edgenf/internal/nf/p4"
 	"github.com/edgenf/edgenf/internal/p4rt"
+	"github.com/edgenf/edgenf/internal/privdir"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
 )
@@ -220,8 +221,8 @@ func run(log *slog.Logger, cfg engine.Config, socket, listen, tokenFile string, 
 
 // listenUnix opens the API socket, readable and writable by root only.
 func listenUnix(path string) (net.Listener, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, err
+	if err := privdir.Ensure(filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("socket: %w", err)
 	}
 	if c, err := net.Dial("unix", path); err == nil {
 		c.Close()
