@@ -139,13 +139,18 @@ func accepted(t *testing.T, what string, raw json.RawMessage, err error) bool {
 }
 
 // fixtureCube is a cube of typ with default settings and, unless it is
-// transparent, ports p0 and p1 on two subnets (a p4 cube runs a program
+// transparent, ports p0 and p1 (or the first two names its ports may
+// have) on two subnets (a p4 cube runs a program
 // with tables of every match kind).
 func fixtureCube(t *testing.T, typ *cube.Type) *cube.Cube {
 	c := &cube.Cube{Name: "c", Type: typ.Name, Hook: typ.Hooks[0]}
 	if !typ.Transparent {
-		c.Ports = []cube.Port{{Name: "p0", Index: 0, Addresses: []string{"198.18.0.1/24"}},
-			{Name: "p1", Index: 1, Addresses: []string{"198.19.0.1/16"}}}
+		names := []string{"p0", "p1"}
+		if len(typ.PortNames) >= 2 {
+			names = typ.PortNames
+		}
+		c.Ports = []cube.Port{{Name: names[0], Index: 0, Addresses: []string{"198.18.0.1/24"}},
+			{Name: names[1], Index: 1, Addresses: []string{"198.19.0.1/16"}}}
 	}
 	if typ.Name == "p4" {
 		src, err := os.ReadFile("../../examples/p4/acl.p4")

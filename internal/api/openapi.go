@@ -147,6 +147,12 @@ func typedPort(s *Schema, t *cube.Type) *Schema {
 	if t.PortAddresses != "" {
 		s.Properties["addresses"] = &Schema{Type: "array", Items: schema.String(t.PortAddresses), Nullable: true}
 	}
+	if name, ok := s.Properties["name"]; ok && len(t.PortNames) > 0 {
+		name.Pattern, name.Description, name.Enum = "", "", t.PortNames
+	}
+	if index, ok := s.Properties["index"]; ok && t.PortIndexMax > 0 {
+		index.Maximum = schema.Num(int64(t.PortIndexMax))
+	}
 	return s
 }
 

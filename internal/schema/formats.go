@@ -134,6 +134,8 @@ var Formats = map[string]Format{
 		Doc: "a unicast MAC address (group bit clear, not all zero), aa:bb:cc:dd:ee:ff (or with '-')"},
 	"ipv4": {Pattern: Anchored(IPv4), OpenAPI: "ipv4",
 		Doc: "an IPv4 address"},
+	"ipv6": {Pattern: Anchored(IPv6),
+		Doc: "an IPv6 address"},
 	"ip": {Pattern: Anchored(IPv4 + "|" + IPv6),
 		Doc: "an IPv4 or IPv6 address"},
 	"ipv4-prefix": {Pattern: Anchored(IPv4 + "/" + Len4),

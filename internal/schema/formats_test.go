@@ -28,6 +28,7 @@ var parsers = map[string]func(s string) bool{
 		return err == nil && len(hw) == 6 && hw[0]&1 == 0 && string(hw) != "\x00\x00\x00\x00\x00\x00"
 	},
 	"ipv4": func(s string) bool { a, err := netip.ParseAddr(s); return err == nil && a.Is4() },
+	"ipv6": func(s string) bool { a, err := netip.ParseAddr(s); return err == nil && a.Is6() && a.Zone() == "" },
 	"ip":   func(s string) bool { _, err := netip.ParseAddr(s); return err == nil },
 	"ipv4-prefix": func(s string) bool {
 		p, err := netip.ParsePrefix(s)
