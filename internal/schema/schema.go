@@ -204,6 +204,9 @@ func fieldSchema(f reflect.StructField, depth int) *Schema {
 			*dst = &n
 		}
 	}
+	if fs.MinItems != nil && *fs.MinItems > 0 {
+		fs.Nullable = false // null decodes as no items
+	}
 	if d := f.Tag.Get("doc"); d != "" {
 		if el != fs || fs.Description == "" {
 			fs.Description = d

@@ -88,7 +88,7 @@ type Config struct {
 type PFCP struct {
 	// Address is the host address the UPF listens on for PFCP (UDP): one
 	// address, never the wildcard.
-	Address string `json:"address" format:"ip" doc:"a loopback or host address, not a wildcard or multicast one (422 otherwise)"`
+	Address string `json:"address" format:"ip" doc:"a loopback or host address, not a wildcard or multicast one (422 otherwise), that the machine holds, with the port free (409 otherwise)"`
 	// Port defaults to 8805.
 	Port uint16 `json:"port,omitempty"`
 	// HeartbeatSeconds is how often the UPF sends Heartbeat Requests to
