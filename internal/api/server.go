@@ -391,6 +391,9 @@ func (s *Server) createCube(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	err = s.eng.UpdateAs(r.Context(), id.actor(), func(t *cube.Topology, sc tenant.Scope) error {
+		if err := sc.NewCube("name", model.Name); err != nil {
+			return err
+		}
 		for _, p := range model.Ports {
 			if p.Peer != "" {
 				if err := sc.Ref(t, "ports["+p.Name+"].peer", p.Peer); err != nil {

@@ -420,6 +420,9 @@ func (e *Engine) commit(who tenant.Actor, next *cube.Topology) error {
 	if err := next.ValidateChange(e.topo, e.sys()); err != nil {
 		return err
 	}
+	if err := e.checkNames(who, next); err != nil {
+		return err
+	}
 	if err := e.checkQuota(who, next); err != nil {
 		return err
 	}
