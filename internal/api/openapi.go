@@ -6,6 +6,7 @@ import (
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/endpoint"
 	"github.com/edgenf/edgenf/internal/engine"
 	"github.com/edgenf/edgenf/internal/schema"
 	"github.com/edgenf/edgenf/internal/tenant"
@@ -92,7 +93,7 @@ var errorSchema = SchemaOf(struct {
 func pathParam(name string) param {
 	s := &Schema{Type: "string"}
 	switch name {
-	case "cube", "port", "tenant":
+	case "cube", "port", "tenant", "endpoint":
 		s = schema.String("name")
 	case "iface":
 		s = schema.String("ifname")
@@ -287,6 +288,12 @@ func OpenAPI() map[string]any {
 	add("/v1/tenants/{tenant}", "put", op{Summary: "Declare a tenant or replace its record (administrator): interfaces it may use, quotas", Parameters: pathParams("tenant"),
 		RequestBody: jsonBody(tenantSchema), Responses: ok(200, "tenant (201 when new)", tenantStatus)})
 	add("/v1/tenants/{tenant}", "delete", op{Summary: "Remove a tenant's record (administrator): defaults apply again", Parameters: pathParams("tenant"), Responses: ok(204, "removed", nil)})
+	endpointSchema := SchemaOf(&endpoint.Endpoint{})
+	add("/v1/endpoints", "get", op{Summary: "Workloads (pods) plugged into tenants' cubes by the CNI plugin (a tenant sees its own)", Responses: ok(200, "endpoints", &Schema{Type: "array", Items: endpointSchema})})
+	add("/v1/endpoints/{endpoint}", "get", op{Summary: "One endpoint", Parameters: pathParams("endpoint"), Responses: ok(200, "endpoint", endpointSchema)})
+	add("/v1/endpoints/{endpoint}", "put", op{Summary: "Plug a workload in (administrator): a port of the tenant's cube peered with the interface, and the interface given to the tenant, in one change",
+		Parameters: pathParams("endpoint"), RequestBody: jsonBody(endpointSchema), Responses: ok(200, "endpoint (201 when new)", endpointSchema)})
+	add("/v1/endpoints/{endpoint}", "delete", op{Summary: "Unplug a workload (administrator): its port and its interface, in one change", Parameters: pathParams("endpoint"), Responses: ok(204, "removed", nil)})
 	add("/v1/whoami", "get", op{Summary: "Who the request authenticated as: the administrator or a tenant", Responses: ok(200, "identity", SchemaOf(&Identity{}))})
 	add("/v1/graph", "get", op{Summary: "The topology the caller may see, without table entries or settings (the dashboard's graph)", Responses: ok(200, "graph", SchemaOf(&Graph{}))})
 	add("/v1/stats", "get", op{Summary: "Every visible cube's per-port counters, read at one time", Responses: ok(200, "counters", SchemaOf(&Stats{}))})

@@ -20,9 +20,11 @@ import (
 	"sync"
 
 	"github.com/cilium/ebpf"
+	"github.com/vishvananda/netlink"
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/endpoint"
 	"github.com/edgenf/edgenf/internal/privdir"
 	"github.com/edgenf/edgenf/internal/state"
 	"github.com/edgenf/edgenf/internal/tenant"
@@ -79,6 +81,12 @@ type Engine struct {
 	// of them when restoring, those that were down when rolling back.
 	goesDown func(name string) bool
 	tenants  tenantState // tenants.go
+	// endpoints are the workloads plugged into tenants' cubes, by name
+	// (endpoints.go).
+	endpoints map[string]*endpoint.Endpoint
+	// redirectReady are the interfaces (by index) prepared to receive
+	// XDP redirects (ensureRedirectTargets), until a stub is detached.
+	redirectReady map[int]bool
 }
 
 // Revision counts the changes the engine has made (topology updates and
@@ -168,6 +176,8 @@ func Open(cfg Config) (*Engine, error) {
 		stubHops:  map[StubKey]datapath.Hop{},
 		stubEntry: map[StubKey]*datapath.Cube{},
 		specs:     map[[32]byte]*ebpf.CollectionSpec{},
+
+		redirectReady: map[int]bool{},
 	}
 	if err := e.tenants.init(cfg, f.Tenants); err != nil {
 		dp.Close()
@@ -204,6 +214,7 @@ func Open(cfg Config) (*Engine, error) {
 		return fail(fmt.Errorf("restore state: %w", err))
 	}
 	e.topo, e.gen = f.Topology, f.Gen
+	e.restoreEndpoints(f.Endpoints)
 	// What the kernel holds beyond the state goes, before the snapshot
 	// below drops the journal that says what that may be.
 	e.removeResidues(f.Residues)
@@ -401,6 +412,9 @@ func (e *Engine) Replace(ctx context.Context, t *cube.Topology, dryRun bool) ([]
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	next := t.Clone()
+	if err := e.keepEndpoints(next); err != nil {
+		return nil, err
+	}
 	if err := next.ValidateChange(e.topo, e.sys()); err != nil {
 		return nil, err
 	}
@@ -415,6 +429,9 @@ func (e *Engine) Replace(ctx context.Context, t *cube.Topology, dryRun bool) ([]
 // quotas and applies it.
 func (e *Engine) commit(who tenant.Actor, next *cube.Topology) error {
 	if err := e.scope(who).Change(e.topo, next); err != nil {
+		return err
+	}
+	if err := e.checkEndpoints(next); err != nil {
 		return err
 	}
 	if err := next.ValidateChange(e.topo, e.sys()); err != nil {
@@ -477,7 +494,7 @@ func (e *Engine) save(next *cube.Topology) error {
 		}
 		parts[name] = l.json
 	}
-	if err := state.SaveParts(e.cfg.StateFile, e.gen+1, parts, next.Attachments, e.slots, e.tenants.declared); err != nil {
+	if err := state.SaveParts(e.cfg.StateFile, e.gen+1, parts, next.Attachments, e.slots, e.tenants.declared, e.endpoints); err != nil {
 		return err
 	}
 	e.gen++
@@ -535,12 +552,14 @@ func (e *Engine) sys() sysInfo {
 	return sysInfo{known}
 }
 
+// ifindex asks the kernel for one interface (net.InterfaceByName would
+// list them all, for every peer of every change).
 func ifindex(name string) (int, error) {
-	i, err := net.InterfaceByName(name)
+	l, err := netlink.LinkByName(name)
 	if err != nil {
 		return 0, cube.NotFound("peer", "no Linux interface named %q", name)
 	}
-	return i.Index, nil
+	return l.Attrs().Index, nil
 }
 
 // reconcile makes the kernel objects match desired. It is idempotent, so
@@ -859,15 +878,22 @@ func (e *Engine) writeHops(p *plan) error {
 // ensureRedirectTargets runs after the stubs are in place: a stub detached
 // from one end of a veth pair may have been the XDP program its peer's
 // redirects relied on.
+// An interface prepared once stays prepared until a stub is detached
+// (reconcileStubs forgets them all then): a change costs what it adds, not
+// a look into every pod's namespace.
 func (e *Engine) ensureRedirectTargets(p *plan) error {
 	for iface := range p.redirects {
 		idx, err := ifindex(iface)
 		if err != nil {
 			continue // reported as missing by the planner
 		}
+		if e.redirectReady[idx] {
+			continue
+		}
 		if err := e.dp.EnsureRedirectTarget(idx); err != nil {
 			return err
 		}
+		e.redirectReady[idx] = true
 	}
 	return nil
 }
@@ -940,6 +966,7 @@ func (e *Engine) reconcileStubs(p *plan) error {
 		if err := e.dp.DetachStub(k.Iface, k.Hook, k.Dir); err != nil {
 			return err
 		}
+		clear(e.redirectReady) // its peer may have relied on it
 		s.Close()
 		delete(e.stubs, k)
 		delete(e.stubHops, k)

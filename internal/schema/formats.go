@@ -140,6 +140,8 @@ var Formats = map[string]Format{
 		Doc: "an IPv4 or IPv6 address"},
 	"ipv4-prefix": {Pattern: Anchored(IPv4 + "/" + Len4),
 		Doc: "an IPv4 prefix, address/length, with no bits set after the length (422 otherwise)"},
+	"ip-prefix": {Pattern: Anchored(IPv4 + "/" + Len4 + "|" + IPv6 + "/" + Len6),
+		Doc: "an address and a prefix length, IPv4 or IPv6: 198.18.0.2/24"},
 	"ipv4-host": {Pattern: Anchored(IPv4 + "(/" + Len4 + ")?"),
 		Doc: "an IPv4 address or prefix (address/length), with no bits set after the length (422 otherwise)"},
 	"ip-host": {Pattern: Anchored(IPv4 + "(/" + Len4 + ")?|" + IPv6 + "(/" + Len6 + ")?"),

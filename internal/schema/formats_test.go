@@ -35,6 +35,7 @@ var parsers = map[string]func(s string) bool{
 		return err == nil && p.Addr().Is4()
 	},
 	"ipv4-host": ipv4Host,
+	"ip-prefix": func(s string) bool { _, err := netip.ParsePrefix(s); return err == nil },
 	"ip-host": func(s string) bool {
 		if strings.Contains(s, "/") {
 			p, err := netip.ParsePrefix(s)
