@@ -166,12 +166,10 @@ func run(log *slog.Logger, cfg engine.Config, socket, listen, tokenFile string, 
 		defer func() { stop(); <-done }() // before the engine closes
 	}
 
-	ul, err := listenUnix(socket)
-	if err != nil {
-		return err
-	}
+	// The API socket is made last: once it exists, every listener is
+	// (scripts and tests wait for it).
 	servers := []*http.Server{{Handler: srv.Unix(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: tcpF.idleTimeout}}
-	listeners := []net.Listener{ul}
+	listeners := []net.Listener{nil}
 	if listen != "" {
 		tl, err := tcpF.listen(listen)
 		if err != nil {
@@ -203,6 +201,9 @@ func run(log *slog.Logger, cfg engine.Config, socket, listen, tokenFile string, 
 			}()
 		}
 		log.Info("P4Runtime server", "socket", p4rtF.socket, "tcp", p4rtF.listen, "devices", p4rtF.devices)
+	}
+	if listeners[0], err = listenUnix(socket); err != nil {
+		return err
 	}
 	for i := range servers {
 		go func(i int) {
