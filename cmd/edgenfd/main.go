@@ -26,6 +26,7 @@ import (
 	_ "github.com/edgenf/edgenf/internal/nf/all"
 	p4nf "github.com/edgenf/edgenf/internal/nf/p4"
 	"github.com/edgenf/edgenf/internal/p4rt"
+	"github.com/edgenf/edgenf/internal/privdir"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
 )
@@ -171,12 +172,10 @@ func run(log *slog.Logger, cfg engine.Config, socket, listen, tokenFile string, 
 		defer func() { stop(); <-done }() // before the engine closes
 	}
 
-	ul, err := listenUnix(socket)
-	if err != nil {
-		return err
-	}
+	// The API socket is made last: once it exists, every listener is
+	// (scripts and tests wait for it).
 	servers := []*http.Server{{Handler: srv.Unix(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: tcpF.idleTimeout}}
-	listeners := []net.Listener{ul}
+	listeners := []net.Listener{nil}
 	if listen != "" {
 		tl, err := tcpF.listen(listen)
 		if err != nil {
@@ -209,6 +208,9 @@ func run(log *slog.Logger, cfg engine.Config, socket, listen, tokenFile string, 
 		}
 		log.Info("P4Runtime server", "socket", p4rtF.socket, "tcp", p4rtF.listen, "devices", p4rtF.devices)
 	}
+	if listeners[0], err = listenUnix(socket); err != nil {
+		return err
+	}
 	for i := range servers {
 		go func(i int) {
 			if servers[i].TLSConfig != nil {
@@ -239,8 +241,8 @@ func run(log *slog.Logger, cfg engine.Config, socket, listen, tokenFile string, 
 
 // listenUnix opens the API socket, readable and writable by root only.
 func listenUnix(path string) (net.Listener, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, err
+	if err := privdir.Ensure(filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("socket: %w", err)
 	}
 	if c, err := net.Dial("unix", path); err == nil {
 		c.Close()

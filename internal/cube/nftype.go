@@ -45,6 +45,14 @@ type Type struct {
 	Config any
 	// PortConfig is a pointer to the zero per-port settings value, if any.
 	PortConfig any
+	// PortAddresses, when set, is the format (internal/schema) of its
+	// ports' addresses, narrower than any port's.
+	PortAddresses string
+	// PortNames, when set, are the only names its ports may have (a upf's
+	// n3, n6, n9); PortIndexMax, when set, the highest index a port may
+	// have (below the framework's).
+	PortNames    []string
+	PortIndexMax int
 	// Tables are the type's collections of entries.
 	Tables []Table
 	// Views are read-only data read from the kernel (learned tables,

@@ -15,6 +15,7 @@ import (
 	"maps"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/endpoint"
+	"github.com/edgenf/edgenf/internal/privdir"
 	"github.com/edgenf/edgenf/internal/state"
 	"github.com/edgenf/edgenf/internal/tenant"
 )
@@ -127,11 +129,28 @@ type live struct {
 	down string
 }
 
+// checkStateFiles refuses a state file (or journal) another user could
+// replace or change, and the daemon would trust at its next start.
+func checkStateFiles(path string) error {
+	if err := privdir.Ensure(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
+	for _, f := range []string{path, state.JournalPath(path)} {
+		if err := privdir.CheckFile(f); err != nil {
+			return fmt.Errorf("state: %w", err)
+		}
+	}
+	return nil
+}
+
 // Open starts the engine: opens or re-adopts the pinned objects and restores
 // the state file. Cubes and stubs already pinned keep running untouched.
 func Open(cfg Config) (*Engine, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if err := checkStateFiles(cfg.StateFile); err != nil {
+		return nil, err
 	}
 	dp, err := datapath.Open(cfg.PinRoot)
 	if err != nil {
@@ -434,6 +453,9 @@ func (e *Engine) commit(who tenant.Actor, next *cube.Topology) error {
 		return err
 	}
 	if err := next.ValidateChange(e.topo, e.sys()); err != nil {
+		return err
+	}
+	if err := e.checkNames(who, next); err != nil {
 		return err
 	}
 	if err := e.checkQuota(who, next); err != nil {

@@ -59,16 +59,16 @@ const (
 
 // Timeouts are per-state idle timeouts in seconds; zero means the default.
 type Timeouts struct {
-	TCPSynSent     uint32 `json:"tcp_syn_sent,omitempty"`
-	TCPSynRecv     uint32 `json:"tcp_syn_recv,omitempty"`
-	TCPEstablished uint32 `json:"tcp_established,omitempty"`
-	TCPFinWait     uint32 `json:"tcp_fin_wait,omitempty"`
-	TCPTimeWait    uint32 `json:"tcp_time_wait,omitempty"`
-	TCPClose       uint32 `json:"tcp_close,omitempty"`
-	UDP            uint32 `json:"udp,omitempty"`
-	UDPReplied     uint32 `json:"udp_replied,omitempty"`
-	ICMP           uint32 `json:"icmp,omitempty"`
-	Other          uint32 `json:"other,omitempty"`
+	TCPSynSent     uint32 `json:"tcp_syn_sent,omitempty" maximum:"604800"`
+	TCPSynRecv     uint32 `json:"tcp_syn_recv,omitempty" maximum:"604800"`
+	TCPEstablished uint32 `json:"tcp_established,omitempty" maximum:"604800"`
+	TCPFinWait     uint32 `json:"tcp_fin_wait,omitempty" maximum:"604800"`
+	TCPTimeWait    uint32 `json:"tcp_time_wait,omitempty" maximum:"604800"`
+	TCPClose       uint32 `json:"tcp_close,omitempty" maximum:"604800"`
+	UDP            uint32 `json:"udp,omitempty" maximum:"604800"`
+	UDPReplied     uint32 `json:"udp_replied,omitempty" maximum:"604800"`
+	ICMP           uint32 `json:"icmp,omitempty" maximum:"604800"`
+	Other          uint32 `json:"other,omitempty" maximum:"604800"`
 }
 
 // Defaults are the timeouts used for zero fields (as in conntrack.h).

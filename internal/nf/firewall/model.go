@@ -9,6 +9,7 @@ import (
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/nf/conntrack"
+	"github.com/edgenf/edgenf/internal/schema"
 )
 
 // MaxRules is the number of rules a chain holds.
@@ -18,14 +19,14 @@ const MaxRules = 10240
 type Config struct {
 	// IngressPolicy and EgressPolicy are what happens to a packet no rule
 	// of the chain matches: accept (default) or drop.
-	IngressPolicy string `json:"ingress_policy,omitempty"`
-	EgressPolicy  string `json:"egress_policy,omitempty"`
+	IngressPolicy string `json:"ingress_policy,omitempty" format:"fw-action" doc:"accept (default) or drop"`
+	EgressPolicy  string `json:"egress_policy,omitempty" format:"fw-action" doc:"accept (default) or drop"`
 	// AcceptEstablished accepts every packet of a tracked connection
 	// (state established or related) before the rules are looked at.
 	AcceptEstablished bool `json:"accept_established,omitempty"`
 	// LogRate bounds the packets rules with log send to the slow path, per
 	// second and CPU (default 100; 0 keeps the default, -1 disables).
-	LogRate int `json:"log_rate,omitempty"`
+	LogRate int `json:"log_rate,omitempty" minimum:"-1" maximum:"1000000"`
 	// Timeouts are per-state idle timeouts of tracked connections (s).
 	Timeouts *conntrack.Timeouts `json:"timeouts,omitempty"`
 }
@@ -65,20 +66,20 @@ const (
 // match every field given. Rules are tried by increasing id. A rule without
 // addresses and family matches IPv4 and IPv6 alike.
 type Rule struct {
-	ID int `json:"id"`
+	ID int `json:"id" minimum:"1" maximum:"1073741824"`
 	// Family restricts the rule to ipv4 or ipv6 (implied by addresses).
-	Family string `json:"family,omitempty"`
+	Family string `json:"family,omitempty" enum:"ipv4|ipv6"`
 	// Src and Dst are IPv4 or IPv6 prefixes ("198.18.0.0/16",
 	// "2001:db8::/32") or addresses; 0.0.0.0/0 is every IPv4 address, ::/0
 	// every IPv6 one.
-	Src string `json:"src,omitempty"`
-	Dst string `json:"dst,omitempty"`
+	Src string `json:"src,omitempty" format:"ip-match"`
+	Dst string `json:"dst,omitempty" format:"ip-match"`
 	// Proto is tcp, udp, icmp, icmpv6 or an IP protocol number (the
 	// upper-layer header, found past IPv6 extension headers).
 	Proto string `json:"proto,omitempty"`
 	// Sport and Dport are a port or an inclusive range "lo-hi" (tcp/udp).
-	Sport string `json:"sport,omitempty"`
-	Dport string `json:"dport,omitempty"`
+	Sport string `json:"sport,omitempty" format:"port-range"`
+	Dport string `json:"dport,omitempty" format:"port-range"`
 	// ICMPType is an ICMP or ICMPv6 message type, by number or name
 	// (echo-request, echo-reply, destination-unreachable, time-exceeded,
 	// parameter-problem; ICMPv6 also packet-too-big and the neighbour
@@ -86,15 +87,54 @@ type Rule struct {
 	ICMPType string `json:"icmp_type,omitempty"`
 	// TCPFlags lists flags that must be set, and with '!' clear:
 	// "SYN,!ACK" (FIN SYN RST PSH ACK URG ECE CWR; proto tcp).
-	TCPFlags string `json:"tcp_flags,omitempty"`
+	TCPFlags string `json:"tcp_flags,omitempty" format:"tcp-flags"`
 	// State is a comma-separated set of connection-tracking states: new,
 	// established, related, invalid.
-	State string `json:"state,omitempty"`
+	State string `json:"state,omitempty" format:"ct-states"`
 	// Action is accept or drop.
-	Action string `json:"action"`
+	Action string `json:"action" format:"fw-action"`
 	// Log sends matching packets (rate-limited) to the slow path's log.
 	Log         bool   `json:"log,omitempty"`
 	Description string `json:"description,omitempty"`
+}
+
+func init() {
+	flag := "!?(" + strings.Join(caseFolded(flagNames()), "|") + ")"
+	state := "(" + strings.Join(caseFolded(conntrack.PktStateNames[:]), "|") + ")"
+	schema.Register("fw-action", schema.Format{Pattern: schema.Anchored(schema.CaseFold("accept") + "|" + schema.CaseFold("drop")),
+		Doc: "accept or drop"})
+	schema.Register("ip-protocol", schema.Format{Pattern: schema.Anchored(strings.Join(caseFolded([]string{"tcp", "udp", "icmp", "any"}), "|") + "|0*" + schema.Dec8),
+		Doc: "tcp, udp, icmp, any, or an IP protocol number 0..255"})
+	schema.Register("tcp-flags", schema.Format{Pattern: schema.Anchored(flag + "(," + flag + ")*"),
+		Doc: "TCP flags that must be set, and with '!' clear, each once (422 otherwise): SYN,!ACK (FIN SYN RST PSH ACK URG ECE CWR)"})
+	schema.Register("ct-states", schema.Format{Pattern: schema.Anchored(state + "(," + state + ")*"),
+		Doc: "connection-tracking states: new, established, related, invalid, e.g. established,related"})
+}
+
+func flagNames() []string {
+	out := make([]string, 0, len(flagBits))
+	for n := range flagBits {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func caseFolded(words []string) []string {
+	out := make([]string, len(words))
+	for i, w := range words {
+		out[i] = schema.CaseFold(w)
+	}
+	return out
+}
+
+// RefineSchema: ports need protocol tcp or udp, TCP flags protocol tcp.
+func (*Rule) RefineSchema(s *schema.Schema) {
+	s.AnyOf = []*schema.Schema{
+		schema.Branch(nil, map[string]*schema.Schema{"sport": schema.Absent(), "dport": schema.Absent(), "tcp_flags": schema.Absent()}),
+		schema.Branch([]string{"proto"}, map[string]*schema.Schema{"proto": schema.Str(schema.Anchored(schema.CaseFold("udp") + "|0*17")), "tcp_flags": schema.Absent()}),
+		schema.Branch([]string{"proto"}, map[string]*schema.Schema{"proto": schema.Str(schema.Anchored(schema.CaseFold("tcp") + "|0*6"))}),
+	}
 }
 
 // compiled is a validated rule in the form the compiler uses.
@@ -135,7 +175,7 @@ func prefix(field, s string) (netip.Prefix, error) {
 			netip.PrefixFrom(p.Addr().Unmap(), max(p.Bits()-96, 0)).Masked())
 	}
 	if p.Masked() != p {
-		return p, cube.Errorf(field, "%q has host bits set (did you mean %s?)", s, p.Masked())
+		return p, cube.Unprocessable(field, "%q has host bits set (did you mean %s?)", s, p.Masked())
 	}
 	return p, nil
 }
@@ -153,7 +193,7 @@ func portRange(field, s string) ([2]uint16, error) {
 		}
 	}
 	if hi < lo {
-		return [2]uint16{}, cube.Errorf(field, "inverted port range %q: %d > %d", s, lo, hi)
+		return [2]uint16{}, cube.Unprocessable(field, "inverted port range %q: %d > %d", s, lo, hi)
 	}
 	return [2]uint16{uint16(lo), uint16(hi)}, nil
 }
@@ -231,7 +271,7 @@ func (r *Rule) compile() (compiled, error) {
 				return c, cube.Errorf("tcp_flags", "unknown TCP flag %q: want FIN, SYN, RST, PSH, ACK, URG, ECE, CWR, optionally with '!'", f)
 			}
 			if c.flagMask&bit != 0 {
-				return c, cube.Errorf("tcp_flags", "flag %s given twice", strings.TrimPrefix(f, "!"))
+				return c, cube.Unprocessable("tcp_flags", "flag %s given twice", strings.TrimPrefix(f, "!"))
 			}
 			c.flagMask |= bit
 			if !neg {

@@ -163,7 +163,7 @@ func resolve(c *cube.Cube) ([]resolved, error) {
 	}
 	bySvc := map[string][]Backend{}
 	for _, v := range extra {
-		b := v.(*Backend)
+		b := &v.(*TableBackend).Backend
 		bySvc[b.Service] = append(bySvc[b.Service], *b)
 	}
 	out := make([]resolved, 0, len(rows))

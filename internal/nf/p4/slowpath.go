@@ -28,8 +28,6 @@ const (
 	// daemon's log (per second, burst); the rest are counted.
 	logRate  = 20
 	logBurst = 100
-	// maxPacketOut bounds a packet-out frame.
-	maxPacketOut = 9000
 )
 
 // Event is a digest or a packet-in the cube received.

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 
 	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/schema"
 )
 
 // Config holds the router's settings. Zero values mean the defaults.
@@ -14,13 +15,13 @@ type Config struct {
 	// ARPTimeout is how long (seconds) a learned ARP entry is trusted before
 	// the router re-probes it; an entry whose probe gets no answer within
 	// 3 s is removed. Default 300.
-	ARPTimeout int `json:"arp_timeout,omitempty"`
+	ARPTimeout int `json:"arp_timeout,omitempty" minimum:"0" maximum:"86400"`
 	// ARPQueueLen bounds the packets held per unresolved next hop while the
 	// router resolves it. Default 32.
-	ARPQueueLen int `json:"arp_queue_len,omitempty"`
+	ARPQueueLen int `json:"arp_queue_len,omitempty" minimum:"0" maximum:"1024"`
 	// ICMPRateLimit bounds the ICMP errors (time exceeded, unreachable)
 	// the router sends per second, across all ports. Default 100.
-	ICMPRateLimit int `json:"icmp_rate_limit,omitempty"`
+	ICMPRateLimit int `json:"icmp_rate_limit,omitempty" minimum:"0" maximum:"100000"`
 	// DisableRouteCache makes every packet look its route up in the LPM
 	// table instead of the per-destination route cache.
 	DisableRouteCache bool `json:"disable_route_cache,omitempty"`
@@ -99,7 +100,7 @@ func connectedOf(c *cube.Cube) ([]connected, error) {
 			}
 			m := pf.Masked()
 			if addr.Is4() && pf.Bits() <= 30 && (addr == m.Addr() || addr == lastAddr(m)) {
-				return nil, cube.Errorf(field+".addresses", "%s is the network or broadcast address of %s, not a host address", a, m)
+				return nil, cube.Unprocessable(field+".addresses", "%s is the network or broadcast address of %s, not a host address", a, m)
 			}
 			if addr.Is6() && pf.Bits() <= 126 && addr == m.Addr() {
 				return nil, cube.Errorf(field+".addresses", "%s is the subnet-router anycast address of %s, not a host address", a, m)
@@ -123,7 +124,7 @@ func connectedOf(c *cube.Cube) ([]connected, error) {
 		}
 	}
 	if n > maxAddrs {
-		return nil, cube.Errorf("ports", "%d addresses, at most %d", n, maxAddrs)
+		return nil, cube.Conflict("ports", "%d addresses, at most %d", n, maxAddrs)
 	}
 	return out, nil
 }
@@ -171,9 +172,14 @@ func PortMAC(c *cube.Cube, p *cube.Port) net.HardwareAddr {
 // Route is a static route: packets to Prefix go to NextHop (on a connected
 // subnet), or, with only Port, straight to their destination out of Port.
 type Route struct {
-	Prefix  string `json:"prefix"`
-	NextHop string `json:"next_hop,omitempty"`
-	Port    string `json:"port,omitempty"`
+	Prefix  string `json:"prefix" format:"ipv4-prefix"`
+	NextHop string `json:"next_hop,omitempty" format:"ipv4" doc:"the next hop: an address on a connected subnet (of port, if given)"`
+	Port    string `json:"port,omitempty" format:"name" doc:"the port the route leaves by; alone, destinations are on its link"`
+}
+
+// RefineSchema: a route has a next hop, a port, or both.
+func (*Route) RefineSchema(s *schema.Schema) {
+	s.AnyOf = []*schema.Schema{schema.Branch([]string{"next_hop"}, nil), schema.Branch([]string{"port"}, nil)}
 }
 
 // Validate checks the route against the cube's connected subnets and puts
@@ -187,12 +193,25 @@ func (r *Route) Validate(c *cube.Cube) error {
 		return cube.Errorf("prefix", "%s is an IPv4-mapped IPv6 prefix: give the IPv4 prefix", r.Prefix)
 	}
 	if pf.Masked() != pf {
-		return cube.Errorf("prefix", "%s has host bits set: did you mean %s?", r.Prefix, pf.Masked())
+		return cube.Unprocessable("prefix", "%s has host bits set: did you mean %s?", r.Prefix, pf.Masked())
 	}
 	r.Prefix = pf.String()
+	var nh netip.Addr
+	switch {
+	case r.NextHop != "":
+		if nh, err = netip.ParseAddr(r.NextHop); err != nil || nh.Zone() != "" {
+			return cube.Errorf("next_hop", "invalid address %q", r.NextHop)
+		}
+		if nh.Is4() != pf.Addr().Is4() {
+			return cube.Errorf("next_hop", "%s and the prefix %s are of different address families", nh, pf)
+		}
+		r.NextHop = nh.String()
+	case r.Port == "":
+		return cube.Errorf("next_hop", "a route needs a next_hop, or a port for a destination on the link")
+	}
 	conn, err := connectedOf(c)
 	if err != nil {
-		return cube.Errorf("prefix", "the cube's port addresses are invalid: %v", err)
+		return cube.Conflict("prefix", "the cube's port addresses are invalid: %v", err)
 	}
 	for _, cn := range conn {
 		if cn.Prefix == pf {
@@ -206,19 +225,8 @@ func (r *Route) Validate(c *cube.Cube) error {
 		}
 	}
 	if r.NextHop == "" {
-		if port == nil {
-			return cube.Errorf("next_hop", "a route needs a next_hop, or a port for a destination on the link")
-		}
 		return nil
 	}
-	nh, err := netip.ParseAddr(r.NextHop)
-	if err != nil || nh.Zone() != "" {
-		return cube.Errorf("next_hop", "invalid address %q", r.NextHop)
-	}
-	if nh.Is4() != pf.Addr().Is4() {
-		return cube.Errorf("next_hop", "%s and the prefix %s are of different address families", nh, pf)
-	}
-	r.NextHop = nh.String()
 	if nh.Is6() && nh.IsLinkLocalUnicast() {
 		// fe80::/64 is on every port's link: the port says which.
 		if port == nil {
@@ -228,26 +236,26 @@ func (r *Route) Validate(c *cube.Cube) error {
 	}
 	cn, ok := onLink(conn, nh)
 	if !ok {
-		return cube.Errorf("next_hop", "%s is not on a connected subnet of any port", nh)
+		return cube.Conflict("next_hop", "%s is not on a connected subnet of any port", nh)
 	}
 	if port != nil && cn.Port != port.Index {
-		return cube.Errorf("next_hop", "%s is on the subnet %s of port %s, not of port %s", nh, cn.Prefix, cn.Name, r.Port)
+		return cube.Conflict("next_hop", "%s is on the subnet %s of port %s, not of port %s", nh, cn.Prefix, cn.Name, r.Port)
 	}
 	for _, o := range conn {
 		if o.Addr == nh {
-			return cube.Errorf("next_hop", "%s is the router's own address", nh)
+			return cube.Conflict("next_hop", "%s is the router's own address", nh)
 		}
 	}
 	if nh.Is4() && nh == lastAddr(cn.Prefix) && cn.Prefix.Bits() <= 30 {
-		return cube.Errorf("next_hop", "%s is the broadcast address of %s", nh, cn.Prefix)
+		return cube.Conflict("next_hop", "%s is the broadcast address of %s", nh, cn.Prefix)
 	}
 	return nil
 }
 
 // Neighbor is a static ARP (IPv4) or neighbour (IPv6) entry.
 type Neighbor struct {
-	IP  string `json:"ip"`
-	MAC string `json:"mac"`
+	IP  string `json:"ip" format:"ip" doc:"an address on a connected subnet"`
+	MAC string `json:"mac" format:"mac-unicast"`
 }
 
 // Validate checks the entry is a unicast MAC on a connected subnet.
@@ -270,18 +278,18 @@ func (n *Neighbor) Validate(c *cube.Cube) error {
 	n.MAC = hw.String()
 	conn, err := connectedOf(c)
 	if err != nil {
-		return cube.Errorf("ip", "the cube's port addresses are invalid: %v", err)
+		return cube.Conflict("ip", "the cube's port addresses are invalid: %v", err)
 	}
 	cn, ok := onLink(conn, a)
 	if !ok {
-		return cube.Errorf("ip", "%s is not on a connected subnet of any port", a)
+		return cube.Conflict("ip", "%s is not on a connected subnet of any port", a)
 	}
 	if cn.Addr == a {
-		return cube.Errorf("ip", "%s is the router's own address", a)
+		return cube.Conflict("ip", "%s is the router's own address", a)
 	}
 	for _, o := range conn {
 		if o.Addr == a {
-			return cube.Errorf("ip", "%s is the router's own address", a)
+			return cube.Conflict("ip", "%s is the router's own address", a)
 		}
 	}
 	return nil

@@ -664,7 +664,7 @@ func (ctl *controller) listARP(h cube.Handle, c *cube.Cube) (any, error) {
 // FlushArgs select what arp_flush removes.
 type FlushArgs struct {
 	// Port limits the flush to entries on this port.
-	Port string `json:"port,omitempty"`
+	Port string `json:"port,omitempty" format:"name"`
 }
 
 func (ctl *controller) flushARP(h cube.Handle, c *cube.Cube, args any) (any, error) {
@@ -726,8 +726,9 @@ var Type = &cube.Type{
 		}
 		return objXDP, nil
 	},
-	Config: &Config{},
-	Tables: []cube.Table{routesTable, arpTable, raTable},
+	Config:        &Config{},
+	PortAddresses: "port-address",
+	Tables:        []cube.Table{routesTable, arpTable, raTable},
 	Views: []cube.View{
 		{Name: "routes", Doc: "The routing table in the kernel: connected and static routes.", Item: &RouteInfo{}, List: listRoutes},
 		{Name: "arp", Doc: "The ARP and IPv6 neighbour table: static, learned (with age) and incomplete (being resolved) entries.", Item: &ARPInfo{},
