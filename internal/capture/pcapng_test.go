@@ -68,8 +68,18 @@ func TestPcapngReadByTshark(t *testing.T) {
 		}
 	}
 	var pc bytes.Buffer
-	if err := ToPcap(bytes.NewReader(b.Bytes()), &pc, nil); err != nil {
+	pw := NewPcapWriter(&pc)
+	var st Stats
+	if err := ReadBlocks(bytes.NewReader(b.Bytes()), func(typ uint32, block []byte) error {
+		if IsStats(typ) {
+			st = ParseStats(block)
+		}
+		return pw.Block(typ, block)
+	}); err != nil {
 		t.Fatal(err)
+	}
+	if st.Seen != 5 || st.Matched != 3 || st.RingDrop != 1 || st.Delivered != 2 {
+		t.Errorf("statistics read back: %+v", st)
 	}
 	p := filepath.Join(dir, "x.pcap")
 	os.WriteFile(p, pc.Bytes(), 0o644)
@@ -80,4 +90,3 @@ func TestPcapngReadByTshark(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
-
