@@ -48,7 +48,8 @@ var (
 // definition of that language (every primitive, qualifier and arithmetic
 // expression tcpdump users know), so edgenf asks it, through tcpdump -ddd,
 // rather than reimplementing it. tcpdump runs without privileges (as
-// nobody). "" compiles to nil: every frame.
+// nobody), confined by bubblewrap when it is there: host names in filters
+// are not resolved (give addresses). "" compiles to nil: every frame.
 func Compile(ctx context.Context, expr string) ([]bpf.RawInstruction, error) {
 	expr = strings.TrimSpace(expr)
 	if expr == "" {
@@ -72,7 +73,14 @@ func Compile(ctx context.Context, expr string) ([]bpf.RawInstruction, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, tcpdump, "-ddd", "-r", "-", "--", expr)
+	argv := []string{tcpdump, "-ddd", "-r", "-", "--", expr}
+	if bwrap, err := exec.LookPath("bwrap"); err == nil {
+		// confined: no network (host names are not resolved), nothing
+		// writable, no environment
+		argv = append([]string{bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
+			"--ro-bind", "/", "/", "--"}, argv...)
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Stdin = bytes.NewReader(emptyPcap)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	var out, stderr bytes.Buffer

@@ -14,6 +14,9 @@ func TestCompileAsTcpdump(t *testing.T) {
 	if len(prog) < 5 || prog[len(prog)-1].Op != 0x06 {
 		t.Fatalf("program %v", prog)
 	}
+	if _, err := Compile(context.Background(), "host edgenf.invalid"); err == nil || !strings.Contains(err.Error(), "unknown host") {
+		t.Fatalf("host name: %v, want it unresolved", err)
+	}
 	if _, err := Compile(context.Background(), "udp prot 53"); err == nil || !strings.Contains(err.Error(), "syntax error") {
 		t.Fatalf("bad expression: %v, want libpcap's syntax error", err)
 	}
