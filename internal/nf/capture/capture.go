@@ -126,15 +126,25 @@ type kstats struct {
 
 type controller struct{}
 
-// Sync writes the settings and the filter program. The program is written
-// before its length: a capture being created sees no filter until then,
-// so it passes frames uncaptured, never through half a program.
+// Maps is where a capture's maps come from: a cube.Handle, or a
+// datapath.Cube (benchmarks).
+type Maps interface {
+	Map(name string) (*ebpf.Map, error)
+}
+
+// Sync writes the settings and the filter program.
 func (controller) Sync(h cube.Handle, c *cube.Cube) error {
 	v, err := cube.Decode("config", c.Config, &Config{})
 	if err != nil {
 		return err
 	}
-	cfg := v.(*Config)
+	return Configure(h, v.(*Config))
+}
+
+// Configure writes cfg into a capture's maps. The program is written
+// before its length: a capture being created sees no filter until then,
+// so it passes frames uncaptured, never through half a program.
+func Configure(h Maps, cfg *Config) error {
 	prog, err := pcap.Compile(context.Background(), cfg.Filter)
 	if err != nil {
 		return cube.Errorf("config.filter", "%v", err)
@@ -166,7 +176,7 @@ type Reader struct {
 }
 
 // Open starts reading the capture cube's ring (one reader at a time).
-func Open(h cube.Handle) (*Reader, error) {
+func Open(h Maps) (*Reader, error) {
 	ring, err := h.Map("cap_ring")
 	if err != nil {
 		return nil, err
