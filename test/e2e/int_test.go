@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/edgenf/edgenf/internal/netlab"
 )
@@ -122,5 +124,89 @@ func TestINTPriorityAndMirrorTC(t *testing.T) {
 	}
 	if got := after["ed00:2"] - before["ed00:2"]; got != uint64(len(frames)-len(slowFrames)) {
 		t.Errorf("the default class counted %d packets, want the %d under the threshold (classes: %v)", got, len(frames)-len(slowFrames), after)
+	}
+}
+
+// Two INT switches in a chain (7, transit; 8, the sink), each reporting
+// its hop to the daemon: per-switch hop and path latency histograms reach
+// Prometheus (/metrics) and InfluxDB, one observation per datagram and
+// hop, the path latency carrying the delay the datagrams came with.
+func TestINTHopLatencyToPrometheusAndInflux(t *testing.T) {
+	x := startInfluxd(t)
+	x.query(t, "", `CREATE DATABASE "edge"`)
+	addr := freeAddr(t)
+	d := startDaemon(t, "-listen", addr, "-tokens", tokenFile(t), "-influx-url", x.url, "-influx-db", "edge", "-influx-interval", "1s")
+	lab := netlab.NewT(t)
+	a, ra := quietHost(t, lab, "a", "198.18.0.1/24")
+	b, rb := quietHost(t, lab, "b", "198.18.0.3/24")
+	prog, _ := filepath.Abs("../../examples/p4/int_telemetry.p4")
+	for _, sw := range []struct {
+		name, id string
+	}{{"int1", "7"}, {"int2", "8"}} {
+		d.cli("cube", "add", sw.name, "p4", "--hook", "tc", "--program", prog)
+		d.cli("p4", "table-add", sw.name, "ipv4_fwd", "forward", "198.18.0.3", "=>", "3")
+		// a threshold no datagram reaches: no mirroring here
+		d.cli("p4", "table-set-default", sw.name, "int_config", "set_int_params", sw.id, "1000000", "200")
+	}
+	d.cli("port", "add", "int1", "p1", "--peer", ra, "--index", "1")
+	d.cli("port", "add", "int2", "p1", "--index", "1")
+	d.cli("port", "add", "int1", "p3", "--peer", "int2:p1", "--index", "3")
+	d.cli("port", "add", "int2", "p3", "--peer", rb, "--index", "3")
+	d.cli("p4", "table-add", "int2", "int_sink", "strip_int", "3")
+
+	sink := openMonitor(t, b)
+	const n = 40
+	var frames [][]byte
+	for i := range n {
+		frames = append(frames, intFrame(t, a, b, 10, i)) // 10 µs of delay so far
+	}
+	sendRawFrom(t, a, frames...)
+	if ports := sink.udpFrom("198.18.0.1", n); len(ports) != n || ports[0] != 7000 {
+		t.Fatalf("the sink received %d of %d datagrams (ports %v)", len(ports), n, ports)
+	}
+	count := func(metrics, name, cube, sw string) (float64, bool) {
+		re := regexp.MustCompile(`(?m)^edgenf_p4_` + name + `\{cube="` + cube + `"[^}]*switch_id="` + sw + `"[^}]*\} (\S+)$`)
+		m := re.FindStringSubmatch(metrics)
+		if m == nil {
+			return 0, false
+		}
+		v, err := strconv.ParseFloat(m[1], 64)
+		return v, err == nil
+	}
+	var metrics string
+	if msg := eventually(20*time.Second, func() string {
+		metrics = scrapeTCP(t, "http://"+addr, adminToken)
+		for _, c := range [][2]string{{"int1", "7"}, {"int2", "8"}} {
+			for _, h := range []string{"int_hop_latency_seconds_count", "int_path_latency_seconds_count"} {
+				if v, ok := count(metrics, h, c[0], c[1]); !ok || v != n {
+					return fmt.Sprintf("%s of switch %s: %v, want %d", h, c[1], v, n)
+				}
+			}
+		}
+		return ""
+	}); msg != "" {
+		t.Fatalf("%s\n%s", msg, grep(metrics, "edgenf_p4_int"))
+	}
+	if v, _ := count(metrics, "int_path_latency_seconds_sum", "int2", "8"); v < n*10e-6 {
+		t.Errorf("switch 8's path latency sums to %v s, want at least the %v s the datagrams came with", v, n*10e-6)
+	}
+	if msg := eventually(30*time.Second, func() string {
+		res := x.query(t, "edge", `SELECT last("int_hop_latency_seconds_count"), last("int_path_latency_seconds_sum") FROM "edgenf_p4" GROUP BY "switch_id"`)
+		got := map[string]int64{}
+		for _, s := range res.Series {
+			v, _ := s.Values[0][1].(json.Number).Int64()
+			got[s.Tags["switch_id"]] = v
+			if s.Tags["switch_id"] == "8" {
+				if sum, _ := s.Values[0][2].(json.Number).Float64(); sum < n*10e-6 {
+					return fmt.Sprintf("switch 8's path latency in InfluxDB sums to %v", sum)
+				}
+			}
+		}
+		if got["7"] != n || got["8"] != n {
+			return fmt.Sprintf("hop latency observations in InfluxDB by switch: %v, want %d each", got, n)
+		}
+		return ""
+	}); msg != "" {
+		t.Fatal(msg)
 	}
 }
