@@ -361,6 +361,11 @@ func OpenAPI() map[string]any {
 		Responses:   ok(200, "swapped", object(map[string]*Schema{"swapped": {Type: "string"}}, "swapped"))})
 	add("/v1/attachments", "get", op{Summary: "List attachments", Responses: ok(200, "attachments", &Schema{Type: "array", Items: SchemaOf(&Attachment{})})})
 	add("/v1/attachments", "post", op{Summary: "Attach a transparent cube to a cube port or interface", RequestBody: jsonBody(attachSchema()), Responses: ok(201, "attached", attachSchema())})
+	captured := ok(200, "the capture as pcapng, streamed as frames come (capture.go)", nil)
+	captured["200"] = response{Description: captured["200"].Description,
+		Content: map[string]mediaType{"application/x-pcapng": {&Schema{Type: "string", Format: "binary"}}}}
+	add("/v1/captures", "post", op{Summary: "Capture packets at a cube port or interface until count frames, the duration, or the client hangs up",
+		RequestBody: jsonBody(SchemaOf(&CaptureRequest{})), Responses: captured})
 	add("/v1/attachments/{cube}", "delete", op{Summary: "Detach a transparent cube", Parameters: pathParams("cube"), Responses: ok(204, "detached", nil)})
 	add("/v1/interfaces/{iface}/stats", "get", op{Summary: "Frames edgenf took in on an interface (administrator)", Parameters: pathParams("iface"),
 		Responses: ok(200, "counters by hook and direction", &Schema{Type: "object", AdditionalProperties: SchemaOf(&datapath.Stats{})})})
