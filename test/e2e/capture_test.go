@@ -18,7 +18,7 @@ import (
 )
 
 // knownFrames are the frames A sends, byte for byte: UDP to port 53 and to
-// another port, TCP, ICMP, from A's MAC to B's.
+// another port, TCP, ICMP, from A's MAC to B's, and one tagged frame.
 func knownFrames(t *testing.T, a, b *netlab.Host) [][]byte {
 	ma, _ := a.MAC("eth0")
 	mb, _ := b.MAC("eth0")
@@ -39,7 +39,9 @@ func knownFrames(t *testing.T, a, b *netlab.Host) [][]byte {
 		copy(f[6:12], ma)
 		out = append(out, f)
 	}
-	return out
+	// VLAN 10: at TC the kernel holds the tag outside the frame, and the
+	// capture puts it back
+	return append(out, nftest.VLANTagged(out[1], 1))
 }
 
 // tsharkFrames reads a capture file with tshark: each frame's raw bytes,
@@ -156,30 +158,32 @@ func TestCaptureAtMiddlePort(t *testing.T) {
 			frames := knownFrames(t, a, b)
 			var dns [][]byte
 			for i, f := range frames {
-				if i%4 == 0 {
+				if i%4 == 0 && i < 12 {
 					dns = append(dns, f)
 				}
 			}
 			dir := t.TempDir()
 			for _, c := range []struct {
-				name string
-				args []string
-				want [][]byte
+				name, point string
+				args        []string
+				want        [][]byte
 			}{
 				// B answers (ICMP errors, a TCP reset, echo replies): out
 				// of c2:p0, so only ingress is asked for here
-				{"all", []string{"--direction", "in"}, frames},
-				{"filtered", []string{"udp", "port", "53"}, dns},
+				{"all", "c2:p0", []string{"--direction", "in"}, frames},
+				{"filtered", "c2:p0", []string{"udp", "port", "53"}, dns},
+				// the interface A's frames enter edgenf on
+				{"iface", ra, []string{"--direction", "in"}, frames},
 			} {
 				file := filepath.Join(dir, c.name+".pcapng")
-				cmd, wait := d.startCapture(append([]string{"c2:p0", "-c", fmt.Sprint(len(c.want)), "-w", file}, c.args...)...)
+				cmd, wait := d.startCapture(append([]string{c.point, "-c", fmt.Sprint(len(c.want)), "-w", file}, c.args...)...)
 				if err := cmd.Start(); err != nil {
 					t.Fatal(err)
 				}
 				d.waitCaptures(1)
 				sendRawFrom(t, a, frames...)
 				msg := wait()
-				if !strings.Contains(msg, fmt.Sprintf("%d packets captured at c2:p0", len(c.want))) {
+				if !strings.Contains(msg, fmt.Sprintf("%d packets captured at %s", len(c.want), c.point)) {
 					t.Errorf("%s: capture said %q", c.name, msg)
 				}
 				got := tsharkFrames(t, file)
@@ -187,8 +191,8 @@ func TestCaptureAtMiddlePort(t *testing.T) {
 					t.Fatalf("%s: tshark read %d frames, want %d", c.name, len(got), len(c.want))
 				}
 				for i := range got {
-					if !bytes.Equal(got[i].raw, c.want[i]) || got[i].dir != "0x00000001" || got[i].name != "c2:p0" {
-						t.Errorf("%s: frame %d: %x dir %s on %q, want %x inbound on c2:p0", c.name, i, got[i].raw, got[i].dir, got[i].name, c.want[i])
+					if !bytes.Equal(got[i].raw, c.want[i]) || got[i].dir != "0x00000001" || got[i].name != c.point {
+						t.Errorf("%s: frame %d: %x dir %s on %q, want %x inbound on %s", c.name, i, got[i].raw, got[i].dir, got[i].name, c.want[i], c.point)
 					}
 				}
 				if left := d.captures(); len(left) != 0 {
