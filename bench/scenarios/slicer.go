@@ -138,7 +138,7 @@ func setupSlices(e *scenario.Env, hook datapath.Hook, n, chainLen int) (*scenari
 			if err != nil {
 				return datapath.Hop{}, err
 			}
-			err = configure(c, int(slot), int(first), int(first)+chainLen, out)
+			err = configure(c, int(slot), int(first), int(first)+chainLen, out, nil)
 			c.Close()
 			if err != nil {
 				return datapath.Hop{}, err

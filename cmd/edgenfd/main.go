@@ -78,11 +78,15 @@ func main() {
 		fmt.Fprintln(os.Stderr, "edgenfd:", err)
 		os.Exit(1)
 	}
+	nofile, nofileErr := raiseNofile() // nofile.go; logged below
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	if nofileErr != nil {
+		log.Warn("could not raise the open-files limit: each cube holds ~5 descriptors", "limit", nofile, "err", nofileErr)
+	}
 	pf := p4rtFlags{listen: *p4rtL, socket: *p4rtS, devices: *p4rtD}
 	if pf.socket == "" {
 		pf.socket = filepath.Join(filepath.Dir(*socket), "p4rt.sock")

@@ -282,6 +282,11 @@ func OpenAPI() map[string]any {
 	attach := SchemaOf(&Attachment{})
 	attach.Properties["position"].Pattern = `^(first|last|(before|after):` + schema.Name + `)$`
 	add("/v1/attachments", "post", op{Summary: "Attach a transparent cube to a cube port or interface", RequestBody: jsonBody(attach), Responses: ok(201, "attached", attach)})
+	captured := ok(200, "the capture as pcapng, streamed as frames come (capture.go)", nil)
+	captured["200"] = response{Description: captured["200"].Description,
+		Content: map[string]mediaType{"application/x-pcapng": {&Schema{Type: "string", Format: "binary"}}}}
+	add("/v1/captures", "post", op{Summary: "Capture packets at a cube port or interface until count frames, the duration, or the client hangs up",
+		RequestBody: jsonBody(SchemaOf(&CaptureRequest{})), Responses: captured})
 	add("/v1/attachments/{cube}", "delete", op{Summary: "Detach a transparent cube", Parameters: pathParams("cube"), Responses: ok(204, "detached", nil)})
 	add("/v1/interfaces/{iface}/stats", "get", op{Summary: "Frames edgenf took in on an interface (administrator)", Parameters: pathParams("iface"),
 		Responses: ok(200, "counters by hook and direction", &Schema{Type: "object", AdditionalProperties: SchemaOf(&datapath.Stats{})})})

@@ -44,6 +44,7 @@ func (s *Server) SetEstimate(f func(*cube.Topology) ([]estimate.ChainCost, error
 func New(eng *engine.Engine, tokens *Tokens) *Server {
 	s := &Server{eng: eng, tokens: tokens, mux: http.NewServeMux(), busy: inflight{n: map[string]int64{}}, daemonMetrics: newDaemonMetrics()}
 	s.routes()
+	removeStaleCaptures(s) // capture.go
 	return s
 }
 
@@ -60,8 +61,9 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/attachments", s.listAttachments)
 	m.HandleFunc("POST /v1/attachments", s.attach)
 	m.HandleFunc("DELETE /v1/attachments/{cube}", s.detach)
-	s.tenantRoutes()   // tenants.go
-	s.endpointRoutes() // endpoints.go
+	m.HandleFunc("POST /v1/captures", s.capture) // capture.go
+	s.tenantRoutes()                             // tenants.go
+	s.endpointRoutes()                           // endpoints.go
 	m.HandleFunc("GET /v1/interfaces/{iface}/stats", s.admin(s.ifaceStats))
 	m.HandleFunc("GET /metrics", s.metrics) // metrics.go
 	s.uiRoutes()                            // ui.go

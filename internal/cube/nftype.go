@@ -198,6 +198,35 @@ type Metric struct {
 	Gauge  bool // else a counter
 	Labels map[string]string
 	Value  float64
+	// Histogram, when set, makes the metric a histogram (Value unused):
+	// Prometheus gets <Name>_bucket, _sum and _count.
+	Histogram *Histogram
+}
+
+// Histogram is a distribution as Prometheus exposes it.
+type Histogram struct {
+	Bounds []float64 // upper bounds of the buckets, increasing (+Inf implied)
+	Counts []uint64  // observations <= each bound (cumulative)
+	Count  uint64    // all observations
+	Sum    float64
+}
+
+// Observe adds one observation.
+func (h *Histogram) Observe(v float64) {
+	for i, b := range h.Bounds {
+		if v <= b {
+			h.Counts[i]++
+		}
+	}
+	h.Count++
+	h.Sum += v
+}
+
+// Clone copies h (to report it outside a lock).
+func (h *Histogram) Clone() *Histogram {
+	c := *h
+	c.Counts = append([]uint64(nil), h.Counts...)
+	return &c
 }
 
 // MetricsReporter is implemented by controllers with metrics of their own.

@@ -311,3 +311,19 @@ func (e *Engine) punt(hook datapath.Hook, slot uint32, p cube.Punt) {
 // Controller exposes the cube's controller to its NF type's views and
 // actions.
 func (h *handle) Controller() cube.Controller { return h.l.ctl }
+
+// WithHandle runs fn with the engine's lock held and the handle of a cube
+// who may see: for the daemon's own services around a cube (a capture's
+// reader opens the cube's ring).
+func (e *Engine) WithHandle(who tenant.Actor, name string, fn func(h cube.Handle) error) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	l, err := e.live(who, name)
+	if err != nil {
+		return err
+	}
+	if l.down != "" {
+		return downErr(l)
+	}
+	return fn(&handle{e: e, l: l})
+}

@@ -3,6 +3,7 @@ package all
 
 import (
 	_ "github.com/edgenf/edgenf/internal/nf/bridge"
+	_ "github.com/edgenf/edgenf/internal/nf/capture"
 	_ "github.com/edgenf/edgenf/internal/nf/ddos"
 	_ "github.com/edgenf/edgenf/internal/nf/firewall"
 	_ "github.com/edgenf/edgenf/internal/nf/lb"

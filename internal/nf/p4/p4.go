@@ -277,8 +277,9 @@ func objectFor(c *cube.Cube) ([]byte, error) {
 // --- control plane ---
 
 type controller struct {
-	sp  *slowState // digests, packet-ins, learned entries (slowpath.go)
-	run *running   // pins the program the cube runs (compile.go)
+	sp   *slowState // digests, packet-ins, learned entries (slowpath.go)
+	run  *running   // pins the program the cube runs (compile.go)
+	ints *intStats  // INT hop reports (int.go)
 }
 
 // Close lets the cache evict the cube's program.
@@ -482,7 +483,7 @@ var Type = &cube.Type{
 		{Name: "packet_out", Doc: "Inject a frame (hex) at the CPU port with the program's packet_out header (metadata) in front, as a P4Runtime packet-out.", Args: &PacketOutArgs{}, Do: packetOut},
 	},
 	Prepare: prepare,
-	New:     func() cube.Controller { return controller{sp: newSlowState(), run: &running{}} },
+	New:     func() cube.Controller { return controller{sp: newSlowState(), run: &running{}, ints: &intStats{}} },
 }
 
 func init() { cube.Register(Type) }

@@ -248,6 +248,7 @@ func (ctl controller) HandlePunt(h cube.Handle, c *cube.Cube, p cube.Punt) {
 		s.add(Event{Time: now, Kind: "digest", Port: p.InPort, Digest: d.Name, ID: d.ID, Fields: vals})
 		s.mu.Unlock()
 		ctl.learn(h, c, r.Info, d, vals, now)
+		ctl.ints.observe(vals) // int.go
 	case ir.PuntLog:
 		l := sp.LogAt(p.Arg)
 		var line string
