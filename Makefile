@@ -127,7 +127,7 @@ demo-chain: build check-host
 
 bench: build
 	$(GO) run ./bench/cmd/accuracy -o bench/results/estimate-accuracy.md
-	EDGENF_PFCP_BENCH_OUT=bench/results/upf-pfcp.md \
+	EDGENF_PFCP_BENCH_OUT=$(CURDIR)/bench/results/upf-pfcp.md \
 	  $(GO) test -run XXX -bench PFCPEstablishment -benchtime 1x ./internal/pfcp/agent
 	$(GO) run ./bench/cmd/bench -o docs/performance.md
 
