@@ -138,6 +138,8 @@ var Formats = map[string]Format{
 		Doc: "an IPv6 address"},
 	"ip": {Pattern: Anchored(IPv4 + "|" + IPv6),
 		Doc: "an IPv4 or IPv6 address"},
+	"ip-unicast": {Pattern: Anchored(UnicastIPv4 + "|" + UnicastIPv6),
+		Doc: "a unicast IPv4 or IPv6 address: not unspecified, loopback or multicast"},
 	"ipv4-prefix": {Pattern: Anchored(IPv4 + "/" + Len4),
 		Doc: "an IPv4 prefix, address/length, with no bits set after the length (422 otherwise)"},
 	"ip-prefix": {Pattern: Anchored(IPv4 + "/" + Len4 + "|" + IPv6 + "/" + Len6),

@@ -30,6 +30,10 @@ var parsers = map[string]func(s string) bool{
 	"ipv4": func(s string) bool { a, err := netip.ParseAddr(s); return err == nil && a.Is4() },
 	"ipv6": func(s string) bool { a, err := netip.ParseAddr(s); return err == nil && a.Is6() && a.Zone() == "" },
 	"ip":   func(s string) bool { _, err := netip.ParseAddr(s); return err == nil },
+	"ip-unicast": func(s string) bool {
+		a, err := netip.ParseAddr(s)
+		return err == nil && a.Zone() == "" && !a.Is4In6() && !a.IsUnspecified() && !a.IsLoopback() && !a.IsMulticast()
+	},
 	"ipv4-prefix": func(s string) bool {
 		p, err := netip.ParsePrefix(s)
 		return err == nil && p.Addr().Is4()
