@@ -103,13 +103,13 @@ func connectedOf(c *cube.Cube) ([]connected, error) {
 				return nil, cube.Unprocessable(field+".addresses", "%s is the network or broadcast address of %s, not a host address", a, m)
 			}
 			if addr.Is6() && pf.Bits() <= 126 && addr == m.Addr() {
-				return nil, cube.Errorf(field+".addresses", "%s is the subnet-router anycast address of %s, not a host address", a, m)
+				return nil, cube.Unprocessable(field+".addresses", "%s is the subnet-router anycast address of %s, not a host address", a, m)
 			}
 			if addr.IsMulticast() || addr.IsLoopback() || addr.IsUnspecified() {
 				return nil, cube.Errorf(field+".addresses", "%s is not a unicast host address", a)
 			}
 			if addr.IsLinkLocalUnicast() && addr.Is6() {
-				return nil, cube.Errorf(field+".addresses", "%s: every port has its link-local address already (fe80:: and the EUI-64 of its MAC)", a)
+				return nil, cube.Unprocessable(field+".addresses", "%s: every port has its link-local address already (fe80:: and the EUI-64 of its MAC)", a)
 			}
 			for _, o := range out {
 				if o.Addr == addr {
