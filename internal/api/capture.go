@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
 
@@ -23,13 +24,21 @@ import (
 // pcapng stream, until Count frames, Duration, or the client hangs up.
 type CaptureRequest struct {
 	// Point: "cube:port" or a Linux interface the caller may use.
-	Point     string `json:"point"`
-	Direction string `json:"direction,omitempty"` // in, out, both
-	Filter    string `json:"filter,omitempty"`    // tcpdump syntax
-	Snaplen   int    `json:"snaplen,omitempty"`
-	Rate      int64  `json:"rate,omitempty"` // frames/s per CPU; -1: no bound
-	Count     int    `json:"count,omitempty"`
-	Duration  string `json:"duration,omitempty"` // Go duration, e.g. 10s
+	Point string `json:"point" format:"peer" doc:"where to capture: cube:port, or a Linux interface the caller may use (one there is not: 404)"`
+	// Config: snap length, direction, filter and rate bound, as a capture
+	// cube's settings.
+	nfcapture.Config
+	Count    int    `json:"count,omitempty" minimum:"0" doc:"stop after this many frames (0 or absent: no limit)"`
+	Duration string `json:"duration,omitempty" doc:"stop after this long: a Go duration such as 10s or 2m (zero, or longer than 2562047h: 422)"`
+}
+
+// goDuration is the form of a Go duration with units: time.ParseDuration
+// refuses one of this form only for its value (too long).
+var goDuration = regexp.MustCompile(`^(([0-9]+|[0-9]*[.][0-9]+)(ns|us|µs|ms|s|m|h))+$`)
+
+// RefineSchema: a duration has goDuration's form.
+func (*CaptureRequest) RefineSchema(s *Schema) {
+	s.Properties["duration"].Pattern = goDuration.String()
 }
 
 // captureCubePrefix names the transparent cubes a capture attaches: the
@@ -96,34 +105,19 @@ func (s *Server) capture(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	if req.Point == "" {
-		fail(w, cube.Errorf("point", "required: cube:port or a Linux interface"))
-		return
-	}
-	if req.Count < 0 {
-		fail(w, cube.Errorf("count", "count %d: give 1 or more frames, or 0 for no limit", req.Count))
-		return
-	}
-	var dur time.Duration
-	if req.Duration != "" {
-		var err error
-		if dur, err = time.ParseDuration(req.Duration); err != nil || dur <= 0 {
-			fail(w, cube.Errorf("duration", "duration %q: give a positive Go duration such as 10s or 2m", req.Duration))
-			return
-		}
-	}
-	cfg := nfcapture.Config{Snaplen: req.Snaplen, Direction: req.Direction, Filter: req.Filter, Rate: req.Rate}
-	if err := cfg.Validate(nil); err != nil { // compiles the filter before anything changes
+	dur, err := req.check()
+	if err != nil {
 		fail(w, err)
 		return
 	}
+	cfg := req.Config
 	raw, _ := json.Marshal(cfg)
 	var suffix [4]byte
 	rand.Read(suffix[:])
 	name := captureCubePrefix + hex.EncodeToString(suffix[:])
 	id := identityOf(r)
 	var hook datapath.Hook
-	err := s.eng.UpdateAs(r.Context(), who(r), func(t *cube.Topology, sc tenant.Scope) error {
+	err = s.eng.UpdateAs(r.Context(), who(r), func(t *cube.Topology, sc tenant.Scope) error {
 		if err := sc.Ref(t, "point", req.Point); err != nil {
 			return err
 		}
@@ -155,6 +149,28 @@ func (s *Server) capture(w http.ResponseWriter, r *http.Request) {
 	}
 	defer rd.Close()
 	s.streamCapture(w, r, rd, req, cfg, hook, dur)
+}
+
+// check checks a capture request on its own, before anything changes (the
+// filter is compiled), and gives its duration (0: none).
+func (req *CaptureRequest) check() (time.Duration, error) {
+	if req.Point == "" {
+		return 0, cube.Errorf("point", "required: cube:port or a Linux interface")
+	}
+	if req.Count < 0 {
+		return 0, cube.Errorf("count", "count %d: give 1 or more frames, or 0 for no limit", req.Count)
+	}
+	var dur time.Duration
+	if req.Duration != "" {
+		if !goDuration.MatchString(req.Duration) {
+			return 0, cube.Errorf("duration", "duration %q: give a positive Go duration such as 10s or 2m", req.Duration)
+		}
+		var err error
+		if dur, err = time.ParseDuration(req.Duration); err != nil || dur <= 0 {
+			return 0, cube.Unprocessable("duration", "duration %q: give a positive Go duration such as 10s or 2m, at most 2562047h", req.Duration)
+		}
+	}
+	return dur, req.Config.Validate(nil)
 }
 
 // monoOffset is what to add to CLOCK_MONOTONIC nanoseconds (the kernel's

@@ -166,3 +166,21 @@ func fixtureCube(t *testing.T, typ *cube.Type) *cube.Cube {
 	}
 	return c
 }
+
+// TestCaptureRequestSchemaValidIsAccepted: a capture request the document
+// calls valid passes the checks made before the capture attaches (its
+// point is then looked up: 404, 403), or is refused by a rule the document
+// states (422), never as malformed.
+func TestCaptureRequestSchemaValidIsAccepted(t *testing.T) {
+	g := schematest.New(2)
+	s := SchemaOf(&CaptureRequest{})
+	for range drawn {
+		raw := drawValid(t, g, s)
+		var req CaptureRequest
+		if err := cube.DecodeInto("", raw, &req); err != nil {
+			t.Fatalf("%s\ndoes not decode: %v", raw, err)
+		}
+		_, err := req.check()
+		accepted(t, "capture", raw, err)
+	}
+}

@@ -32,6 +32,9 @@ const (
 	// Len4Host is the prefix length of a host's address on a subnet a
 	// router serves, 8..32.
 	Len4Host = `(3[0-2]|[12][0-9]|[89])`
+	// Len6Host is the prefix length of a host's IPv6 address on a subnet
+	// a router serves, 16..128.
+	Len6Host = `(12[0-8]|1[01][0-9]|[2-9][0-9]|1[6-9])`
 )
 
 // IPv6 is an IPv6 address in the text forms of RFC 4291 2.2 (1 and 2: no
@@ -138,6 +141,8 @@ var Formats = map[string]Format{
 		Doc: "an IPv6 address"},
 	"ip": {Pattern: Anchored(IPv4 + "|" + IPv6),
 		Doc: "an IPv4 or IPv6 address"},
+	"ip-unicast": {Pattern: Anchored(UnicastIPv4 + "|" + UnicastIPv6),
+		Doc: "a unicast IPv4 or IPv6 address: not unspecified, loopback or multicast"},
 	"ipv4-prefix": {Pattern: Anchored(IPv4 + "/" + Len4),
 		Doc: "an IPv4 prefix, address/length, with no bits set after the length (422 otherwise)"},
 	"ip-prefix": {Pattern: Anchored(IPv4 + "/" + Len4 + "|" + IPv6 + "/" + Len6),
@@ -150,6 +155,10 @@ var Formats = map[string]Format{
 		Doc: "the port's address and its subnet's length, e.g. 198.18.0.1/24: a unicast host address, not the subnet's broadcast address (422 otherwise)"},
 	"ipv4-interface": {Pattern: Anchored(UnicastIPv4 + "/" + Len4Host),
 		Doc: "an IPv4 address and its subnet's length, 8..32, e.g. 198.18.0.1/24: neither the subnet's network nor its broadcast address (422 otherwise)"},
+	"ip-interface": {Pattern: Anchored(UnicastIPv4 + "/" + Len4Host + "|" + UnicastIPv6 + "/" + Len6Host),
+		Doc: "an address and its subnet's length, IPv4 (8..32) or IPv6 (16..128), e.g. 198.18.0.1/24 or 2001:db8::1/64: a unicast host address, neither the subnet's network or broadcast address (IPv4) nor its subnet-router anycast address or a link-local one (IPv6; 422 otherwise)"},
+	"ipv6-prefix": {Pattern: Anchored(IPv6 + "/" + Len6),
+		Doc: "an IPv6 prefix, address/length, e.g. 2001:db8:1::/64, with no bits set after the length (422 otherwise)"},
 	"port": {Pattern: Anchored(Port),
 		Doc: "a TCP or UDP port, 0..65535"},
 	"port-range": {Pattern: Anchored(Port + "(-" + Port + ")?"),

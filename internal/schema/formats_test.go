@@ -30,6 +30,20 @@ var parsers = map[string]func(s string) bool{
 	"ipv4": func(s string) bool { a, err := netip.ParseAddr(s); return err == nil && a.Is4() },
 	"ipv6": func(s string) bool { a, err := netip.ParseAddr(s); return err == nil && a.Is6() && a.Zone() == "" },
 	"ip":   func(s string) bool { _, err := netip.ParseAddr(s); return err == nil },
+	"ip-unicast": func(s string) bool {
+		a, err := netip.ParseAddr(s)
+		return err == nil && a.Zone() == "" && !a.Is4In6() && !a.IsUnspecified() && !a.IsLoopback() && !a.IsMulticast()
+	},
+	"ip-interface": func(s string) bool {
+		p, err := netip.ParsePrefix(s)
+		a := p.Addr()
+		return err == nil && !a.Is4In6() && (a.Is4() && p.Bits() >= 8 || a.Is6() && p.Bits() >= 16) &&
+			!a.IsUnspecified() && !a.IsMulticast() && !a.IsLoopback()
+	},
+	"ipv6-prefix": func(s string) bool {
+		p, err := netip.ParsePrefix(s)
+		return err == nil && p.Addr().Is6() && !p.Addr().Is4In6()
+	},
 	"ipv4-prefix": func(s string) bool {
 		p, err := netip.ParsePrefix(s)
 		return err == nil && p.Addr().Is4()

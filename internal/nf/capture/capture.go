@@ -42,17 +42,17 @@ const DefaultRate = 100000
 // Config is a capture's settings.
 type Config struct {
 	// Snaplen: bytes copied of each frame (0: MaxSnaplen).
-	Snaplen int `json:"snaplen,omitempty"`
+	Snaplen int `json:"snaplen,omitempty" minimum:"0" maximum:"16384" doc:"bytes copied of each frame, 1..16384 (0 or absent: 16384)"`
 	// Direction: in (towards the cube or host owning the point), out, or
 	// both (default).
-	Direction string `json:"direction,omitempty"`
+	Direction string `json:"direction,omitempty" enum:"in|out|both" doc:"in (towards the cube or host owning the point), out, or both (absent: both)"`
 	// Filter: a tcpdump (libpcap) filter expression; empty takes every
 	// frame.
-	Filter string `json:"filter,omitempty"`
+	Filter string `json:"filter,omitempty" doc:"a tcpdump (libpcap) filter expression; absent or empty takes every frame; one libpcap does not compile: 422"`
 	// Rate: at most this many frames per second per CPU are copied
 	// (0: DefaultRate; -1: no bound). Frames over it pass uncopied and are
 	// counted.
-	Rate int64 `json:"rate,omitempty"`
+	Rate int64 `json:"rate,omitempty" minimum:"-1" doc:"at most this many frames per second per CPU are copied (0 or absent: 100000; -1: no bound); frames over it pass uncopied and are counted"`
 }
 
 // Validate checks the settings; the filter is compiled (by libpcap).
@@ -67,7 +67,7 @@ func (cfg *Config) Validate(*cube.Cube) error {
 		return cube.Errorf("config.rate", "rate %d: give frames per second, 0 for the default (%d) or -1 for no bound", cfg.Rate, DefaultRate)
 	}
 	if _, err := pcap.Compile(context.Background(), cfg.Filter); err != nil {
-		return cube.Errorf("config.filter", "%v", err)
+		return cube.Unprocessable("config.filter", "%v", err)
 	}
 	return nil
 }
@@ -147,7 +147,7 @@ func (controller) Sync(h cube.Handle, c *cube.Cube) error {
 func Configure(h Maps, cfg *Config) error {
 	prog, err := pcap.Compile(context.Background(), cfg.Filter)
 	if err != nil {
-		return cube.Errorf("config.filter", "%v", err)
+		return cube.Unprocessable("config.filter", "%v", err)
 	}
 	pm, err := h.Map("cap_prog")
 	if err != nil {

@@ -3,6 +3,7 @@ package firewall
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -68,15 +69,15 @@ const (
 type Rule struct {
 	ID int `json:"id" minimum:"1" maximum:"1073741824"`
 	// Family restricts the rule to ipv4 or ipv6 (implied by addresses).
-	Family string `json:"family,omitempty" enum:"ipv4|ipv6"`
+	Family string `json:"family,omitempty" enum:"ipv4|ipv6" doc:"ipv4 or ipv6 (absent: implied by src and dst, else both); one src or dst, or proto icmp or icmpv6, disagrees with: 422"`
 	// Src and Dst are IPv4 or IPv6 prefixes ("198.18.0.0/16",
 	// "2001:db8::/32") or addresses; 0.0.0.0/0 is every IPv4 address, ::/0
 	// every IPv6 one.
 	Src string `json:"src,omitempty" format:"ip-match"`
-	Dst string `json:"dst,omitempty" format:"ip-match"`
+	Dst string `json:"dst,omitempty" format:"ip-match" doc:"an IPv4 or IPv6 address or prefix (no bits set after the length), or any; of src's family (422 otherwise)"`
 	// Proto is tcp, udp, icmp, icmpv6 or an IP protocol number (the
 	// upper-layer header, found past IPv6 extension headers).
-	Proto string `json:"proto,omitempty"`
+	Proto string `json:"proto,omitempty" format:"ip-protocol"`
 	// Sport and Dport are a port or an inclusive range "lo-hi" (tcp/udp).
 	Sport string `json:"sport,omitempty" format:"port-range"`
 	Dport string `json:"dport,omitempty" format:"port-range"`
@@ -84,7 +85,7 @@ type Rule struct {
 	// (echo-request, echo-reply, destination-unreachable, time-exceeded,
 	// parameter-problem; ICMPv6 also packet-too-big and the neighbour
 	// discovery types; proto icmp or icmpv6).
-	ICMPType string `json:"icmp_type,omitempty"`
+	ICMPType string `json:"icmp_type,omitempty" format:"icmp-type"`
 	// TCPFlags lists flags that must be set, and with '!' clear:
 	// "SYN,!ACK" (FIN SYN RST PSH ACK URG ECE CWR; proto tcp).
 	TCPFlags string `json:"tcp_flags,omitempty" format:"tcp-flags"`
@@ -103,12 +104,29 @@ func init() {
 	state := "(" + strings.Join(caseFolded(conntrack.PktStateNames[:]), "|") + ")"
 	schema.Register("fw-action", schema.Format{Pattern: schema.Anchored(schema.CaseFold("accept") + "|" + schema.CaseFold("drop")),
 		Doc: "accept or drop"})
-	schema.Register("ip-protocol", schema.Format{Pattern: schema.Anchored(strings.Join(caseFolded([]string{"tcp", "udp", "icmp", "any"}), "|") + "|0*" + schema.Dec8),
-		Doc: "tcp, udp, icmp, any, or an IP protocol number 0..255"})
+	schema.Register("ip-protocol", schema.Format{Pattern: schema.Anchored(strings.Join(caseFolded([]string{"tcp", "udp", "icmp", "icmpv6", "ipv6-icmp", "any"}), "|") + "|0*" + schema.Dec8),
+		Doc: "tcp, udp, icmp, icmpv6, any, or an IP protocol number 0..255 (icmp in an IPv6 rule, icmpv6 in an IPv4 one: 422)"})
+	schema.Register("icmp-type", schema.Format{Pattern: schema.Anchored(icmpTypePattern(icmpTypes, icmp6Types)),
+		Doc: "an ICMP (proto icmp) or ICMPv6 (proto icmpv6) message type: 0..255 or its name, e.g. echo-request"})
 	schema.Register("tcp-flags", schema.Format{Pattern: schema.Anchored(flag + "(," + flag + ")*"),
 		Doc: "TCP flags that must be set, and with '!' clear, each once (422 otherwise): SYN,!ACK (FIN SYN RST PSH ACK URG ECE CWR)"})
 	schema.Register("ct-states", schema.Format{Pattern: schema.Anchored(state + "(," + state + ")*"),
 		Doc: "connection-tracking states: new, established, related, invalid, e.g. established,related"})
+}
+
+// icmpTypePattern matches the names of these tables' ICMP types, in any
+// case, and the numbers 0..255 (as icmpType reads them).
+func icmpTypePattern(tables ...map[string]int) string {
+	var names []string
+	for _, t := range tables {
+		for n := range t {
+			if !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	sort.Strings(names)
+	return strings.Join(caseFolded(names), "|") + "|0*" + schema.Dec8
 }
 
 func flagNames() []string {
@@ -128,12 +146,17 @@ func caseFolded(words []string) []string {
 	return out
 }
 
-// RefineSchema: ports need protocol tcp or udp, TCP flags protocol tcp.
+// RefineSchema: ports need protocol tcp or udp, TCP flags protocol tcp,
+// an ICMP type protocol icmp or icmpv6 (and a type of its protocol).
 func (*Rule) RefineSchema(s *schema.Schema) {
 	s.AnyOf = []*schema.Schema{
-		schema.Branch(nil, map[string]*schema.Schema{"sport": schema.Absent(), "dport": schema.Absent(), "tcp_flags": schema.Absent()}),
-		schema.Branch([]string{"proto"}, map[string]*schema.Schema{"proto": schema.Str(schema.Anchored(schema.CaseFold("udp") + "|0*17")), "tcp_flags": schema.Absent()}),
-		schema.Branch([]string{"proto"}, map[string]*schema.Schema{"proto": schema.Str(schema.Anchored(schema.CaseFold("tcp") + "|0*6"))}),
+		schema.Branch(nil, map[string]*schema.Schema{"sport": schema.Absent(), "dport": schema.Absent(), "tcp_flags": schema.Absent(), "icmp_type": schema.Absent()}),
+		schema.Branch([]string{"proto"}, map[string]*schema.Schema{"proto": schema.Str(schema.Anchored(schema.CaseFold("udp") + "|0*17")), "tcp_flags": schema.Absent(), "icmp_type": schema.Absent()}),
+		schema.Branch([]string{"proto"}, map[string]*schema.Schema{"proto": schema.Str(schema.Anchored(schema.CaseFold("tcp") + "|0*6")), "icmp_type": schema.Absent()}),
+		schema.Branch([]string{"proto"}, map[string]*schema.Schema{"proto": schema.Str(schema.Anchored(schema.CaseFold("icmp") + "|0*1")),
+			"sport": schema.Absent(), "dport": schema.Absent(), "tcp_flags": schema.Absent(), "icmp_type": schema.Str(schema.Anchored(icmpTypePattern(icmpTypes)))}),
+		schema.Branch([]string{"proto"}, map[string]*schema.Schema{"proto": schema.Str(schema.Anchored(schema.CaseFold("icmpv6") + "|" + schema.CaseFold("ipv6-icmp") + "|0*58")),
+			"sport": schema.Absent(), "dport": schema.Absent(), "tcp_flags": schema.Absent(), "icmp_type": schema.Str(schema.Anchored(icmpTypePattern(icmp6Types)))}),
 	}
 }
 
@@ -314,7 +337,7 @@ func (c *compiled) family(fam string) error {
 	is4 := func(p netip.Prefix) bool { return p.Addr().Is4() }
 	switch {
 	case c.src.IsValid() && c.dst.IsValid() && is4(c.src) != is4(c.dst):
-		return cube.Errorf("dst", "%s and src %s are of different address families", c.dst, c.src)
+		return cube.Unprocessable("dst", "%s and src %s are of different address families", c.dst, c.src)
 	}
 	v := 0 // 4, 6 or 0: either
 	for _, p := range []netip.Prefix{c.src, c.dst} {
@@ -329,12 +352,12 @@ func (c *compiled) family(fam string) error {
 	case "":
 	case "ipv4", "ip4", "inet":
 		if v == 6 {
-			return cube.Errorf("family", "ipv4, but the rule's addresses are IPv6")
+			return cube.Unprocessable("family", "ipv4, but the rule's addresses are IPv6")
 		}
 		v = 4
 	case "ipv6", "ip6", "inet6":
 		if v == 4 {
-			return cube.Errorf("family", "ipv6, but the rule's addresses are IPv4")
+			return cube.Unprocessable("family", "ipv6, but the rule's addresses are IPv4")
 		}
 		v = 6
 	default:
@@ -342,9 +365,9 @@ func (c *compiled) family(fam string) error {
 	}
 	switch {
 	case c.proto == 1 && v == 6:
-		return cube.Errorf("proto", "icmp is IPv4's: IPv6 rules want icmpv6")
+		return cube.Unprocessable("proto", "icmp is IPv4's: IPv6 rules want icmpv6")
 	case c.proto == 58 && v == 4:
-		return cube.Errorf("proto", "icmpv6 is IPv6's: IPv4 rules want icmp")
+		return cube.Unprocessable("proto", "icmpv6 is IPv6's: IPv4 rules want icmp")
 	}
 	if v == 4 && !c.src.IsValid() {
 		c.src = netip.PrefixFrom(netip.IPv4Unspecified(), 0)

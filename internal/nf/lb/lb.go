@@ -60,7 +60,7 @@ func (c *Config) Validate(*cube.Cube) error {
 
 // Service is a virtual service.
 type Service struct {
-	VIP      string `json:"vip" format:"ipv4"`
+	VIP      string `json:"vip" format:"ip-unicast" doc:"the service's address, IPv4 or IPv6: unicast, not loopback (a link-local one: 422)"`
 	Protocol string `json:"protocol,omitempty" format:"tcp-or-udp"` // tcp (default) or udp
 	Port     uint16 `json:"port" minimum:"1"`
 	// Mode: dsr (default) or nat.
@@ -98,7 +98,7 @@ type Backend struct {
 	// backends table, not inside a service.
 	Service string `json:"service,omitempty" format:"lb-service" doc:"the service's key, vip:protocol:port (backends table entries only)"`
 	Name    string `json:"name" format:"name"`
-	Address string `json:"address" format:"ipv4"` // IPv4
+	Address string `json:"address" format:"ip" doc:"the backend's address, of the service VIP's family (422 otherwise)"`
 	// MAC of the backend (or of the next hop towards it).
 	MAC string `json:"mac" format:"mac"`
 	// Port of the cube the backend is reached through.
@@ -124,8 +124,8 @@ func (*TableBackend) RefineSchema(s *schema.Schema) {
 }
 
 func init() {
-	schema.Register("lb-service", schema.Format{Pattern: schema.Anchored(schema.IPv4 + ":(tcp|udp):" + schema.Port),
-		Doc: "a service's key, vip:protocol:port, e.g. 198.18.9.1:tcp:80"})
+	schema.Register("lb-service", schema.Format{Pattern: schema.Anchored("(" + schema.IPv4 + "|" + schema.IPv6 + "):(tcp|udp):" + schema.Port),
+		Doc: "a service's key, vip:protocol:port, e.g. 198.18.9.1:tcp:80 or 2001:db8::1:tcp:80"})
 }
 
 // Key is the service's identity: "vip:protocol:port".
@@ -155,7 +155,7 @@ func (s *Service) Validate(c *cube.Cube) error {
 		return cube.Errorf("vip", "invalid address %q: want an IPv4 or IPv6 address", s.VIP)
 	}
 	if a.IsUnspecified() || a.IsMulticast() || a.IsLinkLocalUnicast() {
-		return cube.Errorf("vip", "%s cannot be a service address (unspecified, multicast or link-local)", a)
+		return cube.Unprocessable("vip", "%s cannot be a service address (unspecified, multicast or link-local)", a)
 	}
 	s.VIP = a.Unmap().String()
 	if s.Protocol == "" {
@@ -277,7 +277,7 @@ func (b *Backend) sameFamily(s *Service) error {
 		return cube.Errorf("address", "invalid address %q", b.Address)
 	}
 	if vip, err := netip.ParseAddr(s.VIP); err == nil && vip.Unmap().Is4() != a.Is4() {
-		return cube.Errorf("address", "%s and the service's VIP %s are of different address families (NAT64 is the nat's job)", a, vip)
+		return cube.Unprocessable("address", "%s and the service's VIP %s are of different address families (NAT64 is the nat's job)", a, vip)
 	}
 	return nil
 }

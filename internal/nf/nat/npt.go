@@ -8,6 +8,7 @@ import (
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/schema"
 )
 
 // NPTv6 (RFC 6296): stateless, checksum-neutral translation between an
@@ -15,9 +16,15 @@ import (
 
 // NPTRule maps the inside prefix Internal to the outside prefix External.
 type NPTRule struct {
-	ID       int    `json:"id"`
-	Internal string `json:"internal"`
-	External string `json:"external"`
+	ID       int    `json:"id" minimum:"1" maximum:"1073741824"`
+	Internal string `json:"internal" format:"nptv6-prefix"`
+	External string `json:"external" format:"nptv6-prefix" doc:"the outside IPv6 prefix, up to /48, with no bits set after the length: as long as internal, and not overlapping it (422 otherwise)"`
+}
+
+func init() {
+	// Up to /48: see maxNPTBits.
+	schema.Register("nptv6-prefix", schema.Format{Pattern: schema.Anchored(schema.IPv6 + "/(4[0-8]|[1-3]?[0-9])"),
+		Doc: "an IPv6 prefix up to /48, e.g. 2001:db8:1::/48, with no bits set after the length (422 otherwise)"})
 }
 
 // maxNPTBits: the word after the first 48 bits carries the checksum
@@ -32,14 +39,16 @@ func parsePrefix6(field, s string) (netip.Prefix, error) {
 	if err != nil {
 		return p, cube.Errorf(field, "invalid prefix %q: want address/length, e.g. 2001:db8:1::/48", s)
 	}
-	if !p.Addr().Is6() || p.Addr().Is4In6() {
+	// An IPv4-mapped prefix (::ffff:0:0/96) is longer than /48 or has
+	// host bits set: both refused below.
+	if !p.Addr().Is6() {
 		return p, cube.Errorf(field, "%q is not IPv6: NPTv6 translates IPv6 prefixes", s)
 	}
 	if p.Bits() > maxNPTBits {
 		return p, cube.Errorf(field, "/%d is longer than /%d: the 16 bits after the first 48 carry the checksum adjustment (RFC 6296 3.2)", p.Bits(), maxNPTBits)
 	}
 	if p.Masked() != p {
-		return p, cube.Errorf(field, "%q has host bits set (did you mean %s?)", s, p.Masked())
+		return p, cube.Unprocessable(field, "%q has host bits set (did you mean %s?)", s, p.Masked())
 	}
 	return p, nil
 }
@@ -58,10 +67,10 @@ func (r *NPTRule) Validate(*cube.Cube) error {
 		return err
 	}
 	if in.Bits() != ex.Bits() {
-		return cube.Errorf("external", "/%d and internal /%d differ: NPTv6 maps prefixes of one length", ex.Bits(), in.Bits())
+		return cube.Unprocessable("external", "/%d and internal /%d differ: NPTv6 maps prefixes of one length", ex.Bits(), in.Bits())
 	}
 	if in.Overlaps(ex) {
-		return cube.Errorf("external", "%s overlaps internal %s", ex, in)
+		return cube.Unprocessable("external", "%s overlaps internal %s", ex, in)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package nat
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -11,6 +12,7 @@ import (
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/nftest"
+	"github.com/edgenf/edgenf/internal/schema/schematest"
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 )
@@ -185,5 +187,19 @@ func TestNPTv6Validation(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want %q", c.rules, err, c.want)
 		}
+	}
+}
+
+// TestNPTPrefixFormatAgreesWithParser: every string the nptv6-prefix format
+// matches is read as an NPTv6 prefix, or refused for host bits (422, as the
+// format says), never as malformed.
+func TestNPTPrefixFormatAgreesWithParser(t *testing.T) {
+	g := schematest.New(6)
+	read := func(s string) bool {
+		_, err := parsePrefix6("internal", s)
+		return err == nil || errors.Is(err, cube.ErrUnprocessable)
+	}
+	if s, bad := g.Refuted("nptv6-prefix", 3000, read); bad {
+		t.Errorf("%q matches nptv6-prefix but is refused as malformed", s)
 	}
 }

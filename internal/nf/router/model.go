@@ -103,13 +103,13 @@ func connectedOf(c *cube.Cube) ([]connected, error) {
 				return nil, cube.Unprocessable(field+".addresses", "%s is the network or broadcast address of %s, not a host address", a, m)
 			}
 			if addr.Is6() && pf.Bits() <= 126 && addr == m.Addr() {
-				return nil, cube.Errorf(field+".addresses", "%s is the subnet-router anycast address of %s, not a host address", a, m)
+				return nil, cube.Unprocessable(field+".addresses", "%s is the subnet-router anycast address of %s, not a host address", a, m)
 			}
 			if addr.IsMulticast() || addr.IsLoopback() || addr.IsUnspecified() {
 				return nil, cube.Errorf(field+".addresses", "%s is not a unicast host address", a)
 			}
 			if addr.IsLinkLocalUnicast() && addr.Is6() {
-				return nil, cube.Errorf(field+".addresses", "%s: every port has its link-local address already (fe80:: and the EUI-64 of its MAC)", a)
+				return nil, cube.Unprocessable(field+".addresses", "%s: every port has its link-local address already (fe80:: and the EUI-64 of its MAC)", a)
 			}
 			for _, o := range out {
 				if o.Addr == addr {
@@ -172,8 +172,8 @@ func PortMAC(c *cube.Cube, p *cube.Port) net.HardwareAddr {
 // Route is a static route: packets to Prefix go to NextHop (on a connected
 // subnet), or, with only Port, straight to their destination out of Port.
 type Route struct {
-	Prefix  string `json:"prefix" format:"ipv4-prefix"`
-	NextHop string `json:"next_hop,omitempty" format:"ipv4" doc:"the next hop: an address on a connected subnet (of port, if given)"`
+	Prefix  string `json:"prefix" format:"ip-prefix" doc:"the destinations, IPv4 or IPv6: no bits set after the length, not IPv4-mapped (422 otherwise)"`
+	NextHop string `json:"next_hop,omitempty" format:"ip" doc:"the next hop: an address on a connected subnet (of port, if given; 409 otherwise) of the prefix's family (422 otherwise); a link-local IPv6 one needs port (422 otherwise)"`
 	Port    string `json:"port,omitempty" format:"name" doc:"the port the route leaves by; alone, destinations are on its link"`
 }
 
@@ -190,7 +190,7 @@ func (r *Route) Validate(c *cube.Cube) error {
 		return cube.Errorf("prefix", "invalid prefix %q: want address/length, e.g. 198.19.0.0/16", r.Prefix)
 	}
 	if pf.Addr().Is4In6() {
-		return cube.Errorf("prefix", "%s is an IPv4-mapped IPv6 prefix: give the IPv4 prefix", r.Prefix)
+		return cube.Unprocessable("prefix", "%s is an IPv4-mapped IPv6 prefix: give the IPv4 prefix", r.Prefix)
 	}
 	if pf.Masked() != pf {
 		return cube.Unprocessable("prefix", "%s has host bits set: did you mean %s?", r.Prefix, pf.Masked())
@@ -203,7 +203,7 @@ func (r *Route) Validate(c *cube.Cube) error {
 			return cube.Errorf("next_hop", "invalid address %q", r.NextHop)
 		}
 		if nh.Is4() != pf.Addr().Is4() {
-			return cube.Errorf("next_hop", "%s and the prefix %s are of different address families", nh, pf)
+			return cube.Unprocessable("next_hop", "%s and the prefix %s are of different address families", nh, pf)
 		}
 		r.NextHop = nh.String()
 	case r.Port == "":
@@ -230,7 +230,7 @@ func (r *Route) Validate(c *cube.Cube) error {
 	if nh.Is6() && nh.IsLinkLocalUnicast() {
 		// fe80::/64 is on every port's link: the port says which.
 		if port == nil {
-			return cube.Errorf("port", "required with the link-local next hop %s: the port whose link it is on", nh)
+			return cube.Unprocessable("port", "required with the link-local next hop %s: the port whose link it is on", nh)
 		}
 		return nil
 	}

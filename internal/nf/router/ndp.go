@@ -433,16 +433,16 @@ func (ctl *controller) icmp6Error(h cube.Handle, p cube.Punt, typ, code byte) {
 // RA makes a port send router advertisements, so hosts on its link
 // configure addresses (SLAAC) and a default route by themselves.
 type RA struct {
-	Port string `json:"port"`
+	Port string `json:"port" format:"name"`
 	// Prefixes advertised (on-link, autonomous); default: the port's
 	// IPv6 subnets of length 64.
-	Prefixes []string `json:"prefixes,omitempty"`
+	Prefixes []string `json:"prefixes,omitempty" format:"ipv6-prefix" doc:"global IPv6 prefixes (link-local, multicast or IPv4-mapped: 422); absent: the port's IPv6 /64 subnets (none: 409)"`
 	// Interval between unsolicited advertisements, seconds (4..1800,
 	// default 200); solicitations are answered at once.
-	Interval int `json:"interval,omitempty"`
+	Interval int `json:"interval,omitempty" minimum:"4" maximum:"1800"`
 	// Lifetime as a default router, seconds (0..9000, default 3 ×
 	// interval; 0: not a default router).
-	Lifetime *int `json:"lifetime,omitempty"`
+	Lifetime *int `json:"lifetime,omitempty" minimum:"0" maximum:"9000"`
 	// Managed and Other are the M and O flags (addresses, other
 	// configuration from DHCPv6).
 	Managed bool `json:"managed,omitempty"`
@@ -485,20 +485,20 @@ func (r *RA) Validate(c *cube.Cube) error {
 			}
 		}
 		if len(r.Prefixes) == 0 {
-			return cube.Errorf("prefixes", "port %s has no IPv6 /64 subnet to advertise: give its address or the prefixes", r.Port)
+			return cube.Conflict("prefixes", "port %s has no IPv6 /64 subnet to advertise: give its address or the prefixes", r.Port)
 		}
 		return nil
 	}
 	for i, s := range r.Prefixes {
 		pf, err := netip.ParsePrefix(s)
-		if err != nil || !pf.Addr().Is6() || pf.Addr().Is4In6() {
+		if err != nil || !pf.Addr().Is6() {
 			return cube.Errorf(fmt.Sprintf("prefixes[%d]", i), "invalid IPv6 prefix %q", s)
 		}
 		if pf.Masked() != pf {
-			return cube.Errorf(fmt.Sprintf("prefixes[%d]", i), "%s has host bits set: did you mean %s?", s, pf.Masked())
+			return cube.Unprocessable(fmt.Sprintf("prefixes[%d]", i), "%s has host bits set: did you mean %s?", s, pf.Masked())
 		}
-		if pf.Addr().IsLinkLocalUnicast() || pf.Addr().IsMulticast() {
-			return cube.Errorf(fmt.Sprintf("prefixes[%d]", i), "%s is not a global prefix", s)
+		if pf.Addr().IsLinkLocalUnicast() || pf.Addr().IsMulticast() || pf.Addr().Is4In6() {
+			return cube.Unprocessable(fmt.Sprintf("prefixes[%d]", i), "%s is not a global prefix", s)
 		}
 		r.Prefixes[i] = pf.String()
 	}

@@ -727,7 +727,7 @@ var Type = &cube.Type{
 		return objXDP, nil
 	},
 	Config:        &Config{},
-	PortAddresses: "port-address",
+	PortAddresses: "ip-interface",
 	Tables:        []cube.Table{routesTable, arpTable, raTable},
 	Views: []cube.View{
 		{Name: "routes", Doc: "The routing table in the kernel: connected and static routes.", Item: &RouteInfo{}, List: listRoutes},

@@ -11,6 +11,7 @@ import (
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/nf/slicer/rate"
+	"github.com/edgenf/edgenf/internal/schema"
 )
 
 // MaxSliceID bounds slice ids (1..MaxSliceID): the size of the datapath's
@@ -27,19 +28,19 @@ type Settings struct {
 	// Uplink is the entry port slices' return traffic leaves by unless a
 	// slice names another (its peer: the entry interface). Required once
 	// the slicer has slices.
-	Uplink string `json:"uplink,omitempty"`
+	Uplink string `json:"uplink,omitempty" format:"name" doc:"the entry port slices' return traffic leaves by unless a slice names another; required once the slicer has slices (409 otherwise), and not a slice's port (409)"`
 	// Default is the slice unmatched traffic goes to; empty: it is dropped
 	// (and counted as a policy drop).
-	Default string `json:"default,omitempty"`
+	Default string `json:"default,omitempty" format:"name" doc:"the slice unmatched traffic goes to (one the slicer does not have: 404); absent: it is dropped"`
 	// Egress lists the interfaces whose egress qdisc the slicer owns: an
 	// HTB tree with one class per slice, so slices' guaranteed minimums,
 	// ceilings and priorities hold where their traffic leaves.
-	Egress []Egress `json:"egress,omitempty"`
+	Egress []Egress `json:"egress,omitempty" doc:"the interfaces whose egress the slicer shapes, each once (409 otherwise); shaping needs hook tc (422 otherwise)"`
 	// Shaping is the egress mechanism: "htb" (the default: guaranteed
 	// minimums, priorities, rate limits as ceilings) or "edt" (Earliest
 	// Departure Time pacing of the rate limits under sch_fq, as Cilium's
 	// Bandwidth Manager; no minimums or priorities; needs the fq qdisc).
-	Shaping string `json:"shaping,omitempty"`
+	Shaping string `json:"shaping,omitempty" enum:"htb|edt" doc:"htb (default: minimums, priorities, ceilings) or edt (rate limits only: a slice with min_bps or priority: 422)"`
 }
 
 // Egress mechanisms.
@@ -57,10 +58,10 @@ func (s *Settings) mechanism() string {
 
 // Egress is one interface the slicer shapes at.
 type Egress struct {
-	Interface string `json:"interface"`
+	Interface string `json:"interface" format:"ifname"`
 	// RateBps is the link rate in bits/s the slices share there; their
 	// guaranteed minimums must fit in it (admission control).
-	RateBps uint64 `json:"rate_bps"`
+	RateBps uint64 `json:"rate_bps" minimum:"8000" doc:"the link rate, bits/s, at least 8000; the slices' guaranteed minimums must fit in it (409 otherwise)"`
 }
 
 // Interfaces names the egress interfaces: a tenant may name only its own
@@ -76,32 +77,32 @@ func (s *Settings) Interfaces() []string {
 // Slice is one slice: who owns it, what traffic is its, where that traffic
 // goes and what it is promised.
 type Slice struct {
-	Name string `json:"name"`
+	Name string `json:"name" format:"name"`
 	// ID is the slice's number: md->tenant in the datapath, its HTB class
 	// (ed00:ID+0x100) and its metrics label. 1..1023, unique in the slicer.
-	ID     int    `json:"id"`
-	Tenant string `json:"tenant,omitempty"`
+	ID     int    `json:"id" minimum:"1" maximum:"1023" doc:"the slice's number, 1..1023, unique in the slicer (409 otherwise)"`
+	Tenant string `json:"tenant,omitempty" format:"name"`
 	// Port is the slicer port peered with the slice's chain entry.
-	Port string `json:"port"`
+	Port string `json:"port" format:"name" doc:"the slicer port peered with the slice's chain entry: one of the slicer's (404 otherwise), another slice's or the uplink: 409"`
 	// Entry is the port its return traffic leaves by (default: the
 	// settings' uplink).
-	Entry string `json:"entry,omitempty"`
-	Rules []Rule `json:"rules,omitempty"`
+	Entry string `json:"entry,omitempty" format:"name"`
+	Rules []Rule `json:"rules,omitempty" doc:"what traffic is the slice's: at most one vlan rule (422 otherwise); a match another slice has: 409"`
 	// Rate limit at ingress, policed in the kernel: bits/s and packets/s
 	// with their bursts (bytes, packets). 0: no limit.
 	RateBps      uint64 `json:"rate_bps,omitempty"`
-	BurstBytes   uint64 `json:"burst_bytes,omitempty"`
+	BurstBytes   uint64 `json:"burst_bytes,omitempty" minimum:"1600" doc:"bytes, at least one full frame (1600); needs rate_bps (422 otherwise)"`
 	RatePps      uint64 `json:"rate_pps,omitempty"`
-	BurstPackets uint64 `json:"burst_packets,omitempty"`
+	BurstPackets uint64 `json:"burst_packets,omitempty" doc:"packets; needs rate_pps (422 otherwise)"`
 	// MinBps is the guaranteed minimum under contention at every egress
 	// interface (its HTB class rate).
-	MinBps uint64 `json:"min_bps,omitempty"`
+	MinBps uint64 `json:"min_bps,omitempty" doc:"the guaranteed minimum, bits/s: at most rate_bps if that is given, and only with hook tc (422 otherwise); shaping htb"`
 	// Priority is the class: 0 highest .. 7 lowest (default 4). Under
 	// contention, spare capacity goes to the highest class first.
-	Priority *int `json:"priority,omitempty"`
+	Priority *int `json:"priority,omitempty" minimum:"0" maximum:"7"`
 	// LatencyMs is a queueing-delay target; admission checks that the
 	// slice's HTB class can meet it (see docs/nf/slicer.md).
-	LatencyMs float64 `json:"latency_ms,omitempty"`
+	LatencyMs float64 `json:"latency_ms,omitempty" minimum:"0" doc:"a queueing-delay target, ms: needs min_bps, and a class burst at min_bps that drains within it (422 otherwise)"`
 }
 
 // Rule maps traffic at an entry port to a slice. A VLAN rule makes the slice
@@ -110,17 +111,46 @@ type Slice struct {
 // kind: in_port, vlan, src, dst, dscp, proto (with an optional port),
 // teid or ue_pool.
 type Rule struct {
-	InPort string `json:"in_port,omitempty"`
-	VLAN   *int   `json:"vlan,omitempty"`
-	Src    string `json:"src,omitempty"`
-	Dst    string `json:"dst,omitempty"`
-	DSCP   *int   `json:"dscp,omitempty"`
-	Proto  string `json:"proto,omitempty"` // tcp, udp, sctp, icmp, icmpv6 or a number
-	DPort  int    `json:"port,omitempty"`  // destination port, with proto tcp, udp or sctp
+	InPort string `json:"in_port,omitempty" format:"name" doc:"an entry port of the slicer (404 otherwise; a slice's port: 422)"`
+	VLAN   *int   `json:"vlan,omitempty" minimum:"1" maximum:"4094"`
+	Src    string `json:"src,omitempty" format:"ip-host"`
+	Dst    string `json:"dst,omitempty" format:"ip-host"`
+	DSCP   *int   `json:"dscp,omitempty" minimum:"0" maximum:"63"`
+	Proto  string `json:"proto,omitempty" format:"slice-protocol"`
+	// DPort is the destination port, with proto tcp, udp or sctp.
+	DPort int `json:"port,omitempty" minimum:"1" maximum:"65535" doc:"a destination port, with proto tcp, udp or sctp (422 otherwise)"`
 	// TEID is a GTP-U TEID or an inclusive range "first-last".
-	TEID string `json:"teid,omitempty"`
+	TEID string `json:"teid,omitempty" format:"slicer-teid"`
 	// UEPool is a UE address pool: the inner source of GTP-U G-PDUs.
-	UEPool string `json:"ue_pool,omitempty"`
+	UEPool string `json:"ue_pool,omitempty" format:"ip-host"`
+}
+
+func init() {
+	schema.Register("slice-protocol", schema.Format{
+		Pattern: schema.Anchored(strings.Join([]string{schema.CaseFold("tcp"), schema.CaseFold("udp"), schema.CaseFold("sctp"),
+			schema.CaseFold("icmp"), schema.CaseFold("icmpv6")}, "|") + "|0*(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]?)"),
+		Doc: "tcp, udp, sctp, icmp, icmpv6 or an IP protocol number 1..255"})
+	// ParseUint with base 0 reads decimal without leading zeros and 0x hex.
+	teid := `(0|[1-9][0-9]{0,8}|[1-3][0-9]{9}|4[01][0-9]{8}|42[0-8][0-9]{7}|429[0-3][0-9]{6}|4294[0-8][0-9]{5}|42949[0-5][0-9]{4}|429496[0-6][0-9]{3}|4294967[01][0-9]{2}|42949672[0-8][0-9]|429496729[0-5]|0[xX][0-9A-Fa-f]{1,8})`
+	schema.Register("slicer-teid", schema.Format{Pattern: schema.Anchored(teid + "(-" + teid + ")?"),
+		Doc: "a GTP-U TEID, 0..4294967295 (decimal or 0x hex), or a range first-last with first <= last (422 otherwise)"})
+}
+
+// RefineSchema: a rule matches on exactly one kind (proto with an
+// optional port).
+func (*Rule) RefineSchema(s *schema.Schema) {
+	kinds := [][]string{{"in_port"}, {"vlan"}, {"src"}, {"dst"}, {"dscp"}, {"proto", "port"}, {"teid"}, {"ue_pool"}}
+	for _, k := range kinds {
+		props := map[string]*schema.Schema{}
+		for _, o := range kinds {
+			if o[0] != k[0] {
+				for _, f := range o {
+					props[f] = schema.Absent()
+				}
+			}
+		}
+		s.AnyOf = append(s.AnyOf, schema.Branch(k[:1], props))
+	}
 }
 
 // DefaultPriority is the class of a slice that names none.
@@ -193,7 +223,7 @@ func parsePrefix(field, s string) (netip.Prefix, error) {
 		return p, cube.Errorf(field, "%q: a prefix takes no zone", s)
 	}
 	if p.Masked() != p {
-		return p, cube.Errorf(field, "%q has host bits set (the prefix is %s)", s, p.Masked())
+		return p, cube.Unprocessable(field, "%q has host bits set (the prefix is %s)", s, p.Masked())
 	}
 	return p.Masked(), nil
 }
@@ -211,7 +241,7 @@ func parseTEID(field, s string) (uint32, uint32, error) {
 		}
 	}
 	if b < a {
-		return 0, 0, cube.Errorf(field, "%q: the range ends before it starts", s)
+		return 0, 0, cube.Unprocessable(field, "%q: the range ends before it starts", s)
 	}
 	return uint32(a), uint32(b), nil
 }
@@ -228,7 +258,7 @@ func (r *Rule) parse(c *cube.Cube, slicePorts map[string]bool) (parsed, error) {
 			return p, cube.NotFound("in_port", "cube %s has no port %q", c.Name, r.InPort)
 		}
 		if slicePorts[r.InPort] {
-			return p, cube.Errorf("in_port", "port %s leads into a slice's chain: rules match at entry ports", r.InPort)
+			return p, cube.Unprocessable("in_port", "port %s leads into a slice's chain: rules match at entry ports", r.InPort)
 		}
 		p.port = port.Index
 	}
@@ -257,7 +287,7 @@ func (r *Rule) parse(c *cube.Cube, slicePorts map[string]bool) (parsed, error) {
 		}
 		if r.DPort != 0 {
 			if p.proto != 6 && p.proto != 17 && p.proto != 132 {
-				return p, cube.Errorf("port", "a port needs proto tcp, udp or sctp")
+				return p, cube.Unprocessable("port", "a port needs proto tcp, udp or sctp")
 			}
 			if r.DPort < 1 || r.DPort > 65535 {
 				return p, cube.Errorf("port", "port %d out of range 1..65535", r.DPort)
@@ -355,7 +385,7 @@ func (s *Slice) Validate(c *cube.Cube) error {
 	for _, r := range s.Rules {
 		if r.VLAN != nil {
 			if vlans++; vlans > 1 {
-				return cube.Errorf("rules", "a slice has at most one VLAN: its chain sees its frames untagged, and return traffic is tagged with it")
+				return cube.Unprocessable("rules", "a slice has at most one VLAN: its chain sees its frames untagged, and return traffic is tagged with it")
 			}
 		}
 	}
@@ -363,25 +393,25 @@ func (s *Slice) Validate(c *cube.Cube) error {
 		return cube.Errorf("priority", "priority %d out of range 0 (highest)..7", *s.Priority)
 	}
 	if s.RateBps > 0 && s.MinBps > s.RateBps {
-		return cube.Errorf("min_bps", "the guaranteed minimum %s exceeds the rate limit %s", Bits(s.MinBps), Bits(s.RateBps))
+		return cube.Unprocessable("min_bps", "the guaranteed minimum %s exceeds the rate limit %s", Bits(s.MinBps), Bits(s.RateBps))
 	}
 	if s.BurstBytes > 0 && s.BurstBytes < 1600 {
 		return cube.Errorf("burst_bytes", "a burst of %d bytes is smaller than one full frame: at least 1600", s.BurstBytes)
 	}
 	if s.BurstBytes > 0 && s.RateBps == 0 {
-		return cube.Errorf("burst_bytes", "a burst needs rate_bps")
+		return cube.Unprocessable("burst_bytes", "a burst needs rate_bps")
 	}
 	if s.BurstPackets > 0 && s.RatePps == 0 {
-		return cube.Errorf("burst_packets", "a burst needs rate_pps")
+		return cube.Unprocessable("burst_packets", "a burst needs rate_pps")
 	}
 	if s.LatencyMs < 0 {
 		return cube.Errorf("latency_ms", "a negative latency target")
 	}
 	if s.LatencyMs > 0 && s.MinBps == 0 {
-		return cube.Errorf("latency_ms", "a latency target needs a guaranteed minimum (min_bps): without one the slice has no class bandwidth to bound its queue")
+		return cube.Unprocessable("latency_ms", "a latency target needs a guaranteed minimum (min_bps): without one the slice has no class bandwidth to bound its queue")
 	}
 	if d := s.worstDelayMs(); s.LatencyMs > 0 && d > s.LatencyMs {
-		return cube.Errorf("latency_ms", "target %.3g ms cannot be met: a full HTB burst of the class (%d bytes) drains in %.3g ms at its guaranteed %s; raise min_bps or the target", s.LatencyMs, classBurst(s.MinBps), d, Bits(s.MinBps))
+		return cube.Unprocessable("latency_ms", "target %.3g ms cannot be met: a full HTB burst of the class (%d bytes) drains in %.3g ms at its guaranteed %s; raise min_bps or the target", s.LatencyMs, classBurst(s.MinBps), d, Bits(s.MinBps))
 	}
 	return s.crossCheck(c)
 }
@@ -428,11 +458,11 @@ func admission(set *Settings, list []*Slice) (int, error) {
 		}
 	}
 	if sum > 0 && len(set.Egress) == 0 {
-		return -1, cube.Errorf("", "slices have guaranteed minimums but the slicer shapes at no interface: list the egress interfaces and their rates in its settings")
+		return -1, cube.Conflict("", "slices have guaranteed minimums but the slicer shapes at no interface: list the egress interfaces and their rates in its settings")
 	}
 	for i, e := range set.Egress {
 		if sum > e.RateBps {
-			return i, cube.Errorf("", "admission refused: the slices' guaranteed minimums sum to %s (%s), more than %s's %s",
+			return i, cube.Conflict("", "admission refused: the slices' guaranteed minimums sum to %s (%s), more than %s's %s",
 				Bits(sum), strings.Join(parts, ", "), e.Interface, Bits(e.RateBps))
 		}
 	}
@@ -506,7 +536,7 @@ func (s *Slice) crossCheck(c *cube.Cube) error {
 		}
 	}
 	if s.MinBps > 0 && c.Hook != "tc" {
-		return cube.Errorf("min_bps", "a guaranteed minimum needs hook tc: frames XDP redirects never meet a qdisc")
+		return cube.Unprocessable("min_bps", "a guaranteed minimum needs hook tc: frames XDP redirects never meet a qdisc")
 	}
 	return nil
 }
@@ -517,7 +547,7 @@ func (s *Settings) Validate(c *cube.Cube) error {
 	list := others(c, "")
 	if s.Uplink == "" {
 		if len(list) > 0 {
-			return cube.Errorf("uplink", "required once the slicer has slices: the entry port their return traffic leaves by")
+			return cube.Conflict("uplink", "required once the slicer has slices: the entry port their return traffic leaves by")
 		}
 	} else if c.Port(s.Uplink) == nil {
 		return cube.NotFound("uplink", "cube %s has no port %q", c.Name, s.Uplink)
@@ -540,7 +570,7 @@ func (s *Settings) Validate(c *cube.Cube) error {
 		return cube.Errorf("shaping", "unknown mechanism %q (htb or edt)", s.Shaping)
 	}
 	if len(s.Egress) > 0 && c.Hook != "tc" {
-		return cube.Errorf("egress", "shaping needs hook tc: frames XDP redirects never meet a qdisc (create the slicer and its slices' chains with --hook tc)")
+		return cube.Unprocessable("egress", "shaping needs hook tc: frames XDP redirects never meet a qdisc (create the slicer and its slices' chains with --hook tc)")
 	}
 	found := s.Default == ""
 	for _, sl := range list {
@@ -557,7 +587,7 @@ func (s *Settings) Validate(c *cube.Cube) error {
 	if s.mechanism() == ShapingEDT {
 		for _, sl := range list {
 			if sl.MinBps > 0 || sl.Priority != nil {
-				return cube.Errorf("shaping", "edt paces rate limits only: slice %s has a guaranteed minimum or a priority, which need htb", sl.Name)
+				return cube.Unprocessable("shaping", "edt paces rate limits only: slice %s has a guaranteed minimum or a priority, which need htb", sl.Name)
 			}
 		}
 	}

@@ -199,6 +199,22 @@ func (g *Gen) str(s *schema.Schema) string {
 	return string(b)
 }
 
+// Refuted draws n strings of the named format (schema.Formats) and gives
+// the first that read, the Go code reading such strings, refuses (and
+// true); "" and false if it takes them all.
+func (g *Gen) Refuted(format string, n int, read func(string) bool) (string, bool) {
+	f, ok := schema.Formats[format]
+	if !ok {
+		panic("schematest: unknown format " + format)
+	}
+	for range n {
+		if s := g.FromPattern(f.Pattern); !read(s) {
+			return s, true
+		}
+	}
+	return "", false
+}
+
 // FromPattern draws a string the pattern matches (mostly printable ASCII),
 // and checks that it does.
 func (g *Gen) FromPattern(p string) string {

@@ -175,3 +175,19 @@ func TestPFCPInterface(t *testing.T) {
 		}
 	}
 }
+
+// TestQFIsAreNumbers: a PDR's QFIs are a JSON array of numbers both ways
+// (as the document says), and state saved with the base64 form of earlier
+// versions still loads.
+func TestQFIsAreNumbers(t *testing.T) {
+	out, err := json.Marshal(PDR{QFI: QFIs{9, 5}})
+	if err != nil || !strings.Contains(string(out), `"qfi":[9,5]`) {
+		t.Fatalf("marshalled as %s (%v), want \"qfi\":[9,5]", out, err)
+	}
+	for _, in := range []string{`{"qfi":[9,5]}`, `{"qfi":"CQU="}`} {
+		var p PDR
+		if err := json.Unmarshal([]byte(in), &p); err != nil || !reflect.DeepEqual(p.QFI, QFIs{9, 5}) {
+			t.Errorf("%s read as %v (%v), want [9 5]", in, p.QFI, err)
+		}
+	}
+}

@@ -1,8 +1,10 @@
 package model
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/netip"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -14,7 +16,38 @@ import (
 
 var ueIPv6 = regexp.MustCompile(schema.Anchored(schema.IPv6 + "(/(64|128))?"))
 
+// QFIs is a list of QoS Flow Identifiers, written as a JSON array of
+// numbers ([9, 5]), not as the base64 string encoding/json makes of a
+// []uint8.
+type QFIs []uint8
+
+// MarshalJSON writes the QFIs as numbers.
+func (q QFIs) MarshalJSON() ([]byte, error) {
+	if q == nil {
+		return []byte("null"), nil
+	}
+	n := make([]int, len(q))
+	for i, v := range q {
+		n[i] = int(v)
+	}
+	return json.Marshal(n)
+}
+
+// UnmarshalJSON reads an array of numbers, or the base64 string earlier
+// versions saved sessions with (so their state still loads).
+func (q *QFIs) UnmarshalJSON(b []byte) error {
+	var n []uint8
+	if err := json.Unmarshal(b, &n); err != nil {
+		return err
+	}
+	*q = n
+	return nil
+}
+
 func init() {
+	schema.Special[reflect.TypeOf(QFIs{})] = func() *schema.Schema {
+		return &schema.Schema{Type: "array", Items: &schema.Schema{Type: "integer", Minimum: schema.Num(0), Maximum: schema.Num(255)}, Nullable: true}
+	}
 	schema.Register("ue-ipv6", schema.Format{Pattern: ueIPv6.String(),
 		Doc: "the UE's IPv6 /64: an address, or a /64 or /128 prefix (an IPv4-mapped one: 422)"})
 }
@@ -57,7 +90,7 @@ type PDR struct {
 	// (none: every packet).
 	SDF []SDF `json:"sdf,omitempty" maxItems:"8"`
 	// QFI: the QoS flows (GTP-U PDU Session Container) it matches.
-	QFI []uint8 `json:"qfi,omitempty" maxItems:"4" minimum:"1" maximum:"63"`
+	QFI QFIs `json:"qfi,omitempty" maxItems:"4" minimum:"1" maximum:"63"`
 	// OuterHeaderRemoval removes the GTP-U/UDP/IP header ("gtp-u"), as
 	// every PDR with an F-TEID must.
 	OuterHeaderRemoval string   `json:"outer_header_removal,omitempty" enum:"gtp-u" doc:"gtp-u exactly when the PDR has an f_teid (422 otherwise)"`
