@@ -15,7 +15,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
-	"golang.org/x/sys/unix"
+	"github.com/edgenf/edgenf/internal/ktime"
 )
 
 var (
@@ -73,15 +73,6 @@ type controller struct {
 	vlans    map[uint32]kVLAN // as written
 	egress   *ebpf.Program
 	lastScan time.Time
-}
-
-// monoNow is CLOCK_MONOTONIC_COARSE in ns, the clock of the fast path's
-// bpf_ktime_get_coarse_ns (a tick's resolution is plenty for aging, and it
-// costs the fast path no clock read).
-func monoNow() uint64 {
-	var ts unix.Timespec
-	unix.ClockGettime(unix.CLOCK_MONOTONIC_COARSE, &ts)
-	return uint64(ts.Nano())
 }
 
 // Sync writes settings, ports, VLAN membership, the flood set and static
@@ -314,7 +305,7 @@ func (ctl *controller) age(h cube.Handle, aging uint64) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	now := monoNow()
+	now := ktime.CoarseNow()
 	var k kFDBKey
 	var v kFDBVal
 	var del []kFDBKey
@@ -344,7 +335,7 @@ func listFDB(h cube.Handle, c *cube.Cube) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	now := monoNow()
+	now := ktime.CoarseNow()
 	out := []FDBRow{}
 	var k kFDBKey
 	var v kFDBVal

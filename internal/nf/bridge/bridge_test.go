@@ -10,6 +10,7 @@ import (
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/ktime"
 	"github.com/edgenf/edgenf/internal/nftest"
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
@@ -152,7 +153,7 @@ func TestAging(t *testing.T) {
 	if err := fdbM.Lookup(k, &v); err != nil {
 		t.Fatal(err)
 	}
-	v.Seen = monoNow() - 6e9
+	v.Seen = ktime.CoarseNow() - 6e9
 	fdbM.Put(k, v)
 	if res := r.Run("p1", frame(macB, macA, 0)); res.Sent() {
 		t.Fatal("aged entry still used")
@@ -277,7 +278,7 @@ func TestFDBFull(t *testing.T) {
 	fdbM, _ := r.Cube.Map("br_fdb")
 	keys := make([]kFDBKey, FDBCapacity)
 	vals := make([]kFDBVal, FDBCapacity)
-	now := monoNow()
+	now := ktime.CoarseNow()
 	for i := range keys {
 		keys[i] = kFDBKey{MAC: [6]byte{0x02, 0xee, 0, byte(i >> 16), byte(i >> 8), byte(i)}, VLAN: 1}
 		vals[i] = kFDBVal{Port: 2, Seen: now}

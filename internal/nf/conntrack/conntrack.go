@@ -173,13 +173,6 @@ type Conn struct {
 	_        uint32
 }
 
-// Now is the kernel's bpf_ktime_get_ns() clock (CLOCK_MONOTONIC).
-func Now() uint64 {
-	var ts unix.Timespec
-	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return uint64(ts.Nano())
-}
-
 // Expired reports whether c idled past its state's timeout at now.
 func (c Conn) Expired(k KTimeouts, now uint64) bool {
 	return now > c.LastSeen && now-c.LastSeen > uint64(k.Timeout(c.State))*1e9

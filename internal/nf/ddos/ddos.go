@@ -23,7 +23,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
-	"golang.org/x/sys/unix"
+	"github.com/edgenf/edgenf/internal/ktime"
 )
 
 var (
@@ -275,35 +275,6 @@ var statNames = []string{"passed", "dropped_src_blacklist", "dropped_dst_blackli
 
 func key16(a netip.Addr) addrKey { return a.As16() }
 
-// mono converts a wall-clock time into bpf_ktime_get_ns() (CLOCK_MONOTONIC).
-func mono(t time.Time) uint64 {
-	var ts unix.Timespec
-	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	now := uint64(ts.Nano())
-	d := time.Until(t)
-	if d <= 0 {
-		return 1 // already expired
-	}
-	return now + uint64(d)
-}
-
-func monoNow() uint64 {
-	var ts unix.Timespec
-	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return uint64(ts.Nano())
-}
-
-// monoBase is the wall-clock time of bpf_ktime_get_ns() == 0, now: read
-// it once to convert several kernel timestamps consistently.
-func monoBase() time.Time {
-	return time.Now().Add(-time.Duration(monoNow()))
-}
-
-// wall converts a bpf_ktime_get_ns() value back into wall-clock time.
-func wall(base time.Time, ns uint64) time.Time {
-	return base.Add(time.Duration(ns)).UTC().Truncate(time.Millisecond)
-}
-
 // side is one blacklist: its table and maps. IPv6 entries go to the exact
 // hash or the trie; IPv4 ones to the IPv4 table (slots, vals: table.go) or,
 // when it has no place for them, to the IPv4 fallback trie (lpm4).
@@ -554,7 +525,7 @@ func (ctl *controller) syncSide(h cube.Handle, c *cube.Cube, s *side) error {
 		p, _ := ParsePrefix(e.Prefix)
 		var exp uint64
 		if e.Expires != nil {
-			exp = mono(*e.Expires)
+			exp = ktime.At(*e.Expires)
 			ctl.expiries = append(ctl.expiries, expiry{*e.Expires, s.table, e.Prefix})
 		}
 		switch {
@@ -776,7 +747,7 @@ func (ctl *controller) PutEntry(h cube.Handle, c *cube.Cube, table string, item 
 	}
 	var exp uint64
 	if e.Expires != nil {
-		exp = mono(*e.Expires)
+		exp = ktime.At(*e.Expires)
 		ctl.addExpiry(expiry{*e.Expires, table, e.Prefix})
 	}
 	if p.Addr().Is4() {
@@ -970,7 +941,7 @@ func (ctl *controller) Tick(h cube.Handle, c *cube.Cube, now time.Time) {
 		if err != nil {
 			return
 		}
-		mnow := monoNow()
+		mnow := ktime.Now()
 		var k addrKey
 		var v blockVal
 		var ended []addrKey
@@ -1000,7 +971,7 @@ func (ctl *controller) HandlePunt(h cube.Handle, c *cube.Cube, p cube.Punt) {
 		if m, err := h.Map("dd_blocked"); err == nil {
 			var v blockVal
 			if m.Lookup(key16(a), &v) == nil {
-				ev.BlockedUntil = wall(monoBase(), v.Until)
+				ev.BlockedUntil = ktime.Wall(ktime.Base(), v.Until)
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/ktime"
 )
 
 // Blocked is a source blocked by detection.
@@ -47,8 +48,8 @@ func listBlocked(h cube.Handle, _ *cube.Cube) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	now := monoNow()
-	base := monoBase()
+	now := ktime.Now()
+	base := ktime.Base()
 	out := []Blocked{}
 	var k addrKey
 	var v blockVal
@@ -58,7 +59,7 @@ func listBlocked(h cube.Handle, _ *cube.Cube) (any, error) {
 			continue
 		}
 		out = append(out, Blocked{Source: netip.AddrFrom16(k).Unmap().String(), Reason: reasonNames[v.Reason], Count: v.Count,
-			Since: wall(base, v.Since), Until: wall(base, v.Until), Packets: v.Packets, Bytes: v.Bytes})
+			Since: ktime.Wall(base, v.Since), Until: ktime.Wall(base, v.Until), Packets: v.Packets, Bytes: v.Bytes})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Source < out[j].Source })
 	return out, it.Err()

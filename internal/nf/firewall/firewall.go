@@ -20,6 +20,7 @@ import (
 	"github.com/edgenf/edgenf/internal/bpfmap"
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/ktime"
 	"github.com/edgenf/edgenf/internal/nf/conntrack"
 )
 
@@ -516,7 +517,7 @@ func (ctl *controller) ageConns(h cube.Handle, all bool) (int, error) {
 	ctl.mu.Lock()
 	to := ctl.cfg.Timeouts.Kernel()
 	ctl.mu.Unlock()
-	now := conntrack.Now()
+	now := ktime.Now()
 	var dead []conntrack.Tuple
 	if err := bpfmap.Each(m, func(k conntrack.Tuple, v kconn) bool {
 		if all || v.C.Expired(to, now) {
@@ -623,7 +624,7 @@ func connections(h cube.Handle) ([]Connection, error) {
 	ctl.mu.Lock()
 	to := ctl.cfg.Timeouts.Kernel()
 	ctl.mu.Unlock()
-	now := conntrack.Now()
+	now := ktime.Now()
 	out := []Connection{}
 	err = bpfmap.Each(m, func(k conntrack.Tuple, v kconn) bool {
 		if v.C.Expired(to, now) {

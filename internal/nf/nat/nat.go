@@ -21,6 +21,7 @@ import (
 	"github.com/edgenf/edgenf/internal/bpfmap"
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/ktime"
 	"github.com/edgenf/edgenf/internal/nf/conntrack"
 	"golang.org/x/sys/unix"
 )
@@ -540,7 +541,7 @@ func (ctl *controller) age(h cube.Handle, flushAll bool) (int, error) {
 	ctl.mu.Lock()
 	to := ctl.cfg.Timeouts.Kernel()
 	ctl.mu.Unlock()
-	now := conntrack.Now()
+	now := ktime.Now()
 	var dead []conntrack.Tuple
 	flows := 0
 	if err := bpfmap.Each(m, func(k conntrack.Tuple, s sess) bool {
@@ -585,7 +586,7 @@ func sessions(h cube.Handle) ([]Session, error) {
 	ctl.mu.Lock()
 	to := ctl.cfg.Timeouts.Kernel()
 	ctl.mu.Unlock()
-	now := conntrack.Now()
+	now := ktime.Now()
 	all := map[conntrack.Tuple]sess{}
 	if err := bpfmap.Each(m, func(k conntrack.Tuple, s sess) bool {
 		all[k] = s
