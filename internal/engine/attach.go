@@ -8,10 +8,8 @@ import (
 	"github.com/vishvananda/netlink"
 )
 
-var _ cube.AttachmentInfo = (*handle)(nil)
-
-// AttachPoint implements cube.AttachmentInfo from the topology being applied
-// (during a change) or the applied one.
+// AttachPoint answers from the topology being applied (during a change) or
+// the applied one.
 func (h *handle) AttachPoint() (string, []netip.Prefix) {
 	t := h.e.current()
 	point := t.AttachedTo(h.l.dc.Name)

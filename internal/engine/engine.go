@@ -212,7 +212,7 @@ func (e *Engine) Close() {
 		e.slow = nil
 	}
 	for _, l := range e.cubes {
-		stopService(l)
+		closeController(l)
 		l.dc.Close()
 	}
 	for _, s := range e.stubs {
@@ -662,18 +662,16 @@ func (e *Engine) forget(name string) {
 	if l == nil {
 		return
 	}
-	stopService(l)
+	closeController(l)
 	delete(e.bySlot, l.dc.Slot)
-	if cl, ok := l.ctl.(cube.Closer); ok {
-		cl.Close()
-	}
 	delete(e.cubes, name)
 }
 
-// stopService stops the goroutines of a cube's controller, if it runs any.
-func stopService(l *live) {
-	if svc, ok := l.ctl.(cube.Service); ok {
-		svc.Stop()
+// closeController lets a cube's controller stop its goroutines and release
+// what it holds beyond the cube's maps, if it does.
+func closeController(l *live) {
+	if cl, ok := l.ctl.(cube.Closer); ok {
+		cl.Close()
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -29,6 +30,10 @@ type Rig struct {
 	// Injected and Transmitted record the slow path's packet output.
 	Injected    []Frame
 	Transmitted []Frame
+	// Point and PointAddrs are what the handle's AttachPoint answers (a
+	// transparent cube's attachment point and its addresses).
+	Point      string
+	PointAddrs []netip.Prefix
 }
 
 // Frame is a frame the controller sent through its handle.
@@ -170,7 +175,8 @@ func (h rigHandle) Transmit(port int, frame []byte) error {
 	h.r.Transmitted = append(h.r.Transmitted, Frame{port, append([]byte(nil), frame...)})
 	return nil
 }
-func (h rigHandle) PortIface(int) (*net.Interface, bool) { return nil, false }
-func (h rigHandle) PrepareRedirect(ifindex int) error    { return h.r.DP.EnsureRedirectTarget(ifindex) }
-func (h rigHandle) Controller() cube.Controller          { return h.r.Ctl }
-func (h rigHandle) Logf(format string, args ...any)      { h.r.t.Logf(format, args...) }
+func (h rigHandle) PortIface(int) (*net.Interface, bool)  { return nil, false }
+func (h rigHandle) PrepareRedirect(ifindex int) error     { return h.r.DP.EnsureRedirectTarget(ifindex) }
+func (h rigHandle) AttachPoint() (string, []netip.Prefix) { return h.r.Point, h.r.PointAddrs }
+func (h rigHandle) Controller() cube.Controller           { return h.r.Ctl }
+func (h rigHandle) Logf(format string, args ...any)       { h.r.t.Logf(format, args...) }

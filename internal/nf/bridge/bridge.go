@@ -4,7 +4,7 @@
 package bridge
 
 import (
-	_ "embed"
+	"embed"
 	"errors"
 	"fmt"
 	"net"
@@ -18,12 +18,10 @@ import (
 	"github.com/edgenf/edgenf/internal/ktime"
 )
 
-var (
-	//go:embed bpf/bridge_xdp.o
-	objXDP []byte
-	//go:embed bpf/bridge_tc.o
-	objTC []byte
-)
+// objects are the fast path built for each hook (make bpf).
+//
+//go:embed bpf/*.o
+var objects embed.FS
 
 // Kernel layouts (bridge.bpf.c).
 type kConfig struct{ AgingNs uint64 }
@@ -203,7 +201,11 @@ func (ctl *controller) syncFlood(h cube.Handle, c *cube.Cube) error {
 // loadEgress loads br_egress from the XDP object, bound to the cube's own
 // maps (the framework loads only the cube's entry program).
 func loadEgress(h cube.Handle) (*ebpf.Program, error) {
-	spec, err := datapath.LoadSpec(objXDP)
+	obj, err := Type.Object(datapath.XDP)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := datapath.LoadSpec(obj)
 	if err != nil {
 		return nil, err
 	}
@@ -478,15 +480,10 @@ var Type = &cube.Type{
 	Name:        "bridge",
 	Description: "802.1Q learning bridge: MAC learning and aging in the fast path, static FDB, access/trunk ports, in-kernel flooding per VLAN.",
 	Hooks:       []datapath.Hook{datapath.XDP, datapath.TC},
-	Object: func(h datapath.Hook) ([]byte, error) {
-		if h == datapath.TC {
-			return objTC, nil
-		}
-		return objXDP, nil
-	},
-	Config:     &Config{},
-	PortConfig: &PortConfig{},
-	Tables:     []cube.Table{staticTable},
+	Object:      cube.HookObjects(objects, "bpf/bridge"),
+	Config:      &Config{},
+	PortConfig:  &PortConfig{},
+	Tables:      []cube.Table{staticTable},
 	Views: []cube.View{
 		{Name: "fdb", Doc: "The forwarding database: learned and static MACs per VLAN, with their port and age.", Item: &FDBRow{}, List: listFDB},
 		{Name: "status", Doc: "FDB occupancy and the bridge's counters (learning failures when full, MAC moves, floods, VLAN drops).", Item: &Status{}, Object: true,

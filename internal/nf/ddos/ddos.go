@@ -9,7 +9,7 @@
 package ddos
 
 import (
-	_ "embed"
+	"embed"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -26,12 +26,10 @@ import (
 	"github.com/edgenf/edgenf/internal/ktime"
 )
 
-var (
-	//go:embed bpf/ddos_xdp.o
-	objXDP []byte
-	//go:embed bpf/ddos_tc.o
-	objTC []byte
-)
+// objects are the fast path built for each hook (make bpf).
+//
+//go:embed bpf/*.o
+var objects embed.FS
 
 // Limits of the fast path (ddos.bpf.c).
 const (

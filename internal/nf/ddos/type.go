@@ -269,14 +269,9 @@ var Type = &cube.Type{
 		"rate-based blocking, port-scan detection with events and mirroring of the scanner's packets.",
 	Transparent: true,
 	Hooks:       []datapath.Hook{datapath.XDP, datapath.TC},
-	Object: func(h datapath.Hook) ([]byte, error) {
-		if h == datapath.TC {
-			return objTC, nil
-		}
-		return objXDP, nil
-	},
-	Config: &Config{},
-	Tables: []cube.Table{srcTable, dstTable},
+	Object:      cube.HookObjects(objects, "bpf/ddos"),
+	Config:      &Config{},
+	Tables:      []cube.Table{srcTable, dstTable},
 	Views: []cube.View{
 		{Name: "events", Doc: "Detections (port scans, rate), oldest first; the last 1024.", Item: &Event{},
 			List: func(h cube.Handle, _ *cube.Cube) (any, error) { return h.Controller().(*controller).Events(), nil }},

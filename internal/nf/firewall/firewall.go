@@ -7,7 +7,7 @@
 package firewall
 
 import (
-	_ "embed"
+	"embed"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -24,12 +24,10 @@ import (
 	"github.com/edgenf/edgenf/internal/nf/conntrack"
 )
 
-var (
-	//go:embed bpf/firewall_xdp.o
-	objXDP []byte
-	//go:embed bpf/firewall_tc.o
-	objTC []byte
-)
+// objects are the fast path built for each hook (make bpf).
+//
+//go:embed bpf/*.o
+var objects embed.FS
 
 // Chains, as the direction index.
 var chainNames = [2]string{"ingress", "egress"}
@@ -710,14 +708,9 @@ var Type = &cube.Type{
 	Description: "Transparent: ingress/egress chains of IPv4 rules (prefixes, protocol, ports, TCP flags, conntrack state), accept/drop/log, default policies, per-rule counters; bit-vector classification, atomic rule-set replacement.",
 	Transparent: true,
 	Hooks:       []datapath.Hook{datapath.XDP, datapath.TC},
-	Object: func(h datapath.Hook) ([]byte, error) {
-		if h == datapath.TC {
-			return objTC, nil
-		}
-		return objXDP, nil
-	},
-	Config: &Config{},
-	Tables: tables,
+	Object:      cube.HookObjects(objects, "bpf/firewall"),
+	Config:      &Config{},
+	Tables:      tables,
 	Views: []cube.View{
 		{Name: "counters", Doc: "Packets and bytes per rule; id 0 is the chain's default policy, -1 the accept_established shortcut, -2 frames that could not be parsed (judged by the policy), -3 fragments dropped for hiding or rewriting their L4 header.",
 			Item: &RuleCounter{}, List: func(h cube.Handle, c *cube.Cube) (any, error) { return ruleCounters(h, c) }},

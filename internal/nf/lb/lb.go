@@ -6,7 +6,7 @@
 package lb
 
 import (
-	_ "embed"
+	"embed"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -19,12 +19,10 @@ import (
 	"github.com/edgenf/edgenf/internal/cube"
 )
 
-var (
-	//go:embed bpf/lb_xdp.o
-	objXDP []byte
-	//go:embed bpf/lb_tc.o
-	objTC []byte
-)
+// objects are the fast path built for each hook (make bpf).
+//
+//go:embed bpf/*.o
+var objects embed.FS
 
 // Limits of the fast path (lb.bpf.c).
 const (

@@ -204,13 +204,8 @@ var Type = &cube.Type{
 	Name: "lb",
 	Description: "L4 load balancer for IPv4 TCP/UDP services: weighted backends by Maglev consistent hashing, " +
 		"per-flow affinity, DSR or NAT mode, backends added/drained/disabled live.",
-	Hooks: []datapath.Hook{datapath.XDP, datapath.TC},
-	Object: func(h datapath.Hook) ([]byte, error) {
-		if h == datapath.TC {
-			return objTC, nil
-		}
-		return objXDP, nil
-	},
+	Hooks:  []datapath.Hook{datapath.XDP, datapath.TC},
+	Object: cube.HookObjects(objects, "bpf/lb"),
 	Config: &Config{},
 	Tables: []cube.Table{servicesTable, backendsTable},
 	Views: []cube.View{

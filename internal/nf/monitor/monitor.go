@@ -3,19 +3,17 @@
 package monitor
 
 import (
-	_ "embed"
+	"embed"
 
 	"github.com/cilium/ebpf"
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 )
 
-var (
-	//go:embed bpf/monitor_xdp.o
-	objXDP []byte
-	//go:embed bpf/monitor_tc.o
-	objTC []byte
-)
+// objects are the fast path built for each hook (make bpf).
+//
+//go:embed bpf/*.o
+var objects embed.FS
 
 // Classes in the order of enum mon_class in monitor.bpf.c.
 var Classes = []string{"other", "arp", "ipv4", "ipv4-tcp", "ipv4-udp", "icmp", "ipv6", "ipv6-tcp", "ipv6-udp", "icmpv6"}
@@ -88,12 +86,7 @@ var Type = &cube.Type{
 	Description: "Transparent: counts packets and bytes per direction and L3/L4 protocol; passes everything.",
 	Transparent: true,
 	Hooks:       []datapath.Hook{datapath.XDP, datapath.TC},
-	Object: func(h datapath.Hook) ([]byte, error) {
-		if h == datapath.TC {
-			return objTC, nil
-		}
-		return objXDP, nil
-	},
+	Object:      cube.HookObjects(objects, "bpf/monitor"),
 	Views: []cube.View{{
 		Name: "counters",
 		Doc:  "Packets and bytes per direction and protocol (non-zero rows).",

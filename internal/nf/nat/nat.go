@@ -6,7 +6,7 @@
 package nat
 
 import (
-	_ "embed"
+	"embed"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -26,12 +26,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-var (
-	//go:embed bpf/nat_xdp.o
-	objXDP []byte
-	//go:embed bpf/nat_tc.o
-	objTC []byte
-)
+// objects are the fast path built for each hook (make bpf).
+//
+//go:embed bpf/*.o
+var objects embed.FS
 
 // Config is the NAT's settings.
 type Config struct {
@@ -470,11 +468,7 @@ func syncMap[K comparable, V comparable](h cube.Handle, name string, want map[K]
 // refreshPoint learns the attachment point and its IPv4 address; it reports
 // whether the masquerade address changed.
 func (ctl *controller) refreshPoint(h cube.Handle) bool {
-	ai, ok := h.(cube.AttachmentInfo)
-	if !ok {
-		return false
-	}
-	point, addrs := ai.AttachPoint()
+	point, addrs := h.AttachPoint()
 	var masq netip.Addr
 	for _, p := range addrs {
 		if p.Addr().Is4() {
@@ -487,14 +481,6 @@ func (ctl *controller) refreshPoint(h cube.Handle) bool {
 	changed := masq != ctl.masq
 	ctl.point, ctl.masq = point, masq
 	return changed
-}
-
-// SetMasqueradeAddress overrides the learned masquerade address (tests, or
-// points whose address edgenf cannot see).
-func (ctl *controller) setMasq(a netip.Addr) {
-	ctl.mu.Lock()
-	ctl.masq = a
-	ctl.mu.Unlock()
 }
 
 func (ctl *controller) writeConfig(h cube.Handle) error {
@@ -667,14 +653,9 @@ var Type = &cube.Type{
 	Description: "Transparent: SNAT, masquerade, static 1:1 NAT and port forwarding for IPv4 TCP/UDP/ICMP echo, with connection tracking. Attach it to the outside-facing router port or interface.",
 	Transparent: true,
 	Hooks:       []datapath.Hook{datapath.XDP, datapath.TC},
-	Object: func(h datapath.Hook) ([]byte, error) {
-		if h == datapath.TC {
-			return objTC, nil
-		}
-		return objXDP, nil
-	},
-	Config: &Config{},
-	Tables: []cube.Table{snatTable, dnatTable, pfTable},
+	Object:      cube.HookObjects(objects, "bpf/nat"),
+	Config:      &Config{},
+	Tables:      []cube.Table{snatTable, dnatTable, pfTable},
 	Views: []cube.View{
 		{Name: "sessions", Doc: "Translated flows (connection tracking table).", Item: &Session{},
 			List: func(h cube.Handle, _ *cube.Cube) (any, error) { return sessions(h) }},

@@ -244,16 +244,6 @@ func TestPortForwardingAndDNAT(t *testing.T) {
 	}
 }
 
-// attachedHandle adds cube.AttachmentInfo to the rig's handle, as the engine
-// provides it.
-type attachedHandle struct {
-	cube.Handle
-	point string
-	addrs []netip.Prefix
-}
-
-func (a attachedHandle) AttachPoint() (string, []netip.Prefix) { return a.point, a.addrs }
-
 // TestMasqueradeFollowsPointAddress: masquerade uses the attachment point's
 // address, learned on sync and followed on tick; port forwarding without an
 // external address uses it too.
@@ -272,8 +262,8 @@ func TestMasqueradeFollowsPointAddress(t *testing.T) {
 				t.Fatalf("untranslatable_drops %d, want 1", n)
 			}
 
-			ah := attachedHandle{r.Handle(), "r1:wan", []netip.Prefix{netip.MustParsePrefix("2001:db8::1/64"), netip.MustParsePrefix("198.19.0.254/24")}}
-			if err := r.Ctl.Sync(ah, m); err != nil {
+			r.Point, r.PointAddrs = "r1:wan", []netip.Prefix{netip.MustParsePrefix("2001:db8::1/64"), netip.MustParsePrefix("198.19.0.254/24")}
+			if err := r.Ctl.Sync(r.Handle(), m); err != nil {
 				t.Fatal(err)
 			}
 			got := run(t, r, h.pass, datapath.Egress, udp4(in1, server, 1112, 53, nil))
@@ -284,11 +274,11 @@ func TestMasqueradeFollowsPointAddress(t *testing.T) {
 			got = run(t, r, h.pass, datapath.Ingress, udp4(server, "198.19.0.254", 7, 5353, nil))
 			want(t, got, server, 7, "198.18.1.9", 5353)
 
-			ah.addrs = []netip.Prefix{netip.MustParsePrefix("198.19.0.253/24")}
-			r.Ctl.(*controller).Tick(ah, m, time.Now())
+			r.PointAddrs = []netip.Prefix{netip.MustParsePrefix("198.19.0.253/24")}
+			r.Ctl.(*controller).Tick(r.Handle(), m, time.Now())
 			got = run(t, r, h.pass, datapath.Egress, udp4(in1, server, 1113, 53, nil))
 			want(t, got, "198.19.0.253", 1113, server, 53)
-			st, err := Type.Views[1].List(ah, m)
+			st, err := Type.Views[1].List(r.Handle(), m)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,7 +5,7 @@
 package portfwd
 
 import (
-	_ "embed"
+	"embed"
 	"fmt"
 	"net"
 	"sync"
@@ -15,12 +15,10 @@ import (
 	"github.com/edgenf/edgenf/internal/datapath"
 )
 
-var (
-	//go:embed bpf/portfwd_xdp.o
-	objXDP []byte
-	//go:embed bpf/portfwd_tc.o
-	objTC []byte
-)
+// objects are the fast path built for each hook (make bpf).
+//
+//go:embed bpf/*.o
+var objects embed.FS
 
 // Rule is one row of the forwarding table, keyed by its in-port.
 type Rule struct {
@@ -169,7 +167,7 @@ var Type = &cube.Type{
 	Name:        "portfwd",
 	Description: "Forward by in-port to out-port, with optional MAC rewrite; or drop, pass to Linux, punt to the slow path.",
 	Hooks:       []datapath.Hook{datapath.XDP, datapath.TC},
-	Object:      object,
+	Object:      cube.HookObjects(objects, "bpf/portfwd"),
 	Tables:      []cube.Table{rulesTable},
 	Views: []cube.View{{
 		Name: "punted",
@@ -180,13 +178,6 @@ var Type = &cube.Type{
 		},
 	}},
 	New: func() cube.Controller { return &controller{} },
-}
-
-func object(h datapath.Hook) ([]byte, error) {
-	if h == datapath.TC {
-		return objTC, nil
-	}
-	return objXDP, nil
 }
 
 func init() { cube.Register(Type) }

@@ -6,7 +6,7 @@
 package router
 
 import (
-	_ "embed"
+	"embed"
 	"errors"
 	"fmt"
 	"net"
@@ -20,12 +20,10 @@ import (
 	"github.com/edgenf/edgenf/internal/datapath"
 )
 
-var (
-	//go:embed bpf/router_xdp.o
-	objXDP []byte
-	//go:embed bpf/router_tc.o
-	objTC []byte
-)
+// objects are the fast path built for each hook (make bpf).
+//
+//go:embed bpf/*.o
+var objects embed.FS
 
 // Punt reasons, as in router.bpf.c.
 const (
@@ -642,14 +640,9 @@ var Type = &cube.Type{
 	Name:        "router",
 	Description: "IPv4 router: connected and static routes (LPM), ARP with aging and a resolution queue, TTL, ICMP echo and errors.",
 	Hooks:       []datapath.Hook{datapath.XDP, datapath.TC},
-	Object: func(h datapath.Hook) ([]byte, error) {
-		if h == datapath.TC {
-			return objTC, nil
-		}
-		return objXDP, nil
-	},
-	Config: &Config{},
-	Tables: []cube.Table{routesTable, arpTable},
+	Object:      cube.HookObjects(objects, "bpf/router"),
+	Config:      &Config{},
+	Tables:      []cube.Table{routesTable, arpTable},
 	Views: []cube.View{
 		{Name: "routes", Doc: "The routing table in the kernel: connected and static routes.", Item: &RouteInfo{}, List: listRoutes},
 		{Name: "arp", Doc: "The ARP table: static, learned (with age) and incomplete (being resolved) entries.", Item: &ARPInfo{},
