@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/cilium/ebpf"
+	"github.com/edgenf/edgenf/internal/bpfmap"
+	"github.com/edgenf/edgenf/internal/ktime"
 	"golang.org/x/sys/unix"
 )
 
@@ -184,4 +187,37 @@ func (c Conn) IdleSeconds(now uint64) float64 {
 		return 0
 	}
 	return float64(now-c.LastSeen) / 1e9
+}
+
+// Sweep is the aging loop of a connection table (a hash map from Tuple to
+// V): it deletes, in batches, the connections that idled past their state's
+// timeout under to, or every entry with all, and returns how many
+// connections it deleted. conn returns an entry's connection state. A table
+// that keeps a connection under both its tuples (the NAT's, one entry per
+// direction) also says which entry is the reply's, and gives the other
+// tuple from the original's: the pair goes together, judged by the
+// original, and counts once.
+func Sweep[V any](m *ebpf.Map, to KTimeouts, all bool, conn func(v V) (c Conn, reply bool, other Tuple)) (int, error) {
+	now := ktime.Now()
+	var dead []Tuple
+	n := 0
+	if err := bpfmap.Each(m, func(k Tuple, v V) bool {
+		c, reply, other := conn(v)
+		switch {
+		case reply:
+			if all { // orphaned ones too
+				dead = append(dead, k)
+			}
+		case all || c.Expired(to, now):
+			dead = append(dead, k)
+			if other != (Tuple{}) {
+				dead = append(dead, other)
+			}
+			n++
+		}
+		return true
+	}); err != nil {
+		return 0, err
+	}
+	return n, bpfmap.Delete(m, dead)
 }
