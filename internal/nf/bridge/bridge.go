@@ -487,7 +487,7 @@ var Type = &cube.Type{
 	Views: []cube.View{
 		{Name: "fdb", Doc: "The forwarding database: learned and static MACs per VLAN, with their port and age.", Item: &FDBRow{}, List: listFDB},
 		{Name: "status", Doc: "FDB occupancy and the bridge's counters (learning failures when full, MAC moves, floods, VLAN drops).", Item: &Status{}, Object: true,
-			List: func(h cube.Handle, c *cube.Cube) (any, error) { return h.Controller().(*controller).status(h, c) }},
+			List: cube.ListOn((*controller).status)},
 	},
 	Actions: []cube.Action{{Name: "fdb_flush", Doc: "Remove learned FDB entries (all, or of one port and/or VLAN).", Args: &FlushArgs{}, Do: flushFDB}},
 	New:     func() cube.Controller { return &controller{} },

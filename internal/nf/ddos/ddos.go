@@ -24,6 +24,7 @@ import (
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/ktime"
+	"github.com/edgenf/edgenf/internal/nf/counters"
 )
 
 // objects are the fast path built for each hook (make bpf).
@@ -267,9 +268,9 @@ type cfgVal struct {
 	Src4, Dst4     tabCfg // the IPv4 tables' prefix lengths
 }
 
-// Counter indexes of dd_stats.
-var statNames = []string{"passed", "dropped_src_blacklist", "dropped_dst_blacklist", "dropped_blocked",
-	"mirrored", "events", "blocked_scan", "blocked_rate"}
+// The cube's event counters, in the order of enum dd_stat.
+var ddCounters = counters.Named{Map: "dd_stats", Names: []string{"passed", "dropped_src_blacklist",
+	"dropped_dst_blacklist", "dropped_blocked", "mirrored", "events", "blocked_scan", "blocked_rate"}}
 
 func key16(a netip.Addr) addrKey { return a.As16() }
 

@@ -59,7 +59,7 @@ func tcp4(src, dst string, sport, dport uint16, flags string) []byte {
 	return nftest.Serialize(eth, ip, tcp)
 }
 
-func counters(t *testing.T, r *nftest.Rig) map[string]uint64 {
+func countersOf(t *testing.T, r *nftest.Rig) map[string]uint64 {
 	t.Helper()
 	c, err := Counters(r.Handle())
 	if err != nil {
@@ -107,7 +107,7 @@ func TestBlacklistKinds(t *testing.T) {
 					}
 				}
 			}
-			got := counters(t, r)
+			got := countersOf(t, r)
 			// ARP passes without being counted as inspected IP traffic.
 			if got["dropped_src_blacklist"] != 8 || got["dropped_dst_blacklist"] != 6 || got["passed"] != 8 {
 				t.Errorf("counters %v", got)
@@ -320,7 +320,7 @@ func TestPortScanDistinctPorts(t *testing.T) {
 			if v := r.RunTransparent(datapath.Ingress, tcp4(client, "198.19.0.1", 30001, 443, "S")).Verdict; v != h.pass {
 				t.Errorf("client blocked")
 			}
-			c := counters(t, r)
+			c := countersOf(t, r)
 			if c["blocked_scan"] != 1 || c["events"] != 1 || c["dropped_blocked"] != 11 || c["mirrored"] != 0 {
 				t.Errorf("counters %v", c)
 			}
@@ -419,7 +419,7 @@ func TestRateBlocking(t *testing.T) {
 					t.Fatalf("packet %d over the threshold passes", 10+i)
 				}
 			}
-			c := counters(t, r)
+			c := countersOf(t, r)
 			if c["blocked_rate"] != 1 || c["dropped_blocked"] != 5 || c["passed"] != 30 {
 				t.Errorf("counters %v", c)
 			}
@@ -449,7 +449,7 @@ func TestScannerMirrored(t *testing.T) {
 					t.Fatalf("ping %d: verdict %d", i, res.Verdict)
 				}
 			}
-			c := counters(t, r)
+			c := countersOf(t, r)
 			if c["mirrored"] != 3 || c["dropped_blocked"] != 8 || c["blocked_scan"] != 1 || c["blocked_rate"] != 1 {
 				t.Errorf("counters %v", c)
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/netlab"
+	"github.com/edgenf/edgenf/internal/nf/counters"
 	_ "github.com/edgenf/edgenf/internal/nf/portfwd"
 	"github.com/edgenf/edgenf/internal/nftest"
 	"github.com/edgenf/edgenf/internal/tenant"
@@ -240,7 +241,7 @@ func testScanBlocked(t *testing.T, hook datapath.Hook) {
 	}
 	c, err := e.View(tenant.Admin, "dd", "counters")
 	must(err)
-	for _, x := range c.([]Counter) {
+	for _, x := range c.([]counters.Counter) {
 		if (x.Name == "mirrored" || x.Name == "dropped_blocked") && x.Value != 260 {
 			t.Errorf("counter %s = %d, want 260", x.Name, x.Value)
 		}

@@ -74,7 +74,7 @@ func TestExactIPv4Table(t *testing.T) {
 			if x, ok := hitOf(t, r, "2001:db8::7/128"); !ok || x.Packets != 1 {
 				t.Errorf("hits of 2001:db8::7: %+v %v", x, ok)
 			}
-			if c := counters(t, r); c["dropped_src_blacklist"] != 3 || c["passed"] != 2 {
+			if c := countersOf(t, r); c["dropped_src_blacklist"] != 3 || c["passed"] != 2 {
 				t.Errorf("counters %v", c)
 			}
 
@@ -243,7 +243,7 @@ func TestExactIPv4TableCounterFold(t *testing.T) {
 	if err := vals.Lookup(idx, &te); err != nil || te.Packets != 2<<19 || te.Recent>>recShift != 2000 {
 		t.Errorf("entry %+v %v: want two folds", te, err)
 	}
-	if c := counters(t, r); c["dropped_src_blacklist"] != 2*n {
+	if c := countersOf(t, r); c["dropped_src_blacklist"] != 2*n {
 		t.Errorf("counters %v", c)
 	}
 }

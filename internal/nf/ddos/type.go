@@ -32,12 +32,6 @@ type Hit struct {
 	Active  bool       `json:"active"`
 }
 
-// Counter is one of the cube's counters.
-type Counter struct {
-	Name  string `json:"name"`
-	Value uint64 `json:"value"`
-}
-
 // UnblockArgs names a source to release.
 type UnblockArgs struct {
 	Source string `json:"source"`
@@ -70,7 +64,7 @@ func listBlocked(h cube.Handle, _ *cube.Cube) (any, error) {
 func listHits(h cube.Handle, c *cube.Cube) (any, error) {
 	out := []Hit{}
 	now := time.Now()
-	ctl := h.Controller().(*controller)
+	ctl := cube.ControllerOf[*controller](h)
 	ctl.mu.Lock()
 	defer ctl.mu.Unlock()
 	for i := range sides {
@@ -134,38 +128,8 @@ func (ctl *controller) entry(h mapper, s *side, p netip.Prefix) (entryVal, error
 	return v, m.Lookup(k, &v)
 }
 
-// Counters reads the cube's counters.
-func Counters(h cube.Handle) (map[string]uint64, error) {
-	m, err := h.Map("dd_stats")
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]uint64{}
-	var per []uint64
-	for i, n := range statNames {
-		if err := m.Lookup(uint32(i), &per); err != nil {
-			return nil, err
-		}
-		var sum uint64
-		for _, x := range per {
-			sum += x
-		}
-		out[n] = sum
-	}
-	return out, nil
-}
-
-func listCounters(h cube.Handle, _ *cube.Cube) (any, error) {
-	c, err := Counters(h)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Counter, 0, len(statNames))
-	for _, n := range statNames {
-		out = append(out, Counter{n, c[n]})
-	}
-	return out, nil
-}
+// Counters reads the cube's counters by name.
+func Counters(h cube.Handle) (map[string]uint64, error) { return ddCounters.Values(h) }
 
 func unblock(h cube.Handle, _ *cube.Cube, args any) (any, error) {
 	a := args.(*UnblockArgs)
@@ -212,30 +176,12 @@ func flushBlocked(h cube.Handle, _ *cube.Cube, _ any) (any, error) {
 }
 
 func clearEvents(h cube.Handle, _ *cube.Cube, _ any) (any, error) {
-	ctl := h.Controller().(*controller)
+	ctl := cube.ControllerOf[*controller](h)
 	ctl.mu.Lock()
 	n := len(ctl.events)
 	ctl.events = nil
 	ctl.mu.Unlock()
 	return map[string]int{"cleared": n}, nil
-}
-
-func resetCounters(h cube.Handle, _ *cube.Cube, _ any) (any, error) {
-	m, err := h.Map("dd_stats")
-	if err != nil {
-		return nil, err
-	}
-	cpus, err := ebpf.PossibleCPU()
-	if err != nil {
-		return nil, err
-	}
-	zero := make([]uint64, cpus)
-	for i := range statNames {
-		if err := m.Put(uint32(i), zero); err != nil {
-			return nil, err
-		}
-	}
-	return map[string]string{"result": "counters reset"}, nil
 }
 
 // Events returns the recorded detections, oldest first.
@@ -274,16 +220,16 @@ var Type = &cube.Type{
 	Tables:      []cube.Table{srcTable, dstTable},
 	Views: []cube.View{
 		{Name: "events", Doc: "Detections (port scans, rate), oldest first; the last 1024.", Item: &Event{},
-			List: func(h cube.Handle, _ *cube.Cube) (any, error) { return h.Controller().(*controller).Events(), nil }},
+			List: func(h cube.Handle, _ *cube.Cube) (any, error) { return cube.ControllerOf[*controller](h).Events(), nil }},
 		{Name: "blocked", Doc: "Sources blocked by detection now, with what they sent since.", Item: &Blocked{}, List: listBlocked},
 		{Name: "hits", Doc: "Blacklist entries that dropped packets, with their counters.", Item: &Hit{}, List: listHits},
-		{Name: "counters", Doc: "Packets passed, dropped per cause, mirrored; events and blocks.", Item: &Counter{}, List: listCounters},
+		ddCounters.View("Packets passed, dropped per cause, mirrored; events and blocks."),
 	},
 	Actions: []cube.Action{
 		{Name: "unblock", Doc: "Release a source blocked by detection.", Args: &UnblockArgs{}, Do: unblock},
 		{Name: "flush_blocked", Doc: "Release every blocked source and forget tracking state.", Do: flushBlocked},
 		{Name: "clear_events", Doc: "Forget the recorded events.", Do: clearEvents},
-		{Name: "reset_counters", Doc: "Zero the cube's counters.", Do: resetCounters},
+		ddCounters.ResetAction("Zero the cube's counters.", nil),
 	},
 	New: newController,
 }

@@ -557,7 +557,7 @@ func ruleCounters(h cube.Handle, c *cube.Cube) ([]RuleCounter, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctl := h.Controller().(*controller)
+	ctl := cube.ControllerOf[*controller](h)
 	ctl.mu.Lock()
 	defer ctl.mu.Unlock()
 	var active uint32
@@ -618,7 +618,7 @@ func connections(h cube.Handle) ([]Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctl := h.Controller().(*controller)
+	ctl := cube.ControllerOf[*controller](h)
 	ctl.mu.Lock()
 	to := ctl.cfg.Timeouts.Kernel()
 	ctl.mu.Unlock()
@@ -718,7 +718,7 @@ var Type = &cube.Type{
 			List: func(h cube.Handle, _ *cube.Cube) (any, error) { return connections(h) }},
 		{Name: "log", Doc: "The last packets matched by rules with log (rate-limited).", Item: &LogEntry{},
 			List: func(h cube.Handle, _ *cube.Cube) (any, error) {
-				ctl := h.Controller().(*controller)
+				ctl := cube.ControllerOf[*controller](h)
 				ctl.mu.Lock()
 				defer ctl.mu.Unlock()
 				return append([]LogEntry{}, ctl.log...), nil
@@ -726,7 +726,7 @@ var Type = &cube.Type{
 	},
 	Actions: []cube.Action{
 		{Name: "flush-connections", Doc: "Forget every tracked connection.", Do: func(h cube.Handle, _ *cube.Cube, _ any) (any, error) {
-			n, err := h.Controller().(*controller).ageConns(h, true)
+			n, err := cube.ControllerOf[*controller](h).ageConns(h, true)
 			if err != nil {
 				return nil, err
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/engine"
 	"github.com/edgenf/edgenf/internal/netlab"
+	"github.com/edgenf/edgenf/internal/nf/counters"
 	"github.com/edgenf/edgenf/internal/nftest"
 	"github.com/edgenf/edgenf/internal/tenant"
 	"github.com/vishvananda/netlink"
@@ -216,7 +217,7 @@ func checkReplyPath(t *testing.T, e *engine.Engine, mode string, n int) {
 	}
 	cv, _ := e.View(tenant.Admin, "lb1", "counters")
 	c := map[string]uint64{}
-	for _, x := range cv.([]Counter) {
+	for _, x := range cv.([]counters.Counter) {
 		c[x.Name] = x.Value
 	}
 	front := st.Ports[0]

@@ -5,9 +5,9 @@ import (
 	"net/netip"
 	"sort"
 
-	"github.com/cilium/ebpf"
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/nf/counters"
 )
 
 // ServiceStatus is a service with its backends' state and counters.
@@ -38,12 +38,6 @@ type Connection struct {
 	Backend string `json:"backend"`
 }
 
-// Counter is one of the cube's counters.
-type Counter struct {
-	Name  string `json:"name"`
-	Value uint64 `json:"value"`
-}
-
 func readBEStats(h cube.Handle, id uint32) (beStats, error) {
 	m, err := h.Map("lb_be_stats")
 	if err != nil {
@@ -64,7 +58,7 @@ func readBEStats(h cube.Handle, id uint32) (beStats, error) {
 
 // Services lists every service with its backends.
 func Services(h cube.Handle, c *cube.Cube) ([]ServiceStatus, error) {
-	ctl := h.Controller().(*controller)
+	ctl := cube.ControllerOf[*controller](h)
 	svcs, err := resolve(c)
 	if err != nil {
 		return nil, err
@@ -98,7 +92,7 @@ func Services(h cube.Handle, c *cube.Cube) ([]ServiceStatus, error) {
 const maxListedConns = 10000
 
 func listConns(h cube.Handle, c *cube.Cube) (any, error) {
-	ctl := h.Controller().(*controller)
+	ctl := cube.ControllerOf[*controller](h)
 	m, err := h.Map("lb_conns")
 	if err != nil {
 		return nil, err
@@ -128,26 +122,6 @@ func listConns(h cube.Handle, c *cube.Cube) (any, error) {
 	return out, nil
 }
 
-func listCounters(h cube.Handle, _ *cube.Cube) (any, error) {
-	m, err := h.Map("lb_stats")
-	if err != nil {
-		return nil, err
-	}
-	out := []Counter{}
-	var per []uint64
-	for i, n := range statNames {
-		if err := m.Lookup(uint32(i), &per); err != nil {
-			return nil, err
-		}
-		var s uint64
-		for _, x := range per {
-			s += x
-		}
-		out = append(out, Counter{n, s})
-	}
-	return out, nil
-}
-
 func flushConns(h cube.Handle, _ *cube.Cube, _ any) (any, error) {
 	n := 0
 	for _, name := range []string{"lb_conns", "lb_nat"} {
@@ -172,31 +146,17 @@ func flushConns(h cube.Handle, _ *cube.Cube, _ any) (any, error) {
 	return map[string]int{"flushed": n}, nil
 }
 
-func resetCounters(h cube.Handle, _ *cube.Cube, _ any) (any, error) {
-	cpus, err := ebpf.PossibleCPU()
-	if err != nil {
-		return nil, err
-	}
-	m, err := h.Map("lb_stats")
-	if err != nil {
-		return nil, err
-	}
-	for i := range statNames {
-		if err := m.Put(uint32(i), make([]uint64, cpus)); err != nil {
-			return nil, err
-		}
-	}
+// resetBackends zeroes every backend's counters (after the cube's own).
+func resetBackends(h cube.Handle) error {
 	bm, err := h.Map("lb_be_stats")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	zero := make([]beStats, cpus)
-	for i := uint32(0); i < MaxBackends; i++ {
-		if err := bm.Put(i, zero); err != nil {
-			return nil, err
-		}
+	keys := make([]uint32, MaxBackends)
+	for i := range keys {
+		keys[i] = uint32(i)
 	}
-	return map[string]string{"result": "counters reset"}, nil
+	return counters.Zero[beStats](bm, keys...)
 }
 
 // Type is the lb NF type.
@@ -212,11 +172,11 @@ var Type = &cube.Type{
 		{Name: "services", Doc: "Services and their backends: state, weight, Maglev share, flows, packets, bytes.", Item: &ServiceStatus{},
 			List: func(h cube.Handle, c *cube.Cube) (any, error) { return Services(h, c) }},
 		{Name: "connections", Doc: "Flows in the connection table (at most 10000 listed).", Item: &Connection{}, List: listConns},
-		{Name: "counters", Doc: "Packets forwarded, NAT replies, ARP replies, no backend, unknown traffic.", Item: &Counter{}, List: listCounters},
+		lbCounters.View("Packets forwarded, NAT replies, ARP replies, no backend, unknown traffic."),
 	},
 	Actions: []cube.Action{
 		{Name: "flush_connections", Doc: "Forget every flow: next packets are placed by the Maglev tables again.", Do: flushConns},
-		{Name: "reset_counters", Doc: "Zero the cube's and the backends' counters.", Do: resetCounters},
+		lbCounters.ResetAction("Zero the cube's and the backends' counters.", resetBackends),
 	},
 	New: newController,
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/edgenf/edgenf/internal/nftest"
 	"github.com/vishvananda/netlink"
 
+	"github.com/edgenf/edgenf/internal/nf/counters"
 	_ "github.com/edgenf/edgenf/internal/nf/portfwd"
 	_ "github.com/edgenf/edgenf/internal/nf/router"
 	"github.com/edgenf/edgenf/internal/tenant"
@@ -481,7 +482,7 @@ func TestE2EFragmentedDatagramsThroughNAT(t *testing.T) {
 			copy(frag[16:20], []byte{198, 19, 0, 1})
 			v, _ := l.e.View(tenant.Admin, "nat", "counters")
 			drops := func(v any) uint64 {
-				for _, c := range v.([]Counter) {
+				for _, c := range v.([]counters.Counter) {
 					if c.Name == "untranslatable_drops" {
 						return c.Value
 					}

@@ -23,6 +23,7 @@ import (
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/ktime"
 	"github.com/edgenf/edgenf/internal/nf/conntrack"
+	"github.com/edgenf/edgenf/internal/nf/counters"
 	"golang.org/x/sys/unix"
 )
 
@@ -302,8 +303,9 @@ type sess struct {
 	Bytes   uint64
 }
 
-// Counters in the order of enum nat_counter.
-var counterNames = []string{"translated", "sessions_out", "sessions_in", "no_port_drops", "untranslated", "untranslatable_drops"}
+// The cube's event counters, in the order of enum nat_counter.
+var natCounters = counters.Named{Map: "nat_counters", Names: []string{
+	"translated", "sessions_out", "sessions_in", "no_port_drops", "untranslated", "untranslatable_drops"}}
 
 func a4(a netip.Addr) [4]byte { return a.As4() }
 
@@ -568,7 +570,7 @@ func sessions(h cube.Handle) ([]Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctl := h.Controller().(*controller)
+	ctl := cube.ControllerOf[*controller](h)
 	ctl.mu.Lock()
 	to := ctl.cfg.Timeouts.Kernel()
 	ctl.mu.Unlock()
@@ -621,32 +623,6 @@ type Status struct {
 	PortRange         string `json:"port_range"`
 }
 
-// Counter is one NAT counter.
-type Counter struct {
-	Name  string `json:"name"`
-	Value uint64 `json:"value"`
-}
-
-func counters(h cube.Handle) ([]Counter, error) {
-	m, err := h.Map("nat_counters")
-	if err != nil {
-		return nil, err
-	}
-	out := []Counter{}
-	for i, n := range counterNames {
-		var per []uint64
-		if err := m.Lookup(uint32(i), &per); err != nil {
-			return nil, err
-		}
-		var sum uint64
-		for _, v := range per {
-			sum += v
-		}
-		out = append(out, Counter{n, sum})
-	}
-	return out, nil
-}
-
 // Type is the NAT NF type.
 var Type = &cube.Type{
 	Name:        "nat",
@@ -661,7 +637,7 @@ var Type = &cube.Type{
 			List: func(h cube.Handle, _ *cube.Cube) (any, error) { return sessions(h) }},
 		{Name: "status", Doc: "Attachment point and masquerade address in use.", Item: &Status{}, Object: true,
 			List: func(h cube.Handle, c *cube.Cube) (any, error) {
-				ctl := h.Controller().(*controller)
+				ctl := cube.ControllerOf[*controller](h)
 				ctl.mu.Lock()
 				defer ctl.mu.Unlock()
 				st := Status{AttachedTo: ctl.point, Masquerade: ctl.cfg.Masquerade}
@@ -672,12 +648,11 @@ var Type = &cube.Type{
 				st.PortRange = fmt.Sprintf("%d-%d", lo, hi)
 				return st, nil
 			}},
-		{Name: "counters", Doc: "Translated packets, sessions opened, drops for lack of a free port, packets passed untranslated, drops of packets that would have left untranslated with an inside source.", Item: &Counter{},
-			List: func(h cube.Handle, _ *cube.Cube) (any, error) { return counters(h) }},
+		natCounters.View("Translated packets, sessions opened, drops for lack of a free port, packets passed untranslated, drops of packets that would have left untranslated with an inside source."),
 	},
 	Actions: []cube.Action{{Name: "flush", Doc: "Delete every session (flows start over with their next packet).",
 		Do: func(h cube.Handle, _ *cube.Cube, _ any) (any, error) {
-			n, err := h.Controller().(*controller).age(h, true)
+			n, err := cube.ControllerOf[*controller](h).age(h, true)
 			if err != nil {
 				return nil, err
 			}

@@ -385,17 +385,13 @@ func mustSessions(t *testing.T, r *nftest.Rig) []Session {
 	return ss
 }
 
-func mustCounters(t *testing.T, r *nftest.Rig) map[string]uint64 {
+func mustCounters(t testing.TB, r *nftest.Rig) map[string]uint64 {
 	t.Helper()
-	cs, err := counters(r.Handle())
+	cs, err := natCounters.Values(r.Handle())
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]uint64{}
-	for _, c := range cs {
-		out[c.Name] = c.Value
-	}
-	return out
+	return cs
 }
 
 // icmpErr4 builds an ICMP error (type/code) from src to dst quoting the IPv4
@@ -490,15 +486,9 @@ func runData(t *testing.T, r *nftest.Rig, dir datapath.Direction, frame []byte) 
 // counter reads one of the NAT's counters by name.
 func counter(t *testing.T, r *nftest.Rig, name string) uint64 {
 	t.Helper()
-	cs, err := counters(r.Handle())
-	if err != nil {
-		t.Fatal(err)
+	v, ok := mustCounters(t, r)[name]
+	if !ok {
+		t.Fatalf("no counter %q", name)
 	}
-	for _, c := range cs {
-		if c.Name == name {
-			return c.Value
-		}
-	}
-	t.Fatalf("no counter %q", name)
-	return 0
+	return v
 }

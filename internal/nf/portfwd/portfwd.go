@@ -174,7 +174,7 @@ var Type = &cube.Type{
 		Doc:  "The last frames punted to the slow path.",
 		Item: &PuntedFrame{},
 		List: func(h cube.Handle, c *cube.Cube) (any, error) {
-			return h.Controller().(*controller).listPunted(), nil
+			return cube.ControllerOf[*controller](h).listPunted(), nil
 		},
 	}},
 	New: func() cube.Controller { return &controller{} },

@@ -646,15 +646,15 @@ var Type = &cube.Type{
 	Views: []cube.View{
 		{Name: "routes", Doc: "The routing table in the kernel: connected and static routes.", Item: &RouteInfo{}, List: listRoutes},
 		{Name: "arp", Doc: "The ARP table: static, learned (with age) and incomplete (being resolved) entries.", Item: &ARPInfo{},
-			List: func(h cube.Handle, c *cube.Cube) (any, error) { return h.Controller().(*controller).listARP(h, c) }},
+			List: cube.ListOn((*controller).listARP)},
 		{Name: "counters", Doc: "Slow-path counters: ARP, queue, ICMP errors.", Item: &Counters{}, Object: true,
-			List: func(h cube.Handle, c *cube.Cube) (any, error) { return h.Controller().(*controller).counters(), nil }},
+			List: func(h cube.Handle, c *cube.Cube) (any, error) {
+				return cube.ControllerOf[*controller](h).counters(), nil
+			}},
 	},
 	Actions: []cube.Action{{
 		Name: "arp_flush", Doc: "Remove learned ARP entries (all, or those of one port).", Args: &FlushArgs{},
-		Do: func(h cube.Handle, c *cube.Cube, args any) (any, error) {
-			return h.Controller().(*controller).flushARP(h, c, args)
-		},
+		Do: cube.DoOn((*controller).flushARP),
 	}},
 	New: newController,
 }
