@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"text/tabwriter"
@@ -36,7 +37,7 @@ func applyCmd() *cobra.Command {
 			var b []byte
 			var err error
 			if file == "-" {
-				b, err = readAllStdin()
+				b, err = io.ReadAll(os.Stdin)
 			} else {
 				b, err = os.ReadFile(file)
 			}

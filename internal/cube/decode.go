@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"sort"
 	"strings"
 )
 
@@ -144,7 +145,7 @@ func (tb *Table) Entries(c *Cube) ([]any, error) {
 	for k := range rows {
 		keys = append(keys, k)
 	}
-	sortStrings(keys)
+	sort.Strings(keys)
 	out := make([]any, 0, len(keys))
 	for _, k := range keys {
 		v, _, err := tb.DecodeEntry(c, rows[k])

@@ -11,8 +11,6 @@ import (
 	"github.com/edgenf/edgenf/internal/datapath"
 )
 
-func sortStrings(s []string) { sort.Strings(s) }
-
 // System answers questions about the host the model refers to.
 type System interface {
 	// IfaceExists reports whether a Linux interface of that name exists.

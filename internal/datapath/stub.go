@@ -205,18 +205,3 @@ func (d *Datapath) DetachStub(ifname string, hook Hook, dir Direction) error {
 	}
 	return os.RemoveAll(sdir)
 }
-
-// OpenStub re-opens an attached stub (daemon restart).
-func (d *Datapath) OpenStub(ifname string, hook Hook, dir Direction) (*Stub, error) {
-	sdir := d.stubDir(ifname, hook, dir)
-	s := &Stub{Ifname: ifname, Hook: hook, Dir: dir, dir: sdir}
-	var err error
-	if s.ports, err = ebpf.LoadPinnedMap(filepath.Join(sdir, MapPorts), nil); err != nil {
-		return nil, err
-	}
-	if s.stats, err = ebpf.LoadPinnedMap(filepath.Join(sdir, MapStats), nil); err != nil {
-		s.Close()
-		return nil, err
-	}
-	return s, nil
-}

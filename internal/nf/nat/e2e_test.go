@@ -26,8 +26,9 @@ import (
 // natLab is: inside hosts a1 (198.18.1.2) and a2 (198.18.2.2) behind a Linux
 // router namespace r (wan 198.19.0.254/24); r's wan veth and the server's veth
 // (198.19.0.1/24) are joined by an edgenf portfwd cube "pf" acting as a wire,
-// and the NAT sits on the wire's server side. Until the edgenf router lands,
-// this puts NAT between a router and the outside exactly where it would be.
+// and the NAT sits on the wire's server side: between a router and the
+// outside, where it sits at an edge site. The router is Linux's so that a
+// failure here is the NAT's alone (the edge demo chains it behind edgenf's).
 type natLab struct {
 	e         *engine.Engine
 	lab       *netlab.Lab
