@@ -28,7 +28,7 @@ import (
 // (198.19.0.1/24) are joined by an edgenf portfwd cube "pf" acting as a wire,
 // and the NAT sits on the wire's server side: between a router and the
 // outside, where it sits at an edge site. The router is Linux's so that a
-// failure here is the NAT's alone (the edge demo chains it behind edgenf's).
+// failure here is the NAT's alone (the edge demo stacks it on a UPF's n6).
 type natLab struct {
 	e         *engine.Engine
 	lab       *netlab.Lab
