@@ -91,7 +91,7 @@ func setupChain(e *scenario.Env, hook datapath.Hook, total, chain int) (*scenari
 	mem0 := memAvailable()
 	t0 := time.Now()
 	first := total - chain
-	var entry *datapath.Cube // the first cube of the chain: a1 enters it directly
+	var entry *datapath.Program // the first cube of the chain: a1 enters it directly
 	for i := range total {
 		c, err := d.LoadCube(fmt.Sprintf("pf%d", i), hook, uint32(i), spec, nil)
 		if err != nil {
@@ -161,7 +161,7 @@ func setupChain(e *scenario.Env, hook datapath.Hook, total, chain int) (*scenari
 
 // configure forwards port 0 to port 1 and, for cubes of the chain, peers
 // port 1 with the next cube's port 0, the last one with interface out.
-func configure(c *datapath.Cube, i, first, total, out int) error {
+func configure(c *datapath.Program, i, first, total, out int) error {
 	m, err := c.Map("pf_table")
 	if err != nil {
 		return err

@@ -45,7 +45,7 @@ func (d *Datapath) stubDir(ifname string, hook Hook, dir Direction) string {
 // Re-attaching an attached stub replaces its program atomically: the plain
 // stub runs while the hop changes, so program and hop always agree. The link
 // is pinned, so the stub stays when the daemon exits.
-func (d *Datapath) AttachStub(ifname string, ifindex int, hook Hook, dir Direction, hop Hop, direct *Cube) (*Stub, error) {
+func (d *Datapath) AttachStub(ifname string, ifindex int, hook Hook, dir Direction, hop Hop, direct *Program) (*Stub, error) {
 	if hook == XDP && dir == Egress {
 		return nil, errors.New("XDP has no egress hook: use hook tc for egress processing")
 	}

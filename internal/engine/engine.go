@@ -57,7 +57,7 @@ type Engine struct {
 	stubHops map[StubKey]datapath.Hop
 	// stubEntry is the cube whose direct entry runs on a stub's interface
 	// (nil: the stub program).
-	stubEntry map[StubKey]*datapath.Cube
+	stubEntry map[StubKey]*datapath.Program
 	specs     map[[32]byte]*ebpf.CollectionSpec
 	slow      *slowPath
 	// gen is the generation of the last snapshot of the state; journal
@@ -99,7 +99,7 @@ func (e *Engine) current() *cube.Topology {
 // live is a loaded cube.
 type live struct {
 	typ   *cube.Type
-	dc    *datapath.Cube
+	dc    *datapath.Program
 	ctl   cube.Controller
 	c     *cube.Cube // as last synced
 	attch string     // its attachment context when synced (attachContext)
@@ -147,7 +147,7 @@ func Open(cfg Config) (*Engine, error) {
 		bySlot:    map[uint32]*live{},
 		stubs:     map[StubKey]*datapath.Stub{},
 		stubHops:  map[StubKey]datapath.Hop{},
-		stubEntry: map[StubKey]*datapath.Cube{},
+		stubEntry: map[StubKey]*datapath.Program{},
 		specs:     map[[32]byte]*ebpf.CollectionSpec{},
 	}
 	if err := e.tenants.init(cfg, f.Tenants); err != nil {
@@ -926,8 +926,8 @@ func (e *Engine) reconcileStubs(p *plan) error {
 
 // entryCubes indexes the loaded cubes that have a direct entry by hook and
 // panel slot.
-func (e *Engine) entryCubes() map[datapath.Hook]map[uint32]*datapath.Cube {
-	out := map[datapath.Hook]map[uint32]*datapath.Cube{datapath.XDP: {}, datapath.TC: {}}
+func (e *Engine) entryCubes() map[datapath.Hook]map[uint32]*datapath.Program {
+	out := map[datapath.Hook]map[uint32]*datapath.Program{datapath.XDP: {}, datapath.TC: {}}
 	for _, l := range e.cubes {
 		if l.dc.HasEntry() {
 			out[l.dc.Hook][l.dc.Slot] = l.dc

@@ -23,7 +23,7 @@ import (
 type Rig struct {
 	t     testing.TB
 	DP    *datapath.Datapath
-	Cube  *datapath.Cube
+	Prog  *datapath.Program
 	Model *cube.Cube
 	Type  *cube.Type
 	Ctl   cube.Controller
@@ -85,7 +85,7 @@ func New(t testing.TB, typ *cube.Type, model *cube.Cube) *Rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Rig{t: t, DP: dp, Cube: dc, Model: model, Type: typ, Ctl: typ.New()}
+	r := &Rig{t: t, DP: dp, Prog: dc, Model: model, Type: typ, Ctl: typ.New()}
 	for _, p := range model.Ports {
 		if err := dc.SetHop(uint32(p.Index), datapath.Hop{Kind: datapath.DstIface, Ifindex: FakeIfindex}); err != nil {
 			t.Fatal(err)
@@ -115,7 +115,7 @@ func (r *Rig) Run(inPort string, frame []byte) datapath.RunResult {
 	if p == nil {
 		r.t.Fatalf("no port %q", inPort)
 	}
-	res, err := r.DP.Run(r.Cube, uint32(p.Index), frame)
+	res, err := r.DP.Run(r.Prog, uint32(p.Index), frame)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func (r *Rig) RunTransparent(dir datapath.Direction, frame []byte) datapath.RunR
 	}
 	out := make([]byte, len(frame)+512)
 	ro := &ebpf.RunOptions{Data: frame, DataOut: out}
-	v, err := r.Cube.Program().Run(ro)
+	v, err := r.Prog.EBPF().Run(ro)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func (r *Rig) RunTransparent(dir datapath.Direction, frame []byte) datapath.RunR
 // Stats returns the cube's per-port counters.
 func (r *Rig) Stats() []datapath.Stats {
 	r.t.Helper()
-	s, err := r.Cube.Stats()
+	s, err := r.Prog.Stats()
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func (r *Rig) Handle() cube.Handle { return rigHandle{r} }
 
 type rigHandle struct{ r *Rig }
 
-func (h rigHandle) Map(name string) (*ebpf.Map, error) { return h.r.Cube.Map(name) }
+func (h rigHandle) Map(name string) (*ebpf.Map, error) { return h.r.Prog.Map(name) }
 func (h rigHandle) Inject(port int, frame []byte) error {
 	h.r.Injected = append(h.r.Injected, Frame{port, append([]byte(nil), frame...)})
 	return nil

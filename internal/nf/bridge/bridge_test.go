@@ -68,7 +68,7 @@ var hooks = []struct {
 // the port's tx counter is bumped.
 func floodHops(t *testing.T, r *nftest.Rig) {
 	for _, p := range r.Model.Ports {
-		if err := r.Cube.SetHop(uint32(p.Index), datapath.Hop{Kind: datapath.DstIface, Ifindex: uint32(100000 + p.Index)}); err != nil {
+		if err := r.Prog.SetHop(uint32(p.Index), datapath.Hop{Kind: datapath.DstIface, Ifindex: uint32(100000 + p.Index)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -146,7 +146,7 @@ func TestAging(t *testing.T) {
 		t.Fatal("not learned")
 	}
 	// Make A's entry 6 s old: the fast path ignores it (floods)...
-	fdbM, _ := r.Cube.Map("br_fdb")
+	fdbM, _ := r.Prog.Map("br_fdb")
 	k := kFDBKey{VLAN: 1}
 	copy(k.MAC[:], nftest.MAC(macA))
 	var v kFDBVal
@@ -275,7 +275,7 @@ func TestStaticEntries(t *testing.T) {
 
 func TestFDBFull(t *testing.T) {
 	r := nftest.New(t, Type, flat(datapath.XDP))
-	fdbM, _ := r.Cube.Map("br_fdb")
+	fdbM, _ := r.Prog.Map("br_fdb")
 	keys := make([]kFDBKey, FDBCapacity)
 	vals := make([]kFDBVal, FDBCapacity)
 	now := ktime.CoarseNow()

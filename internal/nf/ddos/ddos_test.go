@@ -192,7 +192,7 @@ func TestSyncKeepsCountersAndRemovesEntries(t *testing.T) {
 			t.Errorf("removed entry still drops: %d", v)
 		}
 	}
-	m, _ := r.Cube.Map("dd_src_lpm")
+	m, _ := r.Prog.Map("dd_src_lpm")
 	var k lpmKey
 	var v entryVal
 	if m.Iterate().Next(&k, &v) {
@@ -464,8 +464,8 @@ func TestMillionEntries(t *testing.T) {
 	// The maps are filled directly; the model's IPv6 entries make the
 	// fast path look them up.
 	r := nftest.New(t, Type, model(datapath.XDP, nil, []Entry{{Prefix: "198.18.0.1"}, {Prefix: "2001:db8:ffff::7"}, {Prefix: "2001:db8::/64"}}, nil))
-	exact, _ := r.Cube.Map("dd_src_exact")
-	lpm, _ := r.Cube.Map("dd_src_lpm")
+	exact, _ := r.Prog.Map("dd_src_exact")
+	lpm, _ := r.Prog.Map("dd_src_lpm")
 	const n = MaxEntries - 1
 	keys := make([]addrKey, n)
 	vals := make([]entryVal, n)

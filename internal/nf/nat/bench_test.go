@@ -28,7 +28,7 @@ func BenchmarkTranslate(b *testing.B) {
 				b.Fatalf("sessions %+v", ss)
 			}
 			b.ResetTimer()
-			_, d, err := r.Cube.Program().Benchmark(frame, b.N, nil)
+			_, d, err := r.Prog.EBPF().Benchmark(frame, b.N, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -300,7 +300,7 @@ func TestSessionTimeoutAndFlush(t *testing.T) {
 		t.Fatalf("sessions %+v", ss)
 	}
 	// Age it artificially: set last_seen 31 s back (udp-unreplied: 30 s).
-	sm, _ := r.Cube.Map("nat_sess")
+	sm, _ := r.Prog.Map("nat_sess")
 	var k [16]byte
 	var s sess
 	it := sm.Iterate()

@@ -91,8 +91,8 @@ func TestP4TCCopyToCubeIsClonedIntoInjector(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(r.Cube.SetHop(2, toCube))
-	must(r.Cube.SetHop(3, stacked))
+	must(r.Prog.SetHop(2, toCube))
+	must(r.Prog.SetHop(3, stacked))
 	must(r.DP.SetConfig(datapath.Config{InjectIfindex: uint32(root.Index)}))
 	recv()
 	frame := nftest.UDP4("198.18.0.1", "198.18.0.2", 5000, 6000, bytes.Repeat([]byte("payload-"), 20))
@@ -162,7 +162,7 @@ func TestP4XDPCopiesAreRecordedForTheCopyMachine(t *testing.T) {
 	}
 	toCube := datapath.Hop{Kind: datapath.DstCube, Slot: 9, Port: 5}
 	iface := datapath.Hop{Kind: datapath.DstIface, Ifindex: nftest.FakeIfindex}
-	must(r.Cube.SetHop(2, toCube))
+	must(r.Prog.SetHop(2, toCube))
 	must(r.DP.SetConfig(datapath.Config{InjectIfindex: 77}))
 	// test runs see frames arrive on the loopback interface
 	must(r.DP.MarkCopier(1, true))
