@@ -1,0 +1,91 @@
+package engine
+
+// What the engine asks of controllers outside a change: views, actions,
+// periodic ticks and punted packets.
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/tenant"
+)
+
+// View reads one of a cube's read-only views.
+func (e *Engine) View(who tenant.Actor, name, view string) (any, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	l, err := e.live(who, name)
+	if err != nil {
+		return nil, err
+	}
+	if l.down != "" {
+		return nil, downErr(l)
+	}
+	for _, v := range l.typ.Views {
+		if v.Name == view {
+			return v.List(&handle{e: e, l: l}, l.c)
+		}
+	}
+	return nil, cube.NotFound("view", "NF type %s has no view %q", l.typ.Name, view)
+}
+
+// Action runs an operation on a cube.
+func (e *Engine) Action(who tenant.Actor, name, action string, args json.RawMessage) (any, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	l, err := e.live(who, name)
+	if err != nil {
+		return nil, err
+	}
+	if l.down != "" {
+		return nil, downErr(l)
+	}
+	for _, a := range l.typ.Actions {
+		if a.Name != action {
+			continue
+		}
+		var v any
+		if a.Args != nil {
+			var err error
+			if v, err = cube.Decode("args", args, a.Args); err != nil {
+				return nil, err
+			}
+		}
+		return a.Do(&handle{e: e, l: l}, l.c, v)
+	}
+	return nil, cube.NotFound("action", "NF type %s has no action %q", l.typ.Name, action)
+}
+
+// tick runs the periodic work of controllers that have any.
+func (e *Engine) tick(now time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, l := range e.cubes {
+		if t, ok := l.ctl.(cube.Ticker); ok {
+			t.Tick(&handle{e: e, l: l}, l.c, now)
+		}
+	}
+}
+
+// punt hands a punted packet to its cube's controller.
+func (e *Engine) punt(hook datapath.Hook, slot uint32, p cube.Punt) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	l := e.bySlot[slot]
+	if l == nil || l.dc.Hook != hook {
+		return
+	}
+	if p.Reason == datapath.PuntTransmit {
+		// a copy the fast path could not make (copy.h): out of port Arg
+		l.slowCopies++
+		if err := (&handle{e: e, l: l}).Transmit(int(p.Arg), p.Frame); err != nil {
+			e.log.Debug("slow-path copy not sent", "cube", l.c.Name, "port", p.Arg, "err", err)
+		}
+		return
+	}
+	if ph, ok := l.ctl.(cube.PuntHandler); ok {
+		ph.HandlePunt(&handle{e: e, l: l}, l.c, p)
+	}
+}
