@@ -1,13 +1,13 @@
 package ddos
 
+// Views and actions of a ddos cube.
+
 import (
 	"net/netip"
 	"sort"
 	"time"
 
-	"github.com/cilium/ebpf"
 	"github.com/edgenf/edgenf/internal/cube"
-	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/ktime"
 )
 
@@ -91,43 +91,6 @@ func listHits(h cube.Handle, c *cube.Cube) (any, error) {
 	return out, nil
 }
 
-// entry reads the fast-path entry of a blacklist entry, wherever it is (the
-// IPv4 table or fallback trie, the IPv6 hash or trie).
-func (ctl *controller) entry(h mapper, s *side, p netip.Prefix) (entryVal, error) {
-	var v entryVal
-	if p.Addr().Is4() {
-		t, err := ctl.table(h, s)
-		if err != nil {
-			return v, err
-		}
-		k := keyOf(p)
-		if t.has(k) {
-			return v, t.entry(h, k, &v)
-		}
-		m, err := h.Map(s.lpm4)
-		if err != nil {
-			return v, err
-		}
-		var v4 entry4Val
-		if err := m.Lookup(k.lpm4(), &v4); err != nil {
-			return v, err
-		}
-		if v4.Len != uint32(k.bits()) { // a shorter one that holds it
-			return v, ebpf.ErrKeyNotExist
-		}
-		return v4.entry(), nil
-	}
-	name, k := s.lpm, any(lpmOf(p))
-	if isExact(p) {
-		name, k = s.exact, key16(p.Addr())
-	}
-	m, err := h.Map(name)
-	if err != nil {
-		return v, err
-	}
-	return v, m.Lookup(k, &v)
-}
-
 // Counters reads the cube's counters by name.
 func Counters(h cube.Handle) (map[string]uint64, error) { return ddCounters.Values(h) }
 
@@ -175,63 +138,20 @@ func flushBlocked(h cube.Handle, _ *cube.Cube, _ any) (any, error) {
 	return map[string]int{"unblocked": n}, nil
 }
 
-func clearEvents(h cube.Handle, _ *cube.Cube, _ any) (any, error) {
-	ctl := cube.ControllerOf[*controller](h)
-	ctl.mu.Lock()
-	n := len(ctl.events)
-	ctl.events = nil
-	ctl.mu.Unlock()
-	return map[string]int{"cleared": n}, nil
-}
-
-// Events returns the recorded detections, oldest first.
-func (ctl *controller) Events() []Event {
-	ctl.mu.Lock()
-	defer ctl.mu.Unlock()
-	return append([]Event{}, ctl.events...)
-}
-
-func blacklistTable(name, doc string) cube.Table {
-	return cube.Table{Name: name, Doc: doc, Item: &Entry{}, Max: MaxEntries,
-		Key: func(v any) string { return v.(*Entry).Prefix }}
-}
-
-var (
-	srcTable = blacklistTable("blacklist_src", "Sources to drop: addresses or prefixes, optional expiry.")
-	dstTable = blacklistTable("blacklist_dst", "Destinations to drop: addresses or prefixes, optional expiry.")
-)
-
-func tableOf(name string) *cube.Table {
-	if name == dstTable.Name {
-		return &dstTable
+func flushMap(h cube.Handle, name string) (int, error) {
+	m, err := h.Map(name)
+	if err != nil {
+		return 0, err
 	}
-	return &srcTable
+	var keys []addrKey
+	var k addrKey
+	it := m.Iterate()
+	var v blockVal
+	for it.Next(&k, &v) {
+		keys = append(keys, k)
+	}
+	for _, k := range keys {
+		m.Delete(k)
+	}
+	return len(keys), nil
 }
-
-// Type is the ddos NF type.
-var Type = &cube.Type{
-	Name: "ddos",
-	Description: "Transparent DDoS mitigator: source/destination blacklists (1M prefixes each, expiry, per-entry counters), " +
-		"rate-based blocking, port-scan detection with events and mirroring of the scanner's packets.",
-	Transparent: true,
-	Hooks:       []datapath.Hook{datapath.XDP, datapath.TC},
-	Object:      cube.HookObjects(objects, "bpf/ddos"),
-	Config:      &Config{},
-	Tables:      []cube.Table{srcTable, dstTable},
-	Views: []cube.View{
-		{Name: "events", Doc: "Detections (port scans, rate), oldest first; the last 1024.", Item: &Event{},
-			List: func(h cube.Handle, _ *cube.Cube) (any, error) { return cube.ControllerOf[*controller](h).Events(), nil }},
-		{Name: "blocked", Doc: "Sources blocked by detection now, with what they sent since.", Item: &Blocked{}, List: listBlocked},
-		{Name: "hits", Doc: "Blacklist entries that dropped packets, with their counters.", Item: &Hit{}, List: listHits},
-		ddCounters.View("Packets passed, dropped per cause, mirrored; events and blocks."),
-	},
-	Actions: []cube.Action{
-		{Name: "unblock", Doc: "Release a source blocked by detection.", Args: &UnblockArgs{}, Do: unblock},
-		{Name: "flush_blocked", Doc: "Release every blocked source and forget tracking state.", Do: flushBlocked},
-		{Name: "clear_events", Doc: "Forget the recorded events.", Do: clearEvents},
-		ddCounters.ResetAction("Zero the cube's counters.", nil),
-	},
-	New: newController,
-}
-
-func init() { cube.Register(Type) }
