@@ -201,8 +201,6 @@ func ParsePrefix(s string) (netip.Prefix, error) {
 	return p, nil
 }
 
-// --- controller ---
-
 func blacklistTable(name, doc string) cube.Table {
 	return cube.Table{Name: name, Doc: doc, Item: &Entry{}, Max: MaxEntries,
 		Key: func(v any) string { return v.(*Entry).Prefix }}

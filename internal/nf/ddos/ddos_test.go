@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf/perf"
+	"github.com/edgenf/edgenf/internal/bpfmap"
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/nftest"
@@ -493,7 +494,7 @@ func TestMillionEntries(t *testing.T) {
 		keys[i] = a
 	}
 	start := time.Now()
-	if err := putBatch(exact, keys, vals); err != nil {
+	if err := bpfmap.Put(exact, keys, vals); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%d exact entries in %v", n+1, time.Since(start))

@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/cilium/ebpf"
+	"github.com/edgenf/edgenf/internal/bpfmap"
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/ktime"
@@ -136,7 +137,7 @@ func (ctl *controller) syncSide(h cube.Handle, c *cube.Cube, s *side) error {
 		newKeys = append(newKeys, k)
 		newVals = append(newVals, entryVal{Expires: exp})
 	}
-	if err := putBatch(exact, newKeys, newVals); err != nil {
+	if err := bpfmap.Put(exact, newKeys, newVals); err != nil {
 		return fmt.Errorf("%s: %w", s.exact, err)
 	}
 	for k, exp := range wantLPM {
@@ -256,22 +257,5 @@ func (ctl *controller) syncTable(h cube.Handle, s *side, want map[tabKey]uint64,
 		}
 	}
 	ctl.n[s.lpm4] = len(over)
-	return nil
-}
-
-func putBatch[K, V any](m *ebpf.Map, keys []K, vals []V) error {
-	const chunk = 65536
-	for len(keys) > 0 {
-		n := min(chunk, len(keys))
-		if _, err := m.BatchUpdate(keys[:n], vals[:n], nil); err != nil {
-			// Kernels or map types without batch ops: one by one.
-			for i := 0; i < n; i++ {
-				if err := m.Put(keys[i], vals[i]); err != nil {
-					return err
-				}
-			}
-		}
-		keys, vals = keys[n:], vals[n:]
-	}
 	return nil
 }

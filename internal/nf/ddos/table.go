@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/cilium/ebpf"
+	"github.com/edgenf/edgenf/internal/bpfmap"
 )
 
 // The IPv4 table of a blacklist (dd_{src,dst}_t4 and _t4v in ddos.bpf.c):
@@ -301,10 +302,10 @@ func (t *table) add(h mapper, ks []tabKey, vs []tabEntry) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := putBatch(vm, idxs, evals); err != nil {
+	if err := bpfmap.Put(vm, idxs, evals); err != nil {
 		return nil, fmt.Errorf("%s: %w", t.valsMap, err)
 	}
-	if err := putBatch(sm, slots, svals); err != nil {
+	if err := bpfmap.Put(sm, slots, svals); err != nil {
 		return nil, fmt.Errorf("%s: %w", t.slotsMap, err)
 	}
 	return over, nil

@@ -14,7 +14,7 @@ import (
 	"github.com/edgenf/edgenf/internal/nf/counters"
 )
 
-// --- kernel layouts (mirrors of lb.bpf.c) ---
+// Kernel layouts (mirrors of bpf/lb.bpf.c).
 
 const (
 	beActive   = 1
@@ -84,8 +84,6 @@ var lbCounters = counters.Named{Map: "lb_stats", Names: []string{"forwarded", "r
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
 var protoNum = map[string]uint8{"tcp": 6, "udp": 17}
-
-// --- controller ---
 
 type beRef struct {
 	svc  string

@@ -6,7 +6,6 @@ import (
 	"sort"
 
 	"github.com/edgenf/edgenf/internal/cube"
-	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/nf/counters"
 )
 
@@ -158,27 +157,3 @@ func resetBackends(h cube.Handle) error {
 	}
 	return counters.Zero[beStats](bm, keys...)
 }
-
-// Type is the lb NF type.
-var Type = &cube.Type{
-	Name: "lb",
-	Description: "L4 load balancer for IPv4 TCP/UDP services: weighted backends by Maglev consistent hashing, " +
-		"per-flow affinity, DSR or NAT mode, backends added/drained/disabled live.",
-	Hooks:  []datapath.Hook{datapath.XDP, datapath.TC},
-	Object: cube.HookObjects(objects, "bpf/lb"),
-	Config: &Config{},
-	Tables: []cube.Table{servicesTable, backendsTable},
-	Views: []cube.View{
-		{Name: "services", Doc: "Services and their backends: state, weight, Maglev share, flows, packets, bytes.", Item: &ServiceStatus{},
-			List: func(h cube.Handle, c *cube.Cube) (any, error) { return Services(h, c) }},
-		{Name: "connections", Doc: "Flows in the connection table (at most 10000 listed).", Item: &Connection{}, List: listConns},
-		lbCounters.View("Packets forwarded, NAT replies, ARP replies, no backend, unknown traffic."),
-	},
-	Actions: []cube.Action{
-		{Name: "flush_connections", Doc: "Forget every flow: next packets are placed by the Maglev tables again.", Do: flushConns},
-		lbCounters.ResetAction("Zero the cube's and the backends' counters.", resetBackends),
-	},
-	New: newController,
-}
-
-func init() { cube.Register(Type) }
