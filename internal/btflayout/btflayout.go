@@ -9,11 +9,14 @@
 // same offsets, each of the same size and shape (nested structs and arrays
 // compared in turn), with the same names: Go's CamelCase name, lowercased,
 // is the C name without underscores (InPort ↔ in_port), or the field's
-// `btf:"name"` tag gives the C name. Padding is not a field: Go's blank (_)
+// `btf:"name"` tag gives the C name. A Go embedded struct mirrors a C struct
+// member of its size, whatever its name, or the C members laid out flat in
+// its place. Padding is not a field: Go's blank (_)
 // fields, and C members named pad... or _pad.... A Go byte array stands for
 // any C member of its size (addresses and ports kept in network order), and
 // a Go type that is not a struct mirrors the C struct as a whole (sizes
-// only).
+// only), as any Go type mirrors a C struct that is one byte array (a blob
+// the fast path keeps for the daemon without reading it).
 //
 // A struct the object does not use in a map or a function reaches its BTF
 // through EDGENF_ABI (bpf/include/edgenf/types.h).
@@ -82,6 +85,10 @@ type field struct {
 	c      btf.Type
 	g      reflect.Type
 	tag    string // Go: the C name it mirrors, if given
+	// embedded: a Go anonymous struct field, which mirrors either a C
+	// struct member of its size (whatever its name) or, flattened, the C
+	// members in its place
+	embedded bool
 }
 
 func compare(c btf.Type, g reflect.Type, path string, diffs *[]string) {
@@ -105,7 +112,7 @@ func compare(c btf.Type, g reflect.Type, path string, diffs *[]string) {
 	isBytes := g.Kind() == reflect.Array && g.Elem().Kind() == reflect.Uint8
 	switch ct := c.(type) {
 	case *btf.Struct:
-		if g.Kind() != reflect.Struct {
+		if g.Kind() != reflect.Struct || opaque(ct) {
 			return // the whole struct as one value (same size)
 		}
 		compareFields(ct.Members, g, path, diffs)
@@ -135,6 +142,21 @@ func compare(c btf.Type, g reflect.Type, path string, diffs *[]string) {
 	}
 }
 
+// opaque reports whether a C struct is one byte array: a blob the fast path
+// keeps and never reads (the daemon's own record), which any Go type of its
+// size mirrors.
+func opaque(s *btf.Struct) bool {
+	if len(s.Members) != 1 {
+		return false
+	}
+	a, ok := btf.UnderlyingType(s.Members[0].Type).(*btf.Array)
+	if !ok {
+		return false
+	}
+	i, ok := btf.UnderlyingType(a.Type).(*btf.Int)
+	return ok && i.Size == 1
+}
+
 func isPad(name string) bool {
 	n := strings.TrimLeft(strings.ToLower(name), "_")
 	return name == "" || name == "_" || strings.HasPrefix(n, "pad")
@@ -159,7 +181,8 @@ func compareFields(members []btf.Member, g reflect.Type, path string, diffs *[]s
 		if f.Name == "_" || isPad(f.Name) {
 			continue
 		}
-		gf = append(gf, field{name: f.Name, offset: uint32(f.Offset), g: f.Type, tag: f.Tag.Get("btf")})
+		gf = append(gf, field{name: f.Name, offset: uint32(f.Offset), g: f.Type, tag: f.Tag.Get("btf"),
+			embedded: f.Anonymous && f.Type.Kind() == reflect.Struct})
 	}
 	i, j := 0, 0
 	for i < len(cf) || j < len(gf) {
@@ -170,13 +193,16 @@ func compareFields(members []btf.Member, g reflect.Type, path string, diffs *[]s
 		case i == len(cf) || gf[j].offset < cf[i].offset:
 			*diffs = append(*diffs, fmt.Sprintf("%s%s at offset %d: only in Go", prefix(path), gf[j].name, gf[j].offset))
 			j++
+		case gf[j].embedded && !sameSize(cf[i].c, gf[j].g):
+			// C lays the embedded struct's fields out flat
+			gf = append(append(gf[:j:j], embeddedFields(gf[j])...), gf[j+1:]...)
 		default:
 			c, g := cf[i], gf[j]
 			name := c.name
 			if name == "" {
 				name = "(anonymous)"
 			}
-			if c.name != "" && !sameName(c.name, g) {
+			if c.name != "" && !g.embedded && !sameName(c.name, g) {
 				*diffs = append(*diffs, fmt.Sprintf("%s%s at offset %d: Go calls it %s", prefix(path), c.name, c.offset, g.name))
 			}
 			compare(c.c, g.g, prefix(path)+name, diffs)
@@ -184,6 +210,26 @@ func compareFields(members []btf.Member, g reflect.Type, path string, diffs *[]s
 			j++
 		}
 	}
+}
+
+func sameSize(c btf.Type, g reflect.Type) bool {
+	n, err := btf.Sizeof(c)
+	return err == nil && uintptr(n) == g.Size()
+}
+
+// embeddedFields are the fields of an embedded struct at their offsets in
+// the outer one.
+func embeddedFields(e field) []field {
+	var out []field
+	for i := 0; i < e.g.NumField(); i++ {
+		f := e.g.Field(i)
+		if f.Name == "_" || isPad(f.Name) {
+			continue
+		}
+		out = append(out, field{name: f.Name, offset: e.offset + uint32(f.Offset), g: f.Type, tag: f.Tag.Get("btf"),
+			embedded: f.Anonymous && f.Type.Kind() == reflect.Struct})
+	}
+	return out
 }
 
 func sameName(c string, g field) bool {

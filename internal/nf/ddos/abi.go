@@ -35,7 +35,7 @@ type addrKey [16]byte
 
 type lpmKey struct {
 	Prefixlen uint32
-	Addr      [16]byte
+	Addr      [16]byte `btf:"a"`
 }
 
 type entryVal struct {

@@ -281,7 +281,7 @@ func (ctl *controller) put4(h cube.Handle, s *side, k tabKey, exp uint64) error 
 	if len(over) == 0 {
 		return nil
 	}
-	if err := lpm4.Put(k.lpm4(), entry4Val{Expires: exp, Len: uint32(k.bits())}); err != nil {
+	if err := lpm4.Put(k.lpm4(), entry4Val{entryVal: entryVal{Expires: exp}, Len: uint32(k.bits())}); err != nil {
 		return fmt.Errorf("%s: %w", s.lpm4, err)
 	}
 	ctl.n[s.lpm4]++

@@ -17,6 +17,7 @@ import (
 	_ "github.com/edgenf/edgenf/internal/nf/portfwd"
 	"github.com/edgenf/edgenf/internal/nftest"
 	"github.com/edgenf/edgenf/internal/tenant"
+	"github.com/edgenf/edgenf/internal/testenv"
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 	"golang.org/x/sys/unix"
@@ -147,6 +148,7 @@ func synScan(t *testing.T, h *netlab.Host, src, dst string, first, n int, gap ti
 // blocked after 40 distinct ports, reported as an event and its packets
 // are mirrored to a monitor namespace; the client is untouched.
 func TestScanBlockedClientUnaffected(t *testing.T) {
+	testenv.E2E(t)
 	for _, hook := range []datapath.Hook{datapath.XDP, datapath.TC} {
 		t.Run(string(hook), func(t *testing.T) { testScanBlocked(t, hook) })
 	}

@@ -232,7 +232,7 @@ func (ctl *controller) syncTable(h cube.Handle, s *side, want map[tabKey]uint64,
 		if old, ok := in4[k]; ok && old.Expires == v.Expires {
 			continue
 		}
-		e := entry4Val{Expires: v.Expires, Packets: v.Packets, Bytes: v.Bytes, Len: uint32(k.bits())}
+		e := entry4Val{entryVal: entryVal{Expires: v.Expires, Packets: v.Packets, Bytes: v.Bytes}, Len: uint32(k.bits())}
 		if err := lpm4.Put(k.lpm4(), e); err != nil {
 			return fmt.Errorf("%s: %w", s.lpm4, err)
 		}

@@ -88,21 +88,17 @@ func (k tabKey) lpm4() lpm4Key { return lpm4Key{Prefixlen: uint32(k.bits()), Add
 
 type lpm4Key struct {
 	Prefixlen uint32
-	Addr      [4]byte
+	Addr      [4]byte `btf:"a"`
 }
 
 // entry4Val is a value of the fallback trie (struct dd_entry4).
 type entry4Val struct {
-	Expires uint64
-	Packets uint64
-	Bytes   uint64
-	Len     uint32
-	Pad     uint32
+	entryVal
+	Len uint32
+	Pad uint32
 }
 
-func (v entry4Val) entry() entryVal {
-	return entryVal{Expires: v.Expires, Packets: v.Packets, Bytes: v.Bytes}
-}
+func (v entry4Val) entry() entryVal { return v.entryVal }
 
 // The table's lengths in the settings (struct dd_tab_cfg).
 type tabLenCfg struct{ Tag, Seed uint32 }
