@@ -17,6 +17,7 @@ import (
 	"github.com/edgenf/edgenf/internal/nf/counters"
 	"github.com/edgenf/edgenf/internal/nftest"
 	"github.com/edgenf/edgenf/internal/tenant"
+	"github.com/edgenf/edgenf/internal/testenv"
 	"github.com/vishvananda/netlink"
 )
 
@@ -234,12 +235,19 @@ func checkReplyPath(t *testing.T, e *engine.Engine, mode string, n int) {
 	}
 }
 
-func TestThousandConnectionsDSR(t *testing.T) { testThousand(t, datapath.XDP, "dsr", 0) }
+func TestThousandConnectionsDSR(t *testing.T) {
+	testenv.E2E(t)
+	testThousand(t, datapath.XDP, "dsr", 0)
+}
 
-func TestThousandConnectionsNAT(t *testing.T) { testThousand(t, datapath.XDP, "nat", 8080) }
+func TestThousandConnectionsNAT(t *testing.T) {
+	testenv.E2E(t)
+	testThousand(t, datapath.XDP, "nat", 8080)
+}
 
 // At TC the same, with 200 connections (skbs: GSO, checksum offload).
 func TestConnectionsTC(t *testing.T) {
+	testenv.E2E(t)
 	for _, mode := range []string{"dsr", "nat"} {
 		t.Run(mode, func(t *testing.T) { testN(t, datapath.TC, mode, 8080, 200) })
 	}

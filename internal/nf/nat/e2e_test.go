@@ -15,6 +15,7 @@ import (
 	"github.com/edgenf/edgenf/internal/engine"
 	"github.com/edgenf/edgenf/internal/netlab"
 	"github.com/edgenf/edgenf/internal/nftest"
+	"github.com/edgenf/edgenf/internal/testenv"
 	"github.com/vishvananda/netlink"
 
 	"github.com/edgenf/edgenf/internal/nf/counters"
@@ -286,6 +287,7 @@ func twoHostsSamePort(t *testing.T, l *natLab, extAddr string) {
 // address with netlink and masquerades two inside hosts using the same source
 // ports at the same time.
 func TestE2EMasqueradeOnInterface(t *testing.T) {
+	testenv.E2E(t)
 	l := newNATLab(t, datapath.XDP)
 	// The interface's own address is what masquerade uses.
 	lk, err := netlink.LinkByName(l.srv)
@@ -305,6 +307,7 @@ func TestE2EMasqueradeOnInterface(t *testing.T) {
 // the inside prefixes, an 8 MB TCP upload arrives intact, and a port
 // forwarding rule lets the server reach a service on a1.
 func TestE2ESNATUploadAndPortForward(t *testing.T) {
+	testenv.E2E(t)
 	for _, at := range nftest.Attachments {
 		t.Run(at.Name, func(t *testing.T) {
 			at.Use(t)
@@ -389,6 +392,7 @@ func routerNATLab(t *testing.T, hook datapath.Hook) *natLab {
 // router's wan port) talk to an outside server with the same source ports at
 // the same time; an 8 MB upload arrives intact; port forwarding reaches a1.
 func TestE2ERouterNAT(t *testing.T) {
+	testenv.E2E(t)
 	for _, at := range nftest.Attachments {
 		t.Run(at.Name, func(t *testing.T) {
 			at.Use(t)
@@ -445,6 +449,7 @@ func TestE2ERouterNAT(t *testing.T) {
 // host, which the NAT cannot translate, does not leave: the server's IP
 // layer never sees it.
 func TestE2EFragmentedDatagramsThroughNAT(t *testing.T) {
+	testenv.E2E(t)
 	for _, hook := range []datapath.Hook{datapath.XDP, datapath.TC} {
 		t.Run(string(hook), func(t *testing.T) {
 			l := newNATLab(t, hook)
