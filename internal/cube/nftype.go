@@ -141,8 +141,21 @@ type PuntHandler interface {
 }
 
 // Ticker is implemented by controllers with periodic work (aging, timers).
+// Tick runs under the engine's lock, so it must be short: a walk of a large
+// map belongs in Sweep.
 type Ticker interface {
 	Tick(h Handle, c *Cube, now time.Time)
+}
+
+// Sweeper is implemented by controllers with long periodic work: walks of
+// large maps (aging a connection table, ending blocks), which under the
+// engine's lock would stall the API and every other cube. The engine calls
+// Sweep each tick, after the Ticks, without its lock: h.Map returns
+// duplicates of the cube's maps, valid for the call whatever a concurrent
+// change does to the cube (h's other methods are not for Sweep). A change
+// may call Sync meanwhile: the controller guards its own state.
+type Sweeper interface {
+	Sweep(h Handle, now time.Time)
 }
 
 // EntryTx stages changes to the entries of one table of a cube; they take

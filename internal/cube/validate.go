@@ -90,7 +90,7 @@ func (t *Topology) validateCube(c, old *Cube, sys System, ifacePeers map[string]
 	if err := t.validatePorts(c, typ, sys, ifacePeers); err != nil {
 		return err
 	}
-	cfg, err := typ.DecodeConfig(c)
+	cfg, err := typ.decodeConfig(c, old)
 	if err != nil {
 		return err
 	}

@@ -58,14 +58,35 @@ func (e *Engine) Action(who tenant.Actor, name, action string, args json.RawMess
 	return nil, cube.NotFound("action", "NF type %s has no action %q", l.typ.Name, action)
 }
 
-// tick runs the periodic work of controllers that have any.
+// tick runs the periodic work of controllers, in two phases: the Ticks,
+// short, under the engine's lock; then the Sweeps (walks of large maps)
+// without it, on duplicated map handles, so that a sweep of a million
+// entries does not stall the API or the other cubes.
 func (e *Engine) tick(now time.Time) {
+	type sweep struct {
+		s    cube.Sweeper
+		dups *dupMaps
+	}
+	var sweeps []sweep
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	for _, l := range e.cubes {
 		if t, ok := l.ctl.(cube.Ticker); ok {
 			t.Tick(&handle{e: e, l: l}, l.c, now)
 		}
+		if s, ok := l.ctl.(cube.Sweeper); ok && l.down == "" {
+			if d, err := e.dups(l); err == nil {
+				sweeps = append(sweeps, sweep{s, d})
+			} else {
+				e.log.Warn("no sweep: cannot duplicate the cube's maps", "cube", l.c.Name, "err", err)
+			}
+		}
+	}
+	e.mu.Unlock()
+	for _, sw := range sweeps {
+		sw.s.Sweep(&sweepHandle{dups: sw.dups, log: e.log}, now)
+		e.mu.Lock()
+		sw.dups.release()
+		e.mu.Unlock()
 	}
 }
 

@@ -108,6 +108,8 @@ type live struct {
 	// slowCopies counts the copies the fast path could not make itself
 	// and the daemon transmitted (copy.h, EDGENF_PUNT_TRANSMIT).
 	slowCopies uint64
+	// dups are duplicates of dc's maps for sweeps (sweep.go).
+	dups *dupMaps
 	// down, when not empty, is why the cube could not be restored: a
 	// stand-in that drops everything runs in its place (restore.go).
 	down string
@@ -211,6 +213,7 @@ func (e *Engine) Close() {
 	}
 	for _, l := range e.cubes {
 		closeController(l)
+		dropDups(l)
 		l.dc.Close()
 	}
 	for _, s := range e.stubs {

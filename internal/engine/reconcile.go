@@ -153,6 +153,7 @@ func (e *Engine) forget(name string) {
 		return
 	}
 	closeController(l)
+	dropDups(l)
 	delete(e.bySlot, l.dc.Slot)
 	delete(e.cubes, name)
 }

@@ -277,10 +277,11 @@ func staticKV(c *cube.Cube, e *FDBEntry) (kFDBKey, kFDBVal) {
 	return k, kFDBVal{Port: uint32(c.Port(e.Port).Index), Flags: fdbStatic}
 }
 
-// Tick ages learned entries out of the FDB. The fast path already ignores
-// expired entries (it floods), so this only frees room; it scans at most
-// every aging_time/4 (at least every 10 s, at most every second).
-func (ctl *controller) Tick(h cube.Handle, c *cube.Cube, now time.Time) {
+// Sweep ages learned entries out of the FDB, off the engine's lock. The
+// fast path already ignores expired entries (it floods), so this only frees
+// room; it scans at most every aging_time/4 (at least every 10 s, at most
+// every second).
+func (ctl *controller) Sweep(h cube.Handle, now time.Time) {
 	ctl.mu.Lock()
 	aging := time.Duration(ctl.cfg.aging()) * time.Second
 	every := min(max(aging/4, time.Second), 10*time.Second)

@@ -24,7 +24,7 @@ func (ctl *controller) addExpiry(x expiry) {
 }
 
 // Tick removes expired blacklist entries from the maps (the fast path has
-// ignored them since their deadline) and, every 10 s, ended blocks.
+// ignored them since their deadline), in deadline order.
 func (ctl *controller) Tick(h cube.Handle, c *cube.Cube, now time.Time) {
 	ctl.mu.Lock()
 	defer ctl.mu.Unlock()
@@ -57,24 +57,35 @@ func (ctl *controller) Tick(h cube.Handle, c *cube.Cube, now time.Time) {
 	if changed {
 		ctl.flagsChanged(h)
 	}
-	if now.Sub(ctl.lastScan) >= 10*time.Second {
+}
+
+// Sweep removes ended blocks every 10 s, off the engine's lock (the table
+// of tracked and blocked sources holds up to a million entries).
+func (ctl *controller) Sweep(h cube.Handle, now time.Time) {
+	ctl.mu.Lock()
+	due := now.Sub(ctl.lastScan) >= 10*time.Second
+	if due {
 		ctl.lastScan = now
-		m, err := h.Map("dd_blocked")
-		if err != nil {
-			return
+	}
+	ctl.mu.Unlock()
+	if !due {
+		return
+	}
+	m, err := h.Map("dd_blocked")
+	if err != nil {
+		return
+	}
+	mnow := ktime.Now()
+	var k addrKey
+	var v blockVal
+	var ended []addrKey
+	it := m.Iterate()
+	for it.Next(&k, &v) {
+		if v.Until <= mnow {
+			ended = append(ended, k)
 		}
-		mnow := ktime.Now()
-		var k addrKey
-		var v blockVal
-		var ended []addrKey
-		it := m.Iterate()
-		for it.Next(&k, &v) {
-			if v.Until <= mnow {
-				ended = append(ended, k)
-			}
-		}
-		for _, k := range ended {
-			m.Delete(k)
-		}
+	}
+	for _, k := range ended {
+		m.Delete(k)
 	}
 }

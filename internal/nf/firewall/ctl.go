@@ -414,8 +414,8 @@ func writeChain(m *fwMaps, gen, ch uint8, cs *chainSet, cfg *Config, w *written)
 	return m.meta.Put(mi, meta)
 }
 
-// Tick ages connections out every 5 s.
-func (ctl *controller) Tick(h cube.Handle, c *cube.Cube, now time.Time) {
+// Sweep ages connections out every 5 s, off the engine's lock.
+func (ctl *controller) Sweep(h cube.Handle, now time.Time) {
 	ctl.mu.Lock()
 	ctl.tick++
 	t := ctl.tick

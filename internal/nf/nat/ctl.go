@@ -272,7 +272,12 @@ func (ctl *controller) Tick(h cube.Handle, c *cube.Cube, now time.Time) {
 			h.Logf("nat: write config: %v", err)
 		}
 	}
-	ctl.ticks++
+}
+
+// Sweep ages the sessions out every 5 s, off the engine's lock (a session
+// table holds up to a million entries).
+func (ctl *controller) Sweep(h cube.Handle, now time.Time) {
+	ctl.ticks++ // only Sweep reads it: one sweep at a time
 	if ctl.ticks%5 == 0 {
 		if _, err := ctl.age(h, false); err != nil {
 			h.Logf("nat: aging: %v", err)
