@@ -148,13 +148,7 @@ func setupChain(e *scenario.Env, hook datapath.Hook, total, chain int) (*scenari
 	prog, err := stubProg(root)
 	if err == nil {
 		e.Defer(func() { prog.Close() })
-		t.Cost = func() (float64, error) {
-			fr, err := t.Frame.Bytes()
-			if err != nil {
-				return 0, err
-			}
-			return scenario.ProgCost(prog, fr, 1_000_000)
-		}
+		t.CostOn(prog)
 	}
 	return t, nil
 }
