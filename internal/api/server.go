@@ -2,6 +2,11 @@
 // types' models (internal/cube): no handler is written per NF type.
 package api
 
+// server.go is long because it is the route table with the handlers of the
+// generic resources (cubes, ports, tables, views, actions, topology), which
+// read best beside their routes; admission, limits, authentication, tenants
+// and OpenAPI have their own files.
+
 import (
 	"context"
 	"encoding/base64"
