@@ -79,7 +79,13 @@ type View struct {
 	Item any // pointer to a zero element, for the schema
 	// Object: List returns one Item, not a list of them.
 	Object bool
-	List   func(h Handle, c *Cube) (any, error)
+	// Unlocked: List walks large maps, so it runs without the engine's
+	// lock (the API and other cubes go on meanwhile), like a Sweep: h.Map
+	// returns duplicated handles, and List reads of c its name, ports and
+	// settings only, never its tables (a change may write them meanwhile),
+	// and the controller's state under the controller's own lock.
+	Unlocked bool
+	List     func(h Handle, c *Cube) (any, error)
 }
 
 // Action is an operation on a cube.

@@ -12,23 +12,43 @@ import (
 	"github.com/edgenf/edgenf/internal/tenant"
 )
 
-// View reads one of a cube's read-only views.
+// View reads one of a cube's read-only views. An Unlocked view (a walk of
+// a large map) runs after the engine's lock is released, on duplicated map
+// handles (sweep.go).
 func (e *Engine) View(who tenant.Actor, name, view string) (any, error) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	l, err := e.live(who, name)
+	v, l, err := e.view(who, name, view)
+	if err != nil || !v.Unlocked {
+		defer e.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		return v.List(&handle{e: e, l: l}, l.c)
+	}
+	h, err := e.detached(l)
+	c := l.c // a change replaces it, or writes its tables only
+	e.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	if l.down != "" {
-		return nil, downErr(l)
+	defer h.release(e)
+	return v.List(h, c)
+}
+
+func (e *Engine) view(who tenant.Actor, name, view string) (*cube.View, *live, error) {
+	l, err := e.live(who, name)
+	if err != nil {
+		return nil, nil, err
 	}
-	for _, v := range l.typ.Views {
-		if v.Name == view {
-			return v.List(&handle{e: e, l: l}, l.c)
+	if l.down != "" {
+		return nil, nil, downErr(l)
+	}
+	for i := range l.typ.Views {
+		if l.typ.Views[i].Name == view {
+			return &l.typ.Views[i], l, nil
 		}
 	}
-	return nil, cube.NotFound("view", "NF type %s has no view %q", l.typ.Name, view)
+	return nil, nil, cube.NotFound("view", "NF type %s has no view %q", l.typ.Name, view)
 }
 
 // Action runs an operation on a cube.
@@ -83,7 +103,7 @@ func (e *Engine) tick(now time.Time) {
 	}
 	e.mu.Unlock()
 	for _, sw := range sweeps {
-		sw.s.Sweep(&sweepHandle{dups: sw.dups, log: e.log}, now)
+		sw.s.Sweep(&offLock{dups: sw.dups, log: e.log}, now)
 		e.mu.Lock()
 		sw.dups.release()
 		e.mu.Unlock()

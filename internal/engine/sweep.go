@@ -6,6 +6,7 @@ package engine
 // object: a sweep would then walk the wrong map).
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -82,13 +83,44 @@ func dropDups(l *live) {
 	}
 }
 
-// sweepHandle is a Sweeper's handle: the duplicated maps, and a log.
-type sweepHandle struct {
-	dups *dupMaps
-	log  *slog.Logger
+// offLock is the handle of a call made without the engine's lock (a Sweep,
+// an Unlocked view): duplicated maps, and what else the call may ask, read
+// when the call began; nil fields answer "not available".
+type offLock struct {
+	dups  *dupMaps
+	log   *slog.Logger
+	ctl   cube.Controller
+	point string
+	addrs []netip.Prefix
+	ifs   map[int]int // port → ifindex of the ports peered with an interface
 }
 
-func (h *sweepHandle) Map(name string) (*ebpf.Map, error) {
+// detached returns the off-lock handle of a view of l. Called with e.mu
+// held; the caller releases it with release.
+func (e *Engine) detached(l *live) (*offLock, error) {
+	d, err := e.dups(l)
+	if err != nil {
+		return nil, err
+	}
+	in := &handle{e: e, l: l}
+	h := &offLock{dups: d, log: e.log, ctl: l.ctl, ifs: map[int]int{}}
+	h.point, h.addrs = in.AttachPoint()
+	for port, hop := range l.hops {
+		if hop.Kind == datapath.DstIface {
+			h.ifs[port] = int(hop.Ifindex)
+		}
+	}
+	return h, nil
+}
+
+// release gives back the handle's maps (takes e.mu).
+func (h *offLock) release(e *Engine) {
+	e.mu.Lock()
+	h.dups.release()
+	e.mu.Unlock()
+}
+
+func (h *offLock) Map(name string) (*ebpf.Map, error) {
 	m, ok := h.dups.maps[name]
 	if !ok {
 		return nil, fmt.Errorf("cube %s has no map %q", h.dups.of.Name, name)
@@ -96,15 +128,26 @@ func (h *sweepHandle) Map(name string) (*ebpf.Map, error) {
 	return m, nil
 }
 
-func (h *sweepHandle) Logf(format string, args ...any) {
+func (h *offLock) Logf(format string, args ...any) {
 	h.log.Info(fmt.Sprintf(format, args...), "cube", h.dups.of.Name)
 }
 
-var errNotInSweep = fmt.Errorf("not available to a sweep")
+func (h *offLock) PortIface(port int) (*net.Interface, bool) {
+	idx, ok := h.ifs[port]
+	if !ok {
+		return nil, false
+	}
+	i, err := net.InterfaceByIndex(idx)
+	return i, err == nil
+}
 
-func (h *sweepHandle) Inject(int, []byte) error              { return errNotInSweep }
-func (h *sweepHandle) Transmit(int, []byte) error            { return errNotInSweep }
-func (h *sweepHandle) PortIface(int) (*net.Interface, bool)  { return nil, false }
-func (h *sweepHandle) PrepareRedirect(int) error             { return errNotInSweep }
-func (h *sweepHandle) AttachPoint() (string, []netip.Prefix) { return "", nil }
-func (h *sweepHandle) Controller() cube.Controller           { return nil }
+func (h *offLock) AttachPoint() (string, []netip.Prefix) { return h.point, h.addrs }
+
+// Controller is nil in a Sweep, which is a method of the controller.
+func (h *offLock) Controller() cube.Controller { return h.ctl }
+
+var errOffLock = errors.New("not available without the engine's lock (a sweep or an unlocked view)")
+
+func (h *offLock) Inject(int, []byte) error   { return errOffLock }
+func (h *offLock) Transmit(int, []byte) error { return errOffLock }
+func (h *offLock) PrepareRedirect(int) error  { return errOffLock }

@@ -10,7 +10,8 @@ import (
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
-	_ "github.com/edgenf/edgenf/internal/nf/portfwd"
+	"github.com/edgenf/edgenf/internal/nf/portfwd"
+	"github.com/edgenf/edgenf/internal/tenant"
 	"github.com/edgenf/edgenf/internal/testenv"
 )
 
@@ -80,5 +81,82 @@ func TestSweepRunsOffTheLock(t *testing.T) {
 	close(b.release)
 	if err := <-b.done; err != nil {
 		t.Errorf("the sweep's map handle after its cube went: %v", err)
+	}
+}
+
+type nopController struct{}
+
+func (nopController) Sync(cube.Handle, *cube.Cube) error { return nil }
+
+// slowView is the one view of the NF type "slowview": Unlocked, it waits to
+// be released, then reads a map of its cube.
+var slowView = struct{ started, release chan struct{} }{make(chan struct{}), make(chan struct{})}
+
+func init() {
+	cube.Register(&cube.Type{
+		Name: "slowview", Description: "test: an Unlocked view that waits", Hooks: []datapath.Hook{datapath.XDP},
+		Object: portfwd.Type.Object,
+		Views: []cube.View{{Name: "slow", Item: &struct{}{}, Object: true, Unlocked: true,
+			List: func(h cube.Handle, c *cube.Cube) (any, error) {
+				close(slowView.started)
+				<-slowView.release
+				m, err := h.Map("pf_table")
+				if err != nil {
+					return nil, err
+				}
+				v := make([]byte, m.ValueSize())
+				return c.Name, m.Lookup(uint32(0), &v)
+			}}},
+		New: func() cube.Controller { return nopController{} },
+	})
+}
+
+// TestUnlockedViewRunsOffTheLock: while an Unlocked view of a cube runs, the
+// engine takes changes (deleting that cube), and the view's map handles
+// stay valid.
+func TestUnlockedViewRunsOffTheLock(t *testing.T) {
+	testenv.NeedRoot(t)
+	e, err := Open(Config{
+		PinRoot:   filepath.Join("/sys/fs/bpf", fmt.Sprintf("enfview-%d", os.Getpid())),
+		StateFile: filepath.Join(t.TempDir(), "state.json"),
+		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Destroy() })
+	if err := e.Update(func(tp *cube.Topology) error {
+		return tp.AddCube(&cube.Cube{Name: "v", Type: "slowview", Hook: datapath.XDP})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		v   any
+		err error
+	}
+	viewed := make(chan result, 1)
+	go func() {
+		v, err := e.View(tenant.Admin, "v", "slow")
+		viewed <- result{v, err}
+	}()
+	select {
+	case <-slowView.started:
+	case r := <-viewed:
+		t.Fatalf("the view ended at once: %v %v", r.v, r.err)
+	}
+	changed := make(chan error, 1)
+	go func() { changed <- e.Update(func(tp *cube.Topology) error { return tp.DeleteCube("v") }) }()
+	select {
+	case err := <-changed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		close(slowView.release)
+		t.Fatal("a change waited for a view: the view holds the engine's lock")
+	}
+	close(slowView.release)
+	if r := <-viewed; r.err != nil || r.v != "v" {
+		t.Errorf("the view after its cube went: %v, %v", r.v, r.err)
 	}
 }

@@ -227,7 +227,7 @@ var Type = &cube.Type{
 	PortConfig:  &PortConfig{},
 	Tables:      []cube.Table{staticTable},
 	Views: []cube.View{
-		{Name: "fdb", Doc: "The forwarding database: learned and static MACs per VLAN, with their port and age.", Item: &FDBRow{}, List: listFDB},
+		{Name: "fdb", Doc: "The forwarding database: learned and static MACs per VLAN, with their port and age.", Item: &FDBRow{}, List: listFDB, Unlocked: true},
 		{Name: "status", Doc: "FDB occupancy and the bridge's counters (learning failures when full, MAC moves, floods, VLAN drops).", Item: &Status{}, Object: true,
 			List: cube.ListOn((*controller).status)},
 	},

@@ -231,7 +231,7 @@ var Type = &cube.Type{
 	Views: []cube.View{
 		{Name: "events", Doc: "Detections (port scans, rate), oldest first; the last 1024.", Item: &Event{},
 			List: func(h cube.Handle, _ *cube.Cube) (any, error) { return cube.ControllerOf[*controller](h).Events(), nil }},
-		{Name: "blocked", Doc: "Sources blocked by detection now, with what they sent since.", Item: &Blocked{}, List: listBlocked},
+		{Name: "blocked", Doc: "Sources blocked by detection now, with what they sent since.", Item: &Blocked{}, List: listBlocked, Unlocked: true},
 		{Name: "hits", Doc: "Blacklist entries that dropped packets, with their counters.", Item: &Hit{}, List: listHits},
 		ddCounters.View("Packets passed, dropped per cause, mirrored; events and blocks."),
 	},

@@ -276,7 +276,7 @@ var Type = &cube.Type{
 	Views: []cube.View{
 		{Name: "counters", Doc: "Packets and bytes per rule; id 0 is the chain's default policy, -1 the accept_established shortcut, -2 frames that could not be parsed (judged by the policy), -3 fragments dropped for hiding or rewriting their L4 header.",
 			Item: &RuleCounter{}, List: func(h cube.Handle, c *cube.Cube) (any, error) { return ruleCounters(h, c) }},
-		{Name: "connections", Doc: "Tracked connections (originator first; at most 10,000 listed).", Item: &Connection{},
+		{Name: "connections", Doc: "Tracked connections (originator first; at most 10,000 listed).", Item: &Connection{}, Unlocked: true,
 			List: func(h cube.Handle, _ *cube.Cube) (any, error) { return connections(h) }},
 		{Name: "log", Doc: "The last packets matched by rules with log (rate-limited).", Item: &LogEntry{},
 			List: func(h cube.Handle, _ *cube.Cube) (any, error) {

@@ -325,7 +325,7 @@ var Type = &cube.Type{
 	Views: []cube.View{
 		{Name: "services", Doc: "Services and their backends: state, weight, Maglev share, flows, packets, bytes.", Item: &ServiceStatus{},
 			List: func(h cube.Handle, c *cube.Cube) (any, error) { return Services(h, c) }},
-		{Name: "connections", Doc: "Flows in the connection table (at most 10000 listed).", Item: &Connection{}, List: listConns},
+		{Name: "connections", Doc: "Flows in the connection table (at most 10000 listed).", Item: &Connection{}, List: listConns, Unlocked: true},
 		lbCounters.View("Packets forwarded, NAT replies, ARP replies, no backend, unknown traffic."),
 	},
 	Actions: []cube.Action{

@@ -252,7 +252,7 @@ var Type = &cube.Type{
 	Config:      &Config{},
 	Tables:      []cube.Table{snatTable, dnatTable, pfTable},
 	Views: []cube.View{
-		{Name: "sessions", Doc: "Translated flows (connection tracking table).", Item: &Session{},
+		{Name: "sessions", Doc: "Translated flows (connection tracking table).", Item: &Session{}, Unlocked: true,
 			List: func(h cube.Handle, _ *cube.Cube) (any, error) { return sessions(h) }},
 		{Name: "status", Doc: "Attachment point and masquerade address in use.", Item: &Status{}, Object: true,
 			List: func(h cube.Handle, c *cube.Cube) (any, error) {
