@@ -11,6 +11,9 @@ BINDIR     ?= $(PREFIX)/bin
 SBINDIR    ?= $(PREFIX)/sbin
 DATADIR    ?= $(PREFIX)/share
 MANDIR     ?= $(DATADIR)/man
+# edgenf-cni goes where runtimes look for CNI plugins: Debian's directory
+# (beside containernetworking-plugins) for /usr, else the CNI default
+CNIDIR     ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/cni,/opt/cni/bin)
 # the distribution's unit directory (/lib/systemd/system on Debian 12,
 # /usr/lib/systemd/system on 13), asked when used (setup installs systemd)
 SYSTEM_UNITDIR = $(shell systemd-path systemd-system-unit 2>/dev/null || echo /lib/systemd/system)
@@ -47,6 +50,7 @@ gen: build
 install: gen
 	install -D -m 755 $(BIN)/edgenfd $(DESTDIR)$(SBINDIR)/edgenfd
 	install -D -m 755 $(BIN)/edgenf $(DESTDIR)$(BINDIR)/edgenf
+	install -D -m 755 $(BIN)/edgenf-cni $(DESTDIR)$(CNIDIR)/edgenf-cni
 	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8
 	for f in build/gen/man/*.1; do gzip -9n < $$f > $(DESTDIR)$(MANDIR)/man1/$${f##*/}.gz; done
 	gzip -9n < build/gen/man/edgenfd.8 > $(DESTDIR)$(MANDIR)/man8/edgenfd.8.gz
@@ -75,7 +79,7 @@ web:
 # first with 'edgenfd -destroy' if wanted.
 uninstall:
 	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl disable --now edgenfd 2>/dev/null || true; fi
-	rm -f $(DESTDIR)$(SBINDIR)/edgenfd $(DESTDIR)$(BINDIR)/edgenf \
+	rm -f $(DESTDIR)$(SBINDIR)/edgenfd $(DESTDIR)$(BINDIR)/edgenf $(DESTDIR)$(CNIDIR)/edgenf-cni \
 	  $(DESTDIR)$(MANDIR)/man1/edgenf.1.gz $(DESTDIR)$(MANDIR)/man1/edgenf-*.1.gz $(DESTDIR)$(MANDIR)/man8/edgenfd.8.gz \
 	  $(DESTDIR)$(DATADIR)/bash-completion/completions/edgenf $(DESTDIR)$(DATADIR)/zsh/vendor-completions/_edgenf \
 	  $(DESTDIR)$(DATADIR)/fish/vendor_completions.d/edgenf.fish $(DESTDIR)$(UNITDIR)/edgenfd.service
@@ -85,7 +89,7 @@ uninstall:
 # 'apt install ./build/edgenf_*.deb' installs: static, stripped binaries.
 deb: setup
 	rm -rf build/deb build/edgenf_*.deb
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o build/deb/bin/ ./cmd/edgenf ./cmd/edgenfd
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o build/deb/bin/ ./cmd/edgenf ./cmd/edgenfd ./cmd/edgenf-cni
 	$(MAKE) --no-print-directory install BIN=build/deb/bin PREFIX=/usr DESTDIR=$(CURDIR)/build/deb/root
 	./scripts/mkdeb.sh build/deb/root "$(VERSION)" build
 

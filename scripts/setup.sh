@@ -45,6 +45,9 @@ install_missing() {
 install_missing make git ca-certificates clang llvm libbpf-dev linux-libc-dev \
 	bpftool iproute2 iputils-ping nftables iptables tcpdump tshark iperf3 \
 	python3 python3-venv lintian systemd man-db bubblewrap util-linux
+# the reference CNI plugins (/usr/lib/cni): host-local IPAM for edgenf-cni,
+# and the bridge plugin the CNI benchmark compares with
+install_missing containernetworking-plugins
 
 # Go: the toolchain go.mod names. When the go on PATH is missing or older,
 # Debian's golang-go serves as a bootstrap to fetch that exact toolchain

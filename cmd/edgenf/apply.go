@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"text/tabwriter"
 
+	"github.com/edgenf/edgenf/internal/topofile"
 	"github.com/spf13/cobra"
-	"gopkg.in/yaml.v3"
 )
 
 type change struct {
@@ -34,34 +33,20 @@ func applyCmd() *cobra.Command {
 			if file == "" {
 				return fmt.Errorf("-f TOPOLOGY is required")
 			}
-			var b []byte
+			var body []byte
 			var err error
 			if file == "-" {
-				b, err = io.ReadAll(os.Stdin)
+				var b []byte
+				if b, err = io.ReadAll(os.Stdin); err == nil {
+					if body, err = topofile.Decode(b, "."); err != nil {
+						err = fmt.Errorf("%s: %v", file, err)
+					}
+				}
 			} else {
-				b, err = os.ReadFile(file)
+				body, err = topofile.Read(file)
 			}
 			if err != nil {
 				return err
-			}
-			var doc any
-			if err := yaml.Unmarshal(b, &doc); err != nil {
-				return fmt.Errorf("%s: %v", file, err)
-			}
-			m, ok := doc.(map[string]any)
-			if !ok {
-				return fmt.Errorf("%s: want a mapping with `cubes:` (and optionally `attachments:`)", file)
-			}
-			dir := "."
-			if file != "-" {
-				dir = filepath.Dir(file)
-			}
-			if err := inlinePrograms(m, dir); err != nil {
-				return fmt.Errorf("%s: %v", file, err)
-			}
-			body, err := json.Marshal(doc)
-			if err != nil {
-				return fmt.Errorf("%s: %v", file, err)
 			}
 			path := "/v1/topology"
 			if dry {
@@ -94,42 +79,4 @@ func applyCmd() *cobra.Command {
 	c.Flags().StringVarP(&file, "file", "f", "", "topology file (YAML or JSON; - for stdin)")
 	c.Flags().BoolVar(&dry, "dry-run", false, "only print what would change")
 	return c
-}
-
-// inlinePrograms reads the P4 programs a topology file names (a p4 cube's
-// config.program without config.source), relative to the file's directory.
-func inlinePrograms(doc map[string]any, dir string) error {
-	cubes, _ := doc["cubes"].([]any)
-	for _, x := range cubes {
-		c, _ := x.(map[string]any)
-		cfg, _ := c["config"].(map[string]any)
-		if c["type"] != "p4" {
-			continue
-		}
-		if err := inlineProgram(cfg, dir); err != nil {
-			return fmt.Errorf("cube %v: %v", c["name"], err)
-		}
-	}
-	return nil
-}
-
-// inlineProgram puts the text of the program p4 settings name (program,
-// relative to dir) in, unless they have it: the daemon reads no file on a
-// client's behalf.
-func inlineProgram(cfg map[string]any, dir string) error {
-	prog, _ := cfg["program"].(string)
-	if prog == "" || cfg["source"] != nil {
-		return nil
-	}
-	if !filepath.IsAbs(prog) {
-		prog = filepath.Join(dir, prog)
-	}
-	ps, err := programSettings(prog)
-	if err != nil {
-		return err
-	}
-	for k, v := range ps {
-		cfg[k] = v
-	}
-	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/edgenf/edgenf/internal/topofile"
 	"github.com/spf13/cobra"
 )
 
@@ -63,7 +64,7 @@ func cubeCmd() *cobra.Command {
 				return err
 			}
 			if program != "" {
-				ps, err := programSettings(program)
+				ps, err := topofile.ProgramSettings(program)
 				if err != nil {
 					return err
 				}
@@ -76,7 +77,7 @@ func cubeCmd() *cobra.Command {
 				cfg = ps
 			}
 			if m, ok := cfg.(map[string]any); ok && args[1] == "p4" {
-				if err := inlineProgram(m, "."); err != nil {
+				if err := topofile.InlineProgram(m, "."); err != nil {
 					return err
 				}
 			}
@@ -166,12 +167,12 @@ func cubeCmd() *cobra.Command {
 				return err
 			}
 			if cur.Type == "p4" {
-				if err := inlineProgram(cfg, "."); err != nil {
+				if err := topofile.InlineProgram(cfg, "."); err != nil {
 					return err
 				}
 			}
 			if pprog != "" {
-				ps, err := programSettings(pprog)
+				ps, err := topofile.ProgramSettings(pprog)
 				if err != nil {
 					return err
 				}

@@ -57,7 +57,7 @@ func newRoot() *cobra.Command {
 	root.RegisterFlagCompletionFunc("output", fixedCompletion("table", "json", "yaml"))
 	root.AddCommand(cubeCmd(), portCmd(), peerCmd(), unpeerCmd(), attachCmd(), detachCmd(),
 		tableCmd(), viewCmd(), actionCmd(), statsCmd(), topCmd(), getCmd(), describeCmd(), deleteCmd(),
-		applyCmd(), typesCmd(), injectCmd(), openapiCmd(), p4Cmd(), tenantCmd(), doctorCmd(), genDocsCmd())
+		applyCmd(), typesCmd(), injectCmd(), openapiCmd(), p4Cmd(), tenantCmd(), doctorCmd(), genDocsCmd(), endpointCmd())
 	return root
 }
 

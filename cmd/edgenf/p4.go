@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -125,17 +124,4 @@ func p4Cmd() *cobra.Command {
 	c.AddCommand(p4SlowPathCmds()...)
 	c.AddCommand(p4ReplCmds()...) // p4repl.go
 	return c
-}
-
-// programSettings reads a P4 program for `cube add NAME p4 --program FILE`
-// here, on the client: the daemon reads no file on a client's behalf. It
-// gets the source and the file's name (for its messages), and stores the
-// source, so a restart runs exactly what was loaded. #include resolves on
-// the daemon against its built-in files and -p4-include-dir.
-func programSettings(path string) (map[string]any, error) {
-	src, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return map[string]any{"program": filepath.Base(path), "source": string(src)}, nil
 }

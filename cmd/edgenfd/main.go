@@ -48,6 +48,7 @@ func main() {
 		tcAtt   = flag.String("tc-attach", "", "how TC programs go on interfaces: tcx (Linux 6.6), classic (clsact + cls_bpf, any kernel) or auto (default: $EDGENF_TC_ATTACH, else auto)")
 		tcpF    tcpFlags
 		p4inc   = flag.String("p4-include-dir", "", "directories (colon-separated) P4 programs' #include may use, besides the built-in core.p4 and v1model.p4")
+		applyF  = flag.String("apply-file", "", "keep the topology equal to this file (YAML or JSON, as `edgenf apply -f` takes), applied at start and whenever it changes; a bad file changes nothing (see the user guide)")
 		influxF influxFlags
 	)
 	tcpF.register(flag.CommandLine)
@@ -91,7 +92,7 @@ func main() {
 		}
 	}
 	cfg := engine.Config{PinRoot: *bpffs, StateFile: *stateF, Logger: log, AdoptEmpty: *adoptE}
-	if err := run(log, cfg, *socket, *listen, *tokens, *destroy, pf, tcpF, influxF); err != nil {
+	if err := run(log, cfg, *socket, *listen, *tokens, *destroy, pf, tcpF, influxF, *applyF); err != nil {
 		log.Error("edgenfd", "err", err)
 		os.Exit(1)
 	}
@@ -102,7 +103,7 @@ type p4rtFlags struct {
 	listen, socket, devices string
 }
 
-func run(log *slog.Logger, cfg engine.Config, socket, listen, tokenFile string, destroy bool, p4rtF p4rtFlags, tcpF tcpFlags, influxF influxFlags) error {
+func run(log *slog.Logger, cfg engine.Config, socket, listen, tokenFile string, destroy bool, p4rtF p4rtFlags, tcpF tcpFlags, influxF influxFlags, applyPath string) error {
 	if destroy {
 		os.Remove(socket)
 		os.Remove(p4rtF.socket)
@@ -151,6 +152,18 @@ func run(log *slog.Logger, cfg engine.Config, socket, listen, tokenFile string, 
 		return err
 	}
 	defer func() { stopInflux(); <-influxDone }() // its last push, before the engine closes
+	if applyPath != "" {
+		af := newApplyFile(applyPath, eng, log)
+		for _, c := range af.collectors() {
+			if err := srv.RegisterDaemonMetrics(c); err != nil {
+				return err
+			}
+		}
+		actx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { af.run(actx); close(done) }()
+		defer func() { stop(); <-done }() // before the engine closes
+	}
 
 	ul, err := listenUnix(socket)
 	if err != nil {

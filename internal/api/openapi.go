@@ -9,6 +9,7 @@ import (
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/endpoint"
 	"github.com/edgenf/edgenf/internal/engine"
 	"github.com/edgenf/edgenf/internal/tenant"
 )
@@ -29,6 +30,7 @@ type Schema struct {
 	Maximum              *json.Number       `json:"maximum,omitempty"`
 	MinLength            *int               `json:"minLength,omitempty"`
 	MaxLength            *int               `json:"maxLength,omitempty"`
+	MaxItems             *int               `json:"maxItems,omitempty"`
 	MinItems             *int               `json:"minItems,omitempty"`
 	Pattern              string             `json:"pattern,omitempty"`
 	Enum                 []string           `json:"enum,omitempty"`
@@ -74,7 +76,20 @@ var fieldSchemas = map[string]func() *Schema{
 	"tenant.Tenant.Interfaces": func() *Schema {
 		return &Schema{Type: "array", Items: str(ifacePattern)}
 	},
-	"tenant.Tenant.Quota": quotaSchema,
+	"tenant.Tenant.Quota":           quotaSchema,
+	"endpoint.Endpoint.Name":        func() *Schema { return str(namePattern) },
+	"endpoint.Endpoint.Tenant":      func() *Schema { return str(namePattern) },
+	"endpoint.Endpoint.Slice":       func() *Schema { return str(namePattern) },
+	"endpoint.Endpoint.Cube":        func() *Schema { return str(namePattern) },
+	"endpoint.Endpoint.Interface":   func() *Schema { return str(ifacePattern) },
+	"endpoint.Endpoint.MAC":         func() *Schema { return str(`^[0-9A-Fa-f]{2}([:-][0-9A-Fa-f]{2}){5}$`) },
+	"endpoint.Endpoint.Addresses":   func() *Schema { return &Schema{Type: "array", Items: str(prefixPattern), MaxItems: intp(16)} },
+	"endpoint.Endpoint.Network":     func() *Schema { return &Schema{Type: "string", MaxLength: intp(256)} },
+	"endpoint.Endpoint.ContainerID": func() *Schema { return &Schema{Type: "string", MaxLength: intp(256)} },
+	"endpoint.Endpoint.IfName":      func() *Schema { return &Schema{Type: "string", MaxLength: intp(256)} },
+	"endpoint.Pod.Namespace":        func() *Schema { return &Schema{Type: "string", MaxLength: intp(253)} },
+	"endpoint.Pod.Name":             func() *Schema { return &Schema{Type: "string", MaxLength: intp(253)} },
+	"endpoint.Pod.UID":              func() *Schema { return &Schema{Type: "string", MaxLength: intp(253)} },
 }
 
 func quotaSchema() *Schema {
@@ -258,7 +273,7 @@ var errorSchema = SchemaOf(struct {
 func pathParam(name string) param {
 	s := &Schema{Type: "string"}
 	switch name {
-	case "cube", "port", "tenant":
+	case "cube", "port", "tenant", "endpoint":
 		s.Pattern = namePattern
 	case "iface":
 		s.Pattern = ifacePattern
@@ -352,6 +367,12 @@ func OpenAPI() map[string]any {
 	add("/v1/tenants/{tenant}", "put", op{Summary: "Declare a tenant or replace its record (administrator): interfaces it may use, quotas", Parameters: pathParams("tenant"),
 		RequestBody: jsonBody(tenantSchema), Responses: ok(200, "tenant (201 when new)", tenantStatus)})
 	add("/v1/tenants/{tenant}", "delete", op{Summary: "Remove a tenant's record (administrator): defaults apply again", Parameters: pathParams("tenant"), Responses: ok(204, "removed", nil)})
+	endpointSchema := SchemaOf(&endpoint.Endpoint{})
+	add("/v1/endpoints", "get", op{Summary: "Workloads (pods) plugged into tenants' cubes by the CNI plugin (a tenant sees its own)", Responses: ok(200, "endpoints", &Schema{Type: "array", Items: endpointSchema})})
+	add("/v1/endpoints/{endpoint}", "get", op{Summary: "One endpoint", Parameters: pathParams("endpoint"), Responses: ok(200, "endpoint", endpointSchema)})
+	add("/v1/endpoints/{endpoint}", "put", op{Summary: "Plug a workload in (administrator): a port of the tenant's cube peered with the interface, and the interface given to the tenant, in one change",
+		Parameters: pathParams("endpoint"), RequestBody: jsonBody(endpointSchema), Responses: ok(200, "endpoint (201 when new)", endpointSchema)})
+	add("/v1/endpoints/{endpoint}", "delete", op{Summary: "Unplug a workload (administrator): its port and its interface, in one change", Parameters: pathParams("endpoint"), Responses: ok(204, "removed", nil)})
 	add("/v1/whoami", "get", op{Summary: "Who the request authenticated as: the administrator or a tenant", Responses: ok(200, "identity", SchemaOf(&Identity{}))})
 	add("/v1/graph", "get", op{Summary: "The topology the caller may see, without table entries or settings (the dashboard's graph)", Responses: ok(200, "graph", SchemaOf(&Graph{}))})
 	add("/v1/stats", "get", op{Summary: "Every visible cube's per-port counters, read at one time", Responses: ok(200, "counters", SchemaOf(&Stats{}))})

@@ -55,7 +55,8 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/attachments", s.listAttachments)
 	m.HandleFunc("POST /v1/attachments", s.attach)
 	m.HandleFunc("DELETE /v1/attachments/{cube}", s.detach)
-	s.tenantRoutes() // tenants.go
+	s.tenantRoutes()   // tenants.go
+	s.endpointRoutes() // endpoints.go
 	m.HandleFunc("GET /v1/interfaces/{iface}/stats", s.admin(s.ifaceStats))
 	m.HandleFunc("GET /metrics", s.metrics) // metrics.go
 	s.uiRoutes()                            // ui.go

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
@@ -92,25 +93,56 @@ func (d *Datapath) xdpPass() (*ebpf.Program, error) {
 }
 
 // nsForID finds the namespace the current one knows as nsid (-1: the current
-// one) among named namespaces and those of running processes.
+// one) among named namespaces and those of running processes. The path
+// last found for an id is tried first (ids are stable while a namespace
+// lives; a reused id is caught by the check), and processes are searched
+// only when no named namespace matches: a node with many pods asks this for
+// every pod interface, and /proc holds thousands of entries.
 func nsForID(nsid int) (netns.NsHandle, error) {
 	if nsid < 0 {
 		return netns.Get()
 	}
-	candidates, _ := filepath.Glob("/run/netns/*")
-	procs, _ := filepath.Glob("/proc/[0-9]*/ns/net")
-	for _, path := range append(candidates, procs...) {
+	match := func(path string) (netns.NsHandle, bool) {
 		ns, err := netns.GetFromPath(path)
 		if err != nil {
-			continue
+			return ns, false
 		}
 		if id, err := netlink.GetNetNsIdByFd(int(ns)); err == nil && id == nsid {
-			return ns, nil
+			return ns, true
 		}
 		ns.Close()
+		return netns.None(), false
+	}
+	nsPaths.Lock()
+	cached := nsPaths.byID[nsid]
+	nsPaths.Unlock()
+	if cached != "" {
+		if ns, ok := match(cached); ok {
+			return ns, nil
+		}
+	}
+	for _, glob := range []string{"/run/netns/*", "/proc/[0-9]*/ns/net"} {
+		paths, _ := filepath.Glob(glob)
+		for _, path := range paths {
+			if ns, ok := match(path); ok {
+				nsPaths.Lock()
+				if len(nsPaths.byID) >= 4096 {
+					clear(nsPaths.byID)
+				}
+				nsPaths.byID[nsid] = path
+				nsPaths.Unlock()
+				return ns, nil
+			}
+		}
 	}
 	return netns.None(), fmt.Errorf("no namespace with id %d found: %w", nsid, os.ErrNotExist)
 }
+
+// nsPaths remembers where the namespace of an id was found.
+var nsPaths = struct {
+	sync.Mutex
+	byID map[int]string
+}{byID: map[int]string{}}
 
 // inNS runs fn on an OS thread switched into ns. If the thread cannot be
 // switched back it is left locked, so Go retires it.

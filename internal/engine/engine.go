@@ -17,9 +17,11 @@ import (
 	"sync"
 
 	"github.com/cilium/ebpf"
+	"github.com/vishvananda/netlink"
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/endpoint"
 	"github.com/edgenf/edgenf/internal/state"
 	"github.com/edgenf/edgenf/internal/tenant"
 )
@@ -75,6 +77,12 @@ type Engine struct {
 	// of them when restoring, those that were down when rolling back.
 	goesDown func(name string) bool
 	tenants  tenantState // tenants.go
+	// endpoints are the workloads plugged into tenants' cubes, by name
+	// (endpoints.go).
+	endpoints map[string]*endpoint.Endpoint
+	// redirectReady are the interfaces (by index) prepared to receive
+	// XDP redirects (ensureRedirectTargets), until a stub is detached.
+	redirectReady map[int]bool
 }
 
 // Revision counts the changes the engine has made (topology updates and
@@ -149,6 +157,8 @@ func Open(cfg Config) (*Engine, error) {
 		stubHops:  map[StubKey]datapath.Hop{},
 		stubEntry: map[StubKey]*datapath.Program{},
 		specs:     map[[32]byte]*ebpf.CollectionSpec{},
+
+		redirectReady: map[int]bool{},
 	}
 	if err := e.tenants.init(cfg, f.Tenants); err != nil {
 		dp.Close()
@@ -185,6 +195,7 @@ func Open(cfg Config) (*Engine, error) {
 		return fail(fmt.Errorf("restore state: %w", err))
 	}
 	e.topo, e.gen = f.Topology, f.Gen
+	e.restoreEndpoints(f.Endpoints)
 	// What the kernel holds beyond the state goes, before the snapshot
 	// below drops the journal that says what that may be.
 	e.removeResidues(f.Residues)
@@ -383,6 +394,9 @@ func (e *Engine) Replace(ctx context.Context, t *cube.Topology, dryRun bool) ([]
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	next := t.Clone()
+	if err := e.keepEndpoints(next); err != nil {
+		return nil, err
+	}
 	if err := next.ValidateChange(e.topo, e.sys()); err != nil {
 		return nil, err
 	}
@@ -397,6 +411,9 @@ func (e *Engine) Replace(ctx context.Context, t *cube.Topology, dryRun bool) ([]
 // quotas and applies it.
 func (e *Engine) commit(who tenant.Actor, next *cube.Topology) error {
 	if err := e.scope(who).Change(e.topo, next); err != nil {
+		return err
+	}
+	if err := e.checkEndpoints(next); err != nil {
 		return err
 	}
 	if err := next.ValidateChange(e.topo, e.sys()); err != nil {
@@ -456,7 +473,7 @@ func (e *Engine) save(next *cube.Topology) error {
 		}
 		parts[name] = l.json
 	}
-	if err := state.SaveParts(e.cfg.StateFile, e.gen+1, parts, next.Attachments, e.slots, e.tenants.declared); err != nil {
+	if err := state.SaveParts(e.cfg.StateFile, e.gen+1, parts, next.Attachments, e.slots, e.tenants.declared, e.endpoints); err != nil {
 		return err
 	}
 	e.gen++
@@ -514,12 +531,14 @@ func (e *Engine) sys() sysInfo {
 	return sysInfo{known}
 }
 
+// ifindex asks the kernel for one interface (net.InterfaceByName would
+// list them all, for every peer of every change).
 func ifindex(name string) (int, error) {
-	i, err := net.InterfaceByName(name)
+	l, err := netlink.LinkByName(name)
 	if err != nil {
 		return 0, cube.NotFound("peer", "no Linux interface named %q", name)
 	}
-	return i.Index, nil
+	return l.Attrs().Index, nil
 }
 
 // noCube is the error for operations on a missing cube.

@@ -239,15 +239,22 @@ func (e *Engine) writeHops(p *plan) error {
 // ensureRedirectTargets runs after the stubs are in place: a stub detached
 // from one end of a veth pair may have been the XDP program its peer's
 // redirects relied on.
+// An interface prepared once stays prepared until a stub is detached
+// (reconcileStubs forgets them all then): a change costs what it adds, not
+// a look into every pod's namespace.
 func (e *Engine) ensureRedirectTargets(p *plan) error {
 	for iface := range p.redirects {
 		idx, err := ifindex(iface)
 		if err != nil {
 			continue // reported as missing by the planner
 		}
+		if e.redirectReady[idx] {
+			continue
+		}
 		if err := e.dp.EnsureRedirectTarget(idx); err != nil {
 			return err
 		}
+		e.redirectReady[idx] = true
 	}
 	return nil
 }
@@ -320,6 +327,7 @@ func (e *Engine) reconcileStubs(p *plan) error {
 		if err := e.dp.DetachStub(k.Iface, k.Hook, k.Dir); err != nil {
 			return err
 		}
+		clear(e.redirectReady) // its peer may have relied on it
 		s.Close()
 		delete(e.stubs, k)
 		delete(e.stubHops, k)

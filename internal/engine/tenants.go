@@ -73,7 +73,11 @@ func (ts *tenantState) limit(name, quota string) int64 {
 }
 
 func (e *Engine) scope(who tenant.Actor) tenant.Scope {
-	return tenant.Scope{Actor: who, Record: e.tenants.record(who.Name())}
+	if who.IsAdmin() {
+		return tenant.Scope{Actor: who}
+	}
+	// a tenant also owns the interfaces of its endpoints (endpoints.go)
+	return tenant.Scope{Actor: who, Record: e.withEndpoints(who.Name(), e.tenants.record(who.Name()))}
 }
 
 // Limit returns one of who's limits; the administrator has none (-1).

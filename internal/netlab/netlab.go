@@ -555,17 +555,39 @@ func (l *Lab) Close() error {
 		}
 	}
 	for _, h := range hosts {
-		if h.nl != nil {
-			h.nl.Close()
-		}
-		if h.ns.IsOpen() {
-			h.ns.Close()
-		}
-		if err := netns.DeleteNamed(h.Name); err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
-			errs = append(errs, fmt.Errorf("netlab: close: delete netns %s: %w", h.Name, err))
+		if err := h.destroy(); err != nil {
+			errs = append(errs, fmt.Errorf("netlab: close: %w", err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Remove deletes the host's namespace now, with every interface in it (the
+// far ends of its veths go too), as a crashed container's namespace goes.
+func (h *Host) Remove() error {
+	l := h.lab
+	l.mu.Lock()
+	for i, x := range l.hosts {
+		if x == h {
+			l.hosts = append(l.hosts[:i], l.hosts[i+1:]...)
+			break
+		}
+	}
+	l.mu.Unlock()
+	return h.destroy()
+}
+
+func (h *Host) destroy() error {
+	if h.nl != nil {
+		h.nl.Close()
+	}
+	if h.ns.IsOpen() {
+		h.ns.Close()
+	}
+	if err := netns.DeleteNamed(h.Name); err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("delete netns %s: %w", h.Name, err)
+	}
+	return nil
 }
 
 // Leftovers lists namespaces and root links that still carry the prefix

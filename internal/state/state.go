@@ -15,6 +15,7 @@ import (
 	"sort"
 
 	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/endpoint"
 	"github.com/edgenf/edgenf/internal/tenant"
 )
 
@@ -38,6 +39,9 @@ type File struct {
 	// Tenants are the tenants the administrator declared through the API
 	// (those of the token file are read from it at every start).
 	Tenants map[string]*tenant.Tenant `json:"tenants,omitempty"`
+	// Endpoints are the workloads plugged into tenants' cubes (their
+	// ports are in the topology).
+	Endpoints map[string]*endpoint.Endpoint `json:"endpoints,omitempty"`
 }
 
 // Empty reports whether the state names no cube.
@@ -79,6 +83,9 @@ func decode(path string, b, journal []byte) (*File, error) {
 	if f.Tenants == nil {
 		f.Tenants = map[string]*tenant.Tenant{}
 	}
+	if f.Endpoints == nil {
+		f.Endpoints = map[string]*endpoint.Endpoint{}
+	}
 	if err := replay(JournalPath(path), journal, f); err != nil {
 		return nil, err
 	}
@@ -98,7 +105,7 @@ func Save(path string, f *File) error {
 // SaveParts writes the same file as Save from cubes already marshalled (the
 // engine keeps each cube's JSON from when it last changed, so a change does
 // not re-encode the whole topology).
-func SaveParts(path string, gen uint64, cubes map[string]json.RawMessage, attachments map[string][]string, slots map[string]uint32, tenants map[string]*tenant.Tenant) error {
+func SaveParts(path string, gen uint64, cubes map[string]json.RawMessage, attachments map[string][]string, slots map[string]uint32, tenants map[string]*tenant.Tenant, endpoints map[string]*endpoint.Endpoint) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `{"version":%d,`, Version)
 	if gen != 0 {
@@ -142,21 +149,41 @@ func SaveParts(path string, gen uint64, cubes map[string]json.RawMessage, attach
 		b.WriteString(`,"tenants":`)
 		b.Write(tn)
 	}
+	if len(endpoints) > 0 {
+		ep, err := json.Marshal(endpoints)
+		if err != nil {
+			return err
+		}
+		b.WriteString(`,"endpoints":`)
+		b.Write(ep)
+	}
 	b.WriteString("}")
 	return write(path, b.Bytes())
 }
 
 func write(path string, b []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, ".state-*")
+	return WriteFileAtomic(path, append(b, '\n'), 0o600)
+}
+
+// WriteFileAtomic replaces a file as a whole or not at all: a temporary
+// file beside it, synced, renamed over it, then the directory synced. A
+// reader sees the old content or the new, never part of it; a crash leaves
+// one of the two.
+func WriteFileAtomic(path string, b []byte, mode os.FileMode) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
 		tmp.Close()
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/endpoint"
 	"github.com/edgenf/edgenf/internal/tenant"
 )
 
@@ -57,15 +58,17 @@ func TestSavePartsWritesWhatSaveWrites(t *testing.T) {
 	topo.Attachments["b:p0"] = []string{"m"}
 	slots := map[string]uint32{"a": 1, "b": 0}
 	tenants := map[string]*tenant.Tenant{"red": {Name: "red", Interfaces: []string{"veth0"}, Quota: tenant.Quota{tenant.Cubes: 3}}}
+	endpoints := map[string]*endpoint.Endpoint{"enf0123456789ab": {Name: "enf0123456789ab", Tenant: "red", Cube: "b", Interface: "enf0123456789ab",
+		ContainerID: "c1", Pod: &endpoint.Pod{Namespace: "red", Name: "web-0"}}}
 	whole, parts := filepath.Join(dir, "whole.json"), filepath.Join(dir, "parts.json")
-	if err := Save(whole, &File{Gen: 7, Topology: topo, Slots: slots, Tenants: tenants}); err != nil {
+	if err := Save(whole, &File{Gen: 7, Topology: topo, Slots: slots, Tenants: tenants, Endpoints: endpoints}); err != nil {
 		t.Fatal(err)
 	}
 	raw := map[string]json.RawMessage{}
 	for n, c := range topo.Cubes {
 		raw[n], _ = json.Marshal(c)
 	}
-	if err := SaveParts(parts, 7, raw, topo.Attachments, slots, tenants); err != nil {
+	if err := SaveParts(parts, 7, raw, topo.Attachments, slots, tenants, endpoints); err != nil {
 		t.Fatal(err)
 	}
 	x, _ := os.ReadFile(whole)
@@ -75,6 +78,9 @@ func TestSavePartsWritesWhatSaveWrites(t *testing.T) {
 	}
 	if f, err := Load(parts); err != nil || f.Tenants["red"].Quota[tenant.Cubes] != 3 || !f.Tenants["red"].Owns("veth0") {
 		t.Fatalf("tenants not kept: %v %+v", err, f.Tenants)
+	}
+	if f, err := Load(parts); err != nil || !f.Endpoints["enf0123456789ab"].Equal(endpoints["enf0123456789ab"]) {
+		t.Fatalf("endpoints not kept: %v %+v", err, f.Endpoints)
 	}
 }
 

@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 	}
 	// crashpoints: $EDGENF_CRASH_AT kills the daemon at a named step
 	// (internal/engine/crashpoint_on.go)
-	build := exec.Command("go", "build", "-tags", "crashpoints", "-o", dir+"/", "github.com/edgenf/edgenf/cmd/edgenfd", "github.com/edgenf/edgenf/cmd/edgenf")
+	build := exec.Command("go", "build", "-tags", "crashpoints", "-o", dir+"/", "github.com/edgenf/edgenf/cmd/edgenfd", "github.com/edgenf/edgenf/cmd/edgenf", "github.com/edgenf/edgenf/cmd/edgenf-cni")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build binaries:", err)
@@ -81,6 +81,7 @@ type daemon struct {
 	log    *logBuffer
 	flags  []string // more edgenfd flags
 	env    []string // more environment of the next start
+	netns  string   // network namespace (path) it runs in; "": the test's
 }
 
 // logBuffer collects a daemon's output; tests read it while it runs.
@@ -103,6 +104,13 @@ func (l *logBuffer) String() string {
 
 func startDaemon(t *testing.T, flags ...string) *daemon {
 	t.Helper()
+	return startDaemonIn(t, "", flags...)
+}
+
+// startDaemonIn starts a daemon inside a network namespace (a "node"; ""
+// is the test's own).
+func startDaemonIn(t *testing.T, netns string, flags ...string) *daemon {
+	t.Helper()
 	testenv.NeedRoot(t)
 	dir := t.TempDir()
 	d := &daemon{
@@ -111,11 +119,12 @@ func startDaemon(t *testing.T, flags ...string) *daemon {
 		state:  filepath.Join(dir, "state.json"),
 		bpffs:  fmt.Sprintf("/sys/fs/bpf/enfd-%d-%d", os.Getpid(), daemonSeq.Add(1)),
 		flags:  flags,
+		netns:  netns,
 	}
 	d.start()
 	t.Cleanup(func() {
 		d.stop()
-		out, err := exec.Command(filepath.Join(binDir, "edgenfd"), "-socket", d.socket, "-state", d.state, "-bpffs", d.bpffs, "-destroy").CombinedOutput()
+		out, err := d.command("-socket", d.socket, "-state", d.state, "-bpffs", d.bpffs, "-destroy").CombinedOutput()
 		if err != nil {
 			t.Errorf("destroy: %v: %s", err, out)
 		}
@@ -138,7 +147,7 @@ func startDaemonFor(t *testing.T, at nftest.Attachment) *daemon {
 func (d *daemon) start() {
 	d.t.Helper()
 	d.log = &logBuffer{}
-	d.cmd = exec.Command(filepath.Join(binDir, "edgenfd"), append([]string{"-socket", d.socket, "-state", d.state, "-bpffs", d.bpffs}, d.flags...)...)
+	d.cmd = d.command(append([]string{"-socket", d.socket, "-state", d.state, "-bpffs", d.bpffs}, d.flags...)...)
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
 	d.cmd.Env = append(os.Environ(), d.env...)
 	if err := d.cmd.Start(); err != nil {
@@ -154,6 +163,15 @@ func (d *daemon) start() {
 		}
 	}
 	d.t.Fatalf("edgenfd did not start:\n%s", d.log)
+}
+
+// command is edgenfd with args, in the daemon's namespace.
+func (d *daemon) command(args ...string) *exec.Cmd {
+	argv := append([]string{filepath.Join(binDir, "edgenfd")}, args...)
+	if d.netns != "" {
+		argv = append([]string{"nsenter", "--net=" + d.netns}, argv...)
+	}
+	return exec.Command(argv[0], argv[1:]...)
 }
 
 // p4rtSocket is the daemon's P4Runtime unix socket (beside its API socket).

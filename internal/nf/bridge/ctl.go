@@ -15,6 +15,7 @@ import (
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/ktime"
+	"github.com/vishvananda/netlink"
 )
 
 // Kernel layouts (bridge.bpf.c).
@@ -148,11 +149,13 @@ func (ctl *controller) syncFlood(h cube.Handle, c *cube.Cube) error {
 		if err != nil || ep.IsCube() {
 			continue
 		}
-		ifc, err := net.InterfaceByName(ep.Iface)
+		// one request per interface (net.InterfaceByName lists them all:
+		// a bridge of many pods would pay it per port, at every change)
+		l, err := netlink.LinkByName(ep.Iface)
 		if err != nil {
 			continue
 		}
-		want[uint32(p.Index)] = uint32(ifc.Index)
+		want[uint32(p.Index)] = uint32(l.Attrs().Index)
 	}
 	var k, v uint32
 	var stale []uint32
