@@ -18,6 +18,25 @@ import (
 	"github.com/edgenf/edgenf/internal/testenv"
 )
 
+// ddosEngine opens an engine with its own pins (prefix-<pid>) and state,
+// destroyed when the test ends, running one ddos cube "dd".
+func ddosEngine(t *testing.T, prefix string) (*engine.Engine, engine.Config) {
+	t.Helper()
+	cfg := engine.Config{
+		PinRoot:   filepath.Join("/sys/fs/bpf", fmt.Sprintf("%s-%d", prefix, os.Getpid())),
+		StateFile: filepath.Join(t.TempDir(), "state.json"),
+		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	e := openAt(t, cfg)
+	t.Cleanup(func() { engine.DestroyAt(cfg) })
+	if err := e.Update(func(tp *cube.Topology) error {
+		return tp.AddCube(&cube.Cube{Name: "dd", Type: "ddos"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return e, cfg
+}
+
 func openAt(t *testing.T, cfg engine.Config) *engine.Engine {
 	t.Helper()
 	testenv.NeedRoot(t)
@@ -32,18 +51,7 @@ func openAt(t *testing.T, cfg engine.Config) *engine.Engine {
 // included: nothing is flushed on Close) and fold into the next snapshot;
 // a refused change leaves table, journal and kernel as they were.
 func TestChangeEntriesJournalAndRestart(t *testing.T) {
-	cfg := engine.Config{
-		PinRoot:   filepath.Join("/sys/fs/bpf", fmt.Sprintf("enfj-%d", os.Getpid())),
-		StateFile: filepath.Join(t.TempDir(), "state.json"),
-		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}
-	e := openAt(t, cfg)
-	t.Cleanup(func() { engine.DestroyAt(cfg) })
-	if err := e.Update(func(tp *cube.Topology) error {
-		return tp.AddCube(&cube.Cube{Name: "dd", Type: "ddos"})
-	}); err != nil {
-		t.Fatal(err)
-	}
+	e, cfg := ddosEngine(t, "enfj")
 	put := func(prefix string) error {
 		return e.ChangeEntries(tenant.Admin, "dd", "blacklist_src", func(tx *engine.EntryTx) error {
 			_, err := tx.Put(json.RawMessage(fmt.Sprintf(`{"prefix":%q}`, prefix)))
@@ -111,18 +119,7 @@ func TestChangeEntriesJournalAndRestart(t *testing.T) {
 // *EntryExistsError that is a conflict, and a refused change leaves the
 // table as it was; Table resolves the tables the cube's type has.
 func TestInsertNeverReplaces(t *testing.T) {
-	cfg := engine.Config{
-		PinRoot:   filepath.Join("/sys/fs/bpf", fmt.Sprintf("enfi-%d", os.Getpid())),
-		StateFile: filepath.Join(t.TempDir(), "state.json"),
-		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}
-	e := openAt(t, cfg)
-	t.Cleanup(func() { engine.DestroyAt(cfg) })
-	if err := e.Update(func(tp *cube.Topology) error {
-		return tp.AddCube(&cube.Cube{Name: "dd", Type: "ddos"})
-	}); err != nil {
-		t.Fatal(err)
-	}
+	e, _ := ddosEngine(t, "enfi")
 	if tb, err := e.Table(tenant.Admin, "dd", "blacklist_src"); err != nil || tb.Name != "blacklist_src" {
 		t.Fatalf("Table: %v, %v", tb, err)
 	}

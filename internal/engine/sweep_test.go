@@ -39,16 +39,7 @@ func (b *blockingSweeper) Sweep(h cube.Handle, now time.Time) {
 // changes (here: deleting that very cube), and the sweep's map handles stay
 // valid after the cube and its maps are gone.
 func TestSweepRunsOffTheLock(t *testing.T) {
-	testenv.NeedRoot(t)
-	e, err := Open(Config{
-		PinRoot:   filepath.Join("/sys/fs/bpf", fmt.Sprintf("enfsweep-%d", os.Getpid())),
-		StateFile: filepath.Join(t.TempDir(), "state.json"),
-		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Destroy() })
+	e := testEngine(t, "enfsweep")
 	if err := e.Update(func(tp *cube.Topology) error {
 		return tp.AddCube(&cube.Cube{Name: "s", Type: "portfwd", Hook: datapath.XDP})
 	}); err != nil {
@@ -115,16 +106,7 @@ func init() {
 // engine takes changes (deleting that cube), and the view's map handles
 // stay valid.
 func TestUnlockedViewRunsOffTheLock(t *testing.T) {
-	testenv.NeedRoot(t)
-	e, err := Open(Config{
-		PinRoot:   filepath.Join("/sys/fs/bpf", fmt.Sprintf("enfview-%d", os.Getpid())),
-		StateFile: filepath.Join(t.TempDir(), "state.json"),
-		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Destroy() })
+	e := testEngine(t, "enfview")
 	if err := e.Update(func(tp *cube.Topology) error {
 		return tp.AddCube(&cube.Cube{Name: "v", Type: "slowview", Hook: datapath.XDP})
 	}); err != nil {
@@ -159,4 +141,21 @@ func TestUnlockedViewRunsOffTheLock(t *testing.T) {
 	if r := <-viewed; r.err != nil || r.v != "v" {
 		t.Errorf("the view after its cube went: %v, %v", r.v, r.err)
 	}
+}
+
+// testEngine opens an engine with its own pins (prefix-<pid>) and state,
+// destroyed when the test ends.
+func testEngine(t *testing.T, prefix string) *Engine {
+	t.Helper()
+	testenv.NeedRoot(t)
+	e, err := Open(Config{
+		PinRoot:   filepath.Join("/sys/fs/bpf", fmt.Sprintf("%s-%d", prefix, os.Getpid())),
+		StateFile: filepath.Join(t.TempDir(), "state.json"),
+		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Destroy() })
+	return e
 }
