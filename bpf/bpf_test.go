@@ -68,12 +68,41 @@ func TestObjectsAreFresh(t *testing.T) {
 	}
 }
 
+// checks are the compilations of the P4 runtime's headers (bpf.Checks).
+func checks(t *testing.T) []bpf.Object {
+	t.Helper()
+	cs, err := bpf.Checks(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) < 2*2 {
+		t.Fatalf("only %d checks found under %s", len(cs), root)
+	}
+	return cs
+}
+
+// TestP4RuntimeCompilesStandalone compiles each header of the P4 runtime
+// on its own, and each bpf/check program, for both hooks with -Werror, as
+// `make bpf` does: a header that leans on something only the generated C
+// defines, or that warns, fails here.
+func TestP4RuntimeCompilesStandalone(t *testing.T) {
+	cc := clang(t)
+	for _, o := range checks(t) {
+		t.Run(o.Source+"/"+o.Hook, func(t *testing.T) {
+			t.Parallel()
+			if err := o.Build(t.Context(), cc, root, ""); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
 // TestSourcesNeedNoCLibrary lists what every source includes (clang -M) for
 // both hooks: only the kernel's UAPI headers, libbpf's and our own.
 func TestSourcesNeedNoCLibrary(t *testing.T) {
 	cc := clang(t)
-	for _, o := range objects(t) {
-		t.Run(o.Path, func(t *testing.T) {
+	for _, o := range append(objects(t), checks(t)...) {
+		t.Run(o.Source+"/"+o.Hook, func(t *testing.T) {
 			t.Parallel()
 			foreign, err := bpf.ForeignHeaders(cc, root, o.Args(cc), "bpf/include", filepath.Dir(o.Source))
 			if err != nil {

@@ -1,5 +1,6 @@
 // Command gen regenerates the tree's eBPF objects (see bpf.Object): every
-// *.bpf.c for both hooks, with the flags in bpf/cflags. `make bpf` runs it
+// *.bpf.c for both hooks, with the flags in bpf/cflags; it also compiles
+// the P4 runtime's headers on their own (bpf.Checks). `make bpf` runs it
 // from the tree's root; -o writes the objects under another directory
 // instead (the freshness check compares such a build with the committed
 // objects).
@@ -36,6 +37,10 @@ func run(root, out string) error {
 	if len(objs) == 0 {
 		return fmt.Errorf("no *.bpf.c under %s (run from the tree's root)", root)
 	}
+	checks, err := bpf.Checks(root)
+	if err != nil {
+		return err
+	}
 	clang := bpf.Clang()
 	var (
 		wg   sync.WaitGroup
@@ -43,19 +48,22 @@ func run(root, out string) error {
 		errs []error
 		sem  = make(chan struct{}, runtime.NumCPU())
 	)
-	for _, o := range objs {
-		dst, err := filepath.Abs(filepath.Join(out, o.Path))
-		if err != nil {
-			return err
-		}
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return err
+	for _, o := range append(objs, checks...) {
+		dst, what := "", "CHECK "+o.Source+" ("+o.Hook+")"
+		if o.Path != "" {
+			if dst, err = filepath.Abs(filepath.Join(out, o.Path)); err != nil {
+				return err
+			}
+			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+				return err
+			}
+			what = "CLANG " + o.Path
 		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			fmt.Printf("  CLANG %s\n", o.Path)
+			fmt.Printf("  %s\n", what)
 			if err := o.Build(context.Background(), clang, root, dst); err != nil {
 				mu.Lock()
 				errs = append(errs, err)

@@ -122,6 +122,6 @@ func p4Cmd() *cobra.Command {
 	c.AddCommand(compile, test)
 	c.AddCommand(p4RuntimeCmds()...)
 	c.AddCommand(p4SlowPathCmds()...)
-	c.AddCommand(p4ReplCmds()...) // p4repl.go
+	c.AddCommand(p4ReplicationCmds()...) // p4replication.go
 	return c
 }

@@ -13,6 +13,9 @@ var (
 	// ErrForbidden: the request is valid but its sender may not make it
 	// (another tenant's resource, a quota).
 	ErrForbidden = errors.New("forbidden") // 403
+	// ErrFull: a table would hold more entries than it may; invalid input
+	// (400) that P4Runtime reports as RESOURCE_EXHAUSTED.
+	ErrFull = fmt.Errorf("table full: %w", ErrInvalid)
 )
 
 // FieldError names the field of the request that is wrong.
@@ -34,6 +37,11 @@ func (e *FieldError) Unwrap() error { return e.Kind }
 // Errorf is an invalid-input error about field.
 func Errorf(field, format string, args ...any) error {
 	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...), Kind: ErrInvalid}
+}
+
+// Full is an error about a table (field) with no room for more entries.
+func Full(field, format string, args ...any) error {
+	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...), Kind: ErrFull}
 }
 
 // NotFound is an error about a missing object named by field.

@@ -250,7 +250,7 @@ func validateTables(c *Cube, typ *Type, old *Cube) error {
 			return Within("tables", err)
 		}
 		if tb.Max > 0 && len(rows) > tb.Max {
-			return Errorf("tables."+name, "%d entries, at most %d", len(rows), tb.Max)
+			return Full("tables."+name, "%d entries, at most %d", len(rows), tb.Max)
 		}
 		var before map[string]json.RawMessage
 		if old != nil {

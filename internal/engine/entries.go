@@ -239,7 +239,7 @@ func (e *Engine) writeEntries(l *live, ew cube.EntryWriter, tx *EntryTx) error {
 		return nil
 	}
 	if tx.tb.Max > 0 && tx.Len() > tx.tb.Max {
-		return cube.Errorf("tables."+tx.tb.Name, "%d entries, at most %d", tx.Len(), tx.tb.Max)
+		return cube.Full("tables."+tx.tb.Name, "%d entries, at most %d", tx.Len(), tx.tb.Max)
 	}
 	for _, ch := range changes {
 		if ch.new == nil || tx.items[ch.key] != nil {

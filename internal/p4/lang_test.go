@@ -71,7 +71,7 @@ func TestAtomicCodegen(t *testing.T) {
 	c := res.C
 	lock, unlock := strings.Index(c, "bpf_spin_lock(&lk->l)"), strings.Index(c, "bpf_spin_unlock(&lk->l)")
 	look := strings.Index(c, "__u64 *ac1 = ")
-	if lock < 0 || unlock < lock || look < 0 || look > lock || !strings.Contains(c, "p4_atomic_locks SEC") {
+	if lock < 0 || unlock < lock || look < 0 || look > lock || !strings.Contains(c, "#include <edgenf/p4/atomic.h>") {
 		t.Errorf("no lock around the block:\n%s", c)
 	}
 	// without registers: no lock

@@ -23,7 +23,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 
 	"github.com/edgenf/edgenf/bpf"
@@ -126,15 +125,12 @@ func Compile(ctx context.Context, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	bopt := backend.Options{CPUPort: opt.CPUPort}
-	out, err := backend.GenerateWith(p, srcs, bopt)
+	bopt := backend.Options{CPUPort: opt.CPUPort, Debug: opt.Debug}
+	out, err := backend.Generate(p, srcs, bopt)
 	if err != nil {
 		return nil, err
 	}
 	c := out.C
-	if opt.Debug {
-		c = strings.Replace(c, "#define P4_DEBUG 0\n", "#define P4_DEBUG 1\n", 1)
-	}
 	res := &Result{C: c, Info: p4info.FromIR(p), Program: p, lines: out.Lines, sources: srcs}
 	res.Info.Edgenf.CPUPort = bopt.CPUPortOf()
 	if opt.NoObject {

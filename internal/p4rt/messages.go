@@ -5,6 +5,10 @@ package p4rt
 // google/protobuf/any.proto), with the field numbers of the .proto files as
 // named constants. Only the messages and fields edgenf serves are here;
 // fields a client sends that are not listed are skipped.
+//
+// Over 600 lines: one message type after another, each with its encoder
+// and decoder beside it; TestMessagesMatchP4RuntimePackage checks them
+// against the reference encoder. A table-driven codec would make it shorter.
 
 import (
 	"fmt"

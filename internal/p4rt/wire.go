@@ -130,21 +130,11 @@ func (f field) want(t protowire.Type) error {
 	return nil
 }
 
-func (f field) u64() (uint64, error) { return f.v, f.want(protowire.VarintType) }
-func (f field) u32() (uint32, error) { return uint32(f.v), f.want(protowire.VarintType) }
-func (f field) i32() (int32, error)  { return int32(f.v), f.want(protowire.VarintType) }
-func (f field) i64() (int64, error)  { return int64(f.v), f.want(protowire.VarintType) }
-func (f field) boolean() (bool, error) {
-	return f.v != 0, f.want(protowire.VarintType)
-}
 func (f field) raw() ([]byte, error) {
 	if err := f.want(protowire.BytesType); err != nil {
 		return nil, err
 	}
 	return append([]byte(nil), f.b...), nil
-}
-func (f field) str() (string, error) {
-	return string(f.b), f.want(protowire.BytesType)
 }
 
 // unmarshaler is a message that reads its fields.

@@ -1,20 +1,17 @@
 package p4rt
 
-// Write and Read: table entries, default actions, registers, meters,
-// counters (read), multicast groups, clone sessions and digest
-// configuration, through the engine's transactional entry path (validated,
-// written to the kernel, persisted) and the p4 cube's actions and views.
+// Write: table entries, default actions, registers, meters, multicast
+// groups, clone sessions and digest configuration, through the engine's
+// transactional entry path (validated, written to the kernel, persisted)
+// and the p4 cube's actions. Read is in read.go.
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"math/big"
-	"sort"
-	"strings"
 	"syscall"
 	"time"
 
@@ -22,7 +19,7 @@ import (
 	"github.com/edgenf/edgenf/internal/engine"
 	p4nf "github.com/edgenf/edgenf/internal/nf/p4"
 	"github.com/edgenf/edgenf/internal/p4/p4info"
-	"github.com/edgenf/edgenf/internal/p4/rt"
+	"github.com/edgenf/edgenf/internal/p4/tableruntime"
 	"github.com/edgenf/edgenf/internal/tenant"
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
@@ -154,7 +151,7 @@ func (w *writer) apply(u *Update) error {
 // RESOURCE_EXHAUSTED.
 func engineErr(err error) error {
 	if errors.Is(err, syscall.E2BIG) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.ENOMEM) ||
-		strings.Contains(err.Error(), "entries, at most") || strings.Contains(err.Error(), "table is full") {
+		errors.Is(err, cube.ErrFull) || errors.Is(err, tableruntime.ErrTableFull) {
 		return errf(codes.ResourceExhausted, "%v", err)
 	}
 	return fromEngine(err)
@@ -343,13 +340,9 @@ func meterByID(info *p4info.P4Info, id uint32) *p4info.MeterLayout {
 	return nil
 }
 
-func (w *writer) action(name string, args any) (any, error) {
-	raw, _ := json.Marshal(args)
-	v, err := w.s.eng.Action(tenant.Admin, w.pl.dev.cube, name, raw)
-	if err != nil {
-		return nil, engineErr(err)
-	}
-	return v, nil
+// call runs fn on the device's cube (engine.Call).
+func (w *writer) call(fn func(h cube.Handle, c *cube.Cube) error) error {
+	return engineErr(w.s.eng.Call(tenant.Admin, w.pl.dev.cube, fn))
 }
 
 func (w *writer) register(typ int32, re *RegisterEntry) error {
@@ -367,18 +360,18 @@ func (w *writer) register(typ int32, re *RegisterEntry) error {
 	if re.Data == nil {
 		return errf(codes.InvalidArgument, "register %s: data is required", r.Name)
 	}
-	var value string
+	var value uint64
 	switch {
 	case r.Bool && re.Data.Kind == "bool":
-		value = "0"
 		if re.Data.Bool {
-			value = "1"
+			value = 1
 		}
 	case !r.Bool && re.Data.Kind == "bitstring":
-		if _, err := fits("register "+r.Name, r.Width, re.Data.Bitstring); err != nil {
+		v, err := fits("register "+r.Name, r.Width, re.Data.Bitstring)
+		if err != nil {
 			return err
 		}
-		value = "0x" + hex.EncodeToString(re.Data.Bitstring)
+		value = v.Uint64()
 	default:
 		want := "a bitstring"
 		if r.Bool {
@@ -386,8 +379,9 @@ func (w *writer) register(typ int32, re *RegisterEntry) error {
 		}
 		return errf(codes.InvalidArgument, "register %s holds %s, got P4Data %s", r.Name, want, re.Data.Kind)
 	}
-	_, err = w.action("register_write", p4nf.RegisterWriteArgs{RegisterCells: p4nf.RegisterCells{Register: r.Name, Index: idx}, Value: value})
-	return err
+	return w.call(func(h cube.Handle, c *cube.Cube) error {
+		return p4nf.WriteRegister(h, c, p4nf.RegisterCells{Register: r.Name, Index: idx}, value)
+	})
 }
 
 func (w *writer) meter(typ int32, me *MeterEntry) error {
@@ -412,8 +406,10 @@ func (w *writer) meter(typ int32, me *MeterEntry) error {
 		}
 		args.CIR, args.CBurst, args.PIR, args.PBurst = uint64(c.CIR), uint64(c.CBurst), uint64(c.PIR), uint64(c.PBurst)
 	}
-	_, err = w.action("meter_set", args)
-	return err
+	return w.call(func(h cube.Handle, c *cube.Cube) error {
+		_, err := p4nf.SetMeter(h, c, args)
+		return err
+	})
 }
 
 // port16 reads a replica's port.
@@ -426,7 +422,7 @@ func port16(r *Replica) (uint16, error) {
 		v = new(big.Int).SetBytes(r.Port)
 	}
 	if v.BitLen() > 16 {
-		return 0, errf(codes.InvalidArgument, "replica port 0x%x is out of range (cube ports 0..63, CPU port %d)", v, rt.CPUPort)
+		return 0, errf(codes.InvalidArgument, "replica port 0x%x is out of range (cube ports 0..63, CPU port %d)", v, tableruntime.CPUPort)
 	}
 	if r.Instance > 0xffff {
 		return 0, errf(codes.InvalidArgument, "replica instance %d does not fit in 16 bits", r.Instance)
@@ -440,13 +436,13 @@ func (w *writer) pre(typ int32, p *PREEntry) error {
 	switch {
 	case p.MulticastGroup != nil:
 		g := p.MulticastGroup
-		mg := p4nf.McastGroup{Group: g.GroupID, Replicas: []rt.Replica{}}
+		mg := p4nf.McastGroup{Group: g.GroupID, Replicas: []tableruntime.Replica{}}
 		for _, r := range g.Replicas {
 			port, err := port16(r)
 			if err != nil {
 				return errf(codes.InvalidArgument, "multicast group %d: %s", g.GroupID, gstatus.Convert(err).Message())
 			}
-			mg.Replicas = append(mg.Replicas, rt.Replica{Port: port, Rid: uint16(r.Instance)})
+			mg.Replicas = append(mg.Replicas, tableruntime.Replica{Port: port, Rid: uint16(r.Instance)})
 		}
 		table, key = tblGroups, fmt.Sprint(g.GroupID)
 		raw, _ = json.Marshal(mg)
@@ -546,419 +542,4 @@ func (w *writer) digest(typ int32, de *DigestEntry) error {
 	}
 	d.digests = next
 	return nil
-}
-
-// --- Read ---
-
-// readBatch is the number of entities per ReadResponse.
-const readBatch = 512
-
-// Read streams the entities asked for.
-func (s *Server) Read(ctx context.Context, req *ReadRequest, send func(*ReadResponse) error) error {
-	if _, err := s.access(ctx, req.DeviceID); err != nil {
-		return err
-	}
-	pl, err := s.pipeline(req.DeviceID)
-	if err != nil {
-		return err
-	}
-	if req.Role != "" {
-		return errf(codes.Unimplemented, "roles are not supported (role %q)", req.Role)
-	}
-	r := &reader{s: s, pl: pl, send: send}
-	for _, e := range req.Entities {
-		if err := r.entity(e); err != nil {
-			return err
-		}
-	}
-	return r.flush()
-}
-
-type reader struct {
-	s    *Server
-	pl   *pipeline
-	send func(*ReadResponse) error
-	out  []*Entity
-}
-
-func (r *reader) add(e *Entity) error {
-	r.out = append(r.out, e)
-	if len(r.out) >= readBatch {
-		return r.flush()
-	}
-	return nil
-}
-
-func (r *reader) flush() error {
-	if len(r.out) == 0 {
-		return nil
-	}
-	err := r.send(&ReadResponse{Entities: r.out})
-	r.out = nil
-	return err
-}
-
-func (r *reader) entity(e *Entity) error {
-	switch {
-	case e.TableEntry != nil:
-		return r.tables(e.TableEntry)
-	case e.RegisterEntry != nil:
-		return r.registers(e.RegisterEntry)
-	case e.CounterEntry != nil:
-		return r.counters(e.CounterEntry)
-	case e.MeterEntry != nil:
-		return r.meters(e.MeterEntry)
-	case e.PREEntry != nil:
-		return r.pre(e.PREEntry)
-	case e.DigestEntry != nil:
-		return r.digests(e.DigestEntry)
-	case e.Other != 0:
-		return errf(codes.Unimplemented, "reading %s is not supported by edgenf", entityNames[e.Other])
-	}
-	return errf(codes.InvalidArgument, "empty entity in the read request")
-}
-
-func (r *reader) tables(q *TableEntry) error {
-	info := r.pl.info
-	var tables []*p4info.TableLayout
-	if q.TableID == 0 {
-		tables = info.Edgenf.Tables
-	} else {
-		t := tableByID(info, q.TableID)
-		if t == nil {
-			return errf(codes.InvalidArgument, "unknown table id %d (0x%08x)", q.TableID, q.TableID)
-		}
-		tables = []*p4info.TableLayout{t}
-	}
-	if q.IsDefaultAction {
-		defaults := map[string]*p4nf.Default{}
-		for _, raw := range r.s.eng.Entries(tenant.Admin, r.pl.dev.cube, tblDefaults) {
-			var d p4nf.Default
-			if json.Unmarshal(raw, &d) == nil {
-				defaults[d.Table] = &d
-			}
-		}
-		for _, t := range tables {
-			te, err := defaultEntry(t, defaults[t.Name])
-			if err != nil {
-				return errf(codes.Internal, "default entry of %s: %v", t.Name, err)
-			}
-			if err := r.add(&Entity{TableEntry: te}); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	var want string // one entry: its match id
-	if len(q.Match) > 0 {
-		if len(tables) != 1 {
-			return errf(codes.InvalidArgument, "a read with a match needs a table id")
-		}
-		match, err := toMatch(tables[0], q.Match, q.Priority)
-		if err != nil {
-			return err
-		}
-		if want, err = matchID(tables[0], match, uint32(q.Priority)); err != nil {
-			return errf(codes.InvalidArgument, "%v", err)
-		}
-	}
-	byName := map[string]*p4info.TableLayout{}
-	for _, t := range tables {
-		byName[t.Name] = t
-	}
-	d := r.pl.dev
-	var found []p4nf.Entry
-	for _, raw := range r.s.eng.Entries(tenant.Admin, d.cube, tblEntries) {
-		var e p4nf.Entry
-		if json.Unmarshal(raw, &e) != nil {
-			continue
-		}
-		t := byName[e.Table]
-		if t == nil {
-			continue
-		}
-		if want != "" {
-			if id, err := matchID(t, e.Match, e.Priority); err != nil || id != want {
-				continue
-			}
-		}
-		found = append(found, e)
-	}
-	var since map[string]int64
-	if q.TimeSinceLastHit != nil {
-		var err error
-		if since, err = r.sinceHit(found, byName); err != nil {
-			return err
-		}
-	}
-	for i := range found {
-		e := &found[i]
-		te, err := fromEntry(byName[e.Table], e)
-		if err != nil {
-			return errf(codes.Internal, "entry %s: %v", e.Key(), err)
-		}
-		te.Metadata = e.Metadata
-		if ns, ok := since[e.Key()]; ok {
-			te.TimeSinceLastHit = &ns
-		}
-		if err := r.add(&Entity{TableEntry: te}); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// sinceHit reads, in one call, how long ago the entries of tables with
-// support_timeout were last hit (by entry key).
-func (r *reader) sinceHit(entries []p4nf.Entry, tables map[string]*p4info.TableLayout) (map[string]int64, error) {
-	var ask []p4nf.Entry
-	for _, e := range entries {
-		if tables[e.Table].IdleOffset != 0 {
-			ask = append(ask, e)
-		}
-	}
-	if len(ask) == 0 {
-		return nil, nil
-	}
-	v, err := r.action("time_since_hit", &p4nf.SinceHitArgs{Entries: ask})
-	if err != nil {
-		return nil, err
-	}
-	hits, _ := v.([]p4nf.SinceHit)
-	out := map[string]int64{}
-	for _, h := range hits {
-		out[h.Entry] = h.IdleNs
-	}
-	return out, nil
-}
-
-func (r *reader) action(name string, args any) (any, error) {
-	raw, _ := json.Marshal(args)
-	v, err := r.s.eng.Action(tenant.Admin, r.pl.dev.cube, name, raw)
-	return v, fromEngine(err)
-}
-
-func (r *reader) registers(q *RegisterEntry) error {
-	regs := r.pl.info.Edgenf.Registers
-	if q.RegisterID != 0 {
-		g := registerByID(r.pl.info, q.RegisterID)
-		if g == nil {
-			return errf(codes.InvalidArgument, "unknown register id %d (0x%08x)", q.RegisterID, q.RegisterID)
-		}
-		regs = []*p4info.RegisterLayout{g}
-	} else if q.Index != nil {
-		return errf(codes.InvalidArgument, "a register read with an index needs a register id")
-	}
-	for _, g := range regs {
-		idx, err := cells("register "+g.Name, q.Index, g.Size)
-		if err != nil {
-			return err
-		}
-		v, err := r.action("register_read", p4nf.RegisterCells{Register: g.Name, Index: idx})
-		if err != nil {
-			return err
-		}
-		vals, _ := v.([]p4nf.RegisterValue)
-		for _, c := range vals {
-			data := &P4Data{Kind: "bitstring", Bitstring: minimalBytes(new(big.Int).SetUint64(c.Value))}
-			if g.Bool {
-				data = &P4Data{Kind: "bool", Bool: c.Value != 0}
-			}
-			if err := r.add(&Entity{RegisterEntry: &RegisterEntry{RegisterID: g.ID, Index: &Index{Index: int64(c.Index)}, Data: data}}); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func (r *reader) counters(q *CounterEntry) error {
-	var ctrs []*p4info.CounterLayout
-	for _, c := range r.pl.info.Edgenf.Counters {
-		if !c.Direct && (q.CounterID == 0 || c.ID == q.CounterID) {
-			ctrs = append(ctrs, c)
-		}
-	}
-	if q.CounterID != 0 && len(ctrs) == 0 {
-		return errf(codes.InvalidArgument, "unknown counter id %d (0x%08x)", q.CounterID, q.CounterID)
-	}
-	if q.CounterID == 0 && q.Index != nil {
-		return errf(codes.InvalidArgument, "a counter read with an index needs a counter id")
-	}
-	v, err := r.s.eng.View(tenant.Admin, r.pl.dev.cube, "counters")
-	if err != nil {
-		return fromEngine(err)
-	}
-	vals, _ := v.([]p4nf.CounterValue)
-	got := map[string]p4nf.CounterValue{}
-	for _, c := range vals {
-		got[fmt.Sprintf("%s/%d", c.Counter, c.Index)] = c
-	}
-	for _, c := range ctrs {
-		idx, err := cells("counter "+c.Name, q.Index, c.Size)
-		if err != nil {
-			return err
-		}
-		lo, hi := 0, c.Size-1
-		if idx != nil {
-			lo, hi = int(*idx), int(*idx)
-		}
-		for i := lo; i <= hi; i++ {
-			cv := got[fmt.Sprintf("%s/%d", c.Name, i)]
-			data := &CounterData{ByteCount: int64(cv.Bytes), PacketCount: int64(cv.Packets)}
-			if err := r.add(&Entity{CounterEntry: &CounterEntry{CounterID: c.ID, Index: &Index{Index: int64(i)}, Data: data}}); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func (r *reader) meters(q *MeterEntry) error {
-	var ms []*p4info.MeterLayout
-	for _, m := range r.pl.info.Edgenf.Meters {
-		if q.MeterID == 0 || m.ID == q.MeterID {
-			ms = append(ms, m)
-		}
-	}
-	if q.MeterID != 0 && len(ms) == 0 {
-		return errf(codes.InvalidArgument, "unknown meter id %d (0x%08x)", q.MeterID, q.MeterID)
-	}
-	v, err := r.s.eng.View(tenant.Admin, r.pl.dev.cube, "meters")
-	if err != nil {
-		return fromEngine(err)
-	}
-	vals, _ := v.([]p4nf.MeterValue)
-	got := map[string]p4nf.MeterValue{}
-	for _, m := range vals {
-		got[fmt.Sprintf("%s/%d", m.Meter, m.Index)] = m
-	}
-	for _, m := range ms {
-		idx, err := cells("meter "+m.Name, q.Index, m.Size)
-		if err != nil {
-			return err
-		}
-		lo, hi := 0, m.Size-1
-		if idx != nil {
-			lo, hi = int(*idx), int(*idx)
-		}
-		for i := lo; i <= hi; i++ {
-			out := &MeterEntry{MeterID: m.ID, Index: &Index{Index: int64(i)}}
-			if mv, ok := got[fmt.Sprintf("%s/%d", m.Name, i)]; ok {
-				out.Config = &MeterConfig{CIR: int64(mv.CIR), CBurst: int64(mv.CBurst), PIR: int64(mv.PIR), PBurst: int64(mv.PBurst)}
-			}
-			if err := r.add(&Entity{MeterEntry: out}); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func replicaOut(port, rid uint16) *Replica {
-	return &Replica{Port: minimalBytes(big.NewInt(int64(port))), Instance: uint32(rid)}
-}
-
-func (r *reader) pre(q *PREEntry) error {
-	cubeName := r.pl.dev.cube
-	switch {
-	case q.MulticastGroup != nil:
-		for _, raw := range r.s.eng.Entries(tenant.Admin, cubeName, tblGroups) {
-			var g p4nf.McastGroup
-			if json.Unmarshal(raw, &g) != nil || (q.MulticastGroup.GroupID != 0 && g.Group != q.MulticastGroup.GroupID) {
-				continue
-			}
-			out := &MulticastGroupEntry{GroupID: g.Group}
-			for _, rep := range g.Replicas {
-				out.Replicas = append(out.Replicas, replicaOut(rep.Port, rep.Rid))
-			}
-			if err := r.add(&Entity{PREEntry: &PREEntry{MulticastGroup: out}}); err != nil {
-				return err
-			}
-		}
-	case q.CloneSession != nil:
-		for _, raw := range r.s.eng.Entries(tenant.Admin, cubeName, tblClones) {
-			var c p4nf.CloneSession
-			if json.Unmarshal(raw, &c) != nil || (q.CloneSession.SessionID != 0 && c.Session != q.CloneSession.SessionID) {
-				continue
-			}
-			out := &CloneSessionEntry{SessionID: c.Session, PacketLengthBytes: int32(c.Truncate)}
-			if c.Port != nil {
-				out.Replicas = []*Replica{replicaOut(*c.Port, 0)}
-			}
-			// a session to a multicast group (configured through the
-			// REST API) has no P4Runtime form: it is listed without replicas
-			if err := r.add(&Entity{PREEntry: &PREEntry{CloneSession: out}}); err != nil {
-				return err
-			}
-		}
-	default:
-		return errf(codes.InvalidArgument, "empty packet_replication_engine_entry in the read request")
-	}
-	return nil
-}
-
-func (r *reader) digests(q *DigestEntry) error {
-	d := r.pl.dev
-	d.mu.Lock()
-	var out []*Entity
-	for id, cfg := range d.digests {
-		if q.DigestID == 0 || q.DigestID == id {
-			c := *cfg
-			out = append(out, &Entity{DigestEntry: &DigestEntry{DigestID: id, Config: &c}})
-		}
-	}
-	d.mu.Unlock()
-	for _, e := range out {
-		if err := r.add(e); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// saveDigests keeps the digest configurations in the cube's settings, so
-// that a restarted daemon streams the same digests.
-func (s *Server) saveDigests(name string, digests map[uint32]*DigestConfig) error {
-	list := make([]p4nf.P4RuntimeDigest, 0, len(digests))
-	for id, c := range digests {
-		list = append(list, p4nf.P4RuntimeDigest{ID: id, MaxTimeoutNs: c.MaxTimeoutNs, MaxListSize: c.MaxListSize, AckTimeoutNs: c.AckTimeoutNs})
-	}
-	sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
-	err := s.eng.Update(func(t *cube.Topology) error {
-		c, ok := t.Cubes[name]
-		if !ok {
-			return fmt.Errorf("no cube %s", name)
-		}
-		raw := map[string]any{}
-		if len(c.Config) > 0 {
-			if err := json.Unmarshal(c.Config, &raw); err != nil {
-				return err
-			}
-		}
-		if len(list) > 0 {
-			raw["p4runtime_digests"] = list
-		} else {
-			delete(raw, "p4runtime_digests")
-		}
-		conf, err := json.Marshal(raw)
-		if err != nil {
-			return err
-		}
-		return t.SetConfig(name, conf)
-	})
-	return fromEngine(err)
-}
-
-// loadDigests reads the digest configurations a cube's settings keep.
-func loadDigests(c *cube.Cube) map[uint32]*DigestConfig {
-	out := map[uint32]*DigestConfig{}
-	var set p4nf.Settings
-	if c == nil || json.Unmarshal(c.Config, &set) != nil {
-		return out
-	}
-	for _, x := range set.P4RuntimeDigests {
-		out[x.ID] = &DigestConfig{MaxTimeoutNs: x.MaxTimeoutNs, MaxListSize: x.MaxListSize, AckTimeoutNs: x.AckTimeoutNs}
-	}
-	return out
 }

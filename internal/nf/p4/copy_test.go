@@ -14,7 +14,7 @@ import (
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/netlab"
 	"github.com/edgenf/edgenf/internal/nftest"
-	"github.com/edgenf/edgenf/internal/p4/rt"
+	"github.com/edgenf/edgenf/internal/p4/tableruntime"
 )
 
 // capture opens a packet socket on eth0 of a new host whose root end is
@@ -74,7 +74,7 @@ func capture(t *testing.T) (root *net.Interface, recv func() [][]byte) {
 // itself is untouched by the trailer and leaves by the last replica.
 func TestP4TCCopyToCubeIsClonedIntoInjector(t *testing.T) {
 	root, recv := capture(t)
-	g := McastGroup{Group: 1, Replicas: []rt.Replica{{Port: 1}, {Port: 2}, {Port: 3}, {Port: 4}}}
+	g := McastGroup{Group: 1, Replicas: []tableruntime.Replica{{Port: 1}, {Port: 2}, {Port: 3}, {Port: 4}}}
 	model := &cube.Cube{Name: "sw", Type: "p4", Hook: datapath.TC,
 		Config: inline(`{"program": "../../../examples/p4/l2learn.p4"}`),
 		Ports:  []cube.Port{{Name: "p1", Index: 1}, {Name: "p2", Index: 2}, {Name: "p3", Index: 3}, {Name: "p4", Index: 4}},
@@ -148,7 +148,7 @@ var trailerLen = binary.Size(datapath.Hop{}) + 8
 // machine; without it the copies go to the slow path and the packet is
 // redirected out of the last replica's port.
 func TestP4XDPCopiesAreRecordedForTheCopyMachine(t *testing.T) {
-	g := McastGroup{Group: 1, Replicas: []rt.Replica{{Port: 1}, {Port: 2}, {Port: 3}, {Port: 4}}}
+	g := McastGroup{Group: 1, Replicas: []tableruntime.Replica{{Port: 1}, {Port: 2}, {Port: 3}, {Port: 4}}}
 	model := &cube.Cube{Name: "sw", Type: "p4", Hook: datapath.XDP,
 		Config: inline(`{"program": "../../../examples/p4/l2learn.p4"}`),
 		Ports:  []cube.Port{{Name: "p1", Index: 1}, {Name: "p2", Index: 2}, {Name: "p3", Index: 3}, {Name: "p4", Index: 4}},

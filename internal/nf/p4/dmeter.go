@@ -5,7 +5,7 @@ import (
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/p4/p4info"
-	"github.com/edgenf/edgenf/internal/p4/rt"
+	"github.com/edgenf/edgenf/internal/p4/tableruntime"
 )
 
 // DirectMeterSetArgs are the arguments of the direct_meter_set action: the
@@ -46,9 +46,9 @@ func directMeterSet(h cube.Handle, c *cube.Cube, args any) (any, error) {
 	for _, k := range keys {
 		ms = append(ms, p4info.Match{Field: k, Value: a.Match[k]})
 	}
-	var cfg *rt.MeterConfig
+	var cfg *tableruntime.MeterConfig
 	if !a.Reset {
-		cfg = &rt.MeterConfig{CIR: a.CIR, CBurst: a.CBurst, PIR: a.PIR, PBurst: a.PBurst}
+		cfg = &tableruntime.MeterConfig{CIR: a.CIR, CBurst: a.CBurst, PIR: a.PIR, PBurst: a.PBurst}
 	}
 	if err := prog.SetDirectMeter(t.Name, ms, a.Priority, cfg); err != nil {
 		return nil, cube.Errorf("match", "%v", err)

@@ -1,7 +1,7 @@
 package p4
 
 // Idle timeouts of table entries, for tables with support_timeout = true
-// (the data path keeps each entry's last hit, internal/p4/rt/idle.go). An
+// (the data path keeps each entry's last hit, internal/p4/tableruntime/idle.go). An
 // entry with an idle_timeout that no packet has hit for that long is
 // reported as an "idle_timeout" event — again after every further
 // idle_timeout while it stays idle — like P4Runtime's
@@ -15,7 +15,7 @@ import (
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/p4/p4info"
-	"github.com/edgenf/edgenf/internal/p4/rt"
+	"github.com/edgenf/edgenf/internal/p4/tableruntime"
 )
 
 // Idle timeouts are checked once a second: shorter ones could not be kept.
@@ -113,7 +113,7 @@ func (ctl controller) Tick(h cube.Handle, c *cube.Cube, now time.Time) {
 		return
 	}
 	cands := ctl.idleCandidates()
-	var prog *rt.Program
+	var prog *tableruntime.Program
 	for _, ic := range cands {
 		key := ic.e.Key()
 		s.mu.Lock()
@@ -154,7 +154,7 @@ func (ctl controller) Tick(h cube.Handle, c *cube.Cube, now time.Time) {
 // the entries learned from the same digest (a learning switch forgets a
 // station's port when the station falls silent, not when nobody writes to
 // it).
-func (ctl controller) unlearn(h cube.Handle, prog *rt.Program, ic idleCandidate, idle time.Duration, now time.Time) {
+func (ctl controller) unlearn(h cube.Handle, prog *tableruntime.Program, ic idleCandidate, idle time.Duration, now time.Time) {
 	s := ctl.sp
 	s.mu.Lock()
 	gone := []*Entry{ic.e}
@@ -237,13 +237,19 @@ func sinceHit(h cube.Handle, c *cube.Cube, args any) (any, error) {
 	if a == nil {
 		return []SinceHit{}, nil
 	}
+	return SinceHits(h, c, a.Entries)
+}
+
+// SinceHits says how long ago a packet last hit each entry (the
+// time_since_hit action, typed: engine.Call).
+func SinceHits(h cube.Handle, c *cube.Cube, entries []Entry) ([]SinceHit, error) {
 	prog, err := runtimeOf(h, c)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]SinceHit, 0, len(a.Entries))
-	for i := range a.Entries {
-		e := &a.Entries[i]
+	out := make([]SinceHit, 0, len(entries))
+	for i := range entries {
+		e := &entries[i]
 		idle, err := prog.Idle(e.Table, e.Matches(), e.Priority)
 		if err != nil {
 			return nil, cube.Errorf(fmt.Sprintf("entries[%d]", i), "%s: %v", e.Key(), err)

@@ -17,7 +17,7 @@ import (
 	"github.com/edgenf/edgenf/internal/datapath"
 	p4c "github.com/edgenf/edgenf/internal/p4"
 	"github.com/edgenf/edgenf/internal/p4/p4info"
-	"github.com/edgenf/edgenf/internal/p4/rt"
+	"github.com/edgenf/edgenf/internal/p4/tableruntime"
 )
 
 // Settings select the program.
@@ -267,7 +267,7 @@ type controller struct {
 func (ctl controller) Close() { ctl.run.release() }
 
 // runtimeOf binds the compiled model to the cube's loaded maps.
-func runtimeOf(h cube.Handle, c *cube.Cube) (*rt.Program, error) {
+func runtimeOf(h cube.Handle, c *cube.Cube) (*tableruntime.Program, error) {
 	r, err := programOf(c)
 	if err != nil {
 		return nil, err
@@ -283,7 +283,7 @@ func runtimeOf(h cube.Handle, c *cube.Cube) (*rt.Program, error) {
 	if err := replMaps(h, r, maps); err != nil { // sessions.go
 		return nil, err
 	}
-	return rt.New(r.Info, maps)
+	return tableruntime.New(r.Info, maps)
 }
 
 func mapNames(r *p4info.Runtime) []string {
@@ -352,7 +352,7 @@ func (ctl controller) Sync(h cube.Handle, c *cube.Cube) error {
 	return nil
 }
 
-func put(prog *rt.Program, e *Entry) error {
+func put(prog *tableruntime.Program, e *Entry) error {
 	if err := prog.AddEntry(e.Table, e.Matches(), e.Action, e.Args(), e.Priority); err != nil {
 		return fmt.Errorf("entry %s: %w", e.Key(), err)
 	}
@@ -405,221 +405,6 @@ func (ctl controller) DeleteEntry(h cube.Handle, c *cube.Cube, table string, ite
 		return prog.ResetDefault(v.Table)
 	}
 	return fmt.Errorf("unknown table %s", table)
-}
-
-// CounterValue is one index of a P4 counter.
-type CounterValue struct {
-	Counter string `json:"counter"`
-	Index   uint32 `json:"index"`
-	Packets uint64 `json:"packets"`
-	Bytes   uint64 `json:"bytes"`
-}
-
-func listCounters(h cube.Handle, c *cube.Cube) (any, error) {
-	prog, err := runtimeOf(h, c)
-	if err != nil {
-		return nil, err
-	}
-	out := []CounterValue{}
-	for _, ctr := range prog.Model.Counters {
-		if ctr.Direct {
-			continue
-		}
-		for i := 0; i < ctr.Size; i++ {
-			p, b, err := prog.ReadCounter(ctr.Name, uint32(i))
-			if err != nil {
-				return nil, err
-			}
-			if p > 0 || b > 0 {
-				out = append(out, CounterValue{Counter: ctr.Name, Index: uint32(i), Packets: p, Bytes: b})
-			}
-		}
-	}
-	return out, nil
-}
-
-// RegisterValue is one cell of a P4 register (Value: the cell's bits;
-// int<N> registers in two's complement).
-type RegisterValue struct {
-	Register string `json:"register"`
-	Index    uint32 `json:"index"`
-	Value    uint64 `json:"value"`
-}
-
-func listRegisters(h cube.Handle, c *cube.Cube) (any, error) {
-	prog, err := runtimeOf(h, c)
-	if err != nil {
-		return nil, err
-	}
-	out := []RegisterValue{}
-	for _, r := range prog.Model.Registers {
-		vals, err := prog.ReadRegister(r.Name, 0, uint32(r.Size-1))
-		if err != nil {
-			return nil, err
-		}
-		for i, v := range vals {
-			if v != 0 {
-				out = append(out, RegisterValue{Register: r.Name, Index: uint32(i), Value: v})
-			}
-		}
-	}
-	return out, nil
-}
-
-// RegisterCells names cells of a register: Index alone one cell, Index and
-// Last the range Index..Last, neither every cell.
-type RegisterCells struct {
-	Register string  `json:"register"`
-	Index    *uint32 `json:"index,omitempty"`
-	Last     *uint32 `json:"last,omitempty"`
-}
-
-// resolve finds the register and the range of cells, checked against its
-// size (an index past the end is an error here: the API never writes out of
-// range, whatever the P4 program does with such indexes).
-func (a *RegisterCells) resolve(h cube.Handle, c *cube.Cube) (*rt.Program, *p4info.RegisterLayout, uint32, uint32, error) {
-	if a == nil || a.Register == "" {
-		return nil, nil, 0, 0, cube.Errorf("register", "a register name is required")
-	}
-	prog, err := runtimeOf(h, c)
-	if err != nil {
-		return nil, nil, 0, 0, err
-	}
-	r := prog.Model.Register(a.Register)
-	if r == nil {
-		return nil, nil, 0, 0, cube.NotFound("register", "no register %q", a.Register)
-	}
-	lo, hi := uint32(0), uint32(r.Size-1)
-	switch {
-	case a.Index != nil && a.Last != nil:
-		lo, hi = *a.Index, *a.Last
-	case a.Index != nil:
-		lo, hi = *a.Index, *a.Index
-	case a.Last != nil:
-		return nil, nil, 0, 0, cube.Errorf("last", "last needs index (the first cell of the range)")
-	}
-	if lo > hi {
-		return nil, nil, 0, 0, cube.Errorf("last", "range %d..%d is empty", lo, hi)
-	}
-	if uint64(hi) >= uint64(r.Size) {
-		return nil, nil, 0, 0, cube.Errorf("index", "register %s has %d cells (0..%d), not %d", r.Name, r.Size, r.Size-1, hi)
-	}
-	return prog, r, lo, hi, nil
-}
-
-// RegisterWriteArgs are the arguments of the register_write action: the
-// cells (every cell when index is omitted) and Value, a number (decimal,
-// 0x hex, negative for int<N>), MAC or IP address.
-type RegisterWriteArgs struct {
-	RegisterCells
-	Value string `json:"value"`
-}
-
-func registerWrite(h cube.Handle, c *cube.Cube, args any) (any, error) {
-	a, _ := args.(*RegisterWriteArgs)
-	if a == nil {
-		return nil, cube.Errorf("register", "a register name is required")
-	}
-	prog, r, lo, hi, err := a.resolve(h, c)
-	if err != nil {
-		return nil, err
-	}
-	v, err := p4info.ParseValue(a.Value, r.Width)
-	if err != nil {
-		return nil, cube.Errorf("value", "register %s: %v", r.Name, err)
-	}
-	if err := prog.WriteRegister(r.Name, lo, hi, v.Uint64()); err != nil {
-		return nil, err
-	}
-	return map[string]any{"register": r.Name, "written": hi - lo + 1}, nil
-}
-
-// registerRead returns the cells of a range, zeros included.
-func registerRead(h cube.Handle, c *cube.Cube, args any) (any, error) {
-	prog, r, lo, hi, err := args.(*RegisterCells).resolve(h, c)
-	if err != nil {
-		return nil, err
-	}
-	vals, err := prog.ReadRegister(r.Name, lo, hi)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]RegisterValue, len(vals))
-	for i, v := range vals {
-		out[i] = RegisterValue{Register: r.Name, Index: lo + uint32(i), Value: v}
-	}
-	return out, nil
-}
-
-// MeterSetArgs are the arguments of the meter_set action: an RFC 2698
-// configuration (rates in the meter's units per second, bursts in units)
-// for one cell, or every cell when Index is omitted; Reset makes the cells
-// unconfigured (everything GREEN).
-type MeterSetArgs struct {
-	Meter  string  `json:"meter"`
-	Index  *uint32 `json:"index,omitempty"`
-	CIR    uint64  `json:"cir"`
-	CBurst uint64  `json:"cburst"`
-	PIR    uint64  `json:"pir"`
-	PBurst uint64  `json:"pburst"`
-	Reset  bool    `json:"reset,omitempty"`
-}
-
-func meterSet(h cube.Handle, c *cube.Cube, args any) (any, error) {
-	a, _ := args.(*MeterSetArgs)
-	if a == nil || a.Meter == "" {
-		return nil, cube.Errorf("meter", "meter_set needs a meter")
-	}
-	prog, err := runtimeOf(h, c)
-	if err != nil {
-		return nil, err
-	}
-	me := prog.Model.Meter(a.Meter)
-	if me == nil {
-		return nil, cube.NotFound("meter", "the program has no meter %q", a.Meter)
-	}
-	lo, hi := uint32(0), uint32(me.Size-1)
-	if a.Index != nil {
-		if lo, hi = *a.Index, *a.Index; int64(hi) >= int64(me.Size) {
-			return nil, cube.Errorf("index", "meter %s has %d cells (0..%d), not %d", me.Name, me.Size, me.Size-1, hi)
-		}
-	}
-	var cfg *rt.MeterConfig
-	if !a.Reset {
-		cfg = &rt.MeterConfig{CIR: a.CIR, CBurst: a.CBurst, PIR: a.PIR, PBurst: a.PBurst}
-	}
-	if err := prog.SetMeter(me.Name, lo, hi, cfg); err != nil {
-		return nil, err
-	}
-	return map[string]any{"meter": me.Name, "written": hi - lo + 1}, nil
-}
-
-// MeterValue is a configured meter cell.
-type MeterValue struct {
-	Meter string `json:"meter"`
-	Index uint32 `json:"index"`
-	Unit  string `json:"unit"`
-	rt.MeterConfig
-}
-
-func listMeters(h cube.Handle, c *cube.Cube) (any, error) {
-	prog, err := runtimeOf(h, c)
-	if err != nil {
-		return nil, err
-	}
-	out := []MeterValue{}
-	for _, me := range prog.Model.Meters {
-		for i := 0; i < me.Size; i++ {
-			cfg, err := prog.ReadMeter(me.Name, uint32(i))
-			if err != nil {
-				return nil, err
-			}
-			if cfg != nil {
-				out = append(out, MeterValue{Meter: me.Name, Index: uint32(i), Unit: me.Unit, MeterConfig: *cfg})
-			}
-		}
-	}
-	return out, nil
 }
 
 func model(h cube.Handle, c *cube.Cube) (any, error) {

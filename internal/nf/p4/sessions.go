@@ -1,14 +1,13 @@
 package p4
 
 import (
+	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/edgenf/edgenf/internal/cube"
 	p4c "github.com/edgenf/edgenf/internal/p4"
-	"github.com/edgenf/edgenf/internal/p4/backend"
-	"github.com/edgenf/edgenf/internal/p4/rt"
+	"github.com/edgenf/edgenf/internal/p4/tableruntime"
 )
 
 // Packet replication of a p4 cube: clone (mirroring) sessions and multicast
@@ -27,8 +26,8 @@ type CloneSession struct {
 	Truncate   uint32  `json:"truncate,omitempty"`
 }
 
-func (s *CloneSession) rt() rt.CloneSession {
-	out := rt.CloneSession{McastGroup: s.McastGroup, Truncate: s.Truncate}
+func (s *CloneSession) rt() tableruntime.CloneSession {
+	out := tableruntime.CloneSession{McastGroup: s.McastGroup, Truncate: s.Truncate}
 	if s.Port != nil {
 		out.Port = *s.Port
 	}
@@ -43,28 +42,31 @@ func (s *CloneSession) Validate(c *cube.Cube) error {
 	if (s.Port == nil) == (s.McastGroup == 0) {
 		return cube.Errorf("port", "clone session %d: give either a port or a mcast_group", s.Session)
 	}
-	if err := rt.CheckCloneSession(s.Session, s.rt()); err != nil {
-		return cube.Errorf(sessionField(err), "%v", err)
+	if err := tableruntime.CheckCloneSession(s.Session, s.rt()); err != nil {
+		return cube.Errorf(replField(err, "session"), "%v", err)
 	}
 	return nil
 }
 
-func sessionField(err error) string {
-	switch msg := err.Error(); {
-	case strings.Contains(msg, "ids are"):
-		return "session"
-	case strings.Contains(msg, "truncate"):
-		return "truncate"
+// replField is the field of a CloneSession or McastGroup that err (from
+// tableruntime's checks) is about; idField is the one of the id.
+func replField(err error, idField string) string {
+	var re *tableruntime.ReplicationError
+	if !errors.As(err, &re) {
+		return ""
 	}
-	return "port"
+	if re.Part == "id" {
+		return idField
+	}
+	return re.Part
 }
 
 // McastGroup is a multicast group: the packets with
 // standard_metadata.mcast_grp == Group are copied once per replica, each
 // copy running egress with the replica's egress_port and egress_rid.
 type McastGroup struct {
-	Group    uint32       `json:"group"`
-	Replicas []rt.Replica `json:"replicas"`
+	Group    uint32                 `json:"group"`
+	Replicas []tableruntime.Replica `json:"replicas"`
 }
 
 // Validate checks the group against the limits and the cube's program.
@@ -72,15 +74,11 @@ func (g *McastGroup) Validate(c *cube.Cube) error {
 	if err := replicating(c); err != nil {
 		return err
 	}
-	if err := rt.CheckMcastGroup(g.Group, g.Replicas); err != nil {
-		field := "replicas"
-		if strings.Contains(err.Error(), "ids are") {
-			field = "group"
-		}
-		return cube.Errorf(field, "%v", err)
+	if err := tableruntime.CheckMcastGroup(g.Group, g.Replicas); err != nil {
+		return cube.Errorf(replField(err, "group"), "%v", err)
 	}
 	if g.Replicas == nil {
-		g.Replicas = []rt.Replica{}
+		g.Replicas = []tableruntime.Replica{}
 	}
 	return nil
 }
@@ -99,9 +97,7 @@ func replicating(c *cube.Cube) error {
 
 // Replicates reports whether a compiled program has clone sessions and
 // multicast groups.
-func Replicates(r *p4c.Result) bool {
-	return strings.Contains(r.C, "} "+backend.McGroupsMap+" SEC(")
-}
+func Replicates(r *p4c.Result) bool { return r.Program.Replicates }
 
 var cloneSessionsTable = cube.Table{
 	Name: "clone_sessions",
@@ -122,7 +118,7 @@ func replMaps(h cube.Handle, r *p4c.Result, maps map[string]*ebpf.Map) error {
 	if !Replicates(r) {
 		return nil
 	}
-	for _, name := range []string{backend.McGroupsMap, backend.CloneSessionsMap} {
+	for _, name := range []string{tableruntime.McGroupsMap, tableruntime.CloneSessionsMap} {
 		m, err := h.Map(name)
 		if err != nil {
 			return err
@@ -134,7 +130,7 @@ func replMaps(h cube.Handle, r *p4c.Result, maps map[string]*ebpf.Map) error {
 
 // syncReplication writes every session and group of the cube, and removes
 // from the maps those the cube no longer has.
-func syncReplication(prog *rt.Program, c *cube.Cube) error {
+func syncReplication(prog *tableruntime.Program, c *cube.Cube) error {
 	if !prog.Replicates() {
 		return nil
 	}
@@ -188,7 +184,7 @@ func syncReplication(prog *rt.Program, c *cube.Cube) error {
 }
 
 // putRepl and deleteRepl apply one session or group change.
-func putRepl(prog *rt.Program, item any) (bool, error) {
+func putRepl(prog *tableruntime.Program, item any) (bool, error) {
 	switch v := item.(type) {
 	case *CloneSession:
 		return true, prog.SetCloneSession(v.Session, v.rt())
@@ -198,7 +194,7 @@ func putRepl(prog *rt.Program, item any) (bool, error) {
 	return false, nil
 }
 
-func deleteRepl(prog *rt.Program, item any) (bool, error) {
+func deleteRepl(prog *tableruntime.Program, item any) (bool, error) {
 	switch v := item.(type) {
 	case *CloneSession:
 		return true, prog.DeleteCloneSession(v.Session)

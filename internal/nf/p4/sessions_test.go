@@ -8,7 +8,7 @@ import (
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/nftest"
-	"github.com/edgenf/edgenf/internal/p4/rt"
+	"github.com/edgenf/edgenf/internal/p4/tableruntime"
 )
 
 func scanCube(sessions ...CloneSession) *cube.Cube {
@@ -72,8 +72,8 @@ func TestP4ReplicationConfigIsValidated(t *testing.T) {
 		{"clone_sessions", CloneSession{Session: 5, Port: p4port(1), McastGroup: 3}, "either a port or a mcast_group"},
 		{"clone_sessions", CloneSession{Session: 5, Port: p4port(99)}, "port 99"},
 		{"mcast_groups", McastGroup{Group: 0}, "0 means no multicast"},
-		{"mcast_groups", McastGroup{Group: 2, Replicas: []rt.Replica{{Port: 1}, {Port: 1}}}, "listed twice"},
-		{"mcast_groups", McastGroup{Group: 2, Replicas: make([]rt.Replica, 33)}, "at most 32"},
+		{"mcast_groups", McastGroup{Group: 2, Replicas: []tableruntime.Replica{{Port: 1}, {Port: 1}}}, "listed twice"},
+		{"mcast_groups", McastGroup{Group: 2, Replicas: make([]tableruntime.Replica, 33)}, "at most 32"},
 	}
 	for _, c := range cases {
 		topo := cube.NewTopology()
@@ -91,5 +91,27 @@ func TestP4ReplicationConfigIsValidated(t *testing.T) {
 	topo.Cubes["sw"] = cb
 	if err := topo.Validate(nil); err == nil || !strings.Contains(err.Error(), "uses neither clone nor multicast") {
 		t.Fatalf("replication config on portfwd.p4: %v", err)
+	}
+}
+
+// TestReplicationErrorFields: an invalid clone session or multicast group
+// is reported against the field at fault.
+func TestReplicationErrorFields(t *testing.T) {
+	for _, c := range []struct {
+		err     error
+		idField string
+		want    string
+	}{
+		{tableruntime.CheckCloneSession(0, tableruntime.CloneSession{}), "session", "session"},
+		{tableruntime.CheckCloneSession(1, tableruntime.CloneSession{Port: 64}), "session", "port"},
+		{tableruntime.CheckCloneSession(1, tableruntime.CloneSession{Port: 1, McastGroup: 1}), "session", "port"},
+		{tableruntime.CheckCloneSession(1, tableruntime.CloneSession{Port: 1, Truncate: 2}), "session", "truncate"},
+		{tableruntime.CheckMcastGroup(0, nil), "group", "group"},
+		{tableruntime.CheckMcastGroup(1, []tableruntime.Replica{{Port: 509}}), "group", "replicas"},
+		{tableruntime.CheckMcastGroup(1, []tableruntime.Replica{{Port: 2}, {Port: 2}}), "group", "replicas"},
+	} {
+		if got := replField(c.err, c.idField); got != c.want {
+			t.Errorf("%v: field %q, want %q", c.err, got, c.want)
+		}
 	}
 }

@@ -222,18 +222,10 @@ func (g *gen) atomicRegisterOp(call *syntax.Call, cr *sema.CallRef, r *ir.Regist
 	case "read":
 		g.line("%s = %s ? (*%s & %s) : 0;", g.lval(call.Args[0].Value), c, c, mask(r.Width))
 	case "write":
-		g.line("if (%s)", c)
+		g.line("if (%s)", unparen(c))
 		g.line("\t*%s = (__u64)(%s) & %s;", c, g.rv(call.Args[1].Value), mask(r.Width))
 	default:
 		return false
 	}
 	return true
-}
-
-// atomicMaps returns the lock array of @atomic blocks.
-func (g *gen) atomicMaps() string {
-	if !g.atomicUsed {
-		return ""
-	}
-	return fmt.Sprintf("/* locks of @atomic blocks, by register index %% %d */\nstruct p4_atomic_lock {\n\tstruct bpf_spin_lock l;\n};\n\nstruct {\n\t__uint(type, BPF_MAP_TYPE_ARRAY);\n\t__uint(max_entries, %d);\n\t__type(key, __u32);\n\t__type(value, struct p4_atomic_lock);\n} p4_atomic_locks SEC(\".maps\");\n\n", atomicLocks, atomicLocks)
 }

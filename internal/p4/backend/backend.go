@@ -1,6 +1,8 @@
 // Package backend turns a lowered P4 program into eBPF C for edgenf's cube
 // framework (bpf/include/edgenf) and compiles it with clang for the XDP and
-// TC hooks.
+// TC hooks. The C it writes includes the P4 runtime's headers
+// (bpf/include/edgenf/p4) and defines this program's settings; the runtime
+// itself is not generated.
 //
 // Generated code shape: all per-packet P4 state (headers, metadata,
 // standard_metadata, locals, key and packet buffers) lives in one per-CPU
@@ -9,7 +11,7 @@
 // integers; the deparser grows or shrinks the packet head by the difference
 // to the parsed length and writes the valid headers in front of the
 // payload, only the fields that may have changed of a header still where
-// it was parsed (fastpath.go).
+// it was parsed (packet.go).
 package backend
 
 import (
@@ -30,13 +32,8 @@ type Output struct {
 	Lines map[int]syntax.Pos
 }
 
-// Generate returns the C source for prog.
-func Generate(prog *ir.Program, src *syntax.Sources) (*Output, error) {
-	return GenerateWith(prog, src, Options{})
-}
-
-// GenerateWith is Generate with target options (slowpath.go).
-func GenerateWith(prog *ir.Program, src *syntax.Sources, opt Options) (*Output, error) {
+// Generate returns the C source for prog, for the target opt describes.
+func Generate(prog *ir.Program, src *syntax.Sources, opt Options) (*Output, error) {
 	g := &gen{p: prog, info: prog.Info, src: src, lv: map[*sema.Var]string{},
 		structs: map[*sema.Struct]bool{}, opt: opt}
 	g.run()
@@ -73,25 +70,24 @@ type gen struct {
 	hTy *sema.Struct // the H type
 	mTy *sema.Struct // the M type
 
-	w           *strings.Builder // current function body
-	body        *strings.Builder // the builder whose lines are tracked
-	pos         syntax.Pos       // P4 statement being generated
-	bodyPos     []syntax.Pos     // P4 position of each body line
-	bodyStart   int              // C line number of the first body line
-	indent      int
-	inParser    bool
-	inAction    bool
-	maxHdr      int // largest header in bytes
-	hdrTotal    int
-	cbuf        int // checksum/hash buffer size needed
-	needPayload bool
-	inFunction  *sema.Function
-	emitMode    int
-	needCRC32   bool
-	needCRC16   bool
-	fs          *fastState   // packet access and deparse-what-changed (fastpath.go)
-	sp          *ir.SlowPath // digests, log_msg, controller headers (slowpath.go)
-	opt         Options
+	w          *strings.Builder // current function body
+	body       *strings.Builder // the builder whose lines are tracked
+	pos        syntax.Pos       // P4 statement being generated
+	bodyPos    []syntax.Pos     // P4 position of each body line
+	bodyStart  int              // C line number of the first body line
+	indent     int
+	inParser   bool
+	inAction   bool
+	maxHdr     int // largest header in bytes
+	hdrTotal   int
+	cbuf       int // checksum/hash buffer size needed
+	inFunction *sema.Function
+	emitMode   int
+	needCRC32  bool
+	needCRC16  bool
+	fs         *fastState   // packet access and deparse-what-changed (packet.go)
+	sp         *ir.SlowPath // digests, log_msg, controller headers (slowpath.go)
+	opt        Options
 
 	assertSites []string     // assert/assume call sites (externs.go)
 	replLists   [][]string   // field lists of clone3/resubmit/recirculate data (replicate.go)
@@ -364,12 +360,15 @@ func (g *gen) run() {
 			g.localStorage(v, v.Pos)
 		}
 	}
+	// What nothing calls is generated all the same (its errors are the
+	// program's), but left out of the C: clang warns about unused functions.
+	called := g.calledCode()
 	for _, f := range info.Functions {
-		g.function(f)
+		g.unlessUnused(called[f], func() { g.function(f) })
 	}
 	for _, a := range info.Actions {
 		if info.LiveControl(a.Control) {
-			g.action(a)
+			g.unlessUnused(called[a], func() { g.action(a) })
 		}
 	}
 	for _, t := range g.p.Tables {
@@ -382,7 +381,7 @@ func (g *gen) run() {
 		case c == dep:
 			g.deparser(c)
 		case info.LiveControl(c):
-			g.control(c)
+			g.unlessUnused(!emptyStage(blocks, c), func() { g.control(c) })
 		}
 	}
 	g.parser(parser)
@@ -393,8 +392,7 @@ func (g *gen) run() {
 		obufSize <<= 1
 	}
 	// assemble
-	g.out.WriteString(prelude)
-	g.out.WriteString(packetAccessC)
+	g.out.WriteString(g.head())
 	g.out.WriteString("\n/* ---- types ---- */\n\n")
 	g.out.WriteString(g.types.String())
 	g.out.WriteString("/* Per-packet P4 state; everything before 'buf' is zeroed for each packet. */\nstruct p4_state {\n")
@@ -414,17 +412,84 @@ func (g *gen) run() {
 	g.out.WriteString("/* ---- tables and counters ---- */\n\n")
 	g.out.WriteString(g.maps.String())
 	g.out.WriteString(g.assertMaps())
-	if g.needPayload {
-		g.out.WriteString(payloadSum)
-	}
-	if g.needCRC32 {
-		g.out.WriteString(crcTable("p4_crc32", "__u32", 0xedb88320, 0xffffffff, 0xffffffff))
-	}
-	if g.needCRC16 {
-		g.out.WriteString(crcTable("p4_crc16", "__u16", 0xa001, 0, 0))
-	}
 	g.bodyStart = strings.Count(g.out.String(), "\n") + 1
 	g.out.WriteString(body.String())
+}
+
+// head is the start of the generated C: the runtime headers the program
+// needs (bpf/include/edgenf/p4) and the settings of this build.
+func (g *gen) head() string {
+	var b strings.Builder
+	b.WriteString("// Generated by edgenf's P4 compiler. Do not edit.\n")
+	b.WriteString("#include <edgenf/p4/p4.h>\n")
+	opt := []struct {
+		header string
+		used   bool
+	}{
+		{"meter.h", len(g.p.Meters) > 0 || len(g.p.DirectMeters) > 0},
+		{"crc.h", g.needCRC32 || g.needCRC16},
+		{"digest.h", g.sp != nil && (len(g.sp.Digests) > 0 || len(g.sp.Logs) > 0)},
+		{"atomic.h", g.atomicUsed},
+		{"replicate.h", g.p.Replicates},
+	}
+	for _, o := range opt {
+		if o.used {
+			fmt.Fprintf(&b, "#include <edgenf/p4/%s>\n", o.header)
+		}
+	}
+	debug := 0
+	if g.opt.Debug {
+		debug = 1
+	}
+	fmt.Fprintf(&b, "\n/* the CPU port of this build (510 punts too) */\n#define P4_CPU_PORT_CFG %d\n", g.opt.CPUPortOf())
+	fmt.Fprintf(&b, "/* 1: assert and assume are checked (externs.go) */\n#define P4_DEBUG %d\n", debug)
+	return b.String()
+}
+
+// calledCode is the set of P4 actions and functions the program calls:
+// from tables (their action lists) or directly.
+func (g *gen) calledCode() map[any]bool {
+	called := map[any]bool{}
+	for _, t := range g.p.Tables {
+		for _, ta := range t.Actions {
+			called[ta.Action.Ent] = true
+		}
+	}
+	for _, cr := range g.info.Calls {
+		switch {
+		case cr == nil:
+		case cr.Kind == sema.CallAction:
+			called[cr.Action] = true
+		case cr.Kind == sema.CallFunction:
+			called[cr.Function] = true
+		}
+	}
+	return called
+}
+
+// unlessUnused runs gen, which generates code, and keeps the code only if
+// used.
+func (g *gen) unlessUnused(used bool, gen func()) {
+	if used {
+		gen()
+		return
+	}
+	var scratch strings.Builder
+	w, body, mark := g.w, g.body, len(g.bodyPos)
+	g.w, g.body = &scratch, &scratch
+	gen()
+	g.w, g.body, g.bodyPos = w, body, g.bodyPos[:mark]
+}
+
+// emptyStage reports whether c is a block of the pipeline with an empty
+// body: the pipeline does not call it (ctlCall).
+func emptyStage(blocks []sema.Entity, c *sema.Control) bool {
+	for _, b := range blocks[1 : len(blocks)-1] {
+		if b == sema.Entity(c) {
+			return c.Decl != nil && c.Decl.Body != nil && len(c.Decl.Body.Stmts) == 0
+		}
+	}
+	return false
 }
 
 func (g *gen) collectHeaders(st *sema.Struct) {
@@ -435,9 +500,6 @@ func (g *gen) collectHeaders(st *sema.Struct) {
 
 func (g *gen) emitMaps() {
 	w := &g.maps
-	if len(g.p.DirectMeters) > 0 {
-		w.WriteString(meterC) // direct meters live in table values
-	}
 	for _, t := range g.p.Tables {
 		fmt.Fprintf(w, "/* table %s (%s), id 0x%08x */\n", comment(t.Name), t.Kind, t.ID)
 		vs := fmt.Sprintf("tv_%s", ir.Sanitize(t.Name))
@@ -471,9 +533,6 @@ func (g *gen) emitMaps() {
 		fmt.Fprintf(w, "/* register %s (%d x %d bits), id 0x%08x: shared by all CPUs, not per-CPU */\n", comment(r.Name), r.Size, r.Width, r.ID)
 		fmt.Fprintf(w, "struct {\n\t__uint(type, BPF_MAP_TYPE_ARRAY);\n\t__uint(max_entries, %d);\n\t__type(key, __u32);\n\t__type(value, __u64);\n} %s SEC(\".maps\");\n\n", r.Size, r.MapName)
 	}
-	if len(g.p.Meters) > 0 && len(g.p.DirectMeters) == 0 {
-		w.WriteString(meterC)
-	}
 	for _, m := range g.p.Meters {
 		fmt.Fprintf(w, "/* meter %s (%s, %d), id 0x%08x: RFC 2698 trTCM, shared by all CPUs */\n", comment(m.Name), m.Unit, m.Size, m.ID)
 		fmt.Fprintf(w, "struct {\n\t__uint(type, BPF_MAP_TYPE_ARRAY);\n\t__uint(max_entries, %d);\n\t__type(key, __u32);\n\t__type(value, struct p4_meter);\n} %s SEC(\".maps\");\n\n", m.Size, m.MapName)
@@ -494,18 +553,18 @@ func (g *gen) pipeline(blocks []sema.Entity) {
 	g.line("/* V1Switch: Parser, VerifyChecksum, Ingress, Egress, ComputeChecksum, Deparser. */")
 	g.pipelineStart("__u32 port;", "")
 	g.line("p4_parser(ctx);")
-	g.ctlCall(blocks, 1) // not for an empty control (fastpath.go)
-	g.ctlCall(blocks, 2) // not for an empty control (fastpath.go)
+	g.ctlCall(blocks, 1) // not for an empty control (stages.go)
+	g.ctlCall(blocks, 2) // not for an empty control (stages.go)
 	g.line("if (s->sm.f_egress_spec == P4_DROP_PORT)")
 	g.line("\treturn enf_drop(ctx, md);")
 	g.line("s->sm.f_egress_port = s->sm.f_egress_spec;")
 	if g.usesField("egress_global_timestamp") {
 		g.line("s->sm.f_egress_global_timestamp = (bpf_ktime_get_ns() / 1000) & %s;", mask(48))
 	}
-	g.ctlCall(blocks, 3) // not for an empty control (fastpath.go)
+	g.ctlCall(blocks, 3) // not for an empty control (stages.go)
 	g.line("if (s->sm.f_egress_spec == P4_DROP_PORT)")
 	g.line("\treturn enf_drop(ctx, md);")
-	g.ctlCall(blocks, 4) // not for an empty control (fastpath.go)
+	g.ctlCall(blocks, 4) // not for an empty control (stages.go)
 	g.line("if (p4_deparse(ctx))")
 	g.line("\treturn enf_drop(ctx, md);")
 	g.pipelineTail()
@@ -527,7 +586,6 @@ func (g *gen) pipelineStart(portDecl, extra string) {
 		g.line("%s", extra)
 		check = "!s || !sn"
 	}
-	g.line("__u64 now;")
 	g.line("%s", portDecl)
 	g.line("")
 	g.line("if (%s)", check)
@@ -536,8 +594,7 @@ func (g *gen) pipelineStart(portDecl, extra string) {
 	g.line("s->sm.f_ingress_port = md->in_port;")
 	g.line("s->sm.f_packet_length = ctx_len(ctx);")
 	if g.usesField("ingress_global_timestamp") {
-		g.line("now = bpf_ktime_get_ns() / 1000;")
-		g.line("s->sm.f_ingress_global_timestamp = now & %s;", mask(48))
+		g.line("s->sm.f_ingress_global_timestamp = (bpf_ktime_get_ns() / 1000) & %s;", mask(48))
 	}
 }
 
@@ -619,130 +676,8 @@ func width(t sema.Type) int {
 	return sema.Width(t)
 }
 
-// crcTable emits a table-driven reflected CRC over n (constant) bytes; the
-// table lives in .rodata. A bit-by-bit loop makes the verifier explore every
-// branch clang turns the bit test into.
-func crcTable(name, typ string, poly, init, xorout uint32) string {
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "\nstatic const %s %s_tab[256] = {", typ, name)
-	for i := 0; i < 256; i++ {
-		c := uint32(i)
-		for k := 0; k < 8; k++ {
-			if c&1 != 0 {
-				c = c>>1 ^ poly
-			} else {
-				c >>= 1
-			}
-		}
-		if i%8 == 0 {
-			sb.WriteString("\n\t")
-		}
-		fmt.Fprintf(&sb, "0x%x, ", c)
-	}
-	sb.WriteString("\n};\n\n")
-	fmt.Fprintf(&sb, "static __always_inline %s %s(const __u8 *b, int n)\n{\n\t%s c = 0x%x;\n\n", typ, name, typ, init)
-	fmt.Fprintf(&sb, "#pragma unroll\n\tfor (int i = 0; i < n; i++)\n\t\tc = %s_tab[(c ^ b[i]) & 0xff] ^ (c >> 8);\n\treturn c ^ 0x%x;\n}\n", name, xorout)
-	return sb.String()
-}
-
-// usesField reports whether the program reads a standard_metadata field
-// (timestamps cost a clock read per packet, so they are filled only if used).
-func (g *gen) usesField(name string) bool {
-	for m, r := range g.info.Members {
-		if r.Kind == sema.FieldAccess && m.Name == name {
-			return true
-		}
-	}
-	return false
-}
-
-// meterC is the two-rate three-colour marker (RFC 2698, colour-blind) of
-// v1model meters. Tokens are kept in units x 1e9 so that refills of less
-// than one unit are not lost; rates are units per second, bursts units.
-// An unconfigured meter marks everything GREEN (as BMv2 does).
-const meterC = `struct p4_meter {
-	__u64 cir, cbs, pir, pbs;
-	__u64 tc, tp;
-	__u64 last;
-	__u32 configured;
-	struct bpf_spin_lock lock;
-};
-
-static __always_inline __u64 p4_tb_fill(__u64 tok, __u64 el, __u64 rate, __u64 burst)
-{
-	__u64 cap = burst * 1000000000ULL;
-
-	if (tok >= cap)
-		return cap;
-	if (!rate)
-		return tok;
-	/* el and rate below 2^32 (4.29 s since the last packet, 4.29 G units/s):
-	 * the product cannot overflow, no division needed */
-	if (((el | rate) >> 32) == 0) {
-		__u64 add = el * rate;
-
-		return add >= cap - tok ? cap : tok + add;
-	}
-	if (el > (cap - tok) / rate)
-		return cap;
-	return tok + el * rate;
-}
-
-/* The datapath serialises updates of a cell with bit 1 of 'configured'
- * (compare-and-swap), not with bpf_spin_lock: a helper pair that saves and
- * restores interrupts costs about three times as much. The control plane
- * writes cells whole (under 'lock'); a write racing a packet's update can
- * lose that packet's refill or debit, nothing more. After 16 failed tries
- * (the holder was interrupted) the update goes ahead unlocked, with the
- * same bounded effect. */
-#define P4_METER_CONFIGURED 1U
-#define P4_METER_BUSY 2U
-
-static __always_inline __u32 p4_meter_cell(struct p4_meter *m, __u64 units)
-{
-	__u64 now, el, b;
-	__u32 color = 0, got = 0;
-
-	/* unconfigured: GREEN without the clock or the lock */
-	if (!m || !(*(volatile __u32 *)&m->configured & P4_METER_CONFIGURED))
-		return 0;
-	now = bpf_ktime_get_ns();
-	b = units * 1000000000ULL;
-#pragma unroll
-	for (int k = 0; k < 16; k++) {
-		__u32 c = *(volatile __u32 *)&m->configured & ~P4_METER_BUSY;
-
-		if (__sync_val_compare_and_swap(&m->configured, c, c | P4_METER_BUSY) == c) {
-			got = 1;
-			break;
-		}
-	}
-	if (m->configured & P4_METER_CONFIGURED) {
-		el = now > m->last ? now - m->last : 0;
-		m->last = now;
-		m->tc = p4_tb_fill(m->tc, el, m->cir, m->cbs);
-		m->tp = p4_tb_fill(m->tp, el, m->pir, m->pbs);
-		if (m->tp < b) {
-			color = 2;
-		} else if (m->tc < b) {
-			color = 1;
-			m->tp -= b;
-		} else {
-			m->tp -= b;
-			m->tc -= b;
-		}
-	}
-	if (got)
-		__sync_fetch_and_and(&m->configured, ~P4_METER_BUSY);
-	return color;
-}
-
-static __always_inline __u32 p4_meter_exec(void *map, __u32 idx, __u64 units)
-{
-	return p4_meter_cell(bpf_map_lookup_elem(map, &idx), units);
-}
-
-`
+// usesField reports whether the program uses a standard_metadata field.
+func (g *gen) usesField(name string) bool { return ir.UsesField(g.info, name) }
 
 // comment makes text from the program safe inside a C comment: names from
 // @name annotations may be any string. Letters, digits and punctuation that
@@ -756,6 +691,28 @@ func comment(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// unparen drops the parentheses around a whole expression: conditions are
+// generated inside their own ("if (%s)"), and clang warns about
+// "if ((a == b))".
+func unparen(s string) string {
+	for len(s) >= 2 && s[0] == '(' && s[len(s)-1] == ')' && !strings.ContainsAny(s, "\"'") {
+		depth := 0
+		for i := 0; i < len(s)-1; i++ {
+			switch s[i] {
+			case '(':
+				depth++
+			case ')':
+				depth--
+			}
+			if depth == 0 {
+				return s // the first parenthesis closes before the end
+			}
+		}
+		s = s[1 : len(s)-1]
+	}
+	return s
 }
 
 // cString is s as a C string literal: quotes and backslashes escaped,

@@ -1,5 +1,10 @@
 package backend
 
+// Control blocks, tables, statements and extern calls. Over 600 lines: the
+// C for every statement kind and every v1model extern function is chosen
+// here, in one switch each; the externs with their own runtime (meters,
+// replication, digests, atomic blocks) have their own files.
+
 import (
 	"fmt"
 	"sort"
@@ -77,7 +82,7 @@ func (g *gen) callFromValue(t *ir.Table, a *ir.Action, v string) string {
 		if p.Width > 64 {
 			args = append(args, at)
 		} else {
-			// v is a map value: wide loads (fastpath.go)
+			// v is a map value: wide loads (packet.go)
 			args = append(args, fmt.Sprintf("(p4_ldbe(%s, %d) & %s)", at, p.Size, mask(p.Width)))
 		}
 	}
@@ -127,7 +132,11 @@ func (g *gen) table(t *ir.Table) {
 	g.line("{")
 	g.indent++
 	g.line("__u32 zero = 0;")
-	g.line("__u8 *v = 0, *d;")
+	if t.Kind == ir.KindKeyless {
+		g.line("__u8 *d;")
+	} else {
+		g.line("__u8 *v = 0, *d;")
+	}
 	g.line("r->hit = 0;")
 	g.line("r->action = 0;")
 	if t.DirectMeter != nil {
@@ -197,7 +206,7 @@ func (g *gen) table(t *ir.Table) {
 	g.line("}")
 	g.line("")
 	// A separately verified BPF function: keeps the verifier's path count
-	// additive across tables (inlined in small programs, fastpath.go).
+	// additive across tables (inlined in small programs, stages.go).
 	g.line("%s int %s(ctx_t *ctx)", g.tableAttr(), tblName(t))
 	g.line("{")
 	g.line("	__u32 zero = 0;")
@@ -277,7 +286,7 @@ func (g *gen) constEntries(t *ir.Table) {
 			cond = strings.Join(conds, " && ")
 		}
 		a := g.p.ActionOf[en.Action.Action]
-		g.line("if (%s) {", cond)
+		g.line("if (%s) {", unparen(cond))
 		g.line("\tr->hit = 1;")
 		g.line("\tr->action = 0x%08x;", a.ID)
 		g.line("\treturn %s;", g.callConst(en.Action))
@@ -327,7 +336,7 @@ func (g *gen) applyTable(call *syntax.Call) string {
 func (g *gen) control(c *sema.Control) {
 	g.controlLocals(c.Locals)
 	g.line("/* control %s */", comment(c.Name))
-	g.line("%s int ctl_%s(ctx_t *ctx)", g.stageAttr(), ir.Sanitize(c.Name)) // fastpath.go
+	g.line("%s int ctl_%s(ctx_t *ctx)", g.stageAttr(), ir.Sanitize(c.Name)) // stages.go
 	g.line("{")
 	g.indent++
 	g.stateLookup()
@@ -372,7 +381,7 @@ func (g *gen) stmt(s syntax.Stmt) {
 		g.line("{")
 		g.indent++
 		cond := g.rv(x.Cond)
-		g.line("if (%s)", cond)
+		g.line("if (%s)", unparen(cond))
 		g.block(x.Then)
 		if x.Else != nil {
 			g.line("else")
@@ -715,16 +724,15 @@ func (g *gen) externFunc(call *syntax.Call, cr *sema.CallRef) {
 			g.errorf(args[2].Value.NodePos(), "csum16 needs a bit<16> checksum field")
 			return
 		}
-		g.line("if (%s) {", g.rv(args[0].Value))
+		g.line("if (%s) {", unparen(g.rv(args[0].Value)))
 		g.indent++
-		sum, fast := g.csumSum(args[1].Value) // from the field values (fastpath.go)
+		sum, fast := g.csumSum(args[1].Value) // from the field values (packet.go)
 		if !fast {
 			bits := g.packList(args[1].Value)
 			sum = fmt.Sprintf("p4_sum16(s->cbuf, %d)", (bits+7)/8)
 		}
 		if payload {
-			sum = fmt.Sprintf("((__u64)%s + p4_payload_sum(ctx, s))", sum)
-			g.needPayload = true
+			sum = fmt.Sprintf("((__u64)%s + p4_payload_sum(ctx, &s->off, s->pbuf))", sum)
 		}
 		if strings.HasPrefix(cr.Method, "verify") {
 			g.line("if (p4_fold16(%s) != %s)", sum, g.rv(args[2].Value))

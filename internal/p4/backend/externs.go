@@ -97,8 +97,6 @@ func (g *gen) assertCheck(call *syntax.Call, cr *sema.CallRef) {
 // assertMaps returns the C for the assert failure counters.
 func (g *gen) assertMaps() string {
 	var b strings.Builder
-	b.WriteString("#ifndef P4_DEBUG\n#define P4_DEBUG 0\n#endif\n")
-	b.WriteString(g.atomicMaps())
 	if len(g.assertSites) == 0 {
 		return b.String()
 	}

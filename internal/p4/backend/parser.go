@@ -56,13 +56,13 @@ func (g *gen) parser(p *sema.Parser) {
 	visit("start", p.Decl.Pos)
 
 	g.line("/* parser %s */", comment(p.Name))
-	g.line("%s int p4_parser(ctx_t *ctx)", g.stageAttr()) // fastpath.go
+	g.line("%s int p4_parser(ctx_t *ctx)", g.stageAttr()) // stages.go
 	g.line("{")
 	g.indent++
 	g.stateLookup()
 	g.line("__u32 off = 0;")
 	g.fast()
-	g.line("s->p4_dpd = 0; /* the packet is as parsed (fastpath.go) */")
+	g.line("s->p4_dpd = 0; /* the packet is as parsed (packet.go) */")
 	limit := 0
 	if len(loopTarget) > 0 {
 		limit = g.parserLoopLimit()
@@ -179,7 +179,7 @@ func (g *gen) transition(tr *syntax.Transition) {
 			g.line("goto %s;", stateLabel(c.Next))
 			return
 		}
-		g.line("if (%s)", cond)
+		g.line("if (%s)", unparen(cond))
 		g.line("\tgoto %s;", stateLabel(c.Next))
 	}
 	g.line("s->sm.f_parser_error = %d; /* error.NoMatch */", g.errorID("NoMatch"))
@@ -271,7 +271,7 @@ func (g *gen) extract(arg syntax.Expr) {
 		g.line("}")
 		defer g.line("%s.next++;", sc)
 	}
-	g.extractHeader(arg, dst, st) // fastpath.go
+	g.extractHeader(arg, dst, st) // packet.go
 	g.line("%s.valid = 1;", dst)
 	g.line("off += %d;", n)
 }
@@ -318,7 +318,7 @@ func (g *gen) emitStruct(c string, st *sema.Struct, pos syntax.Pos) {
 	g.line("if (%s.valid) {", c)
 	g.indent++
 	if g.emitMode == emitPacket {
-		g.emitHeaderPacket(c, st, n) // fastpath.go
+		g.emitHeaderPacket(c, st, n) // packet.go
 	} else {
 		g.line("__u8 *b = s->obuf + (o & P4_OBUF_MASK);")
 		g.writeFields(c, st, "b")
@@ -343,7 +343,7 @@ func (g *gen) emitStack(c string, hs *sema.Stack, pos syntax.Pos) {
 func (g *gen) deparser(c *sema.Control) {
 	g.controlLocals(c.Locals)
 	g.line("/* deparser %s */", comment(c.Name))
-	g.line("%s int p4_deparse(ctx_t *ctx)", g.stageAttr()) // fastpath.go
+	g.line("%s int p4_deparse(ctx_t *ctx)", g.stageAttr()) // stages.go, packet.go
 	g.line("{")
 	g.indent++
 	g.stateLookup()
@@ -366,7 +366,7 @@ func (g *gen) deparser(c *sema.Control) {
 	}
 	if direct {
 		// Only emits: size the packet first, then write the headers
-		// straight into it (fastpath.go).
+		// straight into it (packet.go).
 		g.directDeparse(c)
 	} else {
 		for _, s := range c.Decl.Body.Stmts {
@@ -385,30 +385,6 @@ func (g *gen) deparser(c *sema.Control) {
 	g.line("}")
 	g.line("")
 }
-
-const payloadSum = `
-/* Ones' complement sum of the payload (the bytes after the parsed headers),
- * up to 1500 bytes, for *_with_payload checksums. */
-static __always_inline __u64 p4_payload_sum(ctx_t *ctx, struct p4_state *s)
-{
-	__u32 len = ctx_len(ctx), off = s->off;
-	__u64 sum = 0;
-
-	for (int i = 0; i < 750; i++) {
-		if (off + 1 < len) {
-			if (p4_load_h(ctx, off, s->pbuf, 2))
-				break;
-			sum += ((__u32)s->pbuf[0] << 8) | s->pbuf[1];
-			off += 2;
-		} else {
-			if (off < len && !p4_load_h(ctx, off, s->pbuf, 1))
-				sum += (__u32)s->pbuf[0] << 8;
-			break;
-		}
-	}
-	return sum;
-}
-`
 
 // How emit is generated.
 const (

@@ -13,6 +13,8 @@ type Options struct {
 	// CPUPort is the egress_spec that sends a packet to the slow path
 	// (packet-in), besides 510; 0 means DefaultCPUPort.
 	CPUPort int
+	// Debug checks assert and assume at run time (externs.go).
+	Debug bool
 }
 
 // DefaultCPUPort is the CPU port of a cube unless configured (BMv2's usual
@@ -30,8 +32,8 @@ func (o Options) CPUPortOf() int {
 // spHdr is sizeof(struct edgenf_punt_hdr).
 const spHdr = 32
 
-// slowPathSetup collects digests and log messages and emits what they need:
-// the message buffer, the counters, the in-kernel log rate limit.
+// slowPathSetup collects digests and log messages and makes room for their
+// message in the state (the runtime is bpf/include/edgenf/p4/digest.h).
 func (g *gen) slowPathSetup() {
 	g.sp = ir.BuildSlowPath(g.p, g.src)
 	for _, e := range g.sp.Errs {
@@ -39,8 +41,6 @@ func (g *gen) slowPathSetup() {
 			g.errs = append(g.errs, e)
 		}
 	}
-	w := &g.maps
-	fmt.Fprintf(w, "/* the CPU port of this build (510 punts too) */\n#define P4_CPU_PORT_CFG %d\n\n", g.opt.CPUPortOf())
 	if len(g.sp.Digests) == 0 && len(g.sp.Logs) == 0 {
 		return
 	}
@@ -51,84 +51,8 @@ func (g *gen) slowPathSetup() {
 	for _, m := range g.sp.Logs {
 		maxBytes = max(maxBytes, m.Bytes)
 	}
+	// the message: a punt header, then the data (digest.h)
 	g.bufs = append(g.bufs, fmt.Sprintf("__u8 spbuf[%d] __attribute__((aligned(8)))", spHdr+(maxBytes+7)&^7))
-	fmt.Fprintf(w, `/* ---- slow path: digests and log_msg (punt ring, packet untouched) ---- */
-#define P4_PUNT_DIGEST %d
-#define P4_PUNT_LOG %d
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, %d);
-	__type(key, __u32);
-	__type(value, __u64);
-} %s SEC(".maps");
-
-struct p4_log_rl {
-	__u64 start;
-	__u64 n;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct p4_log_rl);
-} p4_log_rl SEC(".maps");
-
-static __always_inline void p4_sp_count(__u32 i)
-{
-	__u64 *c = bpf_map_lookup_elem(&%s, &i);
-
-	if (c)
-		*c += 1;
-}
-
-/* Send buf (a punt header, then n bytes of data) to the slow path;
- * count it at ctr (sent) or ctr + 1 (lost). */
-static __always_inline void p4_sp_out(ctx_t *ctx, __u8 *buf, __u32 reason, __u32 arg, __u32 n, __u32 ctr)
-{
-	struct edgenf_md *md = enf_md();
-	struct edgenf_punt_hdr *h = (struct edgenf_punt_hdr *)buf;
-
-	if (!md) {
-		p4_sp_count(ctr + 1);
-		return;
-	}
-	h->magic = EDGENF_PUNT_MAGIC;
-	h->cube = md->cube;
-	h->in_port = md->in_port;
-	h->reason = reason;
-	h->arg = arg;
-	h->pkt_len = n;
-	h->ifindex = md->ingress_ifindex;
-	h->hook = EDGENF_HOOK_ID;
-	if (bpf_perf_event_output(ctx, &enf_punt_ring, BPF_F_CURRENT_CPU, buf, sizeof(*h) + n))
-		p4_sp_count(ctr + 1);
-	else
-		p4_sp_count(ctr);
-}
-
-/* log_msg: at most %d messages per second per CPU. */
-static __always_inline int p4_log_ok(void)
-{
-	__u32 zero = 0;
-	struct p4_log_rl *r = bpf_map_lookup_elem(&p4_log_rl, &zero);
-	__u64 now = bpf_ktime_get_ns();
-
-	if (!r)
-		return 0;
-	if (now - r->start > 1000000000ULL) {
-		r->start = now;
-		r->n = 0;
-	}
-	if (r->n >= %d) {
-		p4_sp_count(%d);
-		return 0;
-	}
-	r->n++;
-	return 1;
-}
-
-`, ir.PuntDigest, ir.PuntLog, ir.SPStats, ir.SlowPathStatsMap, ir.SlowPathStatsMap, ir.LogRatePerCPU, ir.LogRatePerCPU, ir.SPLogLost)
 }
 
 // spValue is one scalar of a message's data: a C value, or for wide fields
@@ -222,7 +146,7 @@ func (g *gen) digestCall(call *syntax.Call) {
 	g.line("{ /* digest %s */", comment(d.Name))
 	g.indent++
 	if g.packData(call.Args[1].Value, d.Fields) {
-		g.line("p4_sp_out(ctx, s->spbuf, P4_PUNT_DIGEST, %d, %d, %d);", d.Index, d.Bytes, ir.SPDigestSent)
+		g.line("p4_sp_out(ctx, s->spbuf, P4_PUNT_DIGEST, %d, %d, P4_SP_DIGEST_SENT);", d.Index, d.Bytes)
 	}
 	g.indent--
 	g.line("}")
@@ -241,7 +165,7 @@ func (g *gen) logCall(call *syntax.Call) {
 		ok = g.packData(call.Args[1].Value, m.Fields)
 	}
 	if ok {
-		g.line("p4_sp_out(ctx, s->spbuf, P4_PUNT_LOG, %d, %d, %d);", m.Index, m.Bytes, ir.SPLogSent)
+		g.line("p4_sp_out(ctx, s->spbuf, P4_PUNT_LOG, %d, %d, P4_SP_LOG_SENT);", m.Index, m.Bytes)
 	}
 	g.indent--
 	g.line("}")

@@ -63,7 +63,7 @@ func (g *gen) unionInvalidateOthers(e syntax.Expr, cond string) {
 	}
 	base := g.lval(ux)
 	if cond != "" {
-		g.line("if (%s) {", cond)
+		g.line("if (%s) {", unparen(cond))
 		g.indent++
 	}
 	for _, f := range u.Fields {
@@ -212,7 +212,9 @@ func (g *gen) emitVarbitHeader(c string, st *sema.Struct) {
 	}
 	g.line("if (%s.valid) {", c)
 	g.indent++
-	g.line("__u8 *b = s->obuf + (o & P4_OBUF_MASK);")
+	if len(st.Fields) > 1 { // fields before the varbit one
+		g.line("__u8 *b = s->obuf + (o & P4_OBUF_MASK);")
+	}
 	g.line("__u32 vl = %s.len;", vf)
 	for _, f := range st.Fields {
 		if f == st.Varbit {
@@ -225,7 +227,9 @@ func (g *gen) emitVarbitHeader(c string, st *sema.Struct) {
 		}
 		g.line("%s", pack("b", f.Offset, w, fmt.Sprintf("(__u64)%s.f_%s", c, f.Name)))
 	}
-	g.line("o += %d;", n)
+	if n > 0 {
+		g.line("o += %d;", n)
+	}
 	g.line("for (__u32 i = 0; i < %d; i++) {", maxb)
 	g.line("\tif (i >= vl)")
 	g.line("\t\tbreak;")

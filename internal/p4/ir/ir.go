@@ -193,6 +193,13 @@ type Program struct {
 	Meters         []*Meter
 	MeterOf        map[*sema.Instance]*Meter
 	DirectMeters   []*Meter
+	// Replicates: the program clones, multicasts, resubmits or
+	// recirculates (replicate.go): it has clone sessions and multicast
+	// groups, and runs the replicating pipeline.
+	Replicates bool
+	// Recirculates: the program recirculates (a recirculated packet is
+	// parsed again).
+	Recirculates bool
 }
 
 // DefaultTableSize is used when a table has no size property (p4c uses 1024).
@@ -474,6 +481,7 @@ func Build(info *sema.Info, src *syntax.Sources) (*Program, error) {
 	if len(errs) > 0 {
 		return nil, errs.Err()
 	}
+	p.Replicates, p.Recirculates = replication(info)
 	return p, nil
 }
 

@@ -108,16 +108,6 @@ type SlowPath struct {
 	Errs     syntax.ErrorList
 }
 
-// Header returns the controller header named n ("packet_in"), or nil.
-func (sp *SlowPath) Header(n string) *CtrlHeader {
-	for _, h := range sp.Headers {
-		if h.Name == n {
-			return h
-		}
-	}
-	return nil
-}
-
 // BuildSlowPath collects the digests, log messages and controller headers of
 // p. It is deterministic: the backend and the model compute the same indexes.
 func BuildSlowPath(p *Program, src *syntax.Sources) *SlowPath {

@@ -102,15 +102,6 @@ func (t *TableLayout) EncodeBinary(matches []FieldMatch, action ActionData, prio
 	return t.EncodeEntry(ms, name, args, priority)
 }
 
-// EncodeDefaultBinary encodes a default action in P4Runtime form.
-func (t *TableLayout) EncodeDefaultBinary(action ActionData) ([]byte, error) {
-	name, args, err := t.textAction(action)
-	if err != nil {
-		return nil, err
-	}
-	return t.EncodeValue(name, args)
-}
-
 // Decoded is an entry read back from the maps.
 type Decoded struct {
 	Matches  []FieldMatch // every key field, in map order

@@ -1,5 +1,9 @@
 package sema
 
+// The checker's entry point, its result (Info) and the declarations: types,
+// externs, parsers, controls, tables, instantiations. Over 600 lines: one
+// case per kind of P4-16 declaration, resolved in one pass.
+
 import (
 	"fmt"
 	"math/big"

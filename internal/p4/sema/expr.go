@@ -1,5 +1,9 @@
 package sema
 
+// The type checking of statements and expressions. Over 600 lines: one
+// case per kind of statement and expression of P4-16, in the order of the
+// spec's chapters, which reads better than the same cases split across files.
+
 import (
 	"math/big"
 

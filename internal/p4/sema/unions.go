@@ -39,12 +39,6 @@ func IsUnion(t Type) bool {
 	return ok && s.Kind == "header_union"
 }
 
-// HasVarbit reports whether t is a header with a varbit field.
-func HasVarbit(t Type) bool {
-	s, ok := t.(*Struct)
-	return ok && s.Kind == "header" && s.Varbit != nil
-}
-
 // extractVarbit checks the number of arguments of extract against the
 // header: two (the varbit field's size in bits) for a header with a varbit
 // field, one otherwise.

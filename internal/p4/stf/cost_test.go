@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/edgenf/edgenf/internal/p4"
-	"github.com/edgenf/edgenf/internal/p4/rt"
+	"github.com/edgenf/edgenf/internal/p4/tableruntime"
 )
 
 // The extern cost table (docs/performance.md, "P4 extern cost"): each extern
@@ -134,7 +134,7 @@ func loadCost(b *testing.B, code, csum, meter string) (*Runner, error) {
 	if meter != "" {
 		// a configured meter with rates high enough to stay GREEN (10
 		// Gpps or GB/s: realistic sizes, far above what the test sends)
-		if err := r.RT.SetMeter(meter, 0, 1023, &rt.MeterConfig{CIR: 1e9, CBurst: 1e6, PIR: 2e9, PBurst: 2e6}); err != nil {
+		if err := r.RT.SetMeter(meter, 0, 1023, &tableruntime.MeterConfig{CIR: 1e9, CBurst: 1e6, PIR: 2e9, PBurst: 2e6}); err != nil {
 			r.Close()
 			return nil, err
 		}
@@ -178,17 +178,9 @@ type externCost struct {
 	note           string
 }
 
-func medianUnused(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	return s[len(s)/2]
-}
-
 // BenchmarkExternCost measures every extern against the baseline program.
 func BenchmarkExternCost(b *testing.B) {
-	if os.Geteuid() != 0 {
-		b.Skip("needs root")
-	}
+	needRoot(b)
 	base, err := loadCost(b, "", "", "")
 	if err != nil {
 		b.Fatal(err)

@@ -1,38 +1,21 @@
 package stf
 
 import (
-	"context"
 	"encoding/binary"
-	"os"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/edgenf/edgenf/internal/p4"
-	"github.com/edgenf/edgenf/internal/p4/p4test"
-	"github.com/edgenf/edgenf/internal/p4/rt"
+	"github.com/edgenf/edgenf/internal/p4/tableruntime"
 )
 
 func loadExterns(t *testing.T, debug bool, hook string) *Runner {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for BPF_PROG_TEST_RUN")
-	}
-	res, err := p4.Compile(context.Background(), p4test.File(t, "../testdata/externs.p4", func(o *p4.Options) { o.Debug = debug }))
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := compileFile(t, "../testdata/externs.p4", func(o *p4.Options) { o.Debug = debug })
 	if debug != strings.Contains(res.C, "#define P4_DEBUG 1\n") {
 		t.Fatalf("debug %v not reflected in the C", debug)
 	}
-	r, err := LoadResult(res, hook)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return load(t, res, hook)
 }
 
 func externsPkt(op, r byte) []byte {
@@ -60,7 +43,6 @@ func TestRandomRange(t *testing.T) {
 		if len(seen) != 3 || len(wides) < 250 {
 			t.Errorf("%s: values seen %v, %d distinct 16-bit values", hook, seen, len(wides))
 		}
-		r.Close()
 	}
 }
 
@@ -95,52 +77,20 @@ func TestAssertDebug(t *testing.T) {
 		if a != 1 || b != 2 {
 			t.Errorf("%s: assert failures %d, assume failures %d; want 1, 2", hook, a, b)
 		}
-		r.Close()
 	}
 }
 
 // TestAtomicConcurrent: @atomic read-modify-writes from every CPU at once
 // lose no update.
 func TestAtomicConcurrent(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for BPF_PROG_TEST_RUN")
-	}
-	res, err := p4.Compile(context.Background(), p4test.File(t, "../testdata/atomic.p4"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := LoadResult(res, "xdp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	res := compileFile(t, "../testdata/atomic.p4")
+	r := load(t, res, "xdp")
 	if _, err := r.Send(0, []byte{0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 2, 0xff, 0xff, 1, 0, 0, 0, 0, 0, 0, 0, 0}); err != nil {
 		t.Fatal(err)
 	}
-	n := runtime.NumCPU()
 	const repeat = 50000
 	pkt := []byte{0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 2, 0xff, 0xff, 1, 0, 0, 0, 0, 0, 0, 0, 0}
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for cpu := 0; cpu < n; cpu++ {
-		wg.Add(1)
-		go func(cpu int) {
-			defer wg.Done()
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			var set unix.CPUSet
-			set.Set(cpu)
-			unix.SchedSetaffinity(0, &set)
-			if _, _, err := r.Prog.Benchmark(pkt, repeat, nil); err != nil {
-				errs <- err
-			}
-		}(cpu)
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	n := runOnEveryCPU(t, r, pkt, repeat)
 	// ingress_port is 0 in the scratch metadata of every CPU after Send
 	got, err := r.RT.ReadRegister("Ig.counts", 0, 0)
 	if err != nil {
@@ -155,44 +105,18 @@ func TestAtomicConcurrent(t *testing.T) {
 // TestMeterConcurrent: packets from every CPU at once through one meter
 // cell; every packet's debit is kept (the cell's update is serialised).
 func TestMeterConcurrent(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for BPF_PROG_TEST_RUN")
-	}
-	res, err := p4.Compile(context.Background(), p4test.File(t, "../testdata/meters.p4"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := LoadResult(res, "xdp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	res := compileFile(t, "../testdata/meters.p4")
+	r := load(t, res, "xdp")
 	pkt := []byte{0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 2, 0xff, 0xff, 0x99, 0x99}
 	if _, err := r.Send(0, pkt); err != nil { // scratch metadata: port 0 on every CPU
 		t.Fatal(err)
 	}
 	const burst = 1 << 30
-	if err := r.RT.SetMeter("Ig.pkt_meter", 0, 0, &rt.MeterConfig{CBurst: burst, PBurst: burst}); err != nil {
+	if err := r.RT.SetMeter("Ig.pkt_meter", 0, 0, &tableruntime.MeterConfig{CBurst: burst, PBurst: burst}); err != nil {
 		t.Fatal(err)
 	}
-	n := runtime.NumCPU()
 	const repeat = 50000
-	var wg sync.WaitGroup
-	for cpu := 0; cpu < n; cpu++ {
-		wg.Add(1)
-		go func(cpu int) {
-			defer wg.Done()
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			var set unix.CPUSet
-			set.Set(cpu)
-			unix.SchedSetaffinity(0, &set)
-			if _, _, err := r.Prog.Benchmark(pkt, repeat, nil); err != nil {
-				t.Error(err)
-			}
-		}(cpu)
-	}
-	wg.Wait()
+	n := runOnEveryCPU(t, r, pkt, repeat)
 	m := r.Coll.Maps[r.RT.Model.Meter("Ig.pkt_meter").Map]
 	v := make([]byte, 64)
 	if err := m.Lookup(uint32(0), &v); err != nil {

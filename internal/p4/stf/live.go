@@ -13,7 +13,7 @@ import (
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/netlab"
 	"github.com/edgenf/edgenf/internal/p4"
-	"github.com/edgenf/edgenf/internal/p4/rt"
+	"github.com/edgenf/edgenf/internal/p4/tableruntime"
 	"golang.org/x/sys/unix"
 )
 
@@ -69,7 +69,7 @@ func LoadLive(res *p4.Result, hook string, ports []int) (_ *Runner, err error) {
 	r := &Runner{Hook: hook, send: l.send, closer: l.close}
 	r.repl = newReplState() // replicate_live.go: every copy is an output
 	r.repl.live = l
-	if r.RT, err = rt.New(res.Info, l.cube.Maps()); err != nil {
+	if r.RT, err = tableruntime.New(res.Info, l.cube.Maps()); err != nil {
 		return nil, err
 	}
 	return r, nil

@@ -2,7 +2,6 @@ package stf
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/edgenf/edgenf/internal/p4/p4test"
@@ -11,9 +10,7 @@ import (
 // The shipped examples pass their STF tests through real veths too: the
 // program runs as a cube, frames cross the kernel's XDP and TC paths.
 func TestExamplesSTFLive(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	needRoot(t)
 	for _, hook := range []string{"xdp", "tc"} {
 		for _, name := range []string{"portfwd", "l2switch", "l3router", "acl", "upf"} {
 			t.Run(hook+"/"+name, func(t *testing.T) {

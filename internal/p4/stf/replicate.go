@@ -12,7 +12,7 @@ import (
 	"github.com/cilium/ebpf/perf"
 
 	"github.com/edgenf/edgenf/internal/datapath"
-	"github.com/edgenf/edgenf/internal/p4/rt"
+	"github.com/edgenf/edgenf/internal/p4/tableruntime"
 )
 
 // Replication in STF runs: BMv2's multicast (mc_*) and mirroring
@@ -68,11 +68,11 @@ func (r *Runner) replCmd(c *Cmd) error {
 	st := r.repl
 	n := c.Nums
 	writeGroup := func(g uint64) error {
-		var reps []rt.Replica
+		var reps []tableruntime.Replica
 		for _, h := range st.groups[g] {
 			nd := st.nodes[h]
 			for _, p := range nd.ports {
-				reps = append(reps, rt.Replica{Port: p, Rid: nd.rid})
+				reps = append(reps, tableruntime.Replica{Port: p, Rid: nd.rid})
 			}
 		}
 		return r.RT.SetMcastGroup(uint32(g), reps)
@@ -80,8 +80,8 @@ func (r *Runner) replCmd(c *Cmd) error {
 	ports := func(a []uint64) ([]uint16, error) {
 		var out []uint16
 		for _, p := range a {
-			if !rt.ValidPort(uint32(p)) {
-				return nil, fmt.Errorf("port %d: ports are 0..%d or %d", p, rt.MaxPort, rt.CPUPort)
+			if !tableruntime.ValidPort(uint32(p)) {
+				return nil, fmt.Errorf("port %d: ports are 0..%d or %d", p, tableruntime.MaxPort, tableruntime.CPUPort)
 			}
 			out = append(out, uint16(p))
 		}
@@ -148,9 +148,9 @@ func (r *Runner) replCmd(c *Cmd) error {
 		st.groups[n[0]] = keep
 		return writeGroup(n[0])
 	case "mirroring_add":
-		return r.RT.SetCloneSession(uint32(n[0]), rt.CloneSession{Port: uint16(n[1])})
+		return r.RT.SetCloneSession(uint32(n[0]), tableruntime.CloneSession{Port: uint16(n[1])})
 	case "mirroring_add_mc":
-		return r.RT.SetCloneSession(uint32(n[0]), rt.CloneSession{McastGroup: uint16(n[1])})
+		return r.RT.SetCloneSession(uint32(n[0]), tableruntime.CloneSession{McastGroup: uint16(n[1])})
 	case "mirroring_delete":
 		return r.RT.DeleteCloneSession(uint32(n[0]))
 	}

@@ -2,13 +2,11 @@ package stf
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 
-	"github.com/edgenf/edgenf/internal/p4"
 	"github.com/edgenf/edgenf/internal/p4/p4test"
-	"github.com/edgenf/edgenf/internal/p4/rt"
+	"github.com/edgenf/edgenf/internal/p4/tableruntime"
 )
 
 func replFrame(op byte) []byte {
@@ -20,29 +18,19 @@ func replFrame(op byte) []byte {
 // sessions and groups make no copy (STF replicate.stf), and malformed
 // configurations are refused before anything is written.
 func TestReplicationConfigErrors(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-	res, err := p4.Compile(context.Background(), p4test.File(t, "../testdata/replicate.p4"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := LoadResult(res, "xdp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	res := compileFile(t, "../testdata/replicate.p4")
+	r := load(t, res, "xdp")
 	for _, bad := range []func() error{
-		func() error { return r.RT.SetCloneSession(0, rt.CloneSession{Port: 1}) },
-		func() error { return r.RT.SetCloneSession(32768, rt.CloneSession{Port: 1}) },
-		func() error { return r.RT.SetCloneSession(5, rt.CloneSession{Port: 64}) },
-		func() error { return r.RT.SetCloneSession(5, rt.CloneSession{Port: 1, McastGroup: 2}) },
-		func() error { return r.RT.SetCloneSession(5, rt.CloneSession{Port: 1, Truncate: 13}) },
+		func() error { return r.RT.SetCloneSession(0, tableruntime.CloneSession{Port: 1}) },
+		func() error { return r.RT.SetCloneSession(32768, tableruntime.CloneSession{Port: 1}) },
+		func() error { return r.RT.SetCloneSession(5, tableruntime.CloneSession{Port: 64}) },
+		func() error { return r.RT.SetCloneSession(5, tableruntime.CloneSession{Port: 1, McastGroup: 2}) },
+		func() error { return r.RT.SetCloneSession(5, tableruntime.CloneSession{Port: 1, Truncate: 13}) },
 		func() error { return r.RT.SetMcastGroup(0, nil) },
 		func() error { return r.RT.SetMcastGroup(65536, nil) },
-		func() error { return r.RT.SetMcastGroup(3, make([]rt.Replica, rt.MaxReplicas+1)) },
-		func() error { return r.RT.SetMcastGroup(3, []rt.Replica{{Port: 1}, {Port: 1}}) },
-		func() error { return r.RT.SetMcastGroup(3, []rt.Replica{{Port: 100}}) },
+		func() error { return r.RT.SetMcastGroup(3, make([]tableruntime.Replica, tableruntime.MaxReplicas+1)) },
+		func() error { return r.RT.SetMcastGroup(3, []tableruntime.Replica{{Port: 1}, {Port: 1}}) },
+		func() error { return r.RT.SetMcastGroup(3, []tableruntime.Replica{{Port: 100}}) },
 	} {
 		if err := bad(); err == nil {
 			t.Fatal("a malformed configuration was accepted")
@@ -54,9 +42,9 @@ func TestReplicationConfigErrors(t *testing.T) {
 		t.Fatalf("refused configurations were written: %v %v", ss, gs)
 	}
 	// a full group: 32 copies of one packet
-	var reps []rt.Replica
-	for i := 0; i < rt.MaxReplicas; i++ {
-		reps = append(reps, rt.Replica{Port: uint16(i % 2 * 3), Rid: uint16(i)})
+	var reps []tableruntime.Replica
+	for i := 0; i < tableruntime.MaxReplicas; i++ {
+		reps = append(reps, tableruntime.Replica{Port: uint16(i % 2 * 3), Rid: uint16(i)})
 	}
 	if err := r.RT.SetMcastGroup(5, reps); err != nil {
 		t.Fatal(err)
@@ -65,8 +53,8 @@ func TestReplicationConfigErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(outs) != rt.MaxReplicas {
-		t.Fatalf("%d copies, want %d", len(outs), rt.MaxReplicas)
+	if len(outs) != tableruntime.MaxReplicas {
+		t.Fatalf("%d copies, want %d", len(outs), tableruntime.MaxReplicas)
 	}
 	for i, o := range outs {
 		if rid := int(o.Data[16])<<8 | int(o.Data[17]); rid != i {
@@ -74,7 +62,7 @@ func TestReplicationConfigErrors(t *testing.T) {
 		}
 	}
 	// truncation: the copies of session 10 are cut to 20 bytes
-	if err := r.RT.SetCloneSession(10, rt.CloneSession{Port: 4, Truncate: 20}); err != nil {
+	if err := r.RT.SetCloneSession(10, tableruntime.CloneSession{Port: 4, Truncate: 20}); err != nil {
 		t.Fatal(err)
 	}
 	outs, err = r.SendAll(0, replFrame(3))
@@ -92,20 +80,11 @@ func TestReplicationConfigErrors(t *testing.T) {
 //
 //	go test -run XXX -bench Replication ./internal/p4/stf
 func BenchmarkReplication(b *testing.B) {
-	if os.Geteuid() != 0 {
-		b.Skip("needs root")
-	}
-	res, err := p4.Compile(context.Background(), p4test.File(b, "../testdata/replicate.p4"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	res := compileFile(b, "../testdata/replicate.p4")
 	for _, hook := range []string{"xdp", "tc"} {
-		r, err := LoadResult(res, hook)
-		if err != nil {
-			b.Fatal(err)
-		}
-		r.RT.SetCloneSession(10, rt.CloneSession{Port: 4})
-		r.RT.SetMcastGroup(5, []rt.Replica{{Port: 1, Rid: 1}, {Port: 3, Rid: 2}})
+		r := load(b, res, hook)
+		r.RT.SetCloneSession(10, tableruntime.CloneSession{Port: 4})
+		r.RT.SetMcastGroup(5, []tableruntime.Replica{{Port: 1, Rid: 1}, {Port: 3, Rid: 2}})
 		if _, err := r.SendAll(0, replFrame(1)); err != nil { // opens the punt ring
 			b.Fatal(err)
 		}
@@ -121,7 +100,6 @@ func BenchmarkReplication(b *testing.B) {
 				b.ReportMetric(float64(d.Nanoseconds()), "ns/pkt")
 			})
 		}
-		r.Close()
 	}
 }
 
@@ -129,9 +107,7 @@ func BenchmarkReplication(b *testing.B) {
 // the kernel, at XDP they go through the slow path (here the runner plays
 // the daemon).
 func TestReplicationSTFLive(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	needRoot(t)
 	for _, hook := range []string{"xdp", "tc"} {
 		for _, f := range []string{"../../../examples/p4/portscan", "../../../examples/p4/int_telemetry", "../testdata/replicate"} {
 			t.Run(hook+"/"+f[strings.LastIndex(f, "/")+1:], func(t *testing.T) {

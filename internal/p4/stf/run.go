@@ -10,7 +10,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/edgenf/edgenf/internal/p4/p4info"
-	"github.com/edgenf/edgenf/internal/p4/rt"
+	"github.com/edgenf/edgenf/internal/p4/tableruntime"
 )
 
 // CPUPort is the v1model port that punts packets to the slow path.
@@ -28,7 +28,7 @@ type Output struct {
 type Runner struct {
 	Coll *ebpf.Collection
 	Prog *ebpf.Program
-	RT   *rt.Program
+	RT   *tableruntime.Program
 	Hook string // "xdp" or "tc"
 	cpus int
 	// send and closer replace the test-run path in live runs (LoadLive).
@@ -80,7 +80,7 @@ func LoadHook(object []byte, info *p4info.P4Info, hook string) (*Runner, error) 
 		coll.Close()
 		return nil, fmt.Errorf("object has no edgenf_cube program")
 	}
-	r.RT, err = rt.New(info, coll.Maps)
+	r.RT, err = tableruntime.New(info, coll.Maps)
 	if err != nil {
 		coll.Close()
 		return nil, err
@@ -275,12 +275,12 @@ func (r *Runner) Run(name string, cmds []*Cmd) (*Result, error) {
 			if c.Priority >= 0 {
 				prio = 0x7fffffff - uint32(c.Priority)
 			}
-			cfg := &rt.MeterConfig{CIR: c.Rates[0], CBurst: c.Rates[1], PIR: c.Rates[2], PBurst: c.Rates[3]}
+			cfg := &tableruntime.MeterConfig{CIR: c.Rates[0], CBurst: c.Rates[1], PIR: c.Rates[2], PBurst: c.Rates[3]}
 			if err := r.RT.SetDirectMeter(c.Table, c.Matches, prio, cfg); err != nil {
 				return nil, fmt.Errorf("%s:%d: %w", name, c.Line, err)
 			}
 		case "meter_set":
-			cfg := &rt.MeterConfig{CIR: c.Rates[0], CBurst: c.Rates[1], PIR: c.Rates[2], PBurst: c.Rates[3]}
+			cfg := &tableruntime.MeterConfig{CIR: c.Rates[0], CBurst: c.Rates[1], PIR: c.Rates[2], PBurst: c.Rates[3]}
 			if err := r.RT.SetMeter(c.Meter, c.Index, c.Index, cfg); err != nil {
 				return nil, fmt.Errorf("%s:%d: %w", name, c.Line, err)
 			}

@@ -1,15 +1,12 @@
 package stf
 
 import (
-	"context"
 	"net"
-	"os"
 	"testing"
 
 	"github.com/edgenf/edgenf/internal/p4"
 	"github.com/edgenf/edgenf/internal/p4/p4info"
-	"github.com/edgenf/edgenf/internal/p4/p4test"
-	"github.com/edgenf/edgenf/internal/p4/rt"
+	"github.com/edgenf/edgenf/internal/p4/tableruntime"
 )
 
 const vsProgram = `
@@ -43,13 +40,7 @@ V1Switch(P(), V(), I(), E(), C(), D()) main;
 `
 
 func TestValueSet(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-	res, err := p4.Compile(context.Background(), p4.Options{Path: "vs.p4", Source: []byte(vsProgram)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := compile(t, p4.Options{Path: "vs.p4", Source: []byte(vsProgram)})
 	if len(res.Info.ValueSets) != 1 || res.Info.ValueSets[0].Preamble.ID>>24 != 0x03 {
 		t.Fatalf("value set model: %+v", res.Info.ValueSets)
 	}
@@ -73,7 +64,7 @@ func TestValueSet(t *testing.T) {
 	if p := send(0x88b5); p != 1 {
 		t.Errorf("empty value set matched: port %d", p)
 	}
-	if err := r.RT.SetValueSet("special", []rt.ValueSetMember{{Value: "0x88b5"}, {Value: "0x9000", Mask: "0xff00"}}); err != nil {
+	if err := r.RT.SetValueSet("special", []tableruntime.ValueSetMember{{Value: "0x88b5"}, {Value: "0x9000", Mask: "0xff00"}}); err != nil {
 		t.Fatal(err)
 	}
 	if p := send(0x88b5); p != 5 {
@@ -88,18 +79,8 @@ func TestValueSet(t *testing.T) {
 }
 
 func TestDirectCounterAndDelete(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-	res, err := p4.Compile(context.Background(), p4test.File(t, "../../../examples/p4/l2switch.p4"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := LoadResult(res, "xdp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	res := compileFile(t, "../../../examples/p4/l2switch.p4")
+	r := load(t, res, "xdp")
 	m := []p4info.Match{{Field: "vid", Value: "0"}, {Field: "dst", Value: "00:00:00:00:00:02"}}
 	if err := r.RT.AddEntry("mac_table", m, "forward", []p4info.Arg{{Name: "port", Value: "2"}}, 0); err != nil {
 		t.Fatal(err)
@@ -131,18 +112,8 @@ func TestDirectCounterAndDelete(t *testing.T) {
 }
 
 func TestScanTableDelete(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-	res, err := p4.Compile(context.Background(), p4test.File(t, "../../../examples/p4/acl.p4"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := LoadResult(res, "xdp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	res := compileFile(t, "../../../examples/p4/acl.p4")
+	r := load(t, res, "xdp")
 	m := []p4info.Match{{Field: "hdr.ipv4.protocol", Value: "17"}}
 	if err := r.RT.AddEntry("acl", m, "deny", nil, 5); err != nil {
 		t.Fatal(err)
@@ -187,42 +158,22 @@ func TestScanTableDelete(t *testing.T) {
 // TestKitchenSinkLoads compiles and loads (both hooks) a program using many
 // expression and statement forms, and pushes a packet through it.
 func TestKitchenSinkLoads(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-	res, err := p4.Compile(context.Background(), p4test.File(t, "../testdata/kitchen.p4"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := compileFile(t, "../testdata/kitchen.p4")
 	for _, hook := range []string{"xdp", "tc"} {
-		r, err := LoadResult(res, hook)
-		if err != nil {
-			t.Fatalf("%s: %v", hook, err)
-		}
+		r := load(t, res, hook)
 		pkt := make([]byte, 14+16+8+2+1+10)
 		pkt[12], pkt[13] = 0x88, 0xb6
 		if _, err := r.Send(0, pkt); err != nil {
 			t.Errorf("%s: %v", hook, err)
 		}
-		r.Close()
 	}
 }
 
 // BenchmarkL3Router measures the per-packet cost of a routed packet
 // (BPF_PROG_TEST_RUN with Repeat).
 func BenchmarkL3Router(b *testing.B) {
-	if os.Geteuid() != 0 {
-		b.Skip("needs root")
-	}
-	res, err := p4.Compile(context.Background(), p4test.File(b, "../../../examples/p4/l3router.p4"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	r, err := LoadResult(res, "xdp")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer r.Close()
+	res := compileFile(b, "../../../examples/p4/l3router.p4")
+	r := load(b, res, "xdp")
 	if err := r.RT.AddEntry("ipv4_lpm", []p4info.Match{{Field: "hdr.ipv4.dstAddr", Value: "198.18.0.0/16"}}, "ipv4_forward",
 		[]p4info.Arg{{Name: "dstAddr", Value: "0xa1"}, {Name: "port", Value: "1"}}, 0); err != nil {
 		b.Fatal(err)
@@ -244,18 +195,8 @@ func BenchmarkL3Router(b *testing.B) {
 // BenchmarkPortfwd measures the fixed per-packet cost of the generated code
 // (parse one header, one exact lookup, one counter, deparse).
 func BenchmarkPortfwd(b *testing.B) {
-	if os.Geteuid() != 0 {
-		b.Skip("needs root")
-	}
-	res, err := p4.Compile(context.Background(), p4test.File(b, "../../../examples/p4/portfwd.p4"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	r, err := LoadResult(res, "xdp")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer r.Close()
+	res := compileFile(b, "../../../examples/p4/portfwd.p4")
+	r := load(b, res, "xdp")
 	if err := r.RT.AddEntry("fwd", []p4info.Match{{Field: "standard_metadata.ingress_port", Value: "0"}}, "forward", []p4info.Arg{{Name: "port", Value: "1"}}, 0); err != nil {
 		b.Fatal(err)
 	}
@@ -299,18 +240,8 @@ V1Switch(P(), V(), I(), E(), C(), D()) main;
 // TestLPMWithExactAndWideTernary: an LPM trie keyed by an exact field plus
 // an IPv6 prefix, fed by a ternary match on an IPv6 source.
 func TestLPMWithExactAndWideTernary(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-	res, err := p4.Compile(context.Background(), p4.Options{Path: "vrf.p4", Source: []byte(vrfProgram)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := LoadResult(res, "xdp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	res := compile(t, p4.Options{Path: "vrf.p4", Source: []byte(vrfProgram)})
+	r := load(t, res, "xdp")
 	add := func(table string, m []p4info.Match, action string, args []p4info.Arg, prio uint32) {
 		t.Helper()
 		if err := r.RT.AddEntry(table, m, action, args, prio); err != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"github.com/edgenf/edgenf/internal/p4"
 	"github.com/edgenf/edgenf/internal/p4/ir"
 	"github.com/edgenf/edgenf/internal/p4/p4info"
-	"github.com/edgenf/edgenf/internal/p4/p4test"
 )
 
 type spRecord struct {
@@ -51,13 +49,7 @@ func spReader(t *testing.T, r *Runner) func() []spRecord {
 }
 
 func TestSlowPathMessages(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-	res, err := p4.Compile(context.Background(), p4test.File(t, "../testdata/slowpath.p4"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := compileFile(t, "../testdata/slowpath.p4")
 	sp := res.Info.Edgenf.SlowPath
 	if sp == nil || len(sp.Digests) != 1 || len(sp.Logs) != 2 || sp.PacketIn == nil || sp.PacketOut == nil {
 		t.Fatalf("slow path model: %+v", sp)
@@ -76,15 +68,7 @@ func TestSlowPathMessages(t *testing.T) {
 	}
 	for _, hook := range []string{"xdp", "tc"} {
 		t.Run(hook, func(t *testing.T) {
-			obj := res.Object
-			if hook == "tc" {
-				obj = res.ObjectTC
-			}
-			r, err := LoadHook(obj, res.Info, hook)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
+			r := load(t, res, hook)
 			read := spReader(t, r)
 
 			// a normal packet: forwarded, two digests (smac miss, meta.l) and a log line

@@ -1,38 +1,20 @@
 package stf
 
 import (
-	"context"
 	"os"
 	"strings"
 	"testing"
-
-	"github.com/edgenf/edgenf/internal/p4"
-	"github.com/edgenf/edgenf/internal/p4/p4test"
 )
 
 // runSTFText runs STF commands given inline against a program, on one hook.
 func runSTFText(t *testing.T, p4file, hook, text string) *Result {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for BPF_PROG_TEST_RUN")
-	}
-	res, err := p4.Compile(context.Background(), p4test.File(t, p4file))
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := compileFile(t, p4file)
 	cmds, err := Parse("inline.stf", text)
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj := res.Object
-	if hook == "tc" {
-		obj = res.ObjectTC
-	}
-	r, err := LoadHook(obj, res.Info, hook)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := load(t, res, hook)
 	out, err := r.Run("inline.stf", cmds)
 	if err != nil {
 		t.Fatal(err)

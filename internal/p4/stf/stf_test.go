@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/edgenf/edgenf/internal/p4"
 	"github.com/edgenf/edgenf/internal/p4/p4test"
 )
 
@@ -18,10 +17,7 @@ func runSTF(t *testing.T, p4file string) {
 
 func runSTFHook(t *testing.T, p4file, hook string) {
 	t.Helper()
-	res, err := p4.Compile(context.Background(), p4test.File(t, p4file))
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := compileFile(t, p4file)
 	stfFile := strings.TrimSuffix(p4file, ".p4") + ".stf"
 	text, err := os.ReadFile(stfFile)
 	if os.IsNotExist(err) {
@@ -59,9 +55,7 @@ func runSTFHook(t *testing.T, p4file, hook string) {
 }
 
 func TestExamplesSTF(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for BPF_PROG_TEST_RUN")
-	}
+	needRoot(t)
 	files, _ := filepath.Glob("../../../examples/p4/*.p4")
 	if len(files) < 5 {
 		t.Fatalf("examples missing")
@@ -75,9 +69,7 @@ func TestExamplesSTF(t *testing.T) {
 }
 
 func TestFeaturesSTF(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for BPF_PROG_TEST_RUN")
-	}
+	needRoot(t)
 	files, _ := filepath.Glob("../testdata/*.p4")
 	for _, f := range files {
 		f := f
@@ -95,9 +87,7 @@ var xdpOnly = map[string]string{
 
 // TestExamplesSTFTC runs the same tests through the TC object.
 func TestExamplesSTFTC(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for BPF_PROG_TEST_RUN")
-	}
+	needRoot(t)
 	files, _ := filepath.Glob("../../../examples/p4/*.p4")
 	files2, _ := filepath.Glob("../testdata/*.p4")
 	for _, f := range append(files, files2...) {
@@ -112,9 +102,7 @@ func TestExamplesSTFTC(t *testing.T) {
 }
 
 func TestRunFile(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	needRoot(t)
 	res, err := RunFile(context.Background(), p4test.File(t, "../../../examples/p4/portfwd.p4"), "../../../examples/p4/portfwd.stf", "")
 	if err != nil || !res.OK() {
 		t.Fatalf("%v %v", res, err)

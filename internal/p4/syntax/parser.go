@@ -1,5 +1,8 @@
 package syntax
 
+// The recursive-descent parser of P4-16. Over 600 lines: one function per
+// rule of the grammar (the spec's appendix), kept together as the grammar is.
+
 import (
 	"fmt"
 	"math/big"

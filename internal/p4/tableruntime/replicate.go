@@ -1,10 +1,9 @@
-package rt
+package tableruntime
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"sort"
 
 	"github.com/cilium/ebpf"
 )
@@ -26,9 +25,12 @@ const (
 	// port 510.
 	MaxPort = 63
 	CPUPort = 510
+)
 
-	mcMap   = "p4_mc_groups"
-	sessMap = "p4_clone_sessions"
+// The maps of the replication state (bpf/include/edgenf/p4/replicate.h).
+const (
+	McGroupsMap      = "p4_mc_groups"
+	CloneSessionsMap = "p4_clone_sessions"
 )
 
 // Replica is one copy of a multicast group: its egress_port and egress_rid.
@@ -48,7 +50,7 @@ type CloneSession struct {
 
 // Replicates reports whether the loaded program has replication maps.
 func (p *Program) Replicates() bool {
-	return p.Maps[mcMap] != nil && p.Maps[sessMap] != nil
+	return p.Maps[McGroupsMap] != nil && p.Maps[CloneSessionsMap] != nil
 }
 
 func (p *Program) replMap(name string) (*ebpf.Map, error) {
@@ -62,40 +64,55 @@ func (p *Program) replMap(name string) (*ebpf.Map, error) {
 // ValidPort reports whether port can receive copies.
 func ValidPort(port uint32) bool { return port <= MaxPort || port == CPUPort }
 
-// CheckMcastGroup validates a group before it is written.
+// ReplicationError is an invalid multicast group or clone session. Part
+// names what is wrong: "id", "replicas", "port" or "truncate".
+type ReplicationError struct {
+	Part string
+	Msg  string
+}
+
+func (e *ReplicationError) Error() string { return e.Msg }
+
+func replErr(part, format string, args ...any) error {
+	return &ReplicationError{Part: part, Msg: fmt.Sprintf(format, args...)}
+}
+
+// CheckMcastGroup validates a group before it is written
+// (*ReplicationError).
 func CheckMcastGroup(id uint32, reps []Replica) error {
 	if id == 0 || id > 0xffff {
-		return fmt.Errorf("multicast group %d: ids are 1..65535 (0 means no multicast)", id)
+		return replErr("id", "multicast group %d: ids are 1..65535 (0 means no multicast)", id)
 	}
 	if len(reps) > MaxReplicas {
-		return fmt.Errorf("multicast group %d: %d replicas, at most %d", id, len(reps), MaxReplicas)
+		return replErr("replicas", "multicast group %d: %d replicas, at most %d", id, len(reps), MaxReplicas)
 	}
 	seen := map[Replica]bool{}
 	for _, r := range reps {
 		if !ValidPort(uint32(r.Port)) {
-			return fmt.Errorf("multicast group %d: port %d: ports are 0..%d or %d (CPU)", id, r.Port, MaxPort, CPUPort)
+			return replErr("replicas", "multicast group %d: port %d: ports are 0..%d or %d (CPU)", id, r.Port, MaxPort, CPUPort)
 		}
 		if seen[r] {
-			return fmt.Errorf("multicast group %d: replica (port %d, rid %d) listed twice", id, r.Port, r.Rid)
+			return replErr("replicas", "multicast group %d: replica (port %d, rid %d) listed twice", id, r.Port, r.Rid)
 		}
 		seen[r] = true
 	}
 	return nil
 }
 
-// CheckCloneSession validates a session before it is written.
+// CheckCloneSession validates a session before it is written
+// (*ReplicationError).
 func CheckCloneSession(id uint32, s CloneSession) error {
 	if id == 0 || id > MaxSessionID {
-		return fmt.Errorf("clone session %d: ids are 1..%d (0 means no clone)", id, MaxSessionID)
+		return replErr("id", "clone session %d: ids are 1..%d (0 means no clone)", id, MaxSessionID)
 	}
 	if s.McastGroup == 0 && !ValidPort(uint32(s.Port)) {
-		return fmt.Errorf("clone session %d: port %d: ports are 0..%d or %d (CPU)", id, s.Port, MaxPort, CPUPort)
+		return replErr("port", "clone session %d: port %d: ports are 0..%d or %d (CPU)", id, s.Port, MaxPort, CPUPort)
 	}
 	if s.McastGroup != 0 && s.Port != 0 {
-		return fmt.Errorf("clone session %d: give a port or a multicast group, not both", id)
+		return replErr("port", "clone session %d: give a port or a multicast group, not both", id)
 	}
 	if s.Truncate != 0 && s.Truncate < 14 {
-		return fmt.Errorf("clone session %d: truncate %d is shorter than an Ethernet header (0: whole packet)", id, s.Truncate)
+		return replErr("truncate", "clone session %d: truncate %d is shorter than an Ethernet header (0: whole packet)", id, s.Truncate)
 	}
 	return nil
 }
@@ -125,7 +142,7 @@ func (p *Program) SetMcastGroup(id uint32, reps []Replica) error {
 	if err := CheckMcastGroup(id, reps); err != nil {
 		return err
 	}
-	m, err := p.replMap(mcMap)
+	m, err := p.replMap(McGroupsMap)
 	if err != nil {
 		return err
 	}
@@ -134,7 +151,7 @@ func (p *Program) SetMcastGroup(id uint32, reps []Replica) error {
 
 // DeleteMcastGroup removes a group (packets sent to it make no copy).
 func (p *Program) DeleteMcastGroup(id uint32) error {
-	m, err := p.replMap(mcMap)
+	m, err := p.replMap(McGroupsMap)
 	if err != nil {
 		return err
 	}
@@ -146,7 +163,7 @@ func (p *Program) DeleteMcastGroup(id uint32) error {
 
 // McastGroups reads every group back.
 func (p *Program) McastGroups() (map[uint32][]Replica, error) {
-	m, err := p.replMap(mcMap)
+	m, err := p.replMap(McGroupsMap)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +193,7 @@ func (p *Program) SetCloneSession(id uint32, s CloneSession) error {
 	if err := CheckCloneSession(id, s); err != nil {
 		return err
 	}
-	m, err := p.replMap(sessMap)
+	m, err := p.replMap(CloneSessionsMap)
 	if err != nil {
 		return err
 	}
@@ -185,7 +202,7 @@ func (p *Program) SetCloneSession(id uint32, s CloneSession) error {
 
 // DeleteCloneSession removes a session (clones to it make no copy).
 func (p *Program) DeleteCloneSession(id uint32) error {
-	m, err := p.replMap(sessMap)
+	m, err := p.replMap(CloneSessionsMap)
 	if err != nil {
 		return err
 	}
@@ -197,7 +214,7 @@ func (p *Program) DeleteCloneSession(id uint32) error {
 
 // CloneSessions reads every session back.
 func (p *Program) CloneSessions() (map[uint32]CloneSession, error) {
-	m, err := p.replMap(sessMap)
+	m, err := p.replMap(CloneSessionsMap)
 	if err != nil {
 		return nil, err
 	}
@@ -213,14 +230,4 @@ func (p *Program) CloneSessions() (map[uint32]CloneSession, error) {
 		out[k] = s
 	}
 	return out, it.Err()
-}
-
-// SortedIDs returns the keys of a map in order.
-func SortedIDs[V any](m map[uint32]V) []uint32 {
-	out := make([]uint32, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
 }

@@ -1,11 +1,12 @@
-// Package rt is the control-plane side of a loaded P4 program: it writes
+// Package tableruntime is the control-plane side of a loaded P4 program: it writes
 // table entries and default actions into the program's BPF maps and reads
 // its counters, using the layouts of the compiled model (p4info.Runtime).
-package rt
+package tableruntime
 
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/cilium/ebpf"
@@ -108,10 +109,25 @@ func (p *Program) findSlot(t *p4info.TableLayout, m *ebpf.Map, match []byte, pri
 		}
 	}
 	if free < 0 {
-		return 0, fmt.Errorf("table %s is full (%d entries)", t.Name, t.Size)
+		return 0, fullError{t.Name, t.Size}
 	}
 	return uint32(free), nil
 }
+
+// ErrTableFull is the error of an insertion into a table with no free slot
+// (errors.Is).
+var ErrTableFull = errors.New("table is full")
+
+type fullError struct {
+	table string
+	size  int
+}
+
+func (e fullError) Error() string {
+	return fmt.Sprintf("table %s is full (%d entries)", e.table, e.size)
+}
+
+func (e fullError) Is(target error) bool { return target == ErrTableFull }
 
 // DeleteEntry removes an entry (same match and, for scan tables, priority).
 func (p *Program) DeleteEntry(table string, matches []p4info.Match, priority uint32) error {

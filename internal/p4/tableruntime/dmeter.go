@@ -1,4 +1,4 @@
-package rt
+package tableruntime
 
 import (
 	"bytes"
@@ -93,19 +93,4 @@ func (p *Program) SetDirectMeter(table string, matches []p4info.Match, priority 
 	copy(v[off:off+meterValueSize], cell)
 	// the kernel leaves the cell's bpf_spin_lock alone
 	return m.Update(key, v, ebpf.UpdateExist)
-}
-
-// ReadDirectMeter returns the configuration of a table entry's direct meter
-// (nil: unconfigured).
-func (p *Program) ReadDirectMeter(table string, matches []p4info.Match, priority uint32) (*MeterConfig, error) {
-	_, _, _, v, off, err := p.directMeterEntry(table, matches, priority)
-	if err != nil {
-		return nil, err
-	}
-	c := v[off : off+meterValueSize]
-	ne := binary.NativeEndian
-	if ne.Uint32(c[56:])&1 == 0 {
-		return nil, nil
-	}
-	return &MeterConfig{CIR: ne.Uint64(c[0:]), CBurst: ne.Uint64(c[8:]), PIR: ne.Uint64(c[16:]), PBurst: ne.Uint64(c[24:])}, nil
 }

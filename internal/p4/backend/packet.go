@@ -5,12 +5,13 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/edgenf/edgenf/internal/p4/ir"
 	"github.com/edgenf/edgenf/internal/p4/sema"
 	"github.com/edgenf/edgenf/internal/p4/syntax"
 )
 
-// This file: the per-packet fast path of the generated code.
+// This file: direct packet access and the deparser of the generated code
+// (over 600 lines: the static analysis that makes the deparser write only
+// what changed needs the extraction code beside it).
 //
 //   - Header fields are read straight from the packet (direct packet access
 //     with a data_end check; at TC bpf_skb_load_bytes only when the bytes
@@ -26,70 +27,6 @@ import (
 //     parsed bytes, still there. Headers added or moved are written whole.
 //   - csum16 checksums over scalar fields are summed from the field values
 //     in 32-bit big-endian words, without packing the list into a buffer.
-
-// packetAccessC is C shared by the parser and the deparser.
-const packetAccessC = `
-/* Pipeline stages inlined into the pipeline (stageAttr). */
-#define P4_STAGE static __always_inline
-
-/* Big-endian loads and stores of n (constant, 1..8) bytes in packet or map
- * memory with the widest accesses (misaligned accesses are allowed there). */
-static __always_inline __u64 p4_ldbe(const __u8 *p, int n)
-{
-	switch (n) {
-	case 1:
-		return p[0];
-	case 2:
-		return bpf_ntohs(*(const __u16 *)p);
-	case 3:
-		return ((__u64)bpf_ntohs(*(const __u16 *)p) << 8) | p[2];
-	case 4:
-		return bpf_ntohl(*(const __u32 *)p);
-	case 5:
-		return ((__u64)bpf_ntohl(*(const __u32 *)p) << 8) | p[4];
-	case 6:
-		return ((__u64)bpf_ntohl(*(const __u32 *)p) << 16) | bpf_ntohs(*(const __u16 *)(p + 4));
-	case 7:
-		return ((__u64)bpf_ntohl(*(const __u32 *)p) << 24) | ((__u64)bpf_ntohs(*(const __u16 *)(p + 4)) << 8) | p[6];
-	default:
-		return bpf_be64_to_cpu(*(const __u64 *)p);
-	}
-}
-
-static __always_inline void p4_stbe(__u8 *p, __u64 v, int n)
-{
-	switch (n) {
-	case 1:
-		p[0] = (__u8)v;
-		break;
-	case 2:
-		*(__u16 *)p = bpf_htons((__u16)v);
-		break;
-	case 3:
-		*(__u16 *)p = bpf_htons((__u16)(v >> 8));
-		p[2] = (__u8)v;
-		break;
-	case 4:
-		*(__u32 *)p = bpf_htonl((__u32)v);
-		break;
-	case 5:
-		*(__u32 *)p = bpf_htonl((__u32)(v >> 8));
-		p[4] = (__u8)v;
-		break;
-	case 6:
-		*(__u32 *)p = bpf_htonl((__u32)(v >> 16));
-		*(__u16 *)(p + 4) = bpf_htons((__u16)v);
-		break;
-	case 7:
-		*(__u32 *)p = bpf_htonl((__u32)(v >> 24));
-		*(__u16 *)(p + 4) = bpf_htons((__u16)(v >> 8));
-		p[6] = (__u8)v;
-		break;
-	default:
-		*(__u64 *)p = bpf_cpu_to_be64(v);
-	}
-}
-`
 
 // fieldRun is a run of header fields from byte offset start to byte offset
 // end: one wide field, or scalar fields of 64 bits or less in all.
@@ -562,7 +499,6 @@ const neverInPlace = "-0x10000"
 // in their fields the program may have changed.
 func (g *gen) directDeparse(c *sema.Control) {
 	g.fast()
-	g.line("int pd;")
 	g.emitMode = emitLength
 	for _, s := range c.Decl.Body.Stmts {
 		g.stmt(s)
@@ -570,25 +506,37 @@ func (g *gen) directDeparse(c *sema.Control) {
 	g.line("if (o > P4_OBUF_SIZE)")
 	g.line("\treturn -1;")
 	g.line("delta = (int)s->off - (int)o;")
-	g.line("/* a header parsed from offset x is now at x - delta (TC cuts room after")
-	g.line(" * the MAC header: not there); once the packet was deparsed (replication),")
-	g.line(" * p4_poff no longer describes it */")
-	g.line("pd = s->p4_dpd ? %s : delta + 1;", neverInPlace)
-	g.line("#if defined(EDGENF_HOOK_TC)")
-	g.line("if (delta > 0)")
-	g.line("\tpd = %s;", neverInPlace)
-	g.line("#endif")
+	// The writes go first into a buffer of their own: whether a header is
+	// checked against where it was parsed (pd) is known once they are made.
+	var writes strings.Builder
+	w, body, mark := g.w, g.body, len(g.bodyPos)
+	g.w, g.body = &writes, &writes
+	g.emitMode = emitPacket
+	for _, s := range c.Decl.Body.Stmts {
+		g.stmt(s)
+	}
+	g.emitMode = emitBuffer
+	g.w, g.body = w, body
+	writesPos := append([]syntax.Pos(nil), g.bodyPos[mark:]...)
+	g.bodyPos = g.bodyPos[:mark]
+	if len(g.fs.used) > 0 {
+		g.line("/* a header parsed from offset x is now at x - delta (TC cuts room after")
+		g.line(" * the MAC header: not there); once the packet was deparsed (replication),")
+		g.line(" * p4_poff no longer describes it */")
+		g.line("int pd = s->p4_dpd ? %s : delta + 1;", neverInPlace)
+		g.line("#if defined(EDGENF_HOOK_TC)")
+		g.line("if (delta > 0)")
+		g.line("\tpd = %s;", neverInPlace)
+		g.line("#endif")
+	}
 	g.line("s->p4_dpd = 1;")
 	g.line("if (delta && ctx_adjust_head(ctx, delta))")
 	g.line("\treturn -1;")
 	g.line("if (o && ctx_pull(ctx, o))")
 	g.line("\treturn -1;")
 	g.line("o = 0;")
-	g.emitMode = emitPacket
-	for _, s := range c.Decl.Body.Stmts {
-		g.stmt(s)
-	}
-	g.emitMode = emitBuffer
+	g.w.WriteString(writes.String())
+	g.bodyPos = append(g.bodyPos, writesPos...)
 	g.line("return 0;")
 }
 
@@ -752,117 +700,4 @@ func (g *gen) csumSum(e syntax.Expr) (string, bool) {
 	}
 	flush()
 	return "(" + strings.Join(words, " + ") + ")", true
-}
-
-// ---------- pipeline ----------
-
-// ctlCall calls control block i of the pipeline, unless its body is empty
-// (a call of an empty global function still costs a call and a lookup).
-func (g *gen) ctlCall(blocks []sema.Entity, i int) {
-	if c, ok := blocks[i].(*sema.Control); ok && c.Decl != nil && c.Decl.Body != nil && len(c.Decl.Body.Stmts) == 0 {
-		g.line("/* %s: empty */", comment(c.Name))
-		return
-	}
-	g.line("ctl_%s(ctx);", ir.Sanitize(blocks[i].EntName()))
-}
-
-// stageAttr declares the parser, the controls and the deparser. Every call
-// of a BPF function costs a call and a return (a return thunk on CPUs with
-// return-stack mitigations), some 10 ns: they are inlined into the
-// pipeline. Tables stay global functions (verified once each: inlined,
-// the branches of successive tables multiply), and so do the stages of a
-// replicating program (replicate.go calls them from its own functions).
-func (g *gen) stageAttr() string {
-	if g.replicates() {
-		return "P4_FN"
-	}
-	return "P4_STAGE"
-}
-
-// tableAttr declares table functions: inlined too in a small, simple
-// program, where the verifier's paths through successive tables stay few
-// (two calls and returns are a good part of the cost of a small router).
-func (g *gen) tableAttr() string {
-	if g.inlineTables() {
-		return "P4_STAGE"
-	}
-	return "P4_FN"
-}
-
-// inlineTables: at most 3 tables with 16 actions in all, none scanned, no
-// parser loop, no replication and no stateful or hashing extern (what made
-// real programs exceed the verifier's budget when everything was inlined).
-func (g *gen) inlineTables() bool {
-	if g.fs != nil && g.fs.inlineTablesSet {
-		return g.fs.inlineTables
-	}
-	ok := len(g.p.Tables) <= 3 && len(g.p.Registers) == 0 && len(g.p.Meters) == 0 && !g.replicates()
-	nact := 0
-	for _, t := range g.p.Tables {
-		if t.Kind == ir.KindScan {
-			ok = false
-		}
-		nact += len(t.Actions)
-	}
-	if nact > 16 {
-		ok = false // paths through a table: about two per action
-	}
-	for _, cr := range g.info.Calls {
-		if cr == nil {
-			continue
-		}
-		switch cr.Kind {
-		case sema.CallExternFunc:
-			switch cr.Method {
-			case "mark_to_drop", "verify", "verify_checksum", "update_checksum",
-				"verify_checksum_with_payload", "update_checksum_with_payload", "static_assert":
-			default:
-				ok = false
-			}
-		case sema.CallExternMethod:
-			if cr.Instance != nil {
-				ok = false // counters, registers, meters, ...
-			}
-		}
-	}
-	for _, p := range g.info.Parsers {
-		if len(p.States) > 12 || parserLoops(p) {
-			ok = false
-		}
-	}
-	g.fast()
-	g.fs.inlineTablesSet, g.fs.inlineTables = true, ok
-	return ok
-}
-
-// parserLoops reports whether a state of p can be reached again from itself.
-func parserLoops(p *sema.Parser) bool {
-	color := map[string]int{}
-	loop := false
-	var visit func(n string)
-	visit = func(n string) {
-		st := p.States[n]
-		if st == nil || loop {
-			return
-		}
-		switch color[n] {
-		case 1:
-			loop = true
-			return
-		case 2:
-			return
-		}
-		color[n] = 1
-		if tr := st.Decl.Transition; tr != nil {
-			if tr.Select == nil {
-				visit(tr.Next)
-			}
-			for _, c := range tr.Cases {
-				visit(c.Next)
-			}
-		}
-		color[n] = 2
-	}
-	visit("start")
-	return loop
 }

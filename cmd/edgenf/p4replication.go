@@ -46,7 +46,7 @@ func tablePath(cube, table string) string {
 	return "/v1/cubes/" + url.PathEscape(cube) + "/tables/" + table
 }
 
-func p4ReplCmds() []*cobra.Command {
+func p4ReplicationCmds() []*cobra.Command {
 	var trunc uint32
 	session := func(mc bool) *cobra.Command {
 		use, short, ex := "mirroring-add CUBE SESSION PORT", "Clone session SESSION sends its copies out of PORT", "  edgenf p4 mirroring-add ps 100 4\n  edgenf p4 mirroring-add ps 100 4 --truncate 64"

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* The runtime of P4 programs compiled by edgenf (internal/p4/backend): the
+ * one header the generated C includes first, before anything else.
+ *
+ *   p4.h       constants, function attributes, what every program uses
+ *   bytes.h    big-endian reads and writes of fields, byte copies
+ *   packet.h   packet reads and writes (direct access at XDP)
+ *   csum.h     checksums and hashes of field lists and of the payload
+ *   crc.h      table-driven CRC-32 and CRC-16 (hash externs)
+ *   table.h    table lookups, value sets, counters, idle timeouts
+ *   meter.h    RFC 2698 meters (meters, direct_meters)
+ *   digest.h   digests and log_msg (the punt ring, rate-limited logs)
+ *   atomic.h   the locks of @atomic blocks
+ *   replicate.h  clone, multicast, resubmit and recirculate: requests,
+ *              multicast groups, clone sessions
+ *   replicate_run.h  the replicating pipeline: a template over the program
+ *              (needs P4_PROGRAM, see there; bpf/check/p4_replicate.c is
+ *              its instance for `make bpf`)
+ *
+ * The generator includes the optional ones only for programs that use them.
+ */
+#pragma once
+
+/* P4 parsers see VLAN tags in the frame at TC too (ctx_inline_vlan); this
+ * must come before the framework's headers. */
+#define EDGENF_INLINE_VLAN
+#include "../edgenf.h"
+
+#include "bytes.h"
+#include "packet.h"
+#include "csum.h"
+#include "table.h"
+
+/* Stages and tables are global BPF functions, verified once each. */
+#define P4_FN __attribute__((noinline))
+/* Pipeline stages inlined into the pipeline (backend.stageAttr). */
+#define P4_STAGE static __always_inline
+/* Make clang keep passing ctx to a global function that might not need it:
+ * the verifier insists on a real context pointer. */
+#define P4_KEEP(x) asm volatile("" : : "r"(x))
+
+/* a header stack index the verifier can bound: i if i < n, else 0 */
+#define P4_IDX(i, n) ((__u32)(i) < (__u32)(n) ? (__u32)(i) : 0)
+/* x (w bits) sign-extended to 64 bits */
+#define P4_SEXT(x, w) ((__s64)((__u64)(x) << (64 - (w))) >> (64 - (w)))
+
+/* v1model's egress_spec that drops */
+#define P4_DROP_PORT 511
+/* The CPU port every program has; the program's own (cpu_port, 255 by
+ * default) is P4_CPU_PORT_CFG, defined by the generated C. */
+#define P4_CPU_PORT 510
+/* Punt reasons of P4 cubes (ir.PuntPacketIn, ir.PuntDigest, ir.PuntLog). */
+#define P4_PUNT_PACKET_IN 1
+#define P4_PUNT_DIGEST 2
+#define P4_PUNT_LOG 3
+
+/* Saturating addition of a and b in a field whose largest value is m. */
+static __always_inline __u64 p4_sat_add(__u64 a, __u64 b, __u64 m)
+{
+	__u64 r = a + b;
+	if (r > m || r < a)
+		r = m;
+	return r;
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* Packet reads and writes of the P4 parser and deparser:
+ *   p4_load(ctx, off, buf, n)    n (constant) bytes at off into buf: direct
+ *                                packet access at XDP, the helper at TC
+ *   p4_load_h(ctx, off, buf, n)  the same through the helper (variable n,
+ *                                bytes outside TC's linear part)
+ *   p4_store(ctx, off, buf, n)   n bytes of buf into the packet at off
+ * Each returns 0, or non-zero when the packet is too short. */
+#pragma once
+
+#include "../ctx.h"
+#include "bytes.h"
+
+#if defined(EDGENF_HOOK_XDP)
+#define p4_load_h(ctx, off, buf, len) bpf_xdp_load_bytes(ctx, off, buf, len)
+#define p4_store(ctx, off, buf, len) bpf_xdp_store_bytes(ctx, off, buf, len)
+
+/* Offsets are bounded for the verifier: headers start in the first 1 KiB. */
+static __always_inline int p4_load(ctx_t *ctx, __u32 off, __u8 *buf, __u32 n)
+{
+	__u8 *p;
+
+	if (off > 0x3ff)
+		return -1;
+	p = (__u8 *)ctx_data(ctx) + off;
+	if ((void *)(p + n) > ctx_data_end(ctx))
+		return -1;
+	p4_memcpy(buf, p, n);
+	return 0;
+}
+#else
+#define p4_load(ctx, off, buf, len) bpf_skb_load_bytes(ctx, off, buf, len)
+#define p4_load_h(ctx, off, buf, len) bpf_skb_load_bytes(ctx, off, buf, len)
+#define p4_store(ctx, off, buf, len) bpf_skb_store_bytes(ctx, off, buf, len, 0)
+#endif

@@ -1,0 +1,120 @@
+package backend
+
+import (
+	"github.com/edgenf/edgenf/internal/p4/ir"
+	"github.com/edgenf/edgenf/internal/p4/sema"
+)
+
+// This file: how the pipeline's stages and tables are called, inlined or
+// as global functions.
+
+// ctlCall calls control block i of the pipeline, unless its body is empty
+// (a call of an empty global function still costs a call and a lookup).
+func (g *gen) ctlCall(blocks []sema.Entity, i int) {
+	if c, ok := blocks[i].(*sema.Control); ok && c.Decl != nil && c.Decl.Body != nil && len(c.Decl.Body.Stmts) == 0 {
+		g.line("/* %s: empty */", comment(c.Name))
+		return
+	}
+	g.line("ctl_%s(ctx);", ir.Sanitize(blocks[i].EntName()))
+}
+
+// stageAttr declares the parser, the controls and the deparser. Every call
+// of a BPF function costs a call and a return (a return thunk on CPUs with
+// return-stack mitigations), some 10 ns: they are inlined into the
+// pipeline. Tables stay global functions (verified once each: inlined,
+// the branches of successive tables multiply), and so do the stages of a
+// replicating program (replicate.go calls them from its own functions).
+func (g *gen) stageAttr() string {
+	if g.replicates() {
+		return "P4_FN"
+	}
+	return "P4_STAGE"
+}
+
+// tableAttr declares table functions: inlined too in a small, simple
+// program, where the verifier's paths through successive tables stay few
+// (two calls and returns are a good part of the cost of a small router).
+func (g *gen) tableAttr() string {
+	if g.inlineTables() {
+		return "P4_STAGE"
+	}
+	return "P4_FN"
+}
+
+// inlineTables: at most 3 tables with 16 actions in all, none scanned, no
+// parser loop, no replication and no stateful or hashing extern (what made
+// real programs exceed the verifier's budget when everything was inlined).
+func (g *gen) inlineTables() bool {
+	if g.fs != nil && g.fs.inlineTablesSet {
+		return g.fs.inlineTables
+	}
+	ok := len(g.p.Tables) <= 3 && len(g.p.Registers) == 0 && len(g.p.Meters) == 0 && !g.replicates()
+	nact := 0
+	for _, t := range g.p.Tables {
+		if t.Kind == ir.KindScan {
+			ok = false
+		}
+		nact += len(t.Actions)
+	}
+	if nact > 16 {
+		ok = false // paths through a table: about two per action
+	}
+	for _, cr := range g.info.Calls {
+		if cr == nil {
+			continue
+		}
+		switch cr.Kind {
+		case sema.CallExternFunc:
+			switch cr.Method {
+			case "mark_to_drop", "verify", "verify_checksum", "update_checksum",
+				"verify_checksum_with_payload", "update_checksum_with_payload", "static_assert":
+			default:
+				ok = false
+			}
+		case sema.CallExternMethod:
+			if cr.Instance != nil {
+				ok = false // counters, registers, meters, ...
+			}
+		}
+	}
+	for _, p := range g.info.Parsers {
+		if len(p.States) > 12 || parserLoops(p) {
+			ok = false
+		}
+	}
+	g.fast()
+	g.fs.inlineTablesSet, g.fs.inlineTables = true, ok
+	return ok
+}
+
+// parserLoops reports whether a state of p can be reached again from itself.
+func parserLoops(p *sema.Parser) bool {
+	color := map[string]int{}
+	loop := false
+	var visit func(n string)
+	visit = func(n string) {
+		st := p.States[n]
+		if st == nil || loop {
+			return
+		}
+		switch color[n] {
+		case 1:
+			loop = true
+			return
+		case 2:
+			return
+		}
+		color[n] = 1
+		if tr := st.Decl.Transition; tr != nil {
+			if tr.Select == nil {
+				visit(tr.Next)
+			}
+			for _, c := range tr.Cases {
+				visit(c.Next)
+			}
+		}
+		color[n] = 2
+	}
+	visit("start")
+	return loop
+}

@@ -1,0 +1,60 @@
+package p4rt
+
+// Digest configurations, kept with the cube so that a restarted daemon
+// streams the same digests.
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	p4nf "github.com/edgenf/edgenf/internal/nf/p4"
+
+	"github.com/edgenf/edgenf/internal/cube"
+)
+
+// saveDigests keeps the digest configurations in the cube's settings, so
+// that a restarted daemon streams the same digests.
+func (s *Server) saveDigests(name string, digests map[uint32]*DigestConfig) error {
+	list := make([]p4nf.P4RuntimeDigest, 0, len(digests))
+	for id, c := range digests {
+		list = append(list, p4nf.P4RuntimeDigest{ID: id, MaxTimeoutNs: c.MaxTimeoutNs, MaxListSize: c.MaxListSize, AckTimeoutNs: c.AckTimeoutNs})
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
+	err := s.eng.Update(func(t *cube.Topology) error {
+		c, ok := t.Cubes[name]
+		if !ok {
+			return fmt.Errorf("no cube %s", name)
+		}
+		raw := map[string]any{}
+		if len(c.Config) > 0 {
+			if err := json.Unmarshal(c.Config, &raw); err != nil {
+				return err
+			}
+		}
+		if len(list) > 0 {
+			raw["p4runtime_digests"] = list
+		} else {
+			delete(raw, "p4runtime_digests")
+		}
+		conf, err := json.Marshal(raw)
+		if err != nil {
+			return err
+		}
+		return t.SetConfig(name, conf)
+	})
+	return fromEngine(err)
+}
+
+// loadDigests reads the digest configurations a cube's settings keep.
+func loadDigests(c *cube.Cube) map[uint32]*DigestConfig {
+	out := map[uint32]*DigestConfig{}
+	var set p4nf.Settings
+	if c == nil || json.Unmarshal(c.Config, &set) != nil {
+		return out
+	}
+	for _, x := range set.P4RuntimeDigests {
+		out[x.ID] = &DigestConfig{MaxTimeoutNs: x.MaxTimeoutNs, MaxListSize: x.MaxListSize, AckTimeoutNs: x.AckTimeoutNs}
+	}
+	return out
+}
