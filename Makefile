@@ -126,8 +126,7 @@ demo-chain: build check-host
 	@./bin/edgenf-demo chain
 
 bench: build
-	EDGENF_EXTERN_COST_OUT=bench/results/p4-extern-cost.md \
-	  $(GO) test -run XXX -bench ExternCost -benchtime 1x ./internal/p4/stf
+	$(GO) run ./bench/cmd/accuracy -o bench/results/estimate-accuracy.md
 	EDGENF_PFCP_BENCH_OUT=bench/results/upf-pfcp.md \
 	  $(GO) test -run XXX -bench PFCPEstablishment -benchtime 1x ./internal/pfcp/agent
 	$(GO) run ./bench/cmd/bench -o docs/performance.md

@@ -18,6 +18,7 @@ import (
 	"github.com/edgenf/edgenf/bench/gen"
 	"github.com/edgenf/edgenf/bench/kern"
 	"github.com/edgenf/edgenf/bench/scenario"
+	"github.com/edgenf/edgenf/internal/estimate"
 	"github.com/edgenf/edgenf/internal/netlab"
 )
 
@@ -206,7 +207,7 @@ func Run(ctx context.Context, c Config) (*Results, error) {
 		res.Groups = append(res.Groups, gr)
 	}
 	res.Duration = time.Since(res.Started).Round(time.Second).String()
-	res.Machine.LoadEnd = loadavg()
+	res.Machine.LoadEnd = estimate.LoadAverage()
 	return res, nil
 }
 
@@ -499,7 +500,7 @@ func sleep(ctx context.Context, d time.Duration) {
 }
 
 func machine() Machine {
-	m := Machine{CPUs: runtime.NumCPU(), Go: runtime.Version(), LoadStart: loadavg()}
+	m := Machine{CPUs: runtime.NumCPU(), Go: runtime.Version(), LoadStart: estimate.LoadAverage()}
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = strings.TrimSpace(string(b))
 	}
@@ -519,18 +520,6 @@ func machine() Machine {
 		m.MemMB = kb / 1024
 	}
 	return m
-}
-
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return ""
-	}
-	return strings.Join(f[:3], " ")
 }
 
 // command is how this run was started, as a user would type it.

@@ -3,9 +3,13 @@ package gen
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
+	"net"
 	"testing"
 	"time"
 
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
@@ -164,16 +168,7 @@ func TestGTPAndDownlinkModes(t *testing.T) {
 			t.Fatal(err)
 		}
 		// First the frames themselves, through XDP_PASS to a socket.
-		pass, err := kern.AttachXDP(objs.Pass, l1.Attrs().Index)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := captureFrames(t, l1.Attrs().Index, 6, func() {
-			if _, err := Run(context.Background(), objs, frame, Options{Packets: 6, Duration: 5 * time.Second, CPUs: 1}); err != nil {
-				t.Fatal(err)
-			}
-		})
-		pass.Close()
+		got := generated(t, objs, l1.Attrs().Index, frame, 6)
 		for i, fr := range got {
 			want := flows[i%3]
 			if tc.gtp {
@@ -202,7 +197,24 @@ func TestGTPAndDownlinkModes(t *testing.T) {
 	}
 }
 
-// captureFrames returns the first n frames received on ifindex while fn runs.
+// generated returns n frames the generator sends towards ifindex (whose XDP
+// passes them to a packet socket).
+func generated(t *testing.T, objs *kern.Objects, ifindex int, frame []byte, n int) [][]byte {
+	t.Helper()
+	pass, err := kern.AttachXDP(objs.Pass, ifindex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pass.Close()
+	return captureFrames(t, ifindex, n, func() {
+		if _, err := Run(context.Background(), objs, frame, Options{Packets: uint64(n), Duration: 5 * time.Second, CPUs: 1}); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// captureFrames returns the first n IPv4 or IPv6/UDP frames received on
+// ifindex while fn runs.
 func captureFrames(t *testing.T, ifindex, n int, fn func()) [][]byte {
 	t.Helper()
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, int(htons(unix.ETH_P_ALL)))
@@ -223,7 +235,9 @@ func captureFrames(t *testing.T, ifindex, n int, fn func()) [][]byte {
 		if err != nil {
 			t.Fatalf("%d frames of %d: %v", len(out), n, err)
 		}
-		if k >= 34 && binary.BigEndian.Uint16(buf[12:]) == 0x0800 {
+		// IPv4, or IPv6/UDP (not the interface's own neighbour discovery)
+		if k >= 34 && binary.BigEndian.Uint16(buf[12:]) == 0x0800 ||
+			k >= 54 && binary.BigEndian.Uint16(buf[12:]) == 0x86dd && buf[20] == 17 {
 			out = append(out, append([]byte(nil), buf[:k]...))
 		}
 	}
@@ -231,3 +245,71 @@ func captureFrames(t *testing.T, ifindex, n int, fn func()) [][]byte {
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+// TestIPv6Mode: IPv6 frames vary their source address and port per flow,
+// carry a valid UDP checksum (mandatory in IPv6) whatever the flow,
+// sequence number and timestamp, and the sink counts them all.
+func TestIPv6Mode(t *testing.T) {
+	l := netlab.NewT(t)
+	g0, g1, err := l.RootVeth("g0", "g1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l0, _ := netlink.LinkByName(g0)
+	l1, _ := netlink.LinkByName(g1)
+	objs, err := kern.Load(kern.Options{Flows: 100, Stamp: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer objs.Close()
+	if err := objs.SetGenTarget(l0.Attrs().Index); err != nil {
+		t.Fatal(err)
+	}
+	if err := objs.SetMode(kern.ModeV6, nil); err != nil {
+		t.Fatal(err)
+	}
+	frame, err := kern.Frame{Size: 64, SrcMAC: l0.Attrs().HardwareAddr, DstMAC: l1.Attrs().HardwareAddr,
+		SrcIP: net.ParseIP("2001:db8:a::"), DstIP: net.ParseIP("2001:db8:ff::1")}.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(frame) != kern.Template6Len {
+		t.Fatalf("frame of %d bytes, want the smallest IPv6 one, %d", len(frame), kern.Template6Len)
+	}
+	got := generated(t, objs, l1.Attrs().Index, frame, 20)
+	srcs := map[string]bool{}
+	for i, fr := range got {
+		p := gopacket.NewPacket(fr, layers.LayerTypeEthernet, gopacket.Default)
+		ip, _ := p.Layer(layers.LayerTypeIPv6).(*layers.IPv6)
+		udp, _ := p.Layer(layers.LayerTypeUDP).(*layers.UDP)
+		if ip == nil || udp == nil {
+			t.Fatalf("frame %d is not IPv6/UDP: % x", i, fr)
+		}
+		want := udp.Checksum
+		udp.SetNetworkLayerForChecksum(ip)
+		buf := gopacket.NewSerializeBuffer()
+		if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{ComputeChecksums: true}, udp, gopacket.Payload(udp.Payload)); err != nil {
+			t.Fatal(err)
+		}
+		if sum := binary.BigEndian.Uint16(buf.Bytes()[6:]); sum != want {
+			t.Errorf("frame %d (%s port %d): UDP checksum %#04x, want %#04x", i, ip.SrcIP, udp.SrcPort, want, sum)
+		}
+		srcs[fmt.Sprintf("%s:%d", ip.SrcIP, udp.SrcPort)] = true
+	}
+	if len(srcs) != 20 {
+		t.Errorf("%d distinct sources in 20 frames of 100 flows", len(srcs))
+	}
+	lk, err := kern.AttachXDP(objs.Sink, l1.Attrs().Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Close()
+	res, err := Run(context.Background(), objs, frame, Options{Packets: 30000, Duration: 10 * time.Second, CPUs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if pkts, _, other, _ := objs.SinkCounts(); pkts != res.Sent || other != 0 {
+		t.Errorf("generated %d, sink saw %d (%d others)", res.Sent, pkts, other)
+	}
+}

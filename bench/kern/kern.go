@@ -115,6 +115,7 @@ const (
 	ModePlain = 0 // vary the source address and port (Options.Flows)
 	ModeGTPUL = 1 // GTP-U frames, TEID and inner source address from the flows
 	ModeDL    = 2 // plain frames, destination address from the flows
+	ModeV6    = 3 // IPv6 frames (Frame with IPv6 addresses), varied like ModePlain
 )
 
 // MaxFlows is the size of the generator's flow table.
@@ -286,7 +287,7 @@ func Quantile(h []uint64, q float64) float64 {
 type Frame struct {
 	Size           int // total L2 bytes (no FCS), >= 60; with GTP, of the inner packet as a frame
 	SrcMAC, DstMAC net.HardwareAddr
-	SrcIP, DstIP   net.IP // IPv4; the low byte of SrcIP is varied per flow
+	SrcIP, DstIP   net.IP // IPv4, or IPv6 (ModeV6); the low byte of SrcIP is varied per flow
 	Dport          uint16 // 0: DefaultDport
 	// GTP, if set, wraps the packet in GTP-U (ModeGTPUL): the frame is
 	// Size plus 36 bytes.
@@ -310,6 +311,9 @@ func (f Frame) Bytes() ([]byte, error) {
 		return nil, fmt.Errorf("kern: frame size %d too large", f.Size)
 	}
 	s4, d4 := f.SrcIP.To4(), f.DstIP.To4()
+	if s4 == nil && d4 == nil && len(f.SrcIP) == 16 && len(f.DstIP) == 16 && f.GTP == nil {
+		return f.bytes6()
+	}
 	if s4 == nil || d4 == nil || len(f.SrcMAC) != 6 || len(f.DstMAC) != 6 {
 		return nil, fmt.Errorf("kern: frame needs IPv4 addresses and MACs")
 	}
@@ -380,6 +384,66 @@ func (f Frame) gtpBytes() ([]byte, error) {
 	binary.BigEndian.PutUint16(gtp[2:], uint16(len(pkt)))
 	binary.BigEndian.PutUint32(gtp[4:], g.TEID)
 	copy(b[50:], pkt)
+	return b, nil
+}
+
+// Template6Len is the IPv6 frame's header and payload start, which the
+// generator restores in ModeV6.
+const Template6Len = 14 + 40 + 8 + 16
+
+// bytes6 builds the IPv6 template: Ethernet / IPv6 / UDP (checksum set for
+// source address ...:0 and port 1024, which the generator varies) / payload.
+func (f Frame) bytes6() ([]byte, error) {
+	if f.Size < Template6Len {
+		f.Size = Template6Len
+	}
+	if len(f.SrcMAC) != 6 || len(f.DstMAC) != 6 {
+		return nil, fmt.Errorf("kern: frame needs MACs")
+	}
+	if f.Dport == 0 {
+		f.Dport = DefaultDport
+	}
+	b := make([]byte, f.Size)
+	copy(b[0:], f.DstMAC)
+	copy(b[6:], f.SrcMAC)
+	binary.BigEndian.PutUint16(b[12:], 0x86dd)
+	ip := b[14:54]
+	ip[0] = 0x60
+	binary.BigEndian.PutUint16(ip[4:], uint16(f.Size-54))
+	ip[6], ip[7] = 17, 64
+	copy(ip[8:], f.SrcIP.To16())
+	copy(ip[24:], f.DstIP.To16())
+	ip[23] = 0 // varied by the generator
+	udp := b[54:]
+	binary.BigEndian.PutUint16(udp[0:], 1024)
+	binary.BigEndian.PutUint16(udp[2:], f.Dport)
+	binary.BigEndian.PutUint16(udp[4:], uint16(f.Size-54))
+	binary.BigEndian.PutUint32(b[62:], Magic)
+	for i := Template6Len; i < f.Size; i++ {
+		b[i] = byte(i)
+	}
+	// Checksum over the pseudo-header (addresses, length, next header)
+	// and the datagram.
+	var s uint32
+	add := func(p []byte) {
+		for i := 0; i+1 < len(p); i += 2 {
+			s += uint32(binary.BigEndian.Uint16(p[i:]))
+		}
+		if len(p)%2 == 1 {
+			s += uint32(p[len(p)-1]) << 8
+		}
+	}
+	add(ip[8:40])
+	s += uint32(len(udp)) + 17
+	add(udp)
+	for s>>16 != 0 {
+		s = s&0xffff + s>>16
+	}
+	cs := ^uint16(s)
+	if cs == 0 {
+		cs = 0xffff
+	}
+	binary.BigEndian.PutUint16(udp[6:], cs)
 	return b, nil
 }
 

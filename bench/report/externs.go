@@ -1,12 +1,20 @@
 package report
 
-import "os"
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+)
 
-// ExternCostFile is the P4 extern cost table written by
-// `EDGENF_EXTERN_COST_OUT=bench/results/p4-extern-cost.md go test -run XXX
-// -bench ExternCost -benchtime 1x ./internal/p4/stf`; the report includes
-// it as it is (a micro-benchmark of generated code, not a traffic scenario).
-const ExternCostFile = "bench/results/p4-extern-cost.md"
+// AccuracyFile is the cost estimator's accuracy against measurements, and
+// ExternCostFile the P4 extern cost table from the same run's calibration,
+// both written by `go run ./bench/cmd/accuracy`; the report includes them
+// as they are (micro-benchmarks with Program.Run, not traffic scenarios).
+const (
+	AccuracyFile   = "bench/results/estimate-accuracy.md"
+	ExternCostFile = "bench/results/p4-extern-cost.md"
+)
 
 // PFCPFile is the PFCP session establishment benchmark written by
 // `EDGENF_PFCP_BENCH_OUT=bench/results/upf-pfcp.md go test -run XXX -bench
@@ -16,10 +24,41 @@ const PFCPFile = "bench/results/upf-pfcp.md"
 
 func externCostSection() string {
 	var out string
-	for _, f := range []string{ExternCostFile, PFCPFile} {
+	for _, f := range []string{AccuracyFile, ExternCostFile, PFCPFile} {
 		if b, err := os.ReadFile(f); err == nil {
 			out += string(b) + "\n"
 		}
 	}
 	return out
+}
+
+// accuracyHeadlineRows are the cost estimator's error figures, from the
+// JSON beside AccuracyFile, as rows of the headline table (none when the
+// accuracy was not measured).
+func accuracyHeadlineRows() []string {
+	b, err := os.ReadFile(strings.TrimSuffix(AccuracyFile, ".md") + ".json")
+	if err != nil {
+		return nil
+	}
+	var r struct {
+		MAE       float64 `json:"mae"`
+		Max       float64 `json:"max"`
+		HeldOut   int     `json:"held_out"`
+		TargetMAE float64 `json:"target_mae"`
+		TargetMax float64 `json:"target_max"`
+	}
+	if json.Unmarshal(b, &r) != nil || r.HeldOut == 0 {
+		return nil
+	}
+	met := func(ok bool) string {
+		if ok {
+			return "yes"
+		}
+		return "no"
+	}
+	return []string{
+		fmt.Sprintf("| cost estimator (`edgenf estimate`) vs measured ns/packet: mean absolute error over %d held-out programs, NFs and chains ([table](#cost-estimator-accuracy)) | %.1f%% | ≤ %.0f%% | %s |",
+			r.HeldOut, 100*r.MAE, 100*r.TargetMAE, met(r.MAE <= r.TargetMAE)),
+		fmt.Sprintf("| cost estimator: maximum error | %.1f%% | ≤ %.0f%% | %s |", 100*r.Max, 100*r.TargetMax, met(r.Max <= r.TargetMax)),
+	}
 }

@@ -393,6 +393,7 @@ func headline(b *strings.Builder, r *bench.Results) {
 		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s |", h.label, val, target, met))
 	}
 	rows = append(rows, infoHeadlineRows(r)...)
+	rows = append(rows, accuracyHeadlineRows()...) // externs.go
 	if len(rows) == 0 {
 		return
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 
 	"github.com/edgenf/edgenf/bench/scenario"
 	"github.com/edgenf/edgenf/internal/datapath"
@@ -67,6 +66,14 @@ func init() {
 // `chain` of them are chained port 1 → next cube's port 0; a1's entry program
 // sends into the first cube of the chain, the last cube's port 1 is b0.
 func setupChain(e *scenario.Env, hook datapath.Hook, total, chain int) (*scenario.Topology, error) {
+	return setupChainTap(e, hook, total, chain, nil)
+}
+
+// setupChainTap is setupChain with tap, if set, called once the datapath is
+// open: it may load cubes of its own (in slots from total on) and returns
+// the transparent cubes to run on the hop between the chain's first two
+// cubes.
+func setupChainTap(e *scenario.Env, hook datapath.Hook, total, chain int, tap func(d *datapath.Datapath) ([]datapath.Transparent, error)) (*scenario.Topology, error) {
 	p, err := e.NewPath(false)
 	if err != nil {
 		return nil, err
@@ -85,6 +92,12 @@ func setupChain(e *scenario.Env, hook datapath.Hook, total, chain int) (*scenari
 	if err != nil {
 		return nil, err
 	}
+	var stack []datapath.Transparent
+	if tap != nil {
+		if stack, err = tap(d); err != nil {
+			return nil, err
+		}
+	}
 	var ms0, ms1 runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&ms0)
@@ -97,7 +110,11 @@ func setupChain(e *scenario.Env, hook datapath.Hook, total, chain int) (*scenari
 		if err != nil {
 			return nil, fmt.Errorf("cube %d: %w", i, err)
 		}
-		if err := configure(c, i, first, total, p.B0Idx); err != nil {
+		var st []datapath.Transparent
+		if i == first {
+			st = stack
+		}
+		if err := configure(c, i, first, total, p.B0Idx, st); err != nil {
 			c.Close()
 			return nil, err
 		}
@@ -145,7 +162,7 @@ func setupChain(e *scenario.Env, hook datapath.Hook, total, chain int) (*scenari
 	}
 	// Per-packet cost: the stub program (which resets the metadata) and
 	// the chain behind it, with BPF_PROG_RUN.
-	prog, err := stubProg(root)
+	prog, err := datapath.AttachedProgram(root, p.A1, hook, datapath.Ingress)
 	if err == nil {
 		e.Defer(func() { prog.Close() })
 		t.CostOn(prog)
@@ -154,8 +171,9 @@ func setupChain(e *scenario.Env, hook datapath.Hook, total, chain int) (*scenari
 }
 
 // configure forwards port 0 to port 1 and, for cubes of the chain, peers
-// port 1 with the next cube's port 0, the last one with interface out.
-func configure(c *datapath.Program, i, first, total, out int) error {
+// port 1 with the next cube's port 0 (through stack), the last one with
+// interface out.
+func configure(c *datapath.Program, i, first, total, out int, stack []datapath.Transparent) error {
 	m, err := c.Map("pf_table")
 	if err != nil {
 		return err
@@ -168,7 +186,7 @@ func configure(c *datapath.Program, i, first, total, out int) error {
 	}
 	var hop datapath.Hop
 	if i+1 < total {
-		hop, err = datapath.NewHop(datapath.DstCube, 0, uint32(i+1), 0, nil)
+		hop, err = datapath.NewHop(datapath.DstCube, 0, uint32(i+1), 0, stack)
 	} else {
 		hop, err = datapath.NewHop(datapath.DstIface, uint32(out), 0, 0, nil)
 	}
@@ -176,24 +194,6 @@ func configure(c *datapath.Program, i, first, total, out int) error {
 		return err
 	}
 	return c.SetHop(1, hop)
-}
-
-// stubProg finds the program of the (only) stub under a datapath root.
-func stubProg(root string) (*ebpf.Program, error) {
-	m, _ := filepath.Glob(filepath.Join(root, "ifaces", "*", "link"))
-	if len(m) != 1 {
-		return nil, fmt.Errorf("stub link not found")
-	}
-	l, err := link.LoadPinnedLink(m[0], nil)
-	if err != nil {
-		return nil, err
-	}
-	defer l.Close()
-	info, err := l.Info()
-	if err != nil {
-		return nil, err
-	}
-	return ebpf.NewProgramFromID(info.Program)
 }
 
 // cubeMemlock returns the mean kernel memory (BPF memlock) of the program

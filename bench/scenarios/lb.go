@@ -8,9 +8,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
-
 	"github.com/edgenf/edgenf/bench/scenario"
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
@@ -59,10 +56,27 @@ func init() {
 			Name: fmt.Sprintf("lb-%s-%s", c.mode, c.hook), Group: "lb", Quick: c.hook == datapath.XDP, Order: 10,
 			Doc: fmt.Sprintf("edgenf lb cube at %s, %s mode, Maglev over 4 backends 1:2:3:4, connection table",
 				map[datapath.Hook]string{datapath.XDP: "XDP", datapath.TC: "TC"}[c.hook], c.mode),
-			Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupLB(e, c.mode, c.hook) },
+			Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupLB(e, c.mode, c.hook, false) },
+		})
+	}
+	// Group lb6: the same lb with an IPv6 VIP and backends (78-byte IPv6
+	// frames) against itself over IPv4 (64-byte frames), at XDP.
+	for _, c := range []struct {
+		mode     string
+		v6, base bool
+	}{{"nat", false, true}, {"nat", true, false}, {"dsr", false, false}, {"dsr", true, false}} {
+		c := c
+		fam := map[bool]string{false: "4", true: "6"}[c.v6]
+		scenario.Register(scenario.Scenario{
+			Name: fmt.Sprintf("lb%s-%s-xdp", fam, c.mode), Group: "lb6", Baseline: c.base, Quick: c.mode == "nat", Order: 10,
+			Doc:   fmt.Sprintf("edgenf lb cube at XDP, %s mode, IPv%s VIP and 4 backends 1:2:3:4", c.mode, fam),
+			Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupLB(e, c.mode, datapath.XDP, c.v6) },
 		})
 	}
 }
+
+// lbBackends6 are the IPv6 backends (behind b0, resolving to b1).
+var lbBackends6 = []string{"2001:db8:b::2", "2001:db8:b::3", "2001:db8:b::4", "2001:db8:b::5"}
 
 // benchEngine opens an engine (the daemon core) whose pins and state live
 // under the scenario's own names, destroyed by Env.Close.
@@ -84,16 +98,7 @@ func benchEngine(e *scenario.Env) (*engine.Engine, string, error) {
 
 // stubCost measures the stub on iface (and the cubes behind it) per packet.
 func stubCost(e *scenario.Env, t *scenario.Topology, root, iface string, hook datapath.Hook) {
-	l, err := link.LoadPinnedLink(filepath.Join(root, "ifaces", fmt.Sprintf("%s_%s_ingress", iface, hook), "link"), nil)
-	if err != nil {
-		return
-	}
-	defer l.Close()
-	info, err := l.Info()
-	if err != nil {
-		return
-	}
-	prog, err := ebpf.NewProgramFromID(info.Program)
+	prog, err := datapath.AttachedProgram(root, iface, hook, datapath.Ingress)
 	if err != nil {
 		return
 	}
@@ -101,17 +106,21 @@ func stubCost(e *scenario.Env, t *scenario.Topology, root, iface string, hook da
 	t.CostOn(prog)
 }
 
-func setupLB(e *scenario.Env, mode string, hook datapath.Hook) (*scenario.Topology, error) {
+func setupLB(e *scenario.Env, mode string, hook datapath.Hook, v6 bool) (*scenario.Topology, error) {
 	p, eng, root, err := enginePath(e, hook)
 	if err != nil {
 		return nil, err
 	}
 	var bes []lb.Backend
-	for i, a := range lbBackends {
+	addrs, vip := lbBackends, scenario.DstIP.String()
+	if v6 {
+		addrs, vip = lbBackends6, v6Dst.String()
+	}
+	for i, a := range addrs {
 		w := uint32(i + 1)
 		bes = append(bes, lb.Backend{Name: fmt.Sprintf("be%d", i+1), Address: a, MAC: p.B1MAC.String(), Port: "out", Weight: &w})
 	}
-	svc, _ := json.Marshal(lb.Service{VIP: scenario.DstIP.String(), Protocol: "udp", Port: 9, Mode: mode, Backends: bes})
+	svc, _ := json.Marshal(lb.Service{VIP: vip, Protocol: "udp", Port: 9, Mode: mode, Backends: bes})
 	t, err := build(eng, p, p.A1MAC, func(tp *cube.Topology) error {
 		if err := tp.AddCube(&cube.Cube{Name: "lb" + e.ID(), Type: "lb", Hook: hook,
 			Ports: []cube.Port{{Name: "front", Index: 0, Peer: p.A1}, {Name: "out", Index: 1, Peer: p.B0}}}); err != nil {
@@ -126,6 +135,11 @@ func setupLB(e *scenario.Env, mode string, hook datapath.Hook) (*scenario.Topolo
 	t.Info["hook"] = string(hook)
 	t.Info["mode"] = mode
 	t.Info["backends"] = "4 (1:2:3:4), Maglev M=65537"
+	if v6 {
+		if err := v6Frame(t, e); err != nil {
+			return nil, err
+		}
+	}
 	stubCost(e, t, root, p.A1, hook)
 	return t, nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"text/tabwriter"
 
+	"github.com/edgenf/edgenf/internal/estimate"
 	"github.com/edgenf/edgenf/internal/topofile"
 	"github.com/spf13/cobra"
 )
@@ -33,18 +34,7 @@ func applyCmd() *cobra.Command {
 			if file == "" {
 				return fmt.Errorf("-f TOPOLOGY is required")
 			}
-			var body []byte
-			var err error
-			if file == "-" {
-				var b []byte
-				if b, err = io.ReadAll(os.Stdin); err == nil {
-					if body, err = topofile.Decode(b, "."); err != nil {
-						err = fmt.Errorf("%s: %v", file, err)
-					}
-				}
-			} else {
-				body, err = topofile.Read(file)
-			}
+			body, err := topologyDocument(file)
 			if err != nil {
 				return err
 			}
@@ -55,6 +45,9 @@ func applyCmd() *cobra.Command {
 			var out struct {
 				DryRun  bool     `json:"dry_run"`
 				Changes []change `json:"changes"`
+				// what each chain would cost per packet (dry runs)
+				Estimate      []estimate.ChainCost `json:"estimate,omitempty"`
+				EstimateError string               `json:"estimate_error,omitempty"`
 			}
 			if err := api().Do("PUT", path, json.RawMessage(body), &out); err != nil {
 				return err
@@ -70,6 +63,7 @@ func applyCmd() *cobra.Command {
 				}
 				if dry {
 					fmt.Fprintf(tw, "(dry run: %d changes not applied)\n", len(out.Changes))
+					writeDryRunEstimate(tw, out.Estimate, out.EstimateError)
 				} else {
 					fmt.Fprintf(tw, "%d changes applied\n", len(out.Changes))
 				}
@@ -79,4 +73,22 @@ func applyCmd() *cobra.Command {
 	c.Flags().StringVarP(&file, "file", "f", "", "topology file (YAML or JSON; - for stdin)")
 	c.Flags().BoolVar(&dry, "dry-run", false, "only print what would change")
 	return c
+}
+
+// topologyDocument reads a topology file ("-": standard input, its
+// programs relative to the working directory) into the JSON document
+// PUT /v1/topology takes.
+func topologyDocument(file string) (json.RawMessage, error) {
+	if file != "-" {
+		return topofile.Read(file)
+	}
+	b, err := io.ReadAll(os.Stdin)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := topofile.Decode(b, ".")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", file, err)
+	}
+	return doc, nil
 }

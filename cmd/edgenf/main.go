@@ -57,7 +57,8 @@ func newRoot() *cobra.Command {
 	root.RegisterFlagCompletionFunc("output", fixedCompletion("table", "json", "yaml"))
 	root.AddCommand(cubeCmd(), portCmd(), peerCmd(), unpeerCmd(), attachCmd(), detachCmd(),
 		tableCmd(), viewCmd(), actionCmd(), statsCmd(), topCmd(), getCmd(), describeCmd(), deleteCmd(),
-		applyCmd(), typesCmd(), injectCmd(), openapiCmd(), p4Cmd(), tenantCmd(), doctorCmd(), genDocsCmd(), endpointCmd())
+		applyCmd(), typesCmd(), injectCmd(), openapiCmd(), p4Cmd(), tenantCmd(), sliceCmd(), doctorCmd(), genDocsCmd(), endpointCmd(), estimateCmd(),
+		captureCmd()) // capture.go
 	return root
 }
 

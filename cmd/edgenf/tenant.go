@@ -17,6 +17,7 @@ type tenantView struct {
 	Name       string       `json:"name"`
 	Interfaces []string     `json:"interfaces,omitempty"`
 	Quota      tenant.Quota `json:"quota,omitempty"`
+	CubePrefix string       `json:"cube_prefix,omitempty"`
 	Source     string       `json:"source"`
 	Quotas     []struct {
 		Name  string `json:"name"`
@@ -56,13 +57,15 @@ func tenantCmd() *cobra.Command {
 	}
 	var ifaces []string
 	var quotas []string
+	var prefix string
 	set := &cobra.Command{
 		Use:   "set NAME",
 		Short: "Declare a tenant or change it (administrator)",
 		Long: "Gives a tenant the interfaces its cubes may be peered with, attached to and mirror to\n" +
 			"(--interface, the whole list), and sets quotas (--quota NAME=LIMIT, others kept;\n" +
-			"NAME=default goes back to the default). Quotas: " + strings.Join(tenant.Names, ", ") + ".",
-		Example: "  edgenf tenant set red --interface veth-r0 --interface veth-r1\n  edgenf tenant set red --quota cubes=10 --quota kernel_memory_bytes=256M",
+			"NAME=default goes back to the default). Quotas: " + strings.Join(tenant.Names, ", ") + ".\n" +
+			"--cube-prefix gives the tenant its own part of the cube names (\"\" takes it away).",
+		Example: "  edgenf tenant set red --interface veth-r0 --interface veth-r1\n  edgenf tenant set red --quota cubes=10 --quota kernel_memory_bytes=256M\n  edgenf tenant set red --cube-prefix red-",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			body := tenant.Tenant{Name: args[0], Quota: tenant.Quota{}}
@@ -71,7 +74,7 @@ func tenantCmd() *cobra.Command {
 			var ae *client.Error
 			switch {
 			case err == nil:
-				body.Interfaces, body.Quota = cur.Interfaces, cur.Quota
+				body.Interfaces, body.Quota, body.CubePrefix = cur.Interfaces, cur.Quota, cur.CubePrefix
 				if body.Quota == nil {
 					body.Quota = tenant.Quota{}
 				}
@@ -81,6 +84,9 @@ func tenantCmd() *cobra.Command {
 			}
 			if cmd.Flags().Changed("interface") {
 				body.Interfaces = ifaces
+			}
+			if cmd.Flags().Changed("cube-prefix") {
+				body.CubePrefix = prefix
 			}
 			for _, q := range quotas {
 				if name, ok := strings.CutSuffix(q, "=default"); ok {
@@ -102,6 +108,7 @@ func tenantCmd() *cobra.Command {
 	}
 	set.Flags().StringArrayVar(&ifaces, "interface", nil, "an interface the tenant may use (repeatable; the whole list)")
 	set.Flags().StringArrayVar(&quotas, "quota", nil, "NAME=LIMIT (K, M, G suffixes) or NAME=default (repeatable)")
+	set.Flags().StringVar(&prefix, "cube-prefix", "", "the start of the names of the tenant's cubes, no one else's")
 	del := &cobra.Command{
 		Use: "del NAME", Aliases: []string{"delete", "rm"}, Short: "Remove a tenant's record (its cubes stay; defaults apply)",
 		Args: cobra.ExactArgs(1),
@@ -131,7 +138,11 @@ func (t tenantView) usage(name string) string {
 }
 
 func tenantTable(tw *tabwriter.Writer, t tenantView) {
-	fmt.Fprintf(tw, "Name:\t%s\nSource:\t%s\nInterfaces:\t%s\n\n", t.Name, t.Source, dash(strings.Join(t.Interfaces, " ")))
+	fmt.Fprintf(tw, "Name:\t%s\nSource:\t%s\nInterfaces:\t%s\n", t.Name, t.Source, dash(strings.Join(t.Interfaces, " ")))
+	if t.CubePrefix != "" {
+		fmt.Fprintf(tw, "Cube prefix:\t%s\n", t.CubePrefix)
+	}
+	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "QUOTA\tUSED\tLIMIT")
 	for _, q := range t.Quotas {
 		used := "-"

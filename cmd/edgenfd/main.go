@@ -26,6 +26,7 @@ import (
 	_ "github.com/edgenf/edgenf/internal/nf/all"
 	p4nf "github.com/edgenf/edgenf/internal/nf/p4"
 	"github.com/edgenf/edgenf/internal/p4rt"
+	"github.com/edgenf/edgenf/internal/privdir"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
 )
@@ -53,6 +54,7 @@ func main() {
 	)
 	tcpF.register(flag.CommandLine)
 	influxF.register(flag.CommandLine) // influx.go
+	est.register(flag.CommandLine)     // estimate.go
 	flag.Parse()
 	if *tcAtt != "" {
 		if _, err := datapath.ParseTCAttach(*tcAtt); err != nil {
@@ -76,11 +78,15 @@ func main() {
 		fmt.Fprintln(os.Stderr, "edgenfd:", err)
 		os.Exit(1)
 	}
+	nofile, nofileErr := raiseNofile() // nofile.go; logged below
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	if nofileErr != nil {
+		log.Warn("could not raise the open-files limit: each cube holds ~5 descriptors", "limit", nofile, "err", nofileErr)
+	}
 	pf := p4rtFlags{listen: *p4rtL, socket: *p4rtS, devices: *p4rtD}
 	if pf.socket == "" {
 		pf.socket = filepath.Join(filepath.Dir(*socket), "p4rt.sock")
@@ -92,6 +98,10 @@ func main() {
 		}
 	}
 	cfg := engine.Config{PinRoot: *bpffs, StateFile: *stateF, Logger: log, AdoptEmpty: *adoptE}
+	if err := est.configure(&cfg, log); err != nil {
+		log.Error("edgenfd", "err", err)
+		os.Exit(1)
+	}
 	if err := run(log, cfg, *socket, *listen, *tokens, *destroy, pf, tcpF, influxF, *applyF); err != nil {
 		log.Error("edgenfd", "err", err)
 		os.Exit(1)
@@ -145,6 +155,7 @@ func run(log *slog.Logger, cfg engine.Config, socket, listen, tokenFile string, 
 	}
 	defer eng.Close()
 	srv := api.New(eng, toks)
+	srv.SetEstimate(est.chains)
 	influxCtx, stopInflux := context.WithCancel(context.Background())
 	influxDone, err := startInflux(influxCtx, log, influxCfg, eng, srv)
 	if err != nil {
@@ -165,12 +176,10 @@ func run(log *slog.Logger, cfg engine.Config, socket, listen, tokenFile string, 
 		defer func() { stop(); <-done }() // before the engine closes
 	}
 
-	ul, err := listenUnix(socket)
-	if err != nil {
-		return err
-	}
+	// The API socket is made last: once it exists, every listener is
+	// (scripts and tests wait for it).
 	servers := []*http.Server{{Handler: srv.Unix(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: tcpF.idleTimeout}}
-	listeners := []net.Listener{ul}
+	listeners := []net.Listener{nil}
 	if listen != "" {
 		tl, err := tcpF.listen(listen)
 		if err != nil {
@@ -203,6 +212,9 @@ func run(log *slog.Logger, cfg engine.Config, socket, listen, tokenFile string, 
 		}
 		log.Info("P4Runtime server", "socket", p4rtF.socket, "tcp", p4rtF.listen, "devices", p4rtF.devices)
 	}
+	if listeners[0], err = listenUnix(socket); err != nil {
+		return err
+	}
 	for i := range servers {
 		go func(i int) {
 			if servers[i].TLSConfig != nil {
@@ -233,8 +245,8 @@ func run(log *slog.Logger, cfg engine.Config, socket, listen, tokenFile string, 
 
 // listenUnix opens the API socket, readable and writable by root only.
 func listenUnix(path string) (net.Listener, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, err
+	if err := privdir.Ensure(filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("socket: %w", err)
 	}
 	if c, err := net.Dial("unix", path); err == nil {
 		c.Close()

@@ -9,7 +9,10 @@
  * priority (standard_metadata.priority and the IPv4 DSCP, to EF) and
  * clones it (I2E) to a mirror port, for an external collector. At the
  * sink (an egress port in table int_sink) the header is removed and the
- * datagram goes to its real UDP port.
+ * datagram goes to its real UDP port. Every switch reports its hop to the
+ * daemon (a digest of int_hop_t: switch id, its residence time and the
+ * delay so far), which exports per-switch latency histograms
+ * (edgenf_p4_int_hop_latency_seconds) to Prometheus and InfluxDB.
  *
  *   edgenf p4 table-set-default CUBE int_config set_int_params 7 1000 200
  *   edgenf p4 mirroring-add CUBE 200 MIRROR_PORT
@@ -61,6 +64,13 @@ struct headers_t {
     ipv4_t     ipv4;
     udp_t      udp;
     int_t      int_hdr;
+}
+
+/* one hop's INT metadata, reported to the daemon */
+struct int_hop_t {
+    bit<32> switch_id;
+    bit<32> hop_latency_us;
+    bit<32> path_latency_us;
 }
 
 struct metadata_t {
@@ -188,9 +198,10 @@ control IntEgress(inout headers_t hdr, inout metadata_t meta,
     apply {
         /* mirrored copies (instance_type 1) leave as they arrived */
         if (hdr.int_hdr.isValid() && standard_metadata.instance_type == 0) {
+            bit<32> hop = (bit<32>)(standard_metadata.egress_global_timestamp - standard_metadata.ingress_global_timestamp);
             hdr.int_hdr.switch_id = meta.switch_id;
-            hdr.int_hdr.delay_us = hdr.int_hdr.delay_us +
-                (bit<32>)(standard_metadata.egress_global_timestamp - standard_metadata.ingress_global_timestamp);
+            hdr.int_hdr.delay_us = hdr.int_hdr.delay_us + hop;
+            digest<int_hop_t>(1, {meta.switch_id, hop, hdr.int_hdr.delay_us});
             hdr.udp.checksum = 0;
             int_sink.apply();
         }

@@ -15,12 +15,15 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"sort"
 	"strings"
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/engine"
+	"github.com/edgenf/edgenf/internal/estimate"
+	"github.com/edgenf/edgenf/internal/schema"
 	"github.com/edgenf/edgenf/internal/tenant"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -31,14 +34,22 @@ type Server struct {
 	tokens *Tokens
 	mux    *http.ServeMux
 	busy   inflight // admit.go
+	// estimate, when set, gives the cost estimate of a topology's chains,
+	// returned with dry runs of PUT /v1/topology.
+	estimate func(*cube.Topology) ([]estimate.ChainCost, error)
 	// daemonMetrics: the daemon's own collectors (metrics.go)
 	daemonMetrics *prometheus.Registry
 }
+
+// SetEstimate makes dry runs of PUT /v1/topology return the estimate of
+// the topology's chains.
+func (s *Server) SetEstimate(f func(*cube.Topology) ([]estimate.ChainCost, error)) { s.estimate = f }
 
 // New builds the API over an engine. tokens may be nil (no TCP access).
 func New(eng *engine.Engine, tokens *Tokens) *Server {
 	s := &Server{eng: eng, tokens: tokens, mux: http.NewServeMux(), busy: inflight{n: map[string]int64{}}, daemonMetrics: newDaemonMetrics()}
 	s.routes()
+	removeStaleCaptures(s) // capture.go
 	return s
 }
 
@@ -55,8 +66,9 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/attachments", s.listAttachments)
 	m.HandleFunc("POST /v1/attachments", s.attach)
 	m.HandleFunc("DELETE /v1/attachments/{cube}", s.detach)
-	s.tenantRoutes()   // tenants.go
-	s.endpointRoutes() // endpoints.go
+	m.HandleFunc("POST /v1/captures", s.capture) // capture.go
+	s.tenantRoutes()                             // tenants.go
+	s.endpointRoutes()                           // endpoints.go
 	m.HandleFunc("GET /v1/interfaces/{iface}/stats", s.admin(s.ifaceStats))
 	m.HandleFunc("GET /metrics", s.metrics) // metrics.go
 	s.uiRoutes()                            // ui.go
@@ -131,7 +143,7 @@ func reply(w http.ResponseWriter, code int, v any) {
 }
 
 // fail maps model errors to HTTP: invalid 400, forbidden 403, not found
-// 404, conflict 409, anything else (kernel refused) 500.
+// 404, conflict 409, unprocessable 422, anything else (kernel refused) 500.
 func fail(w http.ResponseWriter, err error) {
 	he := &httpError{Code: 500, Message: err.Error()}
 	var fe *cube.FieldError
@@ -148,6 +160,8 @@ func fail(w http.ResponseWriter, err error) {
 			he.Code = 409
 		case errors.Is(err, cube.ErrForbidden):
 			he.Code = 403
+		case errors.Is(err, cube.ErrUnprocessable):
+			he.Code = 422
 		default:
 			he.Code = 400
 		}
@@ -284,7 +298,17 @@ func (s *Server) putTopology(w http.ResponseWriter, r *http.Request) {
 	if changes == nil {
 		changes = []engine.Change{}
 	}
-	reply(w, 200, map[string]any{"dry_run": dry, "changes": changes})
+	out := map[string]any{"dry_run": dry, "changes": changes}
+	if dry && s.estimate != nil {
+		// what each chain would cost per packet (estimate.go: a failure
+		// to estimate does not fail the dry run)
+		if chains, err := s.estimate(t); err != nil {
+			out["estimate_error"] = err.Error()
+		} else {
+			out["estimate"] = chains
+		}
+	}
+	reply(w, 200, out)
 }
 
 // --- cubes ---
@@ -323,20 +347,20 @@ func (s *Server) listCubes(w http.ResponseWriter, r *http.Request) {
 // cubeRequest is a cube as created through the API: ports may omit their
 // index (lowest free is taken).
 type cubeRequest struct {
-	Name   string          `json:"name"`
+	Name   string          `json:"name" format:"name"`
 	Type   string          `json:"type"`
-	Hook   string          `json:"hook,omitempty"`
-	Tenant string          `json:"tenant,omitempty"`
-	Ports  []portRequest   `json:"ports,omitempty"`
+	Hook   string          `json:"hook,omitempty" enum:"xdp|tc"`
+	Tenant string          `json:"tenant,omitempty" format:"name"`
+	Ports  []portRequest   `json:"ports,omitempty" maxItems:"64"`
 	Config json.RawMessage `json:"config,omitempty"`
 }
 
 type portRequest struct {
-	Name      string          `json:"name"`
-	Index     *int            `json:"index,omitempty"`
-	Peer      string          `json:"peer,omitempty"`
-	MAC       string          `json:"mac,omitempty"`
-	Addresses []string        `json:"addresses,omitempty"`
+	Name      string          `json:"name" format:"name"`
+	Index     *int            `json:"index,omitempty" minimum:"0" maximum:"63"`
+	Peer      string          `json:"peer,omitempty" format:"peer"`
+	MAC       string          `json:"mac,omitempty" format:"mac-unicast"`
+	Addresses []string        `json:"addresses,omitempty" format:"port-address"`
 	Config    json.RawMessage `json:"config,omitempty"`
 }
 
@@ -350,6 +374,19 @@ func (p portRequest) port(field string) (cube.Port, error) {
 		}
 	}
 	return cube.Port{Name: p.Name, Index: idx, Peer: p.Peer, MAC: p.MAC, Addresses: p.Addresses, Config: p.Config}, nil
+}
+
+// cube is the cube requested.
+func (req cubeRequest) cube() (*cube.Cube, error) {
+	c := &cube.Cube{Name: req.Name, Type: req.Type, Hook: datapath.Hook(req.Hook), Tenant: req.Tenant, Config: req.Config}
+	for i, p := range req.Ports {
+		port, err := p.port(fmt.Sprintf("ports[%d].", i))
+		if err != nil {
+			return nil, err
+		}
+		c.Ports = append(c.Ports, port)
+	}
+	return c, nil
 }
 
 func (s *Server) createCube(w http.ResponseWriter, r *http.Request) {
@@ -374,26 +411,23 @@ func (s *Server) createCube(w http.ResponseWriter, r *http.Request) {
 		}
 		req.Tenant = id.tenant
 	}
-	var ports []cube.Port
-	for i, p := range req.Ports {
-		port, err := p.port(fmt.Sprintf("ports[%d].", i))
-		if err != nil {
-			fail(w, err)
-			return
-		}
-		ports = append(ports, port)
+	model, err := req.cube()
+	if err != nil {
+		fail(w, err)
+		return
 	}
-	err := s.eng.UpdateAs(r.Context(), id.actor(), func(t *cube.Topology, sc tenant.Scope) error {
-		for _, p := range ports {
+	err = s.eng.UpdateAs(r.Context(), id.actor(), func(t *cube.Topology, sc tenant.Scope) error {
+		if err := sc.NewCube("name", model.Name); err != nil {
+			return err
+		}
+		for _, p := range model.Ports {
 			if p.Peer != "" {
 				if err := sc.Ref(t, "ports["+p.Name+"].peer", p.Peer); err != nil {
 					return err
 				}
 			}
 		}
-		c := &cube.Cube{Name: req.Name, Type: req.Type, Hook: datapath.Hook(req.Hook), Tenant: req.Tenant, Config: req.Config,
-			Ports: append([]cube.Port(nil), ports...)}
-		return t.AddCube(c)
+		return t.AddCube(model.Clone())
 	})
 	if err != nil {
 		fail(w, err)
@@ -419,7 +453,7 @@ func (s *Server) patchCube(w http.ResponseWriter, r *http.Request, c *cube.Cube)
 		fail(w, &httpError{403, "tenant", "only an administrator can move a cube between tenants"})
 		return
 	}
-	s.update(w, r, func(t *cube.Topology, _ tenant.Scope) error {
+	s.update(w, r, c, func(t *cube.Topology, _ tenant.Scope) error {
 		tc, err := t.Cube(c.Name)
 		if err != nil {
 			return err
@@ -433,6 +467,34 @@ func (s *Server) patchCube(w http.ResponseWriter, r *http.Request, c *cube.Cube)
 		return nil
 	}, func() any { return s.cube(r, c.Name) })
 }
+
+// typeMismatch: on the paths that are not typed (/v1/cubes/...), the
+// document cannot say which settings and port addresses fit a cube, whose
+// NF type is its state: settings, and addresses any port may have, that do
+// not fit clash with that state (409). The typed paths (/v1/nf/{type}/...)
+// describe them: there they are malformed (400). addrs are the port
+// addresses of the request.
+func typeMismatch(r *http.Request, c *cube.Cube, err error, addrs ...string) error {
+	var fe *cube.FieldError
+	if r.PathValue("type") != "" || !errors.As(err, &fe) || !errors.Is(err, cube.ErrInvalid) {
+		return err
+	}
+	switch {
+	case strings.Contains(fe.Field, "config"):
+	case strings.Contains(fe.Field, "addresses"):
+		for _, a := range addrs {
+			if !anyPortAddress.MatchString(a) {
+				return err
+			}
+		}
+	default:
+		return err
+	}
+	return cube.Conflict(fe.Field, "%s (what NF type %s takes: see /v1/nf/%s/{cube} in the API's document)", fe.Msg, c.Type, c.Type)
+}
+
+// anyPortAddress is the format of the addresses any port may have.
+var anyPortAddress = regexp.MustCompile(schema.Formats["port-address"].Pattern)
 
 func (s *Server) deleteCube(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
 	if err := s.eng.UpdateAs(r.Context(), who(r), func(t *cube.Topology, _ tenant.Scope) error { return t.DeleteCube(c.Name) }); err != nil {
@@ -448,11 +510,11 @@ func (s *Server) cube(r *http.Request, name string) *cube.Cube {
 	return c
 }
 
-// update applies fn for the request's sender and replies with result() or
-// the error.
-func (s *Server) update(w http.ResponseWriter, r *http.Request, fn func(t *cube.Topology, sc tenant.Scope) error, result func() any) {
+// update applies fn, a change of cube c (with these port addresses), for
+// the request's sender and replies with result() or the error.
+func (s *Server) update(w http.ResponseWriter, r *http.Request, c *cube.Cube, fn func(t *cube.Topology, sc tenant.Scope) error, result func() any, addrs ...string) {
 	if err := s.eng.UpdateAs(r.Context(), who(r), fn); err != nil {
-		fail(w, err)
+		fail(w, typeMismatch(r, c, err, addrs...))
 		return
 	}
 	reply(w, 200, result())
@@ -472,7 +534,7 @@ func (s *Server) putConfig(w http.ResponseWriter, r *http.Request, c *cube.Cube)
 		fail(w, err)
 		return
 	}
-	s.update(w, r, func(t *cube.Topology, _ tenant.Scope) error { return t.SetConfig(c.Name, raw) },
+	s.update(w, r, c, func(t *cube.Topology, _ tenant.Scope) error { return t.SetConfig(c.Name, raw) },
 		func() any { return s.cube(r, c.Name).Config })
 }
 
@@ -506,7 +568,7 @@ func (s *Server) addPort(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
 		return t.AddPort(c.Name, p)
 	})
 	if err != nil {
-		fail(w, err)
+		fail(w, typeMismatch(r, c, err, p.Addresses...))
 		return
 	}
 	reply(w, 201, s.cube(r, c.Name).Port(req.Name))
@@ -542,7 +604,11 @@ func (s *Server) patchPort(w http.ResponseWriter, r *http.Request, c *cube.Cube)
 		return
 	}
 	ref := c.Name + ":" + p.Name
-	s.update(w, r, func(t *cube.Topology, sc tenant.Scope) error {
+	var addrs []string
+	if req.Addresses != nil {
+		addrs = *req.Addresses
+	}
+	s.update(w, r, c, func(t *cube.Topology, sc tenant.Scope) error {
 		if req.Peer != nil {
 			if *req.Peer != "" {
 				if err := sc.Ref(t, "peer", *req.Peer); err != nil {
@@ -576,7 +642,7 @@ func (s *Server) patchPort(w http.ResponseWriter, r *http.Request, c *cube.Cube)
 			tp.Config = *req.Config
 		}
 		return nil
-	}, func() any { return s.cube(r, c.Name).Port(p.Name) })
+	}, func() any { return s.cube(r, c.Name).Port(p.Name) }, addrs...)
 }
 
 func (s *Server) deletePort(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
@@ -778,7 +844,8 @@ func (s *Server) putEntry(w http.ResponseWriter, r *http.Request, c *cube.Cube) 
 	err = s.eng.ChangeEntries(who(r), c.Name, tb.Name, func(tx *engine.EntryTx) error {
 		k, err := tx.Put(raw)
 		if err == nil && k != key {
-			return cube.Errorf("key", "entry has key %q but the URL names %q", k, key)
+			// RFC 9110 9.3.4: a representation that does not fit its target
+			return cube.Conflict("key", "entry has key %q but the URL names %q", k, key)
 		}
 		row, _ = tx.Get(key)
 		return err
@@ -881,9 +948,9 @@ func (s *Server) swap(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
 
 // Attachment is one transparent cube on a point.
 type Attachment struct {
-	Cube     string `json:"cube"`
-	Point    string `json:"point"`
-	Position string `json:"position,omitempty"`
+	Cube     string `json:"cube" format:"name"`
+	Point    string `json:"point" format:"peer"`
+	Position string `json:"position,omitempty" pattern:"^(first|last|[0-9]+|(before|after):[A-Za-z][A-Za-z0-9_-]{0,31})$" doc:"where in the point's stack: first, last (default), before:CUBE or after:CUBE; listed: the index, outermost 0"`
 }
 
 func (s *Server) listAttachments(w http.ResponseWriter, r *http.Request) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -338,14 +339,21 @@ func TestFootGunsAreRefused(t *testing.T) {
 		{"POST", "/v1/cubes/c1/ports", `{"name": "p1", "mac": "01:00:5e:00:00:01"}`, "multicast or broadcast MAC"},
 		{"POST", "/v1/cubes/c1/ports", `{"name": "p1", "mac": "00:00:00:00:00:00"}`, "zero MAC"},
 		{"POST", "/v1/cubes/c1/ports", `{"name": "p1", "addresses": ["255.255.255.255/32"]}`, "broadcast address"},
-		{"POST", "/v1/cubes/c1/ports", `{"name": "p1", "addresses": ["198.18.0.255/24"]}`, "broadcast address of 198.18.0.0/24"},
+		// the document cannot tell a subnet's broadcast address: 422
+		{"POST", "/v1/cubes/c1/ports", `{"name": "p1", "addresses": ["198.18.0.255/24"]}`, "422 broadcast address of 198.18.0.0/24"},
 		{"POST", "/v1/cubes/c1/ports", `{"name": "p1", "addresses": ["224.0.0.1/4"]}`, "multicast"},
 		{"POST", "/v1/cubes/c1/ports", `{"name": "p1", "addresses": ["0.0.0.0/0"]}`, "unspecified"},
-		{"POST", "/v1/cubes/c1/ports/p0/inject", `{"frame": "` + strings.Repeat("ab", 3000) + `"}`, "3000 bytes is longer than port p0 carries: at most 1514"},
+		// what a port carries is its peer's MTU: 409
+		{"POST", "/v1/cubes/c1/ports/p0/inject", `{"frame": "` + strings.Repeat("ab", 3000) + `"}`, "409 3000 bytes is longer than port p0 carries: at most 1514"},
 	} {
+		wantCode := 400
+		if n, rest, ok := strings.Cut(c.want, " "); ok && len(n) == 3 && n[0] == '4' {
+			fmt.Sscan(n, &wantCode)
+			c.want = rest
+		}
 		code, body := do(t, c.method, url+c.path, adminTok, strings.NewReader(c.body))
-		if code != 400 || !strings.Contains(body, c.want) {
-			t.Errorf("%s %s %.60s: %d %s, want 400 %q", c.method, c.path, c.body, code, body, c.want)
+		if code != wantCode || !strings.Contains(body, c.want) {
+			t.Errorf("%s %s %.60s: %d %s, want %d %q", c.method, c.path, c.body, code, body, wantCode, c.want)
 		}
 		if after := topologyOf(t, admin); after != before {
 			t.Fatalf("%s %s changed the state", c.method, c.path)
@@ -356,5 +364,56 @@ func TestFootGunsAreRefused(t *testing.T) {
 	}
 	if after := topologyOf(t, admin); after != before {
 		t.Fatal("the dry run changed the state")
+	}
+}
+
+// A tenant with a cube prefix learns nothing about names outside it: a
+// name another has and a free name are refused alike, for the name alone.
+// Inside it only its own cubes can be: no one else's cube gets a name
+// there, and prefixes do not overlap.
+func TestCubePrefixesKeepNamesPrivate(t *testing.T) {
+	url, _ := tenantServer(t)
+	admin, t1, t2 := client.New("", url, adminTok), client.New("", url, t1Tok), client.New("", url, t2Tok)
+	if err := admin.Do("PUT", "/v1/tenants/t2", map[string]any{"cube_prefix": "t2-"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := t1.Do("POST", "/v1/cubes", map[string]any{"name": "taken", "type": "monitor"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	before := topologyOf(t, admin)
+	var answers []string
+	for _, name := range []string{"taken", "free"} {
+		err := t2.Do("POST", "/v1/cubes", map[string]any{"name": name, "type": "monitor"}, nil)
+		refused(t, "t2 creates "+name, err, 403, `tenant t2 names its cubes t2-...: "`+name+`" does not start so`)
+		if err != nil {
+			answers = append(answers, strings.ReplaceAll(err.Error(), name, "NAME"))
+		}
+	}
+	if len(answers) == 2 && answers[0] != answers[1] {
+		t.Errorf("a taken name and a free one are refused differently:\n%s\n%s", answers[0], answers[1])
+	}
+	if after := topologyOf(t, admin); after != before {
+		t.Fatalf("the refusals changed the state:\n%s", after)
+	}
+	if err := t2.Do("POST", "/v1/cubes", map[string]any{"name": "t2-mon", "type": "monitor"}, nil); err != nil {
+		t.Fatalf("t2 names a cube with its prefix: %v", err)
+	}
+	// nobody else's cube in t2's part of the namespace
+	refused(t, "t1 creates t2-x", t1.Do("POST", "/v1/cubes", map[string]any{"name": "t2-x", "type": "monitor"}, nil), 409, `the name "t2-x" is taken`)
+	refused(t, "the administrator creates t2-adm", admin.Do("POST", "/v1/cubes", map[string]any{"name": "t2-adm", "type": "monitor"}, nil), 409, `names starting with "t2-" are tenant t2's`)
+	if err := admin.Do("POST", "/v1/cubes", map[string]any{"name": "t2-given", "type": "monitor", "tenant": "t2"}, nil); err != nil {
+		t.Fatalf("the administrator creates a cube of t2 in its prefix: %v", err)
+	}
+	refused(t, "the administrator gives t2's cube to t1", admin.Do("PATCH", "/v1/cubes/t2-given", map[string]any{"tenant": "t1"}, nil), 409, "tenant t2's")
+	// prefixes are disjoint, and a prefix is refused where others' cubes
+	// already have its names
+	refused(t, "an overlapping prefix", admin.Do("PUT", "/v1/tenants/t3", map[string]any{"cube_prefix": "t2-x"}, nil), 409, `tenant t2's cube prefix "t2-"`)
+	refused(t, "a prefix over t1's cube", admin.Do("PUT", "/v1/tenants/t3", map[string]any{"cube_prefix": "tak"}, nil), 409, "cube taken")
+	refused(t, "a malformed prefix", admin.Do("PUT", "/v1/tenants/t3", map[string]any{"cube_prefix": "3x"}, nil), 400, "cube_prefix")
+	var st struct {
+		CubePrefix string `json:"cube_prefix"`
+	}
+	if err := t2.Do("GET", "/v1/tenants/t2", nil, &st); err != nil || st.CubePrefix != "t2-" {
+		t.Fatalf("t2's record: %+v %v", st, err)
 	}
 }

@@ -140,13 +140,7 @@ func (c *Client) Do(method, path string, body, out any) error {
 		return err
 	}
 	if resp.StatusCode >= 400 {
-		var e struct {
-			Error *Error `json:"error"`
-		}
-		if json.Unmarshal(data, &e) == nil && e.Error != nil {
-			return e.Error
-		}
-		return &Error{Code: resp.StatusCode, Message: strings.TrimSpace(string(data))}
+		return replyError(resp.StatusCode, data)
 	}
 	if out != nil && len(data) > 0 {
 		if raw, ok := out.(*json.RawMessage); ok {
@@ -156,4 +150,48 @@ func (c *Client) Do(method, path string, body, out any) error {
 		return json.Unmarshal(data, out)
 	}
 	return nil
+}
+
+// replyError is the error an API reply of status code (>= 400) says.
+func replyError(code int, data []byte) error {
+	var e struct {
+		Error *Error `json:"error"`
+	}
+	if json.Unmarshal(data, &e) == nil && e.Error != nil {
+		return e.Error
+	}
+	return &Error{Code: code, Message: strings.TrimSpace(string(data))}
+}
+
+// Stream POSTs body as JSON and returns the reply's body to read as it
+// comes, with no time limit but ctx (a capture's pcapng stream). The
+// caller closes it.
+func (c *Client) Stream(ctx context.Context, path string, body any) (io.ReadCloser, error) {
+	if c.err != nil {
+		return nil, c.err
+	}
+	enc, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, "POST", c.base+path, bytes.NewReader(enc))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	hc := *c.http
+	hc.Timeout = 0
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach edgenfd (is it running? see `edgenfd -h`): %w", err)
+	}
+	if resp.StatusCode >= 400 {
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return nil, replyError(resp.StatusCode, data)
+	}
+	return resp.Body, nil
 }

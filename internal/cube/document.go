@@ -19,10 +19,10 @@ type Document struct {
 
 // DocCube is a cube in a document.
 type DocCube struct {
-	Name   string                       `json:"name"`
+	Name   string                       `json:"name" format:"name"`
 	Type   string                       `json:"type"`
-	Hook   string                       `json:"hook,omitempty"`
-	Tenant string                       `json:"tenant,omitempty"`
+	Hook   string                       `json:"hook,omitempty" enum:"xdp|tc"`
+	Tenant string                       `json:"tenant,omitempty" format:"name"`
 	Config json.RawMessage              `json:"config,omitempty"`
 	Ports  []DocPort                    `json:"ports,omitempty"`
 	Tables map[string][]json.RawMessage `json:"tables,omitempty"`
@@ -30,19 +30,19 @@ type DocCube struct {
 
 // DocPort is a port in a document; Index nil takes the lowest free index.
 type DocPort struct {
-	Name      string          `json:"name"`
-	Index     *int            `json:"index,omitempty"`
-	Peer      string          `json:"peer,omitempty"`
-	MAC       string          `json:"mac,omitempty"`
-	Addresses []string        `json:"addresses,omitempty"`
+	Name      string          `json:"name" format:"name"`
+	Index     *int            `json:"index,omitempty" minimum:"0" maximum:"63"`
+	Peer      string          `json:"peer,omitempty" format:"peer"`
+	MAC       string          `json:"mac,omitempty" format:"mac-unicast"`
+	Addresses []string        `json:"addresses,omitempty" format:"port-address"`
 	Config    json.RawMessage `json:"config,omitempty"`
 }
 
 // DocAttachment attaches a transparent cube; attachments on the same point
 // are listed outermost first.
 type DocAttachment struct {
-	Cube  string `json:"cube"`
-	Point string `json:"point"`
+	Cube  string `json:"cube" format:"name"`
+	Point string `json:"point" format:"peer"`
 }
 
 // Topology converts the document; errors name the offending field. A

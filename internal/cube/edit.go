@@ -126,7 +126,7 @@ func (t *Topology) SetPeer(portRef, peer string) error {
 		return nil
 	}
 	if b.String() == a.String() {
-		return Errorf("peer", "port %s cannot be peered with itself", portRef)
+		return Unprocessable("peer", "port %s cannot be peered with itself", portRef)
 	}
 	cb, err := t.Cube(b.Cube)
 	if err != nil {
@@ -195,9 +195,12 @@ func (t *Topology) Attach(cubeName, point, position string) error {
 		at = 0
 	default:
 		rel, other := splitPosition(position)
-		i := slices.Index(list, other)
-		if rel == "" || i < 0 {
+		if rel == "" {
 			return Errorf("position", "invalid position %q: want first, last, before:<cube> or after:<cube> with a cube attached to %s", position, point)
+		}
+		i := slices.Index(list, other)
+		if i < 0 {
+			return NotFound("position", "no cube %q is attached to %s", other, point)
 		}
 		at = i
 		if rel == "after" {

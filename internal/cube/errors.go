@@ -16,6 +16,10 @@ var (
 	// ErrFull: a table would hold more entries than it may; invalid input
 	// (400) that P4Runtime reports as RESOURCE_EXHAUSTED.
 	ErrFull = fmt.Errorf("table full: %w", ErrInvalid)
+	// ErrUnprocessable: the request is what the API's document describes
+	// but breaks a rule the document can only state in words (an inverted
+	// range, host bits set in a prefix, a program that does not compile).
+	ErrUnprocessable = errors.New("unprocessable") // 422
 )
 
 // FieldError names the field of the request that is wrong.
@@ -52,6 +56,12 @@ func NotFound(field, format string, args ...any) error {
 // Conflict is an error about an object that clashes with existing state.
 func Conflict(field, format string, args ...any) error {
 	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...), Kind: ErrConflict}
+}
+
+// Unprocessable is an error about a value of the right form that breaks a
+// rule no schema states (ErrUnprocessable).
+func Unprocessable(field, format string, args ...any) error {
+	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...), Kind: ErrUnprocessable}
 }
 
 // Forbidden is an error about something the sender may not do.

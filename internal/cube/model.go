@@ -17,10 +17,10 @@ import (
 
 // Cube is one instance of an NF type.
 type Cube struct {
-	Name   string        `json:"name" yaml:"name"`
+	Name   string        `json:"name" yaml:"name" format:"name"`
 	Type   string        `json:"type" yaml:"type"`
-	Hook   datapath.Hook `json:"hook" yaml:"hook"`
-	Tenant string        `json:"tenant,omitempty" yaml:"tenant,omitempty"`
+	Hook   datapath.Hook `json:"hook" yaml:"hook" enum:"xdp|tc"`
+	Tenant string        `json:"tenant,omitempty" yaml:"tenant,omitempty" format:"name"`
 	// Ports of a standard cube, in index order. Transparent cubes have none.
 	Ports []Port `json:"ports,omitempty" yaml:"ports,omitempty"`
 	// Config holds the NF type's settings object.
@@ -35,13 +35,13 @@ type Cube struct {
 
 // Port is a virtual port of a cube.
 type Port struct {
-	Name string `json:"name" yaml:"name"`
+	Name string `json:"name" yaml:"name" format:"name"`
 	// Index is the port number in the fast path (the P4 port number).
-	Index int `json:"index" yaml:"index"`
+	Index int `json:"index" yaml:"index" minimum:"0" maximum:"63"`
 	// Peer is a Linux interface name or another cube's port as "cube:port".
-	Peer      string          `json:"peer,omitempty" yaml:"peer,omitempty"`
-	MAC       string          `json:"mac,omitempty" yaml:"mac,omitempty"`
-	Addresses []string        `json:"addresses,omitempty" yaml:"addresses,omitempty"`
+	Peer      string          `json:"peer,omitempty" yaml:"peer,omitempty" format:"peer"`
+	MAC       string          `json:"mac,omitempty" yaml:"mac,omitempty" format:"mac-unicast"`
+	Addresses []string        `json:"addresses,omitempty" yaml:"addresses,omitempty" format:"port-address"`
 	Config    json.RawMessage `json:"config,omitempty" yaml:"-"`
 }
 

@@ -48,11 +48,23 @@ type Type struct {
 	Config any
 	// PortConfig is a pointer to the zero per-port settings value, if any.
 	PortConfig any
+	// PortAddresses, when set, is the format (internal/schema) of its
+	// ports' addresses, narrower than any port's.
+	PortAddresses string
+	// PortNames, when set, are the only names its ports may have (a upf's
+	// n3, n6, n9); PortIndexMax, when set, the highest index a port may
+	// have (below the framework's).
+	PortNames    []string
+	PortIndexMax int
 	// Tables are the type's collections of entries.
 	Tables []Table
 	// Views are read-only data read from the kernel (learned tables,
 	// sessions, counters).
 	Views []View
+	// Slices, when set, names the slice behind each of the cube's ports
+	// that lead into a slice's chain (a slicer): the cubes reached from
+	// such a port are that slice's, and telemetry labels them with it.
+	Slices func(c *Cube) map[string]string
 	// Actions are operations on a cube (flush a table, ...).
 	Actions []Action
 	// New makes the control plane of one cube.
@@ -209,6 +221,35 @@ type Metric struct {
 	Gauge  bool // else a counter
 	Labels map[string]string
 	Value  float64
+	// Histogram, when set, makes the metric a histogram (Value unused):
+	// Prometheus gets <Name>_bucket, _sum and _count.
+	Histogram *Histogram
+}
+
+// Histogram is a distribution as Prometheus exposes it.
+type Histogram struct {
+	Bounds []float64 // upper bounds of the buckets, increasing (+Inf implied)
+	Counts []uint64  // observations <= each bound (cumulative)
+	Count  uint64    // all observations
+	Sum    float64
+}
+
+// Observe adds one observation.
+func (h *Histogram) Observe(v float64) {
+	for i, b := range h.Bounds {
+		if v <= b {
+			h.Counts[i]++
+		}
+	}
+	h.Count++
+	h.Sum += v
+}
+
+// Clone copies h (to report it outside a lock).
+func (h *Histogram) Clone() *Histogram {
+	c := *h
+	c.Counts = append([]uint64(nil), h.Counts...)
+	return &c
 }
 
 // MetricsReporter is implemented by controllers with metrics of their own.

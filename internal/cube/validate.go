@@ -138,8 +138,13 @@ func (t *Topology) validatePorts(c *Cube, typ *Type, sys System, ifacePeers map[
 			return err
 		}
 		if typ.PortConfig != nil {
-			if _, err := Decode(field+".config", p.Config, typ.PortConfig); err != nil {
+			v, err := Decode(field+".config", p.Config, typ.PortConfig)
+			if err != nil {
 				return err
+			}
+			// one canonical form, as settings and entries have
+			if canon, err := json.Marshal(v); err == nil && len(p.Config) > 0 {
+				p.Config = canon
 			}
 		} else if len(p.Config) > 0 && string(p.Config) != "null" && string(p.Config) != "{}" {
 			return Errorf(field+".config", "NF type %s has no port settings", typ.Name)
@@ -175,30 +180,32 @@ func checkPortAddrs(field string, p *Port) error {
 			return Errorf(field+".addresses", "invalid address %q: want address/prefix-length, e.g. 198.18.0.1/24", a)
 		}
 		if err := unicastHost(pfx); err != nil {
-			return Errorf(field+".addresses", "%s: %v", a, err)
+			return Within(field+".addresses", err)
 		}
 	}
 	return nil
 }
 
-// unicastHost refuses addresses a port cannot have as its own.
+// unicastHost refuses addresses a port cannot have as its own: those the
+// API's document excludes (400), and the broadcast address of the port's
+// subnet, which a pattern cannot tell (422).
 func unicastHost(p netip.Prefix) error {
 	a := p.Addr()
 	switch {
 	case a.IsUnspecified():
-		return fmt.Errorf("the unspecified address is no port's address")
+		return Errorf("", "%s: the unspecified address is no port's address", p)
 	case a.IsMulticast():
-		return fmt.Errorf("a multicast address is no port's address")
+		return Errorf("", "%s: a multicast address is no port's address", p)
 	case a.IsLoopback():
-		return fmt.Errorf("a loopback address is no port's address")
+		return Errorf("", "%s: a loopback address is no port's address", p)
 	case a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
-		return fmt.Errorf("the broadcast address is no port's address")
+		return Errorf("", "%s: the broadcast address is no port's address", p)
 	}
 	if a.Is4() && p.Bits() < 31 {
 		b := a.As4()
 		host := ^uint32(0) >> p.Bits()
 		if (uint32(b[0])<<24|uint32(b[1])<<16|uint32(b[2])<<8|uint32(b[3]))&host == host {
-			return fmt.Errorf("the broadcast address of %s is no port's address", p.Masked())
+			return Unprocessable("", "%s: the broadcast address of %s is no port's address", p, p.Masked())
 		}
 	}
 	return nil
@@ -221,7 +228,7 @@ func (t *Topology) validatePeer(c *Cube, p *Port, sys System, ifacePeers map[str
 		return nil
 	}
 	if ep.String() == self {
-		return Errorf("", "port %s cannot be peered with itself", self)
+		return Unprocessable("", "port %s cannot be peered with itself", self)
 	}
 	oc, ok := t.Cubes[ep.Cube]
 	if !ok {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/cilium/ebpf"
+	"github.com/edgenf/edgenf/internal/privdir"
 )
 
 // Framework map names shared by every program of a hook.
@@ -55,6 +56,11 @@ func Open(root string) (*Datapath, error) {
 	}
 	if err := ensureBPFFS(root); err != nil {
 		return nil, err
+	}
+	// /sys/fs/bpf is often writable by all (sticky): a directory another
+	// user made would let them rename pins from one cube to another
+	if err := privdir.Ensure(root); err != nil {
+		return nil, fmt.Errorf("bpffs directory: %w", err)
 	}
 	for _, sub := range []string{"", "cubes", "ifaces"} {
 		if err := os.MkdirAll(filepath.Join(root, sub), 0o700); err != nil {

@@ -161,6 +161,9 @@ func (i *Injector) Send(hook Hook, hop Hop, frame []byte) error {
 	var b bytes.Buffer
 	b.Write(frame)
 	binary.Write(&b, binary.LittleEndian, tr)
+	if len(frame) > MaxInjectFrame {
+		return fmt.Errorf("inject: a frame of %d bytes, at most %d", len(frame), MaxInjectFrame)
+	}
 	sa := &unix.SockaddrLinklayer{Ifindex: i.ifindex}
 	if err := unix.Sendto(i.fd, b.Bytes(), 0, sa); err != nil {
 		return fmt.Errorf("inject: %w", err)
@@ -171,8 +174,12 @@ func (i *Injector) Send(hook Hook, hop Hop, frame []byte) error {
 // injectorMTU is the MTU of the injection veth.
 const injectorMTU = 2048
 
-// MaxFrame is the longest frame Send takes (Ethernet header included).
-func (i *Injector) MaxFrame() int { return injectorMTU + 14 - binary.Size(injectTrailer{}) }
+// MaxInjectFrame is the longest frame the slow path injects (Ethernet
+// header included).
+var MaxInjectFrame = injectorMTU + 14 - binary.Size(injectTrailer{})
+
+// MaxFrame is the longest frame Send takes.
+func (i *Injector) MaxFrame() int { return MaxInjectFrame }
 
 // Close releases the socket; the veth and programs stay for the next daemon.
 func (i *Injector) Close() { unix.Close(i.fd) }

@@ -109,6 +109,7 @@ var helperSince = map[asm.BuiltinFunc]Version{
 	asm.FnLoop:                {5, 17},
 	asm.FnXdpLoadBytes:        {5, 18},
 	asm.FnXdpStoreBytes:       {5, 18},
+	asm.FnSkbSetTstamp:        {5, 18},
 	asm.FnMapLookupPercpuElem: {5, 19},
 }
 

@@ -66,3 +66,29 @@ func TestReprogramKeepsSharedMapsAndDropsTheRest(t *testing.T) {
 		t.Fatalf("the old program's table is still pinned: %v", names)
 	}
 }
+
+// /sys/fs/bpf is writable by all (sticky) on many systems: a local user who
+// makes the daemon's pin root first could rename pinned maps from one cube
+// to another. Open refuses such a directory, and pins nothing in it.
+func TestOpenRefusesAPinRootAnotherUserMade(t *testing.T) {
+	testenv.NeedRoot(t)
+	root := filepath.Join("/sys/fs/bpf", fmt.Sprintf("enfr-%d-%d", os.Getpid(), seq.Add(1)))
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(root)
+	if err := os.Chown(root, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	dp, err := datapath.Open(root)
+	if err == nil {
+		dp.Destroy()
+		t.Fatal("opened a pin root owned by uid 65534")
+	}
+	if !strings.Contains(err.Error(), "owned by uid 65534") {
+		t.Fatalf("error does not say why: %v", err)
+	}
+	if ents, _ := os.ReadDir(root); len(ents) != 0 {
+		t.Fatalf("pinned into it anyway: %v", ents)
+	}
+}

@@ -33,10 +33,30 @@ type Stub struct {
 }
 
 func (d *Datapath) stubDir(ifname string, hook Hook, dir Direction) string {
+	return stubDirAt(d.root, ifname, hook, dir)
+}
+
+func stubDirAt(root, ifname string, hook Hook, dir Direction) string {
 	// bpffs names cannot contain dots; interface names (eth0.100) can, and
 	// can never contain colons.
 	name := strings.ReplaceAll(ifname, ".", ":")
-	return filepath.Join(d.root, "ifaces", fmt.Sprintf("%s_%s_%s", name, hook, dir))
+	return filepath.Join(root, "ifaces", fmt.Sprintf("%s_%s_%s", name, hook, dir))
+}
+
+// AttachedProgram opens the program a datapath under root runs on an
+// interface (its stub, or the direct entry of the cube its hop starts
+// with), for measurements with BPF_PROG_TEST_RUN. The caller closes it.
+func AttachedProgram(root, ifname string, hook Hook, dir Direction) (*ebpf.Program, error) {
+	l, err := link.LoadPinnedLink(filepath.Join(stubDirAt(root, ifname, hook, dir), "link"), nil)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	info, err := l.Info()
+	if err != nil {
+		return nil, err
+	}
+	return ebpf.NewProgramFromID(info.Program)
 }
 
 // AttachStub makes frames on ifindex take hop. With direct, the cube the hop

@@ -24,7 +24,24 @@ type RunResult struct {
 	Verdict uint32 // XDP_* or TC_ACT_*
 	Port    int    // port of the cube it was sent out of, -1 if none
 	Data    []byte // the frame after the program ran
+	// Priority is skb->priority after the run (TC only): the class an
+	// egress qdisc puts the frame in.
+	Priority uint32
+	// Tstamp is skb->tstamp after the run (TC only): an Earliest
+	// Departure Time, for sch_fq.
+	Tstamp uint64
 }
+
+// skbCtx is struct __sk_buff as BPF_PROG_TEST_RUN takes and returns it
+// (192 bytes).
+type skbCtx [48]uint32
+
+// skbPriority and skbTstamp are the indexes of its priority field and of
+// the low half of tstamp.
+const (
+	skbPriority = 8
+	skbTstamp   = 38
+)
 
 // Sent reports whether the frame left through a port.
 func (r RunResult) Sent() bool { return r.Port >= 0 }
@@ -44,6 +61,10 @@ func (d *Datapath) Run(c *Program, inPort uint32, frame []byte) (RunResult, erro
 	}
 	out := make([]byte, len(frame)+512)
 	ro := &ebpf.RunOptions{Data: frame, DataOut: out}
+	var skb skbCtx
+	if c.Hook == TC {
+		ro.Context, ro.ContextOut = skb, &skb
+	}
 	v, err := c.prog.Run(ro)
 	if err != nil {
 		return res, fmt.Errorf("test run: %w", err)
@@ -60,6 +81,8 @@ func (d *Datapath) Run(c *Program, inPort uint32, frame []byte) (RunResult, erro
 		}
 	}
 	res.Data = ro.DataOut
+	res.Priority = skb[skbPriority]
+	res.Tstamp = uint64(skb[skbTstamp]) | uint64(skb[skbTstamp+1])<<32
 	return res, nil
 }
 

@@ -19,32 +19,32 @@ import (
 // cube port and of the host-side interface, so that one identifier finds
 // the pod's traffic everywhere (edgenf stats, ip link, the CNI's records).
 type Endpoint struct {
-	Name string `json:"name" doc:"the endpoint, its cube port and its host interface share this name"`
+	Name string `json:"name" format:"name" doc:"the endpoint, its cube port and its host interface share this name"`
 	// Tenant owns the cube and, while the endpoint exists, the interface
 	// ("" for the administrator's cubes).
-	Tenant string `json:"tenant,omitempty" doc:"the tenant the pod belongs to; its cube must be the tenant's"`
+	Tenant string `json:"tenant,omitempty" format:"name" doc:"the tenant the pod belongs to; its cube must be the tenant's"`
 	// Slice is the tenant's slice the workload asked for (it chose Cube).
-	Slice string `json:"slice,omitempty" doc:"the tenant's slice the pod asked for"`
-	Cube  string `json:"cube" doc:"the cube the pod's interface is peered with"`
+	Slice string `json:"slice,omitempty" format:"name" doc:"the tenant's slice the pod asked for"`
+	Cube  string `json:"cube" format:"name" doc:"the cube the pod's interface is peered with"`
 	// Interface is the host end of the pod's veth pair.
-	Interface string `json:"interface" doc:"the host end of the pod's veth pair"`
+	Interface string `json:"interface" format:"ifname" doc:"the host end of the pod's veth pair"`
 
 	// The CNI attachment: what the container runtime knows the pod by.
-	Network     string `json:"network,omitempty" doc:"the CNI network name"`
-	ContainerID string `json:"container_id,omitempty" doc:"the CNI container id"`
-	IfName      string `json:"ifname,omitempty" doc:"the interface name inside the pod"`
+	Network     string `json:"network,omitempty" pattern:"^[ -~]{0,256}$" doc:"the CNI network name"`
+	ContainerID string `json:"container_id,omitempty" pattern:"^[ -~]{0,256}$" doc:"the CNI container id"`
+	IfName      string `json:"ifname,omitempty" pattern:"^[ -~]{0,256}$" doc:"the interface name inside the pod"`
 	Pod         *Pod   `json:"pod,omitempty"`
 	// Addresses and MAC of the pod's interface, for operators (the
 	// datapath does not depend on them).
-	Addresses []string `json:"addresses,omitempty" doc:"the pod's addresses, address/prefix"`
-	MAC       string   `json:"mac,omitempty" doc:"the MAC of the pod's interface"`
+	Addresses []string `json:"addresses,omitempty" format:"ip-prefix" maxItems:"16" doc:"the pod's addresses, address/prefix"`
+	MAC       string   `json:"mac,omitempty" format:"mac" doc:"the MAC of the pod's interface"`
 }
 
 // Pod names the Kubernetes pod, when the runtime said which.
 type Pod struct {
-	Namespace string `json:"namespace,omitempty"`
-	Name      string `json:"name,omitempty"`
-	UID       string `json:"uid,omitempty"`
+	Namespace string `json:"namespace,omitempty" pattern:"^[ -~]{0,253}$"`
+	Name      string `json:"name,omitempty" pattern:"^[ -~]{0,253}$"`
+	UID       string `json:"uid,omitempty" pattern:"^[ -~]{0,253}$"`
 }
 
 // Validate checks an endpoint's names and addresses; errors name the field.

@@ -1,7 +1,7 @@
 package engine
 
 // What the engine asks of controllers outside a change: views, actions,
-// periodic ticks and punted packets.
+// the daemon's own services around a cube, periodic ticks and punted packets.
 
 import (
 	"encoding/json"
@@ -76,6 +76,22 @@ func (e *Engine) Action(who tenant.Actor, name, action string, args json.RawMess
 		return a.Do(&handle{e: e, l: l}, l.c, v)
 	}
 	return nil, cube.NotFound("action", "NF type %s has no action %q", l.typ.Name, action)
+}
+
+// WithHandle runs fn with the engine's lock held and the handle of a cube
+// who may see: for the daemon's own services around a cube (a capture's
+// reader opens the cube's ring).
+func (e *Engine) WithHandle(who tenant.Actor, name string, fn func(h cube.Handle) error) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	l, err := e.live(who, name)
+	if err != nil {
+		return err
+	}
+	if l.down != "" {
+		return downErr(l)
+	}
+	return fn(&handle{e: e, l: l})
 }
 
 // tick runs the periodic work of controllers, in two phases: the Ticks,

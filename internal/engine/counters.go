@@ -12,9 +12,8 @@ type CubeCounters struct {
 	Cube   string `json:"cube"`
 	Type   string `json:"type"`
 	Tenant string `json:"tenant,omitempty"`
-	// Slice is the slice whose chain the cube is part of. Telemetry labels
-	// every series with it; the cube model has no slices yet (issue 15),
-	// so it is empty until they come.
+	// Slice is the slice whose chain the cube is part of (SliceOf).
+	// Telemetry labels every series with it.
 	Slice string `json:"slice,omitempty"`
 	// Up is false for a cube that could not be restored: a stand-in drops
 	// its frames.
@@ -45,18 +44,19 @@ func (e *Engine) Counters(keep func(*cube.Cube) bool) []CubeCounters {
 			names = append(names, n)
 		}
 	}
+	sliceOf := SliceOf(e.topo)
 	e.mu.Unlock()
 	slices.Sort(names)
 	out := make([]CubeCounters, 0, len(names))
 	for len(names) > 0 {
 		n := min(countersChunk, len(names))
-		out = e.appendCounters(out, names[:n], keep)
+		out = e.appendCounters(out, names[:n], keep, sliceOf)
 		names = names[n:]
 	}
 	return out
 }
 
-func (e *Engine) appendCounters(out []CubeCounters, names []string, keep func(*cube.Cube) bool) []CubeCounters {
+func (e *Engine) appendCounters(out []CubeCounters, names []string, keep func(*cube.Cube) bool, sliceOf map[string]string) []CubeCounters {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, name := range names {
@@ -64,7 +64,7 @@ func (e *Engine) appendCounters(out []CubeCounters, names []string, keep func(*c
 		if c == nil || l == nil || !keep(c) { // deleted or given away since
 			continue
 		}
-		cc := CubeCounters{Cube: name, Type: c.Type, Tenant: c.Tenant, Up: l.down == "", SlowCopies: l.slowCopies, Ports: []PortStats{}}
+		cc := CubeCounters{Cube: name, Type: c.Type, Tenant: c.Tenant, Slice: sliceOf[name], Up: l.down == "", SlowCopies: l.slowCopies, Ports: []PortStats{}}
 		if l.typ.Transparent {
 			if raw, err := l.dc.PortStats(2); err == nil {
 				cc.Ports = []PortStats{{Port: "ingress", Index: 0, Stats: raw[0]}, {Port: "egress", Index: 1, Stats: raw[1]}}
@@ -85,6 +85,73 @@ func (e *Engine) appendCounters(out []CubeCounters, names []string, keep func(*c
 			cc.NF = mr.Metrics(&handle{e: e, l: l}, l.c)
 		}
 		out = append(out, cc)
+	}
+	return out
+}
+
+// SliceOf names the slice of every cube in a slice's chain: the cubes
+// reached from a port that leads into a slice (cube.Type.Slices), through
+// cube-to-cube peers and the transparent cubes attached on the way, up to
+// the next slicer. A cube reached from several slices (shared by them) is
+// none's.
+func SliceOf(t *cube.Topology) map[string]string {
+	out := map[string]string{}
+	shared := map[string]bool{}
+	mark := func(name, slice string) bool {
+		if shared[name] {
+			return false
+		}
+		if was, ok := out[name]; ok {
+			if was != slice {
+				delete(out, name)
+				shared[name] = true
+			}
+			return false
+		}
+		out[name] = slice
+		return true
+	}
+	isSlicer := func(c *cube.Cube) bool {
+		typ, err := cube.Lookup(c.Type)
+		return err == nil && typ.Slices != nil
+	}
+	for _, name := range t.CubeNames() {
+		c := t.Cubes[name]
+		typ, err := cube.Lookup(c.Type)
+		if err != nil || typ.Slices == nil {
+			continue
+		}
+		for port, slice := range typ.Slices(c) {
+			var queue []string
+			enter := func(point string) {
+				for _, a := range t.Attachments[point] {
+					mark(a, slice)
+				}
+				ep, err := cube.ParseEndpoint(point)
+				if err != nil || !ep.IsCube() {
+					return
+				}
+				if n := t.Cubes[ep.Cube]; n != nil && !isSlicer(n) && mark(ep.Cube, slice) {
+					queue = append(queue, ep.Cube)
+				}
+			}
+			if p := c.Port(port); p != nil {
+				enter(name + ":" + port)
+				if p.Peer != "" {
+					enter(p.Peer)
+				}
+			}
+			for len(queue) > 0 {
+				n := t.Cubes[queue[0]]
+				queue = queue[1:]
+				for _, p := range n.Ports {
+					enter(n.Name + ":" + p.Name)
+					if p.Peer != "" {
+						enter(p.Peer)
+					}
+				}
+			}
+		}
 	}
 	return out
 }

@@ -115,6 +115,9 @@ func (e *Engine) AddEndpoint(ep *endpoint.Endpoint) (bool, error) {
 	if err := next.ValidateChange(e.topo, e.sys()); err != nil {
 		return false, err
 	}
+	if err := e.admit(e.topo, next); err != nil { // the pod's chains against the core budget
+		return false, err
+	}
 	e.endpoints[ep.Name] = ep
 	if err := e.apply(next); err != nil {
 		delete(e.endpoints, ep.Name)

@@ -13,6 +13,7 @@ import (
 	"maps"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/endpoint"
+	"github.com/edgenf/edgenf/internal/privdir"
 	"github.com/edgenf/edgenf/internal/state"
 	"github.com/edgenf/edgenf/internal/tenant"
 )
@@ -39,6 +41,10 @@ type Config struct {
 	Tenants []tenant.Tenant
 	// DefaultQuota overrides tenant.Defaults for every tenant.
 	DefaultQuota tenant.Quota
+	// Admit, when set, judges every change after validation and before
+	// it is made (the cost estimate against the core budget, edgenfd
+	// -core-budget-ns): an error refuses the change, and a dry run.
+	Admit func(prev, next *cube.Topology) error
 }
 
 // Engine is the daemon's core. Safe for concurrent use.
@@ -123,11 +129,28 @@ type live struct {
 	down string
 }
 
+// checkStateFiles refuses a state file (or journal) another user could
+// replace or change, and the daemon would trust at its next start.
+func checkStateFiles(path string) error {
+	if err := privdir.Ensure(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
+	for _, f := range []string{path, state.JournalPath(path)} {
+		if err := privdir.CheckFile(f); err != nil {
+			return fmt.Errorf("state: %w", err)
+		}
+	}
+	return nil
+}
+
 // Open starts the engine: opens or re-adopts the pinned objects and restores
 // the state file. Cubes and stubs already pinned keep running untouched.
 func Open(cfg Config) (*Engine, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if err := checkStateFiles(cfg.StateFile); err != nil {
+		return nil, err
 	}
 	dp, err := datapath.Open(cfg.PinRoot)
 	if err != nil {
@@ -401,10 +424,24 @@ func (e *Engine) Replace(ctx context.Context, t *cube.Topology, dryRun bool) ([]
 		return nil, err
 	}
 	changes := Diff(e.topo, next)
-	if dryRun || len(changes) == 0 {
+	if len(changes) == 0 {
+		return changes, nil
+	}
+	if err := e.admit(e.topo, next); err != nil {
+		return nil, err
+	}
+	if dryRun {
 		return changes, nil
 	}
 	return changes, e.apply(next)
+}
+
+// admit runs the admission check, if there is one.
+func (e *Engine) admit(prev, next *cube.Topology) error {
+	if e.cfg.Admit == nil {
+		return nil
+	}
+	return e.cfg.Admit(prev, next)
 }
 
 // commit checks next is a change who may make, validates it, checks who's
@@ -419,7 +456,13 @@ func (e *Engine) commit(who tenant.Actor, next *cube.Topology) error {
 	if err := next.ValidateChange(e.topo, e.sys()); err != nil {
 		return err
 	}
+	if err := e.checkNames(who, next); err != nil {
+		return err
+	}
 	if err := e.checkQuota(who, next); err != nil {
+		return err
+	}
+	if err := e.admit(e.topo, next); err != nil {
 		return err
 	}
 	return e.apply(next)

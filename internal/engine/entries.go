@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/edgenf/edgenf/internal/cube"
@@ -204,6 +205,13 @@ func (e *Engine) changeEntries(who tenant.Actor, name, table string, fn func(tx 
 	tx := &EntryTx{c: c, tb: tb, orig: map[string]json.RawMessage{}}
 	// counted before fn stages its changes in the applied cube
 	before, used := tx.Len(), e.entriesOf(c.Tenant)
+	var prev *cube.Topology
+	if e.cfg.Admit != nil {
+		// the topology as it is: only this cube changes (its other cubes
+		// are shared, read only, not copied with every entry change)
+		prev = &cube.Topology{Cubes: maps.Clone(e.topo.Cubes), Attachments: e.topo.Attachments}
+		prev.Cubes[name] = c.Clone()
+	}
 	if err := fn(tx); err != nil {
 		tx.rollback()
 		return err
@@ -212,6 +220,12 @@ func (e *Engine) changeEntries(who tenant.Actor, name, table string, fn func(tx 
 	if err := e.entryQuota(who, used, added); err != nil {
 		tx.rollback()
 		return err
+	}
+	if prev != nil {
+		if err := e.admit(prev, e.topo); err != nil {
+			tx.rollback()
+			return err
+		}
 	}
 	if err := e.writeEntries(l, ew, tx); err != nil {
 		tx.rollback()

@@ -150,3 +150,53 @@ func TestInsertNeverReplaces(t *testing.T) {
 		t.Errorf("entries after refused inserts: %s", got)
 	}
 }
+
+// The admission check (edgenfd -core-budget-ns) sees an entry change as
+// the topology before and after it; a refusal leaves the table as it was.
+func TestChangeEntriesAdmission(t *testing.T) {
+	var seen [][2]int // entries of dd before and after, per check
+	cfg := engine.Config{
+		PinRoot:   filepath.Join("/sys/fs/bpf", fmt.Sprintf("enfa-%d", os.Getpid())),
+		StateFile: filepath.Join(t.TempDir(), "state.json"),
+		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Admit: func(prev, next *cube.Topology) error {
+			n := func(tp *cube.Topology) int {
+				if c := tp.Cubes["dd"]; c != nil {
+					return len(c.Tables["blacklist_src"])
+				}
+				return -1
+			}
+			seen = append(seen, [2]int{n(prev), n(next)})
+			if n(next) > 2 {
+				return cube.Conflict("core_budget_ns", "refused: over the budget")
+			}
+			return nil
+		},
+	}
+	e := openAt(t, cfg)
+	t.Cleanup(func() { engine.DestroyAt(cfg) })
+	if err := e.Update(func(tp *cube.Topology) error { return tp.AddCube(&cube.Cube{Name: "dd", Type: "ddos"}) }); err != nil {
+		t.Fatal(err)
+	}
+	put := func(prefix string) error {
+		return e.ChangeEntries(tenant.Admin, "dd", "blacklist_src", func(tx *engine.EntryTx) error {
+			_, err := tx.Put(json.RawMessage(fmt.Sprintf(`{"prefix":%q}`, prefix)))
+			return err
+		})
+	}
+	for _, p := range []string{"198.18.0.1/32", "198.18.0.0/24"} {
+		if err := put(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := put("198.18.0.0/16"); err == nil || !strings.Contains(err.Error(), "over the budget") {
+		t.Fatalf("a change the admission check refuses: %v", err)
+	}
+	if c, _ := e.Cube(tenant.Admin, "dd"); len(c.Tables["blacklist_src"]) != 2 {
+		t.Fatalf("after the refusal the table holds %d entries, want 2", len(c.Tables["blacklist_src"]))
+	}
+	want := [][2]int{{-1, 0}, {0, 1}, {1, 2}, {2, 3}}
+	if fmt.Sprint(seen) != fmt.Sprint(want) {
+		t.Fatalf("admission checks saw entries (before, after) %v, want %v", seen, want)
+	}
+}

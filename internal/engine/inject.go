@@ -4,6 +4,7 @@ package engine
 
 import (
 	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/tenant"
 )
 
@@ -31,6 +32,9 @@ func (e *Engine) Inject(who tenant.Actor, name string, port string, frame []byte
 	}
 	h := &handle{e: e, l: l}
 	if out {
+		if hop, ok := l.hops[p.Index]; !ok || hop.Kind == datapath.DstNone {
+			return cube.Conflict("port", "port %s is not peered: a frame sent out of it goes nowhere", port)
+		}
 		return h.Transmit(p.Index, frame)
 	}
 	return h.Inject(p.Index, frame)
@@ -55,7 +59,7 @@ func (e *Engine) checkFrameSize(l *live, p *cube.Port, frame []byte) error {
 		max = inj
 	}
 	if len(frame) > max {
-		return cube.Errorf("frame", "%d bytes is longer than port %s carries: at most %d (MTU %d, Ethernet header and VLAN tags)", len(frame), p.Name, max, mtu)
+		return cube.Conflict("frame", "%d bytes is longer than port %s carries: at most %d (MTU %d, Ethernet header and VLAN tags)", len(frame), p.Name, max, mtu)
 	}
 	return nil
 }

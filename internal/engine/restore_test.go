@@ -249,3 +249,46 @@ func sourceOf(c *cube.Cube) string {
 	json.Unmarshal(c.Config, &set)
 	return set.Source
 }
+
+// The daemon trusts its state file at the next start and writes its
+// journal in place: a state file or journal another user could change, or
+// a symbolic link (the daemon would write where it points), is refused
+// before anything is loaded, and the file pointed at is left as it was.
+func TestOpenRefusesStateFilesOthersControl(t *testing.T) {
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("host file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, setup := range map[string]func(cfg engine.Config) error{
+		"state file a symbolic link": func(cfg engine.Config) error { return os.Symlink(victim, cfg.StateFile) },
+		"journal a symbolic link":    func(cfg engine.Config) error { return os.Symlink(victim, state.JournalPath(cfg.StateFile)) },
+		"state file writable by all": func(cfg engine.Config) error {
+			if err := os.WriteFile(cfg.StateFile, []byte(`{"version":1}`), 0o600); err != nil {
+				return err
+			}
+			return os.Chmod(cfg.StateFile, 0o666)
+		},
+		"state directory of another user": func(cfg engine.Config) error { return os.Chown(filepath.Dir(cfg.StateFile), 65534, 65534) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := restartable(t)
+			if err := setup(cfg); err != nil {
+				t.Fatal(err)
+			}
+			e, err := engine.Open(cfg)
+			if err == nil {
+				e.Close()
+				t.Fatal("opened")
+			}
+			if !strings.HasPrefix(err.Error(), "state: ") {
+				t.Fatalf("error does not name the state: %v", err)
+			}
+			if _, serr := os.Stat(cfg.PinRoot); serr == nil {
+				t.Errorf("pin root created before the state was checked (%v)", err)
+			}
+			if b, _ := os.ReadFile(victim); string(b) != "host file\n" {
+				t.Fatalf("the linked file changed: %q", b)
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/edgenf/edgenf/internal/cube"
@@ -51,6 +52,59 @@ func (ts *tenantState) init(cfg Config, declared map[string]*tenant.Tenant) erro
 	}
 	ts.defaults = cfg.DefaultQuota.Over(tenant.Defaults)
 	ts.memory = map[[32]byte]int64{}
+	for _, t := range ts.records() {
+		if err := ts.prefixFree(t); err != nil {
+			return fmt.Errorf("tenant %s: %w", t.Name, err)
+		}
+	}
+	return nil
+}
+
+// records are the records of every tenant that has one.
+func (ts *tenantState) records() []*tenant.Tenant {
+	var out []*tenant.Tenant
+	for name, t := range ts.declared {
+		if _, ok := ts.static[name]; !ok {
+			out = append(out, t)
+		}
+	}
+	for _, t := range ts.static {
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b *tenant.Tenant) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// prefixFree refuses a record whose cube prefix shares names with another
+// tenant's.
+func (ts *tenantState) prefixFree(t *tenant.Tenant) error {
+	for _, o := range ts.records() {
+		if t.Overlaps(o) {
+			return cube.Conflict("cube_prefix", "%q and tenant %s's cube prefix %q name the same cubes", t.CubePrefix, o.Name, o.CubePrefix)
+		}
+	}
+	return nil
+}
+
+// checkNames keeps each tenant's cube prefix its own: a cube created, or
+// given to another owner, whose name starts with a tenant's prefix must be
+// that tenant's. A tenant is told only that the name is taken.
+func (e *Engine) checkNames(who tenant.Actor, next *cube.Topology) error {
+	for _, name := range next.CubeNames() {
+		c := next.Cubes[name]
+		if p, ok := e.topo.Cubes[name]; ok && p.Tenant == c.Tenant {
+			continue
+		}
+		for _, t := range e.tenants.records() {
+			if !t.NamedIn(name) || c.Tenant == t.Name {
+				continue
+			}
+			if !who.IsAdmin() {
+				return cube.Conflict("name", "the name %q is taken", name)
+			}
+			return cube.Conflict("cubes."+name, "names starting with %q are tenant %s's (its cube_prefix): its cubes only", t.CubePrefix, t.Name)
+		}
+	}
 	return nil
 }
 
@@ -362,6 +416,14 @@ func (e *Engine) SetTenant(t tenant.Tenant) (bool, error) {
 	old, existed := e.tenants.declared[t.Name]
 	if err := e.stillOwned(t.Name, old, &t); err != nil {
 		return false, err
+	}
+	if err := e.tenants.prefixFree(&t); err != nil {
+		return false, err
+	}
+	for _, name := range e.topo.CubeNames() {
+		if t.NamedIn(name) && e.topo.Cubes[name].Tenant != t.Name {
+			return false, cube.Conflict("cube_prefix", "cube %s, not tenant %s's, starts with %q", name, t.Name, t.CubePrefix)
+		}
 	}
 	e.tenants.declared[t.Name] = &t
 	if err := e.save(e.topo); err != nil {

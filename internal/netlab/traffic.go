@@ -536,6 +536,30 @@ func (h *Host) IPStats() (map[string]uint64, error) {
 	return nil, fmt.Errorf("netlab: no Ip: counters for %s", h.Name)
 }
 
+// IP6Stats reads the host's IPv6 counters (/proc/net/snmp6 in its
+// namespace, without the "Ip6" prefix: ReasmReqds, ReasmOKs, InReceives, ...).
+func (h *Host) IP6Stats() (map[string]uint64, error) {
+	var b []byte
+	if err := h.Do(func() (err error) {
+		b, err = os.ReadFile("/proc/thread-self/net/snmp6")
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("netlab: IPv6 counters of %s: %w", h.Name, err)
+	}
+	out := map[string]uint64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 && strings.HasPrefix(f[0], "Ip6") {
+			n, _ := strconv.ParseUint(f[1], 10, 64)
+			out[strings.TrimPrefix(f[0], "Ip6")] = n
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("netlab: no Ip6 counters for %s", h.Name)
+	}
+	return out, nil
+}
+
 // SendRawIPv4 sends one IPv4 packet, header included as given (source
 // address, fragment fields, ...), from inside the host, towards the
 // packet's destination address.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -18,6 +19,8 @@ import (
 	"github.com/edgenf/edgenf/internal/testenv"
 	"github.com/vishvananda/netlink"
 )
+
+var seq atomic.Uint32
 
 // Engine opens a real engine (the daemon's core, no HTTP) with its own pin
 // root and state file, for end-to-end tests in namespaces. Everything it

@@ -107,15 +107,19 @@ type identifiedStream struct {
 
 func (s *identifiedStream) Context() context.Context { return s.ctx }
 
-// access returns the device id names if the caller may use it. A tenant
-// is told about its own devices only, as if the others did not exist.
-func (s *Server) access(ctx context.Context, id uint64) (*device, error) {
+// access returns the device id names if the caller may use it, and who the
+// call acts as in the engine. A tenant is told about its own devices only,
+// as if the others did not exist. That the device's cube is the tenant's is
+// not checked here: the engine checks it under its lock, in each call made
+// as the tenant (see actor).
+func (s *Server) access(ctx context.Context, id uint64) (*device, tenant.Actor, error) {
 	caller, ok := callerOf(ctx)
 	if !ok {
-		return nil, errf(codes.Unauthenticated, "unauthenticated call")
+		return nil, tenant.Actor{}, errf(codes.Unauthenticated, "unauthenticated call")
 	}
 	if caller.Admin {
-		return s.device(id)
+		d, err := s.device(id)
+		return d, tenant.Admin, err
 	}
 	s.mu.Lock()
 	d, ok := s.devices[id]
@@ -131,19 +135,29 @@ func (s *Server) access(ctx context.Context, id uint64) (*device, error) {
 		if len(known) == 0 {
 			known = []string{"none"}
 		}
-		return nil, errf(codes.NotFound, "device id %d is not served (your devices: %s)", id, strings.Join(known, ", "))
+		return nil, tenant.Actor{}, errf(codes.NotFound, "device id %d is not served (your devices: %s)", id, strings.Join(known, ", "))
 	}
-	if err := s.ownsCube(d); err != nil {
-		return nil, err
-	}
-	return d, nil
+	return d, d.actor(), nil
 }
 
-// ownsCube checks that the device's cube, if it exists, belongs to the
-// device's tenant: the administrator may have moved it since.
-func (s *Server) ownsCube(d *device) error {
-	if c, ok := s.eng.CubeHeader(tenant.Admin, d.cube); ok && c.Tenant != d.tenant {
+// actor is who the device acts as in the engine on its tenant's calls and
+// on its own (the event poller): its tenant, or the administrator for a
+// device bound to none. The engine then refuses, at the moment of each use,
+// a cube that is not the tenant's (the administrator may move it at any
+// time, also while a stream is open).
+func (d *device) actor() tenant.Actor {
+	if d.tenant == "" {
+		return tenant.Admin
+	}
+	return tenant.Of(d.tenant)
+}
+
+// notTheTenants explains why a tenant's call found no cube: errNoCube when
+// the cube does not exist, or the device's cube is in another tenant (the
+// engine refused it as the tenant's; only the message is chosen here).
+func (s *Server) notTheTenants(d *device, who tenant.Actor, errNoCube error) error {
+	if _, exists := s.eng.CubeHeader(tenant.Admin, d.cube); exists && !who.IsAdmin() {
 		return errf(codes.PermissionDenied, "device %d: its cube %s is not in the device's tenant; ask the administrator", d.id, d.cube)
 	}
-	return nil
+	return errNoCube
 }

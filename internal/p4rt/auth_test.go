@@ -5,11 +5,13 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/engine"
 	"github.com/edgenf/edgenf/internal/nftest"
+	"github.com/edgenf/edgenf/internal/p4/p4info"
 	"github.com/edgenf/edgenf/internal/tenant"
 	"github.com/edgenf/edgenf/internal/tlsauth"
 	"github.com/edgenf/edgenf/internal/tlsauth/tlstest"
@@ -154,4 +156,126 @@ func TestTenantPipelineCreatesTenantCube(t *testing.T) {
 	if cb, ok := r.eng.CubeHeader(tenant.Admin, "red1"); !ok || cb.Tenant != "red" || cb.Type != "p4" {
 		t.Fatalf("cube red1: %+v %v", cb, ok)
 	}
+}
+
+// TestTenantCallsActAsTheDevicesTenant: every engine call a tenant's device
+// makes acts as the tenant, so the engine checks the cube's tenant when it
+// is used, and red's quotas apply (table entries). A stream red opened
+// while its cube was red's keeps running when the administrator gives the
+// cube to blue; from then on red's packet-outs are refused and never reach
+// the cube, its stream gets none of the cube's packet-ins, and its writes
+// and pipelines are refused.
+func TestTenantCallsActAsTheDevicesTenant(t *testing.T) {
+	r := newTLSRig(t)
+	red := r.conn("edgenf://tenant/red")
+	c := ctx(t)
+	st, err := red.NewStream(c, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, "/p4.v1.P4Runtime/StreamChannel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := &client{t: t, st: st, in: make(chan *StreamResponse, 64)}
+	go func() {
+		defer close(cl.in)
+		for {
+			m := &StreamResponse{}
+			if err := st.RecvMsg(m); err != nil {
+				return
+			}
+			cl.in <- m
+		}
+	}()
+	cl.send(&StreamRequest{Arbitration: &Arbitration{DeviceID: 2, ElectionID: &Uint128{Low: 1}}})
+	cl.next("arbitration", isArb)
+	setPipeline := &SetPipelineRequest{DeviceID: 2, ElectionID: &Uint128{Low: 1}, Action: ActionVerifyAndCommit,
+		Config: &PipelineConfig{DeviceConfig: program(t, "l2learn.p4")}}
+	if err := red.Invoke(c, "/p4.v1.P4Runtime/SetForwardingPipelineConfig", setPipeline, &SetPipelineResponse{}); err != nil {
+		t.Fatal(err)
+	}
+	// red1's port 2 leads to a cube that counts what it receives
+	nftest.MustUpdate(t, r.eng, func(tp *cube.Topology) error {
+		if err := tp.AddCube(&cube.Cube{Name: "sink", Type: "portfwd", Hook: datapath.XDP, Tenant: "red", Ports: []cube.Port{{Name: "p0", Index: 0}}}); err != nil {
+			return err
+		}
+		if err := tp.AddPort("red1", cube.Port{Name: "p1", Index: 1}); err != nil {
+			return err
+		}
+		return tp.AddPort("red1", cube.Port{Name: "p2", Index: 2, Peer: "sink:p0"})
+	})
+	received := func() uint64 {
+		st, err := r.eng.Stats(tenant.Admin, "sink")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Ports[0].RxPackets
+	}
+	info, err := r.eng.View(tenant.Admin, "red1", "p4info")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pout := info.(*p4info.P4Info).Edgenf.SlowPath.PacketOut
+	packetOut := &StreamRequest{Packet: &Packet{Payload: frame("02:00:00:00:00:0b", "02:00:00:00:00:0a"),
+		Metadata: []*PacketMetadata{{MetadataID: pout.Fields[0].ID, Value: []byte{2}}}}}
+	cl.send(packetOut)
+	for i := 0; received() < 1; i++ {
+		if i == 100 {
+			t.Fatal("red's packet-out did not come out of port 2")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	linkLocal := frame("01:80:c2:00:00:0e", "02:00:00:00:00:0a")
+	if err := r.eng.Inject(tenant.Admin, "red1", "p1", linkLocal, false); err != nil {
+		t.Fatal(err)
+	}
+	cl.next("packet-in while the cube is red's", func(m *StreamResponse) bool { return m.Packet != nil })
+
+	// red's writes count against its table entry quota
+	if _, err := r.eng.SetTenant(tenant.Tenant{Name: "red", Quota: tenant.Quota{tenant.TableEntries: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	tl := info.(*p4info.P4Info).Edgenf.Table("dmac")
+	fwd := tl.Action("forward")
+	dmac := func(dst string) *Update {
+		return insert(&Entity{TableEntry: &TableEntry{TableID: tl.ID, Match: []*FieldMatch{{FieldID: tl.Keys[0].ID, Kind: "exact", Value: mac(dst)}},
+			Action: &TableAction{Action: &Action{ActionID: fwd.ID, Params: []*Param{{ParamID: fwd.Params[0].ID, Value: []byte{2}}}}}}})
+	}
+	write := func(u *Update) error {
+		return red.Invoke(c, "/p4.v1.P4Runtime/Write", &WriteRequest{DeviceID: 2, ElectionID: &Uint128{Low: 1}, Updates: []*Update{u}}, &WriteResponse{})
+	}
+	if err := write(dmac("02:00:00:00:00:0b")); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, "red's write over its quota", write(dmac("02:00:00:00:00:0c")), codes.ResourceExhausted)
+
+	// the administrator gives both cubes to blue
+	nftest.MustUpdate(t, r.eng, func(tp *cube.Topology) error {
+		tp.Cubes["red1"].Tenant, tp.Cubes["sink"].Tenant = "blue", "blue"
+		return nil
+	})
+	cl.send(packetOut)
+	if m := cl.next("packet-out into blue's cube", func(m *StreamResponse) bool { return m.Error != nil }); m.Error.CanonicalCode != int32(codes.PermissionDenied) {
+		t.Fatalf("packet-out into blue's cube: %+v", m.Error)
+	}
+	if n := received(); n != 1 {
+		t.Fatalf("red's packet-out reached blue's cube (%d frames out of port 2)", n)
+	}
+	if err := r.eng.Inject(tenant.Admin, "red1", "p1", linkLocal, false); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(2 * time.Second)
+	for waiting := true; waiting; {
+		select {
+		case m := <-cl.in:
+			if m != nil && m.Packet != nil {
+				t.Fatal("red's stream got a packet-in of blue's cube")
+			}
+		case <-deadline:
+			waiting = false
+		}
+	}
+	wantCode(t, "red's write into blue's cube", write(dmac("02:00:00:00:00:0d")), codes.PermissionDenied)
+	if rows := r.eng.Entries(tenant.Admin, "red1", "entries"); len(rows) != 1 {
+		t.Fatalf("blue's cube has %d entries, want the one red wrote before: %s", len(rows), rows)
+	}
+	err = red.Invoke(c, "/p4.v1.P4Runtime/SetForwardingPipelineConfig", setPipeline, &SetPipelineResponse{})
+	wantCode(t, "red's pipeline into blue's cube", err, codes.PermissionDenied)
 }

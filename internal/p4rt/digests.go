@@ -4,27 +4,28 @@ package p4rt
 // streams the same digests.
 
 import (
+	"context"
 	"encoding/json"
-	"fmt"
 	"sort"
 
 	p4nf "github.com/edgenf/edgenf/internal/nf/p4"
 
 	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/tenant"
 )
 
 // saveDigests keeps the digest configurations in the cube's settings, so
 // that a restarted daemon streams the same digests.
-func (s *Server) saveDigests(name string, digests map[uint32]*DigestConfig) error {
+func (s *Server) saveDigests(ctx context.Context, who tenant.Actor, name string, digests map[uint32]*DigestConfig) error {
 	list := make([]p4nf.P4RuntimeDigest, 0, len(digests))
 	for id, c := range digests {
 		list = append(list, p4nf.P4RuntimeDigest{ID: id, MaxTimeoutNs: c.MaxTimeoutNs, MaxListSize: c.MaxListSize, AckTimeoutNs: c.AckTimeoutNs})
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
-	err := s.eng.Update(func(t *cube.Topology) error {
+	err := s.eng.UpdateAs(ctx, who, func(t *cube.Topology, sc tenant.Scope) error {
 		c, ok := t.Cubes[name]
-		if !ok {
-			return fmt.Errorf("no cube %s", name)
+		if !ok || !sc.Actor.Owns(c) {
+			return cube.NotFound("cube", "no cube named %q", name)
 		}
 		raw := map[string]any{}
 		if len(c.Config) > 0 {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 	"unicode/utf8"
 
 	"github.com/edgenf/edgenf/internal/cube"
@@ -49,7 +50,7 @@ func settingsFor(c *cube.Cube, dev *device, src []byte, cookie *Cookie, clear bo
 
 // SetForwardingPipelineConfig verifies, saves or commits a program.
 func (s *Server) SetForwardingPipelineConfig(ctx context.Context, req *SetPipelineRequest) (*SetPipelineResponse, error) {
-	d, err := s.access(ctx, req.DeviceID)
+	d, who, err := s.access(ctx, req.DeviceID)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +84,7 @@ func (s *Server) SetForwardingPipelineConfig(ctx context.Context, req *SetPipeli
 	if !utf8.Valid(cfg.DeviceConfig) {
 		return nil, errf(codes.InvalidArgument, "p4_device_config is not text: edgenf takes the P4-16 source of the program (not a BMv2 JSON or a binary)")
 	}
-	cur, exists := s.eng.CubeHeader(tenant.Admin, d.cube)
+	cur, exists := s.eng.CubeHeader(who, d.cube)
 	if exists && cur.Type != "p4" {
 		return nil, errf(codes.FailedPrecondition, "device %d: cube %s is a %s cube, not a p4 cube", d.id, d.cube, cur.Type)
 	}
@@ -98,8 +99,17 @@ func (s *Server) SetForwardingPipelineConfig(ctx context.Context, req *SetPipeli
 	// commits compile again (with the eBPF objects) when the cube is
 	// changed; the check here only needs the model
 	opts.NoObject = commit
-	res, err := p4c.Compile(ctx, opts)
+	cctx := ctx
+	if limit := s.eng.Limit(who, tenant.CompileSeconds); limit >= 0 {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeout(ctx, time.Duration(limit)*time.Second)
+		defer cancel()
+	}
+	res, err := p4c.Compile(cctx, opts)
 	if err != nil {
+		if cctx.Err() != nil && ctx.Err() == nil {
+			return nil, errf(codes.ResourceExhausted, "the compile did not finish within the tenant's limit (quota %s)", tenant.CompileSeconds)
+		}
 		return nil, errf(codes.InvalidArgument, "the program does not compile: %v", err)
 	}
 	if cfg.HasP4Info {
@@ -118,13 +128,12 @@ func (s *Server) SetForwardingPipelineConfig(ctx context.Context, req *SetPipeli
 		return &SetPipelineResponse{}, nil
 	}
 	clear := req.Action != ActionReconcileAndCommit // the forwarding state too
-	err = s.eng.Update(func(t *cube.Topology) error {
+	err = s.eng.UpdateAs(ctx, who, func(t *cube.Topology, _ tenant.Scope) error {
 		c, ok := t.Cubes[d.cube]
 		if !ok {
 			return t.AddCube(&cube.Cube{Name: d.cube, Type: "p4", Hook: datapath.XDP, Tenant: d.tenant, Config: conf})
 		}
-		if caller, _ := callerOf(ctx); !caller.Admin && c.Tenant != d.tenant {
-			// checked again under the engine's lock (auth.go checked before)
+		if !who.IsAdmin() && c.Tenant != d.tenant {
 			return errf(codes.PermissionDenied, "device %d: its cube %s is not in the device's tenant; ask the administrator", d.id, d.cube)
 		}
 		if clear {
@@ -151,10 +160,11 @@ func (s *Server) SetForwardingPipelineConfig(ctx context.Context, req *SetPipeli
 // GetForwardingPipelineConfig returns the device's P4Info, program source
 // and cookie.
 func (s *Server) GetForwardingPipelineConfig(ctx context.Context, req *GetPipelineRequest) (*GetPipelineResponse, error) {
-	if _, err := s.access(ctx, req.DeviceID); err != nil {
+	d, who, err := s.access(ctx, req.DeviceID)
+	if err != nil {
 		return nil, err
 	}
-	pl, err := s.pipeline(req.DeviceID)
+	pl, err := s.pipeline(d, who)
 	if err != nil {
 		return nil, err
 	}

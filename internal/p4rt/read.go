@@ -14,7 +14,6 @@ import (
 	p4nf "github.com/edgenf/edgenf/internal/nf/p4"
 
 	"github.com/edgenf/edgenf/internal/p4/p4info"
-	"github.com/edgenf/edgenf/internal/tenant"
 	"google.golang.org/grpc/codes"
 )
 
@@ -23,10 +22,11 @@ const readBatch = 512
 
 // Read streams the entities asked for.
 func (s *Server) Read(ctx context.Context, req *ReadRequest, send func(*ReadResponse) error) error {
-	if _, err := s.access(ctx, req.DeviceID); err != nil {
+	d, who, err := s.access(ctx, req.DeviceID)
+	if err != nil {
 		return err
 	}
-	pl, err := s.pipeline(req.DeviceID)
+	pl, err := s.pipeline(d, who)
 	if err != nil {
 		return err
 	}
@@ -100,7 +100,7 @@ func (r *reader) tables(q *TableEntry) error {
 	}
 	if q.IsDefaultAction {
 		defaults := map[string]*p4nf.Default{}
-		for _, raw := range r.s.eng.Entries(tenant.Admin, r.pl.dev.cube, tblDefaults) {
+		for _, raw := range r.s.eng.Entries(r.pl.who, r.pl.dev.cube, tblDefaults) {
 			var d p4nf.Default
 			if json.Unmarshal(raw, &d) == nil {
 				defaults[d.Table] = &d
@@ -136,7 +136,7 @@ func (r *reader) tables(q *TableEntry) error {
 	}
 	d := r.pl.dev
 	var found []p4nf.Entry
-	for _, raw := range r.s.eng.Entries(tenant.Admin, d.cube, tblEntries) {
+	for _, raw := range r.s.eng.Entries(r.pl.who, d.cube, tblEntries) {
 		var e p4nf.Entry
 		if json.Unmarshal(raw, &e) != nil {
 			continue
@@ -205,7 +205,7 @@ func (r *reader) sinceHit(entries []p4nf.Entry, tables map[string]*p4info.TableL
 
 // call runs fn on the device's cube (engine.Call).
 func (r *reader) call(fn func(h cube.Handle, c *cube.Cube) error) error {
-	return fromEngine(r.s.eng.Call(tenant.Admin, r.pl.dev.cube, fn))
+	return fromEngine(r.s.eng.Call(r.pl.who, r.pl.dev.cube, fn))
 }
 
 func (r *reader) registers(q *RegisterEntry) error {
@@ -258,7 +258,7 @@ func (r *reader) counters(q *CounterEntry) error {
 	if q.CounterID == 0 && q.Index != nil {
 		return errf(codes.InvalidArgument, "a counter read with an index needs a counter id")
 	}
-	v, err := r.s.eng.View(tenant.Admin, r.pl.dev.cube, "counters")
+	v, err := r.s.eng.View(r.pl.who, r.pl.dev.cube, "counters")
 	if err != nil {
 		return fromEngine(err)
 	}
@@ -339,7 +339,7 @@ func (r *reader) pre(q *PREEntry) error {
 	cubeName := r.pl.dev.cube
 	switch {
 	case q.MulticastGroup != nil:
-		for _, raw := range r.s.eng.Entries(tenant.Admin, cubeName, tblGroups) {
+		for _, raw := range r.s.eng.Entries(r.pl.who, cubeName, tblGroups) {
 			var g p4nf.McastGroup
 			if json.Unmarshal(raw, &g) != nil || (q.MulticastGroup.GroupID != 0 && g.Group != q.MulticastGroup.GroupID) {
 				continue
@@ -353,7 +353,7 @@ func (r *reader) pre(q *PREEntry) error {
 			}
 		}
 	case q.CloneSession != nil:
-		for _, raw := range r.s.eng.Entries(tenant.Admin, cubeName, tblClones) {
+		for _, raw := range r.s.eng.Entries(r.pl.who, cubeName, tblClones) {
 			var c p4nf.CloneSession
 			if json.Unmarshal(raw, &c) != nil || (q.CloneSession.SessionID != 0 && c.Session != q.CloneSession.SessionID) {
 				continue

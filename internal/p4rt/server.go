@@ -202,12 +202,17 @@ func fromEngine(err error) error {
 	if st, ok := status.FromError(err); ok && st.Code() != codes.Unknown {
 		return err
 	}
+	var fe *cube.FieldError
 	switch {
+	case errors.As(err, &fe) && strings.HasPrefix(fe.Field, "quota."):
+		return errf(codes.ResourceExhausted, "%v", err)
+	case errors.Is(err, cube.ErrForbidden):
+		return errf(codes.PermissionDenied, "%v", err)
 	case errors.Is(err, cube.ErrNotFound):
 		return errf(codes.NotFound, "%v", err)
 	case errors.Is(err, cube.ErrConflict):
 		return errf(codes.AlreadyExists, "%v", err)
-	case errors.Is(err, cube.ErrInvalid):
+	case errors.Is(err, cube.ErrInvalid), errors.Is(err, cube.ErrUnprocessable):
 		return errf(codes.InvalidArgument, "%v", err)
 	}
 	return errf(codes.Unknown, "%v", err)
@@ -215,9 +220,10 @@ func fromEngine(err error) error {
 
 // --- devices and pipelines ---
 
-// pipeline is a device's cube as it is now.
+// pipeline is a device's cube as it is now, for a call acting as who.
 type pipeline struct {
 	dev  *device
+	who  tenant.Actor
 	cube *cube.Cube // header: no tables
 	info *p4info.P4Info
 }
@@ -241,21 +247,19 @@ func (s *Server) device(id uint64) (*device, error) {
 	return d, nil
 }
 
-// pipeline returns the device's cube and compiled model, or
-// FAILED_PRECONDITION when the device has no pipeline yet.
-func (s *Server) pipeline(id uint64) (*pipeline, error) {
-	d, err := s.device(id)
-	if err != nil {
-		return nil, err
-	}
-	c, ok := s.eng.CubeHeader(tenant.Admin, d.cube)
+// pipeline returns the device's cube and compiled model as who sees them,
+// or FAILED_PRECONDITION when the device has no pipeline yet.
+func (s *Server) pipeline(d *device, who tenant.Actor) (*pipeline, error) {
+	id := d.id
+	c, ok := s.eng.CubeHeader(who, d.cube)
 	if !ok {
-		return nil, errf(codes.FailedPrecondition, "device %d has no forwarding pipeline: cube %s does not exist (SetForwardingPipelineConfig creates it)", id, d.cube)
+		return nil, s.notTheTenants(d, who, errf(codes.FailedPrecondition,
+			"device %d has no forwarding pipeline: cube %s does not exist (SetForwardingPipelineConfig creates it)", id, d.cube))
 	}
 	if c.Type != "p4" {
 		return nil, errf(codes.FailedPrecondition, "device %d: cube %s is a %s cube, not a p4 cube", id, d.cube, c.Type)
 	}
-	v, err := s.eng.View(tenant.Admin, d.cube, "p4info")
+	v, err := s.eng.View(who, d.cube, "p4info")
 	if err != nil {
 		return nil, errf(codes.FailedPrecondition, "device %d: cube %s has no program: %v", id, d.cube, err)
 	}
@@ -263,7 +267,7 @@ func (s *Server) pipeline(id uint64) (*pipeline, error) {
 	if !ok || info.Edgenf == nil {
 		return nil, errf(codes.Internal, "device %d: cube %s: unexpected model %T", id, d.cube, v)
 	}
-	return &pipeline{dev: d, cube: c, info: info}, nil
+	return &pipeline{dev: d, who: who, cube: c, info: info}, nil
 }
 
 // checkPrimary refuses a change from a client that is not the primary of

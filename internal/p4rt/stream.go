@@ -55,7 +55,8 @@ func newDevice(id uint64, name string) *device {
 
 // stream is one StreamChannel.
 type stream struct {
-	election *Uint128 // nil until the client's first arbitration update
+	election *Uint128     // nil until the client's first arbitration update
+	who      tenant.Actor // who its packet-outs act as (access)
 	out      chan *StreamResponse
 }
 
@@ -131,7 +132,7 @@ func (s *Server) arbitrate(ctx context.Context, cur *device, ss *stream, a *Arbi
 	if a.Role != nil && (a.Role.Name != "" || a.Role.ID != 0) {
 		return nil, errf(codes.Unimplemented, "roles are not supported (role %q); leave the role unset for full pipeline access", a.Role.Name)
 	}
-	d, err := s.access(ctx, a.DeviceID)
+	d, who, err := s.access(ctx, a.DeviceID)
 	if err != nil {
 		return nil, err
 	}
@@ -151,6 +152,7 @@ func (s *Server) arbitrate(ctx context.Context, cur *device, ss *stream, a *Arbi
 	old := d.primaryLocked()
 	e := *a.ElectionID
 	ss.election = &e
+	ss.who = who
 	d.streams[ss] = true
 	d.notifyLocked(ss, old)
 	if d.poll == nil {
@@ -254,7 +256,7 @@ func (s *Server) packetOut(d *device, ss *stream, p *Packet) error {
 	if !primary {
 		return errf(codes.PermissionDenied, "packet-out from a backup client of device %d: only the primary may send packets", d.id)
 	}
-	pl, err := s.pipeline(d.id)
+	pl, err := s.pipeline(d, ss.who)
 	if err != nil {
 		return err
 	}
@@ -283,15 +285,17 @@ func (s *Server) packetOut(d *device, ss *stream, p *Packet) error {
 		md[f.Name] = v.String()
 	}
 	args, _ := json.Marshal(p4nf.PacketOutArgs{Frame: hex.EncodeToString(p.Payload), Metadata: md})
-	if _, err := s.eng.Action(tenant.Admin, d.cube, "packet_out", args); err != nil {
+	if _, err := s.eng.Action(ss.who, d.cube, "packet_out", args); err != nil {
 		return fromEngine(err)
 	}
 	return nil
 }
 
-// nextSeq is the seq of the cube's last slow-path event (0: none).
-func (s *Server) nextSeq(name string) uint64 {
-	v, err := s.eng.View(tenant.Admin, name, "slowpath")
+// nextSeq is the seq of the device's cube's last slow-path event (0: none):
+// where polling starts. It is read whoever's the cube is now: a sequence
+// number delivers nothing.
+func (s *Server) nextSeq(d *device) uint64 {
+	v, err := s.eng.View(tenant.Admin, d.cube, "slowpath")
 	if err != nil {
 		return 0
 	}
@@ -302,12 +306,13 @@ func (s *Server) nextSeq(name string) uint64 {
 }
 
 // pollEvents streams the cube's packet-ins and digests to the primary
-// while the device has streams.
+// while the device has streams. It acts as the device (actor): once the
+// administrator gave the cube to another tenant, nothing more is polled.
 func (s *Server) pollEvents(ctx context.Context, d *device) {
-	after := s.nextSeq(d.cube)
+	after := s.nextSeq(d)
 	for ctx.Err() == nil {
 		args, _ := json.Marshal(p4nf.PollArgs{After: after, TimeoutMs: 1000, Max: 256})
-		v, err := s.eng.Action(tenant.Admin, d.cube, "poll", args)
+		v, err := s.eng.Action(d.actor(), d.cube, "poll", args)
 		if err == nil {
 			if w, ok := v.(cube.Waiter); ok {
 				v, err = w.Wait(ctx)
@@ -315,13 +320,20 @@ func (s *Server) pollEvents(ctx context.Context, d *device) {
 		}
 		res, ok := v.(p4nf.PollResult)
 		if err != nil || !ok {
-			// no cube or no program yet: try again later
+			// No cube, no program yet, or the cube is not the device's
+			// tenant's: try again later. A cube created meanwhile numbers
+			// its events from 1, and they are all the stream's; else what
+			// happened meanwhile was not the device's.
+			_, exists := s.eng.CubeHeader(tenant.Admin, d.cube)
 			select {
 			case <-ctx.Done():
 				return
 			case <-time.After(time.Second):
 			}
-			after = s.nextSeq(d.cube)
+			after = 0
+			if exists {
+				after = s.nextSeq(d)
+			}
 			continue
 		}
 		if res.Missed > 0 {
@@ -334,7 +346,7 @@ func (s *Server) pollEvents(ctx context.Context, d *device) {
 		if len(res.Events) == 0 && res.Missed == 0 {
 			// idle: a cube deleted and created again numbers its events
 			// from 1 again
-			if n := s.nextSeq(d.cube); n < after {
+			if n := s.nextSeq(d); n < after {
 				after = n
 			}
 		}
@@ -343,7 +355,7 @@ func (s *Server) pollEvents(ctx context.Context, d *device) {
 
 // deliver sends events to the primary.
 func (s *Server) deliver(d *device, evs []p4nf.Event) {
-	pl, err := s.pipeline(d.id)
+	pl, err := s.pipeline(d, d.actor())
 	if err != nil {
 		return
 	}

@@ -20,7 +20,6 @@ import (
 	p4nf "github.com/edgenf/edgenf/internal/nf/p4"
 	"github.com/edgenf/edgenf/internal/p4/p4info"
 	"github.com/edgenf/edgenf/internal/p4/tableruntime"
-	"github.com/edgenf/edgenf/internal/tenant"
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
 	gstatus "google.golang.org/grpc/status"
@@ -44,10 +43,11 @@ const (
 // UNKNOWN and one p4.v1.Error per update (OK for those that were applied)
 // in the status details, as the spec asks.
 func (s *Server) Write(ctx context.Context, req *WriteRequest) (*WriteResponse, error) {
-	if _, err := s.access(ctx, req.DeviceID); err != nil {
+	d, who, err := s.access(ctx, req.DeviceID)
+	if err != nil {
 		return nil, err
 	}
-	pl, err := s.pipeline(req.DeviceID)
+	pl, err := s.pipeline(d, who)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +65,7 @@ func (s *Server) Write(ctx context.Context, req *WriteRequest) (*WriteResponse, 
 	}
 	pl.dev.writeMu.Lock()
 	defer pl.dev.writeMu.Unlock()
-	w := &writer{s: s, pl: pl, index: pl.dev.entryIndexes(s.eng.Revision())}
+	w := &writer{ctx: ctx, s: s, pl: pl, index: pl.dev.entryIndexes(s.eng.Revision())}
 	errs := make([]error, len(req.Updates))
 	failed := 0
 	for i, u := range req.Updates {
@@ -103,8 +103,9 @@ func batchError(errs []error, failed int) error {
 }
 
 type writer struct {
-	s  *Server
-	pl *pipeline
+	ctx context.Context
+	s   *Server
+	pl  *pipeline
 	// index: table name → matchID → key of the stored entry (the
 	// device's, kept across writes)
 	index map[string]map[string]string
@@ -159,7 +160,7 @@ func engineErr(err error) error {
 
 func (w *writer) change(table string, fn func(tx *engine.EntryTx) error) error {
 	d := w.pl.dev
-	if err := w.s.eng.ChangeEntries(tenant.Admin, d.cube, table, fn); err != nil {
+	if err := w.s.eng.ChangeEntries(w.pl.who, d.cube, table, fn); err != nil {
 		return engineErr(err)
 	}
 	// Our change is one revision: the indexes stay current, as the writer
@@ -179,7 +180,7 @@ func (w *writer) entryIndex(t *p4info.TableLayout) map[string]string {
 		return idx
 	}
 	idx := map[string]string{}
-	for _, raw := range w.s.eng.Entries(tenant.Admin, w.pl.dev.cube, tblEntries) {
+	for _, raw := range w.s.eng.Entries(w.pl.who, w.pl.dev.cube, tblEntries) {
 		var e p4nf.Entry
 		if json.Unmarshal(raw, &e) != nil || e.Table != t.Name {
 			continue
@@ -342,7 +343,7 @@ func meterByID(info *p4info.P4Info, id uint32) *p4info.MeterLayout {
 
 // call runs fn on the device's cube (engine.Call).
 func (w *writer) call(fn func(h cube.Handle, c *cube.Cube) error) error {
-	return engineErr(w.s.eng.Call(tenant.Admin, w.pl.dev.cube, fn))
+	return engineErr(w.s.eng.Call(w.pl.who, w.pl.dev.cube, fn))
 }
 
 func (w *writer) register(typ int32, re *RegisterEntry) error {
@@ -537,7 +538,7 @@ func (w *writer) digest(typ int32, de *DigestEntry) error {
 		}
 		next[dl.ID] = cfg
 	}
-	if err := w.s.saveDigests(d.cube, next); err != nil {
+	if err := w.s.saveDigests(w.ctx, w.pl.who, d.cube, next); err != nil {
 		return err
 	}
 	d.digests = next

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"syscall"
 )
 
 // Record is one table entry changed after the snapshot of generation Gen:
@@ -66,7 +67,7 @@ type Journal struct {
 
 // OpenJournal starts an empty journal for the snapshot of generation gen.
 func OpenJournal(statePath string, gen uint64) (*Journal, error) {
-	f, err := os.OpenFile(JournalPath(statePath), os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(JournalPath(statePath), os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, err
 	}

@@ -12,10 +12,12 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/influxdata/line-protocol/v2/lineprotocol"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -338,6 +340,23 @@ func fieldValue(s Sample) (lineprotocol.Value, bool) {
 	return lineprotocol.IntValue(int64(min(s.Value, math.MaxInt64))), true
 }
 
+// histogramFields are a histogram's fields: <name>_count, _sum, and the
+// cumulative count of each bucket, <name>_le_<bound>.
+func histogramFields(fields []lineprotocol.Value, names []string, name string, h *cube.Histogram) ([]lineprotocol.Value, []string) {
+	fields = append(fields, lineprotocol.IntValue(int64(min(h.Count, math.MaxInt64))))
+	names = append(names, name+"_count")
+	if v, ok := lineprotocol.FloatValue(h.Sum); ok {
+		fields, names = append(fields, v), append(names, name+"_sum")
+	}
+	for i, b := range h.Bounds {
+		if i < len(h.Counts) {
+			fields = append(fields, lineprotocol.IntValue(int64(min(h.Counts[i], math.MaxInt64))))
+			names = append(names, name+"_le_"+strconv.FormatFloat(b, 'g', -1, 64))
+		}
+	}
+	return fields, names
+}
+
 // encodeLines encodes points as line protocol stamped at t, in gzipped
 // batches of at most n lines. Samples of one point make one line (their
 // families share a measurement); empty labels are left out (InfluxDB
@@ -371,7 +390,9 @@ func encodeLines(points []Point, t time.Time, n int) ([]*influxBatch, error) {
 			var fields []lineprotocol.Value
 			var names []string
 			for ; i < len(p.Samples) && p.Samples[i].Family.Measurement() == m; i++ {
-				if v, ok := fieldValue(p.Samples[i]); ok {
+				if h := p.Samples[i].Hist; p.Samples[i].Family.Histogram && h != nil {
+					fields, names = histogramFields(fields, names, p.Samples[i].Family.Name, h)
+				} else if v, ok := fieldValue(p.Samples[i]); ok {
 					fields, names = append(fields, v), append(names, p.Samples[i].Family.Name)
 				}
 			}

@@ -2,6 +2,8 @@ package telemetry
 
 import (
 	"bufio"
+
+	"github.com/edgenf/edgenf/internal/cube"
 	"math"
 	"slices"
 	"strconv"
@@ -39,7 +41,10 @@ func WriteText(w *bufio.Writer, points []Point) error {
 	for _, f := range families {
 		name := f.FullName()
 		typ := "counter"
-		if f.Gauge {
+		switch {
+		case f.Histogram:
+			typ = "histogram"
+		case f.Gauge:
 			typ = "gauge"
 		}
 		w.WriteString("# HELP " + name + " " + helpEscaper.Replace(f.Help) + "\n# TYPE " + name + " " + typ + "\n")
@@ -47,6 +52,10 @@ func WriteText(w *bufio.Writer, points []Point) error {
 			start := 0
 			if r.point > 0 {
 				start = labelEnd[r.point-1]
+			}
+			if f.Histogram {
+				writeHistogram(w, name, labelBuf[start:labelEnd[r.point]], points[r.point].Samples[r.sample].Hist, num)
+				continue
 			}
 			w.WriteString(name)
 			w.Write(labelBuf[start:labelEnd[r.point]])
@@ -102,4 +111,39 @@ func appendLabels(b []byte, ls []Label) []byte {
 		b = append(b, '"')
 	}
 	return append(b, '}')
+}
+
+// writeHistogram writes one histogram's series: a bucket per bound and
+// +Inf (labels plus le), the sum and the count.
+func writeHistogram(w *bufio.Writer, name string, labels []byte, h *cube.Histogram, num []byte) {
+	if h == nil {
+		return
+	}
+	bucket := func(le string, n uint64) {
+		w.WriteString(name + "_bucket")
+		if len(labels) > 0 {
+			w.Write(labels[:len(labels)-1])
+			w.WriteString(`,le="` + le + `"}`)
+		} else {
+			w.WriteString(`{le="` + le + `"}`)
+		}
+		w.WriteByte(' ')
+		w.Write(strconv.AppendUint(num[:0], n, 10))
+		w.WriteByte('\n')
+	}
+	for i, b := range h.Bounds {
+		if i < len(h.Counts) {
+			bucket(strconv.FormatFloat(b, 'g', -1, 64), h.Counts[i])
+		}
+	}
+	bucket("+Inf", h.Count)
+	w.WriteString(name + "_sum")
+	w.Write(labels)
+	w.WriteByte(' ')
+	w.Write(strconv.AppendFloat(num[:0], h.Sum, 'g', -1, 64))
+	w.WriteString("\n" + name + "_count")
+	w.Write(labels)
+	w.WriteByte(' ')
+	w.Write(strconv.AppendUint(num[:0], h.Count, 10))
+	w.WriteByte('\n')
 }

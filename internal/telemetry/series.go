@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/engine"
 	"github.com/edgenf/edgenf/internal/tenant"
@@ -26,6 +27,9 @@ type Family struct {
 	// metrics, which InfluxDB gets as floats); else the exact counts
 	// Sample.Value (the kernel's counters, InfluxDB integers).
 	Float bool
+	// Histogram: the samples are Sample.Hist (Prometheus histograms;
+	// InfluxDB fields <Name>_count, _sum and _le_<bound>).
+	Histogram bool
 }
 
 // FullName is the family's Prometheus name.
@@ -52,7 +56,8 @@ type Label struct{ Name, Value string }
 type Sample struct {
 	Family *Family
 	Value  uint64
-	Float  float64 // for a Family.Float
+	Float  float64         // for a Family.Float
+	Hist   *cube.Histogram // for a Family.Histogram
 }
 
 // Point is the samples of families of one subsystem that share their
@@ -80,18 +85,18 @@ const (
 
 // The families gathered from every cube's counters.
 var (
-	PortReceivePackets  = &Family{"port", "receive_packets_total", "Frames received on a cube port (a transparent cube: through its attachment point, by direction).", false, false}
-	PortReceiveBytes    = &Family{"port", "receive_bytes_total", "Bytes of the frames received on a cube port.", false, false}
-	PortTransmitPackets = &Family{"port", "transmit_packets_total", "Frames sent out of a cube port.", false, false}
-	PortTransmitBytes   = &Family{"port", "transmit_bytes_total", "Bytes of the frames sent out of a cube port.", false, false}
-	PortDropPackets     = &Family{"port", "drop_packets_total", "Frames a cube dropped, by the port they came in on.", false, false}
-	PortDropBytes       = &Family{"port", "drop_bytes_total", "Bytes of the frames a cube dropped, by the port they came in on.", false, false}
-	PortPuntPackets     = &Family{"port", "punt_packets_total", "Frames a cube sent to the slow path (the daemon), by the port they came in on.", false, false}
-	CubeUp              = &Family{"cube", "up", "1 if the cube runs, 0 if it could not be restored and a stand-in drops its frames.", true, false}
-	CubeSlowCopies      = &Family{"cube", "slow_copies_total", "Copies of packets (P4 clone, multicast) the kernel could not make and the daemon sent.", false, false}
-	Cubes               = &Family{"", "cubes", "Cubes configured, by NF type and tenant.", true, false}
-	CopyStale           = &Family{"copy_machine", "stale_total", "Frames with recorded copies whose ring slot was overwritten before they reached TC (dropped).", false, false}
-	CopyFailed          = &Family{"copy_machine", "failed_total", "Recorded copies the copy machine could not make.", false, false}
+	PortReceivePackets  = &Family{"port", "receive_packets_total", "Frames received on a cube port (a transparent cube: through its attachment point, by direction).", false, false, false}
+	PortReceiveBytes    = &Family{"port", "receive_bytes_total", "Bytes of the frames received on a cube port.", false, false, false}
+	PortTransmitPackets = &Family{"port", "transmit_packets_total", "Frames sent out of a cube port.", false, false, false}
+	PortTransmitBytes   = &Family{"port", "transmit_bytes_total", "Bytes of the frames sent out of a cube port.", false, false, false}
+	PortDropPackets     = &Family{"port", "drop_packets_total", "Frames a cube dropped, by the port they came in on.", false, false, false}
+	PortDropBytes       = &Family{"port", "drop_bytes_total", "Bytes of the frames a cube dropped, by the port they came in on.", false, false, false}
+	PortPuntPackets     = &Family{"port", "punt_packets_total", "Frames a cube sent to the slow path (the daemon), by the port they came in on.", false, false, false}
+	CubeUp              = &Family{"cube", "up", "1 if the cube runs, 0 if it could not be restored and a stand-in drops its frames.", true, false, false}
+	CubeSlowCopies      = &Family{"cube", "slow_copies_total", "Copies of packets (P4 clone, multicast) the kernel could not make and the daemon sent.", false, false, false}
+	Cubes               = &Family{"", "cubes", "Cubes configured, by NF type and tenant.", true, false, false}
+	CopyStale           = &Family{"copy_machine", "stale_total", "Frames with recorded copies whose ring slot was overwritten before they reached TC (dropped).", false, false, false}
+	CopyFailed          = &Family{"copy_machine", "failed_total", "Recorded copies the copy machine could not make.", false, false, false}
 )
 
 // Gather reads the series who may see: the administrator everything, a
@@ -158,7 +163,7 @@ func nfPoints(cc engine.CubeCounters, fams map[string]*Family) []Point {
 	for _, m := range cc.NF {
 		f := fams[cc.Type+"_"+m.Name]
 		if f == nil {
-			f = &Family{Subsystem: cc.Type, Name: m.Name, Help: m.Help, Gauge: m.Gauge, Float: true}
+			f = &Family{Subsystem: cc.Type, Name: m.Name, Help: m.Help, Gauge: m.Gauge, Float: true, Histogram: m.Histogram != nil}
 			fams[cc.Type+"_"+m.Name] = f
 		}
 		ls := []Label{{LabelCube, cc.Cube}, {LabelSlice, cc.Slice}, {LabelTenant, cc.Tenant}}
@@ -176,7 +181,10 @@ func nfPoints(cc engine.CubeCounters, fams map[string]*Family) []Point {
 			at[key] = i
 			out = append(out, Point{Labels: ls})
 		}
-		out[i].Samples = append(out[i].Samples, Sample{Family: f, Float: m.Value})
+		if f.Histogram != (m.Histogram != nil) {
+			continue // an NF mixing kinds under one name: keep the first
+		}
+		out[i].Samples = append(out[i].Samples, Sample{Family: f, Float: m.Value, Hist: m.Histogram})
 	}
 	return out
 }

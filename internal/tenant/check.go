@@ -25,6 +25,16 @@ func (s Scope) notAssigned(field, iface string) error {
 	return cube.Forbidden(field, "interface %q is not assigned to tenant %s", iface, s.Actor.Name())
 }
 
+// NewCube checks the name of a cube the actor creates: a tenant with a
+// cube prefix names its cubes with it. Checked before whether the name is
+// taken, so that such a tenant learns nothing of names outside its prefix.
+func (s Scope) NewCube(field, name string) error {
+	if s.Actor.IsAdmin() || s.Record == nil || s.Record.CubePrefix == "" || s.Record.NamedIn(name) {
+		return nil
+	}
+	return cube.Forbidden(field, "tenant %s names its cubes %s...: %q does not start so", s.Actor.Name(), s.Record.CubePrefix, name)
+}
+
 // Ref checks a peer or an attachment point a request names ("cube:port" or
 // an interface): a tenant may name its own cubes' ports and its interfaces.
 // Malformed references pass: validation reports them.
@@ -95,6 +105,10 @@ func (s Scope) cube(prev, next *cube.Topology, name string) error {
 		return nil
 	case !wasMine:
 		return noCube("cubes", name)
+	case p == nil && mine:
+		if err := s.NewCube("cubes."+name+".name", name); err != nil {
+			return err
+		}
 	case !mine && p == nil:
 		return cube.Forbidden("cubes."+name+".tenant", "a tenant token creates cubes of its own tenant only")
 	case !mine:

@@ -8,6 +8,7 @@ package tenant
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/edgenf/edgenf/internal/cube"
 )
@@ -16,13 +17,31 @@ import (
 // tenant; a tenant without a record owns no interface and has the default
 // quotas.
 type Tenant struct {
-	Name string `json:"name" doc:"the tenant's name, as on its tokens and cubes"`
+	Name string `json:"name" format:"name" doc:"the tenant's name, as on its tokens and cubes"`
 	// Interfaces are the Linux interfaces the tenant's cubes may be peered
 	// with, attached to and mirror to. (Slices add VLANs, prefixes and
 	// TEID ranges beside them.)
-	Interfaces []string `json:"interfaces,omitempty" doc:"Linux interfaces the tenant's cubes may be peered with, attached to and mirror to"`
+	Interfaces []string `json:"interfaces,omitempty" format:"ifname" doc:"Linux interfaces the tenant's cubes may be peered with, attached to and mirror to"`
 	// Quota overrides the default limits, one by one.
 	Quota Quota `json:"quota,omitempty" doc:"limits that differ from the defaults"`
+	// CubePrefix, if set, is the tenant's own part of the one namespace
+	// of cube names: the tenant names the cubes it creates with it, and
+	// no cube of anyone else may have a name that starts with it. A
+	// tenant with a prefix cannot learn whether a name outside it exists
+	// (its request is refused for the name alone).
+	CubePrefix string `json:"cube_prefix,omitempty" pattern:"^[A-Za-z][A-Za-z0-9_-]{0,30}$" doc:"the start of the names of the tenant's cubes; no one else's cube may have a name that starts with it, and no other tenant's prefix may start with it or be the start of it (409)"`
+}
+
+// NamedIn reports whether a cube name is in the tenant's part of the
+// namespace.
+func (t *Tenant) NamedIn(name string) bool {
+	return t != nil && t.CubePrefix != "" && strings.HasPrefix(name, t.CubePrefix)
+}
+
+// Overlaps reports whether two tenants' prefixes share names.
+func (t *Tenant) Overlaps(o *Tenant) bool {
+	return t.CubePrefix != "" && o.CubePrefix != "" && t.Name != o.Name &&
+		(strings.HasPrefix(t.CubePrefix, o.CubePrefix) || strings.HasPrefix(o.CubePrefix, t.CubePrefix))
 }
 
 // Validate checks names and limits, and puts the interfaces in order.
@@ -42,6 +61,9 @@ func (t *Tenant) Validate() error {
 		seen[name] = true
 	}
 	slices.Sort(t.Interfaces)
+	if t.CubePrefix != "" && cube.CheckName("cube_prefix", t.CubePrefix+"x") != nil {
+		return cube.Errorf("cube_prefix", "%q: want a letter, then letters, digits, '-' or '_', at most 31 in all", t.CubePrefix)
+	}
 	return t.Quota.Validate()
 }
 

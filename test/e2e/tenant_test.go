@@ -222,7 +222,7 @@ func TestTenantP4AndSwapStayInsideTheDaemon(t *testing.T) {
 		{"include_dirs", "POST", "/v1/cubes", map[string]any{"name": "sw", "type": "p4", "config": map[string]any{
 			"program": "x.p4", "source": "#include \"passwd\"\n", "include_dirs": []string{"/etc"}}}, 400, "include_dirs: unknown field"},
 		{"#include of an absolute path", "POST", "/v1/cubes", map[string]any{"name": "sw", "type": "p4", "config": map[string]any{
-			"program": "x.p4", "source": "#include \"/etc/passwd\"\n"}}, 400, "config"},
+			"program": "x.p4", "source": "#include \"/etc/passwd\"\n"}}, 422, "config"},
 		{"swap in an object", "POST", "/v1/cubes/r1/swap", map[string]string{"object": base64.StdEncoding.EncodeToString([]byte("\x7fELF not really"))}, 403, "only an administrator"},
 	})
 	// No refusal echoes a file of the host.
@@ -234,6 +234,7 @@ func TestTenantP4AndSwapStayInsideTheDaemon(t *testing.T) {
 	}
 	// The CLI reads the program on the client: the daemon gets its text and
 	// its file name only.
+	var ae *client.Error
 	out, err := tl.cliAs(redToken, "cube", "add", "sw", "p4", "--program", "../../examples/p4/l2switch.p4")
 	if err != nil {
 		t.Fatalf("red's p4 cube: %v\n%s", err, out)
@@ -246,6 +247,38 @@ func TestTenantP4AndSwapStayInsideTheDaemon(t *testing.T) {
 	}
 	if err := tl.red.Do("POST", "/v1/cubes/r1/swap", map[string]any{}, nil); err != nil {
 		t.Fatalf("swap to the NF type's own program: %v", err)
+	}
+
+	// Text of red's own in the program reaches the generated C only as
+	// identifiers and literals: a table named to close a comment and add C
+	// that clang would refuse (a negative array size) compiles, and is a
+	// table of that exact name; a raw CR that would start an #include is
+	// refused at its position, echoing no file of the host.
+	l2, err := os.ReadFile("../../examples/p4/l2switch.p4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const hostile = `x */ int injected[-1]; /*`
+	src := strings.Replace(string(l2), `@name("mac_table")`, `@name("`+hostile+`")`, 1)
+	if err := tl.red.Do("POST", "/v1/cubes", map[string]any{"name": "named", "type": "p4", "config": map[string]string{"program": "named.p4", "source": src}}, nil); err != nil {
+		t.Fatalf("a table whose name closes a comment: %v", err)
+	}
+	var info struct {
+		Tables []struct{ Preamble struct{ Name string } }
+	}
+	if err := tl.red.Do("GET", "/v1/nf/p4/named/views/p4info", nil, &info); err != nil || len(info.Tables) != 1 || info.Tables[0].Preamble.Name != "SwIngress."+hostile {
+		t.Fatalf("the hostile table's P4Info: %+v (%v)", info, err)
+	}
+	entry := map[string]any{"table": "SwIngress." + hostile, "match": map[string]string{"vid": "0", "dst": "02:00:00:00:00:0b"},
+		"action": "SwIngress.forward", "params": map[string]string{"port": "1"}}
+	if err := tl.red.Do("POST", "/v1/cubes/named/tables/entries", entry, nil); err != nil {
+		t.Fatalf("an entry of the hostile table: %v", err)
+	}
+	cr := strings.Replace(string(l2), `@name("mac_table")`, "@name(\"x\r#include </etc/passwd>\")", 1)
+	err = tl.red.Do("POST", "/v1/cubes", map[string]any{"name": "cr", "type": "p4", "config": map[string]string{"program": "cr.p4", "source": cr}}, nil)
+	if !errors.As(err, &ae) || ae.Code != 422 || !strings.Contains(ae.Error(), "cr.p4:") || !strings.Contains(ae.Error(), "absolute paths are refused") ||
+		(firstLine != "" && strings.Contains(ae.Error(), firstLine)) {
+		t.Fatalf("a raw CR before an #include in a name: %v", err)
 	}
 
 	// A compile longer than blue's limit (5 s, from the token file) is
@@ -263,7 +296,6 @@ func TestTenantP4AndSwapStayInsideTheDaemon(t *testing.T) {
 		t.Errorf("red's traffic during blue's compile: %d of 500", got)
 	}
 	err = <-done
-	var ae *client.Error
 	if !errors.As(err, &ae) || ae.Code != 403 || !strings.Contains(ae.Error(), "quota.p4_compile_seconds") || !strings.Contains(ae.Error(), "5s") {
 		t.Fatalf("a compile over the time limit: %v", err)
 	}

@@ -9,8 +9,9 @@
  *              varied field is written in full each time. Other modes
  *              (gen_mode): GTP-U uplink frames whose TEID and inner source
  *              address come from gen_flows, and plain frames whose
- *              destination address does (a mobile core's downlink).
- * bench_sink:  counts generator frames (IPv4/UDP to sig_dport with the
+ *              destination address does (a mobile core's downlink), and
+ *              IPv6 frames varied like plain ones.
+ * bench_sink:  counts generator frames (IPv4 or IPv6/UDP to sig_dport with the
  *              magic in the payload, plain or inside GTP-U) and drops
  *              everything; with a timestamp, records the one-way latency
  *              in a histogram.
@@ -21,6 +22,7 @@
 #include <linux/if_ether.h>
 #include <linux/in.h>
 #include <linux/ip.h>
+#include <linux/ipv6.h>
 #include <linux/udp.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
@@ -50,6 +52,14 @@ struct frame {
 #define GEN_PLAIN 0  /* vary source address and port */
 #define GEN_GTP_UL 1 /* GTP-U: TEID and inner source address from gen_flows */
 #define GEN_DL 2     /* plain, destination address from gen_flows */
+#define GEN_V6 3     /* IPv6/UDP, source address and port varied like GEN_PLAIN */
+
+struct frame6 {
+	struct ethhdr eth;
+	struct ipv6hdr ip;
+	struct udphdr udp;
+	struct payload pl;
+} __attribute__((packed));
 #define GEN_MAX_FLOWS (1 << 17)
 
 /* A GTP-U uplink frame: outer IPv4/UDP/GTP-U (8 octets), inner IPv4/UDP. */
@@ -206,6 +216,32 @@ SEC("xdp") int bench_gen(struct xdp_md *ctx)
 		g->pl.ts = gen_stamp();
 		return bpf_redirect_map(&gen_port, 0, 0);
 	}
+	if (mode == GEN_V6) {
+		struct frame6 *f6 = data;
+		__u32 cs;
+
+		if ((void *)(f6 + 1) > end)
+			return XDP_ABORTED;
+		__builtin_memcpy(data, t->b, sizeof(struct frame6));
+		/* The template has source address ...:0 and port 1024 and
+		 * its UDP checksum (mandatory in IPv6) for them: add what
+		 * the flow changes (one's complement sum). */
+		__u16 *w = (void *)&f6->pl.seq;
+
+		f6->ip.saddr.in6_u.u6_addr8[15] = 10 + (flow & 63);
+		f6->udp.source = bpf_htons(1024 + (flow >> 6));
+		f6->pl.seq = (__u32)n;
+		f6->pl.ts = gen_stamp();
+		cs = (__u16)~bpf_ntohs(f6->udp.check) + (10 + (flow & 63)) + (flow >> 6);
+#pragma unroll
+		for (int i = 0; i < 6; i++) /* seq and ts, zero in the template */
+			cs += bpf_ntohs(w[i]);
+		cs = (cs & 0xffff) + (cs >> 16);
+		cs = (cs & 0xffff) + (cs >> 16);
+		cs = (__u16)~cs;
+		f6->udp.check = bpf_htons(cs ? cs : 0xffff);
+		return bpf_redirect_map(&gen_port, 0, 0);
+	}
 	__builtin_memcpy(data, t->b, sizeof(struct frame));
 	if (mode == GEN_DL) {
 		if (fl)
@@ -258,7 +294,13 @@ struct inner {
 static __always_inline struct payload *sink_payload(void *data, void *end)
 {
 	struct frame *f = data;
+	struct frame6 *f6 = data;
 
+	if ((void *)(f6 + 1) <= end && f6->eth.h_proto == bpf_htons(ETH_P_IPV6)) {
+		if (f6->ip.nexthdr != IPPROTO_UDP || f6->udp.dest != bpf_htons(sig_dport))
+			return NULL;
+		return &f6->pl;
+	}
 	if ((void *)(f + 1) > end || f->eth.h_proto != bpf_htons(ETH_P_IP) ||
 	    f->ip.ihl != 5 || f->ip.protocol != IPPROTO_UDP)
 		return NULL;

@@ -110,6 +110,18 @@ struct ct_pkt {
 #define CT_ICMP_TIME_EXCEEDED 11
 #define CT_ICMP_PARAMETERPROB 12
 
+#ifndef IPPROTO_ICMPV6
+#define IPPROTO_ICMPV6 58
+#endif
+#define CT_ICMP6_DEST_UNREACH 1
+#define CT_ICMP6_PKT_TOOBIG 2
+#define CT_ICMP6_TIME_EXCEEDED 3
+#define CT_ICMP6_PARAMPROB 4
+#define CT_ICMP6_ECHO 128
+#define CT_ICMP6_ECHOREPLY 129
+#define CT_ICMP6_ND_FIRST 133 /* router solicitation .. redirect (RFC 4861) */
+#define CT_ICMP6_ND_LAST 137
+
 /* The mask keeps offsets provably small for the verifier (VLAN tags + IPv4
  * options stay below 128 bytes). */
 #define CT_OFF(x) ((x) & 0xff)
@@ -133,38 +145,29 @@ static __always_inline __u32 ct_l4_min(__u8 proto)
 	case IPPROTO_UDP:
 		return sizeof(struct udphdr);
 	case IPPROTO_ICMP:
+	case IPPROTO_ICMPV6:
 		return 8;
 	}
 	return 0;
 }
 
-/* Parse an IPv4 packet into p. Returns CT_X_IPV4, CT_X_OTHER or CT_X_BAD. */
-static __always_inline int ct_extract(ctx_t *ctx, struct ct_pkt *p)
+/* The IPv4 packet enf_parse found, into p. */
+static __always_inline int ct_extract4(ctx_t *ctx, const struct enf_pkt *pkt, struct ct_pkt *p)
 {
-	struct enf_pkt pkt;
 	struct iphdr *ip;
 	__u32 tot, l4len;
 
-	__builtin_memset(p, 0, sizeof(*p));
-#if defined(EDGENF_HOOK_TC)
-	/* Headers in the linear part, where they can be read directly. */
-	ctx_pull(ctx, ctx->len < 128 ? ctx->len : 128);
-#endif
-	if (enf_parse(ctx, &pkt) < 0)
-		return CT_X_BAD;
-	if (pkt.l3_proto != ETH_P_IP)
-		return CT_X_OTHER;
-	ip = enf_ptr(ctx, CT_OFF(pkt.l3_off));
+	ip = enf_ptr(ctx, CT_OFF(pkt->l3_off));
 	if (!enf_in_bounds(ctx, ip, sizeof(*ip)))
 		return CT_X_BAD;
-	p->l3_off = pkt.l3_off;
-	p->l4_off = pkt.l4_off;
+	p->l3_off = pkt->l3_off;
+	p->l4_off = pkt->l4_off;
 	p->t.saddr = ip->saddr;
 	p->t.daddr = ip->daddr;
 	p->t.proto = ip->protocol;
 	p->ip_id = ip->id;
 	p->frag = (ip->frag_off & bpf_htons(ENF_IP_MF | ENF_IP_OFFSET)) != 0;
-	if (!pkt.l4_off) {
+	if (!pkt->l4_off) {
 		/* A later fragment. At offset 8 a TCP fragment can only be
 		 * there to rewrite the flags the first one was judged on. */
 		if (ip->protocol == IPPROTO_TCP && (ip->frag_off & bpf_htons(ENF_IP_OFFSET)) == bpf_htons(1))
@@ -178,7 +181,7 @@ static __always_inline int ct_extract(ctx_t *ctx, struct ct_pkt *p)
 	if (tot && l4len < ct_l4_min(ip->protocol))
 		return CT_X_BAD;
 	if (ip->protocol == IPPROTO_TCP) {
-		struct tcphdr *th = enf_ptr(ctx, CT_OFF(pkt.l4_off));
+		struct tcphdr *th = enf_ptr(ctx, CT_OFF(pkt->l4_off));
 
 		if (!enf_in_bounds(ctx, th, sizeof(*th)) || th->doff < 5 || (tot && th->doff * 4u > l4len))
 			return CT_X_BAD;
@@ -186,14 +189,14 @@ static __always_inline int ct_extract(ctx_t *ctx, struct ct_pkt *p)
 		p->t.dport = th->dest;
 		p->tcp_flags = ((__u8 *)th)[13];
 	} else if (ip->protocol == IPPROTO_UDP) {
-		struct udphdr *uh = enf_ptr(ctx, CT_OFF(pkt.l4_off));
+		struct udphdr *uh = enf_ptr(ctx, CT_OFF(pkt->l4_off));
 
 		if (!enf_in_bounds(ctx, uh, sizeof(*uh)))
 			return CT_X_BAD;
 		p->t.sport = uh->source;
 		p->t.dport = uh->dest;
 	} else if (ip->protocol == IPPROTO_ICMP) {
-		struct icmphdr *ih = enf_ptr(ctx, CT_OFF(pkt.l4_off));
+		struct icmphdr *ih = enf_ptr(ctx, CT_OFF(pkt->l4_off));
 
 		if (!enf_in_bounds(ctx, ih, sizeof(*ih)))
 			return CT_X_BAD;
@@ -226,6 +229,29 @@ static __always_inline int ct_extract(ctx_t *ctx, struct ct_pkt *p)
 	return 0;
 }
 
+/* Headers in the linear part of a TC packet, where they can be read
+ * directly. */
+static __always_inline void ct_pull(ctx_t *ctx, __u32 n)
+{
+#if defined(EDGENF_HOOK_TC)
+	ctx_pull(ctx, ctx->len < n ? ctx->len : n);
+#endif
+}
+
+/* Parse an IPv4 packet into p. Returns CT_X_IPV4, CT_X_OTHER or CT_X_BAD. */
+static __always_inline int ct_extract(ctx_t *ctx, struct ct_pkt *p)
+{
+	struct enf_pkt pkt;
+
+	__builtin_memset(p, 0, sizeof(*p));
+	ct_pull(ctx, 128);
+	if (enf_parse(ctx, &pkt) < 0)
+		return CT_X_BAD;
+	if (pkt.l3_proto != ETH_P_IP)
+		return CT_X_OTHER;
+	return ct_extract4(ctx, &pkt, p);
+}
+
 /* The reverse of a tuple: what the other side sends. */
 static __always_inline void ct_reverse(const struct ct_tuple *t, struct ct_tuple *r)
 {
@@ -243,21 +269,29 @@ static __always_inline void ct_reverse(const struct ct_tuple *t, struct ct_tuple
 	}
 }
 
-/* Can this packet open a connection? TCP: a SYN without ACK, RST or FIN;
- * ICMP: an echo request; UDP and other protocols: always. */
-static __always_inline int ct_can_start(const struct ct_pkt *p)
+/* Can a packet open a connection? TCP: a SYN without ACK, RST or FIN; ICMP
+ * and ICMPv6: an echo request; UDP and other protocols: always. has_l4: the
+ * packet carries its L4 header (not a later fragment). */
+static __always_inline int ct_can_start_l4(__u8 proto, int has_l4, __u8 tcp_flags, __u8 icmp_type)
 {
-	if (!p->l4_off && p->t.proto != IPPROTO_TCP && p->t.proto != IPPROTO_UDP && p->t.proto != IPPROTO_ICMP)
+	if (!has_l4 && proto != IPPROTO_TCP && proto != IPPROTO_UDP && proto != IPPROTO_ICMP && proto != IPPROTO_ICMPV6)
 		return 1;
-	switch (p->t.proto) {
+	switch (proto) {
 	case IPPROTO_TCP:
-		return p->l4_off && (p->tcp_flags & (CT_TCP_SYN | CT_TCP_ACK | CT_TCP_RST | CT_TCP_FIN)) == CT_TCP_SYN;
+		return has_l4 && (tcp_flags & (CT_TCP_SYN | CT_TCP_ACK | CT_TCP_RST | CT_TCP_FIN)) == CT_TCP_SYN;
 	case IPPROTO_UDP:
-		return p->l4_off != 0;
+		return has_l4;
 	case IPPROTO_ICMP:
-		return p->l4_off && p->icmp_type == CT_ICMP_ECHO;
+		return has_l4 && icmp_type == CT_ICMP_ECHO;
+	case IPPROTO_ICMPV6:
+		return has_l4 && icmp_type == CT_ICMP6_ECHO;
 	}
 	return 1;
+}
+
+static __always_inline int ct_can_start(const struct ct_pkt *p)
+{
+	return ct_can_start_l4(p->t.proto, p->l4_off != 0, p->tcp_flags, p->icmp_type);
 }
 
 /* Is the flag combination impossible (SYN+FIN, SYN+RST, none at all)? */
@@ -279,6 +313,7 @@ static __always_inline __u8 ct_initial_state(__u8 proto)
 	case IPPROTO_UDP:
 		return CT_UDP_UNREPLIED;
 	case IPPROTO_ICMP:
+	case IPPROTO_ICMPV6:
 		return CT_ICMP;
 	}
 	return CT_OTHER;
@@ -304,22 +339,27 @@ static __always_inline int ct_expired(const struct ct_conn *c, const struct ct_t
 	return now > c->last_seen && now - c->last_seen > ct_timeout_ns(to, c->state);
 }
 
-/* Start a connection with its first packet. */
-static __always_inline void ct_init(struct ct_conn *c, const struct ct_pkt *p, __u64 now)
+/* Start a connection of protocol proto with its first packet. */
+static __always_inline void ct_init_proto(struct ct_conn *c, __u8 proto, __u64 now)
 {
 	__builtin_memset(c, 0, sizeof(*c));
 	c->last_seen = now;
-	c->state = ct_initial_state(p->t.proto);
+	c->state = ct_initial_state(proto);
+}
+
+static __always_inline void ct_init(struct ct_conn *c, const struct ct_pkt *p, __u64 now)
+{
+	ct_init_proto(c, p->t.proto, now);
 }
 
 /* Advance connection c with a packet of direction reply (0: from the
  * originator). Returns the packet state: CT_PKT_ESTABLISHED, CT_PKT_NEW (an
  * originator packet before any reply) or CT_PKT_INVALID (c unchanged). */
-static __always_inline int ct_update(struct ct_conn *c, const struct ct_pkt *p, int reply, __u64 now)
+static __always_inline int ct_update_l4(struct ct_conn *c, __u8 proto, int has_l4, __u8 fl, int reply, __u64 now)
 {
-	__u8 st = c->state, fl = p->tcp_flags;
+	__u8 st = c->state;
 
-	if (p->t.proto == IPPROTO_TCP && p->l4_off) {
+	if (proto == IPPROTO_TCP && has_l4) {
 		if (ct_tcp_bad_flags(fl))
 			return CT_PKT_INVALID;
 		if (fl & CT_TCP_RST) {
@@ -361,7 +401,7 @@ static __always_inline int ct_update(struct ct_conn *c, const struct ct_pkt *p, 
 					st = CT_TCP_FIN_WAIT;
 			}
 		}
-	} else if (p->t.proto == IPPROTO_UDP) {
+	} else if (proto == IPPROTO_UDP) {
 		if (reply)
 			st = CT_UDP_REPLIED;
 	}
@@ -370,6 +410,223 @@ static __always_inline int ct_update(struct ct_conn *c, const struct ct_pkt *p, 
 	c->state = st;
 	c->last_seen = now;
 	return (c->flags & CT_F_REPLIED) ? CT_PKT_ESTABLISHED : CT_PKT_NEW;
+}
+
+static __always_inline int ct_update(struct ct_conn *c, const struct ct_pkt *p, int reply, __u64 now)
+{
+	return ct_update_l4(c, p->t.proto, p->l4_off != 0, p->tcp_flags, reply, now);
+}
+
+/* ---- Both families -------------------------------------------------------
+ * NFs that judge IPv4 and IPv6 alike (the firewall) track connections by
+ * struct ct_tuple46: IPv4 addresses sit in the first word, the rest zero,
+ * and the family tells the two apart. */
+
+#define CT_X_IPV6 2 /* an IPv6 packet, in p (ct_extract46) */
+
+struct ct_tuple46 {
+	__be32 saddr[4];
+	__be32 daddr[4];
+	__be16 sport; /* ICMP and ICMPv6 echo: the identifier */
+	__be16 dport;
+	__u8 proto;
+	__u8 family; /* 4 or 6 */
+	__u16 pad;
+};
+
+struct ct_pkt46 {
+	struct ct_tuple46 t;
+	__u16 l3_off;
+	__u16 l4_off; /* 0: no L4 header (a later fragment, or none at all) */
+	__u8 tcp_flags;
+	__u8 icmp_type; /* ICMP or ICMPv6 */
+	__u8 icmp_err;  /* an ICMP(v6) error: inner holds the offending packet's tuple, reversed */
+	__u8 frag;      /* a fragment (first or later) */
+	__be32 frag_id; /* IPv4 identification, or the IPv6 fragment header's */
+	__u8 hop_limit; /* IPv4 TTL or IPv6 hop limit */
+	__u8 pad[3];
+	struct ct_tuple46 inner;
+};
+
+static __always_inline void ct_tuple46_from4(const struct ct_tuple *t, struct ct_tuple46 *o)
+{
+	__builtin_memset(o, 0, sizeof(*o));
+	o->saddr[0] = t->saddr;
+	o->daddr[0] = t->daddr;
+	o->sport = t->sport;
+	o->dport = t->dport;
+	o->proto = t->proto;
+	o->family = 4;
+}
+
+/* The L4 part of an IPv6 packet whose header chain enf_ip6_walk found. end:
+ * where the datagram ends in the frame (0: unknown, a GSO packet). */
+static __always_inline int ct_extract6_l4(ctx_t *ctx, struct ct_pkt46 *p, __u32 end)
+{
+	__u32 off = p->l4_off & (ENF_IP6_MAX_HDR - 1);
+	__u8 proto = p->t.proto;
+
+	if (end && (end < off || end - off < ct_l4_min(proto)))
+		return CT_X_BAD;
+	if (proto == IPPROTO_TCP) {
+		struct tcphdr *th = enf_ptr(ctx, off);
+
+		if (!enf_in_bounds(ctx, th, sizeof(*th)) || th->doff < 5 || (end && th->doff * 4u > end - off))
+			return CT_X_BAD;
+		p->t.sport = th->source;
+		p->t.dport = th->dest;
+		p->tcp_flags = ((__u8 *)th)[13];
+	} else if (proto == IPPROTO_UDP) {
+		struct udphdr *uh = enf_ptr(ctx, off);
+
+		if (!enf_in_bounds(ctx, uh, sizeof(*uh)))
+			return CT_X_BAD;
+		p->t.sport = uh->source;
+		p->t.dport = uh->dest;
+	} else if (proto == IPPROTO_ICMPV6) {
+		struct icmphdr *ih = enf_ptr(ctx, off);
+		struct ipv6hdr *in;
+		__be16 *ports;
+
+		if (!enf_in_bounds(ctx, ih, sizeof(*ih)))
+			return CT_X_BAD;
+		p->icmp_type = ih->type;
+		if (ih->type == CT_ICMP6_ECHO || ih->type == CT_ICMP6_ECHOREPLY) {
+			p->t.sport = ih->un.echo.id;
+			return CT_X_IPV6;
+		}
+		if (ih->type < CT_ICMP6_DEST_UNREACH || ih->type > CT_ICMP6_PARAMPROB)
+			return CT_X_IPV6;
+		/* An error: as much of the offending packet as fits follows
+		 * (RFC 4443 2.4); its fixed header and the first 8 bytes of
+		 * an upper-layer header right behind it identify the flow. */
+		in = (void *)(ih + 1);
+		ports = (void *)(in + 1);
+		if (!enf_in_bounds(ctx, in, sizeof(*in) + 8) || in->version != 6)
+			return CT_X_IPV6;
+		p->icmp_err = 1;
+		__builtin_memcpy(p->inner.saddr, &in->daddr, 16);
+		__builtin_memcpy(p->inner.daddr, &in->saddr, 16);
+		p->inner.proto = in->nexthdr;
+		p->inner.family = 6;
+		if (in->nexthdr == IPPROTO_TCP || in->nexthdr == IPPROTO_UDP) {
+			p->inner.sport = ports[1];
+			p->inner.dport = ports[0];
+		} else if (in->nexthdr == IPPROTO_ICMPV6) {
+			p->inner.sport = ports[2]; /* echo id */
+		}
+	}
+	return CT_X_IPV6;
+}
+
+static __always_inline int ct_extract6(ctx_t *ctx, const struct enf_pkt *pkt, struct ct_pkt46 *p)
+{
+	struct ipv6hdr *ip6 = enf_ptr(ctx, CT_OFF(pkt->l3_off));
+	struct enf_ip6_info x;
+	__u32 plen, end = 0;
+	int ok;
+
+	if (!enf_in_bounds(ctx, ip6, sizeof(*ip6)))
+		return CT_X_BAD;
+	__builtin_memcpy(p->t.saddr, &ip6->saddr, 16);
+	__builtin_memcpy(p->t.daddr, &ip6->daddr, 16);
+	p->t.family = 6;
+	p->hop_limit = ip6->hop_limit;
+	p->l3_off = pkt->l3_off;
+	plen = bpf_ntohs(ip6->payload_len);
+	if (plen) {
+		end = pkt->l3_off + sizeof(*ip6) + plen;
+		if (end > ctx_len(ctx))
+			return CT_X_BAD; /* claims more than the frame holds */
+	}
+#if defined(EDGENF_HOOK_TC)
+	else if (!ctx->gso_size) {
+		return CT_X_BAD; /* a jumbogram (RFC 2675) outside GSO */
+	}
+#else
+	else {
+		return CT_X_BAD;
+	}
+#endif
+	ok = enf_ip6_walk(ctx, pkt->l3_off, &x);
+	p->frag = x.frag;
+	p->frag_id = x.frag_id;
+	p->t.proto = x.proto;
+	if (ok < 0)
+		return CT_X_BAD;
+	if (!x.l4_off) {
+		/* A later fragment. At offset 8 a TCP fragment can only be
+		 * there to rewrite the flags the first one was judged on. */
+		if (x.proto == IPPROTO_TCP && x.frag_off == 1)
+			return CT_X_BAD;
+		return CT_X_IPV6;
+	}
+	p->l4_off = x.l4_off;
+	if (end && end < x.l4_off)
+		return CT_X_BAD;
+	return ct_extract6_l4(ctx, p, end);
+}
+
+/* Parse an IPv4 or IPv6 packet into p. Returns CT_X_IPV4, CT_X_IPV6,
+ * CT_X_OTHER or CT_X_BAD (with p->frag set: a fragment that hides or
+ * rewrites its datagram's L4 header, or whose header chain is cut). */
+static __always_inline int ct_extract46(ctx_t *ctx, struct ct_pkt46 *p)
+{
+	struct enf_pkt pkt;
+	struct ct_pkt p4;
+	int r;
+
+	__builtin_memset(p, 0, sizeof(*p));
+	__builtin_memset(&p4, 0, sizeof(p4));
+	ct_pull(ctx, 128);
+	if (enf_parse(ctx, &pkt) < 0)
+		return CT_X_BAD;
+	if (pkt.l3_proto == ETH_P_IPV6) {
+		/* Extension headers may reach further. */
+		ct_pull(ctx, ENF_IP6_MAX_HDR);
+		return ct_extract6(ctx, &pkt, p);
+	}
+	if (pkt.l3_proto != ETH_P_IP)
+		return CT_X_OTHER;
+	r = ct_extract4(ctx, &pkt, &p4);
+	ct_tuple46_from4(&p4.t, &p->t);
+	p->l3_off = p4.l3_off;
+	p->l4_off = p4.l4_off;
+	p->tcp_flags = p4.tcp_flags;
+	p->icmp_type = p4.icmp_type;
+	p->icmp_err = p4.icmp_err;
+	p->frag = p4.frag;
+	p->frag_id = p4.ip_id;
+	if (p4.icmp_err)
+		ct_tuple46_from4(&p4.inner, &p->inner);
+	return r;
+}
+
+/* The reverse of a tuple: what the other side sends. */
+static __always_inline void ct_reverse46(const struct ct_tuple46 *t, struct ct_tuple46 *r)
+{
+	__builtin_memcpy(r->saddr, t->daddr, 16);
+	__builtin_memcpy(r->daddr, t->saddr, 16);
+	r->proto = t->proto;
+	r->family = t->family;
+	r->pad = 0;
+	if (t->proto == IPPROTO_ICMP || t->proto == IPPROTO_ICMPV6) {
+		r->sport = t->sport;
+		r->dport = 0;
+	} else {
+		r->sport = t->dport;
+		r->dport = t->sport;
+	}
+}
+
+static __always_inline int ct_can_start46(const struct ct_pkt46 *p)
+{
+	return ct_can_start_l4(p->t.proto, p->l4_off != 0, p->tcp_flags, p->icmp_type);
+}
+
+static __always_inline int ct_update46(struct ct_conn *c, const struct ct_pkt46 *p, int reply, __u64 now)
+{
+	return ct_update_l4(c, p->t.proto, p->l4_off != 0, p->tcp_flags, reply, now);
 }
 
 /* ---- NAT rewriting -------------------------------------------------------

@@ -334,7 +334,7 @@ static __always_inline int enf_copy(ctx_t *ctx, struct edgenf_md *md, __u32 port
 
 		if (h->kind == EDGENF_DST_IFACE && h->nstack == 0) {
 			enf_count(port, len, ENF_TX);
-			bpf_clone_redirect(ctx, h->ifindex, 0);
+			enf_clone_redirect(ctx, md, h->ifindex);
 			return 1;
 		}
 		inj = enf_injector();

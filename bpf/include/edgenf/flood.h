@@ -35,7 +35,7 @@ static __always_inline int enf_flood(ctx_t *ctx, struct edgenf_md *md)
 		if (!h || h->kind != EDGENF_DST_IFACE || h->ifindex == in_if || p == md->in_port)
 			continue;
 		enf_count(p, ctx_len(ctx), ENF_TX);
-		bpf_clone_redirect(ctx, h->ifindex, 0);
+		enf_clone_redirect(ctx, md, h->ifindex);
 	}
 	return CTX_DROP;
 }

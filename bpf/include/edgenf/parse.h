@@ -125,6 +125,99 @@ static __always_inline int enf_parse(ctx_t *ctx, struct enf_pkt *pkt)
 	return 0;
 }
 
+/* ---- IPv6 extension headers ---------------------------------------------
+ * RFC 8200 section 4: hop-by-hop options (first only), routing, fragment and
+ * destination options headers, and AH (RFC 4302), precede the upper-layer
+ * header. enf_ip6_walk steps over at most ENF_IP6_MAX_EXT of them, within
+ * the first ENF_IP6_MAX_HDR bytes of the frame; a chain longer than that,
+ * truncated, with hop-by-hop elsewhere than first or with two fragment
+ * headers cannot be judged (-1): policy-enforcing callers must not let it
+ * through unjudged. */
+#define ENF_IP6_MAX_EXT 8
+#define ENF_IP6_MAX_HDR 512
+
+#define ENF_NEXTHDR_HOP 0
+#define ENF_NEXTHDR_ROUTING 43
+#define ENF_NEXTHDR_FRAGMENT 44
+#define ENF_NEXTHDR_AUTH 51
+#define ENF_NEXTHDR_NONE 59
+#define ENF_NEXTHDR_DEST 60
+
+struct enf_ip6_info {
+	__u16 l4_off;   /* offset of the upper-layer header; 0: a later fragment */
+	__u8 proto;     /* upper-layer protocol (ENF_NEXTHDR_NONE: none) */
+	__u8 frag;      /* a fragment (first or later); atomic fragments are not */
+	__u16 frag_off; /* fragment offset, in 8-byte units */
+	__u16 nexts;    /* extension headers walked */
+	__be32 frag_id; /* identification of the fragment header */
+};
+
+/* Walk the header chain of the IPv6 header at off. Fills r as it goes (a
+ * fragment's identity is known even when the walk then fails). */
+static __always_inline int enf_ip6_walk(ctx_t *ctx, __u32 off, struct enf_ip6_info *r)
+{
+	struct ipv6hdr *ip6 = enf_ptr(ctx, off & 0xff);
+	__u32 pos = off + sizeof(struct ipv6hdr);
+	__u8 nh;
+
+	__builtin_memset(r, 0, sizeof(*r));
+	if (!enf_in_bounds(ctx, ip6, sizeof(*ip6)))
+		return -1;
+	nh = ip6->nexthdr;
+	for (int i = 0; i < ENF_IP6_MAX_EXT; i++) {
+		__u8 *h = enf_ptr(ctx, pos & (ENF_IP6_MAX_HDR - 1));
+
+		switch (nh) {
+		case ENF_NEXTHDR_HOP:
+			if (i)
+				return -1; /* RFC 8200 4.3: only right after the IPv6 header */
+			/* fallthrough */
+		case ENF_NEXTHDR_ROUTING:
+		case ENF_NEXTHDR_DEST:
+			if (!enf_in_bounds(ctx, h, 2))
+				return -1;
+			nh = h[0];
+			pos += (h[1] + 1) * 8;
+			break;
+		case ENF_NEXTHDR_AUTH:
+			if (!enf_in_bounds(ctx, h, 2))
+				return -1;
+			nh = h[0];
+			pos += (h[1] + 2) * 4;
+			break;
+		case ENF_NEXTHDR_FRAGMENT: {
+			__u16 fo;
+
+			if (!enf_in_bounds(ctx, h, 8) || r->frag_id)
+				return -1;
+			fo = bpf_ntohs(*(__be16 *)(h + 2));
+			nh = h[0];
+			pos += 8;
+			r->frag_id = *(__be32 *)(h + 4);
+			if (!r->frag_id)
+				r->frag_id = bpf_htonl(0x80000000); /* id 0 still marks "seen" */
+			r->frag_off = fo >> 3;
+			r->frag = (fo & 0xfff9) != 0; /* offset or M: not atomic (RFC 6946) */
+			if (r->frag_off) {
+				/* A later fragment: its bytes continue the first's. */
+				r->proto = nh;
+				r->nexts = i + 1;
+				return 0;
+			}
+			break;
+		}
+		default:
+			r->proto = nh;
+			r->l4_off = pos;
+			r->nexts = i;
+			return pos < ENF_IP6_MAX_HDR ? 0 : -1;
+		}
+		if (pos >= ENF_IP6_MAX_HDR)
+			return -1;
+	}
+	return -1; /* more extension headers than we walk */
+}
+
 /* The two L4 ports (TCP/UDP) in network order; zero for other protocols. */
 static __always_inline int enf_l4_ports(ctx_t *ctx, struct enf_pkt *pkt, __be16 *sport, __be16 *dport)
 {

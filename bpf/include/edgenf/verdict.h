@@ -72,6 +72,25 @@ static __always_inline int enf_to_cube(ctx_t *ctx, struct edgenf_md *md, const s
 	return CTX_DROP;
 }
 
+#if defined(EDGENF_HOOK_TC)
+/* bpf_clone_redirect out of an interface (flags 0: its egress). The kernel
+ * transmits the clone before the helper returns, and the interface's TC
+ * egress programs run nested in this program, on this CPU: an edgenf stub
+ * there starts a hop of its own in the per-CPU metadata. So the metadata is
+ * kept across the call, for whatever the caller does next (more copies, a
+ * punt, its own verdict): two copies of 76 bytes, next to a clone. (A clone
+ * into the injector needs none: its near end runs no egress program and
+ * the far end receives from its backlog, later.) */
+static __always_inline long enf_clone_redirect(struct __sk_buff *ctx, struct edgenf_md *md, __u32 ifindex)
+{
+	struct edgenf_md saved = *md;
+	long err = bpf_clone_redirect(ctx, ifindex, 0);
+
+	*md = saved;
+	return err;
+}
+#endif
+
 /* Finish the hop held in md->hop: run the next transparent cube of its stack,
  * or deliver to the destination. Called again by each transparent cube. */
 static __always_inline int enf_deliver(ctx_t *ctx, struct edgenf_md *md)

@@ -3,6 +3,7 @@ package all
 
 import (
 	_ "github.com/edgenf/edgenf/internal/nf/bridge"
+	_ "github.com/edgenf/edgenf/internal/nf/capture"
 	_ "github.com/edgenf/edgenf/internal/nf/ddos"
 	_ "github.com/edgenf/edgenf/internal/nf/firewall"
 	_ "github.com/edgenf/edgenf/internal/nf/lb"
@@ -11,5 +12,6 @@ import (
 	_ "github.com/edgenf/edgenf/internal/nf/p4"
 	_ "github.com/edgenf/edgenf/internal/nf/portfwd"
 	_ "github.com/edgenf/edgenf/internal/nf/router"
+	_ "github.com/edgenf/edgenf/internal/nf/slicer"
 	_ "github.com/edgenf/edgenf/internal/nf/upf"
 )

@@ -9,13 +9,14 @@ import (
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/schema"
 )
 
 // Config holds the bridge's settings.
 type Config struct {
 	// AgingTime is how long (seconds) a learned MAC stays in the FDB
 	// without traffic from it. 0 means the default, 300.
-	AgingTime int `json:"aging_time,omitempty"`
+	AgingTime int `json:"aging_time,omitempty" minimum:"0" maximum:"1000000"`
 }
 
 const (
@@ -51,15 +52,26 @@ func (cfg *Config) Validate(c *cube.Cube) error {
 type PortConfig struct {
 	// Mode is "access" (default: one VLAN, untagged) or "trunk" (tagged
 	// VLANs, plus optionally one native VLAN sent and received untagged).
-	Mode string `json:"mode,omitempty"`
+	Mode string `json:"mode,omitempty" enum:"access|trunk"`
 	// VLAN is an access port's VLAN (default 1).
-	VLAN int `json:"vlan,omitempty"`
+	VLAN int `json:"vlan,omitempty" minimum:"0" maximum:"4094"`
 	// AllowedVLANs lists a trunk's tagged VLANs: "10,20,100-199"; empty
 	// means all (1-4094).
-	AllowedVLANs string `json:"allowed_vlans,omitempty"`
+	AllowedVLANs string `json:"allowed_vlans,omitempty" format:"vlan-list"`
 	// NativeVLAN is a trunk's untagged VLAN (0: untagged frames are
 	// dropped).
-	NativeVLAN int `json:"native_vlan,omitempty"`
+	NativeVLAN int `json:"native_vlan,omitempty" minimum:"0" maximum:"4094"`
+}
+
+// RefineSchema: an access port has a vlan, a trunk allowed_vlans and a
+// native_vlan.
+func (*PortConfig) RefineSchema(s *schema.Schema) {
+	s.AnyOf = []*schema.Schema{
+		schema.Branch(nil, map[string]*schema.Schema{"mode": {Type: "string", Enum: []string{"access"}},
+			"allowed_vlans": schema.Absent(), "native_vlan": {Type: "integer", Minimum: schema.Num(0), Maximum: schema.Num(0)}}),
+		schema.Branch([]string{"mode"}, map[string]*schema.Schema{"mode": {Type: "string", Enum: []string{"trunk"}},
+			"vlan": {Type: "integer", Minimum: schema.Num(0), Maximum: schema.Num(0)}}),
+	}
 }
 
 // vlanSet is what a port carries: pvid (untagged VLAN, 0 none) and the
@@ -149,7 +161,7 @@ func parseVLANList(field, s string, set []bool) error {
 			return err
 		}
 		if b < a {
-			return cube.Errorf(field, "VLAN range %q runs backwards", part)
+			return cube.Unprocessable(field, "VLAN range %q runs backwards", part)
 		}
 		for v := a; v <= b; v++ {
 			set[v] = true
@@ -160,10 +172,10 @@ func parseVLANList(field, s string, set []bool) error {
 
 // FDBEntry is a static FDB entry: frames to MAC in VLAN go out of Port.
 type FDBEntry struct {
-	MAC string `json:"mac"`
+	MAC string `json:"mac" format:"mac-unicast"`
 	// VLAN defaults to the port's untagged VLAN.
-	VLAN int    `json:"vlan,omitempty"`
-	Port string `json:"port"`
+	VLAN int    `json:"vlan,omitempty" minimum:"0" maximum:"4094" doc:"the VLAN, 1..4094; 0 or absent: the port's untagged VLAN"`
+	Port string `json:"port" format:"name"`
 }
 
 func fdbKey(v any) string {
@@ -181,25 +193,27 @@ func (e *FDBEntry) Validate(c *cube.Cube) error {
 		return cube.Errorf("mac", "%s is a group address; static entries are for unicast MACs", e.MAC)
 	}
 	e.MAC = hw.String()
+	if e.VLAN != 0 {
+		if err := checkVID("vlan", e.VLAN); err != nil {
+			return err
+		}
+	}
 	p := c.Port(e.Port)
 	if p == nil {
 		return cube.NotFound("port", "cube %s has no port %q", c.Name, e.Port)
 	}
 	vs, err := portVLANs(p)
 	if err != nil {
-		return cube.Errorf("port", "port %s: %v", e.Port, err)
+		return cube.Conflict("port", "port %s: %v", e.Port, err)
 	}
 	if e.VLAN == 0 {
 		if vs.pvid == 0 {
-			return cube.Errorf("vlan", "required: port %s has no untagged VLAN", e.Port)
+			return cube.Conflict("vlan", "required: port %s has no untagged VLAN", e.Port)
 		}
 		e.VLAN = vs.pvid
 	}
-	if err := checkVID("vlan", e.VLAN); err != nil {
-		return err
-	}
 	if !vs.member(e.VLAN) {
-		return cube.Errorf("vlan", "port %s does not carry VLAN %d", e.Port, e.VLAN)
+		return cube.Conflict("vlan", "port %s does not carry VLAN %d", e.Port, e.VLAN)
 	}
 	return nil
 }

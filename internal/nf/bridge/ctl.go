@@ -421,8 +421,8 @@ func (ctl *controller) status(h cube.Handle, c *cube.Cube) (any, error) {
 
 // FlushArgs select the learned entries fdb_flush removes (all by default).
 type FlushArgs struct {
-	Port string `json:"port,omitempty"`
-	VLAN int    `json:"vlan,omitempty"`
+	Port string `json:"port,omitempty" format:"name"`
+	VLAN int    `json:"vlan,omitempty" minimum:"0" maximum:"4094" doc:"1..4094; 0 or absent: every VLAN"`
 	// Static also removes static entries from the kernel until the next
 	// sync; off by default (static entries belong to the table).
 }
@@ -433,17 +433,17 @@ func flushFDB(h cube.Handle, c *cube.Cube, args any) (any, error) {
 		a = &FlushArgs{}
 	}
 	port := -1
+	if a.VLAN != 0 {
+		if err := checkVID("vlan", a.VLAN); err != nil {
+			return nil, err
+		}
+	}
 	if a.Port != "" {
 		p := c.Port(a.Port)
 		if p == nil {
 			return nil, cube.NotFound("port", "cube %s has no port %q", c.Name, a.Port)
 		}
 		port = p.Index
-	}
-	if a.VLAN != 0 {
-		if err := checkVID("vlan", a.VLAN); err != nil {
-			return nil, err
-		}
 	}
 	fdbM, err := h.Map("br_fdb")
 	if err != nil {

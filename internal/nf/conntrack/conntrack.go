@@ -62,16 +62,16 @@ const (
 
 // Timeouts are per-state idle timeouts in seconds; zero means the default.
 type Timeouts struct {
-	TCPSynSent     uint32 `json:"tcp_syn_sent,omitempty"`
-	TCPSynRecv     uint32 `json:"tcp_syn_recv,omitempty"`
-	TCPEstablished uint32 `json:"tcp_established,omitempty"`
-	TCPFinWait     uint32 `json:"tcp_fin_wait,omitempty"`
-	TCPTimeWait    uint32 `json:"tcp_time_wait,omitempty"`
-	TCPClose       uint32 `json:"tcp_close,omitempty"`
-	UDP            uint32 `json:"udp,omitempty"`
-	UDPReplied     uint32 `json:"udp_replied,omitempty"`
-	ICMP           uint32 `json:"icmp,omitempty"`
-	Other          uint32 `json:"other,omitempty"`
+	TCPSynSent     uint32 `json:"tcp_syn_sent,omitempty" maximum:"604800"`
+	TCPSynRecv     uint32 `json:"tcp_syn_recv,omitempty" maximum:"604800"`
+	TCPEstablished uint32 `json:"tcp_established,omitempty" maximum:"604800"`
+	TCPFinWait     uint32 `json:"tcp_fin_wait,omitempty" maximum:"604800"`
+	TCPTimeWait    uint32 `json:"tcp_time_wait,omitempty" maximum:"604800"`
+	TCPClose       uint32 `json:"tcp_close,omitempty" maximum:"604800"`
+	UDP            uint32 `json:"udp,omitempty" maximum:"604800"`
+	UDPReplied     uint32 `json:"udp_replied,omitempty" maximum:"604800"`
+	ICMP           uint32 `json:"icmp,omitempty" maximum:"604800"`
+	Other          uint32 `json:"other,omitempty" maximum:"604800"`
 }
 
 // Defaults are the timeouts used for zero fields (as in conntrack.h).
@@ -143,15 +143,55 @@ func (t Tuple) Dst() string {
 }
 
 func endpoint(a [4]byte, p [2]byte, proto uint8) string {
-	ip := netip.AddrFrom4(a)
+	return endpointOf(netip.AddrFrom4(a), p, proto)
+}
+
+func endpointOf(ip netip.Addr, p [2]byte, proto uint8) string {
 	port := binary.BigEndian.Uint16(p[:])
 	switch proto {
 	case unix.IPPROTO_TCP, unix.IPPROTO_UDP:
 		return netip.AddrPortFrom(ip, port).String()
-	case unix.IPPROTO_ICMP:
+	case unix.IPPROTO_ICMP, unix.IPPROTO_ICMPV6:
 		return fmt.Sprintf("%s id %d", ip, port)
 	}
 	return ip.String()
+}
+
+// Tuple46 mirrors struct ct_tuple46: either family, IPv4 addresses in the
+// first four bytes.
+type Tuple46 struct {
+	Saddr  [16]byte
+	Daddr  [16]byte
+	Sport  [2]byte
+	Dport  [2]byte
+	Proto  uint8
+	Family uint8
+	_      uint16
+}
+
+func (t Tuple46) addr(a [16]byte) netip.Addr {
+	if t.Family == 4 {
+		return netip.AddrFrom4([4]byte(a[:4]))
+	}
+	return netip.AddrFrom16(a)
+}
+
+// Reverse is what the other end sends (ICMP echo keeps its identifier).
+func (t Tuple46) Reverse() Tuple46 {
+	r := Tuple46{Saddr: t.Daddr, Daddr: t.Saddr, Sport: t.Dport, Dport: t.Sport, Proto: t.Proto, Family: t.Family}
+	if t.Proto == unix.IPPROTO_ICMP || t.Proto == unix.IPPROTO_ICMPV6 {
+		r.Sport, r.Dport = t.Sport, t.Dport
+	}
+	return r
+}
+
+// Src and Dst render the endpoints like Tuple's.
+func (t Tuple46) Src() string { return endpointOf(t.addr(t.Saddr), t.Sport, t.Proto) }
+func (t Tuple46) Dst() string {
+	if t.Proto == unix.IPPROTO_ICMP || t.Proto == unix.IPPROTO_ICMPV6 {
+		return t.addr(t.Daddr).String()
+	}
+	return endpointOf(t.addr(t.Daddr), t.Dport, t.Proto)
 }
 
 // ProtoName names an IP protocol.
@@ -163,6 +203,8 @@ func ProtoName(p uint8) string {
 		return "udp"
 	case unix.IPPROTO_ICMP:
 		return "icmp"
+	case unix.IPPROTO_ICMPV6:
+		return "icmpv6"
 	}
 	return fmt.Sprint(p)
 }
@@ -197,11 +239,12 @@ func (c Conn) IdleSeconds(now uint64) float64 {
 // direction) also says which entry is the reply's, and gives the other
 // tuple from the original's: the pair goes together, judged by the
 // original, and counts once.
-func Sweep[V any](m *ebpf.Map, to KTimeouts, all bool, conn func(v V) (c Conn, reply bool, other Tuple)) (int, error) {
+func Sweep[K comparable, V any](m *ebpf.Map, to KTimeouts, all bool, conn func(v V) (c Conn, reply bool, other K)) (int, error) {
 	now := ktime.Now()
-	var dead []Tuple
+	var dead []K
+	var none K
 	n := 0
-	if err := bpfmap.Each(m, func(k Tuple, v V) bool {
+	if err := bpfmap.Each(m, func(k K, v V) bool {
 		c, reply, other := conn(v)
 		switch {
 		case reply:
@@ -210,7 +253,7 @@ func Sweep[V any](m *ebpf.Map, to KTimeouts, all bool, conn func(v V) (c Conn, r
 			}
 		case all || c.Expired(to, now):
 			dead = append(dead, k)
-			if other != (Tuple{}) {
+			if other != none {
 				dead = append(dead, other)
 			}
 			n++

@@ -1,12 +1,14 @@
 package ddos
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"testing"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/nftest"
 )
@@ -71,5 +73,27 @@ func BenchmarkCostLengths(b *testing.B) {
 			}
 			b.ReportMetric(float64(d.Nanoseconds()), "ns/pkt")
 		})
+	}
+}
+
+// The cost model counts the IPv4 prefix lengths in use per blacklist (a
+// probe each), addresses alone as /32, IPv6 entries not at all.
+func TestCostCountsIPv4PrefixLengths(t *testing.T) {
+	c := &cube.Cube{Name: "dd", Type: "ddos", Tables: map[string]map[string]json.RawMessage{
+		"blacklist_src": {"198.18.0.1": nil, "10.0.0.0/8": nil, "10.1.0.0/16": nil, "10.2.0.0/16": nil, "2001:db8::/32": nil},
+		"blacklist_dst": {"198.18.0.2": nil, "2001:db8::1": nil},
+	}}
+	uses, _, err := costUses(nil, c, "ingress")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n float64
+	for _, u := range uses {
+		if u.Term == termLength {
+			n = u.N
+		}
+	}
+	if n != 4 {
+		t.Fatalf("%v prefix lengths probed, want 4 (/32, /8, /16 of sources, /32 of destinations): %+v", n, uses)
 	}
 }

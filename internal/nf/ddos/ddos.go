@@ -15,9 +15,11 @@ import (
 	"net/netip"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/schema"
 )
 
 // objects are the fast path built for each hook (make bpf).
@@ -37,7 +39,7 @@ const (
 type Config struct {
 	// Directions inspected by rate and scan detection: both (default),
 	// ingress or egress. Blacklists apply in both.
-	Directions string `json:"directions,omitempty"`
+	Directions string `json:"directions,omitempty" enum:"both|ingress|egress"`
 	// Rate: block a source sending more than Threshold packets within
 	// WindowMs. Absent: no rate detection.
 	Rate *RateConfig `json:"rate,omitempty"`
@@ -46,14 +48,24 @@ type Config struct {
 	// MirrorInterface is a Linux interface that receives the packets of
 	// sources blocked for scanning (instead of dropping them), for a
 	// monitor to analyse. Empty: they are dropped.
-	MirrorInterface string `json:"mirror_interface,omitempty"`
+	MirrorInterface string `json:"mirror_interface,omitempty" format:"ifname" doc:"a Linux interface (the tenant's) that receives the packets of sources blocked for scanning; needs scan"`
+}
+
+// RefineSchema: only scanners are mirrored.
+func (*Config) RefineSchema(s *schema.Schema) {
+	scan := *s.Properties["scan"]
+	scan.Nullable = false
+	s.AnyOf = []*schema.Schema{
+		schema.Branch(nil, map[string]*schema.Schema{"mirror_interface": schema.Absent()}),
+		schema.Branch([]string{"scan"}, map[string]*schema.Schema{"scan": &scan}),
+	}
 }
 
 // RateConfig configures rate-based blocking.
 type RateConfig struct {
-	Threshold    uint32 `json:"threshold"`               // packets per window; required
-	WindowMs     uint32 `json:"window_ms,omitempty"`     // default 1000
-	BlockSeconds uint32 `json:"block_seconds,omitempty"` // default 60
+	Threshold    uint32 `json:"threshold" minimum:"1"`                     // packets per window; required
+	WindowMs     uint32 `json:"window_ms,omitempty" maximum:"3600000"`     // default 1000
+	BlockSeconds uint32 `json:"block_seconds,omitempty" maximum:"2592000"` // default 60
 }
 
 // ScanConfig configures port-scan detection. A probe is a TCP SYN without
@@ -61,12 +73,24 @@ type RateConfig struct {
 type ScanConfig struct {
 	// DistinctPorts: block a source probing more than this many distinct
 	// destination ports within the window (0: off; at most 1024).
-	DistinctPorts uint32 `json:"distinct_ports,omitempty"`
+	DistinctPorts uint32 `json:"distinct_ports,omitempty" maximum:"1024"`
 	// SequentialPorts: block a source probing this many consecutive
 	// ports in increasing order (p, p+1, p+2, ...) (0: off).
 	SequentialPorts uint32 `json:"sequential_ports,omitempty"`
-	WindowMs        uint32 `json:"window_ms,omitempty"`     // default 10000
-	BlockSeconds    uint32 `json:"block_seconds,omitempty"` // default 300
+	WindowMs        uint32 `json:"window_ms,omitempty" maximum:"3600000"`     // default 10000
+	BlockSeconds    uint32 `json:"block_seconds,omitempty" maximum:"2592000"` // default 300
+}
+
+// RefineSchema: sequential_ports is 0 (off) or 2..65535, and one of the
+// two detections is on.
+func (*ScanConfig) RefineSchema(s *schema.Schema) {
+	s.Properties["sequential_ports"] = &schema.Schema{Description: "0 (off) or 2..65535", OneOf: []*schema.Schema{
+		{Type: "integer", Minimum: schema.Num(0), Maximum: schema.Num(0)},
+		{Type: "integer", Minimum: schema.Num(2), Maximum: schema.Num(65535)}}}
+	s.AnyOf = []*schema.Schema{
+		schema.Branch([]string{"distinct_ports"}, map[string]*schema.Schema{"distinct_ports": {Type: "integer", Minimum: schema.Num(1), Maximum: schema.Num(MaxScanPorts)}}),
+		schema.Branch([]string{"sequential_ports"}, map[string]*schema.Schema{"sequential_ports": {Type: "integer", Minimum: schema.Num(2), Maximum: schema.Num(65535)}}),
+	}
 }
 
 var directions = map[string]uint32{"both": fDirIngress | fDirEgress, "ingress": fDirIngress, "egress": fDirEgress}
@@ -143,18 +167,29 @@ func (c *Config) Interfaces() []string {
 type Entry struct {
 	// Prefix is an IPv4/IPv6 address or prefix: "198.18.0.7",
 	// "198.18.0.0/16", "2001:db8::/32". Stored in canonical form.
-	Prefix string `json:"prefix"`
+	Prefix string `json:"prefix" format:"ip-host"`
 	// Expires is when the entry stops matching (RFC 3339); absent: never.
 	Expires *time.Time `json:"expires,omitempty"`
 	// TTLSeconds is a shorthand for Expires = now + TTLSeconds; it is
 	// turned into Expires when the entry is stored.
 	TTLSeconds uint32 `json:"ttl_seconds,omitempty"`
-	Comment    string `json:"comment,omitempty"`
+	Comment    string `json:"comment,omitempty" maxLength:"256"`
+}
+
+// RefineSchema: an entry expires at a time or after a time, not both.
+func (*Entry) RefineSchema(s *schema.Schema) {
+	s.AnyOf = []*schema.Schema{
+		schema.Branch(nil, map[string]*schema.Schema{"expires": schema.Absent()}),
+		schema.Branch(nil, map[string]*schema.Schema{"ttl_seconds": schema.Absent()}),
+	}
 }
 
 // Validate checks and canonicalises the entry.
 func (e *Entry) Validate(*cube.Cube) error {
 	p, err := ParsePrefix(e.Prefix)
+	if errors.As(err, new(errHostBits)) {
+		return cube.Unprocessable("prefix", "%v", err)
+	}
 	if err != nil {
 		return cube.Errorf("prefix", "%v", err)
 	}
@@ -167,11 +202,15 @@ func (e *Entry) Validate(*cube.Cube) error {
 		e.Expires = &t
 		e.TTLSeconds = 0
 	}
-	if len(e.Comment) > 256 {
-		return cube.Errorf("comment", "longer than 256 bytes")
+	if utf8.RuneCountInString(e.Comment) > 256 {
+		return cube.Errorf("comment", "longer than 256 characters")
 	}
 	return nil
 }
+
+// errHostBits is a prefix with bits set after its length: the API's
+// document cannot say so (422).
+type errHostBits struct{ error }
 
 // ParsePrefix reads an address ("/32" or "/128" implied) or a prefix, and
 // refuses host bits set beyond the prefix length.
@@ -196,7 +235,7 @@ func ParsePrefix(s string) (netip.Prefix, error) {
 		return netip.Prefix{}, fmt.Errorf("invalid prefix %q: write IPv4 prefixes in IPv4 form", s)
 	}
 	if p.Masked() != p {
-		return netip.Prefix{}, fmt.Errorf("prefix %q has bits set after the first %d; did you mean %s?", s, p.Bits(), p.Masked())
+		return netip.Prefix{}, errHostBits{fmt.Errorf("prefix %q has bits set after the first %d; did you mean %s?", s, p.Bits(), p.Masked())}
 	}
 	return p, nil
 }

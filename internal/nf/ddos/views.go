@@ -34,7 +34,7 @@ type Hit struct {
 
 // UnblockArgs names a source to release.
 type UnblockArgs struct {
-	Source string `json:"source"`
+	Source string `json:"source" format:"ip"`
 }
 
 func listBlocked(h cube.Handle, _ *cube.Cube) (any, error) {

@@ -20,7 +20,7 @@ func TestLayouts(t *testing.T) {
 		"fw_cls_key":  clsKey{},
 		"fw_conn":     kconn{},
 		"enf_traffic": counters.Traffic{},
-		"ct_tuple":    conntrack.Tuple{},
+		"ct_tuple46":  conntrack.Tuple46{},
 		"ct_conn":     conntrack.Conn{},
 		"ct_timeouts": conntrack.KTimeouts{},
 	})

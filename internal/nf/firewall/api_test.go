@@ -56,10 +56,15 @@ func TestAPIBulkLoad10k(t *testing.T) {
 	if err != nil || len(v.([]RuleCounter)) != 10000+2 {
 		t.Fatalf("counters view: %d rows, %v", len(v.([]RuleCounter)), err)
 	}
-	// A bad entry in a list: 400 naming it; a duplicate id: 409.
-	bad := []Rule{{ID: 20001, Action: "accept"}, {ID: 20002, Proto: "tcp", Dport: "99-9", Action: "drop"}}
-	if code, body := do("POST", "/v1/cubes/fw/tables/ingress", bad); code != 400 || !strings.Contains(body, "dport") {
+	// A bad entry in a list: 400 naming it (422: an inverted range, which
+	// the document cannot tell); a duplicate id: 409.
+	bad := []Rule{{ID: 20001, Action: "accept"}, {ID: 20002, Proto: "tcp", Dport: "99", Sport: "x", Action: "drop"}}
+	if code, body := do("POST", "/v1/cubes/fw/tables/ingress", bad); code != 400 || !strings.Contains(body, "sport") {
 		t.Fatalf("bad entry: %d %s", code, body)
+	}
+	bad[1].Sport, bad[1].Dport = "", "99-9"
+	if code, body := do("POST", "/v1/cubes/fw/tables/ingress", bad); code != 422 || !strings.Contains(body, "dport") {
+		t.Fatalf("inverted range: %d %s", code, body)
 	}
 	dup := []Rule{{ID: 20001, Action: "accept"}, {ID: 20001, Action: "drop"}}
 	if code, body := do("POST", "/v1/cubes/fw/tables/ingress", dup); code != 409 {

@@ -33,10 +33,17 @@ func benchRules(n int, proto string, mixed bool) []Rule {
 // cached: a UDP flow, whose connection caches its verdict after the first
 // run; otherwise TCP ACKs of no connection (state invalid, accepted by the
 // policy, never tracked), so every run goes through the classifier.
-func perPacket(b *testing.B, n int, mixed, cached bool) {
+// v6: the same in IPv6.
+func perPacket(b *testing.B, n int, mixed, cached, v6 bool) {
 	proto, frame := "udp", udp("198.18.0.10", "198.19.0.1", 1234, 9)
 	if !cached {
 		proto, frame = "tcp", tcp("198.18.0.10", "198.19.0.1", 1234, 9, "A")
+	}
+	if v6 {
+		frame = udp6("2001:db8::10", "2001:db8:1::1", 1234, 9)
+		if !cached {
+			frame = tcp6("2001:db8::10", "2001:db8:1::1", 1234, 9, fACK)
+		}
 	}
 	r := nftest.New(b, Type, fwModel(datapath.XDP, nil, benchRules(n, proto, mixed), nil))
 	if res := r.RunTransparent(datapath.Ingress, frame); res.Verdict != datapath.XDPRedirect {
@@ -57,9 +64,12 @@ func BenchmarkClassify(b *testing.B) {
 			name = "classifier"
 		}
 		for _, n := range []int{10, 100, 1000, 10000} {
-			b.Run(name+"/"+strconv.Itoa(n), func(b *testing.B) { perPacket(b, n, false, cached) })
+			b.Run(name+"/"+strconv.Itoa(n), func(b *testing.B) { perPacket(b, n, false, cached, false) })
 		}
-		b.Run(name+"/10000-mixed", func(b *testing.B) { perPacket(b, 10000, true, cached) })
+		b.Run(name+"/10000-mixed", func(b *testing.B) { perPacket(b, 10000, true, cached, false) })
+		for _, n := range []int{10, 1000} {
+			b.Run(name+"/ipv6-"+strconv.Itoa(n), func(b *testing.B) { perPacket(b, n, false, cached, true) })
+		}
 	}
 }
 

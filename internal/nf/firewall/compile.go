@@ -178,19 +178,23 @@ func classOf(dedup map[bv]uint32, vecs *[]*bv, b *bv) uint32 {
 	return c
 }
 
-// compilePrefixes gives every distinct prefix P of the field (and 0/0) the
-// vector of rules whose prefix contains P: the longest-prefix match of an
-// address then yields exactly the rules matching it.
+// compilePrefixes gives every distinct prefix P of the field (and each
+// family's 0/0) the vector of rules whose prefix contains P: the
+// longest-prefix match of an address then yields exactly the rules matching
+// it. A rule without a prefix is in both families' roots.
 func compilePrefixes(rules []compiled, d int, nw int) map[netip.Prefix]*bv {
-	any := netip.PrefixFrom(netip.IPv4Unspecified(), 0)
-	own := map[netip.Prefix]*bv{any: {}}
+	any4 := netip.PrefixFrom(netip.IPv4Unspecified(), 0)
+	any6 := netip.PrefixFrom(netip.IPv6Unspecified(), 0)
+	own := map[netip.Prefix]*bv{any4: {}, any6: {}}
 	for i, r := range rules {
 		p := r.src
 		if d == dDst {
 			p = r.dst
 		}
 		if !p.IsValid() {
-			p = any
+			own[any4].set(i)
+			own[any6].set(i)
+			continue
 		}
 		b := own[p]
 		if b == nil {

@@ -52,8 +52,22 @@ type lpmKey struct {
 	Gen       uint8
 	Chain     uint8
 	Dim       uint8
-	_         uint8
-	Addr      [4]byte
+	Family    uint8
+	Addr      [16]byte
+}
+
+// prefixKey is the fw_lpm key of prefix p: the family byte keeps IPv4 and
+// IPv6 apart, IPv4 addresses fill the first four bytes.
+func prefixKey(p netip.Prefix, gen, ch, dim uint8) lpmKey {
+	k := lpmKey{PrefixLen: 32 + uint32(p.Bits()), Gen: gen, Chain: ch, Dim: dim, Family: 6}
+	if p.Addr().Is4() {
+		k.Family = 4
+		a := p.Addr().As4()
+		copy(k.Addr[:], a[:])
+	} else {
+		k.Addr = p.Addr().As16()
+	}
+	return k
 }
 
 type clsKey struct {
@@ -356,7 +370,7 @@ func writeChain(m *fwMaps, gen, ch uint8, cs *chainSet, cfg *Config, w *written)
 		vals := make([]uint32, 0, len(cs.lpm[d]))
 		for p, b := range cs.lpm[d] {
 			c := uint32(len(keys))
-			keys = append(keys, lpmKey{PrefixLen: 32 + uint32(p.Bits()), Gen: gen, Chain: ch, Dim: uint8(d), Addr: p.Addr().As4()})
+			keys = append(keys, prefixKey(p, gen, ch, uint8(d)))
 			vals = append(vals, c)
 			addCls(d, c, b)
 		}
@@ -435,8 +449,8 @@ func (ctl *controller) ageConns(h cube.Handle, all bool) (int, error) {
 	ctl.mu.Lock()
 	to := ctl.cfg.Timeouts.Kernel()
 	ctl.mu.Unlock()
-	return conntrack.Sweep(m, to, all, func(v kconn) (conntrack.Conn, bool, conntrack.Tuple) {
-		return v.C, false, conntrack.Tuple{}
+	return conntrack.Sweep(m, to, all, func(v kconn) (conntrack.Conn, bool, conntrack.Tuple46) {
+		return v.C, false, conntrack.Tuple46{}
 	})
 }
 

@@ -75,9 +75,13 @@ func fwLab(t *testing.T, hook datapath.Hook, cfg string, ingress, egress []strin
 // listener on port in another; it reports whether the handshake completed.
 func tcpConnect(t *testing.T, from, to *netlab.Host, dst string, port int) error {
 	t.Helper()
+	network := "tcp4"
+	if strings.Contains(dst, ":") {
+		network = "tcp6"
+	}
 	var ln *net.TCPListener
 	if err := to.Do(func() (err error) {
-		ln, err = net.ListenTCP("tcp4", &net.TCPAddr{Port: port})
+		ln, err = net.ListenTCP(network, &net.TCPAddr{Port: port})
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -85,7 +89,7 @@ func tcpConnect(t *testing.T, from, to *netlab.Host, dst string, port int) error
 	defer ln.Close()
 	var c net.Conn
 	err := from.Do(func() (err error) {
-		c, err = net.DialTimeout("tcp4", fmt.Sprintf("%s:%d", dst, port), 1500*time.Millisecond)
+		c, err = net.DialTimeout(network, net.JoinHostPort(dst, fmt.Sprint(port)), 1500*time.Millisecond)
 		return err
 	})
 	if err == nil {

@@ -4,12 +4,14 @@ import (
 	"embed"
 	"fmt"
 	"net/netip"
+	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/nf/conntrack"
+	"github.com/edgenf/edgenf/internal/schema"
 )
 
 // MaxRules is the number of rules a chain holds.
@@ -19,14 +21,14 @@ const MaxRules = 10240
 type Config struct {
 	// IngressPolicy and EgressPolicy are what happens to a packet no rule
 	// of the chain matches: accept (default) or drop.
-	IngressPolicy string `json:"ingress_policy,omitempty"`
-	EgressPolicy  string `json:"egress_policy,omitempty"`
+	IngressPolicy string `json:"ingress_policy,omitempty" format:"fw-action" doc:"accept (default) or drop"`
+	EgressPolicy  string `json:"egress_policy,omitempty" format:"fw-action" doc:"accept (default) or drop"`
 	// AcceptEstablished accepts every packet of a tracked connection
 	// (state established or related) before the rules are looked at.
 	AcceptEstablished bool `json:"accept_established,omitempty"`
 	// LogRate bounds the packets rules with log send to the slow path, per
 	// second and CPU (default 100; 0 keeps the default, -1 disables).
-	LogRate int `json:"log_rate,omitempty"`
+	LogRate int `json:"log_rate,omitempty" minimum:"-1" maximum:"1000000"`
 	// Timeouts are per-state idle timeouts of tracked connections (s).
 	Timeouts *conntrack.Timeouts `json:"timeouts,omitempty"`
 }
@@ -63,28 +65,78 @@ const (
 )
 
 // Rule is one rule of a chain. Empty fields match everything; a packet must
-// match every field given. Rules are tried by increasing id.
+// match every field given. Rules are tried by increasing id. A rule without
+// addresses and family matches IPv4 and IPv6 alike.
 type Rule struct {
-	ID int `json:"id"`
-	// Src and Dst are IPv4 prefixes ("198.18.0.0/16") or addresses.
-	Src string `json:"src,omitempty"`
-	Dst string `json:"dst,omitempty"`
-	// Proto is tcp, udp, icmp or an IP protocol number.
+	ID int `json:"id" minimum:"1" maximum:"1073741824"`
+	// Family restricts the rule to ipv4 or ipv6 (implied by addresses).
+	Family string `json:"family,omitempty" enum:"ipv4|ipv6"`
+	// Src and Dst are IPv4 or IPv6 prefixes ("198.18.0.0/16",
+	// "2001:db8::/32") or addresses; 0.0.0.0/0 is every IPv4 address, ::/0
+	// every IPv6 one.
+	Src string `json:"src,omitempty" format:"ip-match"`
+	Dst string `json:"dst,omitempty" format:"ip-match"`
+	// Proto is tcp, udp, icmp, icmpv6 or an IP protocol number (the
+	// upper-layer header, found past IPv6 extension headers).
 	Proto string `json:"proto,omitempty"`
 	// Sport and Dport are a port or an inclusive range "lo-hi" (tcp/udp).
-	Sport string `json:"sport,omitempty"`
-	Dport string `json:"dport,omitempty"`
+	Sport string `json:"sport,omitempty" format:"port-range"`
+	Dport string `json:"dport,omitempty" format:"port-range"`
+	// ICMPType is an ICMP or ICMPv6 message type, by number or name
+	// (echo-request, echo-reply, destination-unreachable, time-exceeded,
+	// parameter-problem; ICMPv6 also packet-too-big and the neighbour
+	// discovery types; proto icmp or icmpv6).
+	ICMPType string `json:"icmp_type,omitempty"`
 	// TCPFlags lists flags that must be set, and with '!' clear:
 	// "SYN,!ACK" (FIN SYN RST PSH ACK URG ECE CWR; proto tcp).
-	TCPFlags string `json:"tcp_flags,omitempty"`
+	TCPFlags string `json:"tcp_flags,omitempty" format:"tcp-flags"`
 	// State is a comma-separated set of connection-tracking states: new,
 	// established, related, invalid.
-	State string `json:"state,omitempty"`
+	State string `json:"state,omitempty" format:"ct-states"`
 	// Action is accept or drop.
-	Action string `json:"action"`
+	Action string `json:"action" format:"fw-action"`
 	// Log sends matching packets (rate-limited) to the slow path's log.
 	Log         bool   `json:"log,omitempty"`
 	Description string `json:"description,omitempty"`
+}
+
+func init() {
+	flag := "!?(" + strings.Join(caseFolded(flagNames()), "|") + ")"
+	state := "(" + strings.Join(caseFolded(conntrack.PktStateNames[:]), "|") + ")"
+	schema.Register("fw-action", schema.Format{Pattern: schema.Anchored(schema.CaseFold("accept") + "|" + schema.CaseFold("drop")),
+		Doc: "accept or drop"})
+	schema.Register("ip-protocol", schema.Format{Pattern: schema.Anchored(strings.Join(caseFolded([]string{"tcp", "udp", "icmp", "any"}), "|") + "|0*" + schema.Dec8),
+		Doc: "tcp, udp, icmp, any, or an IP protocol number 0..255"})
+	schema.Register("tcp-flags", schema.Format{Pattern: schema.Anchored(flag + "(," + flag + ")*"),
+		Doc: "TCP flags that must be set, and with '!' clear, each once (422 otherwise): SYN,!ACK (FIN SYN RST PSH ACK URG ECE CWR)"})
+	schema.Register("ct-states", schema.Format{Pattern: schema.Anchored(state + "(," + state + ")*"),
+		Doc: "connection-tracking states: new, established, related, invalid, e.g. established,related"})
+}
+
+func flagNames() []string {
+	out := make([]string, 0, len(flagBits))
+	for n := range flagBits {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func caseFolded(words []string) []string {
+	out := make([]string, len(words))
+	for i, w := range words {
+		out[i] = schema.CaseFold(w)
+	}
+	return out
+}
+
+// RefineSchema: ports need protocol tcp or udp, TCP flags protocol tcp.
+func (*Rule) RefineSchema(s *schema.Schema) {
+	s.AnyOf = []*schema.Schema{
+		schema.Branch(nil, map[string]*schema.Schema{"sport": schema.Absent(), "dport": schema.Absent(), "tcp_flags": schema.Absent()}),
+		schema.Branch([]string{"proto"}, map[string]*schema.Schema{"proto": schema.Str(schema.Anchored(schema.CaseFold("udp") + "|0*17")), "tcp_flags": schema.Absent()}),
+		schema.Branch([]string{"proto"}, map[string]*schema.Schema{"proto": schema.Str(schema.Anchored(schema.CaseFold("tcp") + "|0*6"))}),
+	}
 }
 
 // compiled is a validated rule in the form the compiler uses.
@@ -109,22 +161,23 @@ func (r *Rule) Validate(*cube.Cube) error {
 }
 
 func prefix(field, s string) (netip.Prefix, error) {
-	if s == "" || s == "any" || s == "0.0.0.0/0" {
+	if s == "" || s == "any" {
 		return netip.Prefix{}, nil
 	}
 	p, err := netip.ParsePrefix(s)
 	if err != nil {
 		a, aerr := netip.ParseAddr(s)
-		if aerr != nil {
-			return p, cube.Errorf(field, "invalid prefix %q: want an IPv4 address or address/length, e.g. 198.18.0.0/16", s)
+		if aerr != nil || a.Zone() != "" {
+			return p, cube.Errorf(field, "invalid prefix %q: want an IPv4 or IPv6 address or address/length, e.g. 198.18.0.0/16 or 2001:db8::/32", s)
 		}
 		p = netip.PrefixFrom(a, a.BitLen())
 	}
-	if !p.Addr().Is4() {
-		return p, cube.Errorf(field, "%q is not IPv4: the firewall classifies IPv4 (other traffic passes)", s)
+	if p.Addr().Is4In6() {
+		return p, cube.Errorf(field, "%q is an IPv4-mapped IPv6 address: write the IPv4 prefix (%s)", s,
+			netip.PrefixFrom(p.Addr().Unmap(), max(p.Bits()-96, 0)).Masked())
 	}
 	if p.Masked() != p {
-		return p, cube.Errorf(field, "%q has host bits set (did you mean %s?)", s, p.Masked())
+		return p, cube.Unprocessable(field, "%q has host bits set (did you mean %s?)", s, p.Masked())
 	}
 	return p, nil
 }
@@ -142,7 +195,7 @@ func portRange(field, s string) ([2]uint16, error) {
 		}
 	}
 	if hi < lo {
-		return [2]uint16{}, cube.Errorf(field, "inverted port range %q: %d > %d", s, lo, hi)
+		return [2]uint16{}, cube.Unprocessable(field, "inverted port range %q: %d > %d", s, lo, hi)
 	}
 	return [2]uint16{uint16(lo), uint16(hi)}, nil
 }
@@ -167,12 +220,17 @@ func (r *Rule) compile() (compiled, error) {
 		c.proto = 17
 	case "icmp":
 		c.proto = 1
+	case "icmpv6", "ipv6-icmp":
+		c.proto = 58
 	default:
 		n, err := strconv.ParseUint(p, 10, 8)
 		if err != nil {
-			return c, cube.Errorf("proto", "unknown protocol %q: want tcp, udp, icmp or a number 0-255", r.Proto)
+			return c, cube.Errorf("proto", "unknown protocol %q: want tcp, udp, icmp, icmpv6 or a number 0-255", r.Proto)
 		}
 		c.proto = int(n)
+	}
+	if err := c.family(r.Family); err != nil {
+		return c, err
 	}
 	if r.Sport != "" || r.Dport != "" {
 		if c.proto != 6 && c.proto != 17 {
@@ -195,6 +253,14 @@ func (r *Rule) compile() (compiled, error) {
 		}
 		c.hasDp = true
 	}
+	if r.ICMPType != "" {
+		// The classifier looks ICMP types up as destination ports.
+		t, err := icmpType(c.proto, r.ICMPType)
+		if err != nil {
+			return c, err
+		}
+		c.dport, c.hasDp = [2]uint16{uint16(t), uint16(t)}, true
+	}
 	if r.TCPFlags != "" {
 		if c.proto != 6 {
 			return c, cube.Errorf("tcp_flags", "tcp_flags need proto tcp")
@@ -207,7 +273,7 @@ func (r *Rule) compile() (compiled, error) {
 				return c, cube.Errorf("tcp_flags", "unknown TCP flag %q: want FIN, SYN, RST, PSH, ACK, URG, ECE, CWR, optionally with '!'", f)
 			}
 			if c.flagMask&bit != 0 {
-				return c, cube.Errorf("tcp_flags", "flag %s given twice", strings.TrimPrefix(f, "!"))
+				return c, cube.Unprocessable("tcp_flags", "flag %s given twice", strings.TrimPrefix(f, "!"))
 			}
 			c.flagMask |= bit
 			if !neg {
@@ -299,3 +365,80 @@ var Type = &cube.Type{
 }
 
 func init() { cube.Register(Type) }
+
+// family checks that addresses, family and protocol agree, and makes a
+// family-specific rule without addresses match its whole family.
+func (c *compiled) family(fam string) error {
+	is4 := func(p netip.Prefix) bool { return p.Addr().Is4() }
+	switch {
+	case c.src.IsValid() && c.dst.IsValid() && is4(c.src) != is4(c.dst):
+		return cube.Errorf("dst", "%s and src %s are of different address families", c.dst, c.src)
+	}
+	v := 0 // 4, 6 or 0: either
+	for _, p := range []netip.Prefix{c.src, c.dst} {
+		if p.IsValid() {
+			v = 6
+			if is4(p) {
+				v = 4
+			}
+		}
+	}
+	switch strings.ToLower(fam) {
+	case "":
+	case "ipv4", "ip4", "inet":
+		if v == 6 {
+			return cube.Errorf("family", "ipv4, but the rule's addresses are IPv6")
+		}
+		v = 4
+	case "ipv6", "ip6", "inet6":
+		if v == 4 {
+			return cube.Errorf("family", "ipv6, but the rule's addresses are IPv4")
+		}
+		v = 6
+	default:
+		return cube.Errorf("family", "unknown family %q: want ipv4 or ipv6", fam)
+	}
+	switch {
+	case c.proto == 1 && v == 6:
+		return cube.Errorf("proto", "icmp is IPv4's: IPv6 rules want icmpv6")
+	case c.proto == 58 && v == 4:
+		return cube.Errorf("proto", "icmpv6 is IPv6's: IPv4 rules want icmp")
+	}
+	if v == 4 && !c.src.IsValid() {
+		c.src = netip.PrefixFrom(netip.IPv4Unspecified(), 0)
+	}
+	if v == 6 && !c.src.IsValid() {
+		c.src = netip.PrefixFrom(netip.IPv6Unspecified(), 0)
+	}
+	return nil
+}
+
+var icmpTypes = map[string]int{"echo-reply": 0, "destination-unreachable": 3, "echo-request": 8, "time-exceeded": 11, "parameter-problem": 12}
+
+var icmp6Types = map[string]int{"destination-unreachable": 1, "packet-too-big": 2, "time-exceeded": 3, "parameter-problem": 4,
+	"echo-request": 128, "echo-reply": 129, "router-solicitation": 133, "router-advertisement": 134,
+	"neighbor-solicitation": 135, "neighbor-advertisement": 136, "redirect": 137}
+
+func icmpType(proto int, s string) (int, error) {
+	names := icmpTypes
+	switch proto {
+	case 1:
+	case 58:
+		names = icmp6Types
+	default:
+		return 0, cube.Errorf("icmp_type", "icmp_type needs proto icmp or icmpv6")
+	}
+	if t, ok := names[strings.ToLower(s)]; ok {
+		return t, nil
+	}
+	n, err := strconv.ParseUint(s, 10, 8)
+	if err != nil {
+		known := make([]string, 0, len(names))
+		for k := range names {
+			known = append(known, k)
+		}
+		sort.Strings(known)
+		return 0, cube.Errorf("icmp_type", "unknown type %q: want 0-255 or one of %s", s, strings.Join(known, ", "))
+	}
+	return int(n), nil
+}

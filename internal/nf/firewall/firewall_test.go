@@ -384,7 +384,6 @@ func TestValidation(t *testing.T) {
 	}{
 		{nil, Rule{ID: 1, Src: "198.18.0.0/33", Action: "accept"}, "src: invalid prefix"},
 		{nil, Rule{ID: 1, Dst: "198.18.0.1/16", Action: "accept"}, "dst: \"198.18.0.1/16\" has host bits set"},
-		{nil, Rule{ID: 1, Src: "2001:db8::/32", Action: "accept"}, "not IPv4"},
 		{nil, Rule{ID: 1, Proto: "tcp", Dport: "200-100", Action: "accept"}, "dport: inverted port range"},
 		{nil, Rule{ID: 1, Proto: "tcp", Sport: "70000", Action: "accept"}, "sport: invalid port"},
 		{nil, Rule{ID: 1, Dport: "80", Action: "accept"}, "dport: ports need proto tcp or udp"},

@@ -104,16 +104,13 @@ func connections(h cube.Handle) ([]Connection, error) {
 	ctl.mu.Unlock()
 	now := ktime.Now()
 	out := []Connection{}
-	err = bpfmap.Each(m, func(k conntrack.Tuple, v kconn) bool {
+	err = bpfmap.Each(m, func(k conntrack.Tuple46, v kconn) bool {
 		if v.C.Expired(to, now) {
 			return true
 		}
 		t := k
 		if v.OrigSwapped != 0 {
-			t = conntrack.Tuple{Saddr: k.Daddr, Daddr: k.Saddr, Sport: k.Dport, Dport: k.Sport, Proto: k.Proto}
-			if k.Proto == 1 {
-				t.Sport, t.Dport = k.Sport, k.Dport
-			}
+			t = k.Reverse()
 		}
 		out = append(out, Connection{Proto: conntrack.ProtoName(k.Proto), Src: t.Src(), Dst: t.Dst(),
 			State: conntrack.StateName(v.C.State), Reply: v.C.Flags&conntrack.FlagReplied != 0, Idle: v.C.IdleSeconds(now)})

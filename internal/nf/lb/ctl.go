@@ -33,13 +33,47 @@ type portVal struct {
 	MAC [6]byte
 	_   uint16
 	IP  [4]byte
+	IP6 [16]byte
+}
+
+// addr16 is an address as the fast path stores it: 16 bytes, IPv4 in the
+// first four, and its family.
+func addr16(a netip.Addr) ([16]byte, uint8) {
+	var b [16]byte
+	if a.Is4() {
+		v := a.As4()
+		copy(b[:], v[:])
+		return b, 4
+	}
+	return a.As16(), 6
+}
+
+// addrOf is addr16's inverse.
+func addrOf(b [16]byte, family uint8) netip.Addr {
+	if family == 4 {
+		return netip.AddrFrom4([4]byte(b[:4]))
+	}
+	return netip.AddrFrom16(b)
 }
 
 type svcKey struct {
-	VIP   [4]byte
-	Port  uint16 // network order
-	Proto uint8
-	_     uint8
+	VIP    [16]byte
+	Port   uint16 // network order
+	Proto  uint8
+	Family uint8
+}
+
+func (k svcKey) key() string {
+	proto := "tcp"
+	if k.Proto == 17 {
+		proto = "udp"
+	}
+	return fmt.Sprintf("%s:%s:%d", addrOf(k.VIP, k.Family), proto, htons(k.Port))
+}
+
+type vipKey struct {
+	Addr   [16]byte
+	Family uint32
 }
 
 type svcVal struct {
@@ -50,7 +84,7 @@ type svcVal struct {
 }
 
 type beVal struct {
-	IP    [4]byte
+	IP    [16]byte
 	TPort uint16 // network order
 	Port  uint16
 	MAC   [6]byte
@@ -59,17 +93,18 @@ type beVal struct {
 }
 
 type connKey struct {
-	Saddr [4]byte
-	Daddr [4]byte
-	Sport uint16
-	Dport uint16
-	Proto uint8
-	_     [3]uint8
+	Saddr  [16]byte
+	Daddr  [16]byte
+	Sport  uint16
+	Dport  uint16
+	Proto  uint8
+	Family uint8
+	_      [2]uint8
 }
 
 type connVal struct {
 	Backend uint32
-	BeIP    [4]byte
+	BeIP    [16]byte
 }
 
 type beStats struct {
@@ -127,7 +162,7 @@ func resolve(c *cube.Cube) ([]resolved, error) {
 	}
 	bySvc := map[string][]Backend{}
 	for _, v := range extra {
-		b := v.(*Backend)
+		b := &v.(*TableBackend).Backend
 		bySvc[b.Service] = append(bySvc[b.Service], *b)
 	}
 	out := make([]resolved, 0, len(rows))
@@ -166,12 +201,7 @@ func (ctl *controller) recover(h cube.Handle) {
 	var v svcVal
 	it := ms.Iterate()
 	for it.Next(&k, &v) {
-		proto := "tcp"
-		if k.Proto == 17 {
-			proto = "udp"
-		}
-		key := fmt.Sprintf("%s:%s:%d", netip.AddrFrom4(k.VIP), proto, htons(k.Port))
-		ctl.svcIDs[key] = v.ID
+		ctl.svcIDs[k.key()] = v.ID
 	}
 }
 
@@ -236,10 +266,14 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 		var v portVal
 		if p := c.PortByIndex(i); p != nil {
 			copy(v.MAC[:], portMAC(c, p))
-			for _, a := range p.Addresses {
-				if pf, err := netip.ParsePrefix(a); err == nil && pf.Addr().Is4() {
+			for _, a := range p.Addresses { // the first of each family
+				pf, err := netip.ParsePrefix(a)
+				switch {
+				case err != nil:
+				case pf.Addr().Is4() && v.IP == [4]byte{}:
 					v.IP = pf.Addr().As4()
-					break
+				case pf.Addr().Is6() && v.IP6 == [16]byte{}:
+					v.IP6 = pf.Addr().As16()
 				}
 			}
 		}
@@ -284,7 +318,7 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 		usedBE[id] = true // not reused within this sync
 	}
 
-	vips := map[[4]byte]uint32{}
+	vips := map[vipKey]uint32{}
 	for _, r := range svcs {
 		s := r.svc
 		key := s.Key()
@@ -302,8 +336,8 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 			if err != nil {
 				return err
 			}
-			v := beVal{IP: netip.MustParseAddr(b.Address).As4(), Port: uint16(c.Port(b.Port).Index),
-				Flags: beStates[b.State], Svc: sid}
+			ip, _ := addr16(netip.MustParseAddr(b.Address))
+			v := beVal{IP: ip, Port: uint16(c.Port(b.Port).Index), Flags: beStates[b.State], Svc: sid}
 			if s.Mode == "nat" {
 				v.TPort = htons(b.TargetPort)
 			}
@@ -338,7 +372,8 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 			ctl.services[key] = &svcState{id: sid, fingerprint: fp, share: share, size: s.TableSize}
 		}
 		a, proto, port, _ := ParseServiceKey(key)
-		sk := svcKey{VIP: a.As4(), Port: htons(port), Proto: protoNum[proto]}
+		vip, fam := addr16(a)
+		sk := svcKey{VIP: vip, Port: htons(port), Proto: protoNum[proto], Family: fam}
 		mode := uint32(modeDSR)
 		if s.Mode == "nat" {
 			mode = modeNAT
@@ -346,7 +381,7 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 		if err := maps["lb_services"].Put(sk, svcVal{ID: sid, Size: s.TableSize, Mode: mode}); err != nil {
 			return fmt.Errorf("lb_services: %w", err)
 		}
-		vips[sk.VIP]++
+		vips[vipKey{vip, uint32(fam)}]++
 	}
 	// Remove what went away: services, then their tables and backends.
 	var k svcKey
@@ -354,11 +389,7 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 	var staleSvc []svcKey
 	it := maps["lb_services"].Iterate()
 	for it.Next(&k, &v) {
-		proto := "tcp"
-		if k.Proto == 17 {
-			proto = "udp"
-		}
-		if !wantSvc[fmt.Sprintf("%s:%s:%d", netip.AddrFrom4(k.VIP), proto, htons(k.Port))] {
+		if !wantSvc[k.key()] {
 			staleSvc = append(staleSvc, k)
 		}
 	}
@@ -376,9 +407,9 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 			return err
 		}
 	}
-	var vk [4]byte
+	var vk vipKey
 	var vv uint32
-	var staleVIP [][4]byte
+	var staleVIP []vipKey
 	it = maps["lb_vips"].Iterate()
 	for it.Next(&vk, &vv) {
 		if vips[vk] == 0 {

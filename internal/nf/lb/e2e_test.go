@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -36,7 +37,7 @@ func serve(t *testing.T, h *netlab.Host, name string, port int) *backendServer {
 	s := &backendServer{name: name}
 	if err := h.Do(func() error {
 		var err error
-		s.ln, err = net.Listen("tcp4", fmt.Sprintf("0.0.0.0:%d", port))
+		s.ln, err = net.Listen("tcp", fmt.Sprintf(":%d", port)) // both families
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -65,10 +66,39 @@ func serve(t *testing.T, h *netlab.Host, name string, port int) *backendServer {
 	return s
 }
 
+// plan is the addressing of the lab in one family.
+type plan struct {
+	client, clientNet string // the client's address and its subnet length
+	vip               string
+	frontAddr         string           // the lb's front port address (gateway of the client)
+	backend           func(int) string // backend i's address
+	backNet, backGW   string           // backends' subnet length and gateway (an lb port address)
+}
+
+var (
+	plan4 = plan{client: "198.18.1.2", clientNet: "/24", vip: "198.18.9.100", frontAddr: "198.18.1.1",
+		backend: func(i int) string { return fmt.Sprintf("198.18.2.%d", 10+i) }, backNet: "/24", backGW: "198.18.2.1"}
+	plan6 = plan{client: "2001:db8:1::2", clientNet: "/64", vip: "2001:db8:9::100", frontAddr: "2001:db8:1::1",
+		backend: func(i int) string { return fmt.Sprintf("2001:db8:2::%d", 10+i) }, backNet: "/64", backGW: "2001:db8:2::1"}
+)
+
+func (p plan) v6() bool { return strings.Contains(p.vip, ":") }
+
+func (p plan) host(a string) string { // the address as a one-address prefix
+	if p.v6() {
+		return a + "/128"
+	}
+	return a + "/32"
+}
+
 // setupLB builds: client namespace — lb cube (port front) — 4 backend
 // namespaces (ports b1..b4), each backend also linked directly to the
 // client for DSR replies. Weights 1:2:3:4.
 func setupLB(t *testing.T, hook datapath.Hook, mode string, tport int) (*netlab.Host, []*backendServer, *engine.Engine) {
+	return setupLBPlan(t, hook, mode, tport, plan4)
+}
+
+func setupLBPlan(t *testing.T, hook datapath.Hook, mode string, tport int, pl plan) (*netlab.Host, []*backendServer, *engine.Engine) {
 	lab := netlab.NewT(t)
 	must := func(err error) {
 		t.Helper()
@@ -78,13 +108,22 @@ func setupLB(t *testing.T, hook datapath.Hook, mode string, tport int) (*netlab.
 	}
 	cl, err := lab.Host("c")
 	must(err)
-	cIf, err := lab.Veth(cl, "eth0", "c", "198.18.1.2/24")
+	cIf, err := lab.Veth(cl, "eth0", "c", pl.client+pl.clientNet)
 	must(err)
-	must(cl.AddRoute("198.18.9.0/24", "198.18.1.1"))
+	if pl.v6() {
+		// The VIP on the link: the client resolves it itself (the lb
+		// answers neighbour solicitations for it).
+		lk, err := cl.Netlink().LinkByName("eth0")
+		must(err)
+		_, dst, _ := net.ParseCIDR(pl.host(pl.vip))
+		must(cl.Netlink().RouteAdd(&netlink.Route{LinkIndex: lk.Attrs().Index, Dst: dst, Scope: netlink.SCOPE_LINK}))
+	} else {
+		must(cl.AddRoute("198.18.9.0/24", pl.frontAddr))
+	}
 	for _, k := range []string{"net/ipv4/conf/all/rp_filter", "net/ipv4/conf/default/rp_filter"} {
 		must(cl.Sysctl(k, "0"))
 	}
-	ports := []cube.Port{{Name: "front", Index: 0, Peer: cIf, Addresses: []string{"198.18.1.1/24"}}}
+	ports := []cube.Port{{Name: "front", Index: 0, Peer: cIf, Addresses: []string{pl.frontAddr + pl.clientNet}}}
 	var bes []Backend
 	var servers []*backendServer
 	listen := 80
@@ -94,27 +133,34 @@ func setupLB(t *testing.T, hook datapath.Hook, mode string, tport int) (*netlab.
 	for i := 1; i <= 4; i++ {
 		h, err := lab.Host(fmt.Sprintf("b%d", i))
 		must(err)
-		addr := fmt.Sprintf("198.18.2.%d", 10+i)
-		root, err := lab.Veth(h, "eth0", fmt.Sprintf("b%d", i), addr+"/24")
+		addr := pl.backend(i)
+		root, err := lab.Veth(h, "eth0", fmt.Sprintf("b%d", i), addr+pl.backNet)
 		must(err)
 		mac, err := h.MAC("eth0")
 		must(err)
 		if mode == "dsr" {
 			// The VIP on lo; replies go straight to the client over a
 			// link of their own, not through the lb.
-			must(h.AddAddr("lo", "198.18.9.100/32"))
+			must(h.AddAddr("lo", pl.host(pl.vip)))
 			rdev := fmt.Sprintf("r%d", i)
 			must(lab.Link(h, "r0", cl, rdev, nil, nil))
 			lk, err := h.Netlink().LinkByName("r0")
 			must(err)
-			_, dst, _ := net.ParseCIDR("198.18.1.2/32")
+			_, dst, _ := net.ParseCIDR(pl.host(pl.client))
 			must(h.Netlink().RouteAdd(&netlink.Route{LinkIndex: lk.Attrs().Index, Dst: dst, Scope: netlink.SCOPE_LINK,
-				Src: net.ParseIP("198.18.9.100")}))
+				Src: net.ParseIP(pl.vip)}))
 			must(cl.Sysctl("net/ipv4/conf/"+rdev+"/rp_filter", "0"))
+			if pl.v6() {
+				// Linux answers neighbour solicitations only for the
+				// addresses of the interface they arrive on.
+				cmac, err := cl.MAC(rdev)
+				must(err)
+				must(h.SetNeigh("r0", pl.client, cmac.String()))
+			}
 		} else {
-			must(h.AddRoute("default", "198.18.2.1"))
+			must(h.AddRoute("default", pl.backGW))
 		}
-		ports = append(ports, cube.Port{Name: fmt.Sprintf("b%d", i), Index: i, Peer: root, Addresses: []string{"198.18.2.1/24"}})
+		ports = append(ports, cube.Port{Name: fmt.Sprintf("b%d", i), Index: i, Peer: root, Addresses: []string{pl.backGW + pl.backNet}})
 		w := uint32(i)
 		b := Backend{Name: fmt.Sprintf("be%d", i), Address: addr, MAC: mac.String(), Port: fmt.Sprintf("b%d", i), Weight: &w}
 		if mode == "nat" {
@@ -124,7 +170,7 @@ func setupLB(t *testing.T, hook datapath.Hook, mode string, tport int) (*netlab.
 		servers = append(servers, serve(t, h, b.Name, listen))
 	}
 	e := nftest.Engine(t)
-	svc, _ := json.Marshal(Service{VIP: "198.18.9.100", Port: 80, Mode: mode, Backends: bes})
+	svc, _ := json.Marshal(Service{VIP: pl.vip, Port: 80, Mode: mode, Backends: bes})
 	nftest.MustUpdate(t, e, func(tp *cube.Topology) error {
 		if err := tp.AddCube(&cube.Cube{Name: "lb1", Type: "lb", Hook: hook, Ports: ports}); err != nil {
 			return err
@@ -138,13 +184,13 @@ func setupLB(t *testing.T, hook datapath.Hook, mode string, tport int) (*netlab.
 // connect opens n TCP connections one after the other from client source
 // ports first..first+n-1 to the VIP, sends a request and reads the reply
 // (which names the backend) on each.
-func connect(t *testing.T, cl *netlab.Host, n, first int) map[string]int {
+func connect(t *testing.T, cl *netlab.Host, pl plan, n, first int) map[string]int {
 	t.Helper()
 	got := map[string]int{}
 	err := cl.Do(func() error {
 		for i := 0; i < n; i++ {
-			d := net.Dialer{Timeout: 3 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP("198.18.1.2"), Port: first + i}}
-			c, err := d.Dial("tcp4", "198.18.9.100:80")
+			d := net.Dialer{Timeout: 3 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(pl.client), Port: first + i}}
+			c, err := d.Dial("tcp", net.JoinHostPort(pl.vip, "80"))
 			if err != nil {
 				return fmt.Errorf("connection %d: %w", i, err)
 			}
@@ -169,18 +215,17 @@ func connect(t *testing.T, cl *netlab.Host, n, first int) map[string]int {
 }
 
 func testThousand(t *testing.T, hook datapath.Hook, mode string, tport int) {
-	cl, servers, e := setupLB(t, hook, mode, tport)
-	testConns(t, cl, servers, e, mode, 1000)
+	testN(t, hook, mode, tport, 1000, plan4)
 }
 
-func testN(t *testing.T, hook datapath.Hook, mode string, tport, n int) {
-	cl, servers, e := setupLB(t, hook, mode, tport)
-	testConns(t, cl, servers, e, mode, n)
+func testN(t *testing.T, hook datapath.Hook, mode string, tport, n int, pl plan) {
+	cl, servers, e := setupLBPlan(t, hook, mode, tport, pl)
+	testConns(t, cl, servers, e, mode, n, pl)
 }
 
-func testConns(t *testing.T, cl *netlab.Host, servers []*backendServer, e *engine.Engine, mode string, n int) {
+func testConns(t *testing.T, cl *netlab.Host, servers []*backendServer, e *engine.Engine, mode string, n int, pl plan) {
 	start := time.Now()
-	got := connect(t, cl, n, 20000)
+	got := connect(t, cl, pl, n, 20000)
 	t.Logf("%s: %d connections in %v: %v", mode, n, time.Since(start), got)
 	total := 0
 	for i, s := range servers {
@@ -249,6 +294,24 @@ func TestThousandConnectionsNAT(t *testing.T) {
 func TestConnectionsTC(t *testing.T) {
 	testenv.E2E(t)
 	for _, mode := range []string{"dsr", "nat"} {
-		t.Run(mode, func(t *testing.T) { testN(t, datapath.TC, mode, 8080, 200) })
+		t.Run(mode, func(t *testing.T) { testN(t, datapath.TC, mode, 8080, 200, plan4) })
+	}
+}
+
+// IPv6: an IPv6 VIP spreads 1,000 connections over IPv6 backends by weight,
+// in DSR (the backends answer the client directly as the VIP) and in NAT
+// mode at XDP, 200 at TC; the client finds the VIP, and NAT backends their
+// gateway, through neighbour discovery answered by the lb.
+func TestThousandConnectionsIPv6(t *testing.T) {
+	testenv.E2E(t)
+	for _, mode := range []string{"dsr", "nat"} {
+		t.Run(mode, func(t *testing.T) { testN(t, datapath.XDP, mode, 8080, 1000, plan6) })
+	}
+}
+
+func TestConnectionsIPv6TC(t *testing.T) {
+	testenv.E2E(t)
+	for _, mode := range []string{"dsr", "nat"} {
+		t.Run(mode, func(t *testing.T) { testN(t, datapath.TC, mode, 8080, 200, plan6) })
 	}
 }

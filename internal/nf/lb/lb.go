@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"net"
 	"net/netip"
 	"sort"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/schema"
 )
 
 // objects are the fast path built for each hook (make bpf).
@@ -41,7 +43,7 @@ type Config struct {
 	// Unknown is what happens to traffic that is neither for a service, a
 	// reply of a NAT flow, nor ARP for a VIP/port address: drop (default)
 	// or pass (to the Linux stack of the interface it came in by).
-	Unknown string `json:"unknown,omitempty"`
+	Unknown string `json:"unknown,omitempty" enum:"drop|pass"`
 }
 
 // Validate fills in the default.
@@ -57,53 +59,89 @@ func (c *Config) Validate(*cube.Cube) error {
 
 // Service is a virtual service.
 type Service struct {
-	VIP      string `json:"vip"`
-	Protocol string `json:"protocol,omitempty"` // tcp (default) or udp
-	Port     uint16 `json:"port"`
+	VIP      string `json:"vip" format:"ipv4"`
+	Protocol string `json:"protocol,omitempty" format:"tcp-or-udp"` // tcp (default) or udp
+	Port     uint16 `json:"port" minimum:"1"`
 	// Mode: dsr (default) or nat.
-	Mode string `json:"mode,omitempty"`
+	Mode string `json:"mode,omitempty" enum:"dsr|nat"`
 	// TableSize is the Maglev table size: a prime, default 65537, at most
 	// 131071. Larger tables follow the weights more finely.
-	TableSize uint32 `json:"table_size,omitempty"`
+	TableSize uint32 `json:"table_size,omitempty" maximum:"131071" doc:"the Maglev table size: a prime (422 otherwise), at least 10 per backend; default 65537"`
 	// Backends may be given here and/or as entries of the backends table.
-	Backends []Backend `json:"backends,omitempty"`
+	Backends []Backend `json:"backends,omitempty" maxItems:"1024"`
+}
+
+// RefineSchema: only NAT services rewrite the port; a service's own
+// backends do not name it.
+func (*Service) RefineSchema(s *schema.Schema) {
+	item := *s.Properties["backends"].Items
+	item.Properties = maps.Clone(item.Properties)
+	item.Properties["service"] = schema.Absent()
+	nat := item
+	nat.Properties = maps.Clone(item.Properties)
+	item.Properties["target_port"] = schema.Absent()
+	backends := func(item schema.Schema) *schema.Schema {
+		b := *s.Properties["backends"]
+		b.Items = &item
+		return &b
+	}
+	s.AnyOf = []*schema.Schema{
+		schema.Branch(nil, map[string]*schema.Schema{"mode": {Type: "string", Enum: []string{"dsr"}}, "backends": backends(item)}),
+		schema.Branch([]string{"mode"}, map[string]*schema.Schema{"mode": {Type: "string", Enum: []string{"nat"}}, "backends": backends(nat)}),
+	}
 }
 
 // Backend is a real server of a service.
 type Backend struct {
 	// Service is the key of the service ("198.18.9.1:tcp:80"); only in the
 	// backends table, not inside a service.
-	Service string `json:"service,omitempty"`
-	Name    string `json:"name"`
-	Address string `json:"address"` // IPv4
+	Service string `json:"service,omitempty" format:"lb-service" doc:"the service's key, vip:protocol:port (backends table entries only)"`
+	Name    string `json:"name" format:"name"`
+	Address string `json:"address" format:"ipv4"` // IPv4
 	// MAC of the backend (or of the next hop towards it).
-	MAC string `json:"mac"`
+	MAC string `json:"mac" format:"mac"`
 	// Port of the cube the backend is reached through.
-	Port string `json:"port"`
+	Port string `json:"port" format:"name"`
 	// TargetPort (NAT only) rewrites the destination port; 0 keeps the
 	// service port.
-	TargetPort uint16 `json:"target_port,omitempty"`
+	TargetPort uint16 `json:"target_port,omitempty" doc:"NAT services only: the port backends listen on; 0 keeps the service's"`
 	// Weight: share of new flows relative to the other backends (default
 	// 1; 1..10000).
-	Weight *uint32 `json:"weight,omitempty"`
+	Weight *uint32 `json:"weight,omitempty" minimum:"1" maximum:"10000"`
 	// State: active (default), draining (keeps its flows, gets no new
 	// ones) or disabled (gets nothing; its flows move to others).
-	State string `json:"state,omitempty"`
+	State string `json:"state,omitempty" enum:"active|draining|disabled"`
+}
+
+// TableBackend is an entry of the backends table: a backend that names
+// its service.
+type TableBackend struct{ Backend }
+
+// RefineSchema: an entry of the backends table names its service.
+func (*TableBackend) RefineSchema(s *schema.Schema) {
+	s.Required = append(s.Required, "service")
+}
+
+func init() {
+	schema.Register("lb-service", schema.Format{Pattern: schema.Anchored(schema.IPv4 + ":(tcp|udp):" + schema.Port),
+		Doc: "a service's key, vip:protocol:port, e.g. 198.18.9.1:tcp:80"})
 }
 
 // Key is the service's identity: "vip:protocol:port".
 func (s *Service) Key() string { return fmt.Sprintf("%s:%s:%d", s.VIP, s.Protocol, s.Port) }
 
-// ParseServiceKey splits "vip:protocol:port".
+// ParseServiceKey splits "vip:protocol:port" (an IPv6 VIP keeps its colons:
+// "2001:db8::1:tcp:80").
 func ParseServiceKey(k string) (netip.Addr, string, uint16, error) {
 	parts := strings.Split(k, ":")
-	if len(parts) != 3 {
-		return netip.Addr{}, "", 0, fmt.Errorf("invalid service %q: want vip:protocol:port, e.g. 198.18.9.1:tcp:80", k)
+	if len(parts) < 3 {
+		return netip.Addr{}, "", 0, fmt.Errorf("invalid service %q: want vip:protocol:port, e.g. 198.18.9.1:tcp:80 or 2001:db8::1:tcp:80", k)
 	}
+	parts = []string{strings.Join(parts[:len(parts)-2], ":"), parts[len(parts)-2], parts[len(parts)-1]}
 	a, err := netip.ParseAddr(parts[0])
 	p, err2 := strconv.ParseUint(parts[2], 10, 16)
-	if err != nil || err2 != nil || (parts[1] != "tcp" && parts[1] != "udp") {
-		return netip.Addr{}, "", 0, fmt.Errorf("invalid service %q: want vip:protocol:port, e.g. 198.18.9.1:tcp:80", k)
+	if err != nil || a.Zone() != "" || err2 != nil || (parts[1] != "tcp" && parts[1] != "udp") {
+		return netip.Addr{}, "", 0, fmt.Errorf("invalid service %q: want vip:protocol:port, e.g. 198.18.9.1:tcp:80 or 2001:db8::1:tcp:80", k)
 	}
 	return a, parts[1], uint16(p), nil
 }
@@ -112,11 +150,11 @@ func ParseServiceKey(k string) (netip.Addr, string, uint16, error) {
 // (inline or in the backends table of c).
 func (s *Service) Validate(c *cube.Cube) error {
 	a, err := netip.ParseAddr(strings.TrimSpace(s.VIP))
-	if err != nil {
-		return cube.Errorf("vip", "invalid address %q", s.VIP)
+	if err != nil || a.Zone() != "" {
+		return cube.Errorf("vip", "invalid address %q: want an IPv4 or IPv6 address", s.VIP)
 	}
-	if !a.Unmap().Is4() {
-		return cube.Errorf("vip", "%s: only IPv4 services are supported", s.VIP)
+	if a.IsUnspecified() || a.IsMulticast() || a.IsLinkLocalUnicast() {
+		return cube.Errorf("vip", "%s cannot be a service address (unspecified, multicast or link-local)", a)
 	}
 	s.VIP = a.Unmap().String()
 	if s.Protocol == "" {
@@ -138,18 +176,40 @@ func (s *Service) Validate(c *cube.Cube) error {
 	if s.TableSize == 0 {
 		s.TableSize = DefaultTableSize
 	}
-	if s.TableSize > MaxTableSize || !IsPrime(s.TableSize) {
+	if s.TableSize > MaxTableSize {
 		return cube.Errorf("table_size", "%d: want a prime up to %d (e.g. 251, 4099, 65537, 131071)", s.TableSize, MaxTableSize)
 	}
-	names := map[string]bool{}
-	addrs := map[string]string{}
+	if !IsPrime(s.TableSize) {
+		return cube.Unprocessable("table_size", "%d: want a prime up to %d (e.g. 251, 4099, 65537, 131071)", s.TableSize, MaxTableSize)
+	}
+	if len(s.Backends) > MaxServiceBE {
+		return cube.Errorf("backends", "%d backends, at most %d per service", len(s.Backends), MaxServiceBE)
+	}
 	for i := range s.Backends {
 		b := &s.Backends[i]
 		field := fmt.Sprintf("backends[%d]", i)
 		if b.Service != "" {
 			return cube.Errorf(field+".service", "only entries of the backends table name their service")
 		}
-		if err := b.check(c, s); err != nil {
+		if err := b.syntax(); err != nil {
+			return cube.Within(field, err)
+		}
+		if err := b.sameFamily(s); err != nil {
+			return cube.Within(field, err)
+		}
+		if b.TargetPort != 0 && s.Mode != "nat" {
+			return cube.Errorf(field+".target_port", "only NAT services rewrite the port (service %s is %s)", s.Key(), s.Mode)
+		}
+	}
+	if uint32(len(s.Backends))*10 > s.TableSize {
+		return cube.Unprocessable("table_size", "%d is too small for %d backends: give each at least 10 entries (e.g. 65537)", s.TableSize, len(s.Backends))
+	}
+	names := map[string]bool{}
+	addrs := map[string]string{}
+	for i := range s.Backends {
+		b := &s.Backends[i]
+		field := fmt.Sprintf("backends[%d]", i)
+		if err := b.against(c, s); err != nil {
 			return cube.Within(field, err)
 		}
 		if names[b.Name] {
@@ -163,27 +223,28 @@ func (s *Service) Validate(c *cube.Cube) error {
 	}
 	all := len(s.Backends) + len(tableBackends(c, s.Key()))
 	if all == 0 {
-		return cube.Errorf("backends", "service %s has no backends: give at least one here or add it to the backends table in the same change", s.Key())
+		return cube.Conflict("backends", "service %s has no backends: give at least one here or add it to the backends table in the same change", s.Key())
 	}
 	if all > MaxServiceBE {
-		return cube.Errorf("backends", "%d backends, at most %d per service", all, MaxServiceBE)
+		return cube.Conflict("backends", "%d backends, at most %d per service", all, MaxServiceBE)
 	}
 	if uint32(all)*10 > s.TableSize {
-		return cube.Errorf("table_size", "%d is too small for %d backends: give each at least 10 entries (e.g. 65537)", s.TableSize, all)
+		return cube.Conflict("table_size", "%d is too small for %d backends: give each at least 10 entries (e.g. 65537)", s.TableSize, all)
 	}
 	return nil
 }
 
-// check validates a backend against its service.
-func (b *Backend) check(c *cube.Cube, s *Service) error {
+// syntax checks and canonicalises a backend's own fields.
+func (b *Backend) syntax() error {
 	if err := cube.CheckName("name", b.Name); err != nil {
 		return err
 	}
 	a, err := netip.ParseAddr(strings.TrimSpace(b.Address))
-	if err != nil || !a.Unmap().Is4() {
-		return cube.Errorf("address", "invalid IPv4 address %q", b.Address)
+	if err != nil || a.Zone() != "" {
+		return cube.Errorf("address", "invalid address %q: want an IPv4 or IPv6 address", b.Address)
 	}
-	b.Address = a.Unmap().String()
+	a = a.Unmap()
+	b.Address = a.String()
 	hw, err := net.ParseMAC(b.MAC)
 	if err != nil || len(hw) != 6 {
 		return cube.Errorf("mac", "invalid MAC address %q (the backend's, or its next hop's)", b.MAC)
@@ -191,9 +252,6 @@ func (b *Backend) check(c *cube.Cube, s *Service) error {
 	b.MAC = hw.String()
 	if b.Port == "" {
 		return cube.Errorf("port", "required: the cube port the backend is reached through")
-	}
-	if c.Port(b.Port) == nil {
-		return cube.NotFound("port", "cube %s has no port %q", c.Name, b.Port)
 	}
 	if b.Weight == nil {
 		one := uint32(1)
@@ -208,8 +266,31 @@ func (b *Backend) check(c *cube.Cube, s *Service) error {
 	if _, ok := beStates[b.State]; !ok {
 		return cube.Errorf("state", "unknown state %q (want active, draining or disabled)", b.State)
 	}
-	if b.TargetPort != 0 && s != nil && s.Mode != "nat" {
-		return cube.Errorf("target_port", "only NAT services rewrite the port (service %s is %s)", s.Key(), s.Mode)
+	return nil
+}
+
+// sameFamily checks the backend's address is of its service VIP's family.
+func (b *Backend) sameFamily(s *Service) error {
+	a, err := netip.ParseAddr(b.Address)
+	if err != nil {
+		return cube.Errorf("address", "invalid address %q", b.Address)
+	}
+	if vip, err := netip.ParseAddr(s.VIP); err == nil && vip.Unmap().Is4() != a.Is4() {
+		return cube.Errorf("address", "%s and the service's VIP %s are of different address families (NAT64 is the nat's job)", a, vip)
+	}
+	return nil
+}
+
+// against checks a backend against its cube and service.
+func (b *Backend) against(c *cube.Cube, s *Service) error {
+	if c.Port(b.Port) == nil {
+		return cube.NotFound("port", "cube %s has no port %q", c.Name, b.Port)
+	}
+	if err := b.sameFamily(s); err != nil {
+		return err
+	}
+	if b.TargetPort != 0 && s.Mode != "nat" {
+		return cube.Conflict("target_port", "only NAT services rewrite the port (service %s is %s)", s.Key(), s.Mode)
 	}
 	return nil
 }
@@ -229,11 +310,14 @@ func (b *Backend) Validate(c *cube.Cube) error {
 		return cube.Errorf("service", "%v", err)
 	}
 	b.Service = fmt.Sprintf("%s:%s:%d", a.Unmap(), proto, port)
+	if err := b.syntax(); err != nil {
+		return err
+	}
 	s := findService(c, b.Service)
 	if s == nil {
 		return cube.NotFound("service", "cube %s has no service %s", c.Name, b.Service)
 	}
-	if err := b.check(c, s); err != nil {
+	if err := b.against(c, s); err != nil {
 		return err
 	}
 	for _, o := range s.Backends {
@@ -308,8 +392,8 @@ var servicesTable = cube.Table{
 var backendsTable = cube.Table{
 	Name: "backends",
 	Doc:  "Backends added to services one by one, keyed service/name.",
-	Item: &Backend{},
-	Key:  func(v any) string { return v.(*Backend).BackendKey() },
+	Item: &TableBackend{},
+	Key:  func(v any) string { return v.(*TableBackend).BackendKey() },
 	Max:  MaxBackends,
 }
 

@@ -1,7 +1,6 @@
 package lb
 
 import (
-	"fmt"
 	"net/netip"
 	"sort"
 
@@ -107,13 +106,10 @@ func listConns(h cube.Handle, c *cube.Cube) (any, error) {
 	var v connVal
 	it := m.Iterate()
 	for it.Next(&k, &v) && len(out) < maxListedConns {
-		proto := "tcp"
-		if k.Proto == 17 {
-			proto = "udp"
-		}
+		svc := svcKey{VIP: k.Daddr, Port: k.Dport, Proto: k.Proto, Family: k.Family}
 		out = append(out, Connection{
-			Client:  netip.AddrPortFrom(netip.AddrFrom4(k.Saddr), htons(k.Sport)).String(),
-			Service: fmt.Sprintf("%s:%s:%d", netip.AddrFrom4(k.Daddr), proto, htons(k.Dport)),
+			Client:  netip.AddrPortFrom(addrOf(k.Saddr, k.Family), htons(k.Sport)).String(),
+			Service: svc.key(),
 			Backend: names[v.Backend],
 		})
 	}

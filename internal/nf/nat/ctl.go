@@ -122,6 +122,14 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 	if err != nil {
 		return err
 	}
+	npts, err := nptTable.Entries(c)
+	if err != nil {
+		return err
+	}
+	wantNpt, err := nptEntries(npts)
+	if err != nil {
+		return err
+	}
 	// Cross-rule checks first: nothing is written when they fail.
 	wantSnat := map[lpmKey]snatVal{}
 	for _, v := range snats {
@@ -182,6 +190,9 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 		return err
 	}
 	if err := syncMap(h, "nat_dnat_rev", wantRev); err != nil {
+		return err
+	}
+	if err := syncMap(h, "nat_npt", wantNpt); err != nil {
 		return err
 	}
 	return syncMap(h, "nat_pf", wantPf)

@@ -130,7 +130,7 @@ func udpEcho(t *testing.T, h *netlab.Host, port int) {
 	t.Helper()
 	var c *net.UDPConn
 	if err := h.Do(func() (err error) {
-		c, err = net.ListenUDP("udp4", &net.UDPAddr{Port: port})
+		c, err = net.ListenUDP("udp", &net.UDPAddr{Port: port}) // both families
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -153,7 +153,7 @@ func tcpWhoAmI(t *testing.T, h *netlab.Host, port int) {
 	t.Helper()
 	var ln *net.TCPListener
 	if err := h.Do(func() (err error) {
-		ln, err = net.ListenTCP("tcp4", &net.TCPAddr{Port: port})
+		ln, err = net.ListenTCP("tcp", &net.TCPAddr{Port: port}) // both families
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -175,14 +175,15 @@ func tcpWhoAmI(t *testing.T, h *netlab.Host, port int) {
 // (retrying a few times: the first datagrams may wait for ARP).
 func udpAsk(ctx context.Context, h *netlab.Host, lport int, dst string, msg string) (string, error) {
 	var c *net.UDPConn
+	network := family(dst, "udp")
 	if err := h.Do(func() (err error) {
-		c, err = net.ListenUDP("udp4", &net.UDPAddr{Port: lport})
+		c, err = net.ListenUDP(network, &net.UDPAddr{Port: lport})
 		return err
 	}); err != nil {
 		return "", err
 	}
 	defer c.Close()
-	raddr, _ := net.ResolveUDPAddr("udp4", dst)
+	raddr, _ := net.ResolveUDPAddr(network, dst)
 	buf := make([]byte, 2048)
 	for i := 0; i < 20 && ctx.Err() == nil; i++ {
 		if _, err := c.WriteToUDP([]byte(msg), raddr); err != nil {
@@ -197,13 +198,22 @@ func udpAsk(ctx context.Context, h *netlab.Host, lport int, dst string, msg stri
 	return "", fmt.Errorf("no UDP reply from %s to %s", dst, h.Name)
 }
 
+// family is network ("udp", "tcp") for the family of dst ("[v6]:port" or
+// "v4:port").
+func family(dst, network string) string {
+	if strings.HasPrefix(dst, "[") {
+		return network + "6"
+	}
+	return network + "4"
+}
+
 // tcpAsk connects from local port lport of h to dst and reads what the
 // server says.
 func tcpAsk(ctx context.Context, h *netlab.Host, lport int, dst string) (string, error) {
 	var c net.Conn
 	d := net.Dialer{LocalAddr: &net.TCPAddr{Port: lport}, Timeout: 5 * time.Second}
 	if err := h.Do(func() (err error) {
-		c, err = d.DialContext(ctx, "tcp4", dst)
+		c, err = d.DialContext(ctx, family(dst, "tcp"), dst)
 		return err
 	}); err != nil {
 		return "", err

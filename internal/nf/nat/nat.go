@@ -8,6 +8,7 @@ package nat
 import (
 	"embed"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/nf/conntrack"
+	"github.com/edgenf/edgenf/internal/schema"
 	"golang.org/x/sys/unix"
 )
 
@@ -33,14 +35,21 @@ type Config struct {
 	// PortRange is where external ports (and ICMP identifiers) are picked,
 	// "lo-hi"; default 1024-65535. A flow keeps its own source port when it
 	// is free.
-	PortRange string `json:"port_range,omitempty"`
+	PortRange string `json:"port_range,omitempty" format:"port1-range" doc:"where external ports are picked, lo-hi; default 1024-65535"`
 	// Timeouts are per-state idle timeouts of sessions, in seconds.
 	Timeouts *conntrack.Timeouts `json:"timeouts,omitempty"`
 }
 
+// errInverted is a range whose bounds are inverted: the API's document
+// cannot say so (422).
+type errInverted struct{ error }
+
 // Validate checks the settings.
 func (c *Config) Validate(*cube.Cube) error {
 	if _, _, err := c.ports(); err != nil {
+		if errors.As(err, new(errInverted)) {
+			return cube.Unprocessable("port_range", "%v", err)
+		}
 		return cube.Errorf("port_range", "%v", err)
 	}
 	if err := c.Timeouts.Validate(); err != nil {
@@ -76,7 +85,7 @@ func parseRange(s string) (uint16, uint16, error) {
 		}
 	}
 	if hi < lo {
-		return 0, 0, fmt.Errorf("inverted range %q: %d > %d", s, lo, hi)
+		return 0, 0, errInverted{fmt.Errorf("inverted range %q: %d > %d", s, lo, hi)}
 	}
 	return uint16(lo), uint16(hi), nil
 }
@@ -84,28 +93,35 @@ func parseRange(s string) (uint16, uint16, error) {
 // SNATRule translates flows from an inside prefix to an external address or
 // a pool ("first-last"); a host keeps one address of the pool.
 type SNATRule struct {
-	ID       int    `json:"id"`
-	Internal string `json:"internal"`
-	External string `json:"external"`
+	ID       int    `json:"id" minimum:"1" maximum:"1073741824"`
+	Internal string `json:"internal" format:"ipv4-host"`
+	External string `json:"external" format:"ipv4-pool"`
 }
 
 // DNATRule is static 1:1 NAT: flows from outside to External go to Internal
 // and flows Internal opens leave as External.
 type DNATRule struct {
-	ID       int    `json:"id"`
-	External string `json:"external"`
-	Internal string `json:"internal"`
+	ID       int    `json:"id" minimum:"1" maximum:"1073741824"`
+	External string `json:"external" format:"ipv4"`
+	Internal string `json:"internal" format:"ipv4"`
 }
 
 // PortForward sends flows to External:ExternalPort (External empty: the
 // masquerade address) to Internal:InternalPort (default: the same port).
 type PortForward struct {
-	ID           int    `json:"id"`
-	Proto        string `json:"proto"`
-	External     string `json:"external,omitempty"`
-	ExternalPort int    `json:"external_port"`
-	Internal     string `json:"internal"`
-	InternalPort int    `json:"internal_port,omitempty"`
+	ID           int    `json:"id" minimum:"1" maximum:"1073741824"`
+	Proto        string `json:"proto" format:"tcp-or-udp"`
+	External     string `json:"external,omitempty" format:"ipv4" doc:"the external address; absent: the masquerade address"`
+	ExternalPort int    `json:"external_port" minimum:"1" maximum:"65535"`
+	Internal     string `json:"internal" format:"ipv4"`
+	InternalPort int    `json:"internal_port,omitempty" minimum:"0" maximum:"65535" doc:"0 or absent: the external port"`
+}
+
+func init() {
+	schema.Register("ipv4-pool", schema.Format{Pattern: schema.Anchored(schema.IPv4 + "(-" + schema.IPv4 + ")?"),
+		Doc: "an IPv4 address, or a pool first-last of at most 65536 addresses (first <= last, 422 otherwise)"})
+	schema.Register("tcp-or-udp", schema.Format{Pattern: schema.Anchored(schema.CaseFold("tcp") + "|" + schema.CaseFold("udp")),
+		Doc: "tcp or udp"})
 }
 
 func checkID(id int) error {
@@ -141,7 +157,7 @@ func parsePrefix4(field, s string) (netip.Prefix, error) {
 		return netip.Prefix{}, cube.Errorf(field, "%q is not IPv4: the NAT translates IPv4 only", s)
 	}
 	if p.Masked() != p {
-		return netip.Prefix{}, cube.Errorf(field, "%q has host bits set (did you mean %s?)", s, p.Masked())
+		return netip.Prefix{}, cube.Unprocessable(field, "%q has host bits set (did you mean %s?)", s, p.Masked())
 	}
 	return p, nil
 }
@@ -162,10 +178,10 @@ func parsePool(field, s string) (netip.Addr, uint32, error) {
 	}
 	l, h := be32(lo), be32(hi)
 	if h < l {
-		return lo, 0, cube.Errorf(field, "inverted pool %q", s)
+		return lo, 0, cube.Unprocessable(field, "inverted pool %q", s)
 	}
 	if h-l >= 65536 {
-		return lo, 0, cube.Errorf(field, "pool %q has more than 65536 addresses", s)
+		return lo, 0, cube.Unprocessable(field, "pool %q has more than 65536 addresses", s)
 	}
 	return lo, h - l + 1, nil
 }
@@ -245,12 +261,12 @@ var (
 // Type is the NAT NF type.
 var Type = &cube.Type{
 	Name:        "nat",
-	Description: "Transparent: SNAT, masquerade, static 1:1 NAT and port forwarding for IPv4 TCP/UDP/ICMP echo, with connection tracking. Attach it to the outside-facing router port or interface.",
+	Description: "Transparent: SNAT, masquerade, static 1:1 NAT and port forwarding for IPv4 TCP/UDP/ICMP echo, with connection tracking; NPTv6 prefix translation for IPv6. Attach it to the outside-facing router port or interface.",
 	Transparent: true,
 	Hooks:       []datapath.Hook{datapath.XDP, datapath.TC},
 	Object:      cube.HookObjects(objects, "bpf/nat"),
 	Config:      &Config{},
-	Tables:      []cube.Table{snatTable, dnatTable, pfTable},
+	Tables:      []cube.Table{snatTable, dnatTable, pfTable, nptTable},
 	Views: []cube.View{
 		{Name: "sessions", Doc: "Translated flows (connection tracking table).", Item: &Session{}, Unlocked: true,
 			List: func(h cube.Handle, _ *cube.Cube) (any, error) { return sessions(h) }},

@@ -41,6 +41,8 @@ func natModel(hook datapath.Hook, cfg *Config, t tables) *cube.Cube {
 				key = itoa(r.ID)
 			case PortForward:
 				key = itoa(r.ID)
+			case NPTRule:
+				key = itoa(r.ID)
 			}
 			c.Tables[name][key] = nftest.Entry(r)
 		}

@@ -234,7 +234,7 @@ func prepare(ctx context.Context, c *cube.Cube) (func(), error) {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 			return nil, err
 		}
-		return nil, cube.Errorf("config.program", "%v", err)
+		return nil, cube.Unprocessable("config.program", "%v", err)
 	}
 	store(key, r, 1)
 	return func() { unpin(key) }, nil

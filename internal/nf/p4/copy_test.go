@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf/perf"
 	"golang.org/x/sys/unix"
 
 	"github.com/edgenf/edgenf/internal/cube"
@@ -229,5 +230,71 @@ func TestP4XDPCopiesAreRecordedForTheCopyMachine(t *testing.T) {
 	}
 	if st := r.Stats(); st[2].TxPackets != 3 || st[3].TxPackets != 3 || st[4].TxPackets != 3 {
 		t.Fatalf("counters: %+v", st[2:5])
+	}
+}
+
+// At TC, bpf_clone_redirect runs the egress programs of the interface it
+// clones to before it returns, on the same CPU: an edgenf stub there (the
+// interface carries transparent cubes) starts a hop of its own in the
+// per-CPU metadata. The cube's metadata must survive it: a packet-in copy
+// after a copy to such an interface still comes from the cube and the port
+// the packet came in on, and the last copy still leaves.
+func TestP4TCCopyKeepsMetadataAcrossNestedEgressStub(t *testing.T) {
+	root, recv := capture(t)
+	g := McastGroup{Group: 1, Replicas: []tableruntime.Replica{{Port: 1}, {Port: 510}, {Port: 2}}}
+	model := &cube.Cube{Name: "sw", Type: "p4", Hook: datapath.TC,
+		Config: inline(`{"program": "../../../examples/p4/l2learn.p4"}`),
+		Ports:  []cube.Port{{Name: "p1", Index: 1}, {Name: "p2", Index: 2}, {Name: "p3", Index: 3}},
+		Tables: map[string]map[string]json.RawMessage{"mcast_groups": {mcGroupsTable.Key(&g): nftest.Entry(g)}}}
+	r := nftest.New(t, Type, model)
+	if err := r.Prog.SetHop(1, datapath.Hop{Kind: datapath.DstIface, Ifindex: uint32(root.Index)}); err != nil {
+		t.Fatal(err)
+	}
+	stub, err := r.DP.AttachStub(root.Name, root.Index, datapath.TC, datapath.Egress, datapath.Hop{Kind: datapath.DstStack}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stub.Close()
+		r.DP.DetachStub(root.Name, datapath.TC, datapath.Egress)
+	})
+	rd, err := perf.NewReader(r.DP.PuntMap(), 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	recv()
+	frame := udpFrom("02:00:00:00:00:0b", "02:00:00:00:00:0a")
+	res := r.Run("p3", frame)
+	if res.Verdict != datapath.TCActRedirect {
+		t.Fatalf("verdict %d, want the last copy redirected out of p2", res.Verdict)
+	}
+	if got := recv(); len(got) != 1 || !bytes.Equal(got[0], frame) {
+		t.Fatalf("%d frames out of p1's interface, want the copy", len(got))
+	}
+	if st, err := stub.Stats(); err != nil || st.RxPackets != 1 {
+		t.Fatalf("egress stub counters %+v (%v): the copy did not run it", st, err)
+	}
+	var packetIn *datapath.PuntHeader
+	for {
+		rd.SetDeadline(time.Now().Add(100 * time.Millisecond))
+		rec, err := rd.Read()
+		if err != nil {
+			break
+		}
+		var hdr datapath.PuntHeader
+		if binary.Read(bytes.NewReader(rec.RawSample), binary.LittleEndian, &hdr) != nil || hdr.Magic != datapath.PuntMagic {
+			continue
+		}
+		if hdr.Reason == 1 { // P4_PUNT_PACKET_IN
+			packetIn = &hdr
+		}
+	}
+	if packetIn == nil {
+		t.Fatal("no packet-in for the CPU port's copy")
+	}
+	if packetIn.Cube != r.Prog.Slot || packetIn.InPort != 3 || packetIn.Ifindex != 1 {
+		t.Fatalf("packet-in from cube slot %d, port %d, interface %d; want slot %d, port 3, interface 1 (the stub's metadata leaked into the cube's)",
+			packetIn.Cube, packetIn.InPort, packetIn.Ifindex, r.Prog.Slot)
 	}
 }

@@ -2,6 +2,7 @@ package p4
 
 import (
 	"sort"
+	"strings"
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/p4/p4info"
@@ -14,8 +15,8 @@ import (
 // Reset makes it unconfigured (everything GREEN). The configuration lives
 // in the entry's map value: adding the entry again resets it.
 type DirectMeterSetArgs struct {
-	Table    string            `json:"table"`
-	Match    map[string]string `json:"match,omitempty"`
+	Table    string            `json:"table" minLength:"1" doc:"a table of the program with a direct meter (404 otherwise)"`
+	Match    map[string]string `json:"match,omitempty" format:"p4-match" doc:"the entry's match, as in entries (no such entry: 404)"`
 	Priority uint32            `json:"priority,omitempty"`
 	CIR      uint64            `json:"cir"`
 	CBurst   uint64            `json:"cburst"`
@@ -29,6 +30,9 @@ func directMeterSet(h cube.Handle, c *cube.Cube, args any) (any, error) {
 	if a == nil || a.Table == "" {
 		return nil, cube.Errorf("table", "direct_meter_set needs a table")
 	}
+	if err := checkForms("match", a.Match, p4info.MatchSyntax); err != nil {
+		return nil, err
+	}
 	prog, err := runtimeOf(h, c)
 	if err != nil {
 		return nil, err
@@ -36,6 +40,11 @@ func directMeterSet(h cube.Handle, c *cube.Cube, args any) (any, error) {
 	t := prog.Model.Table(a.Table)
 	if t == nil {
 		return nil, cube.NotFound("table", "the program has no table %q", a.Table)
+	}
+	for _, k := range sortedKeys(a.Match) {
+		if t.Key(k) == nil {
+			return nil, cube.NotFound("match."+k, "table %s has no key field %q", t.Name, k)
+		}
 	}
 	var ms []p4info.Match
 	keys := make([]string, 0, len(a.Match))
@@ -51,7 +60,10 @@ func directMeterSet(h cube.Handle, c *cube.Cube, args any) (any, error) {
 		cfg = &tableruntime.MeterConfig{CIR: a.CIR, CBurst: a.CBurst, PIR: a.PIR, PBurst: a.PBurst}
 	}
 	if err := prog.SetDirectMeter(t.Name, ms, a.Priority, cfg); err != nil {
-		return nil, cube.Errorf("match", "%v", err)
+		if strings.Contains(err.Error(), "no such entry") {
+			return nil, cube.NotFound("match", "%v", err)
+		}
+		return nil, cube.Conflict("match", "%v", err)
 	}
 	return map[string]any{"table": t.Name, "meter": t.DirectMeter, "unit": t.MeterUnit}, nil
 }

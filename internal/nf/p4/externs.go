@@ -72,7 +72,7 @@ func listRegisters(h cube.Handle, c *cube.Cube) (any, error) {
 // RegisterCells names cells of a register: Index alone one cell, Index and
 // Last the range Index..Last, neither every cell.
 type RegisterCells struct {
-	Register string  `json:"register"`
+	Register string  `json:"register" minLength:"1" doc:"a register of the program (404 otherwise)"`
 	Index    *uint32 `json:"index,omitempty"`
 	Last     *uint32 `json:"last,omitempty"`
 }
@@ -102,10 +102,10 @@ func (a *RegisterCells) resolve(h cube.Handle, c *cube.Cube) (*tableruntime.Prog
 		return nil, nil, 0, 0, cube.Errorf("last", "last needs index (the first cell of the range)")
 	}
 	if lo > hi {
-		return nil, nil, 0, 0, cube.Errorf("last", "range %d..%d is empty", lo, hi)
+		return nil, nil, 0, 0, cube.Unprocessable("last", "range %d..%d is empty", lo, hi)
 	}
 	if uint64(hi) >= uint64(r.Size) {
-		return nil, nil, 0, 0, cube.Errorf("index", "register %s has %d cells (0..%d), not %d", r.Name, r.Size, r.Size-1, hi)
+		return nil, nil, 0, 0, cube.Conflict("index", "register %s has %d cells (0..%d), not %d", r.Name, r.Size, r.Size-1, hi)
 	}
 	return prog, r, lo, hi, nil
 }
@@ -115,7 +115,7 @@ func (a *RegisterCells) resolve(h cube.Handle, c *cube.Cube) (*tableruntime.Prog
 // 0x hex, negative for int<N>), MAC or IP address.
 type RegisterWriteArgs struct {
 	RegisterCells
-	Value string `json:"value"`
+	Value string `json:"value" format:"p4-value"`
 }
 
 func registerWrite(h cube.Handle, c *cube.Cube, args any) (any, error) {
@@ -123,13 +123,16 @@ func registerWrite(h cube.Handle, c *cube.Cube, args any) (any, error) {
 	if a == nil {
 		return nil, cube.Errorf("register", "a register name is required")
 	}
+	if err := checkForms("", map[string]string{"value": a.Value}, p4info.ValueSyntax); err != nil {
+		return nil, err
+	}
 	_, r, lo, hi, err := a.resolve(h, c)
 	if err != nil {
 		return nil, err
 	}
 	v, err := p4info.ParseValue(a.Value, r.Width)
 	if err != nil {
-		return nil, cube.Errorf("value", "register %s: %v", r.Name, err)
+		return nil, cube.Conflict("value", "register %s: %v", r.Name, err)
 	}
 	if err := WriteRegister(h, c, a.RegisterCells, v.Uint64()); err != nil {
 		return nil, err
@@ -178,7 +181,7 @@ func ReadRegister(h cube.Handle, c *cube.Cube, cells RegisterCells) ([]RegisterV
 // for one cell, or every cell when Index is omitted; Reset makes the cells
 // unconfigured (everything GREEN).
 type MeterSetArgs struct {
-	Meter  string  `json:"meter"`
+	Meter  string  `json:"meter" minLength:"1" doc:"a meter of the program (404 otherwise)"`
 	Index  *uint32 `json:"index,omitempty"`
 	CIR    uint64  `json:"cir"`
 	CBurst uint64  `json:"cburst"`
@@ -216,7 +219,7 @@ func SetMeter(h cube.Handle, c *cube.Cube, a MeterSetArgs) (uint32, error) {
 	lo, hi := uint32(0), uint32(me.Size-1)
 	if a.Index != nil {
 		if lo, hi = *a.Index, *a.Index; int64(hi) >= int64(me.Size) {
-			return 0, cube.Errorf("index", "meter %s has %d cells (0..%d), not %d", me.Name, me.Size, me.Size-1, hi)
+			return 0, cube.Conflict("index", "meter %s has %d cells (0..%d), not %d", me.Name, me.Size, me.Size-1, hi)
 		}
 	}
 	var cfg *tableruntime.MeterConfig

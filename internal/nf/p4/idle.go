@@ -11,6 +11,7 @@ package p4
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/edgenf/edgenf/internal/cube"
@@ -21,21 +22,22 @@ import (
 // Idle timeouts are checked once a second: shorter ones could not be kept.
 const minIdleTimeout = time.Second
 
-// parseIdleTimeout reads an idle_timeout ("30s", "5m"; "" none) for a
-// table, which must have support_timeout = true.
-func parseIdleTimeout(s string, t *p4info.TableLayout) (time.Duration, error) {
+// parseIdleTimeout reads the idle_timeout ("30s", "5m"; "" none) of field
+// for a table, which must have support_timeout = true (t nil: only the
+// duration is checked).
+func parseIdleTimeout(field, s string, t *p4info.TableLayout) (time.Duration, error) {
 	if s == "" {
 		return 0, nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return 0, fmt.Errorf("%q: want a duration such as 30s or 5m", s)
+		return 0, cube.Errorf(field, "%q: want a duration such as 30s or 5m", s)
 	}
 	if d < minIdleTimeout {
-		return 0, fmt.Errorf("%s: at least %s (idle entries are looked for once a second)", s, minIdleTimeout)
+		return 0, cube.Unprocessable(field, "%s: at least %s (idle entries are looked for once a second)", s, minIdleTimeout)
 	}
-	if t.IdleOffset == 0 {
-		return 0, fmt.Errorf("table %s does not time entries out: declare it with support_timeout = true", t.Name)
+	if t != nil && t.IdleOffset == 0 {
+		return 0, cube.Conflict(field, "table %s does not time entries out: declare it with support_timeout = true", t.Name)
 	}
 	return d, nil
 }
@@ -250,9 +252,19 @@ func SinceHits(h cube.Handle, c *cube.Cube, entries []Entry) ([]SinceHit, error)
 	out := make([]SinceHit, 0, len(entries))
 	for i := range entries {
 		e := &entries[i]
+		field := fmt.Sprintf("entries[%d]", i)
+		if err := checkForms(field+".match", e.Match, p4info.MatchSyntax); err != nil {
+			return nil, err
+		}
+		if prog.Model.Table(e.Table) == nil {
+			return nil, cube.NotFound(field+".table", "the program has no table %q", e.Table)
+		}
 		idle, err := prog.Idle(e.Table, e.Matches(), e.Priority)
 		if err != nil {
-			return nil, cube.Errorf(fmt.Sprintf("entries[%d]", i), "%s: %v", e.Key(), err)
+			if strings.Contains(err.Error(), "no such entry") {
+				return nil, cube.NotFound(field, "%s: %v", e.Key(), err)
+			}
+			return nil, cube.Conflict(field, "%s: %v", e.Key(), err)
 		}
 		out = append(out, SinceHit{Entry: e.Key(), IdleNs: int64(idle), IdleFor: idle.Truncate(time.Millisecond).String()})
 	}

@@ -19,15 +19,15 @@ import (
 // P4Runtime learning controller does. In Match and Params, "$field" is the
 // value of the digest's field (learn_t.srcAddr: "$srcAddr").
 type LearnRule struct {
-	Digest   string            `json:"digest"`
-	Table    string            `json:"table"`
-	Match    map[string]string `json:"match"`
-	Action   string            `json:"action"`
-	Params   map[string]string `json:"params,omitempty"`
+	Digest   string            `json:"digest" doc:"a digest the program sends (404 otherwise)"`
+	Table    string            `json:"table" doc:"a table of the program (404 otherwise)"`
+	Match    map[string]string `json:"match" format:"p4-learn-match" doc:"key field = match, or $field of the digest"`
+	Action   string            `json:"action" doc:"an action of the table (404 otherwise)"`
+	Params   map[string]string `json:"params,omitempty" format:"p4-learn-value" doc:"parameter = value, or $field of the digest"`
 	Priority uint32            `json:"priority,omitempty"`
 	// IdleTimeout removes a learned entry no packet has hit for that long
 	// ("5m"; the table needs support_timeout = true).
-	IdleTimeout string `json:"idle_timeout,omitempty"`
+	IdleTimeout string `json:"idle_timeout,omitempty" format:"p4-duration"`
 }
 
 // entry substitutes the digest's values into the rule.
@@ -66,6 +66,18 @@ func (s *Settings) validateSlowPath(info *p4info.P4Info) error {
 	if s.LearnMax < 0 {
 		return cube.Errorf("learn_max", "must not be negative")
 	}
+	for i, r := range s.Learn {
+		field := fmt.Sprintf("learn[%d]", i)
+		if err := checkForms(field+".match", r.Match, orField(p4info.MatchSyntax)); err != nil {
+			return err
+		}
+		if err := checkForms(field+".params", r.Params, orField(p4info.ValueSyntax)); err != nil {
+			return err
+		}
+		if _, err := parseIdleTimeout(field+".idle_timeout", r.IdleTimeout, nil); err != nil {
+			return err
+		}
+	}
 	sp := info.Edgenf.SlowPath
 	for i, r := range s.Learn {
 		field := fmt.Sprintf("learn[%d]", i)
@@ -84,13 +96,16 @@ func (s *Settings) validateSlowPath(info *p4info.P4Info) error {
 		}
 		e, err := r.entry(vals)
 		if err != nil {
-			return cube.Errorf(field, "%v", err)
+			return cube.NotFound(field, "%v", err)
+		}
+		if err := namesIn(t, e.Action, e.Match, e.Params); err != nil {
+			return cube.Within(field, err)
 		}
 		if _, err := t.EncodeEntry(e.Matches(), e.Action, e.Args(), e.Priority); err != nil {
-			return cube.Errorf(field, "%v", err)
+			return cube.Conflict(field, "%v", err)
 		}
-		if _, err := parseIdleTimeout(r.IdleTimeout, t); err != nil {
-			return cube.Errorf(field+".idle_timeout", "%v", err)
+		if _, err := parseIdleTimeout(field+".idle_timeout", r.IdleTimeout, t); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -24,20 +24,20 @@ import (
 type Settings struct {
 	// Program names the program in messages (file:line:col), e.g.
 	// "l2switch.p4"; the daemon never reads it.
-	Program string `json:"program,omitempty" doc:"the program's name in messages, e.g. l2switch.p4 (a name, never read: the source is inline)"`
+	Program string `json:"program,omitempty" pattern:"^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}$" doc:"the program's name in messages, e.g. l2switch.p4 (a name, never read: the source is inline)"`
 	// Source is the program text: the CLI reads the file and sends it, so
 	// the daemon reads no file on a client's behalf and the state holds
 	// exactly what was compiled. #include resolves against the built-in
 	// files and the administrator's -p4-include-dir only.
-	Source  string            `json:"source" doc:"the P4-16 source text"`
-	Defines map[string]string `json:"defines,omitempty"`
+	Source  string            `json:"source" pattern:"^[^\\x00]+$" doc:"the P4-16 source text, at most 2 MiB; a program that does not compile is 422"`
+	Defines map[string]string `json:"defines,omitempty" pattern:"^[^\\n\\r\\x00]*$" doc:"macros: NAME (a C identifier, 422 otherwise) = a value of one line"`
 	// CPUPort is the egress_spec of the CPU port (packet-in) and the
 	// ingress_port of packet-outs; 0 means 255. 510 punts too.
 	CPUPort int `json:"cpu_port,omitempty"`
 	// Learn turns digests into table entries (slowpath.go).
 	Learn []LearnRule `json:"learn,omitempty"`
 	// LearnMax bounds the entries learned (0: 4096).
-	LearnMax int `json:"learn_max,omitempty"`
+	LearnMax int `json:"learn_max,omitempty" minimum:"0"`
 	// P4RuntimeCookie is the cookie of the pipeline a P4Runtime controller
 	// set (ForwardingPipelineConfig.cookie), kept across restarts.
 	P4RuntimeCookie *uint64 `json:"p4runtime_cookie,omitempty"`
@@ -62,7 +62,7 @@ func (s *Settings) Validate(c *cube.Cube) error {
 	}
 	r, err := compiled(s)
 	if err != nil {
-		return cube.Errorf("program", "%v", err)
+		return cube.Unprocessable("program", "%v", err)
 	}
 	return s.validateSlowPath(r.Info)
 }
@@ -99,7 +99,7 @@ func (s *Settings) normalize() error {
 	}
 	for k, v := range s.Defines {
 		if !defineRE.MatchString(k) {
-			return cube.Errorf("defines", "invalid macro name %q", k)
+			return cube.Unprocessable("defines", "invalid macro name %q", k)
 		}
 		if strings.ContainsAny(v, "\n\r\x00") {
 			return cube.Errorf("defines."+k, "a macro's value is one line")
@@ -112,14 +112,14 @@ func (s *Settings) normalize() error {
 // 198.18.0.0/24 (lpm), 0x0a00&&&0xff00 (ternary), 1024->2048 (range), MACs,
 // IPv4/IPv6 addresses, decimal or hex.
 type Entry struct {
-	Table    string            `json:"table"`
-	Match    map[string]string `json:"match,omitempty"`
-	Action   string            `json:"action"`
-	Params   map[string]string `json:"params,omitempty"`
+	Table    string            `json:"table" doc:"a table of the program (404 otherwise)"`
+	Match    map[string]string `json:"match,omitempty" format:"p4-match" doc:"key field (of the table, 404 otherwise) = match"`
+	Action   string            `json:"action" doc:"an action of the table (404 otherwise)"`
+	Params   map[string]string `json:"params,omitempty" format:"p4-value" doc:"parameter (of the action, 404 otherwise) = value"`
 	Priority uint32            `json:"priority,omitempty"` // ternary, range, optional: higher wins
 	// IdleTimeout ("30s", "5m") reports the entry when no packet has hit
 	// it for that long (tables with support_timeout = true; idle.go).
-	IdleTimeout string `json:"idle_timeout,omitempty"`
+	IdleTimeout string `json:"idle_timeout,omitempty" format:"p4-duration"`
 	// Metadata is opaque to edgenf, kept with the entry for its controller
 	// (P4Runtime's TableEntry.metadata).
 	Metadata []byte `json:"metadata,omitempty"`
@@ -127,6 +127,15 @@ type Entry struct {
 
 // Validate encodes the entry against the cube's compiled program.
 func (e *Entry) Validate(c *cube.Cube) error {
+	if err := checkForms("match", e.Match, p4info.MatchSyntax); err != nil {
+		return err
+	}
+	if err := checkForms("params", e.Params, p4info.ValueSyntax); err != nil {
+		return err
+	}
+	if _, err := parseIdleTimeout("idle_timeout", e.IdleTimeout, nil); err != nil {
+		return err
+	}
 	prog, err := programOf(c)
 	if err != nil {
 		return err
@@ -135,11 +144,14 @@ func (e *Entry) Validate(c *cube.Cube) error {
 	if t == nil {
 		return cube.NotFound("table", "the program has no table %q (tables: %s)", e.Table, tableNames(prog.Info.Edgenf))
 	}
-	if _, err := t.EncodeEntry(e.Matches(), e.Action, e.Args(), e.Priority); err != nil {
-		return cube.Errorf("match", "%v", err)
+	if err := namesIn(t, e.Action, e.Match, e.Params); err != nil {
+		return err
 	}
-	if _, err := parseIdleTimeout(e.IdleTimeout, t); err != nil {
-		return cube.Errorf("idle_timeout", "%v", err)
+	if _, err := t.EncodeEntry(e.Matches(), e.Action, e.Args(), e.Priority); err != nil {
+		return cube.Conflict("match", "%v", err)
+	}
+	if _, err := parseIdleTimeout("idle_timeout", e.IdleTimeout, t); err != nil {
+		return err
 	}
 	// Full names, so that an entry written with aliases has one key.
 	e.Table = t.Name
@@ -183,13 +195,16 @@ func (e *Entry) Key() string {
 
 // Default is a table's default action.
 type Default struct {
-	Table  string            `json:"table"`
-	Action string            `json:"action"`
-	Params map[string]string `json:"params,omitempty"`
+	Table  string            `json:"table" doc:"a table of the program (404 otherwise)"`
+	Action string            `json:"action" doc:"an action of the table (404 otherwise)"`
+	Params map[string]string `json:"params,omitempty" format:"p4-value" doc:"parameter (of the action, 404 otherwise) = value"`
 }
 
 // Validate checks the action against the table.
 func (d *Default) Validate(c *cube.Cube) error {
+	if err := checkForms("params", d.Params, p4info.ValueSyntax); err != nil {
+		return err
+	}
 	prog, err := programOf(c)
 	if err != nil {
 		return err
@@ -198,11 +213,14 @@ func (d *Default) Validate(c *cube.Cube) error {
 	if t == nil {
 		return cube.NotFound("table", "the program has no table %q", d.Table)
 	}
+	if err := namesIn(t, d.Action, nil, d.Params); err != nil {
+		return err
+	}
 	if t.ConstDefault {
-		return cube.Errorf("table", "table %s has a const default_action", d.Table)
+		return cube.Conflict("table", "table %s has a const default_action", d.Table)
 	}
 	if _, err := t.EncodeValue(d.Action, (&Entry{Params: d.Params}).Args()); err != nil {
-		return cube.Errorf("action", "%v", err)
+		return cube.Conflict("action", "%v", err)
 	}
 	d.Table = t.Name
 	if a := t.Action(d.Action); a != nil {
@@ -240,7 +258,7 @@ func programOf(c *cube.Cube) (*p4c.Result, error) {
 	}
 	r, err := compiled(s)
 	if err != nil {
-		return nil, cube.Errorf("config.program", "%v", err)
+		return nil, cube.Unprocessable("config.program", "%v", err)
 	}
 	return r, nil
 }
@@ -259,8 +277,9 @@ func objectFor(c *cube.Cube) ([]byte, error) {
 // --- control plane ---
 
 type controller struct {
-	sp  *slowState // digests, packet-ins, learned entries (slowpath.go)
-	run *running   // pins the program the cube runs (compile.go)
+	sp   *slowState // digests, packet-ins, learned entries (slowpath.go)
+	run  *running   // pins the program the cube runs (compile.go)
+	ints *intStats  // INT hop reports (int.go)
 }
 
 // Close lets the cache evict the cube's program.
@@ -464,7 +483,7 @@ var Type = &cube.Type{
 		{Name: "packet_out", Doc: "Inject a frame (hex) at the CPU port with the program's packet_out header (metadata) in front, as a P4Runtime packet-out.", Args: &PacketOutArgs{}, Do: packetOut},
 	},
 	Prepare: prepare,
-	New:     func() cube.Controller { return controller{sp: newSlowState(), run: &running{}} },
+	New:     func() cube.Controller { return controller{sp: newSlowState(), run: &running{}, ints: &intStats{}} },
 }
 
 func init() { cube.Register(Type) }

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/p4/p4info"
 )
 
 // PacketOutArgs are the arguments of the packet_out action: the frame (hex,
@@ -14,8 +16,8 @@ import (
 // which is put in front of the frame; the result enters the program on the
 // CPU port, as from a P4Runtime controller.
 type PacketOutArgs struct {
-	Frame    string            `json:"frame"`
-	Metadata map[string]string `json:"metadata,omitempty"`
+	Frame    string            `json:"frame" pattern:"^(0x)?([0-9A-Fa-f]{2} ?){14,}$" doc:"an Ethernet frame in hex, at least 14 bytes; with the program's packet_out header at most what the slow path injects (409 otherwise)"`
+	Metadata map[string]string `json:"metadata,omitempty" format:"p4-value" doc:"field of the program's packet_out header (404 otherwise) = value"`
 }
 
 func packetOut(h cube.Handle, c *cube.Cube, args any) (any, error) {
@@ -27,8 +29,11 @@ func packetOut(h cube.Handle, c *cube.Cube, args any) (any, error) {
 	if err != nil {
 		return nil, cube.Errorf("frame", "not hex: %v", err)
 	}
-	if len(frame) < 14 || len(frame) > maxPacketOut {
-		return nil, cube.Errorf("frame", "%d bytes: want an Ethernet frame of 14..%d bytes", len(frame), maxPacketOut)
+	if len(frame) < 14 || len(frame) > datapath.MaxInjectFrame {
+		return nil, cube.Errorf("frame", "%d bytes: want an Ethernet frame of 14..%d bytes", len(frame), datapath.MaxInjectFrame)
+	}
+	if err := checkForms("metadata", a.Metadata, p4info.ValueSyntax); err != nil {
+		return nil, err
 	}
 	r, err := programOf(c)
 	if err != nil {
@@ -36,11 +41,19 @@ func packetOut(h cube.Handle, c *cube.Cube, args any) (any, error) {
 	}
 	var hdr []byte
 	if sp := r.Info.Edgenf.SlowPath; sp != nil && sp.PacketOut != nil {
+		for _, k := range sortedKeys(a.Metadata) {
+			if sp.PacketOut.Field(k) == nil {
+				return nil, cube.NotFound("metadata."+k, "the program's packet_out header has no field %q", k)
+			}
+		}
 		if hdr, err = sp.PacketOut.Encode(a.Metadata); err != nil {
-			return nil, cube.Errorf("metadata", "%v", err)
+			return nil, cube.Conflict("metadata", "%v", err)
 		}
 	} else if len(a.Metadata) > 0 {
-		return nil, cube.Errorf("metadata", "the program has no @controller_header(\"packet_out\") header")
+		return nil, cube.NotFound("metadata", "the program has no @controller_header(\"packet_out\") header")
+	}
+	if n := len(hdr) + len(frame); n > datapath.MaxInjectFrame {
+		return nil, cube.Conflict("frame", "%d bytes with the program's packet_out header: at most %d", n, datapath.MaxInjectFrame)
 	}
 	s, err := stateOf(h)
 	if err != nil {

@@ -14,9 +14,9 @@ import (
 // both), waiting up to TimeoutMs (at most 60000) for the first one.
 type PollArgs struct {
 	After     uint64 `json:"after"`
-	Kind      string `json:"kind,omitempty"`
-	TimeoutMs int    `json:"timeout_ms,omitempty"`
-	Max       int    `json:"max,omitempty"`
+	Kind      string `json:"kind,omitempty" enum:"digest|packet_in|idle_timeout"`
+	TimeoutMs int    `json:"timeout_ms,omitempty" minimum:"0" maximum:"60000"`
+	Max       int    `json:"max,omitempty" doc:"at most this many events (1..1024; else 1024)"`
 }
 
 // PollResult is the answer of a poll: the events, the seq to poll after

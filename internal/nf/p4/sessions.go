@@ -3,6 +3,7 @@ package p4
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/edgenf/edgenf/internal/cube"
@@ -20,7 +21,7 @@ import (
 // every replica of multicast group McastGroup; Truncate > 0 cuts them to
 // that many bytes.
 type CloneSession struct {
-	Session    uint32  `json:"session"`
+	Session    uint32  `json:"session" minimum:"1" maximum:"32767"`
 	Port       *uint16 `json:"port,omitempty"`
 	McastGroup uint16  `json:"mcast_group,omitempty"`
 	Truncate   uint32  `json:"truncate,omitempty"`
@@ -36,16 +37,13 @@ func (s *CloneSession) rt() tableruntime.CloneSession {
 
 // Validate checks the session against the limits and the cube's program.
 func (s *CloneSession) Validate(c *cube.Cube) error {
-	if err := replicating(c); err != nil {
-		return err
-	}
 	if (s.Port == nil) == (s.McastGroup == 0) {
 		return cube.Errorf("port", "clone session %d: give either a port or a mcast_group", s.Session)
 	}
 	if err := tableruntime.CheckCloneSession(s.Session, s.rt()); err != nil {
 		return cube.Errorf(replField(err, "session"), "%v", err)
 	}
-	return nil
+	return replicating(c)
 }
 
 // replField is the field of a CloneSession or McastGroup that err (from
@@ -65,17 +63,21 @@ func replField(err error, idField string) string {
 // standard_metadata.mcast_grp == Group are copied once per replica, each
 // copy running egress with the replica's egress_port and egress_rid.
 type McastGroup struct {
-	Group    uint32                 `json:"group"`
-	Replicas []tableruntime.Replica `json:"replicas"`
+	Group    uint32                 `json:"group" minimum:"1" maximum:"65535"`
+	Replicas []tableruntime.Replica `json:"replicas" maxItems:"32" doc:"(port, rid) copies, each once (422 otherwise)"`
 }
 
 // Validate checks the group against the limits and the cube's program.
 func (g *McastGroup) Validate(c *cube.Cube) error {
+	if err := tableruntime.CheckMcastGroup(g.Group, g.Replicas); err != nil {
+		if f := replField(err, "group"); f == "replicas" && strings.Contains(err.Error(), "listed twice") {
+			return cube.Unprocessable(f, "%v", err)
+		} else {
+			return cube.Errorf(f, "%v", err)
+		}
+	}
 	if err := replicating(c); err != nil {
 		return err
-	}
-	if err := tableruntime.CheckMcastGroup(g.Group, g.Replicas); err != nil {
-		return cube.Errorf(replField(err, "group"), "%v", err)
 	}
 	if g.Replicas == nil {
 		g.Replicas = []tableruntime.Replica{}
@@ -90,7 +92,7 @@ func replicating(c *cube.Cube) error {
 		return err
 	}
 	if !Replicates(r) {
-		return cube.Errorf("program", "the program uses neither clone nor multicast (standard_metadata.mcast_grp): it has no clone sessions or multicast groups")
+		return cube.NotFound("program", "the program uses neither clone nor multicast (standard_metadata.mcast_grp): it has no clone sessions or multicast groups")
 	}
 	return nil
 }

@@ -28,8 +28,6 @@ const (
 	// daemon's log (per second, burst); the rest are counted.
 	logRate  = 20
 	logBurst = 100
-	// maxPacketOut bounds a packet-out frame.
-	maxPacketOut = 9000
 )
 
 // Event is a digest or a packet-in the cube received.
@@ -250,6 +248,7 @@ func (ctl controller) HandlePunt(h cube.Handle, c *cube.Cube, p cube.Punt) {
 		s.add(Event{Time: now, Kind: "digest", Port: p.InPort, Digest: d.Name, ID: d.ID, Fields: vals})
 		s.mu.Unlock()
 		ctl.learn(h, c, r.Info, d, vals, now)
+		ctl.ints.observe(vals) // int.go
 	case ir.PuntLog:
 		l := sp.LogAt(p.Arg)
 		var line string

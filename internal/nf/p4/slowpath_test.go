@@ -16,6 +16,8 @@ import (
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/nftest"
+	"github.com/edgenf/edgenf/internal/schema"
+	"github.com/edgenf/edgenf/internal/schema/schematest"
 )
 
 const learnConfig = `{"program": "../../../examples/p4/l2learn.p4", "learn": [
@@ -264,4 +266,23 @@ func inline(config string) json.RawMessage {
 	}
 	b, _ := json.Marshal(m)
 	return b
+}
+
+// TestPollArgsValidBySchemaAreAccepted: the poll action's arguments that
+// the API's document calls valid are accepted (the OpenAPI conformance run
+// leaves the long poll out: it waits up to timeout_ms by design).
+func TestPollArgsValidBySchemaAreAccepted(t *testing.T) {
+	r := nftest.New(t, Type, learnCube(learnConfig))
+	g := schematest.New(4)
+	s := schema.Of(&PollArgs{})
+	for range 300 {
+		raw := g.JSON(s)
+		v, err := cube.Decode("args", raw, &PollArgs{})
+		if err == nil {
+			_, err = pollAction(r.Handle(), r.Model, v)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/schema"
 )
 
 // objects are the fast path built for each hook (make bpf).
@@ -19,36 +20,39 @@ var objects embed.FS
 
 // Rule is one row of the forwarding table, keyed by its in-port.
 type Rule struct {
-	InPort string `json:"in_port"`
+	InPort string `json:"in_port" format:"name"`
 	// Action: forward (default), drop, pass (to the Linux stack) or punt
 	// (to the slow path).
-	Action  string `json:"action,omitempty"`
-	OutPort string `json:"out_port,omitempty"`
-	SrcMAC  string `json:"src_mac,omitempty"`
-	DstMAC  string `json:"dst_mac,omitempty"`
+	Action  string `json:"action,omitempty" enum:"forward|drop|pass|punt"`
+	OutPort string `json:"out_port,omitempty" format:"name"`
+	SrcMAC  string `json:"src_mac,omitempty" format:"mac"`
+	DstMAC  string `json:"dst_mac,omitempty" format:"mac"`
+}
+
+// RefineSchema: forward takes an out_port and may rewrite MACs; the other
+// actions take neither.
+func (*Rule) RefineSchema(s *schema.Schema) {
+	s.AnyOf = []*schema.Schema{
+		schema.Branch([]string{"out_port"}, map[string]*schema.Schema{"action": {Type: "string", Enum: []string{"forward"}}}),
+		schema.Branch([]string{"action"}, map[string]*schema.Schema{"action": {Type: "string", Enum: []string{"drop", "pass", "punt"}},
+			"out_port": schema.Absent(), "src_mac": schema.Absent(), "dst_mac": schema.Absent()}),
+	}
 }
 
 var actions = map[string]uint16{"forward": 0, "drop": 1, "pass": 2, "punt": 3}
 
 // Validate checks the rule against the cube's ports.
 func (r *Rule) Validate(c *cube.Cube) error {
-	if c.Port(r.InPort) == nil {
-		return cube.NotFound("in_port", "cube %s has no port %q", c.Name, r.InPort)
-	}
 	if r.Action == "" {
 		r.Action = "forward"
 	}
 	if _, ok := actions[r.Action]; !ok {
 		return cube.Errorf("action", "unknown action %q (want forward, drop, pass or punt)", r.Action)
 	}
-	if r.Action == "forward" {
-		if r.OutPort == "" {
-			return cube.Errorf("out_port", "required for action forward")
-		}
-		if c.Port(r.OutPort) == nil {
-			return cube.NotFound("out_port", "cube %s has no port %q", c.Name, r.OutPort)
-		}
-	} else if r.OutPort != "" || r.SrcMAC != "" || r.DstMAC != "" {
+	if r.Action == "forward" && r.OutPort == "" {
+		return cube.Errorf("out_port", "required for action forward")
+	}
+	if r.Action != "forward" && (r.OutPort != "" || r.SrcMAC != "" || r.DstMAC != "") {
 		return cube.Errorf("out_port", "only action forward takes out_port, src_mac, dst_mac")
 	}
 	for field, m := range map[string]string{"src_mac": r.SrcMAC, "dst_mac": r.DstMAC} {
@@ -58,6 +62,12 @@ func (r *Rule) Validate(c *cube.Cube) error {
 		if hw, err := net.ParseMAC(m); err != nil || len(hw) != 6 {
 			return cube.Errorf(field, "invalid MAC address %q", m)
 		}
+	}
+	if c.Port(r.InPort) == nil {
+		return cube.NotFound("in_port", "cube %s has no port %q", c.Name, r.InPort)
+	}
+	if r.OutPort != "" && c.Port(r.OutPort) == nil {
+		return cube.NotFound("out_port", "cube %s has no port %q", c.Name, r.OutPort)
 	}
 	return nil
 }

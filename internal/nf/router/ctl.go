@@ -1,8 +1,10 @@
-// Package router is the router NF: an IPv4 router cube with connected routes
-// from its ports' addresses, static routes (LPM, > 100k), an ARP table with
-// aging and static entries, next-hop resolution through the slow path with a
-// bounded queue of waiting packets, and ICMP echo replies, time exceeded and
-// destination unreachable.
+// Package router is the router NF: an IPv4 and IPv6 router cube with
+// connected routes from its ports' addresses, static routes (LPM, > 100k),
+// an ARP table and an IPv6 neighbour table with aging and static entries,
+// next-hop resolution (ARP, neighbour discovery) through the slow path with a
+// bounded queue of waiting packets, ICMP and ICMPv6 echo replies, time
+// exceeded and destination unreachable, link-local addresses on every port
+// and router advertisements.
 package router
 
 import (
@@ -24,6 +26,9 @@ const (
 	puntARPMiss = 2
 	puntTTL     = 3
 	puntNoRoute = 4
+	puntND      = 5
+	puntNDMiss  = 6
+	puntRS      = 7
 )
 
 // Kernel layouts (router.bpf.c).
@@ -52,6 +57,22 @@ type kARP struct {
 }
 
 const arpStatic = 1
+
+type kRoute6Key struct {
+	PrefixLen uint32
+	Addr      [16]byte
+}
+
+type kRoute6 struct {
+	Port    uint32
+	Flags   uint32
+	NextHop [16]byte
+}
+
+type kNeigh6Key struct {
+	Addr [16]byte
+	Port uint32
+}
 
 // neigh is a learned ARP entry.
 type neigh struct {
@@ -94,7 +115,11 @@ type controller struct {
 	// onlink are the static routes without a next hop (prefix → port).
 	onlink map[netip.Prefix]int
 	// routes written to the kernel, so a sync writes only differences.
-	written map[kRouteKey]kRoute
+	written  map[kRouteKey]kRoute
+	written6 map[kRoute6Key]kRoute6
+	// ra: the ports that send router advertisements, and when they last did.
+	ra     map[int]*RA
+	raSent map[int]time.Time
 	// ICMP error token bucket.
 	tokens   float64
 	lastFill time.Time
@@ -110,6 +135,8 @@ type Counters struct {
 	ReleasedPackets uint64 `json:"released_packets"`
 	QueueDrops      uint64 `json:"queue_drops"`
 	ResolveFailures uint64 `json:"resolve_failures"`
+	NSSent          uint64 `json:"neighbor_solicitations_sent"`
+	RASent          uint64 `json:"router_advertisements_sent"`
 	ICMPSent        uint64 `json:"icmp_errors_sent"`
 	ICMPRateLimited uint64 `json:"icmp_errors_rate_limited"`
 }
@@ -196,21 +223,37 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 			return fmt.Errorf("rt_ports[%d]: %w", i, err)
 		}
 	}
-	// Own addresses.
+	// Own addresses (IPv6: also every port's link-local one).
 	wantAddr := map[[4]byte]uint32{}
+	wantAddr6 := map[[16]byte]uint32{}
 	for _, cn := range conn {
-		wantAddr[addr4(cn.Addr)] = uint32(cn.Port)
+		if cn.Addr.Is4() {
+			wantAddr[addr4(cn.Addr)] = uint32(cn.Port)
+		} else {
+			wantAddr6[cn.Addr.As16()] = uint32(cn.Port)
+		}
+	}
+	for port, mac := range ctl.macs {
+		wantAddr6[linkLocal(mac).As16()] = uint32(port)
 	}
 	if err := syncHash(addrsM, wantAddr); err != nil {
 		return fmt.Errorf("rt_addrs: %w", err)
 	}
+	if err := ctl.syncAddrs6(h, wantAddr6); err != nil {
+		return err
+	}
 	// Routes.
 	want := map[kRouteKey]kRoute{}
+	want6 := map[kRoute6Key]kRoute6{}
 	for _, cn := range conn {
-		if cn.Prefix.Bits() == 32 {
+		if cn.Prefix.Bits() == cn.Addr.BitLen() {
 			continue
 		}
-		want[routeKey(cn.Prefix)] = kRoute{Port: uint32(cn.Port), Flags: routeConnected}
+		if cn.Addr.Is4() {
+			want[routeKey(cn.Prefix)] = kRoute{Port: uint32(cn.Port), Flags: routeConnected}
+		} else {
+			want6[route6Key(cn.Prefix)] = kRoute6{Port: uint32(cn.Port), Flags: routeConnected}
+		}
 	}
 	routes, err := routesTable.Entries(c)
 	if err != nil {
@@ -219,11 +262,19 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 	ctl.onlink = map[netip.Prefix]int{}
 	for _, v := range routes {
 		ctl.noteOnlink(c, v.(*Route), true)
+		if pf, _ := netip.ParsePrefix(v.(*Route).Prefix); pf.Addr().Is6() {
+			k, kv := staticRoute6(c, conn, v.(*Route))
+			want6[k] = kv
+			continue
+		}
 		k, kv, err := staticRoute(c, conn, v.(*Route))
 		if err != nil {
 			return err
 		}
 		want[k] = kv
+	}
+	if err := ctl.syncRoutes6(h, want6); err != nil {
+		return err
 	}
 	if ctl.written == nil {
 		ctl.written = map[kRouteKey]kRoute{}
@@ -267,10 +318,16 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 		n := v.(*Neighbor)
 		a, _ := netip.ParseAddr(n.IP)
 		ctl.static[a] = true
-		if err := ctl.putStatic(arpM, n); err != nil {
+		if err := ctl.putStatic(h, arpM, n); err != nil {
 			return err
 		}
 		delete(ctl.dyn, a)
+	}
+	if err := ctl.syncNeigh6(h); err != nil {
+		return err
+	}
+	if err := ctl.syncRA(c); err != nil {
+		return err
 	}
 	var ak [4]byte
 	var av kARP
@@ -340,12 +397,15 @@ func (ctl *controller) linkOf(a netip.Addr) (connected, bool) {
 	return connected{}, false
 }
 
-func (ctl *controller) putStatic(arpM *ebpf.Map, n *Neighbor) error {
+func (ctl *controller) putStatic(h cube.Handle, arpM *ebpf.Map, n *Neighbor) error {
 	a, _ := netip.ParseAddr(n.IP)
 	hw, _ := net.ParseMAC(n.MAC)
 	cn, _ := onLink(ctl.conn, a)
 	v := kARP{Flags: arpStatic, Port: uint32(cn.Port)}
 	copy(v.MAC[:], hw)
+	if a.Is6() {
+		return ctl.putNeigh6(h, a, cn.Port, v)
+	}
 	if err := arpM.Put(addr4(a), v); err != nil {
 		return fmt.Errorf("rt_arp %s: %w", a, err)
 	}
@@ -419,11 +479,14 @@ func (ctl *controller) PutEntry(h cube.Handle, c *cube.Cube, table string, item 
 	}
 	switch table {
 	case routesTable.Name:
+		ctl.noteOnlink(c, item.(*Route), true)
+		if pf, _ := netip.ParsePrefix(item.(*Route).Prefix); pf.Addr().Is6() {
+			return ctl.putRoute6(h, c, item.(*Route))
+		}
 		k, v, err := staticRoute(c, ctl.conn, item.(*Route))
 		if err != nil {
 			return err
 		}
-		ctl.noteOnlink(c, item.(*Route), true)
 		if err := routesM.Put(k, v); err != nil {
 			return fmt.Errorf("rt_routes: %w", err)
 		}
@@ -436,7 +499,7 @@ func (ctl *controller) PutEntry(h cube.Handle, c *cube.Cube, table string, item 
 		a, _ := netip.ParseAddr(n.IP)
 		ctl.static[a] = true
 		delete(ctl.dyn, a)
-		if err := ctl.putStatic(arpM, n); err != nil {
+		if err := ctl.putStatic(h, arpM, n); err != nil {
 			return err
 		}
 		ctl.releaseLocked(h, a)
@@ -458,8 +521,11 @@ func (ctl *controller) DeleteEntry(h cube.Handle, c *cube.Cube, table string, it
 		if err != nil {
 			return err
 		}
-		k := routeKey(pf)
 		ctl.noteOnlink(c, item.(*Route), false)
+		if pf.Addr().Is6() {
+			return ctl.deleteRoute6(h, pf)
+		}
+		k := routeKey(pf)
 		if err := routesM.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 			return fmt.Errorf("rt_routes: %w", err)
 		}
@@ -470,6 +536,9 @@ func (ctl *controller) DeleteEntry(h cube.Handle, c *cube.Cube, table string, it
 	case arpTable.Name:
 		a, _ := netip.ParseAddr(item.(*Neighbor).IP)
 		delete(ctl.static, a)
+		if a.Is6() {
+			return ctl.deleteNeigh6(h, a)
+		}
 		if err := arpM.Delete(addr4(a)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 			return fmt.Errorf("rt_arp: %w", err)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/schema"
 )
 
 // Config holds the router's settings. Zero values mean the defaults.
@@ -16,13 +17,13 @@ type Config struct {
 	// ARPTimeout is how long (seconds) a learned ARP entry is trusted before
 	// the router re-probes it; an entry whose probe gets no answer within
 	// 3 s is removed. Default 300.
-	ARPTimeout int `json:"arp_timeout,omitempty"`
+	ARPTimeout int `json:"arp_timeout,omitempty" minimum:"0" maximum:"86400"`
 	// ARPQueueLen bounds the packets held per unresolved next hop while the
 	// router resolves it. Default 32.
-	ARPQueueLen int `json:"arp_queue_len,omitempty"`
+	ARPQueueLen int `json:"arp_queue_len,omitempty" minimum:"0" maximum:"1024"`
 	// ICMPRateLimit bounds the ICMP errors (time exceeded, unreachable)
 	// the router sends per second, across all ports. Default 100.
-	ICMPRateLimit int `json:"icmp_rate_limit,omitempty"`
+	ICMPRateLimit int `json:"icmp_rate_limit,omitempty" minimum:"0" maximum:"100000"`
 	// DisableRouteCache makes every packet look its route up in the LPM
 	// table instead of the per-destination route cache.
 	DisableRouteCache bool `json:"disable_route_cache,omitempty"`
@@ -90,18 +91,27 @@ func connectedOf(c *cube.Cube) ([]connected, error) {
 				return nil, cube.Errorf(field+".addresses", "invalid address %q: want address/prefix-length, e.g. 198.18.0.1/24", a)
 			}
 			addr := pf.Addr()
-			if !addr.Is4() {
-				return nil, cube.Errorf(field+".addresses", "%s: the router handles IPv4 only", a)
+			if addr.Is4In6() {
+				return nil, cube.Errorf(field+".addresses", "%s is an IPv4-mapped IPv6 address: give the IPv4 address", a)
 			}
-			if pf.Bits() < 8 {
+			if addr.Is4() && pf.Bits() < 8 {
 				return nil, cube.Errorf(field+".addresses", "%s: prefix length %d is too short for an interface address (8..32)", a, pf.Bits())
 			}
+			if addr.Is6() && pf.Bits() < 16 {
+				return nil, cube.Errorf(field+".addresses", "%s: prefix length %d is too short for an interface address (16..128)", a, pf.Bits())
+			}
 			m := pf.Masked()
-			if pf.Bits() <= 30 && (addr == m.Addr() || addr == lastAddr(m)) {
-				return nil, cube.Errorf(field+".addresses", "%s is the network or broadcast address of %s, not a host address", a, m)
+			if addr.Is4() && pf.Bits() <= 30 && (addr == m.Addr() || addr == lastAddr(m)) {
+				return nil, cube.Unprocessable(field+".addresses", "%s is the network or broadcast address of %s, not a host address", a, m)
+			}
+			if addr.Is6() && pf.Bits() <= 126 && addr == m.Addr() {
+				return nil, cube.Errorf(field+".addresses", "%s is the subnet-router anycast address of %s, not a host address", a, m)
 			}
 			if addr.IsMulticast() || addr.IsLoopback() || addr.IsUnspecified() {
 				return nil, cube.Errorf(field+".addresses", "%s is not a unicast host address", a)
+			}
+			if addr.IsLinkLocalUnicast() && addr.Is6() {
+				return nil, cube.Errorf(field+".addresses", "%s: every port has its link-local address already (fe80:: and the EUI-64 of its MAC)", a)
 			}
 			for _, o := range out {
 				if o.Addr == addr {
@@ -116,7 +126,7 @@ func connectedOf(c *cube.Cube) ([]connected, error) {
 		}
 	}
 	if n > maxAddrs {
-		return nil, cube.Errorf("ports", "%d addresses, at most %d", n, maxAddrs)
+		return nil, cube.Conflict("ports", "%d addresses, at most %d", n, maxAddrs)
 	}
 	return out, nil
 }
@@ -164,9 +174,14 @@ func PortMAC(c *cube.Cube, p *cube.Port) net.HardwareAddr {
 // Route is a static route: packets to Prefix go to NextHop (on a connected
 // subnet), or, with only Port, straight to their destination out of Port.
 type Route struct {
-	Prefix  string `json:"prefix"`
-	NextHop string `json:"next_hop,omitempty"`
-	Port    string `json:"port,omitempty"`
+	Prefix  string `json:"prefix" format:"ipv4-prefix"`
+	NextHop string `json:"next_hop,omitempty" format:"ipv4" doc:"the next hop: an address on a connected subnet (of port, if given)"`
+	Port    string `json:"port,omitempty" format:"name" doc:"the port the route leaves by; alone, destinations are on its link"`
+}
+
+// RefineSchema: a route has a next hop, a port, or both.
+func (*Route) RefineSchema(s *schema.Schema) {
+	s.AnyOf = []*schema.Schema{schema.Branch([]string{"next_hop"}, nil), schema.Branch([]string{"port"}, nil)}
 }
 
 // Validate checks the route against the cube's connected subnets and puts
@@ -176,16 +191,29 @@ func (r *Route) Validate(c *cube.Cube) error {
 	if err != nil {
 		return cube.Errorf("prefix", "invalid prefix %q: want address/length, e.g. 198.19.0.0/16", r.Prefix)
 	}
-	if !pf.Addr().Is4() {
-		return cube.Errorf("prefix", "%s: the router handles IPv4 only", r.Prefix)
+	if pf.Addr().Is4In6() {
+		return cube.Errorf("prefix", "%s is an IPv4-mapped IPv6 prefix: give the IPv4 prefix", r.Prefix)
 	}
 	if pf.Masked() != pf {
-		return cube.Errorf("prefix", "%s has host bits set: did you mean %s?", r.Prefix, pf.Masked())
+		return cube.Unprocessable("prefix", "%s has host bits set: did you mean %s?", r.Prefix, pf.Masked())
 	}
 	r.Prefix = pf.String()
+	var nh netip.Addr
+	switch {
+	case r.NextHop != "":
+		if nh, err = netip.ParseAddr(r.NextHop); err != nil || nh.Zone() != "" {
+			return cube.Errorf("next_hop", "invalid address %q", r.NextHop)
+		}
+		if nh.Is4() != pf.Addr().Is4() {
+			return cube.Errorf("next_hop", "%s and the prefix %s are of different address families", nh, pf)
+		}
+		r.NextHop = nh.String()
+	case r.Port == "":
+		return cube.Errorf("next_hop", "a route needs a next_hop, or a port for a destination on the link")
+	}
 	conn, err := connectedOf(c)
 	if err != nil {
-		return cube.Errorf("prefix", "the cube's port addresses are invalid: %v", err)
+		return cube.Conflict("prefix", "the cube's port addresses are invalid: %v", err)
 	}
 	for _, cn := range conn {
 		if cn.Prefix == pf {
@@ -199,45 +227,47 @@ func (r *Route) Validate(c *cube.Cube) error {
 		}
 	}
 	if r.NextHop == "" {
+		return nil
+	}
+	if nh.Is6() && nh.IsLinkLocalUnicast() {
+		// fe80::/64 is on every port's link: the port says which.
 		if port == nil {
-			return cube.Errorf("next_hop", "a route needs a next_hop, or a port for a destination on the link")
+			return cube.Errorf("port", "required with the link-local next hop %s: the port whose link it is on", nh)
 		}
 		return nil
 	}
-	nh, err := netip.ParseAddr(r.NextHop)
-	if err != nil || !nh.Is4() {
-		return cube.Errorf("next_hop", "invalid IPv4 address %q", r.NextHop)
-	}
-	r.NextHop = nh.String()
 	cn, ok := onLink(conn, nh)
 	if !ok {
-		return cube.Errorf("next_hop", "%s is not on a connected subnet of any port", nh)
+		return cube.Conflict("next_hop", "%s is not on a connected subnet of any port", nh)
 	}
 	if port != nil && cn.Port != port.Index {
-		return cube.Errorf("next_hop", "%s is on the subnet %s of port %s, not of port %s", nh, cn.Prefix, cn.Name, r.Port)
+		return cube.Conflict("next_hop", "%s is on the subnet %s of port %s, not of port %s", nh, cn.Prefix, cn.Name, r.Port)
 	}
 	for _, o := range conn {
 		if o.Addr == nh {
-			return cube.Errorf("next_hop", "%s is the router's own address", nh)
+			return cube.Conflict("next_hop", "%s is the router's own address", nh)
 		}
 	}
-	if nh == lastAddr(cn.Prefix) && cn.Prefix.Bits() <= 30 {
-		return cube.Errorf("next_hop", "%s is the broadcast address of %s", nh, cn.Prefix)
+	if nh.Is4() && nh == lastAddr(cn.Prefix) && cn.Prefix.Bits() <= 30 {
+		return cube.Conflict("next_hop", "%s is the broadcast address of %s", nh, cn.Prefix)
 	}
 	return nil
 }
 
-// Neighbor is a static ARP entry.
+// Neighbor is a static ARP (IPv4) or neighbour (IPv6) entry.
 type Neighbor struct {
-	IP  string `json:"ip"`
-	MAC string `json:"mac"`
+	IP  string `json:"ip" format:"ip" doc:"an address on a connected subnet"`
+	MAC string `json:"mac" format:"mac-unicast"`
 }
 
 // Validate checks the entry is a unicast MAC on a connected subnet.
 func (n *Neighbor) Validate(c *cube.Cube) error {
 	a, err := netip.ParseAddr(n.IP)
-	if err != nil || !a.Is4() {
-		return cube.Errorf("ip", "invalid IPv4 address %q", n.IP)
+	if err != nil || a.Zone() != "" || a.Is4In6() {
+		return cube.Errorf("ip", "invalid address %q", n.IP)
+	}
+	if a.Is6() && a.IsLinkLocalUnicast() {
+		return cube.Errorf("ip", "%s is link-local: static neighbours are on a connected subnet (link-local ones are learned)", a)
 	}
 	n.IP = a.String()
 	hw, err := net.ParseMAC(n.MAC)
@@ -250,18 +280,18 @@ func (n *Neighbor) Validate(c *cube.Cube) error {
 	n.MAC = hw.String()
 	conn, err := connectedOf(c)
 	if err != nil {
-		return cube.Errorf("ip", "the cube's port addresses are invalid: %v", err)
+		return cube.Conflict("ip", "the cube's port addresses are invalid: %v", err)
 	}
 	cn, ok := onLink(conn, a)
 	if !ok {
-		return cube.Errorf("ip", "%s is not on a connected subnet of any port", a)
+		return cube.Conflict("ip", "%s is not on a connected subnet of any port", a)
 	}
 	if cn.Addr == a {
-		return cube.Errorf("ip", "%s is the router's own address", a)
+		return cube.Conflict("ip", "%s is the router's own address", a)
 	}
 	for _, o := range conn {
 		if o.Addr == a {
-			return cube.Errorf("ip", "%s is the router's own address", a)
+			return cube.Conflict("ip", "%s is the router's own address", a)
 		}
 	}
 	return nil
@@ -282,7 +312,7 @@ var routesTable = cube.Table{
 
 var arpTable = cube.Table{
 	Name: "arp",
-	Doc:  "Static ARP entries: IPv4 address on a connected subnet → MAC. They never age.",
+	Doc:  "Static neighbours: IPv4 (ARP) or IPv6 address on a connected subnet → MAC. They never age.",
 	Item: &Neighbor{},
 	Key:  func(v any) string { return v.(*Neighbor).IP },
 	Max:  MaxStaticARP,
@@ -290,15 +320,16 @@ var arpTable = cube.Table{
 
 // Type is the router NF type.
 var Type = &cube.Type{
-	Name:        "router",
-	Description: "IPv4 router: connected and static routes (LPM), ARP with aging and a resolution queue, TTL, ICMP echo and errors.",
-	Hooks:       []datapath.Hook{datapath.XDP, datapath.TC},
-	Object:      cube.HookObjects(objects, "bpf/router"),
-	Config:      &Config{},
-	Tables:      []cube.Table{routesTable, arpTable},
+	Name:          "router",
+	Description:   "IPv4 and IPv6 router: connected and static routes (LPM), ARP and neighbour discovery with aging and a resolution queue, TTL and hop limit, ICMP/ICMPv6 echo and errors, link-local addresses, router advertisements.",
+	Hooks:         []datapath.Hook{datapath.XDP, datapath.TC},
+	Object:        cube.HookObjects(objects, "bpf/router"),
+	Config:        &Config{},
+	PortAddresses: "port-address",
+	Tables:        []cube.Table{routesTable, arpTable, raTable},
 	Views: []cube.View{
 		{Name: "routes", Doc: "The routing table in the kernel: connected and static routes.", Item: &RouteInfo{}, List: listRoutes},
-		{Name: "arp", Doc: "The ARP table: static, learned (with age) and incomplete (being resolved) entries.", Item: &ARPInfo{},
+		{Name: "arp", Doc: "The ARP and IPv6 neighbour table: static, learned (with age) and incomplete (being resolved) entries.", Item: &ARPInfo{},
 			List: cube.ListOn((*controller).listARP)},
 		{Name: "counters", Doc: "Slow-path counters: ARP, queue, ICMP errors.", Item: &Counters{}, Object: true,
 			List: func(h cube.Handle, c *cube.Cube) (any, error) {

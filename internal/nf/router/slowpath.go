@@ -9,8 +9,9 @@ import (
 	"github.com/edgenf/edgenf/internal/cube"
 )
 
-// HandlePunt is the router's slow path: ARP learning, next-hop resolution
-// with a bounded queue, and ICMP errors.
+// HandlePunt is the router's slow path: ARP and neighbour discovery
+// learning, next-hop resolution with a bounded queue, ICMP and ICMPv6
+// errors, router advertisements.
 func (ctl *controller) HandlePunt(h cube.Handle, c *cube.Cube, p cube.Punt) {
 	ctl.mu.Lock()
 	defer ctl.mu.Unlock()
@@ -21,10 +22,36 @@ func (ctl *controller) HandlePunt(h cube.Handle, c *cube.Cube, p cube.Punt) {
 		var b [4]byte
 		binary.LittleEndian.PutUint32(b[:], p.Arg) // the kernel's be32, read as a host u32
 		ctl.resolve(h, netip.AddrFrom4(b), p)
+	case puntND:
+		ctl.ndIn(h, p)
+	case puntNDMiss:
+		ctl.resolve6(h, int(p.Arg), p)
+	case puntRS:
+		ctl.rsIn(h, p)
 	case puntTTL:
-		ctl.icmpError(h, p, 11, 0) // time exceeded in transit
+		if isIPv6(p.Frame) {
+			ctl.icmp6Error(h, p, 3, 0) // hop limit exceeded in transit
+		} else {
+			ctl.icmpError(h, p, 11, 0) // time exceeded in transit
+		}
 	case puntNoRoute:
-		ctl.icmpError(h, p, 3, 0) // net unreachable
+		if isIPv6(p.Frame) {
+			ctl.icmp6Error(h, p, 1, 0) // no route to destination
+		} else {
+			ctl.icmpError(h, p, 3, 0) // net unreachable
+		}
+	}
+}
+
+func isIPv6(f []byte) bool { return len(f) >= 14 && binary.BigEndian.Uint16(f[12:]) == 0x86dd }
+
+// unreachable answers a packet whose next hop could not be resolved.
+func (ctl *controller) unreachable(h cube.Handle, q queued) {
+	p := cube.Punt{InPort: q.inPort, Frame: q.frame, PktLen: len(q.frame)}
+	if isIPv6(q.frame) {
+		ctl.icmp6Error(h, p, 1, 3) // address unreachable
+	} else {
+		ctl.icmpError(h, p, 3, 1) // host unreachable
 	}
 }
 
@@ -52,14 +79,20 @@ func (ctl *controller) arpIn(h cube.Handle, p cube.Punt) {
 }
 
 func (ctl *controller) learn(h cube.Handle, ip netip.Addr, mac net.HardwareAddr, port int) error {
-	m, err := h.Map("rt_arp")
-	if err != nil {
-		return err
-	}
 	v := kARP{Port: uint32(port)}
 	copy(v.MAC[:], mac)
-	if err := m.Put(addr4(ip), v); err != nil {
-		return err
+	if ip.Is6() {
+		if err := ctl.putNeigh6(h, ip.WithZone(""), port, v); err != nil {
+			return err
+		}
+	} else {
+		m, err := h.Map("rt_arp")
+		if err != nil {
+			return err
+		}
+		if err := m.Put(addr4(ip), v); err != nil {
+			return err
+		}
 	}
 	if ctl.dyn[ip] == nil {
 		ctl.stats.ARPLearned++
@@ -95,13 +128,19 @@ func (ctl *controller) resolve(h cube.Handle, nh netip.Addr, p cube.Punt) {
 	if cn.Prefix.Bits() <= 30 && (nh == cn.Prefix.Addr() || nh == lastAddr(cn.Prefix)) {
 		return // directed broadcast or network address: not forwarded
 	}
+	ctl.queue(h, nh, cn.Port, p)
+}
+
+// queue holds a packet for next hop nh (out of port) and starts resolving
+// it.
+func (ctl *controller) queue(h cube.Handle, nh netip.Addr, port int, p cube.Punt) {
 	pd := ctl.pending[nh]
 	if pd == nil {
 		if len(ctl.pending) >= maxPending {
 			ctl.stats.QueueDrops++
 			return
 		}
-		pd = &pending{port: cn.Port}
+		pd = &pending{port: port}
 		ctl.pending[nh] = pd
 	}
 	if len(p.Frame) == p.PktLen && len(pd.frames) < ctl.cfg.queueLen() {
@@ -111,9 +150,21 @@ func (ctl *controller) resolve(h cube.Handle, nh netip.Addr, p cube.Punt) {
 		ctl.stats.QueueDrops++
 	}
 	if pd.tries == 0 {
-		ctl.sendARPRequest(h, cn, nh, nil)
+		ctl.solicit(h, nh, pd.port, nil)
 		pd.tries = 1
 		pd.lastReq = ctl.now()
+	}
+}
+
+// solicit asks for ip's MAC on port: ARP or neighbour solicitation;
+// broadcast, or unicast to dst when probing a known neighbour.
+func (ctl *controller) solicit(h cube.Handle, ip netip.Addr, port int, dst net.HardwareAddr) {
+	if ip.Is6() {
+		ctl.sendNS(h, port, ip, dst)
+		return
+	}
+	if cn, ok := ctl.linkOf(ip); ok {
+		ctl.sendARPRequest(h, cn, ip, dst)
 	}
 }
 
@@ -125,17 +176,18 @@ func (ctl *controller) Tick(h cube.Handle, c *cube.Cube, now time.Time) {
 		if now.Sub(pd.lastReq) < 900*time.Millisecond {
 			continue
 		}
-		cn, ok := ctl.linkOf(nh)
+		_, ok := ctl.linkOf(nh)
+		ok = ok || nh.Is6() && nh.IsLinkLocalUnicast()
 		if !ok || pd.tries >= arpRetries {
 			// Unresolvable: host unreachable for what waited.
 			delete(ctl.pending, nh)
 			ctl.stats.ResolveFailures++
 			for _, q := range pd.frames {
-				ctl.icmpError(h, cube.Punt{InPort: q.inPort, Frame: q.frame, PktLen: len(q.frame)}, 3, 1)
+				ctl.unreachable(h, q)
 			}
 			continue
 		}
-		ctl.sendARPRequest(h, cn, nh, nil)
+		ctl.solicit(h, nh, pd.port, nil)
 		pd.tries++
 		pd.lastReq = now
 	}
@@ -147,17 +199,15 @@ func (ctl *controller) Tick(h cube.Handle, c *cube.Cube, now time.Time) {
 	for ip, n := range ctl.dyn {
 		switch {
 		case n.probing && now.Sub(n.probedAt) >= probeWait:
-			m.Delete(addr4(ip))
-			delete(ctl.dyn, ip)
+			ctl.forget(h, m, ip, n.port)
 		case !n.probing && now.Sub(n.updated) >= timeout:
 			// Still there? Ask it directly; the entry stays usable
 			// meanwhile, so active flows are not interrupted.
-			if cn, ok := ctl.linkOf(ip); ok {
-				n.probing, n.probedAt = true, now
-				ctl.sendARPRequest(h, cn, ip, n.mac)
-			}
+			n.probing, n.probedAt = true, now
+			ctl.solicit(h, ip, n.port, n.mac)
 		}
 	}
+	ctl.tickRA(h, now)
 }
 
 // sendARPRequest asks who has ip on the port of cn: broadcast, or unicast

@@ -58,6 +58,11 @@ func listRoutes(h cube.Handle, c *cube.Cube) (any, error) {
 	if err := it.Err(); err != nil {
 		return nil, err
 	}
+	r6, err := listRoutes6(h, c)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, r6...)
 	sort.Slice(out, func(i, j int) bool {
 		a, _ := netip.ParsePrefix(out[i].Prefix)
 		b, _ := netip.ParsePrefix(out[j].Prefix)
@@ -95,8 +100,13 @@ func (ctl *controller) listARP(h cube.Handle, c *cube.Cube) (any, error) {
 		}
 		out = append(out, ai)
 	}
+	n6, err := ctl.listNeigh6(h, c)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, n6...)
 	for a, p := range ctl.pending {
-		out = append(out, ARPInfo{IP: a.String(), Port: portName(c, p.port), Type: "incomplete", State: "resolving", Queued: len(p.frames)})
+		out = append(out, ARPInfo{IP: a.WithZone("").String(), Port: portName(c, p.port), Type: "incomplete", State: "resolving", Queued: len(p.frames)})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		a, _ := netip.ParseAddr(out[i].IP)
@@ -109,7 +119,7 @@ func (ctl *controller) listARP(h cube.Handle, c *cube.Cube) (any, error) {
 // FlushArgs select what arp_flush removes.
 type FlushArgs struct {
 	// Port limits the flush to entries on this port.
-	Port string `json:"port,omitempty"`
+	Port string `json:"port,omitempty" format:"name"`
 }
 
 func (ctl *controller) flushARP(h cube.Handle, c *cube.Cube, args any) (any, error) {
@@ -132,8 +142,7 @@ func (ctl *controller) flushARP(h cube.Handle, c *cube.Cube, args any) (any, err
 		if port >= 0 && ne.port != port {
 			continue
 		}
-		m.Delete(addr4(a))
-		delete(ctl.dyn, a)
+		ctl.forget(h, m, a, ne.port)
 		n++
 	}
 	return map[string]int{"flushed": n}, nil

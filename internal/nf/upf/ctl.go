@@ -15,7 +15,7 @@ import (
 // goroutines use them between calls of the engine).
 type kmaps struct {
 	cfg, ports, teid, ue4, ue6, rules, ruleStats, sdfs, fars, qers, urrs, urrStats, neigh, stats *ebpf.Map
-	urrRep                                                                                       *ebpf.Map
+	urrRep, neighGen                                                                             *ebpf.Map
 }
 
 func (ctl *controller) loadMaps(h cube.Handle) error {
@@ -27,7 +27,7 @@ func (ctl *controller) loadMaps(h cube.Handle) error {
 		{"upf_cfg", &m.cfg}, {"upf_ports", &m.ports}, {"upf_teid", &m.teid}, {"upf_ue4", &m.ue4}, {"upf_ue6", &m.ue6},
 		{"upf_rules", &m.rules}, {"upf_rule_stats", &m.ruleStats}, {"upf_sdfs", &m.sdfs}, {"upf_fars", &m.fars},
 		{"upf_qers", &m.qers}, {"upf_urrs", &m.urrs}, {"upf_urr_stats", &m.urrStats}, {"upf_neigh", &m.neigh},
-		{"upf_stats", &m.stats}, {"upf_urr_rep", &m.urrRep},
+		{"upf_stats", &m.stats}, {"upf_urr_rep", &m.urrRep}, {"upf_neigh_gen", &m.neighGen},
 	} {
 		mp, err := h.Map(x.name)
 		if err != nil {

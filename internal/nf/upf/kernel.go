@@ -69,6 +69,10 @@ const (
 	ruleUL  = 0x02
 	ruleUE4 = 0x04
 	ruleUE6 = 0x08
+	// ruleURRCountdown << i: the rule's i-th URR has a volume threshold
+	// or quota (atomic down-counters); without it the fast path only
+	// counts the packet in the URR's per-CPU counters.
+	ruleURRCountdown = 0x10
 )
 
 // Owner names what a kernel entry belongs to: the session's SEID and the

@@ -219,6 +219,20 @@ func frameDst(b []byte) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
+// putNeighbour writes a next hop's MAC address into upf_neigh, then bumps
+// upf_neigh_gen: the fast path's per-CPU copies of entries found in an
+// older generation are not used again.
+func (ctl *controller) putNeighbour(k nkey, mac [6]byte) error {
+	if err := ctl.maps.neigh.Put(neighMapKey(k), kNeigh{MAC: mac}); err != nil {
+		return err
+	}
+	var gen uint64
+	if err := ctl.maps.neighGen.Lookup(uint32(0), &gen); err != nil {
+		return err
+	}
+	return ctl.maps.neighGen.Put(uint32(0), gen+1)
+}
+
 // learn records that addr is at mac on port, if addr is a next hop of that
 // port (on one of its subnets, or its gateway), and sends what waited.
 func (n *neighbours) learn(ctl *controller, port int, addr netip.Addr, mac [6]byte) {
@@ -231,7 +245,7 @@ func (n *neighbours) learn(ctl *controller, port int, addr netip.Addr, mac [6]by
 	}
 	k := nkey{port, addr}
 	if old, ok := n.known[k]; !ok || old != mac {
-		if err := ctl.maps.neigh.Put(neighMapKey(k), kNeigh{MAC: mac}); err != nil {
+		if err := ctl.putNeighbour(k, mac); err != nil {
 			return
 		}
 		n.known[k] = mac

@@ -72,7 +72,9 @@ func (ctl *controller) syncService(c *cube.Cube, cfg *model.Config) error {
 	}
 	a, err := agent.New(acfg)
 	if err != nil {
-		return cube.Errorf("config.pfcp", "%v", err)
+		// (an address the machine does not hold, a port in use: the
+		// machine's state)
+		return cube.Conflict("config.pfcp", "%v", err)
 	}
 	if ctl.agent != nil {
 		ctl.agent.Stop()

@@ -105,6 +105,9 @@ func (ctl *controller) apply(c *cube.Cube, s *model.Session) error {
 		}
 		for i, u := range r.urrs {
 			k.URR[i] = n.urrs[u].idx
+			if n.urrs[u].v.flags != 0 {
+				k.Flags |= ruleURRCountdown << i
+			}
 		}
 		if r.sdf != nil {
 			if o, ok := old.sdfs[r.key]; ok && !old.dirty && o.v == *r.sdf {

@@ -60,10 +60,13 @@ var Type = &cube.Type{
 	Object:     cube.HookObjects(objects, "bpf/upf"),
 	Config:     &model.Config{},
 	PortConfig: &model.PortConfig{},
-	Tables:     []cube.Table{sessionsTable, associationsTable},
-	Views:      views,
-	Actions:    actions,
-	New:        newController,
+	PortNames:  []string{model.PortN3, model.PortN6, model.PortN9},
+	// (index 63 is where the daemon releases buffered frames)
+	PortIndexMax: model.ReleasePort - 1,
+	Tables:       []cube.Table{sessionsTable, associationsTable},
+	Views:        views,
+	Actions:      actions,
+	New:          newController,
 }
 
 func init() { cube.Register(Type) }

@@ -82,7 +82,7 @@ func newRig(t *testing.T, hook datapath.Hook, sessions ...*model.Session) *rig {
 func (r *rig) neighbour(port int, addr, mac string) {
 	var m [6]byte
 	copy(m[:], nftest.MAC(mac))
-	if err := r.ctl.maps.neigh.Put(neighMapKey(nkey{port, netip.MustParseAddr(addr)}), kNeigh{MAC: m}); err != nil {
+	if err := r.ctl.putNeighbour(nkey{port, netip.MustParseAddr(addr)}, m); err != nil {
 		r.t.Fatal(err)
 	}
 }

@@ -104,6 +104,51 @@ func ParseValue(s string, width int) (*big.Int, error) {
 	return v, nil
 }
 
+// ValueSyntax reports whether s is a value of some P4 field: a number, a
+// MAC or an IP address (ParseValue then checks it fits a field's width).
+func ValueSyntax(s string) error {
+	_, err := ParseValue(s, max(128, 4*len(s)+8))
+	return err
+}
+
+// MatchSyntax reports whether s is a match of some key field, of any
+// match kind and width (parseMatch then checks it against a field).
+func MatchSyntax(s string) error {
+	s = strings.TrimSpace(s)
+	switch {
+	case s == "*" || s == "_":
+		return nil
+	case strings.Contains(s, "&&&"):
+		v, m, _ := strings.Cut(s, "&&&")
+		if err := ValueSyntax(v); err != nil {
+			return err
+		}
+		return ValueSyntax(m)
+	case strings.HasPrefix(s, "0x") && strings.Contains(s, "*"):
+		if strings.Trim(s[2:], "0123456789abcdefABCDEF*") != "" {
+			return fmt.Errorf("bad ternary value %q", s)
+		}
+		return nil
+	case strings.Contains(s, "->") || strings.Contains(s, ".."):
+		sep := "->"
+		if strings.Contains(s, "..") {
+			sep = ".."
+		}
+		lo, hi, _ := strings.Cut(s, sep)
+		if err := ValueSyntax(lo); err != nil {
+			return err
+		}
+		return ValueSyntax(hi)
+	case strings.Contains(s, "/"):
+		i := strings.LastIndexByte(s, '/')
+		if n, err := strconv.Atoi(s[i+1:]); err != nil || n < 0 {
+			return fmt.Errorf("bad prefix length in %q", s)
+		}
+		return ValueSyntax(s[:i])
+	}
+	return ValueSyntax(s)
+}
+
 func ones(width int) *big.Int {
 	return new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), uint(width)), big.NewInt(1))
 }

@@ -49,6 +49,9 @@
 /* The CPU port every program has; the program's own (cpu_port, 255 by
  * default) is P4_CPU_PORT_CFG, defined by the generated C. */
 #define P4_CPU_PORT 510
+/* skb->priority for standard_metadata.priority p (1..7): HTB class
+ * ed00:8+(7-p), priority band 7-p of the egress tree (0 most urgent) */
+#define P4_PRIO_CLASS(p) (0xed000008u + (7u - ((__u32)(p) & 7)))
 /* Punt reasons of P4 cubes (ir.PuntPacketIn, ir.PuntDigest, ir.PuntLog). */
 #define P4_PUNT_PACKET_IN 1
 #define P4_PUNT_DIGEST 2

@@ -291,7 +291,7 @@ static __always_inline int bridge(ctx_t *ctx, struct edgenf_md *md)
 				has_tag = 0;
 			}
 			enf_count(p, ctx_len(ctx), ENF_TX);
-			bpf_clone_redirect(ctx, h->ifindex, 0);
+			enf_clone_redirect(ctx, md, h->ifindex);
 		}
 		return CTX_DROP;
 	}

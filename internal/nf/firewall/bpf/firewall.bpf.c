@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* firewall: transparent; an ingress and an egress chain of rules over IPv4
- * (source/destination prefix, protocol, source/destination port range, TCP
- * flags, connection-tracking state), first match by rule id wins, default
- * policy per chain.
+ * and IPv6 (source/destination prefix, protocol, source/destination port
+ * range or ICMP type, TCP flags, connection-tracking state), first match by
+ * rule id wins, default policy per chain. IPv6's upper-layer header is found
+ * through the extension header chain (a bounded walk, enf_ip6_walk); what
+ * cannot be walked is judged by the policy.
  *
  * Classification is a linear bit-vector search (as in Polycube's
  * pcn-firewall): for each field the daemon precomputes, per distinct value
@@ -26,6 +28,11 @@
 #include <edgenf/conntrack.h>
 
 #define FW_MAX_RULES 10240
+
+static __always_inline int fw_is_icmp(__u8 proto)
+{
+	return proto == IPPROTO_ICMP || proto == IPPROTO_ICMPV6;
+}
 #define FW_WORDS (FW_MAX_RULES / 64)
 #define FW_SUM 3
 
@@ -94,20 +101,22 @@ struct {
 	__type(value, struct fw_meta);
 } fw_meta SEC(".maps");
 
-/* Source and destination prefixes: the data starts with gen, chain, dim, so
- * the prefix length is 32 + the address prefix length. */
+/* Source and destination prefixes: the data starts with gen, chain, dim and
+ * the address family (4 or 6), so the prefix length is 32 + the address
+ * prefix length and the families never match each other's prefixes. IPv4
+ * addresses fill the first word of addr. */
 struct fw_lpm_key {
 	__u32 prefixlen;
 	__u8 gen;
 	__u8 chain;
 	__u8 dim;
-	__u8 pad;
-	__be32 addr;
+	__u8 family;
+	__be32 addr[4];
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(max_entries, 4 * 2 * (FW_MAX_RULES + 1));
+	__uint(max_entries, 4 * 2 * (FW_MAX_RULES + 2));
 	__type(key, struct fw_lpm_key);
 	__type(value, __u32); /* class in fw_cls */
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -131,7 +140,10 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 } fw_cls SEC(".maps");
 
-/* Port -> class: index ((gen * 2 + chain) * 2 + (dim - FW_D_SPORT)) * 65536 + port. */
+/* Port -> class: index ((gen * 2 + chain) * 2 + (dim - FW_D_SPORT)) * 65536 + port.
+ * ICMP and ICMPv6 packets look their type up as the destination port (rules
+ * with ports are TCP or UDP, rules with an ICMP type ICMP or ICMPv6: the
+ * protocol field keeps them apart). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 8 * 65536);
@@ -170,7 +182,7 @@ struct {
 #define FW_CNT_BADFRAG (4 * FW_MAX_RULES + 14)
 ENF_TRAFFIC_COUNTERS(fw_counters, 4 * FW_MAX_RULES + 16);
 
-/* Connections: normalised tuple (lower address/port first). */
+/* Connections: normalised tuple (lower address/port first), either family. */
 struct fw_conn {
 	struct ct_conn c;
 	__u8 orig_swapped; /* the originator's packets are the swapped ones */
@@ -178,10 +190,12 @@ struct fw_conn {
 	__u64 vcache[2]; /* per chain: fw_vc_tag() | (bit + 1), 0: no rule */
 };
 
-/* What a cached verdict is valid for; the low 16 bits hold the result. */
-static __always_inline __u64 fw_vc_tag(__u32 version, int reply, __u32 pstate, const struct ct_pkt *p)
+/* What a cached verdict is valid for; the low 16 bits hold the result. The
+ * byte that varies within a connection is the TCP flags, or the ICMP type
+ * (rules match it; requests and errors share a tuple). */
+static __always_inline __u64 fw_vc_tag(__u32 version, int reply, __u32 pstate, const struct ct_pkt46 *p)
 {
-	__u32 flags = p->t.proto == IPPROTO_TCP ? p->tcp_flags : 0;
+	__u32 flags = p->t.proto == IPPROTO_TCP ? p->tcp_flags : fw_is_icmp(p->t.proto) ? p->icmp_type : 0;
 
 	return (__u64)version << 32 | (__u64)(1 << 15 | reply << 12 | pstate << 8 | flags) << 16;
 }
@@ -189,20 +203,23 @@ static __always_inline __u64 fw_vc_tag(__u32 version, int reply, __u32 pstate, c
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 262144);
-	__type(key, struct ct_tuple);
+	__type(key, struct ct_tuple46);
 	__type(value, struct fw_conn);
 } fw_conns SEC(".maps");
 
 /* Fragments after the first carry no ports: they take the verdict of their
  * datagram's first fragment, remembered by chain, addresses, protocol and
- * IPv4 identification for as long as Linux waits for a datagram's fragments.
- * A later fragment whose first one was not seen is judged by the policy. */
+ * identification (IPv4's, or the IPv6 fragment header's) for as long as
+ * Linux waits for a datagram's fragments. A later fragment whose first one
+ * was not seen is judged by the policy. */
 struct fw_frag_key {
-	__be32 saddr;
-	__be32 daddr;
-	__be16 id;
+	__be32 saddr[4];
+	__be32 daddr[4];
+	__be32 id;
 	__u8 proto;
 	__u8 chain;
+	__u8 family;
+	__u8 pad;
 };
 
 struct fw_frag {
@@ -221,14 +238,31 @@ struct {
 	__type(value, struct fw_frag);
 } fw_frags SEC(".maps");
 
-static __always_inline void fw_frag_key(const struct ct_pkt *p, __u8 chain, struct fw_frag_key *k)
+static __always_inline void fw_frag_key(const struct ct_pkt46 *p, __u8 chain, struct fw_frag_key *k)
 {
-	k->saddr = p->t.saddr;
-	k->daddr = p->t.daddr;
-	k->id = p->ip_id;
+	__builtin_memcpy(k->saddr, p->t.saddr, 16);
+	__builtin_memcpy(k->daddr, p->t.daddr, 16);
+	k->id = p->frag_id;
 	k->proto = p->t.proto;
 	k->chain = chain;
+	k->family = p->t.family;
+	k->pad = 0;
 }
+
+/* The packet being judged, per CPU (a packet runs to completion on its CPU):
+ * the stack is the classifier's. */
+struct fw_scratch {
+	struct ct_pkt46 p;
+	struct ct_tuple46 key; /* p's connection, normalised */
+	struct fw_conn upd;    /* its new state */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fw_scratch);
+} fw_scratch SEC(".maps");
 
 /* Log rate limiter (token bucket per CPU). */
 struct fw_bucket {
@@ -246,24 +280,36 @@ struct {
 #define FW_LOG_ACCEPT 1
 #define FW_LOG_DROP 2
 
-/* Normalise t into k; returns 1 when it swapped the ends. */
-static __always_inline int fw_norm(const struct ct_tuple *t, struct ct_tuple *k)
+/* Compare two addresses: -1, 0, 1. */
+static __always_inline int fw_addr_cmp(const __be32 *a, const __be32 *b)
 {
-	__u32 s = bpf_ntohl(t->saddr), d = bpf_ntohl(t->daddr);
-	int swap;
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		__u32 x = bpf_ntohl(a[i]), y = bpf_ntohl(b[i]);
 
-	if (t->proto == IPPROTO_ICMP)
-		swap = s > d;
+		if (x != y)
+			return x < y ? -1 : 1;
+	}
+	return 0;
+}
+
+/* Normalise t into k; returns 1 when it swapped the ends. */
+static __always_inline int fw_norm(const struct ct_tuple46 *t, struct ct_tuple46 *k)
+{
+	int c = fw_addr_cmp(t->saddr, t->daddr), swap;
+
+	if (t->proto == IPPROTO_ICMP || t->proto == IPPROTO_ICMPV6)
+		swap = c > 0;
 	else
-		swap = s > d || (s == d && bpf_ntohs(t->sport) > bpf_ntohs(t->dport));
+		swap = c > 0 || (c == 0 && bpf_ntohs(t->sport) > bpf_ntohs(t->dport));
 	if (swap)
-		ct_reverse(t, k);
+		ct_reverse46(t, k);
 	else
 		*k = *t;
-	k->dir = 0;
 	k->pad = 0;
 	return swap;
 }
+
 
 static __always_inline int fw_log(ctx_t *ctx, struct edgenf_md *md, struct fw_cfg *cfg, __u32 reason, __u32 arg)
 {
@@ -313,7 +359,7 @@ static __always_inline int fw_none(const struct fw_bv *v)
 /* A global function: the verifier checks it once, not once for every path
  * of the caller that reaches it (its loops would otherwise be explored for
  * each, which is most of the program's verification cost). */
-__attribute__((noinline)) int fw_classify(const struct fw_meta *m, __u32 gen, __u32 chain, const struct ct_pkt *p,
+__attribute__((noinline)) int fw_classify(const struct fw_meta *m, __u32 gen, __u32 chain, const struct ct_pkt46 *p,
 					  __u32 pstate)
 {
 	__u32 base = (gen * 2 + chain);
@@ -331,7 +377,7 @@ __attribute__((noinline)) int fw_classify(const struct fw_meta *m, __u32 gen, __
 	/* Fields in order of typical selectivity; a field whose vector is
 	 * empty ends the search at once (no rule can match). */
 	if (dims & (1 << FW_D_DPORT)) {
-		__u32 i = (base * 2 + 1) * 65536 + bpf_ntohs(p->t.dport);
+		__u32 i = (base * 2 + 1) * 65536 + (fw_is_icmp(p->t.proto) ? p->icmp_type : bpf_ntohs(p->t.dport));
 		__u32 *cls = bpf_map_lookup_elem(&fw_portcls, &i);
 
 		if (!cls)
@@ -341,8 +387,12 @@ __attribute__((noinline)) int fw_classify(const struct fw_meta *m, __u32 gen, __
 			return -1;
 	}
 	if (dims & (1 << FW_D_DST)) {
-		struct fw_lpm_key k = {.prefixlen = 64, .gen = gen, .chain = chain, .dim = FW_D_DST, .addr = p->t.daddr};
-		__u32 *cls = bpf_map_lookup_elem(&fw_lpm, &k);
+		struct fw_lpm_key k = {.prefixlen = p->t.family == 6 ? 160 : 64,
+				       .gen = gen, .chain = chain, .dim = FW_D_DST, .family = p->t.family};
+		__u32 *cls;
+
+		__builtin_memcpy(k.addr, p->t.daddr, 16);
+		cls = bpf_map_lookup_elem(&fw_lpm, &k);
 
 		if (!cls)
 			return -1;
@@ -351,8 +401,12 @@ __attribute__((noinline)) int fw_classify(const struct fw_meta *m, __u32 gen, __
 			return -1;
 	}
 	if (dims & (1 << FW_D_SRC)) {
-		struct fw_lpm_key k = {.prefixlen = 64, .gen = gen, .chain = chain, .dim = FW_D_SRC, .addr = p->t.saddr};
-		__u32 *cls = bpf_map_lookup_elem(&fw_lpm, &k);
+		struct fw_lpm_key k = {.prefixlen = p->t.family == 6 ? 160 : 64,
+				       .gen = gen, .chain = chain, .dim = FW_D_SRC, .family = p->t.family};
+		__u32 *cls;
+
+		__builtin_memcpy(k.addr, p->t.saddr, 16);
+		cls = bpf_map_lookup_elem(&fw_lpm, &k);
 
 		if (!cls)
 			return -1;
@@ -361,7 +415,7 @@ __attribute__((noinline)) int fw_classify(const struct fw_meta *m, __u32 gen, __
 			return -1;
 	}
 	if (dims & (1 << FW_D_SPORT)) {
-		__u32 i = (base * 2 + 0) * 65536 + bpf_ntohs(p->t.proto == IPPROTO_ICMP ? 0 : p->t.sport);
+		__u32 i = (base * 2 + 0) * 65536 + bpf_ntohs(fw_is_icmp(p->t.proto) ? 0 : p->t.sport);
 		__u32 *cls = bpf_map_lookup_elem(&fw_portcls, &i);
 
 		if (!cls)
@@ -439,7 +493,7 @@ static __always_inline int fw_verdict(__u8 v)
 }
 
 /* A fragment after the first: its datagram's verdict. */
-static __always_inline int fw_later_fragment(const struct ct_pkt *p, __u8 chain, const struct fw_meta *m, __u32 len)
+static __always_inline int fw_later_fragment(const struct ct_pkt46 *p, __u8 chain, const struct fw_meta *m, __u32 len)
 {
 	struct fw_frag_key k;
 	struct fw_frag *f;
@@ -459,11 +513,11 @@ static __always_inline int firewall(ctx_t *ctx, struct edgenf_md *md, __u32 dir)
 	__u32 zero = 0, len = ctx_len(ctx), mi, pstate, version, cnt;
 	__u8 chain = dir & 1, gen;
 	__u64 tag = 0;
-	struct fw_conn *conn = 0, upd;
-	struct ct_tuple key;
+	struct fw_conn *conn = 0;
+	struct fw_scratch *sc;
 	struct fw_meta *m;
 	struct fw_cfg *cfg;
-	struct ct_pkt p;
+	struct ct_pkt46 *p;
 	__u32 *active;
 	int swapped, reply = 0, bit = -1, verdict, log = 0;
 	__u64 now;
@@ -472,26 +526,37 @@ static __always_inline int firewall(ctx_t *ctx, struct edgenf_md *md, __u32 dir)
 	cfg = bpf_map_lookup_elem(&fw_cfg, &zero);
 	if (!active || !cfg)
 		return ENF_VERDICT_PASS;
+	sc = bpf_map_lookup_elem(&fw_scratch, &zero);
+	if (!sc)
+		return ENF_VERDICT_DROP;
+	p = &sc->p;
 	version = *active;
 	gen = version & 1;
 	mi = gen * 2 + chain;
 	m = bpf_map_lookup_elem(&fw_meta, &mi);
 	if (!m || !m->valid)
 		return ENF_VERDICT_PASS;
-	/* Only IPv4 is classified; ARP, IPv6 and the rest pass. What cannot
-	 * be parsed is not let through unjudged: the policy decides, and a
+	/* IPv4 and IPv6 are classified; ARP and the rest pass, and so does
+	 * IPv6 neighbour discovery (unfragmented, hop limit 255: RFC 4861
+	 * 6.1, 7.1), IPv6's ARP, which never leaves its link. What cannot be
+	 * parsed is not let through unjudged: the policy decides, and a
 	 * fragment that hides or rewrites its datagram's L4 header is
 	 * dropped. */
-	switch (ct_extract(ctx, &p)) {
+	switch (ct_extract46(ctx, p)) {
 	case CT_X_OTHER:
 		return ENF_VERDICT_PASS;
+	case CT_X_IPV6:
+		if (p->t.proto == IPPROTO_ICMPV6 && p->l4_off && !p->frag && p->hop_limit == 255 &&
+		    p->icmp_type >= CT_ICMP6_ND_FIRST && p->icmp_type <= CT_ICMP6_ND_LAST)
+			return ENF_VERDICT_PASS;
+		break;
 	case CT_X_BAD:
-		if (p.frag) {
+		if (p->frag) {
 			/* the rest of its datagram goes the same way */
 			struct fw_frag_key fk;
 			struct fw_frag f = {.seen = bpf_ktime_get_ns(), .cnt = FW_CNT_BADFRAG + chain, .verdict = FW_DROP};
 
-			fw_frag_key(&p, chain, &fk);
+			fw_frag_key(p, chain, &fk);
 			bpf_map_update_elem(&fw_frags, &fk, &f, BPF_ANY);
 			enf_traffic_add(&fw_counters, FW_CNT_BADFRAG + chain, len);
 			return ENF_VERDICT_DROP;
@@ -499,27 +564,27 @@ static __always_inline int firewall(ctx_t *ctx, struct edgenf_md *md, __u32 dir)
 		enf_traffic_add(&fw_counters, FW_CNT_UNPARSED + chain, len);
 		return fw_verdict(m->policy);
 	}
-	if (p.frag && !p.l4_off)
-		return fw_later_fragment(&p, chain, m, len);
+	if (p->frag && !p->l4_off)
+		return fw_later_fragment(p, chain, m, len);
 
 	now = bpf_ktime_get_ns();
-	swapped = fw_norm(&p.t, &key);
-	conn = bpf_map_lookup_elem(&fw_conns, &key);
+	swapped = fw_norm(&p->t, &sc->key);
+	conn = bpf_map_lookup_elem(&fw_conns, &sc->key);
 	if (conn && ct_expired(&conn->c, &cfg->to, now))
 		conn = 0;
 	if (conn) {
-		upd = *conn;
-		reply = swapped != upd.orig_swapped;
-		pstate = ct_update(&upd.c, &p, reply, now);
-	} else if (p.icmp_err) {
-		struct ct_tuple ik;
+		sc->upd = *conn;
+		reply = swapped != sc->upd.orig_swapped;
+		pstate = ct_update46(&sc->upd.c, p, reply, now);
+	} else if (p->icmp_err) {
+		struct ct_tuple46 ik;
 
-		fw_norm(&p.inner, &ik);
+		fw_norm(&p->inner, &ik);
 		pstate = bpf_map_lookup_elem(&fw_conns, &ik) ? CT_PKT_RELATED : CT_PKT_INVALID;
-	} else if (p.frag && !p.l4_off) {
+	} else if (p->frag && !p->l4_off) {
 		pstate = CT_PKT_INVALID; /* later fragments: no ports to match */
 	} else {
-		pstate = ct_can_start(&p) ? CT_PKT_NEW : CT_PKT_INVALID;
+		pstate = ct_can_start46(p) ? CT_PKT_NEW : CT_PKT_INVALID;
 	}
 
 	if (m->accept_established && (pstate == CT_PKT_ESTABLISHED || pstate == CT_PKT_RELATED)) {
@@ -528,11 +593,11 @@ static __always_inline int firewall(ctx_t *ctx, struct edgenf_md *md, __u32 dir)
 		verdict = FW_ACCEPT;
 		goto done;
 	}
-	tag = fw_vc_tag(version, reply, pstate, &p);
+	tag = fw_vc_tag(version, reply, pstate, p);
 	if (conn && (conn->vcache[chain] & ~0xffffull) == tag) {
 		bit = (int)(conn->vcache[chain] & 0xffff) - 1;
 	} else {
-		bit = m->nrules ? fw_classify(m, gen, chain, &p, pstate) : -1;
+		bit = m->nrules ? fw_classify(m, gen, chain, p, pstate) : -1;
 		if (conn)
 			conn->vcache[chain] = tag | (__u16)(bit + 1);
 	}
@@ -554,12 +619,12 @@ static __always_inline int firewall(ctx_t *ctx, struct edgenf_md *md, __u32 dir)
 		verdict = m->policy;
 	}
 done:
-	if (p.frag) {
+	if (p->frag) {
 		/* the first fragment: its verdict is its datagram's */
 		struct fw_frag_key fk;
 		struct fw_frag f = {.seen = now, .cnt = cnt, .verdict = verdict};
 
-		fw_frag_key(&p, chain, &fk);
+		fw_frag_key(p, chain, &fk);
 		bpf_map_update_elem(&fw_frags, &fk, &f, BPF_ANY);
 	}
 	if (verdict != FW_ACCEPT)
@@ -569,13 +634,13 @@ done:
 	if (conn) {
 		/* In place: no map update per packet. */
 		if (pstate != CT_PKT_INVALID)
-			conn->c = upd.c;
+			conn->c = sc->upd.c;
 	} else if (pstate == CT_PKT_NEW) {
-		__builtin_memset(&upd, 0, sizeof(upd));
-		ct_init(&upd.c, &p, now);
-		upd.orig_swapped = swapped;
-		upd.vcache[chain] = tag | (__u16)(bit + 1);
-		bpf_map_update_elem(&fw_conns, &key, &upd, BPF_ANY);
+		__builtin_memset(&sc->upd, 0, sizeof(sc->upd));
+		ct_init_proto(&sc->upd.c, p->t.proto, now);
+		sc->upd.orig_swapped = swapped;
+		sc->upd.vcache[chain] = tag | (__u16)(bit + 1);
+		bpf_map_update_elem(&fw_conns, &sc->key, &sc->upd, BPF_ANY);
 	}
 	(void)log;
 	return ENF_VERDICT_PASS;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* lb: L4 load balancer (standard cube), IPv4 TCP/UDP.
+/* lb: L4 load balancer (standard cube), IPv4 and IPv6 TCP/UDP.
  *
  * A packet to a virtual service (VIP, protocol, port) picks a backend:
  *  - the connection table (LRU) first: a flow stays on its backend while
@@ -10,11 +10,14 @@
  * replies directly to the client); NAT mode also rewrites the destination
  * address (and port) to the backend's and remembers the flow, so replies from
  * the backend are translated back to the VIP and sent out of the port the
- * request came from. ARP requests for a VIP or a port address are answered
- * with the port's MAC. Layouts are mirrored by lb.go. */
+ * request came from. ARP requests and IPv6 neighbour solicitations for a
+ * VIP or a port address are answered with the port's MAC.
+ * Addresses are 16 bytes in every table, IPv4 ones in the first word, with
+ * the family beside them. Layouts are mirrored by lb.go. */
 /* offsetof without the C library's stddef.h */
 #define offsetof(t, m) __builtin_offsetof(t, m)
 #include <edgenf/edgenf.h>
+#include <edgenf/ndp.h>
 
 #define LB_MAX_SERVICES 256
 #define LB_MAX_BACKENDS 4096
@@ -32,14 +35,21 @@
 struct lb_port {
 	__u8 mac[ETH_ALEN];
 	__u16 pad;
-	__be32 ip; /* first IPv4 address, 0 if none */
+	__be32 ip;     /* first IPv4 address, 0 if none */
+	__be32 ip6[4]; /* first IPv6 address, :: if none */
 };
 
 struct lb_svc_key {
-	__be32 vip;
+	__be32 vip[4];
 	__be16 port;
 	__u8 proto;
-	__u8 pad;
+	__u8 family; /* 4 or 6 */
+};
+
+/* lb_vips key. */
+struct lb_vip {
+	__be32 a[4];
+	__u32 family;
 };
 
 struct lb_svc {
@@ -50,7 +60,7 @@ struct lb_svc {
 };
 
 struct lb_backend {
-	__be32 ip;
+	__be32 ip[4]; /* of the service's family */
 	__be16 tport; /* NAT: destination port at the backend; 0 = unchanged */
 	__u16 port;   /* cube port it is reached through */
 	__u8 mac[ETH_ALEN];
@@ -59,21 +69,22 @@ struct lb_backend {
 };
 
 struct lb_conn_key {
-	__be32 saddr;
-	__be32 daddr;
+	__be32 saddr[4];
+	__be32 daddr[4];
 	__be16 sport;
 	__be16 dport;
 	__u8 proto;
-	__u8 pad[3];
+	__u8 family;
+	__u8 pad[2];
 };
 
 struct lb_conn {
 	__u32 backend;
-	__be32 be_ip;
+	__be32 be_ip[4];
 };
 
 struct lb_nat {
-	__be32 vip;
+	__be32 vip[4];
 	__be16 vport;
 	__u16 in_port;
 	__u8 cmac[ETH_ALEN];
@@ -117,7 +128,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, LB_MAX_SERVICES);
-	__type(key, __be32);
+	__type(key, struct lb_vip);
 	__type(value, __u32);
 } lb_vips SEC(".maps");
 
@@ -173,9 +184,15 @@ struct {
 
 ENF_COUNTERS(lb_stats, LB_ST_N);
 
+static __always_inline int lb_addr_eq(const __be32 *a, const __be32 *b)
+{
+	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3];
+}
+
 static __always_inline __u32 lb_hash(struct lb_conn_key *k)
 {
-	__u64 h = ((__u64)k->saddr << 32) | k->daddr;
+	__u64 h = ((__u64)(k->saddr[0] ^ k->saddr[1] ^ k->saddr[2] ^ k->saddr[3]) << 32) |
+		  (k->daddr[0] ^ k->daddr[1] ^ k->daddr[2] ^ k->daddr[3]);
 
 	h ^= (((__u64)k->sport << 32) | ((__u64)k->dport << 16) | k->proto) * 0x9e3779b97f4a7c15ULL;
 	h ^= h >> 33;
@@ -226,8 +243,12 @@ static __always_inline int lb_do_arp(ctx_t *ctx, struct edgenf_md *md, struct en
 	if (!p)
 		return lb_unknown(ctx, md);
 	__builtin_memcpy(&tpa, a->tpa, 4);
-	if (!(p->ip && p->ip == tpa) && !bpf_map_lookup_elem(&lb_vips, &tpa))
-		return lb_unknown(ctx, md);
+	if (!(p->ip && p->ip == tpa)) {
+		struct lb_vip vk = {.a = {tpa}, .family = 4};
+
+		if (!bpf_map_lookup_elem(&lb_vips, &vk))
+			return lb_unknown(ctx, md);
+	}
 	__builtin_memcpy(eth->h_dest, a->sha, ETH_ALEN);
 	__builtin_memcpy(eth->h_source, p->mac, ETH_ALEN);
 	a->op = bpf_htons(2);
@@ -317,6 +338,101 @@ static __always_inline int lb_rewrite(ctx_t *ctx, struct enf_pkt *pkt, int which
 }
 #endif
 
+/* Rewrite one address (16 bytes) and one port of an IPv6 TCP/UDP packet,
+ * fixing the L4 checksum (IPv6 has no header checksum). which: 0 =
+ * destination, 1 = source. */
+#if defined(EDGENF_HOOK_TC)
+static __always_inline int lb_rewrite6(ctx_t *ctx, struct enf_pkt *pkt, int which, const __be32 *addr, __be16 port)
+{
+	__u32 l3 = pkt->l3_off & 0x1f, l4 = pkt->l4_off & 0x1ff;
+	__u32 aoff = l3 + (which ? offsetof(struct ipv6hdr, saddr) : offsetof(struct ipv6hdr, daddr));
+	__u32 poff = l4 + (which ? 0 : 2);
+	__u32 coff = pkt->l4_proto == IPPROTO_TCP ? l4 + 16 : l4 + 6;
+	__u32 flags = pkt->l4_proto == IPPROTO_TCP ? 0 : BPF_F_MARK_MANGLED_0;
+	__be32 old[4];
+	__be16 oldp;
+
+	if (bpf_skb_load_bytes(ctx, aoff, old, 16) || bpf_skb_load_bytes(ctx, poff, &oldp, 2))
+		return -1;
+#pragma unroll
+	for (int i = 0; i < 4; i++)
+		if (bpf_l4_csum_replace(ctx, coff, old[i], addr[i], flags | BPF_F_PSEUDO_HDR | 4))
+			return -1;
+	if (bpf_skb_store_bytes(ctx, aoff, addr, 16, 0))
+		return -1;
+	if (port && port != oldp) {
+		if (bpf_l4_csum_replace(ctx, coff, oldp, port, flags | 2))
+			return -1;
+		if (bpf_skb_store_bytes(ctx, poff, &port, 2, 0))
+			return -1;
+	}
+	return 0;
+}
+#else
+static __always_inline int lb_rewrite6(ctx_t *ctx, struct enf_pkt *pkt, int which, const __be32 *addr, __be16 port)
+{
+	struct ipv6hdr *ip = enf_ptr(ctx, pkt->l3_off & 0x1f);
+	__u8 *l4 = enf_ptr(ctx, pkt->l4_off & 0x1ff);
+	__be32 *pa;
+	__be16 *pp;
+	__sum16 *sum;
+
+	if (!enf_in_bounds(ctx, ip, sizeof(*ip)))
+		return -1;
+	if (pkt->l4_proto == IPPROTO_TCP) {
+		if (!enf_in_bounds(ctx, l4, 20))
+			return -1;
+		sum = (__sum16 *)(l4 + 16);
+	} else {
+		if (!enf_in_bounds(ctx, l4, 8))
+			return -1;
+		sum = (__sum16 *)(l4 + 6);
+	}
+	pa = which ? ip->saddr.in6_u.u6_addr32 : ip->daddr.in6_u.u6_addr32;
+	pp = (__be16 *)(l4 + (which ? 0 : 2));
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		enf_csum_replace4(sum, pa[i], addr[i]);
+		pa[i] = addr[i];
+	}
+	if (port && port != *pp) {
+		enf_csum_replace2(sum, *pp, port);
+		*pp = port;
+	}
+	if (pkt->l4_proto == IPPROTO_UDP && !*sum)
+		*sum = 0xffff; /* 0 means no checksum, which IPv6 forbids */
+	return 0;
+}
+#endif
+
+/* Answer a neighbour solicitation for a VIP or the port's address with an
+ * advertisement, in place: solicited, override (not for the port's own
+ * address, like a host), our port's MAC. */
+static __always_inline int lb_do_ns(ctx_t *ctx, struct edgenf_md *md, struct enf_pkt *pkt)
+{
+	struct ethhdr *eth = ctx_data(ctx);
+	struct ipv6hdr *ip = enf_ptr(ctx, pkt->l3_off & 0x1f);
+	struct enf_nd_msg *ns = enf_ptr(ctx, pkt->l4_off & 0x1ff);
+	struct lb_vip vk = {.family = 6};
+	__u32 in = md->in_port;
+	struct lb_port *p;
+	int own;
+
+	if (!enf_in_bounds(ctx, eth, sizeof(*eth)) || !enf_in_bounds(ctx, ip, sizeof(*ip)) ||
+	    !enf_in_bounds(ctx, ns, sizeof(*ns)) || !enf_nd_solicitation(ip, ns))
+		return lb_unknown(ctx, md);
+	__builtin_memcpy(vk.a, ns->target, 16);
+	p = bpf_map_lookup_elem(&lb_ports, &in);
+	if (!p)
+		return lb_unknown(ctx, md);
+	own = (p->ip6[0] | p->ip6[1] | p->ip6[2] | p->ip6[3]) && lb_addr_eq(p->ip6, vk.a);
+	if (!own && !bpf_map_lookup_elem(&lb_vips, &vk))
+		return lb_unknown(ctx, md);
+	enf_nd_advertise(eth, ip, ns, p->mac, own ? 0 : ENF_NA_OVERRIDE);
+	enf_counter_inc(&lb_stats, LB_ST_ARP);
+	return enf_send(ctx, md, in);
+}
+
 static __always_inline int lb_set_macs(ctx_t *ctx, __u32 out, __u8 *dst)
 {
 	struct ethhdr *eth = ctx_data(ctx);
@@ -341,7 +457,7 @@ static __always_inline int lb_forward(ctx_t *ctx, struct edgenf_md *md, struct e
 	if (c) {
 		id = c->backend;
 		be = bpf_map_lookup_elem(&lb_backends, &id);
-		if (be && (be->ip != c->be_ip || be->svc != s->id || !(be->flags & (LB_BE_ACTIVE | LB_BE_DRAINING))))
+		if (be && (!lb_addr_eq(be->ip, c->be_ip) || be->svc != s->id || !(be->flags & (LB_BE_ACTIVE | LB_BE_DRAINING))))
 			be = NULL;
 	}
 	if (!be) {
@@ -358,8 +474,9 @@ static __always_inline int lb_forward(ctx_t *ctx, struct edgenf_md *md, struct e
 		be = bpf_map_lookup_elem(&lb_backends, &id);
 		if (!be || !(be->flags & LB_BE_ACTIVE))
 			goto none;
-		struct lb_conn nc = {.backend = id, .be_ip = be->ip};
+		struct lb_conn nc = {.backend = id};
 
+		__builtin_memcpy(nc.be_ip, be->ip, 16);
 		bpf_map_update_elem(&lb_conns, ck, &nc, BPF_ANY);
 		fresh = 1;
 	}
@@ -374,16 +491,18 @@ static __always_inline int lb_forward(ctx_t *ctx, struct edgenf_md *md, struct e
 
 		if (fresh || !c) {
 			struct ethhdr *eth = ctx_data(ctx);
-			struct lb_nat n = {.vip = ck->daddr, .vport = ck->dport, .in_port = md->in_port};
-			struct lb_conn_key rk = {.saddr = be->ip, .daddr = ck->saddr, .sport = tport,
-						 .dport = ck->sport, .proto = ck->proto};
+			struct lb_nat n = {.vport = ck->dport, .in_port = md->in_port};
+			struct lb_conn_key rk = {.sport = tport, .dport = ck->sport, .proto = ck->proto, .family = ck->family};
 
 			if (!enf_in_bounds(ctx, eth, sizeof(*eth)))
 				return enf_drop(ctx, md);
+			__builtin_memcpy(n.vip, ck->daddr, 16);
+			__builtin_memcpy(rk.saddr, be->ip, 16);
+			__builtin_memcpy(rk.daddr, ck->saddr, 16);
 			__builtin_memcpy(n.cmac, eth->h_source, ETH_ALEN);
 			bpf_map_update_elem(&lb_nat, &rk, &n, BPF_ANY);
 		}
-		if (lb_rewrite(ctx, pkt, 0, be->ip, be->tport))
+		if (ck->family == 6 ? lb_rewrite6(ctx, pkt, 0, be->ip, be->tport) : lb_rewrite(ctx, pkt, 0, be->ip[0], be->tport))
 			return enf_drop(ctx, md);
 	}
 	if (lb_set_macs(ctx, be->port, be->mac))
@@ -401,7 +520,6 @@ static __always_inline int lb(ctx_t *ctx, struct edgenf_md *md)
 	struct enf_pkt pkt;
 	struct lb_svc *s;
 	struct lb_nat *n;
-	struct iphdr *ip;
 	__be16 *ports;
 
 #if defined(EDGENF_HOOK_TC)
@@ -412,21 +530,44 @@ static __always_inline int lb(ctx_t *ctx, struct edgenf_md *md)
 		return enf_drop(ctx, md);
 	if (pkt.l3_proto == ETH_P_ARP)
 		return lb_do_arp(ctx, md, &pkt);
-	if (pkt.l3_proto != ETH_P_IP || !pkt.l4_off ||
+	/* IPv6: the upper-layer header right after the fixed one (enf_parse
+	 * does not walk extension headers; such packets are not a service's). */
+	if (pkt.l3_proto == ETH_P_IPV6 && pkt.l4_proto == IPPROTO_ICMPV6 && pkt.l4_off) {
+		__u8 *t = enf_ptr(ctx, pkt.l4_off & 0x1ff);
+
+		if (enf_in_bounds(ctx, t, 1) && *t == ENF_ND_NS)
+			return lb_do_ns(ctx, md, &pkt);
+	}
+	if ((pkt.l3_proto != ETH_P_IP && pkt.l3_proto != ETH_P_IPV6) || !pkt.l4_off ||
 	    (pkt.l4_proto != IPPROTO_TCP && pkt.l4_proto != IPPROTO_UDP))
 		return lb_unknown(ctx, md);
-	ip = enf_ptr(ctx, pkt.l3_off & 0x1f);
 	ports = enf_ptr(ctx, pkt.l4_off & 0x1ff);
-	if (!enf_in_bounds(ctx, ip, sizeof(*ip)) || !enf_in_bounds(ctx, ports, 4))
+	if (!enf_in_bounds(ctx, ports, 4))
 		return enf_drop(ctx, md);
-	ck.saddr = ip->saddr;
-	ck.daddr = ip->daddr;
+	if (pkt.l3_proto == ETH_P_IP) {
+		struct iphdr *ip = enf_ptr(ctx, pkt.l3_off & 0x1f);
+
+		if (!enf_in_bounds(ctx, ip, sizeof(*ip)))
+			return enf_drop(ctx, md);
+		ck.saddr[0] = ip->saddr;
+		ck.daddr[0] = ip->daddr;
+		ck.family = 4;
+	} else {
+		struct ipv6hdr *ip6 = enf_ptr(ctx, pkt.l3_off & 0x1f);
+
+		if (!enf_in_bounds(ctx, ip6, sizeof(*ip6)))
+			return enf_drop(ctx, md);
+		__builtin_memcpy(ck.saddr, &ip6->saddr, 16);
+		__builtin_memcpy(ck.daddr, &ip6->daddr, 16);
+		ck.family = 6;
+	}
 	ck.sport = ports[0];
 	ck.dport = ports[1];
 	ck.proto = pkt.l4_proto;
 
-	struct lb_svc_key sk = {.vip = ck.daddr, .port = ck.dport, .proto = ck.proto};
+	struct lb_svc_key sk = {.port = ck.dport, .proto = ck.proto, .family = ck.family};
 
+	__builtin_memcpy(sk.vip, ck.daddr, 16);
 	s = bpf_map_lookup_elem(&lb_services, &sk);
 	if (s)
 		return lb_forward(ctx, md, &pkt, &ck, s);
@@ -437,8 +578,12 @@ static __always_inline int lb(ctx_t *ctx, struct edgenf_md *md)
 		__u32 out = n->in_port;
 		__u8 cmac[ETH_ALEN];
 
+		__be32 vip[4];
+		__be16 vport = n->vport;
+
 		__builtin_memcpy(cmac, n->cmac, ETH_ALEN);
-		if (lb_rewrite(ctx, &pkt, 1, n->vip, n->vport))
+		__builtin_memcpy(vip, n->vip, 16);
+		if (ck.family == 6 ? lb_rewrite6(ctx, &pkt, 1, vip, vport) : lb_rewrite(ctx, &pkt, 1, vip[0], vport))
 			return enf_drop(ctx, md);
 		if (lb_set_macs(ctx, out, cmac))
 			return enf_drop(ctx, md);

@@ -3,6 +3,7 @@
  * interface). Egress = inside -> outside: SNAT / masquerade, and the reverse of
  * DNAT and port forwarding. Ingress = outside -> inside: DNAT, port
  * forwarding, and the reverse of SNAT. IPv4 TCP, UDP and ICMP echo.
+ * IPv6: NPTv6 (RFC 6296), stateless and checksum-neutral prefix translation.
  *
  * Every flow has two session entries, one per direction, created together by
  * the flow's first packet (which is translated at once): the originator's
@@ -524,6 +525,106 @@ static __always_inline int nat_icmp_err(ctx_t *ctx, struct ct_pkt *p, struct nat
 	return ENF_VERDICT_PASS;
 }
 
+/* ---- NPTv6 (RFC 6296) ------------------------------------------------------
+ * An inside prefix of up to 48 bits maps to an outside one of the same
+ * length: egress rewrites source addresses inside → outside, ingress
+ * destination addresses outside → inside. The 16-bit word right after the
+ * first 48 bits (the subnet word) absorbs the one's complement difference
+ * of the two prefixes, so the address's checksum contribution — and with it
+ * every L4 checksum — is unchanged: no checksum is touched, at either hook,
+ * even for CHECKSUM_PARTIAL packets. ICMPv6 errors carry the offending
+ * packet's header: its address is mapped back the same way (again without
+ * changing any checksum), so the inside host recognises its own packet. */
+
+/* The data starts with the direction, so the prefix length is 32 + the
+ * address prefix length. */
+struct nat_npt_key {
+	__u32 prefixlen;
+	__u32 dir; /* EDGENF_DIR_EGRESS: inside prefixes; ingress: outside ones */
+	__be32 addr[4];
+};
+
+struct nat_npt_val {
+	__be16 pfx[3];  /* the new prefix, masked */
+	__be16 mask[3]; /* prefix bits of the first three words */
+	__u16 adj;      /* one's complement adjustment of word 3, host order */
+	__u16 pad;
+	__u32 rule;
+};
+
+/* Inside prefix → outside (egress), outside → inside (ingress). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, 2 * 1024);
+	__type(key, struct nat_npt_key);
+	__type(value, struct nat_npt_val);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} nat_npt SEC(".maps");
+
+#define NPT_NONE 0   /* no mapping covers the address */
+#define NPT_DONE 1   /* translated */
+#define NPT_CANNOT 2 /* its subnet word is 0xffff (RFC 6296 3.5): not mappable */
+
+/* Translate the address at a (16 bytes, inside the packet) if a rule of
+ * direction dir maps it. */
+static __always_inline int npt_addr(__u32 dir, __be16 *a)
+{
+	struct nat_npt_key k = {.prefixlen = 32 + 128, .dir = dir};
+	struct nat_npt_val *v;
+	__u32 w;
+
+	__builtin_memcpy(k.addr, a, 16);
+	v = bpf_map_lookup_elem(&nat_npt, &k);
+	if (!v)
+		return NPT_NONE;
+	if (a[3] == 0xffff)
+		return NPT_CANNOT;
+#pragma unroll
+	for (int i = 0; i < 3; i++)
+		a[i] = (a[i] & ~v->mask[i]) | v->pfx[i];
+	w = bpf_ntohs(a[3]) + v->adj;
+	w = (w & 0xffff) + (w >> 16);
+	if (w == 0xffff)
+		w = 0;
+	a[3] = bpf_htons(w);
+	return NPT_DONE;
+}
+
+static __always_inline int nat_ipv6(ctx_t *ctx, __u32 dir)
+{
+	struct enf_pkt pkt;
+	struct enf_ip6_info x;
+	struct ipv6hdr *ip6;
+	int r;
+
+	ct_pull(ctx, ENF_IP6_MAX_HDR);
+	if (enf_parse(ctx, &pkt) < 0 || pkt.l3_proto != ETH_P_IPV6)
+		return ENF_VERDICT_PASS;
+	ip6 = enf_ptr(ctx, CT_OFF(pkt.l3_off));
+	if (!enf_in_bounds(ctx, ip6, sizeof(*ip6)))
+		return ENF_VERDICT_PASS;
+	r = npt_addr(dir, dir == EDGENF_DIR_EGRESS ? (__be16 *)&ip6->saddr : (__be16 *)&ip6->daddr);
+	if (r == NPT_CANNOT) {
+		enf_counter_inc(&nat_counters, NAT_C_UNXLATE);
+		return ENF_VERDICT_DROP;
+	}
+	/* An ICMPv6 error: the quoted packet went the other way. */
+	if (enf_ip6_walk(ctx, pkt.l3_off, &x) == 0 && x.l4_off && x.proto == IPPROTO_ICMPV6) {
+		struct icmphdr *ih = enf_ptr(ctx, x.l4_off & (ENF_IP6_MAX_HDR - 1));
+		struct ipv6hdr *in = (void *)(ih + 1);
+
+		if (enf_in_bounds(ctx, in, sizeof(*in)) && ih->type >= CT_ICMP6_DEST_UNREACH &&
+		    ih->type <= CT_ICMP6_PARAMPROB && in->version == 6) {
+			int ri = npt_addr(dir, dir == EDGENF_DIR_EGRESS ? (__be16 *)&in->daddr : (__be16 *)&in->saddr);
+
+			if (ri == NPT_DONE && r == NPT_NONE)
+				r = NPT_DONE;
+		}
+	}
+	enf_counter_inc(&nat_counters, r == NPT_DONE ? NAT_C_XLATE : NAT_C_UNTOUCHED);
+	return ENF_VERDICT_PASS;
+}
+
 static __always_inline int nat(ctx_t *ctx, struct edgenf_md *md, __u32 dir)
 {
 	struct ct_pkt p;
@@ -539,7 +640,7 @@ static __always_inline int nat(ctx_t *ctx, struct edgenf_md *md, __u32 dir)
 		return ENF_VERDICT_DROP;
 	switch (ct_extract(ctx, &p)) {
 	case CT_X_OTHER:
-		return ENF_VERDICT_PASS; /* ARP, IPv6, ... */
+		return nat_ipv6(ctx, dir); /* ARP and the rest pass */
 	case CT_X_BAD:
 		/* Its source cannot be trusted (or read): nothing unparsable
 		 * leaves this way. */

@@ -1,19 +1,29 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* router: an IPv4 router cube.
+/* router: an IPv4 and IPv6 router cube.
  *
  * Fast path: ARP replies for the router's own addresses, ICMP echo replies,
  * LPM route lookup, next-hop MAC from the ARP table, TTL decrement with an
  * incremental checksum update, MAC rewrite, send. Everything else is punted
  * to the slow path (router.go): ARP replies addressed to the router (learning),
  * packets whose next hop is not resolved yet (queued while the controller
- * resolves it), TTL expiry and missing routes (ICMP errors). */
+ * resolves it), TTL expiry and missing routes (ICMP errors).
+ *
+ * IPv6 the same way with its own tables: neighbour solicitations for the
+ * router's addresses (global and the link-local one of every port) are
+ * answered in place, echo requests too; advertisements (learning), router
+ * solicitations, hop-limit expiry, missing routes and unresolved next hops
+ * go to the slow path (ndp.go). */
 #include <edgenf/edgenf.h>
+#include <edgenf/ndp.h>
 
 /* Punt reasons; mirrored in router.go. */
 #define RT_PUNT_ARP 1       /* ARP reply (or gratuitous) for the router */
 #define RT_PUNT_ARP_MISS 2  /* next hop not resolved; arg = next hop (be32) */
 #define RT_PUNT_TTL 3       /* TTL would reach 0: time exceeded */
 #define RT_PUNT_NO_ROUTE 4  /* destination net unreachable */
+#define RT_PUNT_ND 5        /* IPv6: neighbour advertisement for the router */
+#define RT_PUNT_ND_MISS 6   /* IPv6: next hop not resolved; arg = out port */
+#define RT_PUNT_RS 7        /* IPv6: router solicitation */
 
 #define RT_MAX_ROUTES 131072
 #define RT_MAX_ARP 65536
@@ -106,6 +116,53 @@ struct {
 	__type(value, struct rt_gen);
 } rt_gen SEC(".maps");
 
+/* ---- IPv6 tables ---- */
+
+/* The router's IPv6 addresses (global, and each port's link-local) → port. */
+struct rt_addr6 {
+	__be32 a[4];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RT_MAX_ADDRS + EDGENF_MAX_PORTS);
+	__type(key, struct rt_addr6);
+	__type(value, __u32);
+} rt_addrs6 SEC(".maps");
+
+struct rt_route6_key {
+	__u32 prefixlen;
+	__be32 addr[4];
+};
+
+struct rt_route6 {
+	__u32 port;
+	__u32 flags;
+	__be32 nexthop[4]; /* ::: directly connected */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, RT_MAX_ROUTES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct rt_route6_key);
+	__type(value, struct rt_route6);
+} rt_routes6 SEC(".maps");
+
+/* Neighbours by address and port (a link-local address is only unique on
+ * its link). */
+struct rt_neigh6_key {
+	__be32 addr[4];
+	__u32 port;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RT_MAX_ARP);
+	__type(key, struct rt_neigh6_key);
+	__type(value, struct rt_arp);
+} rt_neigh6 SEC(".maps");
+
 struct arp_eth {
 	__be16 hrd;
 	__be16 pro;
@@ -188,6 +245,117 @@ static __always_inline int rt_echo(ctx_t *ctx, struct edgenf_md *md, struct rt_p
 	return enf_send(ctx, md, md->in_port);
 }
 
+static __always_inline int rt_ip6_own(ctx_t *ctx, struct edgenf_md *md, struct rt_port *pp, struct ipv6hdr *ip6)
+{
+	struct ethhdr *eth = ctx_data(ctx);
+	struct icmphdr *ic = (void *)(ip6 + 1);
+	__u16 old, new;
+
+	if (ip6->nexthdr != IPPROTO_ICMPV6 || !enf_in_bounds(ctx, eth, sizeof(*eth)) || !enf_in_bounds(ctx, ic, sizeof(*ic)))
+		return enf_drop(ctx, md);
+	switch (ic->type) {
+	case ENF_ND_NS: {
+		struct enf_nd_msg *ns = (void *)ic;
+
+		if (!enf_in_bounds(ctx, ns, sizeof(*ns)) || !enf_nd_solicitation(ip6, ns))
+			return enf_drop(ctx, md);
+		enf_nd_advertise(eth, ip6, ns, pp->mac, ENF_NA_ROUTER | ENF_NA_OVERRIDE);
+		return enf_send(ctx, md, md->in_port);
+	}
+	case ENF_ND_NA:
+		return enf_punt(ctx, md, RT_PUNT_ND, md->in_port);
+	case ENF_ND_RS:
+		return enf_punt(ctx, md, RT_PUNT_RS, md->in_port);
+	case 128: /* echo request: the reply in place (the address swap keeps the sum) */
+		if (ic->code)
+			return enf_drop(ctx, md);
+		old = *(__u16 *)ic;
+		ic->type = 129;
+		new = *(__u16 *)ic;
+		enf_csum_replace2(&ic->checksum, old, new);
+		{
+			struct in6_addr a = ip6->saddr;
+
+			ip6->saddr = ip6->daddr;
+			ip6->daddr = a;
+		}
+		ip6->hop_limit = 64;
+		__builtin_memcpy(eth->h_dest, eth->h_source, ETH_ALEN);
+		__builtin_memcpy(eth->h_source, pp->mac, ETH_ALEN);
+		return enf_send(ctx, md, md->in_port);
+	}
+	return enf_drop(ctx, md);
+}
+
+static __always_inline int rt_ip6(ctx_t *ctx, struct edgenf_md *md, struct rt_port *pp)
+{
+	struct ethhdr *eth = ctx_data(ctx);
+	struct ipv6hdr *ip6 = (void *)(eth + 1);
+	struct rt_route6_key key = {.prefixlen = 128};
+	struct rt_neigh6_key nk = {};
+	struct rt_route6 *rt;
+	struct rt_port *op;
+	struct rt_arp *nb;
+	__u32 *own, in = md->in_port;
+	__u8 d0;
+
+	if (!enf_in_bounds(ctx, ip6, sizeof(*ip6)) || ip6->version != 6)
+		return enf_drop(ctx, md);
+	d0 = ip6->daddr.in6_u.u6_addr8[0];
+	if (d0 == 0xff) {
+		/* Multicast: neighbour solicitations (solicited-node group)
+		 * and router solicitations for us; nothing is routed. */
+		struct enf_nd_msg *ns = (void *)(ip6 + 1);
+
+		if (ip6->nexthdr != IPPROTO_ICMPV6 || !enf_in_bounds(ctx, ns, 8))
+			return enf_drop(ctx, md);
+		if (ns->type == ENF_ND_RS)
+			return enf_punt(ctx, md, RT_PUNT_RS, in);
+		if (ns->type != ENF_ND_NS || !enf_in_bounds(ctx, ns, sizeof(*ns)))
+			return enf_drop(ctx, md);
+		own = bpf_map_lookup_elem(&rt_addrs6, ns->target);
+		if (!own || *own != in)
+			return enf_drop(ctx, md);
+		return rt_ip6_own(ctx, md, pp, ip6);
+	}
+	if (!mac_is(eth->h_dest, pp->mac))
+		return enf_drop(ctx, md);
+	own = bpf_map_lookup_elem(&rt_addrs6, &ip6->daddr);
+	if (own) {
+		if (*own != in && d0 == 0xfe)
+			return enf_drop(ctx, md); /* another port's link-local address */
+		return rt_ip6_own(ctx, md, pp, ip6);
+	}
+	/* Link-local destinations and sources stay on their link (RFC 4291
+	 * 2.5.6); unspecified and loopback sources are never forwarded. */
+	if ((d0 == 0xfe && (ip6->daddr.in6_u.u6_addr8[1] & 0xc0) == 0x80) ||
+	    (ip6->saddr.in6_u.u6_addr8[0] == 0xfe && (ip6->saddr.in6_u.u6_addr8[1] & 0xc0) == 0x80) ||
+	    ip6->saddr.in6_u.u6_addr8[0] == 0xff ||
+	    !(ip6->saddr.in6_u.u6_addr32[0] | ip6->saddr.in6_u.u6_addr32[1] | ip6->saddr.in6_u.u6_addr32[2]))
+		return enf_drop(ctx, md);
+	if (ip6->hop_limit <= 1)
+		return enf_punt(ctx, md, RT_PUNT_TTL, in);
+	__builtin_memcpy(key.addr, &ip6->daddr, 16);
+	rt = bpf_map_lookup_elem(&rt_routes6, &key);
+	if (!rt)
+		return enf_punt(ctx, md, RT_PUNT_NO_ROUTE, in);
+	nk.port = rt->port;
+	if (rt->nexthop[0] | rt->nexthop[1] | rt->nexthop[2] | rt->nexthop[3])
+		__builtin_memcpy(nk.addr, rt->nexthop, 16);
+	else
+		__builtin_memcpy(nk.addr, &ip6->daddr, 16);
+	nb = bpf_map_lookup_elem(&rt_neigh6, &nk);
+	if (!nb)
+		return enf_punt(ctx, md, RT_PUNT_ND_MISS, nk.port);
+	op = bpf_map_lookup_elem(&rt_ports, &nk.port);
+	if (!op || !op->valid)
+		return enf_drop(ctx, md);
+	ip6->hop_limit--; /* no header checksum in IPv6 */
+	__builtin_memcpy(eth->h_dest, nb->mac, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, op->mac, ETH_ALEN);
+	return enf_send(ctx, md, nk.port);
+}
+
 static __always_inline int router(ctx_t *ctx, struct edgenf_md *md)
 {
 	struct ethhdr *eth = ctx_data(ctx);
@@ -212,6 +380,8 @@ static __always_inline int router(ctx_t *ctx, struct edgenf_md *md)
 			return enf_drop(ctx, md);
 		return rt_arp_in(ctx, md, pp);
 	}
+	if (eth->h_proto == bpf_htons(ETH_P_IPV6))
+		return rt_ip6(ctx, md, pp);
 	if (eth->h_proto != bpf_htons(ETH_P_IP) || !mac_is(eth->h_dest, pp->mac))
 		return enf_drop(ctx, md);
 	ip = (void *)(eth + 1);

@@ -128,6 +128,9 @@ struct upf_list {
 #define RULE_UL 0x02  /* uplink: the UE is the inner source */
 #define RULE_UE4 0x04 /* check the UE's IPv4 address */
 #define RULE_UE6 0x08 /* check the UE's IPv6 /64 */
+/* << i: the i-th URR has a threshold or quota to count down; without it
+ * the URR's shared entry is not read, only its per-CPU counters touched */
+#define RULE_URR_COUNTDOWN 0x10
 
 struct upf_rule {
 	__u32 far;
@@ -346,6 +349,33 @@ struct {
 	__type(value, struct upf_neigh);
 } upf_neigh SEC(".maps");
 
+/* The generation of upf_neigh: the daemon bumps it after every change. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} upf_neigh_gen SEC(".maps");
+
+/* Per CPU, port and family: the last next hop found in upf_neigh and the
+ * generation of upf_neigh it was found in (0: none yet). Traffic mostly goes to one next hop per direction (the N6
+ * gateway, a gNB), so this saves the hash of a 20-octet key per packet.
+ * Runs on one CPU do not interleave (the receive path has bottom halves
+ * off), so the entry is never read half-written. */
+struct upf_neigh_cache {
+	struct upf_neigh_key k;
+	__u8 mac[ETH_ALEN];
+	__u16 pad;
+	__u64 gen;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2 * EDGENF_MAX_PORTS); /* port, + EDGENF_MAX_PORTS for IPv6 */
+	__type(key, __u32);
+	__type(value, struct upf_neigh_cache);
+} upf_neigh_cache SEC(".maps");
+
 ENF_COUNTERS(upf_stats, UPF_ST_N);
 
 /* per CPU: room to compute an IPv6 UDP checksum in */
@@ -505,28 +535,11 @@ static __always_inline int upf_sdf_match(struct upf_sdf *s, struct upf_flow *f, 
 	return 1;
 }
 
-struct upf_match {
-	struct upf_list *list;
-	struct upf_flow *flow;
-	__u32 rule; /* the first rule that matches, 0: none */
-};
-
-/* bpf_loop body: try the i-th rule of the list. */
-static long upf_try(__u32 i, void *data)
+/* Does rule r take the packet whose flow is f? */
+static __always_inline int upf_rule_ok(struct upf_rule *r, struct upf_flow *f)
 {
-	struct upf_match *m = data;
-	struct upf_flow *f = m->flow;
-	struct upf_rule *r;
-	__u32 idx;
-	int ul;
+	int ul = r->flags & RULE_UL;
 
-	if (i >= m->list->n || i >= UPF_LIST_MAX)
-		return 1;
-	idx = m->list->rule[i];
-	r = bpf_map_lookup_elem(&upf_rules, &idx);
-	if (!r)
-		return 0;
-	ul = r->flags & RULE_UL;
 	if (r->qfi && r->qfi != f->qfi)
 		return 0;
 	/* A tunnel's rule that names the UE's addresses takes only packets
@@ -546,6 +559,35 @@ static long upf_try(__u32 i, void *data)
 		if (!sdf || !upf_sdf_match(sdf, f, ul))
 			return 0;
 	}
+	return 1;
+}
+
+/* The first rules of a list are tried inline: most lists hold one or two
+ * (a PDR without SDF filters, or one per direction of a tunnel), and a
+ * bpf_loop costs an indirect call per rule. Longer lists go on in
+ * bpf_loop, whose verification cost does not grow with the list. */
+#define UPF_LIST_INLINE 2
+
+struct upf_match {
+	struct upf_list *list;
+	struct upf_flow *flow;
+	__u32 rule; /* the first rule that matches, 0: none */
+};
+
+/* bpf_loop body: try rule UPF_LIST_INLINE + i of the list. */
+static long upf_try(__u32 i, void *data)
+{
+	struct upf_match *m = data;
+	struct upf_rule *r;
+	__u32 idx;
+
+	i += UPF_LIST_INLINE;
+	if (i >= m->list->n || i >= UPF_LIST_MAX)
+		return 1;
+	idx = m->list->rule[i];
+	r = bpf_map_lookup_elem(&upf_rules, &idx);
+	if (!r || !upf_rule_ok(r, m->flow))
+		return 0;
 	m->rule = idx;
 	return 1;
 }
@@ -582,11 +624,22 @@ static __always_inline int upf_countdown(__s64 *left, __u32 len)
 	return before > 0 && before <= (__s64)len;
 }
 
-/* Counts the packet in a URR; returns -1 if its quota is used up. */
+/* Counts the packet in URR idx's per-CPU counters. */
+static __always_inline void upf_urr_count(__u32 idx, int dl, __u32 len)
+{
+	struct upf_count *c = bpf_map_lookup_elem(&upf_urr_stats, &idx);
+
+	if (c) {
+		c->bytes[dl & 1] += len;
+		c->pkts[dl & 1]++;
+	}
+}
+
+/* Counts the packet in a URR with thresholds or quotas; returns -1 if its
+ * quota is used up. */
 static __always_inline int upf_urr(ctx_t *ctx, struct edgenf_md *md, __u32 idx, int dl, __u32 len)
 {
 	struct upf_urr *u = bpf_map_lookup_elem(&upf_urrs, &idx);
-	struct upf_count *c;
 	int event = 0;
 
 	if (!u)
@@ -605,11 +658,7 @@ static __always_inline int upf_urr(ctx_t *ctx, struct edgenf_md *md, __u32 idx, 
 		event |= upf_countdown(&u->th[0], len);
 	if (u->flags & (dl ? URR_TH_DL : URR_TH_UL))
 		event |= upf_countdown(&u->th[dl ? 2 : 1], len);
-	c = bpf_map_lookup_elem(&upf_urr_stats, &idx);
-	if (c) {
-		c->bytes[dl & 1] += len;
-		c->pkts[dl & 1]++;
-	}
+	upf_urr_count(idx, dl, len);
 	if (event)
 		enf_report(ctx, md, md->cube, md->in_port, UPF_PUNT_URR, idx, 0);
 	return 0;
@@ -670,16 +719,19 @@ static __always_inline __sum16 upf_udp6_csum(ctx_t *ctx, __u32 l3, __u32 udplen)
 	return r ? r : 0xffff;
 }
 
-/* Sets the Ethernet header for leaving by port out towards the next hop of
- * dst (IPv4 in dst[0]). Returns 1 when the neighbour is unknown. */
-static __always_inline int upf_l2(ctx_t *ctx, __u32 out, int v6, __u32 *dst)
+/* Sets the Ethernet header for leaving by port p (index out) towards the
+ * next hop of dst (IPv4 in dst[0]). Returns 1 when the neighbour is
+ * unknown. */
+static __always_inline int upf_l2(ctx_t *ctx, struct upf_port *p, __u32 out, int v6, __u32 *dst)
 {
-	struct upf_port *p = bpf_map_lookup_elem(&upf_ports, &out);
 	struct ethhdr *eth = ctx_data(ctx);
 	struct upf_neigh_key k = {.port = out | (v6 ? 0x100 : 0)};
+	struct upf_neigh_cache *c;
 	struct upf_neigh *n;
+	__u32 zero = 0, slot = (out & (EDGENF_MAX_PORTS - 1)) | (v6 ? EDGENF_MAX_PORTS : 0);
+	__u64 *gen, g;
 
-	if (!p || !enf_in_bounds(ctx, eth, sizeof(*eth)))
+	if (!enf_in_bounds(ctx, eth, sizeof(*eth)))
 		return -1;
 	if (v6) {
 		if (p->gw6[0] | p->gw6[1] | p->gw6[2] | p->gw6[3])
@@ -691,10 +743,23 @@ static __always_inline int upf_l2(ctx_t *ctx, __u32 out, int v6, __u32 *dst)
 	}
 	__builtin_memcpy(eth->h_source, p->mac, ETH_ALEN);
 	eth->h_proto = bpf_htons(v6 ? ETH_P_IPV6 : ETH_P_IP);
+	gen = bpf_map_lookup_elem(&upf_neigh_gen, &zero);
+	c = bpf_map_lookup_elem(&upf_neigh_cache, &slot);
+	if (!gen || !c)
+		return -1;
+	g = *(volatile __u64 *)gen;
+	if (g && c->gen == g && c->k.port == k.port && c->k.addr[0] == k.addr[0] && c->k.addr[1] == k.addr[1] &&
+	    c->k.addr[2] == k.addr[2] && c->k.addr[3] == k.addr[3]) {
+		__builtin_memcpy(eth->h_dest, c->mac, ETH_ALEN);
+		return 0;
+	}
 	n = bpf_map_lookup_elem(&upf_neigh, &k);
 	if (!n)
 		return 1;
 	__builtin_memcpy(eth->h_dest, n->mac, ETH_ALEN);
+	c->k = k;
+	__builtin_memcpy(c->mac, n->mac, ETH_ALEN);
+	c->gen = g;
 	return 0;
 }
 
@@ -730,9 +795,8 @@ struct gtp_ext_dl {
 };
 
 /* Puts the frame (Ethernet + inner IP of len bytes) into a GTP-U tunnel. */
-static __always_inline int upf_encap(ctx_t *ctx, struct upf_far *far, __u32 out, __u8 qfi, __u32 inner_len)
+static __always_inline int upf_encap(ctx_t *ctx, struct upf_far *far, struct upf_port *p, __u8 qfi, __u32 inner_len)
 {
-	struct upf_port *p = bpf_map_lookup_elem(&upf_ports, &out);
 	int v6 = far->ohc == OHC_GTP6;
 	__u32 iplen = v6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr);
 	__u32 gtplen = qfi ? 16 : 8;
@@ -741,7 +805,7 @@ static __always_inline int upf_encap(ctx_t *ctx, struct upf_far *far, __u32 out,
 	__u8 *gtp;
 	struct udphdr *udp;
 
-	if (!p || (v6 ? !p->has6 : !p->has4))
+	if (v6 ? !p->has6 : !p->has4)
 		return -1;
 #if defined(EDGENF_HOOK_XDP)
 	if (bpf_xdp_adjust_head(ctx, -(int)room))
@@ -843,13 +907,15 @@ static __always_inline __u8 upf_qfi(struct upf_rule *r)
 	return r->qfi;
 }
 
-/* Applies rule idx to a packet whose flow is f (f->inner: the offset of
- * the inner IP header, after the GTP-U header of a tunnelled packet). */
-static __attribute__((noinline)) int upf_apply(ctx_t *ctx, struct edgenf_md *md, __u32 idx, struct upf_flow *f)
+/* Applies rule r (index idx) to a packet whose flow is f (f->inner: the
+ * offset of the inner IP header, after the GTP-U header of a tunnelled
+ * packet). */
+static __attribute__((noinline)) int upf_apply(ctx_t *ctx, struct edgenf_md *md, __u32 idx, struct upf_rule *r,
+					       struct upf_flow *f)
 {
 	__u32 inner = f->inner;
-	struct upf_rule *r = bpf_map_lookup_elem(&upf_rules, &idx);
 	struct upf_far *far;
+	struct upf_port *port;
 	struct upf_count *rc;
 	__u32 fi, out;
 	__u64 now = 0;
@@ -895,7 +961,11 @@ static __attribute__((noinline)) int upf_apply(ctx_t *ctx, struct edgenf_md *md,
 	for (int i = 0; i < UPF_RULE_URRS; i++) {
 		__u32 u = r->urr[i];
 
-		if (u && upf_urr(ctx, md, u, dl, f->len) < 0)
+		if (!u)
+			continue;
+		if (!(r->flags & (RULE_URR_COUNTDOWN << i)))
+			upf_urr_count(u, dl, f->len);
+		else if (upf_urr(ctx, md, u, dl, f->len) < 0)
 			return upf_drop(ctx, md, UPF_ST_DROP_QUOTA);
 	}
 	rc = bpf_map_lookup_elem(&upf_rule_stats, &idx);
@@ -907,6 +977,9 @@ static __attribute__((noinline)) int upf_apply(ctx_t *ctx, struct edgenf_md *md,
 	enf_counter_add(&upf_stats, dl ? UPF_ST_DL_BYTES : UPF_ST_UL_BYTES, f->len);
 
 	out = far->port;
+	port = bpf_map_lookup_elem(&upf_ports, &out);
+	if (!port)
+		return upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
 	if (r->flags & RULE_GTP) {
 		if (upf_decap(ctx, inner, f->v6))
 			return upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
@@ -916,12 +989,12 @@ static __attribute__((noinline)) int upf_apply(ctx_t *ctx, struct edgenf_md *md,
 	    ctx_change_tail(ctx, sizeof(struct ethhdr) + f->len))
 		return upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
 	if (far->ohc != OHC_NONE) {
-		ret = upf_encap(ctx, far, out, upf_qfi(r), f->len);
+		ret = upf_encap(ctx, far, port, upf_qfi(r), f->len);
 		if (ret)
-			return upf_drop(ctx, md, ret == -2 ? UPF_ST_DROP_TOO_BIG : UPF_ST_DROP_TOO_BIG);
-		ret = upf_l2(ctx, out, far->ohc == OHC_GTP6, far->peer);
+			return upf_drop(ctx, md, UPF_ST_DROP_TOO_BIG);
+		ret = upf_l2(ctx, port, out, far->ohc == OHC_GTP6, far->peer);
 	} else {
-		ret = upf_l2(ctx, out, f->v6, f->dst);
+		ret = upf_l2(ctx, port, out, f->v6, f->dst);
 	}
 	if (ret < 0)
 		return upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
@@ -937,12 +1010,25 @@ static __always_inline int upf_match(ctx_t *ctx, struct edgenf_md *md, struct up
 				     __u32 inner)
 {
 	struct upf_match m = {.list = list, .flow = f};
+	struct upf_rule *r;
+	__u32 idx;
 
-	bpf_loop(UPF_LIST_MAX, upf_try, &m, 0);
-	if (!m.rule)
-		return upf_drop(ctx, md, UPF_ST_DROP_NO_RULE);
 	f->inner = inner;
-	return upf_apply(ctx, md, m.rule, f);
+#pragma unroll
+	for (int i = 0; i < UPF_LIST_INLINE; i++) {
+		if (i >= list->n)
+			return upf_drop(ctx, md, UPF_ST_DROP_NO_RULE);
+		idx = list->rule[i];
+		r = bpf_map_lookup_elem(&upf_rules, &idx);
+		if (r && upf_rule_ok(r, f))
+			return upf_apply(ctx, md, idx, r, f);
+	}
+	bpf_loop(UPF_LIST_MAX - UPF_LIST_INLINE, upf_try, &m, 0);
+	idx = m.rule;
+	r = bpf_map_lookup_elem(&upf_rules, &idx);
+	if (!m.rule || !r)
+		return upf_drop(ctx, md, UPF_ST_DROP_NO_RULE);
+	return upf_apply(ctx, md, idx, r, f);
 }
 
 /* Rate limit of punts about unknown TEIDs, per CPU. */
@@ -1239,7 +1325,7 @@ static __attribute__((noinline)) int upf_release(ctx_t *ctx, struct edgenf_md *m
 		return enf_drop(ctx, md);
 	f.inner = inner;
 	f.released = 1;
-	return upf_apply(ctx, md, idx, &f);
+	return upf_apply(ctx, md, idx, r, &f);
 }
 
 static __always_inline int upf(ctx_t *ctx, struct edgenf_md *md)

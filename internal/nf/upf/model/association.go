@@ -2,7 +2,6 @@ package model
 
 import (
 	"net/netip"
-	"time"
 
 	"github.com/edgenf/edgenf/internal/cube"
 )
@@ -14,16 +13,16 @@ const MaxAssociations = 256
 // restarts so that its sessions stay under its control.
 type Association struct {
 	// Node is the SMF's Node ID (FQDN or address).
-	Node string `json:"node"`
+	Node string `json:"node" minLength:"1"`
 	// Address is where the SMF's PFCP messages come from.
-	Address string `json:"address"`
+	Address string `json:"address" format:"addr-port"`
 	// RecoveryTime is the SMF's Recovery Time Stamp (RFC 3339): a new one
 	// means the SMF restarted and lost its sessions.
-	RecoveryTime string `json:"recovery_time"`
+	RecoveryTime string `json:"recovery_time" format:"rfc3339"`
 	// Features are the SMF's CP Function Features (octets as an integer).
 	Features uint32 `json:"cp_features,omitempty"`
 	// Since is when the association was set up.
-	Since string `json:"since"`
+	Since string `json:"since" format:"rfc3339"`
 }
 
 // Validate checks an association.
@@ -35,8 +34,8 @@ func (a *Association) Validate(*cube.Cube) error {
 		return cube.Errorf("address", "invalid address:port %q", a.Address)
 	}
 	for _, t := range []struct{ field, v string }{{"recovery_time", a.RecoveryTime}, {"since", a.Since}} {
-		if _, err := time.Parse(time.RFC3339, t.v); err != nil {
-			return cube.Errorf(t.field, "%q is not an RFC 3339 time", t.v)
+		if err := checkTime(t.field, t.v); err != nil {
+			return err
 		}
 	}
 	return nil

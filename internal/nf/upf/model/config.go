@@ -7,12 +7,35 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/schema"
 )
+
+// The model's kinds of strings, for the API's document: what matches is
+// accepted, or refused with 422 for what the descriptions say.
+const (
+	teid    = `(0[xX][0-9A-Fa-f]{1,8}|[1-9][0-9]{0,9})`
+	rfc3339 = `[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])`
+	fqdn    = `[A-Za-z0-9-]{1,63}(\.[A-Za-z0-9-]{1,63})*`
+)
+
+func init() {
+	schema.Register("node-id", schema.Format{Pattern: schema.Anchored(schema.IPv4 + "|" + schema.IPv6 + "|" + fqdn),
+		Doc: "a PFCP Node ID: an IPv4 or IPv6 address, or an FQDN (at most 253 characters)"})
+	schema.Register("teid-range", schema.Format{Pattern: teidRange.String(),
+		Doc: "TEIDs first-last, decimal or 0x hex, e.g. 0x10000-0x1ffff: 1 <= first <= last < 2^32 (422 otherwise)"})
+	schema.Register("rfc3339", schema.Format{Pattern: timeRE.String(),
+		Doc: "an RFC 3339 time, e.g. 2026-11-24T05:00:00Z (a day the month does not have: 422)"})
+	schema.Register("ue-pool", schema.Format{Pattern: schema.Anchored(schema.IPv4 + "/" + schema.Len4 + "|" + schema.IPv6 + "/" + schema.Len6),
+		Doc: "a prefix UE addresses come from: IPv4 at most /30, IPv6 at most /63 (UEs get /64s; 422 otherwise)"})
+	schema.Register("addr-port", schema.Format{Pattern: schema.Anchored(schema.IPv4 + ":" + schema.Port + "|\\[" + schema.IPv6 + "\\]:" + schema.Port),
+		Doc: "address:port, [IPv6]:port"})
+}
 
 // Port names of a upf cube: n3 faces the access network (gNBs, GTP-U), n6
 // the data network (plain IP), n9 another UPF (GTP-U).
@@ -35,22 +58,22 @@ type Config struct {
 	PFCP *PFCP `json:"pfcp,omitempty"`
 	// NodeID is the UPF's PFCP Node ID: an FQDN or an address. Default:
 	// the PFCP address.
-	NodeID string `json:"node_id,omitempty"`
+	NodeID string `json:"node_id,omitempty" format:"node-id" maxLength:"253"`
 	// TEIDRange bounds the TEIDs of the cube's sessions, "first-last"
 	// (decimal or 0x hex). The UPF allocates TEIDs from it when an SMF
 	// asks it to (F-TEID CHOOSE), and refuses TEIDs outside it. Default:
 	// 1-0xffffffff.
-	TEIDRange string `json:"teid_range,omitempty"`
+	TEIDRange string `json:"teid_range,omitempty" format:"teid-range"`
 	// UEPools are the prefixes the UPF allocates UE addresses from when an
 	// SMF asks it to (UE IP Address CHOOSE).
-	UEPools []UEPool `json:"ue_pools,omitempty"`
+	UEPools []UEPool `json:"ue_pools,omitempty" doc:"pools that do not overlap (409 otherwise)"`
 	// MBRBurstMs is the burst a QER's maximum bit rate tolerates, as that
 	// many milliseconds at the rate (at least 3000 bytes). Default 50.
-	MBRBurstMs uint32 `json:"mbr_burst_ms,omitempty"`
+	MBRBurstMs uint32 `json:"mbr_burst_ms,omitempty" maximum:"10000"`
 	// BufferPackets bounds the downlink packets buffered per session while
 	// a FAR says BUFF (a BAR's Suggested Buffering Packets Count may ask
 	// for fewer). Default 64; at most 1024.
-	BufferPackets uint32 `json:"buffer_packets,omitempty"`
+	BufferPackets uint32 `json:"buffer_packets,omitempty" maximum:"1024"`
 	// ErrorIndicationRate bounds the GTP-U Error Indications sent for
 	// packets to unknown TEIDs, per second. Default 10.
 	ErrorIndicationRate uint32 `json:"error_indication_rate,omitempty"`
@@ -58,29 +81,29 @@ type Config struct {
 	// its Recovery Time Stamp. It is set when the cube is created and
 	// kept across daemon restarts (the sessions are kept too); changing it
 	// tells the SMFs the UPF lost its sessions.
-	RecoveryTime string `json:"recovery_time,omitempty"`
+	RecoveryTime string `json:"recovery_time,omitempty" format:"rfc3339"`
 }
 
 // PFCP is an N4 endpoint.
 type PFCP struct {
 	// Address is the host address the UPF listens on for PFCP (UDP): one
 	// address, never the wildcard.
-	Address string `json:"address"`
+	Address string `json:"address" format:"ip" doc:"a loopback or host address, not a wildcard or multicast one (422 otherwise), that the machine holds, with the port free (409 otherwise)"`
 	// Port defaults to 8805.
 	Port uint16 `json:"port,omitempty"`
 	// HeartbeatSeconds is how often the UPF sends Heartbeat Requests to
 	// each associated SMF; 0: the default 10, -1 never.
-	HeartbeatSeconds int `json:"heartbeat_seconds,omitempty"`
+	HeartbeatSeconds int `json:"heartbeat_seconds,omitempty" minimum:"-1" maximum:"3600"`
 	// T1Ms and N1 are the retransmission timer and count of the requests
 	// the UPF sends (TS 29.244 clause 6.4). Defaults 3000 and 3.
-	T1Ms uint32 `json:"t1_ms,omitempty"`
-	N1   uint32 `json:"n1,omitempty"`
+	T1Ms uint32 `json:"t1_ms,omitempty" maximum:"60000" doc:"0 (the default) or 100..60000"`
+	N1   uint32 `json:"n1,omitempty" maximum:"10"`
 }
 
 // UEPool is a prefix UE addresses are allocated from: IPv4 addresses, or
 // IPv6 /64 prefixes out of a shorter IPv6 prefix.
 type UEPool struct {
-	Prefix string `json:"prefix"`
+	Prefix string `json:"prefix" format:"ue-pool"`
 	// NetworkInstance restricts the pool to sessions of that network
 	// instance (DNN); empty: any.
 	NetworkInstance string `json:"network_instance,omitempty"`
@@ -111,10 +134,10 @@ func (cfg *Config) Validate(c *cube.Cube) error {
 	if c != nil {
 		for _, p := range c.Ports {
 			if !isPortName(p.Name) {
-				return cube.Errorf("ports", "a upf cube's ports are n3, n6 and n9, not %q", p.Name)
+				return cube.Conflict("ports", "a upf cube's ports are n3, n6 and n9, not %q", p.Name)
 			}
 			if p.Index == ReleasePort {
-				return cube.Errorf("ports", "port %s: index %d is reserved", p.Name, ReleasePort)
+				return cube.Conflict("ports", "port %s: index %d is reserved", p.Name, ReleasePort)
 			}
 		}
 	}
@@ -125,7 +148,7 @@ func (cfg *Config) Validate(c *cube.Cube) error {
 			return cube.Errorf("pfcp.address", "invalid address %q", p.Address)
 		}
 		if a.IsUnspecified() || a.IsMulticast() {
-			return cube.Errorf("pfcp.address", "%s: name the one address the N4 interface has (a loopback or host address), not a wildcard or multicast address", a)
+			return cube.Unprocessable("pfcp.address", "%s: name the one address the N4 interface has (a loopback or host address), not a wildcard or multicast address", a)
 		}
 		p.Address = a.Unmap().String()
 		if p.Port == 0 {
@@ -141,7 +164,7 @@ func (cfg *Config) Validate(c *cube.Cube) error {
 			p.T1Ms = DefaultT1Ms
 		}
 		if p.T1Ms < 100 || p.T1Ms > 60000 {
-			return cube.Errorf("pfcp.t1_ms", "%d: want 100..60000", p.T1Ms)
+			return cube.Unprocessable("pfcp.t1_ms", "%d: want 100..60000", p.T1Ms)
 		}
 		if p.N1 == 0 {
 			p.N1 = DefaultN1
@@ -162,6 +185,9 @@ func (cfg *Config) Validate(c *cube.Cube) error {
 	}
 	lo, hi, err := ParseTEIDRange(cfg.TEIDRange)
 	if err != nil {
+		if teidRange.MatchString(cfg.TEIDRange) {
+			return cube.Unprocessable("teid_range", "%v", err)
+		}
 		return cube.Errorf("teid_range", "%v", err)
 	}
 	cfg.TEIDRange = fmt.Sprintf("%#x-%#x", lo, hi)
@@ -173,7 +199,7 @@ func (cfg *Config) Validate(c *cube.Cube) error {
 		}
 		pf = pf.Masked()
 		if pf.Addr().Is4() && pf.Bits() > 30 || pf.Addr().Is6() && pf.Bits() > 63 {
-			return cube.Errorf(fmt.Sprintf("ue_pools[%d].prefix", i), "%s is too small (at most /30 for IPv4, /63 for IPv6: UEs get /64s)", pf)
+			return cube.Unprocessable(fmt.Sprintf("ue_pools[%d].prefix", i), "%s is too small (at most /30 for IPv4, /63 for IPv6: UEs get /64s)", pf)
 		}
 		p.Prefix = pf.String()
 		for j := range i {
@@ -200,8 +226,25 @@ func (cfg *Config) Validate(c *cube.Cube) error {
 	if cfg.RecoveryTime == "" {
 		cfg.RecoveryTime = time.Now().UTC().Truncate(time.Second).Format(time.RFC3339)
 	}
-	if _, err := time.Parse(time.RFC3339, cfg.RecoveryTime); err != nil {
-		return cube.Errorf("recovery_time", "%q is not an RFC 3339 time", cfg.RecoveryTime)
+	if err := checkTime("recovery_time", cfg.RecoveryTime); err != nil {
+		return err
+	}
+	return nil
+}
+
+var (
+	teidRange = regexp.MustCompile(schema.Anchored(teid + "-" + teid))
+	timeRE    = regexp.MustCompile(schema.Anchored(rfc3339))
+)
+
+// checkTime checks an RFC 3339 time: 422 for one of the right form that is
+// no time (February 30th).
+func checkTime(field, v string) error {
+	if _, err := time.Parse(time.RFC3339, v); err != nil {
+		if timeRE.MatchString(v) {
+			return cube.Unprocessable(field, "%q is not a time: %v", v, err)
+		}
+		return cube.Errorf(field, "%q is not an RFC 3339 time", v)
 	}
 	return nil
 }
@@ -255,8 +298,8 @@ type PortConfig struct {
 	// packets leaving it go to their MAC address. Without one, a packet's
 	// destination must be on a subnet of the port's addresses and is
 	// resolved itself.
-	Gateway  string `json:"gateway,omitempty"`
-	Gateway6 string `json:"gateway6,omitempty"`
+	Gateway  string `json:"gateway,omitempty" format:"ipv4"`
+	Gateway6 string `json:"gateway6,omitempty" format:"ipv6" doc:"not an IPv4-mapped address (422)"`
 }
 
 // Validate checks a port's settings.
@@ -269,13 +312,16 @@ func (p *PortConfig) Validate(c *cube.Cube) error {
 		if *g.v == "" {
 			continue
 		}
+		fam := "IPv6"
+		if g.v4 {
+			fam = "IPv4"
+		}
 		a, err := netip.ParseAddr(*g.v)
-		if err != nil || a.Unmap().Is4() != g.v4 {
-			fam := "IPv6"
-			if g.v4 {
-				fam = "IPv4"
-			}
+		if err != nil || a.Is4() != g.v4 {
 			return cube.Errorf(g.field, "invalid %s address %q", fam, *g.v)
+		}
+		if a.Unmap().Is4() != g.v4 {
+			return cube.Unprocessable(g.field, "%s is an IPv4 address: want an IPv6 one", a)
 		}
 		*g.v = a.Unmap().String()
 	}

@@ -7,12 +7,21 @@ package model
 import (
 	"fmt"
 	"net/netip"
+	"regexp"
 	"slices"
 	"strconv"
 	"sync"
 
 	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/schema"
 )
+
+var ueIPv6 = regexp.MustCompile(schema.Anchored(schema.IPv6 + "(/(64|128))?"))
+
+func init() {
+	schema.Register("ue-ipv6", schema.Format{Pattern: ueIPv6.String(),
+		Doc: "the UE's IPv6 /64: an address, or a /64 or /128 prefix (an IPv4-mapped one: 422)"})
+}
 
 // Session is one PFCP session: the rules the UPF applies to the traffic of
 // one PDU session (TS 29.244 clause 5.2). Sessions are entries of the cube's
@@ -20,17 +29,17 @@ import (
 // the API can too (static set-ups, tests).
 type Session struct {
 	// SEID is the UPF's SEID of the session.
-	SEID uint64 `json:"seid"`
+	SEID uint64 `json:"seid" minimum:"1"`
 	// CPSEID and CPAddress are the SMF's F-SEID, Node its Node ID: set for
 	// sessions an SMF established.
 	CPSEID    uint64 `json:"cp_seid,omitempty"`
-	CPAddress string `json:"cp_address,omitempty"`
+	CPAddress string `json:"cp_address,omitempty" format:"ip"`
 	Node      string `json:"node,omitempty"`
-	PDRs      []PDR  `json:"pdrs"`
-	FARs      []FAR  `json:"fars"`
-	QERs      []QER  `json:"qers,omitempty"`
-	URRs      []URR  `json:"urrs,omitempty"`
-	BARs      []BAR  `json:"bars,omitempty"`
+	PDRs      []PDR  `json:"pdrs" minItems:"1" maxItems:"128" doc:"IDs unique (409 otherwise); more than 32 kernel rules (PDRs × SDF filters × QFIs × port ranges) on one TEID or UE address: 422"`
+	FARs      []FAR  `json:"fars" minItems:"1" maxItems:"128" doc:"IDs unique (409 otherwise)"`
+	QERs      []QER  `json:"qers,omitempty" maxItems:"64" doc:"IDs unique (409 otherwise)"`
+	URRs      []URR  `json:"urrs,omitempty" maxItems:"64" doc:"IDs unique (409 otherwise)"`
+	BARs      []BAR  `json:"bars,omitempty" maxItems:"8" doc:"IDs unique (409 otherwise)"`
 }
 
 // PDR is a packet detection rule.
@@ -40,34 +49,34 @@ type PDR struct {
 	// Source is where the packets come from: access (uplink, GTP-U on n3)
 	// or core (downlink: plain IP on n6, or GTP-U on n9 when the PDR has
 	// an F-TEID); sgi-lan is core's N6-LAN variant.
-	Source string `json:"source"`
+	Source string `json:"source" enum:"access|core|sgi-lan" doc:"access needs an f_teid (422 otherwise)"`
 	// FTEID is the local tunnel the PDR matches GTP-U packets on.
-	FTEID *FTEID `json:"f_teid,omitempty"`
+	FTEID *FTEID `json:"f_teid,omitempty" doc:"the PDR has an f_teid, a UE address, or both (422 otherwise)"`
 	// UEIPv4 and UEIPv6 (a /64) are the UE's addresses: the source of
 	// uplink packets, the destination of downlink ones.
-	UEIPv4          string `json:"ue_ipv4,omitempty"`
-	UEIPv6          string `json:"ue_ipv6,omitempty"`
+	UEIPv4          string `json:"ue_ipv4,omitempty" format:"ipv4"`
+	UEIPv6          string `json:"ue_ipv6,omitempty" format:"ue-ipv6"`
 	NetworkInstance string `json:"network_instance,omitempty"`
 	// SDF filters: a packet matches the PDR if it matches any of them
 	// (none: every packet).
-	SDF []SDF `json:"sdf,omitempty"`
+	SDF []SDF `json:"sdf,omitempty" maxItems:"8"`
 	// QFI: the QoS flows (GTP-U PDU Session Container) it matches.
-	QFI []uint8 `json:"qfi,omitempty"`
+	QFI []uint8 `json:"qfi,omitempty" maxItems:"4" minimum:"1" maximum:"63"`
 	// OuterHeaderRemoval removes the GTP-U/UDP/IP header ("gtp-u"), as
 	// every PDR with an F-TEID must.
-	OuterHeaderRemoval string   `json:"outer_header_removal,omitempty"`
-	FAR                uint32   `json:"far"`
-	QERs               []uint32 `json:"qers,omitempty"`
-	URRs               []uint32 `json:"urrs,omitempty"`
+	OuterHeaderRemoval string   `json:"outer_header_removal,omitempty" enum:"gtp-u" doc:"gtp-u exactly when the PDR has an f_teid (422 otherwise)"`
+	FAR                uint32   `json:"far" doc:"a FAR of the session (404 otherwise)"`
+	QERs               []uint32 `json:"qers,omitempty" maxItems:"2" doc:"QERs of the session (404 otherwise), each once (422 otherwise)"`
+	URRs               []uint32 `json:"urrs,omitempty" maxItems:"4" doc:"URRs of the session (404 otherwise), each once (422 otherwise)"`
 }
 
 // FTEID is a fully qualified TEID: the TEID and the address(es) the peer
 // sends to. ChooseID records the CHOOSE ID an SMF asked for, so later PDRs
 // of the session with the same ID share the TEID.
 type FTEID struct {
-	TEID     uint32 `json:"teid"`
-	IPv4     string `json:"ipv4,omitempty"`
-	IPv6     string `json:"ipv6,omitempty"`
+	TEID     uint32 `json:"teid" doc:"in the cube's teid_range (409 otherwise)"`
+	IPv4     string `json:"ipv4,omitempty" format:"ipv4" doc:"the tunnel port's address (409 otherwise)"`
+	IPv6     string `json:"ipv6,omitempty" format:"ipv6" doc:"the tunnel port's address (409 otherwise)"`
 	ChooseID *uint8 `json:"choose_id,omitempty"`
 }
 
@@ -75,14 +84,21 @@ type FTEID struct {
 type SDF struct {
 	// FlowDescription is an IP filter rule: "permit out 17 from
 	// 198.51.100.0/24 5000-5100 to assigned" (see ParseFlow).
-	FlowDescription string `json:"flow_description,omitempty"`
+	FlowDescription string `json:"flow_description,omitempty" minLength:"1" doc:"an IP filter rule, e.g. permit out 17 from 198.51.100.0/24 5000-5100 to assigned (422 if it does not read as one)"`
 	// ToS matches the IPv4 ToS or IPv6 traffic class under the mask.
 	ToS *ToS `json:"tos,omitempty"`
 	// SPI matches IPsec ESP packets' Security Parameter Index.
 	SPI *uint32 `json:"spi,omitempty"`
 	// FlowLabel matches IPv6 packets' flow label.
-	FlowLabel *uint32 `json:"flow_label,omitempty"`
+	FlowLabel *uint32 `json:"flow_label,omitempty" maximum:"1048575"`
 	ID        uint32  `json:"id,omitempty"`
+}
+
+// RefineSchema: a filter matches on something.
+func (*SDF) RefineSchema(s *schema.Schema) {
+	for _, f := range []string{"flow_description", "tos", "spi", "flow_label"} {
+		s.AnyOf = append(s.AnyOf, schema.Branch([]string{f}, nil))
+	}
 }
 
 // ToS is a type of service / traffic class value and mask.
@@ -96,10 +112,10 @@ type FAR struct {
 	ID uint32 `json:"id"`
 	// Action: one of forw, drop, buff, and optionally nocp (notify the
 	// SMF of the first downlink packet).
-	Action []string `json:"apply_action"`
+	Action []string `json:"apply_action" minItems:"1" enum:"forw|drop|buff|nocp" doc:"exactly one of forw, drop, buff, and optionally nocp (422 otherwise)"`
 	// Destination: access (toward the gNB, n3), core (toward the data
 	// network, n6, or another UPF on n9 with an outer header), sgi-lan.
-	Destination     string       `json:"destination,omitempty"`
+	Destination     string       `json:"destination,omitempty" enum:"access|core|sgi-lan"`
 	NetworkInstance string       `json:"network_instance,omitempty"`
 	OuterHeader     *OuterHeader `json:"outer_header_creation,omitempty"`
 	// ToS is the outer IP header's ToS / traffic class (Transport Level
@@ -107,27 +123,27 @@ type FAR struct {
 	ToS *uint8 `json:"tos,omitempty"`
 	// Port is the cube port packets leave by: derived from the
 	// destination and the outer header when not given.
-	Port string `json:"port,omitempty"`
-	BAR  *uint8 `json:"bar,omitempty"`
+	Port string `json:"port,omitempty" enum:"n3|n6|n9" doc:"n6 sends plain IP (no outer_header_creation), n3 and n9 GTP-U (outer_header_creation needed to forward): 422 otherwise; a port the cube has (404 otherwise)"`
+	BAR  *uint8 `json:"bar,omitempty" doc:"a BAR of the session (404 otherwise)"`
 }
 
 // OuterHeader is the GTP-U tunnel a FAR sends into: the peer's TEID and
 // address (IPv4 or IPv6).
 type OuterHeader struct {
-	TEID    uint32 `json:"teid"`
-	Address string `json:"address"`
+	TEID    uint32 `json:"teid" minimum:"1"`
+	Address string `json:"address" format:"ip"`
 }
 
 // QER is a QoS enforcement rule. Rates are in kbit/s, as PFCP gives them.
 type QER struct {
 	ID            uint32 `json:"id"`
-	GateUL        string `json:"gate_ul,omitempty"` // open (default) or closed
-	GateDL        string `json:"gate_dl,omitempty"`
-	MBRUL         uint64 `json:"mbr_ul,omitempty"`
-	MBRDL         uint64 `json:"mbr_dl,omitempty"`
-	GBRUL         uint64 `json:"gbr_ul,omitempty"` // recorded, not enforced
-	GBRDL         uint64 `json:"gbr_dl,omitempty"`
-	QFI           uint8  `json:"qfi,omitempty"`
+	GateUL        string `json:"gate_ul,omitempty" enum:"open|closed"` // open (default) or closed
+	GateDL        string `json:"gate_dl,omitempty" enum:"open|closed"`
+	MBRUL         uint64 `json:"mbr_ul,omitempty" maximum:"1099511627775"`
+	MBRDL         uint64 `json:"mbr_dl,omitempty" maximum:"1099511627775"`
+	GBRUL         uint64 `json:"gbr_ul,omitempty" maximum:"1099511627775"` // recorded, not enforced
+	GBRDL         uint64 `json:"gbr_dl,omitempty" maximum:"1099511627775"`
+	QFI           uint8  `json:"qfi,omitempty" maximum:"63"`
 	CorrelationID uint32 `json:"correlation_id,omitempty"`
 }
 
@@ -135,10 +151,10 @@ type QER struct {
 type URR struct {
 	ID uint32 `json:"id"`
 	// Measure: volume and/or duration.
-	Measure []string `json:"measurement_method"`
+	Measure []string `json:"measurement_method" minItems:"1" enum:"volume|duration"`
 	// Triggers: periodic, volume_threshold, time_threshold, volume_quota,
 	// time_quota.
-	Triggers        []string `json:"reporting_triggers,omitempty"`
+	Triggers        []string `json:"reporting_triggers,omitempty" enum:"periodic|volume_threshold|time_threshold|volume_quota|time_quota" doc:"periodic needs a measurement_period (422 otherwise)"`
 	Period          uint32   `json:"measurement_period,omitempty"` // seconds
 	VolumeThreshold *Volume  `json:"volume_threshold,omitempty"`
 	VolumeQuota     *Volume  `json:"volume_quota,omitempty"`
@@ -314,7 +330,7 @@ func (s *Session) Validate(c *cube.Cube) error {
 		if p.FTEID != nil {
 			addrs := p.FTEID.IPv4 + "," + p.FTEID.IPv6
 			if prev, ok := teids[p.FTEID.TEID]; ok && prev != addrs {
-				return cube.Errorf(field+".f_teid", "TEID %#x is used with two different addresses in the session", p.FTEID.TEID)
+				return cube.Conflict(field+".f_teid", "TEID %#x is used with two different addresses in the session", p.FTEID.TEID)
 			}
 			teids[p.FTEID.TEID] = addrs
 		}
@@ -331,7 +347,7 @@ func (s *Session) Validate(c *cube.Cube) error {
 		for _, k := range p.lookupKeys() {
 			perKey[k] += n
 			if perKey[k] > MaxRulesPerKey {
-				return cube.Errorf(fmt.Sprintf("pdrs[%d]", i), "more than %d rules (PDRs × SDF filters × QFIs × port ranges) match %s", MaxRulesPerKey, k)
+				return cube.Unprocessable(fmt.Sprintf("pdrs[%d]", i), "more than %d rules (PDRs × SDF filters × QFIs × port ranges) match %s", MaxRulesPerKey, k)
 			}
 		}
 	}
@@ -381,20 +397,20 @@ func (p *PDR) validate(c *cube.Cube, cfg *Config, fars, qers, urrs map[uint32]bo
 		return cube.Errorf("source", "%q: want access, core or sgi-lan", p.Source)
 	}
 	if p.FTEID == nil && p.UEIPv4 == "" && p.UEIPv6 == "" {
-		return cube.Errorf("f_teid", "a PDR matches GTP-U packets by a local F-TEID or N6 packets by a UE address: give one")
+		return cube.Unprocessable("f_teid", "a PDR matches GTP-U packets by a local F-TEID or N6 packets by a UE address: give one")
 	}
 	if p.Source == "access" && p.FTEID == nil {
-		return cube.Errorf("f_teid", "an access PDR needs a local F-TEID (uplink traffic arrives in GTP-U)")
+		return cube.Unprocessable("f_teid", "an access PDR needs a local F-TEID (uplink traffic arrives in GTP-U)")
 	}
 	if p.FTEID != nil {
 		if err := p.FTEID.validate(c, cfg, p.Source); err != nil {
 			return cube.Within("f_teid", err)
 		}
 		if p.OuterHeaderRemoval != "gtp-u" {
-			return cube.Errorf("outer_header_removal", "a PDR with an F-TEID must remove the GTP-U header: set \"gtp-u\"")
+			return cube.Unprocessable("outer_header_removal", "a PDR with an F-TEID must remove the GTP-U header: set \"gtp-u\"")
 		}
 	} else if p.OuterHeaderRemoval != "" {
-		return cube.Errorf("outer_header_removal", "only a PDR with an F-TEID has an outer header to remove")
+		return cube.Unprocessable("outer_header_removal", "only a PDR with an F-TEID has an outer header to remove")
 	}
 	if p.UEIPv4 != "" {
 		a, err := netip.ParseAddr(p.UEIPv4)
@@ -406,6 +422,9 @@ func (p *PDR) validate(c *cube.Cube, cfg *Config, fars, qers, urrs map[uint32]bo
 	if p.UEIPv6 != "" {
 		pf, err := ParseUEPrefix(p.UEIPv6)
 		if err != nil {
+			if ueIPv6.MatchString(p.UEIPv6) {
+				return cube.Unprocessable("ue_ipv6", "%v", err)
+			}
 			return cube.Errorf("ue_ipv6", "%v", err)
 		}
 		p.UEIPv6 = pf.String()
@@ -446,7 +465,7 @@ func (p *PDR) validate(c *cube.Cube, cfg *Config, fars, qers, urrs map[uint32]bo
 		}
 	}
 	if hasDup(p.QERs) || hasDup(p.URRs) {
-		return cube.Errorf("qers", "a QER or URR is listed twice")
+		return cube.Unprocessable("qers", "a QER or URR is listed twice")
 	}
 	return nil
 }
@@ -476,7 +495,7 @@ func ParseUEPrefix(s string) (netip.Prefix, error) {
 func (f *FTEID) validate(c *cube.Cube, cfg *Config, source string) error {
 	lo, hi := cfg.TEIDs()
 	if f.TEID < lo || f.TEID > hi {
-		return cube.Errorf("teid", "TEID %#x is outside the cube's range %s", f.TEID, cfg.TEIDRange)
+		return cube.Conflict("teid", "TEID %#x is outside the cube's range %s", f.TEID, cfg.TEIDRange)
 	}
 	// The address is that of the port the tunnel ends on: n3 for access,
 	// n9 (or n3 when there is no n9) for core.
@@ -500,7 +519,7 @@ func (f *FTEID) validate(c *cube.Cube, cfg *Config, source string) error {
 		}
 		a = a.Unmap()
 		if !own.IsValid() || own.Addr() != a {
-			return cube.Errorf(field, "%s is not an address of port %s", a, port.Name)
+			return cube.Conflict(field, "%s is not an address of port %s", a, port.Name)
 		}
 		*s = a.String()
 		return nil
@@ -513,7 +532,7 @@ func (f *FTEID) validate(c *cube.Cube, cfg *Config, source string) error {
 	}
 	if f.IPv4 == "" && f.IPv6 == "" {
 		if !v4.IsValid() && !v6.IsValid() {
-			return cube.Errorf("teid", "port %s has no address for the tunnel's end", port.Name)
+			return cube.Conflict("teid", "port %s has no address for the tunnel's end", port.Name)
 		}
 		if v4.IsValid() {
 			f.IPv4 = v4.Addr().String()
@@ -531,7 +550,7 @@ func (s *SDF) validate() error {
 	}
 	if s.FlowDescription != "" {
 		if _, err := ParseFlow(s.FlowDescription); err != nil {
-			return cube.Errorf("flow_description", "%v", err)
+			return cube.Unprocessable("flow_description", "%v", err)
 		}
 	}
 	if s.FlowLabel != nil && *s.FlowLabel > 0xfffff {
@@ -557,7 +576,7 @@ func (f *FAR) validate(c *cube.Cube, bars map[uint8]bool) error {
 		}
 	}
 	if main != 1 {
-		return cube.Errorf("apply_action", "%v: want exactly one of forw, drop, buff (and optionally nocp)", f.Action)
+		return cube.Unprocessable("apply_action", "%v: want exactly one of forw, drop, buff (and optionally nocp)", f.Action)
 	}
 	slices.Sort(f.Action)
 	f.Action = slices.Compact(f.Action)
@@ -596,15 +615,15 @@ func (f *FAR) validate(c *cube.Cube, bars map[uint8]bool) error {
 			return cube.Errorf("port", "%q: want n3, n6 or n9", f.Port)
 		}
 		if f.Port == PortN6 && f.OuterHeader != nil {
-			return cube.Errorf("outer_header_creation", "packets out of n6 are plain IP: no outer header")
+			return cube.Unprocessable("outer_header_creation", "packets out of n6 are plain IP: no outer header")
 		}
 		if f.Port != PortN6 && f.OuterHeader == nil && f.HasAction("forw") {
-			return cube.Errorf("outer_header_creation", "packets out of %s are GTP-U: give the peer's TEID and address", f.Port)
+			return cube.Unprocessable("outer_header_creation", "packets out of %s are GTP-U: give the peer's TEID and address", f.Port)
 		}
 	}
 	if f.HasAction("forw") {
 		if f.Port == "" {
-			return cube.Errorf("destination", "a FAR that forwards needs a destination")
+			return cube.Unprocessable("destination", "a FAR that forwards needs a destination")
 		}
 		if c.Port(f.Port) == nil {
 			return cube.NotFound("port", "cube %s has no %s port", c.Name, f.Port)
@@ -667,7 +686,7 @@ func (u *URR) validate() error {
 	slices.Sort(u.Triggers)
 	u.Triggers = slices.Compact(u.Triggers)
 	if u.HasTrigger("periodic") && u.Period == 0 {
-		return cube.Errorf("measurement_period", "the periodic trigger needs a measurement period")
+		return cube.Unprocessable("measurement_period", "the periodic trigger needs a measurement period")
 	}
 	return nil
 }

@@ -1,0 +1,249 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	pcap "github.com/edgenf/edgenf/internal/capture"
+	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/datapath"
+	nfcapture "github.com/edgenf/edgenf/internal/nf/capture"
+	"github.com/edgenf/edgenf/internal/tenant"
+	"golang.org/x/sys/unix"
+)
+
+// CaptureRequest starts a capture (POST /v1/captures); the reply is the
+// pcapng stream, until Count frames, Duration, or the client hangs up.
+type CaptureRequest struct {
+	// Point: "cube:port" or a Linux interface the caller may use.
+	Point     string `json:"point"`
+	Direction string `json:"direction,omitempty"` // in, out, both
+	Filter    string `json:"filter,omitempty"`    // tcpdump syntax
+	Snaplen   int    `json:"snaplen,omitempty"`
+	Rate      int64  `json:"rate,omitempty"` // frames/s per CPU; -1: no bound
+	Count     int    `json:"count,omitempty"`
+	Duration  string `json:"duration,omitempty"` // Go duration, e.g. 10s
+}
+
+// captureCubePrefix names the transparent cubes a capture attaches: the
+// daemon removes those left by a previous run at start.
+const captureCubePrefix = "capture-"
+
+// removeStaleCaptures deletes the capture cubes of captures that ended
+// with the daemon: nobody reads their rings any more.
+func removeStaleCaptures(s *Server) {
+	var stale []string
+	t := s.eng.Topology()
+	for _, n := range t.CubeNames() {
+		if c := t.Cubes[n]; c.Type == nfcapture.Type.Name && strings.HasPrefix(n, captureCubePrefix) {
+			stale = append(stale, n)
+		}
+	}
+	if len(stale) == 0 {
+		return
+	}
+	s.eng.UpdateAs(context.Background(), tenant.Admin, func(t *cube.Topology, _ tenant.Scope) error {
+		for _, n := range stale {
+			t.Detach(n)
+			if err := t.DeleteCube(n); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// pointHook is the hook a transparent cube on point must run at: the
+// hook of the cube that owns it or is peered with the interface, else that
+// of the cubes attached there, else TC (it sees both directions of an
+// interface).
+func pointHook(t *cube.Topology, point string) datapath.Hook {
+	ep, err := cube.ParseEndpoint(point)
+	if err != nil {
+		return datapath.TC
+	}
+	if ep.IsCube() {
+		if c := t.Cubes[ep.Cube]; c != nil {
+			return c.Hook
+		}
+		return datapath.TC
+	}
+	for _, n := range t.CubeNames() {
+		for _, p := range t.Cubes[n].Ports {
+			if p.Peer == ep.Iface {
+				return t.Cubes[n].Hook
+			}
+		}
+	}
+	if list := t.Attachments[point]; len(list) > 0 {
+		if c := t.Cubes[list[0]]; c != nil {
+			return c.Hook
+		}
+	}
+	return datapath.TC
+}
+
+func (s *Server) capture(w http.ResponseWriter, r *http.Request) {
+	var req CaptureRequest
+	if err := decodeBody(r, &req); err != nil {
+		fail(w, err)
+		return
+	}
+	if req.Point == "" {
+		fail(w, cube.Errorf("point", "required: cube:port or a Linux interface"))
+		return
+	}
+	if req.Count < 0 {
+		fail(w, cube.Errorf("count", "count %d: give 1 or more frames, or 0 for no limit", req.Count))
+		return
+	}
+	var dur time.Duration
+	if req.Duration != "" {
+		var err error
+		if dur, err = time.ParseDuration(req.Duration); err != nil || dur <= 0 {
+			fail(w, cube.Errorf("duration", "duration %q: give a positive Go duration such as 10s or 2m", req.Duration))
+			return
+		}
+	}
+	cfg := nfcapture.Config{Snaplen: req.Snaplen, Direction: req.Direction, Filter: req.Filter, Rate: req.Rate}
+	if err := cfg.Validate(nil); err != nil { // compiles the filter before anything changes
+		fail(w, err)
+		return
+	}
+	raw, _ := json.Marshal(cfg)
+	var suffix [4]byte
+	rand.Read(suffix[:])
+	name := captureCubePrefix + hex.EncodeToString(suffix[:])
+	id := identityOf(r)
+	var hook datapath.Hook
+	err := s.eng.UpdateAs(r.Context(), who(r), func(t *cube.Topology, sc tenant.Scope) error {
+		if err := sc.Ref(t, "point", req.Point); err != nil {
+			return err
+		}
+		hook = pointHook(t, req.Point)
+		c := &cube.Cube{Name: name, Type: nfcapture.Type.Name, Hook: hook, Config: raw}
+		if !id.admin {
+			c.Tenant = id.tenant
+		}
+		if err := t.AddCube(c); err != nil {
+			return err
+		}
+		return t.Attach(name, req.Point, "last")
+	})
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	defer s.eng.UpdateAs(context.Background(), who(r), func(t *cube.Topology, _ tenant.Scope) error {
+		t.Detach(name)
+		return t.DeleteCube(name)
+	})
+	var rd *nfcapture.Reader
+	if err := s.eng.WithHandle(who(r), name, func(h cube.Handle) (err error) {
+		rd, err = nfcapture.Open(h)
+		return err
+	}); err != nil {
+		fail(w, err)
+		return
+	}
+	defer rd.Close()
+	s.streamCapture(w, r, rd, req, cfg, hook, dur)
+}
+
+// monoOffset is what to add to CLOCK_MONOTONIC nanoseconds (the kernel's
+// bpf_ktime_get_ns) to get Unix time.
+func monoOffset() int64 {
+	var ts unix.Timespec
+	now := time.Now()
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return now.UnixNano() - ts.Nano()
+}
+
+func (s *Server) streamCapture(w http.ResponseWriter, r *http.Request, rd *nfcapture.Reader, req CaptureRequest, cfg nfcapture.Config, hook datapath.Hook, dur time.Duration) {
+	rc := http.NewResponseController(w)
+	rc.SetWriteDeadline(time.Time{}) // a capture lasts as long as it is asked to
+	w.Header().Set("Content-Type", "application/x-pcapng")
+	w.WriteHeader(200)
+	start := time.Now()
+	dir := cfg.Direction
+	if dir == "" {
+		dir = "both"
+	}
+	rate := "no rate bound"
+	if b := cfg.RateOf(); b > 0 {
+		rate = fmt.Sprintf("at most %d frames/s per CPU", b)
+	}
+	desc := fmt.Sprintf("edgenf %s, hook %s, direction %s, snap length %d, %s", req.Point, hook, dir, cfg.SnaplenOf(), rate)
+	if t := identityOf(r).tenant; t != "" {
+		desc += ", tenant " + t
+	}
+	nw, err := pcap.NewNgWriter(w, "edgenf capture at "+req.Point+" started "+start.UTC().Format(time.RFC3339Nano),
+		[]pcap.Interface{{Name: req.Point, Description: desc, Filter: cfg.Filter, Snaplen: cfg.SnaplenOf()}})
+	if err != nil {
+		return
+	}
+	flush := func() error {
+		if err := nw.Flush(); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	if flush() != nil {
+		return
+	}
+	off := monoOffset()
+	var end time.Time
+	if dur > 0 {
+		end = start.Add(dur)
+	}
+	delivered, pending, lastFlush := uint64(0), false, time.Now()
+	ctx := r.Context()
+	for ctx.Err() == nil && (req.Count == 0 || delivered < uint64(req.Count)) {
+		now := time.Now()
+		if !end.IsZero() && !now.Before(end) {
+			break
+		}
+		wait := 200 * time.Millisecond
+		if pending {
+			wait = 20 * time.Millisecond
+		}
+		deadline := now.Add(wait)
+		if !end.IsZero() && end.Before(deadline) {
+			deadline = end
+		}
+		mono, p, err := rd.Next(deadline)
+		if errors.Is(err, nfcapture.ErrTimeout) {
+			if pending && flush() != nil {
+				return
+			}
+			pending = false
+			continue
+		}
+		if err != nil {
+			break
+		}
+		p.Time = time.Unix(0, int64(mono)+off)
+		if nw.WritePacket(p) != nil {
+			return
+		}
+		delivered++
+		pending = true
+		if time.Since(lastFlush) > 20*time.Millisecond {
+			if flush() != nil {
+				return
+			}
+			pending, lastFlush = false, time.Now()
+		}
+	}
+	st, _ := rd.Stats()
+	st.Start, st.End, st.Delivered = start, time.Now(), delivered
+	nw.WriteStats(0, st)
+	flush()
+}

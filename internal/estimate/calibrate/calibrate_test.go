@@ -1,0 +1,106 @@
+package calibrate
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/estimate"
+	"github.com/edgenf/edgenf/internal/estimate/p4path"
+	_ "github.com/edgenf/edgenf/internal/nf/all"
+	"github.com/edgenf/edgenf/internal/p4"
+	"github.com/edgenf/edgenf/internal/testenv"
+)
+
+// The short calibration measures its anchors and the framework on this
+// machine and makes a profile that loads back, for this machine and hook,
+// with a cost for every term of every model.
+func TestShortCalibrationMakesAValidProfile(t *testing.T) {
+	testenv.NeedRoot(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	p, err := Run(ctx, Options{Hook: datapath.XDP, Short: true, Rounds: 3, Repeat: 2000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := t.TempDir() + "/xdp.json"
+	if err := p.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	back, notes, err := estimate.Resolve(path, datapath.XDP)
+	if err != nil || len(notes) != 0 {
+		t.Fatalf("the profile does not load back cleanly: %v %v", notes, err)
+	}
+	if back.Method != "short" || back.Host != estimate.ThisHost() || back.Hook != datapath.XDP || time.Since(back.Created) > time.Hour || back.Took == "" {
+		t.Fatalf("profile header: %+v", back)
+	}
+	for _, m := range estimate.Models() {
+		for _, term := range m.Terms {
+			if _, ok := back.Costs[term.Name]; !ok {
+				t.Errorf("no cost for %s (%s)", term.Name, m.Type)
+			}
+		}
+	}
+	for _, name := range []string{estimate.TermHop, estimate.TermEntry, p4path.TermSend} {
+		if back.Costs[name] == 0 {
+			t.Errorf("%s measured as 0", name)
+		}
+	}
+	if len(back.Measurements) == 0 {
+		t.Fatal("no measurements recorded")
+	}
+}
+
+// The built-in profiles price every term of every model and the whole P4
+// suite covers every P4 term (a new model or term needs them recalibrated:
+// `edgenf estimate calibrate --hook H -O internal/estimate/profiles/H.json`).
+func TestBuiltinProfilesCoverEveryModel(t *testing.T) {
+	for _, h := range []datapath.Hook{datapath.XDP, datapath.TC} {
+		p, err := estimate.Builtin(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range estimate.Models() {
+			for _, term := range m.Terms {
+				if _, ok := p.Costs[term.Name]; !ok {
+					t.Errorf("built-in %s profile: no cost for %s (%s)", h, term.Name, m.Type)
+				}
+			}
+		}
+	}
+}
+
+// compileFrontEnd compiles to C only.
+func compileFrontEnd(opt p4.Options) (*p4.Result, error) {
+	opt.NoObject = true
+	return p4.Compile(context.Background(), opt)
+}
+
+// Every micro-program compiles, and the path it is measured on is one path
+// of it, using only terms the fit knows.
+func TestSuitePaths(t *testing.T) {
+	known := map[string]bool{}
+	for _, term := range p4path.Terms {
+		known[term.Name] = true
+	}
+	for _, c := range p4Cases() {
+		opt := p4Options(c)
+		res, err := compileFrontEnd(opt)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", c.name, err, c.source())
+		}
+		uses, verdict, err := pathUses(res, map[string]int{}, c.path)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if verdict == "" {
+			t.Fatalf("%s: no verdict", c.name)
+		}
+		for _, u := range uses {
+			if !known[u.Term] {
+				t.Fatalf("%s uses %s, not a P4 term", c.name, u.Term)
+			}
+		}
+	}
+}

@@ -1,0 +1,300 @@
+package estimate
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/datapath"
+)
+
+// MaxChainHops bounds a chain, as the fast path does (EDGENF_MAX_HOPS).
+const MaxChainHops = 30
+
+// Hop is one program a chain's packet runs: a standard cube (entered on a
+// port) or a transparent cube (seen in a direction).
+type Hop struct {
+	Cube        string `json:"cube"`
+	Type        string `json:"type"`
+	Transparent bool   `json:"transparent,omitempty"`
+	// In is the port a standard cube is entered on, or the direction a
+	// transparent cube sees the packet in; Out the port it leaves by.
+	In  string `json:"in"`
+	Out string `json:"out,omitempty"`
+	// At is a transparent cube's attachment point.
+	At string `json:"at,omitempty"`
+}
+
+func (h Hop) String() string {
+	if h.Transparent {
+		return fmt.Sprintf("%s (%s, %s at %s)", h.Cube, h.Type, h.In, h.At)
+	}
+	return fmt.Sprintf("%s (%s, %s→%s)", h.Cube, h.Type, h.In, h.Out)
+}
+
+// Chain is one path of packets through a topology: from an interface,
+// through cubes, to an interface (or the Linux stack, or a port peered
+// with nothing).
+type Chain struct {
+	From   string        `json:"from"`
+	To     string        `json:"to"` // an interface, "linux" or "nothing (drop)"
+	Hops   []Hop         `json:"hops"`
+	Tenant string        `json:"tenant,omitempty"` // of the first cube
+	Hook   datapath.Hook `json:"hook"`
+}
+
+// ID names a chain by its route, stable across topology changes that keep
+// the route.
+func (c Chain) ID() string {
+	var b strings.Builder
+	b.WriteString(c.From)
+	for _, h := range c.Hops {
+		b.WriteString(" → ")
+		b.WriteString(h.Cube)
+		if !h.Transparent && h.Out != "" {
+			b.WriteString(":" + h.Out)
+		}
+	}
+	b.WriteString(" → " + c.To)
+	return b.String()
+}
+
+// Chains lists the paths of packets through t: from every interface peered
+// with a cube port (and every interface carrying only attachments), through
+// each port a cube may send out of (every port but the one a packet came
+// in on), until an interface, the Linux stack, an unpeered port, or a loop.
+func Chains(t *cube.Topology) []Chain {
+	var out []Chain
+	peered := map[string]bool{}
+	for _, name := range t.CubeNames() {
+		c := t.Cubes[name]
+		for _, p := range c.Ports {
+			ep, err := cube.ParseEndpoint(p.Peer)
+			if err != nil || ep.IsCube() {
+				continue
+			}
+			peered[ep.Iface] = true
+			ch := Chain{From: ep.Iface, Tenant: c.Tenant, Hook: hookOf(c)}
+			ch.Hops = append(ch.Hops, stackHops(t, ep.Iface, datapath.Ingress)...)
+			ch.Hops = append(ch.Hops, stackHops(t, name+":"+p.Name, datapath.Ingress)...)
+			out = append(out, follow(t, ch, c, p, map[string]bool{})...)
+		}
+	}
+	points := make([]string, 0, len(t.Attachments))
+	for p := range t.Attachments {
+		points = append(points, p)
+	}
+	sort.Strings(points)
+	for _, point := range points {
+		ep, err := cube.ParseEndpoint(point)
+		if err != nil || ep.IsCube() || peered[ep.Iface] || len(t.Attachments[point]) == 0 {
+			continue
+		}
+		ch := Chain{From: ep.Iface, To: "linux", Hops: stackHops(t, point, datapath.Ingress)}
+		if first := t.Cubes[t.Attachments[point][0]]; first != nil {
+			ch.Tenant, ch.Hook = first.Tenant, hookOf(first)
+		}
+		out = append(out, ch)
+	}
+	return out
+}
+
+// follow extends ch into cube c entered on port in, once per port c can
+// send out of.
+func follow(t *cube.Topology, ch Chain, c *cube.Cube, in cube.Port, visited map[string]bool) []Chain {
+	key := c.Name + ":" + in.Name
+	if visited[key] || len(ch.Hops) >= MaxChainHops {
+		ch.To = "loop (dropped)"
+		return []Chain{ch}
+	}
+	visited = maps(visited)
+	visited[key] = true
+	outs := make([]cube.Port, 0, len(c.Ports))
+	for _, p := range c.Ports {
+		if p.Name != in.Name {
+			outs = append(outs, p)
+		}
+	}
+	if len(outs) == 0 {
+		outs = append(outs, in) // a one-port cube sends back where it received
+	}
+	var res []Chain
+	for _, out := range outs {
+		next := ch
+		next.Hops = append(slices.Clone(ch.Hops), Hop{Cube: c.Name, Type: c.Type, In: in.Name, Out: out.Name})
+		next.Hops = append(next.Hops, stackHops(t, c.Name+":"+out.Name, datapath.Egress)...)
+		if out.Peer == "" {
+			next.To = "nothing (drop)"
+			res = append(res, next)
+			continue
+		}
+		ep, err := cube.ParseEndpoint(out.Peer)
+		if err != nil {
+			continue
+		}
+		if !ep.IsCube() {
+			if hookOf(c) == datapath.XDP {
+				next.Hops = append(next.Hops, stackHops(t, ep.Iface, datapath.Egress)...)
+			}
+			next.To = ep.Iface
+			res = append(res, next)
+			continue
+		}
+		peer := t.Cubes[ep.Cube]
+		if peer == nil || peer.Port(ep.Port) == nil {
+			continue
+		}
+		next.Hops = append(next.Hops, stackHops(t, ep.String(), datapath.Ingress)...)
+		res = append(res, follow(t, next, peer, *peer.Port(ep.Port), visited)...)
+	}
+	return res
+}
+
+func maps(m map[string]bool) map[string]bool {
+	n := make(map[string]bool, len(m)+1)
+	for k, v := range m {
+		n[k] = v
+	}
+	return n
+}
+
+// stackHops are the transparent cubes attached at point, in the order a
+// packet in direction dir meets them.
+func stackHops(t *cube.Topology, point string, dir datapath.Direction) []Hop {
+	names := slices.Clone(t.Attachments[point])
+	if dir == datapath.Egress {
+		slices.Reverse(names)
+	}
+	out := make([]Hop, 0, len(names))
+	for _, n := range names {
+		typ := ""
+		if c := t.Cubes[n]; c != nil {
+			typ = c.Type
+		}
+		out = append(out, Hop{Cube: n, Type: typ, Transparent: true, In: dir.String(), At: point})
+	}
+	return out
+}
+
+// HopCost is one hop of a chain estimate.
+type HopCost struct {
+	Hop
+	// Own is the cube's cost alone (its model's typical packet).
+	Own     Breakdown `json:"own"`
+	Notes   []string  `json:"notes,omitempty"`
+	Unknown bool      `json:"unknown,omitempty"`
+	// NS is what the hop adds to the chain: the cube's own cost, less the
+	// framework's share it does not pay again after the first hop.
+	NS float64 `json:"ns"`
+}
+
+// ChainCost is a chain's estimate.
+type ChainCost struct {
+	Chain
+	ID   string    `json:"id"`
+	Hops []HopCost `json:"hops"`
+	NS   float64   `json:"ns"`
+	PPS  float64   `json:"pps"`
+	// LowerBound is set when a hop's NF type has no cost model.
+	LowerBound bool     `json:"lower_bound,omitempty"`
+	Notes      []string `json:"notes,omitempty"`
+}
+
+// Estimator prices chains with a profile per hook.
+type Estimator struct {
+	Profiles map[datapath.Hook]*Profile
+}
+
+// Cube prices one cube with the profile of its hook (its type's default
+// hook when it names none), for a packet entering it on in.
+func (e *Estimator) Cube(c *cube.Cube, in string) (CubeCost, error) {
+	p := e.Profiles[hookOf(c)]
+	if p == nil {
+		return CubeCost{}, fmt.Errorf("no profile for hook %s", hookOf(c))
+	}
+	return p.CubeEstimate(c, in)
+}
+
+// Chain prices one chain: the first program's standalone cost, then each
+// later cube's cost less the framework share (TermHop, TermTransparentHop).
+func (e *Estimator) Chain(t *cube.Topology, ch Chain) (ChainCost, error) {
+	return e.chain(t, ch, cubeCosts{})
+}
+
+// cubeCosts are the costs of cubes already priced, by cube and the port or
+// direction a packet enters by: a cube on many chains, or the same cube in
+// the topologies before and after a change (Admission.Check), is priced
+// once. A cube is never changed in place while its cost is kept.
+type cubeCosts map[cubeIn]CubeCost
+
+type cubeIn struct {
+	c  *cube.Cube
+	in string
+}
+
+func (e *Estimator) chain(t *cube.Topology, ch Chain, costs cubeCosts) (ChainCost, error) {
+	cc := ChainCost{Chain: ch, ID: ch.ID()}
+	for i, h := range ch.Hops {
+		c := t.Cubes[h.Cube]
+		if c == nil {
+			return cc, fmt.Errorf("chain %s: no cube %s", cc.ID, h.Cube)
+		}
+		own, ok := costs[cubeIn{c, h.In}]
+		if !ok {
+			var err error
+			if own, err = e.Cube(c, h.In); err != nil {
+				return cc, err
+			}
+			costs[cubeIn{c, h.In}] = own
+		}
+		hc := HopCost{Hop: h, Own: own.Cost, Notes: own.Notes, Unknown: own.Unknown, NS: own.Cost.Total}
+		if i > 0 {
+			term := TermHop
+			if h.Transparent {
+				term = TermTransparentHop
+			}
+			hc.NS -= e.Profiles[hookOf(c)].Costs[term]
+		}
+		if own.Unknown {
+			cc.LowerBound = true
+			hc.NS = 0
+		}
+		cc.Hops = append(cc.Hops, hc)
+		cc.NS += hc.NS
+	}
+	if len(ch.Hops) == 0 {
+		if p := e.Profiles[ch.Hook]; p != nil {
+			cc.NS = p.Costs[TermEntry]
+		}
+	}
+	cc.PPS = PPS(cc.NS)
+	return cc, nil
+}
+
+func hookOf(c *cube.Cube) datapath.Hook {
+	if c.Hook == "" {
+		if t, err := cube.Lookup(c.Type); err == nil {
+			return t.Hooks[0]
+		}
+	}
+	return c.Hook
+}
+
+// Topology prices every chain of t.
+func (e *Estimator) Topology(t *cube.Topology) ([]ChainCost, error) {
+	return e.topology(t, cubeCosts{})
+}
+
+func (e *Estimator) topology(t *cube.Topology, costs cubeCosts) ([]ChainCost, error) {
+	var out []ChainCost
+	for _, ch := range Chains(t) {
+		cc, err := e.chain(t, ch, costs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cc)
+	}
+	return out, nil
+}

@@ -1,0 +1,239 @@
+package estimate_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/estimate"
+	_ "github.com/edgenf/edgenf/internal/nf/bridge"
+	_ "github.com/edgenf/edgenf/internal/nf/monitor"
+)
+
+// Two models of test types: a standard cube whose cost is its "cost"
+// setting, a transparent one that costs 20.
+func init() {
+	estimate.Register(&estimate.Model{Type: "teststd", Terms: []estimate.Term{{Name: "teststd.ns"}},
+		Uses: func(_ *estimate.Profile, c *cube.Cube, _ string) ([]estimate.Use, []string, error) {
+			var cfg struct{ Cost float64 }
+			json.Unmarshal(c.Config, &cfg)
+			return []estimate.Use{{Term: "teststd.ns", N: cfg.Cost, What: "work"}}, nil, nil
+		}})
+	estimate.Register(&estimate.Model{Type: "testtr", Terms: []estimate.Term{{Name: "testtr.ns"}},
+		Uses: func(*estimate.Profile, *cube.Cube, string) ([]estimate.Use, []string, error) {
+			return []estimate.Use{{Term: "testtr.ns", N: 20}}, nil, nil
+		}})
+}
+
+func testProfile() *estimate.Profile {
+	return &estimate.Profile{Format: estimate.Format, Unit: "ns", Hook: datapath.XDP, Costs: map[string]float64{
+		estimate.TermHop: 5, estimate.TermTransparentHop: 3, estimate.TermEntry: 10, estimate.TermStub: 1, estimate.TermChainHop: 1, estimate.TermRedirect: 1,
+		"teststd.ns": 1, "testtr.ns": 1}}
+}
+
+func std(name string, cost float64, ports ...cube.Port) *cube.Cube {
+	return &cube.Cube{Name: name, Type: "teststd", Hook: datapath.XDP, Config: json.RawMessage(fmt.Sprintf(`{"Cost":%g}`, cost)), Ports: ports}
+}
+
+// a → r1 → b, a firewall-like cube on r1:p0 and another on b; r1:p1 → r2 → c.
+func testTopology(cost float64) *cube.Topology {
+	t := cube.NewTopology()
+	t.Cubes["r1"] = std("r1", cost, cube.Port{Name: "p0", Peer: "a"}, cube.Port{Name: "p1", Index: 1, Peer: "r2:p0"})
+	t.Cubes["r2"] = std("r2", 30, cube.Port{Name: "p0", Peer: "r1:p1"}, cube.Port{Name: "p1", Index: 1, Peer: "c"})
+	t.Cubes["f1"] = &cube.Cube{Name: "f1", Type: "testtr", Hook: datapath.XDP}
+	t.Attachments["r1:p0"] = []string{"f1"}
+	return t
+}
+
+func TestChains(t *testing.T) {
+	var got []string
+	for _, c := range estimate.Chains(testTopology(50)) {
+		got = append(got, c.ID())
+	}
+	want := []string{"a → f1 → r1:p1 → r2:p1 → c", "c → r2:p0 → r1:p0 → f1 → a"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("chains %q, want %q", got, want)
+	}
+}
+
+// A chain costs its first program alone, then each later one less the
+// framework share it does not pay again.
+func TestChainCost(t *testing.T) {
+	e := &estimate.Estimator{Profiles: map[datapath.Hook]*estimate.Profile{datapath.XDP: testProfile()}}
+	cs, err := e.Topology(testTopology(50))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := cs[0].NS, 20+(50-5)+(30-5.0); got != want {
+		t.Fatalf("%s: %.1f ns, want %.1f", cs[0].ID, got, want)
+	}
+	if got, want := cs[1].NS, 30+(50-5)+(20-3.0); got != want {
+		t.Fatalf("%s: %.1f ns, want %.1f", cs[1].ID, got, want)
+	}
+	if cs[0].PPS != 1e9/cs[0].NS {
+		t.Fatalf("pps %v", cs[0].PPS)
+	}
+}
+
+// A cube of a type without a model counts 0 and makes the total a lower
+// bound, saying so.
+func TestUnknownTypeIsALowerBound(t *testing.T) {
+	tp := testTopology(50)
+	tp.Cubes["r2"].Type = "nomodel"
+	e := &estimate.Estimator{Profiles: map[datapath.Hook]*estimate.Profile{datapath.XDP: testProfile()}}
+	cs, err := e.Topology(tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cs[0].LowerBound || !strings.Contains(strings.Join(cs[0].Hops[2].Notes, ""), "no cost model") {
+		t.Fatalf("%+v", cs[0])
+	}
+}
+
+// Admission refuses a change that takes a chain over the budget, with the
+// numbers; lets one that stays under, shrinks, or leaves an over-budget
+// chain as it was.
+func TestAdmission(t *testing.T) {
+	a := &estimate.Admission{Estimator: &estimate.Estimator{Profiles: map[datapath.Hook]*estimate.Profile{datapath.XDP: testProfile()}}, BudgetNS: 100}
+	small, big := testTopology(50), testTopology(80) // 90 and 120 ns
+	if err := a.Check(nil, small); err != nil {
+		t.Fatalf("under the budget: %v", err)
+	}
+	err := a.Check(small, big)
+	if err == nil || !strings.Contains(err.Error(), "would cost 120.0 ns per packet") || !strings.Contains(err.Error(), "over the core budget of 100 ns") ||
+		!strings.Contains(err.Error(), "it costs 90.0 ns now") || !strings.Contains(err.Error(), "teststd r1 75.0") {
+		t.Fatalf("over the budget: %v", err)
+	}
+	if err := a.Check(big, small); err != nil {
+		t.Fatalf("shrinking: %v", err)
+	}
+	if err := a.Check(big, big.Clone()); err != nil {
+		t.Fatalf("unchanged: %v", err)
+	}
+	// removing a cube from a chain over the budget changes its route, not
+	// where its packets come from and go: allowed
+	withoutF1 := func(tp *cube.Topology) *cube.Topology {
+		delete(tp.Cubes, "f1")
+		delete(tp.Attachments, "r1:p0")
+		return tp
+	}
+	if err := a.Check(big, withoutF1(testTopology(80))); err != nil {
+		t.Fatalf("removing a cube: %v", err)
+	}
+	// adding one is held to what the chain between the same interfaces costs
+	a.BudgetNS = 80
+	err = a.Check(withoutF1(testTopology(50)), small)
+	if err == nil || !strings.Contains(err.Error(), "chain a → f1 → r1:p1 → r2:p1 → c would cost 90.0 ns per packet") ||
+		!strings.Contains(err.Error(), "it costs 75.0 ns now") {
+		t.Fatalf("adding a cube: %v", err)
+	}
+	a.BudgetNS = 100
+	// a chain to another interface is held to the dearest from the same
+	// one (the way back, from an interface new to the topology, is new
+	// and over the budget)
+	toD := func(cost float64) *cube.Topology {
+		tp := testTopology(cost)
+		tp.Cubes["r2"].Ports[1].Peer = "d"
+		return tp
+	}
+	if err := a.Check(big, toD(80)); err == nil || strings.Contains(err.Error(), "chain a →") || !strings.Contains(err.Error(), "chain d → r2:p0") {
+		t.Fatalf("re-peered, as dear as before: %v", err)
+	}
+	if err := a.Check(big, toD(90)); err == nil || !strings.Contains(err.Error(), "would cost 130.0 ns per packet") ||
+		!strings.Contains(err.Error(), "packets from a cost at most 120.0 ns now") {
+		t.Fatalf("re-peered, dearer: %v", err)
+	}
+	// per group (slices): the dearest chain of a group is its estimate
+	a.Group = func(estimate.ChainCost) string { return "slice-1" }
+	if err := a.Check(small, big); err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("grouped: %v", err)
+	}
+}
+
+// A missing profile falls back to the built-in one and says so; one made
+// on another machine warns, naming both machines.
+func TestResolveProfiles(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "nope.json")
+	p, notes, err := estimate.Resolve(missing, datapath.XDP)
+	if err != nil || p.Source != "built-in" || len(notes) == 0 || !strings.Contains(notes[0], missing+" not found: using the built-in profile") {
+		t.Fatalf("missing profile: %v %v %v", p, notes, err)
+	}
+	other, err := estimate.Builtin(datapath.XDP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Kernel, other.CPU = "4.19.0-elsewhere", "Some Other CPU @ 1.0GHz"
+	path := filepath.Join(dir, "xdp.json")
+	if err := other.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	_, notes, err = estimate.Resolve(path, datapath.XDP)
+	here := estimate.ThisHost()
+	if err != nil || len(notes) != 1 {
+		t.Fatalf("%v %v", notes, err)
+	}
+	for _, s := range []string{"4.19.0-elsewhere", "Some Other CPU @ 1.0GHz", here.Kernel, here.CPU, "warning"} {
+		if !strings.Contains(notes[0], s) {
+			t.Fatalf("warning %q does not name %q", notes[0], s)
+		}
+	}
+	if _, _, err := estimate.Resolve(path, datapath.TC); err == nil || !strings.Contains(err.Error(), "is for hook xdp, not tc") {
+		t.Fatalf("wrong hook: %v", err)
+	}
+}
+
+// A file that is not a valid profile is an error, never a silent fallback.
+func TestBadProfiles(t *testing.T) {
+	dir := t.TempDir()
+	good, _ := estimate.Builtin(datapath.XDP)
+	for name, mutate := range map[string]func(p map[string]any){
+		"not an edgenf estimate profile": func(p map[string]any) { p["format"] = "something/2" },
+		"only ns is supported":           func(p map[string]any) { p["unit"] = "cycles" },
+		"want xdp or tc":                 func(p map[string]any) { p["hook"] = "egress" },
+		"no cost for fw.hop":             func(p map[string]any) { delete(p["costs"].(map[string]any), "fw.hop") },
+		"not a plausible number":         func(p map[string]any) { p["costs"].(map[string]any)["fw.hop"] = 1e12 },
+		"unknown field":                  func(p map[string]any) { p["colour"] = "blue" },
+	} {
+		b, _ := json.Marshal(good)
+		var m map[string]any
+		json.Unmarshal(b, &m)
+		mutate(m)
+		b, _ = json.Marshal(m)
+		path := filepath.Join(dir, "p.json")
+		os.WriteFile(path, b, 0o644)
+		if _, _, err := estimate.Resolve(path, datapath.XDP); err == nil || !strings.Contains(err.Error(), name) {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+}
+
+// A cube that names no hook (as a topology file or a dry run sends it) is
+// priced at its type's default hook, with the stacks an XDP cube's packets
+// cross on the way out of an interface.
+func TestCubeWithoutAHook(t *testing.T) {
+	tp := cube.NewTopology()
+	tp.Cubes["br"] = &cube.Cube{Name: "br", Type: "bridge", Ports: []cube.Port{{Name: "p0", Peer: "a"}, {Name: "p1", Index: 1, Peer: "b"}}}
+	tp.Cubes["mon"] = &cube.Cube{Name: "mon", Type: "monitor"}
+	tp.Attachments["b"] = []string{"mon"}
+	p, err := estimate.Builtin(datapath.XDP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := (&estimate.Estimator{Profiles: map[datapath.Hook]*estimate.Profile{datapath.XDP: p}}).Topology(tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, c := range cs {
+		ids = append(ids, c.ID)
+	}
+	if want := "a → br:p1 → mon → b|b → mon → br:p0 → a"; strings.Join(ids, "|") != want {
+		t.Fatalf("chains %q, want %q", ids, want)
+	}
+}

@@ -1,0 +1,567 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* slicer: the classifier at a tenant entry point. A frame that comes in on an
+ * entry port is classified into a slice (one map lookup per rule kind in use,
+ * first hit in a fixed precedence), policed by the slice's token buckets,
+ * marked (md->tenant = slice id; at TC, skb->priority = the slice's HTB
+ * class) and sent out of the slice's port, which leads into the slice's
+ * chain. A frame that comes back from a slice's chain (in on a slice port)
+ * is marked the same way and leaves by the slice's entry port. Layouts are
+ * mirrored in slicer.go. */
+#include <edgenf/edgenf.h>
+
+#define SL_MAX 1024 /* slice ids 1..SL_MAX-1; 0 means none */
+
+/* Rule kinds, in the order they are tried (bit i of sl_cfg.kinds). */
+enum {
+	SL_K_TEID = 0,   /* GTP-U TEID range (outer UDP 2152) */
+	SL_K_UE = 1,     /* UE address pool: inner source of a G-PDU */
+	SL_K_VLAN = 2,   /* outer VLAN id */
+	SL_K_L4 = 3,     /* L4 protocol and destination port (0: any) */
+	SL_K_DST = 4,    /* destination prefix */
+	SL_K_SRC = 5,    /* source prefix */
+	SL_K_DSCP = 6,   /* DSCP */
+	SL_K_PORT = 7,   /* entry port the frame came in on */
+};
+
+#define SL_F_VALID 1
+
+struct sl_cfg {
+	__u32 kinds;         /* bit per rule kind in use */
+	__u32 default_slice; /* unmatched traffic; 0: drop */
+};
+
+/* Mirrored by slicer.go (slice). */
+struct sl_slice {
+	__u32 flags;
+	__u32 port;    /* the slicer port leading into the slice's chain */
+	__u32 entry;   /* the port its return traffic leaves by */
+	__u32 classid; /* skb->priority at TC; 0: leave it */
+	__u32 vlan;    /* the slice's VLAN: popped on the way in, pushed on
+			* the way back (its chain sees untagged frames) */
+	__u32 pad;
+	/* GCRA policers: cost of one byte in 1/256 ns and of one packet in
+	 * ns; tolerance (the burst) in ns. Cost 0: no limit. */
+	__u64 byte_cost;
+	__u64 byte_tau;
+	__u64 pkt_cost;
+	__u64 pkt_tau;
+	/* EDT shaping (TC, with sch_fq on the egress): cost of one byte in
+	 * 1/256 ns; frames further than the horizon ahead are dropped. */
+	__u64 edt_cost;
+	__u64 edt_horizon;
+};
+
+/* Shared by all CPUs: the theoretical arrival time of each policer. */
+struct sl_state {
+	__u64 byte_tat;
+	__u64 pkt_tat;
+	__u64 edt_next; /* departure time of the slice's next frame */
+};
+
+/* Per CPU, per slice. Mirrored by slicer.go (counters). */
+struct sl_counters {
+	__u64 in_packets; /* classified into the slice at an entry port */
+	__u64 in_bytes;
+	__u64 ret_packets; /* came back from its chain */
+	__u64 ret_bytes;
+	__u64 police_packets; /* dropped by its policer */
+	__u64 police_bytes;
+	__u64 edt_packets; /* dropped: beyond the EDT horizon */
+};
+
+/* Index 0 of sl_policy counts what matched no slice and was dropped; 1
+ * frames dropped because they could not be parsed. */
+struct sl_policy {
+	__u64 packets;
+	__u64 bytes;
+};
+
+struct sl_lpm_key {
+	__u32 prefixlen; /* 32 (the family word) + prefix length */
+	__u32 family;    /* 4 or 6 */
+	__u8 addr[16];
+};
+
+struct sl_teid_key {
+	__u32 prefixlen;
+	__be32 teid;
+};
+
+struct sl_l4_key {
+	__u8 proto;
+	__u8 pad;
+	__be16 port;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sl_cfg);
+} sl_config SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SL_MAX);
+	__type(key, __u32);
+	__type(value, struct sl_slice);
+} sl_slices SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SL_MAX);
+	__type(key, __u32);
+	__type(value, struct sl_state);
+} sl_state SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SL_MAX);
+	__type(key, __u32);
+	__type(value, struct sl_counters);
+} sl_counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct sl_policy);
+} sl_policy SEC(".maps");
+
+/* Slice of a port: entry-port rules (index: port), and the slice a slice
+ * port belongs to (index EDGENF_MAX_PORTS + port). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2 * EDGENF_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} sl_ports SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u32);
+} sl_vlan SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 64);
+	__type(key, __u32);
+	__type(value, __u32);
+} sl_dscp SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct sl_l4_key);
+	__type(value, __u32);
+} sl_l4 SEC(".maps");
+
+#define SL_LPM(name)                                   \
+	struct {                                       \
+		__uint(type, BPF_MAP_TYPE_LPM_TRIE);   \
+		__uint(max_entries, 16384);            \
+		__uint(map_flags, BPF_F_NO_PREALLOC);  \
+		__type(key, struct sl_lpm_key);        \
+		__type(value, __u32);                  \
+	} name SEC(".maps")
+
+SL_LPM(sl_dst);
+SL_LPM(sl_src);
+SL_LPM(sl_ue);
+
+/* A TEID range is stored as the aligned blocks that cover it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, 16384);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct sl_teid_key);
+	__type(value, __u32);
+} sl_teid SEC(".maps");
+
+#define SL_GTPU_PORT 2152
+#define SL_GTP_GPDU 255
+
+/* What classification reads from a frame. */
+struct sl_fields {
+	__u32 has_ip;
+	__u32 has_gtp;
+	__u32 dscp;
+	__u32 vlan;
+	__u32 has_vlan;
+	struct sl_l4_key l4;
+	__be32 teid;
+	struct sl_lpm_key src, dst, ue;
+};
+
+static __always_inline void sl_addr4(struct sl_lpm_key *k, __be32 a)
+{
+	k->prefixlen = 64;
+	k->family = 4;
+	__builtin_memcpy(k->addr, &a, 4);
+}
+
+static __always_inline void sl_addr6(struct sl_lpm_key *k, const void *a)
+{
+	k->prefixlen = 32 + 128;
+	k->family = 6;
+	__builtin_memcpy(k->addr, a, 16);
+}
+
+/* The inner source address of a G-PDU whose IP header starts at off. */
+static __always_inline void sl_inner(ctx_t *ctx, __u32 off, struct sl_fields *f)
+{
+	__u8 b[24];
+
+	if (ctx_load_bytes(ctx, off, b, 1))
+		return;
+	if ((b[0] >> 4) == 4) {
+		if (ctx_load_bytes(ctx, off, b, 16))
+			return;
+		sl_addr4(&f->ue, *(__be32 *)&b[12]);
+		return;
+	}
+	if ((b[0] >> 4) == 6 && !ctx_load_bytes(ctx, off + 8, b, 16))
+		sl_addr6(&f->ue, b);
+}
+
+/* GTP-U over UDP port 2152: the TEID, and for a G-PDU the inner source. */
+static __always_inline void sl_gtp(ctx_t *ctx, __u32 udp_off, struct sl_fields *f)
+{
+	struct {
+		__u8 flags;
+		__u8 type;
+		__be16 len;
+		__be32 teid;
+	} g;
+	__u32 off = udp_off + 8 + 8;
+
+	if (ctx_load_bytes(ctx, udp_off + 8, &g, sizeof(g)))
+		return;
+	if ((g.flags >> 5) != 1) /* GTP version 1 */
+		return;
+	f->has_gtp = 1;
+	f->teid = g.teid;
+	if (g.type != SL_GTP_GPDU)
+		return;
+	if (g.flags & 0x07) {
+		/* sequence number, N-PDU number, next extension type; then
+		 * extension headers, each 4*len bytes, the last with next 0 */
+		__u8 next, len;
+
+		if (ctx_load_bytes(ctx, off + 3, &next, 1))
+			return;
+		off += 4;
+		for (int i = 0; i < 4; i++) {
+			if (!next)
+				break;
+			if (ctx_load_bytes(ctx, off, &len, 1) || !len)
+				return;
+			off += len * 4;
+			if (ctx_load_bytes(ctx, off - 1, &next, 1))
+				return;
+		}
+		if (next)
+			return;
+	}
+	sl_inner(ctx, off, f);
+}
+
+/* Reads with ctx_load_bytes rather than packet pointers: cheap at these
+ * sizes, and no pointer for clang to spill as 32 bits at XDP. */
+static __always_inline int sl_fields(ctx_t *ctx, struct sl_fields *f)
+{
+	struct enf_pkt pkt;
+	__be16 ports[2];
+
+	if (enf_parse(ctx, &pkt))
+		return -1;
+	f->vlan = pkt.vlan;
+	f->has_vlan = pkt.vlan_depth > 0;
+#if defined(EDGENF_HOOK_TC)
+	/* the kernel took the outer tag out of the frame */
+	if (ctx->vlan_present) {
+		f->vlan = ctx->vlan_tci & 0x0fff;
+		f->has_vlan = 1;
+	}
+#endif
+	if (pkt.l3_proto == ETH_P_IP) {
+		struct iphdr ip;
+
+		if (ctx_load_bytes(ctx, pkt.l3_off, &ip, sizeof(ip)))
+			return -1;
+		f->has_ip = 1;
+		f->dscp = ip.tos >> 2;
+		sl_addr4(&f->src, ip.saddr);
+		sl_addr4(&f->dst, ip.daddr);
+	} else if (pkt.l3_proto == ETH_P_IPV6) {
+		struct ipv6hdr ip6;
+
+		if (ctx_load_bytes(ctx, pkt.l3_off, &ip6, sizeof(ip6)))
+			return -1;
+		f->has_ip = 1;
+		f->dscp = ((bpf_ntohs(*(__be16 *)&ip6) >> 4) & 0xff) >> 2;
+		sl_addr6(&f->src, &ip6.saddr);
+		sl_addr6(&f->dst, &ip6.daddr);
+	}
+	if (!f->has_ip)
+		return 0;
+	f->l4.proto = pkt.l4_proto;
+	if (!pkt.l4_off || (pkt.l4_proto != IPPROTO_TCP && pkt.l4_proto != IPPROTO_UDP && pkt.l4_proto != IPPROTO_SCTP))
+		return 0;
+	if (ctx_load_bytes(ctx, pkt.l4_off, ports, sizeof(ports)))
+		return -1;
+	f->l4.port = ports[1];
+	if (pkt.l4_proto == IPPROTO_UDP && ports[1] == bpf_htons(SL_GTPU_PORT))
+		sl_gtp(ctx, pkt.l4_off, f);
+	return 0;
+}
+
+static __always_inline __u32 sl_hit(__u32 *v)
+{
+	return v ? *v : 0;
+}
+
+/* The slice of a frame that came in on entry port in_port, 0 if none. */
+static __always_inline __u32 sl_classify(struct sl_fields *f, __u32 kinds, __u32 in_port)
+{
+	__u32 id, k;
+
+	if ((kinds & (1 << SL_K_TEID)) && f->has_gtp) {
+		struct sl_teid_key tk = {.prefixlen = 32, .teid = f->teid};
+
+		if ((id = sl_hit(bpf_map_lookup_elem(&sl_teid, &tk))))
+			return id;
+	}
+	if ((kinds & (1 << SL_K_UE)) && f->ue.family &&
+	    (id = sl_hit(bpf_map_lookup_elem(&sl_ue, &f->ue))))
+		return id;
+	if ((kinds & (1 << SL_K_VLAN)) && f->has_vlan) {
+		k = f->vlan;
+		if ((id = sl_hit(bpf_map_lookup_elem(&sl_vlan, &k))))
+			return id;
+	}
+	if ((kinds & (1 << SL_K_L4)) && f->has_ip) {
+		if ((id = sl_hit(bpf_map_lookup_elem(&sl_l4, &f->l4))))
+			return id;
+		f->l4.port = 0;
+		if ((id = sl_hit(bpf_map_lookup_elem(&sl_l4, &f->l4))))
+			return id;
+	}
+	if ((kinds & (1 << SL_K_DST)) && f->has_ip &&
+	    (id = sl_hit(bpf_map_lookup_elem(&sl_dst, &f->dst))))
+		return id;
+	if ((kinds & (1 << SL_K_SRC)) && f->has_ip &&
+	    (id = sl_hit(bpf_map_lookup_elem(&sl_src, &f->src))))
+		return id;
+	if ((kinds & (1 << SL_K_DSCP)) && f->has_ip) {
+		k = f->dscp;
+		if ((id = sl_hit(bpf_map_lookup_elem(&sl_dscp, &k))))
+			return id;
+	}
+	if (kinds & (1 << SL_K_PORT)) {
+		k = in_port;
+		if ((id = sl_hit(bpf_map_lookup_elem(&sl_ports, &k))))
+			return id;
+	}
+	return 0;
+}
+
+/* One GCRA step, lock-free: the frame conforms when the policer's
+ * theoretical arrival time, advanced by the frame's cost, is no more than
+ * tau (the burst) ahead of now: a token bucket of tau/cost frames. A compare-and-swap publishes the new time; a CPU that
+ * loses the race retries against the winner's value. */
+static __always_inline int sl_gcra(__u64 *tat, __u64 now, __u64 cost, __u64 tau)
+{
+	for (int i = 0; i < 4; i++) {
+		__u64 old = *(volatile __u64 *)tat, t = old > now ? old : now;
+
+		if (t + cost - now > tau)
+			return 0;
+		if (__sync_val_compare_and_swap(tat, old, t + cost) == old)
+			return 1;
+	}
+	/* Four CPUs won in a row: count this one as conforming rather than
+	 * spin; it over-admits by at most one frame per collision. */
+	return 1;
+}
+
+static __always_inline int sl_police(struct sl_slice *s, __u32 id, __u32 len)
+{
+	struct sl_state *st;
+	__u64 now;
+
+	if (!s->pkt_cost && !s->byte_cost)
+		return 1;
+	st = bpf_map_lookup_elem(&sl_state, &id);
+	if (!st)
+		return 1;
+	now = bpf_ktime_get_ns();
+	if (s->pkt_cost && !sl_gcra(&st->pkt_tat, now, s->pkt_cost, s->pkt_tau))
+		return 0;
+	if (s->byte_cost && !sl_gcra(&st->byte_tat, now, ((__u64)len * s->byte_cost) >> 8, s->byte_tau))
+		return 0;
+	return 1;
+}
+
+/* Take the outer VLAN tag off (TC: the kernel has moved it into the skb;
+ * XDP: slide the MAC addresses over it). */
+static __always_inline int sl_vlan_pop(ctx_t *ctx)
+{
+	__u8 hdr[14]; /* the MAC addresses, then the inner ethertype */
+
+#if defined(EDGENF_HOOK_TC)
+	if (ctx->vlan_present)
+		return bpf_skb_vlan_pop(ctx);
+	/* still in the frame (a test run; the kernel untags before TC) */
+	if (ctx_load_bytes(ctx, 0, hdr, 12) || ctx_load_bytes(ctx, 16, &hdr[12], 2) ||
+	    ctx_adjust_head(ctx, 4))
+		return -1;
+	return bpf_skb_store_bytes(ctx, 0, hdr, sizeof(hdr), 0);
+#else
+	if (ctx_load_bytes(ctx, 0, hdr, 12) || ctx_load_bytes(ctx, 16, &hdr[12], 2) ||
+	    bpf_xdp_adjust_head(ctx, 4))
+		return -1;
+	return bpf_xdp_store_bytes(ctx, 0, hdr, sizeof(hdr));
+#endif
+}
+
+static __always_inline int sl_vlan_push(ctx_t *ctx, __u32 vid)
+{
+#if defined(EDGENF_HOOK_TC)
+	return bpf_skb_vlan_push(ctx, bpf_htons(ETH_P_8021Q), vid);
+#else
+	__u8 hdr[16];
+
+	if (ctx_load_bytes(ctx, 0, hdr, 12) || bpf_xdp_adjust_head(ctx, -4))
+		return -1;
+	hdr[12] = 0x81;
+	hdr[13] = 0x00;
+	hdr[14] = (vid >> 8) & 0x0f;
+	hdr[15] = vid & 0xff;
+	return bpf_xdp_store_bytes(ctx, 0, hdr, sizeof(hdr));
+#endif
+}
+
+#if defined(EDGENF_HOOK_TC)
+/* Earliest Departure Time, as Cilium's Bandwidth Manager does it: the
+ * frame's departure is the slice's next free time (or now), which then
+ * moves on by the frame's transmission time at the slice's rate; sch_fq
+ * holds each frame until its time. Lock-free like the policers. Returns 0
+ * when the frame would leave further than the horizon ahead (drop it). */
+static __always_inline int sl_edt(struct __sk_buff *ctx, struct sl_slice *s, __u32 id, __u32 len)
+{
+	struct sl_state *st = bpf_map_lookup_elem(&sl_state, &id);
+	__u64 now, cost;
+
+	if (!st)
+		return 1;
+	now = bpf_ktime_get_ns();
+	cost = ((__u64)len * s->edt_cost) >> 8;
+	for (int i = 0; i < 4; i++) {
+		__u64 old = *(volatile __u64 *)&st->edt_next, t = old > now ? old : now;
+
+		if (t - now > s->edt_horizon)
+			return 0;
+		if (__sync_val_compare_and_swap(&st->edt_next, old, t + cost) == old) {
+			bpf_skb_set_tstamp(ctx, t, BPF_SKB_TSTAMP_DELIVERY_MONO);
+			return 1;
+		}
+	}
+	return 1;
+}
+#endif
+
+static __always_inline void sl_mark(ctx_t *ctx, struct edgenf_md *md, struct sl_slice *s, __u32 id)
+{
+	md->tenant = id;
+#if defined(EDGENF_HOOK_TC)
+	if (s->classid)
+		ctx->priority = s->classid;
+#endif
+	(void)ctx;
+}
+
+static __always_inline void sl_policy_drop(__u32 idx, __u32 len)
+{
+	struct sl_policy *p = bpf_map_lookup_elem(&sl_policy, &idx);
+
+	if (p) {
+		p->packets++;
+		p->bytes += len;
+	}
+}
+
+static __always_inline int slicer(ctx_t *ctx, struct edgenf_md *md)
+{
+	__u32 zero = 0, in = md->in_port, len = ctx_len(ctx), id, back;
+	struct sl_fields f = {};
+	struct sl_counters *cnt;
+	struct sl_slice *s;
+	struct sl_cfg *cfg;
+
+	if (in >= EDGENF_MAX_PORTS)
+		return enf_drop(ctx, md);
+	/* back from a slice's chain: out by its entry port */
+	back = in + EDGENF_MAX_PORTS;
+	id = sl_hit(bpf_map_lookup_elem(&sl_ports, &back));
+	if (id) {
+		s = bpf_map_lookup_elem(&sl_slices, &id);
+		cnt = bpf_map_lookup_elem(&sl_counters, &id);
+		if (!s || !(s->flags & SL_F_VALID))
+			return enf_drop(ctx, md);
+		if (s->vlan && sl_vlan_push(ctx, s->vlan))
+			return enf_drop(ctx, md);
+		if (cnt) {
+			cnt->ret_packets++;
+			cnt->ret_bytes += len;
+		}
+		sl_mark(ctx, md, s, id);
+		return enf_send(ctx, md, s->entry);
+	}
+	cfg = bpf_map_lookup_elem(&sl_config, &zero);
+	if (!cfg)
+		return enf_drop(ctx, md);
+	if (sl_fields(ctx, &f)) {
+		sl_policy_drop(1, len);
+		return enf_drop(ctx, md);
+	}
+	id = sl_classify(&f, cfg->kinds, in);
+	if (!id)
+		id = cfg->default_slice;
+	if (!id || id >= SL_MAX) {
+		sl_policy_drop(0, len);
+		return enf_drop(ctx, md);
+	}
+	s = bpf_map_lookup_elem(&sl_slices, &id);
+	cnt = bpf_map_lookup_elem(&sl_counters, &id);
+	if (!s || !(s->flags & SL_F_VALID)) {
+		sl_policy_drop(0, len);
+		return enf_drop(ctx, md);
+	}
+	if (!sl_police(s, id, len)) {
+		if (cnt) {
+			cnt->police_packets++;
+			cnt->police_bytes += len;
+		}
+		return enf_drop(ctx, md);
+	}
+#if defined(EDGENF_HOOK_TC)
+	if (s->edt_cost && !sl_edt(ctx, s, id, len)) {
+		if (cnt)
+			cnt->edt_packets++;
+		return enf_drop(ctx, md);
+	}
+#endif
+	if (s->vlan && f.has_vlan && f.vlan == s->vlan && sl_vlan_pop(ctx))
+		return enf_drop(ctx, md);
+	if (cnt) {
+		cnt->in_packets++;
+		cnt->in_bytes += len;
+	}
+	sl_mark(ctx, md, s, id);
+	return enf_send(ctx, md, s->port);
+}
+
+EDGENF_CUBE(slicer)

@@ -1,0 +1,511 @@
+package slicer
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/engine"
+	"github.com/edgenf/edgenf/internal/netlab"
+	_ "github.com/edgenf/edgenf/internal/nf/portfwd"
+	_ "github.com/edgenf/edgenf/internal/nf/router"
+	"github.com/edgenf/edgenf/internal/nftest"
+	"github.com/edgenf/edgenf/internal/tenant"
+	"github.com/edgenf/edgenf/internal/testenv"
+	"github.com/vishvananda/netlink"
+)
+
+// The end-to-end rig: host s (198.18.0.10) sends UDP to host d
+// (198.18.0.20) through slicer sl (TC), whose slices a (UDP port 6001) and
+// b (6002) lead into ports ia and ib of a portfwd cube mg that sends both
+// out of vd, d's veth: one bottleneck, the HTB tree on vd's egress.
+type e2e struct {
+	e      *engine.Engine
+	s, d   *netlab.Host
+	vs, vd string
+}
+
+const (
+	linkBps  = 16e6 // the bottleneck the slicer shapes at
+	frameLen = 1042 // 1000 bytes of UDP payload, as HTB and the policer count them
+	payload  = 1000
+)
+
+func setupE2E(t *testing.T, shape bool, slices ...Slice) *e2e {
+	t.Helper()
+	lab := netlab.NewT(t)
+	r := &e2e{}
+	var err error
+	if r.s, err = lab.Host("s"); err != nil {
+		t.Fatal(err)
+	}
+	if r.d, err = lab.Host("d"); err != nil {
+		t.Fatal(err)
+	}
+	if r.vs, err = lab.Veth(r.s, "eth0", "vs", "198.18.0.10/24"); err != nil {
+		t.Fatal(err)
+	}
+	if r.vd, err = lab.Veth(r.d, "eth0", "vd", "198.18.0.20/24"); err != nil {
+		t.Fatal(err)
+	}
+	mac, err := r.d.MAC("eth0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.s.SetNeigh("eth0", "198.18.0.20", mac.String()); err != nil {
+		t.Fatal(err)
+	}
+	set := Settings{Uplink: "up"}
+	if shape {
+		set.Egress = []Egress{{Interface: r.vd, RateBps: linkBps}}
+	}
+	cfg, _ := json.Marshal(set)
+	rows := map[string]json.RawMessage{}
+	for _, sl := range slices {
+		rows[sl.Name] = nftest.Entry(sl)
+	}
+	r.e = nftest.Engine(t)
+	nftest.MustUpdate(t, r.e, func(tp *cube.Topology) error {
+		if err := tp.AddCube(&cube.Cube{Name: "sl", Type: "slicer", Hook: "tc", Config: cfg,
+			Tables: map[string]map[string]json.RawMessage{"slices": rows},
+			Ports:  []cube.Port{{Name: "up", Index: 0, Peer: r.vs}, {Name: "a", Index: 1}, {Name: "b", Index: 2}}}); err != nil {
+			return err
+		}
+		tp.Cubes["sl"].Ports[1].Peer, tp.Cubes["sl"].Ports[2].Peer = "mg:ia", "mg:ib"
+		tp.Cubes["mg"] = &cube.Cube{Name: "mg", Type: "portfwd", Hook: "tc",
+			Ports: []cube.Port{{Name: "ia", Index: 0, Peer: "sl:a"}, {Name: "ib", Index: 1, Peer: "sl:b"}, {Name: "out", Index: 2, Peer: r.vd}},
+			Tables: map[string]map[string]json.RawMessage{"rules": {
+				"ia":  json.RawMessage(`{"in_port":"ia","out_port":"out"}`),
+				"ib":  json.RawMessage(`{"in_port":"ib","out_port":"out"}`),
+				"out": json.RawMessage(`{"in_port":"out","out_port":"ia"}`),
+			}}}
+		return nil
+	})
+	return r
+}
+
+func (r *e2e) status(t *testing.T) *Status {
+	t.Helper()
+	v, err := r.e.View(tenant.Admin, "sl", "status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.(*Status)
+}
+
+// flowResult is what one paced UDP flow did.
+type flowResult struct {
+	sent, recv int
+	elapsed    time.Duration   // first to last datagram sent
+	delays     []time.Duration // one-way, per datagram received
+}
+
+func (f flowResult) p99() time.Duration {
+	d := slices.Clone(f.delays)
+	slices.Sort(d)
+	if len(d) == 0 {
+		return time.Hour
+	}
+	return d[len(d)*99/100]
+}
+
+// flows runs paced UDP flows from r.s to r.d at the same time, each pps
+// datagrams/s for dur; receivers count them and the one-way delay of each
+// (the namespaces share the clock). Bounded: dur + 3 s.
+func (r *e2e) flows(t *testing.T, dur time.Duration, ports, pps []int) []flowResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), dur+3*time.Second)
+	defer cancel()
+	out := make([]flowResult, len(ports))
+	rxs := make([]*net.UDPConn, len(ports))
+	for i, p := range ports {
+		if err := r.d.Do(func() error {
+			var err error
+			rxs[i], err = net.ListenUDP("udp4", &net.UDPAddr{Port: p})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		defer rxs[i].Close()
+		forceBuf(rxs[i], syscall.SO_RCVBUFFORCE, 16<<20)
+	}
+	var rxWG, txWG sync.WaitGroup
+	sendersDone := make(chan struct{})
+	for i := range ports {
+		rxWG.Add(1)
+		go func() {
+			defer rxWG.Done()
+			buf := make([]byte, 2048)
+			var quietSince time.Time
+			for ctx.Err() == nil {
+				rxs[i].SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+				n, _, err := rxs[i].ReadFromUDP(buf)
+				now := time.Now()
+				if err != nil {
+					select {
+					case <-sendersDone:
+						if quietSince.IsZero() {
+							quietSince = now
+						} else if now.Sub(quietSince) > 700*time.Millisecond {
+							return // queues drained
+						}
+					default:
+					}
+					continue
+				}
+				quietSince = time.Time{}
+				if n == payload && binary.BigEndian.Uint32(buf) == 0x736c6963 {
+					out[i].recv++
+					out[i].delays = append(out[i].delays, now.Sub(time.Unix(0, int64(binary.BigEndian.Uint64(buf[8:])))))
+				}
+			}
+		}()
+	}
+	for i, p := range ports {
+		var tx *net.UDPConn
+		if err := r.s.Do(func() error {
+			var err error
+			tx, err = net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.IPv4(198, 18, 0, 20), Port: p})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Close()
+		forceBuf(tx, syscall.SO_SNDBUFFORCE, 4<<20)
+		txWG.Add(1)
+		go func() {
+			defer txWG.Done()
+			b := make([]byte, payload)
+			binary.BigEndian.PutUint32(b, 0x736c6963) // "slic"
+			start := time.Now()
+			total := int(float64(pps[i]) * dur.Seconds())
+			for out[i].sent < total && ctx.Err() == nil {
+				due := int(float64(pps[i]) * time.Since(start).Seconds())
+				if out[i].sent >= due {
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				binary.BigEndian.PutUint64(b[8:], uint64(time.Now().UnixNano()))
+				if _, err := tx.Write(b); err != nil {
+					if errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.EAGAIN) {
+						time.Sleep(200 * time.Microsecond)
+						continue
+					}
+					t.Errorf("send: %v", err)
+					return
+				}
+				out[i].sent++
+			}
+			out[i].elapsed = time.Since(start)
+		}()
+	}
+	txWG.Wait()
+	close(sendersDone)
+	rxWG.Wait()
+	return out
+}
+
+func forceBuf(c *net.UDPConn, opt, size int) {
+	if rc, err := c.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, opt, size) })
+	}
+}
+
+func pps(bps float64) int { return int(bps / 8 / frameLen) }
+
+// A slice with a guaranteed minimum keeps its offered load (under its
+// guarantee) while another slice floods the same egress at three times the
+// link rate; without the slices' classes (one HTB class for all), it loses
+// most of it.
+func TestE2EGuaranteeSurvivesFlood(t *testing.T) {
+	testenv.E2E(t)
+	r := setupE2E(t, true,
+		Slice{Name: "greedy", ID: 1, Port: "a", Tenant: "red", Rules: []Rule{{Proto: "udp", DPort: 6001}}},
+		Slice{Name: "victim", ID: 2, Port: "b", Tenant: "blue", MinBps: 6e6, Rules: []Rule{{Proto: "udp", DPort: 6002}}})
+	const dur = 4 * time.Second
+	res := r.flows(t, dur, []int{6001, 6002}, []int{pps(3 * linkBps), pps(4e6)})
+	greedy, victim := res[0], res[1]
+	t.Logf("greedy: sent %d received %d; victim: sent %d received %d (p99 %v)", greedy.sent, greedy.recv, victim.sent, victim.recv, victim.p99())
+	if float64(victim.recv) < 0.95*float64(victim.sent) {
+		t.Errorf("victim slice got %d of %d datagrams (%.1f%%) while the other flooded: want >= 95%%", victim.recv, victim.sent, 100*float64(victim.recv)/float64(victim.sent))
+	}
+	// the flood was real: the link was full and the greedy slice lost most
+	if float64(greedy.recv) > 0.6*float64(greedy.sent) {
+		t.Errorf("greedy slice got %d of %d: the link was not contended", greedy.recv, greedy.sent)
+	}
+	st := r.status(t)
+	if st.Shaping != "htb" || len(st.Slices) != 2 || st.Slices[0].Egress[0].Drops == 0 || st.Slices[1].Egress[0].Drops != 0 {
+		t.Errorf("status: shaping %s, slices %+v", st.Shaping, st.Slices)
+	}
+
+	// The negative: the same traffic through one HTB class of the link rate
+	// (what the interface has without the slices' classes).
+	nftest.MustUpdate(t, r.e, func(tp *cube.Topology) error {
+		c := tp.Cubes["sl"]
+		c.Config = json.RawMessage(`{"uplink":"up"}`)
+		for _, n := range []string{"greedy", "victim"} {
+			var sl Slice
+			json.Unmarshal(c.Tables["slices"][n], &sl)
+			sl.MinBps = 0
+			c.Tables["slices"][n] = nftest.Entry(sl)
+		}
+		return nil
+	})
+	lk, err := netlink.LinkByName(r.vd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := netlink.NewHtb(netlink.QdiscAttrs{LinkIndex: lk.Attrs().Index, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT})
+	q.Defcls = 1
+	if err := netlink.QdiscReplace(q); err != nil {
+		t.Fatal(err)
+	}
+	if err := netlink.ClassAdd(netlink.NewHtbClass(netlink.ClassAttrs{LinkIndex: lk.Attrs().Index, Parent: q.Handle, Handle: netlink.MakeHandle(1, 1)},
+		netlink.HtbClassAttrs{Rate: linkBps, Ceil: linkBps})); err != nil {
+		t.Fatal(err)
+	}
+	res = r.flows(t, dur, []int{6001, 6002}, []int{pps(3 * linkBps), pps(4e6)})
+	victim = res[1]
+	t.Logf("without slice classes: victim sent %d received %d", victim.sent, victim.recv)
+	if float64(victim.recv) > 0.8*float64(victim.sent) {
+		t.Errorf("without the slices' classes the victim still got %d of %d: the test cannot tell guarantees from luck", victim.recv, victim.sent)
+	}
+}
+
+// A slice limited to R delivers R (within 5%) of a load three times R: the
+// policer at ingress, no qdisc involved.
+func TestE2ERateLimitDeliversR(t *testing.T) {
+	testenv.E2E(t)
+	const rate = 8e6
+	r := setupE2E(t, false,
+		// a 50 ms bucket: a sender the shared machine stalls for less
+		// than that loses no credit; over 5 s it adds at most 1%
+		Slice{Name: "capped", ID: 1, Port: "a", RateBps: rate, BurstBytes: rate / 8 / 20, Rules: []Rule{{Proto: "udp", DPort: 6001}}})
+	res := r.flows(t, 5*time.Second, []int{6001}, []int{pps(3 * rate)})[0]
+	st := r.status(t)
+	got := float64(st.Slices[0].InBytes*8) / res.elapsed.Seconds()
+	t.Logf("offered %d datagrams in %v; admitted %d bytes = %.3f Mbit/s; received %d; policed %d", res.sent, res.elapsed, st.Slices[0].InBytes, got/1e6, res.recv, st.Slices[0].PolicePackets)
+	if got < 0.95*rate || got > 1.05*rate {
+		t.Errorf("slice limited to %s delivered %.3f Mbit/s", Bits(rate), got/1e6)
+	}
+	if uint64(res.recv) < st.Slices[0].InPackets*99/100 {
+		t.Errorf("received %d of the %d admitted", res.recv, st.Slices[0].InPackets)
+	}
+	if float64(res.sent) < 2*float64(res.recv) {
+		t.Errorf("sent %d, received %d: the load was not three times the limit", res.sent, res.recv)
+	}
+}
+
+// Under contention, a priority-0 slice that stays within what it can get
+// sees a far lower p99 delay than a best-effort slice (priority 7) that
+// floods; and when both want more than the link, the spare capacity goes to
+// the high-priority class, as its HTB counters show.
+func TestE2EPriorityOrdersDelayAndSpareCapacity(t *testing.T) {
+	testenv.E2E(t)
+	r := setupE2E(t, true,
+		Slice{Name: "urgent", ID: 1, Port: "a", MinBps: 2e6, Priority: intp(0), Rules: []Rule{{Proto: "udp", DPort: 6001}}},
+		Slice{Name: "bulk", ID: 2, Port: "b", MinBps: 2e6, Priority: intp(7), Rules: []Rule{{Proto: "udp", DPort: 6002}}})
+	res := r.flows(t, 3*time.Second, []int{6001, 6002}, []int{pps(4e6), pps(3 * linkBps)})
+	urgent, bulk := res[0], res[1]
+	t.Logf("urgent: %d/%d p99 %v; bulk: %d/%d p99 %v", urgent.recv, urgent.sent, urgent.p99(), bulk.recv, bulk.sent, bulk.p99())
+	if urgent.p99()*5 > bulk.p99() {
+		t.Errorf("p99 delay: urgent %v, bulk %v: want urgent's at most a fifth", urgent.p99(), bulk.p99())
+	}
+	before := r.status(t)
+	// both over the link: spare capacity to priority 0
+	r.flows(t, 3*time.Second, []int{6001, 6002}, []int{pps(1.5 * linkBps), pps(1.5 * linkBps)})
+	after := r.status(t)
+	sent := func(i int) uint64 { return after.Slices[i].Egress[0].Bytes - before.Slices[i].Egress[0].Bytes }
+	t.Logf("HTB class bytes while both flooded: urgent %d, bulk %d", sent(0), sent(1))
+	if sent(0) < 3*sent(1) {
+		t.Errorf("class %s sent %d bytes, class %s %d: want the priority-0 class at least three times the other's",
+			after.Slices[0].Class, sent(0), after.Slices[1].Class, sent(1))
+	}
+}
+
+// Two tenants' slices: each tenant sees and changes only its own cubes; the
+// slicer (the administrator's) is neither visible nor changeable by them, so
+// a tenant can neither touch another's slice nor raise its own guarantees.
+func TestTenantsCannotChangeSlices(t *testing.T) {
+	testenv.E2E(t)
+	r := setupE2E(t, true,
+		Slice{Name: "red", ID: 1, Port: "a", Tenant: "red", MinBps: 2e6, Rules: []Rule{{Proto: "udp", DPort: 6001}}})
+	actor := tenant.Of("red")
+	err := r.e.UpdateAs(context.Background(), actor, func(tp *cube.Topology, _ tenant.Scope) error {
+		c := tp.Cubes["sl"]
+		if c == nil {
+			return cube.NotFound("cubes", "no cube named sl")
+		}
+		c.Tables["slices"]["red"] = nftest.Entry(Slice{Name: "red", ID: 1, Port: "a", Tenant: "red", MinBps: 15e6})
+		return nil
+	})
+	if !errors.Is(err, cube.ErrNotFound) {
+		t.Fatalf("tenant red raising its guarantee: %v, want not found", err)
+	}
+	if _, err := r.e.View(actor, "sl", "status"); !errors.Is(err, cube.ErrNotFound) {
+		t.Fatalf("tenant red reading the slicer: %v, want not found", err)
+	}
+	st := r.status(t)
+	if len(st.Slices) != 1 || st.Slices[0].Name != "red" {
+		t.Fatal(fmt.Sprint(st.Slices))
+	}
+}
+
+// Two tenants with the same addresses (198.18.0.10 behind 198.18.0.1, a
+// server at 198.19.0.2) share one entry interface, told apart by VLAN: each
+// VLAN is a slice leading into the tenant's own router. Each tenant's
+// traffic reaches only its own server, and a flood from one is never seen
+// by the other's router or server.
+func TestE2ESegregationOverlappingAddresses(t *testing.T) {
+	testenv.E2E(t)
+	lab := netlab.NewT(t)
+	// The shared entry is an 802.1Q trunk (a veth pair, ta-tb). Its far
+	// side is an access switch: another slicer, acc, whose VLAN slices put
+	// each tenant's client on its VLAN (this kernel has no 8021q and no
+	// VLAN-aware bridge).
+	ta, tb, err := lab.RootVeth("ta", "tb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts := map[string]*netlab.Host{}
+	servers := map[string]*netlab.Host{}
+	cliIf, srvIf := map[string]string{}, map[string]string{}
+	for _, name := range []string{"red", "blue"} {
+		h, err := lab.Host("c" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hosts[name] = h
+		if cliIf[name], err = lab.Veth(h, "eth0", "c"+name, "198.18.0.10/24"); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.AddRoute("default", "198.18.0.1"); err != nil {
+			t.Fatal(err)
+		}
+		s, err := lab.Host("s" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		servers[name] = s
+		if srvIf[name], err = lab.Veth(s, "eth0", "s"+name, "198.19.0.2/24"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AddRoute("default", "198.19.0.1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	e := nftest.Engine(t)
+	nftest.MustUpdate(t, e, func(tp *cube.Topology) error {
+		rows := map[string]json.RawMessage{
+			"red":  nftest.Entry(Slice{Name: "red", ID: 1, Tenant: "red", Port: "red", Rules: []Rule{{VLAN: intp(10)}}}),
+			"blue": nftest.Entry(Slice{Name: "blue", ID: 2, Tenant: "blue", Port: "blue", Rules: []Rule{{VLAN: intp(20)}}}),
+		}
+		tp.Cubes["sl"] = &cube.Cube{Name: "sl", Type: "slicer", Hook: "tc", Config: json.RawMessage(`{"uplink":"up"}`),
+			Tables: map[string]map[string]json.RawMessage{"slices": rows},
+			Ports:  []cube.Port{{Name: "up", Index: 0, Peer: tb}, {Name: "red", Index: 1, Peer: "rred:p0"}, {Name: "blue", Index: 2, Peer: "rblue:p0"}}}
+		tp.Cubes["acc"] = &cube.Cube{Name: "acc", Type: "slicer", Hook: "tc", Config: json.RawMessage(`{"uplink":"trunk"}`),
+			Tables: map[string]map[string]json.RawMessage{"slices": {
+				"red":  nftest.Entry(Slice{Name: "red", ID: 1, Port: "red", Rules: []Rule{{VLAN: intp(10)}}}),
+				"blue": nftest.Entry(Slice{Name: "blue", ID: 2, Port: "blue", Rules: []Rule{{VLAN: intp(20)}}}),
+			}},
+			Ports: []cube.Port{{Name: "trunk", Index: 0, Peer: ta}, {Name: "red", Index: 1, Peer: cliIf["red"]}, {Name: "blue", Index: 2, Peer: cliIf["blue"]}}}
+		for _, name := range []string{"red", "blue"} {
+			tp.Cubes["r"+name] = &cube.Cube{Name: "r" + name, Type: "router", Hook: "tc", Tenant: name,
+				Ports: []cube.Port{
+					{Name: "p0", Index: 0, Peer: "sl:" + name, Addresses: []string{"198.18.0.1/24"}},
+					{Name: "p1", Index: 1, Peer: srvIf[name], Addresses: []string{"198.19.0.1/24"}},
+				}}
+		}
+		return nil
+	})
+	for _, name := range []string{"red", "blue"} {
+		if err := hosts[name].Ping(ctx, "198.19.0.2", 2); err != nil {
+			t.Fatalf("%s: ping its server through its slice: %v", name, err)
+		}
+	}
+	before, err := e.Stats(tenant.Admin, "rblue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// red floods its server; blue's server listens on the same address and
+	// port in its own namespace
+	var blueGot int
+	blueRx, err := listenCount(servers["blue"], 7000, &blueGot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent, recv, err := netlab.UDPFlow(ctx, hosts["red"], servers["red"], "198.19.0.2", 7000, 5000, 500, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blueRx()
+	after, err := e.Stats(tenant.Admin, "rblue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("red flood: sent %d, red's server got %d; blue's server got %d", sent, recv, blueGot)
+	if recv < sent*95/100 {
+		t.Errorf("red's server got %d of %d", recv, sent)
+	}
+	if blueGot != 0 {
+		t.Errorf("blue's server received %d datagrams of red's flood", blueGot)
+	}
+	var rx0, rx1 uint64
+	for _, p := range before.Ports {
+		rx0 += p.RxPackets
+	}
+	for _, p := range after.Ports {
+		rx1 += p.RxPackets
+	}
+	if rx1-rx0 > 20 { // a few ARP refreshes at most, never the flood
+		t.Errorf("blue's router saw %d frames during red's flood", rx1-rx0)
+	}
+	// every hop's counters carry the slice its chain belongs to
+	sliceOf := map[string]string{}
+	for _, cc := range e.Counters(func(*cube.Cube) bool { return true }) {
+		sliceOf[cc.Cube] = cc.Slice
+	}
+	if sliceOf["rred"] != "red" || sliceOf["rblue"] != "blue" || sliceOf["sl"] != "" || sliceOf["acc"] != "" {
+		t.Errorf("slices of the cubes' counters: %v", sliceOf)
+	}
+	st, _ := e.View(tenant.Admin, "sl", "status")
+	for _, s := range st.(*Status).Slices {
+		t.Logf("slice %s: in %d return %d", s.Name, s.InPackets, s.ReturnPackets)
+	}
+}
+
+// listenCount counts datagrams arriving at port in h until the returned
+// stop is called.
+func listenCount(h *netlab.Host, port int, n *int) (stop func(), err error) {
+	var c *net.UDPConn
+	if err := h.Do(func() error {
+		var err error
+		c, err = net.ListenUDP("udp4", &net.UDPAddr{Port: port})
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 2048)
+		for {
+			if _, _, err := c.ReadFromUDP(buf); err != nil {
+				return
+			}
+			*n++
+		}
+	}()
+	return func() { time.Sleep(300 * time.Millisecond); c.Close(); <-done }, nil
+}
