@@ -12,15 +12,14 @@ import (
 	"github.com/edgenf/edgenf/bench/report"
 	_ "github.com/edgenf/edgenf/bench/scenarios"
 	"github.com/edgenf/edgenf/internal/netlab"
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 // TestQuick runs the core of quick mode on a few scenarios and checks that
 // every one produced numbers and the report was written; it never checks
 // their size (tests don't assert timings).
 func TestQuick(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	testenv.E2E(t)
 	c := bench.DefaultConfig(true)
 	c.Reps, c.Warmup, c.Window, c.LatPackets, c.CostRepeat = 2, 50*time.Millisecond, 100*time.Millisecond, 200, 10000
 	c.Only = []string{"baselines/xdp-redirect", "baselines/bridge", "baselines/ip-forward"}
@@ -64,9 +63,7 @@ func TestQuick(t *testing.T) {
 // TC, 100 loaded cubes) briefly: numbers are produced, the generated frames
 // all reach the sink (nothing in these paths drops at this rate).
 func TestQuickEdgenf(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	testenv.E2E(t)
 	c := bench.DefaultConfig(true)
 	c.Reps, c.Warmup, c.Window, c.LatPackets, c.CostRepeat = 1, 50*time.Millisecond, 100*time.Millisecond, 100, 10000
 	c.Only = []string{"portfwd/portfwd-xdp", "chain2-tc", "cubes-100"}

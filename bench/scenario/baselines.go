@@ -124,13 +124,7 @@ func SetupXDPRedirect(e *Env) (*Topology, error) {
 		return nil, err
 	}
 	t := p.Topology(p.B1MAC)
-	t.Cost = func() (float64, error) {
-		fr, err := t.Frame.Bytes()
-		if err != nil {
-			return 0, err
-		}
-		return ProgCost(e.Objs.Fwd, fr, 1_000_000)
-	}
+	t.CostOn(e.Objs.Fwd)
 	return t, nil
 }
 

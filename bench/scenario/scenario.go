@@ -312,6 +312,17 @@ func (p *Path) Exec(input string, name string, args ...string) error {
 	return err
 }
 
+// CostOn makes t's per-packet cost that of prog run on t's frame (ProgCost).
+func (t *Topology) CostOn(prog *ebpf.Program) {
+	t.Cost = func() (float64, error) {
+		fr, err := t.Frame.Bytes()
+		if err != nil {
+			return 0, err
+		}
+		return ProgCost(prog, fr, 1_000_000)
+	}
+}
+
 // ProgCost measures prog's cost per packet with BPF_PROG_RUN on frame, in
 // ns: the median of batches of costBatch runs, repeat runs in all (at most
 // costBatches batches). BPF_PROG_RUN repeats one buffer, so what a program

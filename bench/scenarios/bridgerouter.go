@@ -63,7 +63,7 @@ func setupBridgeNF(e *scenario.Env, hook datapath.Hook) (*scenario.Topology, err
 		return nil, err
 	}
 	name := "br" + e.ID()
-	err = eng.Update(func(tp *cube.Topology) error {
+	t, err := build(eng, p, p.B1MAC, func(tp *cube.Topology) error {
 		if err := tp.AddCube(&cube.Cube{Name: name, Type: "bridge", Hook: hook, Ports: []cube.Port{
 			{Name: "in", Index: 0, Peer: p.A1}, {Name: "out", Index: 1, Peer: p.B0}}}); err != nil {
 			return err
@@ -76,10 +76,6 @@ func setupBridgeNF(e *scenario.Env, hook datapath.Hook) (*scenario.Topology, err
 	if err != nil {
 		return nil, err
 	}
-	if err := freeSink(p); err != nil {
-		return nil, err
-	}
-	t := p.Topology(p.B1MAC)
 	t.Info["hook"] = string(hook)
 	stubCost(e, t, root, p.A1, hook)
 	return t, nil
@@ -91,29 +87,14 @@ func setupRouter(e *scenario.Env, hook datapath.Hook, routes int) (*scenario.Top
 
 // setupRouterWith is setupRouter with router settings (cfg may be nil).
 func setupRouterWith(e *scenario.Env, hook datapath.Hook, routes int, cfg json.RawMessage) (*scenario.Topology, error) {
-	p, err := e.NewPath(false)
-	if err != nil {
-		return nil, err
-	}
-	if hook == datapath.TC {
-		if err := p.AttachXDP(e.Objs.Pass, p.A1Idx); err != nil {
-			return nil, err
-		}
-	}
-	eng, _, err := benchEngine(e)
+	p, eng, _, err := enginePath(e, hook)
 	if err != nil {
 		return nil, err
 	}
 	r := "r" + e.ID()
 	t0 := time.Now()
 	err = eng.Update(func(tp *cube.Topology) error {
-		if err := tp.AddCube(&cube.Cube{Name: r, Type: "router", Hook: hook, Config: cfg, Ports: []cube.Port{
-			{Name: "in", Index: 0, Peer: p.A1, MAC: routerInMAC, Addresses: []string{scenario.A1IP}},
-			{Name: "out", Index: 1, Peer: p.B0, Addresses: []string{scenario.B0IP}},
-		}}); err != nil {
-			return err
-		}
-		if _, err := tp.PutEntry(r, "arp", json.RawMessage(fmt.Sprintf(`{"ip":%q,"mac":%q}`, scenario.NextHop, p.B1MAC))); err != nil {
+		if err := addRouter(tp, r, hook, cfg, p); err != nil {
 			return err
 		}
 		for _, pf := range benchPrefixes(routes) {

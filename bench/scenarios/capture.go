@@ -39,7 +39,7 @@ func init() {
 }
 
 func setupCapture(e *scenario.Env, n int, attached bool) (*scenario.Topology, error) {
-	var capCube *datapath.Cube
+	var capCube *datapath.Program
 	t, err := setupChainTap(e, datapath.XDP, n, n, func(d *datapath.Datapath) ([]datapath.Transparent, error) {
 		obj, err := nfcapture.Type.Object(datapath.XDP)
 		if err != nil {

@@ -68,13 +68,7 @@ func setupBareDrop(e *scenario.Env) (*scenario.Topology, error) {
 	}
 	t := p.Topology(p.A1MAC)
 	t.Handled = rxHandled(p.A1Idx)
-	t.Cost = func() (float64, error) {
-		fr, err := t.Frame.Bytes()
-		if err != nil {
-			return 0, err
-		}
-		return scenario.ProgCost(drop, fr, 1_000_000)
-	}
+	t.CostOn(drop)
 	return t, nil
 }
 
@@ -82,11 +76,7 @@ func setupBareDrop(e *scenario.Env) (*scenario.Topology, error) {
 // generator's sources (198.18.0.10–73) exactly or by prefix, among ddosBulk
 // other entries (198.18.1.0 on).
 func setupDDoS(e *scenario.Env, list string) (*scenario.Topology, error) {
-	p, err := e.NewPath(false)
-	if err != nil {
-		return nil, err
-	}
-	eng, root, err := benchEngine(e)
+	p, eng, root, err := enginePath(e, datapath.XDP)
 	if err != nil {
 		return nil, err
 	}

@@ -104,7 +104,7 @@ func setupChainTap(e *scenario.Env, hook datapath.Hook, total, chain int, tap fu
 	mem0 := memAvailable()
 	t0 := time.Now()
 	first := total - chain
-	var entry *datapath.Cube // the first cube of the chain: a1 enters it directly
+	var entry *datapath.Program // the first cube of the chain: a1 enters it directly
 	for i := range total {
 		c, err := d.LoadCube(fmt.Sprintf("pf%d", i), hook, uint32(i), spec, nil)
 		if err != nil {
@@ -165,13 +165,7 @@ func setupChainTap(e *scenario.Env, hook datapath.Hook, total, chain int, tap fu
 	prog, err := datapath.AttachedProgram(root, p.A1, hook, datapath.Ingress)
 	if err == nil {
 		e.Defer(func() { prog.Close() })
-		t.Cost = func() (float64, error) {
-			fr, err := t.Frame.Bytes()
-			if err != nil {
-				return 0, err
-			}
-			return scenario.ProgCost(prog, fr, 1_000_000)
-		}
+		t.CostOn(prog)
 	}
 	return t, nil
 }
@@ -179,7 +173,7 @@ func setupChainTap(e *scenario.Env, hook datapath.Hook, total, chain int, tap fu
 // configure forwards port 0 to port 1 and, for cubes of the chain, peers
 // port 1 with the next cube's port 0 (through stack), the last one with
 // interface out.
-func configure(c *datapath.Cube, i, first, total, out int, stack []datapath.Transparent) error {
+func configure(c *datapath.Program, i, first, total, out int, stack []datapath.Transparent) error {
 	m, err := c.Map("pf_table")
 	if err != nil {
 		return err

@@ -8,8 +8,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/vishvananda/netlink"
-
 	"github.com/edgenf/edgenf/bench/scenario"
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
@@ -98,40 +96,6 @@ func benchEngine(e *scenario.Env) (*engine.Engine, string, error) {
 	return eng, root, nil
 }
 
-// enginePath is the standard path with an engine to put cubes on it: at
-// TC, a1 gets an XDP pass-through (it accepts the generator's redirected
-// frames only with an XDP program; they then reach TCX ingress as skbs).
-func enginePath(e *scenario.Env, hook datapath.Hook) (*scenario.Path, *engine.Engine, string, error) {
-	p, err := e.NewPath(false)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	if hook == datapath.TC {
-		if err := p.AttachXDP(e.Objs.Pass, p.A1Idx); err != nil {
-			return nil, nil, "", err
-		}
-	}
-	eng, root, err := benchEngine(e)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	return p, eng, root, nil
-}
-
-// freeSink removes the XDP pass-through the engine put on b1 (the far end
-// of b0, which it redirects into): the harness attaches its sink there, which
-// serves the same purpose.
-func freeSink(p *scenario.Path) error {
-	lk, err := netlink.LinkByIndex(p.B1Idx)
-	if err != nil {
-		return err
-	}
-	if x := lk.Attrs().Xdp; x != nil && x.Attached {
-		return netlink.LinkSetXdpFd(lk, -1)
-	}
-	return nil
-}
-
 // stubCost measures the stub on iface (and the cubes behind it) per packet.
 func stubCost(e *scenario.Env, t *scenario.Topology, root, iface string, hook datapath.Hook) {
 	prog, err := datapath.AttachedProgram(root, iface, hook, datapath.Ingress)
@@ -139,13 +103,7 @@ func stubCost(e *scenario.Env, t *scenario.Topology, root, iface string, hook da
 		return
 	}
 	e.Defer(func() { prog.Close() })
-	t.Cost = func() (float64, error) {
-		fr, err := t.Frame.Bytes()
-		if err != nil {
-			return 0, err
-		}
-		return scenario.ProgCost(prog, fr, 1_000_000)
-	}
+	t.CostOn(prog)
 }
 
 func setupLB(e *scenario.Env, mode string, hook datapath.Hook, v6 bool) (*scenario.Topology, error) {
@@ -163,7 +121,7 @@ func setupLB(e *scenario.Env, mode string, hook datapath.Hook, v6 bool) (*scenar
 		bes = append(bes, lb.Backend{Name: fmt.Sprintf("be%d", i+1), Address: a, MAC: p.B1MAC.String(), Port: "out", Weight: &w})
 	}
 	svc, _ := json.Marshal(lb.Service{VIP: vip, Protocol: "udp", Port: 9, Mode: mode, Backends: bes})
-	err = eng.Update(func(tp *cube.Topology) error {
+	t, err := build(eng, p, p.A1MAC, func(tp *cube.Topology) error {
 		if err := tp.AddCube(&cube.Cube{Name: "lb" + e.ID(), Type: "lb", Hook: hook,
 			Ports: []cube.Port{{Name: "front", Index: 0, Peer: p.A1}, {Name: "out", Index: 1, Peer: p.B0}}}); err != nil {
 			return err
@@ -174,10 +132,6 @@ func setupLB(e *scenario.Env, mode string, hook datapath.Hook, v6 bool) (*scenar
 	if err != nil {
 		return nil, err
 	}
-	if err := freeSink(p); err != nil {
-		return nil, err
-	}
-	t := p.Topology(p.A1MAC)
 	t.Info["hook"] = string(hook)
 	t.Info["mode"] = mode
 	t.Info["backends"] = "4 (1:2:3:4), Maglev M=65537"

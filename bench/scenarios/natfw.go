@@ -108,13 +108,7 @@ func setupRouterNF(e *scenario.Env, hook datapath.Hook, nf string, n int) (*scen
 	r := "r" + e.ID()
 	t0 := time.Now()
 	err = eng.Update(func(tp *cube.Topology) error {
-		if err := tp.AddCube(&cube.Cube{Name: r, Type: "router", Hook: hook, Ports: []cube.Port{
-			{Name: "in", Index: 0, Peer: p.A1, MAC: routerInMAC, Addresses: []string{scenario.A1IP}},
-			{Name: "out", Index: 1, Peer: p.B0, Addresses: []string{scenario.B0IP}},
-		}}); err != nil {
-			return err
-		}
-		if _, err := tp.PutEntry(r, "arp", json.RawMessage(fmt.Sprintf(`{"ip":%q,"mac":%q}`, scenario.NextHop, p.B1MAC))); err != nil {
+		if err := addRouter(tp, r, hook, nil, p); err != nil {
 			return err
 		}
 		if _, err := tp.PutEntry(r, "routes", json.RawMessage(fmt.Sprintf(`{"prefix":%q,"next_hop":%q}`, scenario.DstNet, scenario.NextHop))); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"path/filepath"
 	"time"
 
@@ -51,15 +52,16 @@ func init() {
 
 // benchHandle lets the slicer's controller write its maps outside the
 // daemon.
-type benchHandle struct{ c *datapath.Cube }
+type benchHandle struct{ c *datapath.Program }
 
-func (h benchHandle) Map(name string) (*ebpf.Map, error)   { return h.c.Map(name) }
-func (h benchHandle) Inject(int, []byte) error             { return errors.ErrUnsupported }
-func (h benchHandle) Transmit(int, []byte) error           { return errors.ErrUnsupported }
-func (h benchHandle) PortIface(int) (*net.Interface, bool) { return nil, false }
-func (h benchHandle) PrepareRedirect(int) error            { return nil }
-func (h benchHandle) Controller() cube.Controller          { return nil }
-func (h benchHandle) Logf(string, ...any)                  {}
+func (h benchHandle) Map(name string) (*ebpf.Map, error)    { return h.c.Map(name) }
+func (h benchHandle) Inject(int, []byte) error              { return errors.ErrUnsupported }
+func (h benchHandle) Transmit(int, []byte) error            { return errors.ErrUnsupported }
+func (h benchHandle) PortIface(int) (*net.Interface, bool)  { return nil, false }
+func (h benchHandle) PrepareRedirect(int) error             { return nil }
+func (h benchHandle) AttachPoint() (string, []netip.Prefix) { return "", nil }
+func (h benchHandle) Controller() cube.Controller           { return nil }
+func (h benchHandle) Logf(string, ...any)                   {}
 
 // slicerModel is a slicer whose slices s (0..len-1) go out of port 1+i,
 // with rules[i] as their rules.

@@ -266,11 +266,7 @@ func learnPeer(eng *engine.Engine, c *cube.Cube, port string, mac net.HardwareAd
 // direction: port 0 (access) faces the generator on the uplink, port 1
 // (core) on the downlink.
 func setupP4UPF(e *scenario.Env, dl bool) (*scenario.Topology, error) {
-	p, err := e.NewPath(false)
-	if err != nil {
-		return nil, err
-	}
-	eng, root, err := benchEngine(e)
+	p, eng, root, err := enginePath(e, datapath.XDP)
 	if err != nil {
 		return nil, err
 	}
@@ -287,7 +283,8 @@ func setupP4UPF(e *scenario.Env, dl bool) (*scenario.Topology, error) {
 		entry = fmt.Sprintf(`{"table":"downlink","match":{"ue_addr":%q},"action":"encap","params":{"teid":"%d","gnb":%q,"upf":"198.18.1.1"}}`,
 			net.IP(flows[0].Addr[:]).String(), 0x80000000, upfPeer.String())
 	}
-	err = eng.Update(func(tp *cube.Topology) error {
+	// The program keeps the frames' MAC addresses: they go to b1's.
+	t, err := build(eng, p, p.B1MAC, func(tp *cube.Topology) error {
 		if err := tp.AddCube(&cube.Cube{Name: name, Type: "p4", Hook: datapath.XDP, Config: cfg, Ports: []cube.Port{
 			{Name: "access", Index: 0, Peer: access}, {Name: "core", Index: 1, Peer: core}}}); err != nil {
 			return err
@@ -298,11 +295,6 @@ func setupP4UPF(e *scenario.Env, dl bool) (*scenario.Topology, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := freeSink(p); err != nil {
-		return nil, err
-	}
-	// The program keeps the frames' MAC addresses: they go to b1's.
-	t := p.Topology(p.B1MAC)
 	if err := upfTraffic(e, t, dl, flows); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"text/tabwriter"
 
@@ -81,7 +82,7 @@ func topologyDocument(file string) (json.RawMessage, error) {
 	if file != "-" {
 		return topofile.Read(file)
 	}
-	b, err := readAllStdin()
+	b, err := io.ReadAll(os.Stdin)
 	if err != nil {
 		return nil, err
 	}

@@ -118,7 +118,7 @@ func cubeCmd() *cobra.Command {
 		Use: "del NAME", Aliases: []string{"delete", "rm"}, Short: "Delete a cube (its peers are unpeered)",
 		Args: cobra.ExactArgs(1), ValidArgsFunction: completeCubes,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := api().Do("DELETE", "/v1/cubes/"+args[0], nil, nil); err != nil {
+			if err := api().Do("DELETE", v1("cubes", args[0]), nil, nil); err != nil {
 				return err
 			}
 			fmt.Printf("cube %s deleted\n", args[0])
@@ -144,7 +144,7 @@ func cubeCmd() *cobra.Command {
 				}
 				body["object"] = base64.StdEncoding.EncodeToString(b)
 			}
-			if err := api().Do("POST", "/v1/cubes/"+args[0]+"/swap", body, nil); err != nil {
+			if err := api().Do("POST", v1("cubes", args[0], "swap"), body, nil); err != nil {
 				return err
 			}
 			fmt.Printf("cube %s swapped\n", args[0])
@@ -159,7 +159,7 @@ func cubeCmd() *cobra.Command {
 		Example: "  edgenf cube set fw1 --set ingress_policy=drop",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var cur cubeView
-			if err := api().Do("GET", "/v1/cubes/"+args[0], nil, &cur); err != nil {
+			if err := api().Do("GET", v1("cubes", args[0]), nil, &cur); err != nil {
 				return err
 			}
 			cfg, err := mergeSettings(cur.Type, cur.Config, pcfg, psets)
@@ -180,7 +180,7 @@ func cubeCmd() *cobra.Command {
 					cfg[k] = v
 				}
 			}
-			if err := api().Do("PUT", "/v1/cubes/"+args[0]+"/config", cfg, nil); err != nil {
+			if err := api().Do("PUT", v1("cubes", args[0], "config"), cfg, nil); err != nil {
 				return err
 			}
 			fmt.Printf("cube %s updated\n", args[0])
@@ -249,7 +249,7 @@ func portCmd() *cobra.Command {
 				body["config"] = json.RawMessage(config)
 			}
 			var out portView
-			if err := api().Do("POST", "/v1/cubes/"+args[0]+"/ports", body, &out); err != nil {
+			if err := api().Do("POST", v1("cubes", args[0], "ports"), body, &out); err != nil {
 				return err
 			}
 			return show(os.Stdout, out, func(tw *tabwriter.Writer) {
@@ -289,7 +289,7 @@ func portCmd() *cobra.Command {
 			if len(body) == 0 {
 				return fmt.Errorf("nothing to change: give --peer, --no-peer, --mac, --ip or --config")
 			}
-			if err := api().Do("PATCH", "/v1/cubes/"+args[0]+"/ports/"+args[1], body, nil); err != nil {
+			if err := api().Do("PATCH", v1("cubes", args[0], "ports", args[1]), body, nil); err != nil {
 				return err
 			}
 			fmt.Printf("port %s:%s updated\n", args[0], args[1])
@@ -305,7 +305,7 @@ func portCmd() *cobra.Command {
 		Use: "del CUBE PORT", Aliases: []string{"delete", "rm"}, Short: "Delete a port (and its peering)",
 		Args: cobra.ExactArgs(2), ValidArgsFunction: completeCubes,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := api().Do("DELETE", "/v1/cubes/"+args[0]+"/ports/"+args[1], nil, nil); err != nil {
+			if err := api().Do("DELETE", v1("cubes", args[0], "ports", args[1]), nil, nil); err != nil {
 				return err
 			}
 			fmt.Printf("port %s:%s deleted\n", args[0], args[1])
@@ -317,7 +317,7 @@ func portCmd() *cobra.Command {
 		Args: cobra.ExactArgs(1), ValidArgsFunction: completeCubes,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var ports []portView
-			if err := api().Do("GET", "/v1/cubes/"+args[0]+"/ports", nil, &ports); err != nil {
+			if err := api().Do("GET", v1("cubes", args[0], "ports"), nil, &ports); err != nil {
 				return err
 			}
 			return show(os.Stdout, ports, func(tw *tabwriter.Writer) { portTable(tw, ports) })
@@ -352,7 +352,7 @@ func peerCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := api().Do("PATCH", "/v1/cubes/"+c+"/ports/"+p, map[string]string{"peer": args[1]}, nil); err != nil {
+			if err := api().Do("PATCH", v1("cubes", c, "ports", p), map[string]string{"peer": args[1]}, nil); err != nil {
 				return err
 			}
 			fmt.Printf("%s peered with %s\n", args[0], args[1])
@@ -369,7 +369,7 @@ func unpeerCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := api().Do("PATCH", "/v1/cubes/"+c+"/ports/"+p, map[string]string{"peer": ""}, nil); err != nil {
+			if err := api().Do("PATCH", v1("cubes", c, "ports", p), map[string]string{"peer": ""}, nil); err != nil {
 				return err
 			}
 			fmt.Printf("%s unpeered\n", args[0])
@@ -404,7 +404,7 @@ func detachCmd() *cobra.Command {
 	return &cobra.Command{
 		Use: "detach CUBE", Short: "Detach a transparent cube", Args: cobra.ExactArgs(1), ValidArgsFunction: completeCubes,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := api().Do("DELETE", "/v1/attachments/"+args[0], nil, nil); err != nil {
+			if err := api().Do("DELETE", v1("attachments", args[0]), nil, nil); err != nil {
 				return err
 			}
 			fmt.Printf("%s detached\n", args[0])
@@ -424,7 +424,7 @@ func injectCmd() *cobra.Command {
 			if out {
 				dir = "out"
 			}
-			return api().Do("POST", "/v1/cubes/"+args[0]+"/ports/"+args[1]+"/inject", map[string]string{"frame": args[2], "direction": dir}, nil)
+			return api().Do("POST", v1("cubes", args[0], "ports", args[1], "inject"), map[string]string{"frame": args[2], "direction": dir}, nil)
 		},
 	}
 	c.Flags().BoolVar(&out, "out", false, "send out of the port instead of into it")
@@ -437,7 +437,7 @@ func typesCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				var t json.RawMessage
-				if err := api().Do("GET", "/v1/types/"+args[0], nil, &t); err != nil {
+				if err := api().Do("GET", v1("types", args[0]), nil, &t); err != nil {
 					return err
 				}
 				if g.output == "table" {

@@ -31,7 +31,7 @@ func getCmd() *cobra.Command {
 					return err
 				}
 				var c cubeView
-				if err := api().Do("GET", "/v1/cubes/"+args[1], nil, &c); err != nil {
+				if err := api().Do("GET", v1("cubes", args[1]), nil, &c); err != nil {
 					return err
 				}
 				return show(os.Stdout, c, func(tw *tabwriter.Writer) { cubeTable(tw, c) })
@@ -40,7 +40,7 @@ func getCmd() *cobra.Command {
 					return err
 				}
 				var ports []portView
-				if err := api().Do("GET", "/v1/cubes/"+args[1]+"/ports", nil, &ports); err != nil {
+				if err := api().Do("GET", v1("cubes", args[1], "ports"), nil, &ports); err != nil {
 					return err
 				}
 				return show(os.Stdout, ports, func(tw *tabwriter.Writer) { portTable(tw, ports) })
@@ -93,11 +93,11 @@ func describeCmd() *cobra.Command {
 				return fmt.Errorf("describe supports: cube")
 			}
 			var c cubeView
-			if err := api().Do("GET", "/v1/cubes/"+args[1], nil, &c); err != nil {
+			if err := api().Do("GET", v1("cubes", args[1]), nil, &c); err != nil {
 				return err
 			}
 			var st cubeStats
-			if err := api().Do("GET", "/v1/cubes/"+args[1]+"/stats", nil, &st); err != nil {
+			if err := api().Do("GET", v1("cubes", args[1], "stats"), nil, &st); err != nil {
 				return err
 			}
 			var att []struct {
@@ -130,11 +130,11 @@ func deleteCmd() *cobra.Command {
 			var path string
 			switch {
 			case args[0] == "cube" && len(args) == 2:
-				path = "/v1/cubes/" + args[1]
+				path = v1("cubes", args[1])
 			case args[0] == "port" && len(args) == 3:
-				path = "/v1/cubes/" + args[1] + "/ports/" + args[2]
+				path = v1("cubes", args[1], "ports", args[2])
 			case args[0] == "attachment" && len(args) == 2:
-				path = "/v1/attachments/" + args[1]
+				path = v1("attachments", args[1])
 			default:
 				return fmt.Errorf("usage: delete cube NAME | port CUBE PORT | attachment CUBE")
 			}

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"maps"
-	"net/url"
 	"os"
 	"slices"
 	"text/tabwriter"
@@ -61,7 +60,7 @@ func fetchStats(names []string) ([]cubeStats, error) {
 	out := make([]cubeStats, 0, len(names))
 	for _, n := range names {
 		var s cubeStats
-		if err := api().Do("GET", "/v1/cubes/"+n+"/stats", nil, &s); err != nil {
+		if err := api().Do("GET", v1("cubes", n, "stats"), nil, &s); err != nil {
 			return nil, err
 		}
 		out = append(out, s)
@@ -120,14 +119,14 @@ func statsCmd() *cobra.Command {
 	reset := &cobra.Command{
 		Use: "reset CUBE", Short: "Zero a cube's counters", Args: cobra.ExactArgs(1), ValidArgsFunction: completeCubes,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return api().Do("DELETE", "/v1/cubes/"+args[0]+"/stats", nil, nil)
+			return api().Do("DELETE", v1("cubes", args[0], "stats"), nil, nil)
 		},
 	}
 	iface := &cobra.Command{
 		Use: "iface INTERFACE", Short: "Frames edgenf took in on a Linux interface, per hook and direction", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var st map[string]counters
-			if err := api().Do("GET", "/v1/interfaces/"+url.PathEscape(args[0])+"/stats", nil, &st); err != nil {
+			if err := api().Do("GET", v1("interfaces", args[0], "stats"), nil, &st); err != nil {
 				return err
 			}
 			return show(os.Stdout, st, func(tw *tabwriter.Writer) {

@@ -3,8 +3,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"net/url"
+	"io"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -33,7 +34,7 @@ type model struct {
 
 func fetchType(name string) (*typeModel, error) {
 	var t typeModel
-	if err := api().Do("GET", "/v1/types/"+url.PathEscape(name), nil, &t); err != nil {
+	if err := api().Do("GET", v1("types", name), nil, &t); err != nil {
 		return nil, err
 	}
 	return &t, nil
@@ -41,7 +42,7 @@ func fetchType(name string) (*typeModel, error) {
 
 func cubeType(cube string) (*typeModel, error) {
 	var c cubeView
-	if err := api().Do("GET", "/v1/cubes/"+url.PathEscape(cube), nil, &c); err != nil {
+	if err := api().Do("GET", v1("cubes", cube), nil, &c); err != nil {
 		return nil, err
 	}
 	return fetchType(c.Type)
@@ -87,7 +88,7 @@ func fieldNames(sc *schema) string {
 	for k := range sc.Properties {
 		n = append(n, k)
 	}
-	sortStrings(n)
+	sort.Strings(n)
 	return strings.Join(n, ", ")
 }
 
@@ -191,7 +192,7 @@ func readEntries(path string) (json.RawMessage, error) {
 	var b []byte
 	var err error
 	if path == "-" {
-		b, err = readAllStdin()
+		b, err = io.ReadAll(os.Stdin)
 	} else {
 		b, err = os.ReadFile(path)
 	}
@@ -214,7 +215,7 @@ func tableCmd() *cobra.Command {
 		Args: cobra.ExactArgs(2), ValidArgsFunction: completeCubes,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var rows json.RawMessage
-			if err := api().Do("GET", "/v1/cubes/"+args[0]+"/tables/"+args[1], nil, &rows); err != nil {
+			if err := api().Do("GET", v1("cubes", args[0], "tables", args[1]), nil, &rows); err != nil {
 				return err
 			}
 			return show(os.Stdout, rows, nil)
@@ -251,7 +252,7 @@ func tableCmd() *cobra.Command {
 				return err
 			}
 			var out json.RawMessage
-			if err := api().Do("POST", "/v1/cubes/"+args[0]+"/tables/"+args[1], body, &out); err != nil {
+			if err := api().Do("POST", v1("cubes", args[0], "tables", args[1]), body, &out); err != nil {
 				return err
 			}
 			return show(os.Stdout, out, nil)
@@ -267,7 +268,7 @@ func tableCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return api().Do("PUT", "/v1/cubes/"+args[0]+"/tables/"+args[1]+"/"+url.PathEscape(args[2]), body, nil)
+			return api().Do("PUT", v1("cubes", args[0], "tables", args[1], args[2]), body, nil)
 		},
 	}
 	set.Flags().StringVar(&js, "json", "", "the entry as JSON")
@@ -283,7 +284,7 @@ func tableCmd() *cobra.Command {
 				return err
 			}
 			var out map[string]int
-			if err := api().Do("PUT", "/v1/cubes/"+args[0]+"/tables/"+args[1], body, &out); err != nil {
+			if err := api().Do("PUT", v1("cubes", args[0], "tables", args[1]), body, &out); err != nil {
 				return err
 			}
 			fmt.Printf("table %s of %s now has %d entries\n", args[1], args[0], out["entries"])
@@ -295,7 +296,7 @@ func tableCmd() *cobra.Command {
 		Use: "del CUBE TABLE KEY", Aliases: []string{"delete", "rm"}, Short: "Delete the entry with KEY",
 		Args: cobra.ExactArgs(3), ValidArgsFunction: completeCubes,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := api().Do("DELETE", "/v1/cubes/"+args[0]+"/tables/"+args[1]+"/"+url.PathEscape(args[2]), nil, nil); err != nil {
+			if err := api().Do("DELETE", v1("cubes", args[0], "tables", args[1], args[2]), nil, nil); err != nil {
 				return err
 			}
 			fmt.Printf("entry %s deleted from %s of %s\n", args[2], args[1], args[0])
@@ -313,7 +314,7 @@ func viewCmd() *cobra.Command {
 		Args:    cobra.ExactArgs(2), ValidArgsFunction: completeCubes,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var v json.RawMessage
-			if err := api().Do("GET", "/v1/cubes/"+args[0]+"/views/"+args[1], nil, &v); err != nil {
+			if err := api().Do("GET", v1("cubes", args[0], "views", args[1]), nil, &v); err != nil {
 				return err
 			}
 			return show(os.Stdout, v, nil)
@@ -348,7 +349,7 @@ func actionCmd() *cobra.Command {
 				body = kv
 			}
 			var out json.RawMessage
-			if err := api().Do("POST", "/v1/cubes/"+args[0]+"/actions/"+args[1], body, &out); err != nil {
+			if err := api().Do("POST", v1("cubes", args[0], "actions", args[1]), body, &out); err != nil {
 				return err
 			}
 			return show(os.Stdout, out, nil)

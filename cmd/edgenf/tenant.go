@@ -49,7 +49,7 @@ func tenantCmd() *cobra.Command {
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var t tenantView
-			if err := api().Do("GET", "/v1/tenants/"+args[0], nil, &t); err != nil {
+			if err := api().Do("GET", v1("tenants", args[0]), nil, &t); err != nil {
 				return err
 			}
 			return show(os.Stdout, t, func(tw *tabwriter.Writer) { tenantTable(tw, t) })
@@ -70,7 +70,7 @@ func tenantCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			body := tenant.Tenant{Name: args[0], Quota: tenant.Quota{}}
 			var cur tenantView
-			err := api().Do("GET", "/v1/tenants/"+args[0], nil, &cur)
+			err := api().Do("GET", v1("tenants", args[0]), nil, &cur)
 			var ae *client.Error
 			switch {
 			case err == nil:
@@ -100,7 +100,7 @@ func tenantCmd() *cobra.Command {
 				body.Quota[name] = v
 			}
 			var out tenantView
-			if err := api().Do("PUT", "/v1/tenants/"+args[0], body, &out); err != nil {
+			if err := api().Do("PUT", v1("tenants", args[0]), body, &out); err != nil {
 				return err
 			}
 			return show(os.Stdout, out, func(tw *tabwriter.Writer) { tenantTable(tw, out) })
@@ -113,7 +113,7 @@ func tenantCmd() *cobra.Command {
 		Use: "del NAME", Aliases: []string{"delete", "rm"}, Short: "Remove a tenant's record (its cubes stay; defaults apply)",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := api().Do("DELETE", "/v1/tenants/"+args[0], nil, nil); err != nil {
+			if err := api().Do("DELETE", v1("tenants", args[0]), nil, nil); err != nil {
 				return err
 			}
 			fmt.Printf("tenant %s: record removed\n", args[0])

@@ -2,6 +2,11 @@
 // types' models (internal/cube): no handler is written per NF type.
 package api
 
+// server.go is long because it is the route table with the handlers of the
+// generic resources (cubes, ports, tables, views, actions, topology), which
+// read best beside their routes; admission, limits, authentication, tenants
+// and OpenAPI have their own files.
+
 import (
 	"context"
 	"encoding/base64"
@@ -683,15 +688,12 @@ func (s *Server) inject(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
 // --- tables ---
 
 func (s *Server) table(w http.ResponseWriter, r *http.Request, c *cube.Cube) *cube.Table {
-	typ, err := cube.Lookup(c.Type)
-	if err == nil {
-		var tb *cube.Table
-		if tb, err = typ.Table(r.PathValue("table")); err == nil {
-			return tb
-		}
+	tb, err := s.eng.Table(who(r), c.Name, r.PathValue("table"))
+	if err != nil {
+		fail(w, err)
+		return nil
 	}
-	fail(w, err)
-	return nil
+	return tb
 }
 
 func (s *Server) listEntries(w http.ResponseWriter, r *http.Request, c *cube.Cube) {
@@ -751,14 +753,12 @@ func (s *Server) addEntries(w http.ResponseWriter, r *http.Request, c *cube.Cube
 	err := s.eng.ChangeEntries(who(r), c.Name, tb.Name, func(tx *engine.EntryTx) error {
 		out = out[:0]
 		for i, raw := range list {
-			key, err := tx.Key(raw)
+			key, err := tx.Insert(raw)
+			var dup *engine.EntryExistsError
+			if errors.As(err, &dup) {
+				return cube.Conflict(at(i)+"key", "%v; replace it with PUT (edgenf table set)", dup)
+			}
 			if err != nil {
-				return withIndex(at(i), err)
-			}
-			if _, dup := tx.Get(key); dup {
-				return cube.Conflict(at(i)+"key", "table %s already has an entry %q; replace it with PUT (edgenf table set)", tb.Name, key)
-			}
-			if _, err := tx.Put(raw); err != nil {
 				return withIndex(at(i), err)
 			}
 			row, _ := tx.Get(key)

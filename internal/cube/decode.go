@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"sort"
 	"strings"
 )
 
@@ -88,7 +89,20 @@ func kindName(t reflect.Type) string {
 }
 
 // DecodeConfig decodes and validates the cube's settings.
-func (t *Type) DecodeConfig(c *Cube) (any, error) {
+func (t *Type) DecodeConfig(c *Cube) (any, error) { return t.decodeConfig(c, nil) }
+
+// Keeper is a settings type that fills in some of its fields itself when
+// they are left out (a time stamp taken at first validation). Keep, called
+// before Validate when the cube already runs, carries those fields over
+// from its running settings, so that applying the same file again changes
+// nothing.
+type Keeper interface {
+	Keep(running any)
+}
+
+// decodeConfig is DecodeConfig for a cube whose running version is old
+// (nil: a new cube).
+func (t *Type) decodeConfig(c, old *Cube) (any, error) {
 	if t.Config == nil {
 		if len(bytes.TrimSpace(c.Config)) > 0 && string(bytes.TrimSpace(c.Config)) != "{}" && string(bytes.TrimSpace(c.Config)) != "null" {
 			return nil, Errorf("config", "NF type %s has no settings", t.Name)
@@ -98,6 +112,11 @@ func (t *Type) DecodeConfig(c *Cube) (any, error) {
 	v, err := Decode("config", c.Config, t.Config)
 	if err != nil {
 		return nil, err
+	}
+	if k, ok := v.(Keeper); ok && old != nil && old.Type == c.Type {
+		if running, err := Decode("config", old.Config, t.Config); err == nil {
+			k.Keep(running)
+		}
 	}
 	if val, ok := v.(Validator); ok {
 		if err := val.Validate(c); err != nil {
@@ -144,7 +163,7 @@ func (tb *Table) Entries(c *Cube) ([]any, error) {
 	for k := range rows {
 		keys = append(keys, k)
 	}
-	sortStrings(keys)
+	sort.Strings(keys)
 	out := make([]any, 0, len(keys))
 	for _, k := range keys {
 		v, _, err := tb.DecodeEntry(c, rows[k])

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net"
+	"net/netip"
 	"reflect"
 	"sort"
 	"sync"
@@ -24,7 +26,8 @@ type Type struct {
 	Transparent bool
 	// Hooks the type can run at; the first is the default.
 	Hooks []datapath.Hook
-	// Object returns the compiled eBPF object for a hook.
+	// Object returns the compiled eBPF object for a hook: HookObjects
+	// serves an NF's embedded bpf/<type>_<hook>.o.
 	Object func(hook datapath.Hook) ([]byte, error)
 	// ObjectFor, when set, is used instead of Object: the object depends on
 	// the cube's settings (a P4 cube's program). When it changes, the engine
@@ -88,7 +91,13 @@ type View struct {
 	Item any // pointer to a zero element, for the schema
 	// Object: List returns one Item, not a list of them.
 	Object bool
-	List   func(h Handle, c *Cube) (any, error)
+	// Unlocked: List walks large maps, so it runs without the engine's
+	// lock (the API and other cubes go on meanwhile), like a Sweep: h.Map
+	// returns duplicated handles, and List reads of c its name, ports and
+	// settings only, never its tables (a change may write them meanwhile),
+	// and the controller's state under the controller's own lock.
+	Unlocked bool
+	List     func(h Handle, c *Cube) (any, error)
 }
 
 // Action is an operation on a cube.
@@ -120,7 +129,11 @@ type InterfaceUser interface {
 }
 
 // Closer is implemented by controllers that hold resources beyond their
-// cube's maps; Close is called when the cube is unloaded.
+// cube's maps (goroutines, a compiled program kept in a cache). Close is
+// called once, when the cube goes: deleted, replaced, or the daemon
+// stopping. It may be called with the engine's lock held: it must not wait
+// for goroutines that may be waiting for the store (their calls fail once
+// the cube is gone).
 type Closer interface {
 	Close()
 }
@@ -146,8 +159,21 @@ type PuntHandler interface {
 }
 
 // Ticker is implemented by controllers with periodic work (aging, timers).
+// Tick runs under the engine's lock, so it must be short: a walk of a large
+// map belongs in Sweep.
 type Ticker interface {
 	Tick(h Handle, c *Cube, now time.Time)
+}
+
+// Sweeper is implemented by controllers with long periodic work: walks of
+// large maps (aging a connection table, ending blocks), which under the
+// engine's lock would stall the API and every other cube. The engine calls
+// Sweep each tick, after the Ticks, without its lock: h.Map returns
+// duplicates of the cube's maps, valid for the call whatever a concurrent
+// change does to the cube (h's other methods are not for Sweep). A change
+// may call Sync meanwhile: the controller guards its own state.
+type Sweeper interface {
+	Sweep(h Handle, now time.Time)
 }
 
 // EntryTx stages changes to the entries of one table of a cube; they take
@@ -181,13 +207,10 @@ type Store interface {
 
 // Service is implemented by controllers that run goroutines of their own.
 // Start is called once the cube is loaded, before its first Sync, with the
-// cube's store; Stop when the cube goes (deleted, replaced, the daemon
-// stopping). Stop may be called with the engine's lock held: it must not
-// wait for goroutines that may be waiting for the store (their calls fail
-// once the cube is gone).
+// cube's store; Close stops the goroutines when the cube goes.
 type Service interface {
 	Start(s Store)
-	Stop()
+	Closer
 }
 
 // Metric is one sample of an NF type's own metrics (Prometheus): exported as
@@ -260,9 +283,39 @@ type Handle interface {
 	// (a mirror port named in its settings): a veth's far end gets the XDP
 	// program that veth delivery needs.
 	PrepareRedirect(ifindex int) error
-	// Controller is the cube's own controller (for views and actions).
+	// AttachPoint returns the point a transparent cube is attached to
+	// ("cube:port" or a Linux interface name; "" when detached) and the
+	// point's addresses: a cube port's Addresses, or the interface's
+	// configured addresses (NAT masquerade translates to them). During a
+	// change it answers for the topology being applied.
+	AttachPoint() (point string, addrs []netip.Prefix)
+	// Controller is the cube's own controller (for views and actions);
+	// NF code reads it typed, with ControllerOf.
 	Controller() Controller
 	Logf(format string, args ...any)
+}
+
+// ControllerOf returns the controller of h's cube as its NF type's own
+// controller type C. Views and actions are called only for cubes of their
+// type, so another type is a bug of the NF: it panics, naming both.
+func ControllerOf[C Controller](h Handle) C {
+	ctl, ok := h.Controller().(C)
+	if !ok {
+		panic(fmt.Sprintf("cube: controller is %T, not %T", h.Controller(), ctl))
+	}
+	return ctl
+}
+
+// ListOn makes a View's List of a method of the NF's controller:
+// List: cube.ListOn((*controller).status).
+func ListOn[C Controller](fn func(ctl C, h Handle, c *Cube) (any, error)) func(Handle, *Cube) (any, error) {
+	return func(h Handle, c *Cube) (any, error) { return fn(ControllerOf[C](h), h, c) }
+}
+
+// DoOn makes an Action's Do of a method of the NF's controller:
+// Do: cube.DoOn((*controller).flush).
+func DoOn[C Controller](fn func(ctl C, h Handle, c *Cube, args any) (any, error)) func(Handle, *Cube, any) (any, error) {
+	return func(h Handle, c *Cube, args any) (any, error) { return fn(ControllerOf[C](h), h, c, args) }
 }
 
 var (
@@ -279,6 +332,13 @@ func Register(t *Type) {
 	}
 	if len(t.Hooks) == 0 || (t.Object == nil && t.ObjectFor == nil) || t.New == nil {
 		panic("cube: NF type " + t.Name + " lacks hooks, object or controller")
+	}
+	if t.ObjectFor == nil {
+		for _, h := range t.Hooks {
+			if _, err := t.Object(h); err != nil {
+				panic(fmt.Sprintf("cube: NF type %s: %v", t.Name, err))
+			}
+		}
 	}
 	for _, tb := range t.Tables {
 		if tb.Item == nil || tb.Key == nil || reflect.TypeOf(tb.Item).Kind() != reflect.Pointer {
@@ -327,6 +387,28 @@ func (t *Type) Table(name string) (*Table, error) {
 		}
 	}
 	return nil, NotFound("table", "NF type %s has no table %q", t.Name, name)
+}
+
+// HookObjects serves the objects an NF type embeds, one per hook: base
+// followed by _xdp.o or _tc.o ("bpf/nat" → bpf/nat_xdp.o, bpf/nat_tc.o),
+// as make bpf builds them. A hook without one is an error, which Register
+// reports for the type's hooks when the program starts.
+//
+//	//go:embed bpf/*.o
+//	var objects embed.FS
+//	...
+//	Object: cube.HookObjects(objects, "bpf/nat"),
+//
+// Each call reads a copy (loading a cube is rare), so that the objects are
+// not held twice in memory.
+func HookObjects(fsys fs.FS, base string) func(datapath.Hook) ([]byte, error) {
+	return func(h datapath.Hook) ([]byte, error) {
+		b, err := fs.ReadFile(fsys, base+"_"+string(h)+".o")
+		if err != nil {
+			return nil, fmt.Errorf("no %s object: %w", h, err)
+		}
+		return b, nil
+	}
 }
 
 // ObjectOf returns the eBPF object cube c runs.

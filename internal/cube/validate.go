@@ -11,8 +11,6 @@ import (
 	"github.com/edgenf/edgenf/internal/datapath"
 )
 
-func sortStrings(s []string) { sort.Strings(s) }
-
 // System answers questions about the host the model refers to.
 type System interface {
 	// IfaceExists reports whether a Linux interface of that name exists.
@@ -92,7 +90,7 @@ func (t *Topology) validateCube(c, old *Cube, sys System, ifacePeers map[string]
 	if err := t.validatePorts(c, typ, sys, ifacePeers); err != nil {
 		return err
 	}
-	cfg, err := typ.DecodeConfig(c)
+	cfg, err := typ.decodeConfig(c, old)
 	if err != nil {
 		return err
 	}

@@ -47,11 +47,11 @@ func entrySpec(spec *ebpf.CollectionSpec) *ebpf.CollectionSpec {
 
 // HasEntry reports whether the cube can be entered directly from an
 // interface.
-func (c *Cube) HasEntry() bool { return c.spec != nil }
+func (c *Program) HasEntry() bool { return c.spec != nil }
 
 // entryProgram loads c's direct entry wired to stub s: the cube's own maps
 // (through their pins), the shared ones, and s's hop and counters.
-func (d *Datapath) entryProgram(c *Cube, s *Stub) (*ebpf.Program, error) {
+func (d *Datapath) entryProgram(c *Program, s *Stub) (*ebpf.Program, error) {
 	spec := c.spec.Copy()
 	for n := range spec.Programs {
 		if n != EntryName {

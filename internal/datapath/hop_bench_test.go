@@ -29,7 +29,7 @@ type pfEntry struct {
 // c_{i+1}:p0, the last one sending to an interface, and returns them with the
 // entry program of an interface peered with c0:p0: the stub, or with direct
 // c0's direct entry.
-func chainOf(tb testing.TB, hook datapath.Hook, n int, direct bool) ([]*datapath.Cube, *ebpf.Program) {
+func chainOf(tb testing.TB, hook datapath.Hook, n int, direct bool) ([]*datapath.Program, *ebpf.Program) {
 	testenv.NeedRoot(tb)
 	root := filepath.Join("/sys/fs/bpf", fmt.Sprintf("enfb-%d-%d", os.Getpid(), seq.Add(1)))
 	dp, err := datapath.Open(root)
@@ -42,7 +42,7 @@ func chainOf(tb testing.TB, hook datapath.Hook, n int, direct bool) ([]*datapath
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cubes := make([]*datapath.Cube, n)
+	cubes := make([]*datapath.Program, n)
 	for i := range cubes {
 		if cubes[i], err = dp.LoadCube(fmt.Sprintf("c%d", i), hook, uint32(i), spec, nil); err != nil {
 			tb.Fatal(err)
@@ -61,7 +61,7 @@ func chainOf(tb testing.TB, hook datapath.Hook, n int, direct bool) ([]*datapath
 			tb.Fatal(err)
 		}
 	}
-	var first *datapath.Cube
+	var first *datapath.Program
 	if direct {
 		first = cubes[0]
 	}

@@ -69,7 +69,7 @@ func (d *Datapath) PinnedStubs() ([]PinnedStub, error) {
 // PortState reads where the kernel sends each of the cube's ports, and its
 // XDP flood set: what an adopted cube has, so that a restart removes what
 // the state no longer names instead of rewriting only what it does.
-func (c *Cube) PortState() (hops map[int]Hop, flood map[int]int, err error) {
+func (c *Program) PortState() (hops map[int]Hop, flood map[int]int, err error) {
 	hops, flood = map[int]Hop{}, map[int]int{}
 	ports, err := c.Map(MapPorts)
 	if err != nil {

@@ -23,7 +23,7 @@ func TestReprogramKeepsSharedMapsAndDropsTheRest(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dp.Destroy()
-	load := func(obj func(datapath.Hook) ([]byte, error), opts datapath.LoadOptions) (*datapath.Cube, error) {
+	load := func(obj func(datapath.Hook) ([]byte, error), opts datapath.LoadOptions) (*datapath.Program, error) {
 		b, _ := obj(datapath.XDP)
 		spec, err := datapath.LoadSpec(b)
 		if err != nil {

@@ -65,7 +65,7 @@ func AttachedProgram(root, ifname string, hook Hook, dir Direction) (*ebpf.Progr
 // Re-attaching an attached stub replaces its program atomically: the plain
 // stub runs while the hop changes, so program and hop always agree. The link
 // is pinned, so the stub stays when the daemon exits.
-func (d *Datapath) AttachStub(ifname string, ifindex int, hook Hook, dir Direction, hop Hop, direct *Cube) (*Stub, error) {
+func (d *Datapath) AttachStub(ifname string, ifindex int, hook Hook, dir Direction, hop Hop, direct *Program) (*Stub, error) {
 	if hook == XDP && dir == Egress {
 		return nil, errors.New("XDP has no egress hook: use hook tc for egress processing")
 	}
@@ -224,19 +224,4 @@ func (d *Datapath) DetachStub(ifname string, hook Hook, dir Direction) error {
 		return err
 	}
 	return os.RemoveAll(sdir)
-}
-
-// OpenStub re-opens an attached stub (daemon restart).
-func (d *Datapath) OpenStub(ifname string, hook Hook, dir Direction) (*Stub, error) {
-	sdir := d.stubDir(ifname, hook, dir)
-	s := &Stub{Ifname: ifname, Hook: hook, Dir: dir, dir: sdir}
-	var err error
-	if s.ports, err = ebpf.LoadPinnedMap(filepath.Join(sdir, MapPorts), nil); err != nil {
-		return nil, err
-	}
-	if s.stats, err = ebpf.LoadPinnedMap(filepath.Join(sdir, MapStats), nil); err != nil {
-		s.Close()
-		return nil, err
-	}
-	return s, nil
 }

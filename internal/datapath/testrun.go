@@ -50,7 +50,7 @@ func (r RunResult) Sent() bool { return r.Port >= 0 }
 // BPF_PROG_TEST_RUN. The output port is found from the cube's tx counters, so
 // it works for any NF without instrumentation. Not for concurrent use on one
 // datapath.
-func (d *Datapath) Run(c *Cube, inPort uint32, frame []byte) (RunResult, error) {
+func (d *Datapath) Run(c *Program, inPort uint32, frame []byte) (RunResult, error) {
 	res := RunResult{Port: -1}
 	if err := d.SetMetadata(Metadata{Cube: c.Slot, InPort: inPort, IngressIfindex: 1}); err != nil {
 		return res, err
@@ -104,7 +104,7 @@ func (d *Datapath) SetMetadata(md Metadata) error {
 // direct the direct entry of that cube (the hop must start with it). For
 // tests and benchmarks (each run resets the metadata as real traffic does).
 // The caller closes the program.
-func (d *Datapath) Entry(hook Hook, hop Hop, direct *Cube) (*ebpf.Program, error) {
+func (d *Datapath) Entry(hook Hook, hop Hop, direct *Program) (*ebpf.Program, error) {
 	obj := stubXDP
 	if hook == TC {
 		obj = stubTC

@@ -5,9 +5,7 @@
 package engine
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -65,9 +63,9 @@ type Engine struct {
 	stubHops map[StubKey]datapath.Hop
 	// stubEntry is the cube whose direct entry runs on a stub's interface
 	// (nil: the stub program).
-	stubEntry map[StubKey]*datapath.Cube
+	stubEntry map[StubKey]*datapath.Program
 	specs     map[[32]byte]*ebpf.CollectionSpec
-	slow      *slowPath
+	pio       *packetIO
 	// gen is the generation of the last snapshot of the state; journal
 	// holds the entry changes made since.
 	gen     uint64
@@ -113,7 +111,7 @@ func (e *Engine) current() *cube.Topology {
 // live is a loaded cube.
 type live struct {
 	typ   *cube.Type
-	dc    *datapath.Cube
+	dc    *datapath.Program
 	ctl   cube.Controller
 	c     *cube.Cube // as last synced
 	attch string     // its attachment context when synced (attachContext)
@@ -124,6 +122,8 @@ type live struct {
 	// slowCopies counts the copies the fast path could not make itself
 	// and the daemon transmitted (copy.h, EDGENF_PUNT_TRANSMIT).
 	slowCopies uint64
+	// dups are duplicates of dc's maps for sweeps (sweep.go).
+	dups *dupMaps
 	// down, when not empty, is why the cube could not be restored: a
 	// stand-in that drops everything runs in its place (restore.go).
 	down string
@@ -178,7 +178,7 @@ func Open(cfg Config) (*Engine, error) {
 		bySlot:    map[uint32]*live{},
 		stubs:     map[StubKey]*datapath.Stub{},
 		stubHops:  map[StubKey]datapath.Hop{},
-		stubEntry: map[StubKey]*datapath.Cube{},
+		stubEntry: map[StubKey]*datapath.Program{},
 		specs:     map[[32]byte]*ebpf.CollectionSpec{},
 
 		redirectReady: map[int]bool{},
@@ -230,7 +230,7 @@ func Open(cfg Config) (*Engine, error) {
 		return fail(fmt.Errorf("persist state: %w", err))
 	}
 	e.mu.Unlock()
-	if e.slow, err = startSlowPath(e); err != nil {
+	if e.pio, err = startPacketIO(e); err != nil {
 		e.Close()
 		return nil, err
 	}
@@ -241,12 +241,13 @@ func Open(cfg Config) (*Engine, error) {
 func (e *Engine) Close() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.slow != nil {
-		e.slow.stop()
-		e.slow = nil
+	if e.pio != nil {
+		e.pio.stop()
+		e.pio = nil
 	}
 	for _, l := range e.cubes {
-		stopService(l)
+		closeController(l)
+		dropDups(l)
 		l.dc.Close()
 	}
 	for _, s := range e.stubs {
@@ -267,11 +268,11 @@ func (e *Engine) Close() {
 func (e *Engine) Destroy() error {
 	e.mu.Lock()
 	err := e.reconcile(cube.NewTopology(), false)
-	slow := e.slow
+	pio := e.pio
 	e.mu.Unlock()
 	e.Close()
-	if slow != nil {
-		slow.inj.DeleteLink()
+	if pio != nil {
+		pio.inj.DeleteLink()
 	}
 	if rerr := e.dp.Destroy(); err == nil {
 		err = rerr
@@ -581,431 +582,6 @@ func ifindex(name string) (int, error) {
 		return 0, cube.NotFound("peer", "no Linux interface named %q", name)
 	}
 	return l.Attrs().Index, nil
-}
-
-// reconcile makes the kernel objects match desired. It is idempotent, so
-// reconciling with the previous topology undoes a failed change. With adopt,
-// pinned cubes of an earlier daemon are re-opened instead of reloaded.
-func (e *Engine) reconcile(desired *cube.Topology, adopt bool) error {
-	if err := e.assignSlots(desired); err != nil {
-		return err
-	}
-	pl := &planner{t: desired, slots: e.slots, ifindex: ifindex}
-	p, err := pl.makePlan()
-	if err != nil {
-		return err
-	}
-	for _, name := range pl.missing {
-		e.log.Warn("peered interface does not exist; its traffic is dropped until it is back", "interface", name)
-	}
-	e.applying = desired
-	defer func() { e.applying = nil }()
-	for _, name := range desired.CubeNames() {
-		c, attch := desired.Cubes[name], attachContext(desired, name)
-		if err := e.ensureCube(c, attch, adopt); err != nil {
-			if e.goesDown == nil || !e.goesDown(name) {
-				return cube.Within("cubes."+name, err)
-			}
-			if err := e.putDown(c, attch, err); err != nil {
-				return err
-			}
-		}
-	}
-	if err := e.writeHops(p); err != nil {
-		return err
-	}
-	if err := e.reconcileStubs(p); err != nil {
-		return err
-	}
-	if err := e.ensureRedirectTargets(p); err != nil {
-		return err
-	}
-	for name, l := range e.cubes {
-		if _, keep := desired.Cubes[name]; !keep {
-			if err := l.dc.Unload(); err != nil {
-				return fmt.Errorf("unload cube %s: %w", name, err)
-			}
-			e.forget(name)
-		}
-	}
-	for name := range e.slots {
-		if _, keep := desired.Cubes[name]; !keep {
-			delete(e.slots, name)
-		}
-	}
-	return nil
-}
-
-// assignSlots gives every new cube the lowest free panel slot. A slot is
-// free only once its cube is unloaded: a cube this change deletes keeps
-// running until the end of the reconcile (its traffic is moved away first),
-// and unloading it empties its slot and removes its direct entries' source,
-// so a new cube must not share the slot in the meantime.
-func (e *Engine) assignSlots(t *cube.Topology) error {
-	used := map[uint32]bool{}
-	for name, s := range e.slots {
-		if _, ok := t.Cubes[name]; ok {
-			used[s] = true
-		}
-	}
-	for _, l := range e.cubes {
-		used[l.dc.Slot] = true
-	}
-	next := uint32(0)
-	for _, name := range t.CubeNames() {
-		if _, ok := e.slots[name]; ok {
-			continue
-		}
-		for used[next] {
-			next++
-		}
-		if next >= datapath.MaxSlots {
-			return cube.Errorf("cubes", "more than %d cubes", datapath.MaxSlots)
-		}
-		e.slots[name] = next
-		used[next] = true
-	}
-	return nil
-}
-
-// ensureCube loads (or re-adopts) the cube's program if needed and syncs its
-// control plane when its spec changed.
-func (e *Engine) ensureCube(c *cube.Cube, attch string, adopt bool) error {
-	l := e.cubes[c.Name]
-	if l != nil && l.down != "" {
-		if l.c.Equal(c) {
-			l.attch = attch // still down: nothing of it to change
-			return nil
-		}
-		return e.bringUp(l, c, attch) // restore.go
-	}
-	if l != nil && (l.typ.Name != c.Type || l.dc.Hook != c.Hook) {
-		// Type or hook changed (declarative apply): replace the cube.
-		if err := l.dc.Unload(); err != nil {
-			return err
-		}
-		e.forget(c.Name)
-		l = nil
-	}
-	if l != nil && l.c != nil && l.c.Equal(c) && l.attch == attch {
-		return nil
-	}
-	if l == nil {
-		if !adopt {
-			// A new cube: pins of that name are leftovers (restore.go),
-			// whose maps must not leak into it.
-			if err := e.dp.RemovePinned(c.Name); err != nil {
-				return err
-			}
-		}
-		var err error
-		if l, err = e.loadCube(c, adopt); err != nil {
-			return err
-		}
-		e.cubes[c.Name] = l
-		e.bySlot[l.dc.Slot] = l
-		if svc, ok := l.ctl.(cube.Service); ok {
-			svc.Start(&store{e: e, l: l})
-		}
-	} else if err := e.reprogram(l, c); err != nil {
-		return err
-	}
-	if err := e.syncCube(l, c, attch); err != nil {
-		return err
-	}
-	l.c, l.attch = c.Clone(), attch
-	l.json, _ = c.MarshalJSON() // direct: json.Marshal would re-scan every entry
-	return nil
-}
-
-// forget drops an unloaded cube.
-func (e *Engine) forget(name string) {
-	l := e.cubes[name]
-	if l == nil {
-		return
-	}
-	stopService(l)
-	delete(e.bySlot, l.dc.Slot)
-	if cl, ok := l.ctl.(cube.Closer); ok {
-		cl.Close()
-	}
-	delete(e.cubes, name)
-}
-
-// stopService stops the goroutines of a cube's controller, if it runs any.
-func stopService(l *live) {
-	if svc, ok := l.ctl.(cube.Service); ok {
-		svc.Stop()
-	}
-}
-
-func (e *Engine) loadCube(c *cube.Cube, adopt bool) (*live, error) {
-	typ, err := cube.Lookup(c.Type)
-	if err != nil {
-		return nil, err
-	}
-	obj, err := typ.ObjectOf(c)
-	if err != nil {
-		return nil, err
-	}
-	spec, err := e.spec(typ, obj)
-	if err != nil {
-		return nil, err
-	}
-	l := &live{typ: typ, ctl: typ.New(), hops: map[int]datapath.Hop{}, flood: map[int]int{}, obj: sha256.Sum256(obj)}
-	slot := e.slots[c.Name]
-	if adopt {
-		if l.dc, err = e.dp.AdoptCube(c.Name, c.Hook, slot, spec); err == nil {
-			// what the kernel has, so that what the state no longer
-			// names is removed, not left in place
-			if hops, flood, err := l.dc.PortState(); err == nil {
-				l.hops, l.flood = hops, flood
-			}
-			return l, nil
-		}
-		e.log.Info("no pinned program to adopt, loading", "cube", c.Name, "reason", err)
-	}
-	if l.dc, err = e.dp.ReloadCube(c.Name, c.Hook, slot, spec, datapath.LoadOptions{Reprogram: typ.ObjectFor != nil}); err != nil {
-		return nil, explain(typ, c, err)
-	}
-	return l, nil
-}
-
-// spec parses an object. The objects of NF types without per-cube objects
-// are parsed once and shared by all their cubes (10,000 cubes, one spec).
-func (e *Engine) spec(typ *cube.Type, obj []byte) (*ebpf.CollectionSpec, error) {
-	if typ.ObjectFor != nil {
-		return datapath.LoadSpec(obj)
-	}
-	sum := sha256.Sum256(obj)
-	if s, ok := e.specs[sum]; ok {
-		return s, nil
-	}
-	s, err := datapath.LoadSpec(obj)
-	if err != nil {
-		return nil, err
-	}
-	e.specs[sum] = s
-	return s, nil
-}
-
-// explain lets the NF type put a load failure in its own terms.
-func explain(t *cube.Type, c *cube.Cube, err error) error {
-	if t.ExplainLoadError != nil {
-		return t.ExplainLoadError(c, err)
-	}
-	return err
-}
-
-// reprogram swaps a cube's program when its settings select another object
-// (a P4 cube given a new program): one panel update, maps of unchanged
-// layout kept.
-func (e *Engine) reprogram(l *live, c *cube.Cube) error {
-	if l.typ.ObjectFor == nil {
-		return nil
-	}
-	obj, err := l.typ.ObjectOf(c)
-	if err != nil {
-		return err
-	}
-	sum := sha256.Sum256(obj)
-	if sum == l.obj {
-		return nil
-	}
-	spec, err := datapath.LoadSpec(obj)
-	if err != nil {
-		return err
-	}
-	dc, err := e.dp.ReloadCube(c.Name, c.Hook, l.dc.Slot, spec, datapath.LoadOptions{Reprogram: true})
-	if err != nil {
-		return explain(l.typ, c, err)
-	}
-	l.dc.Close()
-	l.dc, l.obj = dc, sum
-	l.hops, l.flood = map[int]datapath.Hop{}, map[int]int{} // new maps: rewrite
-	return nil
-}
-
-// syncCube hands the change to the controller: entry by entry when only
-// tables changed and the controller can do that, else a full Sync.
-func (e *Engine) syncCube(l *live, c *cube.Cube, attch string) error {
-	h := &handle{e: e, l: l}
-	if ew, ok := l.ctl.(cube.EntryWriter); ok && l.c != nil && cube.SameButTables(l.c, c) && l.attch == attch {
-		return e.syncEntries(h, ew, l.c, c)
-	}
-	return l.ctl.Sync(h, c)
-}
-
-func (e *Engine) syncEntries(h *handle, ew cube.EntryWriter, old, c *cube.Cube) error {
-	for _, tb := range h.l.typ.Tables {
-		before, after := old.Tables[tb.Name], c.Tables[tb.Name]
-		for key, raw := range before {
-			if _, still := after[key]; still {
-				continue
-			}
-			item, _, err := tb.DecodeEntry(old, raw)
-			if err != nil {
-				return err
-			}
-			if err := ew.DeleteEntry(h, c, tb.Name, item); err != nil {
-				return err
-			}
-		}
-		for key, raw := range after {
-			if prev, ok := before[key]; ok && bytes.Equal(prev, raw) {
-				continue
-			}
-			item, _, err := tb.DecodeEntry(c, raw)
-			if err != nil {
-				return err
-			}
-			if err := ew.PutEntry(h, c, tb.Name, item); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// writeHops writes the port maps and flood sets that differ from what was
-// last written.
-func (e *Engine) writeHops(p *plan) error {
-	for name, hops := range p.hops {
-		l := e.cubes[name]
-		for idx, h := range hops {
-			if old, ok := l.hops[idx]; ok && old == h {
-				continue
-			}
-			if err := l.dc.SetHop(uint32(idx), h); err != nil {
-				return fmt.Errorf("cube %s port %d: %w", name, idx, err)
-			}
-			l.hops[idx] = h
-		}
-		for idx := range l.hops {
-			if _, ok := hops[idx]; !ok {
-				if err := l.dc.SetHop(uint32(idx), datapath.Hop{}); err != nil {
-					return err
-				}
-				delete(l.hops, idx)
-			}
-		}
-		if err := e.writeFlood(l, p.flood[name]); err != nil {
-			return fmt.Errorf("cube %s: %w", name, err)
-		}
-	}
-	return nil
-}
-
-// ensureRedirectTargets runs after the stubs are in place: a stub detached
-// from one end of a veth pair may have been the XDP program its peer's
-// redirects relied on.
-// An interface prepared once stays prepared until a stub is detached
-// (reconcileStubs forgets them all then): a change costs what it adds, not
-// a look into every pod's namespace.
-func (e *Engine) ensureRedirectTargets(p *plan) error {
-	for iface := range p.redirects {
-		idx, err := ifindex(iface)
-		if err != nil {
-			continue // reported as missing by the planner
-		}
-		if e.redirectReady[idx] {
-			continue
-		}
-		if err := e.dp.EnsureRedirectTarget(idx); err != nil {
-			return err
-		}
-		e.redirectReady[idx] = true
-	}
-	return nil
-}
-
-func (e *Engine) writeFlood(l *live, want map[int]int) error {
-	for idx, ifx := range want {
-		if l.flood[idx] == ifx {
-			continue
-		}
-		if err := l.dc.SetFlood(uint32(idx), uint32(ifx)); err != nil {
-			return err
-		}
-		l.flood[idx] = ifx
-	}
-	for idx := range l.flood {
-		if _, ok := want[idx]; !ok {
-			if err := l.dc.SetFlood(uint32(idx), 0); err != nil {
-				return err
-			}
-			delete(l.flood, idx)
-		}
-	}
-	return nil
-}
-
-func (e *Engine) reconcileStubs(p *plan) error {
-	first := e.entryCubes()
-	for k, h := range p.stubs {
-		direct := first[k.Hook][h.First()]
-		s, ok := e.stubs[k]
-		if cur, known := e.stubEntry[k]; ok && known && cur == direct {
-			if e.stubHops[k] == h {
-				continue
-			}
-			if err := s.SetHop(h); err != nil {
-				return err
-			}
-			e.stubHops[k] = h
-			continue
-		}
-		idx, err := ifindex(k.Iface)
-		if err != nil {
-			return err
-		}
-		if k.Hook == datapath.XDP {
-			if err := e.dp.EnsureXDPIngress(idx); err != nil {
-				return cube.Errorf("peer", "interface %s: %v", k.Iface, err)
-			}
-		}
-		ns, err := e.dp.AttachStub(k.Iface, idx, k.Hook, k.Dir, h, direct)
-		if err != nil {
-			if ok {
-				// A replacement that failed half way may have left the
-				// link on the plain stub and the hop changed: forget what
-				// it runs, so the next reconcile (the rollback) attaches
-				// it again instead of trusting the old record.
-				delete(e.stubEntry, k)
-			}
-			return cube.Errorf("peer", "interface %s: %v", k.Iface, err)
-		}
-		if ok {
-			s.Close()
-		}
-		e.stubs[k], e.stubHops[k], e.stubEntry[k] = ns, h, direct
-	}
-	for k, s := range e.stubs {
-		if _, keep := p.stubs[k]; keep {
-			continue
-		}
-		if err := e.dp.DetachStub(k.Iface, k.Hook, k.Dir); err != nil {
-			return err
-		}
-		clear(e.redirectReady) // its peer may have relied on it
-		s.Close()
-		delete(e.stubs, k)
-		delete(e.stubHops, k)
-		delete(e.stubEntry, k)
-	}
-	return nil
-}
-
-// entryCubes indexes the loaded cubes that have a direct entry by hook and
-// panel slot.
-func (e *Engine) entryCubes() map[datapath.Hook]map[uint32]*datapath.Cube {
-	out := map[datapath.Hook]map[uint32]*datapath.Cube{datapath.XDP: {}, datapath.TC: {}}
-	for _, l := range e.cubes {
-		if l.dc.HasEntry() {
-			out[l.dc.Hook][l.dc.Slot] = l.dc
-		}
-	}
-	return out
 }
 
 // noCube is the error for operations on a missing cube.

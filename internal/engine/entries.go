@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 
@@ -22,6 +23,9 @@ type EntryTx struct {
 	items map[string]any             // key → entry as Put last decoded it (nil: deleted)
 }
 
+// Table is the table the transaction changes.
+func (tx *EntryTx) Table() *cube.Table { return tx.tb }
+
 // Get returns an entry as staged so far.
 func (tx *EntryTx) Get(key string) (json.RawMessage, bool) {
 	raw, ok := tx.c.Tables[tx.tb.Name][key]
@@ -35,6 +39,36 @@ func (tx *EntryTx) Len() int { return len(tx.c.Tables[tx.tb.Name]) }
 func (tx *EntryTx) Key(raw json.RawMessage) (string, error) {
 	_, key, err := tx.tb.DecodeEntry(tx.c, raw)
 	return key, err
+}
+
+// EntryExistsError is Insert's refusal: the table already has an entry
+// under the key. It is a cube.ErrConflict.
+type EntryExistsError struct{ Table, Key string }
+
+func (e *EntryExistsError) Error() string {
+	return fmt.Sprintf("table %s already has an entry %q", e.Table, e.Key)
+}
+
+// Is makes the error a conflict for errors.Is (the API answers 409).
+func (e *EntryExistsError) Is(target error) bool { return target == cube.ErrConflict }
+
+// Insert adds the entry raw describes, whose key must be new (an
+// *EntryExistsError otherwise: Put replaces), and returns its key. This is
+// the one place of the "add never replaces" rule the API's POST and
+// P4Runtime's INSERT follow.
+func (tx *EntryTx) Insert(raw json.RawMessage) (string, error) {
+	v, err := cube.Decode("tables."+tx.tb.Name, raw, tx.tb.Item)
+	if err != nil {
+		return "", err
+	}
+	key, err := tx.tb.CheckEntry(tx.c, v)
+	if err != nil {
+		return "", err
+	}
+	if _, dup := tx.Get(key); dup {
+		return key, &EntryExistsError{tx.tb.Name, key}
+	}
+	return tx.PutValue(v)
 }
 
 // Put adds or replaces the entry raw describes and returns its key.
@@ -127,17 +161,34 @@ func (e *Engine) ChangeEntries(who tenant.Actor, name, table string, fn func(tx 
 	return e.changeEntries(who, name, table, fn)
 }
 
-// changeEntries is ChangeEntries with e.mu held.
-func (e *Engine) changeEntries(who tenant.Actor, name, table string, fn func(tx *EntryTx) error) error {
+// Table resolves a table of a cube who owns: the one place the API and
+// the engine find it.
+func (e *Engine) Table(who tenant.Actor, name, table string) (*cube.Table, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, tb, err := e.table(who, name, table)
+	return tb, err
+}
+
+func (e *Engine) table(who tenant.Actor, name, table string) (*cube.Cube, *cube.Table, error) {
 	c, ok := e.owned(who, name)
 	if !ok {
-		return noCube(name)
+		return nil, nil, noCube(name)
 	}
 	typ, err := cube.Lookup(c.Type)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	tb, err := typ.Table(table)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, tb, nil
+}
+
+// changeEntries is ChangeEntries with e.mu held.
+func (e *Engine) changeEntries(who tenant.Actor, name, table string, fn func(tx *EntryTx) error) error {
+	c, tb, err := e.table(who, name, table)
 	if err != nil {
 		return err
 	}

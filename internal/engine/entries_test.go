@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,6 +18,25 @@ import (
 	"github.com/edgenf/edgenf/internal/testenv"
 )
 
+// ddosEngine opens an engine with its own pins (prefix-<pid>) and state,
+// destroyed when the test ends, running one ddos cube "dd".
+func ddosEngine(t *testing.T, prefix string) (*engine.Engine, engine.Config) {
+	t.Helper()
+	cfg := engine.Config{
+		PinRoot:   filepath.Join("/sys/fs/bpf", fmt.Sprintf("%s-%d", prefix, os.Getpid())),
+		StateFile: filepath.Join(t.TempDir(), "state.json"),
+		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	e := openAt(t, cfg)
+	t.Cleanup(func() { engine.DestroyAt(cfg) })
+	if err := e.Update(func(tp *cube.Topology) error {
+		return tp.AddCube(&cube.Cube{Name: "dd", Type: "ddos"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return e, cfg
+}
+
 func openAt(t *testing.T, cfg engine.Config) *engine.Engine {
 	t.Helper()
 	testenv.NeedRoot(t)
@@ -31,18 +51,7 @@ func openAt(t *testing.T, cfg engine.Config) *engine.Engine {
 // included: nothing is flushed on Close) and fold into the next snapshot;
 // a refused change leaves table, journal and kernel as they were.
 func TestChangeEntriesJournalAndRestart(t *testing.T) {
-	cfg := engine.Config{
-		PinRoot:   filepath.Join("/sys/fs/bpf", fmt.Sprintf("enfj-%d", os.Getpid())),
-		StateFile: filepath.Join(t.TempDir(), "state.json"),
-		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}
-	e := openAt(t, cfg)
-	t.Cleanup(func() { engine.DestroyAt(cfg) })
-	if err := e.Update(func(tp *cube.Topology) error {
-		return tp.AddCube(&cube.Cube{Name: "dd", Type: "ddos"})
-	}); err != nil {
-		t.Fatal(err)
-	}
+	e, cfg := ddosEngine(t, "enfj")
 	put := func(prefix string) error {
 		return e.ChangeEntries(tenant.Admin, "dd", "blacklist_src", func(tx *engine.EntryTx) error {
 			_, err := tx.Put(json.RawMessage(fmt.Sprintf(`{"prefix":%q}`, prefix)))
@@ -103,6 +112,43 @@ func TestChangeEntriesJournalAndRestart(t *testing.T) {
 		t.Fatalf("the restart did not fold the journal into a snapshot")
 	}
 	e.Close()
+}
+
+// TestInsertNeverReplaces: Insert adds a new key, refuses one already in
+// the table (or staged earlier in the same change) with an
+// *EntryExistsError that is a conflict, and a refused change leaves the
+// table as it was; Table resolves the tables the cube's type has.
+func TestInsertNeverReplaces(t *testing.T) {
+	e, _ := ddosEngine(t, "enfi")
+	if tb, err := e.Table(tenant.Admin, "dd", "blacklist_src"); err != nil || tb.Name != "blacklist_src" {
+		t.Fatalf("Table: %v, %v", tb, err)
+	}
+	if _, err := e.Table(tenant.Admin, "dd", "nosuch"); !errors.Is(err, cube.ErrNotFound) {
+		t.Errorf("Table of a table the type lacks: %v", err)
+	}
+	insert := func(prefixes ...string) error {
+		return e.ChangeEntries(tenant.Admin, "dd", "blacklist_src", func(tx *engine.EntryTx) error {
+			for _, p := range prefixes {
+				if _, err := tx.Insert(json.RawMessage(fmt.Sprintf(`{"prefix":%q}`, p))); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err := insert("198.18.0.1/32"); err != nil {
+		t.Fatal(err)
+	}
+	for _, batch := range [][]string{{"198.18.0.1/32"}, {"198.18.0.2/32", "198.18.0.2/32"}} {
+		err := insert(batch...)
+		var dup *engine.EntryExistsError
+		if !errors.As(err, &dup) || !errors.Is(err, cube.ErrConflict) || !strings.Contains(err.Error(), "already has an entry") {
+			t.Errorf("insert %v: %v", batch, err)
+		}
+	}
+	if got := e.Entries(tenant.Admin, "dd", "blacklist_src"); len(got) != 1 {
+		t.Errorf("entries after refused inserts: %s", got)
+	}
 }
 
 // The admission check (edgenfd -core-budget-ns) sees an entry change as

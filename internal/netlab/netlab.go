@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgenf/edgenf/internal/testenv"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
@@ -87,12 +88,11 @@ func UniquePrefix() string {
 }
 
 // NewT returns a lab with a unique prefix that is closed when the test ends.
-// It skips the test when not running as root and fails it on any other error.
+// A test with a lab is an end-to-end test: it skips under -short and when not
+// running as root (testenv.E2E), and fails on any other error.
 func NewT(t testing.TB) *Lab {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("netlab: needs root")
-	}
+	testenv.E2E(t)
 	l, err := New(UniquePrefix())
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ package nfrig
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -20,13 +21,17 @@ import (
 // Rig is one cube of an NF type loaded into a private datapath.
 type Rig struct {
 	DP    *datapath.Datapath
-	Cube  *datapath.Cube
+	Prog  *datapath.Program
 	Model *cube.Cube
 	Type  *cube.Type
 	Ctl   cube.Controller
 	// Injected and Transmitted record the slow path's packet output.
 	Injected    []Frame
 	Transmitted []Frame
+	// Point and PointAddrs are what the handle's AttachPoint answers (a
+	// transparent cube's attachment point and its addresses).
+	Point      string
+	PointAddrs []netip.Prefix
 	// Log receives the controller's log lines (nil: dropped).
 	Log func(format string, args ...any)
 }
@@ -81,11 +86,11 @@ func (r *Rig) load() error {
 	if err != nil {
 		return err
 	}
-	if r.Cube, err = r.DP.LoadCube(r.Model.Name, r.Model.Hook, Slot, spec, nil); err != nil {
+	if r.Prog, err = r.DP.LoadCube(r.Model.Name, r.Model.Hook, Slot, spec, nil); err != nil {
 		return err
 	}
 	for _, p := range r.Model.Ports {
-		if err := r.Cube.SetHop(uint32(p.Index), datapath.Hop{Kind: datapath.DstIface, Ifindex: FakeIfindex}); err != nil {
+		if err := r.Prog.SetHop(uint32(p.Index), datapath.Hop{Kind: datapath.DstIface, Ifindex: FakeIfindex}); err != nil {
 			return err
 		}
 	}
@@ -98,7 +103,7 @@ func (r *Rig) load() error {
 // Add loads another cube into the rig's datapath at slot (not Slot),
 // synced by a controller of its own, its ports peered with FakeIfindex:
 // chains of cubes for measurements (peer them with SetHop).
-func (r *Rig) Add(typ *cube.Type, model *cube.Cube, slot uint32) (*datapath.Cube, error) {
+func (r *Rig) Add(typ *cube.Type, model *cube.Cube, slot uint32) (*datapath.Program, error) {
 	if slot == Slot {
 		return nil, fmt.Errorf("slot %d is the rig's own cube", slot)
 	}
@@ -152,7 +157,7 @@ func (r *Rig) Run(inPort string, frame []byte) (datapath.RunResult, error) {
 	if p == nil {
 		return datapath.RunResult{}, fmt.Errorf("no port %q", inPort)
 	}
-	return r.DP.Run(r.Cube, uint32(p.Index), frame)
+	return r.DP.Run(r.Prog, uint32(p.Index), frame)
 }
 
 // RunTransparent feeds frame to a transparent cube as seen in direction dir,
@@ -167,7 +172,7 @@ func (r *Rig) RunTransparent(dir datapath.Direction, frame []byte) (datapath.Run
 	}
 	out := make([]byte, len(frame)+512)
 	ro := &ebpf.RunOptions{Data: frame, DataOut: out}
-	v, err := r.Cube.Program().Run(ro)
+	v, err := r.Prog.EBPF().Run(ro)
 	if err != nil {
 		return datapath.RunResult{}, err
 	}
@@ -183,7 +188,7 @@ func (r *Rig) Entry(inPort string) (*ebpf.Program, error) {
 	if p == nil {
 		return nil, fmt.Errorf("no port %q", inPort)
 	}
-	return r.DP.Entry(r.Model.Hook, datapath.Hop{Kind: datapath.DstCube, Slot: Slot, Port: uint32(p.Index)}, r.Cube)
+	return r.DP.Entry(r.Model.Hook, datapath.Hop{Kind: datapath.DstCube, Slot: Slot, Port: uint32(p.Index)}, r.Prog)
 }
 
 // TransparentEntry is Entry for a transparent cube: the direct entry of a
@@ -194,18 +199,18 @@ func (r *Rig) TransparentEntry(dir datapath.Direction) (*ebpf.Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.DP.Entry(r.Model.Hook, hop, r.Cube)
+	return r.DP.Entry(r.Model.Hook, hop, r.Prog)
 }
 
 // Stats returns the cube's per-port counters.
-func (r *Rig) Stats() ([]datapath.Stats, error) { return r.Cube.Stats() }
+func (r *Rig) Stats() ([]datapath.Stats, error) { return r.Prog.Stats() }
 
 // Handle is the controller's view of the rig's own cube.
-func (r *Rig) Handle() cube.Handle { return rigHandle{r, r.Cube, r.Ctl} }
+func (r *Rig) Handle() cube.Handle { return rigHandle{r, r.Prog, r.Ctl} }
 
 type rigHandle struct {
 	r   *Rig
-	dc  *datapath.Cube
+	dc  *datapath.Program
 	ctl cube.Controller
 }
 
@@ -218,9 +223,10 @@ func (h rigHandle) Transmit(port int, frame []byte) error {
 	h.r.Transmitted = append(h.r.Transmitted, Frame{port, append([]byte(nil), frame...)})
 	return nil
 }
-func (h rigHandle) PortIface(int) (*net.Interface, bool) { return nil, false }
-func (h rigHandle) PrepareRedirect(ifindex int) error    { return h.r.DP.EnsureRedirectTarget(ifindex) }
-func (h rigHandle) Controller() cube.Controller          { return h.ctl }
+func (h rigHandle) PortIface(int) (*net.Interface, bool)  { return nil, false }
+func (h rigHandle) PrepareRedirect(ifindex int) error     { return h.r.DP.EnsureRedirectTarget(ifindex) }
+func (h rigHandle) AttachPoint() (string, []netip.Prefix) { return h.r.Point, h.r.PointAddrs }
+func (h rigHandle) Controller() cube.Controller           { return h.ctl }
 func (h rigHandle) Logf(format string, args ...any) {
 	if h.r.Log != nil {
 		h.r.Log(format, args...)

@@ -1,5 +1,9 @@
 package pfcp
 
+// This file is long because it is a table: the typed value of every IE a
+// UPF reads or writes (TS 29.244 clause 8.2), each beside its encoder and
+// decoder, in the specification's order.
+
 import (
 	"bytes"
 	"encoding/binary"

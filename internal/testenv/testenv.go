@@ -16,3 +16,14 @@ func NeedRoot(t testing.TB) {
 		t.Skip("needs root (eBPF programs and maps, bpffs, network namespaces): run as root, as `make test` does")
 	}
 }
+
+// E2E marks t as an end-to-end test (network namespaces, veths, real
+// traffic, the real daemon): `go test -short` skips it, so that unit and
+// datapath tests run in seconds; otherwise it needs root.
+func E2E(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test (namespaces, real traffic): skipped by -short")
+	}
+	NeedRoot(t)
+}

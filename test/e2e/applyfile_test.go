@@ -13,6 +13,7 @@ import (
 
 	"github.com/edgenf/edgenf/internal/client"
 	"github.com/edgenf/edgenf/internal/endpoint"
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 // metric reads one sample of the daemon's /metrics (-1: absent).
@@ -36,6 +37,7 @@ func (d *daemon) metric(t *testing.T, series string) float64 {
 // reported in the log and the metrics and changes nothing, traffic
 // included; the pods edgenf-cni plugged in stay through every apply.
 func TestApplyFile(t *testing.T) {
+	testenv.E2E(t)
 	lab, a, b, ra, rb := twoHosts(t)
 	pa, _, err := lab.RootVeth("pa", "pb") // a pod's interface, plugged by hand below
 	if err != nil {

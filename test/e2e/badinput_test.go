@@ -9,11 +9,13 @@ import (
 	"testing"
 
 	"github.com/edgenf/edgenf/internal/client"
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 // Every bad request fails (CLI exit ≠ 0, HTTP 4xx), names what is wrong, and
 // leaves the state exactly as it was.
 func TestBadInputIsRejectedAndChangesNothing(t *testing.T) {
+	testenv.E2E(t)
 	d := startDaemon(t)
 	_, _, _, ra, rb := twoHosts(t)
 	d.cli("cube", "add", "c1", "portfwd")

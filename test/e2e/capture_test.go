@@ -15,6 +15,7 @@ import (
 
 	"github.com/edgenf/edgenf/internal/netlab"
 	"github.com/edgenf/edgenf/internal/nftest"
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 // knownFrames are the frames A sends, byte for byte: UDP to port 53 and to
@@ -147,6 +148,7 @@ func (d *daemon) waitCaptures(n int) {
 // without and with a filter: tshark finds exactly the frames expected,
 // byte for byte, in order, inbound at c2:p0; the capture cube is gone after.
 func TestCaptureAtMiddlePort(t *testing.T) {
+	testenv.E2E(t)
 	if _, err := exec.LookPath("tshark"); err != nil {
 		t.Skip("tshark not installed (scripts/setup.sh installs it)")
 	}
@@ -211,6 +213,7 @@ func TestCaptureAtMiddlePort(t *testing.T) {
 // Ctrl-C ends it cleanly. A capture with a small -c on a busy port stops
 // after that many frames and the traffic goes on undisturbed.
 func TestCaptureStreamsLiveAndStopsCleanly(t *testing.T) {
+	testenv.E2E(t)
 	if _, err := exec.LookPath("tshark"); err != nil {
 		t.Skip("tshark not installed (scripts/setup.sh installs it)")
 	}
@@ -289,6 +292,7 @@ func TestCaptureStreamsLiveAndStopsCleanly(t *testing.T) {
 // A tenant captures at its own points and nowhere else; bad requests are
 // refused with the field at fault.
 func TestCaptureTenantBoundary(t *testing.T) {
+	testenv.E2E(t)
 	tl := startTenants(t)
 	red := func(args ...string) (string, error) {
 		cmd := exec.Command(filepath.Join(binDir, "edgenf"), append([]string{"--server", tl.url, "--token", redToken, "capture"}, args...)...)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/edgenf/edgenf/internal/nftest"
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 // buildChain makes host A ↔ c1 ↔ c2 ↔ c3 ↔ host B of portfwd cubes at the
@@ -86,9 +87,13 @@ func testChain(t *testing.T, at nftest.Attachment, hooks ...string) {
 	checkExact(t, d, ra, names, func() int { return sendUDP(t, a, b, "198.18.0.2", 5001, n, 256) }, n)
 }
 
-func TestChainXDP(t *testing.T) { testChain(t, nftest.Attachments[0], "xdp", "xdp", "xdp") }
+func TestChainXDP(t *testing.T) {
+	testenv.E2E(t)
+	testChain(t, nftest.Attachments[0], "xdp", "xdp", "xdp")
+}
 
 func TestChainTC(t *testing.T) {
+	testenv.E2E(t)
 	for _, at := range nftest.TCAttachments {
 		t.Run(at.Name, func(t *testing.T) { testChain(t, at, "tc", "tc", "tc") })
 	}
@@ -98,6 +103,7 @@ func TestChainTC(t *testing.T) {
 // cubes of different hooks is refused with a clear error, and the way to mix
 // them (a veth pair between them) works.
 func TestChainMixedHooks(t *testing.T) {
+	testenv.E2E(t)
 	d := startDaemon(t)
 	lab, a, b, ra, rb := twoHosts(t)
 	d.cli("cube", "add", "x1", "portfwd", "--hook", "xdp")
@@ -134,6 +140,7 @@ func TestChainMixedHooks(t *testing.T) {
 }
 
 func TestMonitorAttachCountsAndDetach(t *testing.T) {
+	testenv.E2E(t)
 	for _, at := range nftest.Attachments {
 		t.Run(at.Name, func(t *testing.T) {
 			hook := string(at.Hook)

@@ -15,6 +15,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/edgenf/edgenf/internal/netlab"
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 // endpointLink matches the names edgenf-cni gives pods' host interfaces.
@@ -60,6 +61,7 @@ func nodeSnapshot(t *testing.T, d *daemon, ipamDir string, p *pod) string {
 // namespace the tenant does not take, a tenant over its quota, edgenfd not
 // running (retryable), malformed or misspelt configurations.
 func TestCNIBadInput(t *testing.T) {
+	testenv.E2E(t)
 	lab := netlab.NewT(t)
 	d := startDaemon(t)
 	node := newChainNode(t, lab, d, red, blue)

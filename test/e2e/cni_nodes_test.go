@@ -13,6 +13,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/edgenf/edgenf/internal/netlab"
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 // exampleDir is the two-node site of docs/kubernetes.md, as the cluster's
@@ -28,6 +29,7 @@ const exampleDir = "../../deploy/kubernetes/example"
 // the DaemonSet's) and its own CNI runtime (the example's conflist), joined
 // by a veth "node network".
 func TestCNITwoNodes(t *testing.T) {
+	testenv.E2E(t)
 	lab := netlab.NewT(t)
 	var nodes [2]*netlab.Host
 	for i, name := range []string{"na", "nb"} {

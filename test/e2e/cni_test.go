@@ -13,6 +13,7 @@ import (
 
 	"github.com/edgenf/edgenf/internal/endpoint"
 	"github.com/edgenf/edgenf/internal/netlab"
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 // chainNode is one node's tenants: for each tenant a bridge cube that pods
@@ -156,6 +157,7 @@ func linkExists(name string) bool {
 // says; never a path to the other tenant; DEL of half the pods leaves
 // nothing of theirs; GC after a pod's sandbox vanished without a DEL.
 func TestCNIPodsInTenantChains(t *testing.T) {
+	testenv.E2E(t)
 	lab := netlab.NewT(t)
 	d := startDaemon(t)
 	node := newChainNode(t, lab, d, red, blue)
@@ -354,6 +356,7 @@ func endpointOf(eps map[string]*endpoint.Endpoint, id string) string {
 // tuning (which reads its result and sets a sysctl on the pod's
 // interface); ADD, CHECK and DEL go through the whole list.
 func TestCNIChained(t *testing.T) {
+	testenv.E2E(t)
 	lab := netlab.NewT(t)
 	d := startDaemon(t)
 	newChainNode(t, lab, d, red)

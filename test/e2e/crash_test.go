@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/edgenf/edgenf/internal/netlab"
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 // crashDuring restarts the daemon so that it kills itself (SIGKILL) at the
@@ -74,6 +75,7 @@ func (d *daemon) entries() string { return d.cli("p4", "table-dump", "sw") }
 // one is gone from the list and from the kernel (before, the kernel could
 // keep an entry no state named, which nothing could delete).
 func TestCrashBetweenJournalAndKernel(t *testing.T) {
+	testenv.E2E(t)
 	d, send := p4Switch(t)
 	d.crashDuring("entries-journalled", "p4", "table-add", "sw", "fwd", "forward", "0", "=>", "1")
 	if l := d.entries(); !strings.Contains(l, "ingress_port=0") {
@@ -100,6 +102,7 @@ func TestCrashBetweenJournalAndKernel(t *testing.T) {
 // change added are removed, an interface program it attached is detached,
 // a cube it loaded is reported and does not leak into a new cube.
 func TestCrashBeforeSnapshotLeavesNothingBehind(t *testing.T) {
+	testenv.E2E(t)
 	d, send := p4Switch(t)
 	d.cli("p4", "table-add", "sw", "fwd", "forward", "0", "=>", "1")
 	list := filepath.Join(t.TempDir(), "entries.json")
@@ -142,6 +145,7 @@ func TestCrashBeforeSnapshotLeavesNothingBehind(t *testing.T) {
 // ways out, and touch nothing; -adopt-empty then starts it empty and
 // removes the chain, so nothing forwards invisibly.
 func TestEmptyStateOverALiveDatapath(t *testing.T) {
+	testenv.E2E(t)
 	d := startDaemon(t)
 	_, a, b, ra, rb := twoHosts(t)
 	buildChain(t, d, ra, rb, "xdp", "xdp")
@@ -180,6 +184,7 @@ func TestEmptyStateOverALiveDatapath(t *testing.T) {
 // by earlier versions) has a record glued to a torn one, loads: the daemon
 // starts with every acknowledged change, and says what it skipped.
 func TestTornJournalStarts(t *testing.T) {
+	testenv.E2E(t)
 	d := startDaemon(t)
 	d.cli("cube", "add", "dd", "ddos")
 	d.cli("table", "add", "dd", "blacklist_src", "prefix=198.18.0.1/32")
@@ -233,6 +238,7 @@ func TestTornJournalStarts(t *testing.T) {
 // counting what is sent to it, while the chain beside it forwards; a fixed
 // program brings it up.
 func TestCubeThatFailsToRestoreIsDownAlone(t *testing.T) {
+	testenv.E2E(t)
 	d := startDaemon(t)
 	lab, a, b, ra, rb := twoHosts(t)
 	buildChain(t, d, ra, rb, "xdp")

@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/edgenf/edgenf/internal/netlab"
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 // browser starts Debian's chromium headless with a fresh profile; the
@@ -154,6 +155,7 @@ func udpStream(t *testing.T, ctx context.Context, a, b *netlab.Host, dst string,
 // runs, a cube's tables, views and a P4 cube's tables show; a tenant's
 // token shows that tenant's cubes only.
 func TestDashboard(t *testing.T) {
+	testenv.E2E(t)
 	addr := freeAddr(t)
 	d := startDaemon(t, "-listen", addr, "-tokens", tokenFile(t))
 	url := "http://" + addr + "/ui/"
@@ -303,6 +305,7 @@ func TestDashboard(t *testing.T) {
 // SMF over PFCP) show in the dashboard, as every view of every NF type
 // does, with no code of the dashboard's about the UPF.
 func TestDashboardShowsUPFSessions(t *testing.T) {
+	testenv.E2E(t)
 	addr := freeAddr(t)
 	l := newUPFLab(t, "-listen", addr, "-tokens", tokenFile(t))
 	_, sess, ue := l.attach(t, "ue", 0x5eed, 0x9000)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 type finding struct {
@@ -32,6 +34,7 @@ func findings(t *testing.T, out string) map[string]finding {
 // things fail with their fix: a daemon that is gone, a pin directory
 // outside bpffs.
 func TestDoctorReportsThisMachine(t *testing.T) {
+	testenv.E2E(t)
 	d := startDaemon(t)
 	_, _, _, ra, rb := twoHosts(t)
 	buildChain(t, d, ra, rb, "xdp", "xdp")

@@ -7,12 +7,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 // The cost estimate of a topology's chains comes with a dry run of apply,
 // and with -core-budget-ns the daemon refuses a change whose chains would
 // cost more than the budget, saying by how much, and keeps what it ran.
 func TestEstimateDryRunAndCoreBudget(t *testing.T) {
+	testenv.E2E(t)
 	_, _, _, ra, rb := twoHosts(t)
 	dir := t.TempDir()
 	write := func(name, body string) string {

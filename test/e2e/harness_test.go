@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -25,8 +26,9 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) {
-	if os.Geteuid() != 0 {
-		os.Exit(m.Run()) // every test skips (startDaemon, netlab): nothing to build
+	flag.Parse()
+	if os.Geteuid() != 0 || testing.Short() {
+		os.Exit(m.Run()) // every test skips (testenv.E2E): nothing to build
 	}
 	dir, err := os.MkdirTemp("", "edgenf-e2e-bin")
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/edgenf/edgenf/internal/netlab"
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 // intFrame is a UDP datagram to the INT port (5555) carrying an INT header
@@ -54,6 +55,7 @@ func htbPackets(t *testing.T, dev string) map[string]uint64 {
 // port); the sink gets every datagram with the INT header removed, on its
 // real UDP port.
 func TestINTPriorityAndMirrorTC(t *testing.T) {
+	testenv.E2E(t)
 	d := startDaemon(t)
 	lab := netlab.NewT(t)
 	a, ra := quietHost(t, lab, "a", "198.18.0.1/24")
@@ -132,6 +134,7 @@ func TestINTPriorityAndMirrorTC(t *testing.T) {
 // Prometheus (/metrics) and InfluxDB, one observation per datagram and
 // hop, the path latency carrying the delay the datagrams came with.
 func TestINTHopLatencyToPrometheusAndInflux(t *testing.T) {
+	testenv.E2E(t)
 	x := startInfluxd(t)
 	x.query(t, "", `CREATE DATABASE "edge"`)
 	addr := freeAddr(t)

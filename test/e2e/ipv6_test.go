@@ -3,6 +3,8 @@ package e2e
 import (
 	"strings"
 	"testing"
+
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 // The CLI takes IPv6 wherever it takes IPv4: firewall rules, NPTv6 rules,
@@ -10,6 +12,7 @@ import (
 // advertisements; bad IPv6 input is refused naming the field, and leaves the
 // state as it was.
 func TestCLITakesIPv6(t *testing.T) {
+	testenv.E2E(t)
 	d := startDaemon(t)
 	d.cli("cube", "add", "fw1", "firewall", "--set", "ingress_policy=drop")
 	d.cli("table", "add", "fw1", "ingress", "id=10", "src=2001:db8:100::/48", "proto=tcp", "dport=22", "action=accept")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/edgenf/edgenf/internal/netlab"
 	"github.com/edgenf/edgenf/internal/nftest"
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 // streamDuring runs a UDP stream A→B of n datagrams at pps while action runs,
@@ -33,6 +34,7 @@ func streamDuring(t *testing.T, a, b *netlab.Host, port, n, pps int, action func
 }
 
 func TestHotSwapMiddleCubeLosesNothing(t *testing.T) {
+	testenv.E2E(t)
 	for _, at := range nftest.Attachments {
 		t.Run(at.Name, func(t *testing.T) { testHotSwap(t, at) })
 	}
@@ -61,6 +63,7 @@ func testHotSwap(t *testing.T, at nftest.Attachment) {
 }
 
 func TestKillDaemonKeepsTrafficAndRestartChangesNothing(t *testing.T) {
+	testenv.E2E(t)
 	for _, at := range nftest.TCAttachments {
 		t.Run(at.Name, func(t *testing.T) { testKillAndRestart(t, at) })
 	}
@@ -127,6 +130,7 @@ attachments:
 `
 
 func TestApplyIsIdempotentAndAppliesOnlyTheDifference(t *testing.T) {
+	testenv.E2E(t)
 	d := startDaemon(t)
 	_, a, b, ra, rb := twoHosts(t)
 	dir := t.TempDir()

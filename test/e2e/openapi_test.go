@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/edgenf/edgenf/internal/client"
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 // TestOpenAPIConformance runs schemathesis (a third-party API fuzzer from
@@ -26,6 +27,7 @@ import (
 // the host's interfaces), over one cube of every NF type so that the typed
 // paths reach real cubes; the administrator's read-only operations run too.
 func TestOpenAPIConformance(t *testing.T) {
+	testenv.E2E(t)
 	venv, err := exec.Command("../../scripts/pyvenv.sh").Output()
 	if err != nil {
 		t.Fatalf("scripts/pyvenv.sh: %v", err)

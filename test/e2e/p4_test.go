@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/edgenf/edgenf/internal/netlab"
+	"github.com/edgenf/edgenf/internal/testenv"
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 )
@@ -18,6 +19,7 @@ import (
 // A P4 program runs as a cube: BMv2-style entries, real traffic, exact
 // counters; a new program is swapped in place and traffic follows it.
 func TestP4CubeWithRealTrafficAndProgramSwap(t *testing.T) {
+	testenv.E2E(t)
 	d := startDaemon(t)
 	_, a, b, ra, rb := twoHosts(t)
 	prog, _ := filepath.Abs("../../examples/p4/portfwd.p4")
@@ -90,6 +92,7 @@ func TestP4CubeWithRealTrafficAndProgramSwap(t *testing.T) {
 // The shipped P4 l3 router between two subnets: ping and a verified TCP
 // transfer through it.
 func TestP4L3RouterRealTraffic(t *testing.T) {
+	testenv.E2E(t)
 	d := startDaemon(t)
 	lab := netlab.NewT(t)
 	a, _ := lab.Host("a")
@@ -146,6 +149,7 @@ func must(t *testing.T, err error) {
 // encapsulates towards the gNB. portfwd cubes on both sides put the right
 // MACs on (the P4 program does not), showing P4 and built-in cubes chained.
 func TestP4UPFRealTraffic(t *testing.T) {
+	testenv.E2E(t)
 	d := startDaemon(t)
 	lab := netlab.NewT(t)
 	gnb, _ := lab.Host("gnb")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/edgenf/edgenf/internal/netlab"
+	"github.com/edgenf/edgenf/internal/testenv"
 	"golang.org/x/sys/unix"
 )
 
@@ -21,6 +22,7 @@ import (
 // all made in the kernel, at TC by clones (into the injector for the cube)
 // and at XDP by the TC copy machine behind the XDP program.
 func TestP4MulticastCopiesInKernel(t *testing.T) {
+	testenv.E2E(t)
 	for _, hook := range []string{"xdp", "tc"} {
 		t.Run(hook, func(t *testing.T) { mcastInKernel(t, hook) })
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/edgenf/edgenf/internal/netlab"
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 // learnRules makes the p4 cube's control plane a learning controller for
@@ -45,6 +46,7 @@ func threeHosts(t *testing.T) (hosts []*netlab.Host, roots []string) {
 // unicast; digests are listed and streamed, learned entries listed, and a
 // packet-out leaves by the port its packet_out header names.
 func TestP4LearningSwitchDigestsAndPacketOut(t *testing.T) {
+	testenv.E2E(t)
 	for _, hook := range []string{"xdp", "tc"} {
 		t.Run(hook, func(t *testing.T) { learningSwitch(t, hook) })
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/edgenf/edgenf/internal/netlab"
+	"github.com/edgenf/edgenf/internal/testenv"
 	"golang.org/x/sys/unix"
 )
 
@@ -21,6 +22,7 @@ import (
 // clone-session and multicast configurations are refused and change
 // nothing.
 func TestP4PortScanMirrorsBlockedSource(t *testing.T) {
+	testenv.E2E(t)
 	for _, hook := range []string{"xdp", "tc"} {
 		t.Run(hook, func(t *testing.T) { portScan(t, hook) })
 	}
@@ -205,6 +207,7 @@ func (m *monitor) udpFrom(src string, want int) []int {
 // clone, at XDP by the TC copy machine (the copy keeps the INT header the
 // forwarded packet loses); the daemon sends none of them.
 func TestP4TelemetryMirrorsSlowPackets(t *testing.T) {
+	testenv.E2E(t)
 	for _, hook := range []string{"xdp", "tc"} {
 		t.Run(hook, func(t *testing.T) { telemetry(t, hook) })
 	}

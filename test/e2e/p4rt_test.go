@@ -10,6 +10,7 @@ import (
 
 	"github.com/edgenf/edgenf/internal/p4/p4info"
 	"github.com/edgenf/edgenf/internal/p4rt"
+	"github.com/edgenf/edgenf/internal/testenv"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 )
@@ -65,6 +66,7 @@ func call(t *testing.T, conn *grpc.ClientConn, method string, in, out any) {
 // survives a daemon restart, readable again through P4Runtime with its
 // metadata, as the pipeline's cookie and digest configurations are.
 func TestP4RuntimeAgainstTheDaemon(t *testing.T) {
+	testenv.E2E(t)
 	d := startDaemon(t, "-p4rt-devices", "sw1=1")
 	conn := p4rtClient(t, d.p4rtSocket())
 	src, err := os.ReadFile("../../examples/p4/l2learn.p4")
@@ -138,6 +140,7 @@ func TestP4RuntimeAgainstTheDaemon(t *testing.T) {
 // TestP4RuntimeOverTCPNeedsTLS: P4Runtime is never served over TCP in the
 // clear, loopback or not; the refused daemon touches nothing.
 func TestP4RuntimeOverTCPNeedsTLS(t *testing.T) {
+	testenv.E2E(t)
 	for _, addr := range []string{"127.0.0.1:9559", "0.0.0.0:9559"} {
 		refused(t, []string{"-tls-cert and -tls-key", "-p4rt-socket"}, "-p4rt-listen", addr, "-p4rt-devices", "sw1=1", "-tokens", tokenFile(t))
 	}

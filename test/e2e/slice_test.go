@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edgenf/edgenf/internal/testenv"
 	"github.com/vishvananda/netlink"
 )
 
@@ -52,6 +53,7 @@ cubes:
 // from the CLI, and bad slices refused naming the field, leaving the
 // slices as they were.
 func TestSliceCLIAndTopologyFile(t *testing.T) {
+	testenv.E2E(t)
 	d := startDaemon(t)
 	_, a, b, ra, rb := twoHosts(t)
 	file := filepath.Join(t.TempDir(), "slices.yaml")

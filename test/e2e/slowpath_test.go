@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/edgenf/edgenf/internal/netlab"
+	"github.com/edgenf/edgenf/internal/testenv"
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 )
@@ -15,6 +16,7 @@ import (
 // Punted packets reach the NF's Go handler with their metadata; the daemon
 // injects frames into a cube port (as if received) and out of a port.
 func TestSlowPathPuntAndInject(t *testing.T) {
+	testenv.E2E(t)
 	for _, hook := range []string{"xdp", "tc"} {
 		t.Run(hook, func(t *testing.T) {
 			d := startDaemon(t)
@@ -110,6 +112,7 @@ func listenOnce(t *testing.T, h nsHost, port int) <-chan string {
 // Transparent cubes attached to a Linux interface that no cube is peered
 // with, in a stack ordered by position.
 func TestAttachToInterfaceWithPositions(t *testing.T) {
+	testenv.E2E(t)
 	for _, hook := range []string{"tc", "xdp"} {
 		t.Run(hook, func(t *testing.T) {
 			d := startDaemon(t)

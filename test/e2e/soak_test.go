@@ -23,6 +23,7 @@ import (
 	"github.com/edgenf/edgenf/internal/client"
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/netlab"
+	"github.com/edgenf/edgenf/internal/testenv"
 	"github.com/vishvananda/netlink"
 )
 
@@ -43,6 +44,7 @@ import (
 //     goroutines and resident memory stay flat;
 //   - no request ever gets a 5xx.
 func TestSoak(t *testing.T) {
+	testenv.E2E(t)
 	env := os.Getenv("EDGENF_SOAK")
 	if env == "" {
 		t.Skip("a soak run: make soak (EDGENF_SOAK=duration)")

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 // fullStats returns cube → port (or direction) → every counter of the
@@ -86,6 +88,7 @@ func telemetryChain(t *testing.T, n int, flags ...string) (*daemon, string, map[
 // every port in InfluxDB is the daemon's counter, series were written at
 // several intervals, and nothing was dropped.
 func TestInfluxExportEqualsCounters(t *testing.T) {
+	testenv.E2E(t)
 	x := startInfluxd(t)
 	x.query(t, "", `CREATE DATABASE "edge"`)
 	const n = 300
@@ -177,6 +180,7 @@ func grep(text, substr string) string {
 // works on what it scraped; promtool check metrics finds nothing to say
 // about the exposition.
 func TestPrometheusScrapesDaemon(t *testing.T) {
+	testenv.E2E(t)
 	const n = 250
 	_, base, want := telemetryChain(t, n)
 	p := startPrometheus(t, strings.TrimPrefix(base, "http://"), adminToken)
@@ -285,6 +289,7 @@ func checkGrafanaDashboard(t *testing.T, p *prometheusServer) {
 // shows a port's packet rate while traffic runs, and refuses a cube that
 // does not exist.
 func TestTopShowsRates(t *testing.T) {
+	testenv.E2E(t)
 	d := startDaemon(t)
 	_, a, b, ra, rb := twoHosts(t)
 	buildChain(t, d, ra, rb, "xdp")

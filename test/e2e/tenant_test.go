@@ -19,6 +19,7 @@ import (
 
 	"github.com/edgenf/edgenf/internal/client"
 	"github.com/edgenf/edgenf/internal/netlab"
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 // The tenant boundary (issue 12): a daemon on TCP with an administrator
@@ -161,6 +162,7 @@ func (tl *tenantLab) refusedAll(as []attack) {
 // blue's and the administrator's ports and with interfaces red was not
 // given; a ddos cube mirroring to blue's interface.
 func TestTenantCannotTouchAnotherTenantsTraffic(t *testing.T) {
+	testenv.E2E(t)
 	tl := startTenants(t)
 	for _, c := range []map[string]any{
 		{"name": "rfw", "type": "firewall", "config": map[string]string{"ingress_policy": "drop", "egress_policy": "drop"}},
@@ -210,6 +212,7 @@ func TestTenantCannotTouchAnotherTenantsTraffic(t *testing.T) {
 // name no include directories, a tenant swaps in no object of its own, and
 // a compile over red's time limit is stopped while blue is served.
 func TestTenantP4AndSwapStayInsideTheDaemon(t *testing.T) {
+	testenv.E2E(t)
 	tl := startTenants(t)
 	passwd, _ := os.ReadFile("/etc/passwd")
 	firstLine, _, _ := strings.Cut(string(passwd), "\n")
@@ -352,6 +355,7 @@ func (tl *tenantLab) rss() int {
 // Quotas: 2,000 cubes, 200k entries in one request, kernel memory, eight
 // 60 MB bodies at once; `edgenf tenant get red` shows usage against quota.
 func TestTenantQuotas(t *testing.T) {
+	testenv.E2E(t)
 	tl := startTenants(t)
 	// red has the defaults: creating 2,000 cubes stops at 64.
 	var quotaErr error
@@ -457,6 +461,7 @@ func (zeros) Read(p []byte) (int, error) {
 
 // The foot-guns of the API: each is a 400 that changes nothing.
 func TestTenantAPIFootGuns(t *testing.T) {
+	testenv.E2E(t)
 	tl := startTenants(t)
 	before := tl.topology()
 	raw := func(method, path, body string) (int, string) {

@@ -77,6 +77,7 @@ func refused(t *testing.T, wants []string, flags ...string) {
 // loopback, one without any way to authenticate, or half a TLS
 // configuration, is refused before anything is touched.
 func TestTCPListenersRefuseUnsafeSettings(t *testing.T) {
+	testenv.E2E(t)
 	ca := tlstest.NewCA(t, "refusals")
 	srv := ca.Server("edgenfd")
 	toks := tokenFile(t)
@@ -158,6 +159,7 @@ func cubeNames(t *testing.T, out string) []string {
 // names) or a token; it refuses a server it cannot verify; a certificate
 // of another CA or a clear-text client gets nothing.
 func TestAPIOverTLSWithCertificatesAndTokens(t *testing.T) {
+	testenv.E2E(t)
 	d := startTLSDaemon(t)
 	admin, red := d.identity("edgenf://admin"), d.identity("edgenf://tenant/red")
 	d.mustRemote(admin, "", "cube", "add", "b1", "portfwd", "--tenant", "blue")
@@ -222,6 +224,7 @@ func (d *tlsDaemon) scrape(f tlsauth.ClientFiles, token string) (int, string) {
 // without credentials; a tenant's scrape names only its own cubes; the
 // administrator's has every cube and the host-wide series.
 func TestMetricsOverTCPAreAuthenticatedAndScoped(t *testing.T) {
+	testenv.E2E(t)
 	d := startTLSDaemon(t)
 	for _, c := range [][]string{{"r1", "red"}, {"b1", "blue"}} {
 		d.cli("cube", "add", c[0], "portfwd", "--tenant", c[1])
@@ -250,6 +253,7 @@ func TestMetricsOverTCPAreAuthenticatedAndScoped(t *testing.T) {
 // while a long poll waiting longer than every timeout, and `edgenf top`
 // polling slower than the idle timeout, work.
 func TestServerTimeoutsSparePollsAndTop(t *testing.T) {
+	testenv.E2E(t)
 	d := startTLSDaemon(t, "-http-read-timeout", "2s", "-http-write-timeout", "2s", "-http-idle-timeout", "1s")
 	d.cli("cube", "add", "sw", "p4", "--program", "../../examples/p4/l2learn.p4")
 	admin := d.identity("edgenf://admin")
@@ -288,6 +292,7 @@ func TestServerTimeoutsSparePollsAndTop(t *testing.T) {
 // TestConnectionCap: with -max-conns 2, two held connections make a third
 // client wait until one is closed.
 func TestConnectionCap(t *testing.T) {
+	testenv.E2E(t)
 	d := startTLSDaemon(t, "-max-conns", "2")
 	addr := strings.TrimPrefix(d.url, "https://")
 	var held []net.Conn
@@ -355,6 +360,7 @@ func wantStatus(t *testing.T, what string, err error, c codes.Code) {
 // certificate or token reaches the devices bound to it and nothing else,
 // and the pipeline it loads makes a cube of its tenant.
 func TestP4RuntimeSocketTLSAndTenantDevices(t *testing.T) {
+	testenv.E2E(t)
 	sockDir := t.TempDir()
 	os.Chmod(sockDir, 0o755) // only the socket's own mode keeps others out
 	psock := filepath.Join(sockDir, "p4rt.sock")

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/edgenf/edgenf/internal/netlab"
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 // capture is a tshark capture running in the background.
@@ -83,6 +84,7 @@ func (c *capture) clean(t *testing.T, filter string, decodeAs ...string) {
 // Interoperability: scapy's PFCP layer as the SMF; tshark's PFCP and GTP
 // dissectors reading everything the UPF sent.
 func TestUPFInteropScapyAndTshark(t *testing.T) {
+	testenv.E2E(t)
 	if _, err := exec.LookPath("tshark"); err != nil {
 		t.Fatal("tshark is needed (scripts/setup.sh installs it)")
 	}

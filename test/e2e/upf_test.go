@@ -18,6 +18,7 @@ import (
 	"github.com/edgenf/edgenf/internal/nftest"
 	"github.com/edgenf/edgenf/internal/pfcp"
 	"github.com/edgenf/edgenf/internal/pfcp/client"
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 // upfLab is the edge use case with the real daemon: a gNB namespace with
@@ -127,6 +128,7 @@ func (l *upfLab) recovery(t *testing.T) time.Time {
 // Killing the daemon during traffic loses nothing, and the restarted one
 // still has the session, its counters, and the recovery time stamp.
 func TestUPFKillDaemonDuringTraffic(t *testing.T) {
+	testenv.E2E(t)
 	l := newUPFLab(t)
 	u, s, ueAddr := l.attach(t, "ue1", 1, 0x9001)
 	before := l.recovery(t)
@@ -203,6 +205,7 @@ const staticSession = `
 // Sessions can come from the CLI too (no SMF), and the views, the
 // associations and the metrics show them.
 func TestUPFSessionsFromTheCLIAndViews(t *testing.T) {
+	testenv.E2E(t)
 	l := newUPFLab(t)
 	file := filepath.Join(t.TempDir(), "session.yaml")
 	if err := os.WriteFile(file, []byte(staticSession), 0o644); err != nil {

@@ -6,6 +6,8 @@
 #include "types.h"
 #include "maps.h"
 #include "verdict.h"
+#include "cube.h"
+#include "counters.h"
 #include "parse.h"
 #include "csum.h"
 

@@ -44,3 +44,10 @@ struct {
 	__type(key, __u32);
 	__type(value, struct edgenf_stats);
 } enf_stats SEC(".maps");
+
+/* The metadata of the packet being processed (this CPU's scratch slot). */
+static __always_inline struct edgenf_md *enf_md(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&enf_scratch, &zero);
+}

@@ -5,6 +5,13 @@
 
 #include <linux/types.h>
 
+/* EDGENF_ABI(tag) puts struct tag into the object's BTF when neither a map
+ * nor a function of the object carries it (a header the fast path writes to
+ * a ring, a trailer it reads from a frame), so that the test of its Go
+ * mirror (internal/btflayout) finds it. It costs nothing: the variable lives
+ * in a section the loader ignores. */
+#define EDGENF_ABI(tag) struct tag enf_abi_##tag __attribute__((section(".edgenf.abi"), used))
+
 #define EDGENF_MAX_PORTS 64   /* ports per cube */
 #define EDGENF_MAX_STACK 8    /* transparent cubes run on one hop */
 #define EDGENF_MAX_SLOTS 16384 /* cubes per hook (patch panel size) */

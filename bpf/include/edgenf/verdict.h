@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* Verdict helpers. An NF ends every path with one of them:
+/* Verdict helpers. A standard cube ends every path with one of them:
  *   return enf_send(ctx, md, port);   out of one of its ports
  *   return enf_drop(ctx, md);
- *   return enf_pass(ctx, md);         standard cube: to the Linux stack;
- *                                     transparent cube: on along the hop
+ *   return enf_pass(ctx, md);         to the Linux stack
  *   return enf_punt(ctx, md, reason, arg);  a copy to the slow path, then drop
  * (enf_flood is in flood.h: include it only in NFs that flood.)
- * Each one does its own accounting and the tail calls it needs. */
+ * Each one does its own accounting and the tail calls it needs. A
+ * transparent cube returns ENF_VERDICT_* instead, and the framework
+ * (cube.h) continues the hop. */
 #pragma once
 
 #include "maps.h"
@@ -15,12 +16,9 @@
  * at 33 tail calls anyway; we stop first and count a drop. */
 #define EDGENF_MAX_HOPS 30
 
-static __always_inline struct edgenf_md *enf_md(void)
-{
-	__u32 zero = 0;
-	return bpf_map_lookup_elem(&enf_scratch, &zero);
-}
-
+/* Per-port accounting in enf_stats (index idx: a port, or EDGENF_MAX_PORTS
+ * for the cube as a whole; a transparent cube's direction): field is one of
+ * ENF_RX, ENF_TX, ENF_DROP, ENF_PUNT. */
 static __always_inline void enf_count(__u32 idx, __u32 len, int field)
 {
 	struct edgenf_stats *s = bpf_map_lookup_elem(&enf_stats, &idx);
@@ -62,6 +60,18 @@ static __always_inline int enf_drop(ctx_t *ctx, struct edgenf_md *md)
 	return CTX_DROP;
 }
 
+/* Enter cube port h->slot:h->port (a tail call), unless the frame has
+ * crossed too many cubes already. */
+static __always_inline int enf_to_cube(ctx_t *ctx, struct edgenf_md *md, const struct edgenf_hop *h)
+{
+	if (++md->hops > EDGENF_MAX_HOPS)
+		return CTX_DROP;
+	md->cube = h->slot;
+	md->in_port = h->port;
+	bpf_tail_call(ctx, &enf_panel, h->slot);
+	return CTX_DROP;
+}
+
 #if defined(EDGENF_HOOK_TC)
 /* bpf_clone_redirect out of an interface (flags 0: its egress). The kernel
  * transmits the clone before the helper returns, and the interface's TC
@@ -96,12 +106,7 @@ static __always_inline int enf_deliver(ctx_t *ctx, struct edgenf_md *md)
 	case EDGENF_DST_IFACE:
 		return ctx_redirect(ctx, h->ifindex);
 	case EDGENF_DST_CUBE:
-		if (++md->hops > EDGENF_MAX_HOPS)
-			return CTX_DROP;
-		md->cube = h->slot;
-		md->in_port = h->port;
-		bpf_tail_call(ctx, &enf_panel, h->slot);
-		return CTX_DROP;
+		return enf_to_cube(ctx, md, h);
 	case EDGENF_DST_STACK:
 		return CTX_PASS;
 	default:
@@ -110,21 +115,16 @@ static __always_inline int enf_deliver(ctx_t *ctx, struct edgenf_md *md)
 }
 
 /* Start the hop h (a map value): deliver straight from it when no
- * transparent cube runs on the way, else copy it into the metadata, where the
+ * transparent cube runs on the way (the common ends first, tested in the
+ * order that keeps them cheapest), else copy it into the metadata, where the
  * transparent cubes find it across tail calls. */
 static __always_inline int enf_take_hop(ctx_t *ctx, struct edgenf_md *md, struct edgenf_hop *h)
 {
 	if (h->nstack == 0) {
 		if (h->kind == EDGENF_DST_IFACE)
 			return ctx_redirect(ctx, h->ifindex);
-		if (h->kind == EDGENF_DST_CUBE) {
-			if (++md->hops > EDGENF_MAX_HOPS)
-				return CTX_DROP;
-			md->cube = h->slot;
-			md->in_port = h->port;
-			bpf_tail_call(ctx, &enf_panel, h->slot);
-			return CTX_DROP;
-		}
+		if (h->kind == EDGENF_DST_CUBE)
+			return enf_to_cube(ctx, md, h);
 	}
 	__builtin_memcpy(&md->hop, h, sizeof(*h));
 	md->pos = 0;
@@ -145,8 +145,6 @@ static __always_inline int enf_send(ctx_t *ctx, struct edgenf_md *md, __u32 port
 	return enf_take_hop(ctx, md, h);
 }
 
-/* Punt a copy (headers + up to EDGENF_PUNT_SNAPLEN bytes) to the slow path and
- * drop the original; the daemon re-injects what it wants forwarded. */
 /* Slot of the transparent cube now running. */
 static __always_inline __u32 enf_self(struct edgenf_md *md)
 {
@@ -187,157 +185,13 @@ static __always_inline int enf_punt_from(ctx_t *ctx, struct edgenf_md *md, __u32
 	return CTX_DROP;
 }
 
-/* Punt from a standard cube (counted on the in-port). */
+/* Punt from a standard cube: a copy (headers + up to EDGENF_PUNT_SNAPLEN
+ * bytes) to the slow path, counted on the in-port, and the original dropped;
+ * the daemon re-injects what it wants forwarded. */
 static __always_inline int enf_punt(ctx_t *ctx, struct edgenf_md *md, __u32 reason, __u32 arg)
 {
 	return enf_punt_from(ctx, md, md->cube, enf_port_idx(md->in_port), reason, arg);
 }
-
-#if defined(EDGENF_INLINE_VLAN)
-#define EDGENF_VLAN_INLINE 1
-#else
-#define EDGENF_VLAN_INLINE 0
-#endif
-
-/* Metadata of a frame that starts a hop from an interface (stub, direct
- * entry, injector): no cube, port, tenant, mark or hops behind it yet. */
-static __always_inline void enf_md_start(ctx_t *ctx, struct edgenf_md *md)
-{
-	md->cube = EDGENF_MAX_SLOTS;
-	md->in_port = 0;
-	md->ingress_ifindex = ctx_ifindex(ctx);
-	md->tenant = 0;
-	md->mark = 0;
-	md->hops = 0;
-}
-
-/* Start of the hop of a frame entering (or leaving) a Linux interface: the
- * stub's work, shared with direct entries. hops and stats are the stub's
- * maps; returns the hop, or NULL when the frame belongs to the Linux stack. */
-static __always_inline struct edgenf_hop *enf_enter(ctx_t *ctx, struct edgenf_md *md, void *hops, void *stats)
-{
-	struct edgenf_stats *s;
-	struct edgenf_hop *h;
-	__u32 zero = 0;
-
-	h = bpf_map_lookup_elem(hops, &zero);
-	if (!h || h->kind == EDGENF_DST_NONE)
-		return NULL;
-	s = bpf_map_lookup_elem(stats, &zero);
-	if (s) {
-		s->rx_packets++;
-		s->rx_bytes += ctx_len(ctx);
-	}
-	enf_md_start(ctx, md);
-	return h;
-}
-
-/* Direct entry. When the hop of an interface starts with a cube, the
- * framework attaches a copy of that cube's program, entered at edgenf_entry,
- * in place of the stub: the same work, one tail call fewer (a retpolined
- * indirect jump on many CPUs). The loader replaces these two maps with the
- * stub's own, so the hop and the interface counters stay the stub's and the
- * engine changes them as before. Ordinary loads leave the entry out. */
-#define EDGENF_ENTRY_MAPS                                         \
-	struct {                                                  \
-		__uint(type, BPF_MAP_TYPE_ARRAY);                 \
-		__uint(max_entries, EDGENF_MAX_PORTS);            \
-		__type(key, __u32);                               \
-		__type(value, struct edgenf_hop);                 \
-	} enf_entry_hop SEC(".maps");                             \
-	struct {                                                  \
-		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);          \
-		__uint(max_entries, EDGENF_MAX_PORTS + 1);        \
-		__type(key, __u32);                               \
-		__type(value, struct edgenf_stats);               \
-	} enf_entry_stats SEC(".maps")
-
-/* A hop that ends at a standard cube's port, taken without the tail call. */
-static __always_inline void enf_enter_cube(struct edgenf_md *md, struct edgenf_hop *h)
-{
-	md->cube = h->slot;
-	md->in_port = h->port;
-	md->hops = 1;
-}
-
-/* A hop whose stack starts with the transparent cube entered. */
-static __always_inline void enf_enter_stack(struct edgenf_md *md, struct edgenf_hop *h)
-{
-	__builtin_memcpy(&md->hop, h, sizeof(*h));
-	md->pos = 0;
-}
-
-/* The two programs of a cube object, around its edgenf_cube_run: the panel's
- * (edgenf_cube) and the direct entry (edgenf_entry), which starts the hop
- * with start(md, hop) first. */
-#define EDGENF_PROGRAMS(start)                                               \
-	SEC(EDGENF_SEC) int edgenf_cube(ctx_t *ctx)                          \
-	{                                                                    \
-		struct edgenf_md *md = enf_md();                             \
-		if (!md)                                                     \
-			return CTX_DROP;                                     \
-		return edgenf_cube_run(ctx, md);                             \
-	}                                                                    \
-	EDGENF_ENTRY_MAPS;                                                   \
-	SEC(EDGENF_SEC) int edgenf_entry(ctx_t *ctx)                         \
-	{                                                                    \
-		struct edgenf_md *md = enf_md();                             \
-		struct edgenf_hop *h;                                        \
-		if (!md)                                                     \
-			return CTX_PASS;                                     \
-		h = enf_enter(ctx, md, &enf_entry_hop, &enf_entry_stats);    \
-		if (!h)                                                      \
-			return CTX_PASS;                                     \
-		start(md, h);                                                \
-		return edgenf_cube_run(ctx, md);                             \
-	}
-
-/* Entry point of a standard cube: counts rx, then runs fn(ctx, md). The
- * direct entry serves hops that end at one of its ports. */
-#define EDGENF_CUBE(fn)                                                      \
-	static __always_inline int edgenf_cube_run(ctx_t *ctx, struct edgenf_md *md) \
-	{                                                                    \
-		enf_count(enf_port_idx(md->in_port), ctx_len(ctx), ENF_RX);  \
-		if (EDGENF_VLAN_INLINE && ctx_inline_vlan(ctx))              \
-			return enf_drop(ctx, md);                            \
-		return fn(ctx, md);                                          \
-	}                                                                    \
-	EDGENF_PROGRAMS(enf_enter_cube)
-
-/* Entry point of a transparent cube: fn(ctx, md, dir) returns ENF_VERDICT_*;
- * the framework continues the hop, drops or punts. Counters: index 0 counts
- * the ingress direction, 1 egress. */
-#define ENF_VERDICT_PASS 0
-#define ENF_VERDICT_DROP 1
-#define ENF_VERDICT_PUNT 2 /* md->mark holds the reason */
-
-static __always_inline __u32 enf_dir(struct edgenf_md *md)
-{
-	__u32 pos = md->pos;
-
-	return pos < EDGENF_MAX_STACK ? md->hop.dir[pos] : EDGENF_DIR_INGRESS;
-}
-
-
-/* Entry point of a transparent cube. The direct entry serves hops whose
- * stack starts with it. */
-#define EDGENF_TRANSPARENT(fn)                                                \
-	static __always_inline int edgenf_cube_run(ctx_t *ctx, struct edgenf_md *md) \
-	{                                                                     \
-		__u32 dir = enf_dir(md), len = ctx_len(ctx);                  \
-		int v = fn(ctx, md, dir);                                     \
-		if (v == ENF_VERDICT_DROP) {                                  \
-			enf_count(dir, len, ENF_DROP);                        \
-			return CTX_DROP;                                      \
-		}                                                             \
-		if (v == ENF_VERDICT_PUNT)                                    \
-			return enf_punt_from(ctx, md, enf_self(md), dir,      \
-					     md->mark, dir);                  \
-		enf_count(dir, len, ENF_RX);                                  \
-		md->pos++;                                                    \
-		return enf_deliver(ctx, md);                                  \
-	}                                                                     \
-	EDGENF_PROGRAMS(enf_enter_stack)
 
 /* Standard cube: hand the frame to the Linux stack of the interface it
  * arrived on. */
@@ -347,3 +201,8 @@ static __always_inline int enf_pass(ctx_t *ctx, struct edgenf_md *md)
 	(void)md;
 	return CTX_PASS;
 }
+
+/* What a transparent cube's function returns. */
+#define ENF_VERDICT_PASS 0 /* on along the hop */
+#define ENF_VERDICT_DROP 1
+#define ENF_VERDICT_PUNT 2 /* a copy to the slow path, then drop; md->mark holds the reason */

@@ -15,6 +15,10 @@
 #include <edgenf/edgenf.h>
 #include <edgenf/copy.h>
 
+/* Mirrored by the daemon (internal/datapath/abi.go, inject.go). */
+EDGENF_ABI(edgenf_punt_hdr);
+EDGENF_ABI(edgenf_inject_trailer);
+
 SEC(EDGENF_SEC) int edgenf_stub(ctx_t *ctx)
 {
 	struct edgenf_md *md = enf_md();

@@ -318,7 +318,7 @@ func (s *session) loadP4Case(ctx context.Context, dp *datapath.Datapath, slot ui
 // datapath, its ports 0 to 7 peered with an interface.
 type P4Cube struct {
 	Result *p4.Result
-	Cube   *datapath.Cube
+	Prog   *datapath.Program
 	RT     *tableruntime.Program // its tables, counters, meters
 	// Entry is the direct entry of a hop into the port LoadP4 was given
 	// (the caller closes it).
@@ -358,7 +358,7 @@ func LoadP4(ctx context.Context, dp *datapath.Datapath, slot uint32, hook datapa
 	if err != nil {
 		return nil, err
 	}
-	return &P4Cube{Result: res, Cube: dc, RT: prog, Entry: entry}, nil
+	return &P4Cube{Result: res, Prog: dc, RT: prog, Entry: entry}, nil
 }
 
 // Entries counts the entries of each table.

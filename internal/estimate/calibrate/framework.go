@@ -47,7 +47,7 @@ func (s *session) loadFramework() error {
 	s.closer = append(s.closer, r.Close)
 	// pf<k> at slot k sends to pf<k-1>; pf1 (the rig's cube, slot 1) to
 	// the interface: entering pf<n> crosses n cubes.
-	cubes := map[uint32]*datapath.Cube{nfrig.Slot: r.Cube}
+	cubes := map[uint32]*datapath.Program{nfrig.Slot: r.Prog}
 	last := uint32(chainLens[len(chainLens)-1])
 	for k := uint32(2); k <= last; k++ {
 		m := portfwdModel(fmt.Sprintf("pf%d", k))
@@ -61,7 +61,7 @@ func (s *session) loadFramework() error {
 		}
 		cubes[k] = dc
 	}
-	var mons []*datapath.Cube
+	var mons []*datapath.Program
 	for i := 0; i < stackLens[len(stackLens)-1]; i++ {
 		m := &cube.Cube{Name: fmt.Sprintf("mon%d", i), Type: "monitor", Hook: s.opt.Hook}
 		dc, err := r.Add(mon, m, uint32(monitorSlot+i))
@@ -70,7 +70,7 @@ func (s *session) loadFramework() error {
 		}
 		mons = append(mons, dc)
 	}
-	entry := func(name string, hop datapath.Hop, direct *datapath.Cube) error {
+	entry := func(name string, hop datapath.Hop, direct *datapath.Program) error {
 		prog, err := r.DP.Entry(s.opt.Hook, hop, direct)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)

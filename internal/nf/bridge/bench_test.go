@@ -18,14 +18,14 @@ func BenchmarkUnicast(b *testing.B) {
 			if res := r.Run("p0", f); res.Port != 1 {
 				b.Fatalf("port %d", res.Port)
 			}
-			if err := r.DP.SetMetadata(datapath.Metadata{Cube: r.Cube.Slot, InPort: 0, IngressIfindex: 1}); err != nil {
+			if err := r.DP.SetMetadata(datapath.Metadata{Cube: r.Prog.Slot, InPort: 0, IngressIfindex: 1}); err != nil {
 				b.Fatal(err)
 			}
 			b.ResetTimer()
 			var sum float64
 			const runs = 20
 			for i := 0; i < runs; i++ {
-				_, d, err := r.Cube.Program().Benchmark(f, 100000, nil)
+				_, d, err := r.Prog.EBPF().Benchmark(f, 100000, nil)
 				if err != nil {
 					b.Fatal(err)
 				}

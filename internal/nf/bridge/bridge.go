@@ -1,481 +1,227 @@
-// Package bridge is the bridge NF: an 802.1Q learning switch with MAC
-// learning and aging in the fast path, static FDB entries, access and trunk
-// ports, and in-kernel flooding per VLAN.
 package bridge
 
 import (
-	_ "embed"
-	"errors"
+	"embed"
 	"fmt"
 	"net"
-	"sort"
-	"sync"
-	"time"
+	"strconv"
+	"strings"
 
-	"github.com/cilium/ebpf"
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
-	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
+	"github.com/edgenf/edgenf/internal/schema"
 )
 
-var (
-	//go:embed bpf/bridge_xdp.o
-	objXDP []byte
-	//go:embed bpf/bridge_tc.o
-	objTC []byte
-)
-
-// Kernel layouts (bridge.bpf.c).
-type kConfig struct{ AgingNs uint64 }
-
-type kPort struct {
-	PVID  uint16
-	Valid uint16
+// Config holds the bridge's settings.
+type Config struct {
+	// AgingTime is how long (seconds) a learned MAC stays in the FDB
+	// without traffic from it. 0 means the default, 300.
+	AgingTime int `json:"aging_time,omitempty" minimum:"0" maximum:"1000000"`
 }
 
-type kVLAN struct {
-	Members  uint64
-	Untagged uint64
-}
-
-type kFDBKey struct {
-	MAC  [6]byte
-	VLAN uint16
-}
-
-type kFDBVal struct {
-	Port  uint32
-	Flags uint32
-	Seen  uint64
-}
-
-const fdbStatic = 1
-
-// devmapVal mirrors struct bpf_devmap_val.
-type devmapVal struct {
-	Ifindex uint32
-	ProgFD  int32
-}
-
-// Counter indexes (enum br_counter).
 const (
-	cntLearnFull = 0
-	cntMoves     = 1
-	cntFiltered  = 2
-	cntFlooded   = 3
-	cntVLANDrop  = 4
-	cntMax       = 8
+	defaultAging = 300
+	maxAging     = 1000000
+	// FDBCapacity is the number of MACs (learned and static) the FDB holds.
+	FDBCapacity = 65536
+	// MaxStatic bounds the static FDB entries.
+	MaxStatic = 16384
 )
 
-type controller struct {
-	mu       sync.Mutex
-	cfg      Config
-	vlans    map[uint32]kVLAN // as written
-	egress   *ebpf.Program
-	lastScan time.Time
+func (c Config) aging() int {
+	if c.AgingTime == 0 {
+		return defaultAging
+	}
+	return c.AgingTime
 }
 
-// monoNow is CLOCK_MONOTONIC_COARSE in ns, the clock of the fast path's
-// bpf_ktime_get_coarse_ns (a tick's resolution is plenty for aging, and it
-// costs the fast path no clock read).
-func monoNow() uint64 {
-	var ts unix.Timespec
-	unix.ClockGettime(unix.CLOCK_MONOTONIC_COARSE, &ts)
-	return uint64(ts.Nano())
-}
-
-// Sync writes settings, ports, VLAN membership, the flood set and static
-// entries. Learned entries stay, except those of ports that are gone.
-func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
-	ctl.mu.Lock()
-	defer ctl.mu.Unlock()
-	cfgv, err := Type.DecodeConfig(c)
-	if err != nil {
-		return err
+// Validate checks the settings and every port's VLAN settings.
+func (cfg *Config) Validate(c *cube.Cube) error {
+	if cfg.AgingTime < 0 || cfg.AgingTime > maxAging {
+		return cube.Errorf("aging_time", "%d out of range 1..%d seconds (0: default %d)", cfg.AgingTime, maxAging, defaultAging)
 	}
-	ctl.cfg = *cfgv.(*Config)
-	cfgM, err := h.Map("br_config")
-	if err != nil {
-		return err
-	}
-	if err := cfgM.Put(uint32(0), kConfig{AgingNs: uint64(ctl.cfg.aging()) * 1e9}); err != nil {
-		return fmt.Errorf("br_config: %w", err)
-	}
-	portsM, err := h.Map("br_ports")
-	if err != nil {
-		return err
-	}
-	vlans := map[uint32]kVLAN{}
-	for i := 0; i < datapath.MaxPorts; i++ {
-		var kp kPort
-		if p := c.PortByIndex(i); p != nil {
-			vs, err := portVLANs(p)
-			if err != nil {
-				return err
-			}
-			kp = kPort{PVID: uint16(vs.pvid), Valid: 1}
-			bit := uint64(1) << i
-			for v := 1; v <= 4094; v++ {
-				if vs.member(v) {
-					x := vlans[uint32(v)]
-					x.Members |= bit
-					if v == vs.pvid {
-						x.Untagged |= bit
-					}
-					vlans[uint32(v)] = x
-				}
-			}
-		}
-		if err := portsM.Put(uint32(i), kp); err != nil {
-			return fmt.Errorf("br_ports[%d]: %w", i, err)
-		}
-	}
-	vlansM, err := h.Map("br_vlans")
-	if err != nil {
-		return err
-	}
-	first := ctl.vlans == nil
-	for v := uint32(1); v < 4095; v++ {
-		want := vlans[v]
-		if !first && ctl.vlans[v] == want {
-			continue
-		}
-		if err := vlansM.Put(v, want); err != nil {
-			return fmt.Errorf("br_vlans[%d]: %w", v, err)
-		}
-	}
-	ctl.vlans = vlans
-	if err := ctl.syncFlood(h, c); err != nil {
-		return err
-	}
-	return ctl.syncStatic(h, c)
-}
-
-// syncFlood writes interface → port and, for XDP, the flood devmap with its
-// egress program. Ports peered with other cubes cannot be reached by a
-// devmap broadcast; they only get unicast.
-func (ctl *controller) syncFlood(h cube.Handle, c *cube.Cube) error {
-	ifportM, err := h.Map("br_ifport")
-	if err != nil {
-		return err
-	}
-	want := map[uint32]uint32{} // port → ifindex
 	for _, p := range c.Ports {
-		ep, err := cube.ParseEndpoint(p.Peer)
-		if err != nil || ep.IsCube() {
-			continue
-		}
-		// one request per interface (net.InterfaceByName lists them all:
-		// a bridge of many pods would pay it per port, at every change)
-		l, err := netlink.LinkByName(ep.Iface)
-		if err != nil {
-			continue
-		}
-		want[uint32(p.Index)] = uint32(l.Attrs().Index)
-	}
-	var k, v uint32
-	var stale []uint32
-	it := ifportM.Iterate()
-	for it.Next(&k, &v) {
-		stale = append(stale, k)
-	}
-	for _, k := range stale {
-		ifportM.Delete(k)
-	}
-	for port, ifx := range want {
-		if err := ifportM.Put(ifx, port); err != nil {
-			return fmt.Errorf("br_ifport: %w", err)
-		}
-	}
-	floodM, err := h.Map("br_flood")
-	if err != nil {
-		return nil // TC: no devmap
-	}
-	if ctl.egress == nil {
-		if ctl.egress, err = loadEgress(h); err != nil {
-			return fmt.Errorf("bridge flood egress program: %w", err)
-		}
-	}
-	for p := uint32(0); p < datapath.MaxPorts; p++ {
-		ifx, ok := want[p]
-		if !ok {
-			if err := floodM.Delete(p); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-				return fmt.Errorf("br_flood: %w", err)
-			}
-			continue
-		}
-		if err := floodM.Put(p, devmapVal{Ifindex: ifx, ProgFD: int32(ctl.egress.FD())}); err != nil {
-			return fmt.Errorf("br_flood[%d] → ifindex %d: %w", p, ifx, err)
+		if _, err := portVLANs(&p); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// loadEgress loads br_egress from the XDP object, bound to the cube's own
-// maps (the framework loads only the cube's entry program).
-func loadEgress(h cube.Handle) (*ebpf.Program, error) {
-	spec, err := datapath.LoadSpec(objXDP)
-	if err != nil {
-		return nil, err
-	}
-	ps := spec.Programs["br_egress"]
-	if ps == nil {
-		return nil, errors.New("object lacks br_egress")
-	}
-	cs := &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{}, Programs: map[string]*ebpf.ProgramSpec{"br_egress": ps}, Types: spec.Types}
-	repl := map[string]*ebpf.Map{}
-	for _, name := range []string{"br_vlans", "br_ifport", datapath.MapStats} {
-		m, err := h.Map(name)
-		if err != nil {
-			return nil, err
-		}
-		cs.Maps[name] = spec.Maps[name]
-		repl[name] = m
-	}
-	coll, err := ebpf.NewCollectionWithOptions(cs, ebpf.CollectionOptions{MapReplacements: repl})
-	if err != nil {
-		return nil, err
-	}
-	p := coll.Programs["br_egress"]
-	delete(coll.Programs, "br_egress")
-	coll.Close()
-	return p, nil
+// PortConfig is a bridge port's VLAN settings.
+type PortConfig struct {
+	// Mode is "access" (default: one VLAN, untagged) or "trunk" (tagged
+	// VLANs, plus optionally one native VLAN sent and received untagged).
+	Mode string `json:"mode,omitempty" enum:"access|trunk"`
+	// VLAN is an access port's VLAN (default 1).
+	VLAN int `json:"vlan,omitempty" minimum:"0" maximum:"4094"`
+	// AllowedVLANs lists a trunk's tagged VLANs: "10,20,100-199"; empty
+	// means all (1-4094).
+	AllowedVLANs string `json:"allowed_vlans,omitempty" format:"vlan-list"`
+	// NativeVLAN is a trunk's untagged VLAN (0: untagged frames are
+	// dropped).
+	NativeVLAN int `json:"native_vlan,omitempty" minimum:"0" maximum:"4094"`
 }
 
-// syncStatic makes the static entries in the FDB match the table and drops
-// learned entries of ports that no longer exist.
-func (ctl *controller) syncStatic(h cube.Handle, c *cube.Cube) error {
-	fdbM, err := h.Map("br_fdb")
+// RefineSchema: an access port has a vlan, a trunk allowed_vlans and a
+// native_vlan.
+func (*PortConfig) RefineSchema(s *schema.Schema) {
+	s.AnyOf = []*schema.Schema{
+		schema.Branch(nil, map[string]*schema.Schema{"mode": {Type: "string", Enum: []string{"access"}},
+			"allowed_vlans": schema.Absent(), "native_vlan": {Type: "integer", Minimum: schema.Num(0), Maximum: schema.Num(0)}}),
+		schema.Branch([]string{"mode"}, map[string]*schema.Schema{"mode": {Type: "string", Enum: []string{"trunk"}},
+			"vlan": {Type: "integer", Minimum: schema.Num(0), Maximum: schema.Num(0)}}),
+	}
+}
+
+// vlanSet is what a port carries: pvid (untagged VLAN, 0 none) and the
+// tagged VLANs.
+type vlanSet struct {
+	pvid   int
+	tagged []bool // index: VLAN id
+}
+
+func (v vlanSet) member(vid int) bool { return vid == v.pvid || v.tagged[vid] }
+
+func checkVID(field string, v int) error {
+	if v < 1 || v > 4094 {
+		return cube.Errorf(field, "VLAN %d out of range 1..4094", v)
+	}
+	return nil
+}
+
+// portVLANs decodes and checks a port's VLAN settings.
+func portVLANs(p *cube.Port) (vlanSet, error) {
+	field := fmt.Sprintf("ports[%s].config", p.Name)
+	pcv, err := cube.Decode(field, p.Config, &PortConfig{})
 	if err != nil {
-		return err
+		return vlanSet{}, err
 	}
-	entries, err := staticTable.Entries(c)
-	if err != nil {
-		return err
-	}
-	want := map[kFDBKey]kFDBVal{}
-	for _, v := range entries {
-		k, kv := staticKV(c, v.(*FDBEntry))
-		want[k] = kv
-	}
-	var k kFDBKey
-	var v kFDBVal
-	var del []kFDBKey
-	it := fdbM.Iterate()
-	for it.Next(&k, &v) {
-		if v.Flags&fdbStatic != 0 {
-			if w, ok := want[k]; !ok || w != v {
-				del = append(del, k)
-			}
-		} else if p := c.PortByIndex(int(v.Port)); p == nil {
-			del = append(del, k)
-		} else if vs, err := portVLANs(p); err != nil || !vs.member(int(k.VLAN)) {
-			del = append(del, k)
+	pc := pcv.(*PortConfig)
+	vs := vlanSet{tagged: make([]bool, 4096)}
+	switch pc.Mode {
+	case "", "access":
+		if pc.AllowedVLANs != "" || pc.NativeVLAN != 0 {
+			return vs, cube.Errorf(field+".mode", "allowed_vlans and native_vlan are for trunk ports; an access port has one vlan")
 		}
+		vs.pvid = 1
+		if pc.VLAN != 0 {
+			if err := checkVID(field+".vlan", pc.VLAN); err != nil {
+				return vs, err
+			}
+			vs.pvid = pc.VLAN
+		}
+	case "trunk":
+		if pc.VLAN != 0 {
+			return vs, cube.Errorf(field+".vlan", "a trunk port has allowed_vlans and native_vlan, not vlan")
+		}
+		if pc.NativeVLAN != 0 {
+			if err := checkVID(field+".native_vlan", pc.NativeVLAN); err != nil {
+				return vs, err
+			}
+			vs.pvid = pc.NativeVLAN
+		}
+		if err := parseVLANList(field+".allowed_vlans", pc.AllowedVLANs, vs.tagged); err != nil {
+			return vs, err
+		}
+		if vs.pvid != 0 {
+			vs.tagged[vs.pvid] = false // the native VLAN is untagged
+		}
+	default:
+		return vs, cube.Errorf(field+".mode", "unknown mode %q (want access or trunk)", pc.Mode)
 	}
-	for _, k := range del {
-		fdbM.Delete(k)
+	return vs, nil
+}
+
+// parseVLANList reads "10,20,30-40" ("" = all) into set.
+func parseVLANList(field, s string, set []bool) error {
+	if strings.TrimSpace(s) == "" {
+		for v := 1; v <= 4094; v++ {
+			set[v] = true
+		}
+		return nil
 	}
-	for k, v := range want {
-		if err := fdbM.Put(k, v); err != nil {
-			return fmt.Errorf("br_fdb static %s: %w", net.HardwareAddr(k.MAC[:]), err)
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(strings.TrimSpace(lo))
+		if err != nil {
+			return cube.Errorf(field, "bad VLAN %q in %q: want ids and ranges like 10,20,30-40", part, s)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(strings.TrimSpace(hi)); err != nil {
+				return cube.Errorf(field, "bad VLAN range %q in %q", part, s)
+			}
+		}
+		if err := checkVID(field, a); err != nil {
+			return err
+		}
+		if err := checkVID(field, b); err != nil {
+			return err
+		}
+		if b < a {
+			return cube.Unprocessable(field, "VLAN range %q runs backwards", part)
+		}
+		for v := a; v <= b; v++ {
+			set[v] = true
 		}
 	}
 	return nil
 }
 
-func staticKV(c *cube.Cube, e *FDBEntry) (kFDBKey, kFDBVal) {
-	hw, _ := net.ParseMAC(e.MAC)
-	var k kFDBKey
-	copy(k.MAC[:], hw)
-	k.VLAN = uint16(e.VLAN)
-	return k, kFDBVal{Port: uint32(c.Port(e.Port).Index), Flags: fdbStatic}
+// FDBEntry is a static FDB entry: frames to MAC in VLAN go out of Port.
+type FDBEntry struct {
+	MAC string `json:"mac" format:"mac-unicast"`
+	// VLAN defaults to the port's untagged VLAN.
+	VLAN int    `json:"vlan,omitempty" minimum:"0" maximum:"4094" doc:"the VLAN, 1..4094; 0 or absent: the port's untagged VLAN"`
+	Port string `json:"port" format:"name"`
 }
 
-// Tick ages learned entries out of the FDB. The fast path already ignores
-// expired entries (it floods), so this only frees room; it scans at most
-// every aging_time/4 (at least every 10 s, at most every second).
-func (ctl *controller) Tick(h cube.Handle, c *cube.Cube, now time.Time) {
-	ctl.mu.Lock()
-	aging := time.Duration(ctl.cfg.aging()) * time.Second
-	every := min(max(aging/4, time.Second), 10*time.Second)
-	if now.Sub(ctl.lastScan) < every {
-		ctl.mu.Unlock()
-		return
-	}
-	ctl.lastScan = now
-	ctl.mu.Unlock()
-	if _, err := ctl.age(h, uint64(aging)); err != nil {
-		h.Logf("fdb aging: %v", err)
-	}
+func fdbKey(v any) string {
+	e := v.(*FDBEntry)
+	return fmt.Sprintf("%s/%d", e.MAC, e.VLAN)
 }
 
-// age deletes learned entries idle for longer than aging ns.
-func (ctl *controller) age(h cube.Handle, aging uint64) (int, error) {
-	fdbM, err := h.Map("br_fdb")
+// Validate checks the entry against the cube's ports and VLANs.
+func (e *FDBEntry) Validate(c *cube.Cube) error {
+	hw, err := net.ParseMAC(e.MAC)
+	if err != nil || len(hw) != 6 {
+		return cube.Errorf("mac", "invalid MAC address %q", e.MAC)
+	}
+	if hw[0]&1 != 0 {
+		return cube.Errorf("mac", "%s is a group address; static entries are for unicast MACs", e.MAC)
+	}
+	e.MAC = hw.String()
+	if e.VLAN != 0 {
+		if err := checkVID("vlan", e.VLAN); err != nil {
+			return err
+		}
+	}
+	p := c.Port(e.Port)
+	if p == nil {
+		return cube.NotFound("port", "cube %s has no port %q", c.Name, e.Port)
+	}
+	vs, err := portVLANs(p)
 	if err != nil {
-		return 0, err
+		return cube.Conflict("port", "port %s: %v", e.Port, err)
 	}
-	now := monoNow()
-	var k kFDBKey
-	var v kFDBVal
-	var del []kFDBKey
-	it := fdbM.Iterate()
-	for it.Next(&k, &v) {
-		if v.Flags&fdbStatic == 0 && now > v.Seen && now-v.Seen > aging {
-			del = append(del, k)
+	if e.VLAN == 0 {
+		if vs.pvid == 0 {
+			return cube.Conflict("vlan", "required: port %s has no untagged VLAN", e.Port)
 		}
+		e.VLAN = vs.pvid
 	}
-	for _, k := range del {
-		fdbM.Delete(k)
+	if !vs.member(e.VLAN) {
+		return cube.Conflict("vlan", "port %s does not carry VLAN %d", e.Port, e.VLAN)
 	}
-	return len(del), it.Err()
+	return nil
 }
 
-// FDBRow is one FDB entry as listed.
-type FDBRow struct {
-	MAC    string `json:"mac"`
-	VLAN   int    `json:"vlan"`
-	Port   string `json:"port"`
-	Type   string `json:"type"` // static or dynamic
-	AgeSec int    `json:"age_sec"`
-}
-
-func listFDB(h cube.Handle, c *cube.Cube) (any, error) {
-	fdbM, err := h.Map("br_fdb")
-	if err != nil {
-		return nil, err
-	}
-	now := monoNow()
-	out := []FDBRow{}
-	var k kFDBKey
-	var v kFDBVal
-	it := fdbM.Iterate()
-	for it.Next(&k, &v) {
-		r := FDBRow{MAC: net.HardwareAddr(k.MAC[:]).String(), VLAN: int(k.VLAN), Port: fmt.Sprint(v.Port), Type: "dynamic"}
-		if p := c.PortByIndex(int(v.Port)); p != nil {
-			r.Port = p.Name
-		}
-		if v.Flags&fdbStatic != 0 {
-			r.Type = "static"
-		} else if now > v.Seen {
-			r.AgeSec = int((now - v.Seen) / 1e9)
-		}
-		out = append(out, r)
-	}
-	if err := it.Err(); err != nil {
-		return nil, err
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].VLAN != out[j].VLAN {
-			return out[i].VLAN < out[j].VLAN
-		}
-		return out[i].MAC < out[j].MAC
-	})
-	return out, nil
-}
-
-// Status summarises the FDB and the bridge's own counters.
-type Status struct {
-	FDBEntries   int    `json:"fdb_entries"`
-	FDBCapacity  int    `json:"fdb_capacity"`
-	LearnFull    uint64 `json:"learn_failed_fdb_full"`
-	Moves        uint64 `json:"mac_moves"`
-	Filtered     uint64 `json:"filtered_same_port"`
-	Flooded      uint64 `json:"flooded"`
-	VLANDrops    uint64 `json:"vlan_drops"`
-	AgingTimeSec int    `json:"aging_time"`
-	FloodPorts   int    `json:"xdp_flood_ports,omitempty"`
-}
-
-func (ctl *controller) status(h cube.Handle, c *cube.Cube) (any, error) {
-	fdbM, err := h.Map("br_fdb")
-	if err != nil {
-		return nil, err
-	}
-	cntM, err := h.Map("br_counters")
-	if err != nil {
-		return nil, err
-	}
-	st := Status{FDBCapacity: FDBCapacity}
-	var k kFDBKey
-	var v kFDBVal
-	it := fdbM.Iterate()
-	for it.Next(&k, &v) {
-		st.FDBEntries++
-	}
-	sum := func(i uint32) uint64 {
-		var per []uint64
-		if cntM.Lookup(i, &per) != nil {
-			return 0
-		}
-		var s uint64
-		for _, x := range per {
-			s += x
-		}
-		return s
-	}
-	st.LearnFull, st.Moves, st.Filtered, st.Flooded, st.VLANDrops = sum(cntLearnFull), sum(cntMoves), sum(cntFiltered), sum(cntFlooded), sum(cntVLANDrop)
-	ctl.mu.Lock()
-	st.AgingTimeSec = ctl.cfg.aging()
-	ctl.mu.Unlock()
-	if m, err := h.Map("br_flood"); err == nil {
-		var p uint32
-		var dv devmapVal
-		it := m.Iterate()
-		for it.Next(&p, &dv) {
-			st.FloodPorts++
-		}
-	}
-	return st, nil
-}
-
-// FlushArgs select the learned entries fdb_flush removes (all by default).
-type FlushArgs struct {
-	Port string `json:"port,omitempty" format:"name"`
-	VLAN int    `json:"vlan,omitempty" minimum:"0" maximum:"4094" doc:"1..4094; 0 or absent: every VLAN"`
-	// Static also removes static entries from the kernel until the next
-	// sync; off by default (static entries belong to the table).
-}
-
-func flushFDB(h cube.Handle, c *cube.Cube, args any) (any, error) {
-	a, _ := args.(*FlushArgs)
-	if a == nil {
-		a = &FlushArgs{}
-	}
-	port := -1
-	if a.VLAN != 0 {
-		if err := checkVID("vlan", a.VLAN); err != nil {
-			return nil, err
-		}
-	}
-	if a.Port != "" {
-		p := c.Port(a.Port)
-		if p == nil {
-			return nil, cube.NotFound("port", "cube %s has no port %q", c.Name, a.Port)
-		}
-		port = p.Index
-	}
-	fdbM, err := h.Map("br_fdb")
-	if err != nil {
-		return nil, err
-	}
-	var k kFDBKey
-	var v kFDBVal
-	var del []kFDBKey
-	it := fdbM.Iterate()
-	for it.Next(&k, &v) {
-		if v.Flags&fdbStatic != 0 || (port >= 0 && int(v.Port) != port) || (a.VLAN != 0 && int(k.VLAN) != a.VLAN) {
-			continue
-		}
-		del = append(del, k)
-	}
-	for _, k := range del {
-		fdbM.Delete(k)
-	}
-	return map[string]int{"flushed": len(del)}, nil
-}
+// objects are the fast path built for each hook (make bpf).
+//
+//go:embed bpf/*.o
+var objects embed.FS
 
 var staticTable = cube.Table{
 	Name: "fdb",
@@ -490,19 +236,14 @@ var Type = &cube.Type{
 	Name:        "bridge",
 	Description: "802.1Q learning bridge: MAC learning and aging in the fast path, static FDB, access/trunk ports, in-kernel flooding per VLAN.",
 	Hooks:       []datapath.Hook{datapath.XDP, datapath.TC},
-	Object: func(h datapath.Hook) ([]byte, error) {
-		if h == datapath.TC {
-			return objTC, nil
-		}
-		return objXDP, nil
-	},
-	Config:     &Config{},
-	PortConfig: &PortConfig{},
-	Tables:     []cube.Table{staticTable},
+	Object:      cube.HookObjects(objects, "bpf/bridge"),
+	Config:      &Config{},
+	PortConfig:  &PortConfig{},
+	Tables:      []cube.Table{staticTable},
 	Views: []cube.View{
-		{Name: "fdb", Doc: "The forwarding database: learned and static MACs per VLAN, with their port and age.", Item: &FDBRow{}, List: listFDB},
+		{Name: "fdb", Doc: "The forwarding database: learned and static MACs per VLAN, with their port and age.", Item: &FDBRow{}, List: listFDB, Unlocked: true},
 		{Name: "status", Doc: "FDB occupancy and the bridge's counters (learning failures when full, MAC moves, floods, VLAN drops).", Item: &Status{}, Object: true,
-			List: func(h cube.Handle, c *cube.Cube) (any, error) { return h.Controller().(*controller).status(h, c) }},
+			List: cube.ListOn((*controller).status)},
 	},
 	Actions: []cube.Action{{Name: "fdb_flush", Doc: "Remove learned FDB entries (all, or of one port and/or VLAN).", Args: &FlushArgs{}, Do: flushFDB}},
 	New:     func() cube.Controller { return &controller{} },

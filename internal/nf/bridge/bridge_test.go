@@ -10,6 +10,7 @@ import (
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/ktime"
 	"github.com/edgenf/edgenf/internal/nftest"
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
@@ -67,7 +68,7 @@ var hooks = []struct {
 // the port's tx counter is bumped.
 func floodHops(t *testing.T, r *nftest.Rig) {
 	for _, p := range r.Model.Ports {
-		if err := r.Cube.SetHop(uint32(p.Index), datapath.Hop{Kind: datapath.DstIface, Ifindex: uint32(100000 + p.Index)}); err != nil {
+		if err := r.Prog.SetHop(uint32(p.Index), datapath.Hop{Kind: datapath.DstIface, Ifindex: uint32(100000 + p.Index)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -145,14 +146,14 @@ func TestAging(t *testing.T) {
 		t.Fatal("not learned")
 	}
 	// Make A's entry 6 s old: the fast path ignores it (floods)...
-	fdbM, _ := r.Cube.Map("br_fdb")
+	fdbM, _ := r.Prog.Map("br_fdb")
 	k := kFDBKey{VLAN: 1}
 	copy(k.MAC[:], nftest.MAC(macA))
 	var v kFDBVal
 	if err := fdbM.Lookup(k, &v); err != nil {
 		t.Fatal(err)
 	}
-	v.Seen = monoNow() - 6e9
+	v.Seen = ktime.CoarseNow() - 6e9
 	fdbM.Put(k, v)
 	if res := r.Run("p1", frame(macB, macA, 0)); res.Sent() {
 		t.Fatal("aged entry still used")
@@ -274,10 +275,10 @@ func TestStaticEntries(t *testing.T) {
 
 func TestFDBFull(t *testing.T) {
 	r := nftest.New(t, Type, flat(datapath.XDP))
-	fdbM, _ := r.Cube.Map("br_fdb")
+	fdbM, _ := r.Prog.Map("br_fdb")
 	keys := make([]kFDBKey, FDBCapacity)
 	vals := make([]kFDBVal, FDBCapacity)
-	now := monoNow()
+	now := ktime.CoarseNow()
 	for i := range keys {
 		keys[i] = kFDBKey{MAC: [6]byte{0x02, 0xee, 0, byte(i >> 16), byte(i >> 8), byte(i)}, VLAN: 1}
 		vals[i] = kFDBVal{Port: 2, Seen: now}

@@ -14,6 +14,7 @@ import (
 	"github.com/edgenf/edgenf/internal/netlab"
 	"github.com/edgenf/edgenf/internal/nftest"
 	"github.com/edgenf/edgenf/internal/tenant"
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 type vlanLab struct {
@@ -84,6 +85,7 @@ func (l *vlanLab) txPackets(t *testing.T, port string) uint64 {
 }
 
 func TestE2EBridgeVLANsAndLearning(t *testing.T) {
+	testenv.E2E(t)
 	for _, hook := range []datapath.Hook{datapath.XDP, datapath.TC} {
 		t.Run(string(hook), func(t *testing.T) {
 			l := fiveHosts(t, hook)

@@ -8,7 +8,7 @@ package capture
 
 import (
 	"context"
-	_ "embed"
+	"embed"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -22,12 +22,10 @@ import (
 	"github.com/edgenf/edgenf/internal/datapath"
 )
 
-var (
-	//go:embed bpf/capture_xdp.o
-	objXDP []byte
-	//go:embed bpf/capture_tc.o
-	objTC []byte
-)
+// objects are the fast path built for each hook (make bpf).
+//
+//go:embed bpf/*.o
+var objects embed.FS
 
 // MaxSnaplen is the longest copy of a frame (capture.bpf.c's CAP_MAX):
 // jumbo frames fit; longer ones (GSO packets at TC) are cut.
@@ -127,7 +125,7 @@ type kstats struct {
 type controller struct{}
 
 // Maps is where a capture's maps come from: a cube.Handle, or a
-// datapath.Cube (benchmarks).
+// datapath.Program (benchmarks).
 type Maps interface {
 	Map(name string) (*ebpf.Map, error)
 }
@@ -276,13 +274,8 @@ var Type = &cube.Type{
 		"that `edgenf capture` streams as pcapng; passes everything unchanged.",
 	Transparent: true,
 	Hooks:       []datapath.Hook{datapath.TC, datapath.XDP},
-	Object: func(h datapath.Hook) ([]byte, error) {
-		if h == datapath.XDP {
-			return objXDP, nil
-		}
-		return objTC, nil
-	},
-	Config: &Config{},
+	Object:      cube.HookObjects(objects, "bpf/capture"),
+	Config:      &Config{},
 	Views: []cube.View{{
 		Name: "counters", Doc: "Frames seen, matched by the filter, captured, and dropped over the rate or for want of ring space.",
 		Item: &Counters{}, Object: true,

@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/cilium/ebpf"
+	"github.com/edgenf/edgenf/internal/bpfmap"
+	"github.com/edgenf/edgenf/internal/ktime"
 	"golang.org/x/sys/unix"
 )
 
@@ -215,13 +218,6 @@ type Conn struct {
 	_        uint32
 }
 
-// Now is the kernel's bpf_ktime_get_ns() clock (CLOCK_MONOTONIC).
-func Now() uint64 {
-	var ts unix.Timespec
-	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return uint64(ts.Nano())
-}
-
 // Expired reports whether c idled past its state's timeout at now.
 func (c Conn) Expired(k KTimeouts, now uint64) bool {
 	return now > c.LastSeen && now-c.LastSeen > uint64(k.Timeout(c.State))*1e9
@@ -233,4 +229,38 @@ func (c Conn) IdleSeconds(now uint64) float64 {
 		return 0
 	}
 	return float64(now-c.LastSeen) / 1e9
+}
+
+// Sweep is the aging loop of a connection table (a hash map from Tuple to
+// V): it deletes, in batches, the connections that idled past their state's
+// timeout under to, or every entry with all, and returns how many
+// connections it deleted. conn returns an entry's connection state. A table
+// that keeps a connection under both its tuples (the NAT's, one entry per
+// direction) also says which entry is the reply's, and gives the other
+// tuple from the original's: the pair goes together, judged by the
+// original, and counts once.
+func Sweep[K comparable, V any](m *ebpf.Map, to KTimeouts, all bool, conn func(v V) (c Conn, reply bool, other K)) (int, error) {
+	now := ktime.Now()
+	var dead []K
+	var none K
+	n := 0
+	if err := bpfmap.Each(m, func(k K, v V) bool {
+		c, reply, other := conn(v)
+		switch {
+		case reply:
+			if all { // orphaned ones too
+				dead = append(dead, k)
+			}
+		case all || c.Expired(to, now):
+			dead = append(dead, k)
+			if other != none {
+				dead = append(dead, other)
+			}
+			n++
+		}
+		return true
+	}); err != nil {
+		return 0, err
+	}
+	return n, bpfmap.Delete(m, dead)
 }

@@ -32,9 +32,9 @@ func BenchmarkCost(b *testing.B) {
 		frame []byte
 	}{
 		{"bare-xdp-drop", drop, nftest.UDP4("198.18.0.10", "198.19.0.1", 1024, 9, make([]byte, 18))},
-		{"ddos-exact-drop", r.Cube.Program(), nftest.UDP4("198.18.0.10", "198.19.0.1", 1024, 9, make([]byte, 18))},
-		{"ddos-prefix-drop", r.Cube.Program(), nftest.UDP4("198.18.7.10", "198.19.0.1", 1024, 9, make([]byte, 18))},
-		{"ddos-pass-detect", r.Cube.Program(), nftest.UDP4("198.18.0.11", "198.19.0.1", 1024, 9, make([]byte, 18))},
+		{"ddos-exact-drop", r.Prog.EBPF(), nftest.UDP4("198.18.0.10", "198.19.0.1", 1024, 9, make([]byte, 18))},
+		{"ddos-prefix-drop", r.Prog.EBPF(), nftest.UDP4("198.18.7.10", "198.19.0.1", 1024, 9, make([]byte, 18))},
+		{"ddos-pass-detect", r.Prog.EBPF(), nftest.UDP4("198.18.0.11", "198.19.0.1", 1024, 9, make([]byte, 18))},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			if err := r.DP.SetMetadata(datapath.Metadata{Cube: datapath.MaxSlots, Hop: hop}); err != nil {
@@ -67,7 +67,7 @@ func BenchmarkCostLengths(b *testing.B) {
 			if err := r.DP.SetMetadata(datapath.Metadata{Cube: datapath.MaxSlots, Hop: hop}); err != nil {
 				b.Fatal(err)
 			}
-			_, d, err := r.Cube.Program().Benchmark(frame, b.N, nil)
+			_, d, err := r.Prog.EBPF().Benchmark(frame, b.N, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

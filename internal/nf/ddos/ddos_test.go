@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf/perf"
+	"github.com/edgenf/edgenf/internal/bpfmap"
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/nftest"
@@ -59,7 +60,7 @@ func tcp4(src, dst string, sport, dport uint16, flags string) []byte {
 	return nftest.Serialize(eth, ip, tcp)
 }
 
-func counters(t *testing.T, r *nftest.Rig) map[string]uint64 {
+func countersOf(t *testing.T, r *nftest.Rig) map[string]uint64 {
 	t.Helper()
 	c, err := Counters(r.Handle())
 	if err != nil {
@@ -107,7 +108,7 @@ func TestBlacklistKinds(t *testing.T) {
 					}
 				}
 			}
-			got := counters(t, r)
+			got := countersOf(t, r)
 			// ARP passes without being counted as inspected IP traffic.
 			if got["dropped_src_blacklist"] != 8 || got["dropped_dst_blacklist"] != 6 || got["passed"] != 8 {
 				t.Errorf("counters %v", got)
@@ -192,7 +193,7 @@ func TestSyncKeepsCountersAndRemovesEntries(t *testing.T) {
 			t.Errorf("removed entry still drops: %d", v)
 		}
 	}
-	m, _ := r.Cube.Map("dd_src_lpm")
+	m, _ := r.Prog.Map("dd_src_lpm")
 	var k lpmKey
 	var v entryVal
 	if m.Iterate().Next(&k, &v) {
@@ -337,7 +338,7 @@ func TestPortScanDistinctPorts(t *testing.T) {
 			if v := r.RunTransparent(datapath.Ingress, tcp4(client, "198.19.0.1", 30001, 443, "S")).Verdict; v != h.pass {
 				t.Errorf("client blocked")
 			}
-			c := counters(t, r)
+			c := countersOf(t, r)
 			if c["blocked_scan"] != 1 || c["events"] != 1 || c["dropped_blocked"] != 11 || c["mirrored"] != 0 {
 				t.Errorf("counters %v", c)
 			}
@@ -436,7 +437,7 @@ func TestRateBlocking(t *testing.T) {
 					t.Fatalf("packet %d over the threshold passes", 10+i)
 				}
 			}
-			c := counters(t, r)
+			c := countersOf(t, r)
 			if c["blocked_rate"] != 1 || c["dropped_blocked"] != 5 || c["passed"] != 30 {
 				t.Errorf("counters %v", c)
 			}
@@ -466,7 +467,7 @@ func TestScannerMirrored(t *testing.T) {
 					t.Fatalf("ping %d: verdict %d", i, res.Verdict)
 				}
 			}
-			c := counters(t, r)
+			c := countersOf(t, r)
 			if c["mirrored"] != 3 || c["dropped_blocked"] != 8 || c["blocked_scan"] != 1 || c["blocked_rate"] != 1 {
 				t.Errorf("counters %v", c)
 			}
@@ -481,8 +482,8 @@ func TestMillionEntries(t *testing.T) {
 	// The maps are filled directly; the model's IPv6 entries make the
 	// fast path look them up.
 	r := nftest.New(t, Type, model(datapath.XDP, nil, []Entry{{Prefix: "198.18.0.1"}, {Prefix: "2001:db8:ffff::7"}, {Prefix: "2001:db8::/64"}}, nil))
-	exact, _ := r.Cube.Map("dd_src_exact")
-	lpm, _ := r.Cube.Map("dd_src_lpm")
+	exact, _ := r.Prog.Map("dd_src_exact")
+	lpm, _ := r.Prog.Map("dd_src_lpm")
 	const n = MaxEntries - 1
 	keys := make([]addrKey, n)
 	vals := make([]entryVal, n)
@@ -493,7 +494,7 @@ func TestMillionEntries(t *testing.T) {
 		keys[i] = a
 	}
 	start := time.Now()
-	if err := putBatch(exact, keys, vals); err != nil {
+	if err := bpfmap.Put(exact, keys, vals); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%d exact entries in %v", n+1, time.Since(start))

@@ -21,11 +21,13 @@ import (
 	"github.com/edgenf/edgenf/bench/gen"
 	"github.com/edgenf/edgenf/bench/kern"
 	"github.com/edgenf/edgenf/bench/scenario"
+	"github.com/edgenf/edgenf/internal/bpfmap"
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/netlab"
 	"github.com/edgenf/edgenf/internal/nftest"
 	"github.com/edgenf/edgenf/internal/tenant"
+	"github.com/edgenf/edgenf/internal/testenv"
 	"github.com/vishvananda/netlink"
 )
 
@@ -38,6 +40,7 @@ import (
 // ddos-prefix, bare, ...; ratios are to the mean of the bare trials around.
 // A benchmark, not a test: run with EDGENF_BENCH=1.
 func TestDropRateVsBareXDPDrop(t *testing.T) {
+	testenv.E2E(t)
 	if os.Getenv("EDGENF_BENCH") == "" {
 		t.Skip("benchmark: set EDGENF_BENCH=1")
 	}
@@ -283,7 +286,7 @@ func loadMillion(t *testing.T, e interface {
 		binary.BigEndian.PutUint32(a[12:], uint32(i))
 		keys[i] = a
 	}
-	if err := putBatch(exact, keys, vals); err != nil {
+	if err := bpfmap.Put(exact, keys, vals); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < n; i++ {

@@ -13,9 +13,11 @@ import (
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/netlab"
+	"github.com/edgenf/edgenf/internal/nf/counters"
 	_ "github.com/edgenf/edgenf/internal/nf/portfwd"
 	"github.com/edgenf/edgenf/internal/nftest"
 	"github.com/edgenf/edgenf/internal/tenant"
+	"github.com/edgenf/edgenf/internal/testenv"
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 	"golang.org/x/sys/unix"
@@ -146,6 +148,7 @@ func synScan(t *testing.T, h *netlab.Host, src, dst string, first, n int, gap ti
 // blocked after 40 distinct ports, reported as an event and its packets
 // are mirrored to a monitor namespace; the client is untouched.
 func TestScanBlockedClientUnaffected(t *testing.T) {
+	testenv.E2E(t)
 	for _, hook := range []datapath.Hook{datapath.XDP, datapath.TC} {
 		t.Run(string(hook), func(t *testing.T) { testScanBlocked(t, hook) })
 	}
@@ -240,7 +243,7 @@ func testScanBlocked(t *testing.T, hook datapath.Hook) {
 	}
 	c, err := e.View(tenant.Admin, "dd", "counters")
 	must(err)
-	for _, x := range c.([]Counter) {
+	for _, x := range c.([]counters.Counter) {
 		if (x.Name == "mirrored" || x.Name == "dropped_blocked") && x.Value != 260 {
 			t.Errorf("counter %s = %d, want 260", x.Name, x.Value)
 		}

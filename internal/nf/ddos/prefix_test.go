@@ -243,8 +243,8 @@ func TestPrefixFallback(t *testing.T) {
 // with their counters.
 func TestIPv4EntriesMoveFromOldMaps(t *testing.T) {
 	r := nftest.New(t, Type, model(datapath.XDP, nil, nil, nil))
-	exact, _ := r.Cube.Map("dd_src_exact")
-	lpm, _ := r.Cube.Map("dd_dst_lpm")
+	exact, _ := r.Prog.Map("dd_src_exact")
+	lpm, _ := r.Prog.Map("dd_dst_lpm")
 	if err := exact.Put(key16(netip.MustParseAddr("198.18.0.7")), entryVal{Packets: 5, Bytes: 500}); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/cilium/ebpf"
+	"github.com/edgenf/edgenf/internal/bpfmap"
 )
 
 // The IPv4 table of a blacklist (dd_{src,dst}_t4 and _t4v in ddos.bpf.c):
@@ -87,21 +88,17 @@ func (k tabKey) lpm4() lpm4Key { return lpm4Key{Prefixlen: uint32(k.bits()), Add
 
 type lpm4Key struct {
 	Prefixlen uint32
-	Addr      [4]byte
+	Addr      [4]byte `btf:"a"`
 }
 
 // entry4Val is a value of the fallback trie (struct dd_entry4).
 type entry4Val struct {
-	Expires uint64
-	Packets uint64
-	Bytes   uint64
-	Len     uint32
-	Pad     uint32
+	entryVal
+	Len uint32
+	Pad uint32
 }
 
-func (v entry4Val) entry() entryVal {
-	return entryVal{Expires: v.Expires, Packets: v.Packets, Bytes: v.Bytes}
-}
+func (v entry4Val) entry() entryVal { return v.entryVal }
 
 // The table's lengths in the settings (struct dd_tab_cfg).
 type tabLenCfg struct{ Tag, Seed uint32 }
@@ -301,10 +298,10 @@ func (t *table) add(h mapper, ks []tabKey, vs []tabEntry) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := putBatch(vm, idxs, evals); err != nil {
+	if err := bpfmap.Put(vm, idxs, evals); err != nil {
 		return nil, fmt.Errorf("%s: %w", t.valsMap, err)
 	}
-	if err := putBatch(sm, slots, svals); err != nil {
+	if err := bpfmap.Put(sm, slots, svals); err != nil {
 		return nil, fmt.Errorf("%s: %w", t.slotsMap, err)
 	}
 	return over, nil

@@ -74,7 +74,7 @@ func TestExactIPv4Table(t *testing.T) {
 			if x, ok := hitOf(t, r, "2001:db8::7/128"); !ok || x.Packets != 1 {
 				t.Errorf("hits of 2001:db8::7: %+v %v", x, ok)
 			}
-			if c := counters(t, r); c["dropped_src_blacklist"] != 3 || c["passed"] != 2 {
+			if c := countersOf(t, r); c["dropped_src_blacklist"] != 3 || c["passed"] != 2 {
 				t.Errorf("counters %v", c)
 			}
 
@@ -229,7 +229,7 @@ func TestExactIPv4TableCounterFold(t *testing.T) {
 		if err := r.DP.SetMetadata(datapath.Metadata{Cube: datapath.MaxSlots, Hop: hop}); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := r.Cube.Program().Benchmark(f, rep, nil); err != nil {
+		if _, _, err := r.Prog.EBPF().Benchmark(f, rep, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -238,12 +238,12 @@ func TestExactIPv4TableCounterFold(t *testing.T) {
 		t.Errorf("hits %+v, want %d packets, %d bytes", x, 2*n, 2*n*len(f))
 	}
 	var te tabEntry
-	vals, _ := r.Cube.Map("dd_src_t4v")
+	vals, _ := r.Prog.Map("dd_src_t4v")
 	idx, _ := srcTab(r).index(key4("198.18.0.7"))
 	if err := vals.Lookup(idx, &te); err != nil || te.Packets != 2<<19 || te.Recent>>recShift != 2000 {
 		t.Errorf("entry %+v %v: want two folds", te, err)
 	}
-	if c := counters(t, r); c["dropped_src_blacklist"] != 2*n {
+	if c := countersOf(t, r); c["dropped_src_blacklist"] != 2*n {
 		t.Errorf("counters %v", c)
 	}
 }
@@ -281,7 +281,7 @@ func TestIPv4TableMillion(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	over, err := tab.add(r.Cube, ks, make([]tabEntry, n))
+	over, err := tab.add(r.Prog, ks, make([]tabEntry, n))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +314,7 @@ func TestIPv4TableMillion(t *testing.T) {
 			if !tab.has(c.want) {
 				continue // no room: not the fast path's business
 			}
-			tab.entry(r.Cube, c.want, &before)
+			tab.entry(r.Prog, c.want, &before)
 		}
 		v := r.RunTransparent(datapath.Ingress, nftest.UDP4(c.src, "198.18.0.1", 1, 2, nil)).Verdict
 		if (v == datapath.XDPDrop) != (c.want != 0) {
@@ -322,7 +322,7 @@ func TestIPv4TableMillion(t *testing.T) {
 		}
 		if c.want != 0 {
 			var after entryVal
-			tab.entry(r.Cube, c.want, &after)
+			tab.entry(r.Prog, c.want, &after)
 			if after.Packets != before.Packets+1 {
 				t.Errorf("%s: %s counted %d packets, want 1", c.src, c.want.prefix(), after.Packets-before.Packets)
 			}

@@ -50,7 +50,7 @@ func perPacket(b *testing.B, n int, mixed, cached, v6 bool) {
 		b.Fatalf("verdict %d", res.Verdict)
 	}
 	b.ResetTimer()
-	_, d, err := r.Cube.Program().Benchmark(frame, b.N, nil)
+	_, d, err := r.Prog.EBPF().Benchmark(frame, b.N, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

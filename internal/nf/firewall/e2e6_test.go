@@ -7,6 +7,7 @@ import (
 
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/netlab"
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 // TestE2EIPv6RulesAndFragments: dual-stack hosts across the firewall. IPv6
@@ -15,9 +16,7 @@ import (
 // UDP datagrams, fragmented by the sender's kernel, meeting a deny rule leak
 // not a single fragment in either family; IPv4 keeps working beside.
 func TestE2EIPv6RulesAndFragments(t *testing.T) {
-	if testing.Short() {
-		t.Skip("namespaces")
-	}
+	testenv.E2E(t)
 	for _, hook := range []datapath.Hook{datapath.XDP, datapath.TC} {
 		t.Run(string(hook), func(t *testing.T) {
 			_, a, b := fwLab(t, hook, `{"ingress_policy":"drop","egress_policy":"drop","accept_established":true}`,

@@ -14,6 +14,7 @@ import (
 	"github.com/edgenf/edgenf/internal/engine"
 	"github.com/edgenf/edgenf/internal/netlab"
 	"github.com/edgenf/edgenf/internal/nftest"
+	"github.com/edgenf/edgenf/internal/testenv"
 
 	_ "github.com/edgenf/edgenf/internal/nf/nat"
 	_ "github.com/edgenf/edgenf/internal/nf/portfwd"
@@ -101,6 +102,7 @@ func tcpConnect(t *testing.T, from, to *netlab.Host, dst string, port int) error
 // exactly as the rules say; return traffic passes with accept_established
 // and is blocked without it; counters and the log show the matches.
 func TestE2EFirewallPermitsAndBlocks(t *testing.T) {
+	testenv.E2E(t)
 	for _, at := range nftest.Attachments {
 		t.Run(at.Name, func(t *testing.T) {
 			at.Use(t)
@@ -210,6 +212,7 @@ func TestE2EFirewallPermitsAndBlocks(t *testing.T) {
 // with return traffic accepted as established; from outside only the
 // forwarded port the firewall allows gets in.
 func TestE2ERouterNATFirewall(t *testing.T) {
+	testenv.E2E(t)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -296,6 +299,7 @@ func TestE2ERouterNATFirewall(t *testing.T) {
 // fragment of a datagram whose first fragment never came meets the drop
 // policy of the other chain.
 func TestE2EFragmentedDatagramsMeetTheRules(t *testing.T) {
+	testenv.E2E(t)
 	for _, hook := range []datapath.Hook{datapath.XDP, datapath.TC} {
 		t.Run(string(hook), func(t *testing.T) {
 			e, a, b := fwLab(t, hook, `{"ingress_policy":"drop"}`,

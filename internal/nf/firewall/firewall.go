@@ -1,34 +1,342 @@
-// Package firewall is the firewall NF: a transparent cube with an ingress and
-// an egress chain of IPv4 rules (prefixes, protocol, port ranges, TCP flags,
-// connection-tracking state; accept or drop, optional rate-limited log), a
-// default policy per chain, per-rule counters, connection tracking with a TCP
-// state machine, bit-vector classification for ≥10,000 rules per chain, and
-// atomic replacement of the whole rule set.
 package firewall
 
 import (
-	_ "embed"
-	"errors"
+	"embed"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
-	"sync"
-	"time"
+	"strings"
 
-	"github.com/cilium/ebpf"
-	"github.com/edgenf/edgenf/internal/bpfmap"
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/nf/conntrack"
+	"github.com/edgenf/edgenf/internal/schema"
 )
 
-var (
-	//go:embed bpf/firewall_xdp.o
-	objXDP []byte
-	//go:embed bpf/firewall_tc.o
-	objTC []byte
+// MaxRules is the number of rules a chain holds.
+const MaxRules = 10240
+
+// Config is the firewall's settings.
+type Config struct {
+	// IngressPolicy and EgressPolicy are what happens to a packet no rule
+	// of the chain matches: accept (default) or drop.
+	IngressPolicy string `json:"ingress_policy,omitempty" format:"fw-action" doc:"accept (default) or drop"`
+	EgressPolicy  string `json:"egress_policy,omitempty" format:"fw-action" doc:"accept (default) or drop"`
+	// AcceptEstablished accepts every packet of a tracked connection
+	// (state established or related) before the rules are looked at.
+	AcceptEstablished bool `json:"accept_established,omitempty"`
+	// LogRate bounds the packets rules with log send to the slow path, per
+	// second and CPU (default 100; 0 keeps the default, -1 disables).
+	LogRate int `json:"log_rate,omitempty" minimum:"-1" maximum:"1000000"`
+	// Timeouts are per-state idle timeouts of tracked connections (s).
+	Timeouts *conntrack.Timeouts `json:"timeouts,omitempty"`
+}
+
+// Validate checks the settings.
+func (c *Config) Validate(*cube.Cube) error {
+	for field, p := range map[string]string{"ingress_policy": c.IngressPolicy, "egress_policy": c.EgressPolicy} {
+		if _, err := parsePolicy(p); err != nil {
+			return cube.Errorf(field, "%v", err)
+		}
+	}
+	if c.LogRate < -1 || c.LogRate > 1000000 {
+		return cube.Errorf("log_rate", "%d out of range -1..1000000", c.LogRate)
+	}
+	if err := c.Timeouts.Validate(); err != nil {
+		return cube.Errorf("timeouts", "%v", err)
+	}
+	return nil
+}
+
+func parsePolicy(s string) (uint8, error) {
+	switch strings.ToLower(s) {
+	case "", "accept":
+		return actAccept, nil
+	case "drop":
+		return actDrop, nil
+	}
+	return 0, fmt.Errorf("unknown policy %q: want accept or drop", s)
+}
+
+const (
+	actAccept = 0
+	actDrop   = 1
 )
+
+// Rule is one rule of a chain. Empty fields match everything; a packet must
+// match every field given. Rules are tried by increasing id. A rule without
+// addresses and family matches IPv4 and IPv6 alike.
+type Rule struct {
+	ID int `json:"id" minimum:"1" maximum:"1073741824"`
+	// Family restricts the rule to ipv4 or ipv6 (implied by addresses).
+	Family string `json:"family,omitempty" enum:"ipv4|ipv6" doc:"ipv4 or ipv6 (absent: implied by src and dst, else both); one src or dst, or proto icmp or icmpv6, disagrees with: 422"`
+	// Src and Dst are IPv4 or IPv6 prefixes ("198.18.0.0/16",
+	// "2001:db8::/32") or addresses; 0.0.0.0/0 is every IPv4 address, ::/0
+	// every IPv6 one.
+	Src string `json:"src,omitempty" format:"ip-match"`
+	Dst string `json:"dst,omitempty" format:"ip-match" doc:"an IPv4 or IPv6 address or prefix (no bits set after the length), or any; of src's family (422 otherwise)"`
+	// Proto is tcp, udp, icmp, icmpv6 or an IP protocol number (the
+	// upper-layer header, found past IPv6 extension headers).
+	Proto string `json:"proto,omitempty" format:"ip-protocol"`
+	// Sport and Dport are a port or an inclusive range "lo-hi" (tcp/udp).
+	Sport string `json:"sport,omitempty" format:"port-range"`
+	Dport string `json:"dport,omitempty" format:"port-range"`
+	// ICMPType is an ICMP or ICMPv6 message type, by number or name
+	// (echo-request, echo-reply, destination-unreachable, time-exceeded,
+	// parameter-problem; ICMPv6 also packet-too-big and the neighbour
+	// discovery types; proto icmp or icmpv6).
+	ICMPType string `json:"icmp_type,omitempty" format:"icmp-type"`
+	// TCPFlags lists flags that must be set, and with '!' clear:
+	// "SYN,!ACK" (FIN SYN RST PSH ACK URG ECE CWR; proto tcp).
+	TCPFlags string `json:"tcp_flags,omitempty" format:"tcp-flags"`
+	// State is a comma-separated set of connection-tracking states: new,
+	// established, related, invalid.
+	State string `json:"state,omitempty" format:"ct-states"`
+	// Action is accept or drop.
+	Action string `json:"action" format:"fw-action"`
+	// Log sends matching packets (rate-limited) to the slow path's log.
+	Log         bool   `json:"log,omitempty"`
+	Description string `json:"description,omitempty"`
+}
+
+func init() {
+	flag := "!?(" + strings.Join(caseFolded(flagNames()), "|") + ")"
+	state := "(" + strings.Join(caseFolded(conntrack.PktStateNames[:]), "|") + ")"
+	schema.Register("fw-action", schema.Format{Pattern: schema.Anchored(schema.CaseFold("accept") + "|" + schema.CaseFold("drop")),
+		Doc: "accept or drop"})
+	schema.Register("ip-protocol", schema.Format{Pattern: schema.Anchored(strings.Join(caseFolded([]string{"tcp", "udp", "icmp", "icmpv6", "ipv6-icmp", "any"}), "|") + "|0*" + schema.Dec8),
+		Doc: "tcp, udp, icmp, icmpv6, any, or an IP protocol number 0..255 (icmp in an IPv6 rule, icmpv6 in an IPv4 one: 422)"})
+	schema.Register("icmp-type", schema.Format{Pattern: schema.Anchored(icmpTypePattern(icmpTypes, icmp6Types)),
+		Doc: "an ICMP (proto icmp) or ICMPv6 (proto icmpv6) message type: 0..255 or its name, e.g. echo-request"})
+	schema.Register("tcp-flags", schema.Format{Pattern: schema.Anchored(flag + "(," + flag + ")*"),
+		Doc: "TCP flags that must be set, and with '!' clear, each once (422 otherwise): SYN,!ACK (FIN SYN RST PSH ACK URG ECE CWR)"})
+	schema.Register("ct-states", schema.Format{Pattern: schema.Anchored(state + "(," + state + ")*"),
+		Doc: "connection-tracking states: new, established, related, invalid, e.g. established,related"})
+}
+
+// icmpTypePattern matches the names of these tables' ICMP types, in any
+// case, and the numbers 0..255 (as icmpType reads them).
+func icmpTypePattern(tables ...map[string]int) string {
+	var names []string
+	for _, t := range tables {
+		for n := range t {
+			if !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	sort.Strings(names)
+	return strings.Join(caseFolded(names), "|") + "|0*" + schema.Dec8
+}
+
+func flagNames() []string {
+	out := make([]string, 0, len(flagBits))
+	for n := range flagBits {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func caseFolded(words []string) []string {
+	out := make([]string, len(words))
+	for i, w := range words {
+		out[i] = schema.CaseFold(w)
+	}
+	return out
+}
+
+// RefineSchema: ports need protocol tcp or udp, TCP flags protocol tcp,
+// an ICMP type protocol icmp or icmpv6 (and a type of its protocol).
+func (*Rule) RefineSchema(s *schema.Schema) {
+	s.AnyOf = []*schema.Schema{
+		schema.Branch(nil, map[string]*schema.Schema{"sport": schema.Absent(), "dport": schema.Absent(), "tcp_flags": schema.Absent(), "icmp_type": schema.Absent()}),
+		schema.Branch([]string{"proto"}, map[string]*schema.Schema{"proto": schema.Str(schema.Anchored(schema.CaseFold("udp") + "|0*17")), "tcp_flags": schema.Absent(), "icmp_type": schema.Absent()}),
+		schema.Branch([]string{"proto"}, map[string]*schema.Schema{"proto": schema.Str(schema.Anchored(schema.CaseFold("tcp") + "|0*6")), "icmp_type": schema.Absent()}),
+		schema.Branch([]string{"proto"}, map[string]*schema.Schema{"proto": schema.Str(schema.Anchored(schema.CaseFold("icmp") + "|0*1")),
+			"sport": schema.Absent(), "dport": schema.Absent(), "tcp_flags": schema.Absent(), "icmp_type": schema.Str(schema.Anchored(icmpTypePattern(icmpTypes)))}),
+		schema.Branch([]string{"proto"}, map[string]*schema.Schema{"proto": schema.Str(schema.Anchored(schema.CaseFold("icmpv6") + "|" + schema.CaseFold("ipv6-icmp") + "|0*58")),
+			"sport": schema.Absent(), "dport": schema.Absent(), "tcp_flags": schema.Absent(), "icmp_type": schema.Str(schema.Anchored(icmpTypePattern(icmp6Types)))}),
+	}
+}
+
+// compiled is a validated rule in the form the compiler uses.
+type compiled struct {
+	id             int
+	src, dst       netip.Prefix // zero: any
+	proto          int          // -1: any
+	sport, dport   [2]uint16    // inclusive range
+	hasSp, hasDp   bool
+	flagMask, flag uint8
+	states         uint8 // bit per conntrack packet state; 0: any
+	action         uint8
+	log            bool
+}
+
+var flagBits = map[string]uint8{"FIN": 0x01, "SYN": 0x02, "RST": 0x04, "PSH": 0x08, "ACK": 0x10, "URG": 0x20, "ECE": 0x40, "CWR": 0x80}
+
+// Validate checks one rule on its own.
+func (r *Rule) Validate(*cube.Cube) error {
+	_, err := r.compile()
+	return err
+}
+
+func prefix(field, s string) (netip.Prefix, error) {
+	if s == "" || s == "any" {
+		return netip.Prefix{}, nil
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		a, aerr := netip.ParseAddr(s)
+		if aerr != nil || a.Zone() != "" {
+			return p, cube.Errorf(field, "invalid prefix %q: want an IPv4 or IPv6 address or address/length, e.g. 198.18.0.0/16 or 2001:db8::/32", s)
+		}
+		p = netip.PrefixFrom(a, a.BitLen())
+	}
+	if p.Addr().Is4In6() {
+		return p, cube.Errorf(field, "%q is an IPv4-mapped IPv6 address: write the IPv4 prefix (%s)", s,
+			netip.PrefixFrom(p.Addr().Unmap(), max(p.Bits()-96, 0)).Masked())
+	}
+	if p.Masked() != p {
+		return p, cube.Unprocessable(field, "%q has host bits set (did you mean %s?)", s, p.Masked())
+	}
+	return p, nil
+}
+
+func portRange(field, s string) ([2]uint16, error) {
+	a, b, isRange := strings.Cut(s, "-")
+	lo, err := strconv.ParseUint(strings.TrimSpace(a), 10, 16)
+	if err != nil {
+		return [2]uint16{}, cube.Errorf(field, "invalid port %q: want 0-65535 or lo-hi", s)
+	}
+	hi := lo
+	if isRange {
+		if hi, err = strconv.ParseUint(strings.TrimSpace(b), 10, 16); err != nil {
+			return [2]uint16{}, cube.Errorf(field, "invalid port %q: want 0-65535 or lo-hi", s)
+		}
+	}
+	if hi < lo {
+		return [2]uint16{}, cube.Unprocessable(field, "inverted port range %q: %d > %d", s, lo, hi)
+	}
+	return [2]uint16{uint16(lo), uint16(hi)}, nil
+}
+
+func (r *Rule) compile() (compiled, error) {
+	c := compiled{id: r.ID, proto: -1}
+	var err error
+	if r.ID < 1 || r.ID > 1<<30 {
+		return c, cube.Errorf("id", "rule id %d out of range 1..%d", r.ID, 1<<30)
+	}
+	if c.src, err = prefix("src", r.Src); err != nil {
+		return c, err
+	}
+	if c.dst, err = prefix("dst", r.Dst); err != nil {
+		return c, err
+	}
+	switch p := strings.ToLower(r.Proto); p {
+	case "", "any":
+	case "tcp":
+		c.proto = 6
+	case "udp":
+		c.proto = 17
+	case "icmp":
+		c.proto = 1
+	case "icmpv6", "ipv6-icmp":
+		c.proto = 58
+	default:
+		n, err := strconv.ParseUint(p, 10, 8)
+		if err != nil {
+			return c, cube.Errorf("proto", "unknown protocol %q: want tcp, udp, icmp, icmpv6 or a number 0-255", r.Proto)
+		}
+		c.proto = int(n)
+	}
+	if err := c.family(r.Family); err != nil {
+		return c, err
+	}
+	if r.Sport != "" || r.Dport != "" {
+		if c.proto != 6 && c.proto != 17 {
+			f := "sport"
+			if r.Sport == "" {
+				f = "dport"
+			}
+			return c, cube.Errorf(f, "ports need proto tcp or udp")
+		}
+	}
+	if r.Sport != "" {
+		if c.sport, err = portRange("sport", r.Sport); err != nil {
+			return c, err
+		}
+		c.hasSp = true
+	}
+	if r.Dport != "" {
+		if c.dport, err = portRange("dport", r.Dport); err != nil {
+			return c, err
+		}
+		c.hasDp = true
+	}
+	if r.ICMPType != "" {
+		// The classifier looks ICMP types up as destination ports.
+		t, err := icmpType(c.proto, r.ICMPType)
+		if err != nil {
+			return c, err
+		}
+		c.dport, c.hasDp = [2]uint16{uint16(t), uint16(t)}, true
+	}
+	if r.TCPFlags != "" {
+		if c.proto != 6 {
+			return c, cube.Errorf("tcp_flags", "tcp_flags need proto tcp")
+		}
+		for _, f := range strings.Split(r.TCPFlags, ",") {
+			f = strings.ToUpper(strings.TrimSpace(f))
+			neg := strings.HasPrefix(f, "!")
+			bit, ok := flagBits[strings.TrimPrefix(f, "!")]
+			if !ok {
+				return c, cube.Errorf("tcp_flags", "unknown TCP flag %q: want FIN, SYN, RST, PSH, ACK, URG, ECE, CWR, optionally with '!'", f)
+			}
+			if c.flagMask&bit != 0 {
+				return c, cube.Unprocessable("tcp_flags", "flag %s given twice", strings.TrimPrefix(f, "!"))
+			}
+			c.flagMask |= bit
+			if !neg {
+				c.flag |= bit
+			}
+		}
+	}
+	if r.State != "" {
+		for _, s := range strings.Split(r.State, ",") {
+			s = strings.ToLower(strings.TrimSpace(s))
+			found := false
+			for i, n := range conntrack.PktStateNames {
+				if n == s {
+					c.states |= 1 << i
+					found = true
+				}
+			}
+			if !found {
+				return c, cube.Errorf("state", "unknown state %q: want new, established, related or invalid", s)
+			}
+		}
+	}
+	switch strings.ToLower(r.Action) {
+	case "accept":
+		c.action = actAccept
+	case "drop":
+		c.action = actDrop
+	case "":
+		return c, cube.Errorf("action", "required: accept or drop")
+	default:
+		return c, cube.Errorf("action", "unknown action %q: want accept or drop", r.Action)
+	}
+	c.log = r.Log
+	return c, nil
+}
+
+// objects are the fast path built for each hook (make bpf).
+//
+//go:embed bpf/*.o
+var objects embed.FS
 
 // Chains, as the direction index.
 var chainNames = [2]string{"ingress", "egress"}
@@ -45,697 +353,23 @@ func ruleTable(chain string) cube.Table {
 
 var tables = []cube.Table{ruleTable("ingress"), ruleTable("egress")}
 
-// ---- kernel layouts ----
-
-type kmeta struct {
-	NRules            uint32
-	NWords            uint32
-	Dims              uint32
-	Policy            uint8
-	AcceptEstablished uint8
-	Valid             uint8
-	_                 uint8
-}
-
-type krule struct {
-	Action uint8
-	Log    uint8
-	_      uint16
-	ID     uint32
-}
-
-type kcfg struct {
-	LogRate uint32
-	_       uint32
-	To      conntrack.KTimeouts
-}
-
-type lpmKey struct {
-	PrefixLen uint32
-	Gen       uint8
-	Chain     uint8
-	Dim       uint8
-	Family    uint8
-	Addr      [16]byte
-}
-
-// prefixKey is the fw_lpm key of prefix p: the family byte keeps IPv4 and
-// IPv6 apart, IPv4 addresses fill the first four bytes.
-func prefixKey(p netip.Prefix, gen, ch, dim uint8) lpmKey {
-	k := lpmKey{PrefixLen: 32 + uint32(p.Bits()), Gen: gen, Chain: ch, Dim: dim, Family: 6}
-	if p.Addr().Is4() {
-		k.Family = 4
-		a := p.Addr().As4()
-		copy(k.Addr[:], a[:])
-	} else {
-		k.Addr = p.Addr().As16()
-	}
-	return k
-}
-
-type clsKey struct {
-	Gen   uint8
-	Chain uint8
-	Dim   uint8
-	_     uint8
-	Cls   uint32
-}
-
-type kcount struct {
-	Packets uint64
-	Bytes   uint64
-}
-
-type kconn struct {
-	C           conntrack.Conn
-	OrigSwapped uint8
-	_           [7]uint8
-	VCache      [2]uint64
-}
-
-// Counter indexes past the rules' (FW_CNT_* in firewall.bpf.c).
-const (
-	cntPolicy   = 4 * MaxRules
-	cntEstab    = 4*MaxRules + 4
-	cntInvalid  = 4*MaxRules + 8
-	cntUnparsed = 4*MaxRules + 12
-	cntBadFrag  = 4*MaxRules + 14
-)
-
-// Rows of the counters view that are not rules.
-const (
-	rowPolicy      = 0  // the chain's default policy
-	rowEstablished = -1 // the accept_established shortcut
-	rowUnparsed    = -2 // frames that could not be parsed, and later fragments of unseen datagrams: the policy judged them
-	rowBadFragment = -3 // fragments that hide or rewrite their datagram's L4 header: dropped
-)
-
-// ---- controller ----
-
-type written struct {
-	lpm []lpmKey
-	cls []clsKey
-}
-
-type controller struct {
-	mu sync.Mutex
-	// Per generation: the keys written (nil: unknown, e.g. after a daemon
-	// restart: the generation is scanned before reuse).
-	written [2]*written
-	// The rule ids by bit of the active generation, per chain.
-	ids [2][]int
-	// Counters of retired generations, per chain and rule id (0: policy).
-	base [2]map[int]kcount
-	cfg  Config
-	log  []LogEntry
-	tick int
-}
-
-func decodeConfig(c *cube.Cube) (*Config, error) {
-	v, err := Type.DecodeConfig(c)
-	if err != nil {
-		return nil, err
-	}
-	if v == nil {
-		return &Config{}, nil
-	}
-	return v.(*Config), nil
-}
-
-func chainRules(c *cube.Cube, chain int) ([]compiled, []int, error) {
-	rows := c.Tables[chainNames[chain]]
-	out := make([]compiled, 0, len(rows))
-	for key, raw := range rows {
-		v, err := cube.Decode("tables."+chainNames[chain]+"["+key+"]", raw, &Rule{})
-		if err != nil {
-			return nil, nil, err
-		}
-		r, err := v.(*Rule).compile()
-		if err != nil {
-			return nil, nil, cube.Within("tables."+chainNames[chain]+"["+key+"]", err)
-		}
-		if strconv.Itoa(r.id) != key {
-			return nil, nil, cube.Errorf("tables."+chainNames[chain]+"["+key+"]", "entry stored under key %q has id %d", key, r.id)
-		}
-		out = append(out, r)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
-	ids := make([]int, len(out))
-	for i, r := range out {
-		ids[i] = r.id
-	}
-	return out, ids, nil
-}
-
-// Sync compiles both chains into the inactive generation and switches to it
-// with one 4-byte map write. Tracked connections are kept.
-func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
-	cfg, err := decodeConfig(c)
-	if err != nil {
-		return err
-	}
-	var sets [2]*chainSet
-	var ids [2][]int
-	for ch := 0; ch < 2; ch++ {
-		rules, rid, err := chainRules(c, ch)
-		if err != nil {
-			return err
-		}
-		if len(rules) > MaxRules {
-			return cube.Errorf("tables."+chainNames[ch], "%d rules, at most %d", len(rules), MaxRules)
-		}
-		pol := cfg.IngressPolicy
-		if ch == 1 {
-			pol = cfg.EgressPolicy
-		}
-		p, _ := parsePolicy(pol)
-		sets[ch] = compileChain(rules, p)
-		ids[ch] = rid
-	}
-	maps, err := openMaps(h)
-	if err != nil {
-		return err
-	}
-	ctl.mu.Lock()
-	defer ctl.mu.Unlock()
-	if err := ctl.writeConfig(maps, cfg); err != nil {
-		return err
-	}
-	var active uint32
-	if err := maps.active.Lookup(uint32(0), &active); err != nil {
-		return err
-	}
-	target := uint8(1 - active&1)
-	if err := ctl.clearGen(maps, target); err != nil {
-		return err
-	}
-	w := &written{}
-	for ch := 0; ch < 2; ch++ {
-		if err := writeChain(maps, target, uint8(ch), sets[ch], cfg, w); err != nil {
-			return fmt.Errorf("write %s chain: %w", chainNames[ch], err)
-		}
-	}
-	ctl.written[target] = w
-	// The switch: the version's low bit is the generation; a new version
-	// also retires every connection's cached verdicts.
-	if err := maps.active.Put(uint32(0), active+1); err != nil {
-		return err
-	}
-	// Fold the retired generation's counters into the base.
-	old := uint8(active & 1)
-	for ch := 0; ch < 2; ch++ {
-		if ctl.base[ch] == nil {
-			ctl.base[ch] = map[int]kcount{}
-		}
-		for bit, id := range ctl.ids[ch] {
-			k, err := readCount(maps.counters, uint32((int(old)*2+ch)*MaxRules+bit))
-			if err == nil {
-				b := ctl.base[ch][id]
-				b.Packets += k.Packets
-				b.Bytes += k.Bytes
-				ctl.base[ch][id] = b
-			}
-		}
-		if k, err := readCount(maps.counters, uint32(cntPolicy+int(old)*2+ch)); err == nil {
-			b := ctl.base[ch][0]
-			b.Packets += k.Packets
-			b.Bytes += k.Bytes
-			ctl.base[ch][0] = b
-		}
-		// Rules that no longer exist lose their history.
-		keep := map[int]bool{0: true}
-		for _, id := range ids[ch] {
-			keep[id] = true
-		}
-		for id := range ctl.base[ch] {
-			if !keep[id] {
-				delete(ctl.base[ch], id)
-			}
-		}
-	}
-	ctl.ids = ids
-	ctl.cfg = *cfg
-	return nil
-}
-
-type fwMaps struct {
-	active, cfg, meta, lpm, cls, portcls, flagcls, rules, counters, conns *ebpf.Map
-}
-
-func openMaps(h cube.Handle) (*fwMaps, error) {
-	m := &fwMaps{}
-	for name, dst := range map[string]**ebpf.Map{"fw_active": &m.active, "fw_cfg": &m.cfg, "fw_meta": &m.meta, "fw_lpm": &m.lpm,
-		"fw_cls": &m.cls, "fw_portcls": &m.portcls, "fw_flagcls": &m.flagcls, "fw_rules": &m.rules,
-		"fw_counters": &m.counters, "fw_conns": &m.conns} {
-		mp, err := h.Map(name)
-		if err != nil {
-			return nil, err
-		}
-		*dst = mp
-	}
-	return m, nil
-}
-
-func (ctl *controller) writeConfig(m *fwMaps, cfg *Config) error {
-	k := kcfg{LogRate: 100, To: cfg.Timeouts.Kernel()}
-	switch {
-	case cfg.LogRate < 0:
-		k.LogRate = 0
-	case cfg.LogRate > 0:
-		k.LogRate = uint32(cfg.LogRate)
-	}
-	if err := m.cfg.Put(uint32(0), k); err != nil {
-		return err
-	}
-	var ones bv
-	for i := range ones.W {
-		ones.W[i] = ^uint64(0)
-	}
-	ones.summarize()
-	return m.cls.Put(clsKey{Dim: nDims}, &ones)
-}
-
-// clearGen deletes what the generation held.
-func (ctl *controller) clearGen(m *fwMaps, gen uint8) error {
-	w := ctl.written[gen]
-	if w == nil {
-		// Unknown contents: scan.
-		w = &written{}
-		var lk, next lpmKey
-		var err error
-		for err = m.lpm.NextKey(nil, &next); err == nil; err = m.lpm.NextKey(lk, &next) {
-			lk = next
-			if lk.Gen == gen {
-				w.lpm = append(w.lpm, lk)
-			}
-		}
-		if !errors.Is(err, ebpf.ErrKeyNotExist) {
-			return fmt.Errorf("fw_lpm: %w", err)
-		}
-		var ck, cnext clsKey
-		for err = m.cls.NextKey(nil, &cnext); err == nil; err = m.cls.NextKey(ck, &cnext) {
-			ck = cnext
-			if ck.Gen == gen && ck.Dim != nDims {
-				w.cls = append(w.cls, ck)
-			}
-		}
-		if !errors.Is(err, ebpf.ErrKeyNotExist) {
-			return fmt.Errorf("fw_cls: %w", err)
-		}
-	}
-	for _, k := range w.lpm {
-		if err := m.lpm.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-			return fmt.Errorf("fw_lpm: %w", err)
-		}
-	}
-	if len(w.cls) > 0 {
-		if _, err := m.cls.BatchDelete(w.cls, nil); err != nil {
-			for _, k := range w.cls {
-				if err := m.cls.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-					return fmt.Errorf("fw_cls: %w", err)
-				}
-			}
-		}
-	}
-	ctl.written[gen] = &written{}
-	return nil
-}
-
-func writeChain(m *fwMaps, gen, ch uint8, cs *chainSet, cfg *Config, w *written) error {
-	mi := uint32(gen)*2 + uint32(ch)
-	// Invalidate the chain's meta first (the generation is inactive anyway).
-	n := len(cs.rules)
-	// Rules and zeroed counters.
-	if n > 0 {
-		keys := make([]uint32, n)
-		vals := make([]krule, n)
-		for i, r := range cs.rules {
-			keys[i] = mi*MaxRules + uint32(i)
-			vals[i] = krule{Action: r.action, ID: uint32(r.id)}
-			if r.log {
-				vals[i].Log = 1
-			}
-		}
-		if err := batchPut(m.rules, keys, vals); err != nil {
-			return fmt.Errorf("fw_rules: %w", err)
-		}
-		if err := zeroCounts(m.counters, keys); err != nil {
-			return fmt.Errorf("fw_counters: %w", err)
-		}
-	}
-	if err := zeroCounts(m.counters, []uint32{uint32(cntPolicy) + mi}); err != nil {
-		return err
-	}
-	var ckeys []clsKey
-	var cvals []bv
-	addCls := func(dim int, cls uint32, b *bv) {
-		ckeys = append(ckeys, clsKey{Gen: gen, Chain: ch, Dim: uint8(dim), Cls: cls})
-		cvals = append(cvals, *b)
-	}
-	for d := dSrc; d <= dDst; d++ {
-		if cs.lpm[d] == nil {
-			continue
-		}
-		keys := make([]lpmKey, 0, len(cs.lpm[d]))
-		vals := make([]uint32, 0, len(cs.lpm[d]))
-		for p, b := range cs.lpm[d] {
-			c := uint32(len(keys))
-			keys = append(keys, prefixKey(p, gen, ch, uint8(d)))
-			vals = append(vals, c)
-			addCls(d, c, b)
-		}
-		if err := batchPut(m.lpm, keys, vals); err != nil {
-			return fmt.Errorf("fw_lpm: %w", err)
-		}
-		w.lpm = append(w.lpm, keys...)
-	}
-	for d := 0; d < 2; d++ {
-		if cs.portCls[d] == nil {
-			continue
-		}
-		for c, b := range cs.portVecs[d] {
-			addCls(dSport+d, uint32(c), b)
-		}
-		keys := make([]uint32, 65536)
-		base := (mi*2 + uint32(d)) * 65536
-		for p := range keys {
-			keys[p] = base + uint32(p)
-		}
-		if err := batchPut(m.portcls, keys, cs.portCls[d]); err != nil {
-			return fmt.Errorf("fw_portcls: %w", err)
-		}
-	}
-	for v, b := range cs.proto {
-		addCls(dProto, v, b)
-	}
-	if cs.flagCls != nil {
-		for c, b := range cs.flagVecs {
-			addCls(dFlags, uint32(c), b)
-		}
-		keys := make([]uint32, 256)
-		for f := range keys {
-			keys[f] = mi*256 + uint32(f)
-		}
-		if err := batchPut(m.flagcls, keys, cs.flagCls); err != nil {
-			return fmt.Errorf("fw_flagcls: %w", err)
-		}
-	}
-	for s, b := range cs.state {
-		if b != nil {
-			addCls(dState, uint32(s), b)
-		}
-	}
-	if len(ckeys) > 0 {
-		if err := batchPut(m.cls, ckeys, cvals); err != nil {
-			return fmt.Errorf("fw_cls: %w", err)
-		}
-		w.cls = append(w.cls, ckeys...)
-	}
-	meta := kmeta{NRules: uint32(n), NWords: uint32((n + 63) / 64), Dims: cs.dims, Policy: cs.policy, Valid: 1}
-	if cfg.AcceptEstablished {
-		meta.AcceptEstablished = 1
-	}
-	return m.meta.Put(mi, meta)
-}
-
-// batchPut writes many entries with one syscall per chunk, falling back to
-// single updates where the map type has no batch operations.
-func batchPut[K, V any](m *ebpf.Map, keys []K, vals []V) error {
-	const chunk = 4096
-	for i := 0; i < len(keys); i += chunk {
-		j := min(i+chunk, len(keys))
-		if _, err := m.BatchUpdate(keys[i:j], vals[i:j], nil); err != nil {
-			if !errors.Is(err, ebpf.ErrNotSupported) {
-				return err
-			}
-			for x := i; x < j; x++ {
-				if err := m.Put(keys[x], vals[x]); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	return nil
-}
-
-var ncpu = func() int {
-	n, err := ebpf.PossibleCPU()
-	if err != nil {
-		return 1
-	}
-	return n
-}()
-
-func zeroCounts(m *ebpf.Map, keys []uint32) error {
-	zero := make([]kcount, ncpu)
-	for _, k := range keys {
-		if err := m.Put(k, zero); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func readCount(m *ebpf.Map, key uint32) (kcount, error) {
-	var per []kcount
-	if err := m.Lookup(key, &per); err != nil {
-		return kcount{}, err
-	}
-	var s kcount
-	for _, c := range per {
-		s.Packets += c.Packets
-		s.Bytes += c.Bytes
-	}
-	return s, nil
-}
-
-// Tick ages connections out every 5 s.
-func (ctl *controller) Tick(h cube.Handle, c *cube.Cube, now time.Time) {
-	ctl.mu.Lock()
-	ctl.tick++
-	t := ctl.tick
-	ctl.mu.Unlock()
-	if t%5 == 0 {
-		if _, err := ctl.ageConns(h, false); err != nil {
-			h.Logf("firewall: aging: %v", err)
-		}
-	}
-}
-
-func (ctl *controller) ageConns(h cube.Handle, all bool) (int, error) {
-	m, err := h.Map("fw_conns")
-	if err != nil {
-		return 0, err
-	}
-	ctl.mu.Lock()
-	to := ctl.cfg.Timeouts.Kernel()
-	ctl.mu.Unlock()
-	now := conntrack.Now()
-	var dead []conntrack.Tuple46
-	if err := bpfmap.Each(m, func(k conntrack.Tuple46, v kconn) bool {
-		if all || v.C.Expired(to, now) {
-			dead = append(dead, k)
-		}
-		return true
-	}); err != nil {
-		return 0, err
-	}
-	return len(dead), bpfmap.Delete(m, dead)
-}
-
-// ---- views ----
-
-// RuleCounter is the traffic one rule (or a chain's default policy, id 0)
-// matched.
-type RuleCounter struct {
-	Chain string `json:"chain"`
-	// ID is the rule's; 0: the default policy; -1: the accept_established
-	// shortcut; -2: frames that could not be parsed and later fragments
-	// of datagrams whose first fragment was not seen (judged by the
-	// policy); -3: fragments dropped for hiding or rewriting their
-	// datagram's L4 header (tiny first fragments, TCP at offset 8).
-	ID      int    `json:"id"`
-	Action  string `json:"action"`
-	Packets uint64 `json:"packets"`
-	Bytes   uint64 `json:"bytes"`
-}
-
-func actName(a uint8) string {
-	if a == actDrop {
-		return "drop"
-	}
-	return "accept"
-}
-
-func ruleCounters(h cube.Handle, c *cube.Cube) ([]RuleCounter, error) {
-	maps, err := openMaps(h)
-	if err != nil {
-		return nil, err
-	}
-	ctl := h.Controller().(*controller)
-	ctl.mu.Lock()
-	defer ctl.mu.Unlock()
-	var active uint32
-	if err := maps.active.Lookup(uint32(0), &active); err != nil {
-		return nil, err
-	}
-	gen := int(active & 1)
-	out := []RuleCounter{}
-	for ch := 0; ch < 2; ch++ {
-		mi := gen*2 + ch
-		var meta kmeta
-		maps.meta.Lookup(uint32(mi), &meta)
-		for bit, id := range ctl.ids[ch] {
-			k, err := readCount(maps.counters, uint32(mi*MaxRules+bit))
-			if err != nil {
-				return nil, err
-			}
-			var r krule
-			maps.rules.Lookup(uint32(mi*MaxRules+bit), &r)
-			b := ctl.base[ch][id]
-			out = append(out, RuleCounter{chainNames[ch], id, actName(r.Action), k.Packets + b.Packets, k.Bytes + b.Bytes})
-		}
-		k, err := readCount(maps.counters, uint32(cntPolicy+mi))
-		if err != nil {
-			return nil, err
-		}
-		b := ctl.base[ch][0]
-		out = append(out, RuleCounter{chainNames[ch], rowPolicy, actName(meta.Policy), k.Packets + b.Packets, k.Bytes + b.Bytes})
-		if meta.AcceptEstablished != 0 {
-			k, _ := readCount(maps.counters, uint32(cntEstab+ch))
-			out = append(out, RuleCounter{chainNames[ch], rowEstablished, "accept", k.Packets, k.Bytes})
-		}
-		// rows for what the parser refused, when there was any
-		if k, err := readCount(maps.counters, uint32(cntUnparsed+ch)); err == nil && k.Packets > 0 {
-			out = append(out, RuleCounter{chainNames[ch], rowUnparsed, actName(meta.Policy), k.Packets, k.Bytes})
-		}
-		if k, err := readCount(maps.counters, uint32(cntBadFrag+ch)); err == nil && k.Packets > 0 {
-			out = append(out, RuleCounter{chainNames[ch], rowBadFragment, "drop", k.Packets, k.Bytes})
-		}
-	}
-	return out, nil
-}
-
-// Connection is one tracked connection.
-type Connection struct {
-	Proto string  `json:"proto"`
-	Src   string  `json:"src"` // the originator
-	Dst   string  `json:"dst"`
-	State string  `json:"state"`
-	Reply bool    `json:"replied"`
-	Idle  float64 `json:"idle_seconds"`
-}
-
-const maxListed = 10000
-
-func connections(h cube.Handle) ([]Connection, error) {
-	m, err := h.Map("fw_conns")
-	if err != nil {
-		return nil, err
-	}
-	ctl := h.Controller().(*controller)
-	ctl.mu.Lock()
-	to := ctl.cfg.Timeouts.Kernel()
-	ctl.mu.Unlock()
-	now := conntrack.Now()
-	out := []Connection{}
-	err = bpfmap.Each(m, func(k conntrack.Tuple46, v kconn) bool {
-		if v.C.Expired(to, now) {
-			return true
-		}
-		t := k
-		if v.OrigSwapped != 0 {
-			t = k.Reverse()
-		}
-		out = append(out, Connection{Proto: conntrack.ProtoName(k.Proto), Src: t.Src(), Dst: t.Dst(),
-			State: conntrack.StateName(v.C.State), Reply: v.C.Flags&conntrack.FlagReplied != 0, Idle: v.C.IdleSeconds(now)})
-		return len(out) < maxListed
-	})
-	sort.Slice(out, func(i, j int) bool {
-		return out[i].Src < out[j].Src || out[i].Src == out[j].Src && out[i].Dst < out[j].Dst
-	})
-	return out, err
-}
-
-// LogEntry is a packet a rule with log matched.
-type LogEntry struct {
-	Time    time.Time `json:"time"`
-	Chain   string    `json:"chain"`
-	Rule    int       `json:"rule"`
-	Verdict string    `json:"verdict"`
-	Packet  string    `json:"packet"`
-	Length  int       `json:"length"`
-}
-
-const keepLog = 256
-
-// HandlePunt records logged packets.
-func (ctl *controller) HandlePunt(h cube.Handle, c *cube.Cube, p cube.Punt) {
-	e := LogEntry{Time: time.Now(), Chain: chainNames[p.Arg>>31], Rule: int(p.Arg & 0x7fffffff), Length: p.PktLen, Packet: describe(p.Frame)}
-	e.Verdict = "accept"
-	if p.Reason == 2 {
-		e.Verdict = "drop"
-	}
-	ctl.mu.Lock()
-	defer ctl.mu.Unlock()
-	ctl.log = append(ctl.log, e)
-	if len(ctl.log) > keepLog {
-		ctl.log = ctl.log[len(ctl.log)-keepLog:]
-	}
-}
-
-// describe summarises an Ethernet/IPv4 frame.
-func describe(b []byte) string {
-	off := 14
-	for off+4 <= len(b) && (b[off-2] == 0x81 && b[off-1] == 0x00 || b[off-2] == 0x88 && b[off-1] == 0xa8) {
-		off += 4
-	}
-	if len(b) < off+20 || b[off-2] != 0x08 || b[off-1] != 0x00 {
-		return fmt.Sprintf("non-IPv4 frame of %d bytes", len(b))
-	}
-	ip := b[off:]
-	src, dst := netip.AddrFrom4([4]byte(ip[12:16])), netip.AddrFrom4([4]byte(ip[16:20]))
-	ihl := int(ip[0]&0xf) * 4
-	l4 := ip[min(ihl, len(ip)):]
-	switch ip[9] {
-	case 6, 17:
-		if len(l4) >= 4 {
-			name := "tcp"
-			if ip[9] == 17 {
-				name = "udp"
-			}
-			return fmt.Sprintf("%s %s:%d > %s:%d", name, src, int(l4[0])<<8|int(l4[1]), dst, int(l4[2])<<8|int(l4[3]))
-		}
-	case 1:
-		if len(l4) >= 2 {
-			return fmt.Sprintf("icmp %s > %s type %d code %d", src, dst, l4[0], l4[1])
-		}
-	}
-	return fmt.Sprintf("proto %d %s > %s", ip[9], src, dst)
-}
-
 // Type is the firewall NF type.
 var Type = &cube.Type{
 	Name:        "firewall",
 	Description: "Transparent: ingress/egress chains of IPv4 rules (prefixes, protocol, ports, TCP flags, conntrack state), accept/drop/log, default policies, per-rule counters; bit-vector classification, atomic rule-set replacement.",
 	Transparent: true,
 	Hooks:       []datapath.Hook{datapath.XDP, datapath.TC},
-	Object: func(h datapath.Hook) ([]byte, error) {
-		if h == datapath.TC {
-			return objTC, nil
-		}
-		return objXDP, nil
-	},
-	Config: &Config{},
-	Tables: tables,
+	Object:      cube.HookObjects(objects, "bpf/firewall"),
+	Config:      &Config{},
+	Tables:      tables,
 	Views: []cube.View{
 		{Name: "counters", Doc: "Packets and bytes per rule; id 0 is the chain's default policy, -1 the accept_established shortcut, -2 frames that could not be parsed (judged by the policy), -3 fragments dropped for hiding or rewriting their L4 header.",
 			Item: &RuleCounter{}, List: func(h cube.Handle, c *cube.Cube) (any, error) { return ruleCounters(h, c) }},
-		{Name: "connections", Doc: "Tracked connections (originator first; at most 10,000 listed).", Item: &Connection{},
+		{Name: "connections", Doc: "Tracked connections (originator first; at most 10,000 listed).", Item: &Connection{}, Unlocked: true,
 			List: func(h cube.Handle, _ *cube.Cube) (any, error) { return connections(h) }},
 		{Name: "log", Doc: "The last packets matched by rules with log (rate-limited).", Item: &LogEntry{},
 			List: func(h cube.Handle, _ *cube.Cube) (any, error) {
-				ctl := h.Controller().(*controller)
+				ctl := cube.ControllerOf[*controller](h)
 				ctl.mu.Lock()
 				defer ctl.mu.Unlock()
 				return append([]LogEntry{}, ctl.log...), nil
@@ -743,7 +377,7 @@ var Type = &cube.Type{
 	},
 	Actions: []cube.Action{
 		{Name: "flush-connections", Doc: "Forget every tracked connection.", Do: func(h cube.Handle, _ *cube.Cube, _ any) (any, error) {
-			n, err := h.Controller().(*controller).ageConns(h, true)
+			n, err := cube.ControllerOf[*controller](h).ageConns(h, true)
 			if err != nil {
 				return nil, err
 			}
@@ -754,3 +388,80 @@ var Type = &cube.Type{
 }
 
 func init() { cube.Register(Type) }
+
+// family checks that addresses, family and protocol agree, and makes a
+// family-specific rule without addresses match its whole family.
+func (c *compiled) family(fam string) error {
+	is4 := func(p netip.Prefix) bool { return p.Addr().Is4() }
+	switch {
+	case c.src.IsValid() && c.dst.IsValid() && is4(c.src) != is4(c.dst):
+		return cube.Unprocessable("dst", "%s and src %s are of different address families", c.dst, c.src)
+	}
+	v := 0 // 4, 6 or 0: either
+	for _, p := range []netip.Prefix{c.src, c.dst} {
+		if p.IsValid() {
+			v = 6
+			if is4(p) {
+				v = 4
+			}
+		}
+	}
+	switch strings.ToLower(fam) {
+	case "":
+	case "ipv4", "ip4", "inet":
+		if v == 6 {
+			return cube.Unprocessable("family", "ipv4, but the rule's addresses are IPv6")
+		}
+		v = 4
+	case "ipv6", "ip6", "inet6":
+		if v == 4 {
+			return cube.Unprocessable("family", "ipv6, but the rule's addresses are IPv4")
+		}
+		v = 6
+	default:
+		return cube.Errorf("family", "unknown family %q: want ipv4 or ipv6", fam)
+	}
+	switch {
+	case c.proto == 1 && v == 6:
+		return cube.Unprocessable("proto", "icmp is IPv4's: IPv6 rules want icmpv6")
+	case c.proto == 58 && v == 4:
+		return cube.Unprocessable("proto", "icmpv6 is IPv6's: IPv4 rules want icmp")
+	}
+	if v == 4 && !c.src.IsValid() {
+		c.src = netip.PrefixFrom(netip.IPv4Unspecified(), 0)
+	}
+	if v == 6 && !c.src.IsValid() {
+		c.src = netip.PrefixFrom(netip.IPv6Unspecified(), 0)
+	}
+	return nil
+}
+
+var icmpTypes = map[string]int{"echo-reply": 0, "destination-unreachable": 3, "echo-request": 8, "time-exceeded": 11, "parameter-problem": 12}
+
+var icmp6Types = map[string]int{"destination-unreachable": 1, "packet-too-big": 2, "time-exceeded": 3, "parameter-problem": 4,
+	"echo-request": 128, "echo-reply": 129, "router-solicitation": 133, "router-advertisement": 134,
+	"neighbor-solicitation": 135, "neighbor-advertisement": 136, "redirect": 137}
+
+func icmpType(proto int, s string) (int, error) {
+	names := icmpTypes
+	switch proto {
+	case 1:
+	case 58:
+		names = icmp6Types
+	default:
+		return 0, cube.Errorf("icmp_type", "icmp_type needs proto icmp or icmpv6")
+	}
+	if t, ok := names[strings.ToLower(s)]; ok {
+		return t, nil
+	}
+	n, err := strconv.ParseUint(s, 10, 8)
+	if err != nil {
+		known := make([]string, 0, len(names))
+		for k := range names {
+			known = append(known, k)
+		}
+		sort.Strings(known)
+		return 0, cube.Errorf("icmp_type", "unknown type %q: want 0-255 or one of %s", s, strings.Join(known, ", "))
+	}
+	return int(n), nil
+}

@@ -11,9 +11,10 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/nf/counters"
 )
 
-// --- kernel layouts (mirrors of lb.bpf.c) ---
+// Kernel layouts (mirrors of bpf/lb.bpf.c).
 
 const (
 	beActive   = 1
@@ -112,14 +113,12 @@ type beStats struct {
 	Flows   uint64
 }
 
-// Counter names of lb_stats, in order.
-var statNames = []string{"forwarded", "replies", "arp_replies", "no_backend", "unknown"}
+// The cube's event counters, in the order of enum lb_stat.
+var lbCounters = counters.Named{Map: "lb_stats", Names: []string{"forwarded", "replies", "arp_replies", "no_backend", "unknown"}}
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
 var protoNum = map[string]uint8{"tcp": 6, "udp": 17}
-
-// --- controller ---
 
 type beRef struct {
 	svc  string

@@ -15,8 +15,10 @@ import (
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/engine"
 	"github.com/edgenf/edgenf/internal/netlab"
+	"github.com/edgenf/edgenf/internal/nf/counters"
 	"github.com/edgenf/edgenf/internal/nftest"
 	"github.com/edgenf/edgenf/internal/tenant"
+	"github.com/edgenf/edgenf/internal/testenv"
 	"github.com/vishvananda/netlink"
 )
 
@@ -261,7 +263,7 @@ func checkReplyPath(t *testing.T, e *engine.Engine, mode string, n int) {
 	}
 	cv, _ := e.View(tenant.Admin, "lb1", "counters")
 	c := map[string]uint64{}
-	for _, x := range cv.([]Counter) {
+	for _, x := range cv.([]counters.Counter) {
 		c[x.Name] = x.Value
 	}
 	front := st.Ports[0]
@@ -278,12 +280,19 @@ func checkReplyPath(t *testing.T, e *engine.Engine, mode string, n int) {
 	}
 }
 
-func TestThousandConnectionsDSR(t *testing.T) { testThousand(t, datapath.XDP, "dsr", 0) }
+func TestThousandConnectionsDSR(t *testing.T) {
+	testenv.E2E(t)
+	testThousand(t, datapath.XDP, "dsr", 0)
+}
 
-func TestThousandConnectionsNAT(t *testing.T) { testThousand(t, datapath.XDP, "nat", 8080) }
+func TestThousandConnectionsNAT(t *testing.T) {
+	testenv.E2E(t)
+	testThousand(t, datapath.XDP, "nat", 8080)
+}
 
 // At TC the same, with 200 connections (skbs: GSO, checksum offload).
 func TestConnectionsTC(t *testing.T) {
+	testenv.E2E(t)
 	for _, mode := range []string{"dsr", "nat"} {
 		t.Run(mode, func(t *testing.T) { testN(t, datapath.TC, mode, 8080, 200, plan4) })
 	}
@@ -294,12 +303,14 @@ func TestConnectionsTC(t *testing.T) {
 // mode at XDP, 200 at TC; the client finds the VIP, and NAT backends their
 // gateway, through neighbour discovery answered by the lb.
 func TestThousandConnectionsIPv6(t *testing.T) {
+	testenv.E2E(t)
 	for _, mode := range []string{"dsr", "nat"} {
 		t.Run(mode, func(t *testing.T) { testN(t, datapath.XDP, mode, 8080, 1000, plan6) })
 	}
 }
 
 func TestConnectionsIPv6TC(t *testing.T) {
+	testenv.E2E(t)
 	for _, mode := range []string{"dsr", "nat"} {
 		t.Run(mode, func(t *testing.T) { testN(t, datapath.TC, mode, 8080, 200, plan6) })
 	}

@@ -6,7 +6,7 @@
 package lb
 
 import (
-	_ "embed"
+	"embed"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -18,15 +18,14 @@ import (
 	"strings"
 
 	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/schema"
 )
 
-var (
-	//go:embed bpf/lb_xdp.o
-	objXDP []byte
-	//go:embed bpf/lb_tc.o
-	objTC []byte
-)
+// objects are the fast path built for each hook (make bpf).
+//
+//go:embed bpf/*.o
+var objects embed.FS
 
 // Limits of the fast path (lb.bpf.c).
 const (
@@ -382,8 +381,6 @@ func portMAC(c *cube.Cube, p *cube.Port) net.HardwareAddr {
 	return net.HardwareAddr{0x02, byte(s >> 32), byte(s >> 24), byte(s >> 16), byte(s >> 8), byte(s)}
 }
 
-// --- table definitions ---
-
 var servicesTable = cube.Table{
 	Name: "services",
 	Doc:  "Virtual services, keyed vip:protocol:port, with mode, Maglev table size and (optionally) backends.",
@@ -399,3 +396,27 @@ var backendsTable = cube.Table{
 	Key:  func(v any) string { return v.(*TableBackend).BackendKey() },
 	Max:  MaxBackends,
 }
+
+// Type is the lb NF type.
+var Type = &cube.Type{
+	Name: "lb",
+	Description: "L4 load balancer for IPv4 TCP/UDP services: weighted backends by Maglev consistent hashing, " +
+		"per-flow affinity, DSR or NAT mode, backends added/drained/disabled live.",
+	Hooks:  []datapath.Hook{datapath.XDP, datapath.TC},
+	Object: cube.HookObjects(objects, "bpf/lb"),
+	Config: &Config{},
+	Tables: []cube.Table{servicesTable, backendsTable},
+	Views: []cube.View{
+		{Name: "services", Doc: "Services and their backends: state, weight, Maglev share, flows, packets, bytes.", Item: &ServiceStatus{},
+			List: func(h cube.Handle, c *cube.Cube) (any, error) { return Services(h, c) }},
+		{Name: "connections", Doc: "Flows in the connection table (at most 10000 listed).", Item: &Connection{}, List: listConns, Unlocked: true},
+		lbCounters.View("Packets forwarded, NAT replies, ARP replies, no backend, unknown traffic."),
+	},
+	Actions: []cube.Action{
+		{Name: "flush_connections", Doc: "Forget every flow: next packets are placed by the Maglev tables again.", Do: flushConns},
+		lbCounters.ResetAction("Zero the cube's and the backends' counters.", resetBackends),
+	},
+	New: newController,
+}
+
+func init() { cube.Register(Type) }

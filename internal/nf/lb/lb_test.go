@@ -254,7 +254,7 @@ func TestARPForVIPAndPortAddress(t *testing.T) {
 	if res := r.Run("front", f); res.Verdict != datapath.XDPPass {
 		t.Errorf("unknown traffic with pass: verdict %d", res.Verdict)
 	}
-	c, _ := listCounters(r.Handle(), r.Model)
+	c, _ := lbCounters.Read(r.Handle())
 	t.Logf("counters %+v", c)
 }
 

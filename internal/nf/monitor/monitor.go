@@ -3,19 +3,17 @@
 package monitor
 
 import (
-	_ "embed"
+	"embed"
 
-	"github.com/cilium/ebpf"
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/nf/counters"
 )
 
-var (
-	//go:embed bpf/monitor_xdp.o
-	objXDP []byte
-	//go:embed bpf/monitor_tc.o
-	objTC []byte
-)
+// objects are the fast path built for each hook (make bpf).
+//
+//go:embed bpf/*.o
+var objects embed.FS
 
 // Classes in the order of enum mon_class in monitor.bpf.c.
 var Classes = []string{"other", "arp", "ipv4", "ipv4-tcp", "ipv4-udp", "icmp", "ipv6", "ipv6-tcp", "ipv6-udp", "icmpv6"}
@@ -28,16 +26,6 @@ type Count struct {
 	Bytes     uint64 `json:"bytes"`
 }
 
-type count struct {
-	Packets uint64
-	Bytes   uint64
-}
-
-type controller struct{}
-
-// Sync has nothing to write: the monitor has no settings.
-func (controller) Sync(cube.Handle, *cube.Cube) error { return nil }
-
 // Counts reads the non-zero counters.
 func Counts(h cube.Handle) ([]Count, error) {
 	m, err := h.Map("mon_counts")
@@ -45,16 +33,11 @@ func Counts(h cube.Handle) ([]Count, error) {
 		return nil, err
 	}
 	out := []Count{}
-	var percpu []count
 	for dir := 0; dir < 2; dir++ {
 		for cls, name := range Classes {
-			if err := m.Lookup(uint32(dir*len(Classes)+cls), &percpu); err != nil {
+			sum, err := counters.ReadTraffic(m, uint32(dir*len(Classes)+cls))
+			if err != nil {
 				return nil, err
-			}
-			var sum count
-			for _, c := range percpu {
-				sum.Packets += c.Packets
-				sum.Bytes += c.Bytes
 			}
 			if sum.Packets > 0 {
 				out = append(out, Count{Direction: datapath.Direction(dir).String(), Protocol: name, Packets: sum.Packets, Bytes: sum.Bytes})
@@ -69,17 +52,14 @@ func reset(h cube.Handle, _ *cube.Cube, _ any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	cpus, err := ebpf.PossibleCPU()
-	if err != nil {
+	keys := make([]uint32, 2*len(Classes))
+	for i := range keys {
+		keys[i] = uint32(i)
+	}
+	if err := counters.Zero[counters.Traffic](m, keys...); err != nil {
 		return nil, err
 	}
-	zero := make([]count, cpus)
-	for i := 0; i < 2*len(Classes); i++ {
-		if err := m.Put(uint32(i), zero); err != nil {
-			return nil, err
-		}
-	}
-	return map[string]string{"result": "counters reset"}, nil
+	return counters.Reset, nil
 }
 
 // Type is the monitor NF type.
@@ -88,12 +68,7 @@ var Type = &cube.Type{
 	Description: "Transparent: counts packets and bytes per direction and L3/L4 protocol; passes everything.",
 	Transparent: true,
 	Hooks:       []datapath.Hook{datapath.XDP, datapath.TC},
-	Object: func(h datapath.Hook) ([]byte, error) {
-		if h == datapath.TC {
-			return objTC, nil
-		}
-		return objXDP, nil
-	},
+	Object:      cube.HookObjects(objects, "bpf/monitor"),
 	Views: []cube.View{{
 		Name: "counters",
 		Doc:  "Packets and bytes per direction and protocol (non-zero rows).",

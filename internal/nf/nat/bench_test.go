@@ -21,34 +21,22 @@ func BenchmarkTranslate(b *testing.B) {
 			r.RunTransparent(datapath.Egress, udp4(in1, server, 5000, 53, make([]byte, 18)))
 			frame := udp4(server, in1, 53, 5000, make([]byte, 18))
 			r.RunTransparent(datapath.Ingress, frame)
-			if cs := mustCountersB(b, r); cs["translated"] != 2 {
+			if cs := mustCounters(b, r); cs["translated"] != 2 {
 				b.Fatalf("counters %v", cs)
 			}
 			if ss, _ := sessions(r.Handle()); len(ss) != 1 {
 				b.Fatalf("sessions %+v", ss)
 			}
 			b.ResetTimer()
-			_, d, err := r.Cube.Program().Benchmark(frame, b.N, nil)
+			_, d, err := r.Prog.EBPF().Benchmark(frame, b.N, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.ReportMetric(float64(d.Nanoseconds()), "ns/pkt")
 			b.StopTimer()
-			if cs := mustCountersB(b, r); cs["translated"] != uint64(b.N)+2 {
+			if cs := mustCounters(b, r); cs["translated"] != uint64(b.N)+2 {
 				b.Fatalf("not every repeat was translated: %v", cs)
 			}
 		})
 	}
-}
-
-func mustCountersB(b *testing.B, r *nftest.Rig) map[string]uint64 {
-	cs, err := counters(r.Handle())
-	if err != nil {
-		b.Fatal(err)
-	}
-	out := map[string]uint64{}
-	for _, c := range cs {
-		out[c.Name] = c.Value
-	}
-	return out
 }

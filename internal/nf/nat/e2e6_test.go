@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 // TestE2ENPTv6: the inside site 2001:db8:1::/48 behind the Linux router
@@ -15,9 +16,7 @@ import (
 // replies find their way back, ping6 works — while IPv4 masquerade-style
 // SNAT runs on the same NAT cube.
 func TestE2ENPTv6(t *testing.T) {
-	if testing.Short() {
-		t.Skip("namespaces")
-	}
+	testenv.E2E(t)
 	for _, hook := range []datapath.Hook{datapath.XDP, datapath.TC} {
 		t.Run(string(hook), func(t *testing.T) {
 			l := newNATLab(t, hook)

@@ -15,8 +15,10 @@ import (
 	"github.com/edgenf/edgenf/internal/engine"
 	"github.com/edgenf/edgenf/internal/netlab"
 	"github.com/edgenf/edgenf/internal/nftest"
+	"github.com/edgenf/edgenf/internal/testenv"
 	"github.com/vishvananda/netlink"
 
+	"github.com/edgenf/edgenf/internal/nf/counters"
 	_ "github.com/edgenf/edgenf/internal/nf/portfwd"
 	_ "github.com/edgenf/edgenf/internal/nf/router"
 	"github.com/edgenf/edgenf/internal/tenant"
@@ -25,8 +27,9 @@ import (
 // natLab is: inside hosts a1 (198.18.1.2) and a2 (198.18.2.2) behind a Linux
 // router namespace r (wan 198.19.0.254/24); r's wan veth and the server's veth
 // (198.19.0.1/24) are joined by an edgenf portfwd cube "pf" acting as a wire,
-// and the NAT sits on the wire's server side. Until the edgenf router lands,
-// this puts NAT between a router and the outside exactly where it would be.
+// and the NAT sits on the wire's server side: between a router and the
+// outside, where it sits at an edge site. The router is Linux's so that a
+// failure here is the NAT's alone (the edge demo stacks it on a UPF's n6).
 type natLab struct {
 	e         *engine.Engine
 	lab       *netlab.Lab
@@ -294,6 +297,7 @@ func twoHostsSamePort(t *testing.T, l *natLab, extAddr string) {
 // address with netlink and masquerades two inside hosts using the same source
 // ports at the same time.
 func TestE2EMasqueradeOnInterface(t *testing.T) {
+	testenv.E2E(t)
 	l := newNATLab(t, datapath.XDP)
 	// The interface's own address is what masquerade uses.
 	lk, err := netlink.LinkByName(l.srv)
@@ -313,6 +317,7 @@ func TestE2EMasqueradeOnInterface(t *testing.T) {
 // the inside prefixes, an 8 MB TCP upload arrives intact, and a port
 // forwarding rule lets the server reach a service on a1.
 func TestE2ESNATUploadAndPortForward(t *testing.T) {
+	testenv.E2E(t)
 	for _, at := range nftest.Attachments {
 		t.Run(at.Name, func(t *testing.T) {
 			at.Use(t)
@@ -397,6 +402,7 @@ func routerNATLab(t *testing.T, hook datapath.Hook) *natLab {
 // router's wan port) talk to an outside server with the same source ports at
 // the same time; an 8 MB upload arrives intact; port forwarding reaches a1.
 func TestE2ERouterNAT(t *testing.T) {
+	testenv.E2E(t)
 	for _, at := range nftest.Attachments {
 		t.Run(at.Name, func(t *testing.T) {
 			at.Use(t)
@@ -453,6 +459,7 @@ func TestE2ERouterNAT(t *testing.T) {
 // host, which the NAT cannot translate, does not leave: the server's IP
 // layer never sees it.
 func TestE2EFragmentedDatagramsThroughNAT(t *testing.T) {
+	testenv.E2E(t)
 	for _, hook := range []datapath.Hook{datapath.XDP, datapath.TC} {
 		t.Run(string(hook), func(t *testing.T) {
 			l := newNATLab(t, hook)
@@ -491,7 +498,7 @@ func TestE2EFragmentedDatagramsThroughNAT(t *testing.T) {
 			copy(frag[16:20], []byte{198, 19, 0, 1})
 			v, _ := l.e.View(tenant.Admin, "nat", "counters")
 			drops := func(v any) uint64 {
-				for _, c := range v.([]Counter) {
+				for _, c := range v.([]counters.Counter) {
 					if c.Name == "untranslatable_drops" {
 						return c.Value
 					}

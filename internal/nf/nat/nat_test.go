@@ -246,16 +246,6 @@ func TestPortForwardingAndDNAT(t *testing.T) {
 	}
 }
 
-// attachedHandle adds cube.AttachmentInfo to the rig's handle, as the engine
-// provides it.
-type attachedHandle struct {
-	cube.Handle
-	point string
-	addrs []netip.Prefix
-}
-
-func (a attachedHandle) AttachPoint() (string, []netip.Prefix) { return a.point, a.addrs }
-
 // TestMasqueradeFollowsPointAddress: masquerade uses the attachment point's
 // address, learned on sync and followed on tick; port forwarding without an
 // external address uses it too.
@@ -274,8 +264,8 @@ func TestMasqueradeFollowsPointAddress(t *testing.T) {
 				t.Fatalf("untranslatable_drops %d, want 1", n)
 			}
 
-			ah := attachedHandle{r.Handle(), "r1:wan", []netip.Prefix{netip.MustParsePrefix("2001:db8::1/64"), netip.MustParsePrefix("198.19.0.254/24")}}
-			if err := r.Ctl.Sync(ah, m); err != nil {
+			r.Point, r.PointAddrs = "r1:wan", []netip.Prefix{netip.MustParsePrefix("2001:db8::1/64"), netip.MustParsePrefix("198.19.0.254/24")}
+			if err := r.Ctl.Sync(r.Handle(), m); err != nil {
 				t.Fatal(err)
 			}
 			got := run(t, r, h.pass, datapath.Egress, udp4(in1, server, 1112, 53, nil))
@@ -286,11 +276,11 @@ func TestMasqueradeFollowsPointAddress(t *testing.T) {
 			got = run(t, r, h.pass, datapath.Ingress, udp4(server, "198.19.0.254", 7, 5353, nil))
 			want(t, got, server, 7, "198.18.1.9", 5353)
 
-			ah.addrs = []netip.Prefix{netip.MustParsePrefix("198.19.0.253/24")}
-			r.Ctl.(*controller).Tick(ah, m, time.Now())
+			r.PointAddrs = []netip.Prefix{netip.MustParsePrefix("198.19.0.253/24")}
+			r.Ctl.(*controller).Tick(r.Handle(), m, time.Now())
 			got = run(t, r, h.pass, datapath.Egress, udp4(in1, server, 1113, 53, nil))
 			want(t, got, "198.19.0.253", 1113, server, 53)
-			st, err := Type.Views[1].List(ah, m)
+			st, err := Type.Views[1].List(r.Handle(), m)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -312,7 +302,7 @@ func TestSessionTimeoutAndFlush(t *testing.T) {
 		t.Fatalf("sessions %+v", ss)
 	}
 	// Age it artificially: set last_seen 31 s back (udp-unreplied: 30 s).
-	sm, _ := r.Cube.Map("nat_sess")
+	sm, _ := r.Prog.Map("nat_sess")
 	var k [16]byte
 	var s sess
 	it := sm.Iterate()
@@ -397,17 +387,13 @@ func mustSessions(t *testing.T, r *nftest.Rig) []Session {
 	return ss
 }
 
-func mustCounters(t *testing.T, r *nftest.Rig) map[string]uint64 {
+func mustCounters(t testing.TB, r *nftest.Rig) map[string]uint64 {
 	t.Helper()
-	cs, err := counters(r.Handle())
+	cs, err := natCounters.Values(r.Handle())
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]uint64{}
-	for _, c := range cs {
-		out[c.Name] = c.Value
-	}
-	return out
+	return cs
 }
 
 // icmpErr4 builds an ICMP error (type/code) from src to dst quoting the IPv4
@@ -502,15 +488,9 @@ func runData(t *testing.T, r *nftest.Rig, dir datapath.Direction, frame []byte) 
 // counter reads one of the NAT's counters by name.
 func counter(t *testing.T, r *nftest.Rig, name string) uint64 {
 	t.Helper()
-	cs, err := counters(r.Handle())
-	if err != nil {
-		t.Fatal(err)
+	v, ok := mustCounters(t, r)[name]
+	if !ok {
+		t.Fatalf("no counter %q", name)
 	}
-	for _, c := range cs {
-		if c.Name == name {
-			return c.Value
-		}
-	}
-	t.Fatalf("no counter %q", name)
-	return 0
+	return v
 }

@@ -92,8 +92,8 @@ func TestP4TCCopyToCubeIsClonedIntoInjector(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(r.Cube.SetHop(2, toCube))
-	must(r.Cube.SetHop(3, stacked))
+	must(r.Prog.SetHop(2, toCube))
+	must(r.Prog.SetHop(3, stacked))
 	must(r.DP.SetConfig(datapath.Config{InjectIfindex: uint32(root.Index)}))
 	recv()
 	frame := nftest.UDP4("198.18.0.1", "198.18.0.2", 5000, 6000, bytes.Repeat([]byte("payload-"), 20))
@@ -163,7 +163,7 @@ func TestP4XDPCopiesAreRecordedForTheCopyMachine(t *testing.T) {
 	}
 	toCube := datapath.Hop{Kind: datapath.DstCube, Slot: 9, Port: 5}
 	iface := datapath.Hop{Kind: datapath.DstIface, Ifindex: nftest.FakeIfindex}
-	must(r.Cube.SetHop(2, toCube))
+	must(r.Prog.SetHop(2, toCube))
 	must(r.DP.SetConfig(datapath.Config{InjectIfindex: 77}))
 	// test runs see frames arrive on the loopback interface
 	must(r.DP.MarkCopier(1, true))
@@ -247,7 +247,7 @@ func TestP4TCCopyKeepsMetadataAcrossNestedEgressStub(t *testing.T) {
 		Ports:  []cube.Port{{Name: "p1", Index: 1}, {Name: "p2", Index: 2}, {Name: "p3", Index: 3}},
 		Tables: map[string]map[string]json.RawMessage{"mcast_groups": {mcGroupsTable.Key(&g): nftest.Entry(g)}}}
 	r := nftest.New(t, Type, model)
-	if err := r.Cube.SetHop(1, datapath.Hop{Kind: datapath.DstIface, Ifindex: uint32(root.Index)}); err != nil {
+	if err := r.Prog.SetHop(1, datapath.Hop{Kind: datapath.DstIface, Ifindex: uint32(root.Index)}); err != nil {
 		t.Fatal(err)
 	}
 	stub, err := r.DP.AttachStub(root.Name, root.Index, datapath.TC, datapath.Egress, datapath.Hop{Kind: datapath.DstStack}, nil)
@@ -293,8 +293,8 @@ func TestP4TCCopyKeepsMetadataAcrossNestedEgressStub(t *testing.T) {
 	if packetIn == nil {
 		t.Fatal("no packet-in for the CPU port's copy")
 	}
-	if packetIn.Cube != r.Cube.Slot || packetIn.InPort != 3 || packetIn.Ifindex != 1 {
+	if packetIn.Cube != r.Prog.Slot || packetIn.InPort != 3 || packetIn.Ifindex != 1 {
 		t.Fatalf("packet-in from cube slot %d, port %d, interface %d; want slot %d, port 3, interface 1 (the stub's metadata leaked into the cube's)",
-			packetIn.Cube, packetIn.InPort, packetIn.Ifindex, r.Cube.Slot)
+			packetIn.Cube, packetIn.InPort, packetIn.Ifindex, r.Prog.Slot)
 	}
 }

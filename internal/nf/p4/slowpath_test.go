@@ -187,7 +187,7 @@ func TestP4SlowPathBadInput(t *testing.T) {
 		t.Fatalf("injected %+v", r.Injected)
 	}
 	// the injected frame, run at the CPU port, leaves on port 2 without its header
-	res, err := r.DP.Run(r.Cube, 255, r.Injected[0].Data)
+	res, err := r.DP.Run(r.Prog, 255, r.Injected[0].Data)
 	if err != nil || res.Port != 2 || !bytes.Equal(res.Data[:6], nftest.MAC("02:00:00:00:00:0b")) {
 		t.Fatalf("packet-out run: %+v %v", res, err)
 	}

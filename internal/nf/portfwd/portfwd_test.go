@@ -93,7 +93,7 @@ func TestNoRuleOrUnpeeredPortDrops(t *testing.T) {
 		t.Fatalf("no rule: verdict %d", res.Verdict)
 	}
 	// p1 unpeered.
-	if err := r.Cube.SetHop(1, datapath.Hop{}); err != nil {
+	if err := r.Prog.SetHop(1, datapath.Hop{}); err != nil {
 		t.Fatal(err)
 	}
 	if res := r.Run("p0", nftest.UDP4("198.18.0.1", "198.19.0.1", 1, 2, nil)); res.Verdict != datapath.XDPDrop || res.Sent() {

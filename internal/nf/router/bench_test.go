@@ -62,14 +62,14 @@ func perPacket(b testing.TB, r *nftest.Rig, total int) float64 {
 	if res := r.Run("p0", frame); res.Port != 1 {
 		b.Fatalf("not forwarded: port %d", res.Port)
 	}
-	if err := r.DP.SetMetadata(datapath.Metadata{Cube: r.Cube.Slot, InPort: 0, IngressIfindex: 1}); err != nil {
+	if err := r.DP.SetMetadata(datapath.Metadata{Cube: r.Prog.Slot, InPort: 0, IngressIfindex: 1}); err != nil {
 		b.Fatal(err)
 	}
 	const batch = 250
 	var sum float64
 	runs := 0
 	for done := 0; done < min(total, 40*batch); done += batch {
-		ret, d, err := r.Cube.Program().Benchmark(frame, batch, nil)
+		ret, d, err := r.Prog.EBPF().Benchmark(frame, batch, nil)
 		if err != nil || (ret != datapath.XDPRedirect && ret != datapath.TCActRedirect) {
 			b.Fatalf("ret %d err %v", ret, err)
 		}

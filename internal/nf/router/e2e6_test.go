@@ -14,6 +14,7 @@ import (
 	"github.com/edgenf/edgenf/internal/netlab"
 	"github.com/edgenf/edgenf/internal/nftest"
 	"github.com/edgenf/edgenf/internal/tenant"
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 // slaacAddr waits until h has a global address in pf configured from a
@@ -57,9 +58,7 @@ func slaacAddr(t *testing.T, h *netlab.Host, pf netip.Prefix, within time.Durati
 // and each other, and exchange UDP and TCP both ways; the router learned
 // both hosts through neighbour discovery, and IPv4 works beside.
 func TestE2ERouterIPv6(t *testing.T) {
-	if testing.Short() {
-		t.Skip("namespaces")
-	}
+	testenv.E2E(t)
 	for _, hook := range []datapath.Hook{datapath.XDP, datapath.TC} {
 		t.Run(string(hook), func(t *testing.T) {
 			lab := netlab.NewT(t)

@@ -16,6 +16,7 @@ import (
 	"github.com/edgenf/edgenf/internal/nf/monitor"
 	"github.com/edgenf/edgenf/internal/nftest"
 	"github.com/edgenf/edgenf/internal/tenant"
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 // twoSubnets: host a (198.18.0.10/24) — router r1 — host b (198.18.1.20/24).
@@ -57,6 +58,7 @@ func twoSubnets(t *testing.T, hook datapath.Hook) (*engine.Engine, *netlab.Host,
 }
 
 func TestE2ERouterPingAndTCP(t *testing.T) {
+	testenv.E2E(t)
 	for _, hook := range []datapath.Hook{datapath.XDP, datapath.TC} {
 		t.Run(string(hook), func(t *testing.T) {
 			e, a, b := twoSubnets(t, hook)
@@ -143,6 +145,7 @@ func icmpWait(t *testing.T, h *netlab.Host, dst string, ttl int, wait time.Durat
 }
 
 func TestE2ERouterICMPErrors(t *testing.T) {
+	testenv.E2E(t)
 	e, a, _ := twoSubnets(t, datapath.XDP)
 	// Traceroute-style: TTL 1 expires at the router.
 	typ, code, from := icmpWait(t, a, "198.18.1.20", 1, 3*time.Second)
@@ -177,6 +180,7 @@ func TestE2ERouterICMPErrors(t *testing.T) {
 // A transparent cube (monitor) on a router port sees the routed traffic and
 // the router's own ARP requests in both directions; routing is unaffected.
 func TestE2ERouterWithTransparentCubeOnPort(t *testing.T) {
+	testenv.E2E(t)
 	e, a, b := twoSubnets(t, datapath.XDP)
 	nftest.MustUpdate(t, e, func(tp *cube.Topology) error {
 		if err := tp.AddCube(&cube.Cube{Name: "m1", Type: "monitor", Hook: datapath.XDP}); err != nil {
@@ -210,6 +214,7 @@ func TestE2ERouterWithTransparentCubeOnPort(t *testing.T) {
 // Bad input through the engine (what the REST API and CLI call): clear
 // errors naming the field, and the running router is left as it was.
 func TestE2ERouterBadInputLeavesStateAlone(t *testing.T) {
+	testenv.E2E(t)
 	e, a, _ := twoSubnets(t, datapath.XDP)
 	routesBefore, _ := e.View(tenant.Admin, "r1", "routes")
 	cases := []struct {

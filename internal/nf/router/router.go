@@ -1,703 +1,306 @@
-// Package router is the router NF: an IPv4 and IPv6 router cube with
-// connected routes from its ports' addresses, static routes (LPM, > 100k),
-// an ARP table and an IPv6 neighbour table with aging and static entries,
-// next-hop resolution (ARP, neighbour discovery) through the slow path with a
-// bounded queue of waiting packets, ICMP and ICMPv6 echo replies, time
-// exceeded and destination unreachable, link-local addresses on every port
-// and router advertisements.
 package router
 
 import (
-	_ "embed"
-	"errors"
+	"embed"
 	"fmt"
+	"hash/fnv"
 	"net"
 	"net/netip"
-	"sort"
-	"sync"
-	"time"
 
-	"github.com/cilium/ebpf"
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/schema"
 )
 
-var (
-	//go:embed bpf/router_xdp.o
-	objXDP []byte
-	//go:embed bpf/router_tc.o
-	objTC []byte
-)
-
-// Punt reasons, as in router.bpf.c.
-const (
-	puntARP     = 1
-	puntARPMiss = 2
-	puntTTL     = 3
-	puntNoRoute = 4
-	puntND      = 5
-	puntNDMiss  = 6
-	puntRS      = 7
-)
-
-// Kernel layouts (router.bpf.c).
-type kPort struct {
-	MAC   [6]byte
-	Valid uint16
-}
-
-type kRouteKey struct {
-	PrefixLen uint32
-	Addr      [4]byte
-}
-
-type kRoute struct {
-	Port    uint32
-	NextHop [4]byte
-	Flags   uint32
-}
-
-const routeConnected = 1
-
-type kARP struct {
-	MAC   [6]byte
-	Flags uint16
-	Port  uint32
-}
-
-const arpStatic = 1
-
-type kRoute6Key struct {
-	PrefixLen uint32
-	Addr      [16]byte
-}
-
-type kRoute6 struct {
-	Port    uint32
-	Flags   uint32
-	NextHop [16]byte
-}
-
-type kNeigh6Key struct {
-	Addr [16]byte
-	Port uint32
-}
-
-// neigh is a learned ARP entry.
-type neigh struct {
-	mac      net.HardwareAddr
-	port     int
-	updated  time.Time
-	probing  bool
-	probedAt time.Time
-}
-
-// queued is a packet waiting for its next hop.
-type queued struct {
-	inPort int
-	frame  []byte
-}
-
-// pending is a next hop being resolved.
-type pending struct {
-	port    int
-	frames  []queued
-	tries   int
-	lastReq time.Time
-	dropped int
+// Config holds the router's settings. Zero values mean the defaults.
+type Config struct {
+	// ARPTimeout is how long (seconds) a learned ARP entry is trusted before
+	// the router re-probes it; an entry whose probe gets no answer within
+	// 3 s is removed. Default 300.
+	ARPTimeout int `json:"arp_timeout,omitempty" minimum:"0" maximum:"86400"`
+	// ARPQueueLen bounds the packets held per unresolved next hop while the
+	// router resolves it. Default 32.
+	ARPQueueLen int `json:"arp_queue_len,omitempty" minimum:"0" maximum:"1024"`
+	// ICMPRateLimit bounds the ICMP errors (time exceeded, unreachable)
+	// the router sends per second, across all ports. Default 100.
+	ICMPRateLimit int `json:"icmp_rate_limit,omitempty" minimum:"0" maximum:"100000"`
+	// DisableRouteCache makes every packet look its route up in the LPM
+	// table instead of the per-destination route cache.
+	DisableRouteCache bool `json:"disable_route_cache,omitempty"`
 }
 
 const (
-	arpRetries   = 3
-	probeWait    = 3 * time.Second
-	icmpQuoteMax = 520
+	defaultARPTimeout = 300
+	defaultQueueLen   = 32
+	defaultICMPRate   = 100
+	maxQueueLen       = 1024
+	maxPending        = 1024 // next hops being resolved at once
+	maxAddrs          = 1024 // own addresses (kernel map size)
+	// MaxRoutes is the capacity of the static route table.
+	MaxRoutes = 131072 - 4096
+	// MaxStaticARP is the capacity of the static ARP table.
+	MaxStaticARP = 4096
 )
 
-type controller struct {
-	mu      sync.Mutex
-	cfg     Config
-	conn    []connected
-	macs    map[int]net.HardwareAddr
-	dyn     map[netip.Addr]*neigh
-	static  map[netip.Addr]bool
-	pending map[netip.Addr]*pending
-	// onlink are the static routes without a next hop (prefix → port).
-	onlink map[netip.Prefix]int
-	// routes written to the kernel, so a sync writes only differences.
-	written  map[kRouteKey]kRoute
-	written6 map[kRoute6Key]kRoute6
-	// ra: the ports that send router advertisements, and when they last did.
-	ra     map[int]*RA
-	raSent map[int]time.Time
-	// ICMP error token bucket.
-	tokens   float64
-	lastFill time.Time
-	stats    Counters
-	now      func() time.Time
+func (c Config) arpTimeout() int { return or(c.ARPTimeout, defaultARPTimeout) }
+func (c Config) queueLen() int   { return or(c.ARPQueueLen, defaultQueueLen) }
+func (c Config) icmpRate() int   { return or(c.ICMPRateLimit, defaultICMPRate) }
+
+func or(v, d int) int {
+	if v == 0 {
+		return d
+	}
+	return v
 }
 
-// Counters are the slow path's event counts.
-type Counters struct {
-	ARPRequests     uint64 `json:"arp_requests_sent"`
-	ARPLearned      uint64 `json:"arp_learned"`
-	QueuedPackets   uint64 `json:"queued_packets"`
-	ReleasedPackets uint64 `json:"released_packets"`
-	QueueDrops      uint64 `json:"queue_drops"`
-	ResolveFailures uint64 `json:"resolve_failures"`
-	NSSent          uint64 `json:"neighbor_solicitations_sent"`
-	RASent          uint64 `json:"router_advertisements_sent"`
-	ICMPSent        uint64 `json:"icmp_errors_sent"`
-	ICMPRateLimited uint64 `json:"icmp_errors_rate_limited"`
+// Validate checks the settings and the ports' addresses, which are the
+// router's connected routes.
+func (cfg *Config) Validate(c *cube.Cube) error {
+	if cfg.ARPTimeout < 0 || cfg.ARPTimeout > 86400 {
+		return cube.Errorf("arp_timeout", "%d out of range 1..86400 seconds (0: default %d)", cfg.ARPTimeout, defaultARPTimeout)
+	}
+	if cfg.ARPQueueLen < 0 || cfg.ARPQueueLen > maxQueueLen {
+		return cube.Errorf("arp_queue_len", "%d out of range 1..%d (0: default %d)", cfg.ARPQueueLen, maxQueueLen, defaultQueueLen)
+	}
+	if cfg.ICMPRateLimit < 0 || cfg.ICMPRateLimit > 100000 {
+		return cube.Errorf("icmp_rate_limit", "%d out of range 1..100000 per second (0: default %d)", cfg.ICMPRateLimit, defaultICMPRate)
+	}
+	_, err := connectedOf(c)
+	return err
 }
 
-func newController() cube.Controller {
-	return &controller{
-		dyn:     map[netip.Addr]*neigh{},
-		static:  map[netip.Addr]bool{},
-		onlink:  map[netip.Prefix]int{},
-		pending: map[netip.Addr]*pending{},
-		macs:    map[int]net.HardwareAddr{},
-		now:     time.Now,
-	}
+// connected is one address of a port: a connected route.
+type connected struct {
+	Port   int
+	Name   string
+	Addr   netip.Addr
+	Prefix netip.Prefix // masked
 }
 
-func (ctl *controller) maps(h cube.Handle) (ports, addrs, routes, arp *ebpf.Map, err error) {
-	for _, x := range []struct {
-		m    **ebpf.Map
-		name string
-	}{{&ports, "rt_ports"}, {&addrs, "rt_addrs"}, {&routes, "rt_routes"}, {&arp, "rt_arp"}} {
-		if *x.m, err = h.Map(x.name); err != nil {
-			return
-		}
-	}
-	return
-}
-
-func addr4(a netip.Addr) [4]byte { return a.As4() }
-
-func routeKey(p netip.Prefix) kRouteKey {
-	return kRouteKey{PrefixLen: uint32(p.Bits()), Addr: p.Addr().As4()}
-}
-
-// staticRoute converts a validated route to its kernel form.
-func staticRoute(c *cube.Cube, conn []connected, r *Route) (kRouteKey, kRoute, error) {
-	pf, err := netip.ParsePrefix(r.Prefix)
-	if err != nil {
-		return kRouteKey{}, kRoute{}, err
-	}
-	v := kRoute{}
-	if r.NextHop != "" {
-		nh, _ := netip.ParseAddr(r.NextHop)
-		cn, ok := onLink(conn, nh)
-		if !ok {
-			return kRouteKey{}, kRoute{}, fmt.Errorf("next hop %s not on link", nh)
-		}
-		v.Port = uint32(cn.Port)
-		v.NextHop = nh.As4()
-	} else {
-		v.Port = uint32(c.Port(r.Port).Index)
-	}
-	return routeKey(pf), v, nil
-}
-
-// Sync writes ports, own addresses, connected and static routes and static
-// ARP entries; learned ARP entries stay.
-func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
-	ctl.mu.Lock()
-	defer ctl.mu.Unlock()
-	portsM, addrsM, routesM, arpM, err := ctl.maps(h)
-	if err != nil {
-		return err
-	}
-	cfg, err := Type.DecodeConfig(c)
-	if err != nil {
-		return err
-	}
-	ctl.cfg = *cfg.(*Config)
-	conn, err := connectedOf(c)
-	if err != nil {
-		return err
-	}
-	ctl.conn = conn
-	ctl.macs = map[int]net.HardwareAddr{}
-	for i := 0; i < datapath.MaxPorts; i++ {
-		var kp kPort
-		if p := c.PortByIndex(i); p != nil {
-			mac := PortMAC(c, p)
-			ctl.macs[i] = mac
-			copy(kp.MAC[:], mac)
-			kp.Valid = 1
-		}
-		if err := portsM.Put(uint32(i), kp); err != nil {
-			return fmt.Errorf("rt_ports[%d]: %w", i, err)
-		}
-	}
-	// Own addresses (IPv6: also every port's link-local one).
-	wantAddr := map[[4]byte]uint32{}
-	wantAddr6 := map[[16]byte]uint32{}
-	for _, cn := range conn {
-		if cn.Addr.Is4() {
-			wantAddr[addr4(cn.Addr)] = uint32(cn.Port)
-		} else {
-			wantAddr6[cn.Addr.As16()] = uint32(cn.Port)
-		}
-	}
-	for port, mac := range ctl.macs {
-		wantAddr6[linkLocal(mac).As16()] = uint32(port)
-	}
-	if err := syncHash(addrsM, wantAddr); err != nil {
-		return fmt.Errorf("rt_addrs: %w", err)
-	}
-	if err := ctl.syncAddrs6(h, wantAddr6); err != nil {
-		return err
-	}
-	// Routes.
-	want := map[kRouteKey]kRoute{}
-	want6 := map[kRoute6Key]kRoute6{}
-	for _, cn := range conn {
-		if cn.Prefix.Bits() == cn.Addr.BitLen() {
-			continue
-		}
-		if cn.Addr.Is4() {
-			want[routeKey(cn.Prefix)] = kRoute{Port: uint32(cn.Port), Flags: routeConnected}
-		} else {
-			want6[route6Key(cn.Prefix)] = kRoute6{Port: uint32(cn.Port), Flags: routeConnected}
-		}
-	}
-	routes, err := routesTable.Entries(c)
-	if err != nil {
-		return err
-	}
-	ctl.onlink = map[netip.Prefix]int{}
-	for _, v := range routes {
-		ctl.noteOnlink(c, v.(*Route), true)
-		if pf, _ := netip.ParsePrefix(v.(*Route).Prefix); pf.Addr().Is6() {
-			k, kv := staticRoute6(c, conn, v.(*Route))
-			want6[k] = kv
-			continue
-		}
-		k, kv, err := staticRoute(c, conn, v.(*Route))
-		if err != nil {
-			return err
-		}
-		want[k] = kv
-	}
-	if err := ctl.syncRoutes6(h, want6); err != nil {
-		return err
-	}
-	if ctl.written == nil {
-		ctl.written = map[kRouteKey]kRoute{}
-		var k kRouteKey
-		var v kRoute
-		it := routesM.Iterate()
-		for it.Next(&k, &v) {
-			ctl.written[k] = v
-		}
-	}
-	for k := range ctl.written {
-		if _, ok := want[k]; !ok {
-			if err := routesM.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-				return fmt.Errorf("rt_routes: %w", err)
+// connectedOf reads and checks the ports' addresses. Errors name the port
+// (they surface under "config" because the framework validates the ports'
+// generic fields before NF settings).
+func connectedOf(c *cube.Cube) ([]connected, error) {
+	var out []connected
+	n := 0
+	for _, p := range c.Ports {
+		field := fmt.Sprintf("ports[%s]", p.Name) // (port MACs are checked for every cube: cube.checkPortAddrs)
+		for _, a := range p.Addresses {
+			pf, err := netip.ParsePrefix(a)
+			if err != nil {
+				return nil, cube.Errorf(field+".addresses", "invalid address %q: want address/prefix-length, e.g. 198.18.0.1/24", a)
 			}
-			delete(ctl.written, k)
-		}
-	}
-	for k, v := range want {
-		if old, ok := ctl.written[k]; ok && old == v {
-			continue
-		}
-		if err := routesM.Put(k, v); err != nil {
-			return fmt.Errorf("rt_routes %v: %w", k, err)
-		}
-		ctl.written[k] = v
-	}
-	// A sync (route changes, the cache setting) invalidates the cache.
-	off := ctl.cfg.DisableRouteCache
-	if err := setGen(h, &off); err != nil {
-		return err
-	}
-	// ARP: static entries from the table; learned ones stay while their
-	// address is still on a connected subnet.
-	statics, err := arpTable.Entries(c)
-	if err != nil {
-		return err
-	}
-	ctl.static = map[netip.Addr]bool{}
-	for _, v := range statics {
-		n := v.(*Neighbor)
-		a, _ := netip.ParseAddr(n.IP)
-		ctl.static[a] = true
-		if err := ctl.putStatic(h, arpM, n); err != nil {
-			return err
-		}
-		delete(ctl.dyn, a)
-	}
-	if err := ctl.syncNeigh6(h); err != nil {
-		return err
-	}
-	if err := ctl.syncRA(c); err != nil {
-		return err
-	}
-	var ak [4]byte
-	var av kARP
-	var stale [][4]byte
-	it := arpM.Iterate()
-	for it.Next(&ak, &av) {
-		a := netip.AddrFrom4(ak)
-		cn, on := ctl.linkOf(a)
-		switch {
-		case av.Flags&arpStatic != 0 && !ctl.static[a]:
-			stale = append(stale, ak)
-		case av.Flags&arpStatic == 0 && !on:
-			stale = append(stale, ak)
-			delete(ctl.dyn, a)
-		case av.Flags&arpStatic == 0 && ctl.dyn[a] == nil:
-			// Learned by an earlier daemon: adopt it, fresh.
-			ctl.dyn[a] = &neigh{mac: append(net.HardwareAddr(nil), av.MAC[:]...), port: cn.Port, updated: ctl.now()}
-		}
-	}
-	for _, k := range stale {
-		arpM.Delete(k)
-	}
-	for a := range ctl.pending {
-		if _, on := ctl.linkOf(a); !on {
-			delete(ctl.pending, a)
-		}
-	}
-	return nil
-}
-
-// noteOnlink keeps the Go-side list of on-link (port-only) routes, which the
-// slow path needs to resolve their destinations.
-func (ctl *controller) noteOnlink(c *cube.Cube, r *Route, add bool) {
-	pf, err := netip.ParsePrefix(r.Prefix)
-	if err != nil {
-		return
-	}
-	delete(ctl.onlink, pf)
-	if add && r.NextHop == "" {
-		if p := c.Port(r.Port); p != nil {
-			ctl.onlink[pf] = p.Index
-		}
-	}
-}
-
-// linkOf finds the link (port and the port's address to speak from) an
-// address is reachable on directly: a connected subnet, or an on-link route.
-func (ctl *controller) linkOf(a netip.Addr) (connected, bool) {
-	if cn, ok := onLink(ctl.conn, a); ok {
-		return cn, true
-	}
-	best, port := netip.Prefix{}, -1
-	for pf, p := range ctl.onlink {
-		if pf.Contains(a) && (port < 0 || pf.Bits() > best.Bits()) {
-			best, port = pf, p
-		}
-	}
-	if port < 0 {
-		return connected{}, false
-	}
-	for _, cn := range ctl.conn {
-		if cn.Port == port {
-			cn.Prefix = best
-			return cn, true
-		}
-	}
-	return connected{}, false
-}
-
-func (ctl *controller) putStatic(h cube.Handle, arpM *ebpf.Map, n *Neighbor) error {
-	a, _ := netip.ParseAddr(n.IP)
-	hw, _ := net.ParseMAC(n.MAC)
-	cn, _ := onLink(ctl.conn, a)
-	v := kARP{Flags: arpStatic, Port: uint32(cn.Port)}
-	copy(v.MAC[:], hw)
-	if a.Is6() {
-		return ctl.putNeigh6(h, a, cn.Port, v)
-	}
-	if err := arpM.Put(addr4(a), v); err != nil {
-		return fmt.Errorf("rt_arp %s: %w", a, err)
-	}
-	return nil
-}
-
-// kGen mirrors struct rt_gen.
-type kGen struct {
-	Gen uint32
-	Off uint32
-}
-
-// bumpGen invalidates the fast path's route cache: call after the route
-// table changed.
-func bumpGen(h cube.Handle) error { return setGen(h, nil) }
-
-// setGen bumps the cache generation and, if off is given, turns the cache
-// off or on.
-func setGen(h cube.Handle, off *bool) error {
-	m, err := h.Map("rt_gen")
-	if err != nil {
-		return err
-	}
-	var g kGen
-	if err := m.Lookup(uint32(0), &g); err != nil {
-		return fmt.Errorf("rt_gen: %w", err)
-	}
-	g.Gen++
-	if off != nil {
-		g.Off = 0
-		if *off {
-			g.Off = 1
-		}
-	}
-	if err := m.Put(uint32(0), g); err != nil {
-		return fmt.Errorf("rt_gen: %w", err)
-	}
-	return nil
-}
-
-// syncHash makes a small hash map hold exactly want.
-func syncHash(m *ebpf.Map, want map[[4]byte]uint32) error {
-	var k [4]byte
-	var v uint32
-	var del [][4]byte
-	it := m.Iterate()
-	for it.Next(&k, &v) {
-		if w, ok := want[k]; !ok || w != v {
-			del = append(del, k)
-		}
-	}
-	for _, k := range del {
-		m.Delete(k)
-	}
-	for k, v := range want {
-		if err := m.Put(k, v); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// PutEntry writes one static route or ARP entry (large tables change entry
-// by entry, not through a full Sync).
-func (ctl *controller) PutEntry(h cube.Handle, c *cube.Cube, table string, item any) error {
-	ctl.mu.Lock()
-	defer ctl.mu.Unlock()
-	_, _, routesM, arpM, err := ctl.maps(h)
-	if err != nil {
-		return err
-	}
-	switch table {
-	case routesTable.Name:
-		ctl.noteOnlink(c, item.(*Route), true)
-		if pf, _ := netip.ParsePrefix(item.(*Route).Prefix); pf.Addr().Is6() {
-			return ctl.putRoute6(h, c, item.(*Route))
-		}
-		k, v, err := staticRoute(c, ctl.conn, item.(*Route))
-		if err != nil {
-			return err
-		}
-		if err := routesM.Put(k, v); err != nil {
-			return fmt.Errorf("rt_routes: %w", err)
-		}
-		if ctl.written != nil {
-			ctl.written[k] = v
-		}
-		return bumpGen(h)
-	case arpTable.Name:
-		n := item.(*Neighbor)
-		a, _ := netip.ParseAddr(n.IP)
-		ctl.static[a] = true
-		delete(ctl.dyn, a)
-		if err := ctl.putStatic(h, arpM, n); err != nil {
-			return err
-		}
-		ctl.releaseLocked(h, a)
-	}
-	return nil
-}
-
-// DeleteEntry removes one static route or ARP entry.
-func (ctl *controller) DeleteEntry(h cube.Handle, c *cube.Cube, table string, item any) error {
-	ctl.mu.Lock()
-	defer ctl.mu.Unlock()
-	_, _, routesM, arpM, err := ctl.maps(h)
-	if err != nil {
-		return err
-	}
-	switch table {
-	case routesTable.Name:
-		pf, err := netip.ParsePrefix(item.(*Route).Prefix)
-		if err != nil {
-			return err
-		}
-		ctl.noteOnlink(c, item.(*Route), false)
-		if pf.Addr().Is6() {
-			return ctl.deleteRoute6(h, pf)
-		}
-		k := routeKey(pf)
-		if err := routesM.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-			return fmt.Errorf("rt_routes: %w", err)
-		}
-		if ctl.written != nil {
-			delete(ctl.written, k)
-		}
-		return bumpGen(h)
-	case arpTable.Name:
-		a, _ := netip.ParseAddr(item.(*Neighbor).IP)
-		delete(ctl.static, a)
-		if a.Is6() {
-			return ctl.deleteNeigh6(h, a)
-		}
-		if err := arpM.Delete(addr4(a)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-			return fmt.Errorf("rt_arp: %w", err)
-		}
-	}
-	return nil
-}
-
-// RouteInfo is one row of the effective routing table.
-type RouteInfo struct {
-	Prefix  string `json:"prefix"`
-	NextHop string `json:"next_hop,omitempty"`
-	Port    string `json:"port"`
-	Type    string `json:"type"` // connected or static
-}
-
-// ARPInfo is one row of the ARP table.
-type ARPInfo struct {
-	IP     string `json:"ip"`
-	MAC    string `json:"mac,omitempty"`
-	Port   string `json:"port"`
-	Type   string `json:"type"`            // static, dynamic or incomplete
-	State  string `json:"state,omitempty"` // reachable, probing; incomplete: resolving
-	AgeSec int    `json:"age_sec,omitempty"`
-	Queued int    `json:"queued,omitempty"` // incomplete: packets waiting
-}
-
-func portName(c *cube.Cube, idx int) string {
-	if p := c.PortByIndex(idx); p != nil {
-		return p.Name
-	}
-	return fmt.Sprint(idx)
-}
-
-func listRoutes(h cube.Handle, c *cube.Cube) (any, error) {
-	m, err := h.Map("rt_routes")
-	if err != nil {
-		return nil, err
-	}
-	out := []RouteInfo{}
-	var k kRouteKey
-	var v kRoute
-	it := m.Iterate()
-	for it.Next(&k, &v) {
-		ri := RouteInfo{Prefix: netip.PrefixFrom(netip.AddrFrom4(k.Addr), int(k.PrefixLen)).String(), Port: portName(c, int(v.Port)), Type: "static"}
-		if v.Flags&routeConnected != 0 {
-			ri.Type = "connected"
-		}
-		if v.NextHop != [4]byte{} {
-			ri.NextHop = netip.AddrFrom4(v.NextHop).String()
-		}
-		out = append(out, ri)
-	}
-	if err := it.Err(); err != nil {
-		return nil, err
-	}
-	r6, err := listRoutes6(h, c)
-	if err != nil {
-		return nil, err
-	}
-	out = append(out, r6...)
-	sort.Slice(out, func(i, j int) bool {
-		a, _ := netip.ParsePrefix(out[i].Prefix)
-		b, _ := netip.ParsePrefix(out[j].Prefix)
-		if c := a.Addr().Compare(b.Addr()); c != 0 {
-			return c < 0
-		}
-		return a.Bits() < b.Bits()
-	})
-	return out, nil
-}
-
-func (ctl *controller) listARP(h cube.Handle, c *cube.Cube) (any, error) {
-	ctl.mu.Lock()
-	defer ctl.mu.Unlock()
-	m, err := h.Map("rt_arp")
-	if err != nil {
-		return nil, err
-	}
-	now := ctl.now()
-	out := []ARPInfo{}
-	var k [4]byte
-	var v kARP
-	it := m.Iterate()
-	for it.Next(&k, &v) {
-		a := netip.AddrFrom4(k)
-		ai := ARPInfo{IP: a.String(), MAC: net.HardwareAddr(v.MAC[:]).String(), Port: portName(c, int(v.Port)), Type: "static"}
-		if v.Flags&arpStatic == 0 {
-			ai.Type, ai.State = "dynamic", "reachable"
-			if n := ctl.dyn[a]; n != nil {
-				ai.AgeSec = int(now.Sub(n.updated) / time.Second)
-				if n.probing {
-					ai.State = "probing"
+			addr := pf.Addr()
+			if addr.Is4In6() {
+				return nil, cube.Errorf(field+".addresses", "%s is an IPv4-mapped IPv6 address: give the IPv4 address", a)
+			}
+			if addr.Is4() && pf.Bits() < 8 {
+				return nil, cube.Errorf(field+".addresses", "%s: prefix length %d is too short for an interface address (8..32)", a, pf.Bits())
+			}
+			if addr.Is6() && pf.Bits() < 16 {
+				return nil, cube.Errorf(field+".addresses", "%s: prefix length %d is too short for an interface address (16..128)", a, pf.Bits())
+			}
+			m := pf.Masked()
+			if addr.Is4() && pf.Bits() <= 30 && (addr == m.Addr() || addr == lastAddr(m)) {
+				return nil, cube.Unprocessable(field+".addresses", "%s is the network or broadcast address of %s, not a host address", a, m)
+			}
+			if addr.Is6() && pf.Bits() <= 126 && addr == m.Addr() {
+				return nil, cube.Unprocessable(field+".addresses", "%s is the subnet-router anycast address of %s, not a host address", a, m)
+			}
+			if addr.IsMulticast() || addr.IsLoopback() || addr.IsUnspecified() {
+				return nil, cube.Errorf(field+".addresses", "%s is not a unicast host address", a)
+			}
+			if addr.IsLinkLocalUnicast() && addr.Is6() {
+				return nil, cube.Unprocessable(field+".addresses", "%s: every port has its link-local address already (fe80:: and the EUI-64 of its MAC)", a)
+			}
+			for _, o := range out {
+				if o.Addr == addr {
+					return nil, cube.Conflict(field+".addresses", "%s is already an address of port %s", addr, o.Name)
+				}
+				if o.Port != p.Index && o.Prefix.Overlaps(m) {
+					return nil, cube.Conflict(field+".addresses", "subnet %s overlaps %s of port %s: each subnet belongs to one port", m, o.Prefix, o.Name)
 				}
 			}
+			out = append(out, connected{Port: p.Index, Name: p.Name, Addr: addr, Prefix: m})
+			n++
 		}
-		out = append(out, ai)
 	}
-	n6, err := ctl.listNeigh6(h, c)
-	if err != nil {
-		return nil, err
+	if n > maxAddrs {
+		return nil, cube.Conflict("ports", "%d addresses, at most %d", n, maxAddrs)
 	}
-	out = append(out, n6...)
-	for a, p := range ctl.pending {
-		out = append(out, ARPInfo{IP: a.WithZone("").String(), Port: portName(c, p.port), Type: "incomplete", State: "resolving", Queued: len(p.frames)})
-	}
-	sort.Slice(out, func(i, j int) bool {
-		a, _ := netip.ParseAddr(out[i].IP)
-		b, _ := netip.ParseAddr(out[j].IP)
-		return a.Less(b)
-	})
 	return out, nil
 }
 
-// FlushArgs select what arp_flush removes.
-type FlushArgs struct {
-	// Port limits the flush to entries on this port.
-	Port string `json:"port,omitempty" format:"name"`
+func isZero(hw net.HardwareAddr) bool {
+	for _, b := range hw {
+		if b != 0 {
+			return false
+		}
+	}
+	return true
 }
 
-func (ctl *controller) flushARP(h cube.Handle, c *cube.Cube, args any) (any, error) {
-	port := -1
-	if a, ok := args.(*FlushArgs); ok && a.Port != "" {
-		p := c.Port(a.Port)
-		if p == nil {
-			return nil, cube.NotFound("port", "cube %s has no port %q", c.Name, a.Port)
+func lastAddr(p netip.Prefix) netip.Addr {
+	b := p.Addr().As4()
+	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+	v |= ^uint32(0) >> p.Bits()
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+}
+
+// onLink finds the connected subnet an address is on (the longest one).
+func onLink(conn []connected, a netip.Addr) (connected, bool) {
+	best, ok := connected{}, false
+	for _, c := range conn {
+		if c.Prefix.Contains(a) && (!ok || c.Prefix.Bits() > best.Prefix.Bits()) {
+			best, ok = c, true
 		}
-		port = p.Index
 	}
-	ctl.mu.Lock()
-	defer ctl.mu.Unlock()
-	m, err := h.Map("rt_arp")
+	return best, ok
+}
+
+// PortMAC is the MAC address of a router port: Port.MAC, or, when that is
+// empty, a stable locally administered address derived from the cube and
+// port names (02:72:74 followed by 3 bytes of their FNV-1a hash).
+func PortMAC(c *cube.Cube, p *cube.Port) net.HardwareAddr {
+	if hw, err := net.ParseMAC(p.MAC); err == nil && len(hw) == 6 {
+		return hw
+	}
+	h := fnv.New32a()
+	h.Write([]byte(c.Name + "/" + p.Name))
+	s := h.Sum32()
+	return net.HardwareAddr{0x02, 0x72, 0x74, byte(s >> 16), byte(s >> 8), byte(s)}
+}
+
+// Route is a static route: packets to Prefix go to NextHop (on a connected
+// subnet), or, with only Port, straight to their destination out of Port.
+type Route struct {
+	Prefix  string `json:"prefix" format:"ip-prefix" doc:"the destinations, IPv4 or IPv6: no bits set after the length, not IPv4-mapped (422 otherwise)"`
+	NextHop string `json:"next_hop,omitempty" format:"ip" doc:"the next hop: an address on a connected subnet (of port, if given; 409 otherwise) of the prefix's family (422 otherwise); a link-local IPv6 one needs port (422 otherwise)"`
+	Port    string `json:"port,omitempty" format:"name" doc:"the port the route leaves by; alone, destinations are on its link"`
+}
+
+// RefineSchema: a route has a next hop, a port, or both.
+func (*Route) RefineSchema(s *schema.Schema) {
+	s.AnyOf = []*schema.Schema{schema.Branch([]string{"next_hop"}, nil), schema.Branch([]string{"port"}, nil)}
+}
+
+// Validate checks the route against the cube's connected subnets and puts
+// the prefix in canonical form.
+func (r *Route) Validate(c *cube.Cube) error {
+	pf, err := netip.ParsePrefix(r.Prefix)
 	if err != nil {
-		return nil, err
+		return cube.Errorf("prefix", "invalid prefix %q: want address/length, e.g. 198.19.0.0/16", r.Prefix)
 	}
-	n := 0
-	for a, ne := range ctl.dyn {
-		if port >= 0 && ne.port != port {
-			continue
+	if pf.Addr().Is4In6() {
+		return cube.Unprocessable("prefix", "%s is an IPv4-mapped IPv6 prefix: give the IPv4 prefix", r.Prefix)
+	}
+	if pf.Masked() != pf {
+		return cube.Unprocessable("prefix", "%s has host bits set: did you mean %s?", r.Prefix, pf.Masked())
+	}
+	r.Prefix = pf.String()
+	var nh netip.Addr
+	switch {
+	case r.NextHop != "":
+		if nh, err = netip.ParseAddr(r.NextHop); err != nil || nh.Zone() != "" {
+			return cube.Errorf("next_hop", "invalid address %q", r.NextHop)
 		}
-		ctl.forget(h, m, a, ne.port)
-		n++
+		if nh.Is4() != pf.Addr().Is4() {
+			return cube.Unprocessable("next_hop", "%s and the prefix %s are of different address families", nh, pf)
+		}
+		r.NextHop = nh.String()
+	case r.Port == "":
+		return cube.Errorf("next_hop", "a route needs a next_hop, or a port for a destination on the link")
 	}
-	return map[string]int{"flushed": n}, nil
+	conn, err := connectedOf(c)
+	if err != nil {
+		return cube.Conflict("prefix", "the cube's port addresses are invalid: %v", err)
+	}
+	for _, cn := range conn {
+		if cn.Prefix == pf {
+			return cube.Conflict("prefix", "%s is the connected subnet of port %s", pf, cn.Name)
+		}
+	}
+	var port *cube.Port
+	if r.Port != "" {
+		if port = c.Port(r.Port); port == nil {
+			return cube.NotFound("port", "cube %s has no port %q", c.Name, r.Port)
+		}
+	}
+	if r.NextHop == "" {
+		return nil
+	}
+	if nh.Is6() && nh.IsLinkLocalUnicast() {
+		// fe80::/64 is on every port's link: the port says which.
+		if port == nil {
+			return cube.Unprocessable("port", "required with the link-local next hop %s: the port whose link it is on", nh)
+		}
+		return nil
+	}
+	cn, ok := onLink(conn, nh)
+	if !ok {
+		return cube.Conflict("next_hop", "%s is not on a connected subnet of any port", nh)
+	}
+	if port != nil && cn.Port != port.Index {
+		return cube.Conflict("next_hop", "%s is on the subnet %s of port %s, not of port %s", nh, cn.Prefix, cn.Name, r.Port)
+	}
+	for _, o := range conn {
+		if o.Addr == nh {
+			return cube.Conflict("next_hop", "%s is the router's own address", nh)
+		}
+	}
+	if nh.Is4() && nh == lastAddr(cn.Prefix) && cn.Prefix.Bits() <= 30 {
+		return cube.Conflict("next_hop", "%s is the broadcast address of %s", nh, cn.Prefix)
+	}
+	return nil
 }
 
-func (ctl *controller) counters() Counters {
-	ctl.mu.Lock()
-	defer ctl.mu.Unlock()
-	return ctl.stats
+// Neighbor is a static ARP (IPv4) or neighbour (IPv6) entry.
+type Neighbor struct {
+	IP  string `json:"ip" format:"ip" doc:"an address on a connected subnet"`
+	MAC string `json:"mac" format:"mac-unicast"`
 }
+
+// Validate checks the entry is a unicast MAC on a connected subnet.
+func (n *Neighbor) Validate(c *cube.Cube) error {
+	a, err := netip.ParseAddr(n.IP)
+	if err != nil || a.Zone() != "" || a.Is4In6() {
+		return cube.Errorf("ip", "invalid address %q", n.IP)
+	}
+	if a.Is6() && a.IsLinkLocalUnicast() {
+		return cube.Errorf("ip", "%s is link-local: static neighbours are on a connected subnet (link-local ones are learned)", a)
+	}
+	n.IP = a.String()
+	hw, err := net.ParseMAC(n.MAC)
+	if err != nil || len(hw) != 6 {
+		return cube.Errorf("mac", "invalid MAC address %q", n.MAC)
+	}
+	if hw[0]&1 != 0 || isZero(hw) {
+		return cube.Errorf("mac", "%s is not a unicast MAC address", n.MAC)
+	}
+	n.MAC = hw.String()
+	conn, err := connectedOf(c)
+	if err != nil {
+		return cube.Conflict("ip", "the cube's port addresses are invalid: %v", err)
+	}
+	cn, ok := onLink(conn, a)
+	if !ok {
+		return cube.Conflict("ip", "%s is not on a connected subnet of any port", a)
+	}
+	if cn.Addr == a {
+		return cube.Conflict("ip", "%s is the router's own address", a)
+	}
+	for _, o := range conn {
+		if o.Addr == a {
+			return cube.Conflict("ip", "%s is the router's own address", a)
+		}
+	}
+	return nil
+}
+
+// objects are the fast path built for each hook (make bpf).
+//
+//go:embed bpf/*.o
+var objects embed.FS
 
 var routesTable = cube.Table{
 	Name: "routes",
@@ -717,30 +320,25 @@ var arpTable = cube.Table{
 
 // Type is the router NF type.
 var Type = &cube.Type{
-	Name:        "router",
-	Description: "IPv4 and IPv6 router: connected and static routes (LPM), ARP and neighbour discovery with aging and a resolution queue, TTL and hop limit, ICMP/ICMPv6 echo and errors, link-local addresses, router advertisements.",
-	Hooks:       []datapath.Hook{datapath.XDP, datapath.TC},
-	Object: func(h datapath.Hook) ([]byte, error) {
-		if h == datapath.TC {
-			return objTC, nil
-		}
-		return objXDP, nil
-	},
+	Name:          "router",
+	Description:   "IPv4 and IPv6 router: connected and static routes (LPM), ARP and neighbour discovery with aging and a resolution queue, TTL and hop limit, ICMP/ICMPv6 echo and errors, link-local addresses, router advertisements.",
+	Hooks:         []datapath.Hook{datapath.XDP, datapath.TC},
+	Object:        cube.HookObjects(objects, "bpf/router"),
 	Config:        &Config{},
 	PortAddresses: "ip-interface",
 	Tables:        []cube.Table{routesTable, arpTable, raTable},
 	Views: []cube.View{
 		{Name: "routes", Doc: "The routing table in the kernel: connected and static routes.", Item: &RouteInfo{}, List: listRoutes},
 		{Name: "arp", Doc: "The ARP and IPv6 neighbour table: static, learned (with age) and incomplete (being resolved) entries.", Item: &ARPInfo{},
-			List: func(h cube.Handle, c *cube.Cube) (any, error) { return h.Controller().(*controller).listARP(h, c) }},
+			List: cube.ListOn((*controller).listARP)},
 		{Name: "counters", Doc: "Slow-path counters: ARP, queue, ICMP errors.", Item: &Counters{}, Object: true,
-			List: func(h cube.Handle, c *cube.Cube) (any, error) { return h.Controller().(*controller).counters(), nil }},
+			List: func(h cube.Handle, c *cube.Cube) (any, error) {
+				return cube.ControllerOf[*controller](h).counters(), nil
+			}},
 	},
 	Actions: []cube.Action{{
 		Name: "arp_flush", Doc: "Remove learned ARP entries (all, or those of one port).", Args: &FlushArgs{},
-		Do: func(h cube.Handle, c *cube.Cube, args any) (any, error) {
-			return h.Controller().(*controller).flushARP(h, c, args)
-		},
+		Do: cube.DoOn((*controller).flushARP),
 	}},
 	New: newController,
 }

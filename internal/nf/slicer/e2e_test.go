@@ -20,6 +20,7 @@ import (
 	_ "github.com/edgenf/edgenf/internal/nf/router"
 	"github.com/edgenf/edgenf/internal/nftest"
 	"github.com/edgenf/edgenf/internal/tenant"
+	"github.com/edgenf/edgenf/internal/testenv"
 	"github.com/vishvananda/netlink"
 )
 
@@ -41,9 +42,6 @@ const (
 
 func setupE2E(t *testing.T, shape bool, slices ...Slice) *e2e {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("end-to-end: namespaces and seconds of traffic")
-	}
 	lab := netlab.NewT(t)
 	r := &e2e{}
 	var err error
@@ -229,6 +227,7 @@ func pps(bps float64) int { return int(bps / 8 / frameLen) }
 // link rate; without the slices' classes (one HTB class for all), it loses
 // most of it.
 func TestE2EGuaranteeSurvivesFlood(t *testing.T) {
+	testenv.E2E(t)
 	r := setupE2E(t, true,
 		Slice{Name: "greedy", ID: 1, Port: "a", Tenant: "red", Rules: []Rule{{Proto: "udp", DPort: 6001}}},
 		Slice{Name: "victim", ID: 2, Port: "b", Tenant: "blue", MinBps: 6e6, Rules: []Rule{{Proto: "udp", DPort: 6002}}})
@@ -285,6 +284,7 @@ func TestE2EGuaranteeSurvivesFlood(t *testing.T) {
 // A slice limited to R delivers R (within 5%) of a load three times R: the
 // policer at ingress, no qdisc involved.
 func TestE2ERateLimitDeliversR(t *testing.T) {
+	testenv.E2E(t)
 	const rate = 8e6
 	r := setupE2E(t, false,
 		// a 50 ms bucket: a sender the shared machine stalls for less
@@ -310,6 +310,7 @@ func TestE2ERateLimitDeliversR(t *testing.T) {
 // floods; and when both want more than the link, the spare capacity goes to
 // the high-priority class, as its HTB counters show.
 func TestE2EPriorityOrdersDelayAndSpareCapacity(t *testing.T) {
+	testenv.E2E(t)
 	r := setupE2E(t, true,
 		Slice{Name: "urgent", ID: 1, Port: "a", MinBps: 2e6, Priority: intp(0), Rules: []Rule{{Proto: "udp", DPort: 6001}}},
 		Slice{Name: "bulk", ID: 2, Port: "b", MinBps: 2e6, Priority: intp(7), Rules: []Rule{{Proto: "udp", DPort: 6002}}})
@@ -335,6 +336,7 @@ func TestE2EPriorityOrdersDelayAndSpareCapacity(t *testing.T) {
 // slicer (the administrator's) is neither visible nor changeable by them, so
 // a tenant can neither touch another's slice nor raise its own guarantees.
 func TestTenantsCannotChangeSlices(t *testing.T) {
+	testenv.E2E(t)
 	r := setupE2E(t, true,
 		Slice{Name: "red", ID: 1, Port: "a", Tenant: "red", MinBps: 2e6, Rules: []Rule{{Proto: "udp", DPort: 6001}}})
 	actor := tenant.Of("red")
@@ -364,9 +366,7 @@ func TestTenantsCannotChangeSlices(t *testing.T) {
 // traffic reaches only its own server, and a flood from one is never seen
 // by the other's router or server.
 func TestE2ESegregationOverlappingAddresses(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: namespaces and traffic")
-	}
+	testenv.E2E(t)
 	lab := netlab.NewT(t)
 	// The shared entry is an 802.1Q trunk (a veth pair, ta-tb). Its far
 	// side is an access switch: another slicer, acc, whose VLAN slices put

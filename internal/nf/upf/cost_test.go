@@ -49,12 +49,12 @@ func BenchmarkPerPacket(b *testing.B) {
 		frame []byte
 	}{{"uplink", 0, ul}, {"downlink", 1, dl}} {
 		b.Run(tc.name, func(b *testing.B) {
-			if err := r.DP.SetMetadata(datapath.Metadata{Cube: r.Cube.Slot, InPort: tc.port, IngressIfindex: 1}); err != nil {
+			if err := r.DP.SetMetadata(datapath.Metadata{Cube: r.Prog.Slot, InPort: tc.port, IngressIfindex: 1}); err != nil {
 				b.Fatal(err)
 			}
 			var upf, raw []float64
 			for b.Loop() {
-				upf = append(upf, runOnce(b, r.Cube.Program(), tc.frame))
+				upf = append(upf, runOnce(b, r.Prog.EBPF(), tc.frame))
 				raw = append(raw, runOnce(b, redirect, tc.frame))
 			}
 			mu, mr := median(upf), median(raw)

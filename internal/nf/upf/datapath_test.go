@@ -388,7 +388,7 @@ func TestBufferThenForwardInOrder(t *testing.T) {
 				if in.Port != portRelease {
 					t.Fatalf("released into port %d", in.Port)
 				}
-				res, err := r.DP.Run(r.Cube, portRelease, in.Data)
+				res, err := r.DP.Run(r.Prog, portRelease, in.Data)
 				if err != nil {
 					t.Fatal(err)
 				}

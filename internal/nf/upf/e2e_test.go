@@ -21,6 +21,7 @@ import (
 	"github.com/edgenf/edgenf/internal/pfcp"
 	"github.com/edgenf/edgenf/internal/pfcp/client"
 	"github.com/edgenf/edgenf/internal/tenant"
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 // edge is the use case end to end: a gNB namespace (198.18.1.2,
@@ -199,6 +200,7 @@ func (ed *edge) usage(u *ue) client.Usage {
 }
 
 func TestE2ETrafficBothWays(t *testing.T) {
+	testenv.E2E(t)
 	for _, hook := range hooks {
 		t.Run(string(hook), func(t *testing.T) {
 			ed := newEdge(t, hook)
@@ -342,6 +344,7 @@ func (s *sink) received() []uint32 {
 }
 
 func TestE2ESDFFiltersSteerFlows(t *testing.T) {
+	testenv.E2E(t)
 	ed := newEdge(t, datapath.XDP)
 	// Video (UDP from the data network's port 5000) gets its own QoS flow
 	// and tunnel; UDP to the UE's port 6000 is dropped.
@@ -387,6 +390,7 @@ func TestE2ESDFFiltersSteerFlows(t *testing.T) {
 }
 
 func TestE2EMBRHoldsTheRate(t *testing.T) {
+	testenv.E2E(t)
 	ed := newEdge(t, datapath.XDP)
 	// 8 Mbit/s downlink; the data network offers twice that for 3 s.
 	const mbr = 8000 // kbit/s
@@ -410,6 +414,7 @@ func TestE2EMBRHoldsTheRate(t *testing.T) {
 }
 
 func TestE2EVolumeThresholdReport(t *testing.T) {
+	testenv.E2E(t)
 	ed := newEdge(t, datapath.XDP)
 	// Report after 10,000 octets: ten 1000-octet IP packets up.
 	u := ed.attach(sessionSpec{urr: &client.URR{ID: 1, Method: pfcp.MeasureVOLUM, Triggers: pfcp.TriggerVOLTH, VolumeThreshold: 10000}})
@@ -434,6 +439,7 @@ func TestE2EVolumeThresholdReport(t *testing.T) {
 }
 
 func TestE2EGateClosedByModification(t *testing.T) {
+	testenv.E2E(t)
 	ed := newEdge(t, datapath.XDP)
 	u := ed.attach(sessionSpec{})
 	s := newSink(t, u.Host, 5007)
@@ -454,6 +460,7 @@ func TestE2EGateClosedByModification(t *testing.T) {
 }
 
 func TestE2EBufferThenForwardInOrder(t *testing.T) {
+	testenv.E2E(t)
 	ed := newEdge(t, datapath.XDP)
 	// The UE is idle: downlink packets are buffered, and the SMF is told
 	// of the first one.
@@ -499,6 +506,7 @@ func TestE2EBufferThenForwardInOrder(t *testing.T) {
 }
 
 func TestE2EDeletionStopsTraffic(t *testing.T) {
+	testenv.E2E(t)
 	ed := newEdge(t, datapath.XDP)
 	u := ed.attach(sessionSpec{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -323,7 +323,7 @@ type NeighbourInfo struct {
 }
 
 func listNeighbours(h cube.Handle, c *cube.Cube) (any, error) {
-	ctl := h.Controller().(*controller)
+	ctl := cube.ControllerOf[*controller](h)
 	ctl.mu.Lock()
 	defer ctl.mu.Unlock()
 	out := []NeighbourInfo{}

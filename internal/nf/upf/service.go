@@ -29,8 +29,8 @@ func (ctl *controller) Start(s cube.Store) {
 	ctl.store = s
 }
 
-// Stop implements cube.Service.
-func (ctl *controller) Stop() {
+// Close implements cube.Service: the agent stops.
+func (ctl *controller) Close() {
 	ctl.mu.Lock()
 	a := ctl.agent
 	ctl.agent, ctl.stopped = nil, true

@@ -10,19 +10,17 @@
 package upf
 
 import (
-	_ "embed"
+	"embed"
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/nf/upf/model"
 )
 
-var (
-	//go:embed bpf/upf_xdp.o
-	objXDP []byte
-	//go:embed bpf/upf_tc.o
-	objTC []byte
-)
+// objects are the fast path built for each hook (make bpf).
+//
+//go:embed bpf/*.o
+var objects embed.FS
 
 // Table names.
 const (
@@ -58,13 +56,8 @@ var Type = &cube.Type{
 		"PFCP PDRs with SDF filters, FARs (forward, drop, buffer, notify), QERs (gates, MBR), URRs (volume, " +
 		"thresholds, quotas, usage reports); ports n3 (gNBs), n6 (data network), n9 (other UPFs); driven by " +
 		"an SMF over PFCP (N4) or through the API.",
-	Hooks: []datapath.Hook{datapath.XDP, datapath.TC},
-	Object: func(h datapath.Hook) ([]byte, error) {
-		if h == datapath.TC {
-			return objTC, nil
-		}
-		return objXDP, nil
-	},
+	Hooks:      []datapath.Hook{datapath.XDP, datapath.TC},
+	Object:     cube.HookObjects(objects, "bpf/upf"),
 	Config:     &model.Config{},
 	PortConfig: &model.PortConfig{},
 	PortNames:  []string{model.PortN3, model.PortN6, model.PortN9},

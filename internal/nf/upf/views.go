@@ -110,7 +110,7 @@ func (ctl *controller) pdrCount(seid uint64, st *sessState, pdr uint16) kCount {
 }
 
 func listSessions(h cube.Handle, c *cube.Cube) (any, error) {
-	ctl := h.Controller().(*controller)
+	ctl := cube.ControllerOf[*controller](h)
 	ctl.mu.Lock()
 	defer ctl.mu.Unlock()
 	out := []SessionView{}
@@ -152,7 +152,7 @@ func listSessions(h cube.Handle, c *cube.Cube) (any, error) {
 }
 
 func listPDRs(h cube.Handle, c *cube.Cube) (any, error) {
-	ctl := h.Controller().(*controller)
+	ctl := cube.ControllerOf[*controller](h)
 	ctl.mu.Lock()
 	defer ctl.mu.Unlock()
 	out := []PDRView{}
@@ -177,7 +177,7 @@ func listPDRs(h cube.Handle, c *cube.Cube) (any, error) {
 }
 
 func listURRs(h cube.Handle, c *cube.Cube) (any, error) {
-	ctl := h.Controller().(*controller)
+	ctl := cube.ControllerOf[*controller](h)
 	ctl.mu.Lock()
 	defer ctl.mu.Unlock()
 	out := []URRView{}
@@ -210,7 +210,7 @@ func listURRs(h cube.Handle, c *cube.Cube) (any, error) {
 }
 
 func listAssociations(h cube.Handle, c *cube.Cube) (any, error) {
-	ctl := h.Controller().(*controller)
+	ctl := cube.ControllerOf[*controller](h)
 	ctl.mu.Lock()
 	a := ctl.agent
 	perNode := map[string]int{}
@@ -287,14 +287,14 @@ func (ctl *controller) counters() []Counter {
 }
 
 func listCounters(h cube.Handle, c *cube.Cube) (any, error) {
-	ctl := h.Controller().(*controller)
+	ctl := cube.ControllerOf[*controller](h)
 	ctl.mu.Lock()
 	defer ctl.mu.Unlock()
 	return ctl.counters(), nil
 }
 
 func resetCounters(h cube.Handle, c *cube.Cube, _ any) (any, error) {
-	ctl := h.Controller().(*controller)
+	ctl := cube.ControllerOf[*controller](h)
 	ctl.mu.Lock()
 	defer ctl.mu.Unlock()
 	n, err := ebpf.PossibleCPU()

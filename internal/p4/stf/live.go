@@ -78,7 +78,7 @@ func LoadLive(res *p4.Result, hook string, ports []int) (_ *Runner, err error) {
 type live struct {
 	lab   *netlab.Lab
 	dp    *datapath.Datapath
-	cube  *datapath.Cube
+	cube  *datapath.Program
 	socks map[int]int // port → packet socket on the far end, in the namespace
 }
 

@@ -5,23 +5,13 @@ import (
 	"fmt"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/edgenf/edgenf/internal/ktime"
 	"github.com/edgenf/edgenf/internal/p4/p4info"
 )
 
 // Idle timeouts: tables with support_timeout = true keep, in each entry's
 // value, the bpf_ktime_get_ns() of its last hit (the data path refreshes it
 // at most every 100 ms). Writing an entry counts as a hit.
-
-// monotonic is the clock of bpf_ktime_get_ns (CLOCK_MONOTONIC).
-func monotonic() uint64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		return 0
-	}
-	return uint64(ts.Nano())
-}
 
 // idleOffset is where an entry's last hit is in what the table's map
 // stores (scan tables store the match in front of the value); -1: none.
@@ -37,7 +27,7 @@ func idleOffset(t *p4info.TableLayout) int {
 
 func stampIdle(t *p4info.TableLayout, e *p4info.Entry) {
 	if off := idleOffset(t); off >= 0 && off+8 <= len(e.Value) {
-		binary.NativeEndian.PutUint64(e.Value[off:], monotonic())
+		binary.NativeEndian.PutUint64(e.Value[off:], ktime.Now())
 	}
 }
 
@@ -59,7 +49,7 @@ func (p *Program) Idle(table string, matches []p4info.Match, priority uint32) (t
 	if off+8 > len(val) {
 		return 0, fmt.Errorf("table %s: value of %d bytes has no last hit", t.Name, len(val))
 	}
-	last, now := binary.NativeEndian.Uint64(val[off:]), monotonic()
+	last, now := binary.NativeEndian.Uint64(val[off:]), ktime.Now()
 	if last >= now {
 		return 0, nil
 	}

@@ -1,5 +1,11 @@
 package agent
 
+// This file is long because it is one procedure: session establishment,
+// modification and deletion (TS 29.244 clause 7.5), with the builder that
+// turns the Create/Update/Remove IEs into the session's rules and the
+// causes it answers with; the parts check one another and read best
+// together.
+
 import (
 	"encoding/binary"
 	"encoding/json"

@@ -80,12 +80,7 @@ struct {
 	__type(value, struct br_fdb_val);
 } br_fdb SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, BR_CNT_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} br_counters SEC(".maps");
+ENF_COUNTERS(br_counters, BR_CNT_MAX);
 
 /* Interface → port index, for the devmap egress program. */
 struct {
@@ -104,14 +99,6 @@ struct {
 	__type(value, struct bpf_devmap_val);
 } br_flood SEC(".maps");
 #endif
-
-static __always_inline void br_count(__u32 idx)
-{
-	__u64 *c = bpf_map_lookup_elem(&br_counters, &idx);
-
-	if (c)
-		(*c)++;
-}
 
 static __always_inline int mac_multicast(const __u8 *m)
 {
@@ -199,13 +186,13 @@ static __always_inline int bridge(ctx_t *ctx, struct edgenf_md *md)
 		vid = pp->pvid;
 	}
 	if (vid == 0 || vid >= 4095) {
-		br_count(BR_CNT_VLAN_DROP);
+		enf_counter_inc(&br_counters, BR_CNT_VLAN_DROP);
 		return enf_drop(ctx, md); /* untagged without a native VLAN, or priority-tagged */
 	}
 	vid32 = vid;
 	vl = bpf_map_lookup_elem(&br_vlans, &vid32);
 	if (!vl || !(vl->members & inbit)) {
-		br_count(BR_CNT_VLAN_DROP);
+		enf_counter_inc(&br_counters, BR_CNT_VLAN_DROP);
 		return enf_drop(ctx, md);
 	}
 	/* IEEE 802.1D reserved group addresses (STP, LACP, ...) are not forwarded. */
@@ -225,7 +212,7 @@ static __always_inline int bridge(ctx_t *ctx, struct edgenf_md *md)
 			if (e->port != in) {
 				e->port = in;
 				e->seen = now;
-				br_count(BR_CNT_MOVES);
+				enf_counter_inc(&br_counters, BR_CNT_MOVES);
 			} else if (now - e->seen > 1000000000ULL) {
 				e->seen = now;
 			}
@@ -234,7 +221,7 @@ static __always_inline int bridge(ctx_t *ctx, struct edgenf_md *md)
 		struct br_fdb_val nv = { .port = in, .seen = now };
 
 		if (bpf_map_update_elem(&br_fdb, &key, &nv, BPF_NOEXIST) == -7 /* -E2BIG */)
-			br_count(BR_CNT_LEARN_FULL);
+			enf_counter_inc(&br_counters, BR_CNT_LEARN_FULL);
 	}
 
 	/* Forward. */
@@ -249,7 +236,7 @@ static __always_inline int bridge(ctx_t *ctx, struct edgenf_md *md)
 		int want_tag = !(vl->untagged & (1ULL << out));
 
 		if (out == in) {
-			br_count(BR_CNT_FILTERED);
+			enf_counter_inc(&br_counters, BR_CNT_FILTERED);
 			return enf_drop(ctx, md);
 		}
 #if defined(EDGENF_HOOK_XDP)
@@ -270,7 +257,7 @@ static __always_inline int bridge(ctx_t *ctx, struct edgenf_md *md)
 	}
 
 	/* Flood within the VLAN. */
-	br_count(BR_CNT_FLOODED);
+	enf_counter_inc(&br_counters, BR_CNT_FLOODED);
 #if defined(EDGENF_HOOK_XDP)
 	if (!tagged && br_push(ctx, vid))
 		return enf_drop(ctx, md);

@@ -158,12 +158,7 @@ struct {
 	__type(value, struct dd_cfg);
 } dd_cfg SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, DD_ST_N);
-	__type(key, __u32);
-	__type(value, __u64);
-} dd_stats SEC(".maps");
+ENF_COUNTERS(dd_stats, DD_ST_N);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -276,14 +271,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct dd_track);
 } dd_zero SEC(".maps");
-
-static __always_inline void dd_count(__u32 idx)
-{
-	__u64 *v = bpf_map_lookup_elem(&dd_stats, &idx);
-
-	if (v)
-		*v += 1;
-}
 
 /* The clock is read once per packet, and only when needed. */
 static __always_inline __u64 dd_now(__u64 *now)
@@ -445,7 +432,7 @@ static __always_inline int dd_listed(void *exact, void *lpm, __u32 flags, __u32 
  * without dropping anything: the caller decides the packet's fate. */
 static __always_inline void dd_event(ctx_t *ctx, struct edgenf_md *md, __u32 dir, __u32 reason, __u32 count)
 {
-	dd_count(DD_ST_EVENTS);
+	enf_counter_inc(&dd_stats, DD_ST_EVENTS);
 	enf_report(ctx, md, enf_self(md), dir, reason, count, 256);
 }
 
@@ -453,9 +440,9 @@ static __always_inline void dd_event(ctx_t *ctx, struct edgenf_md *md, __u32 dir
  * set) or dropped. The mirror replaces the rest of the hop. */
 static __always_inline int dd_blocked_verdict(struct edgenf_md *md, struct dd_cfg *cfg, __u32 reason)
 {
-	dd_count(DD_ST_DROP_BLOCKED);
+	enf_counter_inc(&dd_stats, DD_ST_DROP_BLOCKED);
 	if (reason == DD_REASON_SCAN && (cfg->flags & DD_F_MIRROR) && cfg->mirror_ifindex) {
-		dd_count(DD_ST_MIRRORED);
+		enf_counter_inc(&dd_stats, DD_ST_MIRRORED);
 		md->hop.kind = EDGENF_DST_IFACE;
 		md->hop.ifindex = cfg->mirror_ifindex;
 		md->hop.nstack = 0;
@@ -481,7 +468,7 @@ static __always_inline int dd_block(ctx_t *ctx, struct edgenf_md *md, __u32 dir,
 	t->rate_start = 0;
 	t->scan_start = 0;
 	if (bpf_map_update_elem(&dd_blocked, src, &b, BPF_ANY) == 0) {
-		dd_count(reason == DD_REASON_SCAN ? DD_ST_BLOCK_SCAN : DD_ST_BLOCK_RATE);
+		enf_counter_inc(&dd_stats, reason == DD_REASON_SCAN ? DD_ST_BLOCK_SCAN : DD_ST_BLOCK_RATE);
 		dd_event(ctx, md, dir, reason, count);
 	}
 	return dd_blocked_verdict(md, cfg, reason);
@@ -589,7 +576,7 @@ static __always_inline int ddos(ctx_t *ctx, struct edgenf_md *md, __u32 dir)
 		if ((cfg->src4.n || (cfg->flags & DD_F_SRC_LPM4)) &&
 		    dd_listed4(&dd_src_t4, &dd_src_t4v, &dd_src_lpm4, &cfg->src4, cfg->flags & DD_F_SRC_LPM4,
 			       ip->saddr, &now, ctx_len(ctx))) {
-			dd_count(DD_ST_DROP_SRC);
+			enf_counter_inc(&dd_stats, DD_ST_DROP_SRC);
 			return ENF_VERDICT_DROP;
 		}
 		src.a[2] = bpf_htonl(0xffff);
@@ -611,7 +598,7 @@ static __always_inline int ddos(ctx_t *ctx, struct edgenf_md *md, __u32 dir)
 	len = ctx_len(ctx);
 
 	if (!v4 && dd_listed(&dd_src_exact, &dd_src_lpm, flags, DD_F_SRC_EXACT, DD_F_SRC_LPM, &src, &now, len)) {
-		dd_count(DD_ST_DROP_SRC);
+		enf_counter_inc(&dd_stats, DD_ST_DROP_SRC);
 		return ENF_VERDICT_DROP;
 	}
 	if (flags & (DD_F_RATE | DD_F_SCAN)) {
@@ -627,7 +614,7 @@ static __always_inline int ddos(ctx_t *ctx, struct edgenf_md *md, __u32 dir)
 		     dd_listed4(&dd_dst_t4, &dd_dst_t4v, &dd_dst_lpm4, &cfg->dst4, flags & DD_F_DST_LPM4, dst.a[3],
 				&now, len)
 	       : dd_listed(&dd_dst_exact, &dd_dst_lpm, flags, DD_F_DST_EXACT, DD_F_DST_LPM, &dst, &now, len)) {
-		dd_count(DD_ST_DROP_DST);
+		enf_counter_inc(&dd_stats, DD_ST_DROP_DST);
 		return ENF_VERDICT_DROP;
 	}
 	if ((flags & (DD_F_RATE | DD_F_SCAN)) &&
@@ -637,7 +624,7 @@ static __always_inline int ddos(ctx_t *ctx, struct edgenf_md *md, __u32 dir)
 		if (v != ENF_VERDICT_PASS || md->hop.nstack == 0)
 			return v;
 	}
-	dd_count(DD_ST_PASSED);
+	enf_counter_inc(&dd_stats, DD_ST_PASSED);
 	return ENF_VERDICT_PASS;
 }
 

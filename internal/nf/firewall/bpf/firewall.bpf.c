@@ -170,11 +170,6 @@ struct {
 	__type(value, struct fw_rule);
 } fw_rules SEC(".maps");
 
-struct fw_count {
-	__u64 packets;
-	__u64 bytes;
-};
-
 /* Per-rule counters, same index; FW_MAX_RULES + (gen * 2 + chain) past the
  * rules: the default policy's; then per chain the accept-established
  * shortcut's, invalid packets accepted, frames that could not be parsed (the
@@ -185,12 +180,7 @@ struct fw_count {
 #define FW_CNT_INVALID (4 * FW_MAX_RULES + 8)
 #define FW_CNT_UNPARSED (4 * FW_MAX_RULES + 12)
 #define FW_CNT_BADFRAG (4 * FW_MAX_RULES + 14)
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 4 * FW_MAX_RULES + 16);
-	__type(key, __u32);
-	__type(value, struct fw_count);
-} fw_counters SEC(".maps");
+ENF_TRAFFIC_COUNTERS(fw_counters, 4 * FW_MAX_RULES + 16);
 
 /* Connections: normalised tuple (lower address/port first), either family. */
 struct fw_conn {
@@ -289,16 +279,6 @@ struct {
 
 #define FW_LOG_ACCEPT 1
 #define FW_LOG_DROP 2
-
-static __always_inline void fw_count(__u32 idx, __u32 len)
-{
-	struct fw_count *c = bpf_map_lookup_elem(&fw_counters, &idx);
-
-	if (c) {
-		c->packets++;
-		c->bytes += len;
-	}
-}
 
 /* Compare two addresses: -1, 0, 1. */
 static __always_inline int fw_addr_cmp(const __be32 *a, const __be32 *b)
@@ -521,10 +501,10 @@ static __always_inline int fw_later_fragment(const struct ct_pkt46 *p, __u8 chai
 	fw_frag_key(p, chain, &k);
 	f = bpf_map_lookup_elem(&fw_frags, &k);
 	if (f && bpf_ktime_get_ns() - f->seen <= FW_FRAG_TIMEOUT_NS) {
-		fw_count(f->cnt, len);
+		enf_traffic_add(&fw_counters, f->cnt, len);
 		return fw_verdict(f->verdict);
 	}
-	fw_count(FW_CNT_UNPARSED + chain, len);
+	enf_traffic_add(&fw_counters, FW_CNT_UNPARSED + chain, len);
 	return fw_verdict(m->policy);
 }
 
@@ -578,10 +558,10 @@ static __always_inline int firewall(ctx_t *ctx, struct edgenf_md *md, __u32 dir)
 
 			fw_frag_key(p, chain, &fk);
 			bpf_map_update_elem(&fw_frags, &fk, &f, BPF_ANY);
-			fw_count(FW_CNT_BADFRAG + chain, len);
+			enf_traffic_add(&fw_counters, FW_CNT_BADFRAG + chain, len);
 			return ENF_VERDICT_DROP;
 		}
-		fw_count(FW_CNT_UNPARSED + chain, len);
+		enf_traffic_add(&fw_counters, FW_CNT_UNPARSED + chain, len);
 		return fw_verdict(m->policy);
 	}
 	if (p->frag && !p->l4_off)
@@ -609,7 +589,7 @@ static __always_inline int firewall(ctx_t *ctx, struct edgenf_md *md, __u32 dir)
 
 	if (m->accept_established && (pstate == CT_PKT_ESTABLISHED || pstate == CT_PKT_RELATED)) {
 		cnt = FW_CNT_ESTAB + chain;
-		fw_count(cnt, len);
+		enf_traffic_add(&fw_counters, cnt, len);
 		verdict = FW_ACCEPT;
 		goto done;
 	}
@@ -628,14 +608,14 @@ static __always_inline int firewall(ctx_t *ctx, struct edgenf_md *md, __u32 dir)
 		if (!r)
 			return ENF_VERDICT_DROP;
 		cnt = ri;
-		fw_count(cnt, len);
+		enf_traffic_add(&fw_counters, cnt, len);
 		verdict = r->action;
 		if (r->log)
 			log = fw_log(ctx, md, cfg, verdict == FW_ACCEPT ? FW_LOG_ACCEPT : FW_LOG_DROP,
 				     (chain << 31) | (r->id & 0x7fffffff));
 	} else {
 		cnt = FW_CNT_POLICY + mi;
-		fw_count(cnt, len);
+		enf_traffic_add(&fw_counters, cnt, len);
 		verdict = m->policy;
 	}
 done:
@@ -650,7 +630,7 @@ done:
 	if (verdict != FW_ACCEPT)
 		return ENF_VERDICT_DROP;
 	if (pstate == CT_PKT_INVALID)
-		fw_count(FW_CNT_INVALID + chain, len);
+		enf_traffic_add(&fw_counters, FW_CNT_INVALID + chain, len);
 	if (conn) {
 		/* In place: no map update per packet. */
 		if (pstate != CT_PKT_INVALID)

@@ -182,20 +182,7 @@ struct {
 	__type(value, struct lb_nat);
 } lb_nat SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, LB_ST_N);
-	__type(key, __u32);
-	__type(value, __u64);
-} lb_stats SEC(".maps");
-
-static __always_inline void lb_count(__u32 idx)
-{
-	__u64 *v = bpf_map_lookup_elem(&lb_stats, &idx);
-
-	if (v)
-		*v += 1;
-}
+ENF_COUNTERS(lb_stats, LB_ST_N);
 
 static __always_inline int lb_addr_eq(const __be32 *a, const __be32 *b)
 {
@@ -221,7 +208,7 @@ static __always_inline int lb_unknown(ctx_t *ctx, struct edgenf_md *md)
 	__u32 zero = 0;
 	struct lb_cfg *cfg = bpf_map_lookup_elem(&lb_cfg, &zero);
 
-	lb_count(LB_ST_UNKNOWN);
+	enf_counter_inc(&lb_stats, LB_ST_UNKNOWN);
 	if (cfg && (cfg->flags & LB_CFG_PASS_UNKNOWN))
 		return enf_pass(ctx, md);
 	return enf_drop(ctx, md);
@@ -269,7 +256,7 @@ static __always_inline int lb_do_arp(ctx_t *ctx, struct edgenf_md *md, struct en
 	__builtin_memcpy(a->tpa, a->spa, 4);
 	__builtin_memcpy(a->sha, p->mac, ETH_ALEN);
 	__builtin_memcpy(a->spa, &tpa, 4);
-	lb_count(LB_ST_ARP);
+	enf_counter_inc(&lb_stats, LB_ST_ARP);
 	return enf_send(ctx, md, in);
 }
 
@@ -442,7 +429,7 @@ static __always_inline int lb_do_ns(ctx_t *ctx, struct edgenf_md *md, struct enf
 	if (!own && !bpf_map_lookup_elem(&lb_vips, &vk))
 		return lb_unknown(ctx, md);
 	enf_nd_advertise(eth, ip, ns, p->mac, own ? 0 : ENF_NA_OVERRIDE);
-	lb_count(LB_ST_ARP);
+	enf_counter_inc(&lb_stats, LB_ST_ARP);
 	return enf_send(ctx, md, in);
 }
 
@@ -520,10 +507,10 @@ static __always_inline int lb_forward(ctx_t *ctx, struct edgenf_md *md, struct e
 	}
 	if (lb_set_macs(ctx, be->port, be->mac))
 		return enf_drop(ctx, md);
-	lb_count(LB_ST_FORWARDED);
+	enf_counter_inc(&lb_stats, LB_ST_FORWARDED);
 	return enf_send(ctx, md, be->port);
 none:
-	lb_count(LB_ST_NO_BACKEND);
+	enf_counter_inc(&lb_stats, LB_ST_NO_BACKEND);
 	return enf_drop(ctx, md);
 }
 
@@ -600,7 +587,7 @@ static __always_inline int lb(ctx_t *ctx, struct edgenf_md *md)
 			return enf_drop(ctx, md);
 		if (lb_set_macs(ctx, out, cmac))
 			return enf_drop(ctx, md);
-		lb_count(LB_ST_REPLIES);
+		enf_counter_inc(&lb_stats, LB_ST_REPLIES);
 		return enf_send(ctx, md, out);
 	}
 	return lb_unknown(ctx, md);

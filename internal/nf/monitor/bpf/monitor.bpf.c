@@ -18,18 +18,8 @@ enum mon_class {
 	MON_NCLASS,
 };
 
-struct mon_count {
-	__u64 packets;
-	__u64 bytes;
-};
-
 /* key: dir * MON_NCLASS + class */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 2 * MON_NCLASS);
-	__type(key, __u32);
-	__type(value, struct mon_count);
-} mon_counts SEC(".maps");
+ENF_TRAFFIC_COUNTERS(mon_counts, 2 * MON_NCLASS);
 
 static __always_inline __u32 mon_classify(struct enf_pkt *pkt)
 {
@@ -59,18 +49,13 @@ static __always_inline __u32 mon_classify(struct enf_pkt *pkt)
 static __always_inline int monitor(ctx_t *ctx, struct edgenf_md *md, __u32 dir)
 {
 	struct enf_pkt pkt;
-	struct mon_count *c;
 	__u32 key = MON_OTHER;
 
 	(void)md;
 	if (enf_parse(ctx, &pkt) == 0)
 		key = mon_classify(&pkt);
 	key += (dir & 1) * MON_NCLASS;
-	c = bpf_map_lookup_elem(&mon_counts, &key);
-	if (c) {
-		c->packets++;
-		c->bytes += ctx_len(ctx);
-	}
+	enf_traffic_add(&mon_counts, key, ctx_len(ctx));
 	return ENF_VERDICT_PASS;
 }
 

@@ -133,20 +133,7 @@ enum nat_counter {
 	NAT_C_MAX,
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, NAT_C_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} nat_counters SEC(".maps");
-
-static __always_inline void nat_count(__u32 c)
-{
-	__u64 *v = bpf_map_lookup_elem(&nat_counters, &c);
-
-	if (v)
-		*v += 1;
-}
+ENF_COUNTERS(nat_counters, NAT_C_MAX);
 
 /* Fragments after the first carry no ports: they are translated like their
  * datagram's first fragment, remembered by addresses, protocol, IPv4
@@ -227,7 +214,7 @@ static __always_inline int nat_xlate(ctx_t *ctx, struct ct_pkt *p, struct nat_se
 				   p->t.proto == IPPROTO_ICMP ? p->t.sport : p->t.dport, s->new_port);
 	if (r < 0)
 		return ENF_VERDICT_DROP;
-	nat_count(NAT_C_XLATE);
+	enf_counter_inc(&nat_counters, NAT_C_XLATE);
 	return ENF_VERDICT_PASS;
 }
 
@@ -283,7 +270,7 @@ static __always_inline int nat_open(ctx_t *ctx, struct ct_pkt *p, __u32 dir, __u
 		}
 	}
 	if (!found) {
-		nat_count(NAT_C_NOPORT);
+		enf_counter_inc(&nat_counters, NAT_C_NOPORT);
 		return ENF_VERDICT_DROP;
 	}
 	ct_init(&o.conn, p, now);
@@ -306,7 +293,7 @@ static __always_inline int nat_open(ctx_t *ctx, struct ct_pkt *p, __u32 dir, __u
 			return ENF_VERDICT_DROP;
 		return nat_xlate(ctx, p, s, dir);
 	}
-	nat_count(dir == EDGENF_DIR_EGRESS ? NAT_C_NEW_OUT : NAT_C_NEW_IN);
+	enf_counter_inc(&nat_counters, dir == EDGENF_DIR_EGRESS ? NAT_C_NEW_OUT : NAT_C_NEW_IN);
 	{
 		struct nat_sess *s = bpf_map_lookup_elem(&nat_sess, &ok);
 
@@ -334,10 +321,10 @@ static __always_inline int nat_covers_out(struct nat_cfg *cfg, __be32 saddr)
 static __always_inline int nat_cannot(struct nat_cfg *cfg, __u32 dir, __be32 saddr)
 {
 	if (dir == EDGENF_DIR_EGRESS && nat_covers_out(cfg, saddr)) {
-		nat_count(NAT_C_UNXLATE);
+		enf_counter_inc(&nat_counters, NAT_C_UNXLATE);
 		return ENF_VERDICT_DROP;
 	}
-	nat_count(NAT_C_UNTOUCHED);
+	enf_counter_inc(&nat_counters, NAT_C_UNTOUCHED);
 	return ENF_VERDICT_PASS;
 }
 
@@ -357,7 +344,7 @@ static __always_inline int nat_later_fragment(ctx_t *ctx, struct ct_pkt *p, stru
 	} else if (ct_nat_rewrite(ctx, p, CT_DST, p->t.daddr, f->new_addr, 0, 0) < 0) {
 		return ENF_VERDICT_DROP;
 	}
-	nat_count(NAT_C_XLATE);
+	enf_counter_inc(&nat_counters, NAT_C_XLATE);
 	return ENF_VERDICT_PASS;
 }
 
@@ -418,7 +405,7 @@ static __always_inline int nat_new_in(ctx_t *ctx, struct ct_pkt *p, struct nat_c
 				p->t.proto == IPPROTO_ICMP ? p->t.sport : p->t.dport, 0, 0, 0, NAT_K_DNAT,
 				d->rule, now);
 untouched:
-	nat_count(NAT_C_UNTOUCHED);
+	enf_counter_inc(&nat_counters, NAT_C_UNTOUCHED);
 	return ENF_VERDICT_PASS;
 }
 
@@ -534,7 +521,7 @@ static __always_inline int nat_icmp_err(ctx_t *ctx, struct ct_pkt *p, struct nat
 	    nat_word(ctx, aoff + 2, (__be16)(na >> 16), ipcs, l4cs, icsum) < 0 ||
 	    nat_word(ctx, poff, np, pcs, 0, icsum) < 0)
 		return ENF_VERDICT_DROP;
-	nat_count(NAT_C_XLATE);
+	enf_counter_inc(&nat_counters, NAT_C_XLATE);
 	return ENF_VERDICT_PASS;
 }
 
@@ -618,7 +605,7 @@ static __always_inline int nat_ipv6(ctx_t *ctx, __u32 dir)
 		return ENF_VERDICT_PASS;
 	r = npt_addr(dir, dir == EDGENF_DIR_EGRESS ? (__be16 *)&ip6->saddr : (__be16 *)&ip6->daddr);
 	if (r == NPT_CANNOT) {
-		nat_count(NAT_C_UNXLATE);
+		enf_counter_inc(&nat_counters, NAT_C_UNXLATE);
 		return ENF_VERDICT_DROP;
 	}
 	/* An ICMPv6 error: the quoted packet went the other way. */
@@ -634,7 +621,7 @@ static __always_inline int nat_ipv6(ctx_t *ctx, __u32 dir)
 				r = NPT_DONE;
 		}
 	}
-	nat_count(r == NPT_DONE ? NAT_C_XLATE : NAT_C_UNTOUCHED);
+	enf_counter_inc(&nat_counters, r == NPT_DONE ? NAT_C_XLATE : NAT_C_UNTOUCHED);
 	return ENF_VERDICT_PASS;
 }
 
@@ -658,10 +645,10 @@ static __always_inline int nat(ctx_t *ctx, struct edgenf_md *md, __u32 dir)
 		/* Its source cannot be trusted (or read): nothing unparsable
 		 * leaves this way. */
 		if (dir == EDGENF_DIR_EGRESS) {
-			nat_count(NAT_C_UNXLATE);
+			enf_counter_inc(&nat_counters, NAT_C_UNXLATE);
 			return ENF_VERDICT_DROP;
 		}
-		nat_count(NAT_C_UNTOUCHED);
+		enf_counter_inc(&nat_counters, NAT_C_UNTOUCHED);
 		return ENF_VERDICT_PASS;
 	}
 	if (!p.l4_off)

@@ -152,7 +152,7 @@ struct {
 /* Neighbours by address and port (a link-local address is only unique on
  * its link). */
 struct rt_neigh6_key {
-	__be32 a[4];
+	__be32 addr[4];
 	__u32 port;
 };
 
@@ -341,9 +341,9 @@ static __always_inline int rt_ip6(ctx_t *ctx, struct edgenf_md *md, struct rt_po
 		return enf_punt(ctx, md, RT_PUNT_NO_ROUTE, in);
 	nk.port = rt->port;
 	if (rt->nexthop[0] | rt->nexthop[1] | rt->nexthop[2] | rt->nexthop[3])
-		__builtin_memcpy(nk.a, rt->nexthop, 16);
+		__builtin_memcpy(nk.addr, rt->nexthop, 16);
 	else
-		__builtin_memcpy(nk.a, &ip6->daddr, 16);
+		__builtin_memcpy(nk.addr, &ip6->daddr, 16);
 	nb = bpf_map_lookup_elem(&rt_neigh6, &nk);
 	if (!nb)
 		return enf_punt(ctx, md, RT_PUNT_ND_MISS, nk.port);

@@ -376,12 +376,7 @@ struct {
 	__type(value, struct upf_neigh_cache);
 } upf_neigh_cache SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, UPF_ST_N);
-	__type(key, __u32);
-	__type(value, __u64);
-} upf_stats SEC(".maps");
+ENF_COUNTERS(upf_stats, UPF_ST_N);
 
 /* per CPU: room to compute an IPv6 UDP checksum in */
 #define UPF_CSUM_MAX 4096
@@ -413,17 +408,9 @@ static __always_inline int upf_pull(ctx_t *ctx, __u32 n)
 	return ctx_pull(ctx, len < n ? len : n);
 }
 
-static __always_inline void upf_count(__u32 idx, __u64 n)
-{
-	__u64 *v = bpf_map_lookup_elem(&upf_stats, &idx);
-
-	if (v)
-		*v += n;
-}
-
 static __always_inline int upf_drop(ctx_t *ctx, struct edgenf_md *md, __u32 why)
 {
-	upf_count(why, 1);
+	enf_counter_inc(&upf_stats, why);
 	return enf_drop(ctx, md);
 }
 
@@ -967,7 +954,7 @@ static __attribute__((noinline)) int upf_apply(ctx_t *ctx, struct edgenf_md *md,
 	if (far->action & FAR_BUFF) {
 		if (f->released)
 			return upf_drop(ctx, md, UPF_ST_DROP_FAR);
-		upf_count(UPF_ST_BUFFERED, 1);
+		enf_counter_inc(&upf_stats, UPF_ST_BUFFERED);
 		return enf_punt(ctx, md, UPF_PUNT_BUFF, idx);
 	}
 #pragma unroll
@@ -986,8 +973,8 @@ static __attribute__((noinline)) int upf_apply(ctx_t *ctx, struct edgenf_md *md,
 		rc->bytes[dl] += f->len;
 		rc->pkts[dl]++;
 	}
-	upf_count(dl ? UPF_ST_DL_PKTS : UPF_ST_UL_PKTS, 1);
-	upf_count(dl ? UPF_ST_DL_BYTES : UPF_ST_UL_BYTES, f->len);
+	enf_counter_inc(&upf_stats, dl ? UPF_ST_DL_PKTS : UPF_ST_UL_PKTS);
+	enf_counter_add(&upf_stats, dl ? UPF_ST_DL_BYTES : UPF_ST_UL_BYTES, f->len);
 
 	out = far->port;
 	port = bpf_map_lookup_elem(&upf_ports, &out);
@@ -1012,7 +999,7 @@ static __attribute__((noinline)) int upf_apply(ctx_t *ctx, struct edgenf_md *md,
 	if (ret < 0)
 		return upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
 	if (ret > 0) {
-		upf_count(UPF_ST_NEIGH_MISS, 1);
+		enf_counter_inc(&upf_stats, UPF_ST_NEIGH_MISS);
 		return enf_punt(ctx, md, UPF_PUNT_NEIGH, out);
 	}
 	return enf_send(ctx, md, out);
@@ -1127,13 +1114,13 @@ static __attribute__((noinline)) int upf_gtpu(ctx_t *ctx, struct edgenf_md *md, 
 	case GTP_GPDU:
 		break;
 	case GTP_ECHO_REQ:
-		upf_count(UPF_ST_ECHO, 1);
+		enf_counter_inc(&upf_stats, UPF_ST_ECHO);
 		return enf_punt(ctx, md, UPF_PUNT_ECHO, 0);
 	case GTP_ERROR_IND:
-		upf_count(UPF_ST_ERRIND, 1);
+		enf_counter_inc(&upf_stats, UPF_ST_ERRIND);
 		return enf_punt(ctx, md, UPF_PUNT_ERRIND, 0);
 	case GTP_END_MARKER:
-		upf_count(UPF_ST_END_MARKER, 1);
+		enf_counter_inc(&upf_stats, UPF_ST_END_MARKER);
 		return enf_punt(ctx, md, UPF_PUNT_END_MARKER, 0);
 	default:
 		return upf_drop(ctx, md, UPF_ST_DROP_NOT_GTP);
@@ -1144,7 +1131,7 @@ static __attribute__((noinline)) int upf_gtpu(ctx_t *ctx, struct edgenf_md *md, 
 		return upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
 	list = bpf_map_lookup_elem(&upf_teid, &teid);
 	if (!list) {
-		upf_count(UPF_ST_NO_TEID, 1);
+		enf_counter_inc(&upf_stats, UPF_ST_NO_TEID);
 		if (upf_no_teid_ok())
 			return enf_punt(ctx, md, UPF_PUNT_NO_TEID, bpf_ntohl(teid));
 		return upf_drop(ctx, md, UPF_ST_DROP_NO_SESSION);
@@ -1194,7 +1181,7 @@ static __attribute__((noinline)) int upf_arp_in(ctx_t *ctx, struct edgenf_md *md
 	__builtin_memcpy(a->tpa, a->spa, 4);
 	__builtin_memcpy(a->sha, p->mac, ETH_ALEN);
 	__builtin_memcpy(a->spa, &tpa, 4);
-	upf_count(UPF_ST_ARP_REPLIES, 1);
+	enf_counter_inc(&upf_stats, UPF_ST_ARP_REPLIES);
 	return enf_send(ctx, md, in);
 }
 
@@ -1276,7 +1263,7 @@ static __attribute__((noinline)) int upf_nd_in(ctx_t *ctx, struct edgenf_md *md,
 	__builtin_memcpy(&ip6->saddr, ph.src, 16);
 	__builtin_memcpy(&ip6->daddr, ph.dst, 16);
 	__builtin_memcpy(icmp, &na, sizeof(na));
-	upf_count(UPF_ST_NA_REPLIES, 1);
+	enf_counter_inc(&upf_stats, UPF_ST_NA_REPLIES);
 	return enf_send(ctx, md, in);
 }
 

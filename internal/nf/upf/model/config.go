@@ -121,6 +121,15 @@ const (
 )
 
 // Validate checks the settings and fills in defaults.
+// Keep carries the running cube's recovery time over when the settings
+// leave it out: re-applying the same settings is not a restart of the UPF's
+// PFCP state (SMFs would drop their sessions at a new recovery time).
+func (cfg *Config) Keep(running any) {
+	if r, ok := running.(*Config); ok && cfg.RecoveryTime == "" {
+		cfg.RecoveryTime = r.RecoveryTime
+	}
+}
+
 func (cfg *Config) Validate(c *cube.Cube) error {
 	if c != nil {
 		for _, p := range c.Ports {

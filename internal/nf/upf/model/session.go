@@ -1,5 +1,9 @@
 package model
 
+// This file is long because it is the session model (PDR, FAR, QER, URR,
+// BAR) with the validation of each rule and of their references to one
+// another: one job, as the PFCP agent and the REST API both write it.
+
 import (
 	"encoding/json"
 	"fmt"

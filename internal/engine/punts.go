@@ -12,9 +12,11 @@ import (
 	"github.com/edgenf/edgenf/internal/datapath"
 )
 
-// slowPath reads punted packets, runs controllers' periodic work and injects
-// frames back into the fast path.
-type slowPath struct {
+// packetIO is the slow path's packet I/O: it reads the packets the fast path
+// punts and hands each to its cube's controller, and injects the frames
+// controllers send back into the fast path. It also drives the controllers'
+// ticks (controllers.go), stopped with it.
+type packetIO struct {
 	e      *Engine
 	reader *perf.Reader
 	inj    *datapath.Injector
@@ -24,7 +26,7 @@ type slowPath struct {
 
 const tickEvery = time.Second
 
-func startSlowPath(e *Engine) (*slowPath, error) {
+func startPacketIO(e *Engine) (*packetIO, error) {
 	inj, err := e.dp.OpenInjector()
 	if err != nil {
 		return nil, err
@@ -34,13 +36,13 @@ func startSlowPath(e *Engine) (*slowPath, error) {
 		inj.Close()
 		return nil, err
 	}
-	s := &slowPath{e: e, reader: rd, inj: inj, done: make(chan struct{}), exited: make(chan struct{}, 2)}
+	s := &packetIO{e: e, reader: rd, inj: inj, done: make(chan struct{}), exited: make(chan struct{}, 2)}
 	go s.readPunts()
 	go s.tick()
 	return s, nil
 }
 
-func (s *slowPath) readPunts() {
+func (s *packetIO) readPunts() {
 	defer func() { s.exited <- struct{}{} }()
 	for {
 		rec, err := s.reader.Read()
@@ -73,7 +75,7 @@ func (s *slowPath) readPunts() {
 	}
 }
 
-func (s *slowPath) tick() {
+func (s *packetIO) tick() {
 	defer func() { s.exited <- struct{}{} }()
 	t := time.NewTicker(tickEvery)
 	defer t.Stop()
@@ -87,7 +89,7 @@ func (s *slowPath) tick() {
 	}
 }
 
-func (s *slowPath) inject(hook datapath.Hook, hop datapath.Hop, frame []byte) error {
+func (s *packetIO) inject(hook datapath.Hook, hop datapath.Hop, frame []byte) error {
 	if s == nil { // a controller's Sync while the state is restored
 		return errors.New("the slow path is not running yet")
 	}
@@ -96,7 +98,7 @@ func (s *slowPath) inject(hook datapath.Hook, hop datapath.Hop, frame []byte) er
 
 // stop ends the goroutines. Called with e.mu held: the goroutines only take
 // e.mu briefly, so they are not waited for here beyond closing their inputs.
-func (s *slowPath) stop() {
+func (s *packetIO) stop() {
 	close(s.done)
 	s.reader.Close()
 	s.inj.Close()

@@ -10,8 +10,9 @@ import (
 	"github.com/cilium/ebpf"
 )
 
-// Cube is one loaded cube program with its maps, sitting in a panel slot.
-type Cube struct {
+// Program is a cube as the kernel holds it: its program, loaded and sitting
+// in a panel slot, and its maps. (cube.Cube is the model the user writes.)
+type Program struct {
 	Name string
 	Hook Hook
 	Slot uint32
@@ -36,7 +37,7 @@ func (d *Datapath) cubeDir(name string) string { return filepath.Join(d.root, "c
 //
 // Putting the program into the panel is one atomic update, so a reload swaps
 // programs without losing a packet.
-func (d *Datapath) LoadCube(name string, hook Hook, slot uint32, spec *ebpf.CollectionSpec, consts map[string]any) (*Cube, error) {
+func (d *Datapath) LoadCube(name string, hook Hook, slot uint32, spec *ebpf.CollectionSpec, consts map[string]any) (*Program, error) {
 	if slot >= MaxSlots {
 		return nil, fmt.Errorf("slot %d out of range (max %d)", slot, MaxSlots-1)
 	}
@@ -51,7 +52,7 @@ func (d *Datapath) LoadCube(name string, hook Hook, slot uint32, spec *ebpf.Coll
 	if err != nil {
 		return nil, fmt.Errorf("load cube %s: %w", name, err)
 	}
-	c := &Cube{Name: name, Hook: hook, Slot: slot, dir: dir, d: d, maps: map[string]*ebpf.Map{}, spec: entrySpec(spec)}
+	c := &Program{Name: name, Hook: hook, Slot: slot, dir: dir, d: d, maps: map[string]*ebpf.Map{}, spec: entrySpec(spec)}
 	c.prog = coll.Programs[ProgName]
 	delete(coll.Programs, ProgName)
 	for n, m := range coll.Maps {
@@ -137,7 +138,7 @@ type LoadOptions struct {
 }
 
 // ReloadCube is LoadCube for a cube whose program changes with options.
-func (d *Datapath) ReloadCube(name string, hook Hook, slot uint32, spec *ebpf.CollectionSpec, opts LoadOptions) (*Cube, error) {
+func (d *Datapath) ReloadCube(name string, hook Hook, slot uint32, spec *ebpf.CollectionSpec, opts LoadOptions) (*Program, error) {
 	if opts.Reprogram {
 		if err := d.dropIncompatible(d.cubeDir(name), spec); err != nil {
 			return nil, err
@@ -184,13 +185,13 @@ func (d *Datapath) dropIncompatible(dir string, spec *ebpf.CollectionSpec) error
 
 // AdoptCube re-opens a cube pinned by an earlier daemon without reloading it.
 // spec, the object it runs, may be nil: the cube then gets no direct entry.
-func (d *Datapath) AdoptCube(name string, hook Hook, slot uint32, spec *ebpf.CollectionSpec) (*Cube, error) {
+func (d *Datapath) AdoptCube(name string, hook Hook, slot uint32, spec *ebpf.CollectionSpec) (*Program, error) {
 	dir := d.cubeDir(name)
 	prog, err := ebpf.LoadPinnedProgram(filepath.Join(dir, progPin), nil)
 	if err != nil {
 		return nil, fmt.Errorf("adopt cube %s: %w", name, err)
 	}
-	c := &Cube{Name: name, Hook: hook, Slot: slot, dir: dir, d: d, prog: prog, maps: map[string]*ebpf.Map{}, spec: entrySpec(spec)}
+	c := &Program{Name: name, Hook: hook, Slot: slot, dir: dir, d: d, prog: prog, maps: map[string]*ebpf.Map{}, spec: entrySpec(spec)}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		c.Close()
@@ -216,7 +217,7 @@ func (d *Datapath) AdoptCube(name string, hook Hook, slot uint32, spec *ebpf.Col
 }
 
 // Map returns one of the cube's own maps by its name in the object.
-func (c *Cube) Map(name string) (*ebpf.Map, error) {
+func (c *Program) Map(name string) (*ebpf.Map, error) {
 	m, ok := c.maps[name]
 	if !ok {
 		return nil, fmt.Errorf("cube %s has no map %q", c.Name, name)
@@ -224,11 +225,11 @@ func (c *Cube) Map(name string) (*ebpf.Map, error) {
 	return m, nil
 }
 
-// Program is the cube's entry point (for tests and benchmarks).
-func (c *Cube) Program() *ebpf.Program { return c.prog }
+// EBPF is the loaded program itself (for tests and benchmarks).
+func (c *Program) EBPF() *ebpf.Program { return c.prog }
 
 // SetHop points one port somewhere.
-func (c *Cube) SetHop(port uint32, h Hop) error {
+func (c *Program) SetHop(port uint32, h Hop) error {
 	m, err := c.Map(MapPorts)
 	if err != nil {
 		return err
@@ -238,7 +239,7 @@ func (c *Cube) SetHop(port uint32, h Hop) error {
 
 // SetFlood adds (ifindex > 0) or removes the interface peer of a port from the
 // XDP flood set.
-func (c *Cube) SetFlood(port uint32, ifindex uint32) error {
+func (c *Program) SetFlood(port uint32, ifindex uint32) error {
 	m, ok := c.maps[MapFlood]
 	if !ok {
 		return nil
@@ -253,7 +254,7 @@ func (c *Cube) SetFlood(port uint32, ifindex uint32) error {
 }
 
 // Stats returns the counters of each port and, last, the cube-wide entry.
-func (c *Cube) Stats() ([]Stats, error) {
+func (c *Program) Stats() ([]Stats, error) {
 	m, err := c.Map(MapStats)
 	if err != nil {
 		return nil, err
@@ -262,7 +263,7 @@ func (c *Cube) Stats() ([]Stats, error) {
 }
 
 // ResetStats zeroes every counter of the cube.
-func (c *Cube) ResetStats() error {
+func (c *Program) ResetStats() error {
 	m, err := c.Map(MapStats)
 	if err != nil {
 		return err
@@ -271,7 +272,7 @@ func (c *Cube) ResetStats() error {
 }
 
 // Close releases this process's handles; the cube keeps running.
-func (c *Cube) Close() {
+func (c *Program) Close() {
 	if c.prog != nil {
 		c.prog.Close()
 	}
@@ -281,7 +282,7 @@ func (c *Cube) Close() {
 }
 
 // Unload takes the cube out of the panel and removes its pins.
-func (c *Cube) Unload() error {
+func (c *Program) Unload() error {
 	err := c.d.panels[c.Hook].Delete(c.Slot)
 	if errors.Is(err, ebpf.ErrKeyNotExist) {
 		err = nil
@@ -298,7 +299,7 @@ func (d *Datapath) RemovePinned(name string) error { return os.RemoveAll(d.cubeD
 
 // Maps returns the cube's own maps by name (a copy of the index; the maps
 // stay owned by the cube).
-func (c *Cube) Maps() map[string]*ebpf.Map {
+func (c *Program) Maps() map[string]*ebpf.Map {
 	out := make(map[string]*ebpf.Map, len(c.maps))
 	for k, v := range c.maps {
 		out[k] = v
@@ -308,7 +309,7 @@ func (c *Cube) Maps() map[string]*ebpf.Map {
 
 // PortStats returns the counters of ports 0..n-1 only: what telemetry reads
 // of every cube at every scrape, in one system call.
-func (c *Cube) PortStats(n int) ([]Stats, error) {
+func (c *Program) PortStats(n int) ([]Stats, error) {
 	if n < 0 || n > MaxPorts {
 		return nil, fmt.Errorf("port stats: %d ports out of range (max %d)", n, MaxPorts)
 	}

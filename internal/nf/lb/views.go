@@ -4,9 +4,8 @@ import (
 	"net/netip"
 	"sort"
 
-	"github.com/cilium/ebpf"
 	"github.com/edgenf/edgenf/internal/cube"
-	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/nf/counters"
 )
 
 // ServiceStatus is a service with its backends' state and counters.
@@ -37,12 +36,6 @@ type Connection struct {
 	Backend string `json:"backend"`
 }
 
-// Counter is one of the cube's counters.
-type Counter struct {
-	Name  string `json:"name"`
-	Value uint64 `json:"value"`
-}
-
 func readBEStats(h cube.Handle, id uint32) (beStats, error) {
 	m, err := h.Map("lb_be_stats")
 	if err != nil {
@@ -63,7 +56,7 @@ func readBEStats(h cube.Handle, id uint32) (beStats, error) {
 
 // Services lists every service with its backends.
 func Services(h cube.Handle, c *cube.Cube) ([]ServiceStatus, error) {
-	ctl := h.Controller().(*controller)
+	ctl := cube.ControllerOf[*controller](h)
 	svcs, err := resolve(c)
 	if err != nil {
 		return nil, err
@@ -97,7 +90,7 @@ func Services(h cube.Handle, c *cube.Cube) ([]ServiceStatus, error) {
 const maxListedConns = 10000
 
 func listConns(h cube.Handle, c *cube.Cube) (any, error) {
-	ctl := h.Controller().(*controller)
+	ctl := cube.ControllerOf[*controller](h)
 	m, err := h.Map("lb_conns")
 	if err != nil {
 		return nil, err
@@ -121,26 +114,6 @@ func listConns(h cube.Handle, c *cube.Cube) (any, error) {
 		})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Client < out[j].Client })
-	return out, nil
-}
-
-func listCounters(h cube.Handle, _ *cube.Cube) (any, error) {
-	m, err := h.Map("lb_stats")
-	if err != nil {
-		return nil, err
-	}
-	out := []Counter{}
-	var per []uint64
-	for i, n := range statNames {
-		if err := m.Lookup(uint32(i), &per); err != nil {
-			return nil, err
-		}
-		var s uint64
-		for _, x := range per {
-			s += x
-		}
-		out = append(out, Counter{n, s})
-	}
 	return out, nil
 }
 
@@ -168,58 +141,15 @@ func flushConns(h cube.Handle, _ *cube.Cube, _ any) (any, error) {
 	return map[string]int{"flushed": n}, nil
 }
 
-func resetCounters(h cube.Handle, _ *cube.Cube, _ any) (any, error) {
-	cpus, err := ebpf.PossibleCPU()
-	if err != nil {
-		return nil, err
-	}
-	m, err := h.Map("lb_stats")
-	if err != nil {
-		return nil, err
-	}
-	for i := range statNames {
-		if err := m.Put(uint32(i), make([]uint64, cpus)); err != nil {
-			return nil, err
-		}
-	}
+// resetBackends zeroes every backend's counters (after the cube's own).
+func resetBackends(h cube.Handle) error {
 	bm, err := h.Map("lb_be_stats")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	zero := make([]beStats, cpus)
-	for i := uint32(0); i < MaxBackends; i++ {
-		if err := bm.Put(i, zero); err != nil {
-			return nil, err
-		}
+	keys := make([]uint32, MaxBackends)
+	for i := range keys {
+		keys[i] = uint32(i)
 	}
-	return map[string]string{"result": "counters reset"}, nil
+	return counters.Zero[beStats](bm, keys...)
 }
-
-// Type is the lb NF type.
-var Type = &cube.Type{
-	Name: "lb",
-	Description: "L4 load balancer for IPv4 TCP/UDP services: weighted backends by Maglev consistent hashing, " +
-		"per-flow affinity, DSR or NAT mode, backends added/drained/disabled live.",
-	Hooks: []datapath.Hook{datapath.XDP, datapath.TC},
-	Object: func(h datapath.Hook) ([]byte, error) {
-		if h == datapath.TC {
-			return objTC, nil
-		}
-		return objXDP, nil
-	},
-	Config: &Config{},
-	Tables: []cube.Table{servicesTable, backendsTable},
-	Views: []cube.View{
-		{Name: "services", Doc: "Services and their backends: state, weight, Maglev share, flows, packets, bytes.", Item: &ServiceStatus{},
-			List: func(h cube.Handle, c *cube.Cube) (any, error) { return Services(h, c) }},
-		{Name: "connections", Doc: "Flows in the connection table (at most 10000 listed).", Item: &Connection{}, List: listConns},
-		{Name: "counters", Doc: "Packets forwarded, NAT replies, ARP replies, no backend, unknown traffic.", Item: &Counter{}, List: listCounters},
-	},
-	Actions: []cube.Action{
-		{Name: "flush_connections", Doc: "Forget every flow: next packets are placed by the Maglev tables again.", Do: flushConns},
-		{Name: "reset_counters", Doc: "Zero the cube's and the backends' counters.", Do: resetCounters},
-	},
-	New: newController,
-}
-
-func init() { cube.Register(Type) }

@@ -1,0 +1,138 @@
+package engine
+
+// Loading a cube's program: its object, the verifier's verdict explained,
+// hot swap and reprogramming keeping the maps.
+
+import (
+	"crypto/sha256"
+
+	"github.com/cilium/ebpf"
+	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/tenant"
+)
+
+// Swap reloads a cube's program, from obj or (nil) from its NF type, keeping
+// its maps; one patch-panel update switches traffic to the new program.
+// Only the administrator loads an object of its own: a tenant's cubes run
+// the programs of their NF types or P4 programs the daemon compiled.
+func (e *Engine) Swap(who tenant.Actor, name string, obj []byte) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	l, err := e.live(who, name)
+	if err != nil {
+		return err
+	}
+	if obj != nil && !who.IsAdmin() {
+		return cube.Forbidden("object", "only an administrator swaps in an eBPF object; a tenant's cubes run their NF type's program or a P4 program the daemon compiled")
+	}
+	if l.down != "" {
+		return downErr(l)
+	}
+	if obj == nil {
+		var err error
+		if obj, err = l.typ.ObjectOf(l.c); err != nil {
+			return err
+		}
+	}
+	spec, err := datapath.LoadSpec(obj)
+	if err != nil {
+		return cube.Errorf("object", "%v", err)
+	}
+	dc, err := e.dp.LoadCube(name, l.dc.Hook, l.dc.Slot, spec, nil)
+	if err != nil {
+		return cube.Errorf("object", "%v", err)
+	}
+	l.dc.Close()
+	l.dc = dc
+	// Interfaces entered directly into the cube run a copy of the old
+	// program: give them the new one.
+	return e.reconcile(e.topo, false)
+}
+
+func (e *Engine) loadCube(c *cube.Cube, adopt bool) (*live, error) {
+	typ, err := cube.Lookup(c.Type)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := typ.ObjectOf(c)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := e.spec(typ, obj)
+	if err != nil {
+		return nil, err
+	}
+	l := &live{typ: typ, ctl: typ.New(), hops: map[int]datapath.Hop{}, flood: map[int]int{}, obj: sha256.Sum256(obj)}
+	slot := e.slots[c.Name]
+	if adopt {
+		if l.dc, err = e.dp.AdoptCube(c.Name, c.Hook, slot, spec); err == nil {
+			// what the kernel has, so that what the state no longer
+			// names is removed, not left in place
+			if hops, flood, err := l.dc.PortState(); err == nil {
+				l.hops, l.flood = hops, flood
+			}
+			return l, nil
+		}
+		e.log.Info("no pinned program to adopt, loading", "cube", c.Name, "reason", err)
+	}
+	if l.dc, err = e.dp.ReloadCube(c.Name, c.Hook, slot, spec, datapath.LoadOptions{Reprogram: typ.ObjectFor != nil}); err != nil {
+		return nil, explain(typ, c, err)
+	}
+	return l, nil
+}
+
+// spec parses an object. The objects of NF types without per-cube objects
+// are parsed once and shared by all their cubes (10,000 cubes, one spec).
+func (e *Engine) spec(typ *cube.Type, obj []byte) (*ebpf.CollectionSpec, error) {
+	if typ.ObjectFor != nil {
+		return datapath.LoadSpec(obj)
+	}
+	sum := sha256.Sum256(obj)
+	if s, ok := e.specs[sum]; ok {
+		return s, nil
+	}
+	s, err := datapath.LoadSpec(obj)
+	if err != nil {
+		return nil, err
+	}
+	e.specs[sum] = s
+	return s, nil
+}
+
+// explain lets the NF type put a load failure in its own terms.
+func explain(t *cube.Type, c *cube.Cube, err error) error {
+	if t.ExplainLoadError != nil {
+		return t.ExplainLoadError(c, err)
+	}
+	return err
+}
+
+// reprogram swaps a cube's program when its settings select another object
+// (a P4 cube given a new program): one panel update, maps of unchanged
+// layout kept.
+func (e *Engine) reprogram(l *live, c *cube.Cube) error {
+	if l.typ.ObjectFor == nil {
+		return nil
+	}
+	obj, err := l.typ.ObjectOf(c)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(obj)
+	if sum == l.obj {
+		return nil
+	}
+	spec, err := datapath.LoadSpec(obj)
+	if err != nil {
+		return err
+	}
+	dc, err := e.dp.ReloadCube(c.Name, c.Hook, l.dc.Slot, spec, datapath.LoadOptions{Reprogram: true})
+	if err != nil {
+		return explain(l.typ, c, err)
+	}
+	l.dc.Close()
+	l.dc, l.obj = dc, sum
+	l.hops, l.flood = map[int]datapath.Hop{}, map[int]int{} // new maps: rewrite
+	return nil
+}

@@ -1,0 +1,153 @@
+package engine
+
+// Sweeps run off the engine's lock (controllers.go): they get duplicates
+// of a cube's map handles, which stay valid whatever a change does to the
+// cube meanwhile (a closed handle's number could be reused by another
+// object: a sweep would then walk the wrong map).
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+
+	"github.com/cilium/ebpf"
+	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/datapath"
+)
+
+// dupMaps are duplicates of the maps of one loaded program, shared by the
+// sweeps in flight and kept for the next tick while the program is the
+// cube's. Guarded by e.mu.
+type dupMaps struct {
+	of   *datapath.Program
+	maps map[string]*ebpf.Map
+	refs int
+	// retired: the cube's program changed or the cube went; closed by the
+	// last release.
+	retired bool
+}
+
+// dups returns the duplicates of l's maps, made if l's program changed,
+// with one more reference. Called with e.mu held.
+func (e *Engine) dups(l *live) (*dupMaps, error) {
+	if l.dups != nil && l.dups.of != l.dc {
+		l.dups.retire()
+		l.dups = nil
+	}
+	if l.dups == nil {
+		d := &dupMaps{of: l.dc, maps: map[string]*ebpf.Map{}}
+		for name, m := range l.dc.Maps() {
+			c, err := m.Clone()
+			if err != nil {
+				d.close()
+				return nil, fmt.Errorf("map %s: %w", name, err)
+			}
+			d.maps[name] = c
+		}
+		l.dups = d
+	}
+	l.dups.refs++
+	return l.dups, nil
+}
+
+// retire drops the duplicates once no sweep uses them. Called with e.mu
+// held, when the cube goes or the engine closes.
+func (d *dupMaps) retire() {
+	d.retired = true
+	if d.refs == 0 {
+		d.close()
+	}
+}
+
+func (d *dupMaps) release() {
+	d.refs--
+	if d.retired && d.refs == 0 {
+		d.close()
+	}
+}
+
+func (d *dupMaps) close() {
+	for _, m := range d.maps {
+		m.Close()
+	}
+	d.maps = nil
+}
+
+// dropDups retires l's duplicates (l goes, or the engine closes).
+func dropDups(l *live) {
+	if l.dups != nil {
+		l.dups.retire()
+		l.dups = nil
+	}
+}
+
+// offLock is the handle of a call made without the engine's lock (a Sweep,
+// an Unlocked view): duplicated maps, and what else the call may ask, read
+// when the call began; nil fields answer "not available".
+type offLock struct {
+	dups  *dupMaps
+	log   *slog.Logger
+	ctl   cube.Controller
+	point string
+	addrs []netip.Prefix
+	ifs   map[int]int // port → ifindex of the ports peered with an interface
+}
+
+// detached returns the off-lock handle of a view of l. Called with e.mu
+// held; the caller releases it with release.
+func (e *Engine) detached(l *live) (*offLock, error) {
+	d, err := e.dups(l)
+	if err != nil {
+		return nil, err
+	}
+	in := &handle{e: e, l: l}
+	h := &offLock{dups: d, log: e.log, ctl: l.ctl, ifs: map[int]int{}}
+	h.point, h.addrs = in.AttachPoint()
+	for port, hop := range l.hops {
+		if hop.Kind == datapath.DstIface {
+			h.ifs[port] = int(hop.Ifindex)
+		}
+	}
+	return h, nil
+}
+
+// release gives back the handle's maps (takes e.mu).
+func (h *offLock) release(e *Engine) {
+	e.mu.Lock()
+	h.dups.release()
+	e.mu.Unlock()
+}
+
+func (h *offLock) Map(name string) (*ebpf.Map, error) {
+	m, ok := h.dups.maps[name]
+	if !ok {
+		return nil, fmt.Errorf("cube %s has no map %q", h.dups.of.Name, name)
+	}
+	return m, nil
+}
+
+func (h *offLock) Logf(format string, args ...any) {
+	h.log.Info(fmt.Sprintf(format, args...), "cube", h.dups.of.Name)
+}
+
+func (h *offLock) PortIface(port int) (*net.Interface, bool) {
+	idx, ok := h.ifs[port]
+	if !ok {
+		return nil, false
+	}
+	i, err := net.InterfaceByIndex(idx)
+	return i, err == nil
+}
+
+func (h *offLock) AttachPoint() (string, []netip.Prefix) { return h.point, h.addrs }
+
+// Controller is nil in a Sweep, which is a method of the controller.
+func (h *offLock) Controller() cube.Controller { return h.ctl }
+
+var errOffLock = errors.New("not available without the engine's lock (a sweep or an unlocked view)")
+
+func (h *offLock) Inject(int, []byte) error   { return errOffLock }
+func (h *offLock) Transmit(int, []byte) error { return errOffLock }
+func (h *offLock) PrepareRedirect(int) error  { return errOffLock }

@@ -1,0 +1,140 @@
+package upf
+
+import (
+	"slices"
+
+	"github.com/cilium/ebpf"
+	"github.com/edgenf/edgenf/internal/bpfmap"
+)
+
+// Adoption: after a restart, the controller reads back what an earlier
+// daemon left in the kernel, so that the first Sync keeps it in place.
+
+// adopt reads back the entries an earlier daemon left in the kernel, by
+// owner, so that the first Sync keeps them (and their counters) where they
+// are instead of writing everything anew.
+func (ctl *controller) adopt() error {
+	ctl.recovered = map[uint64]*sessState{}
+	st := func(seid uint64) *sessState {
+		s := ctl.recovered[seid]
+		if s == nil {
+			s = newSessState()
+			ctl.recovered[seid] = s
+		}
+		return s
+	}
+	m := &ctl.maps
+	used := map[uint32]bool{}
+	ruleSEID := map[uint32]uint64{}
+	if err := bpfmap.Each(m.rules, func(i uint32, v kRule) bool {
+		if v.SEID != 0 {
+			st(v.SEID).rules[ruleKeyOf(v.ID)] = slot[kRule]{i, v}
+			used[i] = true
+			ruleSEID[i] = v.SEID
+		}
+		return true
+	}); err != nil {
+		return err
+	}
+	ctl.rules.adopt(used)
+	used = map[uint32]bool{}
+	if err := bpfmap.Each(m.sdfs, func(i uint32, v kSDF) bool {
+		if v.SEID != 0 {
+			st(v.SEID).sdfs[ruleKeyOf(v.ID)] = slot[kSDF]{i, v}
+			used[i] = true
+		}
+		return true
+	}); err != nil {
+		return err
+	}
+	ctl.sdfs.adopt(used)
+	used = map[uint32]bool{}
+	if err := bpfmap.Each(m.fars, func(i uint32, v kFAR) bool {
+		if v.SEID != 0 {
+			st(v.SEID).fars[v.ID] = slot[kFAR]{i, v}
+			used[i] = true
+		}
+		return true
+	}); err != nil {
+		return err
+	}
+	ctl.fars.adopt(used)
+	used = map[uint32]bool{}
+	if err := bpfmap.Each(m.qers, func(i uint32, v kQER) bool {
+		if v.SEID != 0 {
+			v.TAT = [2]uint64{}
+			st(v.SEID).qers[v.ID] = slot[kQER]{i, v}
+			used[i] = true
+		}
+		return true
+	}); err != nil {
+		return err
+	}
+	ctl.qers.adopt(used)
+	used = map[uint32]bool{}
+	if err := bpfmap.Each(m.urrs, func(i uint32, v kURR) bool {
+		if v.SEID != 0 {
+			st(v.SEID).urrs[v.ID] = slot[urrConf]{i, urrConf{}}
+			used[i] = true
+		}
+		return true
+	}); err != nil {
+		return err
+	}
+	ctl.urrs.adopt(used)
+	if err := ctl.usage.adopt(ctl); err != nil {
+		return err
+	}
+	// Lists: whose rules they hold tells whose they are.
+	for _, lm := range []struct {
+		m    *ebpf.Map
+		kind uint8
+	}{{m.teid, keyTEID}, {m.ue4, keyUE4}, {m.ue6, keyUE6}} {
+		var err error
+		if lm.kind == keyUE6 {
+			err = bpfmap.Each(lm.m, func(k uint64, v kList) bool { ctl.adoptList(listKey{keyUE6, k}, v, ruleSEID); return true })
+		} else {
+			err = bpfmap.Each(lm.m, func(k uint32, v kList) bool {
+				ctl.adoptList(listKey{lm.kind, uint64(k)}, v, ruleSEID)
+				return true
+			})
+		}
+		if err != nil {
+			return err
+		}
+	}
+	// A recovered QER or FAR compares equal to what the session compiles
+	// to only without the fast path's state; URRs are re-armed by usage.
+	for _, s := range ctl.recovered {
+		for id, u := range s.urrs {
+			s.urrs[id] = slot[urrConf]{u.idx, ctl.usage.adoptedConf(u.idx)}
+		}
+	}
+	return nil
+}
+
+func (ctl *controller) adoptList(k listKey, v kList, ruleSEID map[uint32]uint64) {
+	seid := ruleSEID[v.Rule[0]]
+	if v.N == 0 || v.N > listMax || seid == 0 {
+		ctl.orphanLists = append(ctl.orphanLists, k)
+		return
+	}
+	ctl.recovered[seid].lists[k] = slices.Clone(v.Rule[:v.N])
+}
+
+// dropUnadopted removes what an earlier daemon left for sessions that no
+// longer exist (deleted while no daemon ran, or a lost journal record).
+func (ctl *controller) dropUnadopted() error {
+	for seid, s := range ctl.recovered {
+		ctl.sessions[seid] = s
+		if err := ctl.remove(seid); err != nil {
+			return err
+		}
+	}
+	ctl.recovered = nil
+	for _, k := range ctl.orphanLists {
+		_ = ctl.listMap(k).Delete(listMapKey(k))
+	}
+	ctl.orphanLists = nil
+	return nil
+}

@@ -1,0 +1,396 @@
+package upf
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+
+	"github.com/cilium/ebpf"
+	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/nf/upf/model"
+)
+
+// A session in the kernel: its rules written, indexed, retired and
+// removed, with their counters.
+
+// apply brings the kernel in line with session s: new and changed values
+// get fresh indexes (a packet sees either the old rule set of a list or the
+// new one, never a mix), unchanged ones stay where they are (with their
+// counters), and the lists switch last.
+func (ctl *controller) apply(c *cube.Cube, s *model.Session) error {
+	img, err := compileSession(s, c, ctl.cfg)
+	if err != nil {
+		return err
+	}
+	old := ctl.sessions[s.SEID]
+	if old == nil {
+		old = ctl.recovered[s.SEID]
+		delete(ctl.recovered, s.SEID)
+	}
+	if old == nil {
+		old = newSessState()
+	}
+	for _, r := range img.rules {
+		for _, k := range r.lists {
+			if o, ok := ctl.keyOwner[k]; ok && o != s.SEID {
+				return cube.Conflict("pdrs", "%s is already used by session %d", k, o)
+			}
+		}
+	}
+	if s.CPAddress != "" {
+		if o, ok := ctl.byCP[cpKey{s.CPAddress, s.CPSEID}]; ok && o != s.SEID {
+			return cube.Conflict("cp_seid", "the SMF's SEID %#x at %s is already session %d", s.CPSEID, s.CPAddress, o)
+		}
+	}
+	n := newSessState()
+	n.sess = s
+	var fresh []func() // releases the indexes allocated here if the change fails
+	undo := func() {
+		for _, f := range slices.Backward(fresh) {
+			f()
+		}
+	}
+	alloc := func(a *indexes, what string) (uint32, error) {
+		i, ok := a.get()
+		if !ok {
+			return 0, cube.Errorf("tables.sessions", "no room for another %s in the cube's kernel tables", what)
+		}
+		fresh = append(fresh, func() { a.put(i) })
+		return i, nil
+	}
+	// QERs and URRs keep their index (token bucket, counters) while their
+	// ID lives.
+	for id, v := range img.qers {
+		if o, ok := old.qers[id]; ok {
+			n.qers[id] = slot[kQER]{o.idx, v}
+			continue
+		}
+		i, err := alloc(ctl.qers, "QER")
+		if err != nil {
+			undo()
+			return err
+		}
+		n.qers[id] = slot[kQER]{i, v}
+	}
+	for id, v := range img.urrs {
+		if o, ok := old.urrs[id]; ok {
+			n.urrs[id] = slot[urrConf]{o.idx, v}
+			continue
+		}
+		i, err := alloc(ctl.urrs, "URR")
+		if err != nil {
+			undo()
+			return err
+		}
+		n.urrs[id] = slot[urrConf]{i, v}
+	}
+	for id, v := range img.fars {
+		if o, ok := old.fars[id]; ok && !old.dirty && sameFAR(o.v, v) {
+			n.fars[id] = o
+			continue
+		}
+		i, err := alloc(ctl.fars, "FAR")
+		if err != nil {
+			undo()
+			return err
+		}
+		n.fars[id] = slot[kFAR]{i, v}
+	}
+	for _, r := range img.rules {
+		k := r.rule
+		k.FAR = n.fars[r.far].idx
+		for i, q := range r.qers {
+			k.QER[i] = n.qers[q].idx
+		}
+		for i, u := range r.urrs {
+			k.URR[i] = n.urrs[u].idx
+			if n.urrs[u].v.flags != 0 {
+				k.Flags |= ruleURRCountdown << i
+			}
+		}
+		if r.sdf != nil {
+			if o, ok := old.sdfs[r.key]; ok && !old.dirty && o.v == *r.sdf {
+				n.sdfs[r.key] = o
+			} else {
+				i, err := alloc(ctl.sdfs, "SDF filter")
+				if err != nil {
+					undo()
+					return err
+				}
+				n.sdfs[r.key] = slot[kSDF]{i, *r.sdf}
+			}
+			k.SDF = n.sdfs[r.key].idx
+		}
+		if o, ok := old.rules[r.key]; ok && !old.dirty && o.v == k {
+			n.rules[r.key] = o
+		} else {
+			i, err := alloc(ctl.rules, "rule")
+			if err != nil {
+				undo()
+				return err
+			}
+			n.rules[r.key] = slot[kRule]{i, k}
+		}
+		for _, lk := range r.lists {
+			n.lists[lk] = append(n.lists[lk], n.rules[r.key].idx)
+		}
+	}
+	for lk, l := range n.lists {
+		if len(l) > listMax {
+			undo()
+			return cube.Errorf("pdrs", "%d rules match %s, at most %d", len(l), lk, listMax)
+		}
+	}
+	if err := ctl.write(s.SEID, old, n); err != nil {
+		n.dirty = true
+		old.dirty = true
+		undo()
+		return err
+	}
+	ctl.retire(s.SEID, old, n)
+	ctl.index(s.SEID, old, n)
+	ctl.sessions[s.SEID] = n
+	// Ask for new tunnel peers before releasing buffered packets to them.
+	ctl.neigh.sessionChanged(ctl, n)
+	ctl.buffers.sessionChanged(ctl, s.SEID, old, n)
+	return nil
+}
+
+func sameFAR(a, b kFAR) bool {
+	a.Notified, b.Notified = 0, 0
+	return a == b
+}
+
+// write puts n's new values into the kernel, lists last, and deletes the
+// lists old had that n has not.
+func (ctl *controller) write(seid uint64, old, n *sessState) error {
+	m := &ctl.maps
+	for id, q := range n.qers {
+		if o, ok := old.qers[id]; ok && !old.dirty && o.v == q.v {
+			continue
+		}
+		if err := m.qers.Put(q.idx, &q.v); err != nil {
+			return fmt.Errorf("upf_qers: %w", err)
+		}
+	}
+	for id, u := range n.urrs {
+		o, ok := old.urrs[id]
+		if ok && !old.dirty && o.v == u.v {
+			continue
+		}
+		if err := ctl.usage.arm(ctl, seid, id, u.idx, u.v, !ok); err != nil {
+			return err
+		}
+	}
+	for id, f := range n.fars {
+		if o, ok := old.fars[id]; ok && o.idx == f.idx {
+			continue
+		}
+		if err := m.fars.Put(f.idx, &f.v); err != nil {
+			return fmt.Errorf("upf_fars: %w", err)
+		}
+	}
+	for k, sd := range n.sdfs {
+		if o, ok := old.sdfs[k]; ok && o.idx == sd.idx {
+			continue
+		}
+		if err := m.sdfs.Put(sd.idx, &sd.v); err != nil {
+			return fmt.Errorf("upf_sdfs: %w", err)
+		}
+	}
+	for k, r := range n.rules {
+		if o, ok := old.rules[k]; ok && o.idx == r.idx {
+			continue
+		}
+		if err := m.rules.Put(r.idx, &r.v); err != nil {
+			return fmt.Errorf("upf_rules: %w", err)
+		}
+	}
+	for lk, l := range n.lists {
+		if o, ok := old.lists[lk]; ok && !old.dirty && slices.Equal(o, l) {
+			continue
+		}
+		var v kList
+		v.N = uint32(len(l))
+		copy(v.Rule[:], l)
+		if err := ctl.listMap(lk).Put(listMapKey(lk), &v); err != nil {
+			return fmt.Errorf("%s: %w", lk, err)
+		}
+	}
+	for lk := range old.lists {
+		if _, ok := n.lists[lk]; !ok {
+			if err := ctl.listMap(lk).Delete(listMapKey(lk)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+				return fmt.Errorf("%s: %w", lk, err)
+			}
+		}
+	}
+	return nil
+}
+
+func (ctl *controller) listMap(k listKey) *ebpf.Map {
+	switch k.Kind {
+	case keyTEID:
+		return ctl.maps.teid
+	case keyUE4:
+		return ctl.maps.ue4
+	}
+	return ctl.maps.ue6
+}
+
+func listMapKey(k listKey) any {
+	if k.Kind == keyUE6 {
+		return k.K
+	}
+	return uint32(k.K)
+}
+
+// retire frees what old had that n no longer uses: its entries are zeroed
+// (so that no restart adopts them) and the rules' counters are kept.
+func (ctl *controller) retire(seid uint64, old, n *sessState) {
+	m := &ctl.maps
+	for k, r := range old.rules {
+		if nr, ok := n.rules[k]; ok && nr.idx == r.idx {
+			continue
+		}
+		if c, err := readCount(m.ruleStats, r.idx); err == nil {
+			key := ref{seid, uint32(k.PDR)}
+			acc := ctl.retired[key]
+			addCount(&acc, c)
+			ctl.retired[key] = acc
+		}
+		zero(m.rules, r.idx, kRule{})
+		zeroPerCPU[kCount](m.ruleStats, r.idx)
+		delete(ctl.ruleOf, r.idx)
+		ctl.rules.put(r.idx)
+	}
+	for k, sd := range old.sdfs {
+		if ns, ok := n.sdfs[k]; ok && ns.idx == sd.idx {
+			continue
+		}
+		zero(m.sdfs, sd.idx, kSDF{})
+		ctl.sdfs.put(sd.idx)
+	}
+	for id, f := range old.fars {
+		if nf, ok := n.fars[id]; ok && nf.idx == f.idx {
+			continue
+		}
+		zero(m.fars, f.idx, kFAR{})
+		ctl.fars.put(f.idx)
+	}
+	for id, q := range old.qers {
+		if _, ok := n.qers[id]; ok {
+			continue
+		}
+		zero(m.qers, q.idx, kQER{})
+		ctl.qers.put(q.idx)
+	}
+	for id, u := range old.urrs {
+		if _, ok := n.urrs[id]; ok {
+			continue
+		}
+		ctl.usage.forget(ctl, u.idx)
+		zero(m.urrs, u.idx, kURR{})
+		zeroPerCPU[kCount](m.urrStats, u.idx)
+		delete(ctl.urrOf, u.idx)
+		ctl.urrs.put(u.idx)
+	}
+}
+
+// index updates the controller's lookups for session n (was old).
+func (ctl *controller) index(seid uint64, old, n *sessState) {
+	for lk := range old.lists {
+		if ctl.keyOwner[lk] == seid {
+			delete(ctl.keyOwner, lk)
+		}
+	}
+	for lk := range n.lists {
+		ctl.keyOwner[lk] = seid
+	}
+	for k, r := range n.rules {
+		ctl.ruleOf[r.idx] = ref{seid, k.id()}
+	}
+	for id, u := range n.urrs {
+		ctl.urrOf[u.idx] = ref{seid, id}
+	}
+	if old.sess != nil {
+		for _, f := range old.sess.FARs {
+			if f.OuterHeader == nil {
+				continue
+			}
+			tk := tunnelKey{netip.MustParseAddr(f.OuterHeader.Address), f.OuterHeader.TEID}
+			if ctl.tunnels[tk] == seid {
+				delete(ctl.tunnels, tk)
+			}
+		}
+		if old.sess.CPAddress != "" {
+			delete(ctl.byCP, cpKey{old.sess.CPAddress, old.sess.CPSEID})
+		}
+	}
+	if n.sess != nil {
+		for _, f := range n.sess.FARs {
+			if f.OuterHeader != nil {
+				ctl.tunnels[tunnelKey{netip.MustParseAddr(f.OuterHeader.Address), f.OuterHeader.TEID}] = seid
+			}
+		}
+		if n.sess.CPAddress != "" {
+			ctl.byCP[cpKey{n.sess.CPAddress, n.sess.CPSEID}] = seid
+		}
+	}
+}
+
+// remove takes a session out of the kernel: lists first, then what they
+// pointed at.
+func (ctl *controller) remove(seid uint64) error {
+	old := ctl.sessions[seid]
+	if old == nil {
+		return nil
+	}
+	n := newSessState()
+	for lk := range old.lists {
+		if err := ctl.listMap(lk).Delete(listMapKey(lk)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("%s: %w", lk, err)
+		}
+	}
+	ctl.retire(seid, old, n)
+	ctl.index(seid, old, n)
+	for k := range ctl.retired {
+		if k.seid == seid {
+			delete(ctl.retired, k)
+		}
+	}
+	delete(ctl.sessions, seid)
+	ctl.buffers.drop(seid)
+	return nil
+}
+
+func zero[T any](m *ebpf.Map, idx uint32, v T) {
+	_ = m.Put(idx, v)
+}
+
+func zeroPerCPU[T any](m *ebpf.Map, idx uint32) {
+	n, err := ebpf.PossibleCPU()
+	if err != nil {
+		return
+	}
+	_ = m.Put(idx, make([]T, n))
+}
+
+func readCount(m *ebpf.Map, idx uint32) (kCount, error) {
+	var per []kCount
+	if err := m.Lookup(idx, &per); err != nil {
+		return kCount{}, err
+	}
+	var c kCount
+	for _, x := range per {
+		addCount(&c, x)
+	}
+	return c, nil
+}
+
+func addCount(a *kCount, b kCount) {
+	for i := range 2 {
+		a.Bytes[i] += b.Bytes[i]
+		a.Pkts[i] += b.Pkts[i]
+	}
+}
