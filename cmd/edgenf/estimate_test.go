@@ -164,12 +164,12 @@ func TestEstimateTopologyOutput(t *testing.T) {
 	}
 	out := b.String()
 	for _, re := range []string{
-		`(?m)^chain ta-in → ddosa → fwa → ra:out → nata → ta-out$`,
+		`(?m)^chain veth-a → ddosa → fwa → ra:out → nata → veth-b$`,
 		`(?m)^  ddosa \(ddos, ingress at ra:in\)\s+[0-9.]+ ns`,
 		`(?m)^  ra \(router, in→out\)\s+[0-9.]+ ns\s+route cache on`,
 		`(?m)^  nata \(nat, egress at ra:out\)\s+[0-9.]+ ns`,
 		`(?m)^  total\s+[0-9.]+ ns\s+[0-9.]+ Mpps per core$`,
-		`(?m)^chain tb-in → p4b:out → tb-out$`,
+		`(?m)^chain veth-c → p4b:out → veth-d$`,
 		`(?m)^  p4b \(p4, in→out\)\s+[0-9.]+ ns\s+typical path #2 of 12`,
 	} {
 		if !regexp.MustCompile(re).MatchString(out) {

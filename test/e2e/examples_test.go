@@ -36,7 +36,19 @@ func TestExampleTopologies(t *testing.T) {
 		ifaces["veth-"+pair[0]], ifaces["veth-"+pair[1]] = x, y
 	}
 	pfcp := fmt.Sprintf("port: %d", nftest.FreeUDPPort(t))
-	dir := t.TempDir()
+	// The copies sit where the originals do relative to examples/p4, so
+	// the programs they name (../p4/x.p4) resolve.
+	dir := filepath.Join(t.TempDir(), "topologies")
+	p4dir, err := filepath.Abs("../../examples/p4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(p4dir, filepath.Join(filepath.Dir(dir), "p4")); err != nil {
+		t.Fatal(err)
+	}
 	for _, f := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".yaml"), func(t *testing.T) {
 			b, err := os.ReadFile(f)
