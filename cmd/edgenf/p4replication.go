@@ -85,21 +85,7 @@ func p4ReplicationCmds() []*cobra.Command {
 		c.Flags().Uint32Var(&trunc, "truncate", 0, "cut the copies to this many bytes (0: whole packets)")
 		return c
 	}
-	del := &cobra.Command{
-		Use: "mirroring-delete CUBE SESSION", Short: "Delete a clone session (clones to it make no copy)",
-		Args: cobra.ExactArgs(2), ValidArgsFunction: completeCubes,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseNum("session", args[1], 1<<32-1)
-			if err != nil {
-				return err
-			}
-			if err := api().Do("DELETE", tablePath(args[0], "clone_sessions")+"/"+fmt.Sprint(id), nil, nil); err != nil {
-				return err
-			}
-			fmt.Printf("clone session %d deleted\n", id)
-			return nil
-		},
-	}
+	del := deleteRowCmd("mirroring-delete CUBE SESSION", "Delete a clone session (clones to it make no copy)", "session", "clone_sessions", "clone session")
 	dumpS := &cobra.Command{
 		Use: "mirroring-dump CUBE", Short: "List clone sessions", Args: cobra.ExactArgs(1), ValidArgsFunction: completeCubes,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -120,13 +106,6 @@ func p4ReplicationCmds() []*cobra.Command {
 			})
 		},
 	}
-	getGroup := func(cube string, id uint64) (*mcGroup, error) {
-		var g mcGroup
-		if err := api().Do("GET", tablePath(cube, "mcast_groups")+"/"+fmt.Sprint(id), nil, &g); err != nil {
-			return nil, err
-		}
-		return &g, nil
-	}
 	create := &cobra.Command{
 		Use: "mc-mgrp-create CUBE GROUP", Short: "Create an empty multicast group", Args: cobra.ExactArgs(2), ValidArgsFunction: completeCubes,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -141,20 +120,7 @@ func p4ReplicationCmds() []*cobra.Command {
 			return nil
 		},
 	}
-	destroy := &cobra.Command{
-		Use: "mc-mgrp-destroy CUBE GROUP", Short: "Delete a multicast group", Args: cobra.ExactArgs(2), ValidArgsFunction: completeCubes,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseNum("group", args[1], 1<<32-1)
-			if err != nil {
-				return err
-			}
-			if err := api().Do("DELETE", tablePath(args[0], "mcast_groups")+"/"+fmt.Sprint(id), nil, nil); err != nil {
-				return err
-			}
-			fmt.Printf("multicast group %d deleted\n", id)
-			return nil
-		},
-	}
+	destroy := deleteRowCmd("mc-mgrp-destroy CUBE GROUP", "Delete a multicast group", "group", "mcast_groups", "multicast group")
 	assoc := &cobra.Command{
 		Use:     "mc-node-associate CUBE GROUP RID PORT...",
 		Short:   "Add a node to a multicast group: one replica per PORT, with egress_rid RID (BMv2 mc_node_create + mc_node_associate)",
@@ -169,22 +135,20 @@ func p4ReplicationCmds() []*cobra.Command {
 			if err != nil {
 				return err
 			}
-			g, err := getGroup(args[0], id)
-			if err != nil {
-				return err
-			}
+			var ports []uint16
 			for _, a := range args[3:] {
 				p, err := parseNum("port", a, 0xffff)
 				if err != nil {
 					return err
 				}
-				g.Replicas = append(g.Replicas, replica{Port: uint16(p), Rid: uint16(rid)})
+				ports = append(ports, uint16(p))
 			}
-			if err := api().Do("PUT", tablePath(args[0], "mcast_groups")+"/"+fmt.Sprint(id), g, nil); err != nil {
-				return err
-			}
-			fmt.Printf("multicast group %d: %d replicas\n", id, len(g.Replicas))
-			return nil
+			return editGroup(args[0], id, func(g *mcGroup) error {
+				for _, p := range ports {
+					g.Replicas = append(g.Replicas, replica{Port: p, Rid: uint16(rid)})
+				}
+				return nil
+			})
 		},
 	}
 	dissoc := &cobra.Command{
@@ -199,25 +163,19 @@ func p4ReplicationCmds() []*cobra.Command {
 			if err != nil {
 				return err
 			}
-			g, err := getGroup(args[0], id)
-			if err != nil {
-				return err
-			}
-			keep := []replica{}
-			for _, r := range g.Replicas {
-				if uint64(r.Rid) != rid {
-					keep = append(keep, r)
+			return editGroup(args[0], id, func(g *mcGroup) error {
+				keep := []replica{}
+				for _, r := range g.Replicas {
+					if uint64(r.Rid) != rid {
+						keep = append(keep, r)
+					}
 				}
-			}
-			if len(keep) == len(g.Replicas) {
-				return fmt.Errorf("multicast group %d has no replica with rid %d", id, rid)
-			}
-			g.Replicas = keep
-			if err := api().Do("PUT", tablePath(args[0], "mcast_groups")+"/"+fmt.Sprint(id), g, nil); err != nil {
-				return err
-			}
-			fmt.Printf("multicast group %d: %d replicas\n", id, len(g.Replicas))
-			return nil
+				if len(keep) == len(g.Replicas) {
+					return fmt.Errorf("multicast group %d has no replica with rid %d", id, rid)
+				}
+				g.Replicas = keep
+				return nil
+			})
 		},
 	}
 	dumpG := &cobra.Command{
@@ -241,4 +199,42 @@ func p4ReplicationCmds() []*cobra.Command {
 		},
 	}
 	return []*cobra.Command{session(false), session(true), del, dumpS, create, destroy, assoc, dissoc, dumpG}
+}
+
+// deleteRowCmd is the verb that deletes row ID of a cube's replication table
+// (what names the ID in errors, noun the row in the confirmation).
+func deleteRowCmd(use, short, what, table, noun string) *cobra.Command {
+	return &cobra.Command{
+		Use: use, Short: short, Args: cobra.ExactArgs(2), ValidArgsFunction: completeCubes,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseNum(what, args[1], 1<<32-1)
+			if err != nil {
+				return err
+			}
+			if err := api().Do("DELETE", tablePath(args[0], table)+"/"+fmt.Sprint(id), nil, nil); err != nil {
+				return err
+			}
+			fmt.Printf("%s %d deleted\n", noun, id)
+			return nil
+		},
+	}
+}
+
+// editGroup reads multicast group id of a cube, lets edit change its
+// replicas and writes it back whole (the daemon replaces a group in one
+// step, so its replicas are never half updated).
+func editGroup(cube string, id uint64, edit func(*mcGroup) error) error {
+	var g mcGroup
+	path := tablePath(cube, "mcast_groups") + "/" + fmt.Sprint(id)
+	if err := api().Do("GET", path, nil, &g); err != nil {
+		return err
+	}
+	if err := edit(&g); err != nil {
+		return err
+	}
+	if err := api().Do("PUT", path, g, nil); err != nil {
+		return err
+	}
+	fmt.Printf("multicast group %d: %d replicas\n", id, len(g.Replicas))
+	return nil
 }

@@ -160,37 +160,20 @@ struct {
 
 ENF_COUNTERS(dd_stats, DD_ST_N);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, DD_MAX_ENTRIES);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct dd_addr);
-	__type(value, struct dd_entry);
-} dd_src_exact SEC(".maps");
+/* Blacklist entries the controller adds one by one (allocated as they come). */
+#define DD_LIST_MAP(name, kind, key_type, value_type)                                             \
+	struct {                                                                                   \
+		__uint(type, kind);                                                                \
+		__uint(max_entries, DD_MAX_ENTRIES);                                               \
+		__uint(map_flags, BPF_F_NO_PREALLOC);                                              \
+		__type(key, key_type);                                                             \
+		__type(value, value_type);                                                         \
+	} name SEC(".maps")
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(max_entries, DD_MAX_ENTRIES);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct dd_lpm_key);
-	__type(value, struct dd_entry);
-} dd_src_lpm SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, DD_MAX_ENTRIES);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct dd_addr);
-	__type(value, struct dd_entry);
-} dd_dst_exact SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(max_entries, DD_MAX_ENTRIES);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct dd_lpm_key);
-	__type(value, struct dd_entry);
-} dd_dst_lpm SEC(".maps");
+DD_LIST_MAP(dd_src_exact, BPF_MAP_TYPE_HASH, struct dd_addr, struct dd_entry);
+DD_LIST_MAP(dd_src_lpm, BPF_MAP_TYPE_LPM_TRIE, struct dd_lpm_key, struct dd_entry);
+DD_LIST_MAP(dd_dst_exact, BPF_MAP_TYPE_HASH, struct dd_addr, struct dd_entry);
+DD_LIST_MAP(dd_dst_lpm, BPF_MAP_TYPE_LPM_TRIE, struct dd_lpm_key, struct dd_entry);
 
 /* The IPv4 tables, one per blacklist. A slot is 0 (empty, ends a probe
  * sequence), ~0 (deleted) or: the masked address (as loaded from the header:
@@ -234,21 +217,12 @@ struct dd_tab_entry {
 		__type(value, struct dd_tab_entry);                                                \
 	} name SEC(".maps")
 
-#define DD_LPM4_MAP(name)                                                                          \
-	struct {                                                                                   \
-		__uint(type, BPF_MAP_TYPE_LPM_TRIE);                                               \
-		__uint(max_entries, DD_MAX_ENTRIES);                                               \
-		__uint(map_flags, BPF_F_NO_PREALLOC);                                              \
-		__type(key, struct dd_lpm4_key);                                                   \
-		__type(value, struct dd_entry4);                                                   \
-	} name SEC(".maps")
-
 DD_TAB_SLOTS_MAP(dd_src_t4);
 DD_TAB_VALS_MAP(dd_src_t4v);
-DD_LPM4_MAP(dd_src_lpm4);
+DD_LIST_MAP(dd_src_lpm4, BPF_MAP_TYPE_LPM_TRIE, struct dd_lpm4_key, struct dd_entry4);
 DD_TAB_SLOTS_MAP(dd_dst_t4);
 DD_TAB_VALS_MAP(dd_dst_t4v);
-DD_LPM4_MAP(dd_dst_lpm4);
+DD_LIST_MAP(dd_dst_lpm4, BPF_MAP_TYPE_LPM_TRIE, struct dd_lpm4_key, struct dd_entry4);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
