@@ -174,13 +174,25 @@ func (s *Server) GetForwardingPipelineConfig(ctx context.Context, req *GetPipeli
 	if set.P4RuntimeCookie != nil {
 		out.Cookie = &Cookie{Cookie: *set.P4RuntimeCookie}
 	}
+	addP4Info := func() error {
+		b, err := pl.info.ProtoBinary()
+		if err != nil {
+			return errf(codes.Internal, "%v", err)
+		}
+		out.P4Info, out.HasP4Info = b, true
+		return nil
+	}
 	switch req.ResponseType {
 	case ResponseAll:
-		out.P4Info, out.HasP4Info = EncodeP4Info(pl.info), true
+		if err := addP4Info(); err != nil {
+			return nil, err
+		}
 		out.DeviceConfig = []byte(source(pl.cube))
 	case ResponseCookieOnly:
 	case ResponseP4InfoAndCookie:
-		out.P4Info, out.HasP4Info = EncodeP4Info(pl.info), true
+		if err := addP4Info(); err != nil {
+			return nil, err
+		}
 	case ResponseDeviceConfigAndCookie:
 		out.DeviceConfig = []byte(source(pl.cube))
 	default:

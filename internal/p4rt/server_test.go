@@ -336,7 +336,7 @@ func TestP4RuntimeL2Switch(t *testing.T) {
 	}
 	bad := *info
 	bad.Tables = []*p4info.Table{{Preamble: p4info.Preamble{ID: 0x02000bad, Name: info.Tables[0].Preamble.Name}}}
-	wantCode(t, "p4info with a wrong table id", r.setPipeline(10, ActionVerify, src, EncodeP4Info(&bad), 0), codes.InvalidArgument)
+	wantCode(t, "p4info with a wrong table id", r.setPipeline(10, ActionVerify, src, mustProto(t, &bad), 0), codes.InvalidArgument)
 
 	// table entries: written, then read back in P4Runtime form
 	const a, b = "02:00:00:00:00:0a", "02:00:00:00:00:0b"
@@ -762,4 +762,13 @@ func BenchmarkWriteEntry(b *testing.B) {
 		dst := fmt.Sprintf("02:00:%02x:%02x:%02x:%02x", byte(i>>24), byte(i>>16), byte(i>>8), byte(i))
 		r.mustWrite(10, insert(dmacEntry(b, info, dst, 1)))
 	}
+}
+
+func mustProto(t *testing.T, m *p4info.P4Info) []byte {
+	t.Helper()
+	b, err := m.ProtoBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
