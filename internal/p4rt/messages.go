@@ -56,6 +56,7 @@ const (
 	fMCPIR, fMCPBurst          protowire.Number = 3, 4
 	fCounterID, fCounterIndex  protowire.Number = 1, 2
 	fCounterData               protowire.Number = 3
+	fDirectEntry, fDirectData  protowire.Number = 1, 2 // DirectCounterEntry, DirectMeterEntry
 	fCDByteCount, fCDPacketCnt protowire.Number = 1, 2
 
 	// PacketReplicationEngineEntry
@@ -227,13 +228,17 @@ func (m *Update) unmarshal(b []byte) error {
 // number of a member edgenf does not serve (action profiles, direct
 // counters and meters, value sets, extern entries).
 type Entity struct {
-	TableEntry    *TableEntry
-	MeterEntry    *MeterEntry
-	CounterEntry  *CounterEntry
-	PREEntry      *PREEntry
-	RegisterEntry *RegisterEntry
-	DigestEntry   *DigestEntry
-	Other         protowire.Number
+	TableEntry   *TableEntry
+	MeterEntry   *MeterEntry
+	CounterEntry *CounterEntry
+	// DirectCounterEntry, DirectMeterEntry: the direct resources of one
+	// table entry
+	DirectCounterEntry *DirectCounterEntry
+	DirectMeterEntry   *DirectMeterEntry
+	PREEntry           *PREEntry
+	RegisterEntry      *RegisterEntry
+	DigestEntry        *DigestEntry
+	Other              protowire.Number
 }
 
 var entityNames = map[protowire.Number]string{
@@ -251,6 +256,10 @@ func (m *Entity) appendTo(e *enc) {
 		e.msg(fEntityMeter, m.MeterEntry)
 	case m.CounterEntry != nil:
 		e.msg(fEntityCounter, m.CounterEntry)
+	case m.DirectCounterEntry != nil:
+		e.msg(fEntityDirectCounter, m.DirectCounterEntry)
+	case m.DirectMeterEntry != nil:
+		e.msg(fEntityDirectMeter, m.DirectMeterEntry)
 	case m.PREEntry != nil:
 		e.msg(fEntityPRE, m.PREEntry)
 	case m.RegisterEntry != nil:
@@ -275,6 +284,12 @@ func (m *Entity) unmarshal(b []byte) error {
 		case fEntityCounter:
 			m.CounterEntry = &CounterEntry{}
 			return f.sub(m.CounterEntry)
+		case fEntityDirectCounter:
+			m.DirectCounterEntry = &DirectCounterEntry{}
+			return f.sub(m.DirectCounterEntry)
+		case fEntityDirectMeter:
+			m.DirectMeterEntry = &DirectMeterEntry{}
+			return f.sub(m.DirectMeterEntry)
 		case fEntityPRE:
 			m.PREEntry = &PREEntry{}
 			return f.sub(m.PREEntry)
@@ -291,7 +306,7 @@ func (m *Entity) unmarshal(b []byte) error {
 	})
 }
 
-// TableEntry is p4.v1.TableEntry (direct resources and action profiles
+// TableEntry is p4.v1.TableEntry (action profiles and meter counter data
 // are not served: Unsupported names what was set).
 type TableEntry struct {
 	TableID         uint32
@@ -299,7 +314,11 @@ type TableEntry struct {
 	Action          *TableAction
 	Priority        int32
 	IsDefaultAction bool
-	IdleTimeoutNs   int64
+	// MeterConfig, CounterData: the entry's direct meter and counter (in a
+	// read request, set to ask for them)
+	MeterConfig   *MeterConfig
+	CounterData   *CounterData
+	IdleTimeoutNs int64
 	// TimeSinceLastHit: in a read request, set (to anything) to ask for it.
 	TimeSinceLastHit *int64
 	Metadata         []byte
@@ -356,6 +375,12 @@ func (m *TableEntry) appendTo(e *enc) {
 		e.msg(fTEAction, m.Action)
 	}
 	e.int32(fTEPriority, m.Priority)
+	if m.MeterConfig != nil {
+		e.msg(fTEMeterConfig, m.MeterConfig)
+	}
+	if m.CounterData != nil {
+		e.msg(fTECounterData, m.CounterData)
+	}
 	e.bool(fTEIsDefault, m.IsDefaultAction)
 	e.int64(fTEIdleTimeout, m.IdleTimeoutNs)
 	if m.TimeSinceLastHit != nil {
@@ -387,9 +412,11 @@ func (m *TableEntry) unmarshal(b []byte) error {
 		case fTEConst:
 			return set(&m.Const, f.v != 0, f.want(protowire.VarintType))
 		case fTEMeterConfig:
-			m.Unsupported = "meter_config (direct meters)"
+			m.MeterConfig = &MeterConfig{}
+			return f.sub(m.MeterConfig)
 		case fTECounterData:
-			m.Unsupported = "counter_data (direct counters)"
+			m.CounterData = &CounterData{}
+			return f.sub(m.CounterData)
 		case fTEMeterCounterData:
 			m.Unsupported = "meter_counter_data"
 		case fTEIdleTimeout:
@@ -670,6 +697,64 @@ func (m *CounterEntry) unmarshal(b []byte) error {
 		case fCounterData:
 			m.Data = &CounterData{}
 			return f.sub(m.Data)
+		}
+		return nil
+	})
+}
+
+// DirectCounterEntry is p4.v1.DirectCounterEntry.
+type DirectCounterEntry struct {
+	TableEntry *TableEntry
+	Data       *CounterData
+}
+
+func (m *DirectCounterEntry) appendTo(e *enc) {
+	if m.TableEntry != nil {
+		e.msg(fDirectEntry, m.TableEntry)
+	}
+	if m.Data != nil {
+		e.msg(fDirectData, m.Data)
+	}
+}
+
+func (m *DirectCounterEntry) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		switch f.num {
+		case fDirectEntry:
+			m.TableEntry = &TableEntry{}
+			return f.sub(m.TableEntry)
+		case fDirectData:
+			m.Data = &CounterData{}
+			return f.sub(m.Data)
+		}
+		return nil
+	})
+}
+
+// DirectMeterEntry is p4.v1.DirectMeterEntry (without counter_data).
+type DirectMeterEntry struct {
+	TableEntry *TableEntry
+	Config     *MeterConfig
+}
+
+func (m *DirectMeterEntry) appendTo(e *enc) {
+	if m.TableEntry != nil {
+		e.msg(fDirectEntry, m.TableEntry)
+	}
+	if m.Config != nil {
+		e.msg(fDirectData, m.Config)
+	}
+}
+
+func (m *DirectMeterEntry) unmarshal(b []byte) error {
+	return walk(b, func(f field) error {
+		switch f.num {
+		case fDirectEntry:
+			m.TableEntry = &TableEntry{}
+			return f.sub(m.TableEntry)
+		case fDirectData:
+			m.Config = &MeterConfig{}
+			return f.sub(m.Config)
 		}
 		return nil
 	})

@@ -335,7 +335,7 @@ func TestP4RuntimeL2Switch(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := *info
-	bad.Tables = []*p4info.Table{{Preamble: p4info.Preamble{ID: 0x02000bad, Name: info.Tables[0].Preamble.Name}}}
+	bad.Tables = []*p4info.Table{{Preamble: p4info.Preamble{ID: 0x02000bad, Name: info.Tables[0].Preamble.Name}, Size: "16"}}
 	wantCode(t, "p4info with a wrong table id", r.setPipeline(10, ActionVerify, src, mustProto(t, &bad), 0), codes.InvalidArgument)
 
 	// table entries: written, then read back in P4Runtime form
@@ -566,7 +566,21 @@ func TestP4RuntimeTernaryRegistersClones(t *testing.T) {
 	if len(ctrs) != 4 || ctrs[3].CounterEntry.Index.Index != 3 || ctrs[0].CounterEntry.Data == nil {
 		t.Fatalf("counters %+v", ctrs)
 	}
-	wantCode(t, "counter write", r.write(1, modify(&Entity{CounterEntry: &CounterEntry{CounterID: ctrs[0].CounterEntry.CounterID}})), codes.Unimplemented)
+	// counter writes: one cell, then a reset of every cell
+	verdicts := ctrs[0].CounterEntry.CounterID
+	r.mustWrite(1, modify(&Entity{CounterEntry: &CounterEntry{CounterID: verdicts, Index: &Index{Index: 2}, Data: &CounterData{PacketCount: 7, ByteCount: 700}}}))
+	if c := r.mustRead(&Entity{CounterEntry: &CounterEntry{CounterID: verdicts, Index: &Index{Index: 2}}}); *c[0].CounterEntry.Data != (CounterData{PacketCount: 7, ByteCount: 700}) {
+		t.Fatalf("counter cell after a write %+v", c[0].CounterEntry.Data)
+	}
+	r.mustWrite(1, modify(&Entity{CounterEntry: &CounterEntry{CounterID: verdicts}}))
+	for _, c := range r.mustRead(&Entity{CounterEntry: &CounterEntry{CounterID: verdicts}}) {
+		if *c.CounterEntry.Data != (CounterData{}) {
+			t.Fatalf("cell %d after a reset: %+v", c.CounterEntry.Index.Index, c.CounterEntry.Data)
+		}
+	}
+	wantCode(t, "counter INSERT", r.write(1, insert(&Entity{CounterEntry: &CounterEntry{CounterID: verdicts}})), codes.InvalidArgument)
+	wantCode(t, "counter index past the end", r.write(1, modify(&Entity{CounterEntry: &CounterEntry{CounterID: verdicts, Index: &Index{Index: 4}}})), codes.InvalidArgument)
+	wantCode(t, "negative count", r.write(1, modify(&Entity{CounterEntry: &CounterEntry{CounterID: verdicts, Data: &CounterData{PacketCount: -1}}})), codes.InvalidArgument)
 
 	// another program on the same device (VERIFY_AND_COMMIT: entries go)
 	if err := r.setPipeline(1, ActionVerifyAndCommit, program(t, "portscan.p4"), nil, 0); err != nil {
