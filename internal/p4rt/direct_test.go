@@ -234,7 +234,6 @@ func TestP4RuntimeCookieAndReplicaForms(t *testing.T) {
 	}
 }
 
-
 // TestP4RuntimeStateOfAnOlderVersion: a state file written by a version
 // that kept the P4Runtime cookie and digests in the p4 settings is read
 // into the cube's runtime state at start, the cookie exact above 2^53, and
