@@ -265,7 +265,8 @@ func (w *writer) table(typ int32, te *TableEntry) error {
 		if exists {
 			return errf(codes.AlreadyExists, "table %s already has an entry with this match and priority (%s)", t.Name, stored)
 		}
-		if err := w.change(tblEntries, func(tx *engine.EntryTx) error { _, err := tx.Put(raw); return err }); err != nil {
+		// the engine's Insert: never a replacement, whatever the index says
+		if err := w.change(tblEntries, func(tx *engine.EntryTx) error { _, err := tx.Insert(raw); return err }); err != nil {
 			return err
 		}
 		idx[id] = key
@@ -498,18 +499,18 @@ func (w *writer) pre(typ int32, p *PREEntry) error {
 	}
 	what := map[string]string{tblGroups: "multicast group", tblClones: "clone session"}[table]
 	err := w.change(table, func(tx *engine.EntryTx) error {
-		_, exists := tx.Get(key)
+		if _, exists := tx.Get(key); !exists && typ != UpdateInsert {
+			return errf(codes.NotFound, "%s %s does not exist", what, key)
+		}
 		switch typ {
 		case UpdateInsert:
-			if exists {
+			if _, err := tx.Insert(raw); errors.Is(err, cube.ErrConflict) {
 				return errf(codes.AlreadyExists, "%s %s already exists", what, key)
+			} else if err != nil {
+				return err
 			}
-		case UpdateModify, UpdateDelete:
-			if !exists {
-				return errf(codes.NotFound, "%s %s does not exist", what, key)
-			}
-		}
-		if typ == UpdateDelete {
+			return nil
+		case UpdateDelete:
 			return tx.Delete(key)
 		}
 		_, err := tx.Put(raw)

@@ -44,7 +44,7 @@ func TestP4RuntimeShell(t *testing.T) {
 		t.Fatalf("p4runtime-shell: %v", err)
 	}
 	// what the shell wrote last is the daemon's state
-	if got := d.cli("table", "list", "sw1", "SwIngress.mac_table"); !strings.Contains(got, "02:00:00:00:00:0c") {
+	if got := d.cli("p4", "table-dump", "sw1", "SwIngress.mac_table"); !strings.Contains(got, "02:00:00:00:00:0c") {
 		t.Errorf("the CLI does not show the shell's entry:\n%s", got)
 	}
 }
