@@ -14,7 +14,9 @@ func TestRuntimeStatePersists(t *testing.T) {
 	cfg := restartable(t)
 	e := openAt(t, cfg)
 	update(t, e, func(tp *cube.Topology) error { return tp.AddCube(&cube.Cube{Name: "pf", Type: "portfwd"}) })
-	update(t, e, func(tp *cube.Topology) error { return tp.SetRuntime("pf", "svc", []byte(`{"cookie":"18364758544493064721"}`)) })
+	update(t, e, func(tp *cube.Topology) error {
+		return tp.SetRuntime("pf", "svc", []byte(`{"cookie":"18364758544493064721"}`))
+	})
 	e.Close()
 	e = openAt(t, cfg)
 	defer e.Close()
