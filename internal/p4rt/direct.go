@@ -121,10 +121,7 @@ func (r *reader) direct(q *TableEntry, meter bool) error {
 	if err != nil {
 		return err
 	}
-	byName := map[string]*p4info.TableLayout{}
-	for _, t := range tables {
-		byName[t.Name] = t
-	}
+	byName := tablesByName(tables)
 	return runtimeCall(r.call, func(rt *tableruntime.Program) error {
 		for i := range found {
 			e := &found[i]
@@ -143,7 +140,7 @@ func (r *reader) direct(q *TableEntry, meter bool) error {
 				if err != nil {
 					return errf(codes.Internal, "entry %s: %v", e.Key(), err)
 				}
-				err = r.add(&Entity{DirectMeterEntry: &DirectMeterEntry{TableEntry: te, Config: meterConfig(c)}})
+				err = r.add(&Entity{DirectMeterEntry: &DirectEntry{TableEntry: te, Meter: meterConfig(c)}})
 				if err != nil {
 					return err
 				}
@@ -153,7 +150,7 @@ func (r *reader) direct(q *TableEntry, meter bool) error {
 			if err != nil {
 				return errf(codes.Internal, "entry %s: %v", e.Key(), err)
 			}
-			if err := r.add(&Entity{DirectCounterEntry: &DirectCounterEntry{TableEntry: te, Data: counterData(p, b)}}); err != nil {
+			if err := r.add(&Entity{DirectCounterEntry: &DirectEntry{TableEntry: te, Counter: counterData(p, b)}}); err != nil {
 				return err
 			}
 		}
@@ -188,7 +185,7 @@ func (w *writer) storedEntry(te *TableEntry, what string, has func(t *p4info.Tab
 	return t, matches(match), uint32(te.Priority), nil
 }
 
-func (w *writer) directCounter(typ int32, dc *DirectCounterEntry) error {
+func (w *writer) directCounter(typ int32, dc *DirectEntry) error {
 	t, ms, prio, err := w.storedEntry(dc.TableEntry, "direct counter", func(t *p4info.TableLayout) bool { return t.CounterOffset >= 0 })
 	if err != nil {
 		return err
@@ -196,14 +193,14 @@ func (w *writer) directCounter(typ int32, dc *DirectCounterEntry) error {
 	if typ != UpdateModify {
 		return errf(codes.InvalidArgument, "the direct counter of %s: direct counters can only be modified (MODIFY); they come and go with their entries", t.Name)
 	}
-	p, b, err := runtimeCounter("the direct counter of "+t.Name, dc.Data)
+	p, b, err := runtimeCounter("the direct counter of "+t.Name, dc.Counter)
 	if err != nil {
 		return err
 	}
 	return runtimeCall(w.call, func(rt *tableruntime.Program) error { return rt.SetDirectCounter(t.Name, ms, prio, p, b) })
 }
 
-func (w *writer) directMeter(typ int32, dm *DirectMeterEntry) error {
+func (w *writer) directMeter(typ int32, dm *DirectEntry) error {
 	t, ms, prio, err := w.storedEntry(dm.TableEntry, "direct meter", func(t *p4info.TableLayout) bool { return t.MeterOffset != 0 })
 	if err != nil {
 		return err
@@ -211,7 +208,7 @@ func (w *writer) directMeter(typ int32, dm *DirectMeterEntry) error {
 	if typ != UpdateModify {
 		return errf(codes.InvalidArgument, "the direct meter of %s: direct meters can only be modified (MODIFY); they come and go with their entries", t.Name)
 	}
-	cfg, err := runtimeMeter("the direct meter of "+t.Name, dm.Config)
+	cfg, err := runtimeMeter("the direct meter of "+t.Name, dm.Meter)
 	if err != nil {
 		return err
 	}

@@ -47,15 +47,7 @@ func TestP4RuntimeDirectCounters(t *testing.T) {
 	if err := r.setPipeline(1, ActionVerifyAndCommit, program(t, "l2switch.p4"), nil, 0); err != nil {
 		t.Fatal(err)
 	}
-	nftest.MustUpdate(t, r.eng, func(top *cube.Topology) error {
-		if err := top.AddCube(&cube.Cube{Name: "sink", Type: "portfwd", Hook: datapath.XDP, Ports: []cube.Port{{Name: "p0", Index: 0}}}); err != nil {
-			return err
-		}
-		if err := top.AddPort("sw", cube.Port{Name: "p1", Index: 1}); err != nil {
-			return err
-		}
-		return top.AddPort("sw", cube.Port{Name: "p2", Index: 2, Peer: "sink:p0"})
-	})
+	r.addPorts()
 	const dst = "02:00:00:00:00:0b"
 	entry, key := l2switchEntry(t, r, dst, 2)
 	r.mustWrite(1, insert(entry))
@@ -69,15 +61,15 @@ func TestP4RuntimeDirectCounters(t *testing.T) {
 		t.Fatalf("%d frames out of port 2, want 3", r.txPackets(2))
 	}
 	want := CounterData{PacketCount: 3, ByteCount: 3 * int64(len(f))}
-	got := r.mustRead(&Entity{DirectCounterEntry: &DirectCounterEntry{TableEntry: key}})
-	if len(got) != 1 || got[0].DirectCounterEntry.Data == nil || *got[0].DirectCounterEntry.Data != want {
+	got := r.mustRead(&Entity{DirectCounterEntry: &DirectEntry{TableEntry: key}})
+	if len(got) != 1 || got[0].DirectCounterEntry.Counter == nil || *got[0].DirectCounterEntry.Counter != want {
 		t.Fatalf("direct counter %+v, want %+v", got, want)
 	}
 	if te := got[0].DirectCounterEntry.TableEntry; te == nil || te.TableID != key.TableID || len(te.Match) != 2 {
 		t.Fatalf("the direct counter's entry %+v", te)
 	}
 	// every entry of the table (wildcard), and the entry with its counter
-	if all := r.mustRead(&Entity{DirectCounterEntry: &DirectCounterEntry{TableEntry: &TableEntry{TableID: key.TableID}}}); len(all) != 1 {
+	if all := r.mustRead(&Entity{DirectCounterEntry: &DirectEntry{TableEntry: &TableEntry{TableID: key.TableID}}}); len(all) != 1 {
 		t.Fatalf("wildcard read: %d direct counters", len(all))
 	}
 	ents := r.mustRead(&Entity{TableEntry: &TableEntry{TableID: key.TableID, CounterData: &CounterData{}}})
@@ -89,13 +81,13 @@ func TestP4RuntimeDirectCounters(t *testing.T) {
 	}
 
 	// write, then reset
-	r.mustWrite(1, modify(&Entity{DirectCounterEntry: &DirectCounterEntry{TableEntry: key, Data: &CounterData{PacketCount: 10, ByteCount: 1000}}}))
-	if got := r.mustRead(&Entity{DirectCounterEntry: &DirectCounterEntry{TableEntry: key}}); *got[0].DirectCounterEntry.Data != (CounterData{PacketCount: 10, ByteCount: 1000}) {
-		t.Fatalf("after the write %+v", got[0].DirectCounterEntry.Data)
+	r.mustWrite(1, modify(&Entity{DirectCounterEntry: &DirectEntry{TableEntry: key, Counter: &CounterData{PacketCount: 10, ByteCount: 1000}}}))
+	if got := r.mustRead(&Entity{DirectCounterEntry: &DirectEntry{TableEntry: key}}); *got[0].DirectCounterEntry.Counter != (CounterData{PacketCount: 10, ByteCount: 1000}) {
+		t.Fatalf("after the write %+v", got[0].DirectCounterEntry.Counter)
 	}
-	r.mustWrite(1, modify(&Entity{DirectCounterEntry: &DirectCounterEntry{TableEntry: key}}))
-	if got := r.mustRead(&Entity{DirectCounterEntry: &DirectCounterEntry{TableEntry: key}}); *got[0].DirectCounterEntry.Data != (CounterData{}) {
-		t.Fatalf("after the reset %+v", got[0].DirectCounterEntry.Data)
+	r.mustWrite(1, modify(&Entity{DirectCounterEntry: &DirectEntry{TableEntry: key}}))
+	if got := r.mustRead(&Entity{DirectCounterEntry: &DirectEntry{TableEntry: key}}); *got[0].DirectCounterEntry.Counter != (CounterData{}) {
+		t.Fatalf("after the reset %+v", got[0].DirectCounterEntry.Counter)
 	}
 	// the entry keeps forwarding and counting
 	if err := r.eng.Inject(tenant.Admin, "sw", "p1", f, false); err != nil {
@@ -104,23 +96,23 @@ func TestP4RuntimeDirectCounters(t *testing.T) {
 	if !r.waitTx(2, 4) {
 		t.Fatal("the entry stopped forwarding after the counter write")
 	}
-	if got := r.mustRead(&Entity{DirectCounterEntry: &DirectCounterEntry{TableEntry: key}}); got[0].DirectCounterEntry.Data.PacketCount != 1 {
-		t.Fatalf("after one more frame %+v", got[0].DirectCounterEntry.Data)
+	if got := r.mustRead(&Entity{DirectCounterEntry: &DirectEntry{TableEntry: key}}); got[0].DirectCounterEntry.Counter.PacketCount != 1 {
+		t.Fatalf("after one more frame %+v", got[0].DirectCounterEntry.Counter)
 	}
 
 	// an INSERT with counter_data starts the counter there
 	other, otherKey := l2switchEntry(t, r, "02:00:00:00:00:0c", 1)
 	other.TableEntry.CounterData = &CounterData{PacketCount: 42}
 	r.mustWrite(1, insert(other))
-	if got := r.mustRead(&Entity{DirectCounterEntry: &DirectCounterEntry{TableEntry: otherKey}}); got[0].DirectCounterEntry.Data.PacketCount != 42 {
-		t.Fatalf("inserted with counter_data: %+v", got[0].DirectCounterEntry.Data)
+	if got := r.mustRead(&Entity{DirectCounterEntry: &DirectEntry{TableEntry: otherKey}}); got[0].DirectCounterEntry.Counter.PacketCount != 42 {
+		t.Fatalf("inserted with counter_data: %+v", got[0].DirectCounterEntry.Counter)
 	}
 
-	wantCode(t, "direct counter INSERT", r.write(1, insert(&Entity{DirectCounterEntry: &DirectCounterEntry{TableEntry: key}})), codes.InvalidArgument)
-	wantCode(t, "direct counter DELETE", r.write(1, del(&Entity{DirectCounterEntry: &DirectCounterEntry{TableEntry: key}})), codes.InvalidArgument)
+	wantCode(t, "direct counter INSERT", r.write(1, insert(&Entity{DirectCounterEntry: &DirectEntry{TableEntry: key}})), codes.InvalidArgument)
+	wantCode(t, "direct counter DELETE", r.write(1, del(&Entity{DirectCounterEntry: &DirectEntry{TableEntry: key}})), codes.InvalidArgument)
 	_, missing := l2switchEntry(t, r, "02:00:00:00:00:99", 1)
-	wantCode(t, "direct counter of no entry", r.write(1, modify(&Entity{DirectCounterEntry: &DirectCounterEntry{TableEntry: missing}})), codes.NotFound)
-	wantCode(t, "negative count", r.write(1, modify(&Entity{DirectCounterEntry: &DirectCounterEntry{TableEntry: key, Data: &CounterData{PacketCount: -1}}})), codes.InvalidArgument)
+	wantCode(t, "direct counter of no entry", r.write(1, modify(&Entity{DirectCounterEntry: &DirectEntry{TableEntry: missing}})), codes.NotFound)
+	wantCode(t, "negative count", r.write(1, modify(&Entity{DirectCounterEntry: &DirectEntry{TableEntry: key, Counter: &CounterData{PacketCount: -1}}})), codes.InvalidArgument)
 	bad, badKey := l2switchEntry(t, r, "02:00:00:00:00:0d", 1)
 	bad.TableEntry.CounterData = &CounterData{ByteCount: -5}
 	wantCode(t, "insert with a negative counter", r.write(1, insert(bad)), codes.InvalidArgument)
@@ -129,7 +121,7 @@ func TestP4RuntimeDirectCounters(t *testing.T) {
 	}
 	bad.TableEntry.CounterData, bad.TableEntry.MeterConfig = nil, &MeterConfig{CIR: 1, PIR: 1}
 	wantCode(t, "meter_config on a table without a direct meter", r.write(1, insert(bad)), codes.InvalidArgument)
-	wantCode(t, "direct meter of a table without one", r.write(1, modify(&Entity{DirectMeterEntry: &DirectMeterEntry{TableEntry: key}})), codes.InvalidArgument)
+	wantCode(t, "direct meter of a table without one", r.write(1, modify(&Entity{DirectMeterEntry: &DirectEntry{TableEntry: key}})), codes.InvalidArgument)
 }
 
 // TestP4RuntimeDirectMeters: a table entry's direct meter is configured,
@@ -148,26 +140,26 @@ func TestP4RuntimeDirectMeters(t *testing.T) {
 	e := *key
 	e.Action = &TableAction{Action: &Action{ActionID: a.ID, Params: []*Param{{ParamID: a.Params[0].ID, Value: []byte{1}}, {ParamID: a.Params[1].ID, Value: []byte{2}}}}}
 	r.mustWrite(1, insert(&Entity{TableEntry: &e}))
-	if got := r.mustRead(&Entity{DirectMeterEntry: &DirectMeterEntry{TableEntry: key}}); len(got) != 1 || got[0].DirectMeterEntry.Config != nil {
+	if got := r.mustRead(&Entity{DirectMeterEntry: &DirectEntry{TableEntry: key}}); len(got) != 1 || got[0].DirectMeterEntry.Meter != nil {
 		t.Fatalf("a new entry's meter: %+v", got)
 	}
 	cfg := MeterConfig{CIR: 1000, CBurst: 1500, PIR: 2000, PBurst: 3000}
-	r.mustWrite(1, modify(&Entity{DirectMeterEntry: &DirectMeterEntry{TableEntry: key, Config: &cfg}}))
-	got := r.mustRead(&Entity{DirectMeterEntry: &DirectMeterEntry{TableEntry: &TableEntry{}}})
-	if len(got) != 1 || got[0].DirectMeterEntry.Config == nil || *got[0].DirectMeterEntry.Config != cfg {
+	r.mustWrite(1, modify(&Entity{DirectMeterEntry: &DirectEntry{TableEntry: key, Meter: &cfg}}))
+	got := r.mustRead(&Entity{DirectMeterEntry: &DirectEntry{TableEntry: &TableEntry{}}})
+	if len(got) != 1 || got[0].DirectMeterEntry.Meter == nil || *got[0].DirectMeterEntry.Meter != cfg {
 		t.Fatalf("direct meter %+v, want %+v", got, cfg)
 	}
 	ents := r.mustRead(&Entity{TableEntry: &TableEntry{TableID: tl.ID, MeterConfig: &MeterConfig{}}})
 	if len(ents) != 1 || ents[0].TableEntry.MeterConfig == nil || *ents[0].TableEntry.MeterConfig != cfg {
 		t.Fatalf("entry with meter_config %+v", ents)
 	}
-	wantCode(t, "pir below cir", r.write(1, modify(&Entity{DirectMeterEntry: &DirectMeterEntry{TableEntry: key, Config: &MeterConfig{CIR: 5, PIR: 1}}})), codes.InvalidArgument)
-	if got := r.mustRead(&Entity{DirectMeterEntry: &DirectMeterEntry{TableEntry: key}}); *got[0].DirectMeterEntry.Config != cfg {
+	wantCode(t, "pir below cir", r.write(1, modify(&Entity{DirectMeterEntry: &DirectEntry{TableEntry: key, Meter: &MeterConfig{CIR: 5, PIR: 1}}})), codes.InvalidArgument)
+	if got := r.mustRead(&Entity{DirectMeterEntry: &DirectEntry{TableEntry: key}}); *got[0].DirectMeterEntry.Meter != cfg {
 		t.Fatal("a refused meter write changed the meter")
 	}
-	r.mustWrite(1, modify(&Entity{DirectMeterEntry: &DirectMeterEntry{TableEntry: key}}))
-	if got := r.mustRead(&Entity{DirectMeterEntry: &DirectMeterEntry{TableEntry: key}}); got[0].DirectMeterEntry.Config != nil {
-		t.Fatalf("after the reset %+v", got[0].DirectMeterEntry.Config)
+	r.mustWrite(1, modify(&Entity{DirectMeterEntry: &DirectEntry{TableEntry: key}}))
+	if got := r.mustRead(&Entity{DirectMeterEntry: &DirectEntry{TableEntry: key}}); got[0].DirectMeterEntry.Meter != nil {
+		t.Fatalf("after the reset %+v", got[0].DirectMeterEntry.Meter)
 	}
 }
 

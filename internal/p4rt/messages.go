@@ -233,8 +233,8 @@ type Entity struct {
 	CounterEntry *CounterEntry
 	// DirectCounterEntry, DirectMeterEntry: the direct resources of one
 	// table entry
-	DirectCounterEntry *DirectCounterEntry
-	DirectMeterEntry   *DirectMeterEntry
+	DirectCounterEntry *DirectEntry
+	DirectMeterEntry   *DirectEntry
 	PREEntry           *PREEntry
 	RegisterEntry      *RegisterEntry
 	DigestEntry        *DigestEntry
@@ -285,10 +285,10 @@ func (m *Entity) unmarshal(b []byte) error {
 			m.CounterEntry = &CounterEntry{}
 			return f.sub(m.CounterEntry)
 		case fEntityDirectCounter:
-			m.DirectCounterEntry = &DirectCounterEntry{}
+			m.DirectCounterEntry = &DirectEntry{}
 			return f.sub(m.DirectCounterEntry)
 		case fEntityDirectMeter:
-			m.DirectMeterEntry = &DirectMeterEntry{}
+			m.DirectMeterEntry = &DirectEntry{meter: true}
 			return f.sub(m.DirectMeterEntry)
 		case fEntityPRE:
 			m.PREEntry = &PREEntry{}
@@ -702,59 +702,40 @@ func (m *CounterEntry) unmarshal(b []byte) error {
 	})
 }
 
-// DirectCounterEntry is p4.v1.DirectCounterEntry.
-type DirectCounterEntry struct {
+// DirectEntry is p4.v1.DirectCounterEntry (Counter) or
+// p4.v1.DirectMeterEntry (Meter; without its counter_data): a table
+// entry's direct resource, whose data is field 2 of either.
+type DirectEntry struct {
 	TableEntry *TableEntry
-	Data       *CounterData
+	Counter    *CounterData
+	Meter      *MeterConfig
+	meter      bool // decoding a DirectMeterEntry
 }
 
-func (m *DirectCounterEntry) appendTo(e *enc) {
+func (m *DirectEntry) appendTo(e *enc) {
 	if m.TableEntry != nil {
 		e.msg(fDirectEntry, m.TableEntry)
 	}
-	if m.Data != nil {
-		e.msg(fDirectData, m.Data)
+	if m.Counter != nil {
+		e.msg(fDirectData, m.Counter)
+	}
+	if m.Meter != nil {
+		e.msg(fDirectData, m.Meter)
 	}
 }
 
-func (m *DirectCounterEntry) unmarshal(b []byte) error {
+func (m *DirectEntry) unmarshal(b []byte) error {
 	return walk(b, func(f field) error {
-		switch f.num {
-		case fDirectEntry:
+		switch {
+		case f.num == fDirectEntry:
 			m.TableEntry = &TableEntry{}
 			return f.sub(m.TableEntry)
-		case fDirectData:
-			m.Data = &CounterData{}
-			return f.sub(m.Data)
-		}
-		return nil
-	})
-}
-
-// DirectMeterEntry is p4.v1.DirectMeterEntry (without counter_data).
-type DirectMeterEntry struct {
-	TableEntry *TableEntry
-	Config     *MeterConfig
-}
-
-func (m *DirectMeterEntry) appendTo(e *enc) {
-	if m.TableEntry != nil {
-		e.msg(fDirectEntry, m.TableEntry)
-	}
-	if m.Config != nil {
-		e.msg(fDirectData, m.Config)
-	}
-}
-
-func (m *DirectMeterEntry) unmarshal(b []byte) error {
-	return walk(b, func(f field) error {
-		switch f.num {
-		case fDirectEntry:
-			m.TableEntry = &TableEntry{}
-			return f.sub(m.TableEntry)
-		case fDirectData:
-			m.Config = &MeterConfig{}
-			return f.sub(m.Config)
+		case f.num == fDirectData && m.meter:
+			m.Meter = &MeterConfig{}
+			return f.sub(m.Meter)
+		case f.num == fDirectData:
+			m.Counter = &CounterData{}
+			return f.sub(m.Counter)
 		}
 		return nil
 	})

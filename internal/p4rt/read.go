@@ -119,10 +119,7 @@ func (r *reader) tables(q *TableEntry) error {
 	if err != nil {
 		return err
 	}
-	byName := map[string]*p4info.TableLayout{}
-	for _, t := range tables {
-		byName[t.Name] = t
-	}
+	byName := tablesByName(tables)
 	var since map[string]int64
 	if q.TimeSinceLastHit != nil {
 		if since, err = r.sinceHit(found, byName); err != nil {
@@ -165,6 +162,14 @@ func (r *reader) tablesOf(q *TableEntry) ([]*p4info.TableLayout, error) {
 	return []*p4info.TableLayout{t}, nil
 }
 
+func tablesByName(tables []*p4info.TableLayout) map[string]*p4info.TableLayout {
+	m := make(map[string]*p4info.TableLayout, len(tables))
+	for _, t := range tables {
+		m[t.Name] = t
+	}
+	return m
+}
+
 // entries returns the stored entries a query names: its table (0: every
 // table) and, if given, its match and priority; and the tables queried.
 func (r *reader) entries(q *TableEntry) ([]p4nf.Entry, []*p4info.TableLayout, error) {
@@ -185,10 +190,7 @@ func (r *reader) entries(q *TableEntry) ([]p4nf.Entry, []*p4info.TableLayout, er
 			return nil, nil, errf(codes.InvalidArgument, "%v", err)
 		}
 	}
-	byName := map[string]*p4info.TableLayout{}
-	for _, t := range tables {
-		byName[t.Name] = t
-	}
+	byName := tablesByName(tables)
 	var found []p4nf.Entry
 	for _, raw := range r.s.eng.Entries(r.pl.who, r.pl.dev.cube, tblEntries) {
 		var e p4nf.Entry

@@ -228,6 +228,21 @@ func dmacEntry(t testing.TB, info *p4info.P4Info, dst string, port byte) *Entity
 		Action: &TableAction{Action: &Action{ActionID: a.ID, Params: []*Param{{ParamID: a.Params[0].ID, Value: []byte{port}}}}}}}
 }
 
+// addPorts gives the switch ports 1 and 2; port 2 leads to another cube,
+// so that what the switch sends out of it is counted.
+func (r *rig) addPorts() {
+	r.t.Helper()
+	nftest.MustUpdate(r.t, r.eng, func(top *cube.Topology) error {
+		if err := top.AddCube(&cube.Cube{Name: "sink", Type: "portfwd", Hook: datapath.XDP, Ports: []cube.Port{{Name: "p0", Index: 0}}}); err != nil {
+			return err
+		}
+		if err := top.AddPort("sw", cube.Port{Name: "p1", Index: 1}); err != nil {
+			return err
+		}
+		return top.AddPort("sw", cube.Port{Name: "p2", Index: 2, Peer: "sink:p0"})
+	})
+}
+
 func (r *rig) txPackets(port int) uint64 {
 	st, err := r.eng.Stats(tenant.Admin, "sw")
 	if err != nil {
@@ -288,17 +303,7 @@ func TestP4RuntimeL2Switch(t *testing.T) {
 	if err := r.setPipeline(10, ActionVerifyAndCommit, src, nil, 0xc00c1e); err != nil {
 		t.Fatal(err)
 	}
-	// ports: 1 and 2; port 2 leads to another cube, so that what the
-	// switch sends out of it is counted
-	nftest.MustUpdate(t, r.eng, func(top *cube.Topology) error {
-		if err := top.AddCube(&cube.Cube{Name: "sink", Type: "portfwd", Hook: datapath.XDP, Ports: []cube.Port{{Name: "p0", Index: 0}}}); err != nil {
-			return err
-		}
-		if err := top.AddPort("sw", cube.Port{Name: "p1", Index: 1}); err != nil {
-			return err
-		}
-		return top.AddPort("sw", cube.Port{Name: "p2", Index: 2, Peer: "sink:p0"})
-	})
+	r.addPorts()
 
 	// Get: our P4Info, with the compiled program's ids, and the cookie
 	var got GetPipelineResponse

@@ -457,22 +457,9 @@ func (p *Program) SetMeter(name string, lo, hi uint32, cfg *MeterConfig) error {
 	if err != nil {
 		return err
 	}
-	v := make([]byte, meterValueSize)
-	if cfg != nil {
-		if cfg.PIR < cfg.CIR {
-			return fmt.Errorf("meter %s: the peak rate (%d) must not be below the committed rate (%d)", me.Name, cfg.PIR, cfg.CIR)
-		}
-		if cfg.CBurst > MaxMeterBurst || cfg.PBurst > MaxMeterBurst {
-			return fmt.Errorf("meter %s: bursts are limited to %d", me.Name, uint64(MaxMeterBurst))
-		}
-		ne := binary.NativeEndian
-		ne.PutUint64(v[0:], cfg.CIR)
-		ne.PutUint64(v[8:], cfg.CBurst)
-		ne.PutUint64(v[16:], cfg.PIR)
-		ne.PutUint64(v[24:], cfg.PBurst)
-		ne.PutUint64(v[32:], cfg.CBurst*1_000_000_000)
-		ne.PutUint64(v[40:], cfg.PBurst*1_000_000_000)
-		ne.PutUint32(v[56:], 1)
+	v, err := encodeMeter(me.Name, cfg)
+	if err != nil {
+		return err
 	}
 	for i := lo; ; i++ {
 		if err := m.Update(i, v, ebpf.UpdateLock); err != nil {
