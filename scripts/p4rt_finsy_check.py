@@ -10,8 +10,14 @@
 import asyncio, sys
 from pathlib import Path
 import finsy as fy
+import finsy.p4client
 
 addr, p4info, p4src, mode = sys.argv[1:5]
+
+# finsy gives every RPC 10 s; installing a pipeline compiles the program
+# (about a second on an idle machine), which a loaded CI machine can
+# stretch past that
+finsy.p4client._DEFAULT_RPC_TIMEOUT = 120.0
 
 
 async def main():
