@@ -3,10 +3,17 @@
 # that come from PyPI (scapy, schemathesis, p4runtime-shell, ...), and prints
 # its path. Packages are pinned in scripts/requirements-test.txt; the venv is
 # rebuilt when that file changes. Usage: venv=$(scripts/pyvenv.sh)
+# A client whose pins conflict with those (p4runtime-shell wants protobuf 3)
+# gets a venv of its own: scripts/pyvenv.sh scripts/requirements-NAME.txt
+# makes .venv-NAME.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-venv=${EDGENF_VENV:-$PWD/.venv}
-req=scripts/requirements-test.txt
+req=${1:-scripts/requirements-test.txt}
+case $req in
+scripts/requirements-test.txt) venv=${EDGENF_VENV:-$PWD/.venv} ;;
+scripts/requirements-*.txt) name=${req#scripts/requirements-}; venv=$PWD/.venv-${name%.txt} ;;
+*) echo "pyvenv: $req: want scripts/requirements-NAME.txt" >&2; exit 1 ;;
+esac
 stamp="$venv/.requirements"
 if [ -x "$venv/bin/python" ] && cmp -s "$req" "$stamp"; then
 	echo "$venv"

@@ -51,14 +51,21 @@ func p4Cmd() *cobra.Command {
 	var pf p4Flags
 	var out string
 	var emitC bool
+	var p4infoFiles []string
 	compile := &cobra.Command{
 		Use:   "compile PROGRAM.p4",
 		Short: "Compile a P4 program to eBPF objects (XDP and TC) and a P4Info model",
 		Example: "  edgenf p4 compile examples/p4/l3router.p4 -o build/ --emit-c\n" +
+			"  edgenf p4 compile examples/p4/l3router.p4 --p4info l3router.p4info.txt   # for p4runtime-shell, ONOS, ...\n" +
 			"  edgenf cube add r1 p4 --program examples/p4/l3router.p4   # run it as a cube",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			start := time.Now()
+			for _, f := range p4infoFiles {
+				if _, err := p4infoFormat(f); err != nil {
+					return err
+				}
+			}
 			opt, err := pf.options(args[0])
 			if err != nil {
 				return err
@@ -78,6 +85,12 @@ func p4Cmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			for _, f := range p4infoFiles {
+				if err := writeP4Info(res.Info, f); err != nil {
+					return err
+				}
+				files = append(files, f)
+			}
 			fmt.Printf("compiled %s in %v\n", args[0], time.Since(start).Round(time.Millisecond))
 			for _, f := range files {
 				fmt.Println("  " + f)
@@ -88,6 +101,8 @@ func p4Cmd() *cobra.Command {
 	pf.add(compile)
 	compile.Flags().StringVarP(&out, "out-dir", "O", ".", "output directory (also -o DIR, as with p4c)")
 	compile.Flags().BoolVar(&emitC, "emit-c", false, "also write the generated C")
+	compile.Flags().StringSliceVar(&p4infoFiles, "p4info", nil,
+		"also write the P4Info to FILE: protobuf text format (.txt), binary (.bin) or JSON (.json), as p4c's --p4runtime-files; repeat or separate with commas")
 
 	var tf p4Flags
 	var hook string

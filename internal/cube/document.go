@@ -93,6 +93,11 @@ func (t *Topology) addDocCube(dc DocCube) error {
 		return err
 	}
 	c := &Cube{Name: dc.Name, Type: dc.Type, Hook: datapath.Hook(dc.Hook), Tenant: dc.Tenant, Config: dc.Config}
+	if typ.Upgrade != nil { // a document exported by an older version
+		if err := typ.Upgrade(c); err != nil {
+			return Within("config", err)
+		}
+	}
 	for _, p := range dc.Ports {
 		if p.Index != nil {
 			c.Ports = append(c.Ports, Port{Name: p.Name, Index: *p.Index, Peer: p.Peer, MAC: p.MAC, Addresses: p.Addresses, Config: p.Config})

@@ -280,6 +280,41 @@ func (t *Topology) DeleteEntry(cubeName, table, key string) error {
 	return nil
 }
 
+// SetRuntime sets (raw nil: removes) a service's runtime state of a cube.
+func (t *Topology) SetRuntime(cubeName, service string, raw json.RawMessage) error {
+	c, err := t.Cube(cubeName)
+	if err != nil {
+		return err
+	}
+	if raw == nil {
+		delete(c.Runtime, service)
+		if len(c.Runtime) == 0 {
+			c.Runtime = nil
+		}
+		return nil
+	}
+	if c.Runtime == nil {
+		c.Runtime = map[string]json.RawMessage{}
+	}
+	c.Runtime[service] = raw
+	return nil
+}
+
+// Upgrade rewrites cubes of an older state into today's form, with each
+// type's Upgrade (settings that moved elsewhere). Cubes of unknown types
+// are left for validation to report.
+func (t *Topology) Upgrade() error {
+	for _, name := range t.CubeNames() {
+		c := t.Cubes[name]
+		if typ, err := Lookup(c.Type); err == nil && typ.Upgrade != nil {
+			if err := typ.Upgrade(c); err != nil {
+				return Within("cubes."+name, err)
+			}
+		}
+	}
+	return nil
+}
+
 // SetConfig replaces a cube's settings.
 func (t *Topology) SetConfig(cubeName string, raw json.RawMessage) error {
 	c, err := t.Cube(cubeName)

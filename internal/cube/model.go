@@ -27,6 +27,11 @@ type Cube struct {
 	Config json.RawMessage `json:"config,omitempty" yaml:"-"`
 	// Tables holds the NF type's collections: table name → entry key → entry.
 	Tables map[string]map[string]json.RawMessage `json:"tables,omitempty" yaml:"-"`
+	// Runtime holds state the daemon's control-plane services keep for the
+	// cube, by service ("p4runtime": the pipeline cookie, digest
+	// configurations): persisted with the cube, shown, never part of its
+	// settings, and not set through the REST API.
+	Runtime map[string]json.RawMessage `json:"runtime,omitempty" yaml:"-"`
 	// Down is set in the daemon's answers only, never in the desired
 	// state: why the cube is not running (it could not be restored). Its
 	// frames are dropped until it is changed or deleted.
@@ -82,6 +87,12 @@ func (c *Cube) Clone() *Cube {
 	}
 	if c.Ports == nil {
 		n.Ports = nil
+	}
+	if c.Runtime != nil {
+		n.Runtime = make(map[string]json.RawMessage, len(c.Runtime))
+		for k, v := range c.Runtime {
+			n.Runtime[k] = v
+		}
 	}
 	if c.Tables != nil {
 		n.Tables = make(map[string]map[string]json.RawMessage, len(c.Tables))

@@ -69,6 +69,10 @@ type Type struct {
 	Actions []Action
 	// New makes the control plane of one cube.
 	New func() Controller
+	// Upgrade, when set, rewrites a cube of an older state file or
+	// document into today's form before it is validated (settings keys
+	// that moved to the cube's Runtime).
+	Upgrade func(c *Cube) error
 }
 
 // Table is a keyed collection of entries of one Go type.

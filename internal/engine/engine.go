@@ -190,6 +190,10 @@ func Open(cfg Config) (*Engine, error) {
 	for _, c := range f.Topology.Cubes {
 		c.Down = "" // never part of the state
 	}
+	if err := f.Topology.Upgrade(); err != nil {
+		dp.Close()
+		return nil, fmt.Errorf("state file %s: %w", cfg.StateFile, err)
+	}
 	invalid, err := invalidCubes(f.Topology)
 	if err != nil {
 		dp.Close()
@@ -417,6 +421,7 @@ func (e *Engine) Replace(ctx context.Context, t *cube.Topology, dryRun bool) ([]
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	next := t.Clone()
+	keepRuntime(e.topo, next)
 	if err := e.keepEndpoints(next); err != nil {
 		return nil, err
 	}
@@ -434,6 +439,26 @@ func (e *Engine) Replace(ctx context.Context, t *cube.Topology, dryRun bool) ([]
 		return changes, nil
 	}
 	return changes, e.apply(next)
+}
+
+// keepRuntime carries the runtime state of the cubes a declarative apply
+// keeps (same name and type) over to the new state: a document does not
+// hold it (a P4Runtime controller's cookie outlives an apply).
+func keepRuntime(prev, next *cube.Topology) {
+	for name, c := range next.Cubes {
+		old := prev.Cubes[name]
+		if old == nil || old.Type != c.Type {
+			continue
+		}
+		for k, v := range old.Runtime {
+			if _, set := c.Runtime[k]; !set {
+				if c.Runtime == nil {
+					c.Runtime = map[string]json.RawMessage{}
+				}
+				c.Runtime[k] = v
+			}
+		}
+	}
 }
 
 // admit runs the admission check, if there is one.

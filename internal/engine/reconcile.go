@@ -5,7 +5,9 @@ package engine
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"maps"
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
@@ -103,6 +105,7 @@ func (e *Engine) ensureCube(c *cube.Cube, attch string, adopt bool) error {
 	if l != nil && l.down != "" {
 		if l.c.Equal(c) {
 			l.attch = attch // still down: nothing of it to change
+			l.takeRuntime(c)
 			return nil
 		}
 		return e.bringUp(l, c, attch) // restore.go
@@ -116,6 +119,7 @@ func (e *Engine) ensureCube(c *cube.Cube, attch string, adopt bool) error {
 		l = nil
 	}
 	if l != nil && l.c != nil && l.c.Equal(c) && l.attch == attch {
+		l.takeRuntime(c)
 		return nil
 	}
 	if l == nil {
@@ -144,6 +148,15 @@ func (e *Engine) ensureCube(c *cube.Cube, attch string, adopt bool) error {
 	l.c, l.attch = c.Clone(), attch
 	l.json, _ = c.MarshalJSON() // direct: json.Marshal would re-scan every entry
 	return nil
+}
+
+// takeRuntime records a change of the cube's runtime state alone: no
+// program or control plane needs it, the state file does.
+func (l *live) takeRuntime(c *cube.Cube) {
+	if !maps.EqualFunc(l.c.Runtime, c.Runtime, func(a, b json.RawMessage) bool { return bytes.Equal(a, b) }) {
+		l.c.Runtime = maps.Clone(c.Runtime)
+		l.json = nil
+	}
 }
 
 // forget drops an unloaded cube.

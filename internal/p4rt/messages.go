@@ -2,13 +2,15 @@ package p4rt
 
 // Hand-written P4Runtime v1 messages (p4lang/p4runtime v1.4:
 // proto/p4/v1/p4runtime.proto, p4data.proto; google/rpc/status.proto;
-// google/protobuf/any.proto), with the field numbers of the .proto files as
-// named constants. Only the messages and fields edgenf serves are here;
+// google/protobuf/any.proto), with the field numbers of the .proto files.
+// Only the messages and fields edgenf serves are here;
 // fields a client sends that are not listed are skipped.
 //
-// Over 600 lines: one message type after another, each with its encoder
-// and decoder beside it; TestMessagesMatchP4RuntimePackage checks them
-// against the reference encoder. A table-driven codec would make it shorter.
+// Most messages are tables: their fields' numbers in pb struct tags, encoded
+// and decoded by tagged.go. The ones with oneofs or presence rules of their
+// own keep an encoder and decoder beside them. Over 600 lines: one message
+// after another; TestMessagesMatchP4RuntimePackage checks every one against
+// the reference encoder (PyPI's p4runtime) with shared vectors.
 
 import (
 	"fmt"
@@ -16,21 +18,9 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// Field numbers.
+// Field numbers of the hand-written messages (the tagged ones carry theirs
+// in pb tags).
 const (
-	// Uint128
-	fUint128High, fUint128Low protowire.Number = 1, 2
-
-	// WriteRequest
-	fWriteDeviceID, fWriteRoleID, fWriteElectionID, fWriteUpdates, fWriteAtomicity, fWriteRole protowire.Number = 1, 2, 3, 4, 5, 6
-
-	// ReadRequest, ReadResponse
-	fReadDeviceID, fReadEntities, fReadRole protowire.Number = 1, 2, 3
-	fReadRespEntities                       protowire.Number = 1
-
-	// Update
-	fUpdateType, fUpdateEntity protowire.Number = 1, 2
-
 	// Entity (oneof entity)
 	fEntityExtern, fEntityTable, fEntityAPMember, fEntityAPGroup, fEntityMeter, fEntityDirectMeter,
 	fEntityCounter, fEntityDirectCounter, fEntityPRE, fEntityValueSet, fEntityRegister, fEntityDigest protowire.Number = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12
@@ -46,70 +36,30 @@ const (
 
 	// TableAction
 	fTAAction, fTAMemberID, fTAGroupID, fTAActionSet protowire.Number = 1, 2, 3, 4
-	// Action, Action.Param
-	fActionID, fActionParams   protowire.Number = 1, 4
-	fParamID, fParamValue      protowire.Number = 2, 3
-	fIndexIndex                protowire.Number = 1
-	fMeterID, fMeterIndex      protowire.Number = 1, 2
-	fMeterConfig, fMeterCData  protowire.Number = 3, 4
-	fMCCIR, fMCCBurst          protowire.Number = 1, 2
-	fMCPIR, fMCPBurst          protowire.Number = 3, 4
-	fCounterID, fCounterIndex  protowire.Number = 1, 2
-	fCounterData               protowire.Number = 3
-	fCDByteCount, fCDPacketCnt protowire.Number = 1, 2
+	// DirectCounterEntry, DirectMeterEntry
+	fDirectEntry, fDirectData protowire.Number = 1, 2
 
 	// PacketReplicationEngineEntry
 	fPREMulticast, fPREClone protowire.Number = 1, 2
 	// Replica
 	fReplicaEgressPort, fReplicaInstance, fReplicaPort protowire.Number = 1, 2, 3
-	// MulticastGroupEntry
-	fMGID, fMGReplicas protowire.Number = 1, 2
-	// CloneSessionEntry
-	fCSID, fCSReplicas, fCSClassOfService, fCSPacketLength protowire.Number = 1, 2, 3, 4
 
-	// RegisterEntry
-	fRegID, fRegIndex, fRegData protowire.Number = 1, 2, 3
 	// P4Data (oneof data), P4StructLike
 	fDataBitstring, fDataBool, fDataTuple, fDataStruct protowire.Number = 1, 3, 4, 5
 	fStructMembers                                     protowire.Number = 1
 
-	// DigestEntry, DigestEntry.Config
-	fDigestID, fDigestConfig                  protowire.Number = 1, 2
-	fDCMaxTimeout, fDCMaxList, fDCAckTimeout  protowire.Number = 1, 2, 3
-	fDLDigestID, fDLListID, fDLData, fDLTime  protowire.Number = 1, 2, 3, 4
-	fDLAckDigestID, fDLAckListID              protowire.Number = 1, 2
-	fStreamReqArb, fStreamReqPacket           protowire.Number = 1, 2
-	fStreamReqDigestAck, fStreamReqOther      protowire.Number = 3, 4
-	fStreamRespArb, fStreamRespPacket         protowire.Number = 1, 2
-	fStreamRespDigest, fStreamRespError       protowire.Number = 3, 6
-	fStreamRespIdle                           protowire.Number = 4
-	fIdleNotifEntry, fIdleNotifTime           protowire.Number = 1, 2
-	fElapsedNs                                protowire.Number = 1
-	fPacketPayload, fPacketMetadata           protowire.Number = 1, 2
-	fPMID, fPMValue                           protowire.Number = 1, 2
-	fArbDeviceID, fArbRole, fArbElectionID    protowire.Number = 1, 2, 3
-	fArbStatus                                protowire.Number = 4
-	fRoleID, fRoleConfig, fRoleName           protowire.Number = 1, 2, 3
-	fSECode, fSEMessage, fSESpace, fSEIntCode protowire.Number = 1, 2, 3, 4
-	fSEPacketOut, fSEDigestAck, fSEOther      protowire.Number = 5, 6, 7
-	fPOErrPacketOut, fDAErrAck                protowire.Number = 1, 1
+	// StreamMessageRequest, StreamMessageResponse (oneof update), StreamError
+	fStreamReqArb, fStreamReqPacket      protowire.Number = 1, 2
+	fStreamReqDigestAck, fStreamReqOther protowire.Number = 3, 4
+	fStreamRespArb, fStreamRespPacket    protowire.Number = 1, 2
+	fStreamRespDigest, fStreamRespError  protowire.Number = 3, 6
+	fStreamRespIdle                      protowire.Number = 4
+	fSECode, fSEMessage                  protowire.Number = 1, 2
+	fSEPacketOut, fSEDigestAck, fSEOther protowire.Number = 5, 6, 7
+	fPOErrPacketOut, fDAErrAck           protowire.Number = 1, 1
 
-	// SetForwardingPipelineConfigRequest
-	fSetDeviceID, fSetRoleID, fSetElectionID, fSetAction, fSetConfig, fSetRole protowire.Number = 1, 2, 3, 4, 5, 6
-	// ForwardingPipelineConfig, Cookie
+	// ForwardingPipelineConfig
 	fFPCP4Info, fFPCDeviceConfig, fFPCCookie protowire.Number = 1, 2, 3
-	fCookieCookie                            protowire.Number = 1
-	// GetForwardingPipelineConfigRequest, Response
-	fGetDeviceID, fGetResponseType protowire.Number = 1, 2
-	fGetRespConfig                 protowire.Number = 1
-
-	// p4.v1.Error
-	fErrCode, fErrMessage, fErrSpace, fErrIntCode, fErrDetails protowire.Number = 1, 2, 3, 4, 5
-	// CapabilitiesResponse
-	fCapVersion protowire.Number = 1
-	// google.rpc.Status, google.protobuf.Any
-	fStatusCode, fStatusMessage, fStatusDetails protowire.Number = 1, 2, 3
-	fAnyTypeURL, fAnyValue                      protowire.Number = 1, 2
 )
 
 // Enums.
@@ -124,20 +74,13 @@ const (
 )
 
 // Uint128 is an election id.
-type Uint128 struct{ High, Low uint64 }
-
-func (m *Uint128) appendTo(e *enc) { e.varint(fUint128High, m.High); e.varint(fUint128Low, m.Low) }
-func (m *Uint128) unmarshal(b []byte) error {
-	return walk(b, func(f field) error {
-		switch f.num {
-		case fUint128High:
-			return set(&m.High, f.v, f.want(protowire.VarintType))
-		case fUint128Low:
-			return set(&m.Low, f.v, f.want(protowire.VarintType))
-		}
-		return nil
-	})
+type Uint128 struct {
+	High uint64 `pb:"1"`
+	Low  uint64 `pb:"2"`
 }
+
+func (m *Uint128) appendTo(e *enc)          { appendTagged(e, m) }
+func (m *Uint128) unmarshal(b []byte) error { return unmarshalTagged(b, m) }
 
 // Less orders election ids.
 func (m Uint128) Less(o Uint128) bool { return m.High < o.High || (m.High == o.High && m.Low < o.Low) }
@@ -151,45 +94,15 @@ func (m Uint128) String() string {
 
 // WriteRequest is p4.v1.WriteRequest.
 type WriteRequest struct {
-	DeviceID   uint64
-	Role       string
-	ElectionID *Uint128
-	Updates    []*Update
-	Atomicity  int32
+	DeviceID   uint64    `pb:"1"`
+	ElectionID *Uint128  `pb:"3"`
+	Updates    []*Update `pb:"4"`
+	Atomicity  int32     `pb:"5"`
+	Role       string    `pb:"6"`
 }
 
-func (m *WriteRequest) appendTo(e *enc) {
-	e.varint(fWriteDeviceID, m.DeviceID)
-	if m.ElectionID != nil {
-		e.msg(fWriteElectionID, m.ElectionID)
-	}
-	for _, u := range m.Updates {
-		e.msg(fWriteUpdates, u)
-	}
-	e.int32(fWriteAtomicity, m.Atomicity)
-	e.string(fWriteRole, m.Role)
-}
-
-func (m *WriteRequest) unmarshal(b []byte) error {
-	return walk(b, func(f field) error {
-		switch f.num {
-		case fWriteDeviceID:
-			return set(&m.DeviceID, f.v, f.want(protowire.VarintType))
-		case fWriteRole:
-			return set(&m.Role, string(f.b), f.want(protowire.BytesType))
-		case fWriteElectionID:
-			m.ElectionID = &Uint128{}
-			return f.sub(m.ElectionID)
-		case fWriteUpdates:
-			u := &Update{}
-			m.Updates = append(m.Updates, u)
-			return f.sub(u)
-		case fWriteAtomicity:
-			return set(&m.Atomicity, int32(f.v), f.want(protowire.VarintType))
-		}
-		return nil
-	})
-}
+func (m *WriteRequest) appendTo(e *enc)          { appendTagged(e, m) }
+func (m *WriteRequest) unmarshal(b []byte) error { return unmarshalTagged(b, m) }
 
 // WriteResponse is empty.
 type WriteResponse struct{}
@@ -199,41 +112,28 @@ func (m *WriteResponse) unmarshal(b []byte) error { return walk(b, func(field) e
 
 // Update is p4.v1.Update.
 type Update struct {
-	Type   int32
-	Entity *Entity
+	Type   int32   `pb:"1"`
+	Entity *Entity `pb:"2"`
 }
 
-func (m *Update) appendTo(e *enc) {
-	e.int32(fUpdateType, m.Type)
-	if m.Entity != nil {
-		e.msg(fUpdateEntity, m.Entity)
-	}
-}
-
-func (m *Update) unmarshal(b []byte) error {
-	return walk(b, func(f field) error {
-		switch f.num {
-		case fUpdateType:
-			return set(&m.Type, int32(f.v), f.want(protowire.VarintType))
-		case fUpdateEntity:
-			m.Entity = &Entity{}
-			return f.sub(m.Entity)
-		}
-		return nil
-	})
-}
+func (m *Update) appendTo(e *enc)          { appendTagged(e, m) }
+func (m *Update) unmarshal(b []byte) error { return unmarshalTagged(b, m) }
 
 // Entity is p4.v1.Entity: one of its members is set. Other holds the field
 // number of a member edgenf does not serve (action profiles, direct
 // counters and meters, value sets, extern entries).
 type Entity struct {
-	TableEntry    *TableEntry
-	MeterEntry    *MeterEntry
-	CounterEntry  *CounterEntry
-	PREEntry      *PREEntry
-	RegisterEntry *RegisterEntry
-	DigestEntry   *DigestEntry
-	Other         protowire.Number
+	TableEntry   *TableEntry
+	MeterEntry   *MeterEntry
+	CounterEntry *CounterEntry
+	// DirectCounterEntry, DirectMeterEntry: the direct resources of one
+	// table entry
+	DirectCounterEntry *DirectEntry
+	DirectMeterEntry   *DirectEntry
+	PREEntry           *PREEntry
+	RegisterEntry      *RegisterEntry
+	DigestEntry        *DigestEntry
+	Other              protowire.Number
 }
 
 var entityNames = map[protowire.Number]string{
@@ -251,6 +151,10 @@ func (m *Entity) appendTo(e *enc) {
 		e.msg(fEntityMeter, m.MeterEntry)
 	case m.CounterEntry != nil:
 		e.msg(fEntityCounter, m.CounterEntry)
+	case m.DirectCounterEntry != nil:
+		e.msg(fEntityDirectCounter, m.DirectCounterEntry)
+	case m.DirectMeterEntry != nil:
+		e.msg(fEntityDirectMeter, m.DirectMeterEntry)
 	case m.PREEntry != nil:
 		e.msg(fEntityPRE, m.PREEntry)
 	case m.RegisterEntry != nil:
@@ -275,6 +179,12 @@ func (m *Entity) unmarshal(b []byte) error {
 		case fEntityCounter:
 			m.CounterEntry = &CounterEntry{}
 			return f.sub(m.CounterEntry)
+		case fEntityDirectCounter:
+			m.DirectCounterEntry = &DirectEntry{}
+			return f.sub(m.DirectCounterEntry)
+		case fEntityDirectMeter:
+			m.DirectMeterEntry = &DirectEntry{meter: true}
+			return f.sub(m.DirectMeterEntry)
 		case fEntityPRE:
 			m.PREEntry = &PREEntry{}
 			return f.sub(m.PREEntry)
@@ -291,7 +201,7 @@ func (m *Entity) unmarshal(b []byte) error {
 	})
 }
 
-// TableEntry is p4.v1.TableEntry (direct resources and action profiles
+// TableEntry is p4.v1.TableEntry (action profiles and meter counter data
 // are not served: Unsupported names what was set).
 type TableEntry struct {
 	TableID         uint32
@@ -299,7 +209,11 @@ type TableEntry struct {
 	Action          *TableAction
 	Priority        int32
 	IsDefaultAction bool
-	IdleTimeoutNs   int64
+	// MeterConfig, CounterData: the entry's direct meter and counter (in a
+	// read request, set to ask for them)
+	MeterConfig   *MeterConfig
+	CounterData   *CounterData
+	IdleTimeoutNs int64
 	// TimeSinceLastHit: in a read request, set (to anything) to ask for it.
 	TimeSinceLastHit *int64
 	Metadata         []byte
@@ -307,45 +221,22 @@ type TableEntry struct {
 	Unsupported      string
 }
 
-// elapsed is TableEntry.IdleTimeout.
-type elapsed struct{ ns int64 }
-
-func (m *elapsed) appendTo(e *enc) { e.int64(fElapsedNs, m.ns) }
-func (m *elapsed) unmarshal(b []byte) error {
-	return walk(b, func(f field) error {
-		if f.num == fElapsedNs {
-			return set(&m.ns, int64(f.v), f.want(protowire.VarintType))
-		}
-		return nil
-	})
+// elapsed is TableEntry.IdleTimeout (time_since_last_hit).
+type elapsed struct {
+	Ns int64 `pb:"1"`
 }
+
+func (m *elapsed) appendTo(e *enc)          { appendTagged(e, m) }
+func (m *elapsed) unmarshal(b []byte) error { return unmarshalTagged(b, m) }
 
 // IdleTimeoutNotification is p4.v1.IdleTimeoutNotification.
 type IdleTimeoutNotification struct {
-	TableEntry []*TableEntry
-	Timestamp  int64 // ns since the epoch
+	TableEntry []*TableEntry `pb:"1"`
+	Timestamp  int64         `pb:"2"` // ns since the epoch
 }
 
-func (m *IdleTimeoutNotification) appendTo(e *enc) {
-	for _, te := range m.TableEntry {
-		e.msg(fIdleNotifEntry, te)
-	}
-	e.int64(fIdleNotifTime, m.Timestamp)
-}
-
-func (m *IdleTimeoutNotification) unmarshal(b []byte) error {
-	return walk(b, func(f field) error {
-		switch f.num {
-		case fIdleNotifEntry:
-			te := &TableEntry{}
-			m.TableEntry = append(m.TableEntry, te)
-			return f.sub(te)
-		case fIdleNotifTime:
-			return set(&m.Timestamp, int64(f.v), f.want(protowire.VarintType))
-		}
-		return nil
-	})
-}
+func (m *IdleTimeoutNotification) appendTo(e *enc)          { appendTagged(e, m) }
+func (m *IdleTimeoutNotification) unmarshal(b []byte) error { return unmarshalTagged(b, m) }
 
 func (m *TableEntry) appendTo(e *enc) {
 	e.varint(fTETableID, uint64(m.TableID))
@@ -356,6 +247,12 @@ func (m *TableEntry) appendTo(e *enc) {
 		e.msg(fTEAction, m.Action)
 	}
 	e.int32(fTEPriority, m.Priority)
+	if m.MeterConfig != nil {
+		e.msg(fTEMeterConfig, m.MeterConfig)
+	}
+	if m.CounterData != nil {
+		e.msg(fTECounterData, m.CounterData)
+	}
 	e.bool(fTEIsDefault, m.IsDefaultAction)
 	e.int64(fTEIdleTimeout, m.IdleTimeoutNs)
 	if m.TimeSinceLastHit != nil {
@@ -387,16 +284,18 @@ func (m *TableEntry) unmarshal(b []byte) error {
 		case fTEConst:
 			return set(&m.Const, f.v != 0, f.want(protowire.VarintType))
 		case fTEMeterConfig:
-			m.Unsupported = "meter_config (direct meters)"
+			m.MeterConfig = &MeterConfig{}
+			return f.sub(m.MeterConfig)
 		case fTECounterData:
-			m.Unsupported = "counter_data (direct counters)"
+			m.CounterData = &CounterData{}
+			return f.sub(m.CounterData)
 		case fTEMeterCounterData:
 			m.Unsupported = "meter_counter_data"
 		case fTEIdleTimeout:
 			return set(&m.IdleTimeoutNs, int64(f.v), f.want(protowire.VarintType))
 		case fTETimeSinceHit:
 			el := &elapsed{}
-			m.TimeSinceLastHit = &el.ns
+			m.TimeSinceLastHit = &el.Ns
 			return f.sub(el)
 		case fTEControllerMetadata:
 			if f.v != 0 {
@@ -508,168 +407,104 @@ func (m *TableAction) unmarshal(b []byte) error {
 
 // Action is p4.v1.Action.
 type Action struct {
-	ActionID uint32
-	Params   []*Param
+	ActionID uint32   `pb:"1"`
+	Params   []*Param `pb:"4"`
 }
+
+func (m *Action) appendTo(e *enc)          { appendTagged(e, m) }
+func (m *Action) unmarshal(b []byte) error { return unmarshalTagged(b, m) }
 
 // Param is p4.v1.Action.Param.
 type Param struct {
-	ParamID uint32
-	Value   []byte
+	ParamID uint32 `pb:"2"`
+	Value   []byte `pb:"3"`
 }
 
-func (m *Param) appendTo(e *enc) {
-	e.varint(fParamID, uint64(m.ParamID))
-	e.bytes(fParamValue, m.Value)
-}
-func (m *Param) unmarshal(b []byte) error {
-	return walk(b, func(f field) error {
-		switch f.num {
-		case fParamID:
-			return set(&m.ParamID, uint32(f.v), f.want(protowire.VarintType))
-		case fParamValue:
-			v, err := f.raw()
-			return set(&m.Value, v, err)
-		}
-		return nil
-	})
-}
-
-func (m *Action) appendTo(e *enc) {
-	e.varint(fActionID, uint64(m.ActionID))
-	for _, p := range m.Params {
-		e.msg(fActionParams, p)
-	}
-}
-
-func (m *Action) unmarshal(b []byte) error {
-	return walk(b, func(f field) error {
-		switch f.num {
-		case fActionID:
-			return set(&m.ActionID, uint32(f.v), f.want(protowire.VarintType))
-		case fActionParams:
-			p := &Param{}
-			m.Params = append(m.Params, p)
-			return f.sub(p)
-		}
-		return nil
-	})
-}
+func (m *Param) appendTo(e *enc)          { appendTagged(e, m) }
+func (m *Param) unmarshal(b []byte) error { return unmarshalTagged(b, m) }
 
 // Index is p4.v1.Index (nil: unset, a wildcard).
-type Index struct{ Index int64 }
-
-func (m *Index) appendTo(e *enc) { e.int64(fIndexIndex, m.Index) }
-func (m *Index) unmarshal(b []byte) error {
-	return walk(b, func(f field) error {
-		if f.num == fIndexIndex {
-			return set(&m.Index, int64(f.v), f.want(protowire.VarintType))
-		}
-		return nil
-	})
+type Index struct {
+	Index int64 `pb:"1"`
 }
+
+func (m *Index) appendTo(e *enc)          { appendTagged(e, m) }
+func (m *Index) unmarshal(b []byte) error { return unmarshalTagged(b, m) }
 
 // MeterConfig is p4.v1.MeterConfig.
-type MeterConfig struct{ CIR, CBurst, PIR, PBurst int64 }
-
-func (m *MeterConfig) appendTo(e *enc) {
-	e.int64(fMCCIR, m.CIR)
-	e.int64(fMCCBurst, m.CBurst)
-	e.int64(fMCPIR, m.PIR)
-	e.int64(fMCPBurst, m.PBurst)
+type MeterConfig struct {
+	CIR    int64 `pb:"1"`
+	CBurst int64 `pb:"2"`
+	PIR    int64 `pb:"3"`
+	PBurst int64 `pb:"4"`
 }
 
-func (m *MeterConfig) unmarshal(b []byte) error {
-	return walk(b, func(f field) error {
-		dst := map[protowire.Number]*int64{fMCCIR: &m.CIR, fMCCBurst: &m.CBurst, fMCPIR: &m.PIR, fMCPBurst: &m.PBurst}[f.num]
-		if dst != nil {
-			return set(dst, int64(f.v), f.want(protowire.VarintType))
-		}
-		return nil
-	})
-}
+func (m *MeterConfig) appendTo(e *enc)          { appendTagged(e, m) }
+func (m *MeterConfig) unmarshal(b []byte) error { return unmarshalTagged(b, m) }
 
 // MeterEntry is p4.v1.MeterEntry (without counter_data).
 type MeterEntry struct {
-	MeterID uint32
-	Index   *Index
-	Config  *MeterConfig
+	MeterID uint32       `pb:"1"`
+	Index   *Index       `pb:"2"`
+	Config  *MeterConfig `pb:"3"`
 }
 
-func (m *MeterEntry) appendTo(e *enc) {
-	e.varint(fMeterID, uint64(m.MeterID))
-	if m.Index != nil {
-		e.msg(fMeterIndex, m.Index)
-	}
-	if m.Config != nil {
-		e.msg(fMeterConfig, m.Config)
-	}
-}
-
-func (m *MeterEntry) unmarshal(b []byte) error {
-	return walk(b, func(f field) error {
-		switch f.num {
-		case fMeterID:
-			return set(&m.MeterID, uint32(f.v), f.want(protowire.VarintType))
-		case fMeterIndex:
-			m.Index = &Index{}
-			return f.sub(m.Index)
-		case fMeterConfig:
-			m.Config = &MeterConfig{}
-			return f.sub(m.Config)
-		}
-		return nil
-	})
-}
+func (m *MeterEntry) appendTo(e *enc)          { appendTagged(e, m) }
+func (m *MeterEntry) unmarshal(b []byte) error { return unmarshalTagged(b, m) }
 
 // CounterData is p4.v1.CounterData.
-type CounterData struct{ ByteCount, PacketCount int64 }
-
-func (m *CounterData) appendTo(e *enc) {
-	e.int64(fCDByteCount, m.ByteCount)
-	e.int64(fCDPacketCnt, m.PacketCount)
+type CounterData struct {
+	ByteCount   int64 `pb:"1"`
+	PacketCount int64 `pb:"2"`
 }
 
-func (m *CounterData) unmarshal(b []byte) error {
-	return walk(b, func(f field) error {
-		switch f.num {
-		case fCDByteCount:
-			return set(&m.ByteCount, int64(f.v), f.want(protowire.VarintType))
-		case fCDPacketCnt:
-			return set(&m.PacketCount, int64(f.v), f.want(protowire.VarintType))
-		}
-		return nil
-	})
-}
+func (m *CounterData) appendTo(e *enc)          { appendTagged(e, m) }
+func (m *CounterData) unmarshal(b []byte) error { return unmarshalTagged(b, m) }
 
 // CounterEntry is p4.v1.CounterEntry.
 type CounterEntry struct {
-	CounterID uint32
-	Index     *Index
-	Data      *CounterData
+	CounterID uint32       `pb:"1"`
+	Index     *Index       `pb:"2"`
+	Data      *CounterData `pb:"3"`
 }
 
-func (m *CounterEntry) appendTo(e *enc) {
-	e.varint(fCounterID, uint64(m.CounterID))
-	if m.Index != nil {
-		e.msg(fCounterIndex, m.Index)
+func (m *CounterEntry) appendTo(e *enc)          { appendTagged(e, m) }
+func (m *CounterEntry) unmarshal(b []byte) error { return unmarshalTagged(b, m) }
+
+// DirectEntry is p4.v1.DirectCounterEntry (Counter) or
+// p4.v1.DirectMeterEntry (Meter; without its counter_data): a table
+// entry's direct resource, whose data is field 2 of either.
+type DirectEntry struct {
+	TableEntry *TableEntry
+	Counter    *CounterData
+	Meter      *MeterConfig
+	meter      bool // decoding a DirectMeterEntry
+}
+
+func (m *DirectEntry) appendTo(e *enc) {
+	if m.TableEntry != nil {
+		e.msg(fDirectEntry, m.TableEntry)
 	}
-	if m.Data != nil {
-		e.msg(fCounterData, m.Data)
+	if m.Counter != nil {
+		e.msg(fDirectData, m.Counter)
+	}
+	if m.Meter != nil {
+		e.msg(fDirectData, m.Meter)
 	}
 }
 
-func (m *CounterEntry) unmarshal(b []byte) error {
+func (m *DirectEntry) unmarshal(b []byte) error {
 	return walk(b, func(f field) error {
-		switch f.num {
-		case fCounterID:
-			return set(&m.CounterID, uint32(f.v), f.want(protowire.VarintType))
-		case fCounterIndex:
-			m.Index = &Index{}
-			return f.sub(m.Index)
-		case fCounterData:
-			m.Data = &CounterData{}
-			return f.sub(m.Data)
+		switch {
+		case f.num == fDirectEntry:
+			m.TableEntry = &TableEntry{}
+			return f.sub(m.TableEntry)
+		case f.num == fDirectData && m.meter:
+			m.Meter = &MeterConfig{}
+			return f.sub(m.Meter)
+		case f.num == fDirectData:
+			m.Counter = &CounterData{}
+			return f.sub(m.Counter)
 		}
 		return nil
 	})
@@ -747,61 +582,23 @@ func unmarshalReplicas(f field, dst *[]*Replica) error {
 
 // MulticastGroupEntry is p4.v1.MulticastGroupEntry.
 type MulticastGroupEntry struct {
-	GroupID  uint32
-	Replicas []*Replica
+	GroupID  uint32     `pb:"1"`
+	Replicas []*Replica `pb:"2"`
 }
 
-func (m *MulticastGroupEntry) appendTo(e *enc) {
-	e.varint(fMGID, uint64(m.GroupID))
-	for _, r := range m.Replicas {
-		e.msg(fMGReplicas, r)
-	}
-}
-
-func (m *MulticastGroupEntry) unmarshal(b []byte) error {
-	return walk(b, func(f field) error {
-		switch f.num {
-		case fMGID:
-			return set(&m.GroupID, uint32(f.v), f.want(protowire.VarintType))
-		case fMGReplicas:
-			return unmarshalReplicas(f, &m.Replicas)
-		}
-		return nil
-	})
-}
+func (m *MulticastGroupEntry) appendTo(e *enc)          { appendTagged(e, m) }
+func (m *MulticastGroupEntry) unmarshal(b []byte) error { return unmarshalTagged(b, m) }
 
 // CloneSessionEntry is p4.v1.CloneSessionEntry.
 type CloneSessionEntry struct {
-	SessionID         uint32
-	Replicas          []*Replica
-	ClassOfService    uint32
-	PacketLengthBytes int32
+	SessionID         uint32     `pb:"1"`
+	Replicas          []*Replica `pb:"2"`
+	ClassOfService    uint32     `pb:"3"`
+	PacketLengthBytes int32      `pb:"4"`
 }
 
-func (m *CloneSessionEntry) appendTo(e *enc) {
-	e.varint(fCSID, uint64(m.SessionID))
-	for _, r := range m.Replicas {
-		e.msg(fCSReplicas, r)
-	}
-	e.varint(fCSClassOfService, uint64(m.ClassOfService))
-	e.int32(fCSPacketLength, m.PacketLengthBytes)
-}
-
-func (m *CloneSessionEntry) unmarshal(b []byte) error {
-	return walk(b, func(f field) error {
-		switch f.num {
-		case fCSID:
-			return set(&m.SessionID, uint32(f.v), f.want(protowire.VarintType))
-		case fCSReplicas:
-			return unmarshalReplicas(f, &m.Replicas)
-		case fCSClassOfService:
-			return set(&m.ClassOfService, uint32(f.v), f.want(protowire.VarintType))
-		case fCSPacketLength:
-			return set(&m.PacketLengthBytes, int32(f.v), f.want(protowire.VarintType))
-		}
-		return nil
-	})
-}
+func (m *CloneSessionEntry) appendTo(e *enc)          { appendTagged(e, m) }
+func (m *CloneSessionEntry) unmarshal(b []byte) error { return unmarshalTagged(b, m) }
 
 // P4Data is p4.v1.P4Data: a bitstring, a bool or a struct of members
 // (Kind names the oneof member; "other" for members edgenf does not use).
@@ -866,359 +663,127 @@ func (m *P4Data) unmarshal(b []byte) error {
 
 // RegisterEntry is p4.v1.RegisterEntry.
 type RegisterEntry struct {
-	RegisterID uint32
-	Index      *Index
-	Data       *P4Data
+	RegisterID uint32  `pb:"1"`
+	Index      *Index  `pb:"2"`
+	Data       *P4Data `pb:"3"`
 }
 
-func (m *RegisterEntry) appendTo(e *enc) {
-	e.varint(fRegID, uint64(m.RegisterID))
-	if m.Index != nil {
-		e.msg(fRegIndex, m.Index)
-	}
-	if m.Data != nil {
-		e.msg(fRegData, m.Data)
-	}
-}
-
-func (m *RegisterEntry) unmarshal(b []byte) error {
-	return walk(b, func(f field) error {
-		switch f.num {
-		case fRegID:
-			return set(&m.RegisterID, uint32(f.v), f.want(protowire.VarintType))
-		case fRegIndex:
-			m.Index = &Index{}
-			return f.sub(m.Index)
-		case fRegData:
-			m.Data = &P4Data{}
-			return f.sub(m.Data)
-		}
-		return nil
-	})
-}
+func (m *RegisterEntry) appendTo(e *enc)          { appendTagged(e, m) }
+func (m *RegisterEntry) unmarshal(b []byte) error { return unmarshalTagged(b, m) }
 
 // DigestConfig is p4.v1.DigestEntry.Config.
 type DigestConfig struct {
-	MaxTimeoutNs int64
-	MaxListSize  int32
-	AckTimeoutNs int64
+	MaxTimeoutNs int64 `pb:"1"`
+	MaxListSize  int32 `pb:"2"`
+	AckTimeoutNs int64 `pb:"3"`
 }
 
-func (m *DigestConfig) appendTo(e *enc) {
-	e.int64(fDCMaxTimeout, m.MaxTimeoutNs)
-	e.int32(fDCMaxList, m.MaxListSize)
-	e.int64(fDCAckTimeout, m.AckTimeoutNs)
-}
-
-func (m *DigestConfig) unmarshal(b []byte) error {
-	return walk(b, func(f field) error {
-		switch f.num {
-		case fDCMaxTimeout:
-			return set(&m.MaxTimeoutNs, int64(f.v), f.want(protowire.VarintType))
-		case fDCMaxList:
-			return set(&m.MaxListSize, int32(f.v), f.want(protowire.VarintType))
-		case fDCAckTimeout:
-			return set(&m.AckTimeoutNs, int64(f.v), f.want(protowire.VarintType))
-		}
-		return nil
-	})
-}
+func (m *DigestConfig) appendTo(e *enc)          { appendTagged(e, m) }
+func (m *DigestConfig) unmarshal(b []byte) error { return unmarshalTagged(b, m) }
 
 // DigestEntry is p4.v1.DigestEntry.
 type DigestEntry struct {
-	DigestID uint32
-	Config   *DigestConfig
+	DigestID uint32        `pb:"1"`
+	Config   *DigestConfig `pb:"2"`
 }
 
-func (m *DigestEntry) appendTo(e *enc) {
-	e.varint(fDigestID, uint64(m.DigestID))
-	if m.Config != nil {
-		e.msg(fDigestConfig, m.Config)
-	}
-}
-
-func (m *DigestEntry) unmarshal(b []byte) error {
-	return walk(b, func(f field) error {
-		switch f.num {
-		case fDigestID:
-			return set(&m.DigestID, uint32(f.v), f.want(protowire.VarintType))
-		case fDigestConfig:
-			m.Config = &DigestConfig{}
-			return f.sub(m.Config)
-		}
-		return nil
-	})
-}
+func (m *DigestEntry) appendTo(e *enc)          { appendTagged(e, m) }
+func (m *DigestEntry) unmarshal(b []byte) error { return unmarshalTagged(b, m) }
 
 // ReadRequest is p4.v1.ReadRequest.
 type ReadRequest struct {
-	DeviceID uint64
-	Role     string
-	Entities []*Entity
+	DeviceID uint64    `pb:"1"`
+	Entities []*Entity `pb:"2"`
+	Role     string    `pb:"3"`
 }
 
-func (m *ReadRequest) appendTo(e *enc) {
-	e.varint(fReadDeviceID, m.DeviceID)
-	for _, x := range m.Entities {
-		e.msg(fReadEntities, x)
-	}
-	e.string(fReadRole, m.Role)
-}
-
-func (m *ReadRequest) unmarshal(b []byte) error {
-	return walk(b, func(f field) error {
-		switch f.num {
-		case fReadDeviceID:
-			return set(&m.DeviceID, f.v, f.want(protowire.VarintType))
-		case fReadRole:
-			return set(&m.Role, string(f.b), f.want(protowire.BytesType))
-		case fReadEntities:
-			x := &Entity{}
-			m.Entities = append(m.Entities, x)
-			return f.sub(x)
-		}
-		return nil
-	})
-}
+func (m *ReadRequest) appendTo(e *enc)          { appendTagged(e, m) }
+func (m *ReadRequest) unmarshal(b []byte) error { return unmarshalTagged(b, m) }
 
 // ReadResponse is p4.v1.ReadResponse.
-type ReadResponse struct{ Entities []*Entity }
-
-func (m *ReadResponse) appendTo(e *enc) {
-	for _, x := range m.Entities {
-		e.msg(fReadRespEntities, x)
-	}
+type ReadResponse struct {
+	Entities []*Entity `pb:"1"`
 }
 
-func (m *ReadResponse) unmarshal(b []byte) error {
-	return walk(b, func(f field) error {
-		if f.num == fReadRespEntities {
-			x := &Entity{}
-			m.Entities = append(m.Entities, x)
-			return f.sub(x)
-		}
-		return nil
-	})
-}
+func (m *ReadResponse) appendTo(e *enc)          { appendTagged(e, m) }
+func (m *ReadResponse) unmarshal(b []byte) error { return unmarshalTagged(b, m) }
 
 // PacketMetadata is p4.v1.PacketMetadata.
 type PacketMetadata struct {
-	MetadataID uint32
-	Value      []byte
+	MetadataID uint32 `pb:"1"`
+	Value      []byte `pb:"2"`
 }
 
-func (m *PacketMetadata) appendTo(e *enc) {
-	e.varint(fPMID, uint64(m.MetadataID))
-	e.bytes(fPMValue, m.Value)
-}
-func (m *PacketMetadata) unmarshal(b []byte) error {
-	return walk(b, func(f field) error {
-		switch f.num {
-		case fPMID:
-			return set(&m.MetadataID, uint32(f.v), f.want(protowire.VarintType))
-		case fPMValue:
-			v, err := f.raw()
-			return set(&m.Value, v, err)
-		}
-		return nil
-	})
-}
+func (m *PacketMetadata) appendTo(e *enc)          { appendTagged(e, m) }
+func (m *PacketMetadata) unmarshal(b []byte) error { return unmarshalTagged(b, m) }
 
 // Packet is p4.v1.PacketOut and p4.v1.PacketIn (the same fields).
 type Packet struct {
-	Payload  []byte
-	Metadata []*PacketMetadata
+	Payload  []byte            `pb:"1"`
+	Metadata []*PacketMetadata `pb:"2"`
 }
 
-func (m *Packet) appendTo(e *enc) {
-	e.bytes(fPacketPayload, m.Payload)
-	for _, md := range m.Metadata {
-		e.msg(fPacketMetadata, md)
-	}
-}
-
-func (m *Packet) unmarshal(b []byte) error {
-	return walk(b, func(f field) error {
-		switch f.num {
-		case fPacketPayload:
-			v, err := f.raw()
-			return set(&m.Payload, v, err)
-		case fPacketMetadata:
-			md := &PacketMetadata{}
-			m.Metadata = append(m.Metadata, md)
-			return f.sub(md)
-		}
-		return nil
-	})
-}
+func (m *Packet) appendTo(e *enc)          { appendTagged(e, m) }
+func (m *Packet) unmarshal(b []byte) error { return unmarshalTagged(b, m) }
 
 // DigestListAck is p4.v1.DigestListAck.
 type DigestListAck struct {
-	DigestID uint32
-	ListID   uint64
+	DigestID uint32 `pb:"1"`
+	ListID   uint64 `pb:"2"`
 }
 
-func (m *DigestListAck) appendTo(e *enc) {
-	e.varint(fDLAckDigestID, uint64(m.DigestID))
-	e.varint(fDLAckListID, m.ListID)
-}
-
-func (m *DigestListAck) unmarshal(b []byte) error {
-	return walk(b, func(f field) error {
-		switch f.num {
-		case fDLAckDigestID:
-			return set(&m.DigestID, uint32(f.v), f.want(protowire.VarintType))
-		case fDLAckListID:
-			return set(&m.ListID, f.v, f.want(protowire.VarintType))
-		}
-		return nil
-	})
-}
+func (m *DigestListAck) appendTo(e *enc)          { appendTagged(e, m) }
+func (m *DigestListAck) unmarshal(b []byte) error { return unmarshalTagged(b, m) }
 
 // DigestList is p4.v1.DigestList.
 type DigestList struct {
-	DigestID  uint32
-	ListID    uint64
-	Data      []*P4Data
-	Timestamp int64
+	DigestID  uint32    `pb:"1"`
+	ListID    uint64    `pb:"2"`
+	Data      []*P4Data `pb:"3"`
+	Timestamp int64     `pb:"4"`
 }
 
-func (m *DigestList) appendTo(e *enc) {
-	e.varint(fDLDigestID, uint64(m.DigestID))
-	e.varint(fDLListID, m.ListID)
-	for _, d := range m.Data {
-		e.msg(fDLData, d)
-	}
-	e.int64(fDLTime, m.Timestamp)
-}
-
-func (m *DigestList) unmarshal(b []byte) error {
-	return walk(b, func(f field) error {
-		switch f.num {
-		case fDLDigestID:
-			return set(&m.DigestID, uint32(f.v), f.want(protowire.VarintType))
-		case fDLListID:
-			return set(&m.ListID, f.v, f.want(protowire.VarintType))
-		case fDLData:
-			d := &P4Data{}
-			m.Data = append(m.Data, d)
-			return f.sub(d)
-		case fDLTime:
-			return set(&m.Timestamp, int64(f.v), f.want(protowire.VarintType))
-		}
-		return nil
-	})
-}
+func (m *DigestList) appendTo(e *enc)          { appendTagged(e, m) }
+func (m *DigestList) unmarshal(b []byte) error { return unmarshalTagged(b, m) }
 
 // Status is google.rpc.Status with its details as Any (type URL, bytes).
 type Status struct {
-	Code    int32
-	Message string
-	Details []Any
+	Code    int32  `pb:"1"`
+	Message string `pb:"2"`
+	Details []*Any `pb:"3"`
 }
+
+func (m *Status) appendTo(e *enc)          { appendTagged(e, m) }
+func (m *Status) unmarshal(b []byte) error { return unmarshalTagged(b, m) }
 
 // Any is google.protobuf.Any.
 type Any struct {
-	TypeURL string
-	Value   []byte
+	TypeURL string `pb:"1"`
+	Value   []byte `pb:"2"`
 }
 
-func (m *Any) appendTo(e *enc) { e.string(fAnyTypeURL, m.TypeURL); e.bytes(fAnyValue, m.Value) }
-
-func (m *Status) appendTo(e *enc) {
-	e.int32(fStatusCode, m.Code)
-	e.string(fStatusMessage, m.Message)
-	for i := range m.Details {
-		e.msg(fStatusDetails, &m.Details[i])
-	}
-}
-
-func (m *Status) unmarshal(b []byte) error {
-	return walk(b, func(f field) error {
-		switch f.num {
-		case fStatusCode:
-			return set(&m.Code, int32(f.v), f.want(protowire.VarintType))
-		case fStatusMessage:
-			return set(&m.Message, string(f.b), f.want(protowire.BytesType))
-		case fStatusDetails:
-			var a Any
-			if err := f.want(protowire.BytesType); err != nil {
-				return err
-			}
-			err := walk(f.b, func(g field) error {
-				switch g.num {
-				case fAnyTypeURL:
-					a.TypeURL = string(g.b)
-				case fAnyValue:
-					a.Value = append([]byte(nil), g.b...)
-				}
-				return nil
-			})
-			m.Details = append(m.Details, a)
-			return err
-		}
-		return nil
-	})
-}
+func (m *Any) appendTo(e *enc)          { appendTagged(e, m) }
+func (m *Any) unmarshal(b []byte) error { return unmarshalTagged(b, m) }
 
 // Role is p4.v1.Role (its config is not read).
 type Role struct {
-	ID   uint64
-	Name string
+	ID   uint64 `pb:"1"`
+	Name string `pb:"3"`
 }
 
-func (m *Role) appendTo(e *enc) { e.varint(fRoleID, m.ID); e.string(fRoleName, m.Name) }
-func (m *Role) unmarshal(b []byte) error {
-	return walk(b, func(f field) error {
-		switch f.num {
-		case fRoleID:
-			return set(&m.ID, f.v, f.want(protowire.VarintType))
-		case fRoleName:
-			return set(&m.Name, string(f.b), f.want(protowire.BytesType))
-		}
-		return nil
-	})
-}
+func (m *Role) appendTo(e *enc)          { appendTagged(e, m) }
+func (m *Role) unmarshal(b []byte) error { return unmarshalTagged(b, m) }
 
 // Arbitration is p4.v1.MasterArbitrationUpdate.
 type Arbitration struct {
-	DeviceID   uint64
-	Role       *Role
-	ElectionID *Uint128
-	Status     *Status
+	DeviceID   uint64   `pb:"1"`
+	Role       *Role    `pb:"2"`
+	ElectionID *Uint128 `pb:"3"`
+	Status     *Status  `pb:"4"`
 }
 
-func (m *Arbitration) appendTo(e *enc) {
-	e.varint(fArbDeviceID, m.DeviceID)
-	if m.Role != nil {
-		e.msg(fArbRole, m.Role)
-	}
-	if m.ElectionID != nil {
-		e.msg(fArbElectionID, m.ElectionID)
-	}
-	if m.Status != nil {
-		e.msg(fArbStatus, m.Status)
-	}
-}
-
-func (m *Arbitration) unmarshal(b []byte) error {
-	return walk(b, func(f field) error {
-		switch f.num {
-		case fArbDeviceID:
-			return set(&m.DeviceID, f.v, f.want(protowire.VarintType))
-		case fArbRole:
-			m.Role = &Role{}
-			return f.sub(m.Role)
-		case fArbElectionID:
-			m.ElectionID = &Uint128{}
-			return f.sub(m.ElectionID)
-		case fArbStatus:
-			m.Status = &Status{}
-			return f.sub(m.Status)
-		}
-		return nil
-	})
-}
+func (m *Arbitration) appendTo(e *enc)          { appendTagged(e, m) }
+func (m *Arbitration) unmarshal(b []byte) error { return unmarshalTagged(b, m) }
 
 // StreamRequest is p4.v1.StreamMessageRequest.
 type StreamRequest struct {
@@ -1353,17 +918,12 @@ func (m *StreamResponse) unmarshal(b []byte) error {
 }
 
 // Cookie is ForwardingPipelineConfig.Cookie.
-type Cookie struct{ Cookie uint64 }
-
-func (m *Cookie) appendTo(e *enc) { e.varint(fCookieCookie, m.Cookie) }
-func (m *Cookie) unmarshal(b []byte) error {
-	return walk(b, func(f field) error {
-		if f.num == fCookieCookie {
-			return set(&m.Cookie, f.v, f.want(protowire.VarintType))
-		}
-		return nil
-	})
+type Cookie struct {
+	Cookie uint64 `pb:"1"`
 }
+
+func (m *Cookie) appendTo(e *enc)          { appendTagged(e, m) }
+func (m *Cookie) unmarshal(b []byte) error { return unmarshalTagged(b, m) }
 
 // PipelineConfig is p4.v1.ForwardingPipelineConfig. P4Info holds the
 // encoded p4.config.v1.P4Info (p4info.go); HasP4Info tells an empty
@@ -1405,130 +965,54 @@ func (m *PipelineConfig) unmarshal(b []byte) error {
 
 // SetPipelineRequest is p4.v1.SetForwardingPipelineConfigRequest.
 type SetPipelineRequest struct {
-	DeviceID   uint64
-	Role       string
-	ElectionID *Uint128
-	Action     int32
-	Config     *PipelineConfig
+	DeviceID   uint64          `pb:"1"`
+	ElectionID *Uint128        `pb:"3"`
+	Action     int32           `pb:"4"`
+	Config     *PipelineConfig `pb:"5"`
+	Role       string          `pb:"6"`
 }
 
-func (m *SetPipelineRequest) appendTo(e *enc) {
-	e.varint(fSetDeviceID, m.DeviceID)
-	if m.ElectionID != nil {
-		e.msg(fSetElectionID, m.ElectionID)
-	}
-	e.int32(fSetAction, m.Action)
-	if m.Config != nil {
-		e.msg(fSetConfig, m.Config)
-	}
-	e.string(fSetRole, m.Role)
-}
-
-func (m *SetPipelineRequest) unmarshal(b []byte) error {
-	return walk(b, func(f field) error {
-		switch f.num {
-		case fSetDeviceID:
-			return set(&m.DeviceID, f.v, f.want(protowire.VarintType))
-		case fSetRole:
-			return set(&m.Role, string(f.b), f.want(protowire.BytesType))
-		case fSetElectionID:
-			m.ElectionID = &Uint128{}
-			return f.sub(m.ElectionID)
-		case fSetAction:
-			return set(&m.Action, int32(f.v), f.want(protowire.VarintType))
-		case fSetConfig:
-			m.Config = &PipelineConfig{}
-			return f.sub(m.Config)
-		}
-		return nil
-	})
-}
+func (m *SetPipelineRequest) appendTo(e *enc)          { appendTagged(e, m) }
+func (m *SetPipelineRequest) unmarshal(b []byte) error { return unmarshalTagged(b, m) }
 
 // SetPipelineResponse is empty.
 type SetPipelineResponse struct{ WriteResponse }
 
 // GetPipelineRequest is p4.v1.GetForwardingPipelineConfigRequest.
 type GetPipelineRequest struct {
-	DeviceID     uint64
-	ResponseType int32
+	DeviceID     uint64 `pb:"1"`
+	ResponseType int32  `pb:"2"`
 }
 
-func (m *GetPipelineRequest) appendTo(e *enc) {
-	e.varint(fGetDeviceID, m.DeviceID)
-	e.int32(fGetResponseType, m.ResponseType)
-}
-
-func (m *GetPipelineRequest) unmarshal(b []byte) error {
-	return walk(b, func(f field) error {
-		switch f.num {
-		case fGetDeviceID:
-			return set(&m.DeviceID, f.v, f.want(protowire.VarintType))
-		case fGetResponseType:
-			return set(&m.ResponseType, int32(f.v), f.want(protowire.VarintType))
-		}
-		return nil
-	})
-}
+func (m *GetPipelineRequest) appendTo(e *enc)          { appendTagged(e, m) }
+func (m *GetPipelineRequest) unmarshal(b []byte) error { return unmarshalTagged(b, m) }
 
 // GetPipelineResponse is p4.v1.GetForwardingPipelineConfigResponse.
-type GetPipelineResponse struct{ Config *PipelineConfig }
-
-func (m *GetPipelineResponse) appendTo(e *enc) {
-	if m.Config != nil {
-		e.msg(fGetRespConfig, m.Config)
-	}
+type GetPipelineResponse struct {
+	Config *PipelineConfig `pb:"1"`
 }
 
-func (m *GetPipelineResponse) unmarshal(b []byte) error {
-	return walk(b, func(f field) error {
-		if f.num == fGetRespConfig {
-			m.Config = &PipelineConfig{}
-			return f.sub(m.Config)
-		}
-		return nil
-	})
-}
+func (m *GetPipelineResponse) appendTo(e *enc)          { appendTagged(e, m) }
+func (m *GetPipelineResponse) unmarshal(b []byte) error { return unmarshalTagged(b, m) }
 
 // P4Error is p4.v1.Error, one per update in a failed Write's status
 // details.
 type P4Error struct {
-	CanonicalCode int32
-	Message       string
-	Space         string
+	CanonicalCode int32  `pb:"1"`
+	Message       string `pb:"2"`
+	Space         string `pb:"3"`
 }
 
-func (m *P4Error) appendTo(e *enc) {
-	e.int32(fErrCode, m.CanonicalCode)
-	e.string(fErrMessage, m.Message)
-	e.string(fErrSpace, m.Space)
-}
-
-func (m *P4Error) unmarshal(b []byte) error {
-	return walk(b, func(f field) error {
-		switch f.num {
-		case fErrCode:
-			return set(&m.CanonicalCode, int32(f.v), f.want(protowire.VarintType))
-		case fErrMessage:
-			return set(&m.Message, string(f.b), f.want(protowire.BytesType))
-		case fErrSpace:
-			return set(&m.Space, string(f.b), f.want(protowire.BytesType))
-		}
-		return nil
-	})
-}
+func (m *P4Error) appendTo(e *enc)          { appendTagged(e, m) }
+func (m *P4Error) unmarshal(b []byte) error { return unmarshalTagged(b, m) }
 
 // CapabilitiesRequest is empty.
 type CapabilitiesRequest struct{ WriteResponse }
 
 // CapabilitiesResponse is p4.v1.CapabilitiesResponse.
-type CapabilitiesResponse struct{ Version string }
-
-func (m *CapabilitiesResponse) appendTo(e *enc) { e.string(fCapVersion, m.Version) }
-func (m *CapabilitiesResponse) unmarshal(b []byte) error {
-	return walk(b, func(f field) error {
-		if f.num == fCapVersion {
-			return set(&m.Version, string(f.b), f.want(protowire.BytesType))
-		}
-		return nil
-	})
+type CapabilitiesResponse struct {
+	Version string `pb:"1"`
 }
+
+func (m *CapabilitiesResponse) appendTo(e *enc)          { appendTagged(e, m) }
+func (m *CapabilitiesResponse) unmarshal(b []byte) error { return unmarshalTagged(b, m) }

@@ -21,10 +21,10 @@ import (
 )
 
 // settingsFor returns the cube's settings with the program replaced
-// (other settings — cpu_port, defines, learning rules — are kept), as raw
-// JSON, and the options to compile it.
-func settingsFor(c *cube.Cube, dev *device, src []byte, cookie *Cookie, clear bool) (json.RawMessage, p4c.Options, error) {
-	raw := map[string]any{}
+// (other settings — cpu_port, defines, learning rules — are kept as they
+// are, byte for byte), as raw JSON, and the options to compile it.
+func settingsFor(c *cube.Cube, dev *device, src []byte) (json.RawMessage, p4c.Options, error) {
+	raw := map[string]json.RawMessage{}
 	var set p4nf.Settings
 	if c != nil && len(c.Config) > 0 {
 		if err := json.Unmarshal(c.Config, &raw); err != nil {
@@ -35,14 +35,8 @@ func settingsFor(c *cube.Cube, dev *device, src []byte, cookie *Cookie, clear bo
 	if set.Program == "" {
 		set.Program = fmt.Sprintf("p4rt-device-%d.p4", dev.id)
 	}
-	raw["program"], raw["source"] = set.Program, string(src)
-	delete(raw, "p4runtime_cookie")
-	if cookie != nil {
-		raw["p4runtime_cookie"] = cookie.Cookie
-	}
-	if clear {
-		delete(raw, "p4runtime_digests") // a new pipeline starts without them
-	}
+	raw["program"], _ = json.Marshal(set.Program)
+	raw["source"], _ = json.Marshal(string(src))
 	out, err := json.Marshal(raw)
 	set.Source = string(src)
 	return out, p4nf.CompileOptions(&set), err
@@ -91,7 +85,7 @@ func (s *Server) SetForwardingPipelineConfig(ctx context.Context, req *SetPipeli
 	if !exists {
 		cur = nil
 	}
-	conf, opts, err := settingsFor(cur, d, cfg.DeviceConfig, cfg.Cookie, req.Action != ActionReconcileAndCommit)
+	conf, opts, err := settingsFor(cur, d, cfg.DeviceConfig)
 	if err != nil {
 		return nil, errf(codes.Internal, "cube %s: settings: %v", d.cube, err)
 	}
@@ -131,14 +125,29 @@ func (s *Server) SetForwardingPipelineConfig(ctx context.Context, req *SetPipeli
 	err = s.eng.UpdateAs(ctx, who, func(t *cube.Topology, _ tenant.Scope) error {
 		c, ok := t.Cubes[d.cube]
 		if !ok {
-			return t.AddCube(&cube.Cube{Name: d.cube, Type: "p4", Hook: datapath.XDP, Tenant: d.tenant, Config: conf})
-		}
-		if !who.IsAdmin() && c.Tenant != d.tenant {
+			c = &cube.Cube{Name: d.cube, Type: "p4", Hook: datapath.XDP, Tenant: d.tenant, Config: conf}
+			if err := t.AddCube(c); err != nil {
+				return err
+			}
+		} else if !who.IsAdmin() && c.Tenant != d.tenant {
 			return errf(codes.PermissionDenied, "device %d: its cube %s is not in the device's tenant; ask the administrator", d.id, d.cube)
 		}
+		st, err := p4nf.RuntimeState(c)
+		if err != nil {
+			return err
+		}
 		if clear {
-			// VERIFY_AND_COMMIT: the forwarding state starts empty
+			// VERIFY_AND_COMMIT: the forwarding state starts empty, and
+			// with it the digests and the groups
 			c.Tables = nil
+			st = p4nf.P4RuntimeState{}
+		}
+		st.Cookie = nil
+		if cfg.Cookie != nil {
+			st.Cookie = &cfg.Cookie.Cookie
+		}
+		if err := p4nf.SetRuntimeState(t, d.cube, st); err != nil {
+			return err
 		}
 		return t.SetConfig(d.cube, conf)
 	})
@@ -169,18 +178,32 @@ func (s *Server) GetForwardingPipelineConfig(ctx context.Context, req *GetPipeli
 		return nil, err
 	}
 	out := &PipelineConfig{}
-	var set p4nf.Settings
-	json.Unmarshal(pl.cube.Config, &set)
-	if set.P4RuntimeCookie != nil {
-		out.Cookie = &Cookie{Cookie: *set.P4RuntimeCookie}
+	st, err := p4nf.RuntimeState(pl.cube)
+	if err != nil {
+		return nil, errf(codes.Internal, "cube %s: %v", pl.dev.cube, err)
+	}
+	if st.Cookie != nil {
+		out.Cookie = &Cookie{Cookie: *st.Cookie}
+	}
+	addP4Info := func() error {
+		b, err := pl.info.ProtoBinary()
+		if err != nil {
+			return errf(codes.Internal, "%v", err)
+		}
+		out.P4Info, out.HasP4Info = b, true
+		return nil
 	}
 	switch req.ResponseType {
 	case ResponseAll:
-		out.P4Info, out.HasP4Info = EncodeP4Info(pl.info), true
+		if err := addP4Info(); err != nil {
+			return nil, err
+		}
 		out.DeviceConfig = []byte(source(pl.cube))
 	case ResponseCookieOnly:
 	case ResponseP4InfoAndCookie:
-		out.P4Info, out.HasP4Info = EncodeP4Info(pl.info), true
+		if err := addP4Info(); err != nil {
+			return nil, err
+		}
 	case ResponseDeviceConfigAndCookie:
 		out.DeviceConfig = []byte(source(pl.cube))
 	default:

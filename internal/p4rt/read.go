@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"slices"
 
 	"github.com/edgenf/edgenf/internal/cube"
 	p4nf "github.com/edgenf/edgenf/internal/nf/p4"
@@ -76,6 +77,10 @@ func (r *reader) entity(e *Entity) error {
 		return r.counters(e.CounterEntry)
 	case e.MeterEntry != nil:
 		return r.meters(e.MeterEntry)
+	case e.DirectCounterEntry != nil:
+		return r.direct(e.DirectCounterEntry.TableEntry, false)
+	case e.DirectMeterEntry != nil:
+		return r.direct(e.DirectMeterEntry.TableEntry, true)
 	case e.PREEntry != nil:
 		return r.pre(e.PREEntry)
 	case e.DigestEntry != nil:
@@ -87,18 +92,11 @@ func (r *reader) entity(e *Entity) error {
 }
 
 func (r *reader) tables(q *TableEntry) error {
-	info := r.pl.info
-	var tables []*p4info.TableLayout
-	if q.TableID == 0 {
-		tables = info.Edgenf.Tables
-	} else {
-		t := tableByID(info, q.TableID)
-		if t == nil {
-			return errf(codes.InvalidArgument, "unknown table id %d (0x%08x)", q.TableID, q.TableID)
-		}
-		tables = []*p4info.TableLayout{t}
-	}
 	if q.IsDefaultAction {
+		tables, err := r.tablesOf(q)
+		if err != nil {
+			return err
+		}
 		defaults := map[string]*p4nf.Default{}
 		for _, raw := range r.s.eng.Entries(r.pl.who, r.pl.dev.cube, tblDefaults) {
 			var d p4nf.Default
@@ -117,26 +115,84 @@ func (r *reader) tables(q *TableEntry) error {
 		}
 		return nil
 	}
+	found, tables, err := r.entries(q)
+	if err != nil {
+		return err
+	}
+	byName := tablesByName(tables)
+	var since map[string]int64
+	if q.TimeSinceLastHit != nil {
+		if since, err = r.sinceHit(found, byName); err != nil {
+			return err
+		}
+	}
+	out := make([]*TableEntry, len(found))
+	for i := range found {
+		e := &found[i]
+		te, err := fromEntry(byName[e.Table], e)
+		if err != nil {
+			return errf(codes.Internal, "entry %s: %v", e.Key(), err)
+		}
+		te.Metadata = e.Metadata
+		if ns, ok := since[e.Key()]; ok {
+			te.TimeSinceLastHit = &ns
+		}
+		out[i] = te
+	}
+	if err := r.withDirect(q, found, out, byName); err != nil {
+		return err
+	}
+	for _, te := range out {
+		if err := r.add(&Entity{TableEntry: te}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tablesOf resolves the table a query names (0: every table).
+func (r *reader) tablesOf(q *TableEntry) ([]*p4info.TableLayout, error) {
+	if q.TableID == 0 {
+		return r.pl.info.Edgenf.Tables, nil
+	}
+	t := tableByID(r.pl.info, q.TableID)
+	if t == nil {
+		return nil, errf(codes.InvalidArgument, "unknown table id %d (0x%08x)", q.TableID, q.TableID)
+	}
+	return []*p4info.TableLayout{t}, nil
+}
+
+func tablesByName(tables []*p4info.TableLayout) map[string]*p4info.TableLayout {
+	m := make(map[string]*p4info.TableLayout, len(tables))
+	for _, t := range tables {
+		m[t.Name] = t
+	}
+	return m
+}
+
+// entries returns the stored entries a query names: its table (0: every
+// table) and, if given, its match and priority; and the tables queried.
+func (r *reader) entries(q *TableEntry) ([]p4nf.Entry, []*p4info.TableLayout, error) {
+	tables, err := r.tablesOf(q)
+	if err != nil {
+		return nil, nil, err
+	}
 	var want string // one entry: its match id
 	if len(q.Match) > 0 {
 		if len(tables) != 1 {
-			return errf(codes.InvalidArgument, "a read with a match needs a table id")
+			return nil, nil, errf(codes.InvalidArgument, "a read with a match needs a table id")
 		}
 		match, err := toMatch(tables[0], q.Match, q.Priority)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		if want, err = matchID(tables[0], match, uint32(q.Priority)); err != nil {
-			return errf(codes.InvalidArgument, "%v", err)
+			return nil, nil, errf(codes.InvalidArgument, "%v", err)
 		}
 	}
-	byName := map[string]*p4info.TableLayout{}
-	for _, t := range tables {
-		byName[t.Name] = t
-	}
-	d := r.pl.dev
+	byName := tablesByName(tables)
 	var found []p4nf.Entry
-	for _, raw := range r.s.eng.Entries(r.pl.who, d.cube, tblEntries) {
+	for _, raw := range r.s.eng.Entries(r.pl.who, r.pl.dev.cube, tblEntries) {
 		var e p4nf.Entry
 		if json.Unmarshal(raw, &e) != nil {
 			continue
@@ -152,28 +208,7 @@ func (r *reader) tables(q *TableEntry) error {
 		}
 		found = append(found, e)
 	}
-	var since map[string]int64
-	if q.TimeSinceLastHit != nil {
-		var err error
-		if since, err = r.sinceHit(found, byName); err != nil {
-			return err
-		}
-	}
-	for i := range found {
-		e := &found[i]
-		te, err := fromEntry(byName[e.Table], e)
-		if err != nil {
-			return errf(codes.Internal, "entry %s: %v", e.Key(), err)
-		}
-		te.Metadata = e.Metadata
-		if ns, ok := since[e.Key()]; ok {
-			te.TimeSinceLastHit = &ns
-		}
-		if err := r.add(&Entity{TableEntry: te}); err != nil {
-			return err
-		}
-	}
-	return nil
+	return found, tables, nil
 }
 
 // sinceHit reads, in one call, how long ago the entries of tables with
@@ -331,12 +366,22 @@ func (r *reader) meters(q *MeterEntry) error {
 	return nil
 }
 
-func replicaOut(port, rid uint16) *Replica {
+// replicaOut is a replica in the form its client wrote it: the port as
+// bytes (Replica.port) or, for clients of the deprecated field, as
+// egress_port.
+func replicaOut(port, rid uint16, egressPort bool) *Replica {
+	if egressPort {
+		return &Replica{EgressPort: uint32(port), Instance: uint32(rid)}
+	}
 	return &Replica{Port: minimalBytes(big.NewInt(int64(port))), Instance: uint32(rid)}
 }
 
 func (r *reader) pre(q *PREEntry) error {
 	cubeName := r.pl.dev.cube
+	st, err := p4nf.RuntimeState(r.pl.cube)
+	if err != nil {
+		return errf(codes.Internal, "cube %s: %v", cubeName, err)
+	}
 	switch {
 	case q.MulticastGroup != nil:
 		for _, raw := range r.s.eng.Entries(r.pl.who, cubeName, tblGroups) {
@@ -346,7 +391,7 @@ func (r *reader) pre(q *PREEntry) error {
 			}
 			out := &MulticastGroupEntry{GroupID: g.Group}
 			for _, rep := range g.Replicas {
-				out.Replicas = append(out.Replicas, replicaOut(rep.Port, rep.Rid))
+				out.Replicas = append(out.Replicas, replicaOut(rep.Port, rep.Rid, slices.Contains(st.EgressPortGroups, g.Group)))
 			}
 			if err := r.add(&Entity{PREEntry: &PREEntry{MulticastGroup: out}}); err != nil {
 				return err
@@ -360,7 +405,7 @@ func (r *reader) pre(q *PREEntry) error {
 			}
 			out := &CloneSessionEntry{SessionID: c.Session, PacketLengthBytes: int32(c.Truncate)}
 			if c.Port != nil {
-				out.Replicas = []*Replica{replicaOut(*c.Port, 0)}
+				out.Replicas = []*Replica{replicaOut(*c.Port, 0, slices.Contains(st.EgressPortSessions, c.Session))}
 			}
 			// a session to a multicast group (configured through the
 			// REST API) has no P4Runtime form: it is listed without replicas

@@ -254,7 +254,7 @@ func (s *Server) pipeline(d *device, who tenant.Actor) (*pipeline, error) {
 	c, ok := s.eng.CubeHeader(who, d.cube)
 	if !ok {
 		return nil, s.notTheTenants(d, who, errf(codes.FailedPrecondition,
-			"device %d has no forwarding pipeline: cube %s does not exist (SetForwardingPipelineConfig creates it)", id, d.cube))
+			"device %d has no forwarding pipeline config: cube %s does not exist (SetForwardingPipelineConfig creates it)", id, d.cube))
 	}
 	if c.Type != "p4" {
 		return nil, errf(codes.FailedPrecondition, "device %d: cube %s is a %s cube, not a p4 cube", id, d.cube, c.Type)

@@ -228,6 +228,21 @@ func dmacEntry(t testing.TB, info *p4info.P4Info, dst string, port byte) *Entity
 		Action: &TableAction{Action: &Action{ActionID: a.ID, Params: []*Param{{ParamID: a.Params[0].ID, Value: []byte{port}}}}}}}
 }
 
+// addPorts gives the switch ports 1 and 2; port 2 leads to another cube,
+// so that what the switch sends out of it is counted.
+func (r *rig) addPorts() {
+	r.t.Helper()
+	nftest.MustUpdate(r.t, r.eng, func(top *cube.Topology) error {
+		if err := top.AddCube(&cube.Cube{Name: "sink", Type: "portfwd", Hook: datapath.XDP, Ports: []cube.Port{{Name: "p0", Index: 0}}}); err != nil {
+			return err
+		}
+		if err := top.AddPort("sw", cube.Port{Name: "p1", Index: 1}); err != nil {
+			return err
+		}
+		return top.AddPort("sw", cube.Port{Name: "p2", Index: 2, Peer: "sink:p0"})
+	})
+}
+
 func (r *rig) txPackets(port int) uint64 {
 	st, err := r.eng.Stats(tenant.Admin, "sw")
 	if err != nil {
@@ -288,17 +303,7 @@ func TestP4RuntimeL2Switch(t *testing.T) {
 	if err := r.setPipeline(10, ActionVerifyAndCommit, src, nil, 0xc00c1e); err != nil {
 		t.Fatal(err)
 	}
-	// ports: 1 and 2; port 2 leads to another cube, so that what the
-	// switch sends out of it is counted
-	nftest.MustUpdate(t, r.eng, func(top *cube.Topology) error {
-		if err := top.AddCube(&cube.Cube{Name: "sink", Type: "portfwd", Hook: datapath.XDP, Ports: []cube.Port{{Name: "p0", Index: 0}}}); err != nil {
-			return err
-		}
-		if err := top.AddPort("sw", cube.Port{Name: "p1", Index: 1}); err != nil {
-			return err
-		}
-		return top.AddPort("sw", cube.Port{Name: "p2", Index: 2, Peer: "sink:p0"})
-	})
+	r.addPorts()
 
 	// Get: our P4Info, with the compiled program's ids, and the cookie
 	var got GetPipelineResponse
@@ -335,8 +340,8 @@ func TestP4RuntimeL2Switch(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := *info
-	bad.Tables = []*p4info.Table{{Preamble: p4info.Preamble{ID: 0x02000bad, Name: info.Tables[0].Preamble.Name}}}
-	wantCode(t, "p4info with a wrong table id", r.setPipeline(10, ActionVerify, src, EncodeP4Info(&bad), 0), codes.InvalidArgument)
+	bad.Tables = []*p4info.Table{{Preamble: p4info.Preamble{ID: 0x02000bad, Name: info.Tables[0].Preamble.Name}, Size: "16"}}
+	wantCode(t, "p4info with a wrong table id", r.setPipeline(10, ActionVerify, src, mustProto(t, &bad), 0), codes.InvalidArgument)
 
 	// table entries: written, then read back in P4Runtime form
 	const a, b = "02:00:00:00:00:0a", "02:00:00:00:00:0b"
@@ -566,7 +571,21 @@ func TestP4RuntimeTernaryRegistersClones(t *testing.T) {
 	if len(ctrs) != 4 || ctrs[3].CounterEntry.Index.Index != 3 || ctrs[0].CounterEntry.Data == nil {
 		t.Fatalf("counters %+v", ctrs)
 	}
-	wantCode(t, "counter write", r.write(1, modify(&Entity{CounterEntry: &CounterEntry{CounterID: ctrs[0].CounterEntry.CounterID}})), codes.Unimplemented)
+	// counter writes: one cell, then a reset of every cell
+	verdicts := ctrs[0].CounterEntry.CounterID
+	r.mustWrite(1, modify(&Entity{CounterEntry: &CounterEntry{CounterID: verdicts, Index: &Index{Index: 2}, Data: &CounterData{PacketCount: 7, ByteCount: 700}}}))
+	if c := r.mustRead(&Entity{CounterEntry: &CounterEntry{CounterID: verdicts, Index: &Index{Index: 2}}}); *c[0].CounterEntry.Data != (CounterData{PacketCount: 7, ByteCount: 700}) {
+		t.Fatalf("counter cell after a write %+v", c[0].CounterEntry.Data)
+	}
+	r.mustWrite(1, modify(&Entity{CounterEntry: &CounterEntry{CounterID: verdicts}}))
+	for _, c := range r.mustRead(&Entity{CounterEntry: &CounterEntry{CounterID: verdicts}}) {
+		if *c.CounterEntry.Data != (CounterData{}) {
+			t.Fatalf("cell %d after a reset: %+v", c.CounterEntry.Index.Index, c.CounterEntry.Data)
+		}
+	}
+	wantCode(t, "counter INSERT", r.write(1, insert(&Entity{CounterEntry: &CounterEntry{CounterID: verdicts}})), codes.InvalidArgument)
+	wantCode(t, "counter index past the end", r.write(1, modify(&Entity{CounterEntry: &CounterEntry{CounterID: verdicts, Index: &Index{Index: 4}}})), codes.InvalidArgument)
+	wantCode(t, "negative count", r.write(1, modify(&Entity{CounterEntry: &CounterEntry{CounterID: verdicts, Data: &CounterData{PacketCount: -1}}})), codes.InvalidArgument)
 
 	// another program on the same device (VERIFY_AND_COMMIT: entries go)
 	if err := r.setPipeline(1, ActionVerifyAndCommit, program(t, "portscan.p4"), nil, 0); err != nil {
@@ -762,4 +781,13 @@ func BenchmarkWriteEntry(b *testing.B) {
 		dst := fmt.Sprintf("02:00:%02x:%02x:%02x:%02x", byte(i>>24), byte(i>>16), byte(i>>8), byte(i))
 		r.mustWrite(10, insert(dmacEntry(b, info, dst, 1)))
 	}
+}
+
+func mustProto(t *testing.T, m *p4info.P4Info) []byte {
+	t.Helper()
+	b, err := m.ProtoBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -102,7 +102,10 @@ func TestP4InfoEncoding(t *testing.T) {
 			ActionRefs:  []p4info.ActionRef{{ID: 0x01000001}}, Size: "16", IdleTimeoutBehavior: "NOTIFY_CONTROL"}},
 		Actions: []*p4info.Action{{Preamble: p4info.Preamble{ID: 0x01000001, Name: "I.a", Alias: "a"}}},
 	}
-	got := EncodeP4Info(info)
+	got, err := info.ProtoBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
 	// pkg_info (1) {arch (5) "v1model"}
 	pkg := "0a 09 2a 07 76 31 6d 6f 64 65 6c"
 	// tables (2) {preamble (1) {id, name "I.t", alias "t"}, match_fields
@@ -125,8 +128,9 @@ func TestP4InfoEncoding(t *testing.T) {
 		t.Fatal(err)
 	}
 	info2 := *info
-	info2.Tables = []*p4info.Table{{Preamble: p4info.Preamble{ID: 0x02000002, Name: "I.t"}}}
-	if err := checkP4Info(EncodeP4Info(&info2), info); err == nil || !strings.Contains(err.Error(), "0x02000002") {
+	info2.Tables = []*p4info.Table{{Preamble: p4info.Preamble{ID: 0x02000002, Name: "I.t"}, Size: "16"}}
+	b2 := mustProto(t, &info2)
+	if err := checkP4Info(b2, info); err == nil || !strings.Contains(err.Error(), "0x02000002") {
 		t.Fatalf("wrong id accepted: %v", err)
 	}
 }

@@ -65,7 +65,11 @@ func (s *Server) Write(ctx context.Context, req *WriteRequest) (*WriteResponse, 
 	}
 	pl.dev.writeMu.Lock()
 	defer pl.dev.writeMu.Unlock()
-	w := &writer{ctx: ctx, s: s, pl: pl, index: pl.dev.entryIndexes(s.eng.Revision())}
+	rt, err := p4nf.RuntimeState(pl.cube)
+	if err != nil {
+		return nil, errf(codes.Internal, "cube %s: %v", pl.dev.cube, err)
+	}
+	w := &writer{ctx: ctx, s: s, pl: pl, index: pl.dev.entryIndexes(s.eng.Revision()), rt: &rt}
 	errs := make([]error, len(req.Updates))
 	failed := 0
 	for i, u := range req.Updates {
@@ -109,6 +113,8 @@ type writer struct {
 	// index: table name → matchID → key of the stored entry (the
 	// device's, kept across writes)
 	index map[string]map[string]string
+	// rt: the cube's P4Runtime state as the batch changes it
+	rt *p4nf.P4RuntimeState
 }
 
 // entryIndexes returns the device's indexes of stored entries, emptied if
@@ -137,7 +143,11 @@ func (w *writer) apply(u *Update) error {
 	case e.MeterEntry != nil:
 		return w.meter(u.Type, e.MeterEntry)
 	case e.CounterEntry != nil:
-		return errf(codes.Unimplemented, "counter_entry: edgenf's P4 counters are read-only (cells cannot be written or reset through P4Runtime)")
+		return w.counter(u.Type, e.CounterEntry)
+	case e.DirectCounterEntry != nil:
+		return w.directCounter(u.Type, e.DirectCounterEntry)
+	case e.DirectMeterEntry != nil:
+		return w.directMeter(u.Type, e.DirectMeterEntry)
 	case e.PREEntry != nil:
 		return w.pre(u.Type, e.PREEntry)
 	case e.DigestEntry != nil:
@@ -203,6 +213,9 @@ func (w *writer) table(typ int32, te *TableEntry) error {
 	if te.Unsupported != "" {
 		return errf(codes.Unimplemented, "table %s: %s is not supported", t.Name, te.Unsupported)
 	}
+	if err := checkDirect(t, te); err != nil {
+		return err
+	}
 	if te.Action != nil && te.Action.Indirect {
 		return errf(codes.Unimplemented, "table %s: action profiles are not supported; give a direct action", t.Name)
 	}
@@ -252,9 +265,12 @@ func (w *writer) table(typ int32, te *TableEntry) error {
 		if exists {
 			return errf(codes.AlreadyExists, "table %s already has an entry with this match and priority (%s)", t.Name, stored)
 		}
-		if err := w.change(tblEntries, func(tx *engine.EntryTx) error { _, err := tx.Put(raw); return err }); err != nil {
+		// the engine's Insert: never a replacement, whatever the index says
+		if err := w.change(tblEntries, func(tx *engine.EntryTx) error { _, err := tx.Insert(raw); return err }); err != nil {
 			return err
 		}
+		idx[id] = key
+		return w.entryDirect(t, te, match)
 	case UpdateModify:
 		if !exists {
 			return errf(codes.NotFound, "table %s has no entry with this match and priority", t.Name)
@@ -270,6 +286,8 @@ func (w *writer) table(typ int32, te *TableEntry) error {
 		}); err != nil {
 			return err
 		}
+		idx[id] = key
+		return w.entryDirect(t, te, match)
 	case UpdateDelete:
 		if !exists {
 			return errf(codes.NotFound, "table %s has no entry with this match and priority", t.Name)
@@ -278,9 +296,7 @@ func (w *writer) table(typ int32, te *TableEntry) error {
 			return err
 		}
 		delete(idx, id)
-		return nil
 	}
-	idx[id] = key
 	return nil
 }
 
@@ -482,23 +498,49 @@ func (w *writer) pre(typ int32, p *PREEntry) error {
 		return errf(codes.InvalidArgument, "empty packet_replication_engine_entry")
 	}
 	what := map[string]string{tblGroups: "multicast group", tblClones: "clone session"}[table]
-	return w.change(table, func(tx *engine.EntryTx) error {
-		_, exists := tx.Get(key)
+	err := w.change(table, func(tx *engine.EntryTx) error {
+		if _, exists := tx.Get(key); !exists && typ != UpdateInsert {
+			return errf(codes.NotFound, "%s %s does not exist", what, key)
+		}
 		switch typ {
 		case UpdateInsert:
-			if exists {
+			if _, err := tx.Insert(raw); errors.Is(err, cube.ErrConflict) {
 				return errf(codes.AlreadyExists, "%s %s already exists", what, key)
+			} else if err != nil {
+				return err
 			}
-		case UpdateModify, UpdateDelete:
-			if !exists {
-				return errf(codes.NotFound, "%s %s does not exist", what, key)
-			}
-		}
-		if typ == UpdateDelete {
+			return nil
+		case UpdateDelete:
 			return tx.Delete(key)
 		}
 		_, err := tx.Put(raw)
 		return err
+	})
+	if err != nil {
+		return err
+	}
+	// the replicas are read back in the form they were written in
+	switch {
+	case p.MulticastGroup != nil:
+		g := p.MulticastGroup
+		return w.replicaForm(&w.rt.EgressPortGroups, g.GroupID, typ != UpdateDelete && egressPortForm(g.Replicas))
+	default:
+		c := p.CloneSession
+		return w.replicaForm(&w.rt.EgressPortSessions, c.SessionID, typ != UpdateDelete && egressPortForm(c.Replicas))
+	}
+}
+
+// replicaForm records whether group or session id's replicas were written
+// with egress_port, in the cube's P4Runtime state, when that changes.
+func (w *writer) replicaForm(ids *[]uint32, id uint32, egressPort bool) error {
+	next, changed := withID(*ids, id, egressPort)
+	if !changed {
+		return nil
+	}
+	*ids = next
+	st := w.rt
+	return w.s.updateRuntime(w.ctx, w.pl.who, w.pl.dev.cube, func(s *p4nf.P4RuntimeState) {
+		s.EgressPortGroups, s.EgressPortSessions = st.EgressPortGroups, st.EgressPortSessions
 	})
 }
 

@@ -61,6 +61,10 @@ func call(t *testing.T, conn *grpc.ClientConn, method string, in, out any) {
 	}
 }
 
+// bigCookie is a pipeline cookie no float64 holds exactly: a controller
+// (finsy) that sees another after a restart reloads the pipeline.
+const bigCookie = 0xc0ffee_0000_0001
+
 // TestP4RuntimeAgainstTheDaemon: a P4Runtime controller programs a switch
 // through edgenfd's gRPC server; what it writes is what the CLI shows, and
 // survives a daemon restart, readable again through P4Runtime with its
@@ -74,7 +78,7 @@ func TestP4RuntimeAgainstTheDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 	call(t, conn, "SetForwardingPipelineConfig", &p4rt.SetPipelineRequest{DeviceID: 1, ElectionID: &p4rt.Uint128{Low: 1},
-		Action: p4rt.ActionVerifyAndCommit, Config: &p4rt.PipelineConfig{DeviceConfig: src, Cookie: &p4rt.Cookie{Cookie: 0xc0ffee}}}, &p4rt.SetPipelineResponse{})
+		Action: p4rt.ActionVerifyAndCommit, Config: &p4rt.PipelineConfig{DeviceConfig: src, Cookie: &p4rt.Cookie{Cookie: bigCookie}}}, &p4rt.SetPipelineResponse{})
 
 	var info p4info.P4Info
 	d.json(&info, "view", "sw1", "p4info")
@@ -132,7 +136,7 @@ func TestP4RuntimeAgainstTheDaemon(t *testing.T) {
 	}
 	var pl p4rt.GetPipelineResponse
 	call(t, conn, "GetForwardingPipelineConfig", &p4rt.GetPipelineRequest{DeviceID: 1, ResponseType: p4rt.ResponseCookieOnly}, &pl)
-	if pl.Config == nil || pl.Config.Cookie == nil || pl.Config.Cookie.Cookie != 0xc0ffee {
+	if pl.Config == nil || pl.Config.Cookie == nil || pl.Config.Cookie.Cookie != bigCookie {
 		t.Fatalf("pipeline cookie after restart: %+v", pl.Config)
 	}
 }

@@ -38,20 +38,6 @@ type Settings struct {
 	Learn []LearnRule `json:"learn,omitempty"`
 	// LearnMax bounds the entries learned (0: 4096).
 	LearnMax int `json:"learn_max,omitempty" minimum:"0"`
-	// P4RuntimeCookie is the cookie of the pipeline a P4Runtime controller
-	// set (ForwardingPipelineConfig.cookie), kept across restarts.
-	P4RuntimeCookie *uint64 `json:"p4runtime_cookie,omitempty"`
-	// P4RuntimeDigests are the digests a P4Runtime controller asked to
-	// receive (DigestEntry), kept across restarts.
-	P4RuntimeDigests []P4RuntimeDigest `json:"p4runtime_digests,omitempty"`
-}
-
-// P4RuntimeDigest is a digest's P4Runtime configuration (DigestEntry.config).
-type P4RuntimeDigest struct {
-	ID           uint32 `json:"id"`
-	MaxTimeoutNs int64  `json:"max_timeout_ns,omitempty"`
-	MaxListSize  int32  `json:"max_list_size,omitempty"`
-	AckTimeoutNs int64  `json:"ack_timeout_ns,omitempty"`
 }
 
 // Validate compiles the program (cached): a program that does not compile
@@ -483,6 +469,7 @@ var Type = &cube.Type{
 		{Name: "packet_out", Doc: "Inject a frame (hex) at the CPU port with the program's packet_out header (metadata) in front, as a P4Runtime packet-out.", Args: &PacketOutArgs{}, Do: packetOut},
 	},
 	Prepare: prepare,
+	Upgrade: upgrade,
 	New:     func() cube.Controller { return controller{sp: newSlowState(), run: &running{}, ints: &intStats{}} },
 }
 

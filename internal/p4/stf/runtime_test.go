@@ -96,7 +96,7 @@ func TestDirectCounterAndDelete(t *testing.T) {
 	if err != nil || len(ents) != 1 || ents[0].Packets != 2 || len(ents[0].Matches) != 2 {
 		t.Errorf("entries: %+v %v", ents, err)
 	}
-	pk, by, err := r.RT.ReadDirectCounter("SwIngress.mac_table", m)
+	pk, by, err := r.RT.DirectCounter("SwIngress.mac_table", m, 0)
 	if err != nil || pk != 2 || by != 2*uint64(len(pkt)) {
 		t.Errorf("direct counter: %d packets %d bytes %v", pk, by, err)
 	}

@@ -229,36 +229,33 @@ func (p *Program) ReadCounter(name string, index uint32) (packets, bytes uint64,
 	return packets, bytes, nil
 }
 
-// ReadDirectCounter returns the direct counter of an entry of a hash or lpm table.
-func (p *Program) ReadDirectCounter(table string, matches []p4info.Match) (packets, bytes uint64, err error) {
-	t, err := p.table(table)
+// WriteCounter sets the cells lo..hi (inclusive) of an indirect counter
+// to packets and bytes (0, 0: a reset). The cells are per CPU: the first
+// CPU's holds the value, the others are zeroed.
+func (p *Program) WriteCounter(name string, lo, hi uint32, packets, bytes uint64) error {
+	c := p.Model.Counter(name)
+	if c == nil || c.Direct {
+		return fmt.Errorf("no counter %q", name)
+	}
+	if lo > hi || hi >= uint32(c.Size) {
+		return fmt.Errorf("counter %s: index range %d..%d out of range (size %d)", c.Name, lo, hi, c.Size)
+	}
+	m, err := p.m(c.Map)
 	if err != nil {
-		return 0, 0, err
+		return err
 	}
-	if t.CounterOffset < 0 {
-		return 0, 0, fmt.Errorf("table %s has no direct counter", t.Name)
-	}
-	var args []p4info.Arg
-	for _, pr := range t.Actions[0].Params {
-		args = append(args, p4info.Arg{Name: pr.Name, Value: "0"})
-	}
-	e, err := t.EncodeEntry(matches, t.Actions[0].Name, args, 1)
+	cpus, err := ebpf.PossibleCPU()
 	if err != nil {
-		return 0, 0, err
+		return err
 	}
-	if e.Scan {
-		return 0, 0, fmt.Errorf("direct counters of ternary tables: read the entry's slot")
+	vals := make([]ctr, cpus)
+	vals[0] = ctr{Packets: packets, Bytes: bytes}
+	for i := lo; i <= hi; i++ {
+		if err := m.Update(i, vals, ebpf.UpdateExist); err != nil {
+			return fmt.Errorf("counter %s[%d]: %w", c.Name, i, err)
+		}
 	}
-	m, err := p.m(t.Map)
-	if err != nil {
-		return 0, 0, err
-	}
-	v := make([]byte, t.ValueBytes)
-	if err := m.Lookup(e.Key, &v); err != nil {
-		return 0, 0, err
-	}
-	o := t.CounterOffset
-	return binary.NativeEndian.Uint64(v[o:]), binary.NativeEndian.Uint64(v[o+8:]), nil
+	return nil
 }
 
 // ValueSetMember is one member of a value set, as text ("0x88b5", mask "" = all ones).
@@ -460,22 +457,9 @@ func (p *Program) SetMeter(name string, lo, hi uint32, cfg *MeterConfig) error {
 	if err != nil {
 		return err
 	}
-	v := make([]byte, meterValueSize)
-	if cfg != nil {
-		if cfg.PIR < cfg.CIR {
-			return fmt.Errorf("meter %s: the peak rate (%d) must not be below the committed rate (%d)", me.Name, cfg.PIR, cfg.CIR)
-		}
-		if cfg.CBurst > MaxMeterBurst || cfg.PBurst > MaxMeterBurst {
-			return fmt.Errorf("meter %s: bursts are limited to %d", me.Name, uint64(MaxMeterBurst))
-		}
-		ne := binary.NativeEndian
-		ne.PutUint64(v[0:], cfg.CIR)
-		ne.PutUint64(v[8:], cfg.CBurst)
-		ne.PutUint64(v[16:], cfg.PIR)
-		ne.PutUint64(v[24:], cfg.PBurst)
-		ne.PutUint64(v[32:], cfg.CBurst*1_000_000_000)
-		ne.PutUint64(v[40:], cfg.PBurst*1_000_000_000)
-		ne.PutUint32(v[56:], 1)
+	v, err := encodeMeter(me.Name, cfg)
+	if err != nil {
+		return err
 	}
 	for i := lo; ; i++ {
 		if err := m.Update(i, v, ebpf.UpdateLock); err != nil {
@@ -498,9 +482,5 @@ func (p *Program) ReadMeter(name string, index uint32) (*MeterConfig, error) {
 	if err := m.LookupWithFlags(index, &v, ebpf.LookupLock); err != nil {
 		return nil, err
 	}
-	ne := binary.NativeEndian
-	if ne.Uint32(v[56:])&1 == 0 { // bit 1: the datapath is updating the cell
-		return nil, nil
-	}
-	return &MeterConfig{CIR: ne.Uint64(v[0:]), CBurst: ne.Uint64(v[8:]), PIR: ne.Uint64(v[16:]), PBurst: ne.Uint64(v[24:])}, nil
+	return decodeMeter(v), nil
 }

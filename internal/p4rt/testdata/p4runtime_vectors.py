@@ -41,6 +41,14 @@ def table_entry():
     te.action.action.params.add(param_id=1, value=b"\x02")
     te.action.action.params.add(param_id=2, value=b"\x00\x00\x00\x00\x00\xa1")
     te.time_since_last_hit.elapsed_ns = 1234
+    te.counter_data.byte_count, te.counter_data.packet_count = 640, 10
+    te.meter_config.cir, te.meter_config.cburst, te.meter_config.pir, te.meter_config.pburst = 1, 2, 3, 4
+    return te
+
+
+def entry_key():
+    te = p.TableEntry(table_id=0x02000001, priority=10)
+    te.match.add(field_id=1).exact.value = b"\x0a\x00\x00\x01"
     return te
 
 
@@ -73,6 +81,12 @@ def vectors():
     de.digest_id = 0x0f000001
     de.config.max_timeout_ns, de.config.max_list_size, de.config.ack_timeout_ns = 1000, 8, 5000
     w.updates.add(type=p.Update.DELETE).entity.counter_entry.counter_id = 0x12000001
+    dc = w.updates.add(type=p.Update.MODIFY).entity.direct_counter_entry
+    dc.table_entry.CopyFrom(entry_key())
+    dc.data.byte_count, dc.data.packet_count = 0, 7
+    dm = w.updates.add(type=p.Update.MODIFY).entity.direct_meter_entry
+    dm.table_entry.CopyFrom(entry_key())
+    dm.config.cir, dm.config.cburst, dm.config.pir, dm.config.pburst = 10, 20, 30, 40
     add("WriteRequest", w)
 
     r = p.ReadRequest(device_id=1, role="")
@@ -83,6 +97,8 @@ def vectors():
     r.entities.add().meter_entry.meter_id = 0x05100001
     r.entities.add().packet_replication_engine_entry.multicast_group_entry.multicast_group_id = 0
     r.entities.add().digest_entry.digest_id = 0
+    r.entities.add().direct_counter_entry.table_entry.table_id = 0x02000001
+    r.entities.add().direct_meter_entry.table_entry.CopyFrom(entry_key())
     add("ReadRequest", r)
 
     rr = p.ReadResponse()
@@ -95,6 +111,12 @@ def vectors():
     m = rr.entities.add().meter_entry
     m.meter_id, m.index.index = 0x05100001, 1
     m.config.cir, m.config.cburst, m.config.pir, m.config.pburst = 100, 10, 200, 20
+    dc = rr.entities.add().direct_counter_entry
+    dc.table_entry.CopyFrom(entry_key())
+    dc.data.byte_count, dc.data.packet_count = 6400, 100
+    dm = rr.entities.add().direct_meter_entry
+    dm.table_entry.CopyFrom(entry_key())
+    dm.config.cir, dm.config.cburst, dm.config.pir, dm.config.pburst = 10, 20, 30, 40
     add("ReadResponse", rr)
 
     sr = p.StreamMessageRequest()
