@@ -100,7 +100,13 @@ func TestInfluxExportEqualsCounters(t *testing.T) {
 			row := map[string]uint64{}
 			for i, col := range s.Columns {
 				if f, ok := strings.CutPrefix(col, "last_"); ok {
-					v, _ := s.Values[0][i].(json.Number).Int64()
+					// null: no point of that field yet (the first
+					// interval is still being written); ask again
+					num, ok := s.Values[0][i].(json.Number)
+					if !ok {
+						return fmt.Sprintf("%s:%s %s: %v in InfluxDB, not yet a number", s.Tags["cube"], s.Tags["port"], f, s.Values[0][i])
+					}
+					v, _ := num.Int64()
 					row[f] = uint64(v)
 				}
 			}
@@ -110,7 +116,11 @@ func TestInfluxExportEqualsCounters(t *testing.T) {
 			return "InfluxDB's last values are not the daemon's counters: " + m
 		}
 		count := x.query(t, "edge", `SELECT count("receive_packets_total") FROM "edgenf_port" WHERE "cube" = 'c1' AND "port" = 'p0'`)
-		if c, _ := count.Series[0].Values[0][1].(json.Number).Int64(); c < 3 {
+		if len(count.Series) == 0 || len(count.Series[0].Values) == 0 {
+			return "no point of c1:p0 in InfluxDB yet"
+		}
+		num, _ := count.Series[0].Values[0][1].(json.Number)
+		if c, _ := num.Int64(); c < 3 {
 			return fmt.Sprintf("c1:p0 was written %d times, want one per interval, at least 3", c)
 		}
 		return ""
