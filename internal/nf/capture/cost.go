@@ -18,8 +18,7 @@ import (
 // take passes at once; one it takes is copied (up to the snap length; the
 // whole frame when a filter must see it first), run through the filter's
 // classic BPF instructions one by one (bpf_loop), timestamped, checked
-// against the rate and written into the ring. The typical frame is the
-// benchmark's 64-byte one.
+// against the rate and written into the ring.
 const (
 	termSkip   = "capture.skip"
 	termRecord = "capture.record"
@@ -27,16 +26,13 @@ const (
 	termInsn   = "capture.filter.insn"
 )
 
-// typicalFrame is the frame length the model prices.
-const typicalFrame = 64
-
 func init() {
 	estimate.Register(&estimate.Model{Type: "capture",
 		Terms: []estimate.Term{
 			{Name: termSkip, Doc: "a frame in a direction the capture does not take, passed"},
 			{Name: termRecord, Doc: "a frame captured: clock, rate bound, ring record"},
 			{Name: termByte, Doc: "one byte copied out of the frame and into the ring"},
-			{Name: termInsn, Doc: "one classic BPF instruction of the filter (priced for the whole program)"},
+			{Name: termInsn, Doc: "one classic BPF instruction of the filter run (those the frame takes it through)"},
 		},
 		Uses:  costUses,
 		Cases: costCases,
@@ -48,11 +44,15 @@ func costUses(_ *estimate.Profile, c *cube.Cube, in string) ([]estimate.Use, []s
 	if err != nil {
 		return nil, nil, err
 	}
-	return framesUses(v.(*Config), in, typicalFrame)
+	return framesUses(v.(*Config), in, typical)
 }
 
-// framesUses is what a frame of n bytes seen in direction in uses.
-func framesUses(cfg *Config, in string, n int) ([]estimate.Use, []string, error) {
+// typical is the frame the model prices: the benchmark's 64-byte
+// IPv4/UDP frame.
+var typical = estimate.Frame(estimate.FrameSpec{Src: "198.18.0.10", Dst: "198.18.1.1", Sport: 1000, Dport: 2000})
+
+// framesUses is what frame, seen in direction in, uses.
+func framesUses(cfg *Config, in string, frame []byte) ([]estimate.Use, []string, error) {
 	dirs, err := dirMask(cfg.Direction)
 	if err != nil {
 		return nil, nil, err
@@ -64,20 +64,28 @@ func framesUses(cfg *Config, in string, n int) ([]estimate.Use, []string, error)
 	if err != nil {
 		return nil, nil, cube.Unprocessable("config.filter", "%v", err)
 	}
+	n := len(frame)
 	copied := min(n, cfg.SnaplenOf())
-	if len(prog) > 0 {
-		copied = n // the filter sees the whole frame
+	if len(prog) == 0 {
+		return []estimate.Use{
+			{Term: termRecord, N: 1, What: "capture: record"},
+			{Term: termByte, N: float64(copied), What: "capture: copy"},
+		}, []string{fmt.Sprintf("a %d-byte frame, captured (within the rate bound); a longer one copies up to the snap length", n)}, nil
 	}
+	// the filter sees the whole frame; it runs instruction by instruction
+	steps, match := pcap.Steps(prog, frame)
 	uses := []estimate.Use{
-		{Term: termRecord, N: 1, What: "capture: record"},
-		{Term: termByte, N: float64(copied), What: "capture: copy"},
+		{Term: termByte, N: float64(n), What: "capture: copy"},
+		{Term: termInsn, N: float64(steps), What: "capture: filter"},
 	}
-	notes := []string{fmt.Sprintf("a %d-byte frame, captured (not over the rate bound); a longer one copies up to the snap length", n)}
-	if len(prog) > 0 {
-		uses = append(uses, estimate.Use{Term: termInsn, N: float64(len(prog)), What: "capture: filter"})
-		notes = append(notes, fmt.Sprintf("the filter is %d instructions, all counted (a frame rejected early runs fewer)", len(prog)))
+	note := fmt.Sprintf("a %d-byte IPv4/UDP frame: the filter runs %d of its %d instructions and ", n, steps, len(prog))
+	if match {
+		uses = append(uses, estimate.Use{Term: termRecord, N: 1, What: "capture: record"})
+		note += "takes it"
+	} else {
+		note += "passes it by"
 	}
-	return uses, notes, nil
+	return uses, []string{note}, nil
 }
 
 // drain reads a case's ring as `edgenf capture` does, so that frames take
@@ -126,7 +134,7 @@ func costCases(holdout bool) []estimate.Case {
 		frame := estimate.Frame(spec)
 		// a filter that cannot compile here (no tcpdump) leaves Uses to
 		// the model, whose error the calibration reports
-		uses, _, _ := framesUses(&cfg, dir.String(), len(frame))
+		uses, _, _ := framesUses(&cfg, dir.String(), frame)
 		return estimate.Case{Name: name, Cube: &cube.Cube{Name: "cap", Type: "capture", Config: b}, Dir: dir,
 			Frame: frame, Uses: uses, Background: drain}
 	}
@@ -145,5 +153,8 @@ func costCases(holdout bool) []estimate.Case {
 		mk("ingress, filter udp port 2000", Config{Filter: "udp port 2000"}, datapath.Ingress, estimate.FrameSpec{}),
 		mk("ingress, filter net 198.18.0.0/16 and not tcp", Config{Filter: "net 198.18.0.0/16 and not tcp"}, datapath.Ingress, estimate.FrameSpec{}),
 		mk("ingress, capture of egress only", Config{Direction: "out"}, datapath.Ingress, estimate.FrameSpec{}),
+		mk("ingress, filter tcp port 80 (not taken)", Config{Filter: "tcp port 80"}, datapath.Ingress, estimate.FrameSpec{}),
+		mk("ingress, 200-byte frame, filter udp and src net 198.18.0.0/24 and dst port 2000", Config{Filter: "udp and src net 198.18.0.0/24 and dst port 2000"},
+			datapath.Ingress, estimate.FrameSpec{Size: 200}),
 	}
 }
