@@ -131,6 +131,14 @@ func (s *Server) capture(w http.ResponseWriter, r *http.Request) {
 		actor = tenant.Admin
 	}
 	point := req.Point
+	// ... and what the engine checks of a tenant's change, its quotas of
+	// cubes and attachments, is checked here for it.
+	limits := tenant.Quota{}
+	if req.Slice != "" && !id.admin {
+		for _, q := range []string{tenant.Cubes, tenant.Attachments} {
+			limits[q] = s.eng.Limit(who(r), q)
+		}
+	}
 	err = s.eng.UpdateAs(r.Context(), actor, func(t *cube.Topology, sc tenant.Scope) error {
 		if req.Slice != "" {
 			p, err := slicer.FindSlice(t, req.Slice, id.tenant)
@@ -138,6 +146,16 @@ func (s *Server) capture(w http.ResponseWriter, r *http.Request) {
 				return err
 			}
 			point = p.String()
+			if len(limits) > 0 {
+				now, err := tenant.Count(t, id.tenant, nil)
+				if err != nil {
+					return err
+				}
+				next := tenant.Usage{tenant.Cubes: now[tenant.Cubes] + 1, tenant.Attachments: now[tenant.Attachments] + 1}
+				if err := tenant.Check(limits, now, next); err != nil {
+					return err
+				}
+			}
 		} else if err := sc.Ref(t, "point", point); err != nil {
 			return err
 		}

@@ -345,7 +345,8 @@ func TestCaptureAtSlices(t *testing.T) {
 	_, a, _, ra, rb := twoHosts(t)
 	tokens := map[string]any{
 		"tokens":  []map[string]string{{"token": adminToken}, {"token": redToken, "tenant": "red"}, {"token": blueToken, "tenant": "blue"}},
-		"tenants": []map[string]any{{"name": "red"}, {"name": "blue"}},
+		// blue holds one cube, all its quota allows
+		"tenants": []map[string]any{{"name": "red"}, {"name": "blue", "quota": map[string]int64{"cubes": 1}}},
 	}
 	b, _ := json.Marshal(tokens)
 	dir := t.TempDir()
@@ -405,6 +406,11 @@ func TestCaptureAtSlices(t *testing.T) {
 		if out, err := red(c.args...); err == nil || !strings.Contains(out, c.want) {
 			t.Errorf("red: capture %v: %v %q, want refusal %q", c.args, err, out, c.want)
 		}
+	}
+	// a capture cube counts against the tenant's quota, at a slice too
+	blue := exec.Command(filepath.Join(binDir, "edgenf"), "--server", "http://"+addr, "--token", blueToken, "capture", "slice/blue", "-c", "1", "-w", file)
+	if out, err := blue.CombinedOutput(); err == nil || !strings.Contains(string(out), "over quota cubes") {
+		t.Errorf("blue: capture at its slice beyond its cube quota: %v %s", err, out)
 	}
 	if len(d.captures()) != 0 {
 		t.Fatal("a refused capture left a cube")
