@@ -14,7 +14,7 @@ func TestStepsAgreesWithTheVM(t *testing.T) {
 	udp := nftest.UDP4("198.18.0.1", "198.18.0.2", 3000, 53, []byte("q"))
 	tcp := nftest.TCP4("198.18.0.1", "198.18.0.2", 40000, 80)
 	for _, c := range []struct {
-		expr string
+		expr               string
 		minSteps, maxSteps int
 	}{
 		{"udp port 53", 6, 20},

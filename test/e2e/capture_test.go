@@ -344,7 +344,7 @@ func TestCaptureAtSlices(t *testing.T) {
 	testenv.E2E(t)
 	_, a, _, ra, rb := twoHosts(t)
 	tokens := map[string]any{
-		"tokens":  []map[string]string{{"token": adminToken}, {"token": redToken, "tenant": "red"}, {"token": blueToken, "tenant": "blue"}},
+		"tokens": []map[string]string{{"token": adminToken}, {"token": redToken, "tenant": "red"}, {"token": blueToken, "tenant": "blue"}},
 		// blue holds one cube, all its quota allows
 		"tenants": []map[string]any{{"name": "red"}, {"name": "blue", "quota": map[string]int64{"cubes": 1}}},
 	}

@@ -198,7 +198,7 @@ attachments:
 	}
 	var topo struct {
 		Cubes []struct {
-			Name   string                                `json:"name"`
+			Name   string                       `json:"name"`
 			Tables map[string][]json.RawMessage `json:"tables"`
 		} `json:"cubes"`
 	}
