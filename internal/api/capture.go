@@ -17,6 +17,7 @@ import (
 	"github.com/edgenf/edgenf/internal/datapath"
 	nfcapture "github.com/edgenf/edgenf/internal/nf/capture"
 	"github.com/edgenf/edgenf/internal/nf/slicer"
+	"github.com/edgenf/edgenf/internal/schema"
 	"github.com/edgenf/edgenf/internal/tenant"
 	"golang.org/x/sys/unix"
 )
@@ -41,9 +42,14 @@ type CaptureRequest struct {
 // refuses one of this form only for its value (too long).
 var goDuration = regexp.MustCompile(`^(([0-9]+|[0-9]*[.][0-9]+)(ns|us|µs|ms|s|m|h))+$`)
 
-// RefineSchema: a duration has goDuration's form.
+// RefineSchema: a duration has goDuration's form; a capture names a
+// point or a slice.
 func (*CaptureRequest) RefineSchema(s *Schema) {
 	s.Properties["duration"].Pattern = goDuration.String()
+	s.AnyOf = []*Schema{
+		schema.Branch([]string{"point"}, map[string]*Schema{"slice": schema.Absent()}),
+		schema.Branch([]string{"slice"}, map[string]*Schema{"point": schema.Absent()}),
+	}
 }
 
 // captureCubePrefix names the transparent cubes a capture attaches: the
