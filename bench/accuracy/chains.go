@@ -115,7 +115,7 @@ func chains() []chain {
 			return topo([]*cube.Cube{br, r}), routed
 		}},
 		{name: "slicer (2 slices, policed) → firewall → router", build: func(id, in, out string) (*cube.Topology, []byte) {
-			sl := &cube.Cube{Name: id + "s", Type: "slicer", Config: json.RawMessage(`{"uplink":"up"}`),
+			sl := &cube.Cube{Name: id + "s", Type: "slicer", Hook: "xdp", Config: json.RawMessage(`{"uplink":"up"}`),
 				Ports: []cube.Port{{Name: "up", Index: 0, Peer: in}, {Name: "a", Index: 1, Peer: id + "r:in"}, {Name: "b", Index: 2}}}
 			sl.SetRow("slices", "a", row(map[string]any{"name": "a", "id": 1, "port": "a", "rules": []map[string]string{{"dst": "198.19.0.0/16"}},
 				"rate_bps": 400_000_000_000}))
