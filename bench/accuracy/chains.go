@@ -114,6 +114,15 @@ func chains() []chain {
 			r := router(id+"r", id+"b:p1", out, "")
 			return topo([]*cube.Cube{br, r}), routed
 		}},
+		{name: "slicer (2 slices, policed) → firewall → router", build: func(id, in, out string) (*cube.Topology, []byte) {
+			sl := &cube.Cube{Name: id + "s", Type: "slicer", Hook: "xdp", Config: json.RawMessage(`{"uplink":"up"}`),
+				Ports: []cube.Port{{Name: "up", Index: 0, Peer: in}, {Name: "a", Index: 1, Peer: id + "r:in"}, {Name: "b", Index: 2}}}
+			sl.SetRow("slices", "a", row(map[string]any{"name": "a", "id": 1, "port": "a", "rules": []map[string]string{{"dst": "198.19.0.0/16"}},
+				"rate_bps": 400_000_000_000}))
+			sl.SetRow("slices", "b", row(map[string]any{"name": "b", "id": 2, "port": "b", "rules": []map[string]string{{"src": "198.18.9.0/24"}}}))
+			r := router(id+"r", id+"s:a", out, "")
+			return topo([]*cube.Cube{sl, r, firewall(id+"f", 30)}, [2]string{id + "f", id + "r:in"}), routed
+		}},
 		{name: "l3router.p4 with a firewall", build: func(id, in, out string) (*cube.Topology, []byte) {
 			c := &cube.Cube{Name: id + "p", Type: "p4", Config: row(map[string]string{"program": "l3router.p4", "source": examplesSource("l3router.p4")}),
 				Ports: []cube.Port{{Name: "in", Index: 0, Peer: in}, {Name: "out", Index: 1, Peer: out}}}

@@ -22,17 +22,20 @@ func captureCmd() *cobra.Command {
 	)
 	c := &cobra.Command{
 		Use:   "capture POINT [FILTER...] -w FILE|-",
-		Short: "Capture packets at a cube port (cube:port) or a Linux interface, in the kernel, to pcapng or pcap",
+		Short: "Capture packets at a cube port (cube:port), a Linux interface or a slice (slice/NAME), in the kernel, to pcapng or pcap",
 		Long: "The daemon attaches a transparent capture cube at POINT (innermost: it sees what the cube receives on\n" +
 			"that port and what it sends out of it) and streams what it copies: at most --snaplen bytes of each\n" +
 			"frame that matches the filter (tcpdump syntax, compiled by libpcap; given as --filter or as the words\n" +
 			"after POINT), at most --rate frames per second per CPU. The capture ends after -c frames, after\n" +
 			"--duration, or on Ctrl-C, and its cube is removed. pcapng names the point in the interface's name\n" +
 			"and description and gives each frame's direction (in: towards the point's cube or host).\n" +
-			"A tenant captures only at its own points.",
+			"POINT slice/NAME (or slice/SLICER/NAME) is a slice's entry and exit, the slicer port leading into its\n" +
+			"chain: out is what enters the slice's chain, in what leaves it.\n" +
+			"A tenant captures only at its own points, and its own slices.",
 		Example: "  edgenf capture c1:p0 -w - | tshark -r -\n" +
 			"  edgenf capture r1:p1 --direction in -c 100 -w r1.pcapng udp port 53\n" +
-			"  edgenf capture veth0 --duration 10s --snaplen 128 -w veth0.pcap",
+			"  edgenf capture veth0 --duration 10s --snaplen 128 -w veth0.pcap\n" +
+			"  edgenf capture slice/rail --direction out -c 50 -w rail.pcapng",
 		Args: cobra.MinimumNArgs(1), ValidArgsFunction: completeCubes,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if file == "" {
@@ -53,8 +56,13 @@ func captureCmd() *cobra.Command {
 			if format != "pcapng" && format != "pcap" {
 				return fmt.Errorf("--format %q: give pcapng or pcap", format)
 			}
-			req := map[string]any{"point": args[0], "direction": dir, "filter": filter, "snaplen": snaplen,
+			req := map[string]any{"direction": dir, "filter": filter, "snaplen": snaplen,
 				"rate": rate, "count": count, "duration": duration}
+			if sl, ok := strings.CutPrefix(args[0], "slice/"); ok {
+				req["slice"] = sl
+			} else {
+				req["point"] = args[0]
+			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			body, err := api().Stream(ctx, "/v1/captures", req)

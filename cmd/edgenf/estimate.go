@@ -449,7 +449,7 @@ func estimateTopology(w io.Writer, file string, profiles []string) error {
 	if err != nil {
 		return err
 	}
-	rep := topologyReport{File: file, Notes: notes, Chains: chains}
+	rep := topologyReport{File: file, Notes: notes, Chains: chains, Slices: estimate.Slices(chains)}
 	for _, h := range hs {
 		rep.Profiles = append(rep.Profiles, profs[h].Summary())
 	}
@@ -461,6 +461,7 @@ type topologyReport struct {
 	Profiles []string             `json:"profiles"`
 	Notes    []string             `json:"notes,omitempty"`
 	Chains   []estimate.ChainCost `json:"chains"`
+	Slices   []estimate.SliceCost `json:"slices,omitempty"`
 }
 
 // writeChains prints chains hop by hop with their totals.
@@ -486,6 +487,27 @@ func writeChains(tw *tabwriter.Writer, profiles []string, chains []estimate.Chai
 			lb = " (at least: a hop has no cost model)"
 		}
 		fmt.Fprintf(tw, "  total\t%.1f ns\t%s per core%s\n", c.NS, estimate.FormatPPS(c.PPS), lb)
+	}
+	writeSlices(tw, estimate.Slices(chains))
+}
+
+// writeSlices prints each slice's estimate (its dearest chain's) against
+// its own budget.
+func writeSlices(tw *tabwriter.Writer, slices []estimate.SliceCost) {
+	if len(slices) == 0 {
+		return
+	}
+	fmt.Fprintln(tw, "\nslices (each costs its dearest chain):")
+	for _, s := range slices {
+		budget := ""
+		if s.BudgetNS > 0 {
+			verdict := "within"
+			if s.NS > s.BudgetNS {
+				verdict = "OVER"
+			}
+			budget = fmt.Sprintf("budget %.0f ns: %s", s.BudgetNS, verdict)
+		}
+		fmt.Fprintf(tw, "  slice %s\t%.1f ns\t%s per core\t%d chains, dearest %s\t%s\n", s.Slice, s.NS, estimate.FormatPPS(s.PPS), s.Chains, s.Chain, budget)
 	}
 }
 

@@ -177,3 +177,29 @@ func TestEstimateTopologyOutput(t *testing.T) {
 		}
 	}
 }
+
+// A topology with slices prints each slice's estimate, its dearest chain,
+// against the slice's own budget; a slicer's hop into a slice is priced as
+// that slice's frame.
+func TestEstimateSlicesOutput(t *testing.T) {
+	withOutput(t, "table")
+	var b bytes.Buffer
+	if err := estimateTopology(&b, "../../examples/topologies/slices.yaml", []string{filepath.Join(t.TempDir(), "none.json")}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, re := range []string{
+		`(?m)^  edge \(slicer, up→cctv\)\s+[0-9.]+ ns\s+a frame of slice cctv, classified`,
+		`(?m)^  edge \(slicer, up→rail\)\s+[0-9.]+ ns\s+a frame of slice rail, classified`,
+		`(?m)^slices \(each costs its dearest chain\):$`,
+		`(?m)^  slice edge/cctv\s+[0-9.]+ ns\s+[0-9.]+ Mpps per core\s+2 chains, dearest .*\s+budget 400 ns: within$`,
+		`(?m)^  slice edge/rail\s+[0-9.]+ ns\s+[0-9.]+ Mpps per core\s+2 chains, dearest .*rail-fw.*\s+budget 600 ns: within$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Fatalf("output does not match %s:\n%s", re, out)
+		}
+	}
+	if regexp.MustCompile(`(?m)^chain .*(rail.*cctv|cctv.*rail)`).MatchString(out) {
+		t.Fatalf("a chain crosses from one slice into another:\n%s", out)
+	}
+}

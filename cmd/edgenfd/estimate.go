@@ -23,8 +23,8 @@ type estimateFlags struct {
 var est estimateFlags
 
 func (f *estimateFlags) register(fs *flag.FlagSet) {
-	fs.Float64Var(&f.budget, "core-budget-ns", 0, "refuse a change that would push a chain's estimated cost per packet past N ns (0: no admission control); "+
-		"the estimate is that of `edgenf estimate`, with this machine's profile")
+	fs.Float64Var(&f.budget, "core-budget-ns", 0, "refuse a change that would push a chain's estimated cost per packet past N ns, a slice's chains taken together "+
+		"(0: only slices' own budget_ns); the estimate is that of `edgenf estimate`, with this machine's profile")
 	fs.StringVar(&f.profiles, "estimate-profiles", estimate.DefaultDir, "directory of the calibrated profiles (xdp.json, tc.json; `edgenf estimate calibrate` writes them); missing: the built-in ones")
 }
 
@@ -50,9 +50,11 @@ func (f *estimateFlags) configure(cfg *engine.Config, log *slog.Logger) error {
 		}
 		f.est.Profiles[h] = p
 	}
+	// Slices' own budgets (budget_ns) are enforced with or without a
+	// daemon-wide one; with neither, Check returns at once.
+	adm := &estimate.Admission{Estimator: f.est, BudgetNS: f.budget}
+	cfg.Admit = adm.Check
 	if f.budget > 0 {
-		adm := &estimate.Admission{Estimator: f.est, BudgetNS: f.budget}
-		cfg.Admit = adm.Check
 		log.Info("admission control", "core_budget_ns", f.budget)
 	}
 	return nil

@@ -16,6 +16,8 @@ import (
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	nfcapture "github.com/edgenf/edgenf/internal/nf/capture"
+	"github.com/edgenf/edgenf/internal/nf/slicer"
+	"github.com/edgenf/edgenf/internal/schema"
 	"github.com/edgenf/edgenf/internal/tenant"
 	"golang.org/x/sys/unix"
 )
@@ -24,7 +26,11 @@ import (
 // pcapng stream, until Count frames, Duration, or the client hangs up.
 type CaptureRequest struct {
 	// Point: "cube:port" or a Linux interface the caller may use.
-	Point string `json:"point" format:"peer" doc:"where to capture: cube:port, or a Linux interface the caller may use (one there is not: 404)"`
+	Point string `json:"point,omitempty" format:"peer" doc:"where to capture: cube:port, or a Linux interface the caller may use (one there is not: 404); give point or slice (both or neither: 400)"`
+	// Slice: a slice's entry and exit, the slicer port leading into its
+	// chain ("SLICER/SLICE", or "SLICE" if one slicer alone has it). A
+	// tenant captures only its own slices.
+	Slice string `json:"slice,omitempty" pattern:"^[A-Za-z0-9_.-]{1,64}(/[A-Za-z0-9_.-]{1,64})?$" doc:"where to capture: a slice's entry and exit (out: frames entering the slice's chain; in: frames leaving it), as SLICER/SLICE or SLICE when one slicer alone has it; a tenant names only its own slices (another's, or none: 404; a name in several slicers: 409)"`
 	// Config: snap length, direction, filter and rate bound, as a capture
 	// cube's settings.
 	nfcapture.Config
@@ -36,9 +42,14 @@ type CaptureRequest struct {
 // refuses one of this form only for its value (too long).
 var goDuration = regexp.MustCompile(`^(([0-9]+|[0-9]*[.][0-9]+)(ns|us|µs|ms|s|m|h))+$`)
 
-// RefineSchema: a duration has goDuration's form.
+// RefineSchema: a duration has goDuration's form; a capture names a
+// point or a slice.
 func (*CaptureRequest) RefineSchema(s *Schema) {
 	s.Properties["duration"].Pattern = goDuration.String()
+	s.AnyOf = []*Schema{
+		schema.Branch([]string{"point"}, map[string]*Schema{"slice": schema.Absent()}),
+		schema.Branch([]string{"slice"}, map[string]*Schema{"point": schema.Absent()}),
+	}
 }
 
 // captureCubePrefix names the transparent cubes a capture attaches: the
@@ -117,11 +128,44 @@ func (s *Server) capture(w http.ResponseWriter, r *http.Request) {
 	name := captureCubePrefix + hex.EncodeToString(suffix[:])
 	id := identityOf(r)
 	var hook datapath.Hook
-	err = s.eng.UpdateAs(r.Context(), who(r), func(t *cube.Topology, sc tenant.Scope) error {
-		if err := sc.Ref(t, "point", req.Point); err != nil {
+	// A slice's point is a port of the administrator's slicer: the
+	// tenant's right to it is its right to the slice, checked here, and
+	// the capture cube (the tenant's) is put there and taken away with the
+	// administrator's rights.
+	actor := who(r)
+	if req.Slice != "" {
+		actor = tenant.Admin
+	}
+	point := req.Point
+	// ... and what the engine checks of a tenant's change, its quotas of
+	// cubes and attachments, is checked here for it.
+	limits := tenant.Quota{}
+	if req.Slice != "" && !id.admin {
+		for _, q := range []string{tenant.Cubes, tenant.Attachments} {
+			limits[q] = s.eng.Limit(who(r), q)
+		}
+	}
+	err = s.eng.UpdateAs(r.Context(), actor, func(t *cube.Topology, sc tenant.Scope) error {
+		if req.Slice != "" {
+			p, err := slicer.FindSlice(t, req.Slice, id.tenant)
+			if err != nil {
+				return err
+			}
+			point = p.String()
+			if len(limits) > 0 {
+				now, err := tenant.Count(t, id.tenant, nil)
+				if err != nil {
+					return err
+				}
+				next := tenant.Usage{tenant.Cubes: now[tenant.Cubes] + 1, tenant.Attachments: now[tenant.Attachments] + 1}
+				if err := tenant.Check(limits, now, next); err != nil {
+					return err
+				}
+			}
+		} else if err := sc.Ref(t, "point", point); err != nil {
 			return err
 		}
-		hook = pointHook(t, req.Point)
+		hook = pointHook(t, point)
 		c := &cube.Cube{Name: name, Type: nfcapture.Type.Name, Hook: hook, Config: raw}
 		if !id.admin {
 			c.Tenant = id.tenant
@@ -129,13 +173,13 @@ func (s *Server) capture(w http.ResponseWriter, r *http.Request) {
 		if err := t.AddCube(c); err != nil {
 			return err
 		}
-		return t.Attach(name, req.Point, "last")
+		return t.Attach(name, point, "last")
 	})
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	defer s.eng.UpdateAs(context.Background(), who(r), func(t *cube.Topology, _ tenant.Scope) error {
+	defer s.eng.UpdateAs(context.Background(), actor, func(t *cube.Topology, _ tenant.Scope) error {
 		t.Detach(name)
 		return t.DeleteCube(name)
 	})
@@ -148,14 +192,17 @@ func (s *Server) capture(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer rd.Close()
-	s.streamCapture(w, r, rd, req, cfg, hook, dur)
+	s.streamCapture(w, r, rd, req, point, cfg, hook, dur)
 }
 
 // check checks a capture request on its own, before anything changes (the
 // filter is compiled), and gives its duration (0: none).
 func (req *CaptureRequest) check() (time.Duration, error) {
-	if req.Point == "" {
-		return 0, cube.Errorf("point", "required: cube:port or a Linux interface")
+	switch {
+	case req.Point == "" && req.Slice == "":
+		return 0, cube.Errorf("point", "required: cube:port or a Linux interface (or slice)")
+	case req.Point != "" && req.Slice != "":
+		return 0, cube.Errorf("slice", "give point or slice, not both")
 	}
 	if req.Count < 0 {
 		return 0, cube.Errorf("count", "count %d: give 1 or more frames, or 0 for no limit", req.Count)
@@ -182,7 +229,7 @@ func monoOffset() int64 {
 	return now.UnixNano() - ts.Nano()
 }
 
-func (s *Server) streamCapture(w http.ResponseWriter, r *http.Request, rd *nfcapture.Reader, req CaptureRequest, cfg nfcapture.Config, hook datapath.Hook, dur time.Duration) {
+func (s *Server) streamCapture(w http.ResponseWriter, r *http.Request, rd *nfcapture.Reader, req CaptureRequest, point string, cfg nfcapture.Config, hook datapath.Hook, dur time.Duration) {
 	rc := http.NewResponseController(w)
 	rc.SetWriteDeadline(time.Time{}) // a capture lasts as long as it is asked to
 	w.Header().Set("Content-Type", "application/x-pcapng")
@@ -196,12 +243,17 @@ func (s *Server) streamCapture(w http.ResponseWriter, r *http.Request, rd *nfcap
 	if b := cfg.RateOf(); b > 0 {
 		rate = fmt.Sprintf("at most %d frames/s per CPU", b)
 	}
-	desc := fmt.Sprintf("edgenf %s, hook %s, direction %s, snap length %d, %s", req.Point, hook, dir, cfg.SnaplenOf(), rate)
+	name := req.Point
+	if req.Slice != "" {
+		name = "slice " + req.Slice
+		dir += " (out: into the slice's chain, in: out of it)"
+	}
+	desc := fmt.Sprintf("edgenf %s at %s, hook %s, direction %s, snap length %d, %s", name, point, hook, dir, cfg.SnaplenOf(), rate)
 	if t := identityOf(r).tenant; t != "" {
 		desc += ", tenant " + t
 	}
-	nw, err := pcap.NewNgWriter(w, "edgenf capture at "+req.Point+" started "+start.UTC().Format(time.RFC3339Nano),
-		[]pcap.Interface{{Name: req.Point, Description: desc, Filter: cfg.Filter, Snaplen: cfg.SnaplenOf()}})
+	nw, err := pcap.NewNgWriter(w, "edgenf capture at "+name+" started "+start.UTC().Format(time.RFC3339Nano),
+		[]pcap.Interface{{Name: name, Description: desc, Filter: cfg.Filter, Snaplen: cfg.SnaplenOf()}})
 	if err != nil {
 		return
 	}

@@ -105,6 +105,7 @@ var helperSince = map[asm.BuiltinFunc]Version{
 	asm.FnXdpAdjustMeta:       {4, 15},
 	asm.FnXdpAdjustTail:       {4, 18},
 	asm.FnRingbufOutput:       {5, 8},
+	asm.FnRingbufQuery:        {5, 8},
 	asm.FnKtimeGetCoarseNs:    {5, 11},
 	asm.FnLoop:                {5, 17},
 	asm.FnXdpLoadBytes:        {5, 18},

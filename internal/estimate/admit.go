@@ -11,24 +11,37 @@ import (
 // Admission refuses a topology change that would push the estimate of a
 // chain past a per-core budget: an operator placing tenants' chains on a
 // few cores keeps each under what one core can spend per packet.
+//
+// Chains are admitted in groups, a group costing what its dearest chain
+// does: a slice's chains (into its chain and back, whatever cubes they
+// cross) form one group, held to the slice's own budget when it has one
+// and it is tighter than BudgetNS; any other chain is grouped with those
+// between the same two interfaces.
 type Admission struct {
 	Estimator *Estimator
-	BudgetNS  float64
-	// Group names what the budget applies to; the estimate of a group is
-	// that of its dearest chain. Nil: the chains between two interfaces
-	// (Chain.From, Chain.To), whatever cubes they cross. Slices group
-	// their chains by slice.
-	Group func(ChainCost) string
+	// BudgetNS is the daemon's budget (-core-budget-ns; 0: only slices'
+	// own budgets are enforced).
+	BudgetNS float64
 }
 
-// Check returns an error when next has a group whose estimate is over the
+// group is an admission group's dearest chain and its budget.
+type group struct {
+	ChainCost
+	budget    float64
+	sliceOwn  bool // budget is the slice's own
+	hasBudget bool
+}
+
+// Check returns an error when next has a group whose estimate is over its
 // budget and higher than in prev (a group already over the budget may
 // shrink, or stay as it is, but not grow). A group prev did not have is
 // held to the dearest group of prev entered by the same interface: a
 // change that only removes or moves cubes never makes packets from an
-// interface dearer. The error gives the numbers, hop by hop.
+// interface dearer. A slice's own budget set or tightened by the change
+// is checked whatever the slice cost before. The error gives the numbers,
+// hop by hop.
 func (a *Admission) Check(prev, next *cube.Topology) error {
-	if a == nil || a.BudgetNS <= 0 {
+	if a == nil || (a.BudgetNS <= 0 && !HasSliceBudget(next)) {
 		return nil
 	}
 	costs := cubeCosts{} // the cubes prev and next share are priced once
@@ -47,22 +60,31 @@ func (a *Admission) Check(prev, next *cube.Topology) error {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		cc := after[k]
-		if cc.NS <= a.BudgetNS {
+		g := after[k]
+		if !g.hasBudget || g.NS <= g.budget {
 			continue
 		}
 		was, existed := before[k]
 		now := ""
+		newBudget := g.sliceOwn && (!existed || !was.sliceOwn || was.budget != g.budget)
 		if existed {
 			now = fmt.Sprintf("; it costs %.1f ns now", was.NS)
-		} else if was, existed = dearestFrom(before, cc.From); existed {
-			now = fmt.Sprintf("; packets from %s cost at most %.1f ns now", cc.From, was.NS)
+		} else if was, existed = dearestFrom(before, g.From); existed {
+			now = fmt.Sprintf("; packets from %s cost at most %.1f ns now", g.From, was.NS)
 		}
-		if existed && cc.NS <= was.NS+0.05 {
+		if !newBudget && existed && g.NS <= was.NS+0.05 {
 			continue
 		}
-		over = append(over, fmt.Sprintf("chain %s would cost %.1f ns per packet (%s), over the core budget of %.0f ns%s",
-			cc.ID, cc.NS, hopList(cc), a.BudgetNS, now))
+		which := fmt.Sprintf("the core budget of %.0f ns", g.budget)
+		if g.sliceOwn {
+			which = fmt.Sprintf("the slice's budget of %.0f ns", g.budget)
+		}
+		what := "chain " + g.ID
+		if g.Slice != "" {
+			what = fmt.Sprintf("slice %s: chain %s", g.Slice, g.ID)
+		}
+		over = append(over, fmt.Sprintf("%s would cost %.1f ns per packet (%s), over %s%s",
+			what, g.NS, hopList(g.ChainCost), which, now))
 	}
 	if len(over) == 0 {
 		return nil
@@ -70,8 +92,8 @@ func (a *Admission) Check(prev, next *cube.Topology) error {
 	return cube.Conflict("core_budget_ns", "refused: %s", strings.Join(over, "; "))
 }
 
-func (a *Admission) groups(t *cube.Topology, costs cubeCosts) (map[string]ChainCost, error) {
-	out := map[string]ChainCost{}
+func (a *Admission) groups(t *cube.Topology, costs cubeCosts) (map[string]group, error) {
+	out := map[string]group{}
 	if t == nil {
 		return out, nil
 	}
@@ -81,11 +103,15 @@ func (a *Admission) groups(t *cube.Topology, costs cubeCosts) (map[string]ChainC
 	}
 	for _, cc := range chains {
 		k := cc.From + " → " + cc.To
-		if a.Group != nil {
-			k = a.Group(cc)
+		g := group{ChainCost: cc, budget: a.BudgetNS, hasBudget: a.BudgetNS > 0}
+		if cc.Slice != "" {
+			k = "slice " + cc.Slice
+			if cc.BudgetNS > 0 && (a.BudgetNS <= 0 || cc.BudgetNS < a.BudgetNS) {
+				g.budget, g.sliceOwn, g.hasBudget = cc.BudgetNS, true, true
+			}
 		}
 		if cur, ok := out[k]; !ok || cc.NS > cur.NS {
-			out[k] = cc
+			out[k] = g
 		}
 	}
 	return out, nil
@@ -93,8 +119,8 @@ func (a *Admission) groups(t *cube.Topology, costs cubeCosts) (map[string]ChainC
 
 // dearestFrom is the dearest group whose dearest chain is entered by the
 // interface from.
-func dearestFrom(groups map[string]ChainCost, from string) (ChainCost, bool) {
-	var best ChainCost
+func dearestFrom(groups map[string]group, from string) (group, bool) {
+	var best group
 	found := false
 	for _, cc := range groups {
 		if cc.From == from && (!found || cc.NS > best.NS) {

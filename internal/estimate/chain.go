@@ -111,15 +111,7 @@ func follow(t *cube.Topology, ch Chain, c *cube.Cube, in cube.Port, visited map[
 	}
 	visited = maps(visited)
 	visited[key] = true
-	outs := make([]cube.Port, 0, len(c.Ports))
-	for _, p := range c.Ports {
-		if p.Name != in.Name {
-			outs = append(outs, p)
-		}
-	}
-	if len(outs) == 0 {
-		outs = append(outs, in) // a one-port cube sends back where it received
-	}
+	outs := outPorts(c, in)
 	var res []Chain
 	for _, out := range outs {
 		next := ch
@@ -150,6 +142,41 @@ func follow(t *cube.Topology, ch Chain, c *cube.Cube, in cube.Port, visited map[
 		res = append(res, follow(t, next, peer, *peer.Port(ep.Port), visited)...)
 	}
 	return res
+}
+
+// outPorts are the ports a packet entering c by in may leave by: every
+// other port (a one-port cube sends back where it received), but a
+// slicing cube sends what enters by an entry port to its slices, and a
+// slice's return traffic to that slice's entry only.
+func outPorts(c *cube.Cube, in cube.Port) []cube.Port {
+	var sls []Slice
+	if m, ok := ModelOf(c.Type); ok && m.Slices != nil {
+		sls, _ = m.Slices(c) // a bad table: every port, as for any cube
+	}
+	slicePorts := map[string]string{}
+	for _, sl := range sls {
+		slicePorts[sl.Port] = sl.Entry
+	}
+	outs := make([]cube.Port, 0, len(c.Ports))
+	for _, p := range c.Ports {
+		switch entry, fromSlice := slicePorts[in.Name]; {
+		case p.Name == in.Name:
+		case fromSlice:
+			if p.Name == entry {
+				outs = append(outs, p)
+			}
+		case len(sls) > 0:
+			if _, toSlice := slicePorts[p.Name]; toSlice {
+				outs = append(outs, p)
+			}
+		default:
+			outs = append(outs, p)
+		}
+	}
+	if len(outs) == 0 && len(sls) == 0 {
+		outs = append(outs, in) // a one-port cube sends back where it received
+	}
+	return outs
 }
 
 func maps(m map[string]bool) map[string]bool {
@@ -200,6 +227,11 @@ type ChainCost struct {
 	// LowerBound is set when a hop's NF type has no cost model.
 	LowerBound bool     `json:"lower_bound,omitempty"`
 	Notes      []string `json:"notes,omitempty"`
+	// Slice is the slice the chain carries traffic of ("slicer/slice"),
+	// when it crosses a slice's port of a slicer; BudgetNS is that
+	// slice's own budget per packet (0: none).
+	Slice    string  `json:"slice,omitempty"`
+	BudgetNS float64 `json:"budget_ns,omitempty"`
 }
 
 // Estimator prices chains with a profile per hook.
@@ -210,11 +242,20 @@ type Estimator struct {
 // Cube prices one cube with the profile of its hook (its type's default
 // hook when it names none), for a packet entering it on in.
 func (e *Estimator) Cube(c *cube.Cube, in string) (CubeCost, error) {
+	return e.cubeVia(c, in, "")
+}
+
+// cubeVia prices a cube for a packet entering by in and leaving by out
+// ("": the model's typical way).
+func (e *Estimator) cubeVia(c *cube.Cube, in, out string) (CubeCost, error) {
 	p := e.Profiles[hookOf(c)]
 	if p == nil {
 		return CubeCost{}, fmt.Errorf("no profile for hook %s", hookOf(c))
 	}
-	return p.CubeEstimate(c, in)
+	if out == "" {
+		return p.CubeEstimate(c, in)
+	}
+	return p.CubeEstimateVia(c, in, out)
 }
 
 // Chain prices one chain: the first program's standalone cost, then each
@@ -230,8 +271,8 @@ func (e *Estimator) Chain(t *cube.Topology, ch Chain) (ChainCost, error) {
 type cubeCosts map[cubeIn]CubeCost
 
 type cubeIn struct {
-	c  *cube.Cube
-	in string
+	c       *cube.Cube
+	in, out string // out only for types priced by their way out (Model.Via)
 }
 
 func (e *Estimator) chain(t *cube.Topology, ch Chain, costs cubeCosts) (ChainCost, error) {
@@ -241,13 +282,17 @@ func (e *Estimator) chain(t *cube.Topology, ch Chain, costs cubeCosts) (ChainCos
 		if c == nil {
 			return cc, fmt.Errorf("chain %s: no cube %s", cc.ID, h.Cube)
 		}
-		own, ok := costs[cubeIn{c, h.In}]
+		key := cubeIn{c: c, in: h.In}
+		if m, ok := ModelOf(c.Type); ok && m.Via != nil && !h.Transparent {
+			key.out = h.Out
+		}
+		own, ok := costs[key]
 		if !ok {
 			var err error
-			if own, err = e.Cube(c, h.In); err != nil {
+			if own, err = e.cubeVia(c, key.in, key.out); err != nil {
 				return cc, err
 			}
-			costs[cubeIn{c, h.In}] = own
+			costs[key] = own
 		}
 		hc := HopCost{Hop: h, Own: own.Cost, Notes: own.Notes, Unknown: own.Unknown, NS: own.Cost.Total}
 		if i > 0 {
@@ -263,6 +308,15 @@ func (e *Estimator) chain(t *cube.Topology, ch Chain, costs cubeCosts) (ChainCos
 		}
 		cc.Hops = append(cc.Hops, hc)
 		cc.NS += hc.NS
+		if cc.Slice == "" && !h.Transparent {
+			sl, ok, err := sliceOf(c, h)
+			if err != nil {
+				return cc, err
+			}
+			if ok {
+				cc.Slice, cc.BudgetNS = c.Name+"/"+sl.Name, sl.BudgetNS
+			}
+		}
 	}
 	if len(ch.Hops) == 0 {
 		if p := e.Profiles[ch.Hook]; p != nil {
@@ -271,6 +325,87 @@ func (e *Estimator) chain(t *cube.Topology, ch Chain, costs cubeCosts) (ChainCos
 	}
 	cc.PPS = PPS(cc.NS)
 	return cc, nil
+}
+
+// sliceOf is the slice of a slicing cube whose port hop h leaves by (into
+// the slice's chain) or enters by (the slice's return traffic).
+func sliceOf(c *cube.Cube, h Hop) (Slice, bool, error) {
+	m, ok := ModelOf(c.Type)
+	if !ok || m.Slices == nil {
+		return Slice{}, false, nil
+	}
+	sls, err := m.Slices(c)
+	if err != nil {
+		return Slice{}, false, fmt.Errorf("cube %s: %w", c.Name, err)
+	}
+	for _, sl := range sls {
+		if sl.Port == h.Out || sl.Port == h.In {
+			return sl, true, nil
+		}
+	}
+	return Slice{}, false, nil
+}
+
+// SliceCost is a slice's estimate: that of its dearest chain, the one
+// each of its packets may cost at most.
+type SliceCost struct {
+	Slice    string  `json:"slice"`
+	Chain    string  `json:"chain"` // the dearest chain's ID
+	Chains   int     `json:"chains"`
+	NS       float64 `json:"ns"`
+	PPS      float64 `json:"pps"`
+	BudgetNS float64 `json:"budget_ns,omitempty"`
+}
+
+// Slices sums chains up by slice, by slice name.
+func Slices(chains []ChainCost) []SliceCost {
+	by := map[string]*SliceCost{}
+	var names []string
+	for _, cc := range chains {
+		if cc.Slice == "" {
+			continue
+		}
+		s := by[cc.Slice]
+		if s == nil {
+			s = &SliceCost{Slice: cc.Slice, BudgetNS: cc.BudgetNS}
+			by[cc.Slice] = s
+			names = append(names, cc.Slice)
+		}
+		s.Chains++
+		if s.Chain == "" || cc.NS > s.NS {
+			s.Chain, s.NS, s.PPS = cc.ID, cc.NS, cc.PPS
+		}
+	}
+	sort.Strings(names)
+	out := make([]SliceCost, 0, len(names))
+	for _, n := range names {
+		out = append(out, *by[n])
+	}
+	return out
+}
+
+// HasSliceBudget says whether a slice of t has a budget of its own: the
+// admission check runs for it even without a daemon-wide budget.
+func HasSliceBudget(t *cube.Topology) bool {
+	if t == nil {
+		return false
+	}
+	for _, c := range t.Cubes {
+		m, ok := ModelOf(c.Type)
+		if !ok || m.Slices == nil {
+			continue
+		}
+		sls, err := m.Slices(c)
+		if err != nil {
+			return true // let the check report it
+		}
+		for _, sl := range sls {
+			if sl.BudgetNS > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func hookOf(c *cube.Cube) datapath.Hook {

@@ -148,10 +148,87 @@ func TestAdmission(t *testing.T) {
 		!strings.Contains(err.Error(), "packets from a cost at most 120.0 ns now") {
 		t.Fatalf("re-peered, dearer: %v", err)
 	}
-	// per group (slices): the dearest chain of a group is its estimate
-	a.Group = func(estimate.ChainCost) string { return "slice-1" }
-	if err := a.Check(small, big); err == nil || !strings.Contains(err.Error(), "refused") {
-		t.Fatalf("grouped: %v", err)
+}
+
+// A slicing test type: its slices and their budgets are its config; it
+// costs 10.
+func init() {
+	estimate.Register(&estimate.Model{Type: "testslicer", Terms: []estimate.Term{{Name: "testtr.ns"}},
+		Uses: func(*estimate.Profile, *cube.Cube, string) ([]estimate.Use, []string, error) {
+			return []estimate.Use{{Term: "testtr.ns", N: 10}}, nil, nil
+		},
+		Slices: func(c *cube.Cube) ([]estimate.Slice, error) {
+			var cfg struct{ Slices []estimate.Slice }
+			if err := json.Unmarshal(c.Config, &cfg); err != nil {
+				return nil, err
+			}
+			return cfg.Slices, nil
+		}})
+}
+
+// e → sl (entry port up) → slice gold by port g → r1 (cost) → o1, and
+// slice silver by port s → r2 (30) → o2. gold's budget is goldBudget.
+func sliceTopology(cost, goldBudget float64) *cube.Topology {
+	t := cube.NewTopology()
+	cfg, _ := json.Marshal(map[string]any{"Slices": []estimate.Slice{{Name: "gold", Port: "g", Entry: "up", BudgetNS: goldBudget}, {Name: "silver", Port: "s", Entry: "up"}}})
+	t.Cubes["sl"] = &cube.Cube{Name: "sl", Type: "testslicer", Hook: datapath.XDP, Config: cfg,
+		Ports: []cube.Port{{Name: "up", Peer: "e"}, {Name: "g", Index: 1, Peer: "r1:p0"}, {Name: "s", Index: 2, Peer: "r2:p0"}}}
+	t.Cubes["r1"] = std("r1", cost, cube.Port{Name: "p0", Peer: "sl:g"}, cube.Port{Name: "p1", Index: 1, Peer: "o1"})
+	t.Cubes["r2"] = std("r2", 30, cube.Port{Name: "p0", Peer: "sl:s"}, cube.Port{Name: "p1", Index: 1, Peer: "o2"})
+	return t
+}
+
+// A slice's chains, in and back, are estimated as one: the slice costs
+// its dearest chain.
+func TestSliceEstimates(t *testing.T) {
+	e := &estimate.Estimator{Profiles: map[datapath.Hook]*estimate.Profile{datapath.XDP: testProfile()}}
+	cs, err := e.Topology(sliceTopology(50, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range estimate.Slices(cs) {
+		got = append(got, fmt.Sprintf("%s %d %.0f %s", c.Slice, c.Chains, c.NS, c.Chain))
+	}
+	// e → sl → r1 → o1: 10 + (50-5) = 55; o1 → r1 → sl → e: 50 + (10-5) =
+	// 55 (a tie: the first chain listed); never o1 → r1 → sl → r2 → o2.
+	want := []string{"sl/gold 2 55 o1 → r1:p0 → sl:up → e", "sl/silver 2 35 o2 → r2:p0 → sl:up → e"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("slices %q, want %q", got, want)
+	}
+	for _, c := range cs {
+		if c.Slice == "" {
+			t.Fatalf("chain %s has no slice", c.ID)
+		}
+	}
+}
+
+// A slice's own budget is enforced without a daemon-wide one, on that
+// slice only; setting a budget the slice is already over is refused; the
+// tighter of the two budgets holds.
+func TestSliceAdmission(t *testing.T) {
+	a := &estimate.Admission{Estimator: &estimate.Estimator{Profiles: map[datapath.Hook]*estimate.Profile{datapath.XDP: testProfile()}}}
+	if err := a.Check(sliceTopology(50, 0), sliceTopology(500, 0)); err != nil {
+		t.Fatalf("no budget at all: %v", err)
+	}
+	if err := a.Check(nil, sliceTopology(50, 100)); err != nil {
+		t.Fatalf("under the slice's budget: %v", err)
+	}
+	err := a.Check(sliceTopology(50, 100), sliceTopology(120, 100))
+	if err == nil || !strings.Contains(err.Error(), "slice sl/gold: chain ") || !strings.Contains(err.Error(), "would cost 125.0 ns per packet") ||
+		!strings.Contains(err.Error(), "over the slice's budget of 100 ns; it costs 55.0 ns now") || strings.Contains(err.Error(), "silver") {
+		t.Fatalf("over the slice's budget: %v", err)
+	}
+	if err := a.Check(sliceTopology(120, 0), sliceTopology(120, 100)); err == nil || !strings.Contains(err.Error(), "over the slice's budget of 100 ns") {
+		t.Fatalf("a budget the slice is over: %v", err)
+	}
+	if err := a.Check(sliceTopology(120, 100), sliceTopology(110, 100)); err != nil {
+		t.Fatalf("shrinking a slice over its budget: %v", err)
+	}
+	a.BudgetNS = 50
+	err = a.Check(sliceTopology(40, 100), sliceTopology(60, 100))
+	if err == nil || !strings.Contains(err.Error(), "over the core budget of 50 ns") {
+		t.Fatalf("the core budget is tighter: %v", err)
 	}
 }
 

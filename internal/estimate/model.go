@@ -65,11 +65,35 @@ type Model struct {
 	// port the packet enters a standard cube on, or the direction a
 	// transparent cube sees it in ("ingress", "egress"); "" when unknown.
 	Uses func(p *Profile, c *cube.Cube, in string) ([]Use, []string, error)
+	// Via, when set, is what a packet entering a standard cube by in and
+	// leaving by out uses, for types whose cost depends on the way out (a
+	// slicer's frame of one slice); chains are priced with it, and Uses
+	// stays the dearest way.
+	Via func(p *Profile, c *cube.Cube, in, out string) ([]Use, []string, error)
 	// Cases are the configurations `edgenf estimate calibrate` measures to
 	// fit Terms, or with holdout others, never used to fit: the accuracy
 	// report of `make bench` compares the model's estimate of each with
 	// its measured cost (nil: calibrated otherwise, as the p4 type is).
 	Cases func(holdout bool) []Case
+	// Slices, for a type whose cubes split an entry point's traffic into
+	// slices (the slicer), lists a cube's slices: a chain that leaves the
+	// cube by a slice's port, or enters it by one, is that slice's, and
+	// is admitted against the slice's budget (Admission).
+	Slices func(c *cube.Cube) ([]Slice, error)
+}
+
+// Slice is one slice of a slicing cube, as the estimator sees it.
+type Slice struct {
+	Name   string
+	Tenant string
+	// Port is the cube's port that leads into the slice's chain; Entry
+	// the one its return traffic leaves by. A frame entering by an entry
+	// port leaves by a slice's port, one entering by a slice's port by
+	// that slice's entry: never from one slice into another.
+	Port, Entry string
+	// BudgetNS is the slice's own budget per packet (0: none but the
+	// daemon's -core-budget-ns).
+	BudgetNS float64
 }
 
 // Case is one calibration measurement of an NF: a cube and a frame.
@@ -93,6 +117,11 @@ type Case struct {
 	// Setup, when set, runs after the cube is loaded and synced: state
 	// the slow path would learn (neighbours, say).
 	Setup func(h cube.Handle) error
+	// Background, when set, starts after Setup what the daemon runs beside
+	// the cube while it works (a capture's ring reader, without which the
+	// ring fills and every frame takes the cheaper way of a full ring);
+	// stop ends it when the case is closed.
+	Background func(h cube.Handle) (stop func(), err error)
 }
 
 var (
@@ -201,8 +230,23 @@ func (p *Profile) CubeEstimate(c *cube.Cube, in string) (CubeCost, error) {
 		return cc, nil
 	}
 	uses, notes, err := m.Uses(p, c, in)
+	return p.price(cc, uses, notes, err)
+}
+
+// CubeEstimateVia prices one cube for a packet entering it by in and
+// leaving by out (its type's Via; Uses without one).
+func (p *Profile) CubeEstimateVia(c *cube.Cube, in, out string) (CubeCost, error) {
+	m, ok := ModelOf(c.Type)
+	if !ok || m.Via == nil {
+		return p.CubeEstimate(c, in)
+	}
+	uses, notes, err := m.Via(p, c, in, out)
+	return p.price(CubeCost{Cube: c.Name, Type: c.Type}, uses, notes, err)
+}
+
+func (p *Profile) price(cc CubeCost, uses []Use, notes []string, err error) (CubeCost, error) {
 	if err != nil {
-		return cc, fmt.Errorf("cube %s: %w", c.Name, err)
+		return cc, fmt.Errorf("cube %s: %w", cc.Cube, err)
 	}
 	cc.Cost = p.Price(uses)
 	cc.Notes = notes

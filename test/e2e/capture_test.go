@@ -335,3 +335,109 @@ func TestCaptureTenantBoundary(t *testing.T) {
 		t.Fatalf("red's own capture: %v %s", err, out)
 	}
 }
+
+// A slice's entry and exit are capture points: red captures its own slice
+// (slice/red: the echo request going into the slice's chain, the reply
+// coming out of it, with their directions), never blue's slice nor the
+// administrator's slicer port, and its capture cube goes with the capture.
+func TestCaptureAtSlices(t *testing.T) {
+	testenv.E2E(t)
+	_, a, _, ra, rb := twoHosts(t)
+	tokens := map[string]any{
+		"tokens": []map[string]string{{"token": adminToken}, {"token": redToken, "tenant": "red"}, {"token": blueToken, "tenant": "blue"}},
+		// blue holds one cube, all its quota allows
+		"tenants": []map[string]any{{"name": "red"}, {"name": "blue", "quota": map[string]int64{"cubes": 1}}},
+	}
+	b, _ := json.Marshal(tokens)
+	dir := t.TempDir()
+	tokFile := filepath.Join(dir, "tokens.json")
+	if err := os.WriteFile(tokFile, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	d := startDaemon(t, "-listen", addr, "-tokens", tokFile)
+	topo := filepath.Join(dir, "slices.yaml")
+	if err := os.WriteFile(topo, []byte(fmt.Sprintf(`cubes:
+  - name: edge
+    type: slicer
+    hook: tc
+    config: {uplink: up, default: red}
+    ports:
+      - {name: up, peer: %s}
+      - {name: red, peer: "redpf:p0"}
+      - {name: blue, peer: "bluepf:p0"}
+    tables:
+      slices:
+        - {name: red, id: 1, tenant: red, port: red, rules: [{dst: 198.18.0.2/32}]}
+        - {name: blue, id: 2, tenant: blue, port: blue, rules: [{proto: tcp}]}
+  - name: redpf
+    type: portfwd
+    hook: tc
+    tenant: red
+    ports: [{name: p0}, {name: p1, peer: %s}]
+    tables:
+      rules: [{in_port: p0, out_port: p1}, {in_port: p1, out_port: p0}]
+  - name: bluepf
+    type: portfwd
+    hook: tc
+    tenant: blue
+    ports: [{name: p0}, {name: p1}]
+    tables:
+      rules: [{in_port: p0, out_port: p1}, {in_port: p1, out_port: p0}]
+`, ra, rb)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d.cli("apply", "-f", topo)
+	red := func(args ...string) (string, error) {
+		cmd := exec.Command(filepath.Join(binDir, "edgenf"), append([]string{"--server", "http://" + addr, "--token", redToken, "capture"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	file := filepath.Join(dir, "red.pcapng")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"slice/blue", "-c", "1", "-w", file}, `no slice named "blue"`},
+		{[]string{"slice/edge/blue", "-c", "1", "-w", file}, `no slice named "edge/blue"`},
+		{[]string{"slice/nope", "-c", "1", "-w", file}, `no slice named "nope"`},
+		{[]string{"edge:red", "-c", "1", "-w", file}, `no cube named "edge"`},
+	} {
+		if out, err := red(c.args...); err == nil || !strings.Contains(out, c.want) {
+			t.Errorf("red: capture %v: %v %q, want refusal %q", c.args, err, out, c.want)
+		}
+	}
+	// a capture cube counts against the tenant's quota, at a slice too
+	blue := exec.Command(filepath.Join(binDir, "edgenf"), "--server", "http://"+addr, "--token", blueToken, "capture", "slice/blue", "-c", "1", "-w", file)
+	if out, err := blue.CombinedOutput(); err == nil || !strings.Contains(string(out), "over quota cubes") {
+		t.Errorf("blue: capture at its slice beyond its cube quota: %v %s", err, out)
+	}
+	if len(d.captures()) != 0 {
+		t.Fatal("a refused capture left a cube")
+	}
+	done := make(chan struct{})
+	var out string
+	var err error
+	go func() { out, err = red("slice/red", "-c", "2", "--duration", "30s", "-w", file, "icmp"); close(done) }()
+	d.waitCaptures(1)
+	if err := a.Ping(ctx(t, 20*time.Second), "198.18.0.2", 1); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if err != nil || !strings.Contains(out, "2 packets captured at slice/red") {
+		t.Fatalf("red's slice capture: %v %s", err, out)
+	}
+	frames := tsharkFrames(t, file)
+	if len(frames) != 2 {
+		t.Fatalf("%d frames in the capture, want the echo request and its reply", len(frames))
+	}
+	// the request leaves the slicer into the slice (out), the reply comes
+	// back out of it (in)
+	if frames[0].dir != "0x00000002" || frames[1].dir != "0x00000001" || frames[0].name != "slice red" {
+		t.Fatalf("directions %q %q, interface %q: want outbound then inbound at \"slice red\"", frames[0].dir, frames[1].dir, frames[0].name)
+	}
+	if frames[0].raw[23] != 1 || frames[0].raw[34] != 8 || frames[1].raw[34] != 0 {
+		t.Fatalf("not an ICMP echo request and reply: % x / % x", frames[0].raw[:40], frames[1].raw[:40])
+	}
+	d.waitCaptures(0)
+}

@@ -456,11 +456,17 @@ type NFCase struct {
 	Entry *ebpf.Program
 	Uses  []estimate.Use
 	rig   *nfrig.Rig
+	stop  func() // the case's Background
 }
 
 // Close removes the case's datapath.
 func (c *NFCase) Close() {
-	c.Entry.Close()
+	if c.stop != nil {
+		c.stop()
+	}
+	if c.Entry != nil {
+		c.Entry.Close()
+	}
 	c.rig.Close()
 }
 
@@ -498,13 +504,19 @@ func LoadCase(meter *measure.Meter, m *estimate.Model, c estimate.Case) (*NFCase
 			return nil, err
 		}
 	}
+	if c.Background != nil {
+		if nc.stop, err = c.Background(r.Handle()); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
 	if typ.Transparent {
 		nc.Entry, err = r.TransparentEntry(c.Dir)
 	} else {
 		nc.Entry, err = r.Entry(c.InPort)
 	}
 	if err != nil {
-		r.Close()
+		nc.Close()
 		return nil, err
 	}
 	if err := warm(meter, r, c, nc.Entry); err != nil {

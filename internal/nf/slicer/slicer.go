@@ -109,6 +109,10 @@ type Slice struct {
 	// LatencyMs is a queueing-delay target; admission checks that the
 	// slice's HTB class can meet it (see docs/nf/slicer.md).
 	LatencyMs float64 `json:"latency_ms,omitempty" minimum:"0" doc:"a queueing-delay target, ms: needs min_bps, and a class burst at min_bps that drains within it (422 otherwise)"`
+	// BudgetNS is the slice's own per-packet cost budget: a change that
+	// would push the estimate of the slice's chain past it is refused
+	// (internal/estimate; tighter than the daemon's -core-budget-ns).
+	BudgetNS float64 `json:"budget_ns,omitempty" minimum:"0" doc:"the slice's per-packet cost budget, ns: a change that would push the estimate of the slice's chain (slicer, its cubes, back) past it is refused with the numbers (409); absent or 0: only the daemon's -core-budget-ns"`
 }
 
 // Rule maps traffic at an entry port to a slice. A VLAN rule makes the slice

@@ -16,6 +16,12 @@
 #define CAP_MAX 16384       /* largest snap length (and filter window) */
 #define CAP_PROG_MAX 512    /* filter instructions (libpcap's "port 53" is 20) */
 #define CAP_RING (8 << 20)  /* bytes of ring buffer per capture */
+/* The reader is woken only once this much waits in the ring: waking it for
+ * every record (an irq_work and a scheduler wake-up) would cost each frame
+ * several times what copying it does. It drains the ring at its own pace
+ * besides (every 20 to 200 ms: internal/api/capture.go), so a quiet
+ * capture is late by at most that. */
+#define CAP_WAKE_BYTES (256 << 10)
 
 /* Settings, written by the daemon (capture.go mirrors them). */
 struct cap_config {
@@ -343,7 +349,9 @@ static __always_inline int capture(ctx_t *ctx, struct edgenf_md *md, __u32 dir)
 	b->rec.ifindex = ctx_ifindex(ctx);
 	if (n > CAP_MAX)
 		return ENF_VERDICT_PASS;
-	if (bpf_ringbuf_output(&cap_ring, b, sizeof(b->rec) + n, 0))
+	if (bpf_ringbuf_output(&cap_ring, b, sizeof(b->rec) + n,
+			       bpf_ringbuf_query(&cap_ring, BPF_RB_AVAIL_DATA) >= CAP_WAKE_BYTES ? BPF_RB_FORCE_WAKEUP
+												  : BPF_RB_NO_WAKEUP))
 		st->ring_drop++;
 	else
 		st->captured++;

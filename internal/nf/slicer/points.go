@@ -1,0 +1,54 @@
+package slicer
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/edgenf/edgenf/internal/cube"
+)
+
+// Point is where a slice's traffic can be seen as the slice's alone: the
+// slicer port that leads into its chain. Frames leaving the slicer by it
+// enter the slice's chain; frames arriving on it leave the slice.
+type Point struct {
+	Slicer, Slice, Tenant string
+	Port                  string // the slicer's port: Slicer:Port
+}
+
+// String is the point as cube:port.
+func (p Point) String() string { return p.Slicer + ":" + p.Port }
+
+// FindSlice resolves "SLICER/SLICE", or "SLICE" when one slicer alone has
+// a slice of that name, among the slices visible to tenant ("": all, the
+// administrator's view): another tenant's slice is not found, as if it
+// did not exist.
+func FindSlice(t *cube.Topology, name, tenant string) (Point, error) {
+	slicerName, sliceName, qualified := strings.Cut(name, "/")
+	if !qualified {
+		sliceName, slicerName = slicerName, ""
+	}
+	var found []Point
+	for _, cn := range t.CubeNames() {
+		c := t.Cubes[cn]
+		if c.Type != Type.Name || (slicerName != "" && cn != slicerName) {
+			continue
+		}
+		for _, s := range others(c, "") {
+			if s.Name == sliceName && (tenant == "" || s.Tenant == tenant) {
+				found = append(found, Point{Slicer: cn, Slice: s.Name, Tenant: s.Tenant, Port: s.Port})
+			}
+		}
+	}
+	switch len(found) {
+	case 0:
+		return Point{}, cube.NotFound("slice", "no slice named %q", name)
+	case 1:
+		return found[0], nil
+	}
+	var names []string
+	for _, p := range found {
+		names = append(names, p.Slicer+"/"+p.Slice)
+	}
+	sort.Strings(names)
+	return Point{}, cube.Conflict("slice", "slice %q is in several slicers: name one of %s", name, strings.Join(names, ", "))
+}
