@@ -65,10 +65,11 @@ type gen struct {
 	stacks  map[string]bool
 	tuples  map[string]string
 
-	lv  map[*sema.Var]string // C lvalue of each variable
-	tmp int
-	hTy *sema.Struct // the H type
-	mTy *sema.Struct // the M type
+	lv   map[*sema.Var]string      // C lvalue of each variable
+	rets map[*sema.Function]string // return storage of functions returning non-scalars (calls.go)
+	tmp  int
+	hTy  *sema.Struct // the H type
+	mTy  *sema.Struct // the M type
 
 	w          *strings.Builder // current function body
 	body       *strings.Builder // the builder whose lines are tracked
@@ -447,12 +448,16 @@ func (g *gen) head() string {
 }
 
 // calledCode is the set of P4 actions and functions the program calls:
-// from tables (their action lists) or directly.
+// from tables (their action lists and default actions, which need not be
+// listed: the implicit NoAction) or directly.
 func (g *gen) calledCode() map[any]bool {
 	called := map[any]bool{}
 	for _, t := range g.p.Tables {
 		for _, ta := range t.Actions {
 			called[ta.Action.Ent] = true
+		}
+		if t.Default != nil {
+			called[t.Default.Action] = true
 		}
 	}
 	for _, cr := range g.info.Calls {

@@ -37,6 +37,10 @@ func (g *gen) lval(e syntax.Expr) string {
 				return fmt.Sprintf("%s.e[P4_IDX(%s.next - 1, %d)]", s, s, hs.Size)
 			}
 		}
+	case *syntax.Call:
+		if cr := g.info.Calls[x]; cr != nil && cr.Kind == sema.CallFunction && !scalarRet(cr.Function.Ret) {
+			return g.callFunction(x, cr.Function) // calls.go
+		}
 	case *syntax.Index:
 		if _, ok := g.typeOf(x.X).(*sema.Stack); ok {
 			return fmt.Sprintf("%s.e[%d]", g.lval(x.X), g.info.Consts[x.Index].Int64())
@@ -135,6 +139,9 @@ func (g *gen) rv(e syntax.Expr) string {
 	case *syntax.Binary:
 		return g.binary(x, t)
 	case *syntax.Cond:
+		if g.hasEffects(x.Then) || g.hasEffects(x.Else) {
+			return g.condEffects(x) // effects.go
+		}
 		return fmt.Sprintf("(%s ? %s : %s)", g.rv(x.Cond), g.rv(x.Then), g.rv(x.Else))
 	case *syntax.Cast:
 		from := g.typeOf(x.X)
@@ -173,6 +180,9 @@ func (g *gen) binary(x *syntax.Binary, t sema.Type) string {
 			return "(!" + eq + ")"
 		}
 		return eq
+	}
+	if (x.Op == "&&" || x.Op == "||") && g.hasEffects(x.Y) {
+		return g.shortCircuit(x) // effects.go
 	}
 	a, b := g.rv(x.X), g.rv(x.Y)
 	w := width(t)
@@ -245,7 +255,7 @@ func (g *gen) wref(e syntax.Expr) string {
 		return byteLiteral(v, n)
 	}
 	switch e.(type) {
-	case *syntax.Ident, *syntax.Member, *syntax.Index:
+	case *syntax.Ident, *syntax.Member, *syntax.Index, *syntax.Call:
 		return "(" + g.lval(e) + ")"
 	}
 	g.unsupported(e.NodePos(), "this expression on a value wider than 64 bits")

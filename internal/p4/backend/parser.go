@@ -68,6 +68,7 @@ func (g *gen) parser(p *sema.Parser) {
 		limit = g.parserLoopLimit()
 		g.line("__u32 loops = 0; /* visits of loop states; more than %d: error.ParserTimeout */", limit)
 	}
+	g.localInits(p.Decl.Locals) // calls.go
 	g.line("goto st_start;")
 	g.inParser = true
 	for _, st := range p.Order {

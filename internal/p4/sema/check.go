@@ -697,14 +697,20 @@ func (c *checker) actionDecl(x *syntax.ActionDecl, ct *Control) *Action {
 	for _, p := range a.Params {
 		if p.Dir == "" {
 			a.DataParams = append(a.DataParams, p)
-		} else {
-			c.unsupported(p.Pos, "action parameters with a direction")
-		}
-		if _, ok := BitsOf(p.Type); !ok {
-			if _, isB := p.Type.(*Bool); !isB {
-				c.errorf(p.Pos, "action parameter %s has type %s; use bit<N>", p.Name, p.Type)
+			if _, ok := BitsOf(p.Type); !ok {
+				if _, isB := p.Type.(*Bool); !isB && !bad(p.Type) {
+					c.errorf(p.Pos, "action parameter %s has type %s; action data (directionless parameters) must be bit<N>, int<N>, bool or enum bit<N>", p.Name, p.Type)
+				}
 			}
+			continue
 		}
+		// P4-16 6.8.1: the control plane supplies the directionless
+		// parameters (action data); the directional ones are bound where
+		// the action is called or listed, so they come first.
+		if len(a.DataParams) > 0 {
+			c.errorf(p.Pos, "parameter %s has direction %s but follows action data parameter %s; directional parameters must come before the directionless ones", p.Name, p.Dir, a.DataParams[0].Name)
+		}
+		c.storable(p, "action")
 	}
 	c.push()
 	for _, s := range x.Body.Stmts {
@@ -860,9 +866,7 @@ func (c *checker) tableDecl(x *syntax.TableDecl) *Table {
 					c.errorf(ar.Pos, "unknown action %q%s", ar.Name, hint(ar.Name, c.sc.visible()))
 					continue
 				}
-				if len(ar.Args) > 0 {
-					c.unsupported(ar.Pos, "arguments in a table's action list")
-				}
+				c.tableActionArgs(ar, a)
 				t.Actions = append(t.Actions, &TableAction{Action: a, Args: ar.Args,
 					DefaultOnly: ar.Annotations.Get("defaultonly") != nil, TableOnly: ar.Annotations.Get("tableonly") != nil})
 			}
@@ -911,9 +915,10 @@ func (c *checker) tableDecl(x *syntax.TableDecl) *Table {
 			c.errorf(p.Pos, "unknown table property %q", p.Name)
 		}
 	}
-	inList := func(a *Action) bool {
+	inList := func(ac *ActionCall) bool {
 		for _, ta := range t.Actions {
-			if ta.Action == a {
+			if ta.Action == ac.Action {
+				c.sameBinding(ac, ta)
 				return true
 			}
 		}
@@ -921,7 +926,7 @@ func (c *checker) tableDecl(x *syntax.TableDecl) *Table {
 	}
 	if defaultProp != nil {
 		ac := c.actionCall(defaultProp.Value)
-		if ac != nil && !inList(ac.Action) {
+		if ac != nil && !inList(ac) {
 			c.errorf(defaultProp.Value.NodePos(), "default action %s is not in the table's actions list", ac.Action.Name)
 		}
 		t.Default = ac
@@ -957,7 +962,7 @@ func (c *checker) tableDecl(x *syntax.TableDecl) *Table {
 			}
 			call := &syntax.Call{Pos: e.Action.Pos, Fn: &syntax.Ident{Pos: e.Action.Pos, Name: e.Action.Name}, Args: e.Action.Args}
 			en.Action = c.actionCall(call)
-			if en.Action != nil && !inList(en.Action.Action) {
+			if en.Action != nil && !inList(en.Action) {
 				c.errorf(e.Action.Pos, "action %s is not in the table's actions list", en.Action.Action.Name)
 			}
 			t.Entries = append(t.Entries, en)
@@ -988,8 +993,17 @@ func (c *checker) actionCall(e syntax.Expr) *ActionCall {
 	}
 	c.info.Uses[id] = a
 	ac := &ActionCall{Action: a, Pos: e.NodePos()}
+	if dir := a.Directional(); len(dir) > 0 && len(args) == len(a.Params) {
+		// default_action = a(hdr.x, 5): the directional arguments repeat
+		// the table's action list (checked by the table), then the data.
+		c.bindArgs(args[:len(dir)], dir, e.NodePos())
+		for _, arg := range args[:len(dir)] {
+			ac.DirArgs = append(ac.DirArgs, arg.Value)
+		}
+		args = args[len(dir):]
+	}
 	if len(args) != len(a.DataParams) {
-		c.errorf(e.NodePos(), "action %s takes %d arguments, got %d", a.Name, len(a.DataParams), len(args))
+		c.errorf(e.NodePos(), "action %s takes %d action data argument(s), got %d", a.Name, len(a.DataParams), len(args))
 		return nil
 	}
 	for i, arg := range args {
@@ -1113,7 +1127,7 @@ func (c *checker) subControl(x *syntax.InstanceDecl, y *BlockT) Entity {
 	return sub
 }
 
-// functionDecl checks a P4 function: in/directionless parameters, a body
+// functionDecl checks a P4 function: parameters of any direction, a body
 // whose every path returns a value (unless it returns void).
 func (c *checker) functionDecl(x *syntax.FunctionDecl) {
 	p := x.Proto
@@ -1128,9 +1142,7 @@ func (c *checker) functionDecl(x *syntax.FunctionDecl) {
 	defer c.pop()
 	f.Params = c.blockParams(p.Params, p.Name, FuncParam)
 	for _, v := range f.Params {
-		if v.Dir == "out" || v.Dir == "inout" {
-			c.unsupported(v.Pos, "function parameters with direction "+v.Dir)
-		}
+		c.storable(v, "function")
 	}
 	saved := c.function
 	c.function = f

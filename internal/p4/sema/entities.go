@@ -71,6 +71,9 @@ type ActionCall struct {
 	Action *Action
 	Args   []*big.Int // one per data parameter
 	Pos    syntax.Pos
+	// DirArgs are directional arguments when written (they must repeat the
+	// table's action list, which binds them).
+	DirArgs []syntax.Expr
 }
 
 // Entry is a const table entry.

@@ -747,14 +747,7 @@ func (c *checker) call(x *syntax.Call, want Type) Type {
 				c.errorf(x.Pos, "action %s takes %d arguments, got %d", v.Name, len(v.Params), len(x.Args))
 				return &Void{}
 			}
-			for i, a := range x.Args {
-				if a.Value == nil {
-					c.errorf(x.Pos, "missing argument %d", i+1)
-					continue
-				}
-				at := c.expr(a.Value, v.Params[i].Type)
-				c.assignable(v.Params[i].Type, at, a.Value)
-			}
+			c.bindArgs(x.Args, v.Params, x.Pos)
 			return &Void{}
 		case *Func:
 			var proto *syntax.FuncProto
@@ -814,14 +807,7 @@ func (c *checker) call(x *syntax.Call, want Type) Type {
 				c.errorf(x.Pos, "function %s takes %d arguments, got %d", v.Name, len(v.Params), len(x.Args))
 				return v.Ret
 			}
-			for i, a := range x.Args {
-				if a.Value == nil {
-					c.errorf(x.Pos, "missing argument %d", i+1)
-					continue
-				}
-				at := c.expr(a.Value, v.Params[i].Type)
-				c.assignable(v.Params[i].Type, at, a.Value)
-			}
+			c.bindArgs(x.Args, v.Params, x.Pos)
 			return v.Ret
 		case nil:
 			c.errorf(fn.Pos, "unknown function or action %q%s", fn.Name, hint(fn.Name, c.sc.visible()))
