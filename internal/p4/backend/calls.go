@@ -19,12 +19,13 @@ import (
 // paramStorage is the C lvalue of a directional parameter's storage.
 func (g *gen) paramStorage(p *sema.Var) string { return g.localStorage(p, p.Pos) }
 
-// copyIn copies arguments into the directional parameters ps. An out
-// parameter starts with its headers invalid (P4-16 6.8: an out header is
-// invalid until written).
+// copyIn copies arguments into the parameters ps (a function's
+// directionless parameters are in parameters). An out parameter starts
+// with its headers invalid (P4-16 6.8: an out header is invalid until
+// written).
 func (g *gen) copyIn(ps []*sema.Var, args []syntax.Expr) {
 	for i, p := range ps {
-		if i >= len(args) || p.Dir == "" {
+		if i >= len(args) || args[i] == nil {
 			continue
 		}
 		slot := g.paramStorage(p)
@@ -39,7 +40,7 @@ func (g *gen) copyIn(ps []*sema.Var, args []syntax.Expr) {
 // copyOut copies the out and inout parameters ps back into their arguments.
 func (g *gen) copyOut(ps []*sema.Var, args []syntax.Expr) {
 	for i, p := range ps {
-		if i >= len(args) || (p.Dir != "out" && p.Dir != "inout") {
+		if i >= len(args) || args[i] == nil || (p.Dir != "out" && p.Dir != "inout") {
 			continue
 		}
 		g.store(args[i], g.paramStorage(p), p.Type)

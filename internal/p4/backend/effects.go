@@ -8,6 +8,7 @@ package backend
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/edgenf/edgenf/internal/p4/sema"
 	"github.com/edgenf/edgenf/internal/p4/syntax"
@@ -94,4 +95,16 @@ func (g *gen) condEffects(x *syntax.Cond) string {
 	g.indent--
 	g.line("}")
 	return fmt.Sprintf("((__u64)%s)", t)
+}
+
+// settle saves the value of a C expression in a temporary, so that effects
+// generated after it (a function's copy-out) do not change it: P4
+// evaluates operands left to right.
+func (g *gen) settle(v string) string {
+	if strings.HasPrefix(v, "0x") {
+		return v // a constant
+	}
+	t := g.newTmp("lv")
+	g.line("__u64 %s = %s;", t, v)
+	return t
 }

@@ -42,8 +42,11 @@ func (g *gen) lval(e syntax.Expr) string {
 			return g.callFunction(x, cr.Function) // calls.go
 		}
 	case *syntax.Index:
-		if _, ok := g.typeOf(x.X).(*sema.Stack); ok {
-			return fmt.Sprintf("%s.e[%d]", g.lval(x.X), g.info.Consts[x.Index].Int64())
+		if hs, ok := g.typeOf(x.X).(*sema.Stack); ok {
+			if i, ok := g.info.Consts[x.Index]; ok {
+				return fmt.Sprintf("%s.e[%d]", g.lval(x.X), i.Int64())
+			}
+			return g.stackAt(x, hs) // stacks.go
 		}
 		if _, ok := g.typeOf(x.X).(*sema.Tuple); ok {
 			return fmt.Sprintf("%s.f%d", g.lval(x.X), g.info.Consts[x.Index].Int64())
@@ -184,7 +187,11 @@ func (g *gen) binary(x *syntax.Binary, t sema.Type) string {
 	if (x.Op == "&&" || x.Op == "||") && g.hasEffects(x.Y) {
 		return g.shortCircuit(x) // effects.go
 	}
-	a, b := g.rv(x.X), g.rv(x.Y)
+	a := g.rv(x.X)
+	if g.hasEffects(x.Y) {
+		a = g.settle(a) // effects.go: a is read before b's effects
+	}
+	b := g.rv(x.Y)
 	w := width(t)
 	ob, _ := sema.BitsOf(ot)
 	signed := ob != nil && ob.Signed
@@ -349,6 +356,9 @@ func (g *gen) assignTo(tgt string, lt sema.Type, rhs syntax.Expr) {
 				if i < len(l.Elems) {
 					g.assignTo(tgt+".f_"+f.Name, f.Type, l.Elems[i])
 				}
+			}
+			if st.Kind == "header" {
+				g.line("%s.valid = 1;", tgt) // a header initialized from a list is valid
 			}
 			return
 		}

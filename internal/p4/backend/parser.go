@@ -262,6 +262,7 @@ func (g *gen) extract(arg syntax.Expr) {
 	if n > g.maxHdr {
 		g.maxHdr = n // s->buf is declared after the body is generated
 	}
+	g.stackIndexCheck(arg) // stacks.go
 	dst := g.lval(arg)
 	if hs, sx := g.stackNext(arg); hs != nil {
 		// hs.next: error.StackOutOfBounds when the stack is full

@@ -355,11 +355,16 @@ func (c *checker) expr1(e syntax.Expr, want Type) Type {
 	case *syntax.Index:
 		xt := c.expr(x.X, nil)
 		if st, ok := xt.(*Stack); ok {
-			c.expr(x.Index, nil)
+			it := c.expr(x.Index, nil)
 			i, ok := c.info.Consts[x.Index]
 			if !ok {
-				c.unsupported(x.Index.NodePos(), "header stack indices that are not compile-time constants")
-				return nil
+				// a run-time index: bounds-checked by the backend (P4-16
+				// 8.18: out of range reads an undefined value, writes have
+				// no effect; extract rejects with error.StackOutOfBounds)
+				if _, isBits := it.(*Bits); !isBits && !bad(it) {
+					c.errorf(x.Index.NodePos(), "a header stack index must be bit<N> or int<N>, got %s", it)
+				}
+				return st.Elem
 			}
 			if i.Sign() < 0 || i.Cmp(big.NewInt(int64(st.Size))) >= 0 {
 				c.errorf(x.Pos, "index %s is out of range for %s", i, st)

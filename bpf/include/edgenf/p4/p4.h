@@ -39,6 +39,9 @@
  * the verifier insists on a real context pointer. */
 #define P4_KEEP(x) asm volatile("" : : "r"(x))
 
+/* x becomes opaque to clang: code using it stays after the bounds check
+ * the verifier has just seen on the same register (run-time stack indices) */
+#define P4_OPAQUE(x) asm volatile("" : "+r"(x))
 /* a header stack index the verifier can bound: i if i < n, else 0 */
 #define P4_IDX(i, n) ((__u32)(i) < (__u32)(n) ? (__u32)(i) : 0)
 /* x (w bits) sign-extended to 64 bits */
