@@ -311,8 +311,11 @@ func (g *gen) run() {
 		for _, f := range st.Fields {
 			if hs, ok := f.Type.(*sema.Stack); ok {
 				if el, ok := hs.Elem.(*sema.Struct); ok {
-					n := el.Bits / 8
-					g.hdrTotal += hdrBytes(el) * hs.Size
+					n, total := el.Bits/8, hdrBytes(el)
+					if el.Kind == "header_union" {
+						n, total = unionBytes(el)
+					}
+					g.hdrTotal += total * hs.Size
 					if n > g.maxHdr {
 						g.maxHdr = n
 					}

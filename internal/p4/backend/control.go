@@ -515,7 +515,6 @@ func (g *gen) externMethod(call *syntax.Call, cr *sema.CallRef) {
 							return
 						}
 						g.extract(call.Args[0].Value)
-						g.unionInvalidateOthers(call.Args[0].Value, "")
 						return
 					case et.Decl.Name == "packet_in" && cr.Method == "advance" && g.inParser:
 						g.advance(call.Args[0].Value)
@@ -829,7 +828,7 @@ func (g *gen) stackShift(cr *sema.CallRef) {
 			g.line("%s.e[%d] = %s.e[%d];", sc, i, sc, i-n)
 		}
 		for i := 0; i < n && i < size; i++ {
-			g.line("%s.e[%d].valid = 0;", sc, i)
+			g.invalidate(fmt.Sprintf("%s.e[%d]", sc, i), hs.Elem) // calls.go
 		}
 		g.line("%s.next = %s.next + %d > %d ? %d : %s.next + %d;", sc, sc, n, size, size, sc, n)
 		return
@@ -838,7 +837,7 @@ func (g *gen) stackShift(cr *sema.CallRef) {
 		g.line("%s.e[%d] = %s.e[%d];", sc, i, sc, i+n)
 	}
 	for i := max(size-n, 0); i < size; i++ {
-		g.line("%s.e[%d].valid = 0;", sc, i)
+		g.invalidate(fmt.Sprintf("%s.e[%d]", sc, i), hs.Elem)
 	}
 	g.line("%s.next = %s.next > %d ? %s.next - %d : 0;", sc, sc, n, sc, n)
 }

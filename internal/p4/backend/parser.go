@@ -245,6 +245,9 @@ func (g *gen) stackNext(arg syntax.Expr) (*sema.Stack, syntax.Expr) {
 	if !ok {
 		return nil, nil
 	}
+	if u, ok := g.typeOf(m.X).(*sema.Struct); ok && u.Kind == "header_union" {
+		return g.stackNext(m.X) // hs.next.member of a stack of unions (stacks.go)
+	}
 	if r := g.info.Members[m]; r == nil || r.Kind != sema.StackMember || r.Name != "next" {
 		return nil, nil
 	}
@@ -275,6 +278,7 @@ func (g *gen) extract(arg syntax.Expr) {
 	}
 	g.extractHeader(arg, dst, st) // packet.go
 	g.line("%s.valid = 1;", dst)
+	g.unionInvalidateOthers(arg, "") // before hs.next moves on (a stack of unions)
 	g.line("off += %d;", n)
 }
 

@@ -1,6 +1,7 @@
 package backend
 
-// Header stacks indexed by a value known only at run time (P4-16 8.18):
+// Header stacks (of headers or of header unions) indexed by a value known
+// only at run time (P4-16 8.18):
 // hs[i] with i out of range reads an undefined value and a write to it
 // changes nothing in the stack (p4c's and BMv2's behaviour); the parser
 // rejects extract(hs[i]) with error.StackOutOfBounds. The index is
@@ -9,7 +10,6 @@ package backend
 // type instead (s->oob_<type>), never memory beside the stack.
 
 import (
-
 	"github.com/edgenf/edgenf/internal/p4/ir"
 	"github.com/edgenf/edgenf/internal/p4/sema"
 	"github.com/edgenf/edgenf/internal/p4/syntax"
@@ -66,4 +66,16 @@ func (g *gen) stackIndexCheck(e syntax.Expr) {
 	g.line("\ts->sm.f_parser_error = %d; /* error.StackOutOfBounds */", g.errorID("StackOutOfBounds"))
 	g.line("\tgoto st_reject;")
 	g.line("}")
+}
+
+// unionBytes sizes a header_union: its largest member (what one element
+// of a stack of unions can hold) and all members together (a bound).
+func unionBytes(u *sema.Struct) (largest, total int) {
+	for _, f := range u.Fields {
+		if h, ok := f.Type.(*sema.Struct); ok {
+			largest = max(largest, h.Bits/8)
+			total += hdrBytes(h)
+		}
+	}
+	return largest, total
 }

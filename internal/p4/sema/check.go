@@ -335,11 +335,9 @@ func (c *checker) structDecl(x *syntax.StructDecl) {
 		if s, ok := ft.(*Stack); ok {
 			if x.Kind != "struct" {
 				c.unsupported(f.Pos, "header stacks inside a "+x.Kind)
-			} else if IsUnion(s.Elem) {
-				c.unsupported(f.Pos, "header_union stacks ("+s.String()+"); use a stack of each member header")
-			} else if el, ok := s.Elem.(*Struct); !ok || el.Kind != "header" {
+			} else if el, ok := s.Elem.(*Struct); !ok || (el.Kind != "header" && el.Kind != "header_union") {
 				if !bad(s.Elem) {
-					c.unsupported(f.Pos, "stacks of "+s.Elem.String()+" (only header stacks)")
+					c.unsupported(f.Pos, "stacks of "+s.Elem.String()+" (only stacks of headers and header unions)")
 				}
 			} else if s.Size <= 0 || s.Size > 64 {
 				c.errorf(f.Pos, "header stack size %d out of range (1..64)", s.Size)

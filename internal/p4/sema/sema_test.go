@@ -107,8 +107,8 @@ func TestCheckErrors(t *testing.T) {
 func TestUnsupportedNamed(t *testing.T) {
 	cases := []struct{ src, want string }{
 		{"header s_t { bit<8> a; } struct X { s_t[2] st; }", ""},
-		{"header s_t { bit<8> a; } header_union u_t { s_t a; } struct X { u_t[2] st; }", "unsupported: header_union"},
-		{"struct X { bit<8>[2] st; }", "unsupported: stacks of bit<8>"},
+		{"header s_t { bit<8> a; } header_union u_t { s_t a; } struct X { u_t[2] st; }", ""},
+		{"struct X { bit<8>[2] st; }", "unsupported: stacks of bit<8> (only stacks of headers and header unions)"},
 		{"header s_t { bit<8> a; } control C2(inout H h) { s_t[2] st; apply {} }", "unsupported: header stack variables"},
 		{"header s_t { bit<8> a; } struct X { s_t[2] st; } control C2(inout X x, in bit<32> i) { apply { x.st[i].a = 1; } }", ""},
 		{"header s_t { bit<8> a; } struct X { s_t[2] st; } control C2(inout X x, in bool i) { apply { x.st[i].a = 1; } }", "a header stack index must be bit<N> or int<N>, got bool"},
