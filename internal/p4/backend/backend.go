@@ -65,12 +65,15 @@ type gen struct {
 	stacks  map[string]bool
 	tuples  map[string]string
 
-	lv     map[*sema.Var]string      // C lvalue of each variable
-	rets   map[*sema.Function]string // return storage of functions returning non-scalars (calls.go)
-	spares map[string]bool           // elements out-of-range stack indices select (stacks.go)
-	tmp    int
-	hTy    *sema.Struct // the H type
-	mTy    *sema.Struct // the M type
+	lv        map[*sema.Var]string      // C lvalue of each variable
+	rets      map[*sema.Function]string // return storage of functions returning non-scalars (calls.go)
+	spares    map[string]bool           // elements out-of-range stack indices select (stacks.go)
+	pscope    *parserScope              // the parser whose states are being generated (parser.go)
+	loopLimit int                       // visits of parser loop states allowed (parser.go)
+	subDepth  int                       // sub-parsers being inlined (subparser.go)
+	tmp       int
+	hTy       *sema.Struct // the H type
+	mTy       *sema.Struct // the M type
 
 	w          *strings.Builder // current function body
 	body       *strings.Builder // the builder whose lines are tracked

@@ -493,6 +493,10 @@ func (g *gen) callStmt(call *syntax.Call) {
 	case sema.CallExternMethod:
 		g.externMethod(call, cr)
 	case sema.CallBlockApply:
+		if cr.SubParser != nil {
+			g.applySubParser(call, cr.SubParser) // subparser.go
+			return
+		}
 		g.applySub(call, cr.Sub)
 	case sema.CallFunction:
 		g.callFunction(call, cr.Function)

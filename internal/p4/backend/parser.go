@@ -18,19 +18,48 @@ func (g *gen) errorID(name string) int {
 }
 
 func (g *gen) parser(p *sema.Parser) {
-	for _, l := range p.Locals {
-		switch x := l.(type) {
-		case *sema.Var:
-			g.localStorage(x, x.Pos)
-		case *sema.ValueSet:
-		}
+	g.line("/* parser %s */", comment(p.Name))
+	g.line("%s int p4_parser(ctx_t *ctx)", g.stageAttr()) // stages.go
+	g.line("{")
+	g.indent++
+	g.stateLookup()
+	g.line("__u32 off = 0;")
+	g.fast()
+	g.line("s->p4_dpd = 0; /* the packet is as parsed (packet.go) */")
+	if g.parserHasLoops(p) {
+		g.loopLimit = g.parserLoopLimit()
+		g.line("__u32 loops = 0; /* visits of loop states; more than %d: error.ParserTimeout */", g.loopLimit)
 	}
-	// find loops: their entry states count visits so that the verifier
-	// sees a bounded loop
+	g.inParser = true
+	g.parserStates(p, &parserScope{accept: "st_accept"})
+	g.inParser = false
+	g.pos = syntax.Pos{}
+	g.indent--
+	g.line("st_accept:")
+	g.line("\ts->off = off;")
+	g.line("\treturn 0;")
+	g.line("st_reject:")
+	g.line("\ts->off = off;")
+	g.line("\treturn 0;")
+	g.line("}")
+	g.line("")
+}
+
+// parserScope names the states of one parser in the C function: the main
+// parser's, or a sub-parser's inlined at one apply (subparser.go).
+type parserScope struct {
+	prefix string // of the state labels
+	accept string // the label accept goes to
+}
+
+// parserLoops finds the states of p that close a loop: they count visits
+// so that the verifier sees a bounded loop. reached is the states reached
+// from start.
+func parserLoops(p *sema.Parser) (reached, loopTarget map[string]bool) {
 	color := map[string]int{}
-	loopTarget := map[string]bool{}
-	var visit func(n string, pos syntax.Pos)
-	visit = func(n string, pos syntax.Pos) {
+	loopTarget = map[string]bool{}
+	var visit func(n string)
+	visit = func(n string) {
 		st := p.States[n]
 		if st == nil {
 			return
@@ -45,44 +74,49 @@ func (g *gen) parser(p *sema.Parser) {
 		color[n] = 1
 		if tr := st.Decl.Transition; tr != nil {
 			if tr.Select == nil {
-				visit(tr.Next, tr.Pos)
+				visit(tr.Next)
 			}
 			for _, c := range tr.Cases {
-				visit(c.Next, c.Pos)
+				visit(c.Next)
 			}
 		}
 		color[n] = 2
 	}
-	visit("start", p.Decl.Pos)
-
-	g.line("/* parser %s */", comment(p.Name))
-	g.line("%s int p4_parser(ctx_t *ctx)", g.stageAttr()) // stages.go
-	g.line("{")
-	g.indent++
-	g.stateLookup()
-	g.line("__u32 off = 0;")
-	g.fast()
-	g.line("s->p4_dpd = 0; /* the packet is as parsed (packet.go) */")
-	limit := 0
-	if len(loopTarget) > 0 {
-		limit = g.parserLoopLimit()
-		g.line("__u32 loops = 0; /* visits of loop states; more than %d: error.ParserTimeout */", limit)
+	visit("start")
+	reached = map[string]bool{}
+	for n := range color {
+		reached[n] = true
 	}
+	return reached, loopTarget
+}
+
+// parserStates generates the variables and states of p, from start.
+func (g *gen) parserStates(p *sema.Parser, sc *parserScope) {
+	for _, l := range p.Locals {
+		switch x := l.(type) {
+		case *sema.Var:
+			g.localStorage(x, x.Pos)
+		case *sema.ValueSet:
+		}
+	}
+	reached, loopTarget := parserLoops(p)
+	saved := g.pscope
+	g.pscope = sc
+	defer func() { g.pscope = saved }()
 	g.localInits(p.Decl.Locals) // calls.go
-	g.line("goto st_start;")
-	g.inParser = true
+	g.line("goto %s;", g.stateLabel("start"))
 	for _, st := range p.Order {
-		if color[st.Name] == 0 {
+		if !reached[st.Name] {
 			continue // unreachable
 		}
 		g.pos = st.Decl.Pos
 		g.indent--
-		g.line("st_%s:", ir.Sanitize(st.Name))
+		g.line("%s:", g.stateLabel(st.Name))
 		g.indent++
 		g.line("{")
 		g.indent++
 		if loopTarget[st.Name] {
-			g.line("if (++loops > %d) {", limit)
+			g.line("if (++loops > %d) {", g.loopLimit)
 			g.line("\ts->sm.f_parser_error = %d; /* error.ParserTimeout */", g.errorID("ParserTimeout"))
 			g.line("\tgoto st_reject;")
 			g.line("}")
@@ -97,17 +131,6 @@ func (g *gen) parser(p *sema.Parser) {
 		g.indent--
 		g.line("}")
 	}
-	g.inParser = false
-	g.pos = syntax.Pos{}
-	g.indent--
-	g.line("st_accept:")
-	g.line("\ts->off = off;")
-	g.line("\treturn 0;")
-	g.line("st_reject:")
-	g.line("\ts->off = off;")
-	g.line("\treturn 0;")
-	g.line("}")
-	g.line("")
 }
 
 // parserLoopLimit bounds the visits of loop states: one per element of
@@ -132,7 +155,18 @@ func (g *gen) parserLoopLimit() int {
 	return max(n, 16)
 }
 
-func stateLabel(n string) string { return "st_" + ir.Sanitize(n) }
+// stateLabel is the C label of state n of the parser being generated.
+func (g *gen) stateLabel(n string) string {
+	switch {
+	case n == "reject":
+		return "st_reject" // a sub-parser's reject rejects the packet
+	case n == "accept" && g.pscope != nil:
+		return g.pscope.accept
+	case g.pscope != nil:
+		return g.pscope.prefix + "st_" + ir.Sanitize(n)
+	}
+	return "st_" + ir.Sanitize(n)
+}
 
 func (g *gen) transition(tr *syntax.Transition) {
 	if tr == nil {
@@ -140,7 +174,7 @@ func (g *gen) transition(tr *syntax.Transition) {
 		return
 	}
 	if tr.Select == nil {
-		g.line("goto %s;", stateLabel(tr.Next))
+		g.line("goto %s;", g.stateLabel(tr.Next))
 		return
 	}
 	var keys []string
@@ -177,11 +211,11 @@ func (g *gen) transition(tr *syntax.Transition) {
 			cond += c
 		}
 		if cond == "" {
-			g.line("goto %s;", stateLabel(c.Next))
+			g.line("goto %s;", g.stateLabel(c.Next))
 			return
 		}
 		g.line("if (%s)", unparen(cond))
-		g.line("\tgoto %s;", stateLabel(c.Next))
+		g.line("\tgoto %s;", g.stateLabel(c.Next))
 	}
 	g.line("s->sm.f_parser_error = %d; /* error.NoMatch */", g.errorID("NoMatch"))
 	g.line("goto st_reject;")

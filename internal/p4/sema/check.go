@@ -62,6 +62,7 @@ type checker struct {
 	nextID       int
 	matchKinds   map[string]bool
 	instantiated map[*Control]bool
+	subParsers   map[*Parser]bool // parsers instantiated in another (subparser.go)
 }
 
 // Options configures Check.
@@ -449,39 +450,45 @@ func (c *checker) parserDecl(x *syntax.ParserDecl) {
 	}
 	for _, st := range p.Order {
 		s := st.Decl
-		c.push()
+		c.push() // the state's variables: its statements and its select see them
 		for _, stmt := range s.Stmts {
 			c.stmt(stmt)
 		}
-		c.pop()
 		tr := s.Transition
 		if tr == nil {
+			c.pop()
 			c.errorf(s.Pos, "state %s has no transition", s.Name)
 			continue
 		}
-		checkNext := func(n string, pos syntax.Pos) {
-			if n != "accept" && n != "reject" && p.States[n] == nil {
-				c.errorf(pos, "unknown parser state %q", n)
+		c.transition(p, tr)
+		c.pop()
+	}
+}
+
+// transition checks a state's transition to known states, and its select.
+func (c *checker) transition(p *Parser, tr *syntax.Transition) {
+	checkNext := func(n string, pos syntax.Pos) {
+		if n != "accept" && n != "reject" && p.States[n] == nil {
+			c.errorf(pos, "unknown parser state %q", n)
+		}
+	}
+	if tr.Select == nil {
+		checkNext(tr.Next, tr.Pos)
+		return
+	}
+	var kts []Type
+	for _, k := range tr.Select {
+		kt := c.expr(k, nil)
+		if _, ok := BitsOf(kt); !ok {
+			if _, isErr := kt.(*ErrorT); !isErr {
+				c.errorf(k.NodePos(), "select key of type %s is not supported (use bit<N>, int<N>, bool or enum bit<N>)", kt)
 			}
 		}
-		if tr.Select == nil {
-			checkNext(tr.Next, tr.Pos)
-			continue
-		}
-		var kts []Type
-		for _, k := range tr.Select {
-			kt := c.expr(k, nil)
-			if _, ok := BitsOf(kt); !ok {
-				if _, isErr := kt.(*ErrorT); !isErr {
-					c.errorf(k.NodePos(), "select key of type %s is not supported (use bit<N>, int<N>, bool or enum bit<N>)", kt)
-				}
-			}
-			kts = append(kts, kt)
-		}
-		for _, cs := range tr.Cases {
-			c.keyset(cs.Keyset, kts, true)
-			checkNext(cs.Next, cs.Pos)
-		}
+		kts = append(kts, kt)
+	}
+	for _, cs := range tr.Cases {
+		c.keyset(cs.Keyset, kts, true)
+		checkNext(cs.Next, cs.Pos)
 	}
 }
 
@@ -1087,6 +1094,9 @@ func fitTo(v *big.Int, t Type) *big.Int {
 
 // subControl checks "Sub() name;" inside a control.
 func (c *checker) subControl(x *syntax.InstanceDecl, y *BlockT) Entity {
+	if y.Kind == "parser" && c.parser != nil {
+		return c.subParser(x, y) // subparser.go
+	}
 	callee, _ := c.global.lookup(y.Name).(*Control)
 	if y.Kind != "control" || c.control == nil || callee == nil {
 		c.unsupported(x.Pos, "instantiating "+y.Kind+" "+y.Name+" inside another block")

@@ -232,23 +232,24 @@ const (
 	CallExternMethod                 // inst.method(...) incl. packet.extract/emit
 	CallExternFunc                   // f(...) extern function
 	CallHeaderMethod                 // h.isValid() / setValid() / setInvalid(); hs.push_front(n) / pop_front(n) (Count)
-	CallBlockApply                   // sub-parser/sub-control apply (unsupported by the backend)
+	CallBlockApply                   // sub-parser/sub-control apply
 	CallFunction                     // P4 function
 )
 
 // CallRef describes a resolved call.
 type CallRef struct {
-	Kind     CallKind
-	Action   *Action
-	Table    *Table
-	Method   string // method or function name
-	Proto    *syntax.FuncProto
-	Instance *Instance // extern instance receiver, if any
-	Recv     syntax.Expr
-	Func     *Func
-	Sub      *SubControl // CallBlockApply
-	Count    int         // push_front / pop_front
-	Function *Function   // CallFunction
+	Kind      CallKind
+	Action    *Action
+	Table     *Table
+	Method    string // method or function name
+	Proto     *syntax.FuncProto
+	Instance  *Instance // extern instance receiver, if any
+	Recv      syntax.Expr
+	Func      *Func
+	Sub       *SubControl // CallBlockApply of a control
+	SubParser *SubParser  // CallBlockApply of a parser (subparser.go)
+	Count     int         // push_front / pop_front
+	Function  *Function   // CallFunction
 }
 
 // Package is the resolved main instantiation.

@@ -319,6 +319,9 @@ func (c *checker) expr1(e syntax.Expr, want Type) Type {
 		case *SubControl:
 			d := v.Control.Decl
 			return &BlockT{Kind: "control", Name: v.Control.Name, Params: d.Params, Decl: d}
+		case *SubParser:
+			d := v.Parser.Decl
+			return &BlockT{Kind: "parser", Name: v.Parser.Name, Params: d.Params, Decl: d}
 		}
 		c.errorf(x.Pos, "%s cannot be used in an expression", x.Name)
 		return nil
@@ -699,6 +702,10 @@ func (c *checker) call(x *syntax.Call, want Type) Type {
 			var sub *SubControl
 			if id, ok := fn.X.(*syntax.Ident); ok {
 				sub, _ = c.info.Uses[id].(*SubControl)
+				if sp, ok := c.info.Uses[id].(*SubParser); ok && fn.Name == "apply" {
+					c.info.Members[fn] = &MemberRef{Kind: MethodRef}
+					return c.applySubParser(x, sp) // subparser.go
+				}
 			}
 			if sub == nil || fn.Name != "apply" {
 				c.unsupported(x.Pos, "applying a sub-"+t.Kind)
