@@ -1094,7 +1094,7 @@ func fitTo(v *big.Int, t Type) *big.Int {
 
 // subControl checks "Sub() name;" inside a control.
 func (c *checker) subControl(x *syntax.InstanceDecl, y *BlockT) Entity {
-	if y.Kind == "parser" && c.parser != nil {
+	if c.parser != nil {
 		return c.subParser(x, y) // subparser.go
 	}
 	callee, _ := c.global.lookup(y.Name).(*Control)
