@@ -41,6 +41,11 @@ func (g *gen) lval(e syntax.Expr) string {
 		if cr := g.info.Calls[x]; cr != nil && cr.Kind == sema.CallFunction && !scalarRet(cr.Function.Ret) {
 			return g.callFunction(x, cr.Function) // calls.go
 		}
+		if cr := g.info.Calls[x]; cr != nil && cr.Kind == sema.CallExternMethod && cr.Method == "lookahead" && g.inParser {
+			if st, ok := g.typeOf(x).(*sema.Struct); ok {
+				return g.lookaheadValue(x, st) // lookahead.go
+			}
+		}
 	case *syntax.Index:
 		if hs, ok := g.typeOf(x.X).(*sema.Stack); ok {
 			if i, ok := g.info.Consts[x.Index]; ok {

@@ -260,6 +260,10 @@ func (g *gen) advance(arg syntax.Expr) {
 // lookahead returns a C expression for packet.lookahead<bit<N>>() (N <= 64):
 // the next N bits, without moving; error.PacketTooShort past the end.
 func (g *gen) lookahead(call *syntax.Call) string {
+	if st, ok := g.typeOf(call).(*sema.Struct); ok {
+		g.lookaheadValue(call, st) // lookahead.go
+		return "0"
+	}
 	w := width(g.typeOf(call))
 	if w <= 0 || w > 64 {
 		g.unsupported(call.Pos, "lookahead of this type")

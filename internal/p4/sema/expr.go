@@ -900,12 +900,7 @@ func (c *checker) packetCall(x *syntax.Call, ext, method string) {
 			return
 		}
 		if method == "lookahead" {
-			t := c.info.Types[x]
-			if b, ok := t.(*Bits); !ok || b.W > 64 {
-				if !bad(t) {
-					c.unsupported(x.Pos, "lookahead of "+t.String()+" (bit<N> and int<N> with N <= 64 are supported)")
-				}
-			}
+			c.lookaheadType(x) // params.go
 			return
 		}
 		if v, ok := c.info.Consts[x.Args[0].Value]; ok && v.Int64()%8 != 0 {

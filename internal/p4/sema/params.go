@@ -79,3 +79,32 @@ func (c *checker) sameBinding(ac *ActionCall, ta *TableAction) {
 		}
 	}
 }
+
+// lookaheadType checks the type of packet.lookahead<T>(): bit<N> or int<N>
+// up to 64 bits, a header without a varbit field, or a struct of bit<N>
+// fields (read as they lie in the packet).
+func (c *checker) lookaheadType(x *syntax.Call) {
+	t := c.info.Types[x]
+	switch y := t.(type) {
+	case *Bits:
+		if y.W <= 64 {
+			return
+		}
+	case *Struct:
+		ok := y.Kind == "header" && y.Varbit == nil
+		if y.Kind == "struct" {
+			ok = len(y.Fields) > 0
+			for _, f := range y.Fields {
+				if _, isBits := BitsOf(f.Type); !isBits || Width(f.Type) > 64 {
+					ok = false
+				}
+			}
+		}
+		if ok {
+			return
+		}
+	}
+	if !bad(t) {
+		c.unsupported(x.Pos, "lookahead of "+t.String()+" (bit<N> and int<N> up to 64 bits, headers without varbit fields and structs of bit<N> fields are supported)")
+	}
+}
