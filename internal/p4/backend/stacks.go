@@ -21,6 +21,7 @@ func (g *gen) stackAt(x *syntax.Index, hs *sema.Stack) string {
 	base := g.lval(x.X)
 	k, p := g.newTmp("hk"), g.newTmp("hp")
 	g.line("__u64 %s = %s;", k, g.rv(x.Index))
+	g.line("P4_OPAQUE(%s); /* clang must not drop the check below for an earlier one */", k)
 	g.line("%s *%s = &%s;", g.elemType(hs, x.Pos), p, g.spare(hs.Elem, x.Pos))
 	g.line("if (%s < %d) {", k, hs.Size)
 	g.line("	P4_OPAQUE(%s);", k)
