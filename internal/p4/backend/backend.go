@@ -112,6 +112,11 @@ func (g *gen) unsupported(pos syntax.Pos, what string) {
 
 func (g *gen) line(format string, args ...any) {
 	s := strings.Repeat("\t", g.indent) + fmt.Sprintf(format, args...) + "\n"
+	if g.pscope != nil && g.pscope.reject != "" {
+		// inside an inlined sub-parser, reject goes through its copy-out
+		// first (subparser.go)
+		s = strings.ReplaceAll(s, "goto st_reject;", "goto "+g.pscope.reject+";")
+	}
 	g.w.WriteString(s)
 	if g.w == g.body {
 		for i := strings.Count(s, "\n"); i > 0; i-- {

@@ -50,6 +50,7 @@ func (g *gen) parser(p *sema.Parser) {
 type parserScope struct {
 	prefix string // of the state labels
 	accept string // the label accept goes to
+	reject string // the label reject goes to ("": st_reject)
 }
 
 // parserLoops finds the states of p that close a loop: they count visits
@@ -159,7 +160,7 @@ func (g *gen) parserLoopLimit() int {
 func (g *gen) stateLabel(n string) string {
 	switch {
 	case n == "reject":
-		return "st_reject" // a sub-parser's reject rejects the packet
+		return "st_reject" // a sub-parser's reject rejects the packet (line maps it)
 	case n == "accept" && g.pscope != nil:
 		return g.pscope.accept
 	case g.pscope != nil:

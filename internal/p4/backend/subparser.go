@@ -4,8 +4,8 @@ package backend
 // states again, under labels of their own, inside the calling state. The
 // arguments are copied in, the sub-parser's accept continues the calling
 // state after the out and inout parameters are copied back, and its reject
-// (or a failed verify, extract, ...) rejects the packet, as p4c's inlining
-// does. A sub-parser shares the packet, its offset and the parser's loop
+// (or a failed verify, extract, ...) copies them back too, then rejects
+// the packet: what it extracted is kept, so no byte of the packet is lost. A sub-parser shares the packet, its offset and the parser's loop
 // budget with its caller.
 
 import (
@@ -30,14 +30,21 @@ func (g *gen) applySubParser(call *syntax.Call, sub *sema.SubParser) {
 		params, args = append(params, p), append(args, call.Args[i].Value)
 	}
 	n := g.newTmp("sp")
-	done := n + "_accept"
+	sc := &parserScope{prefix: n + "_", accept: n + "_accept", reject: n + "_reject"}
 	g.line("{")
 	g.indent++
 	g.line("/* %s.apply: parser %s inlined */", sub.Name, comment(sub.Parser.Name))
 	g.copyIn(params, args) // calls.go
-	g.parserStates(sub.Parser, &parserScope{prefix: n + "_", accept: done})
+	g.parserStates(sub.Parser, sc)
+	// reject: the arguments get what the sub-parser extracted (the bytes
+	// it consumed stay in the packet), then the caller rejects
 	g.indent--
-	g.line("%s:", done)
+	g.line("%s:", sc.reject)
+	g.indent++
+	g.copyOut(params, args)
+	g.line("goto st_reject;") // mapped to an enclosing sub-parser's reject by line
+	g.indent--
+	g.line("%s:", sc.accept)
 	g.indent++
 	g.copyOut(params, args)
 	g.indent--
