@@ -85,7 +85,7 @@ func (g *gen) shortCircuit(x *syntax.Binary) string {
 func (g *gen) condEffects(x *syntax.Cond) string {
 	t := g.newTmp("mx")
 	g.line("__u64 %s;", t)
-	g.line("if (%s) {", g.rv(x.Cond))
+	g.line("if (%s) {", unparen(g.rv(x.Cond)))
 	g.indent++
 	g.line("%s = %s;", t, g.rv(x.Then))
 	g.indent--
