@@ -253,3 +253,14 @@ func (g *gen) localInits(decls []syntax.Decl) {
 		}
 	}
 }
+
+// ctorInits gives a block's constructor parameters the values of its
+// instantiation, each time the block starts (a sub-parser: at each apply,
+// with its own instance's values).
+func (g *gen) ctorInits(ps []*sema.Var, args []syntax.Expr) {
+	for i, p := range ps {
+		if i < len(args) {
+			g.assignTo(g.localStorage(p, p.Pos), p.Type, args[i])
+		}
+	}
+}

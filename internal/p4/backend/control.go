@@ -347,7 +347,8 @@ func (g *gen) control(c *sema.Control) {
 	g.line("{")
 	g.indent++
 	g.stateLookup()
-	g.localInits(c.Decl.Locals) // calls.go
+	g.ctorInits(c.Ctor, c.CtorArgs) // calls.go
+	g.localInits(c.Decl.Locals)
 	for _, s := range c.Decl.Body.Stmts {
 		g.stmt(s)
 	}

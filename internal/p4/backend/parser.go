@@ -31,7 +31,7 @@ func (g *gen) parser(p *sema.Parser) {
 		g.line("__u32 loops = 0; /* visits of loop states; more than %d: error.ParserTimeout */", g.loopLimit)
 	}
 	g.inParser = true
-	g.parserStates(p, &parserScope{accept: "st_accept"})
+	g.parserStates(p, &parserScope{accept: "st_accept", ctorArgs: p.CtorArgs})
 	g.inParser = false
 	g.pos = syntax.Pos{}
 	g.indent--
@@ -51,6 +51,8 @@ type parserScope struct {
 	prefix string // of the state labels
 	accept string // the label accept goes to
 	reject string // the label reject goes to ("": st_reject)
+	// ctorArgs are the values of the parser's constructor parameters
+	ctorArgs []syntax.Expr
 }
 
 // parserLoops finds the states of p that close a loop: they count visits
@@ -104,7 +106,8 @@ func (g *gen) parserStates(p *sema.Parser, sc *parserScope) {
 	saved := g.pscope
 	g.pscope = sc
 	defer func() { g.pscope = saved }()
-	g.localInits(p.Decl.Locals) // calls.go
+	g.ctorInits(p.Ctor, sc.ctorArgs) // calls.go
+	g.localInits(p.Decl.Locals)
 	g.line("goto %s;", g.stateLabel("start"))
 	for _, st := range p.Order {
 		if !reached[st.Name] {

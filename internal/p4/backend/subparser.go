@@ -30,7 +30,7 @@ func (g *gen) applySubParser(call *syntax.Call, sub *sema.SubParser) {
 		params, args = append(params, p), append(args, call.Args[i].Value)
 	}
 	n := g.newTmp("sp")
-	sc := &parserScope{prefix: n + "_", accept: n + "_accept", reject: n + "_reject"}
+	sc := &parserScope{prefix: n + "_", accept: n + "_accept", reject: n + "_reject", ctorArgs: sub.Args}
 	g.line("{")
 	g.indent++
 	g.line("/* %s.apply: parser %s inlined */", sub.Name, comment(sub.Parser.Name))

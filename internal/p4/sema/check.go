@@ -419,14 +419,12 @@ func (c *checker) parserDecl(x *syntax.ParserDecl) {
 	if len(x.TypeParams) > 0 {
 		c.unsupported(x.Pos, "generic parsers")
 	}
-	if len(x.CtorParams) > 0 {
-		c.unsupported(x.Pos, "parser constructor parameters")
-	}
 	c.push()
 	defer c.pop()
 	c.parser = p
 	defer func() { c.parser = nil }()
 	p.Params = c.blockParams(x.Params, x.Name, BlockParam)
+	p.Ctor = c.ctorParams(x.CtorParams, x.Name) // ctor.go
 	for _, l := range x.Locals {
 		if e := c.localDecl(l, x.Name); e != nil {
 			p.Locals = append(p.Locals, e)
@@ -664,14 +662,12 @@ func (c *checker) controlDecl(x *syntax.ControlDecl) {
 	if len(x.TypeParams) > 0 {
 		c.unsupported(x.Pos, "generic controls")
 	}
-	if len(x.CtorParams) > 0 {
-		c.unsupported(x.Pos, "control constructor parameters")
-	}
 	c.push()
 	defer c.pop()
 	c.control = ct
 	defer func() { c.control = nil }()
 	ct.Params = c.blockParams(x.Params, x.Name, BlockParam)
+	ct.Ctor = c.ctorParams(x.CtorParams, x.Name) // ctor.go
 	for _, l := range x.Locals {
 		if e := c.localDecl(l, x.Name); e != nil {
 			ct.Locals = append(ct.Locals, e)
@@ -764,11 +760,13 @@ func (c *checker) mainDecl(x *syntax.InstanceDecl) {
 			if i != 0 {
 				c.errorf(id.Pos, "%s is a parser, %s expects a control here", id.Name, bt.Name)
 			}
+			b.CtorArgs = c.ctorArgs(call.Args, b.Ctor, b.Name, call.Pos)
 			pkg.Blocks = append(pkg.Blocks, b)
 		case *Control:
 			if i == 0 {
 				c.errorf(id.Pos, "%s is a control, %s expects a parser here", id.Name, bt.Name)
 			}
+			b.CtorArgs = c.ctorArgs(call.Args, b.Ctor, b.Name, call.Pos)
 			pkg.Blocks = append(pkg.Blocks, b)
 		default:
 			c.errorf(id.Pos, "unknown parser or control %q", id.Name)
@@ -1102,15 +1100,12 @@ func (c *checker) subControl(x *syntax.InstanceDecl, y *BlockT) Entity {
 		c.unsupported(x.Pos, "instantiating "+y.Kind+" "+y.Name+" inside another block")
 		return nil
 	}
-	if len(x.Args) > 0 {
-		c.unsupported(x.Pos, "control constructor arguments")
-		return nil
-	}
 	if c.instantiated[callee] {
 		c.unsupported(x.Pos, "instantiating control "+callee.Name+" more than once")
 		return nil
 	}
 	c.instantiated[callee] = true
+	callee.CtorArgs = c.ctorArgs(x.Args, callee.Ctor, callee.Name, x.Pos) // ctor.go
 	sub := &SubControl{Name: x.Name, Decl: x, Control: callee, Parent: c.control}
 	// p4c names what the sub-control declares after the instance path.
 	from := callee.Name + "."

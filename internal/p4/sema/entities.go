@@ -146,6 +146,10 @@ type Control struct {
 	Decl   *syntax.ControlDecl
 	Params []*Var
 	Locals []Entity
+	// Ctor are the constructor parameters, CtorArgs the values its one
+	// instantiation gives them (ctor.go).
+	Ctor     []*Var
+	CtorArgs []syntax.Expr
 }
 
 // Parser is a parser declaration.
@@ -154,8 +158,12 @@ type Parser struct {
 	Decl   *syntax.ParserDecl
 	Params []*Var
 	Locals []Entity
-	States map[string]*State
-	Order  []*State
+	// Ctor are the constructor parameters; CtorArgs their values as the
+	// main package's parser (a sub-parser's are SubParser.Args).
+	Ctor     []*Var
+	CtorArgs []syntax.Expr
+	States   map[string]*State
+	Order    []*State
 }
 
 // State is a parser state.

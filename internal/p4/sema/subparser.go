@@ -13,6 +13,7 @@ type SubParser struct {
 	Decl   *syntax.InstanceDecl
 	Parser *Parser // the instantiated parser
 	Parent *Parser
+	Args   []syntax.Expr // constructor arguments (ctor.go)
 }
 
 func (s *SubParser) EntName() string { return s.Name }
@@ -28,10 +29,6 @@ func (c *checker) subParser(x *syntax.InstanceDecl, y *BlockT) Entity {
 		c.errorf(x.Pos, "parser %s cannot instantiate itself", callee.Name)
 		return nil
 	}
-	if len(x.Args) > 0 {
-		c.unsupported(x.Pos, "parser constructor arguments")
-		return nil
-	}
 	for _, l := range callee.Locals {
 		if _, ok := l.(*ValueSet); ok && c.subParsers[callee] {
 			// p4c names a value_set after its instance: one per instance
@@ -43,7 +40,8 @@ func (c *checker) subParser(x *syntax.InstanceDecl, y *BlockT) Entity {
 		c.subParsers = map[*Parser]bool{}
 	}
 	c.subParsers[callee] = true
-	sub := &SubParser{Name: x.Name, Decl: x, Parser: callee, Parent: c.parser}
+	sub := &SubParser{Name: x.Name, Decl: x, Parser: callee, Parent: c.parser,
+		Args: c.ctorArgs(x.Args, callee.Ctor, callee.Name, x.Pos)}
 	c.declare(x.Name, sub, x.Pos)
 	return sub
 }

@@ -33,3 +33,30 @@ func TestSubParserErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestCtorParamErrors: constructor parameters and arguments.
+func TestCtorParamErrors(t *testing.T) {
+	cases := []struct{ src, want string }{
+		{"control S(inout bit<8> v)(bit<8> k, bool on) { apply { if (on) { v = v + k; } } } control I2(inout H h) { S(2, true) s; apply { s.apply(h.h.a); } }", ""},
+		{"control S(inout bit<8> v)(bit<8> k) { apply { v = k; } } control I2(inout H h) { S() s; apply { s.apply(h.h.a); } }", "S takes 1 constructor argument(s), got 0"},
+		{"control S(inout bit<8> v)(bit<8> k) { apply { v = k; } } control I2(inout H h) { S(h.h.b) s; apply { s.apply(h.h.a); } }", "constructor argument k of S must be a compile-time constant"},
+		{"control S(inout bit<8> v)(bit<8> k) { apply { k = v; } }", "cannot assign to k: it is read-only"},
+		{"control S(inout bit<8> v)(bit<8> k) { apply { } } control I2(inout H h) { S(16w1) s; apply { s.apply(h.h.a); } }", "cannot use a value of type bit<16> where bit<8> is expected"},
+		{"control S(inout bit<8> v)(counter c) { apply { } }", "unsupported: constructor parameters of type counter"},
+		{"parser SP(packet_in p, inout H h)(bit<8> k) { state start { h.h.a = k; transition accept; } } parser P3(packet_in p, out H h) { SP(1) a; SP(2) b; state start { a.apply(p, h); b.apply(p, h); transition accept; } }", ""},
+		{"parser SP(packet_in p, inout H h)(bit<8> k) { state start { transition accept; } } parser P3(packet_in p, out H h) { SP(1, 2) a; state start { transition accept; } }", "SP takes 1 constructor argument(s), got 2"},
+	}
+	for _, c := range cases {
+		src := prelude + c.src + "\ncontrol I(inout H h, inout M m, inout standard_metadata_t s) { apply {} }" + tail
+		_, err := checkSrc(t, "t.p4", []byte(src))
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("%q: %v", c.src, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "t.p4:") || !strings.Contains(err.Error(), "^") {
+			t.Errorf("%q: got %v, want %q", c.src, err, c.want)
+		}
+	}
+}
