@@ -1101,8 +1101,7 @@ func (c *checker) subControl(x *syntax.InstanceDecl, y *BlockT) Entity {
 		return nil
 	}
 	if c.instantiated[callee] {
-		c.unsupported(x.Pos, "instantiating control "+callee.Name+" more than once")
-		return nil
+		return c.againControl(x, callee) // ctor.go
 	}
 	c.instantiated[callee] = true
 	callee.CtorArgs = c.ctorArgs(x.Args, callee.Ctor, callee.Name, x.Pos) // ctor.go

@@ -52,3 +52,49 @@ func (c *checker) ctorArgs(args []syntax.Arg, ps []*Var, name string, pos syntax
 	}
 	return out
 }
+
+// againControl checks a second instantiation of control callee. Its code
+// is generated once, so the instances can share it when the control keeps
+// no state of its own (no table, extern instance or value_set, directly or
+// in its sub-controls) and the constructor arguments are the same.
+func (c *checker) againControl(x *syntax.InstanceDecl, callee *Control) Entity {
+	if what := stateOf(callee, 0); what != "" {
+		c.unsupported(x.Pos, "instantiating control "+callee.Name+" more than once: it declares "+what+", which each instance would need its own of")
+		return nil
+	}
+	args := c.ctorArgs(x.Args, callee.Ctor, callee.Name, x.Pos)
+	for i, a := range args {
+		if i < len(callee.CtorArgs) && c.info.Consts[a] != nil && c.info.Consts[callee.CtorArgs[i]] != nil &&
+			c.info.Consts[a].Cmp(c.info.Consts[callee.CtorArgs[i]]) != 0 {
+			c.unsupported(a.NodePos(), "instances of control "+callee.Name+" with different constructor arguments")
+			return nil
+		}
+	}
+	sub := &SubControl{Name: x.Name, Decl: x, Control: callee, Parent: c.control}
+	c.info.SubControls = append(c.info.SubControls, sub)
+	c.declare(x.Name, sub, x.Pos)
+	return sub
+}
+
+// stateOf names what control ct (or a control it instantiates) declares
+// that is state of an instance: a table, an extern instance, a value_set.
+func stateOf(ct *Control, depth int) string {
+	if depth > 16 {
+		return ""
+	}
+	for _, l := range ct.Locals {
+		switch x := l.(type) {
+		case *Table:
+			return "table " + x.Name
+		case *Instance:
+			return x.Extern.Name + " " + x.Name
+		case *ValueSet:
+			return "value_set " + x.Name
+		case *SubControl:
+			if w := stateOf(x.Control, depth+1); w != "" {
+				return w
+			}
+		}
+	}
+	return ""
+}

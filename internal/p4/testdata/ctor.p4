@@ -1,10 +1,11 @@
 /* Constructor parameters: of the main package's parser and ingress, of a
- * sub-parser instantiated twice with different values, of a sub-control. */
+ * sub-parser instantiated twice with different values, of a sub-control
+ * instantiated twice. */
 #include <core.p4>
 #include <v1model.p4>
 
 header ethernet_t { bit<48> dstAddr; bit<48> srcAddr; bit<16> etherType; }
-header res_t { bit<8> a; bit<8> b; }
+header res_t { bit<8> a; bit<8> b; bit<8> c; }
 struct H { ethernet_t eth; res_t res; }
 struct M { bit<8> x; }
 
@@ -40,10 +41,12 @@ control V(inout H hdr, inout M m) { apply { } }
 
 control Ig(inout H hdr, inout M m, inout standard_metadata_t sm)(bit<9> port) {
     Scale(3, true) triple;
+    Scale(3, true) again; /* stateless: the instances share Scale's code */
     apply {
         sm.egress_spec = port;
         hdr.res.a = m.x;
         triple.apply(hdr.res.b);
+        again.apply(hdr.res.c);
     }
 }
 
