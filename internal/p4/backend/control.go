@@ -519,6 +519,10 @@ func (g *gen) externMethod(call *syntax.Call, cr *sema.CallRef) {
 							g.extractVarbit(call.Args[0].Value, call.Args[1].Value)
 							return
 						}
+						if len(call.Args) == 1 && call.Args[0].Value == nil {
+							g.skipHeader(cr.Count) // lookahead.go: extract<T>(_)
+							return
+						}
 						g.extract(call.Args[0].Value)
 						return
 					case et.Decl.Name == "packet_in" && cr.Method == "advance" && g.inParser:

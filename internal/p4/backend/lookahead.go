@@ -3,7 +3,7 @@ package backend
 // packet.lookahead<T>() of a header or a struct of bit<N> fields: the next
 // bytes of the packet unpacked into a value of T (a header comes back
 // valid), without moving; error.PacketTooShort past the end. bit<N> up to
-// 64 bits is parser.go's lookahead.
+// 64 bits is parser.go's lookahead. Also extract<T>(_), which skips a T.
 
 import (
 	"github.com/edgenf/edgenf/internal/p4/ir"
@@ -54,4 +54,14 @@ func packedLayout(st *sema.Struct) *sema.Struct {
 	}
 	l.Bits = off
 	return l
+}
+
+// skipHeader generates extract<T>(_): the packet advances by the header's
+// size, error.PacketTooShort past its end.
+func (g *gen) skipHeader(bits int) {
+	g.line("if ((__u64)off + %d > ctx_len(ctx)) {", bits/8)
+	g.line("\ts->sm.f_parser_error = %d; /* error.PacketTooShort */", g.errorID("PacketTooShort"))
+	g.line("\tgoto st_reject;")
+	g.line("}")
+	g.line("off += %d;", bits/8)
 }

@@ -889,6 +889,10 @@ func (c *checker) packetCall(x *syntax.Call, ext, method string) {
 		if c.parser == nil {
 			c.errorf(x.Pos, "extract can only be called in a parser")
 		}
+		if len(x.Args) == 0 || x.Args[0].Value == nil {
+			c.extractSkip(x) // params.go
+			return
+		}
 		if !IsHeader(c.info.Types[x.Args[0].Value]) {
 			c.errorf(x.Args[0].Value.NodePos(), "extract needs a header, got %s", c.info.Types[x.Args[0].Value])
 			return

@@ -108,3 +108,21 @@ func (c *checker) lookaheadType(x *syntax.Call) {
 		c.unsupported(x.Pos, "lookahead of "+t.String()+" (bit<N> and int<N> up to 64 bits, headers without varbit fields and structs of bit<N> fields are supported)")
 	}
 }
+
+// extractSkip checks packet.extract<T>(_): a header of type T is read and
+// dropped, i.e. the packet advances by its size (CallRef.Count bits).
+func (c *checker) extractSkip(x *syntax.Call) {
+	if len(x.TypeArgs) != 1 {
+		c.errorf(x.Pos, "extract(_) needs the header type: extract<T>(_)")
+		return
+	}
+	t := c.resolveType(x.TypeArgs[0])
+	h, ok := t.(*Struct)
+	if !ok || h.Kind != "header" || h.Varbit != nil {
+		if !bad(t) {
+			c.errorf(x.Pos, "extract<T>(_) needs a header type without a varbit field, got %s", t)
+		}
+		return
+	}
+	c.info.Calls[x].Count = h.Bits
+}

@@ -60,3 +60,26 @@ func TestCtorParamErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestExtractSkip: extract<T>(_) skips a header; misuse is an error, not a
+// crash.
+func TestExtractSkip(t *testing.T) {
+	cases := []struct{ src, want string }{
+		{"parser P3(packet_in p, out H h) { state start { p.extract<h_t>(_); transition accept; } }", ""},
+		{"parser P3(packet_in p, out H h) { state start { p.extract(_); transition accept; } }", "extract(_) needs the header type: extract<T>(_)"},
+		{"parser P3(packet_in p, out H h) { state start { p.extract<bit<8>>(_); transition accept; } }", "extract<T>(_) needs a header type without a varbit field, got bit<8>"},
+	}
+	for _, c := range cases {
+		src := prelude + c.src + "\ncontrol I(inout H h, inout M m, inout standard_metadata_t s) { apply {} }" + tail
+		_, err := checkSrc(t, "t.p4", []byte(src))
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("%q: %v", c.src, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "t.p4:") {
+			t.Errorf("%q: got %v, want %q", c.src, err, c.want)
+		}
+	}
+}

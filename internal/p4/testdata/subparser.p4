@@ -1,7 +1,8 @@
 /* Sub-parsers: a parser instantiated twice inside another, applied from
  * states with copy-in/copy-out arguments, looping over its own states; a
  * failure inside it rejects the packet (the caller's state does not go
- * on). lookahead of a header (selected on by field) and of a struct. */
+ * on). lookahead of a header (selected on by field) and of a struct;
+ * extract<T>(_). */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -53,7 +54,7 @@ parser P(packet_in pkt, out H hdr, inout M m, inout standard_metadata_t sm) {
     }
     state twice {
         first.apply(pkt, hdr, m.count);
-        pkt.advance(16); /* the zero TLV between the two runs */
+        pkt.extract<tlv_t>(_); /* skips the zero TLV between the two runs */
         second.apply(pkt, hdr, m.more);
         m.after = 1;
         transition accept;
