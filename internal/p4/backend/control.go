@@ -420,6 +420,8 @@ func (g *gen) stmt(s syntax.Stmt) {
 			loc := g.localStorage(v, d.Pos)
 			if d.Init != nil {
 				g.assignTo(loc, v.Type, d.Init)
+			} else {
+				g.invalidate(loc, v.Type) // calls.go: a header declared is invalid (P4-16 8.26)
 			}
 		case *syntax.ConstDecl:
 		}

@@ -584,8 +584,8 @@ func (c *checker) localDecl(d syntax.Decl, owner string) Entity {
 
 func (c *checker) varDecl(x *syntax.VarDecl, owner string) *Var {
 	t := c.resolveType(x.Type)
-	if _, ok := t.(*Stack); ok {
-		c.unsupported(x.Pos, "header stack variables (header stacks are supported as fields of the headers struct)")
+	if s, ok := t.(*Stack); ok {
+		c.stackVar(x, s) // params.go
 	}
 	v := &Var{Name: x.Name, Type: t, Kind: LocalVar, Pos: x.Pos, Owner: owner, ID: c.id()}
 	if x.Init != nil {

@@ -126,3 +126,17 @@ func (c *checker) extractSkip(x *syntax.Call) {
 	}
 	c.info.Calls[x].Count = h.Bits
 }
+
+// stackVar checks a header stack declared as a variable (H[2] tmp;).
+func (c *checker) stackVar(x *syntax.VarDecl, s *Stack) {
+	el, ok := s.Elem.(*Struct)
+	if !ok || (el.Kind != "header" && el.Kind != "header_union") {
+		if !bad(s.Elem) {
+			c.unsupported(x.Pos, "stacks of "+s.Elem.String()+" (only stacks of headers and header unions)")
+		}
+		return
+	}
+	if s.Size <= 0 || s.Size > 64 {
+		c.errorf(x.Pos, "header stack size %d out of range (1..64)", s.Size)
+	}
+}

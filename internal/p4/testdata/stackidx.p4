@@ -1,7 +1,7 @@
 /* Header stacks indexed at run time (bounds-checked: an index out of range
  * reads an undefined value and writes nothing; extract rejects with
- * error.StackOutOfBounds), and a stack of header unions parsed with
- * hs.next.member, shifted and emitted. */
+ * error.StackOutOfBounds), a stack variable, and a stack of header unions
+ * parsed with hs.next.member, shifted and emitted. */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -21,6 +21,7 @@ parser P(packet_in pkt, out H hdr, inout M m, inout standard_metadata_t sm) {
         transition select(hdr.eth.etherType) {
             0x88b5: elems;
             0x88b6: unions;
+            0x88b7: elems;
             default: accept;
         }
     }
@@ -60,6 +61,14 @@ control Ig(inout H hdr, inout M m, inout standard_metadata_t sm) {
             /* write then read e[idx]; out of range writes nothing */
             hdr.e[hdr.ctl.idx].v = hdr.ctl.val;
             hdr.ctl.val = hdr.e[hdr.ctl.idx & 3].v;
+        } else if (hdr.eth.etherType == 0x88b7) {
+            /* a stack variable: starts invalid, assigned whole */
+            e_t[4] tmp;
+            hdr.ctl.err = tmp[0].isValid() ? 8w1 : 8w0;
+            tmp = hdr.e;
+            tmp[hdr.ctl.idx].v = 0x42;
+            tmp.pop_front(1);
+            hdr.e = tmp;
         } else if (hdr.eth.etherType == 0x88b6) {
             /* u[0] moves to u[1]: the union's members move with it */
             hdr.u.push_front(1);
