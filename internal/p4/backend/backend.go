@@ -112,10 +112,11 @@ func (g *gen) unsupported(pos syntax.Pos, what string) {
 
 func (g *gen) line(format string, args ...any) {
 	s := strings.Repeat("\t", g.indent) + fmt.Sprintf(format, args...) + "\n"
-	if g.pscope != nil && g.pscope.reject != "" {
+	if g.pscope != nil && g.pscope.reject != "" && strings.Contains(s, "goto st_reject;") {
 		// inside an inlined sub-parser, reject goes through its copy-out
 		// first (subparser.go)
 		s = strings.ReplaceAll(s, "goto st_reject;", "goto "+g.pscope.reject+";")
+		g.pscope.rejectUsed = true
 	}
 	g.w.WriteString(s)
 	if g.w == g.body {

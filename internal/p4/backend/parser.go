@@ -53,6 +53,9 @@ type parserScope struct {
 	reject string // the label reject goes to ("": st_reject)
 	// ctorArgs are the values of the parser's constructor parameters
 	ctorArgs []syntax.Expr
+	// a goto to accept / reject was generated (a label nothing jumps to
+	// is a clang warning)
+	acceptUsed, rejectUsed bool
 }
 
 // parserLoops finds the states of p that close a loop: they count visits
@@ -165,6 +168,7 @@ func (g *gen) stateLabel(n string) string {
 	case n == "reject":
 		return "st_reject" // a sub-parser's reject rejects the packet (line maps it)
 	case n == "accept" && g.pscope != nil:
+		g.pscope.acceptUsed = true
 		return g.pscope.accept
 	case g.pscope != nil:
 		return g.pscope.prefix + "st_" + ir.Sanitize(n)

@@ -36,17 +36,21 @@ func (g *gen) applySubParser(call *syntax.Call, sub *sema.SubParser) {
 	g.line("/* %s.apply: parser %s inlined */", sub.Name, comment(sub.Parser.Name))
 	g.copyIn(params, args) // calls.go
 	g.parserStates(sub.Parser, sc)
-	// reject: the arguments get what the sub-parser extracted (the bytes
-	// it consumed stay in the packet), then the caller rejects
-	g.indent--
-	g.line("%s:", sc.reject)
-	g.indent++
-	g.copyOut(params, args)
-	g.line("goto st_reject;") // mapped to an enclosing sub-parser's reject by line
-	g.indent--
-	g.line("%s:", sc.accept)
-	g.indent++
-	g.copyOut(params, args)
+	if sc.rejectUsed {
+		// reject: the arguments get what the sub-parser extracted (the
+		// bytes it consumed stay in the packet), then the caller rejects
+		g.indent--
+		g.line("%s:", sc.reject)
+		g.indent++
+		g.copyOut(params, args)
+		g.line("goto st_reject;") // mapped to an enclosing sub-parser's reject by line
+	}
+	if sc.acceptUsed {
+		g.indent--
+		g.line("%s:", sc.accept)
+		g.indent++
+		g.copyOut(params, args)
+	}
 	g.indent--
 	g.line("}")
 }
