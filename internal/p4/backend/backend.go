@@ -65,10 +65,15 @@ type gen struct {
 	stacks  map[string]bool
 	tuples  map[string]string
 
-	lv  map[*sema.Var]string // C lvalue of each variable
-	tmp int
-	hTy *sema.Struct // the H type
-	mTy *sema.Struct // the M type
+	lv        map[*sema.Var]string      // C lvalue of each variable
+	rets      map[*sema.Function]string // return storage of functions returning non-scalars (calls.go)
+	spares    map[string]bool           // elements out-of-range stack indices select (stacks.go)
+	pscope    *parserScope              // the parser whose states are being generated (parser.go)
+	loopLimit int                       // visits of parser loop states allowed (parser.go)
+	subDepth  int                       // sub-parsers being inlined (subparser.go)
+	tmp       int
+	hTy       *sema.Struct // the H type
+	mTy       *sema.Struct // the M type
 
 	w          *strings.Builder // current function body
 	body       *strings.Builder // the builder whose lines are tracked
@@ -107,6 +112,12 @@ func (g *gen) unsupported(pos syntax.Pos, what string) {
 
 func (g *gen) line(format string, args ...any) {
 	s := strings.Repeat("\t", g.indent) + fmt.Sprintf(format, args...) + "\n"
+	if g.pscope != nil && g.pscope.reject != "" && strings.Contains(s, "goto st_reject;") {
+		// inside an inlined sub-parser, reject goes through its copy-out
+		// first (subparser.go)
+		s = strings.ReplaceAll(s, "goto st_reject;", "goto "+g.pscope.reject+";")
+		g.pscope.rejectUsed = true
+	}
 	g.w.WriteString(s)
 	if g.w == g.body {
 		for i := strings.Count(s, "\n"); i > 0; i-- {
@@ -309,8 +320,11 @@ func (g *gen) run() {
 		for _, f := range st.Fields {
 			if hs, ok := f.Type.(*sema.Stack); ok {
 				if el, ok := hs.Elem.(*sema.Struct); ok {
-					n := el.Bits / 8
-					g.hdrTotal += hdrBytes(el) * hs.Size
+					n, total := el.Bits/8, hdrBytes(el)
+					if el.Kind == "header_union" {
+						n, total = unionBytes(el)
+					}
+					g.hdrTotal += total * hs.Size
 					if n > g.maxHdr {
 						g.maxHdr = n
 					}
@@ -447,12 +461,16 @@ func (g *gen) head() string {
 }
 
 // calledCode is the set of P4 actions and functions the program calls:
-// from tables (their action lists) or directly.
+// from tables (their action lists and default actions, which need not be
+// listed: the implicit NoAction) or directly.
 func (g *gen) calledCode() map[any]bool {
 	called := map[any]bool{}
 	for _, t := range g.p.Tables {
 		for _, ta := range t.Actions {
 			called[ta.Action.Ent] = true
+		}
+		if t.Default != nil {
+			called[t.Default.Action] = true
 		}
 	}
 	for _, cr := range g.info.Calls {

@@ -47,6 +47,10 @@ func (g *gen) action(a *sema.Action) {
 	}
 	var params []string
 	for _, p := range a.Params {
+		if p.Dir != "" {
+			g.paramStorage(p) // copy-in/copy-out (calls.go)
+			continue
+		}
 		name := "a_" + ir.Sanitize(p.Name)
 		if isWide(p.Type) {
 			params = append(params, "const __u8 *"+name)
@@ -74,9 +78,9 @@ func (g *gen) action(a *sema.Action) {
 	g.line("")
 }
 
-// actionArgs renders arguments read from a table value at v.
-func (g *gen) callFromValue(t *ir.Table, a *ir.Action, v string) string {
-	args := []string{"ctx", "s"}
+// dataFromValue renders the action data read from a table value at v.
+func (g *gen) dataFromValue(t *ir.Table, a *ir.Action, v string) []string {
+	var args []string
 	for _, p := range a.Params {
 		at := fmt.Sprintf("%s + %d", v, t.ParamOff+p.Offset)
 		if p.Width > 64 {
@@ -86,12 +90,13 @@ func (g *gen) callFromValue(t *ir.Table, a *ir.Action, v string) string {
 			args = append(args, fmt.Sprintf("(p4_ldbe(%s, %d) & %s)", at, p.Size, mask(p.Width)))
 		}
 	}
-	return fmt.Sprintf("%s(%s)", actName(a.Ent), strings.Join(args, ", "))
+	return args
 }
 
-func (g *gen) callConst(ac *sema.ActionCall) string {
+// constData renders the constant action data of a default action or entry.
+func (g *gen) constData(ac *sema.ActionCall) []string {
 	a := g.p.ActionOf[ac.Action]
-	args := []string{"ctx", "s"}
+	var args []string
 	for i, p := range a.Params {
 		if p.Width > 64 {
 			args = append(args, byteLiteral(ac.Args[i], p.Size))
@@ -99,7 +104,7 @@ func (g *gen) callConst(ac *sema.ActionCall) string {
 			args = append(args, cint(ac.Args[i]))
 		}
 	}
-	return fmt.Sprintf("%s(%s)", actName(ac.Action), strings.Join(args, ", "))
+	return args
 }
 
 func tblName(t *ir.Table) string { return "tbl_" + ir.Sanitize(t.Name) }
@@ -117,7 +122,7 @@ func (g *gen) table(t *ir.Table) {
 	g.line("switch (r->action) {")
 	for _, ta := range t.Actions {
 		g.line("case 0x%08x: /* %s */", ta.Action.ID, comment(ta.Action.Name))
-		g.line("\treturn %s;", g.callFromValue(t, ta.Action, "v"))
+		g.tableAction(t, ta.Action.Ent, g.dataFromValue(t, ta.Action, "v"))
 	}
 	g.line("}")
 	g.line("return 0;")
@@ -198,7 +203,7 @@ func (g *gen) table(t *ir.Table) {
 	if t.Default != nil {
 		a := g.p.ActionOf[t.Default.Action]
 		g.line("r->action = 0x%08x;", a.ID)
-		g.line("return %s;", g.callConst(t.Default))
+		g.tableAction(t, t.Default.Action, g.constData(t.Default))
 	} else {
 		g.line("return 0;")
 	}
@@ -289,7 +294,9 @@ func (g *gen) constEntries(t *ir.Table) {
 		g.line("if (%s) {", unparen(cond))
 		g.line("\tr->hit = 1;")
 		g.line("\tr->action = 0x%08x;", a.ID)
-		g.line("\treturn %s;", g.callConst(en.Action))
+		g.indent++
+		g.tableAction(t, en.Action.Action, g.constData(en.Action))
+		g.indent--
 		g.line("}")
 	}
 }
@@ -340,6 +347,8 @@ func (g *gen) control(c *sema.Control) {
 	g.line("{")
 	g.indent++
 	g.stateLookup()
+	g.ctorInits(c.Ctor, c.CtorArgs) // calls.go
+	g.localInits(c.Decl.Locals)
 	for _, s := range c.Decl.Body.Stmts {
 		g.stmt(s)
 	}
@@ -396,7 +405,7 @@ func (g *gen) stmt(s syntax.Stmt) {
 			g.unsupported(x.Pos, "return in a parser")
 		}
 		if g.inFunction != nil && x.Value != nil {
-			g.line("return %s;", g.fnArg(x.Value, g.inFunction.Ret))
+			g.returnValue(x.Value) // calls.go
 			return
 		}
 		g.line("return 0;")
@@ -411,6 +420,8 @@ func (g *gen) stmt(s syntax.Stmt) {
 			loc := g.localStorage(v, d.Pos)
 			if d.Init != nil {
 				g.assignTo(loc, v.Type, d.Init)
+			} else {
+				g.invalidate(loc, v.Type) // calls.go: a header declared is invalid (P4-16 8.26)
 			}
 		case *syntax.ConstDecl:
 		}
@@ -464,16 +475,7 @@ func (g *gen) callStmt(call *syntax.Call) {
 	}
 	switch cr.Kind {
 	case sema.CallAction:
-		args := []string{"ctx", "s"}
-		for i, a := range call.Args {
-			if isWide(cr.Action.Params[i].Type) {
-				args = append(args, g.wref(a.Value))
-			} else {
-				args = append(args, g.rv(a.Value))
-			}
-		}
-		g.line("if (%s(%s))", actName(cr.Action), strings.Join(args, ", "))
-		g.line("\treturn 1;")
+		g.directAction(call, cr.Action) // calls.go
 	case sema.CallTableApply:
 		g.line("{")
 		g.indent++
@@ -494,9 +496,13 @@ func (g *gen) callStmt(call *syntax.Call) {
 	case sema.CallExternMethod:
 		g.externMethod(call, cr)
 	case sema.CallBlockApply:
+		if cr.SubParser != nil {
+			g.applySubParser(call, cr.SubParser) // subparser.go
+			return
+		}
 		g.applySub(call, cr.Sub)
 	case sema.CallFunction:
-		g.line("%s;", g.callFunction(call, cr.Function))
+		g.callFunction(call, cr.Function)
 	case sema.CallExternFunc:
 		g.externFunc(call, cr)
 	default:
@@ -515,8 +521,11 @@ func (g *gen) externMethod(call *syntax.Call, cr *sema.CallRef) {
 							g.extractVarbit(call.Args[0].Value, call.Args[1].Value)
 							return
 						}
+						if len(call.Args) == 1 && call.Args[0].Value == nil {
+							g.skipHeader(cr.Count) // lookahead.go: extract<T>(_)
+							return
+						}
 						g.extract(call.Args[0].Value)
-						g.unionInvalidateOthers(call.Args[0].Value, "")
 						return
 					case et.Decl.Name == "packet_in" && cr.Method == "advance" && g.inParser:
 						g.advance(call.Args[0].Value)
@@ -800,92 +809,16 @@ func (g *gen) stateLookup() {
 // back after it ran (also when it exits).
 func (g *gen) applySub(call *syntax.Call, sub *sema.SubControl) {
 	params := sub.Control.Params
+	args := exprs(call.Args)
 	g.line("{")
 	g.indent++
-	for i, p := range params {
-		if i >= len(call.Args) || p.Dir == "out" {
-			continue
-		}
-		g.assignTo(g.lv[p], p.Type, call.Args[i].Value)
-	}
+	g.copyIn(params, args) // calls.go
 	g.line("int e = ctl_%s(ctx);", ir.Sanitize(sub.Control.Name))
-	for i, p := range params {
-		if i >= len(call.Args) || (p.Dir != "out" && p.Dir != "inout") {
-			continue
-		}
-		tgt := g.lval(call.Args[i].Value)
-		if isWide(p.Type) {
-			g.line("p4_memcpy(%s, %s, %d);", tgt, g.lv[p], width(p.Type)/8)
-		} else {
-			g.line("%s = %s;", tgt, g.lv[p])
-		}
-	}
+	g.copyOut(params, args)
 	g.line("if (e)")
 	g.line("\treturn 1;")
 	g.indent--
 	g.line("}")
-}
-
-func fnName(f *sema.Function) string { return "fn_" + ir.Sanitize(f.Name) }
-
-// function emits a P4 function as a C function: scalars by value, values
-// wider than 64 bits as pointers to their bytes.
-func (g *gen) function(f *sema.Function) {
-	ret := "int"
-	switch {
-	case isWide(f.Ret):
-		g.unsupported(f.Decl.Proto.Pos, "functions returning values wider than 64 bits")
-	case width(f.Ret) > 0 && width(f.Ret) <= 64:
-		ret = "__u64"
-	default:
-		if _, void := f.Ret.(*sema.Void); !void {
-			g.unsupported(f.Decl.Proto.Pos, "functions returning "+f.Ret.String())
-		}
-	}
-	sig := []string{"ctx_t *ctx", "struct p4_state *s"}
-	for _, p := range f.Params {
-		name := "p_" + ir.Sanitize(p.Name)
-		switch {
-		case isWide(p.Type):
-			sig = append(sig, "const __u8 *"+name)
-		case width(p.Type) > 0 && width(p.Type) <= 64:
-			sig = append(sig, "__u64 "+name)
-		default:
-			g.unsupported(p.Pos, "function parameters of type "+p.Type.String())
-		}
-		g.lv[p] = name
-	}
-	g.line("/* function %s */", comment(f.Name))
-	g.line("static __always_inline %s %s(%s)", ret, fnName(f), strings.Join(sig, ", "))
-	g.line("{")
-	g.indent++
-	g.inFunction = f
-	for _, s := range f.Decl.Body.Stmts {
-		g.stmt(s)
-	}
-	g.inFunction = nil
-	g.line("return 0;")
-	g.indent--
-	g.line("}")
-	g.line("")
-}
-
-// fnArg renders a scalar or wide value passed to or returned from a function.
-func (g *gen) fnArg(e syntax.Expr, t sema.Type) string {
-	if isWide(t) {
-		return g.wref(e)
-	}
-	return g.rv(e)
-}
-
-func (g *gen) callFunction(call *syntax.Call, f *sema.Function) string {
-	args := []string{"ctx", "s"}
-	for i, a := range call.Args {
-		if i < len(f.Params) {
-			args = append(args, g.fnArg(a.Value, f.Params[i].Type))
-		}
-	}
-	return fmt.Sprintf("%s(%s)", fnName(f), strings.Join(args, ", "))
 }
 
 // stackShift generates hs.push_front(n) / hs.pop_front(n): elements move by
@@ -906,7 +839,7 @@ func (g *gen) stackShift(cr *sema.CallRef) {
 			g.line("%s.e[%d] = %s.e[%d];", sc, i, sc, i-n)
 		}
 		for i := 0; i < n && i < size; i++ {
-			g.line("%s.e[%d].valid = 0;", sc, i)
+			g.invalidate(fmt.Sprintf("%s.e[%d]", sc, i), hs.Elem) // calls.go
 		}
 		g.line("%s.next = %s.next + %d > %d ? %d : %s.next + %d;", sc, sc, n, size, size, sc, n)
 		return
@@ -915,7 +848,7 @@ func (g *gen) stackShift(cr *sema.CallRef) {
 		g.line("%s.e[%d] = %s.e[%d];", sc, i, sc, i+n)
 	}
 	for i := max(size-n, 0); i < size; i++ {
-		g.line("%s.e[%d].valid = 0;", sc, i)
+		g.invalidate(fmt.Sprintf("%s.e[%d]", sc, i), hs.Elem)
 	}
 	g.line("%s.next = %s.next > %d ? %s.next - %d : 0;", sc, sc, n, sc, n)
 }

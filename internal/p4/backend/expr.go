@@ -37,9 +37,21 @@ func (g *gen) lval(e syntax.Expr) string {
 				return fmt.Sprintf("%s.e[P4_IDX(%s.next - 1, %d)]", s, s, hs.Size)
 			}
 		}
+	case *syntax.Call:
+		if cr := g.info.Calls[x]; cr != nil && cr.Kind == sema.CallFunction && !scalarRet(cr.Function.Ret) {
+			return g.callFunction(x, cr.Function) // calls.go
+		}
+		if cr := g.info.Calls[x]; cr != nil && cr.Kind == sema.CallExternMethod && cr.Method == "lookahead" && g.inParser {
+			if st, ok := g.typeOf(x).(*sema.Struct); ok {
+				return g.lookaheadValue(x, st) // lookahead.go
+			}
+		}
 	case *syntax.Index:
-		if _, ok := g.typeOf(x.X).(*sema.Stack); ok {
-			return fmt.Sprintf("%s.e[%d]", g.lval(x.X), g.info.Consts[x.Index].Int64())
+		if hs, ok := g.typeOf(x.X).(*sema.Stack); ok {
+			if i, ok := g.info.Consts[x.Index]; ok {
+				return fmt.Sprintf("%s.e[%d]", g.lval(x.X), i.Int64())
+			}
+			return g.stackAt(x, hs) // stacks.go
 		}
 		if _, ok := g.typeOf(x.X).(*sema.Tuple); ok {
 			return fmt.Sprintf("%s.f%d", g.lval(x.X), g.info.Consts[x.Index].Int64())
@@ -135,6 +147,9 @@ func (g *gen) rv(e syntax.Expr) string {
 	case *syntax.Binary:
 		return g.binary(x, t)
 	case *syntax.Cond:
+		if g.hasEffects(x.Then) || g.hasEffects(x.Else) {
+			return g.condEffects(x) // effects.go
+		}
 		return fmt.Sprintf("(%s ? %s : %s)", g.rv(x.Cond), g.rv(x.Then), g.rv(x.Else))
 	case *syntax.Cast:
 		from := g.typeOf(x.X)
@@ -174,7 +189,14 @@ func (g *gen) binary(x *syntax.Binary, t sema.Type) string {
 		}
 		return eq
 	}
-	a, b := g.rv(x.X), g.rv(x.Y)
+	if (x.Op == "&&" || x.Op == "||") && g.hasEffects(x.Y) {
+		return g.shortCircuit(x) // effects.go
+	}
+	a := g.rv(x.X)
+	if g.hasEffects(x.Y) {
+		a = g.settle(a) // effects.go: a is read before b's effects
+	}
+	b := g.rv(x.Y)
 	w := width(t)
 	ob, _ := sema.BitsOf(ot)
 	signed := ob != nil && ob.Signed
@@ -245,7 +267,7 @@ func (g *gen) wref(e syntax.Expr) string {
 		return byteLiteral(v, n)
 	}
 	switch e.(type) {
-	case *syntax.Ident, *syntax.Member, *syntax.Index:
+	case *syntax.Ident, *syntax.Member, *syntax.Index, *syntax.Call:
 		return "(" + g.lval(e) + ")"
 	}
 	g.unsupported(e.NodePos(), "this expression on a value wider than 64 bits")
@@ -339,6 +361,9 @@ func (g *gen) assignTo(tgt string, lt sema.Type, rhs syntax.Expr) {
 				if i < len(l.Elems) {
 					g.assignTo(tgt+".f_"+f.Name, f.Type, l.Elems[i])
 				}
+			}
+			if st.Kind == "header" {
+				g.line("%s.valid = 1;", tgt) // a header initialized from a list is valid
 			}
 			return
 		}

@@ -398,6 +398,16 @@ func (g *gen) fast() *fastState {
 			}
 		}
 	}
+	// writes through the out/inout parameters a table's action list binds
+	for _, t := range g.info.Tables {
+		for _, ta := range t.Actions {
+			for i, a := range ta.Args {
+				if d := ta.Action.Params[i].Dir; d == "out" || d == "inout" {
+					mark(a.Value)
+				}
+			}
+		}
+	}
 	// headers the parser extracts at a place the deparser can check
 	var keys []string
 	for call, cr := range g.info.Calls {

@@ -18,19 +18,54 @@ func (g *gen) errorID(name string) int {
 }
 
 func (g *gen) parser(p *sema.Parser) {
-	for _, l := range p.Locals {
-		switch x := l.(type) {
-		case *sema.Var:
-			g.localStorage(x, x.Pos)
-		case *sema.ValueSet:
-		}
+	g.line("/* parser %s */", comment(p.Name))
+	g.line("%s int p4_parser(ctx_t *ctx)", g.stageAttr()) // stages.go
+	g.line("{")
+	g.indent++
+	g.stateLookup()
+	g.line("__u32 off = 0;")
+	g.fast()
+	g.line("s->p4_dpd = 0; /* the packet is as parsed (packet.go) */")
+	if g.parserHasLoops(p) {
+		g.loopLimit = g.parserLoopLimit()
+		g.line("__u32 loops = 0; /* visits of loop states; more than %d: error.ParserTimeout */", g.loopLimit)
 	}
-	// find loops: their entry states count visits so that the verifier
-	// sees a bounded loop
+	g.inParser = true
+	g.parserStates(p, &parserScope{accept: "st_accept", ctorArgs: p.CtorArgs})
+	g.inParser = false
+	g.pos = syntax.Pos{}
+	g.indent--
+	g.line("st_accept:")
+	g.line("\ts->off = off;")
+	g.line("\treturn 0;")
+	g.line("st_reject:")
+	g.line("\ts->off = off;")
+	g.line("\treturn 0;")
+	g.line("}")
+	g.line("")
+}
+
+// parserScope names the states of one parser in the C function: the main
+// parser's, or a sub-parser's inlined at one apply (subparser.go).
+type parserScope struct {
+	prefix string // of the state labels
+	accept string // the label accept goes to
+	reject string // the label reject goes to ("": st_reject)
+	// ctorArgs are the values of the parser's constructor parameters
+	ctorArgs []syntax.Expr
+	// a goto to accept / reject was generated (a label nothing jumps to
+	// is a clang warning)
+	acceptUsed, rejectUsed bool
+}
+
+// parserLoops finds the states of p that close a loop: they count visits
+// so that the verifier sees a bounded loop. reached is the states reached
+// from start.
+func parserLoops(p *sema.Parser) (reached, loopTarget map[string]bool) {
 	color := map[string]int{}
-	loopTarget := map[string]bool{}
-	var visit func(n string, pos syntax.Pos)
-	visit = func(n string, pos syntax.Pos) {
+	loopTarget = map[string]bool{}
+	var visit func(n string)
+	visit = func(n string) {
 		st := p.States[n]
 		if st == nil {
 			return
@@ -45,43 +80,50 @@ func (g *gen) parser(p *sema.Parser) {
 		color[n] = 1
 		if tr := st.Decl.Transition; tr != nil {
 			if tr.Select == nil {
-				visit(tr.Next, tr.Pos)
+				visit(tr.Next)
 			}
 			for _, c := range tr.Cases {
-				visit(c.Next, c.Pos)
+				visit(c.Next)
 			}
 		}
 		color[n] = 2
 	}
-	visit("start", p.Decl.Pos)
-
-	g.line("/* parser %s */", comment(p.Name))
-	g.line("%s int p4_parser(ctx_t *ctx)", g.stageAttr()) // stages.go
-	g.line("{")
-	g.indent++
-	g.stateLookup()
-	g.line("__u32 off = 0;")
-	g.fast()
-	g.line("s->p4_dpd = 0; /* the packet is as parsed (packet.go) */")
-	limit := 0
-	if len(loopTarget) > 0 {
-		limit = g.parserLoopLimit()
-		g.line("__u32 loops = 0; /* visits of loop states; more than %d: error.ParserTimeout */", limit)
+	visit("start")
+	reached = map[string]bool{}
+	for n := range color {
+		reached[n] = true
 	}
-	g.line("goto st_start;")
-	g.inParser = true
+	return reached, loopTarget
+}
+
+// parserStates generates the variables and states of p, from start.
+func (g *gen) parserStates(p *sema.Parser, sc *parserScope) {
+	for _, l := range p.Locals {
+		switch x := l.(type) {
+		case *sema.Var:
+			g.localStorage(x, x.Pos)
+		case *sema.ValueSet:
+		}
+	}
+	reached, loopTarget := parserLoops(p)
+	saved := g.pscope
+	g.pscope = sc
+	defer func() { g.pscope = saved }()
+	g.ctorInits(p.Ctor, sc.ctorArgs) // calls.go
+	g.localInits(p.Decl.Locals)
+	g.line("goto %s;", g.stateLabel("start"))
 	for _, st := range p.Order {
-		if color[st.Name] == 0 {
+		if !reached[st.Name] {
 			continue // unreachable
 		}
 		g.pos = st.Decl.Pos
 		g.indent--
-		g.line("st_%s:", ir.Sanitize(st.Name))
+		g.line("%s:", g.stateLabel(st.Name))
 		g.indent++
 		g.line("{")
 		g.indent++
 		if loopTarget[st.Name] {
-			g.line("if (++loops > %d) {", limit)
+			g.line("if (++loops > %d) {", g.loopLimit)
 			g.line("\ts->sm.f_parser_error = %d; /* error.ParserTimeout */", g.errorID("ParserTimeout"))
 			g.line("\tgoto st_reject;")
 			g.line("}")
@@ -96,17 +138,6 @@ func (g *gen) parser(p *sema.Parser) {
 		g.indent--
 		g.line("}")
 	}
-	g.inParser = false
-	g.pos = syntax.Pos{}
-	g.indent--
-	g.line("st_accept:")
-	g.line("\ts->off = off;")
-	g.line("\treturn 0;")
-	g.line("st_reject:")
-	g.line("\ts->off = off;")
-	g.line("\treturn 0;")
-	g.line("}")
-	g.line("")
 }
 
 // parserLoopLimit bounds the visits of loop states: one per element of
@@ -131,7 +162,19 @@ func (g *gen) parserLoopLimit() int {
 	return max(n, 16)
 }
 
-func stateLabel(n string) string { return "st_" + ir.Sanitize(n) }
+// stateLabel is the C label of state n of the parser being generated.
+func (g *gen) stateLabel(n string) string {
+	switch {
+	case n == "reject":
+		return "st_reject" // a sub-parser's reject rejects the packet (line maps it)
+	case n == "accept" && g.pscope != nil:
+		g.pscope.acceptUsed = true
+		return g.pscope.accept
+	case g.pscope != nil:
+		return g.pscope.prefix + "st_" + ir.Sanitize(n)
+	}
+	return "st_" + ir.Sanitize(n)
+}
 
 func (g *gen) transition(tr *syntax.Transition) {
 	if tr == nil {
@@ -139,7 +182,7 @@ func (g *gen) transition(tr *syntax.Transition) {
 		return
 	}
 	if tr.Select == nil {
-		g.line("goto %s;", stateLabel(tr.Next))
+		g.line("goto %s;", g.stateLabel(tr.Next))
 		return
 	}
 	var keys []string
@@ -176,11 +219,11 @@ func (g *gen) transition(tr *syntax.Transition) {
 			cond += c
 		}
 		if cond == "" {
-			g.line("goto %s;", stateLabel(c.Next))
+			g.line("goto %s;", g.stateLabel(c.Next))
 			return
 		}
 		g.line("if (%s)", unparen(cond))
-		g.line("\tgoto %s;", stateLabel(c.Next))
+		g.line("\tgoto %s;", g.stateLabel(c.Next))
 	}
 	g.line("s->sm.f_parser_error = %d; /* error.NoMatch */", g.errorID("NoMatch"))
 	g.line("goto st_reject;")
@@ -225,6 +268,10 @@ func (g *gen) advance(arg syntax.Expr) {
 // lookahead returns a C expression for packet.lookahead<bit<N>>() (N <= 64):
 // the next N bits, without moving; error.PacketTooShort past the end.
 func (g *gen) lookahead(call *syntax.Call) string {
+	if st, ok := g.typeOf(call).(*sema.Struct); ok {
+		g.lookaheadValue(call, st) // lookahead.go
+		return "0"
+	}
 	w := width(g.typeOf(call))
 	if w <= 0 || w > 64 {
 		g.unsupported(call.Pos, "lookahead of this type")
@@ -244,6 +291,9 @@ func (g *gen) stackNext(arg syntax.Expr) (*sema.Stack, syntax.Expr) {
 	if !ok {
 		return nil, nil
 	}
+	if u, ok := g.typeOf(m.X).(*sema.Struct); ok && u.Kind == "header_union" {
+		return g.stackNext(m.X) // hs.next.member of a stack of unions (stacks.go)
+	}
 	if r := g.info.Members[m]; r == nil || r.Kind != sema.StackMember || r.Name != "next" {
 		return nil, nil
 	}
@@ -261,6 +311,7 @@ func (g *gen) extract(arg syntax.Expr) {
 	if n > g.maxHdr {
 		g.maxHdr = n // s->buf is declared after the body is generated
 	}
+	g.stackIndexCheck(arg) // stacks.go
 	dst := g.lval(arg)
 	if hs, sx := g.stackNext(arg); hs != nil {
 		// hs.next: error.StackOutOfBounds when the stack is full
@@ -273,6 +324,7 @@ func (g *gen) extract(arg syntax.Expr) {
 	}
 	g.extractHeader(arg, dst, st) // packet.go
 	g.line("%s.valid = 1;", dst)
+	g.unionInvalidateOthers(arg, "") // before hs.next moves on (a stack of unions)
 	g.line("off += %d;", n)
 }
 

@@ -78,43 +78,11 @@ func (g *gen) inlineTables() bool {
 		}
 	}
 	for _, p := range g.info.Parsers {
-		if len(p.States) > 12 || parserLoops(p) {
+		if _, loops := parserLoops(p); len(p.States) > 12 || len(loops) > 0 {
 			ok = false
 		}
 	}
 	g.fast()
 	g.fs.inlineTablesSet, g.fs.inlineTables = true, ok
 	return ok
-}
-
-// parserLoops reports whether a state of p can be reached again from itself.
-func parserLoops(p *sema.Parser) bool {
-	color := map[string]int{}
-	loop := false
-	var visit func(n string)
-	visit = func(n string) {
-		st := p.States[n]
-		if st == nil || loop {
-			return
-		}
-		switch color[n] {
-		case 1:
-			loop = true
-			return
-		case 2:
-			return
-		}
-		color[n] = 1
-		if tr := st.Decl.Transition; tr != nil {
-			if tr.Select == nil {
-				visit(tr.Next)
-			}
-			for _, c := range tr.Cases {
-				visit(c.Next)
-			}
-		}
-		color[n] = 2
-	}
-	visit("start")
-	return loop
 }

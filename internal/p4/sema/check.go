@@ -62,6 +62,7 @@ type checker struct {
 	nextID       int
 	matchKinds   map[string]bool
 	instantiated map[*Control]bool
+	subParsers   map[*Parser]bool // parsers instantiated in another (subparser.go)
 }
 
 // Options configures Check.
@@ -335,11 +336,9 @@ func (c *checker) structDecl(x *syntax.StructDecl) {
 		if s, ok := ft.(*Stack); ok {
 			if x.Kind != "struct" {
 				c.unsupported(f.Pos, "header stacks inside a "+x.Kind)
-			} else if IsUnion(s.Elem) {
-				c.unsupported(f.Pos, "header_union stacks ("+s.String()+"); use a stack of each member header")
-			} else if el, ok := s.Elem.(*Struct); !ok || el.Kind != "header" {
+			} else if el, ok := s.Elem.(*Struct); !ok || (el.Kind != "header" && el.Kind != "header_union") {
 				if !bad(s.Elem) {
-					c.unsupported(f.Pos, "stacks of "+s.Elem.String()+" (only header stacks)")
+					c.unsupported(f.Pos, "stacks of "+s.Elem.String()+" (only stacks of headers and header unions)")
 				}
 			} else if s.Size <= 0 || s.Size > 64 {
 				c.errorf(f.Pos, "header stack size %d out of range (1..64)", s.Size)
@@ -420,14 +419,12 @@ func (c *checker) parserDecl(x *syntax.ParserDecl) {
 	if len(x.TypeParams) > 0 {
 		c.unsupported(x.Pos, "generic parsers")
 	}
-	if len(x.CtorParams) > 0 {
-		c.unsupported(x.Pos, "parser constructor parameters")
-	}
 	c.push()
 	defer c.pop()
 	c.parser = p
 	defer func() { c.parser = nil }()
 	p.Params = c.blockParams(x.Params, x.Name, BlockParam)
+	p.Ctor = c.ctorParams(x.CtorParams, x.Name) // ctor.go
 	for _, l := range x.Locals {
 		if e := c.localDecl(l, x.Name); e != nil {
 			p.Locals = append(p.Locals, e)
@@ -451,39 +448,45 @@ func (c *checker) parserDecl(x *syntax.ParserDecl) {
 	}
 	for _, st := range p.Order {
 		s := st.Decl
-		c.push()
+		c.push() // the state's variables: its statements and its select see them
 		for _, stmt := range s.Stmts {
 			c.stmt(stmt)
 		}
-		c.pop()
 		tr := s.Transition
 		if tr == nil {
+			c.pop()
 			c.errorf(s.Pos, "state %s has no transition", s.Name)
 			continue
 		}
-		checkNext := func(n string, pos syntax.Pos) {
-			if n != "accept" && n != "reject" && p.States[n] == nil {
-				c.errorf(pos, "unknown parser state %q", n)
+		c.transition(p, tr)
+		c.pop()
+	}
+}
+
+// transition checks a state's transition to known states, and its select.
+func (c *checker) transition(p *Parser, tr *syntax.Transition) {
+	checkNext := func(n string, pos syntax.Pos) {
+		if n != "accept" && n != "reject" && p.States[n] == nil {
+			c.errorf(pos, "unknown parser state %q", n)
+		}
+	}
+	if tr.Select == nil {
+		checkNext(tr.Next, tr.Pos)
+		return
+	}
+	var kts []Type
+	for _, k := range tr.Select {
+		kt := c.expr(k, nil)
+		if _, ok := BitsOf(kt); !ok {
+			if _, isErr := kt.(*ErrorT); !isErr {
+				c.errorf(k.NodePos(), "select key of type %s is not supported (use bit<N>, int<N>, bool or enum bit<N>)", kt)
 			}
 		}
-		if tr.Select == nil {
-			checkNext(tr.Next, tr.Pos)
-			continue
-		}
-		var kts []Type
-		for _, k := range tr.Select {
-			kt := c.expr(k, nil)
-			if _, ok := BitsOf(kt); !ok {
-				if _, isErr := kt.(*ErrorT); !isErr {
-					c.errorf(k.NodePos(), "select key of type %s is not supported (use bit<N>, int<N>, bool or enum bit<N>)", kt)
-				}
-			}
-			kts = append(kts, kt)
-		}
-		for _, cs := range tr.Cases {
-			c.keyset(cs.Keyset, kts, true)
-			checkNext(cs.Next, cs.Pos)
-		}
+		kts = append(kts, kt)
+	}
+	for _, cs := range tr.Cases {
+		c.keyset(cs.Keyset, kts, true)
+		checkNext(cs.Next, cs.Pos)
 	}
 }
 
@@ -581,8 +584,8 @@ func (c *checker) localDecl(d syntax.Decl, owner string) Entity {
 
 func (c *checker) varDecl(x *syntax.VarDecl, owner string) *Var {
 	t := c.resolveType(x.Type)
-	if _, ok := t.(*Stack); ok {
-		c.unsupported(x.Pos, "header stack variables (header stacks are supported as fields of the headers struct)")
+	if s, ok := t.(*Stack); ok {
+		c.stackVar(x, s) // params.go
 	}
 	v := &Var{Name: x.Name, Type: t, Kind: LocalVar, Pos: x.Pos, Owner: owner, ID: c.id()}
 	if x.Init != nil {
@@ -659,14 +662,12 @@ func (c *checker) controlDecl(x *syntax.ControlDecl) {
 	if len(x.TypeParams) > 0 {
 		c.unsupported(x.Pos, "generic controls")
 	}
-	if len(x.CtorParams) > 0 {
-		c.unsupported(x.Pos, "control constructor parameters")
-	}
 	c.push()
 	defer c.pop()
 	c.control = ct
 	defer func() { c.control = nil }()
 	ct.Params = c.blockParams(x.Params, x.Name, BlockParam)
+	ct.Ctor = c.ctorParams(x.CtorParams, x.Name) // ctor.go
 	for _, l := range x.Locals {
 		if e := c.localDecl(l, x.Name); e != nil {
 			ct.Locals = append(ct.Locals, e)
@@ -697,14 +698,20 @@ func (c *checker) actionDecl(x *syntax.ActionDecl, ct *Control) *Action {
 	for _, p := range a.Params {
 		if p.Dir == "" {
 			a.DataParams = append(a.DataParams, p)
-		} else {
-			c.unsupported(p.Pos, "action parameters with a direction")
-		}
-		if _, ok := BitsOf(p.Type); !ok {
-			if _, isB := p.Type.(*Bool); !isB {
-				c.errorf(p.Pos, "action parameter %s has type %s; use bit<N>", p.Name, p.Type)
+			if _, ok := BitsOf(p.Type); !ok {
+				if _, isB := p.Type.(*Bool); !isB && !bad(p.Type) {
+					c.errorf(p.Pos, "action parameter %s has type %s; action data (directionless parameters) must be bit<N>, int<N>, bool or enum bit<N>", p.Name, p.Type)
+				}
 			}
+			continue
 		}
+		// P4-16 6.8.1: the control plane supplies the directionless
+		// parameters (action data); the directional ones are bound where
+		// the action is called or listed, so they come first.
+		if len(a.DataParams) > 0 {
+			c.errorf(p.Pos, "parameter %s has direction %s but follows action data parameter %s; directional parameters must come before the directionless ones", p.Name, p.Dir, a.DataParams[0].Name)
+		}
+		c.storable(p, "action")
 	}
 	c.push()
 	for _, s := range x.Body.Stmts {
@@ -753,11 +760,13 @@ func (c *checker) mainDecl(x *syntax.InstanceDecl) {
 			if i != 0 {
 				c.errorf(id.Pos, "%s is a parser, %s expects a control here", id.Name, bt.Name)
 			}
+			b.CtorArgs = c.ctorArgs(call.Args, b.Ctor, b.Name, call.Pos)
 			pkg.Blocks = append(pkg.Blocks, b)
 		case *Control:
 			if i == 0 {
 				c.errorf(id.Pos, "%s is a control, %s expects a parser here", id.Name, bt.Name)
 			}
+			b.CtorArgs = c.ctorArgs(call.Args, b.Ctor, b.Name, call.Pos)
 			pkg.Blocks = append(pkg.Blocks, b)
 		default:
 			c.errorf(id.Pos, "unknown parser or control %q", id.Name)
@@ -860,9 +869,7 @@ func (c *checker) tableDecl(x *syntax.TableDecl) *Table {
 					c.errorf(ar.Pos, "unknown action %q%s", ar.Name, hint(ar.Name, c.sc.visible()))
 					continue
 				}
-				if len(ar.Args) > 0 {
-					c.unsupported(ar.Pos, "arguments in a table's action list")
-				}
+				c.tableActionArgs(ar, a)
 				t.Actions = append(t.Actions, &TableAction{Action: a, Args: ar.Args,
 					DefaultOnly: ar.Annotations.Get("defaultonly") != nil, TableOnly: ar.Annotations.Get("tableonly") != nil})
 			}
@@ -911,9 +918,10 @@ func (c *checker) tableDecl(x *syntax.TableDecl) *Table {
 			c.errorf(p.Pos, "unknown table property %q", p.Name)
 		}
 	}
-	inList := func(a *Action) bool {
+	inList := func(ac *ActionCall) bool {
 		for _, ta := range t.Actions {
-			if ta.Action == a {
+			if ta.Action == ac.Action {
+				c.sameBinding(ac, ta)
 				return true
 			}
 		}
@@ -921,7 +929,7 @@ func (c *checker) tableDecl(x *syntax.TableDecl) *Table {
 	}
 	if defaultProp != nil {
 		ac := c.actionCall(defaultProp.Value)
-		if ac != nil && !inList(ac.Action) {
+		if ac != nil && !inList(ac) {
 			c.errorf(defaultProp.Value.NodePos(), "default action %s is not in the table's actions list", ac.Action.Name)
 		}
 		t.Default = ac
@@ -957,7 +965,7 @@ func (c *checker) tableDecl(x *syntax.TableDecl) *Table {
 			}
 			call := &syntax.Call{Pos: e.Action.Pos, Fn: &syntax.Ident{Pos: e.Action.Pos, Name: e.Action.Name}, Args: e.Action.Args}
 			en.Action = c.actionCall(call)
-			if en.Action != nil && !inList(en.Action.Action) {
+			if en.Action != nil && !inList(en.Action) {
 				c.errorf(e.Action.Pos, "action %s is not in the table's actions list", en.Action.Action.Name)
 			}
 			t.Entries = append(t.Entries, en)
@@ -988,8 +996,17 @@ func (c *checker) actionCall(e syntax.Expr) *ActionCall {
 	}
 	c.info.Uses[id] = a
 	ac := &ActionCall{Action: a, Pos: e.NodePos()}
+	if dir := a.Directional(); len(dir) > 0 && len(args) == len(a.Params) {
+		// default_action = a(hdr.x, 5): the directional arguments repeat
+		// the table's action list (checked by the table), then the data.
+		c.bindArgs(args[:len(dir)], dir, e.NodePos())
+		for _, arg := range args[:len(dir)] {
+			ac.DirArgs = append(ac.DirArgs, arg.Value)
+		}
+		args = args[len(dir):]
+	}
 	if len(args) != len(a.DataParams) {
-		c.errorf(e.NodePos(), "action %s takes %d arguments, got %d", a.Name, len(a.DataParams), len(args))
+		c.errorf(e.NodePos(), "action %s takes %d action data argument(s), got %d", a.Name, len(a.DataParams), len(args))
 		return nil
 	}
 	for i, arg := range args {
@@ -1075,20 +1092,19 @@ func fitTo(v *big.Int, t Type) *big.Int {
 
 // subControl checks "Sub() name;" inside a control.
 func (c *checker) subControl(x *syntax.InstanceDecl, y *BlockT) Entity {
+	if c.parser != nil {
+		return c.subParser(x, y) // subparser.go
+	}
 	callee, _ := c.global.lookup(y.Name).(*Control)
 	if y.Kind != "control" || c.control == nil || callee == nil {
 		c.unsupported(x.Pos, "instantiating "+y.Kind+" "+y.Name+" inside another block")
 		return nil
 	}
-	if len(x.Args) > 0 {
-		c.unsupported(x.Pos, "control constructor arguments")
-		return nil
-	}
 	if c.instantiated[callee] {
-		c.unsupported(x.Pos, "instantiating control "+callee.Name+" more than once")
-		return nil
+		return c.againControl(x, callee) // ctor.go
 	}
 	c.instantiated[callee] = true
+	callee.CtorArgs = c.ctorArgs(x.Args, callee.Ctor, callee.Name, x.Pos) // ctor.go
 	sub := &SubControl{Name: x.Name, Decl: x, Control: callee, Parent: c.control}
 	// p4c names what the sub-control declares after the instance path.
 	from := callee.Name + "."
@@ -1113,7 +1129,7 @@ func (c *checker) subControl(x *syntax.InstanceDecl, y *BlockT) Entity {
 	return sub
 }
 
-// functionDecl checks a P4 function: in/directionless parameters, a body
+// functionDecl checks a P4 function: parameters of any direction, a body
 // whose every path returns a value (unless it returns void).
 func (c *checker) functionDecl(x *syntax.FunctionDecl) {
 	p := x.Proto
@@ -1128,9 +1144,7 @@ func (c *checker) functionDecl(x *syntax.FunctionDecl) {
 	defer c.pop()
 	f.Params = c.blockParams(p.Params, p.Name, FuncParam)
 	for _, v := range f.Params {
-		if v.Dir == "out" || v.Dir == "inout" {
-			c.unsupported(v.Pos, "function parameters with direction "+v.Dir)
-		}
+		c.storable(v, "function")
 	}
 	saved := c.function
 	c.function = f

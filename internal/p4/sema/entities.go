@@ -71,6 +71,9 @@ type ActionCall struct {
 	Action *Action
 	Args   []*big.Int // one per data parameter
 	Pos    syntax.Pos
+	// DirArgs are directional arguments when written (they must repeat the
+	// table's action list, which binds them).
+	DirArgs []syntax.Expr
 }
 
 // Entry is a const table entry.
@@ -143,6 +146,10 @@ type Control struct {
 	Decl   *syntax.ControlDecl
 	Params []*Var
 	Locals []Entity
+	// Ctor are the constructor parameters, CtorArgs the values its one
+	// instantiation gives them (ctor.go).
+	Ctor     []*Var
+	CtorArgs []syntax.Expr
 }
 
 // Parser is a parser declaration.
@@ -151,8 +158,12 @@ type Parser struct {
 	Decl   *syntax.ParserDecl
 	Params []*Var
 	Locals []Entity
-	States map[string]*State
-	Order  []*State
+	// Ctor are the constructor parameters; CtorArgs their values as the
+	// main package's parser (a sub-parser's are SubParser.Args).
+	Ctor     []*Var
+	CtorArgs []syntax.Expr
+	States   map[string]*State
+	Order    []*State
 }
 
 // State is a parser state.
@@ -229,23 +240,24 @@ const (
 	CallExternMethod                 // inst.method(...) incl. packet.extract/emit
 	CallExternFunc                   // f(...) extern function
 	CallHeaderMethod                 // h.isValid() / setValid() / setInvalid(); hs.push_front(n) / pop_front(n) (Count)
-	CallBlockApply                   // sub-parser/sub-control apply (unsupported by the backend)
+	CallBlockApply                   // sub-parser/sub-control apply
 	CallFunction                     // P4 function
 )
 
 // CallRef describes a resolved call.
 type CallRef struct {
-	Kind     CallKind
-	Action   *Action
-	Table    *Table
-	Method   string // method or function name
-	Proto    *syntax.FuncProto
-	Instance *Instance // extern instance receiver, if any
-	Recv     syntax.Expr
-	Func     *Func
-	Sub      *SubControl // CallBlockApply
-	Count    int         // push_front / pop_front
-	Function *Function   // CallFunction
+	Kind      CallKind
+	Action    *Action
+	Table     *Table
+	Method    string // method or function name
+	Proto     *syntax.FuncProto
+	Instance  *Instance // extern instance receiver, if any
+	Recv      syntax.Expr
+	Func      *Func
+	Sub       *SubControl // CallBlockApply of a control
+	SubParser *SubParser  // CallBlockApply of a parser (subparser.go)
+	Count     int         // push_front / pop_front
+	Function  *Function   // CallFunction
 }
 
 // Package is the resolved main instantiation.

@@ -319,6 +319,9 @@ func (c *checker) expr1(e syntax.Expr, want Type) Type {
 		case *SubControl:
 			d := v.Control.Decl
 			return &BlockT{Kind: "control", Name: v.Control.Name, Params: d.Params, Decl: d}
+		case *SubParser:
+			d := v.Parser.Decl
+			return &BlockT{Kind: "parser", Name: v.Parser.Name, Params: d.Params, Decl: d}
 		}
 		c.errorf(x.Pos, "%s cannot be used in an expression", x.Name)
 		return nil
@@ -355,11 +358,16 @@ func (c *checker) expr1(e syntax.Expr, want Type) Type {
 	case *syntax.Index:
 		xt := c.expr(x.X, nil)
 		if st, ok := xt.(*Stack); ok {
-			c.expr(x.Index, nil)
+			it := c.expr(x.Index, nil)
 			i, ok := c.info.Consts[x.Index]
 			if !ok {
-				c.unsupported(x.Index.NodePos(), "header stack indices that are not compile-time constants")
-				return nil
+				// a run-time index: bounds-checked by the backend (P4-16
+				// 8.18: out of range reads an undefined value, writes have
+				// no effect; extract rejects with error.StackOutOfBounds)
+				if _, isBits := it.(*Bits); !isBits && !bad(it) {
+					c.errorf(x.Index.NodePos(), "a header stack index must be bit<N> or int<N>, got %s", it)
+				}
+				return st.Elem
 			}
 			if i.Sign() < 0 || i.Cmp(big.NewInt(int64(st.Size))) >= 0 {
 				c.errorf(x.Pos, "index %s is out of range for %s", i, st)
@@ -694,6 +702,10 @@ func (c *checker) call(x *syntax.Call, want Type) Type {
 			var sub *SubControl
 			if id, ok := fn.X.(*syntax.Ident); ok {
 				sub, _ = c.info.Uses[id].(*SubControl)
+				if sp, ok := c.info.Uses[id].(*SubParser); ok && fn.Name == "apply" {
+					c.info.Members[fn] = &MemberRef{Kind: MethodRef}
+					return c.applySubParser(x, sp) // subparser.go
+				}
 			}
 			if sub == nil || fn.Name != "apply" {
 				c.unsupported(x.Pos, "applying a sub-"+t.Kind)
@@ -747,14 +759,7 @@ func (c *checker) call(x *syntax.Call, want Type) Type {
 				c.errorf(x.Pos, "action %s takes %d arguments, got %d", v.Name, len(v.Params), len(x.Args))
 				return &Void{}
 			}
-			for i, a := range x.Args {
-				if a.Value == nil {
-					c.errorf(x.Pos, "missing argument %d", i+1)
-					continue
-				}
-				at := c.expr(a.Value, v.Params[i].Type)
-				c.assignable(v.Params[i].Type, at, a.Value)
-			}
+			c.bindArgs(x.Args, v.Params, x.Pos)
 			return &Void{}
 		case *Func:
 			var proto *syntax.FuncProto
@@ -814,14 +819,7 @@ func (c *checker) call(x *syntax.Call, want Type) Type {
 				c.errorf(x.Pos, "function %s takes %d arguments, got %d", v.Name, len(v.Params), len(x.Args))
 				return v.Ret
 			}
-			for i, a := range x.Args {
-				if a.Value == nil {
-					c.errorf(x.Pos, "missing argument %d", i+1)
-					continue
-				}
-				at := c.expr(a.Value, v.Params[i].Type)
-				c.assignable(v.Params[i].Type, at, a.Value)
-			}
+			c.bindArgs(x.Args, v.Params, x.Pos)
 			return v.Ret
 		case nil:
 			c.errorf(fn.Pos, "unknown function or action %q%s", fn.Name, hint(fn.Name, c.sc.visible()))
@@ -891,6 +889,10 @@ func (c *checker) packetCall(x *syntax.Call, ext, method string) {
 		if c.parser == nil {
 			c.errorf(x.Pos, "extract can only be called in a parser")
 		}
+		if len(x.Args) == 0 || x.Args[0].Value == nil {
+			c.extractSkip(x) // params.go
+			return
+		}
 		if !IsHeader(c.info.Types[x.Args[0].Value]) {
 			c.errorf(x.Args[0].Value.NodePos(), "extract needs a header, got %s", c.info.Types[x.Args[0].Value])
 			return
@@ -902,12 +904,7 @@ func (c *checker) packetCall(x *syntax.Call, ext, method string) {
 			return
 		}
 		if method == "lookahead" {
-			t := c.info.Types[x]
-			if b, ok := t.(*Bits); !ok || b.W > 64 {
-				if !bad(t) {
-					c.unsupported(x.Pos, "lookahead of "+t.String()+" (bit<N> and int<N> with N <= 64 are supported)")
-				}
-			}
+			c.lookaheadType(x) // params.go
 			return
 		}
 		if v, ok := c.info.Consts[x.Args[0].Value]; ok && v.Int64()%8 != 0 {

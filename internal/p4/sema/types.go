@@ -205,6 +205,9 @@ func sameType(a, b Type) bool {
 	case *ErrorT:
 		_, ok := b.(*ErrorT)
 		return ok
+	case *Stack:
+		y, ok := b.(*Stack)
+		return ok && x.Size == y.Size && sameType(x.Elem, y.Elem)
 	case *Tuple:
 		y, ok := b.(*Tuple)
 		if !ok || len(x.Elems) != len(y.Elems) {

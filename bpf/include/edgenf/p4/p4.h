@@ -39,8 +39,17 @@
  * the verifier insists on a real context pointer. */
 #define P4_KEEP(x) asm volatile("" : : "r"(x))
 
-/* a header stack index the verifier can bound: i if i < n, else 0 */
-#define P4_IDX(i, n) ((__u32)(i) < (__u32)(n) ? (__u32)(i) : 0)
+/* x becomes opaque to clang: code using it stays after the bounds check
+ * the verifier has just seen on the same register (run-time stack indices) */
+#define P4_OPAQUE(x) asm volatile("" : "+r"(x))
+/* a header stack index the verifier can bound: i if i < n, else 0 (the
+ * check stays even where clang knows an earlier one: the verifier does not) */
+static __always_inline __u32 p4_idx(__u32 i, __u32 n)
+{
+	P4_OPAQUE(i);
+	return i < n ? i : 0;
+}
+#define P4_IDX(i, n) p4_idx((__u32)(i), (__u32)(n))
 /* x (w bits) sign-extended to 64 bits */
 #define P4_SEXT(x, w) ((__s64)((__u64)(x) << (64 - (w))) >> (64 - (w)))
 

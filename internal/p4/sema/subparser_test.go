@@ -1,0 +1,85 @@
+package sema
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestSubParserErrors: sub-parsers, their apply and lookahead types.
+func TestSubParserErrors(t *testing.T) {
+	const sp = "parser SP(packet_in p, inout H h, out bit<8> n) { state start { n = 1; transition accept; } }\n"
+	cases := []struct{ src, want string }{
+		{sp + "parser P3(packet_in p, out H h) { SP() a; SP() b; state start { a.apply(p, h, h.h.a); b.apply(p, h, h.h.b); transition accept; } }", ""},
+		{sp + "parser P3(packet_in p, out H h) { SP() a; state start { a.apply(p, h); transition accept; } }", "a.apply takes 3 arguments, got 2"},
+		{sp + "parser P3(packet_in p, out H h) { SP() a; state start { a.apply(p, h, 1); transition accept; } }", "expression is not assignable"},
+		{sp + "parser P3(packet_in p, out H h) { SP() a; state start { a.apply(h.h, h, h.h.a); transition accept; } }", "argument 1 of a.apply must be a packet_in, got h_t"},
+		{sp + "parser P3(packet_in p, out H h) { P3() a; state start { transition accept; } }", "parser P3 cannot instantiate itself"},
+		{"parser SV(packet_in p, out H h) { value_set<bit<8>>(4) vs; state start { transition select(h.h.a) { vs: accept; default: reject; } } }\n" +
+			"parser P3(packet_in p, out H h) { SV() a; SV() b; state start { transition accept; } }", "unsupported: instantiating parser SV, which declares a value_set, more than once"},
+		{"struct S { bit<8> a; h_t h; } parser P3(packet_in p, out H h) { state start { S s = p.lookahead<S>(); transition accept; } }", "unsupported: lookahead of S"},
+		{"parser P3(packet_in p, out H h) { state start { h.h = p.lookahead<h_t>(); transition select(p.lookahead<h_t>().a) { 1: accept; default: reject; } } }", ""},
+	}
+	for _, c := range cases {
+		src := prelude + c.src + "\ncontrol I(inout H h, inout M m, inout standard_metadata_t s) { apply {} }" + tail
+		_, err := checkSrc(t, "t.p4", []byte(src))
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("%q: %v", c.src, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "t.p4:") || !strings.Contains(err.Error(), "^") {
+			t.Errorf("%q: got %v, want %q", c.src, err, c.want)
+		}
+	}
+}
+
+// TestCtorParamErrors: constructor parameters and arguments.
+func TestCtorParamErrors(t *testing.T) {
+	cases := []struct{ src, want string }{
+		{"control S(inout bit<8> v)(bit<8> k, bool on) { apply { if (on) { v = v + k; } } } control I2(inout H h) { S(2, true) s; apply { s.apply(h.h.a); } }", ""},
+		{"control S(inout bit<8> v)(bit<8> k) { apply { v = k; } } control I2(inout H h) { S() s; apply { s.apply(h.h.a); } }", "S takes 1 constructor argument(s), got 0"},
+		{"control S(inout bit<8> v)(bit<8> k) { apply { v = k; } } control I2(inout H h) { S(h.h.b) s; apply { s.apply(h.h.a); } }", "constructor argument k of S must be a compile-time constant"},
+		{"control S(inout bit<8> v)(bit<8> k) { apply { k = v; } }", "cannot assign to k: it is read-only"},
+		{"control S(inout bit<8> v)(bit<8> k) { apply { } } control I2(inout H h) { S(16w1) s; apply { s.apply(h.h.a); } }", "cannot use a value of type bit<16> where bit<8> is expected"},
+		{"control S(inout bit<8> v)(counter c) { apply { } }", "unsupported: constructor parameters of type counter"},
+		{"parser SP(packet_in p, inout H h)(bit<8> k) { state start { h.h.a = k; transition accept; } } parser P3(packet_in p, out H h) { SP(1) a; SP(2) b; state start { a.apply(p, h); b.apply(p, h); transition accept; } }", ""},
+		{"parser SP(packet_in p, inout H h)(bit<8> k) { state start { transition accept; } } parser P3(packet_in p, out H h) { SP(1, 2) a; state start { transition accept; } }", "SP takes 1 constructor argument(s), got 2"},
+	}
+	for _, c := range cases {
+		src := prelude + c.src + "\ncontrol I(inout H h, inout M m, inout standard_metadata_t s) { apply {} }" + tail
+		_, err := checkSrc(t, "t.p4", []byte(src))
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("%q: %v", c.src, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "t.p4:") || !strings.Contains(err.Error(), "^") {
+			t.Errorf("%q: got %v, want %q", c.src, err, c.want)
+		}
+	}
+}
+
+// TestExtractSkip: extract<T>(_) skips a header; misuse is an error, not a
+// crash.
+func TestExtractSkip(t *testing.T) {
+	cases := []struct{ src, want string }{
+		{"parser P3(packet_in p, out H h) { state start { p.extract<h_t>(_); transition accept; } }", ""},
+		{"parser P3(packet_in p, out H h) { state start { p.extract(_); transition accept; } }", "extract(_) needs the header type: extract<T>(_)"},
+		{"parser P3(packet_in p, out H h) { state start { p.extract<bit<8>>(_); transition accept; } }", "extract<T>(_) needs a header type without a varbit field, got bit<8>"},
+	}
+	for _, c := range cases {
+		src := prelude + c.src + "\ncontrol I(inout H h, inout M m, inout standard_metadata_t s) { apply {} }" + tail
+		_, err := checkSrc(t, "t.p4", []byte(src))
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("%q: %v", c.src, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "t.p4:") {
+			t.Errorf("%q: got %v, want %q", c.src, err, c.want)
+		}
+	}
+}
