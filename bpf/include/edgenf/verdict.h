@@ -131,6 +131,56 @@ static __always_inline int enf_take_hop(ctx_t *ctx, struct edgenf_md *md, struct
 	return enf_deliver(ctx, md);
 }
 
+#define ENF_DIRECT_CASE(p)                                    \
+	case p:                                               \
+		bpf_tail_call_static(ctx, &enf_peers, p);     \
+		break;
+
+/* Jump to the program in enf_peers[port] through a constant index: one
+ * call site per port, so the verifier sees each index as a constant and
+ * the JIT makes each a direct jump (maps.h). Returns (falls through) when
+ * the entry is empty. */
+static __always_inline void enf_jump_peer(ctx_t *ctx, __u32 port)
+{
+	switch (port) {
+		ENF_DIRECT_CASE(0)
+		ENF_DIRECT_CASE(1)
+		ENF_DIRECT_CASE(2)
+		ENF_DIRECT_CASE(3)
+		ENF_DIRECT_CASE(4)
+		ENF_DIRECT_CASE(5)
+		ENF_DIRECT_CASE(6)
+		ENF_DIRECT_CASE(7)
+		ENF_DIRECT_CASE(8)
+		ENF_DIRECT_CASE(9)
+		ENF_DIRECT_CASE(10)
+		ENF_DIRECT_CASE(11)
+		ENF_DIRECT_CASE(12)
+		ENF_DIRECT_CASE(13)
+		ENF_DIRECT_CASE(14)
+		ENF_DIRECT_CASE(15)
+	}
+}
+
+/* Enter the cube port h leads to from port of the running cube: directly
+ * when enf_peers[port] holds the program its panel slot runs (maps.h),
+ * else through the panel. */
+static __always_inline int enf_to_peer(ctx_t *ctx, struct edgenf_md *md, const struct edgenf_hop *h, __u32 port)
+{
+	__u32 slot = h->slot, *id, *owner;
+
+	if (++md->hops > EDGENF_MAX_HOPS)
+		return CTX_DROP;
+	md->cube = slot;
+	md->in_port = h->port;
+	id = bpf_map_lookup_elem(&enf_peer_ids, &port);
+	owner = bpf_map_lookup_elem(&enf_owner, &slot);
+	if (id && owner && *id && *id == *owner)
+		enf_jump_peer(ctx, port);
+	bpf_tail_call(ctx, &enf_panel, slot);
+	return CTX_DROP;
+}
+
 /* Send out of a port of the running standard cube. */
 static __always_inline int enf_send(ctx_t *ctx, struct edgenf_md *md, __u32 port)
 {
@@ -142,6 +192,8 @@ static __always_inline int enf_send(ctx_t *ctx, struct edgenf_md *md, __u32 port
 	if (!h || h->kind == EDGENF_DST_NONE)
 		return enf_drop(ctx, md);
 	enf_count(port, ctx_len(ctx), ENF_TX);
+	if (h->nstack == 0 && h->kind == EDGENF_DST_CUBE && port < EDGENF_DIRECT_PORTS)
+		return enf_to_peer(ctx, md, h, port);
 	return enf_take_hop(ctx, md, h);
 }
 
