@@ -143,6 +143,16 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 	teid := map[teidKey]uint32{}
 	var kinds uint32
 	var def uint32
+	// No shaping at hook xdp. At tc, edt named in the settings stamps
+	// departure times even with no egress interface listed (an fq the
+	// operator set up honours them); htb marks classes only for the trees
+	// the slicer owns.
+	mech := ""
+	if c.Hook == datapath.TC && (len(cfg.Egress) > 0 || cfg.Shaping != "") {
+		if mech, _, err = cfg.mechanism(list); err != nil {
+			return cube.Within("egress", err)
+		}
+	}
 	uplink := c.Port(cfg.Uplink)
 	for _, s := range list {
 		id := uint32(s.ID)
@@ -156,11 +166,11 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 		if s.Entry != "" {
 			v.Entry = uint32(c.Port(s.Entry).Index)
 		}
-		if len(cfg.Egress) > 0 && c.Hook == datapath.TC && cfg.mechanism() == ShapingHTB {
+		if mech == ShapingHTB && len(cfg.Egress) > 0 {
 			v.Classid = ClassSlice(s.ID)
 		}
 		v.ByteCost, v.ByteTau, v.ByteLease, v.PktCost, v.PktTau, v.PktLease = s.policer()
-		if cfg.Shaping == ShapingEDT && s.RateBps > 0 && c.Hook == datapath.TC {
+		if mech == ShapingEDT && s.RateBps > 0 {
 			// the rate is kept by pacing at egress, not by dropping at
 			// ingress
 			v.EDTCost, v.EDTHorizon = v.ByteCost, edtHorizon
@@ -226,7 +236,7 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 	if err := maps["sl_config"].Put(uint32(0), cfgVal{Kinds: kinds, DefaultSlice: def}); err != nil {
 		return fmt.Errorf("sl_config: %w", err)
 	}
-	return ctl.syncEgress(cfg, list)
+	return ctl.syncEgress(cfg, list, mech)
 }
 
 // resetLeases drops the per-CPU credit of every slice id whose policers
@@ -261,11 +271,11 @@ func (ctl *controller) resetLeases(h cube.Handle, slices []sliceVal) error {
 	return nil
 }
 
-func (ctl *controller) syncEgress(cfg *Settings, list []*Slice) error {
+func (ctl *controller) syncEgress(cfg *Settings, list []*Slice, mech string) error {
 	keep := map[string]bool{}
 	for _, e := range cfg.Egress {
 		ensure := ensureHTB
-		if cfg.mechanism() == ShapingEDT {
+		if mech == ShapingEDT {
 			ensure = ensureFQ
 		}
 		if err := ensure(e, list); err != nil {
