@@ -29,6 +29,14 @@ struct {
 	__uint(value_size, sizeof(__u32));
 } enf_punt_ring SEC(".maps");
 
+/* Interfaces whose TCX ingress runs the copy machine (key: ifindex). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u32);
+} enf_copy_devs SEC(".maps");
+
 /* Per cube: where each port leads. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

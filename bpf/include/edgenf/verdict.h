@@ -91,6 +91,42 @@ static __always_inline long enf_clone_redirect(struct __sk_buff *ctx, struct edg
 }
 #endif
 
+/* Out of interface ifindex, with md->priority as skb->priority when set. At
+ * TC that is one store. XDP frames have no skb and never meet a qdisc, so a
+ * frame with a priority leaves through the skb path instead: it goes up
+ * with XDP_PASS and an edgenf_prio_meta in its data_meta, and the copy
+ * machine at TC ingress of the interface it came in on (stub.bpf.c) sets
+ * skb->priority and redirects it out of ifindex, through the qdisc there.
+ * That costs what the TC path costs (an skb per frame) for these frames
+ * only. Where no copy machine runs behind the interface (enf_copy_devs), or
+ * the driver has no room for metadata, the frame is redirected at XDP
+ * without its priority: never passed to a stack that would not forward it. */
+static __always_inline int enf_out(ctx_t *ctx, struct edgenf_md *md, __u32 ifindex)
+{
+#if defined(EDGENF_HOOK_XDP)
+	struct edgenf_prio_meta *m;
+	__u32 in = ctx->ingress_ifindex, *ok;
+
+	if (md->priority) {
+		ok = bpf_map_lookup_elem(&enf_copy_devs, &in);
+		if (ok && *ok && !bpf_xdp_adjust_meta(ctx, -(int)sizeof(*m))) {
+			m = (void *)(long)ctx->data_meta;
+			if ((void *)(m + 1) <= ctx_data(ctx)) {
+				m->magic = EDGENF_PRIO_MAGIC;
+				m->ifindex = ifindex;
+				m->priority = md->priority;
+				m->pad = 0;
+				return XDP_PASS;
+			}
+		}
+	}
+#else
+	if (md->priority)
+		ctx->priority = md->priority;
+#endif
+	return ctx_redirect(ctx, ifindex);
+}
+
 /* Finish the hop held in md->hop: run the next transparent cube of its stack,
  * or deliver to the destination. Called again by each transparent cube. */
 static __always_inline int enf_deliver(ctx_t *ctx, struct edgenf_md *md)
@@ -104,7 +140,7 @@ static __always_inline int enf_deliver(ctx_t *ctx, struct edgenf_md *md)
 	}
 	switch (h->kind) {
 	case EDGENF_DST_IFACE:
-		return ctx_redirect(ctx, h->ifindex);
+		return enf_out(ctx, md, h->ifindex);
 	case EDGENF_DST_CUBE:
 		return enf_to_cube(ctx, md, h);
 	case EDGENF_DST_STACK:
@@ -122,7 +158,7 @@ static __always_inline int enf_take_hop(ctx_t *ctx, struct edgenf_md *md, struct
 {
 	if (h->nstack == 0) {
 		if (h->kind == EDGENF_DST_IFACE)
-			return ctx_redirect(ctx, h->ifindex);
+			return enf_out(ctx, md, h->ifindex);
 		if (h->kind == EDGENF_DST_CUBE)
 			return enf_to_cube(ctx, md, h);
 	}
