@@ -228,8 +228,10 @@ static __always_inline int enf_send(ctx_t *ctx, struct edgenf_md *md, __u32 port
 	if (!h || h->kind == EDGENF_DST_NONE)
 		return enf_drop(ctx, md);
 	enf_count(port, ctx_len(ctx), ENF_TX);
+#if !defined(EDGENF_PANEL_HOPS)
 	if (h->nstack == 0 && h->kind == EDGENF_DST_CUBE && port < EDGENF_DIRECT_PORTS)
 		return enf_to_peer(ctx, md, h, port);
+#endif
 	return enf_take_hop(ctx, md, h);
 }
 
