@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/edgenf/edgenf/bench/scenario"
@@ -56,6 +57,26 @@ func init() {
 	} {
 		scenario.Register(s)
 	}
+	// What a P4 priority costs at XDP: its frames leave through the skb
+	// path (verdict.h: enf_out) to meet the egress qdisc.
+	fwd := func(p *scenario.Path) []string {
+		return []string{`{"table":"fwd","match":{"standard_metadata.ingress_port":"0"},"action":"forward","params":{"port":"1"}}`}
+	}
+	scenario.Register(scenario.Scenario{Name: "p4-portfwd-xdp", Group: "p4-priority", Baseline: true,
+		Doc: "examples/p4/portfwd.p4 at XDP: frames redirected at XDP (baseline)",
+		Setup: func(e *scenario.Env) (*scenario.Topology, error) {
+			return setupP4(e, "portfwd.p4", nil, fwd)
+		}})
+	scenario.Register(scenario.Scenario{Name: "p4-priority-xdp", Group: "p4-priority", Order: 10,
+		Doc: "the same with standard_metadata.priority = 7: each frame passed up from XDP and sent out of b0 by TC (skb->priority set), as any frame with a priority at XDP",
+		Setup: func(e *scenario.Env) (*scenario.Topology, error) {
+			return setupP4(e, "portfwd.p4"+priority7, nil, fwd)
+		}})
+	scenario.Register(scenario.Scenario{Name: "p4-portfwd-tc", Group: "p4-priority", Order: 20,
+		Doc: "examples/p4/portfwd.p4 at TC (reference: the whole path as skbs)",
+		Setup: func(e *scenario.Env) (*scenario.Topology, error) {
+			return setupP4On(e, "portfwd.p4", datapath.TC, nil, fwd, nil)
+		}})
 	for _, hook := range []datapath.Hook{datapath.XDP, datapath.TC} {
 		order := 10
 		if hook == datapath.TC {
@@ -91,11 +112,23 @@ func setupLearnSwitch(e *scenario.Env, hook datapath.Hook, flood bool) (*scenari
 // exampleP4 is the path of a shipped P4 program (the harness runs in the tree).
 // exampleP4 is the settings of a p4 cube running a shipped program (its
 // source inline, as the CLI sends it).
+// priority7, after a shipped program's name, makes it set
+// standard_metadata.priority = 7 before its table fwd.
+const priority7 = "+priority7"
+
 func exampleP4(name string) (json.RawMessage, error) {
 	_, file, _, _ := runtime.Caller(0)
-	src, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "examples", "p4", name))
+	base, prio := strings.CutSuffix(name, priority7)
+	src, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "examples", "p4", base))
 	if err != nil {
 		return nil, err
+	}
+	if prio {
+		edited := strings.Replace(string(src), "fwd.apply();", "standard_metadata.priority = 7;\n        fwd.apply();", 1)
+		if edited == string(src) {
+			return nil, fmt.Errorf("%s has no fwd.apply() to set a priority before", base)
+		}
+		name, src = base, []byte(edited)
 	}
 	return json.Marshal(map[string]string{"program": name, "source": string(src)})
 }

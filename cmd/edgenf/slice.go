@@ -27,6 +27,7 @@ type sliceStatus struct {
 	InPackets     uint64 `json:"in_packets"`
 	InBytes       uint64 `json:"in_bytes"`
 	ReturnPackets uint64 `json:"return_packets"`
+	ReturnBytes   uint64 `json:"return_bytes"`
 	PolicePackets uint64 `json:"police_drop_packets"`
 	Egress        []struct {
 		Interface  string `json:"interface"`
@@ -40,6 +41,7 @@ type sliceStatus struct {
 
 type slicerStatus struct {
 	Shaping           string        `json:"shaping"`
+	ShapingWhy        string        `json:"shaping_why"`
 	PolicyDropPackets uint64        `json:"policy_drop_packets"`
 	Slices            []sliceStatus `json:"slices"`
 }
@@ -240,12 +242,12 @@ func sliceCmd() *cobra.Command {
 			}
 			var settings map[string]any
 			json.Unmarshal(def, &settings)
-			out := map[string]any{"slicer": sl, "shaping": st.Shaping, "slice": settings, "status": mine}
+			out := map[string]any{"slicer": sl, "shaping": st.Shaping, "shaping_why": st.ShapingWhy, "slice": settings, "status": mine}
 			return show(os.Stdout, out, func(tw *tabwriter.Writer) {
 				fmt.Fprintf(tw, "slice\t%s (id %d) in %s\n", mine.Name, mine.ID, sl)
 				fmt.Fprintf(tw, "tenant\t%s\n", mine.Tenant)
 				fmt.Fprintf(tw, "chain\tport %s\n", mine.Port)
-				fmt.Fprintf(tw, "shaping\t%s (priority %d, class %s)\n", st.Shaping, mine.Priority, dash(mine.Class))
+				fmt.Fprintf(tw, "shaping\t%s (%s); priority %d, class %s\n", st.Shaping, st.ShapingWhy, mine.Priority, dash(mine.Class))
 				b, _ := json.Marshal(settings["rules"])
 				fmt.Fprintf(tw, "rules\t%s\n", b)
 				for _, k := range []string{"rate_bps", "min_bps"} {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"maps"
+	"net/url"
 	"os"
 	"slices"
 	"text/tabwriter"
@@ -144,55 +145,136 @@ func statsCmd() *cobra.Command {
 func topCmd() *cobra.Command {
 	var interval time.Duration
 	var count int
+	var bySlice bool
 	c := &cobra.Command{
-		Use:               "top [CUBE ...]",
-		Short:             "Live packet and bit rates per cube port (Ctrl-C to stop)",
+		Use:   "top [CUBE ...]",
+		Short: "Live packet and bit rates per cube port, or per slice with --slices (Ctrl-C to stop)",
+		Long: "Live rates from the daemon's counters, refreshed every --interval: per cube port (receive,\n" +
+			"send, drop), or with --slices per slice of the slicers named (default: every slicer): frames\n" +
+			"classified in and back from its chain, policer and shaper drops, and what waits in its egress\n" +
+			"queues.",
+		Example:           "  edgenf top r1 r2\n  edgenf top --slices --interval 2s",
 		ValidArgsFunction: completeCubes,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			prev, err := topStats(args)
-			if err != nil {
-				return err
+			if bySlice {
+				return topLoop(interval, count, func() (any, error) { return sliceRates(args) }, renderSliceRates)
 			}
-			last := time.Now()
-			for i := 0; count == 0 || i < count; i++ {
-				time.Sleep(interval)
-				cur, err := topStats(args)
-				if err != nil {
-					return err
-				}
-				now := time.Now()
-				dt := now.Sub(last).Seconds()
-				if isTerminal() {
-					fmt.Print("\033[H\033[2J")
-				}
-				fmt.Printf("edgenf top — %s, every %s\n\n", now.Format("15:04:05"), interval)
-				tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "CUBE\tPORT\tRX PPS\tRX MBIT/S\tTX PPS\tTX MBIT/S\tDROP PPS")
-				old := map[string]counters{}
-				for _, s := range prev {
-					for _, r := range s.rows() {
-						old[s.Cube+"/"+r[0].(string)] = r[1].(counters)
-					}
-				}
-				for _, s := range cur {
-					for _, r := range s.rows() {
-						c, o := r[1].(counters), old[s.Cube+"/"+r[0].(string)]
-						rate := func(a, b uint64) float64 { return float64(a-b) / dt }
-						fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.2f\t%.0f\t%.2f\t%.0f\n", s.Cube, r[0],
-							rate(c.RxPackets, o.RxPackets), rate(c.RxBytes, o.RxBytes)*8/1e6,
-							rate(c.TxPackets, o.TxPackets), rate(c.TxBytes, o.TxBytes)*8/1e6,
-							rate(c.DropPackets, o.DropPackets))
-					}
-				}
-				tw.Flush()
-				prev, last = cur, now
-			}
-			return nil
+			return topLoop(interval, count, func() (any, error) { return topStats(args) }, renderPortRates)
 		},
 	}
 	c.Flags().DurationVar(&interval, "interval", time.Second, "refresh interval")
 	c.Flags().IntVar(&count, "count", 0, "stop after this many refreshes (0: run until interrupted)")
+	c.Flags().BoolVar(&bySlice, "slices", false, "rates per slice of the slicers named (default: every slicer)")
 	return c
+}
+
+// topLoop takes a snapshot every interval (count times; 0: until
+// interrupted) and renders the rates between it and the previous one.
+func topLoop(interval time.Duration, count int, snap func() (any, error), render func(tw *tabwriter.Writer, prev, cur any, dt float64)) error {
+	prev, err := snap()
+	if err != nil {
+		return err
+	}
+	last := time.Now()
+	for i := 0; count == 0 || i < count; i++ {
+		time.Sleep(interval)
+		cur, err := snap()
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		if isTerminal() {
+			fmt.Print("\033[H\033[2J")
+		}
+		fmt.Printf("edgenf top — %s, every %s\n\n", now.Format("15:04:05"), interval)
+		tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+		render(tw, prev, cur, now.Sub(last).Seconds())
+		tw.Flush()
+		prev, last = cur, now
+	}
+	return nil
+}
+
+func renderPortRates(tw *tabwriter.Writer, prevAny, curAny any, dt float64) {
+	prev, cur := prevAny.([]cubeStats), curAny.([]cubeStats)
+	fmt.Fprintln(tw, "CUBE\tPORT\tRX PPS\tRX MBIT/S\tTX PPS\tTX MBIT/S\tDROP PPS")
+	old := map[string]counters{}
+	for _, s := range prev {
+		for _, r := range s.rows() {
+			old[s.Cube+"/"+r[0].(string)] = r[1].(counters)
+		}
+	}
+	rate := func(a, b uint64) float64 { return float64(a-b) / dt }
+	for _, s := range cur {
+		for _, r := range s.rows() {
+			c, o := r[1].(counters), old[s.Cube+"/"+r[0].(string)]
+			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.2f\t%.0f\t%.2f\t%.0f\n", s.Cube, r[0],
+				rate(c.RxPackets, o.RxPackets), rate(c.RxBytes, o.RxBytes)*8/1e6,
+				rate(c.TxPackets, o.TxPackets), rate(c.TxBytes, o.TxBytes)*8/1e6,
+				rate(c.DropPackets, o.DropPackets))
+		}
+	}
+}
+
+// sliceCounters is one slice's counters at one moment, for top --slices.
+type sliceCounters struct {
+	Slicer, Slice, Tenant string
+	In, InBytes           uint64
+	Ret, RetBytes         uint64
+	Policed, Shaped       uint64
+	Queued                uint64 // bytes in its egress classes' queues now
+}
+
+// sliceRates reads every slice's counters from the status view of each
+// slicer named (default: every slicer).
+func sliceRates(names []string) ([]sliceCounters, error) {
+	if len(names) == 0 {
+		var err error
+		if names, err = slicers(""); err != nil {
+			return nil, err
+		}
+	}
+	var out []sliceCounters
+	for _, c := range names {
+		var st slicerStatus
+		if err := api().Do("GET", "/v1/cubes/"+url.PathEscape(c)+"/views/status", nil, &st); err != nil {
+			return nil, fmt.Errorf("slicer %s: %w", c, err)
+		}
+		for _, s := range st.Slices {
+			sc := sliceCounters{Slicer: c, Slice: s.Name, Tenant: s.Tenant, In: s.InPackets, InBytes: s.InBytes,
+				Ret: s.ReturnPackets, RetBytes: s.ReturnBytes, Policed: s.PolicePackets}
+			for _, e := range s.Egress {
+				sc.Shaped += e.Drops
+				sc.Queued += e.Backlog
+			}
+			out = append(out, sc)
+		}
+	}
+	return out, nil
+}
+
+func renderSliceRates(tw *tabwriter.Writer, prevAny, curAny any, dt float64) {
+	prev, cur := prevAny.([]sliceCounters), curAny.([]sliceCounters)
+	fmt.Fprintln(tw, "SLICER\tSLICE\tTENANT\tIN PPS\tIN MBIT/S\tRETURN PPS\tRETURN MBIT/S\tPOLICED PPS\tSHAPER DROP PPS\tQUEUED BYTES")
+	old := map[[2]string]sliceCounters{}
+	for _, s := range prev {
+		old[[2]string{s.Slicer, s.Slice}] = s
+	}
+	rate := func(a, b uint64) float64 {
+		if a < b { // the slice was deleted and made again meanwhile
+			return 0
+		}
+		return float64(a-b) / dt
+	}
+	for _, s := range cur {
+		o, ok := old[[2]string{s.Slicer, s.Slice}]
+		if !ok {
+			o = s // new since the last refresh: rates from the next one
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.0f\t%.2f\t%.0f\t%.2f\t%.0f\t%.0f\t%d\n", s.Slicer, s.Slice, dash(s.Tenant),
+			rate(s.In, o.In), rate(s.InBytes, o.InBytes)*8/1e6, rate(s.Ret, o.Ret), rate(s.RetBytes, o.RetBytes)*8/1e6,
+			rate(s.Policed, o.Policed), rate(s.Shaped, o.Shaped), s.Queued)
+	}
 }
 
 func isTerminal() bool {

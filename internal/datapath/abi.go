@@ -114,7 +114,7 @@ type Metadata struct {
 	Mark           uint32
 	Pos            uint32
 	Hops           uint32
-	_              uint32
+	Priority       uint32
 	Hop            Hop
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/cilium/ebpf"
 	"github.com/edgenf/edgenf/internal/privdir"
@@ -43,6 +44,11 @@ type Datapath struct {
 	punt    *ebpf.Map
 	config  *ebpf.Map
 	copies  map[string]*ebpf.Map // the copy machine's shared maps
+	// direct hops (direct.go): which program each panel slot runs, and
+	// the cubes' ports whose direct hops enter each slot
+	owners  map[Hook]*ebpf.Map
+	peersMu sync.Mutex
+	callers map[Hook]map[uint32]map[peerRef]bool
 	// TC programs go on interfaces the classic way (tcclassic.go)
 	classicTC bool
 }
@@ -67,7 +73,8 @@ func Open(root string) (*Datapath, error) {
 			return nil, err
 		}
 	}
-	d := &Datapath{root: root, panels: map[Hook]*ebpf.Map{}, classicTC: classic}
+	d := &Datapath{root: root, panels: map[Hook]*ebpf.Map{}, classicTC: classic, owners: map[Hook]*ebpf.Map{},
+		callers: map[Hook]map[uint32]map[peerRef]bool{XDP: {}, TC: {}}}
 	specs := []struct {
 		dst  **ebpf.Map
 		spec *ebpf.MapSpec
@@ -98,6 +105,12 @@ func Open(root string) (*Datapath, error) {
 			return nil, err
 		}
 		d.panels[h] = m
+		if m, err = pinnedMap(root, &ebpf.MapSpec{Name: string(h) + ownerPinPart, Type: ebpf.Array,
+			KeySize: 4, ValueSize: 4, MaxEntries: MaxSlots}); err != nil {
+			d.Close()
+			return nil, err
+		}
+		d.owners[h] = m
 	}
 	return d, nil
 }
@@ -155,7 +168,7 @@ func (d *Datapath) SetConfig(c Config) error { return d.config.Update(uint32(0),
 // Close releases this process's handles; pinned objects stay, so traffic
 // keeps flowing without the daemon.
 func (d *Datapath) Close() {
-	for _, m := range append([]*ebpf.Map{d.scratch, d.punt, d.config}, d.panels[XDP], d.panels[TC]) {
+	for _, m := range append([]*ebpf.Map{d.scratch, d.punt, d.config}, d.panels[XDP], d.panels[TC], d.owners[XDP], d.owners[TC]) {
 		if m != nil {
 			m.Close()
 		}
@@ -183,6 +196,8 @@ func (d *Datapath) prepare(spec *ebpf.CollectionSpec, hook Hook) map[string]*ebp
 		switch name {
 		case mapPanel:
 			repl[name] = d.panels[hook]
+		case mapOwner:
+			repl[name] = d.owners[hook]
 		case mapScratch:
 			repl[name] = d.scratch
 		case mapPunt:
@@ -202,7 +217,7 @@ func (d *Datapath) prepare(spec *ebpf.CollectionSpec, hook Hook) map[string]*ebp
 
 func isShared(name string) bool {
 	switch name {
-	case mapPanel, mapScratch, mapPunt, mapConfig, mapCopyRing, mapCopyCPU, mapCopyDevs:
+	case mapPanel, mapOwner, mapScratch, mapPunt, mapConfig, mapCopyRing, mapCopyCPU, mapCopyDevs:
 		return true
 	}
 	return false

@@ -56,7 +56,7 @@ func (d *Datapath) LoadCube(name string, hook Hook, slot uint32, spec *ebpf.Coll
 	c.prog = coll.Programs[ProgName]
 	delete(coll.Programs, ProgName)
 	for n, m := range coll.Maps {
-		if !isShared(n) && !isSection(n) {
+		if !isShared(n) && !isSection(n) && !isDirectMap(n) {
 			c.maps[n] = m
 			delete(coll.Maps, n) // kept: not closed with the collection
 		}
@@ -65,6 +65,10 @@ func (d *Datapath) LoadCube(name string, hook Hook, slot uint32, spec *ebpf.Coll
 	if err := d.panels[hook].Update(slot, c.prog, ebpf.UpdateAny); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("patch panel slot %d: %w", slot, err)
+	}
+	if err := d.setOwner(hook, slot, c.prog); err != nil {
+		c.Close()
+		return nil, err
 	}
 	if err := repin(c.prog, filepath.Join(dir, progPin)); err != nil {
 		return nil, err
@@ -76,6 +80,7 @@ func (d *Datapath) LoadCube(name string, hook Hook, slot uint32, spec *ebpf.Coll
 // extra replacing maps of the same names, pinning the others in dir.
 func (d *Datapath) loadCollection(spec *ebpf.CollectionSpec, hook Hook, dir string, consts map[string]any, extra map[string]*ebpf.Map) (*ebpf.Collection, error) {
 	spec = spec.Copy()
+	dropUnused(spec)
 	repl := d.prepare(spec, hook)
 	for n, m := range extra {
 		repl[n] = m
@@ -198,7 +203,7 @@ func (d *Datapath) AdoptCube(name string, hook Hook, slot uint32, spec *ebpf.Col
 		return nil, err
 	}
 	for _, e := range ents {
-		if e.Name() == progPin || strings.HasSuffix(e.Name(), "_new") {
+		if e.Name() == progPin || strings.HasSuffix(e.Name(), "_new") || isDirectMap(e.Name()) {
 			continue
 		}
 		m, err := ebpf.LoadPinnedMap(filepath.Join(dir, e.Name()), nil)
@@ -210,6 +215,14 @@ func (d *Datapath) AdoptCube(name string, hook Hook, slot uint32, spec *ebpf.Col
 	}
 	// The panel is pinned too, but make sure the slot holds this program.
 	if err := d.panels[hook].Update(slot, prog, ebpf.UpdateAny); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if err := d.setOwner(hook, slot, prog); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if err := c.adoptDirect(); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -234,7 +247,10 @@ func (c *Program) SetHop(port uint32, h Hop) error {
 	if err != nil {
 		return err
 	}
-	return m.Update(port, h, ebpf.UpdateAny)
+	if err := m.Update(port, h, ebpf.UpdateAny); err != nil {
+		return err
+	}
+	return c.setDirect(port, h)
 }
 
 // SetFlood adds (ifindex > 0) or removes the interface peer of a port from the
@@ -287,6 +303,7 @@ func (c *Program) Unload() error {
 	if errors.Is(err, ebpf.ErrKeyNotExist) {
 		err = nil
 	}
+	err = errors.Join(err, c.d.setOwner(c.Hook, c.Slot, nil), c.forgetDirect())
 	c.Close()
 	if rerr := os.RemoveAll(c.dir); rerr != nil && err == nil {
 		err = rerr

@@ -21,6 +21,7 @@ import (
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	_ "github.com/edgenf/edgenf/internal/nf/all" // the built-in NFs, whose objects are checked
+	"github.com/edgenf/edgenf/internal/nf/slicer/shaping"
 	"golang.org/x/sys/unix"
 )
 
@@ -60,7 +61,7 @@ func Run(opt Options) []Result {
 		opt.BPFFS = datapath.DefaultRoot
 	}
 	root := os.Geteuid() == 0
-	rs := []Result{kernel(root), btf(), jit(), bpffs(opt.BPFFS), tc(root), memlock(root), clang()}
+	rs := []Result{kernel(root), btf(), jit(), bpffs(opt.BPFFS), tc(root), slicing(root), memlock(root), clang()}
 	for _, i := range opt.Interfaces {
 		rs = append(rs, xdp(i))
 	}
@@ -246,6 +247,29 @@ func tc(root bool) Result {
 		return r
 	}
 	r.Status, r.Detail = OK, "TCX links (Linux 6.6+); the classic way (clsact, cls_bpf) too with edgenfd -tc-attach classic"
+	return r
+}
+
+// slicing: the egress shaping mechanism slicers pick when their settings
+// name none, probed in a private network namespace (internal/nf/slicer/shaping).
+func slicing(root bool) Result {
+	r := Result{Check: "shaping"}
+	if !root {
+		r.Status, r.Detail = Skip, needRoot
+		return r
+	}
+	q := shaping.Probe()
+	mech, _, err := q.Pick(false)
+	switch {
+	case err != nil:
+		r.Status, r.Detail = Warn, err.Error()+": slicers classify and police, but cannot shape egress"
+	case mech == shaping.EDT && q.HTB:
+		r.Status, r.Detail = OK, fmt.Sprintf("%s: slicers pace rate limits by EDT (skb->tstamp under fq); slices with guaranteed minimums or priorities get htb", q)
+	case mech == shaping.EDT:
+		r.Status, r.Detail = Warn, fmt.Sprintf("%s: slicers pace rate limits by EDT; slices with guaranteed minimums or priorities are refused", q)
+	default:
+		r.Status, r.Detail = OK, fmt.Sprintf("%s: slicers shape by htb (one class per slice, picked by skb->priority); EDT pacing needs sch_fq", q)
+	}
 	return r
 }
 

@@ -46,6 +46,7 @@ func TestDoctorReportsThisMachine(t *testing.T) {
 		"jit":       {"ok", "JIT on"},
 		"bpffs":     {"ok", d.bpffs[:len("/sys/fs/bpf")]},
 		"tc":        {"ok", "TCX"},
+		"shaping":   {"ok", "sch_htb present", "slicers"},
 		"memlock":   {"ok", "memory cgroup"},
 		"clang":     {"ok", "clang version"},
 		"daemon":    {"ok", "2 cubes, 2 interfaces"},

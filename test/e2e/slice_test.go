@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/edgenf/edgenf/internal/testenv"
 	"github.com/vishvananda/netlink"
@@ -80,9 +81,37 @@ func TestSliceCLIAndTopologyFile(t *testing.T) {
 		len(got.Status.Egress) != 1 || got.Status.Egress[0].Packets < n {
 		t.Fatalf("slice get gold: %+v", got)
 	}
-	if out := d.cli("slice", "get", "gold"); !strings.Contains(out, "htb (priority 1, class ed00:101)") || !strings.Contains(out, "min") {
+	if out := d.cli("slice", "get", "gold"); !strings.Contains(out, "htb (probed: sch_") || !strings.Contains(out, "priority 1, class ed00:101") || !strings.Contains(out, "min") {
 		t.Fatalf("slice get gold (table):\n%s", out)
 	}
+	// top --slices: gold's rate while traffic flows through it
+	top := make(chan string)
+	go func() {
+		out, err := d.try("top", "--slices", "--interval", "1s", "--count", "3")
+		if err != nil {
+			out = "error: " + err.Error() + "\n" + out
+		}
+		top <- out
+	}()
+	var topOut string
+	for topOut == "" {
+		select {
+		case topOut = <-top:
+		case <-time.After(300 * time.Millisecond):
+			sendUDP(t, a, b, "198.18.0.2", 7000, 100, 500)
+		}
+	}
+	busy := false
+	for _, line := range strings.Split(topOut, "\n") {
+		if f := strings.Fields(line); len(f) == 10 && f[0] == "edge" && f[1] == "gold" && f[2] == "red" && f[3] != "0" {
+			busy = true
+		}
+	}
+	if !strings.Contains(topOut, "SLICER  SLICE  TENANT  IN PPS") || !busy {
+		t.Fatalf("top --slices shows no traffic in slice gold:\n%s", topOut)
+	}
+	d.json(&got, "slice", "get", "gold")
+	n0 := got.Status.InPackets // what top's traffic added
 	lk, err := netlink.LinkByName(rb)
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +168,7 @@ func TestSliceCLIAndTopologyFile(t *testing.T) {
 	}
 	d.start()
 	d.json(&got, "slice", "get", "gold")
-	if got.Status.InPackets != 2*n || got.Status.Class != "ed00:101" || len(got.Status.Egress) != 1 || got.Status.Egress[0].Packets < 2*n {
+	if got.Status.InPackets != n0+n || got.Status.Class != "ed00:101" || len(got.Status.Egress) != 1 || got.Status.Egress[0].Packets < n0+n {
 		t.Fatalf("slice get gold after a restart: %+v", got)
 	}
 	d.cli("slice", "delete", "silver")

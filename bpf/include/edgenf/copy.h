@@ -112,14 +112,6 @@ struct {
 	__type(value, struct edgenf_copy_cpu);
 } enf_copy_cpu SEC(".maps");
 
-/* Interfaces whose TCX ingress runs the copy machine (key: ifindex). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, __u32);
-} enf_copy_devs SEC(".maps");
-
 static __always_inline struct edgenf_copy_cpu *enf_copy_state(void)
 {
 	__u32 zero = 0;

@@ -29,6 +29,7 @@ static __always_inline void enf_md_start(ctx_t *ctx, struct edgenf_md *md)
 	md->tenant = 0;
 	md->mark = 0;
 	md->hops = 0;
+	md->priority = 0;
 }
 
 /* Start of the hop of a frame entering (or leaving) a Linux interface: the

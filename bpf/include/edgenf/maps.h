@@ -29,6 +29,14 @@ struct {
 	__uint(value_size, sizeof(__u32));
 } enf_punt_ring SEC(".maps");
 
+/* Interfaces whose TCX ingress runs the copy machine (key: ifindex). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u32);
+} enf_copy_devs SEC(".maps");
+
 /* Per cube: where each port leads. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -36,6 +44,38 @@ struct {
 	__type(key, __u32);
 	__type(value, struct edgenf_hop);
 } enf_ports SEC(".maps");
+
+/* Direct hops (verdict.h: enf_send). A tail call whose index the verifier
+ * knows is a direct jump the kernel patches when the entry changes; one
+ * through a computed index, like a panel slot, is an indirect jump, which
+ * retpolines make cost ~15 ns. So a cube keeps, per port below
+ * EDGENF_DIRECT_PORTS, the program its peer cube runs, and jumps to it with
+ * a constant index. enf_peer_ids holds that program's id; the hop is taken
+ * directly only while the panel slot still runs it (enf_owner, shared: the
+ * id of the program in each slot), otherwise through the panel as before:
+ * a stale entry costs speed, never a wrong delivery. */
+#define EDGENF_DIRECT_PORTS 16
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, EDGENF_DIRECT_PORTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} enf_peers SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, EDGENF_DIRECT_PORTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} enf_peer_ids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, EDGENF_MAX_SLOTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} enf_owner SEC(".maps");
 
 /* Per cube: counters per port, plus one cube-wide entry. */
 struct {

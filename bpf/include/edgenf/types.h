@@ -60,7 +60,7 @@ struct edgenf_md {
 	__u32 mark;            /* free for NFs; survives across cubes */
 	__u32 pos;             /* index in hop.stack of the transparent cube now running */
 	__u32 hops;            /* cubes traversed, to stop forwarding loops */
-	__u32 pad;
+	__u32 priority;        /* skb->priority the frame leaves an interface with; 0: as it is (verdict.h: enf_out) */
 	struct edgenf_hop hop; /* the delivery in progress */
 };
 
@@ -76,6 +76,19 @@ struct edgenf_stats {
 	__u64 punt_packets;
 	__u64 pad;
 };
+
+/* In the data_meta of a frame an XDP program passes up so that it leaves
+ * through the skb path with a priority (verdict.h: enf_out): the copy
+ * machine (stub.bpf.c: edgenf_copier), first at TC ingress, gives it
+ * skb->priority and redirects it out of ifindex, through that interface's
+ * qdisc. */
+struct edgenf_prio_meta {
+	__u32 magic; /* EDGENF_PRIO_MAGIC */
+	__u32 ifindex;
+	__u32 priority;
+	__u32 pad;
+};
+#define EDGENF_PRIO_MAGIC 0x7072696f /* "prio" */
 
 /* Header of a punted packet on the perf ring; the packet bytes follow. */
 struct edgenf_punt_hdr {

@@ -91,6 +91,42 @@ static __always_inline long enf_clone_redirect(struct __sk_buff *ctx, struct edg
 }
 #endif
 
+/* Out of interface ifindex, with md->priority as skb->priority when set. At
+ * TC that is one store. XDP frames have no skb and never meet a qdisc, so a
+ * frame with a priority leaves through the skb path instead: it goes up
+ * with XDP_PASS and an edgenf_prio_meta in its data_meta, and the copy
+ * machine at TC ingress of the interface it came in on (stub.bpf.c) sets
+ * skb->priority and redirects it out of ifindex, through the qdisc there.
+ * That costs what the TC path costs (an skb per frame) for these frames
+ * only. Where no copy machine runs behind the interface (enf_copy_devs), or
+ * the driver has no room for metadata, the frame is redirected at XDP
+ * without its priority: never passed to a stack that would not forward it. */
+static __always_inline int enf_out(ctx_t *ctx, struct edgenf_md *md, __u32 ifindex)
+{
+#if defined(EDGENF_HOOK_XDP)
+	struct edgenf_prio_meta *m;
+	__u32 in = ctx->ingress_ifindex, *ok;
+
+	if (md->priority) {
+		ok = bpf_map_lookup_elem(&enf_copy_devs, &in);
+		if (ok && *ok && !bpf_xdp_adjust_meta(ctx, -(int)sizeof(*m))) {
+			m = (void *)(long)ctx->data_meta;
+			if ((void *)(m + 1) <= ctx_data(ctx)) {
+				m->magic = EDGENF_PRIO_MAGIC;
+				m->ifindex = ifindex;
+				m->priority = md->priority;
+				m->pad = 0;
+				return XDP_PASS;
+			}
+		}
+	}
+#else
+	if (md->priority)
+		ctx->priority = md->priority;
+#endif
+	return ctx_redirect(ctx, ifindex);
+}
+
 /* Finish the hop held in md->hop: run the next transparent cube of its stack,
  * or deliver to the destination. Called again by each transparent cube. */
 static __always_inline int enf_deliver(ctx_t *ctx, struct edgenf_md *md)
@@ -104,7 +140,7 @@ static __always_inline int enf_deliver(ctx_t *ctx, struct edgenf_md *md)
 	}
 	switch (h->kind) {
 	case EDGENF_DST_IFACE:
-		return ctx_redirect(ctx, h->ifindex);
+		return enf_out(ctx, md, h->ifindex);
 	case EDGENF_DST_CUBE:
 		return enf_to_cube(ctx, md, h);
 	case EDGENF_DST_STACK:
@@ -122,13 +158,63 @@ static __always_inline int enf_take_hop(ctx_t *ctx, struct edgenf_md *md, struct
 {
 	if (h->nstack == 0) {
 		if (h->kind == EDGENF_DST_IFACE)
-			return ctx_redirect(ctx, h->ifindex);
+			return enf_out(ctx, md, h->ifindex);
 		if (h->kind == EDGENF_DST_CUBE)
 			return enf_to_cube(ctx, md, h);
 	}
 	__builtin_memcpy(&md->hop, h, sizeof(*h));
 	md->pos = 0;
 	return enf_deliver(ctx, md);
+}
+
+#define ENF_DIRECT_CASE(p)                                    \
+	case p:                                               \
+		bpf_tail_call_static(ctx, &enf_peers, p);     \
+		break;
+
+/* Jump to the program in enf_peers[port] through a constant index: one
+ * call site per port, so the verifier sees each index as a constant and
+ * the JIT makes each a direct jump (maps.h). Returns (falls through) when
+ * the entry is empty. */
+static __always_inline void enf_jump_peer(ctx_t *ctx, __u32 port)
+{
+	switch (port) {
+		ENF_DIRECT_CASE(0)
+		ENF_DIRECT_CASE(1)
+		ENF_DIRECT_CASE(2)
+		ENF_DIRECT_CASE(3)
+		ENF_DIRECT_CASE(4)
+		ENF_DIRECT_CASE(5)
+		ENF_DIRECT_CASE(6)
+		ENF_DIRECT_CASE(7)
+		ENF_DIRECT_CASE(8)
+		ENF_DIRECT_CASE(9)
+		ENF_DIRECT_CASE(10)
+		ENF_DIRECT_CASE(11)
+		ENF_DIRECT_CASE(12)
+		ENF_DIRECT_CASE(13)
+		ENF_DIRECT_CASE(14)
+		ENF_DIRECT_CASE(15)
+	}
+}
+
+/* Enter the cube port h leads to from port of the running cube: directly
+ * when enf_peers[port] holds the program its panel slot runs (maps.h),
+ * else through the panel. */
+static __always_inline int enf_to_peer(ctx_t *ctx, struct edgenf_md *md, const struct edgenf_hop *h, __u32 port)
+{
+	__u32 slot = h->slot, *id, *owner;
+
+	if (++md->hops > EDGENF_MAX_HOPS)
+		return CTX_DROP;
+	md->cube = slot;
+	md->in_port = h->port;
+	id = bpf_map_lookup_elem(&enf_peer_ids, &port);
+	owner = bpf_map_lookup_elem(&enf_owner, &slot);
+	if (id && owner && *id && *id == *owner)
+		enf_jump_peer(ctx, port);
+	bpf_tail_call(ctx, &enf_panel, slot);
+	return CTX_DROP;
 }
 
 /* Send out of a port of the running standard cube. */
@@ -142,6 +228,10 @@ static __always_inline int enf_send(ctx_t *ctx, struct edgenf_md *md, __u32 port
 	if (!h || h->kind == EDGENF_DST_NONE)
 		return enf_drop(ctx, md);
 	enf_count(port, ctx_len(ctx), ENF_TX);
+#if !defined(EDGENF_PANEL_HOPS)
+	if (h->nstack == 0 && h->kind == EDGENF_DST_CUBE && port < EDGENF_DIRECT_PORTS)
+		return enf_to_peer(ctx, md, h, port);
+#endif
 	return enf_take_hop(ctx, md, h);
 }
 

@@ -11,7 +11,8 @@
  *
  * edgenf_copier (TC): the copy machine, first at TCX ingress of every
  * interface with an XDP stub or entry and of the injector: makes the copies
- * an XDP program recorded for the frame (copy.h). */
+ * an XDP program recorded for the frame (copy.h), and sends frames XDP
+ * passed up with a priority out through the skb path (verdict.h: enf_out). */
 #include <edgenf/edgenf.h>
 #include <edgenf/copy.h>
 
@@ -113,6 +114,14 @@ SEC("tc") int edgenf_copier(struct __sk_buff *ctx)
 	__u32 idx, seq, cpu, n, inj;
 	int r;
 
+	struct edgenf_prio_meta *pm = (void *)(long)ctx->data_meta;
+
+	/* an XDP frame that leaves with a priority (verdict.h: enf_out) */
+	if ((void *)(pm + 1) <= ctx_data(ctx) && pm->magic == EDGENF_PRIO_MAGIC) {
+		pm->magic = 0;
+		ctx->priority = pm->priority;
+		return bpf_redirect(pm->ifindex, 0);
+	}
 	if ((void *)(m + 1) > ctx_data(ctx) || m->magic != EDGENF_COPY_MAGIC)
 		return TC_ACT_UNSPEC; /* not ours: the next program */
 	idx = m->slot;

@@ -33,6 +33,11 @@ type (
 		PktTau     uint64
 		EDTCost    uint64
 		EDTHorizon uint64
+		ByteLease  uint64
+		PktLease   uint64
+	}
+	lease struct {
+		Bytes, Packets uint64
 	}
 	cfgVal struct {
 		Kinds        uint32
@@ -61,8 +66,17 @@ type (
 	}
 )
 
-// policer parameters of a slice (GCRA, slicer.bpf.c: sl_gcra)
-func (s *Slice) policer() (byteCost, byteTau, pktCost, pktTau uint64) {
+// Lease sizes (slicer.bpf.c: sl_police): an eighth of the burst, so the
+// credit left on idle CPUs stays a small part of it, up to these bounds,
+// and none (frame by frame) when that is less than a full frame or two
+// packets.
+const (
+	maxByteLease = 64 << 10
+	maxPktLease  = 64
+)
+
+// policer parameters of a slice (GCRA, slicer.bpf.c: sl_gcra, sl_police)
+func (s *Slice) policer() (byteCost, byteTau, byteLease, pktCost, pktTau, pktLease uint64) {
 	if s.RateBps > 0 {
 		byteCost = 8e9 * 256 / s.RateBps // 1/256 ns per byte
 		if byteCost == 0 {
@@ -73,6 +87,9 @@ func (s *Slice) policer() (byteCost, byteTau, pktCost, pktTau uint64) {
 			burst = max(s.RateBps/8/100, 3028) // 10 ms, at least two frames
 		}
 		byteTau = burst * byteCost >> 8
+		if byteLease = min(burst/8, maxByteLease); byteLease < 1600 {
+			byteLease = 0
+		}
 	}
 	if s.RatePps > 0 {
 		pktCost = max(uint64(1e9)/s.RatePps, 1)
@@ -81,13 +98,17 @@ func (s *Slice) policer() (byteCost, byteTau, pktCost, pktTau uint64) {
 			burst = max(s.RatePps/100, 2)
 		}
 		pktTau = burst * pktCost
+		if pktLease = min(burst/8, maxPktLease); pktLease < 2 {
+			pktLease = 0
+		}
 	}
 	return
 }
 
 type controller struct {
 	mu     sync.Mutex
-	egress []string // interfaces whose qdisc is ours now
+	egress []string   // interfaces whose qdisc is ours now
+	last   []sliceVal // sl_slices as this controller last wrote it
 }
 
 func loadAll(c *cube.Cube) (*Settings, []*Slice, error) {
@@ -122,6 +143,16 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 	teid := map[teidKey]uint32{}
 	var kinds uint32
 	var def uint32
+	// No shaping at hook xdp. At tc, edt named in the settings stamps
+	// departure times even with no egress interface listed (an fq the
+	// operator set up honours them); htb marks classes only for the trees
+	// the slicer owns.
+	mech := ""
+	if c.Hook == datapath.TC && (len(cfg.Egress) > 0 || cfg.Shaping != "") {
+		if mech, _, err = cfg.mechanism(list); err != nil {
+			return cube.Within("egress", err)
+		}
+	}
 	uplink := c.Port(cfg.Uplink)
 	for _, s := range list {
 		id := uint32(s.ID)
@@ -135,15 +166,15 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 		if s.Entry != "" {
 			v.Entry = uint32(c.Port(s.Entry).Index)
 		}
-		if len(cfg.Egress) > 0 && c.Hook == datapath.TC && cfg.mechanism() == ShapingHTB {
+		if mech == ShapingHTB && len(cfg.Egress) > 0 {
 			v.Classid = ClassSlice(s.ID)
 		}
-		v.ByteCost, v.ByteTau, v.PktCost, v.PktTau = s.policer()
-		if cfg.Shaping == ShapingEDT && s.RateBps > 0 && c.Hook == datapath.TC {
+		v.ByteCost, v.ByteTau, v.ByteLease, v.PktCost, v.PktTau, v.PktLease = s.policer()
+		if mech == ShapingEDT && s.RateBps > 0 {
 			// the rate is kept by pacing at egress, not by dropping at
 			// ingress
 			v.EDTCost, v.EDTHorizon = v.ByteCost, edtHorizon
-			v.ByteCost, v.ByteTau = 0, 0
+			v.ByteCost, v.ByteTau, v.ByteLease = 0, 0, 0
 		}
 		slices[id] = v
 		ports[datapath.MaxPorts+v.Port] = id
@@ -188,6 +219,9 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
+	if err := ctl.resetLeases(h, slices); err != nil {
+		return err
+	}
 	if err := syncHash(maps["sl_l4"], l4); err != nil {
 		return fmt.Errorf("sl_l4: %w", err)
 	}
@@ -202,14 +236,46 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 	if err := maps["sl_config"].Put(uint32(0), cfgVal{Kinds: kinds, DefaultSlice: def}); err != nil {
 		return fmt.Errorf("sl_config: %w", err)
 	}
-	return ctl.syncEgress(cfg, list)
+	return ctl.syncEgress(cfg, list, mech)
 }
 
-func (ctl *controller) syncEgress(cfg *Settings, list []*Slice) error {
+// resetLeases drops the per-CPU credit of every slice id whose policers
+// changed since the last Sync (or that another slice took over): it was
+// leased under the old limits.
+func (ctl *controller) resetLeases(h cube.Handle, slices []sliceVal) error {
+	defer func() { ctl.last = slices }()
+	if ctl.last == nil {
+		return nil // a new cube's leases are empty; a restart keeps them
+	}
+	var m *ebpf.Map
+	for id := range slices {
+		o, n := ctl.last[id], slices[id]
+		if o.ByteCost == n.ByteCost && o.ByteTau == n.ByteTau && o.ByteLease == n.ByteLease &&
+			o.PktCost == n.PktCost && o.PktTau == n.PktTau && o.PktLease == n.PktLease && o.Port == n.Port {
+			continue
+		}
+		if m == nil {
+			var err error
+			if m, err = h.Map("sl_lease"); err != nil {
+				return err
+			}
+		}
+		cpus, err := ebpf.PossibleCPU()
+		if err != nil {
+			return err
+		}
+		if err := m.Put(uint32(id), make([]lease, cpus)); err != nil {
+			return fmt.Errorf("sl_lease: %w", err)
+		}
+	}
+	return nil
+}
+
+func (ctl *controller) syncEgress(cfg *Settings, list []*Slice, mech string) error {
 	keep := map[string]bool{}
 	for _, e := range cfg.Egress {
 		ensure := ensureHTB
-		if cfg.mechanism() == ShapingEDT {
+		if mech == ShapingEDT {
 			ensure = ensureFQ
 		}
 		if err := ensure(e, list); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/nf/slicer/rate"
+	"github.com/edgenf/edgenf/internal/nf/slicer/shaping"
 	"github.com/edgenf/edgenf/internal/schema"
 )
 
@@ -42,24 +43,32 @@ type Settings struct {
 	// HTB tree with one class per slice, so slices' guaranteed minimums,
 	// ceilings and priorities hold where their traffic leaves.
 	Egress []Egress `json:"egress,omitempty" doc:"the interfaces whose egress the slicer shapes, each once (409 otherwise); shaping needs hook tc (422 otherwise)"`
-	// Shaping is the egress mechanism: "htb" (the default: guaranteed
-	// minimums, priorities, rate limits as ceilings) or "edt" (Earliest
-	// Departure Time pacing of the rate limits under sch_fq, as Cilium's
-	// Bandwidth Manager; no minimums or priorities; needs the fq qdisc).
-	Shaping string `json:"shaping,omitempty" enum:"htb|edt" doc:"htb (default: minimums, priorities, ceilings) or edt (rate limits only: a slice with min_bps or priority: 422)"`
+	// Shaping is the egress mechanism: "htb" (guaranteed minimums,
+	// priorities, rate limits as ceilings) or "edt" (Earliest Departure
+	// Time pacing of the rate limits under sch_fq, as Cilium's Bandwidth
+	// Manager; no minimums or priorities; needs the fq qdisc). Absent:
+	// picked by probing the kernel (edt where it has sch_fq and no slice
+	// needs classes, else htb).
+	Shaping string `json:"shaping,omitempty" enum:"htb|edt" doc:"htb (minimums, priorities, ceilings) or edt (rate limits only: a slice with min_bps or priority: 422); absent: picked by probing the kernel (edt where it has sch_fq and no slice has min_bps or priority, else htb)"`
 }
 
 // Egress mechanisms.
 const (
-	ShapingHTB = "htb"
-	ShapingEDT = "edt"
+	ShapingHTB = shaping.HTB
+	ShapingEDT = shaping.EDT
 )
 
-func (s *Settings) mechanism() string {
-	if s.Shaping == "" {
-		return ShapingHTB
+// mechanism is the egress mechanism for the slices list, and why: the
+// settings' choice, else what probing the kernel picks.
+func (s *Settings) mechanism(list []*Slice) (mech, why string, err error) {
+	if s.Shaping != "" {
+		return s.Shaping, "set in the settings", nil
 	}
-	return s.Shaping
+	classes := false
+	for _, sl := range list {
+		classes = classes || sl.MinBps > 0 || sl.Priority != nil
+	}
+	return shaping.Probe().Pick(classes)
 }
 
 // Egress is one interface the slicer shapes at.
@@ -594,7 +603,7 @@ func (s *Settings) Validate(c *cube.Cube) error {
 	if !found {
 		return cube.NotFound("default", "no slice named %q", s.Default)
 	}
-	if s.mechanism() == ShapingEDT {
+	if s.Shaping == ShapingEDT {
 		for _, sl := range list {
 			if sl.MinBps > 0 || sl.Priority != nil {
 				return cube.Unprocessable("shaping", "edt paces rate limits only: slice %s has a guaranteed minimum or a priority, which need htb", sl.Name)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -214,6 +215,59 @@ func TestPolicerAdmitsBurstThenDrops(t *testing.T) {
 			st := viewStatus(t, r)
 			if st.Slices[0].PolicePackets != drops[0] || st.Slices[1].PolicePackets != drops[1] || st.Slices[1].PoliceBytes != 1000*drops[1] {
 				t.Fatalf("policer drops: %+v, want %v", st.Slices, drops)
+			}
+		})
+	}
+}
+
+// With bursts large enough for leases (slicer.bpf.c: sl_police), a CPU
+// takes credit from the shared policer several frames at a time, and the
+// policers still admit exactly their burst back to back: leases are paid
+// for when taken. A slice whose limit changes loses the credit its CPU
+// leased under the old one. (Refills: one frame a second, one 1000-byte
+// frame in 10 s.)
+func TestPolicerLeasesKeepTheBurstExact(t *testing.T) {
+	for _, h := range hooks {
+		t.Run(string(h.hook), func(t *testing.T) {
+			pps := Slice{Name: "pps", ID: 1, Port: "s1", RatePps: 1, BurstPackets: 40, Rules: []Rule{{DSCP: intp(1)}}}
+			bps := Slice{Name: "bps", ID: 2, Port: "s2", RateBps: 800, BurstBytes: 40000, Rules: []Rule{{DSCP: intp(2)}}}
+			if _, _, bl, _, _, pl := bps.policer(); bl != 5000 || pl != 0 {
+				t.Fatalf("bps leases: %d bytes, %d packets; want 5000 and 0", bl, pl)
+			}
+			if _, _, bl, _, _, pl := pps.policer(); bl != 0 || pl != 5 {
+				t.Fatalf("pps leases: %d bytes, %d packets; want 0 and 5", bl, pl)
+			}
+			r := nftest.New(t, Type, model(h.hook, Settings{Uplink: "up"}, pps, bps))
+			base := nftest.UDP4("198.18.1.1", "198.19.1.1", 1000, 2000, make([]byte, 1000-42))
+			send := func(dscp byte, n int) int {
+				passed := 0
+				for i := 0; i < n; i++ {
+					if r.Run("up", withDSCP(base, dscp)).Sent() {
+						passed++
+					}
+				}
+				return passed
+			}
+			// Program.Run runs where the test's thread does: each CPU it
+			// left behind may hold up to 4 frames of credit it leased.
+			stranded := 4 * (runtime.NumCPU() - 1)
+			start := time.Now()
+			if passed, refills := send(1, 60), int(time.Since(start)/time.Second); passed < 40-stranded || passed > 40+refills {
+				t.Errorf("packet policer: %d of 60 frames passed, want its burst of 40", passed)
+			}
+			// 32 frames of the bit policer's 40 (on one CPU: 7 leases
+			// of 5, credit for 3 more frames left).
+			if passed := send(2, 32); passed < min(32, 40-stranded) {
+				t.Fatalf("bit policer: %d of 32 frames passed, want all", passed)
+			}
+			// A new limit: the credit leased under the old one goes; the
+			// shared policer, 40 frames ahead, is over the new burst of 20.
+			bps.BurstBytes = 20000
+			if err := r.Update(model(h.hook, Settings{Uplink: "up"}, pps, bps)); err != nil {
+				t.Fatal(err)
+			}
+			if passed := send(2, 10); passed != 0 {
+				t.Errorf("after the change: %d of 10 frames passed on credit leased under the old limit", passed)
 			}
 		})
 	}

@@ -34,8 +34,11 @@ type SliceStatus struct {
 // Status is the slicer's view: how it enforces, and every slice.
 type Status struct {
 	// Shaping is the egress mechanism: "htb" (one class per slice, picked
-	// by skb->priority) or "none" (no egress interfaces, or hook xdp).
-	Shaping string `json:"shaping"`
+	// by skb->priority), "edt" (departure times under sch_fq) or "none" (no
+	// egress interfaces, or hook xdp); ShapingWhy says how it was chosen
+	// (the settings, or what probing the kernel found).
+	Shaping    string `json:"shaping"`
+	ShapingWhy string `json:"shaping_why,omitempty"`
 	// PolicyDrops counts frames that matched no slice, with no default.
 	PolicyDropPackets uint64 `json:"policy_drop_packets"`
 	PolicyDropBytes   uint64 `json:"policy_drop_bytes"`
@@ -51,8 +54,15 @@ func status(h cube.Handle, c *cube.Cube) (*Status, error) {
 		return nil, err
 	}
 	st := &Status{Shaping: "none", Slices: []SliceStatus{}}
-	if len(cfg.Egress) > 0 && c.Hook == datapath.TC {
-		st.Shaping = cfg.mechanism()
+	switch {
+	case c.Hook != datapath.TC:
+		st.ShapingWhy = "hook xdp: redirected frames meet no qdisc"
+	case len(cfg.Egress) == 0:
+		st.ShapingWhy = "no egress interfaces in the settings"
+	default:
+		if st.Shaping, st.ShapingWhy, err = cfg.mechanism(list); err != nil {
+			st.Shaping, st.ShapingWhy = "none", err.Error()
+		}
 	}
 	cm, err := h.Map("sl_counters")
 	if err != nil {

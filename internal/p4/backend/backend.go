@@ -621,15 +621,19 @@ func (g *gen) pipelineStart(portDecl, extra string) {
 func (g *gen) pipelineSend() {
 	if g.usesField("priority") {
 		// standard_metadata.priority (0..7, 7 most urgent, as BMv2's
-		// priority queues) becomes skb->priority at TC: the HTB class of
+		// priority queues) becomes skb->priority: the HTB class of
 		// priority band 7-p on the egress interface's tree (the slicer's
 		// ed00:8+band, see internal/nf/slicer; HTB takes skb->priority as
-		// a class id before any filter). 0 leaves skb->priority alone.
-		// XDP frames have no skb: the priority does not leave the program.
+		// a class id before any filter). 0 leaves it alone. md->priority
+		// carries it to the interface the frame leaves by; at XDP the
+		// frame then takes the skb path to meet the qdisc there
+		// (verdict.h: enf_out).
+		g.line("if (s->sm.f_priority) {")
+		g.line("	md->priority = P4_PRIO_CLASS(s->sm.f_priority);")
 		g.line("#if defined(EDGENF_HOOK_TC)")
-		g.line("if (s->sm.f_priority)")
-		g.line("	ctx->priority = P4_PRIO_CLASS(s->sm.f_priority);")
+		g.line("	ctx->priority = md->priority;")
 		g.line("#endif")
+		g.line("}")
 	}
 	g.line("if (port == P4_CPU_PORT || port == P4_CPU_PORT_CFG)")
 	g.line("\treturn enf_punt(ctx, md, P4_PUNT_PACKET_IN, 0);")

@@ -24,6 +24,11 @@
 /* P4 parsers see VLAN tags in the frame at TC too (ctx_inline_vlan); this
  * must come before the framework's headers. */
 #define EDGENF_INLINE_VLAN
+/* Hops through the panel (verdict.h): a generated pipeline reaches its one
+ * send in as many verifier states as it has paths, and the direct hop's
+ * per-port jumps multiply them by 16, past the verifier's limit for
+ * programs like varbit.p4 at TC. */
+#define EDGENF_PANEL_HOPS
 #include "../edgenf.h"
 
 #include "bytes.h"

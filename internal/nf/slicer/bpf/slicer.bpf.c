@@ -49,6 +49,10 @@ struct sl_slice {
 	 * 1/256 ns; frames further than the horizon ahead are dropped. */
 	__u64 edt_cost;
 	__u64 edt_horizon;
+	/* Leases (sl_police): bytes and packets a CPU takes from the shared
+	 * policers at once; 0 or 1: per frame. */
+	__u64 byte_lease;
+	__u64 pkt_lease;
 };
 
 /* Shared by all CPUs: the theoretical arrival time of each policer. */
@@ -56,6 +60,13 @@ struct sl_state {
 	__u64 byte_tat;
 	__u64 pkt_tat;
 	__u64 edt_next; /* departure time of the slice's next frame */
+};
+
+/* Per CPU, per slice: credit leased from the shared policers and not spent
+ * yet. Mirrored by slicer.go (lease). */
+struct sl_lease {
+	__u64 bytes;
+	__u64 packets;
 };
 
 /* Per CPU, per slice. Mirrored by slicer.go (counters). */
@@ -113,6 +124,13 @@ struct {
 	__type(key, __u32);
 	__type(value, struct sl_state);
 } sl_state SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SL_MAX);
+	__type(key, __u32);
+	__type(value, struct sl_lease);
+} sl_lease SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -268,13 +286,25 @@ static __always_inline void sl_gtp(ctx_t *ctx, __u32 udp_off, struct sl_fields *
 	sl_inner(ctx, off, f);
 }
 
-/* Reads with ctx_load_bytes rather than packet pointers: cheap at these
- * sizes, and no pointer for clang to spill as 32 bits at XDP. */
-static __always_inline int sl_fields(ctx_t *ctx, struct sl_fields *f)
+/* Rule kinds that look at the IP header, and at the L4 header. */
+#define SL_NEED_IP ((1 << SL_K_TEID) | (1 << SL_K_UE) | (1 << SL_K_L4) | (1 << SL_K_DST) | (1 << SL_K_SRC) | (1 << SL_K_DSCP))
+#define SL_NEED_L4 ((1 << SL_K_TEID) | (1 << SL_K_UE) | (1 << SL_K_L4))
+
+/* Reads what the rule kinds in use (kinds) need, and no more: each frame
+ * is parsed (a frame that cannot be is dropped whatever the rules), but the
+ * lookup keys of unused kinds are neither read nor built. Headers are read
+ * in place (enf_parse has bounded them); only the rare GTP-U path copies
+ * with ctx_load_bytes. Values are read into the stack at once, so no
+ * packet pointer lives long enough for clang to spill it as 32 bits at
+ * XDP. */
+static __always_inline int sl_fields(ctx_t *ctx, struct sl_fields *f, __u32 kinds)
 {
 	struct enf_pkt pkt;
-	__be16 ports[2];
+	__be16 *ports;
 
+	f->has_ip = 0;
+	f->has_gtp = 0;
+	f->ue.family = 0;
 	if (enf_parse(ctx, &pkt))
 		return -1;
 	f->vlan = pkt.vlan;
@@ -286,34 +316,44 @@ static __always_inline int sl_fields(ctx_t *ctx, struct sl_fields *f)
 		f->has_vlan = 1;
 	}
 #endif
+	if (!(kinds & SL_NEED_IP))
+		return 0;
 	if (pkt.l3_proto == ETH_P_IP) {
-		struct iphdr ip;
+		struct iphdr *ip = enf_ptr(ctx, pkt.l3_off);
 
-		if (ctx_load_bytes(ctx, pkt.l3_off, &ip, sizeof(ip)))
+		if (!enf_in_bounds(ctx, ip, sizeof(*ip)))
 			return -1;
 		f->has_ip = 1;
-		f->dscp = ip.tos >> 2;
-		sl_addr4(&f->src, ip.saddr);
-		sl_addr4(&f->dst, ip.daddr);
+		f->dscp = ip->tos >> 2;
+		if (kinds & (1 << SL_K_SRC))
+			sl_addr4(&f->src, ip->saddr);
+		if (kinds & (1 << SL_K_DST))
+			sl_addr4(&f->dst, ip->daddr);
 	} else if (pkt.l3_proto == ETH_P_IPV6) {
-		struct ipv6hdr ip6;
+		struct ipv6hdr *ip6 = enf_ptr(ctx, pkt.l3_off);
 
-		if (ctx_load_bytes(ctx, pkt.l3_off, &ip6, sizeof(ip6)))
+		if (!enf_in_bounds(ctx, ip6, sizeof(*ip6)))
 			return -1;
 		f->has_ip = 1;
-		f->dscp = ((bpf_ntohs(*(__be16 *)&ip6) >> 4) & 0xff) >> 2;
-		sl_addr6(&f->src, &ip6.saddr);
-		sl_addr6(&f->dst, &ip6.daddr);
+		f->dscp = ((bpf_ntohs(*(__be16 *)ip6) >> 4) & 0xff) >> 2;
+		if (kinds & (1 << SL_K_SRC))
+			sl_addr6(&f->src, &ip6->saddr);
+		if (kinds & (1 << SL_K_DST))
+			sl_addr6(&f->dst, &ip6->daddr);
 	}
-	if (!f->has_ip)
+	if (!f->has_ip || !(kinds & SL_NEED_L4))
 		return 0;
 	f->l4.proto = pkt.l4_proto;
+	f->l4.pad = 0;
+	f->l4.port = 0;
 	if (!pkt.l4_off || (pkt.l4_proto != IPPROTO_TCP && pkt.l4_proto != IPPROTO_UDP && pkt.l4_proto != IPPROTO_SCTP))
 		return 0;
-	if (ctx_load_bytes(ctx, pkt.l4_off, ports, sizeof(ports)))
+	ports = enf_ptr(ctx, pkt.l4_off);
+	if (!enf_in_bounds(ctx, ports, 2 * sizeof(*ports)))
 		return -1;
 	f->l4.port = ports[1];
-	if (pkt.l4_proto == IPPROTO_UDP && ports[1] == bpf_htons(SL_GTPU_PORT))
+	if (pkt.l4_proto == IPPROTO_UDP && f->l4.port == bpf_htons(SL_GTPU_PORT) &&
+	    (kinds & ((1 << SL_K_TEID) | (1 << SL_K_UE))))
 		sl_gtp(ctx, pkt.l4_off, f);
 	return 0;
 }
@@ -387,21 +427,69 @@ static __always_inline int sl_gcra(__u64 *tat, __u64 now, __u64 cost, __u64 tau)
 	return 1;
 }
 
+/* Take credit for at least need units from a shared policer: lease units
+ * at once when the policer has them, else just need (near the limit, frame
+ * by frame as without leases). Returns the units granted, 0 if none. */
+static __always_inline __u64 sl_take(__u64 *tat, __u64 now, __u64 need, __u64 lease, __u64 cost, __u64 tau, int bytes)
+{
+	__u64 c;
+
+	if (lease > need) {
+		c = lease * cost;
+		if (bytes)
+			c >>= 8;
+		if (sl_gcra(tat, now, c, tau))
+			return lease;
+	}
+	c = need * cost;
+	if (bytes)
+		c >>= 8;
+	return sl_gcra(tat, now, c, tau) ? need : 0;
+}
+
+/* The slice's rate limits, as GCRA policers shared by all CPUs, spent
+ * through per-CPU leases: a CPU takes a lease of bytes (and packets) from
+ * the shared policer in one clock read and compare-and-swap, then admits
+ * frames against it with no clock, no atomic and no shared cache line
+ * until it runs out. A lease is paid for when taken, so what the slice
+ * sends never exceeds the policer's rate and burst; credit left on a CPU
+ * that stops seeing the slice's frames only delays (bounded by one lease a
+ * CPU, a small part of the burst: slicer.go picks the sizes). */
 static __always_inline int sl_police(struct sl_slice *s, __u32 id, __u32 len)
 {
 	struct sl_state *st;
-	__u64 now;
+	struct sl_lease *l;
+	__u64 now, got;
 
 	if (!s->pkt_cost && !s->byte_cost)
 		return 1;
+	l = bpf_map_lookup_elem(&sl_lease, &id);
+	if (!l)
+		return 1;
+	if ((!s->pkt_cost || l->packets) && (!s->byte_cost || l->bytes >= len))
+		goto spend;
 	st = bpf_map_lookup_elem(&sl_state, &id);
 	if (!st)
 		return 1;
 	now = bpf_ktime_get_ns();
-	if (s->pkt_cost && !sl_gcra(&st->pkt_tat, now, s->pkt_cost, s->pkt_tau))
-		return 0;
-	if (s->byte_cost && !sl_gcra(&st->byte_tat, now, ((__u64)len * s->byte_cost) >> 8, s->byte_tau))
-		return 0;
+	if (s->pkt_cost && !l->packets) {
+		got = sl_take(&st->pkt_tat, now, 1, s->pkt_lease, s->pkt_cost, s->pkt_tau, 0);
+		if (!got)
+			return 0;
+		l->packets += got;
+	}
+	if (s->byte_cost && l->bytes < len) {
+		/* what the lease holds counts towards this frame */
+		got = sl_take(&st->byte_tat, now, len - l->bytes, s->byte_lease, s->byte_cost, s->byte_tau, 1);
+		if (!got)
+			return 0; /* a packet credit taken stays for the next frame */
+		l->bytes += got;
+	}
+spend:
+	if (s->pkt_cost)
+		l->packets--;
+	if (s->byte_cost)
+		l->bytes -= len;
 	return 1;
 }
 
@@ -496,7 +584,7 @@ static __always_inline void sl_policy_drop(__u32 idx, __u32 len)
 static __always_inline int slicer(ctx_t *ctx, struct edgenf_md *md)
 {
 	__u32 zero = 0, in = md->in_port, len = ctx_len(ctx), id, back;
-	struct sl_fields f = {};
+	struct sl_fields f;
 	struct sl_counters *cnt;
 	struct sl_slice *s;
 	struct sl_cfg *cfg;
@@ -523,7 +611,7 @@ static __always_inline int slicer(ctx_t *ctx, struct edgenf_md *md)
 	cfg = bpf_map_lookup_elem(&sl_config, &zero);
 	if (!cfg)
 		return enf_drop(ctx, md);
-	if (sl_fields(ctx, &f)) {
+	if (sl_fields(ctx, &f, cfg->kinds)) {
 		sl_policy_drop(1, len);
 		return enf_drop(ctx, md);
 	}

@@ -1,0 +1,211 @@
+package datapath
+
+// Direct hops (bpf/include/edgenf/maps.h, verdict.h: enf_to_peer). A hop
+// from a cube's port into another cube is a tail call. Through the panel its
+// index is computed, so the JIT emits an indirect jump, which retpolines
+// make cost about 15 ns a hop here; through a constant index it is a direct
+// jump the kernel patches on every update. So each cube keeps, for its
+// ports below DirectPorts, the program its peer cube runs (enf_peers) and
+// that program's id (enf_peer_ids), and the shared enf_owner says which
+// program each panel slot runs: the fast path jumps directly only while the
+// two ids agree, and through the panel otherwise. The datapath keeps them
+// agreeing: SetHop fills a port's entry, and every panel change (load, hot
+// swap, unload) refreshes the entries that lead into the slot. A stale entry
+// (a daemon that died between two writes) costs speed, never a wrong
+// delivery.
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/cilium/ebpf"
+)
+
+const (
+	// DirectPorts is how many of a cube's ports take direct hops
+	// (EDGENF_DIRECT_PORTS); the others go through the panel.
+	DirectPorts  = 16
+	mapPeers     = "enf_peers"
+	mapPeerIDs   = "enf_peer_ids"
+	mapOwner     = "enf_owner"
+	ownerPinPart = "_owner"
+)
+
+// peerRef is a cube's port whose direct hop enters some slot.
+type peerRef struct {
+	dir  string // the cube's pin directory
+	port uint32
+}
+
+// isDirectMap: maps of the direct hops a cube's Program does not hold
+// open (two fewer descriptors a cube in the daemon); opened when needed.
+func isDirectMap(name string) bool { return name == mapPeers || name == mapPeerIDs }
+
+// dropUnused removes the direct-hop maps from spec when no program of it
+// uses them (interface stubs), so that they are neither created nor pinned.
+func dropUnused(spec *ebpf.CollectionSpec) {
+	used := map[string]bool{}
+	for _, p := range spec.Programs {
+		for _, ins := range p.Instructions {
+			if r := ins.Reference(); r != "" {
+				used[r] = true
+			}
+		}
+	}
+	for _, n := range []string{mapPeers, mapPeerIDs, mapOwner} {
+		if !used[n] {
+			delete(spec.Maps, n)
+		}
+	}
+}
+
+// setOwner records that the hook's panel slot runs prog (nil: nothing) and
+// points the direct hops into the slot at it.
+func (d *Datapath) setOwner(hook Hook, slot uint32, prog *ebpf.Program) error {
+	d.peersMu.Lock()
+	defer d.peersMu.Unlock()
+	var id uint32
+	if prog != nil {
+		info, err := prog.Info()
+		if err != nil {
+			return err
+		}
+		pid, ok := info.ID()
+		if !ok {
+			return errors.New("program id: not available on this kernel")
+		}
+		id = uint32(pid)
+	}
+	if err := d.owners[hook].Put(slot, id); err != nil {
+		return fmt.Errorf("panel owner of slot %d: %w", slot, err)
+	}
+	var errs []error
+	for ref := range d.callers[hook][slot] {
+		errs = append(errs, setPeer(ref, prog, id))
+	}
+	return errors.Join(errs...)
+}
+
+// setPeer makes the direct hop of ref enter prog (id), or no program.
+// enf_peer_ids goes to 0 first, so the fast path never pairs a new id with
+// an old program.
+func setPeer(ref peerRef, prog *ebpf.Program, id uint32) error {
+	ids, peers, err := openDirect(ref.dir)
+	if err != nil || ids == nil {
+		return err
+	}
+	defer ids.Close()
+	defer peers.Close()
+	if err := ids.Put(ref.port, uint32(0)); err != nil {
+		return err
+	}
+	if prog == nil {
+		if err := peers.Delete(ref.port); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return err
+		}
+		return nil
+	}
+	if err := peers.Put(ref.port, prog); err != nil {
+		return fmt.Errorf("direct hop of port %d: %w", ref.port, err)
+	}
+	return ids.Put(ref.port, id)
+}
+
+// openDirect opens a cube's direct-hop maps from their pins; nil, nil when
+// its object has none.
+func openDirect(dir string) (ids, peers *ebpf.Map, err error) {
+	ids, err = ebpf.LoadPinnedMap(filepath.Join(dir, mapPeerIDs), nil)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if peers, err = ebpf.LoadPinnedMap(filepath.Join(dir, mapPeers), nil); err != nil {
+		ids.Close()
+		return nil, nil, err
+	}
+	return ids, peers, nil
+}
+
+// setDirect keeps port's direct hop in step with its new hop h: into the
+// program the panel slot runs now when h enters a cube with no transparent
+// cube on the way, else none. Called after enf_ports holds h.
+func (c *Program) setDirect(port uint32, h Hop) error {
+	if port >= DirectPorts {
+		return nil
+	}
+	d := c.d
+	d.peersMu.Lock()
+	defer d.peersMu.Unlock()
+	ref := peerRef{c.dir, port}
+	for _, refs := range d.callers[c.Hook] {
+		delete(refs, ref)
+	}
+	if h.Kind != DstCube || h.NStack != 0 {
+		return setPeer(ref, nil, 0)
+	}
+	if d.callers[c.Hook][h.Slot] == nil {
+		d.callers[c.Hook][h.Slot] = map[peerRef]bool{}
+	}
+	d.callers[c.Hook][h.Slot][ref] = true
+	var id uint32
+	if err := d.panels[c.Hook].Lookup(h.Slot, &id); err != nil || id == 0 {
+		return setPeer(ref, nil, 0) // the slot is empty: filled when loaded
+	}
+	prog, err := ebpf.NewProgramFromID(ebpf.ProgramID(id))
+	if err != nil {
+		return setPeer(ref, nil, 0) // unloaded meanwhile
+	}
+	defer prog.Close()
+	return setPeer(ref, prog, id)
+}
+
+// adoptDirect re-learns, for a cube adopted after a restart, which slots
+// its direct hops enter, so that later panel changes refresh them.
+func (c *Program) adoptDirect() error {
+	ids, peers, err := openDirect(c.dir)
+	if err != nil || ids == nil {
+		return err
+	}
+	defer ids.Close()
+	peers.Close()
+	ports, err := c.Map(MapPorts)
+	if err != nil {
+		return err
+	}
+	d := c.d
+	d.peersMu.Lock()
+	defer d.peersMu.Unlock()
+	for port := uint32(0); port < DirectPorts; port++ {
+		var h Hop
+		if err := ports.Lookup(port, &h); err != nil {
+			return err
+		}
+		if h.Kind != DstCube || h.NStack != 0 {
+			continue
+		}
+		if d.callers[c.Hook][h.Slot] == nil {
+			d.callers[c.Hook][h.Slot] = map[peerRef]bool{}
+		}
+		d.callers[c.Hook][h.Slot][peerRef{c.dir, port}] = true
+	}
+	return nil
+}
+
+// forgetDirect drops an unloaded cube's ports from the index.
+func (c *Program) forgetDirect() error {
+	d := c.d
+	d.peersMu.Lock()
+	defer d.peersMu.Unlock()
+	for _, refs := range d.callers[c.Hook] {
+		for ref := range refs {
+			if ref.dir == c.dir {
+				delete(refs, ref)
+			}
+		}
+	}
+	return nil
+}
