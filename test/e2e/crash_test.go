@@ -96,6 +96,22 @@ func TestCrashBetweenJournalAndKernel(t *testing.T) {
 	}
 }
 
+// TestCrashBetweenKernelAndAck: a change is written to the journal, then
+// to the kernel, and acknowledged once the journal's group commit has made
+// it durable. Killed while it waits for that, the daemon restarts with the
+// change it wrote: listed and forwarding, as the kernel had it.
+func TestCrashBetweenKernelAndAck(t *testing.T) {
+	testenv.E2E(t)
+	d, send := p4Switch(t)
+	d.crashDuring("entries-applied", "p4", "table-add", "sw", "fwd", "forward", "0", "=>", "1")
+	if l := d.entries(); !strings.Contains(l, "ingress_port=0") {
+		t.Fatalf("the written entry is not listed after the restart:\n%s", l)
+	}
+	if got := send(); got != 200 {
+		t.Fatalf("the entry is listed, yet %d of 200 arrived", got)
+	}
+}
+
 // TestCrashBeforeSnapshotLeavesNothingBehind: killed after a change reached
 // the kernel and before its snapshot was written, the daemon restarts with
 // the state before the change, and the kernel follows it: entries the

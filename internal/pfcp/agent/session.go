@@ -46,7 +46,17 @@ type reservations struct {
 	ue    map[netip.Addr]bool
 }
 
-func (a *Agent) sessions(reqs []*sessionRequest) {
+// sessions commits a batch; staged is closed once it has been staged (the
+// next batch may then take the engine's lock).
+func (a *Agent) sessions(reqs []*sessionRequest, staged chan struct{}) {
+	open := true
+	release := func() {
+		if open {
+			close(staged)
+			open = false
+		}
+	}
+	defer release()
 	stage := func(rs []*sessionRequest) error {
 		res := &reservations{teids: map[uint32]bool{}, ue: map[netip.Addr]bool{}}
 		return a.store.ChangeEntries("sessions", func(tx cube.EntryTx) error {
@@ -54,6 +64,7 @@ func (a *Agent) sessions(reqs []*sessionRequest) {
 				r.resp, r.after, r.seid = nil, nil, 0
 				a.stage(tx, r, res)
 			}
+			release()
 			return nil
 		})
 	}
@@ -98,7 +109,11 @@ func (a *Agent) finish(r *sessionRequest) {
 	if r.resp == nil {
 		return
 	}
-	a.cache.put(r.from, r.msg.Seq, a.sendMsg(r.from, r.resp))
+	// cached before it is sent: the serve goroutine answers the SMF's
+	// next retransmission from the cache while this one runs
+	b := a.encode(r.resp)
+	a.cache.put(r.from, r.msg.Seq, b)
+	a.send(r.from, b)
 	for _, f := range r.after {
 		f()
 	}
