@@ -174,13 +174,16 @@ func (j *Journal) Write(recs []Record) (uint64, error) {
 	return tx, nil
 }
 
-// Written is the number of the last transaction written: Sync(Written())
-// waits for everything written so far.
-func (j *Journal) Written() uint64 {
+// locked reads a field of j under its lock.
+func locked[T any](j *Journal, field *T) T {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.tx
+	return *field
 }
+
+// Written is the number of the last transaction written: Sync(Written())
+// waits for everything written so far.
+func (j *Journal) Written() uint64 { return locked(j, &j.tx) }
 
 // Sync returns once transaction tx is on disk. Callers waiting together
 // share one fsync; one that finds none running starts it, for everything
@@ -216,18 +219,10 @@ func (j *Journal) Sync(tx uint64) error {
 }
 
 // Syncs counts the fsyncs Sync made.
-func (j *Journal) Syncs() uint64 {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.syncs
-}
+func (j *Journal) Syncs() uint64 { return locked(j, &j.syncs) }
 
 // Mark is the journal's size, for Rollback.
-func (j *Journal) Mark() int64 {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.size
-}
+func (j *Journal) Mark() int64 { return locked(j, &j.size) }
 
 // Rollback removes what was appended after mark (a change the kernel then
 // refused: its writer holds the lock no other writer passes, so nothing
@@ -260,11 +255,7 @@ func (j *Journal) Broken() bool {
 }
 
 // Size is the bytes appended since the last Reset.
-func (j *Journal) Size() int64 {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.size
-}
+func (j *Journal) Size() int64 { return locked(j, &j.size) }
 
 // Reset empties the journal once the snapshot of generation gen holds
 // everything it had: every transaction written is durable (waiters are
