@@ -29,6 +29,8 @@ import (
 //	upf-scale-ul, upf-scale-dl: 100,000 sessions with random TEIDs and UE
 //	                 addresses, the generator cycling through all of them,
 //	                 against one session (target: 0.8).
+//	upf-tc-ul, upf-tc-dl: the upf cube at TC against a portfwd cube at TC
+//	                 on the same frames (what the upf adds to the skb path).
 //	upf-p4-ul, upf-p4-dl: the upf cube against examples/p4/upf.p4 compiled
 //	                 by edgenf, on the same path and frames (target: 1.0).
 //
@@ -71,6 +73,22 @@ func init() {
 					}
 					return setupUPF(e, datapath.XDP, dl, n)
 				}},
+			// At TC every frame becomes an skb first: against the XDP
+			// redirect the upf at TC measures mostly that. Against the
+			// cheapest edgenf cube at TC (a port forwarder) on the same
+			// frames, it measures what the upf adds.
+			{Name: "portfwd-tc-" + dir, Group: "upf-tc-" + dir, Baseline: true,
+				Doc: "one portfwd cube at TC forwarding the same frames (" + map[bool]string{false: "GTP-U, 100 bytes", true: "64 bytes"}[dl] + ")",
+				Setup: func(e *scenario.Env) (*scenario.Topology, error) {
+					t, err := setupChain(e, datapath.TC, 1, 1)
+					if err != nil {
+						return nil, err
+					}
+					return t, upfTraffic(e, t, dl, upfFlows(1))
+				}},
+			{Name: "upf-" + dir + "-tc", Group: "upf-tc-" + dir, Order: 10,
+				Doc:   "edgenf upf cube at TC, 1 session, " + doc,
+				Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupUPF(e, datapath.TC, dl, 1) }},
 			{Name: "p4-upf-" + dir, Group: "upf-p4-" + dir, Baseline: true, Quick: true,
 				Doc:   "examples/p4/upf.p4 compiled by edgenf, at XDP, one " + map[bool]string{false: "uplink", true: "downlink"}[dl] + " entry",
 				Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupP4UPF(e, dl) }},

@@ -154,11 +154,39 @@ type entryChange struct {
 // only the changed entries are validated, written to the kernel and
 // appended to the state journal: the cost does not grow with the table.
 // Otherwise it is an ordinary Update. who must own the cube; a tenant's
-// entries count against its table_entries quota.
+// entries count against its table_entries quota. It returns once the
+// change is durable (see durable).
 func (e *Engine) ChangeEntries(who tenant.Actor, name, table string, fn func(tx *EntryTx) error) error {
 	e.mu.Lock()
+	err := e.changeEntries(who, name, table, fn)
+	j := e.journal
+	e.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return e.durable(j)
+}
+
+// durable waits, without the engine's lock, until the journal holds on disk
+// what was written to it so far: the change just made and any made
+// meanwhile. Changes waiting together share one fsync (state.Journal's
+// group commit), so the disk no longer serialises them. A failed fsync is
+// made good by a snapshot of the state, which holds the change.
+func (e *Engine) durable(j *state.Journal) error {
+	crashPoint("entries-applied")
+	if j == nil {
+		return nil
+	}
+	err := j.Sync(j.Written())
+	if err == nil {
+		return nil
+	}
+	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.changeEntries(who, name, table, fn)
+	if serr := e.usableJournal(); serr != nil { // restore.go
+		return fmt.Errorf("change applied but not persisted (%v): %w", err, serr)
+	}
+	return nil
 }
 
 // Table resolves a table of a cube who owns: the one place the API and
@@ -273,7 +301,9 @@ func (e *Engine) writeEntries(l *live, ew cube.EntryWriter, tx *EntryTx) error {
 		recs[i] = state.Record{Cube: tx.c.Name, Table: tx.tb.Name, Key: ch.key, Value: ch.new, Was: ch.old}
 	}
 	mark := e.journal.Mark()
-	if err := e.journal.Append(recs); err != nil {
+	// written, not yet synced: the caller waits for that without the
+	// engine's lock (durable)
+	if _, err := e.journal.Write(recs); err != nil {
 		return err
 	}
 	crashPoint("entries-journalled")
@@ -356,11 +386,17 @@ func (s *store) owner() tenant.Actor {
 
 func (s *store) ChangeEntries(table string, fn func(tx cube.EntryTx) error) error {
 	s.e.mu.Lock()
-	defer s.e.mu.Unlock()
 	if s.e.cubes[s.l.dc.Name] != s.l {
+		s.e.mu.Unlock()
 		return noCube(s.l.dc.Name)
 	}
-	return s.e.changeEntries(s.owner(), s.l.dc.Name, table, func(tx *EntryTx) error { return fn(tx) })
+	err := s.e.changeEntries(s.owner(), s.l.dc.Name, table, func(tx *EntryTx) error { return fn(tx) })
+	j := s.e.journal
+	s.e.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return s.e.durable(j)
 }
 
 func (s *store) Do(fn func(h cube.Handle) error) error {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"sync"
 	"syscall"
 )
 
@@ -52,16 +53,52 @@ type journalFile interface {
 	Close() error
 }
 
-// Journal appends entry changes, one JSON line each, made durable before
-// Append returns. An append is all or nothing: one that fails is cut off
-// again, and one a crash tears is ignored when the journal is loaded.
+// dataFile syncs with fdatasync: every append grows the file, and
+// fdatasync writes the size with the data (it is needed to read them back);
+// only the times, which nothing reads, are left for later.
+type dataFile struct{ *os.File }
+
+func (f dataFile) Sync() error {
+	for {
+		err := syscall.Fdatasync(int(f.Fd()))
+		if err != syscall.EINTR {
+			if err != nil {
+				return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: err}
+			}
+			return nil
+		}
+	}
+}
+
+// Journal appends entry changes, one JSON line each. An append is all or
+// nothing: one that fails is cut off again, and one a crash tears is
+// ignored when the journal is loaded.
+//
+// Durability is a group commit: Write puts a change in the file (the page
+// cache: a killed daemon loses nothing written) and Sync waits until it is
+// on disk. Writers waiting at the same time share one fsync: the first
+// syncs everything written so far while the next ones gather behind it.
+// The daemon writes the journal, then the kernel, then waits for Sync
+// before it answers, without holding its lock: a change is acknowledged
+// only once durable, and the fsync no longer serialises changes. (The
+// kernel's maps do not outlive a machine crash either, so a change lost
+// from the page cache with them was never acknowledged.)
 type Journal struct {
+	mu   sync.Mutex
+	cond sync.Cond // signalled when a sync ends
 	f    journalFile
 	gen  uint64
-	tx   uint64
+	tx   uint64 // the last transaction written
 	size int64
+	// durable is the last transaction on disk: synced, or held by the
+	// snapshot that reset the journal.
+	durable uint64
+	// syncing: a writer is in fsync (without mu); the others wait for it.
+	syncing bool
+	syncs   uint64
 	// broken is why the journal cannot be appended to (a failed append
-	// could not be cut off); the next snapshot (Reset) starts afresh.
+	// could not be cut off, or a sync failed and what is on disk is
+	// unknown); the next snapshot (Reset) starts afresh.
 	broken error
 }
 
@@ -71,25 +108,53 @@ func OpenJournal(statePath string, gen uint64) (*Journal, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Journal{f: f, gen: gen}, nil
+	return newJournal(dataFile{f}, gen), nil
+}
+
+func newJournal(f journalFile, gen uint64) *Journal {
+	j := &Journal{f: f, gen: gen}
+	j.cond.L = &j.mu
+	return j
 }
 
 // Append writes records of the current generation durably, as one
-// transaction.
+// transaction: Write then Sync. One that cannot be synced is cut off
+// again. (For a writer that holds its lock anyway; others Write, let the
+// lock go, then Sync.)
 func (j *Journal) Append(recs []Record) error {
+	mark := j.Mark()
+	tx, err := j.Write(recs)
+	if err != nil {
+		return err
+	}
+	if err := j.Sync(tx); err != nil {
+		if rerr := j.Rollback(mark); rerr != nil {
+			return fmt.Errorf("%w (and undoing it: %v)", err, rerr)
+		}
+		return err
+	}
+	return nil
+}
+
+// Write appends records of the current generation as one transaction, not
+// yet durable: Sync(tx) waits for that. It returns the transaction's number
+// (0 when there were no records: nothing to wait for).
+func (j *Journal) Write(recs []Record) (uint64, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
 	if j.broken != nil {
-		return fmt.Errorf("journal unusable since a failed append could not be undone (%v): the next snapshot starts a new one", j.broken)
+		return 0, fmt.Errorf("journal unusable since %v: the next snapshot starts a new one", j.broken)
 	}
 	if len(recs) == 0 {
-		return nil
+		return 0, nil
 	}
-	j.tx++
+	tx := j.tx + 1
 	var b bytes.Buffer
 	for i, r := range recs {
-		r.Gen, r.Tx, r.End = j.gen, j.tx, i == len(recs)-1
+		r.Gen, r.Tx, r.End = j.gen, tx, i == len(recs)-1
 		line, err := json.Marshal(r)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		b.Write(line)
 		b.WriteByte('\n')
@@ -97,26 +162,79 @@ func (j *Journal) Append(recs []Record) error {
 	mark := j.size
 	n, err := j.f.Write(b.Bytes())
 	j.size += int64(n)
-	if err == nil {
-		err = j.f.Sync()
-	}
 	if err != nil {
 		// Cut the partial append off, so the next one does not start
 		// glued to a torn line.
-		if rerr := j.Rollback(mark); rerr != nil {
-			return fmt.Errorf("journal: %w (and undoing it: %v)", err, rerr)
+		if rerr := j.rollback(mark); rerr != nil {
+			return 0, fmt.Errorf("journal: %w (and undoing it: %v)", err, rerr)
 		}
-		return fmt.Errorf("journal: %w", err)
+		return 0, fmt.Errorf("journal: %w", err)
+	}
+	j.tx = tx
+	return tx, nil
+}
+
+// locked reads a field of j under its lock.
+func locked[T any](j *Journal, field *T) T {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return *field
+}
+
+// Written is the number of the last transaction written: Sync(Written())
+// waits for everything written so far.
+func (j *Journal) Written() uint64 { return locked(j, &j.tx) }
+
+// Sync returns once transaction tx is on disk. Callers waiting together
+// share one fsync; one that finds none running starts it, for everything
+// written until then. A failed fsync leaves what reached the disk unknown:
+// every transaction not yet durable fails, and the journal refuses writes
+// until a snapshot (Reset) holds them.
+func (j *Journal) Sync(tx uint64) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for j.durable < tx {
+		if j.broken != nil {
+			return fmt.Errorf("journal: %w", j.broken)
+		}
+		if j.syncing {
+			j.cond.Wait()
+			continue
+		}
+		j.syncing = true
+		upTo := j.tx
+		j.mu.Unlock()
+		err := j.f.Sync()
+		j.mu.Lock()
+		j.syncing = false
+		j.syncs++
+		if err != nil && j.broken == nil {
+			j.broken = err
+		} else if err == nil {
+			j.durable = max(j.durable, upTo)
+		}
+		j.cond.Broadcast()
 	}
 	return nil
 }
 
+// Syncs counts the fsyncs Sync made.
+func (j *Journal) Syncs() uint64 { return locked(j, &j.syncs) }
+
 // Mark is the journal's size, for Rollback.
-func (j *Journal) Mark() int64 { return j.size }
+func (j *Journal) Mark() int64 { return locked(j, &j.size) }
 
 // Rollback removes what was appended after mark (a change the kernel then
-// refused). If that fails the journal is unusable until the next Reset.
+// refused: its writer holds the lock no other writer passes, so nothing
+// else was appended since). If that fails the journal is unusable until
+// the next Reset.
 func (j *Journal) Rollback(mark int64) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.rollback(mark)
+}
+
+func (j *Journal) rollback(mark int64) error {
 	if err := j.f.Truncate(mark); err != nil {
 		j.broken = err
 		return err
@@ -130,17 +248,29 @@ func (j *Journal) Rollback(mark int64) error {
 }
 
 // Broken reports whether the journal refuses appends until Reset.
-func (j *Journal) Broken() bool { return j.broken != nil }
+func (j *Journal) Broken() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.broken != nil
+}
 
 // Size is the bytes appended since the last Reset.
-func (j *Journal) Size() int64 { return j.size }
+func (j *Journal) Size() int64 { return locked(j, &j.size) }
 
 // Reset empties the journal once the snapshot of generation gen holds
-// everything it had. A crash before the truncation leaves records of an
-// older generation, which Load skips.
+// everything it had: every transaction written is durable (waiters are
+// released). A crash before the truncation leaves records of an older
+// generation, which Load skips.
 func (j *Journal) Reset(gen uint64) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
 	j.gen, j.size = gen, 0
+	j.durable = j.tx
+	j.cond.Broadcast()
 	if err := j.f.Truncate(0); err != nil {
+		// Appends would follow the old records, where Rollback's marks
+		// do not point: refuse them until a snapshot truncates.
+		j.broken = err
 		return err
 	}
 	j.broken = nil

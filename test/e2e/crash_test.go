@@ -69,6 +69,19 @@ func hostC(t *testing.T, lab *netlab.Lab) (*netlab.Host, string) {
 
 func (d *daemon) entries() string { return d.cli("p4", "table-dump", "sw") }
 
+// crashAdding kills the daemon at point while it adds an entry to the p4
+// switch: the restarted daemon lists the entry, and forwards by it.
+func (d *daemon) crashAdding(point string, send func() int) {
+	d.t.Helper()
+	d.crashDuring(point, "p4", "table-add", "sw", "fwd", "forward", "0", "=>", "1")
+	if l := d.entries(); !strings.Contains(l, "ingress_port=0") {
+		d.t.Fatalf("the entry added when the daemon was killed at %s is not listed after the restart:\n%s", point, l)
+	}
+	if got := send(); got != 200 {
+		d.t.Fatalf("the entry is listed, yet %d of 200 arrived", got)
+	}
+}
+
 // TestCrashBetweenJournalAndKernel: an entry change is journalled before it
 // reaches the kernel. Killed in between, the restarted daemon shows and
 // applies the same thing: an added entry is listed and forwards; a deleted
@@ -77,13 +90,7 @@ func (d *daemon) entries() string { return d.cli("p4", "table-dump", "sw") }
 func TestCrashBetweenJournalAndKernel(t *testing.T) {
 	testenv.E2E(t)
 	d, send := p4Switch(t)
-	d.crashDuring("entries-journalled", "p4", "table-add", "sw", "fwd", "forward", "0", "=>", "1")
-	if l := d.entries(); !strings.Contains(l, "ingress_port=0") {
-		t.Fatalf("the journalled entry is not listed after the restart:\n%s", l)
-	}
-	if got := send(); got != 200 {
-		t.Fatalf("the entry is listed, yet %d of 200 arrived", got)
-	}
+	d.crashAdding("entries-journalled", send)
 	d.crashDuring("entries-journalled", "p4", "table-delete", "sw", "fwd", "0")
 	if l := d.entries(); strings.Contains(l, "ingress_port=0") {
 		t.Fatalf("the deleted entry is listed after the restart:\n%s", l)
@@ -94,6 +101,16 @@ func TestCrashBetweenJournalAndKernel(t *testing.T) {
 	if !strings.Contains(d.log.String(), "removed from the kernel an entry the state does not have") {
 		t.Errorf("the restart did not say what it removed:\n%s", d.log)
 	}
+}
+
+// TestCrashBetweenKernelAndAck: a change is written to the journal, then
+// to the kernel, and acknowledged once the journal's group commit has made
+// it durable. Killed while it waits for that, the daemon restarts with the
+// change it wrote: listed and forwarding, as the kernel had it.
+func TestCrashBetweenKernelAndAck(t *testing.T) {
+	testenv.E2E(t)
+	d, send := p4Switch(t)
+	d.crashAdding("entries-applied", send)
 }
 
 // TestCrashBeforeSnapshotLeavesNothingBehind: killed after a change reached

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -187,6 +189,84 @@ func TestUPFKillDaemonDuringTraffic(t *testing.T) {
 	}
 	if got := sendUDP(t, l.dn, u.Host, ueAddr.String(), 6103, 50, 100); got != 0 {
 		t.Fatalf("%d packets passed a gate closed after the restart", got)
+	}
+}
+
+// Killing the daemon while an SMF establishes sessions with 32 requests in
+// flight (some written to the journal and the kernel, not yet durable or
+// answered) loses no session the SMF was told of: the restarted daemon has
+// every acknowledged one, in its table and in the kernel.
+func TestUPFKillDaemonDuringEstablishments(t *testing.T) {
+	testenv.E2E(t)
+	l := newUPFLab(t)
+	var (
+		mu    sync.Mutex
+		acked = map[uint64]bool{} // UP SEIDs
+		stop  atomic.Bool
+		wg    sync.WaitGroup
+		next  atomic.Uint64
+	)
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				cp := next.Add(1)
+				s, _, err := l.smf.Establish(cp,
+					client.PDR{ID: 1, Precedence: 200, Access: true, ChooseTEID: true, ChooseID: 1, ChooseUE4: true, FAR: 1}.IE(),
+					client.PDR{ID: 2, Precedence: 200, ChooseUE4: true, FAR: 2}.IE(),
+					client.FAR{ID: 1, Action: pfcp.ActionFORW, Dest: pfcp.InterfaceCore}.IE(),
+					client.FAR{ID: 2, Action: pfcp.ActionFORW, Dest: pfcp.InterfaceAccess, TunnelTEID: 0x10000 + uint32(cp), Tunnel: netip.MustParseAddr("198.18.1.2")}.IE())
+				if err != nil {
+					return // the daemon is gone: this one was never acknowledged
+				}
+				mu.Lock()
+				acked[s.UPSEID] = true
+				mu.Unlock()
+			}
+		}()
+	}
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		n := len(acked)
+		mu.Unlock()
+		if n >= 200 {
+			break
+		}
+	}
+	l.d.kill()
+	stop.Store(true)
+	wg.Wait() // the requests in flight time out
+	if len(acked) < 200 {
+		t.Fatalf("only %d sessions established before the kill", len(acked))
+	}
+	l.d.start()
+	var views []struct {
+		SEID uint64 `json:"seid"`
+	}
+	l.d.json(&views, "view", "upf1", "sessions")
+	have := map[uint64]bool{}
+	for _, v := range views {
+		have[v.SEID] = true
+	}
+	lost := 0
+	for seid := range acked {
+		if !have[seid] {
+			lost++
+		}
+	}
+	if lost > 0 {
+		t.Fatalf("%d of %d acknowledged sessions lost by kill -9 (%d sessions after the restart)", lost, len(acked), len(views))
+	}
+	var ctrs []struct {
+		Name  string `json:"name"`
+		Value uint64 `json:"value"`
+	}
+	l.d.json(&ctrs, "view", "upf1", "counters")
+	for _, c := range ctrs {
+		if c.Name == "sessions" && c.Value != uint64(len(views)) {
+			t.Fatalf("%d sessions in the kernel, %d in the table", c.Value, len(views))
+		}
 	}
 }
 

@@ -272,6 +272,14 @@ func rawUDP(t *testing.T, h *netlab.Host, dst netip.AddrPort, n, size, pps int) 
 		t.Fatal(err)
 	}
 	defer c.Close()
+	// One flow from one CPU, as a NIC's RSS delivers it: the veth runs the
+	// upf on the sender's CPU, and punts (buffered packets) reach the
+	// daemon through per-CPU rings, in order only within one CPU.
+	restore, err := pinToThisCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restore()
 	buf := make([]byte, size)
 	start := time.Now()
 	for i := range n {

@@ -7,7 +7,9 @@
 // asks for. It answers retransmitted requests from a cache of its
 // responses, retransmits its own requests, and commits the session requests
 // that arrive together as one change: one journal write, not one per
-// request.
+// request. Batches are staged in the order they arrived; one waits for its
+// change to be durable (the engine's group commit) while the next is
+// staged, so the disk's fsyncs are shared instead of serialising them.
 package agent
 
 import (
@@ -65,7 +67,18 @@ type Agent struct {
 	stats    Stats
 	teidNext uint32
 	ueNext   map[int]uint64 // pool → next candidate
+
+	// Serve's goroutine only: the session requests of the batch being
+	// read; a token per batch of them in flight; closed once the last
+	// batch dispatched has been staged.
+	batch   []*sessionRequest
+	commits chan struct{}
+	staged  chan struct{}
 }
+
+// commitsInFlight bounds the batches of session requests being committed:
+// one staged, the others waiting for their change to be durable.
+const commitsInFlight = 4
 
 // Stats count what the agent did.
 type Stats struct {
@@ -105,11 +118,13 @@ func New(cfg Config) (*Agent, error) {
 		store: cfg.Store, dp: cfg.Datapath, logf: cfg.Logf,
 		assoc: map[string]*association{}, cache: newResponseCache(), pending: map[uint32]*request{},
 		seq: rand.Uint32N(1 << 23), ueNext: map[int]uint64{},
+		commits: make(chan struct{}, commitsInFlight), staged: make(chan struct{}),
 		stats: Stats{Received: map[string]uint64{}, Sent: map[string]uint64{}, Causes: map[string]uint64{}},
 	}
 	if a.logf == nil {
 		a.logf = func(string, ...any) {}
 	}
+	close(a.staged)
 	a.setConfig(cfg)
 	for _, as := range cfg.Associations {
 		a.assoc[as.Node] = restoreAssociation(as)
@@ -226,7 +241,6 @@ func (a *Agent) serve() {
 
 // handle processes a batch of datagrams.
 func (a *Agent) handle(batch []inbound) {
-	var sess []*sessionRequest
 	for _, in := range batch {
 		msgs, err := pfcp.Parse(in.b)
 		if err != nil {
@@ -236,50 +250,75 @@ func (a *Agent) handle(batch []inbound) {
 			}
 		}
 		for _, m := range msgs {
-			if r := a.message(in.from, m); r != nil {
-				sess = append(sess, r)
-			}
+			a.message(in.from, m)
 		}
 		if err != nil {
 			a.reject(in.from, err)
 		}
 	}
-	if len(sess) > 0 {
-		a.sessions(sess)
-	}
+	a.dispatch()
 }
 
-// message handles one parsed message; session requests are returned to be
-// committed with the batch.
-func (a *Agent) message(from netip.AddrPort, m *pfcp.Message) *sessionRequest {
+// dispatch commits the batch's session requests in a goroutine of its own,
+// once the batch before them has been staged: requests are staged in the
+// order they arrived, and each batch waits for durability while the next
+// is staged.
+func (a *Agent) dispatch() {
+	sess := a.batch
+	if len(sess) == 0 {
+		return
+	}
+	a.batch = nil
+	a.commits <- struct{}{}
+	prev, next := a.staged, make(chan struct{})
+	a.staged = next
+	go func() {
+		defer func() { <-a.commits }()
+		<-prev
+		a.sessions(sess, next)
+	}()
+}
+
+// settle returns once every session request received has been staged: an
+// association change must not overtake them.
+func (a *Agent) settle() {
+	a.dispatch()
+	<-a.staged
+}
+
+// message handles one parsed message; session requests join the batch.
+func (a *Agent) message(from netip.AddrPort, m *pfcp.Message) {
 	a.count(a.stats.Received, m.Type.String())
 	if !m.Type.Known() {
 		a.countDiscard()
-		return nil
+		return
 	}
 	if !m.Type.IsRequest() {
 		a.response(from, m)
-		return nil
+		return
 	}
 	if resp, ok := a.cache.get(from, m.Seq); ok {
 		a.mu.Lock()
 		a.stats.Duplicates++
 		a.mu.Unlock()
-		if resp != nil { // nil: being processed in this batch
+		if resp != nil { // nil: being processed
 			a.send(from, resp)
 		}
-		return nil
+		return
 	}
 	if err := pfcp.Check(m); err != nil {
 		a.reject(from, err)
-		return nil
+		return
 	}
 	if m.Type.IsSession() {
 		a.cache.put(from, m.Seq, nil)
-		return &sessionRequest{from: from, msg: m}
+		a.batch = append(a.batch, &sessionRequest{from: from, msg: m})
+		return
+	}
+	if m.Type != pfcp.HeartbeatRequest {
+		a.settle()
 	}
 	a.node(from, m)
-	return nil
 }
 
 // reject answers a malformed request with the cause its error carries (or
@@ -348,6 +387,13 @@ func (a *Agent) countDiscard() {
 
 // sendMsg encodes and sends a message; it returns the octets.
 func (a *Agent) sendMsg(to netip.AddrPort, m *pfcp.Message) []byte {
+	b := a.encode(m)
+	a.send(to, b)
+	return b
+}
+
+// encode encodes a message to be sent, and counts it.
+func (a *Agent) encode(m *pfcp.Message) []byte {
 	b := m.Marshal()
 	a.mu.Lock()
 	a.stats.Sent[m.Type.String()]++
@@ -355,7 +401,6 @@ func (a *Agent) sendMsg(to netip.AddrPort, m *pfcp.Message) []byte {
 		a.stats.Causes[pfcp.Cause(c.Value[0]).String()]++
 	}
 	a.mu.Unlock()
-	a.send(to, b)
 	return b
 }
 

@@ -46,7 +46,17 @@ type reservations struct {
 	ue    map[netip.Addr]bool
 }
 
-func (a *Agent) sessions(reqs []*sessionRequest) {
+// sessions commits a batch; staged is closed once it has been staged (the
+// next batch may then take the engine's lock).
+func (a *Agent) sessions(reqs []*sessionRequest, staged chan struct{}) {
+	open := true
+	release := func() {
+		if open {
+			close(staged)
+			open = false
+		}
+	}
+	defer release()
 	stage := func(rs []*sessionRequest) error {
 		res := &reservations{teids: map[uint32]bool{}, ue: map[netip.Addr]bool{}}
 		return a.store.ChangeEntries("sessions", func(tx cube.EntryTx) error {
@@ -54,6 +64,7 @@ func (a *Agent) sessions(reqs []*sessionRequest) {
 				r.resp, r.after, r.seid = nil, nil, 0
 				a.stage(tx, r, res)
 			}
+			release()
 			return nil
 		})
 	}
@@ -98,7 +109,11 @@ func (a *Agent) finish(r *sessionRequest) {
 	if r.resp == nil {
 		return
 	}
-	a.cache.put(r.from, r.msg.Seq, a.sendMsg(r.from, r.resp))
+	// cached before it is sent: the serve goroutine answers the SMF's
+	// next retransmission from the cache while this one runs
+	b := a.encode(r.resp)
+	a.cache.put(r.from, r.msg.Seq, b)
+	a.send(r.from, b)
 	for _, f := range r.after {
 		f()
 	}
@@ -155,20 +170,16 @@ func (a *Agent) stage(tx cube.EntryTx, r *sessionRequest, res *reservations) {
 
 // getSession reads a session staged in tx.
 func getSession(tx cube.EntryTx, seid uint64) (*model.Session, error) {
-	raw, ok := tx.Get(model.SessionKey(seid))
-	if !ok {
-		return nil, nil
-	}
-	var s model.Session
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return nil, err
-	}
-	return &s, nil
+	return decodeSession(tx.Get(model.SessionKey(seid)))
 }
 
 // readSession reads a session outside a transaction.
 func (a *Agent) readSession(seid uint64) (*model.Session, error) {
-	raw, ok := a.store.Entry("sessions", model.SessionKey(seid))
+	return decodeSession(a.store.Entry("sessions", model.SessionKey(seid)))
+}
+
+// decodeSession decodes a sessions table entry; nil if there was none.
+func decodeSession(raw json.RawMessage, ok bool) (*model.Session, error) {
 	if !ok {
 		return nil, nil
 	}
@@ -254,34 +265,26 @@ func (a *Agent) modify(tx cube.EntryTx, r *sessionRequest, res *reservations) {
 	const drobu, qaurr = 0x01, 0x04
 	// Removals first, so an ID can be removed and created again.
 	var removedURRs []uint32
-	for _, ie := range m.IEs.All(pfcp.IERemovePDR) {
-		id, _ := ie.Children.Find(pfcp.IEPDRID).U16()
-		if !b.removePDR(id) {
-			a.rejectSession(r, cur.CPSEID, bad(pfcp.CauseRuleFailure, pfcp.IERemovePDR, pfcp.RulePDR, uint32(id), "no PDR %d", id))
-			return
+	for _, rm := range []struct {
+		ie     pfcp.IEType
+		k      ruleKind
+		remove func(uint32) bool
+	}{
+		{pfcp.IERemovePDR, pdrRule, func(id uint32) bool { return b.removePDR(uint16(id)) }},
+		{pfcp.IERemoveFAR, farRule, b.removeFAR},
+		{pfcp.IERemoveQER, qerRule, b.removeQER},
+		{pfcp.IERemoveURR, urrRule, b.removeURR},
+	} {
+		for _, ie := range m.IEs.All(rm.ie) {
+			id := rm.k.id(ie.Children)
+			if !rm.remove(id) {
+				a.rejectSession(r, cur.CPSEID, bad(pfcp.CauseRuleFailure, rm.ie, rm.k.kind, id, "no %s %d", rm.k.name, id))
+				return
+			}
+			if rm.ie == pfcp.IERemoveURR {
+				removedURRs = append(removedURRs, id)
+			}
 		}
-	}
-	for _, ie := range m.IEs.All(pfcp.IERemoveFAR) {
-		id, _ := ie.Children.Find(pfcp.IEFARID).U32()
-		if !b.removeFAR(id) {
-			a.rejectSession(r, cur.CPSEID, bad(pfcp.CauseRuleFailure, pfcp.IERemoveFAR, pfcp.RuleFAR, id, "no FAR %d", id))
-			return
-		}
-	}
-	for _, ie := range m.IEs.All(pfcp.IERemoveQER) {
-		id, _ := ie.Children.Find(pfcp.IEQERID).U32()
-		if !b.removeQER(id) {
-			a.rejectSession(r, cur.CPSEID, bad(pfcp.CauseRuleFailure, pfcp.IERemoveQER, pfcp.RuleQER, id, "no QER %d", id))
-			return
-		}
-	}
-	for _, ie := range m.IEs.All(pfcp.IERemoveURR) {
-		id, _ := ie.Children.Find(pfcp.IEURRID).U32()
-		if !b.removeURR(id) {
-			a.rejectSession(r, cur.CPSEID, bad(pfcp.CauseRuleFailure, pfcp.IERemoveURR, pfcp.RuleURR, id, "no URR %d", id))
-			return
-		}
-		removedURRs = append(removedURRs, id)
 	}
 	if ie := m.IEs.Find(pfcp.IERemoveBAR); ie != nil {
 		id, _ := ie.Children.Find(pfcp.IEBARID).U8()
@@ -441,10 +444,42 @@ func (b *builder) createdPDRs() pfcp.IEs {
 	return out
 }
 
+// ruleKind is what the procedures need of a kind of rule: the IE that
+// carries a rule's ID, the Failed Rule ID's type, a name for messages.
+type ruleKind struct {
+	idIE pfcp.IEType
+	kind uint8
+	name string
+}
+
+var (
+	pdrRule = ruleKind{pfcp.IEPDRID, pfcp.RulePDR, "PDR"}
+	farRule = ruleKind{pfcp.IEFARID, pfcp.RuleFAR, "FAR"}
+	qerRule = ruleKind{pfcp.IEQERID, pfcp.RuleQER, "QER"}
+	urrRule = ruleKind{pfcp.IEURRID, pfcp.RuleURR, "URR"}
+	barRule = ruleKind{pfcp.IEBARID, pfcp.RuleBAR, "BAR"}
+)
+
+// id reads the rule's ID among a grouped IE's children (PDR IDs are two
+// octets, BAR IDs one, the others four).
+func (k ruleKind) id(ies pfcp.IEs) uint32 {
+	ie := ies.Find(k.idIE)
+	switch k.kind {
+	case pfcp.RulePDR:
+		v, _ := ie.U16()
+		return uint32(v)
+	case pfcp.RuleBAR:
+		v, _ := ie.U8()
+		return uint32(v)
+	}
+	v, _ := ie.U32()
+	return v
+}
+
 // createEach appends the rules of the IEs of type t to list, refusing one
 // whose ID the session already has.
 func createEach[T any](ies pfcp.IEs, t pfcp.IEType, list *[]T, parse func(pfcp.IEs, *T) (*T, *ruleError),
-	id func(*T) uint32, idIE pfcp.IEType, kind uint8, name string) *ruleError {
+	id func(*T) uint32, k ruleKind) *ruleError {
 	for _, ie := range ies.All(t) {
 		v, e := parse(ie.Children, nil)
 		if e != nil {
@@ -452,25 +487,37 @@ func createEach[T any](ies pfcp.IEs, t pfcp.IEType, list *[]T, parse func(pfcp.I
 		}
 		n := id(v)
 		if slices.ContainsFunc(*list, func(x T) bool { return id(&x) == n }) {
-			return bad(pfcp.CauseRuleFailure, idIE, kind, n, "%s %d exists", name, n)
+			return bad(pfcp.CauseRuleFailure, k.idIE, k.kind, n, "%s %d exists", k.name, n)
 		}
 		*list = append(*list, *v)
 	}
 	return nil
 }
 
+// updateEach applies the Update IEs of type t to the rules they name.
+func updateEach[T any](ies pfcp.IEs, t pfcp.IEType, k ruleKind, find func(uint32) *T, apply func(ie *pfcp.IE, cur *T) *ruleError) *ruleError {
+	for _, ie := range ies.All(t) {
+		id := k.id(ie.Children)
+		cur := find(id)
+		if cur == nil {
+			return bad(pfcp.CauseRuleFailure, t, k.kind, id, "no %s %d to update", k.name, id)
+		}
+		if e := apply(ie, cur); e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
 // creates adds the Create PDR/FAR/QER/URR/BAR IEs' rules.
 func (b *builder) creates(ies pfcp.IEs) *ruleError {
-	if e := createEach(ies, pfcp.IECreateFAR, &b.s.FARs, farFrom, func(f *model.FAR) uint32 { return f.ID },
-		pfcp.IEFARID, pfcp.RuleFAR, "FAR"); e != nil {
+	if e := createEach(ies, pfcp.IECreateFAR, &b.s.FARs, farFrom, func(f *model.FAR) uint32 { return f.ID }, farRule); e != nil {
 		return e
 	}
-	if e := createEach(ies, pfcp.IECreateQER, &b.s.QERs, qerFrom, func(q *model.QER) uint32 { return q.ID },
-		pfcp.IEQERID, pfcp.RuleQER, "QER"); e != nil {
+	if e := createEach(ies, pfcp.IECreateQER, &b.s.QERs, qerFrom, func(q *model.QER) uint32 { return q.ID }, qerRule); e != nil {
 		return e
 	}
-	if e := createEach(ies, pfcp.IECreateURR, &b.s.URRs, urrFrom, func(u *model.URR) uint32 { return u.ID },
-		pfcp.IEURRID, pfcp.RuleURR, "URR"); e != nil {
+	if e := createEach(ies, pfcp.IECreateURR, &b.s.URRs, urrFrom, func(u *model.URR) uint32 { return u.ID }, urrRule); e != nil {
 		return e
 	}
 	if ie := ies.Find(pfcp.IECreateBAR); ie != nil {
@@ -494,101 +541,86 @@ func (b *builder) creates(ies pfcp.IEs) *ruleError {
 
 // updates applies the Update PDR/FAR/QER/URR/BAR IEs.
 func (b *builder) updates(ies pfcp.IEs) *ruleError {
-	for _, ie := range ies.All(pfcp.IEUpdateFAR) {
-		id, _ := ie.Children.Find(pfcp.IEFARID).U32()
-		cur := b.s.Far(id)
-		if cur == nil {
-			return bad(pfcp.CauseRuleFailure, pfcp.IEUpdateFAR, pfcp.RuleFAR, id, "no FAR %d to update", id)
-		}
-		before := *cur
-		f, e := farFrom(ie.Children, cur)
-		if e != nil {
-			return e
-		}
-		*cur = *f
-		// End Marker: asked for when the tunnel changes (SNDEM).
-		if fp := ie.Children.Find(pfcp.IEUpdateForwardingParameters); fp != nil {
-			if fl := fp.Children.Find(pfcp.IEPFCPSMReqFlags); fl != nil && fl.Flags()&0x02 != 0 &&
-				before.OuterHeader != nil && before.Port != "" &&
-				(cur.OuterHeader == nil || *cur.OuterHeader != *before.OuterHeader) {
-				old, port, dp := *before.OuterHeader, before.Port, b.a.dp
-				b.after = append(b.after, func() { dp.SendEndMarker(old, port) })
-			}
-		}
-	}
-	for _, ie := range ies.All(pfcp.IEUpdateQER) {
-		id, _ := ie.Children.Find(pfcp.IEQERID).U32()
-		cur := b.s.Qer(id)
-		if cur == nil {
-			return bad(pfcp.CauseRuleFailure, pfcp.IEUpdateQER, pfcp.RuleQER, id, "no QER %d to update", id)
-		}
-		q, e := qerFrom(ie.Children, cur)
-		if e != nil {
-			return e
-		}
-		*cur = *q
-	}
-	for _, ie := range ies.All(pfcp.IEUpdateURR) {
-		id, _ := ie.Children.Find(pfcp.IEURRID).U32()
-		cur := b.s.Urr(id)
-		if cur == nil {
-			return bad(pfcp.CauseRuleFailure, pfcp.IEUpdateURR, pfcp.RuleURR, id, "no URR %d to update", id)
-		}
-		u, e := urrFrom(ie.Children, cur)
-		if e != nil {
-			return e
-		}
-		*cur = *u
-	}
-	if ie := ies.Find(pfcp.IEUpdateBAR); ie != nil {
-		id, _ := ie.Children.Find(pfcp.IEBARID).U8()
-		cur := b.s.Bar(id)
-		if cur == nil {
-			return bad(pfcp.CauseRuleFailure, pfcp.IEUpdateBAR, pfcp.RuleBAR, uint32(id), "no BAR %d to update", id)
-		}
-		*cur = *barFrom(ie.Children, cur)
-	}
-	for _, ie := range ies.All(pfcp.IEUpdatePDR) {
-		id, _ := ie.Children.Find(pfcp.IEPDRID).U16()
-		cur := b.s.Pdr(id)
-		if cur == nil {
-			return bad(pfcp.CauseRuleFailure, pfcp.IEUpdatePDR, pfcp.RulePDR, uint32(id), "no PDR %d to update", id)
-		}
-		if e := b.pdrFields(cur, ie.Children, false); e != nil {
+	bar := func(id uint32) *model.BAR { return b.s.Bar(uint8(id)) }
+	pdr := func(id uint32) *model.PDR { return b.s.Pdr(uint16(id)) }
+	barOver := func(ies pfcp.IEs, cur *model.BAR) (*model.BAR, *ruleError) { return barFrom(ies, cur), nil }
+	for _, update := range []func() *ruleError{
+		func() *ruleError { return updateEach(ies, pfcp.IEUpdateFAR, farRule, b.s.Far, b.updateFAR) },
+		func() *ruleError { return updateEach(ies, pfcp.IEUpdateQER, qerRule, b.s.Qer, replacing(qerFrom)) },
+		func() *ruleError { return updateEach(ies, pfcp.IEUpdateURR, urrRule, b.s.Urr, replacing(urrFrom)) },
+		func() *ruleError { return updateEach(ies, pfcp.IEUpdateBAR, barRule, bar, replacing(barOver)) },
+		func() *ruleError {
+			return updateEach(ies, pfcp.IEUpdatePDR, pdrRule, pdr, func(ie *pfcp.IE, cur *model.PDR) *ruleError {
+				return b.pdrFields(cur, ie.Children, false)
+			})
+		},
+	} {
+		if e := update(); e != nil {
 			return e
 		}
 	}
 	return nil
 }
 
+// replacing applies an update by reading it over the rule.
+func replacing[T any](parse func(pfcp.IEs, *T) (*T, *ruleError)) func(*pfcp.IE, *T) *ruleError {
+	return func(ie *pfcp.IE, cur *T) *ruleError {
+		v, e := parse(ie.Children, cur)
+		if e == nil {
+			*cur = *v
+		}
+		return e
+	}
+}
+
+// updateFAR applies an Update FAR, and asks for an End Marker into the old
+// tunnel when the SMF wants one (SNDEM) and the tunnel changes.
+func (b *builder) updateFAR(ie *pfcp.IE, cur *model.FAR) *ruleError {
+	before := *cur
+	f, e := farFrom(ie.Children, cur)
+	if e != nil {
+		return e
+	}
+	*cur = *f
+	if fp := ie.Children.Find(pfcp.IEUpdateForwardingParameters); fp != nil {
+		if fl := fp.Children.Find(pfcp.IEPFCPSMReqFlags); fl != nil && fl.Flags()&0x02 != 0 &&
+			before.OuterHeader != nil && before.Port != "" &&
+			(cur.OuterHeader == nil || *cur.OuterHeader != *before.OuterHeader) {
+			old, port, dp := *before.OuterHeader, before.Port, b.a.dp
+			b.after = append(b.after, func() { dp.SendEndMarker(old, port) })
+		}
+	}
+	return nil
+}
+
+// removeFrom deletes the rules is picks from list; false if there were none.
+func removeFrom[T any](list *[]T, is func(T) bool) bool {
+	n := len(*list)
+	*list = slices.DeleteFunc(*list, is)
+	return len(*list) < n
+}
+
 func (b *builder) removePDR(id uint16) bool {
-	n := len(b.s.PDRs)
-	b.s.PDRs = slices.DeleteFunc(b.s.PDRs, func(p model.PDR) bool { return p.ID == id })
-	return len(b.s.PDRs) < n
+	return removeFrom(&b.s.PDRs, func(p model.PDR) bool { return p.ID == id })
 }
 
 func (b *builder) removeFAR(id uint32) bool {
-	n := len(b.s.FARs)
-	b.s.FARs = slices.DeleteFunc(b.s.FARs, func(f model.FAR) bool { return f.ID == id })
-	return len(b.s.FARs) < n
+	return removeFrom(&b.s.FARs, func(f model.FAR) bool { return f.ID == id })
 }
 
+// removeQER and removeURR also take the rule out of the PDRs that use it.
 func (b *builder) removeQER(id uint32) bool {
-	n := len(b.s.QERs)
-	b.s.QERs = slices.DeleteFunc(b.s.QERs, func(q model.QER) bool { return q.ID == id })
 	for i := range b.s.PDRs {
-		b.s.PDRs[i].QERs = slices.DeleteFunc(b.s.PDRs[i].QERs, func(x uint32) bool { return x == id })
+		removeFrom(&b.s.PDRs[i].QERs, func(x uint32) bool { return x == id })
 	}
-	return len(b.s.QERs) < n
+	return removeFrom(&b.s.QERs, func(q model.QER) bool { return q.ID == id })
 }
 
 func (b *builder) removeURR(id uint32) bool {
-	n := len(b.s.URRs)
-	b.s.URRs = slices.DeleteFunc(b.s.URRs, func(u model.URR) bool { return u.ID == id })
 	for i := range b.s.PDRs {
-		b.s.PDRs[i].URRs = slices.DeleteFunc(b.s.PDRs[i].URRs, func(x uint32) bool { return x == id })
+		removeFrom(&b.s.PDRs[i].URRs, func(x uint32) bool { return x == id })
 	}
-	return len(b.s.URRs) < n
+	return removeFrom(&b.s.URRs, func(u model.URR) bool { return u.ID == id })
 }
 
 func (b *builder) removeBAR(id uint8) {
@@ -685,14 +717,7 @@ func (b *builder) pdi(p *model.PDR, ies pfcp.IEs) *ruleError {
 		if f.HasToS {
 			s.ToS = &model.ToS{Value: f.ToS, Mask: f.ToSMask}
 		}
-		if f.HasSPI {
-			spi := f.SPI
-			s.SPI = &spi
-		}
-		if f.HasFlowLabel {
-			fl := f.FlowLabel
-			s.FlowLabel = &fl
-		}
+		s.SPI, s.FlowLabel = present(f.HasSPI, f.SPI), present(f.HasFlowLabel, f.FlowLabel)
 		if f.HasFilterID {
 			s.ID = f.FilterID
 		}
@@ -959,12 +984,26 @@ func farFrom(ies pfcp.IEs, cur *model.FAR) (*model.FAR, *ruleError) {
 	return f, nil
 }
 
+// present is v when the IE has it (has), else nil.
+func present[T any](has bool, v T) *T {
+	if !has {
+		return nil
+	}
+	return &v
+}
+
+// edited is a copy of cur to change (a new rule when cur is nil).
+func edited[T any](cur *T) *T {
+	v := new(T)
+	if cur != nil {
+		*v = *cur
+	}
+	return v
+}
+
 // qerFrom reads a Create QER or applies an Update QER.
 func qerFrom(ies pfcp.IEs, cur *model.QER) (*model.QER, *ruleError) {
-	q := &model.QER{}
-	if cur != nil {
-		*q = *cur
-	}
+	q := edited(cur)
 	q.ID, _ = ies.Find(pfcp.IEQERID).U32()
 	if ie := ies.Find(pfcp.IEGateStatus); ie != nil {
 		v, _ := ie.U8()
@@ -999,10 +1038,7 @@ func qerFrom(ies pfcp.IEs, cur *model.QER) (*model.QER, *ruleError) {
 
 // urrFrom reads a Create URR or applies an Update URR.
 func urrFrom(ies pfcp.IEs, cur *model.URR) (*model.URR, *ruleError) {
-	u := &model.URR{}
-	if cur != nil {
-		*u = *cur
-	}
+	u := edited(cur)
 	u.ID, _ = ies.Find(pfcp.IEURRID).U32()
 	if ie := ies.Find(pfcp.IEMeasurementMethod); ie != nil {
 		v, _ := ie.U8()
@@ -1039,20 +1075,8 @@ func urrFrom(ies pfcp.IEs, cur *model.URR) (*model.URR, *ruleError) {
 			return
 		}
 		v, _ := pfcp.ParseVolume(ie.Value)
-		out := &model.Volume{}
-		if v.HasTotal {
-			x := v.Total
-			out.Total = &x
-		}
-		if v.HasUplink {
-			x := v.Uplink
-			out.Uplink = &x
-		}
-		if v.HasDownlink {
-			x := v.Downlink
-			out.Downlink = &x
-		}
-		*dst = out
+		*dst = &model.Volume{Total: present(v.HasTotal, v.Total), Uplink: present(v.HasUplink, v.Uplink),
+			Downlink: present(v.HasDownlink, v.Downlink)}
 	}
 	volume(pfcp.IEVolumeThreshold, &u.VolumeThreshold)
 	volume(pfcp.IEVolumeQuota, &u.VolumeQuota)
@@ -1067,10 +1091,7 @@ func urrFrom(ies pfcp.IEs, cur *model.URR) (*model.URR, *ruleError) {
 
 // barFrom reads a Create BAR or applies an Update BAR.
 func barFrom(ies pfcp.IEs, cur *model.BAR) *model.BAR {
-	b := &model.BAR{}
-	if cur != nil {
-		*b = *cur
-	}
+	b := edited(cur)
 	b.ID, _ = ies.Find(pfcp.IEBARID).U8()
 	if ie := ies.Find(pfcp.IESuggestedBufferingPackets); ie != nil {
 		b.SuggestedPackets, _ = ie.U8()

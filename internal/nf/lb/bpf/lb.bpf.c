@@ -17,6 +17,7 @@
 /* offsetof without the C library's stddef.h */
 #define offsetof(t, m) __builtin_offsetof(t, m)
 #include <edgenf/edgenf.h>
+#include <edgenf/arp.h>
 #include <edgenf/ndp.h>
 
 #define LB_MAX_SERVICES 256
@@ -214,48 +215,30 @@ static __always_inline int lb_unknown(ctx_t *ctx, struct edgenf_md *md)
 	return enf_drop(ctx, md);
 }
 
-struct lb_arp {
-	__be16 htype;
-	__be16 ptype;
-	__u8 hlen;
-	__u8 plen;
-	__be16 op;
-	__u8 sha[ETH_ALEN];
-	__u8 spa[4];
-	__u8 tha[ETH_ALEN];
-	__u8 tpa[4];
-} __attribute__((packed));
-
 /* Answer ARP requests for a VIP or for the in-port's address. */
 static __always_inline int lb_do_arp(ctx_t *ctx, struct edgenf_md *md, struct enf_pkt *pkt)
 {
 	struct ethhdr *eth = ctx_data(ctx);
-	struct lb_arp *a = enf_ptr(ctx, pkt->l3_off & 0x1f);
+	struct enf_arp *a = enf_ptr(ctx, pkt->l3_off & 0x1f);
 	__u32 in = md->in_port;
 	struct lb_port *p;
 	__be32 tpa;
 
 	if (!enf_in_bounds(ctx, eth, sizeof(*eth)) || !enf_in_bounds(ctx, a, sizeof(*a)))
 		return lb_unknown(ctx, md);
-	if (a->op != bpf_htons(1) || a->ptype != bpf_htons(ETH_P_IP) || a->hlen != 6 || a->plen != 4)
+	if (a->op != bpf_htons(ARPOP_REQUEST) || !enf_arp_ipv4(a))
 		return lb_unknown(ctx, md);
 	p = bpf_map_lookup_elem(&lb_ports, &in);
 	if (!p)
 		return lb_unknown(ctx, md);
-	__builtin_memcpy(&tpa, a->tpa, 4);
+	tpa = enf_arp_target(a);
 	if (!(p->ip && p->ip == tpa)) {
 		struct lb_vip vk = {.a = {tpa}, .family = 4};
 
 		if (!bpf_map_lookup_elem(&lb_vips, &vk))
 			return lb_unknown(ctx, md);
 	}
-	__builtin_memcpy(eth->h_dest, a->sha, ETH_ALEN);
-	__builtin_memcpy(eth->h_source, p->mac, ETH_ALEN);
-	a->op = bpf_htons(2);
-	__builtin_memcpy(a->tha, a->sha, ETH_ALEN);
-	__builtin_memcpy(a->tpa, a->spa, 4);
-	__builtin_memcpy(a->sha, p->mac, ETH_ALEN);
-	__builtin_memcpy(a->spa, &tpa, 4);
+	enf_arp_reply(eth, a, p->mac);
 	enf_counter_inc(&lb_stats, LB_ST_ARP);
 	return enf_send(ctx, md, in);
 }

@@ -24,6 +24,7 @@
  * Ports are found by role (their name), not index. Layouts are mirrored in kernel.go; indexes 0 of the rule, FAR, QER, URR
  * and SDF arrays mean "none". */
 #include <edgenf/edgenf.h>
+#include <edgenf/arp.h>
 
 #ifndef BPF_F_ADJ_ROOM_DECAP_L3_IPV4 /* linux 6.3 UAPI */
 #define BPF_F_ADJ_ROOM_DECAP_L3_IPV4 (1ULL << 7)
@@ -1141,31 +1142,17 @@ static __attribute__((noinline)) int upf_gtpu(ctx_t *ctx, struct edgenf_md *md, 
 	return upf_match(ctx, md, list, &f, off);
 }
 
-struct upf_arp {
-	__be16 htype;
-	__be16 ptype;
-	__u8 hlen;
-	__u8 plen;
-	__be16 op;
-	__u8 sha[ETH_ALEN];
-	__u8 spa[4];
-	__u8 tha[ETH_ALEN];
-	__u8 tpa[4];
-} __attribute__((packed));
-
 /* ARP for the port's address: requests are answered here; a copy of every
  * request and reply goes to the slow path to learn the sender. */
 static __attribute__((noinline)) int upf_arp_in(ctx_t *ctx, struct edgenf_md *md, struct upf_port *p)
 {
 	struct ethhdr *eth = ctx_data(ctx);
-	struct upf_arp *a = enf_ptr(ctx, sizeof(*eth));
-	__be32 tpa;
+	struct enf_arp *a = enf_ptr(ctx, sizeof(*eth));
 	__u32 in = md->in_port;
 
-	if (!enf_in_bounds(ctx, a, sizeof(*a)) || a->ptype != bpf_htons(ETH_P_IP) || a->hlen != 6 || a->plen != 4)
+	if (!enf_in_bounds(ctx, a, sizeof(*a)) || !enf_arp_ipv4(a))
 		return upf_drop(ctx, md, UPF_ST_DROP_NOT_GTP);
-	__builtin_memcpy(&tpa, a->tpa, 4);
-	if (!p->has4 || tpa != p->ip4)
+	if (!p->has4 || enf_arp_target(a) != p->ip4)
 		return upf_drop(ctx, md, UPF_ST_DROP_NOT_GTP);
 	enf_report(ctx, md, md->cube, in, UPF_PUNT_NEIGH_IN, 0, 64);
 	eth = ctx_data(ctx);
@@ -1174,13 +1161,7 @@ static __attribute__((noinline)) int upf_arp_in(ctx_t *ctx, struct edgenf_md *md
 		return upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
 	if (a->op != bpf_htons(ARPOP_REQUEST))
 		return enf_drop(ctx, md);
-	__builtin_memcpy(eth->h_dest, a->sha, ETH_ALEN);
-	__builtin_memcpy(eth->h_source, p->mac, ETH_ALEN);
-	a->op = bpf_htons(ARPOP_REPLY);
-	__builtin_memcpy(a->tha, a->sha, ETH_ALEN);
-	__builtin_memcpy(a->tpa, a->spa, 4);
-	__builtin_memcpy(a->sha, p->mac, ETH_ALEN);
-	__builtin_memcpy(a->spa, &tpa, 4);
+	enf_arp_reply(eth, a, p->mac);
 	enf_counter_inc(&upf_stats, UPF_ST_ARP_REPLIES);
 	return enf_send(ctx, md, in);
 }
