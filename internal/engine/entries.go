@@ -195,14 +195,19 @@ func (e *Engine) changeEntries(who tenant.Actor, name, table string, fn func(tx 
 	l := e.cubes[name]
 	ew, direct := l.ctl.(cube.EntryWriter)
 	if !direct || l.c == nil {
-		next := e.topo.Clone()
+		next := e.workingCopy()
 		tx := &EntryTx{c: next.Cubes[name], tb: tb, orig: map[string]json.RawMessage{}}
-		if err := fn(tx); err != nil {
-			return err
+		err := fn(tx)
+		if err == nil {
+			err = e.commit(who, next, next.ChangedSince(e.topo))
 		}
-		return e.commit(who, next)
+		if err != nil {
+			e.recycle(next)
+		}
+		return err
 	}
 	tx := &EntryTx{c: c, tb: tb, orig: map[string]json.RawMessage{}}
+	e.changedInPlace(name) // staged in the applied cube, kept or rolled back
 	// counted before fn stages its changes in the applied cube
 	before, used := tx.Len(), e.entriesOf(c.Tenant)
 	var prev *cube.Topology
