@@ -326,13 +326,9 @@ func (t *Topology) validatePeer(c *Cube, p *Port, v *validation) error {
 	if ep.String() == self {
 		return Unprocessable("", "port %s cannot be peered with itself", self)
 	}
-	oc, ok := t.Cubes[ep.Cube]
-	if !ok {
-		return NotFound("", "no cube named %q", ep.Cube)
-	}
-	op := oc.Port(ep.Port)
-	if op == nil {
-		return NotFound("", "cube %s has no port %q", ep.Cube, ep.Port)
+	oc, op, err := t.peerPort(ep)
+	if err != nil {
+		return err
 	}
 	if op.Peer != self {
 		if op.Peer != "" {
@@ -344,6 +340,19 @@ func (t *Topology) validatePeer(c *Cube, p *Port, v *validation) error {
 		return Errorf("", "cannot peer %s (hook %s) with %s (hook %s): XDP and TC programs cannot call each other; join them through a veth pair instead", self, c.Hook, ep, oc.Hook)
 	}
 	return nil
+}
+
+// peerPort finds the cube port a peer names.
+func (t *Topology) peerPort(ep Endpoint) (*Cube, *Port, error) {
+	oc, ok := t.Cubes[ep.Cube]
+	if !ok {
+		return nil, nil, NotFound("", "no cube named %q", ep.Cube)
+	}
+	op := oc.Port(ep.Port)
+	if op == nil {
+		return nil, nil, NotFound("", "cube %s has no port %q", ep.Cube, ep.Port)
+	}
+	return oc, op, nil
 }
 
 func validateTables(c *Cube, typ *Type, old *Cube) error {

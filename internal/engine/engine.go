@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
@@ -132,6 +133,19 @@ type live struct {
 	// down, when not empty, is why the cube could not be restored: a
 	// stand-in that drops everything runs in its place (restore.go).
 	down string
+	// readers counts the calls into the controller in flight without the
+	// engine's lock (punts, actions: controllers.go), which read c: while
+	// there are any, an entry change copies the table it changes instead
+	// of writing into c (entries.go). Guarded by e.mu.
+	readers int
+	// gone is set when the cube is unloaded or the engine closes: calls
+	// made without the engine's lock then stop.
+	gone atomic.Bool
+	// punts queue the punted packets for the cube's own worker (nil until
+	// the first), so that a slow handler delays only its own cube's;
+	// puntDrops counts those a full queue refused.
+	punts     chan cube.Punt
+	puntDrops uint64
 }
 
 // checkStateFiles refuses a state file (or journal) another user could
@@ -252,7 +266,7 @@ func (e *Engine) Close() {
 		e.pio = nil
 	}
 	for _, l := range e.cubes {
-		closeController(l)
+		retire(l)
 		dropDups(l)
 		l.dc.Close()
 	}
@@ -271,15 +285,14 @@ func (e *Engine) Close() {
 
 // Destroy removes every kernel object of this engine and its state: all
 // traffic through it stops. For tests and `edgenfd --destroy`.
+// It may follow Close: the injection veth is found by its name, not through
+// the packet I/O Close stopped (which left it behind).
 func (e *Engine) Destroy() error {
 	e.mu.Lock()
 	err := e.reconcile(cube.NewTopology(), false)
-	pio := e.pio
 	e.mu.Unlock()
 	e.Close()
-	if pio != nil {
-		pio.inj.DeleteLink()
-	}
+	e.dp.DeleteInjector()
 	if rerr := e.dp.Destroy(); err == nil {
 		err = rerr
 	}
@@ -319,6 +332,18 @@ func (e *Engine) live(who tenant.Actor, name string) (*live, error) {
 	l, ok := e.cubes[name]
 	if !ok || !who.Owns(e.topo.Cubes[name]) {
 		return nil, noCube(name)
+	}
+	return l, nil
+}
+
+// running returns a loaded cube who owns whose program runs (not down).
+func (e *Engine) running(who tenant.Actor, name string) (*live, error) {
+	l, err := e.live(who, name)
+	if err != nil {
+		return nil, err
+	}
+	if l.down != "" {
+		return nil, downErr(l)
 	}
 	return l, nil
 }

@@ -298,6 +298,16 @@ func (e *Engine) writeEntries(l *live, ew cube.EntryWriter, tx *EntryTx) error {
 			return err
 		}
 	}
+	if l.readers > 0 {
+		// calls without the engine's lock read l.c: they keep theirs
+		c := *l.c
+		c.Tables = maps.Clone(l.c.Tables)
+		if c.Tables == nil {
+			c.Tables = map[string]map[string]json.RawMessage{}
+		}
+		c.Tables[tx.tb.Name] = maps.Clone(c.Tables[tx.tb.Name])
+		l.c = &c
+	}
 	for _, ch := range changes {
 		l.c.SetRow(tx.tb.Name, ch.key, ch.new)
 	}

@@ -179,17 +179,24 @@ func (e *Engine) forget(name string) {
 	if l == nil {
 		return
 	}
-	closeController(l)
+	retire(l)
 	dropDups(l)
 	delete(e.bySlot, l.dc.Slot)
 	delete(e.cubes, name)
 }
 
-// closeController lets a cube's controller stop its goroutines and release
-// what it holds beyond the cube's maps, if it does.
-func closeController(l *live) {
+// retire stops the calls into a cube's controller made without the
+// engine's lock (one in flight finishes on its duplicated maps), lets the
+// controller stop its goroutines and release what it holds beyond the
+// cube's maps, and ends its punt worker. Called with e.mu held.
+func retire(l *live) {
+	l.gone.Store(true)
 	if cl, ok := l.ctl.(cube.Closer); ok {
 		cl.Close()
+	}
+	if l.punts != nil {
+		close(l.punts)
+		l.punts = nil
 	}
 }
 

@@ -69,6 +69,18 @@ func hostC(t *testing.T, lab *netlab.Lab) (*netlab.Host, string) {
 
 func (d *daemon) entries() string { return d.cli("p4", "table-dump", "sw") }
 
+// savedEntries saves sw's entries table holding the entry that forwards
+// port 0 to 1 in a file (for `table load`), and deletes that entry again.
+func (d *daemon) savedEntries(t *testing.T) string {
+	d.cli("p4", "table-add", "sw", "fwd", "forward", "0", "=>", "1")
+	list := filepath.Join(t.TempDir(), "entries.json")
+	if err := os.WriteFile(list, []byte(d.cli("table", "list", "sw", "entries", "-o", "json")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d.cli("p4", "table-delete", "sw", "fwd", "0")
+	return list
+}
+
 // TestCrashBetweenJournalAndKernel: an entry change is journalled before it
 // reaches the kernel. Killed in between, the restarted daemon shows and
 // applies the same thing: an added entry is listed and forwards; a deleted
@@ -103,10 +115,7 @@ func TestCrashBetweenJournalAndKernel(t *testing.T) {
 func TestCrashAfterJournalKeepsTheChange(t *testing.T) {
 	testenv.E2E(t)
 	d, send := p4Switch(t)
-	d.cli("p4", "table-add", "sw", "fwd", "forward", "0", "=>", "1")
-	list := filepath.Join(t.TempDir(), "entries.json")
-	os.WriteFile(list, []byte(d.cli("table", "list", "sw", "entries", "-o", "json")), 0o600)
-	d.cli("p4", "table-delete", "sw", "fwd", "0")
+	list := d.savedEntries(t)
 	// the whole table replaced: a topology change
 	d.crashDuring("change-journalled", "table", "load", "sw", "entries", "-f", list)
 	if l := d.entries(); !strings.Contains(l, "ingress_port=0") {
@@ -133,11 +142,8 @@ func TestCrashAfterJournalKeepsTheChange(t *testing.T) {
 func TestCrashBeforeSnapshotLeavesNothingBehind(t *testing.T) {
 	testenv.E2E(t)
 	d, send := p4Switch(t)
-	d.cli("p4", "table-add", "sw", "fwd", "forward", "0", "=>", "1")
-	list := filepath.Join(t.TempDir(), "entries.json")
-	os.WriteFile(list, []byte(d.cli("table", "list", "sw", "entries", "-o", "json")), 0o600)
-	d.cli("p4", "table-delete", "sw", "fwd", "0")
-	// the whole table replaced (a topology change, not a journalled one)
+	list := d.savedEntries(t)
+	// the whole table replaced (a topology change, killed before it is persisted)
 	d.crashDuring("topology-applied", "table", "load", "sw", "entries", "-f", list)
 	if l := d.entries(); strings.Contains(l, "ingress_port=0") {
 		t.Fatalf("the unfinished change is listed:\n%s", l)
