@@ -47,6 +47,13 @@ func (d *Datapath) injectorNames() (string, string) {
 	return base + "a", base + "b"
 }
 
+// InjectorName is the name of the injection veth (its near end) of the
+// datapath pinned at root, as Open(root) names it.
+func InjectorName(root string) string {
+	near, _ := (&Datapath{root: root}).injectorNames()
+	return near
+}
+
 // opened are the injection veths this process opened, by name (the pin
 // root's): leakcheck reports those a test left behind.
 var opened sync.Map
