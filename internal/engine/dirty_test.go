@@ -170,3 +170,30 @@ func TestChangeTouchesOnlyItsDirtySet(t *testing.T) {
 		t.Fatalf("restarted with %d cubes, attachments %v", len(got.Cubes), got.Attachments)
 	}
 }
+
+// TestCheckpointFoldsTheJournal: after a clean stop's checkpoint the state
+// file alone holds the changes the journal had, and the journal is empty.
+func TestCheckpointFoldsTheJournal(t *testing.T) {
+	e := testEngine(t, "enfckpt")
+	if err := e.Update(func(tp *cube.Topology) error {
+		for _, c := range chain(0) {
+			tp.Cubes[c.Name] = c
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(journalCubes(t, e)) == 0 {
+		t.Fatal("the change was not journalled")
+	}
+	if err := e.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if got := journalCubes(t, e); len(got) != 0 {
+		t.Fatalf("the journal still holds %v", got)
+	}
+	b, err := os.ReadFile(e.cfg.StateFile)
+	if err != nil || !strings.Contains(string(b), `"c0a"`) || !strings.Contains(string(b), `"c0b"`) {
+		t.Fatalf("the state file lacks the chain (%v):\n%s", err, b)
+	}
+}

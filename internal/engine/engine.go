@@ -592,6 +592,19 @@ func (e *Engine) persist(next *cube.Topology, cs *changeSet, snapshot bool) erro
 	return nil
 }
 
+// Checkpoint folds the journal into a new snapshot: the daemon does it when
+// it stops cleanly, so that the state file alone holds the whole state (for
+// an operator who reads or edits it while the daemon is stopped). A killed
+// daemon's journal is folded in at the next start.
+func (e *Engine) Checkpoint() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.journal == nil || (e.journal.Size() == 0 && !e.journal.Broken()) {
+		return nil
+	}
+	return e.save(e.topo)
+}
+
 // save writes a snapshot of next, whose cubes have just been reconciled,
 // and empties the journal it supersedes.
 func (e *Engine) save(next *cube.Topology) error {
