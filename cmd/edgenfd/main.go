@@ -240,6 +240,10 @@ func run(log *slog.Logger, cfg engine.Config, socket, listen, tokenFile string, 
 		s.Shutdown(ctx)
 	}
 	os.Remove(socket)
+	// a clean stop leaves the whole state in the state file
+	if err := eng.Checkpoint(); err != nil {
+		log.Warn("state not folded into one snapshot; the journal keeps it", "err", err)
+	}
 	return nil
 }
 

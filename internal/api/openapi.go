@@ -170,7 +170,12 @@ func patchPortSchema() *Schema {
 
 // cubeRequestSchema is the body that creates a cube of NF type t.
 func cubeRequestSchema(t *cube.Type) *Schema {
-	s := SchemaOf(&cubeRequest{})
+	return typedCube(SchemaOf(&cubeRequest{}), t)
+}
+
+// typedCube narrows the schema of a cube to NF type t: its name, hooks,
+// settings and ports (none for a transparent type).
+func typedCube(s *Schema, t *cube.Type) *Schema {
 	s.Properties["type"] = &Schema{Type: "string", Enum: []string{t.Name}}
 	var hooks []string
 	for _, h := range t.Hooks {
@@ -188,19 +193,7 @@ func cubeRequestSchema(t *cube.Type) *Schema {
 
 // docCubeSchema is a cube of NF type t in a topology document.
 func docCubeSchema(t *cube.Type) *Schema {
-	s := SchemaOf(&cube.DocCube{})
-	s.Properties["type"] = &Schema{Type: "string", Enum: []string{t.Name}}
-	var hooks []string
-	for _, h := range t.Hooks {
-		hooks = append(hooks, string(h))
-	}
-	s.Properties["hook"] = &Schema{Type: "string", Enum: hooks}
-	setConfig(s, t)
-	if t.Transparent {
-		delete(s.Properties, "ports")
-	} else {
-		s.Properties["ports"].Items = typedPort(s.Properties["ports"].Items, t)
-	}
+	s := typedCube(SchemaOf(&cube.DocCube{}), t)
 	tables := object(map[string]*Schema{})
 	for _, tb := range t.Tables {
 		tables.Properties[tb.Name] = tableSchema(tb)

@@ -139,13 +139,9 @@ func (t *Topology) completePeer(name string, p Port) error {
 	if err != nil || !ep.IsCube() {
 		return nil // checked by Validate
 	}
-	oc, ok := t.Cubes[ep.Cube]
-	if !ok {
-		return NotFound("", "no cube named %q", ep.Cube)
-	}
-	op := oc.Port(ep.Port)
-	if op == nil {
-		return NotFound("", "cube %s has no port %q", ep.Cube, ep.Port)
+	_, op, err := t.peerPort(ep)
+	if err != nil {
+		return err
 	}
 	self := name + ":" + p.Name
 	switch op.Peer {

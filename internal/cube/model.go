@@ -7,7 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -126,7 +126,7 @@ func (c *Cube) SetRow(table, key string, raw json.RawMessage) {
 	c.Tables[table][key] = raw
 }
 
-// Equal reports whether two cubes are the same in every field.
+// Equal reports whether two cubes are the same in every field but Runtime.
 func (c *Cube) Equal(o *Cube) bool {
 	if c.Name != o.Name || c.Type != o.Type || c.Hook != o.Hook || c.Tenant != o.Tenant ||
 		!bytes.Equal(c.Config, o.Config) || len(c.Ports) != len(o.Ports) || len(c.Tables) != len(o.Tables) {
@@ -151,6 +151,12 @@ func (c *Cube) Equal(o *Cube) bool {
 		}
 	}
 	return true
+}
+
+// SameRuntime reports whether c and o hold the same runtime state (which
+// Equal leaves out: no program or control plane depends on it).
+func (c *Cube) SameRuntime(o *Cube) bool {
+	return maps.EqualFunc(c.Runtime, o.Runtime, func(a, b json.RawMessage) bool { return bytes.Equal(a, b) })
 }
 
 // CubeNames lists the cubes in name order.
@@ -204,11 +210,26 @@ func (c *Cube) FreeIndex() int {
 	}
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,31}$`)
+// validName reports whether name matches ^[A-Za-z][A-Za-z0-9_-]{0,31}$
+// (by hand: every peer of every cube is checked with every change).
+func validName(name string) bool {
+	if len(name) == 0 || len(name) > 32 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		switch b := name[i]; {
+		case b >= 'A' && b <= 'Z', b >= 'a' && b <= 'z':
+		case i > 0 && (b >= '0' && b <= '9' || b == '_' || b == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // CheckName validates a cube, port or tenant name.
 func CheckName(field, name string) error {
-	if !nameRE.MatchString(name) {
+	if !validName(name) {
 		return Errorf(field, "invalid name %q: use 1-32 letters, digits, '-' or '_', starting with a letter", name)
 	}
 	return nil

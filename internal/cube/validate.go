@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
-	"sort"
+	"slices"
+	"strings"
 
 	"github.com/edgenf/edgenf/internal/datapath"
 )
@@ -25,44 +27,140 @@ func (t *Topology) Validate(sys System) error {
 }
 
 // ValidateChange is Validate for a topology derived from prev, already
-// valid: cubes equal to their counterpart in prev skip the checks that only
-// depend on the cube itself (settings, entries), so a change costs what it
-// changes, not the size of the topology. Peers and attachments, which depend
-// on other cubes, are always checked.
+// valid: only the cubes that differ from their counterpart in prev are
+// checked, with what depends on them (the peers of their ports, the
+// attachment points on or naming them), so a change costs what it changes,
+// not the size of the topology.
 func (t *Topology) ValidateChange(prev *Topology, sys System) error {
-	ifacePeers := map[string]string{}
-	// Defaults first: peers' hooks are compared below.
-	for _, c := range t.Cubes {
-		if typ, err := Lookup(c.Type); err == nil && c.Hook == "" {
-			c.Hook = typ.Hooks[0]
-		}
-	}
-	for _, name := range t.CubeNames() {
-		c := t.Cubes[name]
-		var old *Cube
-		if prev != nil {
-			old = prev.Cubes[name]
-		}
-		if err := t.validateCube(c, old, sys, ifacePeers); err != nil {
-			return Within("cubes."+name, err)
-		}
-	}
-	return t.validateAttachments(sys, ifacePeers)
+	return t.ValidateChanged(prev, t.ChangedSince(prev), sys)
 }
 
-// validateCube checks one cube; old is its previous, valid version (or nil).
-func (t *Topology) validateCube(c, old *Cube, sys System, ifacePeers map[string]string) error {
-	if old != nil && old.Equal(c) {
-		// Only what other cubes can break: peers.
-		for i := range c.Ports {
-			if p := &c.Ports[i]; p.Peer != "" {
-				if err := t.validatePeer(c, p, sys, ifacePeers); err != nil {
-					return Within(fmt.Sprintf("ports[%s].peer", p.Name), err)
+// ChangedSince lists, in order, the cubes that differ between prev and t:
+// added, changed or deleted (every cube of t when prev is nil). A change of
+// a cube's runtime state alone counts: the engine persists it (without
+// touching the cube's program, which Equal leaves out).
+func (t *Topology) ChangedSince(prev *Topology) []string {
+	var out []string
+	for name, c := range t.Cubes {
+		if prev == nil {
+			out = append(out, name)
+		} else if old := prev.Cubes[name]; old == nil || (old != c && (!old.Equal(c) || !old.SameRuntime(c))) {
+			out = append(out, name)
+		}
+	}
+	if prev != nil {
+		for name := range prev.Cubes {
+			if _, ok := t.Cubes[name]; !ok {
+				out = append(out, name)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ValidateChanged is ValidateChange for a caller that knows what changed
+// (changed as ChangedSince lists it).
+func (t *Topology) ValidateChanged(prev *Topology, changed []string, sys System) error {
+	v := &validation{t: t, sys: sys, changed: make(map[string]bool, len(changed)), ifacePeers: map[string]string{}}
+	for _, name := range changed {
+		v.changed[name] = true
+	}
+	if prev == nil {
+		prev = NewTopology()
+	}
+	v.prev = prev
+	// Defaults first: peers' hooks are compared below.
+	for _, name := range changed {
+		if c := t.Cubes[name]; c != nil && c.Hook == "" {
+			if typ, err := Lookup(c.Type); err == nil {
+				c.Hook = typ.Hooks[0]
+			}
+		}
+	}
+	// Unchanged cubes peered with a changed one: their peer may be gone,
+	// or no longer peered back, or at another hook.
+	check := map[string]bool{}
+	for _, name := range changed {
+		if _, ok := t.Cubes[name]; ok {
+			check[name] = true
+		}
+		for _, tp := range []*Topology{prev, t} {
+			if c := tp.Cubes[name]; c != nil {
+				for _, p := range c.Ports {
+					if ep, err := ParseEndpoint(p.Peer); err == nil && ep.IsCube() && t.Cubes[ep.Cube] != nil {
+						check[ep.Cube] = true
+					}
 				}
 			}
 		}
-		return nil
 	}
+	for _, name := range slices.Sorted(maps.Keys(check)) {
+		c := t.Cubes[name]
+		if !v.changed[name] {
+			if err := v.peers(c); err != nil {
+				return Within("cubes."+name, err)
+			}
+			continue
+		}
+		if err := t.validateCube(c, prev.Cubes[name], v); err != nil {
+			return Within("cubes."+name, err)
+		}
+	}
+	return t.validateAttachments(v)
+}
+
+// validation is the state of one ValidateChanged.
+type validation struct {
+	t, prev *Topology
+	sys     System
+	changed map[string]bool
+	// ifacePeers are the interfaces peered so far, with the port
+	// ("cube:port") peered with each; ifaceIndex, built when first needed,
+	// those of the unchanged cubes.
+	ifacePeers map[string]string
+	ifaceIndex map[string]string
+}
+
+// ifacePeer returns the port peered with an interface: a changed cube's
+// checked so far, or an unchanged cube's.
+func (v *validation) ifacePeer(iface string) (string, bool) {
+	if p, ok := v.ifacePeers[iface]; ok {
+		return p, true
+	}
+	if v.ifaceIndex == nil {
+		v.ifaceIndex = map[string]string{}
+		for name, c := range v.t.Cubes {
+			if v.changed[name] {
+				continue
+			}
+			for _, p := range c.Ports {
+				if p.Peer != "" && !strings.Contains(p.Peer, ":") {
+					v.ifaceIndex[p.Peer] = name + ":" + p.Name
+				}
+			}
+		}
+	}
+	p, ok := v.ifaceIndex[iface]
+	return p, ok
+}
+
+// peers checks the peers of an unchanged cube's ports: only what other
+// cubes can break.
+func (v *validation) peers(c *Cube) error {
+	for i := range c.Ports {
+		if p := &c.Ports[i]; p.Peer != "" {
+			if err := v.t.validatePeer(c, p, v); err != nil {
+				return Within(fmt.Sprintf("ports[%s].peer", p.Name), err)
+			}
+		}
+	}
+	return nil
+}
+
+// validateCube checks one changed cube; old is its previous, valid version
+// (or nil).
+func (t *Topology) validateCube(c, old *Cube, v *validation) error {
 	if err := CheckName("name", c.Name); err != nil {
 		return err
 	}
@@ -87,7 +185,7 @@ func (t *Topology) validateCube(c, old *Cube, sys System, ifacePeers map[string]
 	if typ.Transparent && len(c.Ports) > 0 {
 		return Errorf("ports", "%s is a transparent NF type: it has no ports; attach it to a port or interface instead", typ.Name)
 	}
-	if err := t.validatePorts(c, typ, sys, ifacePeers); err != nil {
+	if err := t.validatePorts(c, typ, v); err != nil {
 		return err
 	}
 	cfg, err := typ.decodeConfig(c, old)
@@ -114,7 +212,7 @@ func SameButTables(a, b *Cube) bool {
 	return x.Equal(&y)
 }
 
-func (t *Topology) validatePorts(c *Cube, typ *Type, sys System, ifacePeers map[string]string) error {
+func (t *Topology) validatePorts(c *Cube, typ *Type, v *validation) error {
 	names := map[string]bool{}
 	idx := map[int]string{}
 	for i := range c.Ports {
@@ -152,7 +250,7 @@ func (t *Topology) validatePorts(c *Cube, typ *Type, sys System, ifacePeers map[
 		if p.Peer == "" {
 			continue
 		}
-		if err := t.validatePeer(c, p, sys, ifacePeers); err != nil {
+		if err := t.validatePeer(c, p, v); err != nil {
 			return Within(field+".peer", err)
 		}
 	}
@@ -211,32 +309,28 @@ func unicastHost(p netip.Prefix) error {
 	return nil
 }
 
-func (t *Topology) validatePeer(c *Cube, p *Port, sys System, ifacePeers map[string]string) error {
+func (t *Topology) validatePeer(c *Cube, p *Port, v *validation) error {
 	ep, err := ParseEndpoint(p.Peer)
 	if err != nil {
 		return Errorf("", "%v", err)
 	}
 	self := c.Name + ":" + p.Name
 	if !ep.IsCube() {
-		if sys != nil && !sys.IfaceExists(ep.Iface) {
+		if v.sys != nil && !v.sys.IfaceExists(ep.Iface) {
 			return NotFound("", "no Linux interface named %q", ep.Iface)
 		}
-		if other, taken := ifacePeers[ep.Iface]; taken {
+		if other, taken := v.ifacePeer(ep.Iface); taken && other != self {
 			return Conflict("", "interface %s is already the peer of %s", ep.Iface, other)
 		}
-		ifacePeers[ep.Iface] = self
+		v.ifacePeers[ep.Iface] = self
 		return nil
 	}
 	if ep.String() == self {
 		return Unprocessable("", "port %s cannot be peered with itself", self)
 	}
-	oc, ok := t.Cubes[ep.Cube]
-	if !ok {
-		return NotFound("", "no cube named %q", ep.Cube)
-	}
-	op := oc.Port(ep.Port)
-	if op == nil {
-		return NotFound("", "cube %s has no port %q", ep.Cube, ep.Port)
+	oc, op, err := t.peerPort(ep)
+	if err != nil {
+		return err
 	}
 	if op.Peer != self {
 		if op.Peer != "" {
@@ -248,6 +342,19 @@ func (t *Topology) validatePeer(c *Cube, p *Port, sys System, ifacePeers map[str
 		return Errorf("", "cannot peer %s (hook %s) with %s (hook %s): XDP and TC programs cannot call each other; join them through a veth pair instead", self, c.Hook, ep, oc.Hook)
 	}
 	return nil
+}
+
+// peerPort finds the cube port a peer names.
+func (t *Topology) peerPort(ep Endpoint) (*Cube, *Port, error) {
+	oc, ok := t.Cubes[ep.Cube]
+	if !ok {
+		return nil, nil, NotFound("", "no cube named %q", ep.Cube)
+	}
+	op := oc.Port(ep.Port)
+	if op == nil {
+		return nil, nil, NotFound("", "cube %s has no port %q", ep.Cube, ep.Port)
+	}
+	return oc, op, nil
 }
 
 func validateTables(c *Cube, typ *Type, old *Cube) error {
@@ -283,17 +390,18 @@ func validateTables(c *Cube, typ *Type, old *Cube) error {
 	return nil
 }
 
-func (t *Topology) validateAttachments(sys System, ifacePeers map[string]string) error {
+func (t *Topology) validateAttachments(v *validation) error {
 	seen := map[string]string{}
-	points := make([]string, 0, len(t.Attachments))
-	for p := range t.Attachments {
-		points = append(points, p)
-	}
-	sort.Strings(points)
-	for _, point := range points {
+	for _, point := range slices.Sorted(maps.Keys(t.Attachments)) {
 		list := t.Attachments[point]
 		field := "attachments." + point
-		hook, err := t.pointHook(point, sys, ifacePeers)
+		if !v.affects(point, list) {
+			for _, name := range list {
+				seen[name] = point
+			}
+			continue
+		}
+		hook, err := t.pointHook(point, v)
 		if err != nil {
 			return Within(field, err)
 		}
@@ -324,21 +432,51 @@ func (t *Topology) validateAttachments(sys System, ifacePeers map[string]string)
 			}
 		}
 	}
+	// a cube attached to two points, one of them unchanged
+	for _, point := range slices.Sorted(maps.Keys(t.Attachments)) {
+		for _, name := range t.Attachments[point] {
+			if other := seen[name]; other != point {
+				return Conflict("attachments."+point, "%s is already attached to %s", name, other)
+			}
+		}
+	}
 	return nil
+}
+
+// affects reports whether the change can make an attachment point invalid:
+// its stack changed, or a cube it names, its cube, or the cube peered with
+// its interface changed.
+func (v *validation) affects(point string, list []string) bool {
+	if !slices.Equal(v.prev.Attachments[point], list) {
+		return true
+	}
+	for _, name := range list {
+		if v.changed[name] {
+			return true
+		}
+	}
+	if c, _, ok := strings.Cut(point, ":"); ok {
+		return v.changed[c]
+	}
+	if owner, ok := v.ifacePeer(point); ok {
+		c, _, _ := strings.Cut(owner, ":")
+		return v.changed[c]
+	}
+	return false
 }
 
 // pointHook checks an attachment point exists and returns the hook that serves
 // it ("" for an interface no cube is peered with: either hook will do).
-func (t *Topology) pointHook(point string, sys System, ifacePeers map[string]string) (datapath.Hook, error) {
+func (t *Topology) pointHook(point string, v *validation) (datapath.Hook, error) {
 	ep, err := ParseEndpoint(point)
 	if err != nil {
 		return "", Errorf("", "%v", err)
 	}
 	if !ep.IsCube() {
-		if sys != nil && !sys.IfaceExists(ep.Iface) {
+		if v.sys != nil && !v.sys.IfaceExists(ep.Iface) {
 			return "", NotFound("", "no Linux interface named %q", ep.Iface)
 		}
-		if owner, ok := ifacePeers[ep.Iface]; ok {
+		if owner, ok := v.ifacePeer(ep.Iface); ok {
 			oep, _ := ParseEndpoint(owner)
 			return t.Cubes[oep.Cube].Hook, nil
 		}

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
@@ -46,9 +47,33 @@ func (d *Datapath) injectorNames() (string, string) {
 	return base + "a", base + "b"
 }
 
+// InjectorName is the name of the injection veth (its near end) of the
+// datapath pinned at root, as Open(root) names it.
+func InjectorName(root string) string {
+	near, _ := (&Datapath{root: root}).injectorNames()
+	return near
+}
+
+// opened are the injection veths this process opened, by name (the pin
+// root's): leakcheck reports those a test left behind.
+var opened sync.Map
+
+// OpenedInjectors lists the injection veths this process opened and did
+// not delete, with their datapaths' pin roots; some may have been deleted
+// by another process (edgenfd -destroy) since.
+func OpenedInjectors() map[string]string {
+	out := map[string]string{}
+	opened.Range(func(k, v any) bool {
+		out[k.(string)] = v.(string)
+		return true
+	})
+	return out
+}
+
 // OpenInjector creates (or finds) the injection veth and its programs.
 func (d *Datapath) OpenInjector() (*Injector, error) {
 	near, far := d.injectorNames()
+	opened.Store(near, d.root)
 	if _, err := netlink.LinkByName(near); err != nil {
 		veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: near, MTU: injectorMTU}, PeerName: far}
 		if err := netlink.LinkAdd(veth); err != nil {
@@ -194,6 +219,7 @@ func (d *Datapath) DeleteInjector() {
 	if l, err := netlink.LinkByName(near); err == nil {
 		netlink.LinkDel(l)
 	}
+	opened.Delete(near)
 }
 
 // DeleteLink removes the injection veth.
@@ -201,4 +227,5 @@ func (i *Injector) DeleteLink() {
 	if l, err := netlink.LinkByName(i.near); err == nil {
 		netlink.LinkDel(l)
 	}
+	opened.Delete(i.near)
 }

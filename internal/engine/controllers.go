@@ -25,7 +25,7 @@ func (e *Engine) View(who tenant.Actor, name, view string) (any, error) {
 		}
 		return v.List(&handle{e: e, l: l}, l.c)
 	}
-	h, err := e.detached(l)
+	h, err := e.detached(l, false)
 	c := l.c // a change replaces it, or writes its tables only
 	e.mu.Unlock()
 	if err != nil {
@@ -36,12 +36,9 @@ func (e *Engine) View(who tenant.Actor, name, view string) (any, error) {
 }
 
 func (e *Engine) view(who tenant.Actor, name, view string) (*cube.View, *live, error) {
-	l, err := e.live(who, name)
+	l, err := e.running(who, name)
 	if err != nil {
 		return nil, nil, err
-	}
-	if l.down != "" {
-		return nil, nil, downErr(l)
 	}
 	for i := range l.typ.Views {
 		if l.typ.Views[i].Name == view {
@@ -51,31 +48,68 @@ func (e *Engine) view(who tenant.Actor, name, view string) (*cube.View, *live, e
 	return nil, nil, cube.NotFound("view", "NF type %s has no view %q", l.typ.Name, view)
 }
 
-// Action runs an operation on a cube.
+// Action runs an operation on a cube. It runs without the engine's lock
+// (a slow action on one cube, a flush of a million connections, say, does
+// not hold up the API and the other cubes), serialised with the other
+// calls into the cube's controller, on a handle of duplicated maps.
 func (e *Engine) Action(who tenant.Actor, name, action string, args json.RawMessage) (any, error) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	l, err := e.live(who, name)
+	l, err := e.running(who, name)
 	if err != nil {
+		e.mu.Unlock()
 		return nil, err
 	}
-	if l.down != "" {
-		return nil, downErr(l)
-	}
-	for _, a := range l.typ.Actions {
-		if a.Name != action {
-			continue
+	var a *cube.Action
+	for i := range l.typ.Actions {
+		if l.typ.Actions[i].Name == action {
+			a = &l.typ.Actions[i]
 		}
-		var v any
-		if a.Args != nil {
-			var err error
-			if v, err = cube.Decode("args", args, a.Args); err != nil {
-				return nil, err
-			}
-		}
-		return a.Do(&handle{e: e, l: l}, l.c, v)
 	}
-	return nil, cube.NotFound("action", "NF type %s has no action %q", l.typ.Name, action)
+	e.mu.Unlock()
+	if a == nil {
+		return nil, cube.NotFound("action", "NF type %s has no action %q", l.typ.Name, action)
+	}
+	var v any
+	if a.Args != nil {
+		if v, err = cube.Decode("args", args, a.Args); err != nil {
+			return nil, err
+		}
+	}
+	var out any
+	err = e.offLockCall(l, func(h cube.Handle, c *cube.Cube) (err error) {
+		out, err = a.Do(h, c, v)
+		return err
+	})
+	return out, err
+}
+
+// offLockCall runs fn, a call into l's controller, without the engine's
+// lock: on a handle of duplicated maps and what else a call may ask, read
+// now, and the cube as synced now (a change replaces l.c, and copies a
+// table it changes while such calls read it). Controllers guard their own
+// state against concurrent calls, as they do against their sweeps. A cube
+// unloaded meanwhile is missing.
+func (e *Engine) offLockCall(l *live, fn func(h cube.Handle, c *cube.Cube) error) error {
+	e.mu.Lock()
+	if l.gone.Load() || l.c == nil {
+		e.mu.Unlock()
+		return noCube(l.dc.Name)
+	}
+	h, err := e.detached(l, true)
+	if err != nil {
+		e.mu.Unlock()
+		return err
+	}
+	c := l.c
+	l.readers++
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		l.readers--
+		h.dups.release()
+		e.mu.Unlock()
+	}()
+	return fn(h, c)
 }
 
 // WithHandle runs fn with the engine's lock held and the handle of a cube
@@ -84,12 +118,9 @@ func (e *Engine) Action(who tenant.Actor, name, action string, args json.RawMess
 func (e *Engine) WithHandle(who tenant.Actor, name string, fn func(h cube.Handle) error) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	l, err := e.live(who, name)
+	l, err := e.running(who, name)
 	if err != nil {
 		return err
-	}
-	if l.down != "" {
-		return downErr(l)
 	}
 	return fn(&handle{e: e, l: l})
 }
@@ -126,7 +157,13 @@ func (e *Engine) tick(now time.Time) {
 	}
 }
 
-// punt hands a punted packet to its cube's controller.
+// puntQueue is how many punted packets wait for a cube's controller; more
+// are dropped (and counted) until it catches up.
+const puntQueue = 256
+
+// punt hands a punted packet to its cube's controller, through the cube's
+// own queue and worker: a controller slow to handle its punts delays only
+// its own cube's, never another tenant's, nor the API.
 func (e *Engine) punt(hook datapath.Hook, slot uint32, p cube.Punt) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -142,7 +179,33 @@ func (e *Engine) punt(hook datapath.Hook, slot uint32, p cube.Punt) {
 		}
 		return
 	}
-	if ph, ok := l.ctl.(cube.PuntHandler); ok {
-		ph.HandlePunt(&handle{e: e, l: l}, l.c, p)
+	ph, ok := l.ctl.(cube.PuntHandler)
+	if !ok {
+		return
+	}
+	if l.punts == nil {
+		l.punts = make(chan cube.Punt, puntQueue)
+		go e.handlePunts(l, ph, l.punts)
+	}
+	select {
+	case l.punts <- p:
+	default:
+		if l.puntDrops++; l.puntDrops&(l.puntDrops-1) == 0 { // 1, 2, 4, ...: not a log line a punt
+			e.log.Warn("slow path: the cube's controller is behind, punted packets dropped", "cube", l.c.Name, "dropped", l.puntDrops)
+		}
+	}
+}
+
+// handlePunts is a cube's punt worker: it hands each punt of the queue to
+// the controller without the engine's lock, until the cube goes.
+func (e *Engine) handlePunts(l *live, ph cube.PuntHandler, q chan cube.Punt) {
+	for p := range q {
+		err := e.offLockCall(l, func(h cube.Handle, c *cube.Cube) error {
+			ph.HandlePunt(h, c, p)
+			return nil
+		})
+		if err != nil && !l.gone.Load() {
+			e.log.Debug("punt not handled", "cube", l.dc.Name, "err", err)
+		}
 	}
 }

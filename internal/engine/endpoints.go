@@ -112,14 +112,15 @@ func (e *Engine) AddEndpoint(ep *endpoint.Endpoint) (bool, error) {
 			return false, err
 		}
 	}
-	if err := next.ValidateChange(e.topo, e.sys()); err != nil {
+	changed := next.ChangedSince(e.topo)
+	if err := next.ValidateChanged(e.topo, changed, e.sys()); err != nil {
 		return false, err
 	}
 	if err := e.admit(e.topo, next); err != nil { // the pod's chains against the core budget
 		return false, err
 	}
 	e.endpoints[ep.Name] = ep
-	if err := e.apply(next); err != nil {
+	if err := e.applyChange(next, changed, true); err != nil {
 		delete(e.endpoints, ep.Name)
 		return false, err
 	}
@@ -143,11 +144,12 @@ func (e *Engine) DeleteEndpoint(name string) error {
 		}
 	}
 	delete(next.Attachments, ep.Interface)
-	if err := next.ValidateChange(e.topo, e.sys()); err != nil {
+	changed := next.ChangedSince(e.topo)
+	if err := next.ValidateChanged(e.topo, changed, e.sys()); err != nil {
 		return err
 	}
 	delete(e.endpoints, name)
-	if err := e.apply(next); err != nil {
+	if err := e.applyChange(next, changed, true); err != nil {
 		e.endpoints[name] = ep
 		return err
 	}

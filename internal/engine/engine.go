@@ -11,11 +11,11 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
@@ -78,6 +78,12 @@ type Engine struct {
 	applying *cube.Topology
 	// rev counts the changes made (Revision).
 	rev uint64
+	// lastChange is what the last topology change touched (dirty.go).
+	lastChange *changeSet
+	// spare is a deep copy of topo for the next change to work on, and
+	// spareStale the cubes of topo changed in place since (dirty.go).
+	spare      *cube.Topology
+	spareStale map[string]bool
 	// goesDown, while set, says which cubes a reconcile puts down
 	// (restore.go) instead of failing when they cannot be made real: all
 	// of them when restoring, those that were down when rolling back.
@@ -127,6 +133,19 @@ type live struct {
 	// down, when not empty, is why the cube could not be restored: a
 	// stand-in that drops everything runs in its place (restore.go).
 	down string
+	// readers counts the calls into the controller in flight without the
+	// engine's lock (punts, actions: controllers.go), which read c: while
+	// there are any, an entry change copies the table it changes instead
+	// of writing into c (entries.go). Guarded by e.mu.
+	readers int
+	// gone is set when the cube is unloaded or the engine closes: calls
+	// made without the engine's lock then stop.
+	gone atomic.Bool
+	// punts queue the punted packets for the cube's own worker (nil until
+	// the first), so that a slow handler delays only its own cube's;
+	// puntDrops counts those a full queue refused.
+	punts     chan cube.Punt
+	puntDrops uint64
 }
 
 // checkStateFiles refuses a state file (or journal) another user could
@@ -181,6 +200,7 @@ func Open(cfg Config) (*Engine, error) {
 		stubEntry: map[StubKey]*datapath.Program{},
 		specs:     map[[32]byte]*ebpf.CollectionSpec{},
 
+		spareStale:    map[string]bool{},
 		redirectReady: map[int]bool{},
 	}
 	if err := e.tenants.init(cfg, f.Tenants); err != nil {
@@ -208,7 +228,7 @@ func Open(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e.goesDown = func(string) bool { return true }
-	if err := e.assignSlots(f.Topology); err != nil {
+	if err := e.assignSlots(f.Topology, f.Topology.CubeNames()); err != nil {
 		return fail(err)
 	}
 	for name, reason := range invalid {
@@ -250,7 +270,7 @@ func (e *Engine) Close() {
 		e.pio = nil
 	}
 	for _, l := range e.cubes {
-		closeController(l)
+		retire(l)
 		dropDups(l)
 		l.dc.Close()
 	}
@@ -269,15 +289,14 @@ func (e *Engine) Close() {
 
 // Destroy removes every kernel object of this engine and its state: all
 // traffic through it stops. For tests and `edgenfd --destroy`.
+// It may follow Close: the injection veth is found by its name, not through
+// the packet I/O Close stopped (which left it behind).
 func (e *Engine) Destroy() error {
 	e.mu.Lock()
 	err := e.reconcile(cube.NewTopology(), false)
-	pio := e.pio
 	e.mu.Unlock()
 	e.Close()
-	if pio != nil {
-		pio.inj.DeleteLink()
-	}
+	e.dp.DeleteInjector()
 	if rerr := e.dp.Destroy(); err == nil {
 		err = rerr
 	}
@@ -317,6 +336,18 @@ func (e *Engine) live(who tenant.Actor, name string) (*live, error) {
 	l, ok := e.cubes[name]
 	if !ok || !who.Owns(e.topo.Cubes[name]) {
 		return nil, noCube(name)
+	}
+	return l, nil
+}
+
+// running returns a loaded cube who owns whose program runs (not down).
+func (e *Engine) running(who tenant.Actor, name string) (*live, error) {
+	l, err := e.live(who, name)
+	if err != nil {
+		return nil, err
+	}
+	if l.down != "" {
+		return nil, downErr(l)
 	}
 	return l, nil
 }
@@ -425,7 +456,8 @@ func (e *Engine) Replace(ctx context.Context, t *cube.Topology, dryRun bool) ([]
 	if err := e.keepEndpoints(next); err != nil {
 		return nil, err
 	}
-	if err := next.ValidateChange(e.topo, e.sys()); err != nil {
+	changed := next.ChangedSince(e.topo)
+	if err := next.ValidateChanged(e.topo, changed, e.sys()); err != nil {
 		return nil, err
 	}
 	changes := Diff(e.topo, next)
@@ -438,7 +470,7 @@ func (e *Engine) Replace(ctx context.Context, t *cube.Topology, dryRun bool) ([]
 	if dryRun {
 		return changes, nil
 	}
-	return changes, e.apply(next)
+	return changes, e.applyChange(next, changed, false)
 }
 
 // keepRuntime carries the runtime state of the cubes a declarative apply
@@ -469,19 +501,20 @@ func (e *Engine) admit(prev, next *cube.Topology) error {
 	return e.cfg.Admit(prev, next)
 }
 
-// commit checks next is a change who may make, validates it, checks who's
+// commit checks next, a working copy whose changed cubes are known
+// (ChangedSince), is a change who may make, validates it, checks who's
 // quotas and applies it.
-func (e *Engine) commit(who tenant.Actor, next *cube.Topology) error {
+func (e *Engine) commit(who tenant.Actor, next *cube.Topology, changed []string) error {
 	if err := e.scope(who).Change(e.topo, next); err != nil {
 		return err
 	}
 	if err := e.checkEndpoints(next); err != nil {
 		return err
 	}
-	if err := next.ValidateChange(e.topo, e.sys()); err != nil {
+	if err := next.ValidateChanged(e.topo, changed, e.sys()); err != nil {
 		return err
 	}
-	if err := e.checkNames(who, next); err != nil {
+	if err := e.checkNames(who, next, changed); err != nil {
 		return err
 	}
 	if err := e.checkQuota(who, next); err != nil {
@@ -490,16 +523,40 @@ func (e *Engine) commit(who tenant.Actor, next *cube.Topology) error {
 	if err := e.admit(e.topo, next); err != nil {
 		return err
 	}
-	return e.apply(next)
+	return e.applyChange(next, changed, false)
 }
 
-// apply reconciles the kernel with a validated topology and persists it. On
-// any failure the kernel is reconciled back and nothing changes.
-func (e *Engine) apply(next *cube.Topology) error {
-	prev, prevSlots := e.topo, cloneSlots(e.slots)
-	// Entries the kernel gets before the snapshot below are journalled
-	// first: a restart in between removes them (restore.go).
-	if err := e.journalIntents(prev, next); err != nil {
+// applyChange reconciles the kernel with a validated topology, a working
+// copy whose changed cubes are known (ChangedSince), and persists it. On
+// any failure the kernel is reconciled back and nothing changes. Only what
+// the change touches is reconciled and journalled (dirty.go); with
+// snapshot the state is written whole (the change also altered what the
+// journal does not hold: endpoints).
+func (e *Engine) applyChange(next *cube.Topology, changed []string, snapshot bool) error {
+	prev := e.topo
+	cs := changes(prev, next, changed)
+	// a change assigns and frees the slots of its changed cubes only
+	prevSlots := map[string]*uint32{}
+	for name := range cs.changed {
+		if s, ok := e.slots[name]; ok {
+			prevSlots[name] = &s
+		} else {
+			prevSlots[name] = nil
+		}
+	}
+	restoreSlots := func() {
+		for name, s := range prevSlots {
+			if s != nil {
+				e.slots[name] = *s
+			} else {
+				delete(e.slots, name)
+			}
+		}
+	}
+	e.lastChange = cs
+	// Entries the kernel gets before the change is persisted are
+	// journalled first: a restart in between removes them (restore.go).
+	if err := e.journalIntents(prev, next, cs); err != nil {
 		return fmt.Errorf("persist state: %w", err)
 	}
 	wasDown := map[string]bool{}
@@ -508,26 +565,69 @@ func (e *Engine) apply(next *cube.Topology) error {
 			wasDown[name] = true
 		}
 	}
-	if err := e.reconcile(next, false); err != nil {
+	if err := e.reconcileSet(next, false, cs); err != nil {
 		// cubes that were down go down again rather than fail the rollback
 		e.goesDown = func(name string) bool { return wasDown[name] }
 		if rerr := e.reconcile(prev, false); rerr != nil {
 			e.log.Error("rollback failed; kernel state may differ from the desired state", "err", rerr)
 		}
 		e.goesDown = nil
-		e.slots = prevSlots
+		restoreSlots()
 		return err
 	}
 	crashPoint("topology-applied")
-	if err := e.save(next); err != nil {
+	if err := e.persist(next, cs, snapshot); err != nil {
 		e.reconcile(prev, false)
-		e.slots = prevSlots
+		restoreSlots()
 		return fmt.Errorf("persist state: %w", err)
 	}
 	e.topo = next
+	e.keepSpare(prev, next, cs)
 	e.rev++
 	e.tenants.entries = nil // counted again when next needed
+	e.compactJournal()
 	return nil
+}
+
+// persist makes a change durable: the cubes and attachment points it
+// changed appended to the journal as one transaction (a crash keeps all of
+// it or none), or a snapshot when one is due or the journal cannot take it.
+func (e *Engine) persist(next *cube.Topology, cs *changeSet, snapshot bool) error {
+	if snapshot || e.journal == nil || e.journal.Broken() {
+		return e.save(next)
+	}
+	var recs []state.Record
+	for _, name := range sorted(cs.changed) {
+		if l := e.cubes[name]; l != nil && next.Cubes[name] != nil {
+			if l.json == nil {
+				l.json, _ = l.c.MarshalJSON()
+			}
+			recs = append(recs, state.CubeRecord(name, l.json, e.slots[name]))
+			continue
+		}
+		recs = append(recs, state.CubeRecord(name, nil, 0))
+	}
+	for _, point := range cs.points {
+		recs = append(recs, state.AttachmentRecord(point, next.Attachments[point]))
+	}
+	if err := e.journal.Append(recs); err != nil {
+		return err
+	}
+	crashPoint("change-journalled")
+	return nil
+}
+
+// Checkpoint folds the journal into a new snapshot: the daemon does it when
+// it stops cleanly, so that the state file alone holds the whole state (for
+// an operator who reads or edits it while the daemon is stopped). A killed
+// daemon's journal is folded in at the next start.
+func (e *Engine) Checkpoint() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.journal == nil || (e.journal.Size() == 0 && !e.journal.Broken()) {
+		return nil
+	}
+	return e.save(e.topo)
 }
 
 // save writes a snapshot of next, whose cubes have just been reconciled,
@@ -565,38 +665,38 @@ func (e *Engine) save(next *cube.Topology) error {
 	return nil
 }
 
-func cloneSlots(m map[string]uint32) map[string]uint32 {
-	out := make(map[string]uint32, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
 // sysInfo answers validation questions from the running system. Interfaces
 // the current state already uses count as present even if they vanished (a
 // deleted namespace must not block unrelated changes); new peers must exist.
-type sysInfo struct{ known map[string]bool }
-
-func (s sysInfo) IfaceExists(name string) bool {
-	if s.known[name] {
-		return true
-	}
-	_, err := net.InterfaceByName(name)
-	return err == nil
+type sysInfo struct {
+	t     *cube.Topology
+	known map[string]bool // the interfaces t uses, when first needed
 }
 
-func (e *Engine) sys() sysInfo {
+func (s *sysInfo) IfaceExists(name string) bool {
+	if _, err := netlink.LinkByName(name); err == nil {
+		return true
+	}
+	if s.known == nil {
+		s.known = usedIfaces(s.t)
+	}
+	return s.known[name]
+}
+
+func (e *Engine) sys() *sysInfo { return &sysInfo{t: e.topo} }
+
+// usedIfaces are the interfaces a topology peers with or attaches to.
+func usedIfaces(t *cube.Topology) map[string]bool {
 	known := map[string]bool{}
-	for _, c := range e.topo.Cubes {
+	for _, c := range t.Cubes {
 		for _, p := range c.Ports {
 			known[p.Peer] = true
 		}
 	}
-	for p := range e.topo.Attachments {
+	for p := range t.Attachments {
 		known[p] = true
 	}
-	return sysInfo{known}
+	return known
 }
 
 // ifindex asks the kernel for one interface (net.InterfaceByName would

@@ -223,14 +223,19 @@ func (e *Engine) changeEntries(who tenant.Actor, name, table string, fn func(tx 
 	l := e.cubes[name]
 	ew, direct := l.ctl.(cube.EntryWriter)
 	if !direct || l.c == nil {
-		next := e.topo.Clone()
+		next := e.workingCopy()
 		tx := &EntryTx{c: next.Cubes[name], tb: tb, orig: map[string]json.RawMessage{}}
-		if err := fn(tx); err != nil {
-			return err
+		err := fn(tx)
+		if err == nil {
+			err = e.commit(who, next, next.ChangedSince(e.topo))
 		}
-		return e.commit(who, next)
+		if err != nil {
+			e.recycle(next)
+		}
+		return err
 	}
 	tx := &EntryTx{c: c, tb: tb, orig: map[string]json.RawMessage{}}
+	e.changedInPlace(name) // staged in the applied cube, kept or rolled back
 	// counted before fn stages its changes in the applied cube
 	before, used := tx.Len(), e.entriesOf(c.Tenant)
 	var prev *cube.Topology
@@ -322,6 +327,16 @@ func (e *Engine) writeEntries(l *live, ew cube.EntryWriter, tx *EntryTx) error {
 			}
 			return err
 		}
+	}
+	if l.readers > 0 {
+		// calls without the engine's lock read l.c: they keep theirs
+		c := *l.c
+		c.Tables = maps.Clone(l.c.Tables)
+		if c.Tables == nil {
+			c.Tables = map[string]map[string]json.RawMessage{}
+		}
+		c.Tables[tx.tb.Name] = maps.Clone(c.Tables[tx.tb.Name])
+		l.c = &c
 	}
 	for _, ch := range changes {
 		l.c.SetRow(tx.tb.Name, ch.key, ch.new)

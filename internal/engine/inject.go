@@ -13,12 +13,9 @@ import (
 func (e *Engine) Inject(who tenant.Actor, name string, port string, frame []byte, out bool) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	l, err := e.live(who, name)
+	l, err := e.running(who, name)
 	if err != nil {
 		return err
-	}
-	if l.down != "" {
-		return downErr(l)
 	}
 	p := l.c.Port(port)
 	if p == nil {

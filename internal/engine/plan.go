@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/edgenf/edgenf/internal/cube"
@@ -29,6 +30,9 @@ type planner struct {
 	t       *cube.Topology
 	slots   map[string]uint32
 	ifindex func(string) (int, error)
+	// only, when set, limits the plan to the hops of its planned cubes
+	// and the stubs of its interfaces (a change's, dirty.go).
+	only *changeSet
 	// missing collects peered interfaces that do not exist (deleted while
 	// peered): their hops drop until the interface is back.
 	missing []string
@@ -44,7 +48,7 @@ func (pl *planner) makePlan() (*plan, error) {
 		stubs:     map[StubKey]datapath.Hop{},
 		redirects: map[string]bool{},
 	}
-	for _, name := range pl.t.CubeNames() {
+	for _, name := range pl.cubes() {
 		c := pl.t.Cubes[name]
 		p.hops[name] = map[int]datapath.Hop{}
 		p.flood[name] = map[int]int{}
@@ -64,6 +68,14 @@ func (pl *planner) makePlan() (*plan, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// cubes are the cubes whose hops are planned.
+func (pl *planner) cubes() []string {
+	if pl.only != nil {
+		return sorted(pl.only.plan)
+	}
+	return pl.t.CubeNames()
 }
 
 func (pl *planner) stack(point string, dir datapath.Direction) []datapath.Transparent {
@@ -112,11 +124,11 @@ func (pl *planner) portHop(c *cube.Cube, port cube.Port) (datapath.Hop, int, err
 // attachments.
 func (pl *planner) planStubs(p *plan) error {
 	peered := map[string]bool{}
-	for _, name := range pl.t.CubeNames() {
+	for _, name := range pl.cubes() {
 		c := pl.t.Cubes[name]
 		for _, port := range c.Ports {
 			ep, err := cube.ParseEndpoint(port.Peer)
-			if err != nil || ep.IsCube() {
+			if err != nil || ep.IsCube() || (pl.only != nil && !pl.only.ifaces[ep.Iface]) {
 				continue
 			}
 			peered[ep.Iface] = true
@@ -135,7 +147,8 @@ func (pl *planner) planStubs(p *plan) error {
 			}
 		}
 	}
-	for point, names := range pl.t.Attachments {
+	for _, point := range pl.stubPoints() {
+		names := pl.t.Attachments[point]
 		ep, err := cube.ParseEndpoint(point)
 		if err != nil || ep.IsCube() || peered[ep.Iface] || len(names) == 0 {
 			continue
@@ -156,4 +169,13 @@ func (pl *planner) planStubs(p *plan) error {
 		}
 	}
 	return nil
+}
+
+// stubPoints are the attachment points whose stubs are planned: all, or
+// the interfaces of the change.
+func (pl *planner) stubPoints() []string {
+	if pl.only == nil {
+		return slices.Collect(maps.Keys(pl.t.Attachments))
+	}
+	return sorted(pl.only.ifaces)
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
@@ -13,13 +14,13 @@ import (
 	"github.com/edgenf/edgenf/internal/testenv"
 )
 
-// recorder is a controller that keeps the punts it is handed.
+// recorder is a controller that passes on the punts it is handed.
 type recorder struct {
 	cube.Controller
-	got []cube.Punt
+	got chan cube.Punt
 }
 
-func (r *recorder) HandlePunt(h cube.Handle, c *cube.Cube, p cube.Punt) { r.got = append(r.got, p) }
+func (r *recorder) HandlePunt(h cube.Handle, c *cube.Cube, p cube.Punt) { r.got <- p }
 
 // TestPuntReachesTheCubeOfItsSlot: a punt names its cube by panel slot
 // only; when a cube is deleted and another takes its slot, punts go to the
@@ -51,12 +52,23 @@ func TestPuntReachesTheCubeOfItsSlot(t *testing.T) {
 	if e.slots["b"] != slot {
 		t.Fatalf("b has slot %d, want a's slot %d", e.slots["b"], slot)
 	}
-	rec := &recorder{Controller: e.cubes["b"].ctl}
+	rec := &recorder{Controller: e.cubes["b"].ctl, got: make(chan cube.Punt, 8)}
+	e.mu.Lock()
 	e.cubes["b"].ctl = rec
+	e.mu.Unlock()
 	e.punt(datapath.XDP, slot, cube.Punt{Reason: 7})
 	e.punt(datapath.TC, slot, cube.Punt{Reason: 8}) // another hook: no cube
 	e.punt(datapath.XDP, slot+1, cube.Punt{Reason: 9})
-	if len(rec.got) != 1 || rec.got[0].Reason != 7 {
-		t.Fatalf("b's controller got %+v, want the one punt for its slot and hook", rec.got)
+	e.punt(datapath.XDP, slot, cube.Punt{Reason: 10})
+	// b's worker hands them over in order: 7, then 10, and nothing else
+	for _, want := range []uint32{7, 10} {
+		select {
+		case p := <-rec.got:
+			if p.Reason != want {
+				t.Fatalf("b's controller got reason %d, want %d (the punts for its slot and hook, in order)", p.Reason, want)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("b's controller never got the punt of reason %d", want)
+		}
 	}
 }

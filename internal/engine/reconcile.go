@@ -5,7 +5,6 @@ package engine
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"maps"
 
@@ -17,10 +16,37 @@ import (
 // reconciling with the previous topology undoes a failed change. With adopt,
 // pinned cubes of an earlier daemon are re-opened instead of reloaded.
 func (e *Engine) reconcile(desired *cube.Topology, adopt bool) error {
-	if err := e.assignSlots(desired); err != nil {
+	return e.reconcileSet(desired, adopt, nil)
+}
+
+// reconcileSet is reconcile for the part of desired a change touches (cs,
+// dirty.go; nil: all of it). Slots, hops and stubs outside it are left as
+// they are: the change did not alter them.
+func (e *Engine) reconcileSet(desired *cube.Topology, adopt bool, cs *changeSet) error {
+	names, gone := desired.CubeNames(), []string(nil)
+	if cs != nil {
+		names = sorted(cs.ensure)
+		for _, name := range sorted(cs.changed) {
+			if _, ok := desired.Cubes[name]; !ok {
+				gone = append(gone, name)
+			}
+		}
+	} else {
+		for name := range e.cubes {
+			if _, keep := desired.Cubes[name]; !keep {
+				gone = append(gone, name)
+			}
+		}
+		for name := range e.slots {
+			if _, keep := desired.Cubes[name]; !keep && e.cubes[name] == nil {
+				gone = append(gone, name)
+			}
+		}
+	}
+	if err := e.assignSlots(desired, names); err != nil {
 		return err
 	}
-	pl := &planner{t: desired, slots: e.slots, ifindex: ifindex}
+	pl := &planner{t: desired, slots: e.slots, ifindex: ifindex, only: cs}
 	p, err := pl.makePlan()
 	if err != nil {
 		return err
@@ -30,7 +56,7 @@ func (e *Engine) reconcile(desired *cube.Topology, adopt bool) error {
 	}
 	e.applying = desired
 	defer func() { e.applying = nil }()
-	for _, name := range desired.CubeNames() {
+	for _, name := range names {
 		c, attch := desired.Cubes[name], attachContext(desired, name)
 		if err := e.ensureCube(c, attch, adopt); err != nil {
 			if e.goesDown == nil || !e.goesDown(name) {
@@ -44,47 +70,47 @@ func (e *Engine) reconcile(desired *cube.Topology, adopt bool) error {
 	if err := e.writeHops(p); err != nil {
 		return err
 	}
-	if err := e.reconcileStubs(p); err != nil {
+	if err := e.reconcileStubs(p, cs); err != nil {
 		return err
 	}
 	if err := e.ensureRedirectTargets(p); err != nil {
 		return err
 	}
-	for name, l := range e.cubes {
-		if _, keep := desired.Cubes[name]; !keep {
+	for _, name := range gone {
+		if l := e.cubes[name]; l != nil {
 			if err := l.dc.Unload(); err != nil {
 				return fmt.Errorf("unload cube %s: %w", name, err)
 			}
 			e.forget(name)
 		}
-	}
-	for name := range e.slots {
-		if _, keep := desired.Cubes[name]; !keep {
-			delete(e.slots, name)
-		}
+		delete(e.slots, name)
 	}
 	return nil
 }
 
-// assignSlots gives every new cube the lowest free panel slot. A slot is
+// assignSlots gives every new cube among names (cubes of t) the lowest free
+// panel slot. A slot is
 // free only once its cube is unloaded: a cube this change deletes keeps
 // running until the end of the reconcile (its traffic is moved away first),
 // and unloading it empties its slot and removes its direct entries' source,
 // so a new cube must not share the slot in the meantime.
-func (e *Engine) assignSlots(t *cube.Topology) error {
-	used := map[uint32]bool{}
-	for name, s := range e.slots {
-		if _, ok := t.Cubes[name]; ok {
-			used[s] = true
-		}
-	}
-	for _, l := range e.cubes {
-		used[l.dc.Slot] = true
-	}
+func (e *Engine) assignSlots(t *cube.Topology, names []string) error {
+	var used map[uint32]bool
 	next := uint32(0)
-	for _, name := range t.CubeNames() {
+	for _, name := range names {
 		if _, ok := e.slots[name]; ok {
 			continue
+		}
+		if used == nil {
+			used = map[uint32]bool{}
+			for name, s := range e.slots {
+				if _, ok := t.Cubes[name]; ok {
+					used[s] = true
+				}
+			}
+			for _, l := range e.cubes {
+				used[l.dc.Slot] = true
+			}
 		}
 		for used[next] {
 			next++
@@ -153,7 +179,7 @@ func (e *Engine) ensureCube(c *cube.Cube, attch string, adopt bool) error {
 // takeRuntime records a change of the cube's runtime state alone: no
 // program or control plane needs it, the state file does.
 func (l *live) takeRuntime(c *cube.Cube) {
-	if !maps.EqualFunc(l.c.Runtime, c.Runtime, func(a, b json.RawMessage) bool { return bytes.Equal(a, b) }) {
+	if !l.c.SameRuntime(c) {
 		l.c.Runtime = maps.Clone(c.Runtime)
 		l.json = nil
 	}
@@ -165,17 +191,24 @@ func (e *Engine) forget(name string) {
 	if l == nil {
 		return
 	}
-	closeController(l)
+	retire(l)
 	dropDups(l)
 	delete(e.bySlot, l.dc.Slot)
 	delete(e.cubes, name)
 }
 
-// closeController lets a cube's controller stop its goroutines and release
-// what it holds beyond the cube's maps, if it does.
-func closeController(l *live) {
+// retire stops the calls into a cube's controller made without the
+// engine's lock (one in flight finishes on its duplicated maps), lets the
+// controller stop its goroutines and release what it holds beyond the
+// cube's maps, and ends its punt worker. Called with e.mu held.
+func retire(l *live) {
+	l.gone.Store(true)
 	if cl, ok := l.ctl.(cube.Closer); ok {
 		cl.Close()
+	}
+	if l.punts != nil {
+		close(l.punts)
+		l.punts = nil
 	}
 }
 
@@ -293,10 +326,9 @@ func (e *Engine) writeFlood(l *live, want map[int]int) error {
 	return nil
 }
 
-func (e *Engine) reconcileStubs(p *plan) error {
-	first := e.entryCubes()
+func (e *Engine) reconcileStubs(p *plan, cs *changeSet) error {
 	for k, h := range p.stubs {
-		direct := first[k.Hook][h.First()]
+		direct := e.entryCube(k.Hook, h.First())
 		s, ok := e.stubs[k]
 		if cur, known := e.stubEntry[k]; ok && known && cur == direct {
 			if e.stubHops[k] == h {
@@ -333,7 +365,8 @@ func (e *Engine) reconcileStubs(p *plan) error {
 		}
 		e.stubs[k], e.stubHops[k], e.stubEntry[k] = ns, h, direct
 	}
-	for k, s := range e.stubs {
+	for _, k := range e.stubsOf(cs) {
+		s := e.stubs[k]
 		if _, keep := p.stubs[k]; keep {
 			continue
 		}
@@ -349,14 +382,32 @@ func (e *Engine) reconcileStubs(p *plan) error {
 	return nil
 }
 
-// entryCubes indexes the loaded cubes that have a direct entry by hook and
-// panel slot.
-func (e *Engine) entryCubes() map[datapath.Hook]map[uint32]*datapath.Program {
-	out := map[datapath.Hook]map[uint32]*datapath.Program{datapath.XDP: {}, datapath.TC: {}}
-	for _, l := range e.cubes {
-		if l.dc.HasEntry() {
-			out[l.dc.Hook][l.dc.Slot] = l.dc
+// stubsOf lists the stubs on the interfaces of cs (nil: all stubs).
+func (e *Engine) stubsOf(cs *changeSet) []StubKey {
+	var out []StubKey
+	if cs == nil {
+		for k := range e.stubs {
+			out = append(out, k)
+		}
+		return out
+	}
+	for iface := range cs.ifaces {
+		for _, hook := range []datapath.Hook{datapath.XDP, datapath.TC} {
+			for _, dir := range []datapath.Direction{datapath.Ingress, datapath.Egress} {
+				if k := (StubKey{iface, hook, dir}); e.stubs[k] != nil {
+					out = append(out, k)
+				}
+			}
 		}
 	}
 	return out
+}
+
+// entryCube is the loaded cube in a panel slot, if it runs at hook and has
+// a direct entry.
+func (e *Engine) entryCube(hook datapath.Hook, slot uint32) *datapath.Program {
+	if l := e.bySlot[slot]; l != nil && l.dc.Hook == hook && l.dc.HasEntry() {
+		return l.dc
+	}
+	return nil
 }

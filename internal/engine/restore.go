@@ -221,7 +221,7 @@ func (e *Engine) removeLeftovers(adoptEmpty bool) error {
 	if err != nil {
 		return err
 	}
-	named := e.sys().known // interfaces the state peers or attaches to
+	named := usedIfaces(e.topo) // interfaces the state peers or attaches to
 	planned := map[string]bool{}
 	for k := range e.stubs {
 		planned[k.Iface] = true
@@ -269,10 +269,13 @@ func (e *Engine) removeLeftovers(adoptEmpty bool) error {
 // journalIntents records, before the kernel is changed for next, the
 // entries the kernel will hold that the last snapshot does not: if the
 // daemon stops before next's snapshot, a restart removes them.
-func (e *Engine) journalIntents(prev, next *cube.Topology) error {
+func (e *Engine) journalIntents(prev, next *cube.Topology, cs *changeSet) error {
 	var recs []state.Record
-	for name, c := range next.Cubes {
-		l, old := e.cubes[name], prev.Cubes[name]
+	for name := range cs.changed {
+		c, l, old := next.Cubes[name], e.cubes[name], prev.Cubes[name]
+		if c == nil {
+			continue
+		}
 		if l == nil || old == nil || l.down != "" || old.Type != c.Type {
 			continue // a new cube: no state names its pins before the snapshot
 		}

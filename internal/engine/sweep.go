@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/netip"
 
@@ -84,31 +85,47 @@ func dropDups(l *live) {
 }
 
 // offLock is the handle of a call made without the engine's lock (a Sweep,
-// an Unlocked view): duplicated maps, and what else the call may ask, read
-// when the call began; nil fields answer "not available".
+// an Unlocked view, a punt, an action): duplicated maps, and what else the
+// call may ask, read when the call began; nil fields answer "not
+// available".
 type offLock struct {
 	dups  *dupMaps
 	log   *slog.Logger
 	ctl   cube.Controller
 	point string
-	addrs []netip.Prefix
-	ifs   map[int]int // port → ifindex of the ports peered with an interface
+	addrs []netip.Prefix // a cube port's addresses (an interface's: read when asked)
+	iface string         // the point, when it is an interface
+	ifs   map[int]int    // port → ifindex of the ports peered with an interface
+	// packet I/O, for punts and actions (nil for sweeps and views)
+	io   *packetIO
+	dp   *datapath.Datapath
+	hook datapath.Hook
+	slot uint32
+	hops map[int]datapath.Hop
 }
 
-// detached returns the off-lock handle of a view of l. Called with e.mu
-// held; the caller releases it with release.
-func (e *Engine) detached(l *live) (*offLock, error) {
+// detached returns the off-lock handle of a call into l; with io it may
+// send packets. Called with e.mu held; the caller releases it with release.
+func (e *Engine) detached(l *live, io bool) (*offLock, error) {
 	d, err := e.dups(l)
 	if err != nil {
 		return nil, err
 	}
-	in := &handle{e: e, l: l}
 	h := &offLock{dups: d, log: e.log, ctl: l.ctl, ifs: map[int]int{}}
-	h.point, h.addrs = in.AttachPoint()
+	h.point = e.current().AttachedTo(l.dc.Name)
+	if ep, err := cube.ParseEndpoint(h.point); err == nil && !ep.IsCube() {
+		h.iface = ep.Iface
+	} else if h.point != "" {
+		_, h.addrs = (&handle{e: e, l: l}).AttachPoint()
+	}
 	for port, hop := range l.hops {
 		if hop.Kind == datapath.DstIface {
 			h.ifs[port] = int(hop.Ifindex)
 		}
+	}
+	if io {
+		h.io, h.dp, h.hook, h.slot = e.pio, e.dp, l.dc.Hook, l.dc.Slot
+		h.hops = maps.Clone(l.hops)
 	}
 	return h, nil
 }
@@ -141,13 +158,39 @@ func (h *offLock) PortIface(port int) (*net.Interface, bool) {
 	return i, err == nil
 }
 
-func (h *offLock) AttachPoint() (string, []netip.Prefix) { return h.point, h.addrs }
+func (h *offLock) AttachPoint() (string, []netip.Prefix) {
+	if h.iface != "" {
+		return h.point, ifaceAddrs(h.iface)
+	}
+	return h.point, h.addrs
+}
 
 // Controller is nil in a Sweep, which is a method of the controller.
 func (h *offLock) Controller() cube.Controller { return h.ctl }
 
 var errOffLock = errors.New("not available without the engine's lock (a sweep or an unlocked view)")
 
-func (h *offLock) Inject(int, []byte) error   { return errOffLock }
-func (h *offLock) Transmit(int, []byte) error { return errOffLock }
-func (h *offLock) PrepareRedirect(int) error  { return errOffLock }
+func (h *offLock) Inject(port int, frame []byte) error {
+	if h.hops == nil {
+		return errOffLock
+	}
+	return h.io.inject(h.hook, datapath.Hop{Kind: datapath.DstCube, Slot: h.slot, Port: uint32(port)}, frame)
+}
+
+func (h *offLock) Transmit(port int, frame []byte) error {
+	if h.hops == nil {
+		return errOffLock
+	}
+	hop, ok := h.hops[port]
+	if !ok || hop.Kind == datapath.DstNone {
+		return fmt.Errorf("port %d of %s is not peered", port, h.dups.of.Name)
+	}
+	return h.io.inject(h.hook, hop, frame)
+}
+
+func (h *offLock) PrepareRedirect(ifindex int) error {
+	if h.dp == nil {
+		return errOffLock
+	}
+	return h.dp.EnsureRedirectTarget(ifindex)
+}

@@ -89,9 +89,12 @@ func (ts *tenantState) prefixFree(t *tenant.Tenant) error {
 // checkNames keeps each tenant's cube prefix its own: a cube created, or
 // given to another owner, whose name starts with a tenant's prefix must be
 // that tenant's. A tenant is told only that the name is taken.
-func (e *Engine) checkNames(who tenant.Actor, next *cube.Topology) error {
-	for _, name := range next.CubeNames() {
+func (e *Engine) checkNames(who tenant.Actor, next *cube.Topology, changed []string) error {
+	for _, name := range changed {
 		c := next.Cubes[name]
+		if c == nil {
+			continue
+		}
 		if p, ok := e.topo.Cubes[name]; ok && p.Tenant == c.Tenant {
 			continue
 		}
@@ -161,20 +164,26 @@ func (e *Engine) UpdateAs(ctx context.Context, who tenant.Actor, fn func(t *cube
 	prepared := map[string][]byte{} // cube → settings prepared
 	for attempt := 0; ; attempt++ {
 		e.mu.Lock()
-		next := e.topo.Clone()
+		next := e.workingCopy()
 		if err := fn(next, e.scope(who)); err != nil {
+			e.recycle(next)
 			e.mu.Unlock()
 			return err
 		}
-		todo := e.unprepared(next, prepared)
+		changed := next.ChangedSince(e.topo)
+		todo := e.unprepared(next, changed, prepared)
 		// Three rounds of preparing what another change made stale are
 		// plenty; after that the validation compiles what is left.
 		if len(todo) == 0 || attempt == 3 {
-			err := e.commit(who, next)
+			err := e.commit(who, next, changed)
+			if err != nil {
+				e.recycle(next)
+			}
 			e.mu.Unlock()
 			return err
 		}
 		limit := e.compileLimit(who)
+		e.recycle(next)
 		e.mu.Unlock()
 		for _, c := range todo {
 			rel, err := prepare(ctx, c, limit)
@@ -187,12 +196,16 @@ func (e *Engine) UpdateAs(ctx context.Context, who tenant.Actor, fn func(t *cube
 	}
 }
 
-// unprepared lists the cubes of next whose NF type prepares settings that
-// differ from the applied ones and were not prepared yet.
-func (e *Engine) unprepared(next *cube.Topology, done map[string][]byte) []*cube.Cube {
+// unprepared lists the cubes of next (changed: those that differ from the
+// applied ones) whose NF type prepares settings that differ from the
+// applied ones and were not prepared yet.
+func (e *Engine) unprepared(next *cube.Topology, changed []string, done map[string][]byte) []*cube.Cube {
 	var out []*cube.Cube
-	for _, name := range next.CubeNames() {
+	for _, name := range changed {
 		c := next.Cubes[name]
+		if c == nil {
+			continue
+		}
 		typ, err := cube.Lookup(c.Type)
 		if err != nil || typ.Prepare == nil {
 			continue

@@ -11,7 +11,9 @@ import (
 )
 
 // Record is one table entry changed after the snapshot of generation Gen:
-// its new value, or null when it was deleted.
+// its new value, or null when it was deleted. A record of Kind KindCube or
+// KindAttachment carries a whole cube or attachment point instead
+// (topology.go): a topology change is journalled as what it changed.
 type Record struct {
 	Gen   uint64          `json:"gen"`
 	Cube  string          `json:"cube"`
@@ -32,6 +34,10 @@ type Record struct {
 	// versions have neither: each record stands alone.)
 	Tx  uint64 `json:"tx,omitempty"`
 	End bool   `json:"end,omitempty"`
+	// Kind is empty for an entry record.
+	Kind string `json:"kind,omitempty"`
+	// Slot is a cube record's patch panel slot.
+	Slot uint32 `json:"slot,omitempty"`
 }
 
 // Residue is an entry the kernel may hold although the state may not: the
@@ -288,6 +294,12 @@ func replay(path string, b []byte, f *File) error {
 	apply := func(recs []Record) error {
 		for _, r := range recs {
 			if r.Gen != f.Gen {
+				continue
+			}
+			if r.Kind != "" {
+				if err := applyTopology(f, r); err != nil {
+					return fmt.Errorf("state journal %s: %w", path, err)
+				}
 				continue
 			}
 			c, ok := f.Topology.Cubes[r.Cube]

@@ -82,6 +82,18 @@ func (d *daemon) crashAdding(point string, send func() int) {
 	}
 }
 
+// savedEntries saves sw's entries table holding the entry that forwards
+// port 0 to 1 in a file (for `table load`), and deletes that entry again.
+func (d *daemon) savedEntries(t *testing.T) string {
+	d.cli("p4", "table-add", "sw", "fwd", "forward", "0", "=>", "1")
+	list := filepath.Join(t.TempDir(), "entries.json")
+	if err := os.WriteFile(list, []byte(d.cli("table", "list", "sw", "entries", "-o", "json")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d.cli("p4", "table-delete", "sw", "fwd", "0")
+	return list
+}
+
 // TestCrashBetweenJournalAndKernel: an entry change is journalled before it
 // reaches the kernel. Killed in between, the restarted daemon shows and
 // applies the same thing: an added entry is listed and forwards; a deleted
@@ -113,6 +125,32 @@ func TestCrashBetweenKernelAndAck(t *testing.T) {
 	d.crashAdding("entries-applied", send)
 }
 
+// TestCrashAfterJournalKeepsTheChange: a topology change is made durable
+// by appending the cubes it changed to the journal (not by a snapshot of
+// every cube). Killed right after that append, before it answered, the
+// restarted daemon has the change, in the list and in the kernel.
+func TestCrashAfterJournalKeepsTheChange(t *testing.T) {
+	testenv.E2E(t)
+	d, send := p4Switch(t)
+	list := d.savedEntries(t)
+	// the whole table replaced: a topology change
+	d.crashDuring("change-journalled", "table", "load", "sw", "entries", "-f", list)
+	if l := d.entries(); !strings.Contains(l, "ingress_port=0") {
+		t.Fatalf("the journalled change is not listed after the restart:\n%s", l)
+	}
+	if got := send(); got != 200 {
+		t.Fatalf("the entry is listed, yet %d of 200 arrived", got)
+	}
+	d.crashDuring("change-journalled", "cube", "add", "z", "portfwd")
+	if out := d.cli("cube", "list"); !strings.Contains(out, "z ") {
+		t.Fatalf("the journalled cube is not listed after the restart:\n%s", out)
+	}
+	d.cli("cube", "del", "z")
+	if got := send(); got != 200 {
+		t.Fatalf("after the restarts %d of 200 arrived", got)
+	}
+}
+
 // TestCrashBeforeSnapshotLeavesNothingBehind: killed after a change reached
 // the kernel and before its snapshot was written, the daemon restarts with
 // the state before the change, and the kernel follows it: entries the
@@ -121,11 +159,8 @@ func TestCrashBetweenKernelAndAck(t *testing.T) {
 func TestCrashBeforeSnapshotLeavesNothingBehind(t *testing.T) {
 	testenv.E2E(t)
 	d, send := p4Switch(t)
-	d.cli("p4", "table-add", "sw", "fwd", "forward", "0", "=>", "1")
-	list := filepath.Join(t.TempDir(), "entries.json")
-	os.WriteFile(list, []byte(d.cli("table", "list", "sw", "entries", "-o", "json")), 0o600)
-	d.cli("p4", "table-delete", "sw", "fwd", "0")
-	// the whole table replaced (a topology change, not a journalled one)
+	list := d.savedEntries(t)
+	// the whole table replaced (a topology change, killed before it is persisted)
 	d.crashDuring("topology-applied", "table", "load", "sw", "entries", "-f", list)
 	if l := d.entries(); strings.Contains(l, "ingress_port=0") {
 		t.Fatalf("the unfinished change is listed:\n%s", l)

@@ -18,6 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
+
+	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/netlab"
 	"github.com/edgenf/edgenf/internal/nftest"
 	"github.com/edgenf/edgenf/internal/testenv"
@@ -127,6 +130,12 @@ func startDaemonIn(t *testing.T, netns string, flags ...string) *daemon {
 		out, err := d.command("-socket", d.socket, "-state", d.state, "-bpffs", d.bpffs, "-destroy").CombinedOutput()
 		if err != nil {
 			t.Errorf("destroy: %v: %s", err, out)
+		}
+		// nothing of the daemon's outlives -destroy (in the test's own
+		// namespace; a node's goes with its namespace)
+		if l, err := netlink.LinkByName(datapath.InjectorName(d.bpffs)); err == nil && netns == "" {
+			t.Errorf("the daemon's injection veth %s is still there after -destroy", l.Attrs().Name)
+			netlink.LinkDel(l)
 		}
 		if t.Failed() {
 			t.Logf("daemon log:\n%s", d.log)

@@ -18,5 +18,8 @@ func TestLayouts(t *testing.T) {
 		"lb_conn_key": connKey{},
 		"lb_conn":     connVal{},
 		"lb_be_stats": beStats{},
+		"lb_vip":      vipKey{},
+		"lb_nat":      natVal{},
+		"lb_cfg":      cfgVal{},
 	})
 }

@@ -76,6 +76,19 @@ type vipKey struct {
 	Family uint32
 }
 
+// cfgVal mirrors struct lb_cfg.
+type cfgVal struct{ Flags uint32 }
+
+// natVal mirrors struct lb_nat: what the reply path of a NAT-mode
+// connection restores.
+type natVal struct {
+	VIP    [16]byte
+	VPort  uint16 // network order
+	InPort uint16
+	CMAC   [6]byte
+	_      uint16
+}
+
 type svcVal struct {
 	ID   uint32
 	Size uint32
@@ -281,9 +294,9 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 			return fmt.Errorf("lb_ports: %w", err)
 		}
 	}
-	var cv uint32
+	var cv cfgVal
 	if cfg.Unknown == "pass" {
-		cv = cfgPassUnknown
+		cv.Flags = cfgPassUnknown
 	}
 	if err := maps["lb_cfg"].Put(uint32(0), cv); err != nil {
 		return err

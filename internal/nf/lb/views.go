@@ -1,6 +1,7 @@
 package lb
 
 import (
+	"fmt"
 	"net/netip"
 	"sort"
 
@@ -118,27 +119,37 @@ func listConns(h cube.Handle, c *cube.Cube) (any, error) {
 }
 
 func flushConns(h cube.Handle, _ *cube.Cube, _ any) (any, error) {
-	n := 0
-	for _, name := range []string{"lb_conns", "lb_nat"} {
-		m, err := h.Map(name)
-		if err != nil {
-			return nil, err
-		}
-		var keys []connKey
-		var k connKey
-		buf := make([]byte, m.ValueSize())
-		it := m.Iterate()
-		for it.Next(&k, &buf) {
-			keys = append(keys, k)
-		}
-		for _, k := range keys {
-			m.Delete(k)
-		}
-		if name == "lb_conns" {
-			n = len(keys)
-		}
+	n, err := flush[connVal](h, "lb_conns")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := flush[natVal](h, "lb_nat"); err != nil {
+		return nil, err
 	}
 	return map[string]int{"flushed": n}, nil
+}
+
+// flush deletes every entry of a map of connections whose values are Vs,
+// and returns how many it deleted.
+func flush[V any](h cube.Handle, name string) (int, error) {
+	m, err := h.Map(name)
+	if err != nil {
+		return 0, err
+	}
+	var keys []connKey
+	var k connKey
+	var v V
+	it := m.Iterate()
+	for it.Next(&k, &v) {
+		keys = append(keys, k)
+	}
+	if err := it.Err(); err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	for _, k := range keys {
+		m.Delete(k)
+	}
+	return len(keys), nil
 }
 
 // resetBackends zeroes every backend's counters (after the cube's own).

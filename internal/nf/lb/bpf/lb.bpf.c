@@ -49,7 +49,7 @@ struct lb_svc_key {
 
 /* lb_vips key. */
 struct lb_vip {
-	__be32 a[4];
+	__be32 addr[4];
 	__u32 family;
 };
 
@@ -233,7 +233,7 @@ static __always_inline int lb_do_arp(ctx_t *ctx, struct edgenf_md *md, struct en
 		return lb_unknown(ctx, md);
 	tpa = enf_arp_target(a);
 	if (!(p->ip && p->ip == tpa)) {
-		struct lb_vip vk = {.a = {tpa}, .family = 4};
+		struct lb_vip vk = {.addr = {tpa}, .family = 4};
 
 		if (!bpf_map_lookup_elem(&lb_vips, &vk))
 			return lb_unknown(ctx, md);
@@ -243,105 +243,35 @@ static __always_inline int lb_do_arp(ctx_t *ctx, struct edgenf_md *md, struct en
 	return enf_send(ctx, md, in);
 }
 
-/* Rewrite one address and one port of an IPv4 TCP/UDP packet, fixing the
- * checksums incrementally. which: 0 = destination, 1 = source. */
+/* Rewrite one address and one port of a TCP/UDP packet, fixing the
+ * checksums incrementally: IPv4's header checksum and the L4 checksum,
+ * whose pseudo-header covers the address. which: 0 = destination, 1 =
+ * source. addr holds 1 word (IPv4) or 4 (v6). v6 is a constant at every
+ * call, so each call site compiles to one family's code. */
 #if defined(EDGENF_HOOK_TC)
 /* skb: the kernel helpers, which also handle checksums left to offload
  * (CHECKSUM_PARTIAL, where the field holds the pseudo-header sum). */
-static __always_inline int lb_rewrite(ctx_t *ctx, struct enf_pkt *pkt, int which, __be32 addr, __be16 port)
+static __always_inline int lb_rewrite(ctx_t *ctx, struct enf_pkt *pkt, int which, const __be32 *addr, __be16 port, int v6)
 {
 	__u32 l3 = pkt->l3_off & 0x1f, l4 = pkt->l4_off & 0x1ff;
-	__u32 aoff = l3 + (which ? offsetof(struct iphdr, saddr) : offsetof(struct iphdr, daddr));
-	__u32 poff = l4 + (which ? 0 : 2);
-	__u32 coff, flags = 0;
-	__be32 old;
-	__be16 oldp;
-
-	if (pkt->l4_proto == IPPROTO_TCP) {
-		coff = l4 + 16;
-	} else {
-		coff = l4 + 6;
-		flags = BPF_F_MARK_MANGLED_0;
-	}
-	if (bpf_skb_load_bytes(ctx, aoff, &old, 4) || bpf_skb_load_bytes(ctx, poff, &oldp, 2))
-		return -1;
-	if (bpf_l4_csum_replace(ctx, coff, old, addr, flags | BPF_F_PSEUDO_HDR | 4))
-		return -1;
-	if (bpf_l3_csum_replace(ctx, l3 + offsetof(struct iphdr, check), old, addr, 4))
-		return -1;
-	if (bpf_skb_store_bytes(ctx, aoff, &addr, 4, 0))
-		return -1;
-	if (port && port != oldp) {
-		if (bpf_l4_csum_replace(ctx, coff, oldp, port, flags | 2))
-			return -1;
-		if (bpf_skb_store_bytes(ctx, poff, &port, 2, 0))
-			return -1;
-	}
-	return 0;
-}
-#else
-static __always_inline int lb_rewrite(ctx_t *ctx, struct enf_pkt *pkt, int which, __be32 addr, __be16 port)
-{
-	struct iphdr *ip = enf_ptr(ctx, pkt->l3_off & 0x1f);
-	__u8 *l4 = enf_ptr(ctx, pkt->l4_off & 0x1ff);
-	__be32 *pa;
-	__be16 *pp;
-	__sum16 *sum;
-
-	if (!enf_in_bounds(ctx, ip, sizeof(*ip)))
-		return -1;
-	if (pkt->l4_proto == IPPROTO_TCP) {
-		if (!enf_in_bounds(ctx, l4, 20))
-			return -1;
-		sum = (__sum16 *)(l4 + 16);
-	} else {
-		if (!enf_in_bounds(ctx, l4, 8))
-			return -1;
-		sum = (__sum16 *)(l4 + 6);
-	}
-	pa = which ? &ip->saddr : &ip->daddr;
-	pp = (__be16 *)(l4 + (which ? 0 : 2));
-	if (pkt->l4_proto == IPPROTO_TCP) {
-		enf_csum_replace4(sum, *pa, addr);
-		if (port && port != *pp)
-			enf_csum_replace2(sum, *pp, port);
-	} else if (*sum) {
-		enf_udp_csum_replace4(sum, *pa, addr);
-		if (port && port != *pp) {
-			enf_csum_replace2(sum, *pp, port);
-			if (!*sum)
-				*sum = 0xffff;
-		}
-	}
-	enf_csum_replace4(&ip->check, *pa, addr);
-	*pa = addr;
-	if (port)
-		*pp = port;
-	return 0;
-}
-#endif
-
-/* Rewrite one address (16 bytes) and one port of an IPv6 TCP/UDP packet,
- * fixing the L4 checksum (IPv6 has no header checksum). which: 0 =
- * destination, 1 = source. */
-#if defined(EDGENF_HOOK_TC)
-static __always_inline int lb_rewrite6(ctx_t *ctx, struct enf_pkt *pkt, int which, const __be32 *addr, __be16 port)
-{
-	__u32 l3 = pkt->l3_off & 0x1f, l4 = pkt->l4_off & 0x1ff;
-	__u32 aoff = l3 + (which ? offsetof(struct ipv6hdr, saddr) : offsetof(struct ipv6hdr, daddr));
+	__u32 aoff = l3 + (v6 ? (which ? offsetof(struct ipv6hdr, saddr) : offsetof(struct ipv6hdr, daddr))
+			      : (which ? offsetof(struct iphdr, saddr) : offsetof(struct iphdr, daddr)));
 	__u32 poff = l4 + (which ? 0 : 2);
 	__u32 coff = pkt->l4_proto == IPPROTO_TCP ? l4 + 16 : l4 + 6;
 	__u32 flags = pkt->l4_proto == IPPROTO_TCP ? 0 : BPF_F_MARK_MANGLED_0;
+	__u32 words = v6 ? 4 : 1;
 	__be32 old[4];
 	__be16 oldp;
 
-	if (bpf_skb_load_bytes(ctx, aoff, old, 16) || bpf_skb_load_bytes(ctx, poff, &oldp, 2))
+	if (bpf_skb_load_bytes(ctx, aoff, old, words * 4) || bpf_skb_load_bytes(ctx, poff, &oldp, 2))
 		return -1;
 #pragma unroll
 	for (int i = 0; i < 4; i++)
-		if (bpf_l4_csum_replace(ctx, coff, old[i], addr[i], flags | BPF_F_PSEUDO_HDR | 4))
+		if (i < words && bpf_l4_csum_replace(ctx, coff, old[i], addr[i], flags | BPF_F_PSEUDO_HDR | 4))
 			return -1;
-	if (bpf_skb_store_bytes(ctx, aoff, addr, 16, 0))
+	if (!v6 && bpf_l3_csum_replace(ctx, l3 + offsetof(struct iphdr, check), old[0], addr[0], 4))
+		return -1;
+	if (bpf_skb_store_bytes(ctx, aoff, addr, words * 4, 0))
 		return -1;
 	if (port && port != oldp) {
 		if (bpf_l4_csum_replace(ctx, coff, oldp, port, flags | 2))
@@ -352,15 +282,19 @@ static __always_inline int lb_rewrite6(ctx_t *ctx, struct enf_pkt *pkt, int whic
 	return 0;
 }
 #else
-static __always_inline int lb_rewrite6(ctx_t *ctx, struct enf_pkt *pkt, int which, const __be32 *addr, __be16 port)
+static __always_inline int lb_rewrite(ctx_t *ctx, struct enf_pkt *pkt, int which, const __be32 *addr, __be16 port, int v6)
 {
-	struct ipv6hdr *ip = enf_ptr(ctx, pkt->l3_off & 0x1f);
+	void *l3 = enf_ptr(ctx, pkt->l3_off & 0x1f);
+	struct iphdr *ip4 = l3;
+	struct ipv6hdr *ip6 = l3;
 	__u8 *l4 = enf_ptr(ctx, pkt->l4_off & 0x1ff);
+	__u32 words = v6 ? 4 : 1;
 	__be32 *pa;
 	__be16 *pp;
 	__sum16 *sum;
+	int l4sum;
 
-	if (!enf_in_bounds(ctx, ip, sizeof(*ip)))
+	if (!enf_in_bounds(ctx, l3, v6 ? sizeof(*ip6) : sizeof(*ip4)))
 		return -1;
 	if (pkt->l4_proto == IPPROTO_TCP) {
 		if (!enf_in_bounds(ctx, l4, 20))
@@ -371,19 +305,30 @@ static __always_inline int lb_rewrite6(ctx_t *ctx, struct enf_pkt *pkt, int whic
 			return -1;
 		sum = (__sum16 *)(l4 + 6);
 	}
-	pa = which ? ip->saddr.in6_u.u6_addr32 : ip->daddr.in6_u.u6_addr32;
+	if (v6)
+		pa = which ? ip6->saddr.in6_u.u6_addr32 : ip6->daddr.in6_u.u6_addr32;
+	else
+		pa = which ? &ip4->saddr : &ip4->daddr;
 	pp = (__be16 *)(l4 + (which ? 0 : 2));
+	/* an IPv4 UDP checksum of 0 says there is none: it stays 0 */
+	l4sum = v6 || pkt->l4_proto == IPPROTO_TCP || *sum;
 #pragma unroll
 	for (int i = 0; i < 4; i++) {
-		enf_csum_replace4(sum, pa[i], addr[i]);
+		if (i >= words)
+			break;
+		if (l4sum)
+			enf_csum_replace4(sum, pa[i], addr[i]);
+		if (!v6)
+			enf_csum_replace4(&ip4->check, pa[i], addr[i]);
 		pa[i] = addr[i];
 	}
 	if (port && port != *pp) {
-		enf_csum_replace2(sum, *pp, port);
+		if (l4sum)
+			enf_csum_replace2(sum, *pp, port);
 		*pp = port;
 	}
-	if (pkt->l4_proto == IPPROTO_UDP && !*sum)
-		*sum = 0xffff; /* 0 means no checksum, which IPv6 forbids */
+	if (pkt->l4_proto == IPPROTO_UDP && l4sum && !*sum)
+		*sum = 0xffff; /* a computed 0 is sent as all ones (0: none) */
 	return 0;
 }
 #endif
@@ -404,11 +349,11 @@ static __always_inline int lb_do_ns(ctx_t *ctx, struct edgenf_md *md, struct enf
 	if (!enf_in_bounds(ctx, eth, sizeof(*eth)) || !enf_in_bounds(ctx, ip, sizeof(*ip)) ||
 	    !enf_in_bounds(ctx, ns, sizeof(*ns)) || !enf_nd_solicitation(ip, ns))
 		return lb_unknown(ctx, md);
-	__builtin_memcpy(vk.a, ns->target, 16);
+	__builtin_memcpy(vk.addr, ns->target, 16);
 	p = bpf_map_lookup_elem(&lb_ports, &in);
 	if (!p)
 		return lb_unknown(ctx, md);
-	own = (p->ip6[0] | p->ip6[1] | p->ip6[2] | p->ip6[3]) && lb_addr_eq(p->ip6, vk.a);
+	own = (p->ip6[0] | p->ip6[1] | p->ip6[2] | p->ip6[3]) && lb_addr_eq(p->ip6, vk.addr);
 	if (!own && !bpf_map_lookup_elem(&lb_vips, &vk))
 		return lb_unknown(ctx, md);
 	enf_nd_advertise(eth, ip, ns, p->mac, own ? 0 : ENF_NA_OVERRIDE);
@@ -485,7 +430,7 @@ static __always_inline int lb_forward(ctx_t *ctx, struct edgenf_md *md, struct e
 			__builtin_memcpy(n.cmac, eth->h_source, ETH_ALEN);
 			bpf_map_update_elem(&lb_nat, &rk, &n, BPF_ANY);
 		}
-		if (ck->family == 6 ? lb_rewrite6(ctx, pkt, 0, be->ip, be->tport) : lb_rewrite(ctx, pkt, 0, be->ip[0], be->tport))
+		if (ck->family == 6 ? lb_rewrite(ctx, pkt, 0, be->ip, be->tport, 1) : lb_rewrite(ctx, pkt, 0, be->ip, be->tport, 0))
 			return enf_drop(ctx, md);
 	}
 	if (lb_set_macs(ctx, be->port, be->mac))
@@ -566,7 +511,7 @@ static __always_inline int lb(ctx_t *ctx, struct edgenf_md *md)
 
 		__builtin_memcpy(cmac, n->cmac, ETH_ALEN);
 		__builtin_memcpy(vip, n->vip, 16);
-		if (ck.family == 6 ? lb_rewrite6(ctx, &pkt, 1, vip, vport) : lb_rewrite(ctx, &pkt, 1, vip[0], vport))
+		if (ck.family == 6 ? lb_rewrite(ctx, &pkt, 1, vip, vport, 1) : lb_rewrite(ctx, &pkt, 1, vip, vport, 0))
 			return enf_drop(ctx, md);
 		if (lb_set_macs(ctx, out, cmac))
 			return enf_drop(ctx, md);

@@ -1,0 +1,225 @@
+package engine
+
+// What one change touches. A topology of thousands of cubes changes a few
+// at a time: the cubes that differ are loaded or synced, their hops and
+// those of the cubes peered with them are planned and written, the stubs of
+// their interfaces reconciled, and only they are journalled. Nothing else
+// is looked at, so a change costs what it changes, not the size of the
+// topology.
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/edgenf/edgenf/internal/cube"
+)
+
+// changeSet is the part of the topology a change touches.
+type changeSet struct {
+	// changed are the cubes added, changed or deleted: made real and
+	// persisted.
+	changed map[string]bool
+	// ensure are the cubes synced: the changed ones and the transparent
+	// cubes whose attachment (point or the addresses of its port) changed.
+	ensure map[string]bool
+	// plan are the cubes whose hops are computed again: the ensured ones
+	// and their peers (a hop names the peer's slot and port index).
+	plan map[string]bool
+	// ifaces are the interfaces whose stubs are reconciled: the peers of
+	// planned cubes and the interfaces whose attachments changed.
+	ifaces map[string]bool
+	// points are the attachment points whose stack changed.
+	points []string
+}
+
+// changes finds what turns prev into next, whose changed cubes are known
+// (cube.Topology.ChangedSince).
+func changes(prev, next *cube.Topology, changed []string) *changeSet {
+	cs := &changeSet{changed: map[string]bool{}, ensure: map[string]bool{}, plan: map[string]bool{}, ifaces: map[string]bool{}}
+	for _, name := range changed {
+		cs.changed[name] = true
+	}
+	for point, list := range next.Attachments {
+		if !slices.Equal(prev.Attachments[point], list) {
+			cs.points = append(cs.points, point)
+		}
+	}
+	for point, list := range prev.Attachments {
+		if _, ok := next.Attachments[point]; !ok && len(list) > 0 {
+			cs.points = append(cs.points, point)
+		}
+	}
+	slices.Sort(cs.points)
+	for name := range cs.changed {
+		cs.ensure[name] = true
+		// transparent cubes on its ports see the ports' addresses
+		for _, t := range []*cube.Topology{prev, next} {
+			if c := t.Cubes[name]; c != nil {
+				for _, p := range c.Ports {
+					cs.addAll(cs.ensure, next.Attachments[name+":"+p.Name], next)
+				}
+			}
+		}
+	}
+	var ifacePeers map[string]string // interface → the cube peered with it
+	for _, point := range cs.points {
+		cs.addAll(cs.ensure, prev.Attachments[point], next)
+		cs.addAll(cs.ensure, next.Attachments[point], next)
+		ep, err := cube.ParseEndpoint(point)
+		if err != nil {
+			continue
+		}
+		if ep.IsCube() {
+			// the hop out of the port runs its egress stack, the hop into
+			// it (its peer's) the ingress one
+			cs.plan[ep.Cube] = true
+			continue
+		}
+		cs.ifaces[ep.Iface] = true
+		// the hop into its cube runs its ingress stack (and an XDP cube's
+		// hop out of it its egress stack): one walk, only when an
+		// interface's attachments change
+		if ifacePeers == nil {
+			ifacePeers = peeredIfaces(next)
+		}
+		if name, ok := ifacePeers[ep.Iface]; ok {
+			cs.plan[name] = true
+		}
+	}
+	for name := range cs.ensure {
+		cs.plan[name] = true
+	}
+	// Peers of what is planned: their hops name its slot and port index.
+	for _, name := range slices.Collect(maps.Keys(cs.plan)) {
+		for _, t := range []*cube.Topology{prev, next} {
+			c := t.Cubes[name]
+			if c == nil {
+				continue
+			}
+			for _, p := range c.Ports {
+				ep, err := cube.ParseEndpoint(p.Peer)
+				if err != nil {
+					continue
+				}
+				if !ep.IsCube() {
+					cs.ifaces[ep.Iface] = true
+				} else if _, ok := next.Cubes[ep.Cube]; ok {
+					cs.plan[ep.Cube] = true
+				}
+			}
+		}
+	}
+	for name := range cs.plan {
+		if _, ok := next.Cubes[name]; !ok {
+			delete(cs.plan, name)
+		}
+	}
+	for name := range cs.ensure {
+		if _, ok := next.Cubes[name]; !ok {
+			delete(cs.ensure, name)
+		}
+	}
+	return cs
+}
+
+// addAll adds the names that are cubes of t.
+func (cs *changeSet) addAll(set map[string]bool, names []string, t *cube.Topology) {
+	for _, n := range names {
+		if _, ok := t.Cubes[n]; ok {
+			set[n] = true
+		}
+	}
+}
+
+// sorted lists a set's names in order.
+func sorted(set map[string]bool) []string {
+	return slices.Sorted(maps.Keys(set))
+}
+
+// peeredIfaces maps each interface peered with a cube port to its cube.
+func peeredIfaces(t *cube.Topology) map[string]string {
+	out := map[string]string{}
+	for name, c := range t.Cubes {
+		for _, p := range c.Ports {
+			if ep, err := cube.ParseEndpoint(p.Peer); err == nil && !ep.IsCube() {
+				out[ep.Iface] = name
+			}
+		}
+	}
+	return out
+}
+
+// workingCopy is a deep copy of the applied topology for a change to work
+// on. It is the spare copy when there is one (kept up to date change by
+// change: see keepSpare), so that a change to a few cubes does not copy
+// thousands.
+func (e *Engine) workingCopy() *cube.Topology {
+	t := e.spare
+	if t == nil {
+		return e.topo.Clone()
+	}
+	e.spare = nil
+	for name := range e.spareStale {
+		if c := e.topo.Cubes[name]; c != nil {
+			t.Cubes[name] = c.Clone()
+		} else {
+			delete(t.Cubes, name)
+		}
+	}
+	clear(e.spareStale)
+	return t
+}
+
+// recycle makes a working copy a change did not apply the spare copy again,
+// by putting back what the change altered in it.
+func (e *Engine) recycle(t *cube.Topology) {
+	for _, name := range t.ChangedSince(e.topo) {
+		if c := e.topo.Cubes[name]; c != nil {
+			t.Cubes[name] = c.Clone()
+		} else {
+			delete(t.Cubes, name)
+		}
+	}
+	for point := range t.Attachments {
+		if _, ok := e.topo.Attachments[point]; !ok {
+			delete(t.Attachments, point)
+		}
+	}
+	for point, list := range e.topo.Attachments {
+		if !slices.Equal(t.Attachments[point], list) {
+			t.Attachments[point] = slices.Clone(list)
+		}
+	}
+	e.spare = t
+	clear(e.spareStale)
+}
+
+// keepSpare makes prev, the topology a change replaced by next, the spare
+// copy: only what the change altered is copied from next into it. (prev
+// shares nothing with next: next was a working copy.)
+func (e *Engine) keepSpare(prev, next *cube.Topology, cs *changeSet) {
+	for name := range cs.changed {
+		if c := next.Cubes[name]; c != nil {
+			prev.Cubes[name] = c.Clone()
+		} else {
+			delete(prev.Cubes, name)
+		}
+	}
+	for _, point := range cs.points {
+		if list, ok := next.Attachments[point]; ok {
+			prev.Attachments[point] = slices.Clone(list)
+		} else {
+			delete(prev.Attachments, point)
+		}
+	}
+	e.spare = prev
+	clear(e.spareStale)
+}
+
+// changedInPlace notes a cube of the applied topology changed in place (an
+// entry change): the spare copy takes it again before it is used.
+func (e *Engine) changedInPlace(name string) {
+	if e.spare != nil {
+		e.spareStale[name] = true
+	}
+}

@@ -1,0 +1,78 @@
+package state
+
+// Topology changes in the journal: a change to a few cubes of a topology
+// of thousands appends the cubes it changed (and the attachment points),
+// not a snapshot of them all. Loading applies them in order with the entry
+// records; the snapshot that folds the journal in (when it has grown as big
+// as the last one) writes them whole again.
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/edgenf/edgenf/internal/cube"
+)
+
+// Kinds of topology records.
+const (
+	// KindCube: Value is the cube Cube as a whole (null: deleted), Slot
+	// its patch panel slot.
+	KindCube = "cube"
+	// KindAttachment: Value is the list of cubes attached to point Key
+	// (null: none).
+	KindAttachment = "attachment"
+)
+
+// CubeRecord is the record of a cube as it now is (raw, its JSON; nil:
+// deleted) in patch panel slot slot.
+func CubeRecord(name string, raw json.RawMessage, slot uint32) Record {
+	if raw == nil {
+		raw = json.RawMessage("null")
+	}
+	return Record{Kind: KindCube, Cube: name, Value: raw, Slot: slot}
+}
+
+// AttachmentRecord is the record of what an attachment point holds now
+// (empty: nothing).
+func AttachmentRecord(point string, cubes []string) Record {
+	raw := json.RawMessage("null")
+	if len(cubes) > 0 {
+		raw, _ = json.Marshal(cubes)
+	}
+	return Record{Kind: KindAttachment, Key: point, Value: raw}
+}
+
+// applyTopology applies one topology record to f.
+func applyTopology(f *File, r Record) error {
+	deleted := len(r.Value) == 0 || string(r.Value) == "null"
+	switch r.Kind {
+	case KindCube:
+		if deleted {
+			delete(f.Topology.Cubes, r.Cube)
+			delete(f.Slots, r.Cube)
+			return nil
+		}
+		c := &cube.Cube{}
+		if err := json.Unmarshal(r.Value, c); err != nil {
+			return fmt.Errorf("cube %q: %w", r.Cube, err)
+		}
+		if c.Name != r.Cube {
+			return fmt.Errorf("a record of cube %q holds cube %q", r.Cube, c.Name)
+		}
+		f.Topology.Cubes[r.Cube] = c.Clone() // normalised as a loaded snapshot's
+		f.Slots[r.Cube] = r.Slot
+	case KindAttachment:
+		if deleted {
+			delete(f.Topology.Attachments, r.Key)
+			return nil
+		}
+		var names []string
+		if err := json.Unmarshal(r.Value, &names); err != nil {
+			return fmt.Errorf("attachment point %q: %w", r.Key, err)
+		}
+		f.Topology.Attachments[r.Key] = names
+	default:
+		return fmt.Errorf("record of unknown kind %q", r.Kind)
+	}
+	return nil
+}
