@@ -45,10 +45,10 @@ type Config struct {
 
 // Timeouts are RFC 6146's session lifetimes; 0 means the RFC's default.
 type Timeouts struct {
-	UDP           int `json:"udp,omitempty" minimum:"0" maximum:"86400" doc:"UDP, default 300 (RFC 6146: at least 120)"`
+	UDP            int `json:"udp,omitempty" minimum:"0" maximum:"86400" doc:"UDP, default 300 (RFC 6146: at least 120)"`
 	TCPEstablished int `json:"tcp_established,omitempty" minimum:"0" maximum:"604800" doc:"TCP once both sides have sent, default 7440"`
-	TCPTransitory int `json:"tcp_transitory,omitempty" minimum:"0" maximum:"86400" doc:"TCP opening (a SYN, no answer yet) or closing (FIN or RST seen), default 240"`
-	ICMP          int `json:"icmp,omitempty" minimum:"0" maximum:"86400" doc:"ICMP echo, default 60"`
+	TCPTransitory  int `json:"tcp_transitory,omitempty" minimum:"0" maximum:"86400" doc:"TCP opening (a SYN, no answer yet) or closing (FIN or RST seen), default 240"`
+	ICMP           int `json:"icmp,omitempty" minimum:"0" maximum:"86400" doc:"ICMP echo, default 60"`
 }
 
 func (t *Timeouts) seconds() (udp, est, trans, icmp uint32) {
