@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,7 +93,7 @@ func TestE2ERouterIPv6(t *testing.T) {
 					return err
 				}
 				for _, p := range []string{"p0", "p1"} {
-					if _, err := tp.PutEntry("r1", "ra", json.RawMessage(`{"port":"`+p+`","interval":4}`)); err != nil {
+					if _, err := tp.PutEntry("r1", "ra", json.RawMessage(`{"port":"`+p+`","interval":4,"mtu":1400,"dns":["2001:db8:a::53"]}`)); err != nil {
 						return err
 					}
 				}
@@ -100,6 +101,13 @@ func TestE2ERouterIPv6(t *testing.T) {
 			})
 			addrA := slaacAddr(t, a, netip.MustParsePrefix("2001:db8:a::/64"), 20*time.Second)
 			addrB := slaacAddr(t, b, netip.MustParsePrefix("2001:db8:b::/64"), 20*time.Second)
+			// The hosts took the link MTU from the advertisements' MTU option.
+			for _, h := range []*netlab.Host{a, b} {
+				out, err := h.Exec(context.Background(), "sysctl", "-n", "net.ipv6.conf.eth0.mtu")
+				if err != nil || strings.TrimSpace(string(out)) != "1400" {
+					t.Fatalf("%s: IPv6 MTU %q (%v), want 1400 from the RA's MTU option", h.Name, out, err)
+				}
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			must(a.Ping(ctx, "2001:db8:a::1", 2))

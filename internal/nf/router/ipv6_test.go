@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,7 +23,7 @@ func model6(hook datapath.Hook, routes []Route, nb []Neighbor) *cube.Cube {
 	c := model(hook, routes, nb)
 	c.Ports[0].Addresses = append(c.Ports[0].Addresses, "2001:db8:0::1/64")
 	c.Ports[1].Addresses = append(c.Ports[1].Addresses, "2001:db8:1::1/64")
-	c.Tables["ra"] = map[string]json.RawMessage{"p0": nftest.Entry(RA{Port: "p0", Interval: 30})}
+	c.Tables["ra"] = map[string]json.RawMessage{"p0": nftest.Entry(RA{Port: "p0", Interval: 30, DNS: []string{"2001:db8::53", "2001:db8:1::53"}, MTU: 1400})}
 	return c
 }
 
@@ -214,17 +215,48 @@ func TestRouterAdvertisements(t *testing.T) {
 			ra.RouterLifetime != 90 || !icmp6OK(f.Data) {
 			t.Fatalf("advertisement %v", p)
 		}
-		var prefix, lla bool
+		var prefix, lla, rdnss, mtu bool
 		for _, o := range ra.Options {
 			switch o.Type {
+			case 25: // RDNSS (RFC 8106): reserved, lifetime, the servers
+				rdnss = len(o.Data) == 6+32 && binary.BigEndian.Uint32(o.Data[2:]) == 90 &&
+					net.IP(o.Data[6:22]).Equal(net.ParseIP("2001:db8::53")) && net.IP(o.Data[22:38]).Equal(net.ParseIP("2001:db8:1::53"))
+			case layers.ICMPv6OptMTU:
+				mtu = binary.BigEndian.Uint32(o.Data[2:]) == 1400
 			case layers.ICMPv6OptPrefixInfo:
 				prefix = o.Data[0] == 64 && o.Data[1]&0xc0 == 0xc0 && net.IP(o.Data[14:30]).Equal(net.ParseIP("2001:db8::"))
 			case layers.ICMPv6OptSourceAddress:
 				lla = bytes.Equal(o.Data, nftest.MAC(macP0))
 			}
 		}
-		if !prefix || !lla {
-			t.Fatalf("advertisement options %v", ra.Options)
+		if !prefix || !lla || !rdnss || !mtu {
+			t.Fatalf("advertisement options %v: prefix %v, source link-layer address %v, RDNSS %v, MTU %v", ra.Options, prefix, lla, rdnss, mtu)
+		}
+	}
+}
+
+// TestRAOptionsValidation: RDNSS servers and the MTU option are checked
+// (field named, nothing changed); the DNS lifetime defaults to 3 × interval.
+func TestRAOptionsValidation(t *testing.T) {
+	c := model6(datapath.XDP, nil, nil)
+	ok := RA{Port: "p0", Interval: 30, DNS: []string{"2001:db8:0:0::53"}}
+	if err := ok.Validate(c); err != nil || *ok.DNSLifetime != 90 || ok.DNS[0] != "2001:db8::53" {
+		t.Fatalf("valid RA: %v %+v", err, ok)
+	}
+	zero, short := 0, 10
+	for _, x := range []struct {
+		ra   RA
+		want string
+	}{
+		{RA{Port: "p0", DNS: []string{"ff02::1"}}, "dns[0]: ff02::1 is not a unicast address"},
+		{RA{Port: "p0", DNS: []string{"198.18.0.53"}}, `dns[0]: invalid IPv6 address "198.18.0.53"`},
+		{RA{Port: "p0", DNS: []string{"2001:db8::1", "2001:db8::2", "2001:db8::3", "2001:db8::4"}}, "dns: 4 servers: at most 3"},
+		{RA{Port: "p0", Interval: 30, DNS: []string{"2001:db8::53"}, DNSLifetime: &short}, "dns_lifetime: 10 s is shorter than the interval"},
+		{RA{Port: "p0", DNSLifetime: &zero}, "dns_lifetime: set without dns servers"},
+		{RA{Port: "p0", MTU: 1000}, "mtu: 1000: an IPv6 link MTU is 1280..65535"},
+	} {
+		if err := x.ra.Validate(c); err == nil || !strings.Contains(err.Error(), x.want) {
+			t.Errorf("%+v: %v, want %q", x.ra, err, x.want)
 		}
 	}
 }
