@@ -18,6 +18,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/vishvananda/netlink"
 )
 
 // Punt reasons, as in router.bpf.c.
@@ -29,12 +30,15 @@ const (
 	puntND      = 5
 	puntNDMiss  = 6
 	puntRS      = 7
+	puntTooBig  = 8
 )
 
 // Kernel layouts (router.bpf.c).
 type kPort struct {
 	MAC   [6]byte
 	Valid uint16
+	MTU   uint16
+	_     [3]uint16
 }
 
 type kRouteKey struct {
@@ -125,6 +129,13 @@ type controller struct {
 	lastFill time.Time
 	stats    Counters
 	now      func() time.Time
+	// ports as written to rt_ports, and the peer interfaces whose MTU
+	// they carry (port index → interface), followed by Tick.
+	ports    map[int]kPort
+	ifPeers  map[int]string
+	mtuCheck time.Time
+	// linkMTU reads an interface's MTU (netlink; tests replace it).
+	linkMTU func(ifname string) (int, error)
 }
 
 // Counters are the slow path's event counts.
@@ -191,6 +202,50 @@ func staticRoute(c *cube.Cube, conn []connected, r *Route) (kRouteKey, kRoute, e
 	return routeKey(pf), v, nil
 }
 
+// peerMTU is the MTU of a port's peer interface, which frames the router
+// sends through the port must fit; 0 (unchecked) when it cannot be read.
+func (ctl *controller) peerMTU(ifname string) uint16 {
+	read := ctl.linkMTU
+	if read == nil {
+		read = func(name string) (int, error) {
+			lk, err := netlink.LinkByName(name)
+			if err != nil {
+				return 0, err
+			}
+			return lk.Attrs().MTU, nil
+		}
+	}
+	mtu, err := read(ifname)
+	if err != nil || mtu <= 0 {
+		return 0
+	}
+	return uint16(min(mtu, 65535))
+}
+
+// followMTUs rewrites the ports whose peer interface's MTU changed (`ip
+// link set … mtu`), at most every 5 s.
+func (ctl *controller) followMTUs(h cube.Handle, now time.Time) {
+	if now.Sub(ctl.mtuCheck) < 5*time.Second {
+		return
+	}
+	ctl.mtuCheck = now
+	m, err := h.Map("rt_ports")
+	if err != nil {
+		return
+	}
+	for i, ifname := range ctl.ifPeers {
+		kp := ctl.ports[i]
+		if mtu := ctl.peerMTU(ifname); mtu != kp.MTU {
+			kp.MTU = mtu
+			if err := m.Put(uint32(i), kp); err != nil {
+				h.Logf("rt_ports[%d]: %v", i, err)
+				continue
+			}
+			ctl.ports[i] = kp
+		}
+	}
+}
+
 // Sync writes ports, own addresses, connected and static routes and static
 // ARP entries; learned ARP entries stay.
 func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
@@ -211,6 +266,7 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 	}
 	ctl.conn = conn
 	ctl.macs = map[int]net.HardwareAddr{}
+	ctl.ports, ctl.ifPeers = map[int]kPort{}, map[int]string{}
 	for i := 0; i < datapath.MaxPorts; i++ {
 		var kp kPort
 		if p := c.PortByIndex(i); p != nil {
@@ -218,11 +274,17 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 			ctl.macs[i] = mac
 			copy(kp.MAC[:], mac)
 			kp.Valid = 1
+			if ep, err := cube.ParseEndpoint(p.Peer); err == nil && !ep.IsCube() {
+				ctl.ifPeers[i] = ep.Iface
+				kp.MTU = ctl.peerMTU(ep.Iface)
+			}
+			ctl.ports[i] = kp
 		}
 		if err := portsM.Put(uint32(i), kp); err != nil {
 			return fmt.Errorf("rt_ports[%d]: %w", i, err)
 		}
 	}
+	ctl.mtuCheck = ctl.now()
 	// Own addresses (IPv6: also every port's link-local one).
 	wantAddr := map[[4]byte]uint32{}
 	wantAddr6 := map[[16]byte]uint32{}

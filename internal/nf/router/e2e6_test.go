@@ -123,6 +123,27 @@ func TestE2ERouterIPv6(t *testing.T) {
 				must(netlab.TCPTransfer(ctx, d.from, d.to, d.dst, 5001, 2<<20))
 			}
 			must(a.Ping(ctx, "198.18.1.20", 2))
+			// b's link shrinks to 1280 bytes: a's larger packets get packet
+			// too big (IPv6) and fragmentation needed (IPv4, DF), and a's
+			// kernel records the path MTU.
+			lk, err := netlink.LinkByName(vb)
+			must(err)
+			must(netlink.LinkSetMTU(lk, 1280))
+			for _, dst := range []string{addrB, "198.18.1.20"} {
+				deadline := time.Now().Add(15 * time.Second)
+				for {
+					a.Exec(ctx, "ping", "-M", "do", "-s", "1300", "-c", "1", "-W", "1", dst) // fails: too big
+					out, _ := a.Exec(ctx, "ip", "route", "get", dst)
+					if strings.Contains(string(out), "mtu 1280") {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("a's route to %s after a 1328-byte ping through a 1280-byte link: %s", dst, out)
+					}
+					time.Sleep(500 * time.Millisecond)
+				}
+			}
+			must(a.Ping(ctx, addrB, 1)) // small packets still pass
 			v, err := e.View(tenant.Admin, "r1", "arp")
 			must(err)
 			learned := map[string]string{}

@@ -260,3 +260,88 @@ func TestRAOptionsValidation(t *testing.T) {
 		}
 	}
 }
+
+// TestPacketTooBig: a packet larger than the out port's MTU (its peer
+// interface's) is punted, and the slow path answers ICMPv6 packet too big
+// or, for IPv4 with DF, fragmentation needed, with the MTU, from the
+// router's address on the ingress link; IPv4 without DF is dropped (the
+// router does not fragment); what fits is forwarded; the MTU follows the
+// interface.
+func TestPacketTooBig(t *testing.T) {
+	for _, h := range hooks {
+		t.Run(string(h.hook), func(t *testing.T) {
+			c := model6(h.hook, nil, []Neighbor{{IP: "198.18.1.20", MAC: macN1}, {IP: "2001:db8:1::20", MAC: macN1}})
+			c.Ports[1].Peer = "mtu-p1"
+			r := nftest.New(t, Type, c)
+			ctl := r.Ctl.(*controller)
+			mtu := 1280
+			ctl.linkMTU = func(name string) (int, error) {
+				if name != "mtu-p1" {
+					t.Errorf("MTU of %q read", name)
+				}
+				return mtu, nil
+			}
+			if err := ctl.Sync(r.Handle(), r.Model); err != nil {
+				t.Fatal(err)
+			}
+			big := func(v6, df bool, size int) []byte {
+				eth := &layers.Ethernet{SrcMAC: nftest.MAC(macH0), DstMAC: nftest.MAC(macP0), EthernetType: layers.EthernetTypeIPv4}
+				var ip gopacket.SerializableLayer = &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP,
+					SrcIP: net.ParseIP("198.18.0.10"), DstIP: net.ParseIP("198.18.1.20")}
+				if df {
+					ip.(*layers.IPv4).Flags = layers.IPv4DontFragment
+				}
+				hdr := 20
+				if v6 {
+					eth.EthernetType = layers.EthernetTypeIPv6
+					ip = &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: layers.IPProtocolUDP, SrcIP: net.ParseIP("2001:db8::10"), DstIP: net.ParseIP("2001:db8:1::20")}
+					hdr = 40
+				}
+				return nftest.Serialize(eth, ip, &layers.UDP{SrcPort: 1, DstPort: 2}, gopacket.Payload(make([]byte, size-hdr-8)))
+			}
+			punts := func() uint64 { return r.Stats()[0].PuntPackets }
+			for _, x := range []struct {
+				v6, df bool
+				size   int
+				want   string // sent, punt, drop
+			}{
+				{false, true, 1280, "sent"}, {false, true, 1281, "punt"}, {false, false, 1400, "drop"},
+				{true, false, 1280, "sent"}, {true, false, 1281, "punt"},
+			} {
+				before := punts()
+				res := r.Run("p0", big(x.v6, x.df, x.size))
+				got := "drop"
+				if res.Sent() {
+					got = "sent"
+				} else if punts() > before {
+					got = "punt"
+				}
+				if got != x.want || x.want == "sent" && res.Port != 1 {
+					t.Fatalf("IPv6 %v DF %v %d bytes through MTU 1280: %s (port %d), want %s", x.v6, x.df, x.size, got, res.Port, x.want)
+				}
+			}
+			ph := r.Ctl.(cube.PuntHandler)
+			ph.HandlePunt(r.Handle(), r.Model, puntOf(big(false, true, 1400), 0, puntTooBig, 1280))
+			ph.HandlePunt(r.Handle(), r.Model, puntOf(big(true, false, 1400), 0, puntTooBig, 1280))
+			if len(r.Transmitted) != 2 {
+				t.Fatalf("transmitted %d frames, want 2 errors", len(r.Transmitted))
+			}
+			p := decode(t, r.Transmitted[0].Data)
+			ic, _ := p.Layer(layers.LayerTypeICMPv4).(*layers.ICMPv4)
+			if ic == nil || ic.TypeCode != layers.CreateICMPv4TypeCode(3, 4) || ic.Seq != 1280 || r.Transmitted[0].Port != 0 {
+				t.Fatalf("fragmentation needed: %v", p)
+			}
+			f6 := r.Transmitted[1].Data
+			if f6[14+40] != 2 || binary.BigEndian.Uint32(f6[14+44:]) != 1280 || !icmp6OK(f6) ||
+				net.IP(f6[14+8:14+24]).String() != "2001:db8::1" || net.IP(f6[14+24:14+40]).String() != "2001:db8::10" {
+				t.Fatalf("packet too big: % x", f6[:14+48])
+			}
+			// The interface's MTU grows: the router follows within 5 s.
+			mtu = 1500
+			ctl.followMTUs(r.Handle(), ctl.now().Add(6*time.Second))
+			if res := r.Run("p0", big(true, false, 1400)); !res.Sent() {
+				t.Fatal("1400 bytes not forwarded after the MTU became 1500")
+			}
+		})
+	}
+}

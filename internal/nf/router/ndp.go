@@ -381,10 +381,10 @@ func icmp6Checksum(src, dst [16]byte, msg []byte) uint16 {
 }
 
 // icmp6Error answers the IPv6 packet in p.Frame with an ICMPv6 error (RFC
-// 4443), sent back out of the port it came in by, from the router's address
+// 4443; rest: the header's last 4 bytes, a packet too big's MTU), sent back out of the port it came in by, from the router's address
 // on that link (or its link-local one), quoting as much of the packet as
 // fits in the minimum MTU.
-func (ctl *controller) icmp6Error(h cube.Handle, p cube.Punt, typ, code byte) {
+func (ctl *controller) icmp6Error(h cube.Handle, p cube.Punt, typ, code byte, rest uint32) {
 	f := p.Frame
 	if len(f) < 14+40 {
 		return
@@ -420,6 +420,7 @@ func (ctl *controller) icmp6Error(h cube.Handle, p cube.Punt, typ, code byte) {
 	quote := ip[:min(len(ip), 1280-40-8)]
 	msg := make([]byte, 8+len(quote))
 	msg[0], msg[1] = typ, code
+	binary.BigEndian.PutUint32(msg[4:], rest)
 	copy(msg[8:], quote)
 	if err := h.Transmit(p.InPort, icmp6Frame(net.HardwareAddr(f[6:12]), mac, from, src, 64, msg)); err != nil {
 		h.Logf("icmpv6 error: %v", err)
