@@ -118,9 +118,9 @@ type controller struct {
 	pending map[netip.Addr]*pending
 	// onlink are the static routes without a next hop (prefix → port).
 	onlink map[netip.Prefix]int
-	// routes written to the kernel, so a sync writes only differences.
-	written  map[kRouteKey]kRoute
-	written6 map[kRoute6Key]kRoute6
+	// the route maps and what was written to them.
+	routes4 writtenMap[kRouteKey, kRoute]
+	routes6 writtenMap[kRoute6Key, kRoute6]
 	// ra: the ports that send router advertisements, and when they last did.
 	ra     map[int]*RA
 	raSent map[int]time.Time
@@ -160,6 +160,8 @@ func newController() cube.Controller {
 		pending: map[netip.Addr]*pending{},
 		macs:    map[int]net.HardwareAddr{},
 		now:     time.Now,
+		routes4: writtenMap[kRouteKey, kRoute]{name: "rt_routes"},
+		routes6: writtenMap[kRoute6Key, kRoute6]{name: "rt_routes6"},
 	}
 }
 
@@ -298,10 +300,14 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 	for port, mac := range ctl.macs {
 		wantAddr6[linkLocal(mac).As16()] = uint32(port)
 	}
-	if err := syncHash(addrsM, wantAddr); err != nil {
-		return fmt.Errorf("rt_addrs: %w", err)
+	addrs6M, err := h.Map("rt_addrs6")
+	if err != nil {
+		return err
 	}
-	if err := ctl.syncAddrs6(h, wantAddr6); err != nil {
+	if err := syncHash(addrsM, "rt_addrs", wantAddr); err != nil {
+		return err
+	}
+	if err := syncHash(addrs6M, "rt_addrs6", wantAddr6); err != nil {
 		return err
 	}
 	// Routes.
@@ -335,34 +341,15 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 		}
 		want[k] = kv
 	}
-	if err := ctl.syncRoutes6(h, want6); err != nil {
+	routes6M, err := h.Map("rt_routes6")
+	if err != nil {
 		return err
 	}
-	if ctl.written == nil {
-		ctl.written = map[kRouteKey]kRoute{}
-		var k kRouteKey
-		var v kRoute
-		it := routesM.Iterate()
-		for it.Next(&k, &v) {
-			ctl.written[k] = v
-		}
+	if err := ctl.routes6.sync(routes6M, want6); err != nil {
+		return err
 	}
-	for k := range ctl.written {
-		if _, ok := want[k]; !ok {
-			if err := routesM.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-				return fmt.Errorf("rt_routes: %w", err)
-			}
-			delete(ctl.written, k)
-		}
-	}
-	for k, v := range want {
-		if old, ok := ctl.written[k]; ok && old == v {
-			continue
-		}
-		if err := routesM.Put(k, v); err != nil {
-			return fmt.Errorf("rt_routes %v: %w", k, err)
-		}
-		ctl.written[k] = v
+	if err := ctl.routes4.sync(routesM, want); err != nil {
+		return err
 	}
 	// A sync (route changes, the cache setting) invalidates the cache.
 	off := ctl.cfg.DisableRouteCache
@@ -508,28 +495,6 @@ func setGen(h cube.Handle, off *bool) error {
 	return nil
 }
 
-// syncHash makes a small hash map hold exactly want.
-func syncHash(m *ebpf.Map, want map[[4]byte]uint32) error {
-	var k [4]byte
-	var v uint32
-	var del [][4]byte
-	it := m.Iterate()
-	for it.Next(&k, &v) {
-		if w, ok := want[k]; !ok || w != v {
-			del = append(del, k)
-		}
-	}
-	for _, k := range del {
-		m.Delete(k)
-	}
-	for k, v := range want {
-		if err := m.Put(k, v); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // PutEntry writes one static route or ARP entry (large tables change entry
 // by entry, not through a full Sync).
 func (ctl *controller) PutEntry(h cube.Handle, c *cube.Cube, table string, item any) error {
@@ -549,11 +514,8 @@ func (ctl *controller) PutEntry(h cube.Handle, c *cube.Cube, table string, item 
 		if err != nil {
 			return err
 		}
-		if err := routesM.Put(k, v); err != nil {
-			return fmt.Errorf("rt_routes: %w", err)
-		}
-		if ctl.written != nil {
-			ctl.written[k] = v
+		if err := ctl.routes4.put(routesM, k, v); err != nil {
+			return err
 		}
 		return bumpGen(h)
 	case arpTable.Name:
@@ -587,12 +549,8 @@ func (ctl *controller) DeleteEntry(h cube.Handle, c *cube.Cube, table string, it
 		if pf.Addr().Is6() {
 			return ctl.deleteRoute6(h, pf)
 		}
-		k := routeKey(pf)
-		if err := routesM.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-			return fmt.Errorf("rt_routes: %w", err)
-		}
-		if ctl.written != nil {
-			delete(ctl.written, k)
+		if err := ctl.routes4.delete(routesM, routeKey(pf)); err != nil {
+			return err
 		}
 		return bumpGen(h)
 	case arpTable.Name:

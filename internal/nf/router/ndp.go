@@ -2,7 +2,6 @@ package router
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -59,78 +58,13 @@ func staticRoute6(c *cube.Cube, conn []connected, r *Route) (kRoute6Key, kRoute6
 	return route6Key(pf), v
 }
 
-func (ctl *controller) syncAddrs6(h cube.Handle, want map[[16]byte]uint32) error {
-	m, err := h.Map("rt_addrs6")
-	if err != nil {
-		return err
-	}
-	var k [16]byte
-	var v uint32
-	var del [][16]byte
-	it := m.Iterate()
-	for it.Next(&k, &v) {
-		if w, ok := want[k]; !ok || w != v {
-			del = append(del, k)
-		}
-	}
-	for _, k := range del {
-		m.Delete(k)
-	}
-	for k, v := range want {
-		if err := m.Put(k, v); err != nil {
-			return fmt.Errorf("rt_addrs6: %w", err)
-		}
-	}
-	return nil
-}
-
-func (ctl *controller) syncRoutes6(h cube.Handle, want map[kRoute6Key]kRoute6) error {
-	m, err := h.Map("rt_routes6")
-	if err != nil {
-		return err
-	}
-	if ctl.written6 == nil {
-		ctl.written6 = map[kRoute6Key]kRoute6{}
-		var k kRoute6Key
-		var v kRoute6
-		it := m.Iterate()
-		for it.Next(&k, &v) {
-			ctl.written6[k] = v
-		}
-	}
-	for k := range ctl.written6 {
-		if _, ok := want[k]; !ok {
-			if err := m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-				return fmt.Errorf("rt_routes6: %w", err)
-			}
-			delete(ctl.written6, k)
-		}
-	}
-	for k, v := range want {
-		if old, ok := ctl.written6[k]; ok && old == v {
-			continue
-		}
-		if err := m.Put(k, v); err != nil {
-			return fmt.Errorf("rt_routes6: %w", err)
-		}
-		ctl.written6[k] = v
-	}
-	return nil
-}
-
 func (ctl *controller) putRoute6(h cube.Handle, c *cube.Cube, r *Route) error {
 	m, err := h.Map("rt_routes6")
 	if err != nil {
 		return err
 	}
 	k, v := staticRoute6(c, ctl.conn, r)
-	if err := m.Put(k, v); err != nil {
-		return fmt.Errorf("rt_routes6: %w", err)
-	}
-	if ctl.written6 != nil {
-		ctl.written6[k] = v
-	}
-	return nil
+	return ctl.routes6.put(m, k, v)
 }
 
 func (ctl *controller) deleteRoute6(h cube.Handle, pf netip.Prefix) error {
@@ -138,14 +72,7 @@ func (ctl *controller) deleteRoute6(h cube.Handle, pf netip.Prefix) error {
 	if err != nil {
 		return err
 	}
-	k := route6Key(pf)
-	if err := m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-		return fmt.Errorf("rt_routes6: %w", err)
-	}
-	if ctl.written6 != nil {
-		delete(ctl.written6, k)
-	}
-	return nil
+	return ctl.routes6.delete(m, route6Key(pf))
 }
 
 func (ctl *controller) putNeigh6(h cube.Handle, a netip.Addr, port int, v kARP) error {
