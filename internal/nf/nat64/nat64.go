@@ -12,7 +12,6 @@ package nat64
 import (
 	"embed"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -165,8 +164,6 @@ func parseAddr4(s string) (netip.Addr, error) {
 
 func be32(a netip.Addr) uint32 { b := a.As4(); return binary.BigEndian.Uint32(b[:]) }
 
-var errInverted = errors.New("inverted")
-
 func (c *Config) ports() (uint16, uint16, error) {
 	if c.PortRange == "" {
 		return 1024, 65535, nil
@@ -178,12 +175,12 @@ func (c *Config) ports() (uint16, uint16, error) {
 	}
 	hi := lo
 	if isRange {
-		if hi, err = strconv.ParseUint(strings.TrimSpace(b), 10, 16); err != nil || hi == 0 {
+		if hi, err = strconv.ParseUint(strings.TrimSpace(b), 10, 16); err != nil {
 			return 0, 0, cube.Errorf("port_range", "invalid port %q: want 1-65535", b)
 		}
 	}
 	if hi < lo {
-		return 0, 0, cube.Unprocessable("port_range", "%v range %q: %d > %d", errInverted, c.PortRange, lo, hi)
+		return 0, 0, cube.Unprocessable("port_range", "inverted range %q: %d > %d", c.PortRange, lo, hi)
 	}
 	return uint16(lo), uint16(hi), nil
 }
