@@ -1,6 +1,7 @@
 package nat64
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -30,7 +31,7 @@ type kcfg struct {
 	ToTCPEst   uint32
 	ToTCPTrans uint32
 	ToICMP     uint32
-	_          uint32
+	MaxHost    uint32
 }
 
 type key6 struct {
@@ -88,7 +89,7 @@ const protoICMP = unix.IPPROTO_ICMP
 // The cube's event counters, in the order of enum n64_counter.
 var n64Counters = counters.Named{Map: "n64_counters", Names: []string{
 	"translated_6to4", "translated_4to6", "icmp_errors_translated", "mappings_opened", "sessions_opened",
-	"no_port_drops", "filtered_drops", "untranslatable_drops", "untouched"}}
+	"no_port_drops", "filtered_drops", "untranslatable_drops", "untouched", "host_limit_drops"}}
 
 type controller struct {
 	mu  sync.Mutex
@@ -126,6 +127,7 @@ func (c *Config) kernel() (kcfg, error) {
 	}
 	k := kcfg{Pfx: p.Addr().As16(), PLen: uint8(p.Bits()), Idx: positions(p.Bits()), PoolLo: lo.As4(), PoolN: n, PortLo: plo, PortHi: phi}
 	k.ToUDP, k.ToTCPEst, k.ToTCPTrans, k.ToICMP = c.Timeouts.seconds()
+	k.MaxHost = uint32(c.maxPerHost())
 	return k, nil
 }
 
@@ -254,7 +256,43 @@ func (ctl *controller) sweep(h cube.Handle, all bool) (int, error) {
 	ctl.mu.Lock()
 	ctl.unused = unused
 	ctl.mu.Unlock()
-	return len(dead), nil
+	return len(dead), recount(h, b6)
+}
+
+// recount sets the bindings per host /64 from the BIB: the fast path only
+// adds to them.
+func recount(h cube.Handle, b6 *ebpf.Map) error {
+	hm, err := h.Map("n64_hosts")
+	if err != nil {
+		return err
+	}
+	want := map[uint64]uint32{}
+	if err := bpfmap.Each(b6, func(k key6, _ bib6) bool {
+		want[binary.NativeEndian.Uint64(k.Addr[:8])]++
+		return true
+	}); err != nil {
+		return err
+	}
+	var k uint64
+	var v uint32
+	var stale []uint64
+	it := hm.Iterate()
+	for it.Next(&k, &v) {
+		if _, ok := want[k]; !ok {
+			stale = append(stale, k)
+		}
+	}
+	for _, k := range stale {
+		if err := hm.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("n64_hosts: %w", err)
+		}
+	}
+	for k, v := range want {
+		if err := hm.Put(k, v); err != nil {
+			return fmt.Errorf("n64_hosts: %w", err)
+		}
+	}
+	return nil
 }
 
 // Session is one NAT64 session.

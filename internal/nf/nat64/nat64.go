@@ -38,8 +38,21 @@ type Config struct {
 	Pool string `json:"pool,omitempty" format:"nat64-pool" doc:"required (422 when absent): the IPv4 address, or first-last range of at most 65536 (first <= last, 422 otherwise), the hosts' flows leave with; no 0/8, 127/8, 224/3 addresses (422)"`
 	// PortRange is where pool ports (and ICMP identifiers) are picked.
 	PortRange string `json:"port_range,omitempty" format:"port1-range" doc:"where pool ports and ICMP identifiers are picked, lo-hi (lo <= hi, 422 otherwise); default 1024-65535"`
+	// MaxPerHost bounds the bindings (pool ports) of one host, counted per
+	// /64 since a host may use any address of its /64: no host can take
+	// every port of the pool (RFC 6888 REQ-4).
+	MaxPerHost int `json:"max_bindings_per_host,omitempty" minimum:"0" maximum:"65536" doc:"pool ports one host (its /64) may hold at once; 0 or absent: 4096"`
 	// Timeouts are idle timeouts of sessions, in seconds (0: default).
 	Timeouts *Timeouts `json:"timeouts,omitempty"`
+}
+
+const defaultMaxPerHost = 4096
+
+func (c *Config) maxPerHost() int {
+	if c.MaxPerHost > 0 {
+		return c.MaxPerHost
+	}
+	return defaultMaxPerHost
 }
 
 // Timeouts are RFC 6146's session lifetimes; 0 means the RFC's default.
@@ -81,6 +94,9 @@ func (c *Config) Validate(*cube.Cube) error {
 	}
 	if _, _, err := c.ports(); err != nil {
 		return err
+	}
+	if c.MaxPerHost < 0 || c.MaxPerHost > 65536 {
+		return cube.Errorf("max_bindings_per_host", "%d out of range 0..65536", c.MaxPerHost)
 	}
 	if t := c.Timeouts; t != nil {
 		for name, v := range map[string]int{"udp": t.UDP, "tcp_established": t.TCPEstablished, "tcp_transitory": t.TCPTransitory, "icmp": t.ICMP} {

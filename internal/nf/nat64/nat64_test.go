@@ -547,6 +547,7 @@ func TestValidation(t *testing.T) {
 		{Config{Pool: pool, Prefix: "198.18.0.0/16"}, "invalid IPv6 prefix"},
 		{Config{Pool: pool, PortRange: "3000-2000"}, "inverted range"},
 		{Config{Pool: pool, PortRange: "0-10"}, "invalid port"},
+		{Config{Pool: pool, MaxPerHost: -1}, "max_bindings_per_host: -1 out of range"},
 	} {
 		err := c.cfg.Validate(nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -559,5 +560,31 @@ func TestValidation(t *testing.T) {
 	raw, _ := json.Marshal(Config{Pool: pool})
 	if _, err := Type.DecodeConfig(&cube.Cube{Name: "n", Type: "nat64", Config: raw}); err != nil {
 		t.Errorf("decode: %v", err)
+	}
+}
+
+// TestHostLimit: one host's /64 holds at most max_bindings_per_host
+// bindings — another address of the same /64 counts with it, another /64
+// does not — so no host takes every port of the pool; a sweep that ends
+// bindings gives the room back.
+func TestHostLimit(t *testing.T) {
+	for _, h := range hooks {
+		t.Run(string(h.hook), func(t *testing.T) {
+			r := rig(t, h.hook, Config{Pool: pool, MaxPerHost: 2})
+			run(t, r, h.pass, datapath.Ingress, udp6(host, server6, 5000, 53, "a"))
+			run(t, r, h.pass, datapath.Ingress, udp6(host, server6, 5001, 53, "b"))
+			dropped(t, r, h.drop, datapath.Ingress, udp6(host, server6, 5002, 53, "c"))
+			dropped(t, r, h.drop, datapath.Ingress, udp6("2001:db8:1::99", server6, 5000, 53, "d"))
+			run(t, r, h.pass, datapath.Ingress, udp6("2001:db8:2::10", server6, 5000, 53, "e"))
+			// Known bindings go on.
+			run(t, r, h.pass, datapath.Ingress, udp6(host, server6, 5000, 53, "again"))
+			if cs := counterValues(t, r); cs["host_limit_drops"] != 2 || cs["mappings_opened"] != 3 {
+				t.Fatalf("counters %v", cs)
+			}
+			if _, err := cube.ControllerOf[*controller](r.Handle()).sweep(r.Handle(), true); err != nil {
+				t.Fatal(err)
+			}
+			run(t, r, h.pass, datapath.Ingress, udp6(host, server6, 5002, 53, "c"))
+		})
 	}
 }

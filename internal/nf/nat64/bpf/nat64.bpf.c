@@ -44,7 +44,7 @@ struct n64_cfg {
 	__u32 to_tcp_est;
 	__u32 to_tcp_trans;
 	__u32 to_icmp;
-	__u32 pad2;
+	__u32 max_host; /* bindings per host /64; 0: no limit */
 };
 
 struct {
@@ -123,6 +123,16 @@ struct {
 	__type(value, struct n64_sess);
 } n64_sess SEC(".maps");
 
+/* Bindings per host, by /64 (a host picks any address of its /64): the
+ * first 8 bytes of the address → count. The fast path adds, the daemon's
+ * sweep recounts from the BIB. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, __u32);
+} n64_hosts SEC(".maps");
+
 enum n64_counter {
 	N64_C_OUT,      /* IPv6 -> IPv4 translated */
 	N64_C_IN,       /* IPv4 -> IPv6 translated */
@@ -133,6 +143,7 @@ enum n64_counter {
 	N64_C_FILTERED, /* dropped: IPv4 to the pool that no session lets in */
 	N64_C_UNXLATE,  /* dropped: cannot be translated (fragment, extension header, ...) */
 	N64_C_UNTOUCHED, /* passed: not for the prefix or the pool */
+	N64_C_HOSTLIMIT, /* dropped: the host's /64 holds max_host bindings */
 	N64_C_MAX,
 };
 
@@ -329,10 +340,22 @@ static __always_inline struct n64_bib6 *n64_mapping(struct n64_cfg *cfg, struct 
 	__u16 p = bpf_ntohs(k6->port);
 	int i;
 
+	__u64 hk;
+	__u32 *cnt;
+
 	if (b)
 		return b;
-	if (!cfg->pool_n || lo == 0 || hi < lo)
+	if (!cfg->pool_n || lo == 0 || hi < lo) {
+		enf_counter_inc(&n64_counters, N64_C_NOPORT);
 		return 0;
+	}
+	__builtin_memcpy(&hk, k6->addr, 8);
+	cnt = bpf_map_lookup_elem(&n64_hosts, &hk);
+	if (cnt && cfg->max_host && *cnt >= cfg->max_host) {
+		/* One host must not take every port of the pool. */
+		enf_counter_inc(&n64_counters, N64_C_HOSTLIMIT);
+		return 0;
+	}
 	n = hi - lo + 1;
 	h = n64_hash6(k6->addr);
 	k4.addr = bpf_htonl(bpf_ntohl(cfg->pool_lo) + h % cfg->pool_n);
@@ -349,8 +372,10 @@ static __always_inline struct n64_bib6 *n64_mapping(struct n64_cfg *cfg, struct 
 		if (bpf_map_update_elem(&n64_bib4, &k4, &v4, BPF_NOEXIST) == 0)
 			break;
 	}
-	if (i == N64_TRIES + 1)
+	if (i == N64_TRIES + 1) {
+		enf_counter_inc(&n64_counters, N64_C_NOPORT);
 		return 0;
+	}
 	v6.addr = k4.addr;
 	v6.port = k4.port;
 	if (bpf_map_update_elem(&n64_bib6, k6, &v6, BPF_NOEXIST) != 0) {
@@ -359,6 +384,17 @@ static __always_inline struct n64_bib6 *n64_mapping(struct n64_cfg *cfg, struct 
 		return bpf_map_lookup_elem(&n64_bib6, k6);
 	}
 	enf_counter_inc(&n64_counters, N64_C_NEWBIB);
+	if (cnt) {
+		__sync_fetch_and_add(cnt, 1);
+	} else {
+		__u32 one = 1;
+
+		if (bpf_map_update_elem(&n64_hosts, &hk, &one, BPF_NOEXIST) != 0) {
+			cnt = bpf_map_lookup_elem(&n64_hosts, &hk);
+			if (cnt)
+				__sync_fetch_and_add(cnt, 1);
+		}
+	}
 	return bpf_map_lookup_elem(&n64_bib6, k6);
 }
 
@@ -629,7 +665,7 @@ static __noinline int n64_out(ctx_t *ctx, struct n64_cfg *cfg, __u8 *eth)
 		return n64_drop(N64_C_FILTERED);
 	b = n64_mapping(cfg, &k6, eth + 6);
 	if (!b)
-		return n64_drop(N64_C_NOPORT);
+		return ENF_VERDICT_DROP; /* (counted: no port, or the host's limit) */
 	sk.addr = b->addr;
 	sk.port = b->port;
 	sk.remote = dst;
