@@ -207,7 +207,7 @@ func (ctl *controller) sweep(h cube.Handle, all bool) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	now := ktime.Now()
+	now := ktime.CoarseNow()
 	live := map[key4]bool{}
 	var dead []skey
 	if err := bpfmap.Each(sm, func(k skey, s sess) bool {
@@ -339,7 +339,7 @@ func sessions(h cube.Handle) ([]Session, error) {
 	ctl.mu.Lock()
 	p, _ := ctl.cfg.prefix()
 	ctl.mu.Unlock()
-	now := ktime.Now()
+	now := ktime.CoarseNow()
 	out := []Session{}
 	if err := bpfmap.Each(sm, func(k skey, s sess) bool {
 		if now > s.Seen && now-s.Seen > ctl.timeout(k.Proto, s.State) {

@@ -109,7 +109,7 @@ struct n64_skey {
 #define N64_S_CLOSING 4 /* TCP FIN or RST seen */
 
 struct n64_sess {
-	__u64 seen; /* ns, bpf_ktime_get_ns */
+	__u64 seen; /* ns, bpf_ktime_get_coarse_ns */
 	__u64 packets;
 	__u64 bytes;
 	__u8 state; /* N64_S_* */
@@ -284,7 +284,7 @@ static __always_inline __u64 n64_timeout(struct n64_cfg *cfg, __u8 proto, __u8 s
 static __always_inline struct n64_sess *n64_touch(struct n64_cfg *cfg, struct n64_skey *k, int out, __u8 tcpflags,
 						  __u32 len)
 {
-	__u64 now = bpf_ktime_get_ns();
+	__u64 now = bpf_ktime_get_coarse_ns(); /* no clock read per packet: a tick is plenty for aging */
 	struct n64_sess *s = bpf_map_lookup_elem(&n64_sess, k);
 
 	if (s && now - s->seen > n64_timeout(cfg, k->proto, s->state)) {
