@@ -128,7 +128,7 @@ func setupFirewall6(e *scenario.Env, hook datapath.Hook) (*scenario.Topology, er
 	}
 	pf, fw := "pf"+e.ID(), "fw"+e.ID()
 	t0 := time.Now()
-	err = eng.Update(func(tp *cube.Topology) error {
+	t, err := build(eng, p, p.B1MAC, func(tp *cube.Topology) error {
 		if err := tp.AddCube(&cube.Cube{Name: pf, Type: "portfwd", Hook: hook, Ports: []cube.Port{
 			{Name: "p0", Index: 0, Peer: p.A1}, {Name: "p1", Index: 1, Peer: p.B0}}}); err != nil {
 			return err
@@ -150,13 +150,9 @@ func setupFirewall6(e *scenario.Env, hook datapath.Hook) (*scenario.Topology, er
 	if err != nil {
 		return nil, err
 	}
-	t := p.Topology(p.B1MAC)
 	t.Info["hook"] = string(hook)
 	t.Info["rules"] = fmt.Sprint(fw6Rules)
 	t.Info["setup"] = time.Since(t0).Round(time.Millisecond).String()
-	if err := freeSink(p); err != nil {
-		return nil, err
-	}
 	return t, v6Frame(t, e)
 }
 
@@ -169,7 +165,7 @@ func setupRouter6(e *scenario.Env, hook datapath.Hook) (*scenario.Topology, erro
 		return nil, err
 	}
 	r := "r" + e.ID()
-	err = eng.Update(func(tp *cube.Topology) error {
+	t, err := build(eng, p, mustMAC(routerInMAC), func(tp *cube.Topology) error {
 		if err := tp.AddCube(&cube.Cube{Name: r, Type: "router", Hook: hook, Ports: []cube.Port{
 			{Name: "in", Index: 0, Peer: p.A1, MAC: routerInMAC, Addresses: []string{v6A1}},
 			{Name: "out", Index: 1, Peer: p.B0, Addresses: []string{v6B0}},
@@ -185,10 +181,6 @@ func setupRouter6(e *scenario.Env, hook datapath.Hook) (*scenario.Topology, erro
 	if err != nil {
 		return nil, err
 	}
-	t := p.Topology(mustMAC(routerInMAC))
 	t.Info["hook"] = string(hook)
-	if err := freeSink(p); err != nil {
-		return nil, err
-	}
 	return t, v6Frame(t, e)
 }

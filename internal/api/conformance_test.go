@@ -159,6 +159,9 @@ func fixtureCube(t *testing.T, typ *cube.Type) *cube.Cube {
 		}
 		c.Config, _ = json.Marshal(map[string]string{"program": "acl.p4", "source": string(src)})
 	}
+	if typ.Name == "nat64" {
+		c.Config = json.RawMessage(`{"pool":"198.19.64.1"}`) // required
+	}
 	topo := cube.NewTopology()
 	topo.Cubes[c.Name] = c
 	if err := topo.Validate(nil); err != nil {

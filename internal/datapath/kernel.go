@@ -96,6 +96,7 @@ var helperSince = map[asm.BuiltinFunc]Version{
 	asm.FnPerfEventOutput:     {4, 4},
 	asm.FnSkbLoadBytes:        {4, 5},
 	asm.FnCsumDiff:            {4, 6},
+	asm.FnSkbChangeProto:      {4, 8},
 	asm.FnSkbChangeTail:       {4, 9},
 	asm.FnSkbPullData:         {4, 9},
 	asm.FnSkbChangeHead:       {4, 10},

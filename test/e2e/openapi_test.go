@@ -62,6 +62,9 @@ func TestOpenAPIConformance(t *testing.T) {
 		if ty.Name == "p4" {
 			body["config"] = map[string]string{"program": "l2switch.p4", "source": string(src)}
 		}
+		if ty.Name == "nat64" {
+			body["config"] = map[string]string{"pool": "198.19.64.1"} // required
+		}
 		if err := tenant.Do("POST", "/v1/cubes", body, nil); err != nil {
 			t.Fatalf("%s cube: %v", ty.Name, err)
 		}

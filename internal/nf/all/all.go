@@ -9,6 +9,7 @@ import (
 	_ "github.com/edgenf/edgenf/internal/nf/lb"
 	_ "github.com/edgenf/edgenf/internal/nf/monitor"
 	_ "github.com/edgenf/edgenf/internal/nf/nat"
+	_ "github.com/edgenf/edgenf/internal/nf/nat64"
 	_ "github.com/edgenf/edgenf/internal/nf/p4"
 	_ "github.com/edgenf/edgenf/internal/nf/portfwd"
 	_ "github.com/edgenf/edgenf/internal/nf/router"

@@ -18,6 +18,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/vishvananda/netlink"
 )
 
 // Punt reasons, as in router.bpf.c.
@@ -29,12 +30,15 @@ const (
 	puntND      = 5
 	puntNDMiss  = 6
 	puntRS      = 7
+	puntTooBig  = 8
 )
 
 // Kernel layouts (router.bpf.c).
 type kPort struct {
 	MAC   [6]byte
 	Valid uint16
+	MTU   uint16
+	_     [3]uint16
 }
 
 type kRouteKey struct {
@@ -114,9 +118,9 @@ type controller struct {
 	pending map[netip.Addr]*pending
 	// onlink are the static routes without a next hop (prefix → port).
 	onlink map[netip.Prefix]int
-	// routes written to the kernel, so a sync writes only differences.
-	written  map[kRouteKey]kRoute
-	written6 map[kRoute6Key]kRoute6
+	// the route maps and what was written to them.
+	routes4 writtenMap[kRouteKey, kRoute]
+	routes6 writtenMap[kRoute6Key, kRoute6]
 	// ra: the ports that send router advertisements, and when they last did.
 	ra     map[int]*RA
 	raSent map[int]time.Time
@@ -125,6 +129,13 @@ type controller struct {
 	lastFill time.Time
 	stats    Counters
 	now      func() time.Time
+	// ports as written to rt_ports, and the peer interfaces whose MTU
+	// they carry (port index → interface), followed by Tick.
+	ports    map[int]kPort
+	ifPeers  map[int]string
+	mtuCheck time.Time
+	// linkMTU reads an interface's MTU (netlink; tests replace it).
+	linkMTU func(ifname string) (int, error)
 }
 
 // Counters are the slow path's event counts.
@@ -149,6 +160,8 @@ func newController() cube.Controller {
 		pending: map[netip.Addr]*pending{},
 		macs:    map[int]net.HardwareAddr{},
 		now:     time.Now,
+		routes4: writtenMap[kRouteKey, kRoute]{name: "rt_routes"},
+		routes6: writtenMap[kRoute6Key, kRoute6]{name: "rt_routes6"},
 	}
 }
 
@@ -191,6 +204,50 @@ func staticRoute(c *cube.Cube, conn []connected, r *Route) (kRouteKey, kRoute, e
 	return routeKey(pf), v, nil
 }
 
+// peerMTU is the MTU of a port's peer interface, which frames the router
+// sends through the port must fit; 0 (unchecked) when it cannot be read.
+func (ctl *controller) peerMTU(ifname string) uint16 {
+	read := ctl.linkMTU
+	if read == nil {
+		read = func(name string) (int, error) {
+			lk, err := netlink.LinkByName(name)
+			if err != nil {
+				return 0, err
+			}
+			return lk.Attrs().MTU, nil
+		}
+	}
+	mtu, err := read(ifname)
+	if err != nil || mtu <= 0 {
+		return 0
+	}
+	return uint16(min(mtu, 65535))
+}
+
+// followMTUs rewrites the ports whose peer interface's MTU changed (`ip
+// link set … mtu`), at most every 5 s.
+func (ctl *controller) followMTUs(h cube.Handle, now time.Time) {
+	if now.Sub(ctl.mtuCheck) < 5*time.Second {
+		return
+	}
+	ctl.mtuCheck = now
+	m, err := h.Map("rt_ports")
+	if err != nil {
+		return
+	}
+	for i, ifname := range ctl.ifPeers {
+		kp := ctl.ports[i]
+		if mtu := ctl.peerMTU(ifname); mtu != kp.MTU {
+			kp.MTU = mtu
+			if err := m.Put(uint32(i), kp); err != nil {
+				h.Logf("rt_ports[%d]: %v", i, err)
+				continue
+			}
+			ctl.ports[i] = kp
+		}
+	}
+}
+
 // Sync writes ports, own addresses, connected and static routes and static
 // ARP entries; learned ARP entries stay.
 func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
@@ -211,6 +268,7 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 	}
 	ctl.conn = conn
 	ctl.macs = map[int]net.HardwareAddr{}
+	ctl.ports, ctl.ifPeers = map[int]kPort{}, map[int]string{}
 	for i := 0; i < datapath.MaxPorts; i++ {
 		var kp kPort
 		if p := c.PortByIndex(i); p != nil {
@@ -218,11 +276,17 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 			ctl.macs[i] = mac
 			copy(kp.MAC[:], mac)
 			kp.Valid = 1
+			if ep, err := cube.ParseEndpoint(p.Peer); err == nil && !ep.IsCube() {
+				ctl.ifPeers[i] = ep.Iface
+				kp.MTU = ctl.peerMTU(ep.Iface)
+			}
+			ctl.ports[i] = kp
 		}
 		if err := portsM.Put(uint32(i), kp); err != nil {
 			return fmt.Errorf("rt_ports[%d]: %w", i, err)
 		}
 	}
+	ctl.mtuCheck = ctl.now()
 	// Own addresses (IPv6: also every port's link-local one).
 	wantAddr := map[[4]byte]uint32{}
 	wantAddr6 := map[[16]byte]uint32{}
@@ -236,10 +300,14 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 	for port, mac := range ctl.macs {
 		wantAddr6[linkLocal(mac).As16()] = uint32(port)
 	}
-	if err := syncHash(addrsM, wantAddr); err != nil {
-		return fmt.Errorf("rt_addrs: %w", err)
+	addrs6M, err := h.Map("rt_addrs6")
+	if err != nil {
+		return err
 	}
-	if err := ctl.syncAddrs6(h, wantAddr6); err != nil {
+	if err := syncHash(addrsM, "rt_addrs", wantAddr); err != nil {
+		return err
+	}
+	if err := syncHash(addrs6M, "rt_addrs6", wantAddr6); err != nil {
 		return err
 	}
 	// Routes.
@@ -273,34 +341,15 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 		}
 		want[k] = kv
 	}
-	if err := ctl.syncRoutes6(h, want6); err != nil {
+	routes6M, err := h.Map("rt_routes6")
+	if err != nil {
 		return err
 	}
-	if ctl.written == nil {
-		ctl.written = map[kRouteKey]kRoute{}
-		var k kRouteKey
-		var v kRoute
-		it := routesM.Iterate()
-		for it.Next(&k, &v) {
-			ctl.written[k] = v
-		}
+	if err := ctl.routes6.sync(routes6M, want6); err != nil {
+		return err
 	}
-	for k := range ctl.written {
-		if _, ok := want[k]; !ok {
-			if err := routesM.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-				return fmt.Errorf("rt_routes: %w", err)
-			}
-			delete(ctl.written, k)
-		}
-	}
-	for k, v := range want {
-		if old, ok := ctl.written[k]; ok && old == v {
-			continue
-		}
-		if err := routesM.Put(k, v); err != nil {
-			return fmt.Errorf("rt_routes %v: %w", k, err)
-		}
-		ctl.written[k] = v
+	if err := ctl.routes4.sync(routesM, want); err != nil {
+		return err
 	}
 	// A sync (route changes, the cache setting) invalidates the cache.
 	off := ctl.cfg.DisableRouteCache
@@ -446,28 +495,6 @@ func setGen(h cube.Handle, off *bool) error {
 	return nil
 }
 
-// syncHash makes a small hash map hold exactly want.
-func syncHash(m *ebpf.Map, want map[[4]byte]uint32) error {
-	var k [4]byte
-	var v uint32
-	var del [][4]byte
-	it := m.Iterate()
-	for it.Next(&k, &v) {
-		if w, ok := want[k]; !ok || w != v {
-			del = append(del, k)
-		}
-	}
-	for _, k := range del {
-		m.Delete(k)
-	}
-	for k, v := range want {
-		if err := m.Put(k, v); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // PutEntry writes one static route or ARP entry (large tables change entry
 // by entry, not through a full Sync).
 func (ctl *controller) PutEntry(h cube.Handle, c *cube.Cube, table string, item any) error {
@@ -487,11 +514,8 @@ func (ctl *controller) PutEntry(h cube.Handle, c *cube.Cube, table string, item 
 		if err != nil {
 			return err
 		}
-		if err := routesM.Put(k, v); err != nil {
-			return fmt.Errorf("rt_routes: %w", err)
-		}
-		if ctl.written != nil {
-			ctl.written[k] = v
+		if err := ctl.routes4.put(routesM, k, v); err != nil {
+			return err
 		}
 		return bumpGen(h)
 	case arpTable.Name:
@@ -525,12 +549,8 @@ func (ctl *controller) DeleteEntry(h cube.Handle, c *cube.Cube, table string, it
 		if pf.Addr().Is6() {
 			return ctl.deleteRoute6(h, pf)
 		}
-		k := routeKey(pf)
-		if err := routesM.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-			return fmt.Errorf("rt_routes: %w", err)
-		}
-		if ctl.written != nil {
-			delete(ctl.written, k)
+		if err := ctl.routes4.delete(routesM, routeKey(pf)); err != nil {
+			return err
 		}
 		return bumpGen(h)
 	case arpTable.Name:

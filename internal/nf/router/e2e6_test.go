@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,7 +93,7 @@ func TestE2ERouterIPv6(t *testing.T) {
 					return err
 				}
 				for _, p := range []string{"p0", "p1"} {
-					if _, err := tp.PutEntry("r1", "ra", json.RawMessage(`{"port":"`+p+`","interval":4}`)); err != nil {
+					if _, err := tp.PutEntry("r1", "ra", json.RawMessage(`{"port":"`+p+`","interval":4,"mtu":1400,"dns":["2001:db8:a::53"]}`)); err != nil {
 						return err
 					}
 				}
@@ -100,6 +101,13 @@ func TestE2ERouterIPv6(t *testing.T) {
 			})
 			addrA := slaacAddr(t, a, netip.MustParsePrefix("2001:db8:a::/64"), 20*time.Second)
 			addrB := slaacAddr(t, b, netip.MustParsePrefix("2001:db8:b::/64"), 20*time.Second)
+			// The hosts took the link MTU from the advertisements' MTU option.
+			for _, h := range []*netlab.Host{a, b} {
+				out, err := h.Exec(context.Background(), "sysctl", "-n", "net.ipv6.conf.eth0.mtu")
+				if err != nil || strings.TrimSpace(string(out)) != "1400" {
+					t.Fatalf("%s: IPv6 MTU %q (%v), want 1400 from the RA's MTU option", h.Name, out, err)
+				}
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			must(a.Ping(ctx, "2001:db8:a::1", 2))
@@ -115,6 +123,27 @@ func TestE2ERouterIPv6(t *testing.T) {
 				must(netlab.TCPTransfer(ctx, d.from, d.to, d.dst, 5001, 2<<20))
 			}
 			must(a.Ping(ctx, "198.18.1.20", 2))
+			// b's link shrinks to 1280 bytes: a's larger packets get packet
+			// too big (IPv6) and fragmentation needed (IPv4, DF), and a's
+			// kernel records the path MTU.
+			lk, err := netlink.LinkByName(vb)
+			must(err)
+			must(netlink.LinkSetMTU(lk, 1280))
+			for _, dst := range []string{addrB, "198.18.1.20"} {
+				deadline := time.Now().Add(15 * time.Second)
+				for {
+					a.Exec(ctx, "ping", "-M", "do", "-s", "1300", "-c", "1", "-W", "1", dst) // fails: too big
+					out, _ := a.Exec(ctx, "ip", "route", "get", dst)
+					if strings.Contains(string(out), "mtu 1280") {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("a's route to %s after a 1328-byte ping through a 1280-byte link: %s", dst, out)
+					}
+					time.Sleep(500 * time.Millisecond)
+				}
+			}
+			must(a.Ping(ctx, addrB, 1)) // small packets still pass
 			v, err := e.View(tenant.Admin, "r1", "arp")
 			must(err)
 			learned := map[string]string{}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,7 +23,7 @@ func model6(hook datapath.Hook, routes []Route, nb []Neighbor) *cube.Cube {
 	c := model(hook, routes, nb)
 	c.Ports[0].Addresses = append(c.Ports[0].Addresses, "2001:db8:0::1/64")
 	c.Ports[1].Addresses = append(c.Ports[1].Addresses, "2001:db8:1::1/64")
-	c.Tables["ra"] = map[string]json.RawMessage{"p0": nftest.Entry(RA{Port: "p0", Interval: 30})}
+	c.Tables["ra"] = map[string]json.RawMessage{"p0": nftest.Entry(RA{Port: "p0", Interval: 30, DNS: []string{"2001:db8::53", "2001:db8:1::53"}, MTU: 1400})}
 	return c
 }
 
@@ -214,17 +215,133 @@ func TestRouterAdvertisements(t *testing.T) {
 			ra.RouterLifetime != 90 || !icmp6OK(f.Data) {
 			t.Fatalf("advertisement %v", p)
 		}
-		var prefix, lla bool
+		var prefix, lla, rdnss, mtu bool
 		for _, o := range ra.Options {
 			switch o.Type {
+			case 25: // RDNSS (RFC 8106): reserved, lifetime, the servers
+				rdnss = len(o.Data) == 6+32 && binary.BigEndian.Uint32(o.Data[2:]) == 90 &&
+					net.IP(o.Data[6:22]).Equal(net.ParseIP("2001:db8::53")) && net.IP(o.Data[22:38]).Equal(net.ParseIP("2001:db8:1::53"))
+			case layers.ICMPv6OptMTU:
+				mtu = binary.BigEndian.Uint32(o.Data[2:]) == 1400
 			case layers.ICMPv6OptPrefixInfo:
 				prefix = o.Data[0] == 64 && o.Data[1]&0xc0 == 0xc0 && net.IP(o.Data[14:30]).Equal(net.ParseIP("2001:db8::"))
 			case layers.ICMPv6OptSourceAddress:
 				lla = bytes.Equal(o.Data, nftest.MAC(macP0))
 			}
 		}
-		if !prefix || !lla {
-			t.Fatalf("advertisement options %v", ra.Options)
+		if !prefix || !lla || !rdnss || !mtu {
+			t.Fatalf("advertisement options %v: prefix %v, source link-layer address %v, RDNSS %v, MTU %v", ra.Options, prefix, lla, rdnss, mtu)
 		}
+	}
+}
+
+// TestRAOptionsValidation: RDNSS servers and the MTU option are checked
+// (field named, nothing changed); the DNS lifetime defaults to 3 × interval.
+func TestRAOptionsValidation(t *testing.T) {
+	c := model6(datapath.XDP, nil, nil)
+	ok := RA{Port: "p0", Interval: 30, DNS: []string{"2001:db8:0:0::53"}}
+	if err := ok.Validate(c); err != nil || *ok.DNSLifetime != 90 || ok.DNS[0] != "2001:db8::53" {
+		t.Fatalf("valid RA: %v %+v", err, ok)
+	}
+	zero, short := 0, 10
+	for _, x := range []struct {
+		ra   RA
+		want string
+	}{
+		{RA{Port: "p0", DNS: []string{"ff02::1"}}, "dns[0]: ff02::1 is not a unicast address"},
+		{RA{Port: "p0", DNS: []string{"198.18.0.53"}}, `dns[0]: invalid IPv6 address "198.18.0.53"`},
+		{RA{Port: "p0", DNS: []string{"2001:db8::1", "2001:db8::2", "2001:db8::3", "2001:db8::4"}}, "dns: 4 servers: at most 3"},
+		{RA{Port: "p0", Interval: 30, DNS: []string{"2001:db8::53"}, DNSLifetime: &short}, "dns_lifetime: 10 s is shorter than the interval"},
+		{RA{Port: "p0", DNSLifetime: &zero}, "dns_lifetime: set without dns servers"},
+		{RA{Port: "p0", MTU: 1000}, "mtu: 1000: an IPv6 link MTU is 1280..65535"},
+	} {
+		if err := x.ra.Validate(c); err == nil || !strings.Contains(err.Error(), x.want) {
+			t.Errorf("%+v: %v, want %q", x.ra, err, x.want)
+		}
+	}
+}
+
+// TestPacketTooBig: a packet larger than the out port's MTU (its peer
+// interface's) is punted, and the slow path answers ICMPv6 packet too big
+// or, for IPv4 with DF, fragmentation needed, with the MTU, from the
+// router's address on the ingress link; IPv4 without DF is dropped (the
+// router does not fragment); what fits is forwarded; the MTU follows the
+// interface.
+func TestPacketTooBig(t *testing.T) {
+	for _, h := range hooks {
+		t.Run(string(h.hook), func(t *testing.T) {
+			c := model6(h.hook, nil, []Neighbor{{IP: "198.18.1.20", MAC: macN1}, {IP: "2001:db8:1::20", MAC: macN1}})
+			c.Ports[1].Peer = "mtu-p1"
+			r := nftest.New(t, Type, c)
+			ctl := r.Ctl.(*controller)
+			mtu := 1280
+			ctl.linkMTU = func(name string) (int, error) {
+				if name != "mtu-p1" {
+					t.Errorf("MTU of %q read", name)
+				}
+				return mtu, nil
+			}
+			if err := ctl.Sync(r.Handle(), r.Model); err != nil {
+				t.Fatal(err)
+			}
+			big := func(v6, df bool, size int) []byte {
+				eth := &layers.Ethernet{SrcMAC: nftest.MAC(macH0), DstMAC: nftest.MAC(macP0), EthernetType: layers.EthernetTypeIPv4}
+				var ip gopacket.SerializableLayer = &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP,
+					SrcIP: net.ParseIP("198.18.0.10"), DstIP: net.ParseIP("198.18.1.20")}
+				if df {
+					ip.(*layers.IPv4).Flags = layers.IPv4DontFragment
+				}
+				hdr := 20
+				if v6 {
+					eth.EthernetType = layers.EthernetTypeIPv6
+					ip = &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: layers.IPProtocolUDP, SrcIP: net.ParseIP("2001:db8::10"), DstIP: net.ParseIP("2001:db8:1::20")}
+					hdr = 40
+				}
+				return nftest.Serialize(eth, ip, &layers.UDP{SrcPort: 1, DstPort: 2}, gopacket.Payload(make([]byte, size-hdr-8)))
+			}
+			punts := func() uint64 { return r.Stats()[0].PuntPackets }
+			for _, x := range []struct {
+				v6, df bool
+				size   int
+				want   string // sent, punt, drop
+			}{
+				{false, true, 1280, "sent"}, {false, true, 1281, "punt"}, {false, false, 1400, "drop"},
+				{true, false, 1280, "sent"}, {true, false, 1281, "punt"},
+			} {
+				before := punts()
+				res := r.Run("p0", big(x.v6, x.df, x.size))
+				got := "drop"
+				if res.Sent() {
+					got = "sent"
+				} else if punts() > before {
+					got = "punt"
+				}
+				if got != x.want || x.want == "sent" && res.Port != 1 {
+					t.Fatalf("IPv6 %v DF %v %d bytes through MTU 1280: %s (port %d), want %s", x.v6, x.df, x.size, got, res.Port, x.want)
+				}
+			}
+			ph := r.Ctl.(cube.PuntHandler)
+			ph.HandlePunt(r.Handle(), r.Model, puntOf(big(false, true, 1400), 0, puntTooBig, 1280))
+			ph.HandlePunt(r.Handle(), r.Model, puntOf(big(true, false, 1400), 0, puntTooBig, 1280))
+			if len(r.Transmitted) != 2 {
+				t.Fatalf("transmitted %d frames, want 2 errors", len(r.Transmitted))
+			}
+			p := decode(t, r.Transmitted[0].Data)
+			ic, _ := p.Layer(layers.LayerTypeICMPv4).(*layers.ICMPv4)
+			if ic == nil || ic.TypeCode != layers.CreateICMPv4TypeCode(3, 4) || ic.Seq != 1280 || r.Transmitted[0].Port != 0 {
+				t.Fatalf("fragmentation needed: %v", p)
+			}
+			f6 := r.Transmitted[1].Data
+			if f6[14+40] != 2 || binary.BigEndian.Uint32(f6[14+44:]) != 1280 || !icmp6OK(f6) ||
+				net.IP(f6[14+8:14+24]).String() != "2001:db8::1" || net.IP(f6[14+24:14+40]).String() != "2001:db8::10" {
+				t.Fatalf("packet too big: % x", f6[:14+48])
+			}
+			// The interface's MTU grows: the router follows within 5 s.
+			mtu = 1500
+			ctl.followMTUs(r.Handle(), ctl.now().Add(6*time.Second))
+			if res := r.Run("p0", big(true, false, 1400)); !res.Sent() {
+				t.Fatal("1400 bytes not forwarded after the MTU became 1500")
+			}
+		})
 	}
 }

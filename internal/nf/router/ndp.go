@@ -2,7 +2,6 @@ package router
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -59,78 +58,13 @@ func staticRoute6(c *cube.Cube, conn []connected, r *Route) (kRoute6Key, kRoute6
 	return route6Key(pf), v
 }
 
-func (ctl *controller) syncAddrs6(h cube.Handle, want map[[16]byte]uint32) error {
-	m, err := h.Map("rt_addrs6")
-	if err != nil {
-		return err
-	}
-	var k [16]byte
-	var v uint32
-	var del [][16]byte
-	it := m.Iterate()
-	for it.Next(&k, &v) {
-		if w, ok := want[k]; !ok || w != v {
-			del = append(del, k)
-		}
-	}
-	for _, k := range del {
-		m.Delete(k)
-	}
-	for k, v := range want {
-		if err := m.Put(k, v); err != nil {
-			return fmt.Errorf("rt_addrs6: %w", err)
-		}
-	}
-	return nil
-}
-
-func (ctl *controller) syncRoutes6(h cube.Handle, want map[kRoute6Key]kRoute6) error {
-	m, err := h.Map("rt_routes6")
-	if err != nil {
-		return err
-	}
-	if ctl.written6 == nil {
-		ctl.written6 = map[kRoute6Key]kRoute6{}
-		var k kRoute6Key
-		var v kRoute6
-		it := m.Iterate()
-		for it.Next(&k, &v) {
-			ctl.written6[k] = v
-		}
-	}
-	for k := range ctl.written6 {
-		if _, ok := want[k]; !ok {
-			if err := m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-				return fmt.Errorf("rt_routes6: %w", err)
-			}
-			delete(ctl.written6, k)
-		}
-	}
-	for k, v := range want {
-		if old, ok := ctl.written6[k]; ok && old == v {
-			continue
-		}
-		if err := m.Put(k, v); err != nil {
-			return fmt.Errorf("rt_routes6: %w", err)
-		}
-		ctl.written6[k] = v
-	}
-	return nil
-}
-
 func (ctl *controller) putRoute6(h cube.Handle, c *cube.Cube, r *Route) error {
 	m, err := h.Map("rt_routes6")
 	if err != nil {
 		return err
 	}
 	k, v := staticRoute6(c, ctl.conn, r)
-	if err := m.Put(k, v); err != nil {
-		return fmt.Errorf("rt_routes6: %w", err)
-	}
-	if ctl.written6 != nil {
-		ctl.written6[k] = v
-	}
-	return nil
+	return ctl.routes6.put(m, k, v)
 }
 
 func (ctl *controller) deleteRoute6(h cube.Handle, pf netip.Prefix) error {
@@ -138,14 +72,7 @@ func (ctl *controller) deleteRoute6(h cube.Handle, pf netip.Prefix) error {
 	if err != nil {
 		return err
 	}
-	k := route6Key(pf)
-	if err := m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-		return fmt.Errorf("rt_routes6: %w", err)
-	}
-	if ctl.written6 != nil {
-		delete(ctl.written6, k)
-	}
-	return nil
+	return ctl.routes6.delete(m, route6Key(pf))
 }
 
 func (ctl *controller) putNeigh6(h cube.Handle, a netip.Addr, port int, v kARP) error {
@@ -381,10 +308,10 @@ func icmp6Checksum(src, dst [16]byte, msg []byte) uint16 {
 }
 
 // icmp6Error answers the IPv6 packet in p.Frame with an ICMPv6 error (RFC
-// 4443), sent back out of the port it came in by, from the router's address
+// 4443; rest: the header's last 4 bytes, a packet too big's MTU), sent back out of the port it came in by, from the router's address
 // on that link (or its link-local one), quoting as much of the packet as
 // fits in the minimum MTU.
-func (ctl *controller) icmp6Error(h cube.Handle, p cube.Punt, typ, code byte) {
+func (ctl *controller) icmp6Error(h cube.Handle, p cube.Punt, typ, code byte, rest uint32) {
 	f := p.Frame
 	if len(f) < 14+40 {
 		return
@@ -420,6 +347,7 @@ func (ctl *controller) icmp6Error(h cube.Handle, p cube.Punt, typ, code byte) {
 	quote := ip[:min(len(ip), 1280-40-8)]
 	msg := make([]byte, 8+len(quote))
 	msg[0], msg[1] = typ, code
+	binary.BigEndian.PutUint32(msg[4:], rest)
 	copy(msg[8:], quote)
 	if err := h.Transmit(p.InPort, icmp6Frame(net.HardwareAddr(f[6:12]), mac, from, src, 64, msg)); err != nil {
 		h.Logf("icmpv6 error: %v", err)
@@ -447,6 +375,14 @@ type RA struct {
 	// configuration from DHCPv6).
 	Managed bool `json:"managed,omitempty"`
 	Other   bool `json:"other,omitempty"`
+	// DNS servers advertised in an RDNSS option (RFC 8106), so hosts
+	// find a resolver without DHCPv6.
+	DNS []string `json:"dns,omitempty" format:"ipv6" maxItems:"3" doc:"recursive DNS servers (RFC 8106 RDNSS), at most 3 IPv6 addresses; not multicast, unspecified or IPv4-mapped (422 otherwise)"`
+	// DNSLifetime is how long hosts may use them, seconds (default 3 ×
+	// interval, RFC 8106 5.1: at least the interval; 0 withdraws them).
+	DNSLifetime *int `json:"dns_lifetime,omitempty" minimum:"0" maximum:"86400" doc:"seconds the servers may be used: default 3 × interval; 0 withdraws them; else at least interval (422 otherwise)"`
+	// MTU advertised in an MTU option (RFC 4861 4.6.4); 0: none.
+	MTU int `json:"mtu,omitempty" minimum:"0" maximum:"65535" doc:"link MTU advertised to the hosts (RFC 4861 MTU option): 1280..65535, 0 or absent: none (422 for 1..1279)"`
 }
 
 const (
@@ -473,6 +409,9 @@ func (r *RA) Validate(c *cube.Cube) error {
 	}
 	if *r.Lifetime < 0 || *r.Lifetime > 9000 {
 		return cube.Errorf("lifetime", "%d out of range 0..9000 seconds", *r.Lifetime)
+	}
+	if err := r.validateOptions(); err != nil {
+		return err
 	}
 	conn, err := connectedOf(c)
 	if err != nil {
@@ -501,6 +440,42 @@ func (r *RA) Validate(c *cube.Cube) error {
 			return cube.Unprocessable(fmt.Sprintf("prefixes[%d]", i), "%s is not a global prefix", s)
 		}
 		r.Prefixes[i] = pf.String()
+	}
+	return nil
+}
+
+// validateOptions checks the RDNSS and MTU options.
+func (r *RA) validateOptions() error {
+	if len(r.DNS) > 3 {
+		return cube.Errorf("dns", "%d servers: at most 3", len(r.DNS))
+	}
+	for i, s := range r.DNS {
+		a, err := netip.ParseAddr(s)
+		if err != nil || !a.Is6() || a.Zone() != "" {
+			return cube.Errorf(fmt.Sprintf("dns[%d]", i), "invalid IPv6 address %q", s)
+		}
+		if a.IsMulticast() || a.IsUnspecified() || a.Is4In6() {
+			return cube.Unprocessable(fmt.Sprintf("dns[%d]", i), "%s is not a unicast address a host can query", s)
+		}
+		r.DNS[i] = a.String()
+	}
+	if r.DNSLifetime == nil && len(r.DNS) > 0 {
+		l := 3 * r.Interval
+		r.DNSLifetime = &l
+	}
+	if l := r.DNSLifetime; l != nil {
+		if *l < 0 || *l > 86400 {
+			return cube.Errorf("dns_lifetime", "%d out of range 0..86400 seconds", *l)
+		}
+		if *l != 0 && *l < r.Interval {
+			return cube.Unprocessable("dns_lifetime", "%d s is shorter than the interval (%d s): hosts would drop the servers between advertisements (RFC 8106 5.1)", *l, r.Interval)
+		}
+		if len(r.DNS) == 0 {
+			return cube.Unprocessable("dns_lifetime", "set without dns servers")
+		}
+	}
+	if r.MTU != 0 && (r.MTU < 1280 || r.MTU > 65535) {
+		return cube.Unprocessable("mtu", "%d: an IPv6 link MTU is 1280..65535", r.MTU)
 	}
 	return nil
 }
@@ -565,6 +540,23 @@ func (ctl *controller) sendRA(h cube.Handle, port int, dst netip.Addr, dstMAC ne
 		binary.BigEndian.PutUint32(o[8:], raPreferred)
 		a := pf.Addr().As16()
 		copy(o[16:], a[:])
+		msg = append(msg, o...)
+	}
+	if r.MTU != 0 {
+		o := make([]byte, 8)
+		o[0], o[1] = 5, 1
+		binary.BigEndian.PutUint32(o[4:], uint32(r.MTU))
+		msg = append(msg, o...)
+	}
+	if len(r.DNS) > 0 {
+		// RDNSS (RFC 8106 5.1): length in units of 8 bytes, 1 + 2 per server.
+		o := make([]byte, 8, 8+16*len(r.DNS))
+		o[0], o[1] = 25, byte(1+2*len(r.DNS))
+		binary.BigEndian.PutUint32(o[4:], uint32(*r.DNSLifetime))
+		for _, s := range r.DNS {
+			a := netip.MustParseAddr(s).As16()
+			o = append(o, a[:]...)
+		}
 		msg = append(msg, o...)
 	}
 	if err := h.Transmit(port, icmp6Frame(dstMAC, mac, linkLocal(mac), dst, 255, msg)); err != nil {

@@ -30,15 +30,21 @@ func (ctl *controller) HandlePunt(h cube.Handle, c *cube.Cube, p cube.Punt) {
 		ctl.rsIn(h, p)
 	case puntTTL:
 		if isIPv6(p.Frame) {
-			ctl.icmp6Error(h, p, 3, 0) // hop limit exceeded in transit
+			ctl.icmp6Error(h, p, 3, 0, 0) // hop limit exceeded in transit
 		} else {
-			ctl.icmpError(h, p, 11, 0) // time exceeded in transit
+			ctl.icmpError(h, p, 11, 0, 0) // time exceeded in transit
 		}
 	case puntNoRoute:
 		if isIPv6(p.Frame) {
-			ctl.icmp6Error(h, p, 1, 0) // no route to destination
+			ctl.icmp6Error(h, p, 1, 0, 0) // no route to destination
 		} else {
-			ctl.icmpError(h, p, 3, 0) // net unreachable
+			ctl.icmpError(h, p, 3, 0, 0) // net unreachable
+		}
+	case puntTooBig: // the out port's MTU in the arg
+		if isIPv6(p.Frame) {
+			ctl.icmp6Error(h, p, 2, 0, p.Arg) // packet too big (RFC 4443 3.2)
+		} else {
+			ctl.icmpError(h, p, 3, 4, p.Arg&0xffff) // fragmentation needed, next-hop MTU (RFC 1191)
 		}
 	}
 }
@@ -49,9 +55,9 @@ func isIPv6(f []byte) bool { return len(f) >= 14 && binary.BigEndian.Uint16(f[12
 func (ctl *controller) unreachable(h cube.Handle, q queued) {
 	p := cube.Punt{InPort: q.inPort, Frame: q.frame, PktLen: len(q.frame)}
 	if isIPv6(q.frame) {
-		ctl.icmp6Error(h, p, 1, 3) // address unreachable
+		ctl.icmp6Error(h, p, 1, 3, 0) // address unreachable
 	} else {
-		ctl.icmpError(h, p, 3, 1) // host unreachable
+		ctl.icmpError(h, p, 3, 1, 0) // host unreachable
 	}
 }
 
@@ -208,6 +214,7 @@ func (ctl *controller) Tick(h cube.Handle, c *cube.Cube, now time.Time) {
 		}
 	}
 	ctl.tickRA(h, now)
+	ctl.followMTUs(h, now)
 }
 
 // sendARPRequest asks who has ip on the port of cn: broadcast, or unicast
@@ -264,9 +271,10 @@ func (ctl *controller) allowICMP() bool {
 }
 
 // icmpError answers the packet in p.Frame (as received on p.InPort) with an
-// ICMP error of type/code, sent back out of the port it came in by, to the
-// MAC it came from (RFC 1812 4.3.2).
-func (ctl *controller) icmpError(h cube.Handle, p cube.Punt, typ, code byte) {
+// ICMP error of type/code (rest: the header's last 4 bytes, the next-hop MTU
+// of "fragmentation needed"), sent back out of the port it came in by, to
+// the MAC it came from (RFC 1812 4.3.2).
+func (ctl *controller) icmpError(h cube.Handle, p cube.Punt, typ, code byte, rest uint32) {
 	f := p.Frame
 	if len(f) < 14+20 || binary.BigEndian.Uint16(f[12:]) != 0x0800 {
 		return
@@ -335,6 +343,7 @@ func (ctl *controller) icmpError(h cube.Handle, p cube.Punt, typ, code byte) {
 	binary.BigEndian.PutUint16(o[10:], checksum(o[:20]))
 	ic := o[20:]
 	ic[0], ic[1] = typ, code
+	binary.BigEndian.PutUint32(ic[4:], rest)
 	copy(ic[8:], quote)
 	binary.BigEndian.PutUint16(ic[2:], checksum(ic))
 	if err := h.Transmit(p.InPort, out); err != nil {

@@ -24,6 +24,7 @@
 #define RT_PUNT_ND 5        /* IPv6: neighbour advertisement for the router */
 #define RT_PUNT_ND_MISS 6   /* IPv6: next hop not resolved; arg = out port */
 #define RT_PUNT_RS 7        /* IPv6: router solicitation */
+#define RT_PUNT_TOO_BIG 8   /* larger than the out port's MTU; arg = the MTU */
 
 #define RT_MAX_ROUTES 131072
 #define RT_MAX_ARP 65536
@@ -34,7 +35,37 @@
 struct rt_port {
 	__u8 mac[ETH_ALEN];
 	__u16 valid;
+	__u16 mtu; /* of the peer interface; 0: not checked (a cube peer) */
+	__u16 pad[3];
 };
+
+/* Does a packet of l3 bytes (network header on) fit the MTU? A GSO skb (TC)
+ * is judged by its segments: gso_size bytes of payload behind the network
+ * and transport headers (l4hdr), as Linux's forwarding path does. */
+static __always_inline int rt_fits(ctx_t *ctx, __u32 l3, __u32 mtu, __u32 nethdr, __u32 l4off, __u8 proto)
+{
+	if (!mtu || l3 <= mtu)
+		return 1;
+#if defined(EDGENF_HOOK_TC)
+	if (ctx->gso_size) {
+		__u32 l4hdr = 8;
+
+		if (proto == IPPROTO_TCP) {
+			__u8 doff;
+
+			if (bpf_skb_load_bytes(ctx, l4off + 12, &doff, 1) < 0)
+				return 0;
+			l4hdr = (doff >> 4) * 4;
+		}
+		return ctx->gso_size + nethdr + l4hdr <= mtu;
+	}
+#endif
+	(void)ctx;
+	(void)nethdr;
+	(void)l4off;
+	(void)proto;
+	return 0;
+}
 
 struct rt_route_key {
 	__u32 prefixlen;
@@ -350,6 +381,9 @@ static __always_inline int rt_ip6(ctx_t *ctx, struct edgenf_md *md, struct rt_po
 	op = bpf_map_lookup_elem(&rt_ports, &nk.port);
 	if (!op || !op->valid)
 		return enf_drop(ctx, md);
+	/* An IPv6 router never fragments: packet too big (RFC 8200 5). */
+	if (!rt_fits(ctx, bpf_ntohs(ip6->payload_len) + 40, op->mtu, 40, sizeof(*eth) + 40, ip6->nexthdr))
+		return enf_punt(ctx, md, RT_PUNT_TOO_BIG, op->mtu);
 	ip6->hop_limit--; /* no header checksum in IPv6 */
 	__builtin_memcpy(eth->h_dest, nb->mac, ETH_ALEN);
 	__builtin_memcpy(eth->h_source, op->mac, ETH_ALEN);
@@ -434,6 +468,15 @@ static __always_inline int router(ctx_t *ctx, struct edgenf_md *md)
 	op = bpf_map_lookup_elem(&rt_ports, &out);
 	if (!op || !op->valid)
 		return enf_drop(ctx, md);
+	/* Too big for the out port: "fragmentation needed" with the MTU when
+	 * the sender forbade fragmenting (path MTU discovery, RFC 1191);
+	 * otherwise dropped and counted as a drop: the router does not
+	 * fragment. */
+	if (!rt_fits(ctx, bpf_ntohs(ip->tot_len), op->mtu, ip->ihl * 4, sizeof(*eth) + ip->ihl * 4, ip->protocol)) {
+		if (ip->frag_off & bpf_htons(0x4000))
+			return enf_punt(ctx, md, RT_PUNT_TOO_BIG, op->mtu);
+		return enf_drop(ctx, md);
+	}
 
 	/* TTL is the high byte of the 16-bit word it shares with protocol. */
 	{
