@@ -192,7 +192,7 @@ func (r Runner) one(ctx context.Context, c Case, dir string) Outcome {
 	cctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
 	cmd := exec.CommandContext(cctx, r.Edgenf, Args(c, dir)...)
-	cmd.Dir = filepath.Dir(c.P4) // STF files name nothing relative, but keep paths short in messages
+	cmd.Dir = filepath.Dir(c.P4)                                 // STF files name nothing relative, but keep paths short in messages
 	cmd.Env = append(os.Environ(), "EDGENF_SOCKET=/nonexistent") // never a daemon: these verbs run locally
 	cmd.WaitDelay = 5 * time.Second
 	var buf bytes.Buffer
