@@ -2,12 +2,14 @@ package stf
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 
 	"github.com/edgenf/edgenf/internal/p4/p4info"
 	"github.com/edgenf/edgenf/internal/p4/tableruntime"
@@ -31,6 +33,9 @@ type Runner struct {
 	RT   *tableruntime.Program
 	Hook string // "xdp" or "tc"
 	cpus int
+	// offAt is where struct p4_state keeps the parser's end offset (BTF);
+	// -1 if unknown. Frames shorter than 14 bytes need it (runOnce).
+	offAt int
 	// send and closer replace the test-run path in live runs (LoadLive).
 	send   func(port int, pkt []byte) (*Output, error)
 	repl   *replState // multicast nodes and the punt-ring reader of copies (replicate.go)
@@ -75,7 +80,7 @@ func LoadHook(object []byte, info *p4info.P4Info, hook string) (*Runner, error) 
 		}
 		return nil, fmt.Errorf("loading the program: %w", err)
 	}
-	r := &Runner{Coll: coll, Prog: coll.Programs["edgenf_cube"], Hook: hook}
+	r := &Runner{Coll: coll, Prog: coll.Programs["edgenf_cube"], Hook: hook, offAt: stateOff(spec)}
 	if r.Prog == nil {
 		coll.Close()
 		return nil, fmt.Errorf("object has no edgenf_cube program")
@@ -141,18 +146,94 @@ func (r *Runner) runOnce(inPort int, pkt []byte) (verdict uint32, out []byte, be
 	if before, err = r.stats(); err != nil {
 		return
 	}
-	// XDP test runs need at least an Ethernet header's worth of data
-	data := pkt
-	if len(data) < 14 {
-		data = append(append([]byte(nil), pkt...), make([]byte, 14-len(pkt))...)
+	// The kernel runs no frame shorter than an Ethernet header (at either
+	// hook, whatever the metadata): a runt is padded with zeros to 14 bytes
+	// and the padding cut from the output, and the parser must not have
+	// read into it (where BMv2 would raise error.PacketTooShort).
+	data, pad := pkt, 0
+	if len(pkt) < ethHlen {
+		pad = ethHlen - len(pkt)
+		data = append(append([]byte(nil), pkt...), make([]byte, pad)...)
+		if err = r.setParsed(0); err != nil {
+			return
+		}
 	}
 	ro := &ebpf.RunOptions{Data: data, DataOut: make([]byte, len(data)+512), Repeat: 1}
 	if verdict, err = r.Prog.Run(ro); err != nil {
 		err = fmt.Errorf("BPF_PROG_TEST_RUN: %w", err)
 		return
 	}
+	out = ro.DataOut
+	if pad > 0 {
+		var parsed uint32
+		if parsed, err = r.parsed(); err != nil {
+			return
+		}
+		if int(parsed) > len(pkt) {
+			err = fmt.Errorf("the parser read %d bytes of this %d-byte frame: a test run cannot show what happens past its end (the kernel pads frames to 14 bytes; BMv2 raises error.PacketTooShort)", parsed, len(pkt))
+			return
+		}
+		if len(out) < pad {
+			err = fmt.Errorf("the program cut the padding of a %d-byte frame (%d bytes out)", len(pkt), len(out))
+			return
+		}
+		out = out[:len(out)-pad]
+	}
 	after, err = r.stats()
-	return verdict, ro.DataOut, before, after, err
+	return verdict, out, before, after, err
+}
+
+const ethHlen = 14
+
+// setParsed sets the parser's end offset (p4_state.off) on every CPU.
+func (r *Runner) setParsed(v uint32) error {
+	if r.offAt < 0 {
+		return errors.New("frames shorter than 14 bytes need the program's p4_state.off (no BTF for it)")
+	}
+	m := r.Coll.Maps["p4_state_map"]
+	var per [][]byte
+	if err := m.Lookup(uint32(0), &per); err != nil {
+		return fmt.Errorf("p4_state_map: %w", err)
+	}
+	for _, b := range per {
+		binary.NativeEndian.PutUint32(b[r.offAt:], v)
+	}
+	return m.Update(uint32(0), per, ebpf.UpdateAny)
+}
+
+// parsed is how many bytes the parser consumed in the last run (the
+// largest p4_state.off of any CPU, after setParsed(0)).
+func (r *Runner) parsed() (uint32, error) {
+	var per [][]byte
+	if err := r.Coll.Maps["p4_state_map"].Lookup(uint32(0), &per); err != nil {
+		return 0, fmt.Errorf("p4_state_map: %w", err)
+	}
+	n := uint32(0)
+	for _, b := range per {
+		n = max(n, binary.NativeEndian.Uint32(b[r.offAt:]))
+	}
+	return n, nil
+}
+
+// stateOff is the byte offset of the parser's end offset in the program's
+// struct p4_state, from its BTF; -1 when absent.
+func stateOff(spec *ebpf.CollectionSpec) int {
+	ms := spec.Maps["p4_state_map"]
+	if ms == nil {
+		return -1
+	}
+	st, ok := btf.UnderlyingType(ms.Value).(*btf.Struct)
+	if !ok {
+		return -1
+	}
+	for _, m := range st.Members {
+		if m.Name == "off" {
+			if sz, err := btf.Sizeof(m.Type); err == nil && sz == 4 {
+				return int(m.Offset.Bytes())
+			}
+		}
+	}
+	return -1
 }
 
 // Send runs one packet arriving on inPort; it returns the output, or nil when
