@@ -257,12 +257,18 @@ func (g *gen) advance(arg syntax.Expr) {
 	g.line("\t\ts->sm.f_parser_error = %d; /* error.ParserInvalidArgument */", g.errorID("ParserInvalidArgument"))
 	g.line("\t\tgoto st_reject;")
 	g.line("\t}")
-	g.line("\tif ((__u64)off + (adv >> 3) > ctx_len(ctx)) {")
+	g.skipBytes("adv >> 3")
+	g.line("}")
+}
+
+// skipBytes moves the parser n (a C expression) bytes on, error.PacketTooShort
+// past the end (advance, and extract<T>(_) in lookahead.go).
+func (g *gen) skipBytes(n string) {
+	g.line("\tif ((__u64)off + (%s) > ctx_len(ctx)) {", n)
 	g.line("\t\ts->sm.f_parser_error = %d; /* error.PacketTooShort */", g.errorID("PacketTooShort"))
 	g.line("\t\tgoto st_reject;")
 	g.line("\t}")
-	g.line("\toff += adv >> 3;")
-	g.line("}")
+	g.line("\toff += %s;", n)
 }
 
 // lookahead returns a C expression for packet.lookahead<bit<N>>() (N <= 64):

@@ -147,12 +147,14 @@ func (r *Runner) runOnce(inPort int, pkt []byte) (verdict uint32, out []byte, be
 		return
 	}
 	// The kernel runs no frame shorter than an Ethernet header (at either
-	// hook, whatever the metadata): a runt is padded with zeros to 14 bytes
-	// and the padding cut from the output, and the parser must not have
-	// read into it (where BMv2 would raise error.PacketTooShort).
+	// hook, whatever the metadata), nor cuts one below it: a runt is padded
+	// with zeros to 60 bytes, as a NIC pads what it sends, so that a
+	// program may also take headers off it; the padding is cut from the
+	// output, and the parser must not have read into it (where BMv2 would
+	// raise error.PacketTooShort).
 	data, pad := pkt, 0
 	if len(pkt) < ethHlen {
-		pad = ethHlen - len(pkt)
+		pad = runtPadded - len(pkt)
 		data = append(append([]byte(nil), pkt...), make([]byte, pad)...)
 		if err = r.setParsed(0); err != nil {
 			return
@@ -183,7 +185,10 @@ func (r *Runner) runOnce(inPort int, pkt []byte) (verdict uint32, out []byte, be
 	return verdict, out, before, after, err
 }
 
-const ethHlen = 14
+const (
+	ethHlen    = 14
+	runtPadded = 60
+)
 
 // setParsed sets the parser's end offset (p4_state.off) on every CPU.
 func (r *Runner) setParsed(v uint32) error {
