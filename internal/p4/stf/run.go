@@ -172,7 +172,7 @@ func (r *Runner) runOnce(inPort int, pkt []byte) (verdict uint32, out []byte, be
 			return
 		}
 		if int(parsed) > len(pkt) {
-			err = fmt.Errorf("the parser read %d bytes of this %d-byte frame: a test run cannot show what happens past its end (the kernel pads frames to 14 bytes; BMv2 raises error.PacketTooShort)", parsed, len(pkt))
+			err = fmt.Errorf("the parser read %d bytes of this %d-byte frame: a test run cannot show what happens past its end (a frame shorter than 14 bytes runs padded; BMv2 raises error.PacketTooShort)", parsed, len(pkt))
 			return
 		}
 		if len(out) < pad {

@@ -10,7 +10,7 @@ import (
 // passed off as packet bytes (testdata/runt.stf covers frames the parser
 // stays within).
 func TestRuntPastEnd(t *testing.T) {
-	res := compileFile(t, "../testdata/conformance.p4") // extracts a 14-byte Ethernet header
+	res := compileFile(t, "../testdata/conformance.p4") // extracts an Ethernet header and a byte
 	for _, hook := range []string{"xdp", "tc"} {
 		r := load(t, res, hook)
 		cmds, err := Parse("runt.stf", "packet 0 000000000002\nexpect 1 000000000002\n")
@@ -18,7 +18,7 @@ func TestRuntPastEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = r.Run("runt.stf", cmds)
-		if err == nil || !strings.Contains(err.Error(), "runt.stf:1: the parser read 14 bytes of this 6-byte frame") {
+		if err == nil || !strings.Contains(err.Error(), "runt.stf:1: the parser read 15 bytes of this 6-byte frame") {
 			t.Errorf("%s: %v", hook, err)
 		}
 	}
