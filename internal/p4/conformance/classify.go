@@ -29,7 +29,7 @@ var (
 	// "port 1: length 14, want 6 exactly"
 	shortRE = regexp.MustCompile(`length 14, want ([0-9]|1[0-3])\b`)
 	// names in messages that differ from program to program
-	namedRE = regexp.MustCompile(`\b(of type|returning|function|lookahead of|extern|header field|symbol|type) "?[A-Za-z_][\w.<>\[\]]*"?`)
+	namedRE = regexp.MustCompile(`\b(of type|returning|extern function|lookahead of|header field|has type|symbol) "?[A-Za-z_][\w.<>\[\]]*"?`)
 	numRE   = regexp.MustCompile(`\b\d+\b`)
 )
 

@@ -49,7 +49,8 @@ const (
 	EBPFTests  = "backends/ebpf/tests/p4testdata"
 )
 
-var includeRE = regexp.MustCompile(`(?m)^\s*#\s*include\s*[<"](v1model|psa)\.p4[>"]`)
+// #include <v1model.p4>, <psa.p4>, <bmv2/psa.p4> (p4c's BMv2 flavour of PSA)
+var includeRE = regexp.MustCompile(`(?m)^\s*#\s*include\s*[<"](?:[\w.-]+/)*(v1model|psa)\.p4[>"]`)
 
 // Architecture is the architecture a program includes: "v1model", "psa",
 // or "" (another or none).

@@ -30,6 +30,8 @@ func fakeP4C(t *testing.T) string {
 	write(t, filepath.Join(s, "nostf-bmv2.p4"), "#include <v1model.p4>\n") // no test: not a case
 	write(t, filepath.Join(s, "p-psa.p4"), "#include <psa.p4>\n")
 	write(t, filepath.Join(s, "p-psa.stf"), "")
+	write(t, filepath.Join(s, "q-bmv2-psa.p4"), "#include <core.p4>\n#include <bmv2/psa.p4>\n")
+	write(t, filepath.Join(s, "q-bmv2-psa.stf"), "")
 	write(t, filepath.Join(s, "u_ebpf.p4"), "#include <ebpf_model.p4>\n") // another architecture
 	write(t, filepath.Join(s, "u_ebpf.stf"), "")
 	write(t, filepath.Join(s, "orphan.stf"), "") // an .stf without its program
@@ -49,7 +51,7 @@ func TestDiscover(t *testing.T) {
 	for _, c := range cases {
 		got = append(got, string(c.Suite)+":"+c.Name+":"+filepath.Base(c.STF))
 	}
-	want := "v1model STF:a-bmv2:a-bmv2.stf v1model STF:b-bmv2:b-bmv2.stf PSA compile:simple:. PSA STF:p-psa:p-psa.stf"
+	want := "v1model STF:a-bmv2:a-bmv2.stf v1model STF:b-bmv2:b-bmv2.stf PSA compile:simple:. PSA STF:p-psa:p-psa.stf PSA STF:q-bmv2-psa:q-bmv2-psa.stf"
 	if strings.Join(got, " ") != want {
 		t.Errorf("cases\n got  %s\n want %s", strings.Join(got, " "), want)
 	}
