@@ -236,7 +236,11 @@ func (g *gen) binary(x *syntax.Binary, t sema.Type) string {
 			}
 			return shifted
 		}
-		return fmt.Sprintf("((__u64)%s >= %d ? 0ULL : %s)", b, min(lw, 64), shifted)
+		past := "0ULL" // shifted by the width or more: 0, or the sign everywhere
+		if signed && x.Op == ">>" {
+			past = fmt.Sprintf("((__u64)(P4_SEXT(%s, %d) >> 63) & %s)", a, lw, mask(lw))
+		}
+		return fmt.Sprintf("((__u64)%s >= %d ? %s : %s)", b, min(lw, 64), past, shifted)
 	case "++":
 		wb := width(g.typeOf(x.Y))
 		if w > 64 {

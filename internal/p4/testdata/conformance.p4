@@ -8,7 +8,12 @@
  * - nested slices are l-values (gauntlet_nested_slice).
  * - errors: a key of type error (issue1062-1).
  * - enums: a serializable enum key with a mask of bits (table-entries-ser-enum).
- * - saturating arithmetic on int<N> (saturated). */
+ * - saturating arithmetic on int<N> (saturated).
+ * - locals: a control's variables declared outside apply get their
+ *   initial values (gauntlet_int_slice, issue2614).
+ * - shifts: int<N> >> an amount of N or more fills with the sign (arith5).
+ * - lpm: const entries of an lpm table match longest prefix first, not in
+ *   order (table-entries-lpm). */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -16,7 +21,7 @@ enum bit<16> Kind { A = 0x0a01, B = 0x0b02 }
 
 header ethernet_t { bit<48> dstAddr; bit<48> srcAddr; bit<16> etherType; }
 header byte_t { bit<8> v; }
-header calc_t { bit<8> op; int<8> x; int<8> y; bit<8> r1; bit<16> r2; bit<8> r3; }
+header calc_t { bit<8> op; int<8> x; int<8> y; bit<8> r1; bit<16> r2; bit<8> r3; bit<8> r4; int<8> r5; }
 struct H { ethernet_t eth; byte_t b; calc_t c; }
 struct M { error err; Kind kind; }
 
@@ -35,6 +40,7 @@ parser P(packet_in pkt, out H hdr, inout M m, inout standard_metadata_t sm) {
 control V(inout H hdr, inout M m) { apply { } }
 
 control Ig(inout H hdr, inout M m, inout standard_metadata_t sm) {
+    bit<8> seed = 8w0x42;
     action mark_and_exit() { hdr.eth.srcAddr = 2; exit; }
     table implicit {
         key = { hdr.b.v : exact; }
@@ -54,9 +60,24 @@ control Ig(inout H hdr, inout M m, inout standard_metadata_t sm) {
         }
         default_action = NoAction();
     }
+    table lpm {
+        key = { hdr.b.v : lpm; }
+        actions = { set_b; NoAction; }
+        const entries = {
+            0x11 &&& 0xf0 : set_b(0xa1);
+            0x12 : set_b(0xa2);
+        }
+        default_action = NoAction();
+    }
     apply {
         sm.egress_spec = 1;
+        if (hdr.eth.etherType == 0x1100) {
+            lpm.apply();
+            return;
+        }
         if (hdr.c.isValid()) {
+            hdr.c.r4 = seed;
+            hdr.c.r5 = hdr.c.x >> (bit<8>)hdr.c.y;
             if (hdr.c.op == 1) {
                 hdr.c.x = hdr.c.x |+| hdr.c.y;
             } else if (hdr.c.op == 2) {
