@@ -137,17 +137,18 @@ type Runner struct {
 	Parallel int           // programs at once
 }
 
-// Args is the edgenf command line of a case (out is a scratch directory
-// for compile outputs).
+// Args is the edgenf command line of a case, run in the program's
+// directory (so that messages name files as p4c's tree does); out is a
+// scratch directory for compile outputs.
 func Args(c Case, out string) []string {
 	arch := "v1model"
 	if c.Suite != V1ModelSTF {
 		arch = "psa"
 	}
 	if c.STF == "" {
-		return []string{"p4", "compile", c.P4, "--arch", arch, "--out-dir", out}
+		return []string{"p4", "compile", filepath.Base(c.P4), "--arch", arch, "--out-dir", out}
 	}
-	return []string{"p4", "test", c.P4, c.STF, "--arch", arch}
+	return []string{"p4", "test", filepath.Base(c.P4), filepath.Base(c.STF), "--arch", arch}
 }
 
 // Run runs every case, Parallel at a time, and calls done (serialised) as
@@ -193,7 +194,7 @@ func (r Runner) one(ctx context.Context, c Case, dir string) Outcome {
 	cctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
 	cmd := exec.CommandContext(cctx, r.Edgenf, Args(c, dir)...)
-	cmd.Dir = filepath.Dir(c.P4)                                 // STF files name nothing relative, but keep paths short in messages
+	cmd.Dir = filepath.Dir(c.P4)
 	cmd.Env = append(os.Environ(), "EDGENF_SOCKET=/nonexistent") // never a daemon: these verbs run locally
 	cmd.WaitDelay = 5 * time.Second
 	var buf bytes.Buffer

@@ -61,11 +61,11 @@ func TestDiscover(t *testing.T) {
 }
 
 func TestArgs(t *testing.T) {
-	stf := Args(Case{Suite: V1ModelSTF, P4: "x.p4", STF: "x.stf"}, "/o")
+	stf := Args(Case{Suite: V1ModelSTF, P4: "/s/x.p4", STF: "/s/x.stf"}, "/o")
 	if strings.Join(stf, " ") != "p4 test x.p4 x.stf --arch v1model" {
 		t.Errorf("v1model STF: %q", stf)
 	}
-	comp := Args(Case{Suite: PSACompile, P4: "y.p4"}, "/o")
+	comp := Args(Case{Suite: PSACompile, P4: "/e/y.p4"}, "/o")
 	if strings.Join(comp, " ") != "p4 compile y.p4 --arch psa --out-dir /o" {
 		t.Errorf("PSA compile: %q", comp)
 	}
