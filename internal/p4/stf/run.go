@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/btf"
 
 	"github.com/edgenf/edgenf/internal/p4/p4info"
 	"github.com/edgenf/edgenf/internal/p4/tableruntime"
@@ -33,9 +32,9 @@ type Runner struct {
 	RT   *tableruntime.Program
 	Hook string // "xdp" or "tc"
 	cpus int
-	// offAt is where struct p4_state keeps the parser's end offset (BTF);
-	// -1 if unknown. Frames shorter than 14 bytes need it (runOnce).
-	offAt int
+	// runts: the program can run frames shorter than 14 bytes
+	// (p4_runt_test, packet.h)
+	runts bool
 	// send and closer replace the test-run path in live runs (LoadLive).
 	send   func(port int, pkt []byte) (*Output, error)
 	repl   *replState // multicast nodes and the punt-ring reader of copies (replicate.go)
@@ -72,6 +71,7 @@ func LoadHook(object []byte, info *p4info.P4Info, hook string) (*Runner, error) 
 		return nil, err
 	}
 	setCopySlowPath(spec) // replicate.go
+	runts := spec.Variables["p4_runt_test"] != nil && spec.Variables["p4_runt_test"].Set(uint32(1)) == nil
 	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{LogSizeStart: 1 << 20}})
 	if err != nil {
 		var ve *ebpf.VerifierError
@@ -80,7 +80,7 @@ func LoadHook(object []byte, info *p4info.P4Info, hook string) (*Runner, error) 
 		}
 		return nil, fmt.Errorf("loading the program: %w", err)
 	}
-	r := &Runner{Coll: coll, Prog: coll.Programs["edgenf_cube"], Hook: hook, offAt: stateOff(spec)}
+	r := &Runner{Coll: coll, Prog: coll.Programs["edgenf_cube"], Hook: hook, runts: runts}
 	if r.Prog == nil {
 		coll.Close()
 		return nil, fmt.Errorf("object has no edgenf_cube program")
@@ -149,40 +149,61 @@ func (r *Runner) runOnce(inPort int, pkt []byte) (verdict uint32, out []byte, be
 	// The kernel runs no frame shorter than an Ethernet header (at either
 	// hook, whatever the metadata), nor cuts one below it: a runt is padded
 	// with zeros to 60 bytes, as a NIC pads what it sends, so that a
-	// program may also take headers off it; the padding is cut from the
-	// output, and the parser must not have read into it (where BMv2 would
-	// raise error.PacketTooShort).
-	data, pad := pkt, 0
+	// program may also take headers off it, and its real length goes with
+	// it in the run's context (packet.h, p4_plen): the parser raises
+	// error.PacketTooShort at the frame's end, as BMv2's does. The padding
+	// is cut from the output.
+	ro := &ebpf.RunOptions{Data: pkt, Repeat: 1}
+	pad := 0
+	var xdpOut xdpMD
 	if len(pkt) < ethHlen {
-		pad = runtPadded - len(pkt)
-		data = append(append([]byte(nil), pkt...), make([]byte, pad)...)
-		if err = r.setParsed(0); err != nil {
+		if !r.runts {
+			err = fmt.Errorf("a frame of %d bytes: this program cannot run frames shorter than 14 bytes (no p4_runt_test)", len(pkt))
 			return
 		}
+		pad = runtPadded - len(pkt)
+		frame := append(append([]byte(nil), pkt...), make([]byte, pad)...)
+		if r.Hook == "xdp" {
+			ro.Data = binary.NativeEndian.AppendUint32(nil, uint32(len(pkt)))
+			ro.Data = append(ro.Data, frame...)
+			ro.Context = xdpMD{Data: 4, DataEnd: uint32(len(ro.Data))}
+			ro.ContextOut = &xdpOut
+		} else {
+			ro.Data = frame
+			ro.Context = skbCtx{Cb: [5]uint32{uint32(len(pkt))}}
+		}
 	}
-	ro := &ebpf.RunOptions{Data: data, DataOut: make([]byte, len(data)+512), Repeat: 1}
+	ro.DataOut = make([]byte, len(ro.Data)+512)
 	if verdict, err = r.Prog.Run(ro); err != nil {
 		err = fmt.Errorf("BPF_PROG_TEST_RUN: %w", err)
 		return
 	}
 	out = ro.DataOut
 	if pad > 0 {
-		var parsed uint32
-		if parsed, err = r.parsed(); err != nil {
+		// the frame starts after the metadata (the program may have added
+		// some: the copy machine's) and ends before the padding
+		md := int(xdpOut.Data)
+		if md+pad > len(out) {
+			err = fmt.Errorf("the program cut the padding of a %d-byte frame (%d bytes out)", len(pkt), len(out)-md)
 			return
 		}
-		if int(parsed) > len(pkt) {
-			err = fmt.Errorf("the parser read %d bytes of this %d-byte frame: a test run cannot show what happens past its end (a frame shorter than 14 bytes runs padded; BMv2 raises error.PacketTooShort)", parsed, len(pkt))
-			return
-		}
-		if len(out) < pad {
-			err = fmt.Errorf("the program cut the padding of a %d-byte frame (%d bytes out)", len(pkt), len(out))
-			return
-		}
-		out = out[:len(out)-pad]
+		out = out[md : len(out)-pad]
 	}
 	after, err = r.stats()
 	return verdict, out, before, after, err
+}
+
+// xdpMD is the kernel's struct xdp_md, the context of an XDP test run.
+type xdpMD struct {
+	Data, DataEnd, DataMeta, IngressIfindex, RxQueueIndex, EgressIfindex uint32
+}
+
+// skbCtx is the head of the kernel's struct __sk_buff up to cb[], the
+// context of a TC test run (the kernel zero-fills the rest).
+type skbCtx struct {
+	Len, PktType, Mark, QueueMapping, Protocol, VlanPresent, VlanTCI, VlanProto uint32
+	Priority, IngressIfindex, Ifindex, TCIndex                                uint32
+	Cb                                                                        [5]uint32
 }
 
 const (
@@ -190,56 +211,6 @@ const (
 	runtPadded = 60
 )
 
-// setParsed sets the parser's end offset (p4_state.off) on every CPU.
-func (r *Runner) setParsed(v uint32) error {
-	if r.offAt < 0 {
-		return errors.New("frames shorter than 14 bytes need the program's p4_state.off (no BTF for it)")
-	}
-	m := r.Coll.Maps["p4_state_map"]
-	var per [][]byte
-	if err := m.Lookup(uint32(0), &per); err != nil {
-		return fmt.Errorf("p4_state_map: %w", err)
-	}
-	for _, b := range per {
-		binary.NativeEndian.PutUint32(b[r.offAt:], v)
-	}
-	return m.Update(uint32(0), per, ebpf.UpdateAny)
-}
-
-// parsed is how many bytes the parser consumed in the last run (the
-// largest p4_state.off of any CPU, after setParsed(0)).
-func (r *Runner) parsed() (uint32, error) {
-	var per [][]byte
-	if err := r.Coll.Maps["p4_state_map"].Lookup(uint32(0), &per); err != nil {
-		return 0, fmt.Errorf("p4_state_map: %w", err)
-	}
-	n := uint32(0)
-	for _, b := range per {
-		n = max(n, binary.NativeEndian.Uint32(b[r.offAt:]))
-	}
-	return n, nil
-}
-
-// stateOff is the byte offset of the parser's end offset in the program's
-// struct p4_state, from its BTF; -1 when absent.
-func stateOff(spec *ebpf.CollectionSpec) int {
-	ms := spec.Maps["p4_state_map"]
-	if ms == nil {
-		return -1
-	}
-	st, ok := btf.UnderlyingType(ms.Value).(*btf.Struct)
-	if !ok {
-		return -1
-	}
-	for _, m := range st.Members {
-		if m.Name == "off" {
-			if sz, err := btf.Sizeof(m.Type); err == nil && sz == 4 {
-				return int(m.Offset.Bytes())
-			}
-		}
-	}
-	return -1
-}
 
 // Send runs one packet arriving on inPort; it returns the output, or nil when
 // the packet was dropped.

@@ -1,6 +1,7 @@
 /* Frames shorter than an Ethernet header (p4c's table-entries-* samples):
- * the kernel pads them to 14 bytes for a test run; the runner cuts the
- * padding from the output, so a 3-byte frame leaves as 3 bytes, and one
+ * the kernel runs them padded; the runner passes their real length (the
+ * parser raises error.PacketTooShort there) and cuts the padding from the
+ * output, so a 3-byte frame leaves as 3 bytes, and one
  * that loses a header leaves shorter than it came (extract<H>(_) reads a
  * header and drops it: p4c's issue774-4). */
 #include <core.p4>
