@@ -202,15 +202,14 @@ type xdpMD struct {
 // context of a TC test run (the kernel zero-fills the rest).
 type skbCtx struct {
 	Len, PktType, Mark, QueueMapping, Protocol, VlanPresent, VlanTCI, VlanProto uint32
-	Priority, IngressIfindex, Ifindex, TCIndex                                uint32
-	Cb                                                                        [5]uint32
+	Priority, IngressIfindex, Ifindex, TCIndex                                  uint32
+	Cb                                                                          [5]uint32
 }
 
 const (
 	ethHlen    = 14
 	runtPadded = 60
 )
-
 
 // Send runs one packet arriving on inPort; it returns the output, or nil when
 // the packet was dropped.
