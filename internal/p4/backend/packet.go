@@ -466,11 +466,11 @@ func (g *gen) poffSlot(c string) int {
 // found at.
 func (g *gen) extractHeader(arg syntax.Expr, dst string, st *sema.Struct) {
 	n := st.Bits / 8
+	g.runtCheck(fmt.Sprint(n))
 	g.line("{")
 	g.indent++
 	g.line("__u8 *pk = (__u8 *)ctx_data(ctx) + (off & 0x3ff);")
 	g.line("")
-	g.runtCheck(fmt.Sprint(n))
 	g.line("if (off <= 0x3ff && (void *)(pk + %d) <= ctx_data_end(ctx)) {", n)
 	g.indent++
 	g.extractFields(dst, st, "pk", arg.NodePos())

@@ -265,7 +265,7 @@ func (g *gen) advance(arg syntax.Expr) {
 // are past the real end of a padded runt in a test run (packet.h,
 // p4_runt_test; nothing in a cube).
 func (g *gen) runtCheck(n string) {
-	g.line("if (p4_runt_test && (__u64)off + (%s) > p4_plen(ctx)) {", n)
+	g.line("if (p4_runt_test && (__u64)off + (%s) > p4_runt_len(ctx)) {", n)
 	g.line("\ts->sm.f_parser_error = %d; /* error.PacketTooShort */", g.errorID("PacketTooShort"))
 	g.line("\tgoto st_reject;")
 	g.line("}")
@@ -297,7 +297,7 @@ func (g *gen) lookahead(call *syntax.Call) string {
 	if nb > g.maxHdr {
 		g.maxHdr = nb
 	}
-	return fmt.Sprintf("({ if (p4_load(ctx, off, s->buf, %d) || (p4_runt_test && off + %d > p4_plen(ctx))) { s->sm.f_parser_error = %d; goto st_reject; } (__u64)%s; })",
+	return fmt.Sprintf("({ if (p4_load(ctx, off, s->buf, %d) || (p4_runt_test && (__u64)off + %d > p4_runt_len(ctx))) { s->sm.f_parser_error = %d; goto st_reject; } (__u64)%s; })",
 		nb, nb, g.errorID("PacketTooShort"), unpack("s->buf", 0, w))
 }
 

@@ -41,22 +41,28 @@ static __always_inline int p4_load(ctx_t *ctx, __u32 off, __u8 *buf, __u32 n)
  * a cube it stays 0 and the verifier drops every branch on it. */
 volatile const __u32 p4_runt_test = 0;
 
+/* The real length of a padded runt in a test run; ~0 otherwise. */
+static __always_inline __u32 p4_runt_len(ctx_t *ctx)
+{
+#if defined(EDGENF_HOOK_XDP)
+	__u32 *m = (void *)(long)ctx->data_meta;
+
+	if ((void *)(m + 1) <= ctx_data(ctx) && *m)
+		return *m;
+#else
+	if (ctx->cb[0])
+		return ctx->cb[0];
+#endif
+	return ~0U;
+}
+
 /* The packet's length as the parser sees it: the frame's, or a test run's
  * real length of a padded runt. */
 static __always_inline __u32 p4_plen(ctx_t *ctx)
 {
 	__u32 len = ctx_len(ctx);
 
-	if (p4_runt_test) {
-#if defined(EDGENF_HOOK_XDP)
-		__u32 *m = (void *)(long)ctx->data_meta;
-
-		if ((void *)(m + 1) <= ctx_data(ctx) && *m && *m < len)
-			len = *m;
-#else
-		if (ctx->cb[0] && ctx->cb[0] < len)
-			len = ctx->cb[0];
-#endif
-	}
+	if (p4_runt_test && p4_runt_len(ctx) < len)
+		len = p4_runt_len(ctx);
 	return len;
 }
