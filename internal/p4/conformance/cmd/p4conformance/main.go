@@ -40,6 +40,9 @@ func run() error {
 	if *p4c == "" {
 		return errors.New("no p4c checkout: set P4C_DIR (make p4-conformance P4C_DIR=/path/to/p4c) or -p4c")
 	}
+	if os.Geteuid() != 0 {
+		return errors.New("run as root: STF tests load eBPF programs (sudo make p4-conformance ...)")
+	}
 	if _, err := os.Stat(*edgenf); err != nil {
 		return fmt.Errorf("no edgenf CLI at %s (make build)", *edgenf)
 	}
