@@ -34,6 +34,7 @@ func (g *gen) lookaheadValue(call *syntax.Call, st *sema.Struct) string {
 		g.state = append(g.state, g.decl(st, name, call.Pos))
 	}
 	dst := "s->" + name
+	g.runtCheck(fmt.Sprint(nb)) // parser.go
 	g.line("if (p4_load(ctx, off, s->buf, %d)) {", nb)
 	g.line("\ts->sm.f_parser_error = %d; /* error.PacketTooShort */", g.errorID("PacketTooShort"))
 	g.line("\tgoto st_reject;")
