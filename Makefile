@@ -23,7 +23,7 @@ BIN        ?= bin
 COMMIT_DATE = $(shell git log -1 --format=%cd --date=format:%Y%m%d 2>/dev/null || echo 0)
 VERSION    ?= 0.1.0+git$(COMMIT_DATE).$(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
-.PHONY: all setup bpf build web check-host gen install uninstall deb check-package test soak demo demo-chain demo-clean bench bench-quick clean
+.PHONY: all setup bpf build web check-host gen install uninstall deb check-package test soak demo demo-chain demo-clean bench bench-quick p4-conformance clean
 
 all: build
 
@@ -133,6 +133,13 @@ bench: build
 
 bench-quick: build
 	$(GO) run ./bench/cmd/bench -quick -o bench/results/quick.md
+
+# p4c's own samples through edgenf's compiler and STF runner (not part of
+# test: it needs a p4c checkout, P4C_DIR=/path/to/p4c). Prints a table and
+# rewrites the generated conformance section of docs/p4-guide.md.
+p4-conformance: build
+	@test -n "$(P4C_DIR)" || { echo "make p4-conformance: set P4C_DIR to a p4c checkout (make p4-conformance P4C_DIR=/path/to/p4c)"; exit 2; }
+	$(GO) run ./internal/p4/conformance/cmd/p4conformance -p4c "$(P4C_DIR)" -edgenf bin/edgenf -doc docs/p4-guide.md
 
 clean:
 	rm -rf bin build

@@ -610,7 +610,7 @@ func (g *gen) pipelineStart(portDecl, extra string) {
 	g.line("\treturn enf_drop(ctx, md);")
 	g.line("__builtin_memset(s, 0, __builtin_offsetof(struct p4_state, buf));")
 	g.line("s->sm.f_ingress_port = md->in_port;")
-	g.line("s->sm.f_packet_length = ctx_len(ctx);")
+	g.line("s->sm.f_packet_length = p4_plen(ctx);")
 	if g.usesField("ingress_global_timestamp") {
 		g.line("s->sm.f_ingress_global_timestamp = (bpf_ktime_get_ns() / 1000) & %s;", mask(48))
 	}

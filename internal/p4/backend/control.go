@@ -7,6 +7,7 @@ package backend
 
 import (
 	"fmt"
+	"math/bits"
 	"sort"
 	"strings"
 
@@ -274,7 +275,13 @@ func (g *gen) scanCallback(t *ir.Table) {
 // explicit priorities ordered highest first).
 func (g *gen) constEntries(t *ir.Table) {
 	ents := append([]*sema.Entry(nil), t.Ent.Entries...)
-	sort.SliceStable(ents, func(i, j int) bool { return ents[i].Priority > ents[j].Priority })
+	if k := lpmOnly(t); k >= 0 {
+		// an lpm table (no ternary, range or optional key): the longest
+		// prefix wins, whatever the order, as in BMv2
+		sort.SliceStable(ents, func(i, j int) bool { return g.prefixLen(ents[i], k, t) > g.prefixLen(ents[j], k, t) })
+	} else {
+		sort.SliceStable(ents, func(i, j int) bool { return ents[i].Priority > ents[j].Priority })
+	}
 	for _, en := range ents {
 		var conds []string
 		for i, k := range t.KeysDecl {
@@ -299,6 +306,43 @@ func (g *gen) constEntries(t *ir.Table) {
 		g.indent--
 		g.line("}")
 	}
+}
+
+// lpmOnly is the index of t's lpm key when its other keys are exact; -1
+// otherwise.
+func lpmOnly(t *ir.Table) int {
+	k := -1
+	for i, kf := range t.KeysDecl {
+		switch kf.MatchKind {
+		case "exact":
+		case "lpm":
+			k = i
+		default:
+			return -1
+		}
+	}
+	return k
+}
+
+// prefixLen is the prefix length of an entry's lpm key k: the mask's ones,
+// the key's width for a plain value, 0 for _.
+func (g *gen) prefixLen(en *sema.Entry, k int, t *ir.Table) int {
+	if k >= len(en.Keys) {
+		return 0
+	}
+	switch x := en.Keys[k].(type) {
+	case *syntax.Default:
+		return 0
+	case *syntax.Mask:
+		if m, ok := g.info.Consts[x.Mask]; ok {
+			n := 0
+			for _, w := range m.Bits() {
+				n += bits.OnesCount64(uint64(w))
+			}
+			return n
+		}
+	}
+	return t.KeysDecl[k].Width
 }
 
 // keysetCond renders the match of key expression k against one keyset element.

@@ -236,7 +236,11 @@ func (g *gen) binary(x *syntax.Binary, t sema.Type) string {
 			}
 			return shifted
 		}
-		return fmt.Sprintf("((__u64)%s >= %d ? 0ULL : %s)", b, min(lw, 64), shifted)
+		past := "0ULL" // shifted by the width or more: 0, or the sign everywhere
+		if signed && x.Op == ">>" {
+			past = fmt.Sprintf("((__u64)(P4_SEXT(%s, %d) >> 63) & %s)", a, lw, mask(lw))
+		}
+		return fmt.Sprintf("((__u64)%s >= %d ? %s : %s)", b, min(lw, 64), past, shifted)
 	case "++":
 		wb := width(g.typeOf(x.Y))
 		if w > 64 {
@@ -244,19 +248,24 @@ func (g *gen) binary(x *syntax.Binary, t sema.Type) string {
 			return "0"
 		}
 		return fmt.Sprintf("(((__u64)%s << %d) | %s)", a, wb, b)
-	case "|+|":
+	case "|+|", "|-|":
 		if signed {
-			g.unsupported(x.Pos, "signed saturating arithmetic")
+			return fmt.Sprintf("p4_sat_sadd(P4_SEXT(%s, %d), P4_SEXT(%s, %d), %d, %d)", a, w, b, w, b2i(x.Op == "|-|"), w)
 		}
-		return fmt.Sprintf("p4_sat_add(%s, %s, %s)", a, b, mask(w))
-	case "|-|":
-		if signed {
-			g.unsupported(x.Pos, "signed saturating arithmetic")
+		if x.Op == "|+|" {
+			return fmt.Sprintf("p4_sat_add(%s, %s, %s)", a, b, mask(w))
 		}
 		return fmt.Sprintf("((__u64)%s > (__u64)%s ? (__u64)%s - (__u64)%s : 0ULL)", a, b, a, b)
 	}
 	g.unsupported(x.Pos, "operator "+x.Op)
 	return "0"
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // wref returns a C expression pointing at the big-endian bytes of a wide value.
@@ -284,23 +293,37 @@ func byteLiteral(v *big.Int, n int) string {
 	return "((__u8[]){" + strings.Join(parts, ", ") + "})"
 }
 
+// flatSlice is a slice of slices (x[7:4][3:0]) as one slice of the value
+// that is not a slice: that value and the bits, counted from its own bit 0.
+func (g *gen) flatSlice(sl *syntax.Slice) (base syntax.Expr, hi, lo int) {
+	hi, lo = int(g.info.Consts[sl.Hi].Int64()), int(g.info.Consts[sl.Lo].Int64())
+	base = sl.X
+	for {
+		in, ok := base.(*syntax.Slice)
+		if !ok {
+			return base, hi, lo
+		}
+		off := int(g.info.Consts[in.Lo].Int64())
+		hi, lo, base = hi+off, lo+off, in.X
+	}
+}
+
 // assign emits lhs = rhs for any supported type.
 func (g *gen) assign(lhs syntax.Expr, rhs syntax.Expr, op string) {
 	lt := g.typeOf(lhs)
 	if sl, ok := lhs.(*syntax.Slice); ok {
-		hi := int(g.info.Consts[sl.Hi].Int64())
-		lo := int(g.info.Consts[sl.Lo].Int64())
+		base, hi, lo := g.flatSlice(sl)
 		n := hi - lo + 1
 		v := g.rv(rhs)
 		if op != "=" && op != "" {
 			v = fmt.Sprintf("(((__u64)%s %s (__u64)%s) & %s)", g.rv(sl), strings.TrimSuffix(op, "="), v, mask(n))
 		}
-		xt := g.typeOf(sl.X)
+		xt := g.typeOf(base)
 		if isWide(xt) {
-			g.line("%s", pack(g.wref(sl.X), width(xt)-1-hi, n, v))
+			g.line("%s", pack(g.wref(base), width(xt)-1-hi, n, v))
 			return
 		}
-		tgt := g.lval(sl.X)
+		tgt := g.lval(base)
 		g.line("%s = (%s & ~(%s << %d)) | (((__u64)%s & %s) << %d);", tgt, tgt, mask(n), lo, v, mask(n), lo)
 		return
 	}

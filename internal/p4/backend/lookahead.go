@@ -6,6 +6,8 @@ package backend
 // 64 bits is parser.go's lookahead. Also extract<T>(_), which skips a T.
 
 import (
+	"fmt"
+
 	"github.com/edgenf/edgenf/internal/p4/ir"
 	"github.com/edgenf/edgenf/internal/p4/sema"
 	"github.com/edgenf/edgenf/internal/p4/syntax"
@@ -32,6 +34,7 @@ func (g *gen) lookaheadValue(call *syntax.Call, st *sema.Struct) string {
 		g.state = append(g.state, g.decl(st, name, call.Pos))
 	}
 	dst := "s->" + name
+	g.runtCheck(fmt.Sprint(nb)) // parser.go
 	g.line("if (p4_load(ctx, off, s->buf, %d)) {", nb)
 	g.line("\ts->sm.f_parser_error = %d; /* error.PacketTooShort */", g.errorID("PacketTooShort"))
 	g.line("\tgoto st_reject;")
@@ -59,9 +62,7 @@ func packedLayout(st *sema.Struct) *sema.Struct {
 // skipHeader generates extract<T>(_): the packet advances by the header's
 // size, error.PacketTooShort past its end.
 func (g *gen) skipHeader(bits int) {
-	g.line("if ((__u64)off + %d > ctx_len(ctx)) {", bits/8)
-	g.line("\ts->sm.f_parser_error = %d; /* error.PacketTooShort */", g.errorID("PacketTooShort"))
-	g.line("\tgoto st_reject;")
+	g.line("{")
+	g.skipBytes(fmt.Sprint(bits / 8))
 	g.line("}")
-	g.line("off += %d;", bits/8)
 }

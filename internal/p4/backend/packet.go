@@ -466,6 +466,7 @@ func (g *gen) poffSlot(c string) int {
 // found at.
 func (g *gen) extractHeader(arg syntax.Expr, dst string, st *sema.Struct) {
 	n := st.Bits / 8
+	g.runtCheck(fmt.Sprint(n))
 	g.line("{")
 	g.indent++
 	g.line("__u8 *pk = (__u8 *)ctx_data(ctx) + (off & 0x3ff);")

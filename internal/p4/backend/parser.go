@@ -257,12 +257,28 @@ func (g *gen) advance(arg syntax.Expr) {
 	g.line("\t\ts->sm.f_parser_error = %d; /* error.ParserInvalidArgument */", g.errorID("ParserInvalidArgument"))
 	g.line("\t\tgoto st_reject;")
 	g.line("\t}")
-	g.line("\tif ((__u64)off + (adv >> 3) > ctx_len(ctx)) {")
+	g.skipBytes("adv >> 3")
+	g.line("}")
+}
+
+// runtCheck is error.PacketTooShort when n (a C expression) bytes at off
+// are past the real end of a padded runt in a test run (packet.h,
+// p4_runt_test; nothing in a cube).
+func (g *gen) runtCheck(n string) {
+	g.line("if (p4_runt_test && (__u64)off + (%s) > p4_runt_len(ctx)) {", n)
+	g.line("\ts->sm.f_parser_error = %d; /* error.PacketTooShort */", g.errorID("PacketTooShort"))
+	g.line("\tgoto st_reject;")
+	g.line("}")
+}
+
+// skipBytes moves the parser n (a C expression) bytes on, error.PacketTooShort
+// past the end (advance, and extract<T>(_) in lookahead.go).
+func (g *gen) skipBytes(n string) {
+	g.line("\tif ((__u64)off + (%s) > p4_plen(ctx)) {", n)
 	g.line("\t\ts->sm.f_parser_error = %d; /* error.PacketTooShort */", g.errorID("PacketTooShort"))
 	g.line("\t\tgoto st_reject;")
 	g.line("\t}")
-	g.line("\toff += adv >> 3;")
-	g.line("}")
+	g.line("\toff += %s;", n)
 }
 
 // lookahead returns a C expression for packet.lookahead<bit<N>>() (N <= 64):
@@ -281,8 +297,8 @@ func (g *gen) lookahead(call *syntax.Call) string {
 	if nb > g.maxHdr {
 		g.maxHdr = nb
 	}
-	return fmt.Sprintf("({ if (p4_load(ctx, off, s->buf, %d)) { s->sm.f_parser_error = %d; goto st_reject; } (__u64)%s; })",
-		nb, g.errorID("PacketTooShort"), unpack("s->buf", 0, w))
+	return fmt.Sprintf("({ if (p4_load(ctx, off, s->buf, %d) || (p4_runt_test && (__u64)off + %d > p4_runt_len(ctx))) { s->sm.f_parser_error = %d; goto st_reject; } (__u64)%s; })",
+		nb, nb, g.errorID("PacketTooShort"), unpack("s->buf", 0, w))
 }
 
 // stackNext returns the stack of hs.next, or nil.

@@ -154,7 +154,7 @@ func (g *gen) extractVarbit(arg, bits syntax.Expr) {
 	g.line("\tgoto st_reject;")
 	g.line("}")
 	g.line("vlen = vbits >> 3;")
-	g.line("if ((__u64)off + %d + vlen > ctx_len(ctx)) {", n)
+	g.line("if ((__u64)off + %d + vlen > p4_plen(ctx)) {", n)
 	g.line("\ts->sm.f_parser_error = %d; /* error.PacketTooShort */", g.errorID("PacketTooShort"))
 	g.line("\tgoto st_reject;")
 	g.line("}")

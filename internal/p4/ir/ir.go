@@ -301,7 +301,7 @@ func Build(info *sema.Info, src *syntax.Sources) (*Program, error) {
 			if r.Size <= 0 || r.Size > 1<<20 {
 				errs = append(errs, src.Errorf(in.Decl.Pos, "register %s: size %d out of range (1..%d)", in.Name, r.Size, 1<<20))
 			}
-			if len(in.TypeArgs) == 1 {
+			if len(in.TypeArgs) > 0 { // register<T> or register<T, I> (the index type)
 				switch t := in.TypeArgs[0].(type) {
 				case *sema.Bits:
 					r.Width, r.Signed = t.W, t.Signed

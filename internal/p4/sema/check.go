@@ -531,7 +531,11 @@ func (c *checker) keysetElem(e syntax.Expr, kt Type) {
 		c.info.Types[x] = &DontCare{}
 	case *syntax.Mask:
 		c.constExpr(x.Value, kt)
-		c.constExpr(x.Mask, kt)
+		mt := kt
+		if e, ok := kt.(*Enum); ok && e.Under != nil {
+			mt = e.Under // a serializable enum's mask is bits: MyEnum.A &&& 0xff00
+		}
+		c.constExpr(x.Mask, mt)
 		c.info.Types[x] = kt
 	case *syntax.Range:
 		c.constExpr(x.Lo, kt)
@@ -847,7 +851,9 @@ func (c *checker) tableDecl(x *syntax.TableDecl) *Table {
 				}
 				w := Width(kt)
 				if _, ok := BitsOf(kt); !ok {
-					if _, isB := kt.(*Bool); !isB {
+					switch kt.(type) {
+					case *Bool, *ErrorT: // an error matches as its number (declaration order), 32 bits
+					default:
 						c.errorf(k.Expr.NodePos(), "table key of type %s is not supported", kt)
 					}
 				}

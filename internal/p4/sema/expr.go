@@ -410,6 +410,8 @@ func (c *checker) expr1(e syntax.Expr, want Type) Type {
 		if _, ok := b.(*InfInt); ok {
 			b = c.expr(x.Else, a)
 		}
+		a = c.literalAs(x.Then, a, b)
+		b = c.literalAs(x.Else, b, a)
 		if !sameType(a, b) {
 			c.errorf(x.Pos, "the branches of ?: have different types %s and %s", a, b)
 		}
@@ -1046,6 +1048,7 @@ func (c *checker) binary(x *syntax.Binary, want Type) Type {
 			a = c.expr(x.X, b)
 		}
 	}
+	a = c.literalAs(x.X, a, b)
 	if ea, ok := a.(*Enum); ok && ea.Under != nil {
 		if _, ok := b.(*Bits); ok {
 			a = ea.Under
@@ -1106,6 +1109,35 @@ func (c *checker) binary(x *syntax.Binary, want Type) Type {
 		return &Bool{}
 	}
 	return t
+}
+
+// literalAs retypes e, of type t, as other when the two differ and e is an
+// integer literal expression the context typed (the width of a cast around
+// the whole expression, say): a literal takes its type from the operand
+// beside it, as p4c types (bit<32>)(4 * (bit<9>)x) and c ? 2 : 3w1.
+func (c *checker) literalAs(e syntax.Expr, t, other Type) Type {
+	ob, ok := other.(*Bits)
+	if !ok || sameType(t, other) || !untypedLiteral(e) {
+		return t
+	}
+	if _, ok := t.(*Bits); !ok {
+		return t
+	}
+	return c.expr(e, ob)
+}
+
+// untypedLiteral reports whether e is built of integer literals without a
+// width (4, -(2 + 1)) only.
+func untypedLiteral(e syntax.Expr) bool {
+	switch x := e.(type) {
+	case *syntax.IntLit:
+		return !x.HasWidth
+	case *syntax.Unary:
+		return untypedLiteral(x.X)
+	case *syntax.Binary:
+		return untypedLiteral(x.X) && untypedLiteral(x.Y)
+	}
+	return false
 }
 
 func boolIf(cmp bool, t Type) Type {
@@ -1170,6 +1202,12 @@ func foldBinary(op string, a, b *big.Int, t Type) *big.Int {
 		return boolInt(sa.Cmp(sb) <= 0)
 	case ">=":
 		return boolInt(sa.Cmp(sb) >= 0)
+	case "|+|", "|-|":
+		if bt, ok := t.(*Bits); ok && bt.Signed {
+			return satSigned(op, sa, sb, bt.W)
+		}
+	}
+	switch op {
 	case "|+|":
 		r := new(big.Int).Add(a, b)
 		if bt, ok := t.(*Bits); ok && !bt.Signed {
@@ -1187,6 +1225,23 @@ func foldBinary(op string, a, b *big.Int, t Type) *big.Int {
 		return r
 	}
 	return nil
+}
+
+// satSigned is a |+| b or a |-| b on int<w> values, clamped to the range of
+// int<w>, in w bits (two's complement).
+func satSigned(op string, a, b *big.Int, w int) *big.Int {
+	r := new(big.Int).Add(a, b)
+	if op == "|-|" {
+		r.Sub(a, b)
+	}
+	max := new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), uint(w-1)), big.NewInt(1))
+	min := new(big.Int).Neg(new(big.Int).Lsh(big.NewInt(1), uint(w-1)))
+	if r.Cmp(max) > 0 {
+		r = max
+	} else if r.Cmp(min) < 0 {
+		r = min
+	}
+	return r.And(r, new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), uint(w)), big.NewInt(1)))
 }
 
 func signed(v *big.Int, w int) *big.Int {

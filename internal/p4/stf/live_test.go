@@ -11,6 +11,9 @@ import (
 // program runs as a cube, frames cross the kernel's XDP and TC paths.
 func TestExamplesSTFLive(t *testing.T) {
 	needRoot(t)
+	if testing.Short() {
+		t.Skip("namespaces and veths: the long tier")
+	}
 	for _, hook := range []string{"xdp", "tc"} {
 		for _, name := range []string{"portfwd", "l2switch", "l3router", "acl", "upf"} {
 			t.Run(hook+"/"+name, func(t *testing.T) {

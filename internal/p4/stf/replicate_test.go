@@ -108,6 +108,9 @@ func BenchmarkReplication(b *testing.B) {
 // the daemon).
 func TestReplicationSTFLive(t *testing.T) {
 	needRoot(t)
+	if testing.Short() {
+		t.Skip("namespaces and veths: the long tier")
+	}
 	for _, hook := range []string{"xdp", "tc"} {
 		for _, f := range []string{"../../../examples/p4/portscan", "../../../examples/p4/int_telemetry", "../testdata/replicate"} {
 			t.Run(hook+"/"+f[strings.LastIndex(f, "/")+1:], func(t *testing.T) {

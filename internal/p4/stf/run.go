@@ -2,6 +2,7 @@ package stf
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -31,6 +32,9 @@ type Runner struct {
 	RT   *tableruntime.Program
 	Hook string // "xdp" or "tc"
 	cpus int
+	// runts: the program can run frames shorter than 14 bytes
+	// (p4_runt_test, packet.h)
+	runts bool
 	// send and closer replace the test-run path in live runs (LoadLive).
 	send   func(port int, pkt []byte) (*Output, error)
 	repl   *replState // multicast nodes and the punt-ring reader of copies (replicate.go)
@@ -67,6 +71,7 @@ func LoadHook(object []byte, info *p4info.P4Info, hook string) (*Runner, error) 
 		return nil, err
 	}
 	setCopySlowPath(spec) // replicate.go
+	runts := spec.Variables["p4_runt_test"] != nil && spec.Variables["p4_runt_test"].Set(uint32(1)) == nil
 	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{LogSizeStart: 1 << 20}})
 	if err != nil {
 		var ve *ebpf.VerifierError
@@ -75,7 +80,7 @@ func LoadHook(object []byte, info *p4info.P4Info, hook string) (*Runner, error) 
 		}
 		return nil, fmt.Errorf("loading the program: %w", err)
 	}
-	r := &Runner{Coll: coll, Prog: coll.Programs["edgenf_cube"], Hook: hook}
+	r := &Runner{Coll: coll, Prog: coll.Programs["edgenf_cube"], Hook: hook, runts: runts}
 	if r.Prog == nil {
 		coll.Close()
 		return nil, fmt.Errorf("object has no edgenf_cube program")
@@ -141,19 +146,70 @@ func (r *Runner) runOnce(inPort int, pkt []byte) (verdict uint32, out []byte, be
 	if before, err = r.stats(); err != nil {
 		return
 	}
-	// XDP test runs need at least an Ethernet header's worth of data
-	data := pkt
-	if len(data) < 14 {
-		data = append(append([]byte(nil), pkt...), make([]byte, 14-len(pkt))...)
+	// The kernel runs no frame shorter than an Ethernet header (at either
+	// hook, whatever the metadata), nor cuts one below it: a runt is padded
+	// with zeros to 60 bytes, as a NIC pads what it sends, so that a
+	// program may also take headers off it, and its real length goes with
+	// it in the run's context (packet.h, p4_plen): the parser raises
+	// error.PacketTooShort at the frame's end, as BMv2's does. The padding
+	// is cut from the output.
+	ro := &ebpf.RunOptions{Data: pkt, Repeat: 1}
+	pad := 0
+	var xdpOut xdpMD
+	if len(pkt) < ethHlen {
+		if !r.runts {
+			err = fmt.Errorf("a frame of %d bytes: this program cannot run frames shorter than 14 bytes (no p4_runt_test)", len(pkt))
+			return
+		}
+		pad = runtPadded - len(pkt)
+		frame := append(append([]byte(nil), pkt...), make([]byte, pad)...)
+		if r.Hook == "xdp" {
+			ro.Data = binary.NativeEndian.AppendUint32(nil, uint32(len(pkt)))
+			ro.Data = append(ro.Data, frame...)
+			ro.Context = xdpMD{Data: 4, DataEnd: uint32(len(ro.Data))}
+			ro.ContextOut = &xdpOut
+		} else {
+			ro.Data = frame
+			ro.Context = skbCtx{Cb: [5]uint32{uint32(len(pkt))}}
+		}
 	}
-	ro := &ebpf.RunOptions{Data: data, DataOut: make([]byte, len(data)+512), Repeat: 1}
+	ro.DataOut = make([]byte, len(ro.Data)+512)
 	if verdict, err = r.Prog.Run(ro); err != nil {
 		err = fmt.Errorf("BPF_PROG_TEST_RUN: %w", err)
 		return
 	}
+	out = ro.DataOut
+	if pad > 0 {
+		// the frame starts after the metadata (the program may have added
+		// some: the copy machine's) and ends before the padding
+		md := int(xdpOut.Data)
+		if md+pad > len(out) {
+			err = fmt.Errorf("the program cut the padding of a %d-byte frame (%d bytes out)", len(pkt), len(out)-md)
+			return
+		}
+		out = out[md : len(out)-pad]
+	}
 	after, err = r.stats()
-	return verdict, ro.DataOut, before, after, err
+	return verdict, out, before, after, err
 }
+
+// xdpMD is the kernel's struct xdp_md, the context of an XDP test run.
+type xdpMD struct {
+	Data, DataEnd, DataMeta, IngressIfindex, RxQueueIndex, EgressIfindex uint32
+}
+
+// skbCtx is the head of the kernel's struct __sk_buff up to cb[], the
+// context of a TC test run (the kernel zero-fills the rest).
+type skbCtx struct {
+	Len, PktType, Mark, QueueMapping, Protocol, VlanPresent, VlanTCI, VlanProto uint32
+	Priority, IngressIfindex, Ifindex, TCIndex                                  uint32
+	Cb                                                                          [5]uint32
+}
+
+const (
+	ethHlen    = 14
+	runtPadded = 60
+)
 
 // Send runs one packet arriving on inPort; it returns the output, or nil when
 // the packet was dropped.

@@ -35,10 +35,38 @@ func compile(tb testing.TB, opt p4.Options) *p4.Result {
 	return res
 }
 
-// compileFile compiles the program at path (p4test.File).
+// compileFile compiles the program at path (p4test.File). Without mods the
+// result is shared by every test of the run that compiles the same file
+// (the XDP and TC tests of a program, the tests that load it again): the
+// tests change the maps they load, never the result.
 func compileFile(tb testing.TB, path string, mods ...func(*p4.Options)) *p4.Result {
 	tb.Helper()
-	return compile(tb, p4test.File(tb, path, mods...))
+	if len(mods) > 0 {
+		return compile(tb, p4test.File(tb, path, mods...))
+	}
+	needRoot(tb)
+	v, _ := compiled.LoadOrStore(path, &sharedResult{})
+	sr := v.(*sharedResult)
+	sr.once.Do(func() {
+		opt, err := p4.FromFile(path)
+		if err == nil {
+			sr.res, err = p4.Compile(context.Background(), opt)
+		}
+		sr.err = err
+	})
+	if sr.err != nil {
+		tb.Fatal(sr.err)
+	}
+	return sr.res
+}
+
+// compiled holds compileFile's shared results by path.
+var compiled sync.Map
+
+type sharedResult struct {
+	once sync.Once
+	res  *p4.Result
+	err  error
 }
 
 // load loads res's object for hook ("xdp" or "tc"); the runner is closed

@@ -63,6 +63,7 @@ func TestExamplesSTF(t *testing.T) {
 	for _, f := range files {
 		f := f
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".p4"), func(t *testing.T) {
+			t.Parallel()
 			runSTF(t, f)
 		})
 	}
@@ -74,6 +75,7 @@ func TestFeaturesSTF(t *testing.T) {
 	for _, f := range files {
 		f := f
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".p4"), func(t *testing.T) {
+			t.Parallel()
 			runSTF(t, f)
 		})
 	}
@@ -93,6 +95,7 @@ func TestExamplesSTFTC(t *testing.T) {
 	for _, f := range append(files, files2...) {
 		f := f
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".p4"), func(t *testing.T) {
+			t.Parallel()
 			if why := xdpOnly[filepath.Base(f)]; why != "" {
 				t.Skip(why)
 			}

@@ -79,3 +79,19 @@ static __always_inline __u64 p4_sat_add(__u64 a, __u64 b, __u64 m)
 		r = m;
 	return r;
 }
+
+/* Saturating a + b (sub: a - b) of int<w> values, sign-extended (P4_SEXT);
+ * the result is w bits, two's complement. */
+static __always_inline __u64 p4_sat_sadd(__s64 a, __s64 b, int sub, int w)
+{
+	__s64 max = (__s64)(~0ULL >> (65 - w)), min = -max - 1, r;
+	int over = sub ? __builtin_sub_overflow(a, b, &r) : __builtin_add_overflow(a, b, &r);
+
+	if (over)
+		r = (sub ? b > 0 : b < 0) ? min : max;
+	else if (r > max)
+		r = max;
+	else if (r < min)
+		r = min;
+	return (__u64)r & (~0ULL >> (64 - w));
+}

@@ -25,9 +25,15 @@ typedef bit<9>  PortId_t;
 
 @metadata @name("standard_metadata")
 struct standard_metadata_t {
+#if V1MODEL_VERSION >= 20200408
+    PortId_t ingress_port;
+    PortId_t egress_spec;
+    PortId_t egress_port;
+#else
     bit<9>  ingress_port;
     bit<9>  egress_spec;
     bit<9>  egress_port;
+#endif
     bit<32> instance_type;
     bit<32> packet_length;
     @alias("queueing_metadata.enq_timestamp")
@@ -82,6 +88,11 @@ extern direct_counter {
     void count();
 }
 
+/* the colours meter.execute_meter and direct_meter.read write */
+#define V1MODEL_METER_COLOR_GREEN  0
+#define V1MODEL_METER_COLOR_YELLOW 1
+#define V1MODEL_METER_COLOR_RED    2
+
 extern meter
 #if V1MODEL_VERSION >= 20200408
 <I>
@@ -100,12 +111,21 @@ extern direct_meter<T> {
     void read(out T result);
 }
 
+#if V1MODEL_VERSION >= 20200408
+extern register<T, I>
+#else
 extern register<T>
+#endif
 {
     register(bit<32> size);
+#if V1MODEL_VERSION >= 20200408
     @noSideEffects
+    void read(out T result, in I index);
+    void write(in I index, in T value);
+#else
     void read(out T result, in bit<32> index);
     void write(in bit<32> index, in T value);
+#endif
 }
 
 extern action_profile {
