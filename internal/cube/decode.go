@@ -91,6 +91,19 @@ func kindName(t reflect.Type) string {
 // DecodeConfig decodes and validates the cube's settings.
 func (t *Type) DecodeConfig(c *Cube) (any, error) { return t.decodeConfig(c, nil) }
 
+// ConfigOf is DecodeConfig typed for an NF whose settings are a *T: the
+// zero settings when the cube has none.
+func ConfigOf[T any](t *Type, c *Cube) (*T, error) {
+	v, err := t.DecodeConfig(c)
+	if err != nil {
+		return nil, err
+	}
+	if v == nil {
+		return new(T), nil
+	}
+	return v.(*T), nil
+}
+
 // Keeper is a settings type that fills in some of its fields itself when
 // they are left out (a time stamp taken at first validation). Keep, called
 // before Validate when the cube already runs, carries those fields over

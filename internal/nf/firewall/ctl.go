@@ -121,16 +121,7 @@ type controller struct {
 	tick int
 }
 
-func decodeConfig(c *cube.Cube) (*Config, error) {
-	v, err := Type.DecodeConfig(c)
-	if err != nil {
-		return nil, err
-	}
-	if v == nil {
-		return &Config{}, nil
-	}
-	return v.(*Config), nil
-}
+func decodeConfig(c *cube.Cube) (*Config, error) { return cube.ConfigOf[Config](Type, c) }
 
 func chainRules(c *cube.Cube, chain int) ([]compiled, []int, error) {
 	rows := c.Tables[chainNames[chain]]

@@ -91,17 +91,7 @@ type controller struct {
 	lastSync *cube.Cube
 }
 
-func decodeConfig(c *cube.Cube) (*Config, error) {
-	typ := Type
-	v, err := typ.DecodeConfig(c)
-	if err != nil {
-		return nil, err
-	}
-	if v == nil {
-		return &Config{}, nil
-	}
-	return v.(*Config), nil
-}
+func decodeConfig(c *cube.Cube) (*Config, error) { return cube.ConfigOf[Config](Type, c) }
 
 // Sync writes settings and rules. Sessions (learned state) are kept; rules
 // removed stop new flows, existing ones run until idle (or `flush`).

@@ -101,16 +101,7 @@ type controller struct {
 	ticks  int
 }
 
-func decodeConfig(c *cube.Cube) (*Config, error) {
-	v, err := Type.DecodeConfig(c)
-	if err != nil {
-		return nil, err
-	}
-	if v == nil {
-		return &Config{}, nil
-	}
-	return v.(*Config), nil
-}
+func decodeConfig(c *cube.Cube) (*Config, error) { return cube.ConfigOf[Config](Type, c) }
 
 func (c *Config) kernel() (kcfg, error) {
 	p, err := c.prefix()
