@@ -12,7 +12,7 @@
  *              destination address does (a mobile core's downlink), and
  *              IPv6 frames varied like plain ones.
  * bench_sink:  counts generator frames (IPv4 or IPv6/UDP to sig_dport with the
- *              magic in the payload, plain or inside GTP-U) and drops
+ *              magic in the payload, plain, inside GTP-U or inside IP-in-IP) and drops
  *              everything; with a timestamp, records the one-way latency
  *              in a histogram.
  * bench_fwd:   the raw XDP redirect baseline: redirect to fwd_port[0].
@@ -61,6 +61,24 @@ struct frame6 {
 	struct payload pl;
 } __attribute__((packed));
 #define GEN_MAX_FLOWS (1 << 17)
+
+/* A generator frame inside an IP-in-IP header of its own family (the lb's
+ * tunnel mode): IPv6-in-IPv6 and IPv4-in-IPv4. */
+struct frame66 {
+	struct ethhdr eth;
+	struct ipv6hdr outer;
+	struct ipv6hdr ip;
+	struct udphdr udp;
+	struct payload pl;
+} __attribute__((packed));
+
+struct frame44 {
+	struct ethhdr eth;
+	struct iphdr outer;
+	struct iphdr ip;
+	struct udphdr udp;
+	struct payload pl;
+} __attribute__((packed));
 
 /* A GTP-U uplink frame: outer IPv4/UDP/GTP-U (8 octets), inner IPv4/UDP. */
 struct gtp_frame {
@@ -297,9 +315,25 @@ static __always_inline struct payload *sink_payload(void *data, void *end)
 	struct frame6 *f6 = data;
 
 	if ((void *)(f6 + 1) <= end && f6->eth.h_proto == bpf_htons(ETH_P_IPV6)) {
+		if (f6->ip.nexthdr == IPPROTO_IPV6) {
+			struct frame66 *t = data;
+
+			if ((void *)(t + 1) > end || t->ip.nexthdr != IPPROTO_UDP || t->udp.dest != bpf_htons(sig_dport))
+				return NULL;
+			return &t->pl;
+		}
 		if (f6->ip.nexthdr != IPPROTO_UDP || f6->udp.dest != bpf_htons(sig_dport))
 			return NULL;
 		return &f6->pl;
+	}
+	if ((void *)(f + 1) <= end && f->eth.h_proto == bpf_htons(ETH_P_IP) && f->ip.ihl == 5 &&
+	    f->ip.protocol == IPPROTO_IPIP) {
+		struct frame44 *t = data;
+
+		if ((void *)(t + 1) > end || t->ip.ihl != 5 || t->ip.protocol != IPPROTO_UDP ||
+		    t->udp.dest != bpf_htons(sig_dport))
+			return NULL;
+		return &t->pl;
 	}
 	if ((void *)(f + 1) > end || f->eth.h_proto != bpf_htons(ETH_P_IP) ||
 	    f->ip.ihl != 5 || f->ip.protocol != IPPROTO_UDP)

@@ -20,8 +20,9 @@ const (
 	beActive   = 1
 	beDraining = 2
 
-	modeDSR = 0
-	modeNAT = 1
+	modeDSR    = 0
+	modeNAT    = 1
+	modeTunnel = 2
 
 	cfgPassUnknown = 1
 
@@ -127,7 +128,7 @@ type beStats struct {
 }
 
 // The cube's event counters, in the order of enum lb_stat.
-var lbCounters = counters.Named{Map: "lb_stats", Names: []string{"forwarded", "replies", "arp_replies", "no_backend", "unknown"}}
+var lbCounters = counters.Named{Map: "lb_stats", Names: []string{"forwarded", "replies", "arp_replies", "no_backend", "unknown", "not_encapsulated"}}
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
@@ -388,8 +389,11 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 		vip, fam := addr16(a)
 		sk := svcKey{VIP: vip, Port: htons(port), Proto: protoNum[proto], Family: fam}
 		mode := uint32(modeDSR)
-		if s.Mode == "nat" {
+		switch s.Mode {
+		case "nat":
 			mode = modeNAT
+		case "tunnel":
+			mode = modeTunnel
 		}
 		if err := maps["lb_services"].Put(sk, svcVal{ID: sid, Size: s.TableSize, Mode: mode}); err != nil {
 			return fmt.Errorf("lb_services: %w", err)

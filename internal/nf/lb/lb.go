@@ -1,8 +1,10 @@
-// Package lb is the lb NF: an L4 load balancer for IPv4 TCP/UDP virtual
-// services (VIP, protocol, port), each with weighted backends chosen by
-// Maglev consistent hashing and kept per flow in a connection table. Two
-// modes: DSR (MAC rewrite; the backend owns the VIP and replies directly)
-// and NAT (destination rewrite to the backend, replies translated back).
+// Package lb is the lb NF: an L4 load balancer for TCP/UDP virtual
+// services (VIP, protocol, port), IPv4 or IPv6, each with weighted backends
+// chosen by Maglev consistent hashing and kept per flow in a connection
+// table. Three modes: DSR (MAC rewrite; the backend owns the VIP and replies
+// directly), tunnel (DSR through an IP-in-IP encapsulation to backends
+// beyond the link) and NAT (destination rewrite to the backend, replies
+// translated back).
 package lb
 
 import (
@@ -62,8 +64,8 @@ type Service struct {
 	VIP      string `json:"vip" format:"ip-unicast" doc:"the service's address, IPv4 or IPv6: unicast, not loopback (a link-local one: 422)"`
 	Protocol string `json:"protocol,omitempty" format:"tcp-or-udp"` // tcp (default) or udp
 	Port     uint16 `json:"port" minimum:"1"`
-	// Mode: dsr (default) or nat.
-	Mode string `json:"mode,omitempty" enum:"dsr|nat"`
+	// Mode: dsr (default), tunnel or nat.
+	Mode string `json:"mode,omitempty" enum:"dsr|tunnel|nat" doc:"dsr (default): MAC rewrite, the backends own the VIP on the link; tunnel: DSR inside IPv6-in-IPv6 (IPv4-in-IPv4 for an IPv4 VIP) from the backend's cube port address to the backend, which decapsulates; nat: destination rewrite, replies translated back"`
 	// TableSize is the Maglev table size: a prime, default 65537, at most
 	// 131071. Larger tables follow the weights more finely.
 	TableSize uint32 `json:"table_size,omitempty" maximum:"131071" doc:"the Maglev table size: a prime (422 otherwise), at least 10 per backend; default 65537"`
@@ -86,7 +88,7 @@ func (*Service) RefineSchema(s *schema.Schema) {
 		return &b
 	}
 	s.AnyOf = []*schema.Schema{
-		schema.Branch(nil, map[string]*schema.Schema{"mode": {Type: "string", Enum: []string{"dsr"}}, "backends": backends(item)}),
+		schema.Branch(nil, map[string]*schema.Schema{"mode": {Type: "string", Enum: []string{"dsr", "tunnel"}}, "backends": backends(item)}),
 		schema.Branch([]string{"mode"}, map[string]*schema.Schema{"mode": {Type: "string", Enum: []string{"nat"}}, "backends": backends(nat)}),
 	}
 }
@@ -170,8 +172,8 @@ func (s *Service) Validate(c *cube.Cube) error {
 	if s.Mode == "" {
 		s.Mode = "dsr"
 	}
-	if s.Mode != "dsr" && s.Mode != "nat" {
-		return cube.Errorf("mode", "unknown mode %q (want dsr or nat)", s.Mode)
+	if s.Mode != "dsr" && s.Mode != "tunnel" && s.Mode != "nat" {
+		return cube.Errorf("mode", "unknown mode %q (want dsr, tunnel or nat)", s.Mode)
 	}
 	if s.TableSize == 0 {
 		s.TableSize = DefaultTableSize
@@ -292,7 +294,30 @@ func (b *Backend) against(c *cube.Cube, s *Service) error {
 	if b.TargetPort != 0 && s.Mode != "nat" {
 		return cube.Conflict("target_port", "only NAT services rewrite the port (service %s is %s)", s.Key(), s.Mode)
 	}
+	if s.Mode == "tunnel" && tunnelSource(c.Port(b.Port), b.Address) == "" {
+		fam := "IPv6"
+		if a, err := netip.ParseAddr(b.Address); err == nil && a.Is4() {
+			fam = "IPv4"
+		}
+		return cube.Conflict("port", "port %s has no %s address: a tunnel service's packets leave it encapsulated from that address (add one to the port)", b.Port, fam)
+	}
 	return nil
+}
+
+// tunnelSource is the outer source address of tunnel-mode packets to the
+// backend at addr through port p: the port's first address of addr's family
+// (the one the fast path's lb_ports holds), "" if it has none.
+func tunnelSource(p *cube.Port, addr string) string {
+	a, err := netip.ParseAddr(addr)
+	if err != nil || p == nil {
+		return ""
+	}
+	for _, s := range p.Addresses {
+		if pf, err := netip.ParsePrefix(s); err == nil && pf.Addr().Is4() == a.Is4() {
+			return pf.Addr().String()
+		}
+	}
+	return ""
 }
 
 var beStates = map[string]uint16{"active": beActive, "draining": beDraining, "disabled": 0}
@@ -400,8 +425,8 @@ var backendsTable = cube.Table{
 // Type is the lb NF type.
 var Type = &cube.Type{
 	Name: "lb",
-	Description: "L4 load balancer for IPv4 TCP/UDP services: weighted backends by Maglev consistent hashing, " +
-		"per-flow affinity, DSR or NAT mode, backends added/drained/disabled live.",
+	Description: "L4 load balancer for IPv4 and IPv6 TCP/UDP services: weighted backends by Maglev consistent hashing, " +
+		"per-flow affinity, DSR (MAC rewrite or IP-in-IP tunnel) or NAT mode, backends added/drained/disabled live.",
 	Hooks:  []datapath.Hook{datapath.XDP, datapath.TC},
 	Object: cube.HookObjects(objects, "bpf/lb"),
 	Config: &Config{},
@@ -410,7 +435,7 @@ var Type = &cube.Type{
 		{Name: "services", Doc: "Services and their backends: state, weight, Maglev share, flows, packets, bytes.", Item: &ServiceStatus{},
 			List: func(h cube.Handle, c *cube.Cube) (any, error) { return Services(h, c) }},
 		{Name: "connections", Doc: "Flows in the connection table (at most 10000 listed).", Item: &Connection{}, List: listConns, Unlocked: true},
-		lbCounters.View("Packets forwarded, NAT replies, ARP replies, no backend, unknown traffic."),
+		lbCounters.View("Packets forwarded, NAT replies, ARP/NDP replies, no backend, unknown traffic, tunnel-mode packets dropped unencapsulated (VLAN-tagged, no port address, no room)."),
 	},
 	Actions: []cube.Action{
 		{Name: "flush_connections", Doc: "Forget every flow: next packets are placed by the Maglev tables again.", Do: flushConns},

@@ -398,7 +398,7 @@ func TestValidationErrors(t *testing.T) {
 		{`{"vip":"fe80::1","port":80}`, "vip: fe80::1 cannot be a service address"},
 		{`{"vip":"198.18.9.100"}`, "tables.services.port: required"},
 		{`{"vip":"198.18.9.100","port":80,"protocol":"sctp"}`, `protocol: unknown protocol "sctp"`},
-		{`{"vip":"198.18.9.100","port":80,"mode":"tunnel"}`, `mode: unknown mode "tunnel"`},
+		{`{"vip":"198.18.9.100","port":80,"mode":"gre"}`, `mode: unknown mode "gre" (want dsr, tunnel or nat)`},
 		{`{"vip":"198.18.9.100","port":80,"table_size":65536,"backends":[{"name":"a",` + good + `}]}`, "table_size: 65536: want a prime"},
 		{`{"vip":"198.18.9.100","port":80,"backends":[{"name":"a","weight":0,` + good + `}]}`, "backends[0].weight: 0: want 1..10000"},
 		{`{"vip":"198.18.9.100","port":80,"backends":[{"name":"a","address":"198.18.2.300","mac":"02:00:00:00:be:01","port":"b1"}]}`, `backends[0].address: invalid address "198.18.2.300"`},

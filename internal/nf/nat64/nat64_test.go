@@ -500,7 +500,7 @@ func TestNetworkSpecificPrefix(t *testing.T) {
 // counted, never passed half-translated: IPv6 fragments and extension
 // headers toward the prefix, IPv4 fragments and options toward the pool,
 // inbound UDP without a checksum, destinations it never maps to (loopback,
-// multicast, its own pool).
+// multicast, its own pool), truncated TCP and UDP headers.
 func TestRefusals(t *testing.T) {
 	for _, h := range hooks {
 		t.Run(string(h.hook), func(t *testing.T) {
@@ -523,7 +523,16 @@ func TestRefusals(t *testing.T) {
 				Options: []layers.IPv4Option{{OptionType: 1}, {OptionType: 1}, {OptionType: 1}, {OptionType: 0}}},
 				&layers.UDP{SrcPort: 53, DstPort: 5000})
 			dropped(t, r, h.drop, datapath.Egress, opts)
-			if cs := counterValues(t, r); cs["untranslatable_drops"] < 8 {
+			// Truncated L4 headers (the fast path reads them in place): a
+			// TCP header cut after its ports, a UDP header cut in two,
+			// either way; never translated, never passed.
+			syn6 := tcp6(host, server6, 5001, 80, "S", "")
+			dropped(t, r, h.drop, datapath.Ingress, syn6[:14+40+8])
+			dropped(t, r, h.drop, datapath.Ingress, udp6(host, server6, 5002, 53, "")[:14+40+4])
+			syn4 := tcp4(server4, pool, 80, 5000, "SA", "")
+			dropped(t, r, h.drop, datapath.Egress, syn4[:14+20+8])
+			dropped(t, r, h.drop, datapath.Egress, udp4(server4, pool, 53, 5000, "x")[:14+20+4])
+			if cs := counterValues(t, r); cs["untranslatable_drops"] < 12 {
 				t.Errorf("counters %v", cs)
 			}
 		})

@@ -7,7 +7,10 @@
  *  - else the service's Maglev table (computed by the controller, one inner
  *    array per service, swapped atomically) indexed by a hash of the 5-tuple.
  * DSR mode rewrites the MAC addresses only (the backend owns the VIP and
- * replies directly to the client); NAT mode also rewrites the destination
+ * replies directly to the client); tunnel mode is DSR to backends beyond
+ * the link: the packet goes inside an outer header of its own family
+ * (IPv6-in-IPv6 or IPv4-in-IPv4, RFC 2473 / RFC 2003) from the out port's
+ * address to the backend's, which decapsulates it; NAT mode also rewrites the destination
  * address (and port) to the backend's and remembers the flow, so replies from
  * the backend are translated back to the VIP and sent out of the port the
  * request came from. ARP requests and IPv6 neighbour solicitations for a
@@ -30,6 +33,7 @@
 
 #define LB_MODE_DSR 0
 #define LB_MODE_NAT 1
+#define LB_MODE_TUNNEL 2
 
 #define LB_CFG_PASS_UNKNOWN 1
 
@@ -109,6 +113,7 @@ enum {
 	LB_ST_ARP,
 	LB_ST_NO_BACKEND,
 	LB_ST_UNKNOWN,
+	LB_ST_NO_TUNNEL, /* tunnel mode: no room, no port address, VLAN tag */
 	LB_ST_N,
 };
 
@@ -373,6 +378,88 @@ static __always_inline int lb_set_macs(ctx_t *ctx, __u32 out, __u8 *dst)
 	return 0;
 }
 
+/* Tunnel mode: push an outer header of the packet's family in front of its
+ * IP header, from the address of the port the backend is reached through
+ * (lb_ports) to the backend's. The outer header copies the inner traffic
+ * class and (IPv4) DF bit; an IPv6 outer flow label carries the flow's
+ * hash so the network's ECMP keeps a flow on one path and spreads flows.
+ * Frames with a VLAN tag in the frame are not encapsulated. */
+static __always_inline int lb_encap(ctx_t *ctx, struct enf_pkt *pkt, struct lb_backend *be, struct lb_conn_key *ck)
+{
+	__u32 out = be->port, inner = ctx_len(ctx) - ETH_HLEN, h = lb_hash(ck);
+	struct lb_port *p = bpf_map_lookup_elem(&lb_ports, &out);
+	int v6 = ck->family == 6;
+	__u32 room = v6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr);
+	struct ipv6hdr o6 = {};
+	struct iphdr o4 = {};
+	void *data;
+
+	if (!p || pkt->l3_off != ETH_HLEN)
+		return -1;
+	data = ctx_data(ctx);
+	if (v6) {
+		struct ipv6hdr *in = data + ETH_HLEN;
+
+		if (!(p->ip6[0] | p->ip6[1] | p->ip6[2] | p->ip6[3]) || !enf_in_bounds(ctx, in, sizeof(*in)))
+			return -1;
+		o6.version = 6;
+		o6.priority = in->priority;
+		o6.flow_lbl[0] = (in->flow_lbl[0] & 0xf0) | ((h >> 16) & 0x0f);
+		o6.flow_lbl[1] = h >> 8;
+		o6.flow_lbl[2] = h;
+		o6.payload_len = bpf_htons(inner);
+		o6.nexthdr = IPPROTO_IPV6;
+		o6.hop_limit = 64;
+		__builtin_memcpy(&o6.saddr, p->ip6, 16);
+		__builtin_memcpy(&o6.daddr, be->ip, 16);
+	} else {
+		struct iphdr *in = data + ETH_HLEN;
+
+		if (!p->ip || !enf_in_bounds(ctx, in, sizeof(*in)))
+			return -1;
+		o4.version = 4;
+		o4.ihl = 5;
+		o4.tos = in->tos;
+		o4.tot_len = bpf_htons(inner + sizeof(o4));
+		/* DF copied (RFC 2003 3.1); an atomic datagram needs no ID
+		 * (RFC 6864), others get a fresh one. */
+		o4.frag_off = in->frag_off & bpf_htons(0x4000) /* DF */;
+		o4.id = o4.frag_off ? 0 : (__be16)bpf_get_prandom_u32();
+		o4.ttl = 64;
+		o4.protocol = IPPROTO_IPIP;
+		o4.saddr = p->ip;
+		o4.daddr = be->ip[0];
+		o4.check = enf_ipv4_csum(&o4);
+	}
+#if defined(EDGENF_HOOK_XDP)
+	if (bpf_xdp_adjust_head(ctx, -(int)room))
+		return -1;
+	data = ctx_data(ctx);
+	if (data + room + ETH_HLEN > ctx_data_end(ctx))
+		return -1;
+	/* the Ethernet header to the new front (lb_set_macs rewrites its
+	 * addresses; the type stays: same family outside) */
+	__builtin_memmove(data, data + room, ETH_HLEN);
+#else
+	/* Room after the MAC header, the skb marked as encapsulated (GSO
+	 * packets are segmented with the outer header repeated). */
+	if (bpf_skb_adjust_room(ctx, room, BPF_ADJ_ROOM_MAC,
+				v6 ? BPF_F_ADJ_ROOM_ENCAP_L3_IPV6 : BPF_F_ADJ_ROOM_ENCAP_L3_IPV4))
+		return -1;
+	data = ctx_data(ctx);
+#endif
+	if (v6) {
+		if (data + ETH_HLEN + sizeof(o6) > ctx_data_end(ctx))
+			return -1;
+		*(struct ipv6hdr *)(data + ETH_HLEN) = o6;
+	} else {
+		if (data + ETH_HLEN + sizeof(o4) > ctx_data_end(ctx))
+			return -1;
+		*(struct iphdr *)(data + ETH_HLEN) = o4;
+	}
+	return 0;
+}
+
 static __always_inline int lb_forward(ctx_t *ctx, struct edgenf_md *md, struct enf_pkt *pkt,
 				      struct lb_conn_key *ck, struct lb_svc *s)
 {
@@ -432,6 +519,10 @@ static __always_inline int lb_forward(ctx_t *ctx, struct edgenf_md *md, struct e
 		}
 		if (ck->family == 6 ? lb_rewrite(ctx, pkt, 0, be->ip, be->tport, 1) : lb_rewrite(ctx, pkt, 0, be->ip, be->tport, 0))
 			return enf_drop(ctx, md);
+	}
+	if (s->mode == LB_MODE_TUNNEL && lb_encap(ctx, pkt, be, ck)) {
+		enf_counter_inc(&lb_stats, LB_ST_NO_TUNNEL);
+		return enf_drop(ctx, md);
 	}
 	if (lb_set_macs(ctx, be->port, be->mac))
 		return enf_drop(ctx, md);

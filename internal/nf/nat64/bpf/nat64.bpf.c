@@ -24,7 +24,10 @@
  * packet too big / fragmentation needed, time exceeded) about a translated
  * flow, whose quoted packet is translated too. Refused (dropped, counted):
  * fragments, IPv6 extension headers, IPv4 options, IPv4 UDP without a
- * checksum, parameter problems, frames with a VLAN tag in the frame. */
+ * checksum, parameter problems, frames with a VLAN tag in the frame.
+ *
+ * Hot path per packet (n64_out, n64_in): direct packet access, inline
+ * checksums, one binding lookup and one session lookup. */
 #include <edgenf/edgenf.h>
 
 #define N64_TRIES 24
@@ -179,31 +182,6 @@ static __always_inline __u64 n64_sum(void *p, __u32 len)
 	return (__u32)bpf_csum_diff(0, 0, p, len, 0);
 }
 
-/* Apply a change of the covered data to the checksum at off: pdiff is the
- * pseudo header's part, ddiff the packet data's (32-bit one's complement
- * sums, as bpf_csum_diff returns them). At TC through the helper, which
- * treats CHECKSUM_PARTIAL skbs right (there only the pseudo header part
- * belongs in the field). udp: a result of 0 is written 0xffff. */
-static __always_inline int n64_csum(ctx_t *ctx, __u32 off, __u32 pdiff, __u32 ddiff, int udp)
-{
-#if defined(EDGENF_HOOK_TC)
-	__u64 f = udp ? BPF_F_MARK_MANGLED_0 : 0;
-
-	if (bpf_l4_csum_replace(ctx, off, 0, pdiff, f | BPF_F_PSEUDO_HDR) < 0)
-		return -1;
-	return bpf_l4_csum_replace(ctx, off, 0, ddiff, f) < 0 ? -1 : 0;
-#else
-	__u16 c;
-
-	if (ctx_load_bytes(ctx, off, &c, 2) < 0)
-		return -1;
-	c = ~n64_fold((__u64)(__u16)~c + pdiff + ddiff);
-	if (udp && !c)
-		c = 0xffff;
-	return n64_store(ctx, off, &c, 2) < 0 ? -1 : 0;
-#endif
-}
-
 /* ---- RFC 6052 addresses ---------------------------------------------- */
 
 /* Is a (16 bytes) inside the prefix? For prefixes shorter than /64 the
@@ -286,6 +264,7 @@ static __always_inline struct n64_sess *n64_touch(struct n64_cfg *cfg, struct n6
 {
 	__u64 now = bpf_ktime_get_coarse_ns(); /* no clock read per packet: a tick is plenty for aging */
 	struct n64_sess *s = bpf_map_lookup_elem(&n64_sess, k);
+	__u8 st;
 
 	if (s && now - s->seen > n64_timeout(cfg, k->proto, s->state)) {
 		bpf_map_delete_elem(&n64_sess, k);
@@ -305,12 +284,18 @@ static __always_inline struct n64_sess *n64_touch(struct n64_cfg *cfg, struct n6
 		if (!s)
 			return 0;
 	}
-	s->seen = now;
-	s->state |= out ? N64_S_OUT : N64_S_IN;
+	/* Written only when they change: the clock moves once a tick, the
+	 * state a few times per connection; a store per packet would keep the
+	 * entry's cache line bouncing between the CPUs of a flow's packets. */
+	if (s->seen != now)
+		s->seen = now;
+	st = s->state | (out ? N64_S_OUT : N64_S_IN);
 	if (tcpflags & 0x05) /* FIN, RST */
-		s->state |= N64_S_CLOSING;
+		st |= N64_S_CLOSING;
 	else if ((tcpflags & 0x02) && out)
-		s->state &= ~N64_S_CLOSING; /* a new connection on the same ports */
+		st &= ~N64_S_CLOSING; /* a new connection on the same ports */
+	if (st != s->state)
+		s->state = st;
 	__sync_fetch_and_add(&s->packets, 1);
 	__sync_fetch_and_add(&s->bytes, len);
 	return s;
@@ -326,13 +311,12 @@ static __always_inline __u32 n64_hash6(const __u8 *a)
 	return h;
 }
 
-/* The host's mapping for (addr, port, proto), opened if needed: a pool
- * address picked by a hash of the host's address (a host keeps one address,
- * RFC 4787 REQ-2), its own port if free there, else one of N64_TRIES hashed
- * candidates in the port range. */
-static __always_inline struct n64_bib6 *n64_mapping(struct n64_cfg *cfg, struct n64_key6 *k6, const __u8 *mac)
+/* A new mapping for (addr, port, proto), which has none (the caller looked):
+ * a pool address picked by a hash of the host's address (a host keeps one
+ * address, RFC 4787 REQ-2), its own port if free there, else one of
+ * N64_TRIES hashed candidates in the port range. */
+static __noinline struct n64_bib6 *n64_map_new(struct n64_cfg *cfg, struct n64_key6 *k6, const __u8 *mac)
 {
-	struct n64_bib6 *b = bpf_map_lookup_elem(&n64_bib6, k6);
 	struct n64_bib4 v4 = {};
 	struct n64_bib6 v6 = {};
 	struct n64_key4 k4 = {.proto = k6->proto};
@@ -343,8 +327,6 @@ static __always_inline struct n64_bib6 *n64_mapping(struct n64_cfg *cfg, struct 
 	__u64 hk;
 	__u32 *cnt;
 
-	if (b)
-		return b;
 	if (!cfg->pool_n || lo == 0 || hi < lo) {
 		enf_counter_inc(&n64_counters, N64_C_NOPORT);
 		return 0;
@@ -435,14 +417,6 @@ static __always_inline __sum16 n64_ip4_csum(struct iphdr *ip)
 
 /* ---- IPv6 -> IPv4 (ingress) ------------------------------------------- */
 
-struct n64_l4 {
-	__be16 sport; /* ICMP: type, code */
-	__be16 dport; /* ICMP: checksum */
-	__be16 w2;    /* ICMP: identifier; TCP: sequence */
-	__be16 w3;
-	__u8 tcp_off; /* TCP only */
-	__u8 tcp_flags;
-};
 
 /* The ICMPv6 -> ICMP type and code of an error (RFC 7915 5.2); the MTU of a
  * packet too big goes in mtu. Returns -1 for what is not translated. */
@@ -613,115 +587,215 @@ static __noinline int n64_err_out(ctx_t *ctx, struct n64_cfg *cfg, __u8 *eth)
 	return ENF_VERDICT_PASS;
 }
 
-static __noinline int n64_out(ctx_t *ctx, struct n64_cfg *cfg, __u8 *eth)
-{
-	struct ipv6hdr ip6;
-	struct iphdr ip = {};
-	struct n64_l4 l4 = {};
-	struct n64_key6 k6 = {};
-	struct n64_bib6 *b;
-	struct n64_skey sk = {};
-	__u32 off = N64_ETH + 40, len = ctx_len(ctx), pdiff, ddiff, csoff;
-	__be32 dst;
-	__u8 proto;
+/* The fast paths below read and write the frame in place (direct packet
+ * access) and sum checksums inline: per packet one binding lookup, one
+ * session lookup, one head adjustment, no load/store or csum_diff helper at
+ * XDP. The L4 header does not move: the 20 bytes IPv6 and IPv4 headers
+ * differ by come off (or go on) in front of it. At TC the L4 checksum goes
+ * through bpf_l4_csum_replace, which keeps CHECKSUM_PARTIAL skbs right. */
 
-	if (ctx_load_bytes(ctx, N64_ETH, &ip6, 40) < 0 || ip6.version != 6)
+/* One's complement sum of n 32-bit words (folded by n64_fold). */
+static __always_inline __u64 n64_words(const __be32 *w, int n)
+{
+	__u64 s = 0;
+
+#pragma unroll
+	for (int i = 0; i < n; i++)
+		s += w[i];
+	return s;
+}
+
+/* Make off bytes of the frame directly accessible: 0 or -1. */
+static __always_inline int n64_reach(ctx_t *ctx, __u32 off)
+{
+	if (ctx_data(ctx) + off <= ctx_data_end(ctx))
+		return 0;
+	if (ctx_pull(ctx, off) < 0)
+		return -1;
+	return ctx_data(ctx) + off <= ctx_data_end(ctx) ? 0 : -1;
+}
+
+/* Write the translated checksum at c (offset off): old + the pseudo header's
+ * change + the data's (16-bit one's complement values). udp: a result of 0
+ * is written 0xffff. */
+static __always_inline int n64_fix(ctx_t *ctx, __u32 off, __sum16 *c, __u16 pdiff, __u16 ddiff, int udp)
+{
+#if defined(EDGENF_HOOK_TC)
+	__u64 f = udp ? BPF_F_MARK_MANGLED_0 : 0;
+
+	(void)c;
+	if (bpf_l4_csum_replace(ctx, off, 0, pdiff, f | BPF_F_PSEUDO_HDR) < 0)
+		return -1;
+	return bpf_l4_csum_replace(ctx, off, 0, ddiff, f) < 0 ? -1 : 0;
+#else
+	__u16 v = ~n64_fold((__u64)(__u16)~*c + pdiff + ddiff);
+
+	(void)ctx;
+	(void)off;
+	*c = udp && !v ? 0xffff : v;
+	return 0;
+#endif
+}
+
+static __noinline int n64_out(ctx_t *ctx, struct n64_cfg *cfg)
+{
+	void *data, *end;
+	struct ipv6hdr *ip6;
+	struct iphdr ip = {};
+	struct n64_key6 k6 = {};
+	struct n64_skey sk = {};
+	struct n64_bib6 *b;
+	__u8 *l4, mac[12] __attribute__((aligned(4)));
+	__u32 len = ctx_len(ctx), hl = 8, csoff;
+	__u16 pdiff, ddiff, type = 0;
+	__be16 oldw, oldp;
+	__be32 dst;
+	__u8 proto, flags = 0;
+
+	if (n64_reach(ctx, N64_ETH + 40) < 0)
 		return ENF_VERDICT_PASS;
-	if (!n64_in_prefix(cfg, ip6.daddr.in6_u.u6_addr8)) {
+	data = ctx_data(ctx);
+	end = ctx_data_end(ctx);
+	ip6 = data + N64_ETH;
+	if (ip6 + 1 > (struct ipv6hdr *)end || ip6->version != 6)
+		return ENF_VERDICT_PASS;
+	if (!n64_in_prefix(cfg, ip6->daddr.in6_u.u6_addr8)) {
 		enf_counter_inc(&n64_counters, N64_C_UNTOUCHED);
 		return ENF_VERDICT_PASS;
 	}
-	proto = ip6.nexthdr;
+	proto = ip6->nexthdr;
 	if (proto != IPPROTO_TCP && proto != IPPROTO_UDP && proto != IPPROTO_ICMPV6)
 		return n64_drop(N64_C_UNXLATE); /* extension headers, fragments, other protocols */
-	dst = n64_extract(cfg, ip6.daddr.in6_u.u6_addr8);
+	if (proto == IPPROTO_TCP)
+		hl = 20;
 	/* (a hop limit of 1 goes on as a TTL of 1: the router after the
 	 * translator answers time exceeded, which comes back translated) */
-	if (n64_martian(cfg, dst) || ip6.saddr.in6_u.u6_addr8[0] == 0xff)
+	if (n64_reach(ctx, N64_ETH + 40 + hl) < 0)
 		return n64_drop(N64_C_UNXLATE);
-	if (ctx_load_bytes(ctx, off, &l4, 8) < 0)
+	data = ctx_data(ctx);
+	end = ctx_data_end(ctx);
+	ip6 = data + N64_ETH;
+	l4 = data + N64_ETH + 40;
+	if (l4 + 20 > (__u8 *)end && (proto == IPPROTO_TCP || l4 + 8 > (__u8 *)end))
+		return n64_drop(N64_C_UNXLATE);
+	{
+		/* (on the stack: a variable offset into the packet loses the
+		 * verifier's bounds) */
+		__u8 da[16] __attribute__((aligned(4)));
+
+		__builtin_memcpy(da, &ip6->daddr, 16);
+		dst = n64_extract(cfg, da);
+	}
+	if (n64_martian(cfg, dst) || ip6->saddr.in6_u.u6_addr8[0] == 0xff)
 		return n64_drop(N64_C_UNXLATE);
 	if (proto == IPPROTO_ICMPV6) {
-		__u8 type = l4.sport & 0xff;
-
-		if (type != 128)
+		if (l4[0] != 128)
 			return n64_drop(N64_C_UNXLATE);
 		k6.proto = IPPROTO_ICMP;
-		k6.port = l4.w2;
+		k6.port = *(__be16 *)&l4[4]; /* the identifier */
 	} else {
 		if (proto == IPPROTO_TCP) {
-			if (ctx_load_bytes(ctx, off + 12, &l4.tcp_off, 2) < 0)
+			if (l4 + 20 > (__u8 *)end)
 				return n64_drop(N64_C_UNXLATE);
-			sk.rport = l4.dport;
-		} else {
-			sk.rport = l4.dport;
+			flags = l4[13];
 		}
 		k6.proto = proto;
-		k6.port = l4.sport;
+		k6.port = *(__be16 *)&l4[0];
+		sk.rport = *(__be16 *)&l4[2];
 	}
-	__builtin_memcpy(k6.addr, ip6.saddr.in6_u.u6_addr8, 16);
-	/* TCP: only a SYN opens a mapping (RFC 6146 3.5.2.2). */
-	if (proto == IPPROTO_TCP && !(l4.tcp_flags & 0x02) && !bpf_map_lookup_elem(&n64_bib6, &k6))
-		return n64_drop(N64_C_FILTERED);
-	b = n64_mapping(cfg, &k6, eth + 6);
-	if (!b)
-		return ENF_VERDICT_DROP; /* (counted: no port, or the host's limit) */
+	__builtin_memcpy(k6.addr, &ip6->saddr, 16);
+	__builtin_memcpy(mac, (__u32 *)data, 12);
+	b = bpf_map_lookup_elem(&n64_bib6, &k6);
+	if (!b) {
+		/* TCP: only a SYN opens a mapping (RFC 6146 3.5.2.2). */
+		if (proto == IPPROTO_TCP && !(flags & 0x02))
+			return n64_drop(N64_C_FILTERED);
+		b = n64_map_new(cfg, &k6, mac + 6);
+		if (!b)
+			return ENF_VERDICT_DROP; /* (counted: no port, or the host's limit) */
+	}
 	sk.addr = b->addr;
 	sk.port = b->port;
 	sk.remote = dst;
 	sk.proto = k6.proto;
-	if (!n64_touch(cfg, &sk, 1, l4.tcp_flags, len))
+	if (!n64_touch(cfg, &sk, 1, flags, len))
 		return n64_drop(N64_C_FILTERED); /* TCP without a SYN and no session */
 
+	/* Still the IPv6 frame: the packet pointers are valid until the head
+	 * moves. */
+	data = ctx_data(ctx);
+	end = ctx_data_end(ctx);
+	ip6 = data + N64_ETH;
+	l4 = data + N64_ETH + 40;
+	if (l4 + 8 > (__u8 *)end)
+		return ENF_VERDICT_DROP;
 	ip.version = 4;
 	ip.ihl = 5;
-	ip.tos = (ip6.priority << 4) | (ip6.flow_lbl[0] >> 4);
-	ip.tot_len = bpf_htons(bpf_ntohs(ip6.payload_len) + 20);
+	ip.tos = (ip6->priority << 4) | (ip6->flow_lbl[0] >> 4);
+	ip.tot_len = bpf_htons(bpf_ntohs(ip6->payload_len) + 20);
 	ip.id = (__be16)bpf_get_prandom_u32();
 	ip.frag_off = bpf_htons(0x4000); /* DF (RFC 7915 5.1) */
-	ip.ttl = ip6.hop_limit;
+	ip.ttl = ip6->hop_limit;
 	ip.protocol = k6.proto;
 	ip.saddr = b->addr;
 	ip.daddr = dst;
-	ip.check = n64_ip4_csum(&ip);
+	ip.check = ~n64_fold(n64_words((__be32 *)&ip, 5));
 
 	if (proto == IPPROTO_ICMPV6) {
-		/* ICMPv6's checksum covers a pseudo header, ICMP's does not. */
-		struct n64_pseudo6 ph = {};
-		__u32 o[2] = {l4.sport & 0xff00, ((__u32)l4.w3 << 16) | l4.w2};
-		__u32 n[2] = {(l4.sport & 0xff00) | 8, ((__u32)l4.w3 << 16) | b->port};
+		/* ICMPv6's checksum covers a pseudo header, ICMP's does not:
+		 * take it out; type 128 becomes 8, the identifier the pool
+		 * port. */
+		__be32 ph[2] = {bpf_htonl(bpf_ntohs(ip6->payload_len)), bpf_htonl(IPPROTO_ICMPV6)};
 
-		__builtin_memcpy(ph.src, ip6.saddr.in6_u.u6_addr8, 16);
-		__builtin_memcpy(ph.dst, ip6.daddr.in6_u.u6_addr8, 16);
-		ph.len = bpf_htonl(bpf_ntohs(ip6.payload_len));
-		ph.nexthdr = IPPROTO_ICMPV6;
-		pdiff = bpf_csum_diff((__be32 *)&ph, 40, 0, 0, 0);
-		o[0] |= 128;
-		ddiff = bpf_csum_diff(o, 8, n, 8, 0);
+		pdiff = ~n64_fold(n64_words(ip6->saddr.in6_u.u6_addr32, 8) + n64_words(ph, 2));
+		oldw = *(__be16 *)&l4[0];
+		oldp = *(__be16 *)&l4[4];
+		type = 1;
 		csoff = 2;
 	} else {
-		__be32 na[2] = {b->addr, dst};
-		__u32 po = l4.sport, pn = b->port;
-
-		pdiff = bpf_csum_diff((__be32 *)ip6.saddr.in6_u.u6_addr8, 32, na, 8, 0);
-		ddiff = bpf_csum_diff(&po, 4, &pn, 4, 0);
+		/* Only the addresses differ between the two pseudo headers. */
+		pdiff = n64_fold((__u64)(__u16)~n64_fold(n64_words(ip6->saddr.in6_u.u6_addr32, 8)) + b->addr + dst);
+		oldw = 0;
+		oldp = *(__be16 *)&l4[0];
 		csoff = proto == IPPROTO_TCP ? 16 : 6;
 	}
-	eth[12] = 0x08;
-	eth[13] = 0x00;
-	if (n64_to4(ctx) < 0 || n64_store(ctx, 0, eth, N64_ETH) < 0 || n64_store(ctx, N64_ETH, &ip, 20) < 0)
-		return ENF_VERDICT_DROP;
-	off = N64_ETH + 20;
-	if (proto == IPPROTO_ICMPV6) {
-		__u8 t = 8;
+	if (type) {
+		__be16 neww = (oldw & bpf_htons(0x00ff)) | bpf_htons(8 << 8);
 
-		if (n64_store(ctx, off, &t, 1) < 0 || n64_store(ctx, off + 4, &b->port, 2) < 0)
+		ddiff = n64_fold((__u64)(__u16)~oldw + neww + (__u16)~oldp + b->port);
+	} else {
+		ddiff = n64_fold((__u64)(__u16)~oldp + b->port);
+	}
+
+	if (n64_to4(ctx) < 0 || n64_reach(ctx, N64_ETH + 20 + 8) < 0)
+		return ENF_VERDICT_DROP;
+	data = ctx_data(ctx);
+	end = ctx_data_end(ctx);
+	if (data + N64_ETH + 20 + 8 > end)
+		return ENF_VERDICT_DROP;
+	__builtin_memcpy((__u32 *)data, mac, 12);
+	*(__be16 *)(data + 12) = bpf_htons(ETH_P_IP);
+	*(struct iphdr *)(data + N64_ETH) = ip;
+	l4 = data + N64_ETH + 20;
+	if (type) {
+		l4[0] = 8;
+		*(__be16 *)&l4[4] = b->port;
+	} else {
+		*(__be16 *)&l4[0] = b->port;
+	}
+	if (proto == IPPROTO_TCP) {
+		if (n64_reach(ctx, N64_ETH + 20 + 18) < 0)
 			return ENF_VERDICT_DROP;
-	} else if (n64_store(ctx, off, &b->port, 2) < 0) {
+		data = ctx_data(ctx);
+		end = ctx_data_end(ctx);
+		if (data + N64_ETH + 20 + 18 > end)
+			return ENF_VERDICT_DROP;
+		if (n64_fix(ctx, N64_ETH + 20 + 16, data + N64_ETH + 20 + 16, pdiff, ddiff, 0) < 0)
+			return ENF_VERDICT_DROP;
+	} else if (n64_fix(ctx, N64_ETH + 20 + csoff, (__sum16 *)(l4 + (proto == IPPROTO_UDP ? 6 : 2)), pdiff, ddiff,
+			   proto == IPPROTO_UDP) < 0) {
 		return ENF_VERDICT_DROP;
 	}
-	if (n64_csum(ctx, off + csoff, pdiff, ddiff, proto == IPPROTO_UDP) < 0)
-		return ENF_VERDICT_DROP;
 	enf_counter_inc(&n64_counters, N64_C_OUT);
 	return ENF_VERDICT_PASS;
 }
@@ -887,102 +961,157 @@ static __noinline int n64_err_in(ctx_t *ctx, struct n64_cfg *cfg, __u8 *eth)
 	return ENF_VERDICT_PASS;
 }
 
-static __noinline int n64_in(ctx_t *ctx, struct n64_cfg *cfg, __u8 *eth)
+static __noinline int n64_in(ctx_t *ctx, struct n64_cfg *cfg)
 {
-	struct iphdr ip;
+	void *data, *end;
+	struct iphdr *ip;
 	struct ipv6hdr ip6 = {};
-	struct n64_l4 l4 = {};
 	struct n64_key4 k4 = {};
 	struct n64_bib4 *b;
 	struct n64_skey sk = {};
-	__u32 off = N64_ETH + 20, len = ctx_len(ctx), pdiff, ddiff, csoff;
-	__u8 proto;
+	__u8 *l4, mac[12] __attribute__((aligned(4)));
+	__u32 len = ctx_len(ctx), hl = 8;
+	__u16 pdiff, ddiff;
+	__be16 oldw = 0, oldp;
+	__u8 proto, flags = 0;
 
-	if (ctx_load_bytes(ctx, N64_ETH, &ip, 20) < 0 || ip.version != 4)
+	if (n64_reach(ctx, N64_ETH + 20) < 0)
 		return ENF_VERDICT_PASS;
-	if (!n64_in_pool(cfg, ip.daddr)) {
+	data = ctx_data(ctx);
+	end = ctx_data_end(ctx);
+	ip = data + N64_ETH;
+	if (ip + 1 > (struct iphdr *)end || ip->version != 4)
+		return ENF_VERDICT_PASS;
+	if (!n64_in_pool(cfg, ip->daddr)) {
 		enf_counter_inc(&n64_counters, N64_C_UNTOUCHED);
 		return ENF_VERDICT_PASS;
 	}
-	proto = ip.protocol;
+	proto = ip->protocol;
 	/* Options, fragments, other protocols: refused. */
-	if (ip.ihl != 5 || (ip.frag_off & bpf_htons(0x3fff)) ||
-	    (proto != IPPROTO_TCP && proto != IPPROTO_UDP && proto != IPPROTO_ICMP) ||
-	    ctx_load_bytes(ctx, off, &l4, 8) < 0)
+	if (ip->ihl != 5 || (ip->frag_off & bpf_htons(0x3fff)) ||
+	    (proto != IPPROTO_TCP && proto != IPPROTO_UDP && proto != IPPROTO_ICMP))
+		return n64_drop(N64_C_UNXLATE);
+	if (proto == IPPROTO_TCP)
+		hl = 20;
+	if (n64_reach(ctx, N64_ETH + 20 + hl) < 0)
+		return n64_drop(N64_C_UNXLATE);
+	data = ctx_data(ctx);
+	end = ctx_data_end(ctx);
+	ip = data + N64_ETH;
+	l4 = data + N64_ETH + 20;
+	if (l4 + 8 > (__u8 *)end)
 		return n64_drop(N64_C_UNXLATE);
 	if (proto == IPPROTO_ICMP) {
-		__u8 type = l4.sport & 0xff;
-
-		if (type != 0)
+		if (l4[0] != 0)
 			return n64_drop(N64_C_UNXLATE);
-		k4.port = l4.w2;
+		k4.port = *(__be16 *)&l4[4]; /* the identifier */
 	} else {
-		if (proto == IPPROTO_TCP && ctx_load_bytes(ctx, off + 12, &l4.tcp_off, 2) < 0)
-			return n64_drop(N64_C_UNXLATE);
-		if (proto == IPPROTO_UDP && !l4.w3)
+		if (proto == IPPROTO_TCP) {
+			if (l4 + 20 > (__u8 *)end)
+				return n64_drop(N64_C_UNXLATE);
+			flags = l4[13];
+		}
+		if (proto == IPPROTO_UDP && !*(__be16 *)&l4[6])
 			return n64_drop(N64_C_UNXLATE); /* no checksum to translate */
-		k4.port = l4.dport;
-		sk.rport = l4.sport;
+		k4.port = *(__be16 *)&l4[2];
+		sk.rport = *(__be16 *)&l4[0];
 	}
-	k4.addr = ip.daddr;
+	k4.addr = ip->daddr;
 	k4.proto = proto;
 	b = bpf_map_lookup_elem(&n64_bib4, &k4);
 	if (!b)
 		return n64_drop(N64_C_FILTERED);
-	sk.addr = ip.daddr;
+	sk.addr = ip->daddr;
 	sk.port = k4.port;
-	sk.remote = ip.saddr;
+	sk.remote = ip->saddr;
 	sk.proto = proto;
-	if (!n64_touch(cfg, &sk, 0, l4.tcp_flags, len))
+	if (!n64_touch(cfg, &sk, 0, flags, len))
 		return n64_drop(N64_C_FILTERED);
 
+	data = ctx_data(ctx);
+	end = ctx_data_end(ctx);
+	ip = data + N64_ETH;
+	l4 = data + N64_ETH + 20;
+	if (l4 + 8 > (__u8 *)end)
+		return ENF_VERDICT_DROP;
 	ip6.version = 6;
-	ip6.priority = ip.tos >> 4;
-	ip6.flow_lbl[0] = ip.tos << 4;
-	ip6.payload_len = bpf_htons(bpf_ntohs(ip.tot_len) - 20);
+	ip6.priority = ip->tos >> 4;
+	ip6.flow_lbl[0] = ip->tos << 4;
+	ip6.payload_len = bpf_htons(bpf_ntohs(ip->tot_len) - 20);
 	ip6.nexthdr = proto == IPPROTO_ICMP ? IPPROTO_ICMPV6 : proto;
-	ip6.hop_limit = ip.ttl;
-	n64_embed(cfg, ip.saddr, ip6.saddr.in6_u.u6_addr8);
-	__builtin_memcpy(ip6.daddr.in6_u.u6_addr8, b->addr, 16);
+	ip6.hop_limit = ip->ttl;
+	n64_embed(cfg, ip->saddr, ip6.saddr.in6_u.u6_addr8);
+	__builtin_memcpy(&ip6.daddr, b->addr, 16);
+	/* The frame goes to the host that opened the mapping, from the port
+	 * (the router's MAC the frame carries as source). */
+	__builtin_memcpy(mac, b->mac, 6);
+	__builtin_memcpy(mac + 6, (__u8 *)data + 6, 6);
 
 	if (proto == IPPROTO_ICMP) {
-		struct n64_pseudo6 ph = {};
-		__u32 o[2] = {l4.sport & 0xff00, ((__u32)l4.w3 << 16) | l4.w2};
-		__u32 n[2] = {(l4.sport & 0xff00) | 129, ((__u32)l4.w3 << 16) | b->port};
+		/* ICMPv6's checksum covers a pseudo header: add it; type 0
+		 * becomes 129, the identifier the host's. */
+		__be32 ph[2] = {bpf_htonl(bpf_ntohs(ip6.payload_len)), bpf_htonl(IPPROTO_ICMPV6)};
+		__be16 neww;
 
-		__builtin_memcpy(ph.src, ip6.saddr.in6_u.u6_addr8, 16);
-		__builtin_memcpy(ph.dst, ip6.daddr.in6_u.u6_addr8, 16);
-		ph.len = bpf_htonl(bpf_ntohs(ip6.payload_len));
-		ph.nexthdr = IPPROTO_ICMPV6;
-		pdiff = bpf_csum_diff(0, 0, (__be32 *)&ph, 40, 0);
-		ddiff = bpf_csum_diff(o, 8, n, 8, 0);
-		csoff = 2;
+		pdiff = n64_fold(n64_words(ip6.saddr.in6_u.u6_addr32, 8) + n64_words(ph, 2));
+		oldw = *(__be16 *)&l4[0];
+		oldp = *(__be16 *)&l4[4];
+		neww = (oldw & bpf_htons(0x00ff)) | bpf_htons(129 << 8);
+		ddiff = n64_fold((__u64)(__u16)~oldw + neww + (__u16)~oldp + b->port);
 	} else {
-		__be32 oa[2] = {ip.saddr, ip.daddr};
-		__u32 po = l4.dport << 16, pn = (__u32)b->port << 16;
-
-		pdiff = bpf_csum_diff(oa, 8, (__be32 *)ip6.saddr.in6_u.u6_addr8, 32, 0);
-		ddiff = bpf_csum_diff(&po, 4, &pn, 4, 0);
-		csoff = proto == IPPROTO_TCP ? 16 : 6;
+		pdiff = n64_fold((__u64)(__u16)~n64_fold((__u64)ip->saddr + ip->daddr) +
+				 n64_words(ip6.saddr.in6_u.u6_addr32, 8));
+		oldp = *(__be16 *)&l4[2];
+		ddiff = n64_fold((__u64)(__u16)~oldp + b->port);
 	}
-	__builtin_memcpy(eth, b->mac, 6);
-	eth[12] = 0x86;
-	eth[13] = 0xdd;
-	if (n64_to6(ctx) < 0 || n64_store(ctx, 0, eth, N64_ETH) < 0 || n64_store(ctx, N64_ETH, &ip6, 40) < 0)
+
+	if (n64_to6(ctx) < 0 || n64_reach(ctx, N64_ETH + 40 + 8) < 0)
 		return ENF_VERDICT_DROP;
-	off = N64_ETH + 40;
+	data = ctx_data(ctx);
+	end = ctx_data_end(ctx);
+	if (data + N64_ETH + 40 + 8 > end)
+		return ENF_VERDICT_DROP;
+	__builtin_memcpy((__u32 *)data, mac, 12);
+	*(__be16 *)(data + 12) = bpf_htons(ETH_P_IPV6);
+	*(struct ipv6hdr *)(data + N64_ETH) = ip6;
+	l4 = data + N64_ETH + 40;
 	if (proto == IPPROTO_ICMP) {
-		__u8 t = 129;
-
-		if (n64_store(ctx, off, &t, 1) < 0 || n64_store(ctx, off + 4, &b->port, 2) < 0)
+		l4[0] = 129;
+		*(__be16 *)&l4[4] = b->port;
+	} else {
+		*(__be16 *)&l4[2] = b->port;
+	}
+	if (proto == IPPROTO_TCP) {
+		if (n64_reach(ctx, N64_ETH + 40 + 18) < 0)
 			return ENF_VERDICT_DROP;
-	} else if (n64_store(ctx, off + 2, &b->port, 2) < 0) {
+		data = ctx_data(ctx);
+		end = ctx_data_end(ctx);
+		if (data + N64_ETH + 40 + 18 > end)
+			return ENF_VERDICT_DROP;
+		if (n64_fix(ctx, N64_ETH + 40 + 16, data + N64_ETH + 40 + 16, pdiff, ddiff, 0) < 0)
+			return ENF_VERDICT_DROP;
+	} else if (n64_fix(ctx, N64_ETH + 40 + (proto == IPPROTO_UDP ? 6 : 2),
+			   (__sum16 *)(l4 + (proto == IPPROTO_UDP ? 6 : 2)), pdiff, ddiff, proto == IPPROTO_UDP) < 0) {
 		return ENF_VERDICT_DROP;
 	}
-	if (n64_csum(ctx, off + csoff, pdiff, ddiff, proto == IPPROTO_UDP) < 0)
-		return ENF_VERDICT_DROP;
 	enf_counter_inc(&n64_counters, N64_C_IN);
 	return ENF_VERDICT_PASS;
+}
+
+/* An ICMP error (ICMPv6 types 1-4 from the hosts, ICMP destination
+ * unreachable or time exceeded to the pool) takes its own, larger path. */
+static __always_inline int n64_is_err(ctx_t *ctx, struct n64_cfg *cfg, int v6)
+{
+	__u8 *d;
+
+	if (n64_reach(ctx, N64_ETH + (v6 ? 41 : 21)) < 0)
+		return 0;
+	d = ctx_data(ctx);
+	if (v6)
+		return (void *)(d + N64_ETH + 41) <= ctx_data_end(ctx) && d[N64_ETH + 6] == IPPROTO_ICMPV6 &&
+		       d[N64_ETH + 40] >= 1 && d[N64_ETH + 40] <= 4;
+	return (void *)(d + N64_ETH + 21) <= ctx_data_end(ctx) && d[N64_ETH + 9] == IPPROTO_ICMP &&
+	       n64_in_pool(cfg, *(__be32 *)(d + N64_ETH + 16)) && (d[N64_ETH + 20] == 3 || d[N64_ETH + 20] == 11);
 }
 
 static __always_inline int nat64(ctx_t *ctx, struct edgenf_md *md, __u32 dir)
@@ -990,32 +1119,32 @@ static __always_inline int nat64(ctx_t *ctx, struct edgenf_md *md, __u32 dir)
 	struct n64_cfg *cfg;
 	__u8 eth[16] __attribute__((aligned(4)));
 	__u32 zero = 0;
+	__be16 type;
 
 	(void)md;
 	cfg = bpf_map_lookup_elem(&n64_cfg, &zero);
 	if (!cfg || !cfg->plen)
 		return ENF_VERDICT_PASS; /* not configured yet */
-	if (ctx_load_bytes(ctx, 0, eth, N64_ETH) < 0)
+	if (n64_reach(ctx, N64_ETH) < 0)
 		return ENF_VERDICT_PASS;
-	/* ICMP errors take their own (larger) path: peek at the type. */
-	if (eth[12] == 0x86 && eth[13] == 0xdd && dir == EDGENF_DIR_INGRESS) {
-		__u8 h[8] __attribute__((aligned(4)));
-
-		if (ctx_load_bytes(ctx, N64_ETH + 6, h, 1) == 0 && h[0] == IPPROTO_ICMPV6 &&
-		    ctx_load_bytes(ctx, N64_ETH + 40, h, 1) == 0 && h[0] >= 1 && h[0] <= 4)
-			return n64_err_out(ctx, cfg, eth);
-		return n64_out(ctx, cfg, eth);
+	if (ctx_data(ctx) + N64_ETH > ctx_data_end(ctx))
+		return ENF_VERDICT_PASS;
+	type = *(__be16 *)(ctx_data(ctx) + 12);
+	if (type == bpf_htons(ETH_P_IPV6) && dir == EDGENF_DIR_INGRESS) {
+		if (!n64_is_err(ctx, cfg, 1))
+			return n64_out(ctx, cfg);
+		if (ctx_load_bytes(ctx, 0, eth, N64_ETH) < 0)
+			return ENF_VERDICT_PASS;
+		return n64_err_out(ctx, cfg, eth);
 	}
-	if (eth[12] == 0x08 && eth[13] == 0x00 && dir == EDGENF_DIR_EGRESS) {
-		__u8 h[4] __attribute__((aligned(4)));
-
-		if (ctx_load_bytes(ctx, N64_ETH + 9, h, 1) == 0 && h[0] == IPPROTO_ICMP &&
-		    ctx_load_bytes(ctx, N64_ETH + 16, h, 4) == 0 && n64_in_pool(cfg, *(__be32 *)h) &&
-		    ctx_load_bytes(ctx, N64_ETH + 20, h, 1) == 0 && (h[0] == 3 || h[0] == 11))
-			return n64_err_in(ctx, cfg, eth);
-		return n64_in(ctx, cfg, eth);
+	if (type == bpf_htons(ETH_P_IP) && dir == EDGENF_DIR_EGRESS) {
+		if (!n64_is_err(ctx, cfg, 0))
+			return n64_in(ctx, cfg);
+		if (ctx_load_bytes(ctx, 0, eth, N64_ETH) < 0)
+			return ENF_VERDICT_PASS;
+		return n64_err_in(ctx, cfg, eth);
 	}
-	if (eth[12] == 0x81 && eth[13] == 0x00)
+	if (type == bpf_htons(ETH_P_8021Q))
 		enf_counter_inc(&n64_counters, N64_C_UNTOUCHED); /* VLAN-tagged in the frame: not ours */
 	return ENF_VERDICT_PASS;
 }
