@@ -198,6 +198,10 @@ func (a *Agent) establish(tx cube.EntryTx, r *sessionRequest, res *reservations)
 		a.rejectSession(r, cp.SEID, bad(pfcp.CauseNoAssociation, 0, noRule, 0, "no association with %s", node))
 		return
 	}
+	if a.isDraining() {
+		a.rejectSession(r, cp.SEID, bad(pfcp.CauseNoResources, 0, noRule, 0, "the UPF is draining: no new sessions"))
+		return
+	}
 	cpAddr := cp.IPv4
 	if !cpAddr.IsValid() {
 		cpAddr = cp.IPv6
