@@ -4,7 +4,8 @@ an implementation written elsewhere) as an SMF would: heartbeat,
 association, a session with several PDRs, FARs, QERs and URRs,
 modification (tunnel switch with an End Marker, gate, new and removed
 rules, query), the periodic usage report, deletion with its final reports,
-errors, association release. Every response's cause and IEs are checked.
+errors, an association update preparing the release (EPFAR: the final usage
+reports come in Session Report Requests), association release. Every response's cause and IEs are checked.
 
 Usage: upf_interop.py UPF_ADDR:PORT GNB_ADDR
 Exits 0 when everything the UPF said is right, 1 with the first problem.
@@ -16,14 +17,15 @@ import time
 from scapy.contrib.pfcp import (
     PFCP, IE_ApplyAction, IE_Cause, IE_CreatedPDR, IE_CreateFAR, IE_CreatePDR, IE_CreateQER,
     IE_CreateURR, IE_DestinationInterface, IE_FAR_Id, IE_ForwardingParameters, IE_FSEID, IE_FTEID,
-    IE_GateStatus, IE_MBR, IE_MeasurementMethod, IE_MeasurementPeriod, IE_NodeId, IE_OffendingIE,
+    IE_CPFunctionFeatures, IE_GateStatus, IE_MBR, IE_NotImplemented, IE_MeasurementMethod, IE_MeasurementPeriod, IE_NodeId, IE_OffendingIE,
     IE_OuterHeaderCreation, IE_OuterHeaderRemoval, IE_PDI, IE_PDR_Id, IE_PFCPSMReqFlags,
     IE_Precedence, IE_QER_Id, IE_QFI, IE_QueryURR, IE_RecoveryTimeStamp, IE_RemovePDR,
     IE_ReportingTriggers, IE_ReportType, IE_SDF_Filter, IE_SourceInterface, IE_UE_IP_Address,
     IE_UPFunctionFeatures, IE_UpdateFAR, IE_UpdateForwardingParameters, IE_UpdateQER,
     IE_URR_Id, IE_UsageReport_SDR, IE_UsageReport_SMR, IE_UsageReport_SRR,
     IE_UsageReportTrigger, IE_VolumeMeasurement, IE_VolumeThreshold,
-    PFCPAssociationReleaseRequest, PFCPAssociationSetupRequest, PFCPHeartbeatRequest,
+    PFCPAssociationReleaseRequest, PFCPAssociationSetupRequest, PFCPAssociationUpdateRequest,
+    PFCPHeartbeatRequest,
     PFCPSessionDeletionRequest, PFCPSessionEstablishmentRequest,
     PFCPSessionModificationRequest, PFCPSessionReportResponse,
 )
@@ -223,6 +225,45 @@ def main():
     accepted(r)
     reps = ies(r, IE_UsageReport_SDR)
     check(sorted(children(x, IE_URR_Id)[0].id for x in reps) == [1, 2], "deletion: usage reports %s" % reps)
+
+    # Association update: the SMF says it supports EPFAR (CP Function
+    # Features octet 5 bit 3, a spare bit to this scapy), then that it will
+    # release the association (PFCPAUReq-Flags, IE 162, PARPS: unknown to
+    # this scapy). The UPF sends the session's final usage report (trigger
+    # TEBUR, octet 7 bit 2; PFCPSRReq-Flags, IE 161, PSDBU) and deletes it.
+    smf.reports = []  # the periodic reports of the session deleted above
+    cp_seid = 0x52
+    est = PFCPSessionEstablishmentRequest(IE_list=[
+        node,
+        IE_FSEID(v4=1, seid=cp_seid, ipv4=smf.addr),
+        IE_CreatePDR(IE_list=[
+            IE_PDR_Id(id=1), IE_Precedence(precedence=200),
+            IE_PDI(IE_list=[IE_SourceInterface(interface=0), IE_FTEID(V4=1, CH=1)]),
+            IE_OuterHeaderRemoval(header=0), IE_FAR_Id(id=1), IE_URR_Id(id=1)]),
+        IE_CreateFAR(IE_list=[IE_FAR_Id(id=1), IE_ApplyAction(FORW=1),
+                              IE_ForwardingParameters(IE_list=[IE_DestinationInterface(interface=1)])]),
+        IE_CreateURR(IE_list=[IE_URR_Id(id=1), IE_MeasurementMethod(DURAT=1),
+                              IE_ReportingTriggers(periodic_reporting=1), IE_MeasurementPeriod(period=3600)]),
+    ])
+    r = smf.request(est, seid=0)
+    accepted(r)
+    up_seid = one(r, IE_FSEID).seid
+    time.sleep(1.1)  # a duration of at least a second to report
+    r = smf.request(PFCPAssociationUpdateRequest(IE_list=[node, IE_CPFunctionFeatures(spare=1)]))
+    accepted(r)
+    check(one(r, IE_UPFunctionFeatures).spare == 1, "the UPF does not advertise EPFAR")
+    r = smf.request(PFCPAssociationUpdateRequest(IE_list=[node, IE_NotImplemented(ietype=162, data=b"\x01")]))
+    accepted(r)
+    rep = smf.wait_report(5)
+    check(rep.seid == cp_seid, "final report to SEID %#x" % rep.seid)
+    check(one(rep, IE_ReportType).USAR == 1, "final report: type is not USAR")
+    u = one(rep, IE_UsageReport_SRR)
+    trig = children(u, IE_UsageReportTrigger)[0]
+    check(len(trig.extra_data) >= 1 and trig.extra_data[0] & 0x02, "final report: trigger is not TEBUR")
+    flags = [ie for ie in rep.payload.IE_list if ie.ietype == 161]
+    check(len(flags) == 1 and bytes(flags[0])[4] & 0x01, "final report: no PSDBU")
+    r = smf.request(PFCPSessionDeletionRequest(), seid=up_seid)
+    check(cause(r) == 65, "the reported session is still there: deletion cause %d" % cause(r))
 
     r = smf.request(PFCPAssociationReleaseRequest(IE_list=[node]))
     accepted(r)

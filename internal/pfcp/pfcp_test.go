@@ -320,3 +320,33 @@ func TestDeepNestingRefused(t *testing.T) {
 		t.Fatal("20 levels of grouped IEs parsed")
 	}
 }
+
+// Timer values (8.2.78): the finest unit that holds the duration, rounded
+// up; beyond 310 hours, infinite.
+func TestTimerIE(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		b    byte
+		back time.Duration
+	}{
+		{0, 0x00, 0}, {time.Second, 0x01, 2 * time.Second}, {62 * time.Second, 0x1f, 62 * time.Second},
+		{63 * time.Second, 0x22, 2 * time.Minute}, {31 * time.Minute, 0x3f, 31 * time.Minute},
+		{32 * time.Minute, 0x44, 40 * time.Minute}, {24 * time.Hour, 0x78, 24 * time.Hour},
+		{40 * time.Hour, 0x84, 40 * time.Hour}, {400 * time.Hour, 0xe0, -1},
+	} {
+		ie := TimerIE(IEGracefulReleasePeriod, tc.d)
+		if len(ie.Value) != 1 || ie.Value[0] != tc.b {
+			t.Fatalf("%v encoded %x, want %02x", tc.d, ie.Value, tc.b)
+		}
+		if back, err := ie.Timer(); err != nil || back != tc.back {
+			t.Fatalf("%02x decoded %v %v, want %v", tc.b, back, err, tc.back)
+		}
+	}
+	// Undefined units count as minutes; an empty value is an error.
+	if d, _ := NewIE(IEGracefulReleasePeriod, []byte{0xa3}).Timer(); d != 3*time.Minute {
+		t.Fatalf("unit 5: %v", d)
+	}
+	if _, err := NewIE(IEGracefulReleasePeriod, nil).Timer(); err == nil {
+		t.Fatal("an empty timer decoded")
+	}
+}

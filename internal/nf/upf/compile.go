@@ -132,14 +132,25 @@ func compileFAR(f *model.FAR, c *cube.Cube, o Owner) kFAR {
 	var k kFAR
 	k.Owner = o
 	for _, a := range f.Action {
-		k.Action |= map[string]uint8{"forw": farForw, "drop": farDrop, "buff": farBuff, "nocp": farNOCP}[a]
+		k.Action |= map[string]uint8{"forw": farForw, "drop": farDrop, "buff": farBuff, "nocp": farNOCP, "dupl": farDupl}[a]
 	}
-	if p := c.Port(f.Port); p != nil {
+	k.kFwd = compileFwd(k.Action, c.Port(f.Port), f.OuterHeader, f.ToS)
+	if d := f.Duplicate; d != nil && f.HasAction("dupl") {
+		k.Dup = compileFwd(farForw, c.Port(d.Port), d.OuterHeader, d.ToS)
+	}
+	return k
+}
+
+// compileFwd is where a FAR (or its duplicate) sends packets: the port, the
+// outer header, its ToS.
+func compileFwd(action uint8, p *cube.Port, oh *model.OuterHeader, tos *uint8) kFwd {
+	k := kFwd{Action: action}
+	if p != nil {
 		k.Port = uint8(p.Index)
 	}
-	if f.OuterHeader != nil {
-		a := netip.MustParseAddr(f.OuterHeader.Address)
-		binary.BigEndian.PutUint32(k.TEID[:], f.OuterHeader.TEID)
+	if oh != nil {
+		a := netip.MustParseAddr(oh.Address)
+		binary.BigEndian.PutUint32(k.TEID[:], oh.TEID)
 		if a.Is4() {
 			k.OHC = ohcGTP4
 			b := a.As4()
@@ -149,9 +160,9 @@ func compileFAR(f *model.FAR, c *cube.Cube, o Owner) kFAR {
 			k.Peer = a.As16()
 		}
 	}
-	if f.ToS != nil {
+	if tos != nil {
 		k.Action |= farToS
-		k.ToS = *f.ToS
+		k.ToS = *tos
 	}
 	return k
 }

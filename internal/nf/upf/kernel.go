@@ -38,6 +38,7 @@ var statNames = []string{
 	"drop_malformed", "drop_not_gtp", "drop_too_big",
 	"buffered", "no_teid", "echo_requests", "error_indications_in", "end_markers_in",
 	"neighbour_misses", "arp_replies", "na_replies",
+	"duplicated", "duplicated_slow", "duplicates_lost",
 }
 
 // Port roles.
@@ -94,6 +95,9 @@ type kRule struct {
 	PDR   uint16
 	Flags uint8
 	QFI   uint8
+	// kFwd is a copy of the FAR's: a changed FAR gets a new slot, and so
+	// do the rules that use it.
+	kFwd
 	Owner
 }
 
@@ -134,21 +138,29 @@ const (
 	farBuff = 0x04
 	farNOCP = 0x08
 	farToS  = 0x10
+	farDupl = 0x20
 
 	ohcNone = 0
 	ohcGTP4 = 4
 	ohcGTP6 = 6
 )
 
+// kFwd is what a FAR does with a packet.
+type kFwd struct {
+	Action uint8
+	Port   uint8
+	OHC    uint8
+	ToS    uint8
+	TEID   [4]byte
+	Peer   [16]byte
+}
+
 type kFAR struct {
-	Action   uint8
-	Port     uint8
-	OHC      uint8
-	ToS      uint8
+	kFwd
 	Notified uint32
-	TEID     [4]byte
-	Peer     [16]byte
 	_        uint32
+	// Dup is where action dupl sends a copy.
+	Dup kFwd
 	Owner
 }
 

@@ -100,6 +100,7 @@ func (ctl *controller) apply(c *cube.Cube, s *model.Session) error {
 	for _, r := range img.rules {
 		k := r.rule
 		k.FAR = n.fars[r.far].idx
+		k.kFwd = n.fars[r.far].v.kFwd
 		for i, q := range r.qers {
 			k.QER[i] = n.qers[q].idx
 		}

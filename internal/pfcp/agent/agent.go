@@ -67,6 +67,8 @@ type Agent struct {
 	stats    Stats
 	teidNext uint32
 	ueNext   map[int]uint64 // pool → next candidate
+	// draining: the settings say drain (release.go).
+	draining bool
 
 	// Serve's goroutine only: the session requests of the batch being
 	// read; a token per batch of them in flight; closed once the last
@@ -132,6 +134,7 @@ func New(cfg Config) (*Agent, error) {
 	go a.read()
 	go a.serve()
 	go a.timers()
+	a.syncDrain()
 	return a, nil
 }
 
@@ -142,8 +145,9 @@ func (a *Agent) Addr() netip.AddrPort { return a.conn.LocalAddr().(*net.UDPAddr)
 // new address needs a new agent).
 func (a *Agent) Update(cfg Config) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	a.setConfig(cfg)
+	a.mu.Unlock()
+	a.syncDrain()
 }
 
 func (a *Agent) setConfig(cfg Config) {

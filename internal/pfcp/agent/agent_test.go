@@ -244,7 +244,7 @@ func TestMalformedRequestsGetTheRightCause(t *testing.T) {
 			IEs: pfcp.IEs{pfcp.NodeID{FQDN: "other"}.IE()}}, cause: pfcp.CauseNoAssociation},
 		{name: "unsupported apply action", msg: &pfcp.Message{Type: pfcp.SessionEstablishmentRequest, HasSEID: true,
 			IEs: pfcp.IEs{node.IE(), fseid.IE(), basic(1)[1],
-				client.FAR{ID: 2, Action: pfcp.ActionFORW | pfcp.ActionDUPL, Dest: pfcp.InterfaceAccess}.IE()}}, cause: pfcp.CauseServiceNotSupported},
+				client.FAR{ID: 2, Action: pfcp.ActionFORW | pfcp.ActionIPMA, Dest: pfcp.InterfaceAccess}.IE()}}, cause: pfcp.CauseServiceNotSupported},
 	} {
 		tc.msg.Seq = uint32(1000 + i)
 		resp := ask(tc.msg.Marshal())

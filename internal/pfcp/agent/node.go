@@ -17,7 +17,8 @@ import (
 const Features = pfcp.FeatureFTUP | // allocates F-TEIDs (CHOOSE)
 	pfcp.FeatureEMPU | // sends End Markers when asked (SNDEM)
 	pfcp.FeatureUEIP | // allocates UE addresses (CHOOSE)
-	pfcp.FeatureIP6PL // takes IPv6 prefix lengths in UE IP Address
+	pfcp.FeatureIP6PL | // takes IPv6 prefix lengths in UE IP Address
+	pfcp.FeatureEPFAR // Enhanced PFCP Association Release, both ways (release.go)
 
 // association is the state of one SMF's association.
 type association struct {
@@ -30,6 +31,9 @@ type association struct {
 	waiting bool
 	// lost: heartbeats went unanswered after every retransmission.
 	lost bool
+	// releasing: the UPF, draining, asked the SMF to release the
+	// association.
+	releasing bool
 }
 
 func restoreAssociation(m model.Association) *association {
@@ -44,7 +48,7 @@ type AssociationStatus struct {
 	model.Association
 	Sessions      int    `json:"sessions"`
 	LastHeartbeat string `json:"last_heartbeat,omitempty"`
-	State         string `json:"state"` // up, lost
+	State         string `json:"state"` // up, lost, releasing
 }
 
 // Associations lists the associations.
@@ -56,6 +60,8 @@ func (a *Agent) Associations() []AssociationStatus {
 		st := AssociationStatus{Association: as.Association, State: "up"}
 		if as.lost {
 			st.State = "lost"
+		} else if as.releasing {
+			st.State = "releasing"
 		}
 		if !as.heard.IsZero() {
 			st.LastHeartbeat = as.heard.UTC().Format(time.RFC3339)
@@ -105,8 +111,15 @@ func (a *Agent) associationSetup(from netip.AddrPort, m *pfcp.Message) {
 	}
 	key := node.String()
 	a.mu.Lock()
-	old := a.assoc[key]
+	old, draining := a.assoc[key], a.draining
 	a.mu.Unlock()
+	if draining {
+		// (an SMF already associated that restarted is refused too: its
+		// sessions are deleted when it releases or its heartbeat shows
+		// the new recovery time)
+		a.answer(from, m, pfcp.CauseRejected, pfcp.TimeIE(pfcp.IERecoveryTimeStamp, a.recovery()))
+		return
+	}
 	// An SMF that restarted (a new recovery time) lost its sessions: the
 	// UPF deletes them (TS 29.244 6.2.6.2.2).
 	if old != nil && !old.recovery.Equal(rts) {
@@ -140,19 +153,6 @@ func (a *Agent) putAssociation(as model.Association) error {
 		_, err := tx.Put(raw)
 		return err
 	})
-}
-
-func (a *Agent) associationUpdate(from netip.AddrPort, m *pfcp.Message) {
-	node, _ := nodeOf(m)
-	a.mu.Lock()
-	_, ok := a.assoc[node.String()]
-	a.mu.Unlock()
-	if !ok {
-		a.answer(from, m, pfcp.CauseNoAssociation)
-		return
-	}
-	a.heard(from)
-	a.answer(from, m, pfcp.CauseAccepted, pfcp.FeaturesIE(Features))
 }
 
 func (a *Agent) associationRelease(from netip.AddrPort, m *pfcp.Message) {

@@ -198,6 +198,10 @@ func (a *Agent) establish(tx cube.EntryTx, r *sessionRequest, res *reservations)
 		a.rejectSession(r, cp.SEID, bad(pfcp.CauseNoAssociation, 0, noRule, 0, "no association with %s", node))
 		return
 	}
+	if a.isDraining() {
+		a.rejectSession(r, cp.SEID, bad(pfcp.CauseNoResources, 0, noRule, 0, "the UPF is draining: no new sessions"))
+		return
+	}
 	cpAddr := cp.IPv4
 	if !cpAddr.IsValid() {
 		cpAddr = cp.IPv6
@@ -910,6 +914,14 @@ func farFrom(ies pfcp.IEs, cur *model.FAR) (*model.FAR, *ruleError) {
 			oh := *cur.OuterHeader
 			f.OuterHeader = &oh
 		}
+		if cur.Duplicate != nil {
+			d := *cur.Duplicate
+			if d.OuterHeader != nil {
+				oh := *d.OuterHeader
+				d.OuterHeader = &oh
+			}
+			f.Duplicate = &d
+		}
 	}
 	f.ID, _ = ies.Find(pfcp.IEFARID).U32()
 	if ie := ies.Find(pfcp.IEApplyAction); ie != nil {
@@ -918,17 +930,20 @@ func farFrom(ies pfcp.IEs, cur *model.FAR) (*model.FAR, *ruleError) {
 		for _, x := range []struct {
 			bit  uint16
 			name string
-		}{{pfcp.ActionFORW, "forw"}, {pfcp.ActionDROP, "drop"}, {pfcp.ActionBUFF, "buff"}, {pfcp.ActionNOCP, "nocp"}} {
+		}{{pfcp.ActionFORW, "forw"}, {pfcp.ActionDROP, "drop"}, {pfcp.ActionBUFF, "buff"}, {pfcp.ActionNOCP, "nocp"}, {pfcp.ActionDUPL, "dupl"}} {
 			if v&x.bit != 0 {
 				f.Action = append(f.Action, x.name)
 			}
 		}
-		if v&(pfcp.ActionDUPL|pfcp.ActionIPMA|pfcp.ActionIPMD) != 0 {
-			return nil, bad(pfcp.CauseServiceNotSupported, pfcp.IEApplyAction, pfcp.RuleFAR, f.ID, "duplication and IP multicast are not supported")
+		if v&pfcp.ActionDUPL == 0 {
+			f.Duplicate = nil
+		}
+		if v&(pfcp.ActionIPMA|pfcp.ActionIPMD) != 0 {
+			return nil, bad(pfcp.CauseServiceNotSupported, pfcp.IEApplyAction, pfcp.RuleFAR, f.ID, "IP multicast is not supported")
 		}
 	}
-	if ies.Find(pfcp.IEDuplicatingParameters) != nil {
-		return nil, bad(pfcp.CauseServiceNotSupported, pfcp.IEDuplicatingParameters, pfcp.RuleFAR, f.ID, "duplication is not supported")
+	if e := duplicateFrom(ies, f); e != nil {
+		return nil, e
 	}
 	if ie := ies.Find(pfcp.IEBARID); ie != nil {
 		v, _ := ie.U8()
@@ -982,6 +997,60 @@ func farFrom(ies pfcp.IEs, cur *model.FAR) (*model.FAR, *ruleError) {
 		}
 	}
 	return f, nil
+}
+
+// duplicateFrom reads a Create FAR's Duplicating Parameters or applies an
+// Update FAR's Update Duplicating Parameters to f.Duplicate. One
+// destination per FAR: the fast path makes one copy.
+func duplicateFrom(ies pfcp.IEs, f *model.FAR) *ruleError {
+	t := pfcp.IEDuplicatingParameters
+	all := ies.All(t)
+	if len(all) == 0 {
+		t = pfcp.IEUpdateDuplicatingParameters
+		all = ies.All(t)
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	if len(all) > 1 {
+		return bad(pfcp.CauseServiceNotSupported, t, pfcp.RuleFAR, f.ID, "%d duplicating destinations: the upf makes one copy per FAR", len(all))
+	}
+	d := f.Duplicate
+	if d == nil || t == pfcp.IEDuplicatingParameters {
+		d = &model.Duplicate{}
+	}
+	p := all[0].Children
+	if ie := p.Find(pfcp.IEDestinationInterface); ie != nil {
+		v, _ := ie.U8()
+		name, ok := interfaceNames[v&0x0f]
+		if v&0x0f == pfcp.InterfaceLI {
+			name, ok = "li-function", true
+		}
+		if !ok {
+			return bad(pfcp.CauseServiceNotSupported, pfcp.IEDestinationInterface, pfcp.RuleFAR, f.ID, "duplicating to interface %d is not supported", v&0x0f)
+		}
+		d.Destination, d.Port = name, ""
+	}
+	if ie := p.Find(pfcp.IEOuterHeaderCreation); ie != nil {
+		o, _ := pfcp.ParseOuterHeaderCreation(ie.Value)
+		if !o.GTPU() {
+			return bad(pfcp.CauseServiceNotSupported, pfcp.IEOuterHeaderCreation, pfcp.RuleFAR, f.ID, "only GTP-U outer headers are supported for copies")
+		}
+		addr := o.IPv4
+		if !addr.IsValid() {
+			addr = o.IPv6
+		}
+		d.OuterHeader, d.Port = &model.OuterHeader{TEID: o.TEID, Address: addr.String()}, ""
+	}
+	if ie := p.Find(pfcp.IETransportLevelMarking); ie != nil && len(ie.Value) >= 2 {
+		tos := ie.Value[0] & ie.Value[1]
+		d.ToS = &tos
+	}
+	if p.Find(pfcp.IEForwardingPolicy) != nil {
+		return bad(pfcp.CauseInvalidForwardingPolicy, pfcp.IEForwardingPolicy, pfcp.RuleFAR, f.ID, "forwarding policies are not supported")
+	}
+	f.Duplicate = d
+	return nil
 }
 
 // present is v when the IE has it (has), else nil.

@@ -26,6 +26,7 @@ type Client struct {
 	seq     uint32
 	pending map[uint32]chan *pfcp.Message
 	reports chan *pfcp.Message
+	updates chan *pfcp.Message
 	done    chan struct{}
 }
 
@@ -37,7 +38,8 @@ func Dial(local, upf netip.AddrPort) (*Client, error) {
 	}
 	_ = conn.SetReadBuffer(4 << 20)
 	c := &Client{conn: conn, upf: upf, Node: pfcp.NodeID{Addr: local.Addr()}, Recovery: time.Now().Truncate(time.Second),
-		pending: map[uint32]chan *pfcp.Message{}, reports: make(chan *pfcp.Message, 1024), done: make(chan struct{})}
+		pending: map[uint32]chan *pfcp.Message{}, reports: make(chan *pfcp.Message, 1024),
+		updates: make(chan *pfcp.Message, 16), done: make(chan struct{})}
 	go c.read()
 	return c, nil
 }
@@ -59,6 +61,10 @@ func (c *Client) Addr() netip.AddrPort { return c.conn.LocalAddr().(*net.UDPAddr
 // answered with Request accepted).
 func (c *Client) Reports() <-chan *pfcp.Message { return c.reports }
 
+// Updates delivers the Association Update Requests the UPF sent (already
+// answered with Request accepted).
+func (c *Client) Updates() <-chan *pfcp.Message { return c.updates }
+
 func (c *Client) read() {
 	buf := make([]byte, pfcp.MaxMessage)
 	for {
@@ -66,7 +72,9 @@ func (c *Client) read() {
 		if err != nil {
 			return
 		}
-		msgs, err := pfcp.Parse(buf[:n])
+		// (the messages' IEs point into the octets: a copy, as buf is
+		// read into again while they are in use)
+		msgs, err := pfcp.Parse(append([]byte(nil), buf[:n]...))
 		if err != nil && len(msgs) == 0 {
 			continue
 		}
@@ -87,6 +95,13 @@ func (c *Client) received(from netip.AddrPort, m *pfcp.Message) {
 		c.send(from, resp)
 		select {
 		case c.reports <- m:
+		default:
+		}
+		return
+	case pfcp.AssociationUpdateRequest:
+		c.send(from, m.Response(c.Node.IE(), pfcp.CauseIE(pfcp.CauseAccepted)))
+		select {
+		case c.updates <- m:
 		default:
 		}
 		return

@@ -98,33 +98,57 @@ type FAR struct {
 	BAR        *uint8
 	// SendEndMarker sets SNDEM in an Update FAR's forwarding parameters.
 	SendEndMarker bool
+	// Dup, with Action DUPL, is where the copies go (Duplicating
+	// Parameters).
+	Dup *Dup
+}
+
+// Dup is a FAR's duplicating destination: an interface (pfcp.Interface*)
+// and, when valid, a GTP-U tunnel.
+type Dup struct {
+	Dest       uint8
+	TunnelTEID uint32
+	Tunnel     netip.Addr
 }
 
 // IE encodes a Create FAR.
-func (f FAR) IE() *pfcp.IE { return f.encode(pfcp.IECreateFAR, pfcp.IEForwardingParameters) }
+func (f FAR) IE() *pfcp.IE {
+	return f.encode(pfcp.IECreateFAR, pfcp.IEForwardingParameters, pfcp.IEDuplicatingParameters)
+}
 
 // UpdateIE encodes an Update FAR.
 func (f FAR) UpdateIE() *pfcp.IE {
-	return f.encode(pfcp.IEUpdateFAR, pfcp.IEUpdateForwardingParameters)
+	return f.encode(pfcp.IEUpdateFAR, pfcp.IEUpdateForwardingParameters, pfcp.IEUpdateDuplicatingParameters)
 }
 
-func (f FAR) encode(t, fpt pfcp.IEType) *pfcp.IE {
+func ohcIE(teid uint32, peer netip.Addr) *pfcp.IE {
+	o := pfcp.OuterHeaderCreation{TEID: teid}
+	if peer.Is4() {
+		o.Desc, o.IPv4 = pfcp.OHCGTPUUDPIPv4, peer
+	} else {
+		o.Desc, o.IPv6 = pfcp.OHCGTPUUDPIPv6, peer
+	}
+	return o.IE()
+}
+
+func (f FAR) encode(t, fpt, dpt pfcp.IEType) *pfcp.IE {
 	ie := pfcp.Group(t, pfcp.U32IE(pfcp.IEFARID, f.ID), pfcp.FlagsIE(pfcp.IEApplyAction, uint32(f.Action), 2))
 	if f.Action&pfcp.ActionFORW != 0 || f.Tunnel.IsValid() {
 		fp := pfcp.Group(fpt, pfcp.U8IE(pfcp.IEDestinationInterface, f.Dest))
 		if f.Tunnel.IsValid() {
-			o := pfcp.OuterHeaderCreation{TEID: f.TunnelTEID}
-			if f.Tunnel.Is4() {
-				o.Desc, o.IPv4 = pfcp.OHCGTPUUDPIPv4, f.Tunnel
-			} else {
-				o.Desc, o.IPv6 = pfcp.OHCGTPUUDPIPv6, f.Tunnel
-			}
-			fp.Children = append(fp.Children, o.IE())
+			fp.Children = append(fp.Children, ohcIE(f.TunnelTEID, f.Tunnel))
 		}
 		if f.SendEndMarker {
 			fp.Children = append(fp.Children, pfcp.U8IE(pfcp.IEPFCPSMReqFlags, 0x02))
 		}
 		ie.Children = append(ie.Children, fp)
+	}
+	if d := f.Dup; d != nil {
+		dp := pfcp.Group(dpt, pfcp.U8IE(pfcp.IEDestinationInterface, d.Dest))
+		if d.Tunnel.IsValid() {
+			dp.Children = append(dp.Children, ohcIE(d.TunnelTEID, d.Tunnel))
+		}
+		ie.Children = append(ie.Children, dp)
 	}
 	if f.BAR != nil {
 		ie.Children = append(ie.Children, pfcp.U8IE(pfcp.IEBARID, *f.BAR))

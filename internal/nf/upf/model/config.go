@@ -98,6 +98,18 @@ type PFCP struct {
 	// the UPF sends (TS 29.244 clause 6.4). Defaults 3000 and 3.
 	T1Ms uint32 `json:"t1_ms,omitempty" maximum:"60000" doc:"0 (the default) or 100..60000"`
 	N1   uint32 `json:"n1,omitempty" maximum:"10"`
+	// Drain releases the UPF from its SMFs gracefully, before maintenance
+	// or removal (TS 29.244 clause 5.18, 6.2.7.3): each associated SMF is
+	// asked, with an Association Update Request, to release the
+	// association, and no new association or session is accepted. An SMF
+	// that supports the Enhanced PFCP Association Release (EPFAR) first
+	// gets the final non-zero usage reports of its sessions, which the
+	// UPF then deletes. Sessions keep forwarding until the SMF deletes
+	// them or releases the association. Kept across daemon restarts.
+	Drain bool `json:"drain,omitempty"`
+	// GracefulReleaseSeconds is the Graceful Release Period a draining UPF
+	// gives SMFs that do not support EPFAR; 0: none (release at once).
+	GracefulReleaseSeconds uint32 `json:"graceful_release_seconds,omitempty" maximum:"86400"`
 }
 
 // UEPool is a prefix UE addresses are allocated from: IPv4 addresses, or
@@ -171,6 +183,9 @@ func (cfg *Config) Validate(c *cube.Cube) error {
 		}
 		if p.N1 > 10 {
 			return cube.Errorf("pfcp.n1", "%d: want 1..10", p.N1)
+		}
+		if p.GracefulReleaseSeconds > 86400 {
+			return cube.Errorf("pfcp.graceful_release_seconds", "%d: want 0..86400", p.GracefulReleaseSeconds)
 		}
 	}
 	if cfg.NodeID != "" {

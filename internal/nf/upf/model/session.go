@@ -144,8 +144,9 @@ type ToS struct {
 type FAR struct {
 	ID uint32 `json:"id"`
 	// Action: one of forw, drop, buff, and optionally nocp (notify the
-	// SMF of the first downlink packet).
-	Action []string `json:"apply_action" minItems:"1" enum:"forw|drop|buff|nocp" doc:"exactly one of forw, drop, buff, and optionally nocp (422 otherwise)"`
+	// SMF of the first downlink packet) and dupl (with forw: a copy of
+	// every packet forwarded goes to Duplicate's destination).
+	Action []string `json:"apply_action" minItems:"1" enum:"forw|drop|buff|nocp|dupl" doc:"exactly one of forw, drop, buff, and optionally nocp and dupl (dupl with forw and duplicate only): 422 otherwise"`
 	// Destination: access (toward the gNB, n3), core (toward the data
 	// network, n6, or another UPF on n9 with an outer header), sgi-lan.
 	Destination     string       `json:"destination,omitempty" enum:"access|core|sgi-lan"`
@@ -158,6 +159,24 @@ type FAR struct {
 	// destination and the outer header when not given.
 	Port string `json:"port,omitempty" enum:"n3|n6|n9" doc:"n6 sends plain IP (no outer_header_creation), n3 and n9 GTP-U (outer_header_creation needed to forward): 422 otherwise; a port the cube has (404 otherwise)"`
 	BAR  *uint8 `json:"bar,omitempty" doc:"a BAR of the session (404 otherwise)"`
+	// Duplicate is where action dupl sends the copies (PFCP Duplicating
+	// Parameters): e.g. a lawful-interception mediation function.
+	Duplicate *Duplicate `json:"duplicate,omitempty"`
+}
+
+// Duplicate is the second destination of a FAR's packets: the copy is the
+// packet as the FAR forwards it, less the FAR's outer header, with the
+// copy's own (a GTP-U tunnel to the mediation function) or none.
+type Duplicate struct {
+	// Destination: access, core, sgi-lan or li-function.
+	Destination string       `json:"destination" enum:"access|core|sgi-lan|li-function"`
+	OuterHeader *OuterHeader `json:"outer_header_creation,omitempty"`
+	// ToS is the copy's outer IP header's ToS (Transport Level Marking).
+	ToS *uint8 `json:"tos,omitempty"`
+	// Port is the cube port copies leave by. Default: n3 for access and
+	// for li-function with an outer header, n9 for core with one, n6
+	// without one.
+	Port string `json:"port,omitempty" enum:"n3|n6|n9" doc:"n6 sends plain IP (no outer_header_creation), n3 and n9 GTP-U (outer_header_creation needed): 422 otherwise; a port the cube has (404 otherwise)"`
 }
 
 // OuterHeader is the GTP-U tunnel a FAR sends into: the peer's TEID and
@@ -232,7 +251,7 @@ const (
 )
 
 // Interface names (Source and Destination Interface).
-var interfaces = map[string]uint8{"access": 0, "core": 1, "sgi-lan": 2, "cp-function": 3}
+var interfaces = map[string]uint8{"access": 0, "core": 1, "sgi-lan": 2, "cp-function": 3, "li-function": 4}
 
 // InterfaceName names a PFCP interface value.
 func InterfaceName(v uint8) (string, bool) {
@@ -245,7 +264,7 @@ func InterfaceName(v uint8) (string, bool) {
 }
 
 // Actions (Apply Action) a FAR may have.
-var actions = []string{"forw", "drop", "buff", "nocp"}
+var actions = []string{"forw", "drop", "buff", "nocp", "dupl"}
 
 // Triggers a URR may have.
 var triggers = []string{"periodic", "volume_threshold", "time_threshold", "volume_quota", "time_quota"}
@@ -599,17 +618,14 @@ func (f *FAR) validate(c *cube.Cube, bars map[uint8]bool) error {
 	main := 0
 	for _, a := range f.Action {
 		if !slices.Contains(actions, a) {
-			if a == "dupl" {
-				return cube.Errorf("apply_action", "dupl (duplication for lawful interception) is not supported")
-			}
-			return cube.Errorf("apply_action", "unknown action %q (want forw, drop or buff, and optionally nocp)", a)
+			return cube.Errorf("apply_action", "unknown action %q (want forw, drop or buff, and optionally nocp and dupl)", a)
 		}
-		if a != "nocp" {
+		if a != "nocp" && a != "dupl" {
 			main++
 		}
 	}
 	if main != 1 {
-		return cube.Unprocessable("apply_action", "%v: want exactly one of forw, drop, buff (and optionally nocp)", f.Action)
+		return cube.Unprocessable("apply_action", "%v: want exactly one of forw, drop, buff (and optionally nocp and dupl)", f.Action)
 	}
 	slices.Sort(f.Action)
 	f.Action = slices.Compact(f.Action)
@@ -619,6 +635,9 @@ func (f *FAR) validate(c *cube.Cube, bars map[uint8]bool) error {
 		}
 		if f.Destination == "cp-function" {
 			return cube.Errorf("destination", "forwarding to the CP function is not supported")
+		}
+		if f.Destination == "li-function" {
+			return cube.Unprocessable("destination", "the LI function gets copies (dupl, duplicate), not the packets")
 		}
 	}
 	if f.OuterHeader != nil {
@@ -664,6 +683,55 @@ func (f *FAR) validate(c *cube.Cube, bars map[uint8]bool) error {
 	}
 	if f.BAR != nil && !bars[*f.BAR] {
 		return cube.NotFound("bar", "the session has no BAR %d", *f.BAR)
+	}
+	switch {
+	case f.HasAction("dupl") && !f.HasAction("forw"):
+		return cube.Unprocessable("apply_action", "dupl copies what the FAR forwards: it needs forw")
+	case f.HasAction("dupl") && f.Duplicate == nil:
+		return cube.Unprocessable("duplicate", "action dupl needs the duplicate's destination")
+	case f.Duplicate != nil && !f.HasAction("dupl"):
+		return cube.Unprocessable("duplicate", "a duplicate destination without action dupl")
+	case f.Duplicate != nil:
+		return f.Duplicate.validate(c)
+	}
+	return nil
+}
+
+func (d *Duplicate) validate(c *cube.Cube) error {
+	if _, ok := interfaces[d.Destination]; !ok || d.Destination == "cp-function" {
+		return cube.Errorf("duplicate.destination", "%q: want access, core, sgi-lan or li-function", d.Destination)
+	}
+	if d.OuterHeader != nil {
+		a, err := netip.ParseAddr(d.OuterHeader.Address)
+		if err != nil {
+			return cube.Errorf("duplicate.outer_header_creation.address", "invalid address %q", d.OuterHeader.Address)
+		}
+		d.OuterHeader.Address = a.Unmap().String()
+		if d.OuterHeader.TEID == 0 {
+			return cube.Errorf("duplicate.outer_header_creation.teid", "TEID 0 is reserved")
+		}
+	}
+	if d.Port == "" {
+		switch {
+		case d.OuterHeader == nil:
+			d.Port = PortN6
+		case d.Destination == "core":
+			d.Port = PortN9
+		default:
+			d.Port = PortN3
+		}
+	}
+	if !isPortName(d.Port) {
+		return cube.Errorf("duplicate.port", "%q: want n3, n6 or n9", d.Port)
+	}
+	if d.Port == PortN6 && d.OuterHeader != nil {
+		return cube.Unprocessable("duplicate.outer_header_creation", "copies out of n6 are plain IP: no outer header")
+	}
+	if d.Port != PortN6 && d.OuterHeader == nil {
+		return cube.Unprocessable("duplicate.outer_header_creation", "copies out of %s are GTP-U: give the mediation function's TEID and address", d.Port)
+	}
+	if c.Port(d.Port) == nil {
+		return cube.NotFound("duplicate.port", "cube %s has no %s port", c.Name, d.Port)
 	}
 	return nil
 }
