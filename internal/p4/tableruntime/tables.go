@@ -55,6 +55,11 @@ func (p *Program) AddEntry(table string, matches []p4info.Match, action string, 
 	if err != nil {
 		return err
 	}
+	return p.writeEntry(t, e, priority)
+}
+
+// writeEntry writes an encoded entry: in place of one with the same match.
+func (p *Program) writeEntry(t *p4info.TableLayout, e *p4info.Entry, priority uint32) error {
 	stampIdle(t, e) // idle.go
 	m, err := p.m(t.Map)
 	if err != nil {
