@@ -202,12 +202,27 @@ func (g *gen) table(t *ir.Table) {
 		if t.IdleOff >= 0 {
 			g.line("\tp4_touch((__u64 *)(v + %d));", t.IdleOff)
 		}
-		g.line("\treturn %s_run(ctx, s, v, r);", tblName(t))
+		if t.Profile != nil { // an empty group or a dangling reference: a miss (selector.go)
+			g.line("\tint e = %s_run(ctx, s, v, r);", tblName(t))
+			g.line("\tif (e != P4_AP_MISS)")
+			g.line("\t\treturn e;")
+			g.line("\tr->hit = 0;")
+		} else {
+			g.line("\treturn %s_run(ctx, s, v, r);", tblName(t))
+		}
 		g.line("}")
 	}
 	g.line("d = bpf_map_lookup_elem(&%s, &zero);", t.DefaultMapName)
-	g.line("if (d && *(__u32 *)d)")
-	g.line("\treturn %s_run(ctx, s, d, r);", tblName(t))
+	if t.Profile != nil {
+		g.line("if (d && *(__u32 *)d) {")
+		g.line("\tint e = %s_run(ctx, s, d, r);", tblName(t))
+		g.line("\tif (e != P4_AP_MISS)")
+		g.line("\t\treturn e;")
+		g.line("}")
+	} else {
+		g.line("if (d && *(__u32 *)d)")
+		g.line("\treturn %s_run(ctx, s, d, r);", tblName(t))
+	}
 	if t.Default != nil {
 		a := g.p.ActionOf[t.Default.Action]
 		g.line("r->action = 0x%08x;", a.ID)

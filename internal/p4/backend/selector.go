@@ -15,6 +15,9 @@ import (
 
 // emitProfileMaps declares each profile's member and group maps.
 func (g *gen) emitProfileMaps(w io.Writer) {
+	if len(g.p.ActionProfiles) > 0 {
+		fmt.Fprintf(w, "/* an indirect table's runner: no member to run (empty group, dangling reference); the table misses */\n#define P4_AP_MISS (-2)\n\n")
+	}
 	for _, ap := range g.p.ActionProfiles {
 		sn := ir.Sanitize(ap.Name)
 		kind := "action_profile"
@@ -34,7 +37,7 @@ func (g *gen) emitProfileMaps(w io.Writer) {
 // value: a member reference directly, a group's through the selector hash
 // over the table's selector keys. A dangling reference (the control plane
 // writes members before the references to them, so only a race with a
-// deletion) or an empty group runs no action.
+// deletion) or an empty group is a miss: the default action runs.
 func (g *gen) resolveMember(t *ir.Table) {
 	ap := t.Profile
 	sn := ir.Sanitize(ap.Name)
@@ -48,7 +51,7 @@ func (g *gen) resolveMember(t *ir.Table) {
 	g.line("__u64 h;")
 	g.line("__u32 i;")
 	g.line("if (!grp || !grp->n)")
-	g.line("\treturn 0;")
+	g.line("\treturn P4_AP_MISS;")
 	if ap.Selector {
 		g.selectorHash(t)
 	} else {
@@ -56,15 +59,15 @@ func (g *gen) resolveMember(t *ir.Table) {
 	}
 	g.line("i = h %% grp->n;")
 	g.line("if (i >= %d)", ap.MaxGroupSize)
-	g.line("\treturn 0;")
+	g.line("\treturn P4_AP_MISS;")
 	g.line("id = grp->m[i];")
 	g.indent--
 	g.line("} else if (tag != 0x%08x) {", uint32(ir.RefMember))
-	g.line("\treturn 0;")
+	g.line("\treturn P4_AP_MISS;")
 	g.line("}")
 	g.line("v = bpf_map_lookup_elem(&%s, &id);", ap.MemberMap)
 	g.line("if (!v)")
-	g.line("\treturn 0;")
+	g.line("\treturn P4_AP_MISS;")
 	g.indent--
 	g.line("}")
 }
