@@ -315,6 +315,15 @@ func (t *TableLayout) EncodeEntry(matches []Match, action string, args []Arg, pr
 	return t.encodeMatch(matches, val, priority)
 }
 
+// EncodeMatch encodes an entry's match alone (the value is zeros): the
+// key to find or delete an entry by.
+func (t *TableLayout) EncodeMatch(matches []Match, priority uint32) (*Entry, error) {
+	if t.Kind == "const" || t.Kind == "keyless" {
+		return nil, fmt.Errorf("table %s has no entries the control plane writes", t.Name)
+	}
+	return t.encodeMatch(matches, make([]byte, t.ValueBytes), priority)
+}
+
 // encodeMatch encodes an entry's match for the value val.
 func (t *TableLayout) encodeMatch(matches []Match, val []byte, priority uint32) (*Entry, error) {
 	byField := map[*KeyLayout]string{}
