@@ -152,6 +152,10 @@ func (w *writer) apply(u *Update) error {
 		return w.pre(u.Type, e.PREEntry)
 	case e.DigestEntry != nil:
 		return w.digest(u.Type, e.DigestEntry)
+	case e.APMember != nil:
+		return w.apMember(u.Type, e.APMember) // actprof.go
+	case e.APGroup != nil:
+		return w.apGroup(u.Type, e.APGroup)
 	case e.Other != 0:
 		return errf(codes.Unimplemented, "%s is not supported by edgenf", entityNames[e.Other])
 	}
@@ -216,9 +220,6 @@ func (w *writer) table(typ int32, te *TableEntry) error {
 	if err := checkDirect(t, te); err != nil {
 		return err
 	}
-	if te.Action != nil && te.Action.Indirect {
-		return errf(codes.Unimplemented, "table %s: action profiles are not supported; give a direct action", t.Name)
-	}
 	if te.IsDefaultAction {
 		return w.defaultAction(typ, t, te)
 	}
@@ -242,22 +243,48 @@ func (w *writer) table(typ int32, te *TableEntry) error {
 		}
 		e.IdleTimeout = time.Duration(te.IdleTimeoutNs).String()
 	}
-	if typ != UpdateDelete {
-		if te.Action == nil || te.Action.Action == nil {
-			return errf(codes.InvalidArgument, "table %s: the entry needs an action", t.Name)
-		}
-		al, params, err := toAction(t, te.Action.Action, false)
-		if err != nil {
-			return err
-		}
-		e.Action, e.Params = al.Name, params
-	}
 	id, err := matchID(t, match, e.Priority)
 	if err != nil {
 		return errf(codes.InvalidArgument, "table %s: %v", t.Name, err)
 	}
 	idx := w.entryIndex(t)
 	stored, exists := idx[id]
+	if (typ == UpdateInsert && exists) || (typ != UpdateInsert && !exists) {
+		return w.table1(typ, t, te, e, match, idx, id, stored, exists)
+	}
+	var old json.RawMessage
+	if exists {
+		old, _ = w.s.eng.Entry(w.pl.who, w.pl.dev.cube, tblEntries, stored)
+	}
+	if typ != UpdateDelete {
+		if ok, err := w.indirect(t, te.Action, &e.Member, &e.Group); ok { // actprof.go
+			if err != nil {
+				return err
+			}
+		} else {
+			if te.Action == nil || te.Action.Action == nil {
+				return errf(codes.InvalidArgument, "table %s: the entry needs an action", t.Name)
+			}
+			al, params, err := toAction(t, te.Action.Action, false)
+			if err != nil {
+				return err
+			}
+			e.Action, e.Params = al.Name, params
+		}
+	}
+	err = w.table1(typ, t, te, e, match, idx, id, stored, exists)
+	if err != nil && typ != UpdateDelete { // the one-shot members and group made for it
+		w.releaseOneShot(t, mustJSON(e))
+	} else if err == nil && typ != UpdateInsert {
+		w.releaseOneShot(t, old)
+	}
+	return err
+}
+
+func mustJSON(v any) json.RawMessage { b, _ := json.Marshal(v); return b }
+
+// table1 applies one checked table entry update.
+func (w *writer) table1(typ int32, t *p4info.TableLayout, te *TableEntry, e *p4nf.Entry, match map[string]string, idx map[string]string, id, stored string, exists bool) error {
 	key := e.Key()
 	raw, _ := json.Marshal(e)
 	switch typ {
@@ -309,6 +336,14 @@ func (w *writer) defaultAction(typ int32, t *p4info.TableLayout, te *TableEntry)
 	}
 	if t.ConstDefault {
 		return errf(codes.PermissionDenied, "table %s has a const default_action", t.Name)
+	}
+	if te.Action != nil && te.Action.Action == nil && (te.Action.MemberID != nil || te.Action.GroupID != nil) {
+		d := &p4nf.Default{Table: t.Name, Member: te.Action.MemberID, Group: te.Action.GroupID} // actprof.go
+		raw, _ := json.Marshal(d)
+		return w.change(tblDefaults, func(tx *engine.EntryTx) error { _, err := tx.Put(raw); return err })
+	}
+	if te.Action != nil && te.Action.ActionSet != nil {
+		return errf(codes.Unimplemented, "table %s: a one-shot action set as the default action is not supported; name a member or a group", t.Name)
 	}
 	if te.Action == nil || te.Action.Action == nil {
 		// no action: back to the program's default
