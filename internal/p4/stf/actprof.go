@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/edgenf/edgenf/internal/p4/p4info"
+	"github.com/edgenf/edgenf/internal/p4/tableruntime"
 )
 
 // Action profiles and selectors in STF files, in the words of BMv2's
@@ -62,25 +63,28 @@ func parseActProf(c *Cmd, line string, f []string) error {
 	return nil
 }
 
-func (r *Runner) actProfCmd(c *Cmd) error {
+func (r *Runner) actProfCmd(c *Cmd) error { return ActProf(r.RT, c) }
+
+// ActProf applies an act_prof_* command to a loaded program.
+func ActProf(rt *tableruntime.Program, c *Cmd) error {
 	id := uint32(c.Nums[0])
 	switch c.Kind {
 	case "act_prof_create_member", "act_prof_modify_member":
-		return r.RT.SetMember(c.Profile, id, c.Action, c.Args)
+		return rt.SetMember(c.Profile, id, c.Action, c.Args)
 	case "act_prof_delete_member":
-		return r.RT.DeleteMember(c.Profile, id)
+		return rt.DeleteMember(c.Profile, id)
 	case "act_prof_create_group":
 		var ms []uint32
 		for _, m := range c.Nums[1:] {
 			ms = append(ms, uint32(m))
 		}
-		return r.RT.SetGroup(c.Profile, id, ms)
+		return rt.SetGroup(c.Profile, id, ms)
 	case "act_prof_delete_group":
-		return r.RT.DeleteGroup(c.Profile, id)
+		return rt.DeleteGroup(c.Profile, id)
 	}
 	// add/remove member id to/from group Nums[1]
 	gid := uint32(c.Nums[1])
-	groups, err := r.RT.Groups(c.Profile)
+	groups, err := rt.Groups(c.Profile)
 	if err != nil {
 		return err
 	}
@@ -100,7 +104,7 @@ func (r *Runner) actProfCmd(c *Cmd) error {
 		}
 		ms = slices.Delete(ms, i, i+1)
 	}
-	return r.RT.SetGroup(c.Profile, gid, ms)
+	return rt.SetGroup(c.Profile, gid, ms)
 }
 
 // refOf is the member or group an add or setdefault names.
@@ -118,24 +122,30 @@ func refOf(c *Cmd) (p4info.Ref, bool, error) {
 	return p4info.Ref{Group: c.Action == "group", ID: uint32(id)}, true, nil
 }
 
-func (r *Runner) addEntry(c *Cmd, prio uint32) error {
+func (r *Runner) addEntry(c *Cmd, prio uint32) error { return AddEntry(r.RT, c, prio) }
+
+func (r *Runner) setDefault(c *Cmd) error { return SetDefault(r.RT, c) }
+
+// AddEntry applies an add command (an action, a member or a group).
+func AddEntry(rt *tableruntime.Program, c *Cmd, prio uint32) error {
 	ref, ok, err := refOf(c)
 	if err != nil {
 		return err
 	}
 	if ok {
-		return r.RT.AddRefEntry(c.Table, c.Matches, ref, prio)
+		return rt.AddRefEntry(c.Table, c.Matches, ref, prio)
 	}
-	return r.RT.AddEntry(c.Table, c.Matches, c.Action, c.Args, prio)
+	return rt.AddEntry(c.Table, c.Matches, c.Action, c.Args, prio)
 }
 
-func (r *Runner) setDefault(c *Cmd) error {
+// SetDefault applies a setdefault command (an action, a member or a group).
+func SetDefault(rt *tableruntime.Program, c *Cmd) error {
 	ref, ok, err := refOf(c)
 	if err != nil {
 		return err
 	}
 	if ok {
-		return r.RT.SetDefaultRef(c.Table, ref)
+		return rt.SetDefaultRef(c.Table, ref)
 	}
-	return r.RT.SetDefault(c.Table, c.Action, c.Args)
+	return rt.SetDefault(c.Table, c.Action, c.Args)
 }
