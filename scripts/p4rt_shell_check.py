@@ -3,14 +3,15 @@
 # way its users do: a pipeline pushed from `edgenf p4 compile --p4info`
 # text output and the P4 source (--config p4info.txt,prog.p4), then table
 # entries, a multicast group and counters written and read back by name.
-# Run by test/e2e/p4rt_shell_test.go: check.py ADDR L2LEARN.txt L2LEARN.p4
-# L2SWITCH.txt L2SWITCH.p4. Exits non-zero with the failed check.
+# Run by test/e2e/p4rt_clients_test.go: check.py ADDR L2LEARN.txt L2LEARN.p4
+# L2SWITCH.txt L2SWITCH.p4 ECMP.txt ECMP.p4 (an action selector's members,
+# groups and one-shot action sets). Exits non-zero with the failed check.
 import os, sys, traceback
 import grpc
 import p4runtime_sh.shell as sh
 from p4runtime_sh.p4runtime import P4RuntimeWriteException
 
-addr, learn_info, learn_p4, switch_info, switch_p4 = sys.argv[1:6]
+addr, learn_info, learn_p4, switch_info, switch_p4, ecmp_info, ecmp_p4 = sys.argv[1:8]
 
 def check(what, cond):
     if not cond:
@@ -88,6 +89,64 @@ def main():
     q.counter_data  # asks for the counter with the entries
     got = list(q.read())
     check("the entry read with its counter data", len(got) == 1 and got[0].counter_data.packet_count == 0)
+    sh.teardown()
+
+    # 3. ecmp: an action selector's members and group, entries naming a
+    # group and a one-shot action set, refusals with their codes
+    sh.setup(device_id=1, grpc_addr=addr, election_id=(0, 1),
+             config=sh.FwdPipeConfig(ecmp_info, ecmp_p4), verbose=False)
+    prof = "FwdIngress.next_hops"
+    def forward(a, port):
+        a["srcAddr"], a["dstAddr"], a["port"] = "0xf1", "0xa%s" % port, port
+        return a
+    for mid, port in ((1, "1"), (2, "2")):
+        m = sh.ActionProfileMember(prof)(member_id=mid, action="FwdIngress.forward")
+        forward(m.action, port)
+        m.insert()
+    got = sorted((x.member_id, x.action["port"].value) for x in sh.ActionProfileMember(prof).read())
+    check("two members read back: %s" % got, got == [(1, b"\x01"), (2, b"\x02")])
+    g = sh.ActionProfileGroup(prof)(group_id=10)
+    g.add(1).add(2)
+    g.insert()
+    got = list(sh.ActionProfileGroup(prof).read())
+    check("the group read back with its members", len(got) == 1 and sorted(x.member_id for x in got[0].members) == [1, 2])
+    te = sh.TableEntry("FwdIngress.routes")
+    te.match["hdr.ipv4.dstAddr"] = "198.19.0.0/16"
+    te.group_id = 10
+    te.insert()
+    one = sh.Oneshot("FwdIngress.routes")
+    one.add(forward(sh.Action("FwdIngress.forward"), "3")).add(forward(sh.Action("FwdIngress.forward"), "4"))
+    te2 = sh.TableEntry("FwdIngress.routes")
+    te2.match["hdr.ipv4.dstAddr"] = "198.20.0.0/16"
+    te2.oneshot = one
+    te2.insert()
+    got = list(sh.TableEntry("FwdIngress.routes").read())
+    groups = [e.group_id for e in got if e._action_spec_type == sh.TableEntry._ActionSpecType.GROUP_ID]
+    sets = [[a.action["port"].value for a in e.oneshot.actions] for e in got if e._action_spec_type == sh.TableEntry._ActionSpecType.ONESHOT]
+    check("entries read back: group %s, one-shot %s" % (groups, sets), groups == [10] and sets == [[b"\x03", b"\x04"]])
+    check("the one-shot set's members are not the client's", len(list(sh.ActionProfileMember(prof).read())) == 2)
+
+    def refused(what, fn, code):
+        try:
+            fn()
+            check(what + " is refused", False)
+        except P4RuntimeWriteException as e:
+            check(what + " is refused with " + code, code in str(e))
+        except grpc.RpcError as e:
+            check(what + " is refused with " + code, e.code().name == code)
+    heavy = sh.ActionProfileGroup(prof)(group_id=11)
+    heavy.add(1, weight=2)
+    refused("a member of weight 2", heavy.insert, "UNIMPLEMENTED")
+    refused("deleting a member group 10 holds", sh.ActionProfileMember(prof)(member_id=1, action="FwdIngress.forward").delete, "FAILED_PRECONDITION")
+    refused("deleting the group an entry names", sh.ActionProfileGroup(prof)(group_id=10).delete, "FAILED_PRECONDITION")
+
+    te2.delete()
+    check("the one-shot entry deleted, the group's kept", len(list(sh.TableEntry("FwdIngress.routes").read())) == 1)
+    m = sh.ActionProfileMember(prof)(member_id=2, action="FwdIngress.forward")
+    forward(m.action, "5")
+    m.modify()
+    got = [x.action["port"].value for x in sh.ActionProfileMember(prof).read() if x.member_id == 2]
+    check("member 2 modified to port 5", got == [b"\x05"])
     sh.teardown()
     print("p4runtime-shell: all checks passed")
 

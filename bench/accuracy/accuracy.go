@@ -254,6 +254,9 @@ var meterHigh = tableruntime.MeterConfig{CIR: 1e9, CBurst: 1e6, PIR: 2e9, PBurst
 
 var p4Examples = []p4Example{
 	{file: "acl.p4", packet: 2, path: "ethernet,ipv4,l4,classify=set_class,acl=hit,@125=false"},
+	// the route to a group of the action selector (the estimator does not
+	// price the selector's hash and lookups yet)
+	{file: "ecmp.p4", packet: 1, path: "ethernet,ipv4,routes=forward"},
 	{file: "int_telemetry.p4", packet: 1, path: "ethernet,ipv4,udp,ipv4_fwd=forward"},
 	{file: "l2learn.p4", packet: 2, path: "ethernet,smac=miss,dmac=forward,@133=false"},
 	{file: "l2switch.p4", packet: 1, path: "ethernet,mac_table=forward,@78=false,@83=false"},
@@ -330,9 +333,12 @@ func loadExample(ctx context.Context, dp *datapath.Datapath, slot uint32, meter 
 			if c.Priority >= 0 {
 				prio = 0x7fffffff - uint32(c.Priority)
 			}
-			err = pc.RT.AddEntry(c.Table, c.Matches, c.Action, c.Args, prio)
+			err = stf.AddEntry(pc.RT, c, prio) // actions, action profile members and groups
 		case "setdefault":
-			err = pc.RT.SetDefault(c.Table, c.Action, c.Args)
+			err = stf.SetDefault(pc.RT, c)
+		case "act_prof_create_member", "act_prof_modify_member", "act_prof_delete_member", "act_prof_create_group",
+			"act_prof_delete_group", "act_prof_add_member_to_group", "act_prof_remove_member_from_group":
+			err = stf.ActProf(pc.RT, c)
 		case "direct_meter_set":
 			prio := uint32(0)
 			if c.Priority >= 0 {

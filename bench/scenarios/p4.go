@@ -142,6 +142,24 @@ func setupP4(e *scenario.Env, program string, dstMAC []byte, entries func(*scena
 
 // setupP4On is setupP4 at a hook, with multicast groups.
 func setupP4On(e *scenario.Env, program string, hook datapath.Hook, dstMAC []byte, entries func(*scenario.Path) []string, groups []string) (*scenario.Topology, error) {
+	return setupP4Rows(e, program, hook, dstMAC, func(p *scenario.Path) []row {
+		var rows []row
+		for _, en := range entries(p) {
+			rows = append(rows, row{"entries", en})
+		}
+		for _, g := range groups {
+			rows = append(rows, row{"mcast_groups", g})
+		}
+		return rows
+	})
+}
+
+// row is a row of one of a p4 cube's tables (entries, mcast_groups,
+// ap_members, ...).
+type row struct{ table, json string }
+
+// setupP4Rows is setupP4On with the rows of any of the cube's tables, in order.
+func setupP4Rows(e *scenario.Env, program string, hook datapath.Hook, dstMAC []byte, rows func(*scenario.Path) []row) (*scenario.Topology, error) {
 	p, eng, root, err := enginePath(e, hook)
 	if err != nil {
 		return nil, err
@@ -151,18 +169,18 @@ func setupP4On(e *scenario.Env, program string, hook datapath.Hook, dstMAC []byt
 	if err != nil {
 		return nil, err
 	}
+	rs := rows(p)
+	copies := false
+	for _, r := range rs {
+		copies = copies || r.table == "mcast_groups"
+	}
 	err = eng.Update(func(tp *cube.Topology) error {
 		if err := tp.AddCube(&cube.Cube{Name: name, Type: "p4", Hook: hook, Config: cfg, Ports: []cube.Port{
 			{Name: "in", Index: 0, Peer: p.A1}, {Name: "out", Index: 1, Peer: p.B0}}}); err != nil {
 			return err
 		}
-		for _, en := range entries(p) {
-			if _, err := tp.PutEntry(name, "entries", json.RawMessage(en)); err != nil {
-				return err
-			}
-		}
-		for _, g := range groups {
-			if _, err := tp.PutEntry(name, "mcast_groups", json.RawMessage(g)); err != nil {
+		for _, r := range rs {
+			if _, err := tp.PutEntry(name, r.table, json.RawMessage(r.json)); err != nil {
 				return err
 			}
 		}
@@ -189,7 +207,7 @@ func setupP4On(e *scenario.Env, program string, hook datapath.Hook, dstMAC []byt
 	if loadTime > 0 {
 		t.Info["compile+load of upf.p4 (211 lines, cold)"] = loadTime.Round(time.Millisecond).String()
 	}
-	if len(groups) == 0 {
+	if !copies {
 		// (a program that makes copies would send them while measured)
 		stubCost(e, t, root, p.A1, hook)
 	}

@@ -138,5 +138,6 @@ func p4Cmd() *cobra.Command {
 	c.AddCommand(p4RuntimeCmds()...)
 	c.AddCommand(p4SlowPathCmds()...)
 	c.AddCommand(p4ReplicationCmds()...) // p4replication.go
+	c.AddCommand(p4ActProfCmds()...)     // p4actprof.go
 	return c
 }

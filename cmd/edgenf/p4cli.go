@@ -272,6 +272,8 @@ func p4RuntimeCmds() []*cobra.Command {
 				Action   string            `json:"action"`
 				Params   map[string]string `json:"params"`
 				Priority uint32            `json:"priority"`
+				Member   *uint32           `json:"member,omitempty"`
+				Group    *uint32           `json:"group,omitempty"`
 			}
 			if err := api().Do("GET", "/v1/cubes/"+args[0]+"/tables/entries", nil, &rows); err != nil {
 				return err
@@ -292,6 +294,12 @@ func p4RuntimeCmds() []*cobra.Command {
 			return show(os.Stdout, rows, func(tw *tabwriter.Writer) {
 				fmt.Fprintln(tw, "TABLE\tMATCH\tACTION\tPARAMS\tPRIORITY")
 				for _, r := range rows {
+					switch { // tables implemented by an action profile (p4actprof.go)
+					case r.Member != nil:
+						r.Action = fmt.Sprintf("member %d", *r.Member)
+					case r.Group != nil:
+						r.Action = fmt.Sprintf("group %d", *r.Group)
+					}
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", r.Table, kv(r.Match), r.Action, kv(r.Params), r.Priority)
 				}
 			})

@@ -253,22 +253,7 @@ func toAction(t *p4info.TableLayout, a *Action, forDefault bool) (*p4info.Action
 // matchID identifies an entry by what P4Runtime keys it on (its encoded
 // match and priority), whatever notation its values were written in.
 func matchID(t *p4info.TableLayout, match map[string]string, priority uint32) (string, error) {
-	// any action will do: only the match part is used
-	var al *p4info.ActionLayout
-	for _, a := range t.Actions {
-		if !a.DefaultOnly {
-			al = a
-			break
-		}
-	}
-	if al == nil {
-		return "", fmt.Errorf("table %s has no action for entries", t.Name)
-	}
-	var args []p4info.Arg
-	for _, p := range al.Params {
-		args = append(args, p4info.Arg{Name: p.Name, Value: "0"})
-	}
-	enc, err := t.EncodeEntry((&p4nf.Entry{Match: match}).Matches(), al.Name, args, priority)
+	enc, err := t.EncodeMatch((&p4nf.Entry{Match: match}).Matches(), priority)
 	if err != nil {
 		return "", err
 	}
@@ -281,7 +266,13 @@ func matchID(t *p4info.TableLayout, match map[string]string, priority uint32) (s
 // fromEntry converts a stored entry into P4Runtime form; don't-care
 // fields are left out.
 func fromEntry(t *p4info.TableLayout, e *p4nf.Entry) (*TableEntry, error) {
-	enc, err := t.EncodeEntry(e.Matches(), e.Action, e.Args(), e.Priority)
+	var enc *p4info.Entry
+	var err error
+	if e.Member != nil || e.Group != nil { // the reader fills the action in (actprof.go)
+		enc, err = t.EncodeMatch(e.Matches(), e.Priority)
+	} else {
+		enc, err = t.EncodeEntry(e.Matches(), e.Action, e.Args(), e.Priority)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -133,7 +133,10 @@ type Entity struct {
 	PREEntry           *PREEntry
 	RegisterEntry      *RegisterEntry
 	DigestEntry        *DigestEntry
-	Other              protowire.Number
+	// action profile members and groups (actprof.go)
+	APMember *ActionProfileMember
+	APGroup  *ActionProfileGroup
+	Other    protowire.Number
 }
 
 var entityNames = map[protowire.Number]string{
@@ -161,6 +164,10 @@ func (m *Entity) appendTo(e *enc) {
 		e.msg(fEntityRegister, m.RegisterEntry)
 	case m.DigestEntry != nil:
 		e.msg(fEntityDigest, m.DigestEntry)
+	case m.APMember != nil:
+		e.msg(fEntityAPMember, m.APMember)
+	case m.APGroup != nil:
+		e.msg(fEntityAPGroup, m.APGroup)
 	case m.Other != 0:
 		e.bytesAlways(m.Other, nil)
 	}
@@ -194,6 +201,12 @@ func (m *Entity) unmarshal(b []byte) error {
 		case fEntityDigest:
 			m.DigestEntry = &DigestEntry{}
 			return f.sub(m.DigestEntry)
+		case fEntityAPMember:
+			m.APMember = &ActionProfileMember{}
+			return f.sub(m.APMember)
+		case fEntityAPGroup:
+			m.APGroup = &ActionProfileGroup{}
+			return f.sub(m.APGroup)
 		default:
 			m.Other = f.num
 		}
@@ -379,27 +392,48 @@ func (m *FieldMatch) unmarshal(b []byte) error {
 	})
 }
 
-// TableAction is p4.v1.TableAction; only a direct action is served
-// (Indirect: an action profile member, group or action set was given).
+// TableAction is p4.v1.TableAction: one of a direct action, an action
+// profile member or group, or a one-shot action set (actprof.go).
 type TableAction struct {
-	Action   *Action
-	Indirect bool
+	Action    *Action
+	MemberID  *uint32
+	GroupID   *uint32
+	ActionSet *ActionSet
 }
 
 func (m *TableAction) appendTo(e *enc) {
-	if m.Action != nil {
+	switch {
+	case m.Action != nil:
 		e.msg(fTAAction, m.Action)
+	case m.MemberID != nil:
+		e.varintAlways(fTAMemberID, uint64(*m.MemberID))
+	case m.GroupID != nil:
+		e.varintAlways(fTAGroupID, uint64(*m.GroupID))
+	case m.ActionSet != nil:
+		e.msg(fTAActionSet, m.ActionSet)
 	}
 }
 
 func (m *TableAction) unmarshal(b []byte) error {
 	return walk(b, func(f field) error {
+		*m = TableAction{}
 		switch f.num {
 		case fTAAction:
 			m.Action = &Action{}
 			return f.sub(m.Action)
-		case fTAMemberID, fTAGroupID, fTAActionSet:
-			m.Indirect = true
+		case fTAMemberID, fTAGroupID:
+			if err := f.want(protowire.VarintType); err != nil {
+				return err
+			}
+			v := uint32(f.v)
+			if f.num == fTAMemberID {
+				m.MemberID = &v
+			} else {
+				m.GroupID = &v
+			}
+		case fTAActionSet:
+			m.ActionSet = &ActionSet{}
+			return f.sub(m.ActionSet)
 		}
 		return nil
 	})

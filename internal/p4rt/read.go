@@ -85,6 +85,10 @@ func (r *reader) entity(e *Entity) error {
 		return r.pre(e.PREEntry)
 	case e.DigestEntry != nil:
 		return r.digests(e.DigestEntry)
+	case e.APMember != nil:
+		return r.apMembers(e.APMember) // actprof.go
+	case e.APGroup != nil:
+		return r.apGroups(e.APGroup)
 	case e.Other != 0:
 		return errf(codes.Unimplemented, "reading %s is not supported by edgenf", entityNames[e.Other])
 	}
@@ -105,7 +109,15 @@ func (r *reader) tables(q *TableEntry) error {
 			}
 		}
 		for _, t := range tables {
-			te, err := defaultEntry(t, defaults[t.Name])
+			d := defaults[t.Name]
+			var te *TableEntry
+			var err error
+			if d != nil && (d.Member != nil || d.Group != nil) { // actprof.go
+				te = &TableEntry{TableID: t.ID, IsDefaultAction: true}
+				te.Action, err = r.refAction(t, d.Member, d.Group)
+			} else {
+				te, err = defaultEntry(directLayout(t), d)
+			}
 			if err != nil {
 				return errf(codes.Internal, "default entry of %s: %v", t.Name, err)
 			}
@@ -134,6 +146,11 @@ func (r *reader) tables(q *TableEntry) error {
 			return errf(codes.Internal, "entry %s: %v", e.Key(), err)
 		}
 		te.Metadata = e.Metadata
+		if e.Member != nil || e.Group != nil { // actprof.go
+			if te.Action, err = r.refAction(byName[e.Table], e.Member, e.Group); err != nil {
+				return err
+			}
+		}
 		if ns, ok := since[e.Key()]; ok {
 			te.TimeSinceLastHit = &ns
 		}

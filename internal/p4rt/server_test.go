@@ -385,7 +385,7 @@ func TestP4RuntimeL2Switch(t *testing.T) {
 	wantCode(t, "9-bit parameter given 512", r.write(10, insert(widePort)), codes.InvalidArgument)
 	wantCode(t, "write from a backup", r.write(5, insert(dmacEntry(t, info, a, 1))), codes.PermissionDenied)
 	wantCode(t, "modify a missing entry", r.write(10, modify(dmacEntry(t, info, a, 1))), codes.NotFound)
-	wantCode(t, "action profiles", r.write(10, insert(&Entity{Other: fEntityAPMember})), codes.Unimplemented)
+	wantCode(t, "extern entries", r.write(10, insert(&Entity{Other: fEntityExtern})), codes.Unimplemented)
 	// a batch: one good, one bad: UNKNOWN with a p4.v1.Error per update
 	err = r.write(10, insert(dmacEntry(t, info, a, 1)), insert(badTable))
 	wantCode(t, "batch", err, codes.Unknown)

@@ -23,6 +23,12 @@ func (e *enc) varint(n protowire.Number, v uint64) {
 	e.b = protowire.AppendVarint(e.b, v)
 }
 
+// varintAlways writes a varint even when zero (a oneof member).
+func (e *enc) varintAlways(n protowire.Number, v uint64) {
+	e.b = protowire.AppendTag(e.b, n, protowire.VarintType)
+	e.b = protowire.AppendVarint(e.b, v)
+}
+
 // int32 fields are varints of the sign-extended 64-bit value.
 func (e *enc) int32(n protowire.Number, v int32) { e.varint(n, uint64(int64(v))) }
 func (e *enc) int64(n protowire.Number, v int64) { e.varint(n, uint64(v)) }

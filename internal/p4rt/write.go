@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math/big"
 	"syscall"
 	"time"
 
@@ -152,6 +151,10 @@ func (w *writer) apply(u *Update) error {
 		return w.pre(u.Type, e.PREEntry)
 	case e.DigestEntry != nil:
 		return w.digest(u.Type, e.DigestEntry)
+	case e.APMember != nil:
+		return w.apMember(u.Type, e.APMember) // actprof.go
+	case e.APGroup != nil:
+		return w.apGroup(u.Type, e.APGroup)
 	case e.Other != 0:
 		return errf(codes.Unimplemented, "%s is not supported by edgenf", entityNames[e.Other])
 	}
@@ -216,9 +219,6 @@ func (w *writer) table(typ int32, te *TableEntry) error {
 	if err := checkDirect(t, te); err != nil {
 		return err
 	}
-	if te.Action != nil && te.Action.Indirect {
-		return errf(codes.Unimplemented, "table %s: action profiles are not supported; give a direct action", t.Name)
-	}
 	if te.IsDefaultAction {
 		return w.defaultAction(typ, t, te)
 	}
@@ -242,22 +242,48 @@ func (w *writer) table(typ int32, te *TableEntry) error {
 		}
 		e.IdleTimeout = time.Duration(te.IdleTimeoutNs).String()
 	}
-	if typ != UpdateDelete {
-		if te.Action == nil || te.Action.Action == nil {
-			return errf(codes.InvalidArgument, "table %s: the entry needs an action", t.Name)
-		}
-		al, params, err := toAction(t, te.Action.Action, false)
-		if err != nil {
-			return err
-		}
-		e.Action, e.Params = al.Name, params
-	}
 	id, err := matchID(t, match, e.Priority)
 	if err != nil {
 		return errf(codes.InvalidArgument, "table %s: %v", t.Name, err)
 	}
 	idx := w.entryIndex(t)
 	stored, exists := idx[id]
+	if (typ == UpdateInsert && exists) || (typ != UpdateInsert && !exists) {
+		return w.table1(typ, t, te, e, match, idx, id, stored, exists)
+	}
+	var old json.RawMessage
+	if exists {
+		old, _ = w.s.eng.Entry(w.pl.who, w.pl.dev.cube, tblEntries, stored)
+	}
+	if typ != UpdateDelete {
+		if ok, err := w.indirect(t, te.Action, &e.Member, &e.Group); ok { // actprof.go
+			if err != nil {
+				return err
+			}
+		} else {
+			if te.Action == nil || te.Action.Action == nil {
+				return errf(codes.InvalidArgument, "table %s: the entry needs an action", t.Name)
+			}
+			al, params, err := toAction(t, te.Action.Action, false)
+			if err != nil {
+				return err
+			}
+			e.Action, e.Params = al.Name, params
+		}
+	}
+	err = w.table1(typ, t, te, e, match, idx, id, stored, exists)
+	if err != nil && typ != UpdateDelete { // the one-shot members and group made for it
+		w.releaseOneShot(t, mustJSON(e))
+	} else if err == nil && typ != UpdateInsert {
+		w.releaseOneShot(t, old)
+	}
+	return err
+}
+
+func mustJSON(v any) json.RawMessage { b, _ := json.Marshal(v); return b }
+
+// table1 applies one checked table entry update.
+func (w *writer) table1(typ int32, t *p4info.TableLayout, te *TableEntry, e *p4nf.Entry, match map[string]string, idx map[string]string, id, stored string, exists bool) error {
 	key := e.Key()
 	raw, _ := json.Marshal(e)
 	switch typ {
@@ -309,6 +335,14 @@ func (w *writer) defaultAction(typ int32, t *p4info.TableLayout, te *TableEntry)
 	}
 	if t.ConstDefault {
 		return errf(codes.PermissionDenied, "table %s has a const default_action", t.Name)
+	}
+	if te.Action != nil && te.Action.Action == nil && (te.Action.MemberID != nil || te.Action.GroupID != nil) {
+		d := &p4nf.Default{Table: t.Name, Member: te.Action.MemberID, Group: te.Action.GroupID} // actprof.go
+		raw, _ := json.Marshal(d)
+		return w.change(tblDefaults, func(tx *engine.EntryTx) error { _, err := tx.Put(raw); return err })
+	}
+	if te.Action != nil && te.Action.ActionSet != nil {
+		return errf(codes.Unimplemented, "table %s: a one-shot action set as the default action is not supported; name a member or a group", t.Name)
 	}
 	if te.Action == nil || te.Action.Action == nil {
 		// no action: back to the program's default
@@ -426,121 +460,6 @@ func (w *writer) meter(typ int32, me *MeterEntry) error {
 	return w.call(func(h cube.Handle, c *cube.Cube) error {
 		_, err := p4nf.SetMeter(h, c, args)
 		return err
-	})
-}
-
-// port16 reads a replica's port.
-func port16(r *Replica) (uint16, error) {
-	v := big.NewInt(int64(r.EgressPort))
-	if r.Port != nil {
-		if len(r.Port) == 0 {
-			return 0, errf(codes.InvalidArgument, "replica with an empty port")
-		}
-		v = new(big.Int).SetBytes(r.Port)
-	}
-	if v.BitLen() > 16 {
-		return 0, errf(codes.InvalidArgument, "replica port 0x%x is out of range (cube ports 0..63, CPU port %d)", v, tableruntime.CPUPort)
-	}
-	if r.Instance > 0xffff {
-		return 0, errf(codes.InvalidArgument, "replica instance %d does not fit in 16 bits", r.Instance)
-	}
-	return uint16(v.Uint64()), nil
-}
-
-func (w *writer) pre(typ int32, p *PREEntry) error {
-	var table, key string
-	var raw []byte
-	switch {
-	case p.MulticastGroup != nil:
-		g := p.MulticastGroup
-		mg := p4nf.McastGroup{Group: g.GroupID, Replicas: []tableruntime.Replica{}}
-		for _, r := range g.Replicas {
-			port, err := port16(r)
-			if err != nil {
-				return errf(codes.InvalidArgument, "multicast group %d: %s", g.GroupID, gstatus.Convert(err).Message())
-			}
-			mg.Replicas = append(mg.Replicas, tableruntime.Replica{Port: port, Rid: uint16(r.Instance)})
-		}
-		table, key = tblGroups, fmt.Sprint(g.GroupID)
-		raw, _ = json.Marshal(mg)
-		if g.GroupID == 0 {
-			return errf(codes.InvalidArgument, "multicast group id 0 is not a group")
-		}
-	case p.CloneSession != nil:
-		c := p.CloneSession
-		table, key = tblClones, fmt.Sprint(c.SessionID)
-		if c.SessionID == 0 {
-			return errf(codes.InvalidArgument, "clone session id 0 is not a session")
-		}
-		cs := p4nf.CloneSession{Session: c.SessionID}
-		if typ != UpdateDelete {
-			if c.ClassOfService != 0 {
-				return errf(codes.Unimplemented, "clone session %d: class_of_service is not supported", c.SessionID)
-			}
-			if c.PacketLengthBytes < 0 {
-				return errf(codes.InvalidArgument, "clone session %d: negative packet_length_bytes", c.SessionID)
-			}
-			switch len(c.Replicas) {
-			case 0:
-				return errf(codes.InvalidArgument, "clone session %d needs one replica (the port copies leave by)", c.SessionID)
-			case 1:
-			default:
-				return errf(codes.Unimplemented, "clone session %d: edgenf clone sessions have one replica; to copy to several ports, clone to a multicast group", c.SessionID)
-			}
-			port, err := port16(c.Replicas[0])
-			if err != nil {
-				return errf(codes.InvalidArgument, "clone session %d: %s", c.SessionID, gstatus.Convert(err).Message())
-			}
-			cs.Port, cs.Truncate = &port, uint32(c.PacketLengthBytes)
-		}
-		raw, _ = json.Marshal(cs)
-	default:
-		return errf(codes.InvalidArgument, "empty packet_replication_engine_entry")
-	}
-	what := map[string]string{tblGroups: "multicast group", tblClones: "clone session"}[table]
-	err := w.change(table, func(tx *engine.EntryTx) error {
-		if _, exists := tx.Get(key); !exists && typ != UpdateInsert {
-			return errf(codes.NotFound, "%s %s does not exist", what, key)
-		}
-		switch typ {
-		case UpdateInsert:
-			if _, err := tx.Insert(raw); errors.Is(err, cube.ErrConflict) {
-				return errf(codes.AlreadyExists, "%s %s already exists", what, key)
-			} else if err != nil {
-				return err
-			}
-			return nil
-		case UpdateDelete:
-			return tx.Delete(key)
-		}
-		_, err := tx.Put(raw)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	// the replicas are read back in the form they were written in
-	switch {
-	case p.MulticastGroup != nil:
-		g := p.MulticastGroup
-		return w.replicaForm(&w.rt.EgressPortGroups, g.GroupID, typ != UpdateDelete && egressPortForm(g.Replicas))
-	default:
-		c := p.CloneSession
-		return w.replicaForm(&w.rt.EgressPortSessions, c.SessionID, typ != UpdateDelete && egressPortForm(c.Replicas))
-	}
-}
-
-// replicaForm records whether group or session id's replicas were written
-// with egress_port, in the cube's P4Runtime state, when that changes.
-func (w *writer) replicaForm(ids *[]uint32, id uint32, egressPort bool) error {
-	next, changed := withID(*ids, id, egressPort)
-	if !changed {
-		return nil
-	}
-	*ids = next
-	st := w.rt
-	return w.s.updateRuntime(w.ctx, w.pl.who, w.pl.dev.cube, func(s *p4nf.P4RuntimeState) {
-		s.EgressPortGroups, s.EgressPortSessions = st.EgressPortGroups, st.EgressPortSessions
 	})
 }
 

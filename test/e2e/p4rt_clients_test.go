@@ -50,7 +50,8 @@ func runClient(t *testing.T, python string, args ...string) {
 // TestP4RuntimeShell: p4runtime-shell (PyPI), the P4Runtime client people
 // use by hand, pushes pipelines made of `edgenf p4 compile --p4info`'s text
 // P4Info and the P4 source (its --config p4info.txt,prog.p4), then writes
-// and reads entries, a multicast group and direct counters by name
+// and reads entries, a multicast group, direct counters, and an action
+// selector's members, groups and one-shot action sets by name
 // (scripts/p4rt_shell_check.py says what is checked).
 func TestP4RuntimeShell(t *testing.T) {
 	testenv.E2E(t)
@@ -58,11 +59,15 @@ func TestP4RuntimeShell(t *testing.T) {
 	dir := t.TempDir()
 	learnInfo, learnSrc := p4infoText(t, dir, "l2learn")
 	switchInfo, switchSrc := p4infoText(t, dir, "l2switch")
+	ecmpInfo, ecmpSrc := p4infoText(t, dir, "ecmp")
 	d := startDaemon(t, "-p4rt-devices", "sw1=1")
-	runClient(t, python, "../../scripts/p4rt_shell_check.py", "unix:"+d.p4rtSocket(), learnInfo, learnSrc, switchInfo, switchSrc)
+	runClient(t, python, "../../scripts/p4rt_shell_check.py", "unix:"+d.p4rtSocket(), learnInfo, learnSrc, switchInfo, switchSrc, ecmpInfo, ecmpSrc)
 	// what the shell wrote last is the daemon's state
-	if got := d.cli("p4", "table-dump", "sw1", "SwIngress.mac_table"); !strings.Contains(got, "02:00:00:00:00:0c") {
+	if got := d.cli("p4", "table-dump", "sw1", "FwdIngress.routes"); !strings.Contains(got, "198.19.0.0/16") || !strings.Contains(got, "group 10") {
 		t.Errorf("the CLI does not show the shell's entry:\n%s", got)
+	}
+	if got := d.cli("p4", "act-prof-dump", "sw1", "-o", "json"); !strings.Contains(got, `"group": 10`) || !strings.Contains(got, `"port": "5"`) {
+		t.Errorf("the CLI does not show the shell's members and group:\n%s", got)
 	}
 }
 

@@ -98,11 +98,15 @@ func (s *Settings) normalize() error {
 // 198.18.0.0/24 (lpm), 0x0a00&&&0xff00 (ternary), 1024->2048 (range), MACs,
 // IPv4/IPv6 addresses, decimal or hex.
 type Entry struct {
-	Table    string            `json:"table" doc:"a table of the program (404 otherwise)"`
-	Match    map[string]string `json:"match,omitempty" format:"p4-match" doc:"key field (of the table, 404 otherwise) = match"`
-	Action   string            `json:"action" doc:"an action of the table (404 otherwise)"`
-	Params   map[string]string `json:"params,omitempty" format:"p4-value" doc:"parameter (of the action, 404 otherwise) = value"`
-	Priority uint32            `json:"priority,omitempty"` // ternary, range, optional: higher wins
+	Table  string            `json:"table" doc:"a table of the program (404 otherwise)"`
+	Match  map[string]string `json:"match,omitempty" format:"p4-match" doc:"key field (of the table, 404 otherwise) = match"`
+	Action string            `json:"action,omitempty" doc:"an action of the table (404 otherwise); none in tables implemented by an action profile"`
+	Params map[string]string `json:"params,omitempty" format:"p4-value" doc:"parameter (of the action, 404 otherwise) = value"`
+	// Member or Group: what an entry of a table implemented by an action
+	// profile or selector points to (actprof.go).
+	Member   *uint32 `json:"member,omitempty" doc:"tables implemented by an action profile: a member of it (404 otherwise)"`
+	Group    *uint32 `json:"group,omitempty" doc:"tables implemented by an action selector: a group of it (404 otherwise)"`
+	Priority uint32  `json:"priority,omitempty"` // ternary, range, optional: higher wins
 	// IdleTimeout ("30s", "5m") reports the entry when no packet has hit
 	// it for that long (tables with support_timeout = true; idle.go).
 	IdleTimeout string `json:"idle_timeout,omitempty" format:"p4-duration"`
@@ -130,10 +134,21 @@ func (e *Entry) Validate(c *cube.Cube) error {
 	if t == nil {
 		return cube.NotFound("table", "the program has no table %q (tables: %s)", e.Table, tableNames(prog.Info.Edgenf))
 	}
-	if err := namesIn(t, e.Action, e.Match, e.Params); err != nil {
+	if r, ok := ref(e.Member, e.Group); ok || t.Profile != "" { // actprof.go
+		if err := validateRef(c, t, e.Member, e.Group, e.Action, e.Params); err != nil {
+			return err
+		}
+		for _, k := range sortedKeys(e.Match) {
+			if t.Key(k) == nil {
+				return cube.NotFound("match."+k, "table %s has no key field %q", t.Name, k)
+			}
+		}
+		if _, err := t.EncodeRefEntry(e.Matches(), r, e.Priority); err != nil {
+			return cube.Conflict("match", "%v", err)
+		}
+	} else if err := namesIn(t, e.Action, e.Match, e.Params); err != nil {
 		return err
-	}
-	if _, err := t.EncodeEntry(e.Matches(), e.Action, e.Args(), e.Priority); err != nil {
+	} else if _, err := t.EncodeEntry(e.Matches(), e.Action, e.Args(), e.Priority); err != nil {
 		return cube.Conflict("match", "%v", err)
 	}
 	if _, err := parseIdleTimeout("idle_timeout", e.IdleTimeout, t); err != nil {
@@ -182,8 +197,10 @@ func (e *Entry) Key() string {
 // Default is a table's default action.
 type Default struct {
 	Table  string            `json:"table" doc:"a table of the program (404 otherwise)"`
-	Action string            `json:"action" doc:"an action of the table (404 otherwise)"`
+	Action string            `json:"action,omitempty" doc:"an action of the table (404 otherwise); none in tables implemented by an action profile"`
 	Params map[string]string `json:"params,omitempty" format:"p4-value" doc:"parameter (of the action, 404 otherwise) = value"`
+	Member *uint32           `json:"member,omitempty" doc:"tables implemented by an action profile: a member of it (404 otherwise)"`
+	Group  *uint32           `json:"group,omitempty" doc:"tables implemented by an action selector: a group of it (404 otherwise)"`
 }
 
 // Validate checks the action against the table.
@@ -199,11 +216,18 @@ func (d *Default) Validate(c *cube.Cube) error {
 	if t == nil {
 		return cube.NotFound("table", "the program has no table %q", d.Table)
 	}
-	if err := namesIn(t, d.Action, nil, d.Params); err != nil {
-		return err
-	}
 	if t.ConstDefault {
 		return cube.Conflict("table", "table %s has a const default_action", d.Table)
+	}
+	if _, ok := ref(d.Member, d.Group); ok || t.Profile != "" { // actprof.go
+		if err := validateRef(c, t, d.Member, d.Group, d.Action, d.Params); err != nil {
+			return err
+		}
+		d.Table = t.Name
+		return nil
+	}
+	if err := namesIn(t, d.Action, nil, d.Params); err != nil {
+		return err
 	}
 	if _, err := t.EncodeValue(d.Action, (&Entry{Params: d.Params}).Args()); err != nil {
 		return cube.Conflict("action", "%v", err)
@@ -314,6 +338,9 @@ func mapNames(r *p4info.Runtime) []string {
 	for _, m := range r.Meters {
 		out = append(out, m.Map)
 	}
+	for _, p := range r.Profiles {
+		out = append(out, p.MemberMap, p.GroupMap)
+	}
 	return out
 }
 
@@ -327,6 +354,9 @@ func (ctl controller) Sync(h cube.Handle, c *cube.Cube) error {
 	}
 	if s, err := settingsOf(c); err == nil && s.normalize() == nil {
 		ctl.run.hold(s)
+	}
+	if err := syncProfiles(prog, c); err != nil { // actprof.go: members and groups before the entries naming them
+		return err
 	}
 	entries, err := entriesTable.Entries(c)
 	if err != nil {
@@ -343,9 +373,12 @@ func (ctl controller) Sync(h cube.Handle, c *cube.Cube) error {
 	}
 	for _, v := range defaults {
 		d := v.(*Default)
-		if err := prog.SetDefault(d.Table, d.Action, (&Entry{Params: d.Params}).Args()); err != nil {
+		if err := setDefault(prog, d); err != nil {
 			return fmt.Errorf("default of %s: %w", d.Table, err)
 		}
+	}
+	if err := pruneProfiles(prog, c); err != nil {
+		return err
 	}
 	if err := syncReplication(prog, c); err != nil { // sessions.go
 		return err
@@ -358,6 +391,9 @@ func (ctl controller) Sync(h cube.Handle, c *cube.Cube) error {
 }
 
 func put(prog *tableruntime.Program, e *Entry) error {
+	if ok, err := putRef(prog, e); ok { // actprof.go
+		return err
+	}
 	if err := prog.AddEntry(e.Table, e.Matches(), e.Action, e.Args(), e.Priority); err != nil {
 		return fmt.Errorf("entry %s: %w", e.Key(), err)
 	}
@@ -373,6 +409,9 @@ func (ctl controller) PutEntry(h cube.Handle, c *cube.Cube, table string, item a
 	if ok, err := putRepl(prog, item); ok { // sessions.go
 		return err
 	}
+	if ok, err := putProfile(prog, item); ok { // actprof.go
+		return err
+	}
 	switch v := item.(type) {
 	case *Entry:
 		if err := put(prog, v); err != nil {
@@ -383,7 +422,7 @@ func (ctl controller) PutEntry(h cube.Handle, c *cube.Cube, table string, item a
 		}
 		return nil
 	case *Default:
-		return prog.SetDefault(v.Table, v.Action, (&Entry{Params: v.Params}).Args())
+		return setDefault(prog, v)
 	}
 	return fmt.Errorf("unknown table %s", table)
 }
@@ -395,6 +434,9 @@ func (ctl controller) DeleteEntry(h cube.Handle, c *cube.Cube, table string, ite
 		return err
 	}
 	if ok, err := deleteRepl(prog, item); ok { // sessions.go
+		return err
+	}
+	if ok, err := deleteProfile(prog, c, item); ok { // actprof.go
 		return err
 	}
 	switch v := item.(type) {
@@ -447,7 +489,7 @@ var Type = &cube.Type{
 		return err
 	},
 	Config: &Settings{},
-	Tables: []cube.Table{entriesTable, defaultsTable, cloneSessionsTable, mcGroupsTable},
+	Tables: []cube.Table{entriesTable, defaultsTable, cloneSessionsTable, mcGroupsTable, membersTable, groupsTable},
 	Views: []cube.View{
 		{Name: "counters", Doc: "Non-zero indexes of the program's counters.", Item: &CounterValue{}, List: listCounters},
 		{Name: "p4info", Doc: "The program's model (P4Info-compatible: tables, match fields, actions, counters, ids).", List: model},

@@ -259,6 +259,9 @@ func (g *gen) localInits(decls []syntax.Decl) {
 // with its own instance's values).
 func (g *gen) ctorInits(ps []*sema.Var, args []syntax.Expr) {
 	for i, p := range ps {
+		if _, ext := p.Type.(*sema.ExternT); ext { // bound to the instance (sema.bindExterns)
+			continue
+		}
 		if i < len(args) {
 			g.assignTo(g.localStorage(p, p.Pos), p.Type, args[i])
 		}

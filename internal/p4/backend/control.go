@@ -83,7 +83,11 @@ func (g *gen) action(a *sema.Action) {
 func (g *gen) dataFromValue(t *ir.Table, a *ir.Action, v string) []string {
 	var args []string
 	for _, p := range a.Params {
-		at := fmt.Sprintf("%s + %d", v, t.ParamOff+p.Offset)
+		off := t.ParamOff
+		if t.Profile != nil { // v is a member's value (selector.go)
+			off = ir.MemberParamOff
+		}
+		at := fmt.Sprintf("%s + %d", v, off+p.Offset)
 		if p.Width > 64 {
 			args = append(args, at)
 		} else {
@@ -119,6 +123,9 @@ func (g *gen) table(t *ir.Table) {
 	g.line("static __always_inline int %s_run(ctx_t *ctx, struct p4_state *s, __u8 *v, struct p4_tres *r)", tblName(t))
 	g.line("{")
 	g.indent++
+	if t.Profile != nil {
+		g.resolveMember(t) // selector.go
+	}
 	g.line("r->action = *(__u32 *)v;")
 	g.line("switch (r->action) {")
 	for _, ta := range t.Actions {
@@ -195,12 +202,27 @@ func (g *gen) table(t *ir.Table) {
 		if t.IdleOff >= 0 {
 			g.line("\tp4_touch((__u64 *)(v + %d));", t.IdleOff)
 		}
-		g.line("\treturn %s_run(ctx, s, v, r);", tblName(t))
+		if t.Profile != nil { // an empty group or a dangling reference: a miss (selector.go)
+			g.line("\tint e = %s_run(ctx, s, v, r);", tblName(t))
+			g.line("\tif (e != P4_AP_MISS)")
+			g.line("\t\treturn e;")
+			g.line("\tr->hit = 0;")
+		} else {
+			g.line("\treturn %s_run(ctx, s, v, r);", tblName(t))
+		}
 		g.line("}")
 	}
 	g.line("d = bpf_map_lookup_elem(&%s, &zero);", t.DefaultMapName)
-	g.line("if (d && *(__u32 *)d)")
-	g.line("\treturn %s_run(ctx, s, d, r);", tblName(t))
+	if t.Profile != nil {
+		g.line("if (d && *(__u32 *)d) {")
+		g.line("\tint e = %s_run(ctx, s, d, r);", tblName(t))
+		g.line("\tif (e != P4_AP_MISS)")
+		g.line("\t\treturn e;")
+		g.line("}")
+	} else {
+		g.line("if (d && *(__u32 *)d)")
+		g.line("\treturn %s_run(ctx, s, d, r);", tblName(t))
+	}
 	if t.Default != nil {
 		a := g.p.ActionOf[t.Default.Action]
 		g.line("r->action = 0x%08x;", a.ID)
@@ -806,29 +828,7 @@ func (g *gen) externFunc(call *syntax.Call, cr *sema.CallRef) {
 		g.line("{")
 		g.indent++
 		bits := g.packList(args[3].Value)
-		nb := (bits + 7) / 8
-		var h string
-		switch alg {
-		case "crc32":
-			h = fmt.Sprintf("p4_crc32(s->cbuf, %d)", nb)
-			g.needCRC32 = true
-		case "crc16":
-			h = fmt.Sprintf("p4_crc16(s->cbuf, %d)", nb)
-			g.needCRC16 = true
-		case "csum16":
-			h = fmt.Sprintf("p4_csum16(s->cbuf, %d)", nb)
-		case "xor16":
-			h = fmt.Sprintf("p4_xor16(s->cbuf, %d)", nb)
-		case "identity":
-			if bits > 64 {
-				g.unsupported(call.Pos, "identity hash of more than 64 bits")
-			}
-			h = unpack("s->cbuf", 0, max(bits, 1))
-		default:
-			g.unsupported(args[1].Value.NodePos(), "hash algorithm "+alg)
-			h = "0"
-		}
-		g.line("__u64 h = %s;", h)
+		g.line("__u64 h = %s;", g.hashOf(alg, bits, call.Pos, args[1].Value.NodePos()))
 		g.line("__u64 mx = %s;", g.rv(args[4].Value))
 		g.line("%s = ((__u64)%s + (mx ? h %% mx : h)) & %s;", g.lval(out), g.rv(args[2].Value), mask(ow))
 		g.indent--

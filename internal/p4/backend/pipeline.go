@@ -37,6 +37,7 @@ func (g *gen) emitMaps() {
 		}
 		fmt.Fprintf(w, "struct {\n\t__uint(type, BPF_MAP_TYPE_ARRAY);\n\t__uint(max_entries, 1);\n\t__type(key, __u32);\n\t__type(value, struct %s);\n} %s SEC(\".maps\");\n\n", vs, t.DefaultMapName)
 	}
+	g.emitProfileMaps(w) // selector.go
 	for _, v := range g.p.ValueSets {
 		sn := ir.Sanitize(v.Name)
 		fmt.Fprintf(w, "/* value_set %s (bit<%d>), id 0x%08x */\n", comment(v.Name), v.Width, v.ID)

@@ -118,6 +118,10 @@ type Table struct {
 	EntryValueOff  int // scan
 	EntryBytes     int // scan
 	NeedsPriority  bool
+	// Profile: the table's implementation, an action profile or selector
+	// (actprof.go); SelectorKeys are the fields its selector hashes.
+	Profile      *ActionProfile
+	SelectorKeys []*KeyField
 }
 
 // Counter is an indirect or direct counter.
@@ -197,6 +201,8 @@ type Program struct {
 	// recirculates (replicate.go): it has clone sessions and multicast
 	// groups, and runs the replicating pipeline.
 	Replicates bool
+	// ActionProfiles: action profiles and selectors (actprof.go).
+	ActionProfiles []*ActionProfile
 	// Recirculates: the program recirculates (a recirculated packet is
 	// parsed again).
 	Recirculates bool
@@ -232,6 +238,8 @@ func Build(info *sema.Info, src *syntax.Sources) (*Program, error) {
 			ids.reserve(PrefixMeter, in.Annots)
 		case "direct_meter":
 			ids.reserve(PrefixDirectMeter, in.Annots)
+		case "action_profile", "action_selector":
+			ids.reserve(PrefixActionProfile, in.Annots)
 		}
 	}
 	seenAction := map[string]*Action{}
@@ -355,8 +363,12 @@ func Build(info *sema.Info, src *syntax.Sources) (*Program, error) {
 		}
 		// kind
 		nLPM, nOther := 0, 0
-		for i, k := range t.Keys {
-			kf := &KeyField{Ent: k, Name: k.Name, ID: uint32(i + 1), MatchKind: k.MatchKind, Width: k.Width, Size: (k.Width + 7) / 8}
+		for _, k := range t.Keys {
+			kf := &KeyField{Ent: k, Name: k.Name, ID: uint32(len(it.KeysDecl) + 1), MatchKind: k.MatchKind, Width: k.Width, Size: (k.Width + 7) / 8}
+			if k.MatchKind == "selector" { // hashed by the action selector, not matched (actprof.go)
+				it.SelectorKeys = append(it.SelectorKeys, kf)
+				continue
+			}
 			it.KeysDecl = append(it.KeysDecl, kf)
 			switch k.MatchKind {
 			case "exact":
@@ -367,7 +379,7 @@ func Build(info *sema.Info, src *syntax.Sources) (*Program, error) {
 			}
 		}
 		switch {
-		case len(t.Keys) == 0:
+		case len(it.KeysDecl) == 0:
 			it.Kind = KindKeyless
 		case len(t.Entries) > 0:
 			it.Kind = KindConst
@@ -452,6 +464,7 @@ func Build(info *sema.Info, src *syntax.Sources) (*Program, error) {
 		p.Tables = append(p.Tables, it)
 		p.TableOf[t] = it
 	}
+	errs = append(errs, p.actionProfiles(src, ids, mapName)...) // actprof.go
 	for _, vs := range info.ValueSets {
 		ids.reserve(PrefixValueSet, vs.Decl.Annotations)
 	}

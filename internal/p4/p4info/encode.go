@@ -255,6 +255,9 @@ func parseMatch(k *KeyLayout, s string) (a, b *big.Int, plen int, err error) {
 
 // EncodeValue encodes an action with its arguments as a table value.
 func (t *TableLayout) EncodeValue(action string, args []Arg) ([]byte, error) {
+	if t.Profile != "" {
+		return nil, fmt.Errorf("table %s is implemented by action profile %s: its entries and default action name a member or a group of the profile, not an action", t.Name, t.Profile)
+	}
 	a := t.Action(action)
 	if a == nil {
 		return nil, fmt.Errorf("table %s has no action %q", t.Name, action)
@@ -309,6 +312,20 @@ func (t *TableLayout) EncodeEntry(matches []Match, action string, args []Arg, pr
 	if a := t.Action(action); a.DefaultOnly {
 		return nil, fmt.Errorf("action %s is default-only in table %s", a.Name, t.Name)
 	}
+	return t.encodeMatch(matches, val, priority)
+}
+
+// EncodeMatch encodes an entry's match alone (the value is zeros): the
+// key to find or delete an entry by.
+func (t *TableLayout) EncodeMatch(matches []Match, priority uint32) (*Entry, error) {
+	if t.Kind == "const" || t.Kind == "keyless" {
+		return nil, fmt.Errorf("table %s has no entries the control plane writes", t.Name)
+	}
+	return t.encodeMatch(matches, make([]byte, t.ValueBytes), priority)
+}
+
+// encodeMatch encodes an entry's match for the value val.
+func (t *TableLayout) encodeMatch(matches []Match, val []byte, priority uint32) (*Entry, error) {
 	byField := map[*KeyLayout]string{}
 	for _, m := range matches {
 		k := t.Key(m.Field)

@@ -19,6 +19,7 @@ type P4Info struct {
 	PkgInfo        PkgInfo          `json:"pkgInfo"`
 	Tables         []*Table         `json:"tables,omitempty"`
 	Actions        []*Action        `json:"actions,omitempty"`
+	ActionProfiles []*ActionProfile `json:"actionProfiles,omitempty"` // actprof.go
 	Counters       []*Counter       `json:"counters,omitempty"`
 	DirectCounters []*DirectCounter `json:"directCounters,omitempty"`
 	ValueSets      []*ValueSet      `json:"valueSets,omitempty"`
@@ -61,6 +62,7 @@ type Table struct {
 	MatchFields          []MatchField `json:"matchFields,omitempty"`
 	ActionRefs           []ActionRef  `json:"actionRefs"`
 	ConstDefaultActionID uint32       `json:"constDefaultActionId,omitempty"`
+	ImplementationID     uint32       `json:"implementationId,omitempty"` // its action profile
 	DirectResourceIDs    []uint32     `json:"directResourceIds,omitempty"`
 	Size                 string       `json:"size"`
 	IsConstTable         bool         `json:"isConstTable,omitempty"`
@@ -114,6 +116,8 @@ type Runtime struct {
 	Meters []*MeterLayout `json:"meters,omitempty"`
 	// ValueSets: ARRAY maps of {u64 value, u64 mask, u32 valid, u32 reserved}, host order.
 	ValueSets []*ValueSetLayout `json:"valueSets,omitempty"`
+	// Profiles: action profiles and selectors (actprof.go).
+	Profiles []*ProfileLayout `json:"profiles,omitempty"`
 	// SlowPath: digests, log messages, controller headers (slowpath.go).
 	SlowPath *SlowPathLayout `json:"slowPath,omitempty"`
 }
@@ -246,6 +250,9 @@ type TableLayout struct {
 	DefaultAction    string          `json:"defaultAction,omitempty"`
 	DefaultArgs      []string        `json:"defaultArgs,omitempty"` // compiled default's arguments (decimal)
 	ConstDefault     bool            `json:"constDefault,omitempty"`
+	// Profile: the action profile or selector implementing the table
+	// (actprof.go); its values then hold references (ir.ActionProfile).
+	Profile string `json:"profile,omitempty"`
 }
 
 // KeyLayout is one key field.
@@ -430,6 +437,7 @@ func FromIR(p *ir.Program) *P4Info {
 			Match: []MatchField{{ID: 1, Name: v.Name, Bitwidth: v.Width, MatchType: "TERNARY"}}, Size: v.Size})
 		rt.ValueSets = append(rt.ValueSets, &ValueSetLayout{Name: v.Name, ID: v.ID, Map: v.MapName, Size: v.Size, Width: v.Width})
 	}
+	addProfiles(m, p) // actprof.go
 	addSlowPath(m, p)
 	return m
 }

@@ -645,7 +645,7 @@ func (c *checker) instanceDecl(x *syntax.InstanceDecl, owner string) Entity {
 			inst.Args = append(inst.Args, v)
 		}
 		switch y.Decl.Name {
-		case "counter", "direct_counter", "register", "meter", "direct_meter":
+		case "counter", "direct_counter", "register", "meter", "direct_meter", "action_profile", "action_selector":
 		default:
 			c.unsupported(x.Pos, "extern "+y.Decl.Name)
 		}
@@ -845,10 +845,6 @@ func (c *checker) tableDecl(x *syntax.TableDecl) *Table {
 				if !c.matchKinds[k.MatchKind] {
 					c.errorf(k.Pos, "unknown match kind %q", k.MatchKind)
 				}
-				switch k.MatchKind {
-				case "selector":
-					c.unsupported(k.Pos, "selector match (action selectors)")
-				}
 				w := Width(kt)
 				if _, ok := BitsOf(kt); !ok {
 					switch kt.(type) {
@@ -899,7 +895,7 @@ func (c *checker) tableDecl(x *syntax.TableDecl) *Table {
 			c.info.Uses[id] = inst
 			t.DirectCounter = inst
 		case "implementation":
-			c.unsupported(p.Pos, "table implementation (action profiles/selectors)")
+			t.Implementation = c.tableImplementation(p, t) // actprof.go
 		case "meters":
 			id, ok := p.Value.(*syntax.Ident)
 			var inst *Instance
@@ -946,6 +942,7 @@ func (c *checker) tableDecl(x *syntax.TableDecl) *Table {
 			t.Default = &ActionCall{Action: na, Pos: x.Pos}
 		}
 	}
+	c.checkImplementation(t, entriesProp) // actprof.go
 	if entriesProp != nil {
 		t.EntriesConst = entriesProp.Const
 		if !entriesProp.Const {
@@ -1111,6 +1108,7 @@ func (c *checker) subControl(x *syntax.InstanceDecl, y *BlockT) Entity {
 	}
 	c.instantiated[callee] = true
 	callee.CtorArgs = c.ctorArgs(x.Args, callee.Ctor, callee.Name, x.Pos) // ctor.go
+	c.bindExterns(callee.Ctor, callee.CtorArgs)
 	sub := &SubControl{Name: x.Name, Decl: x, Control: callee, Parent: c.control}
 	// p4c names what the sub-control declares after the instance path.
 	from := callee.Name + "."

@@ -19,8 +19,9 @@ func (c *checker) ctorParams(ps []*syntax.Param, owner string) []*Var {
 		}
 		switch t.(type) {
 		case *Bits, *Bool, *Enum, *ErrorT, *Invalid:
+		case *ExternT: // an extern instance the instantiation passes (bindExterns)
 		default:
-			c.unsupported(p.Pos, "constructor parameters of type "+t.String()+" (bit<N>, int<N>, bool, enums and error are supported)")
+			c.unsupported(p.Pos, "constructor parameters of type "+t.String()+" (bit<N>, int<N>, bool, enums, error and extern instances are supported)")
 		}
 		v := &Var{Name: p.Name, Type: t, Dir: "in", Kind: LocalVar, Pos: p.Pos, Index: i, Owner: owner, ID: c.id()}
 		c.info.Decls[p] = v
@@ -43,6 +44,11 @@ func (c *checker) ctorArgs(args []syntax.Arg, ps []*Var, name string, pos syntax
 			c.errorf(pos, "missing constructor argument %d of %s", i+1, name)
 			return nil
 		}
+		if et, ok := ps[i].Type.(*ExternT); ok {
+			c.externArg(a.Value, ps[i], et, name)
+			out = append(out, a.Value)
+			continue
+		}
 		t := c.expr(a.Value, ps[i].Type)
 		c.assignable(ps[i].Type, t, a.Value)
 		if _, ok := c.info.Consts[a.Value]; !ok && !bad(t) {
@@ -64,6 +70,10 @@ func (c *checker) againControl(x *syntax.InstanceDecl, callee *Control) Entity {
 	}
 	args := c.ctorArgs(x.Args, callee.Ctor, callee.Name, x.Pos)
 	for i, a := range args {
+		if i < len(callee.CtorArgs) && c.argInstance(a) != c.argInstance(callee.CtorArgs[i]) {
+			c.unsupported(a.NodePos(), "instances of control "+callee.Name+" with different extern instances as constructor arguments")
+			return nil
+		}
 		if i < len(callee.CtorArgs) && c.info.Consts[a] != nil && c.info.Consts[callee.CtorArgs[i]] != nil &&
 			c.info.Consts[a].Cmp(c.info.Consts[callee.CtorArgs[i]]) != 0 {
 			c.unsupported(a.NodePos(), "instances of control "+callee.Name+" with different constructor arguments")
@@ -97,4 +107,57 @@ func stateOf(ct *Control, depth int) string {
 		}
 	}
 	return ""
+}
+
+// externArg checks an extern instance passed for constructor parameter p
+// (of extern type et): the name of an instance of that extern.
+func (c *checker) externArg(e syntax.Expr, p *Var, et *ExternT, block string) {
+	id, ok := e.(*syntax.Ident)
+	var inst *Instance
+	if ok {
+		inst, _ = c.sc.lookup(id.Name).(*Instance)
+	}
+	if inst == nil || inst.Extern != et.Decl {
+		c.errorf(e.NodePos(), "constructor argument %s of %s must name a %s instance", p.Name, block, et.Decl.Name)
+		return
+	}
+	c.info.Uses[id] = inst
+}
+
+// argInstance is the extern instance a constructor argument names (nil:
+// none, a value).
+func (c *checker) argInstance(e syntax.Expr) *Instance {
+	if id, ok := e.(*syntax.Ident); ok {
+		inst, _ := c.info.Uses[id].(*Instance)
+		return inst
+	}
+	return nil
+}
+
+// bindExterns makes the method calls of block ct on its extern-typed
+// constructor parameters calls on the instances its (one) instantiation
+// passes: the block's code is generated once (instances of it share it,
+// againControl), so the binding is static.
+func (c *checker) bindExterns(ps []*Var, args []syntax.Expr) {
+	bound := map[*Var]*Instance{}
+	for i, p := range ps {
+		if _, ok := p.Type.(*ExternT); ok && i < len(args) {
+			if inst := c.argInstance(args[i]); inst != nil {
+				bound[p] = inst
+			}
+		}
+	}
+	if len(bound) == 0 {
+		return
+	}
+	for _, cr := range c.info.Calls {
+		if cr.Kind != CallExternMethod || cr.Instance != nil {
+			continue
+		}
+		if id, ok := cr.Recv.(*syntax.Ident); ok {
+			if v, ok := c.info.Uses[id].(*Var); ok && bound[v] != nil {
+				cr.Instance = bound[v]
+			}
+		}
+	}
 }

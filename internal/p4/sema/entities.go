@@ -100,6 +100,9 @@ type Table struct {
 	// SupportTimeout: support_timeout = true; entries may have an idle
 	// timeout (the data path records their last hit).
 	SupportTimeout bool
+	// Implementation: implementation = an action_profile or
+	// action_selector (actprof.go); entries then name members or groups.
+	Implementation *Instance
 	Entries        []*Entry
 	EntriesConst   bool
 	Annots         syntax.Annotations

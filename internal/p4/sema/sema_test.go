@@ -62,7 +62,15 @@ func TestCheckErrors(t *testing.T) {
 		{"apply { foo(); }", "unknown function or action \"foo\""},
 		{"apply { m.x = h.h.a + 300; }", "does not fit"},
 		{"table t { key = { m.x : fuzzy; } actions = { NoAction; } } apply { t.apply(); }", "unknown match kind"},
-		{"action_profile(4) ap; apply { }", "unsupported: extern action_profile"},
+		{"action_profile(4) ap; apply { }", ""},
+		{"counter(4, CounterType.packets) c; Sub(c) sc; apply { sc.apply(); }", ""},
+		{"counter(4, CounterType.packets) c; Sub(c) sc; Sub(c) sc2; apply { sc.apply(); sc2.apply(); }", ""},
+		{"counter(4, CounterType.packets) c; counter(4, CounterType.packets) d; Sub(c) sc; Sub(d) sc2; apply { sc.apply(); sc2.apply(); }", "with different extern instances as constructor arguments"},
+		{"register<bit<8>>(4) r; Sub(r) sc; apply { sc.apply(); }", "constructor argument ctr of Sub must name a counter instance"},
+		{"action_profile(4) ap; table t { key = { m.x : exact; h.h.a : selector; } actions = { NoAction; } implementation = ap; } apply { }", "selector key h.h.a: the table's implementation must be an action_selector"},
+		{"table t { key = { m.x : exact; } actions = { NoAction; } implementation = action_selector(HashAlgorithm.crc16, 32w4, 32w8); } apply { }", "has no selector key"},
+		{"table t { key = { m.x : exact; } actions = { NoAction; } implementation = m; } apply { }", "implementation must be an action_profile or action_selector"},
+		{"table t { key = { m.x : exact; } actions = { NoAction; } implementation = action_profile(32w4); const entries = { 1 : NoAction(); } } apply { }", "unsupported: entries in a table implemented by an action profile"},
 		{"counter(4, CounterType.packets) c; table t { actions = { NoAction; } meters = c; } apply { }", "meters must name a direct_meter instance"},
 		{"meter(4, MeterType.bytes) mt; apply { bit<2> c; mt.execute_meter(1, c); }", ""},
 		{"register<bit<8>>(4) r; apply { r.write(0, m.x); r.read(m.x, 1); }", ""},
@@ -83,7 +91,7 @@ func TestCheckErrors(t *testing.T) {
 		{"action a() { t.apply(); } table t { actions = { a; } } apply { }", "unknown"},
 	}
 	for _, c := range cases {
-		src := prelude + "control I(inout H h, inout M m, inout standard_metadata_t s) {" + c.body + "}" + tail
+		src := prelude + "control Sub()(counter ctr) { apply { ctr.count(1); } }\n" + "control I(inout H h, inout M m, inout standard_metadata_t s) {" + c.body + "}" + tail
 		_, err := checkSrc(t, "t.p4", []byte(src))
 		if c.want == "" {
 			if err != nil {

@@ -42,7 +42,9 @@ func TestCtorParamErrors(t *testing.T) {
 		{"control S(inout bit<8> v)(bit<8> k) { apply { v = k; } } control I2(inout H h) { S(h.h.b) s; apply { s.apply(h.h.a); } }", "constructor argument k of S must be a compile-time constant"},
 		{"control S(inout bit<8> v)(bit<8> k) { apply { k = v; } }", "cannot assign to k: it is read-only"},
 		{"control S(inout bit<8> v)(bit<8> k) { apply { } } control I2(inout H h) { S(16w1) s; apply { s.apply(h.h.a); } }", "cannot use a value of type bit<16> where bit<8> is expected"},
-		{"control S(inout bit<8> v)(counter c) { apply { } }", "unsupported: constructor parameters of type counter"},
+		{"control S(inout bit<8> v)(counter c) { apply { c.count(0); } } control I2(inout H h) { counter(2, CounterType.packets) n; S(n) s; apply { s.apply(h.h.a); } }", ""},
+		{"control S(inout bit<8> v)(counter c) { apply { } } control I2(inout H h) { S(3) s; apply { s.apply(h.h.a); } }", "constructor argument c of S must name a counter instance"},
+		{"control CT(inout bit<8> v); control S(inout bit<8> v)(CT c) { apply { } }", "unsupported: constructor parameters of type"},
 		{"parser SP(packet_in p, inout H h)(bit<8> k) { state start { h.h.a = k; transition accept; } } parser P3(packet_in p, out H h) { SP(1) a; SP(2) b; state start { a.apply(p, h); b.apply(p, h); transition accept; } }", ""},
 		{"parser SP(packet_in p, inout H h)(bit<8> k) { state start { transition accept; } } parser P3(packet_in p, out H h) { SP(1, 2) a; state start { transition accept; } }", "SP takes 1 constructor argument(s), got 2"},
 	}

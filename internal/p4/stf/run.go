@@ -291,6 +291,11 @@ func (r *Runner) Run(name string, cmds []*Cmd) (*Result, error) {
 			if err := r.replCmd(c); err != nil {
 				return nil, fmt.Errorf("%s:%d: %w", name, c.Line, err)
 			}
+		case "act_prof_create_member", "act_prof_modify_member", "act_prof_delete_member", "act_prof_create_group",
+			"act_prof_delete_group", "act_prof_add_member_to_group", "act_prof_remove_member_from_group":
+			if err := r.actProfCmd(c); err != nil {
+				return nil, fmt.Errorf("%s:%d: %w", name, c.Line, err)
+			}
 		case "expect":
 			expects[c.Port] = append(expects[c.Port], c)
 		case "no_packet":
@@ -307,11 +312,11 @@ func (r *Runner) Run(name string, cmds []*Cmd) (*Result, error) {
 				prio = order
 				order--
 			}
-			if err := r.RT.AddEntry(c.Table, c.Matches, c.Action, c.Args, prio); err != nil {
+			if err := r.addEntry(c, prio); err != nil { // actprof.go
 				return nil, fmt.Errorf("%s:%d: %w", name, c.Line, err)
 			}
 		case "setdefault":
-			if err := r.RT.SetDefault(c.Table, c.Action, c.Args); err != nil {
+			if err := r.setDefault(c); err != nil { // actprof.go
 				return nil, fmt.Errorf("%s:%d: %w", name, c.Line, err)
 			}
 		case "check_counter":

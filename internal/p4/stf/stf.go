@@ -54,7 +54,8 @@ type Cmd struct {
 	Register string // register_read / register_write
 	Meter    string // meter_set
 	Rates    [4]uint64
-	Nums     []uint64 // mc_* and mirroring_* arguments (replicate.go)
+	Nums     []uint64 // mc_* and mirroring_* arguments (replicate.go), act_prof_* ids (actprof.go)
+	Profile  string   // act_prof_*
 }
 
 // Parse reads an STF file.
@@ -164,6 +165,10 @@ func parseLine(line string) (*Cmd, error) {
 				continue
 			}
 			i := strings.IndexByte(a, ':')
+			if i <= 0 && (c.Action == "member" || c.Action == "group") { // member(id), group(id): actprof.go
+				c.Args = append(c.Args, p4info.Arg{Value: a})
+				continue
+			}
 			if i <= 0 {
 				return nil, fmt.Errorf("bad action parameter %q (want name:value)", a)
 			}
@@ -244,6 +249,11 @@ func parseLine(line string) (*Cmd, error) {
 	case "mc_mgrp_create", "mc_mgrp_destroy", "mc_node_create", "mc_node_update", "mc_node_destroy",
 		"mc_node_associate", "mc_node_dissociate", "mirroring_add", "mirroring_add_mc", "mirroring_delete":
 		if err := parseRepl(c, f); err != nil { // replicate.go
+			return nil, err
+		}
+	case "act_prof_create_member", "act_prof_modify_member", "act_prof_delete_member", "act_prof_create_group",
+		"act_prof_delete_group", "act_prof_add_member_to_group", "act_prof_remove_member_from_group":
+		if err := parseActProf(c, line, f); err != nil { // actprof.go
 			return nil, err
 		}
 	default:

@@ -55,6 +55,11 @@ func (p *Program) AddEntry(table string, matches []p4info.Match, action string, 
 	if err != nil {
 		return err
 	}
+	return p.writeEntry(t, e, priority)
+}
+
+// writeEntry writes an encoded entry: in place of one with the same match.
+func (p *Program) writeEntry(t *p4info.TableLayout, e *p4info.Entry, priority uint32) error {
 	stampIdle(t, e) // idle.go
 	m, err := p.m(t.Map)
 	if err != nil {
@@ -148,15 +153,7 @@ func (p *Program) DeleteEntry(table string, matches []p4info.Match, priority uin
 // locate finds an entry: its map, its key there (the encoded key, or the
 // slot of a scan table) and the value stored (scan: the whole slot).
 func (p *Program) locate(t *p4info.TableLayout, matches []p4info.Match, priority uint32) (*ebpf.Map, any, []byte, error) {
-	if len(t.Actions) == 0 {
-		return nil, nil, nil, fmt.Errorf("table %s has no actions", t.Name)
-	}
-	// encode with any action to get the key
-	var args []p4info.Arg
-	for _, pr := range t.Actions[0].Params {
-		args = append(args, p4info.Arg{Name: pr.Name, Value: "0"})
-	}
-	e, err := t.EncodeEntry(matches, t.Actions[0].Name, args, priority)
+	e, err := t.EncodeMatch(matches, priority)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -1,0 +1,115 @@
+package backend
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/edgenf/edgenf/internal/p4/ir"
+	"github.com/edgenf/edgenf/internal/p4/syntax"
+)
+
+// Action profiles and selectors (ir/actprof.go for the layouts): an
+// indirect table's value holds a reference to a member or a group; its
+// runner resolves it to the member's value, then runs the member's action
+// as a direct table runs its own.
+
+// emitProfileMaps declares each profile's member and group maps.
+func (g *gen) emitProfileMaps(w io.Writer) {
+	if len(g.p.ActionProfiles) > 0 {
+		fmt.Fprintf(w, "/* an indirect table's runner: no member to run (empty group, dangling reference); the table misses */\n#define P4_AP_MISS (-2)\n\n")
+	}
+	for _, ap := range g.p.ActionProfiles {
+		sn := ir.Sanitize(ap.Name)
+		kind := "action_profile"
+		if ap.Selector {
+			kind = fmt.Sprintf("action_selector %s/%d", ap.Algo, ap.OutputWidth)
+		}
+		fmt.Fprintf(w, "/* %s %s (%d), id 0x%08x: members, then groups of at most %d members */\n", kind, comment(ap.Name), ap.Size, ap.ID, ap.MaxGroupSize)
+		fmt.Fprintf(w, "struct apm_%s { __u8 b[%d]; };\n", sn, ap.MemberBytes)
+		fmt.Fprintf(w, "struct {\n\t__uint(type, BPF_MAP_TYPE_HASH);\n\t__uint(max_entries, %d);\n\t__type(key, __u32);\n\t__type(value, struct apm_%s);\n} %s SEC(\".maps\");\n", ap.Size, sn, ap.MemberMap)
+		fmt.Fprintf(w, "struct apg_%s { __u32 n; __u32 reserved; __u32 m[%d]; };\n", sn, ap.MaxGroupSize)
+		fmt.Fprintf(w, "struct {\n\t__uint(type, BPF_MAP_TYPE_HASH);\n\t__uint(max_entries, %d);\n\t__type(key, __u32);\n\t__type(value, struct apg_%s);\n} %s SEC(\".maps\");\n\n", ap.Size, sn, ap.GroupMap)
+	}
+}
+
+// resolveMember emits, at the top of an indirect table's runner, the
+// replacement of v (the entry's or default's reference) by the member's
+// value: a member reference directly, a group's through the selector hash
+// over the table's selector keys. A dangling reference (the control plane
+// writes members before the references to them, so only a race with a
+// deletion) or an empty group is a miss: the default action runs.
+func (g *gen) resolveMember(t *ir.Table) {
+	ap := t.Profile
+	sn := ir.Sanitize(ap.Name)
+	g.line("{")
+	g.indent++
+	g.line("__u32 tag = *(__u32 *)v, id = *(__u32 *)(v + 4);")
+	g.line("r->action = 0;")
+	g.line("if (tag == 0x%08x) {", uint32(ir.RefGroup))
+	g.indent++
+	g.line("struct apg_%s *grp = bpf_map_lookup_elem(&%s, &id);", sn, ap.GroupMap)
+	g.line("__u64 h;")
+	g.line("__u32 i;")
+	g.line("if (!grp || !grp->n)")
+	g.line("\treturn P4_AP_MISS;")
+	if ap.Selector {
+		g.selectorHash(t)
+	} else {
+		g.line("h = 0; /* an action profile without selector: the group's first member */")
+	}
+	g.line("i = h %% grp->n;")
+	g.line("if (i >= %d)", ap.MaxGroupSize)
+	g.line("\treturn P4_AP_MISS;")
+	g.line("id = grp->m[i];")
+	g.indent--
+	g.line("} else if (tag != 0x%08x) {", uint32(ir.RefMember))
+	g.line("\treturn P4_AP_MISS;")
+	g.line("}")
+	g.line("v = bpf_map_lookup_elem(&%s, &id);", ap.MemberMap)
+	g.line("if (!v)")
+	g.line("\treturn P4_AP_MISS;")
+	g.indent--
+	g.line("}")
+}
+
+// selectorHash sets h to the selector's hash of t's selector keys, packed
+// as a field list (as hash() packs its data), cut to the output width.
+func (g *gen) selectorHash(t *ir.Table) {
+	ap := t.Profile
+	if ap.Algo == "random" {
+		g.line("h = bpf_get_prandom_u32();")
+		return
+	}
+	var elems []syntax.Expr
+	for _, k := range t.SelectorKeys {
+		elems = append(elems, k.Ent.Elem.Expr)
+	}
+	pos := t.Ent.Decl.Pos
+	bits := g.packList(&syntax.List{Pos: pos, Elems: elems})
+	g.line("h = (__u64)%s & %s;", g.hashOf(ap.Algo, bits, pos, pos), mask(ap.OutputWidth))
+}
+
+// hashOf is the C expression of hash algorithm alg over the first bits
+// bits of s->cbuf (packList).
+func (g *gen) hashOf(alg string, bits int, pos, algPos syntax.Pos) string {
+	nb := (bits + 7) / 8
+	switch alg {
+	case "crc32":
+		g.needCRC32 = true
+		return fmt.Sprintf("p4_crc32(s->cbuf, %d)", nb)
+	case "crc16":
+		g.needCRC16 = true
+		return fmt.Sprintf("p4_crc16(s->cbuf, %d)", nb)
+	case "csum16":
+		return fmt.Sprintf("p4_csum16(s->cbuf, %d)", nb)
+	case "xor16":
+		return fmt.Sprintf("p4_xor16(s->cbuf, %d)", nb)
+	case "identity":
+		if bits > 64 {
+			g.unsupported(pos, "identity hash of more than 64 bits")
+		}
+		return unpack("s->cbuf", 0, max(bits, 1))
+	}
+	g.unsupported(algPos, "hash algorithm "+alg)
+	return "0"
+}

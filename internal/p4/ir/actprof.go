@@ -1,0 +1,161 @@
+package ir
+
+import (
+	"github.com/edgenf/edgenf/internal/p4/sema"
+	"github.com/edgenf/edgenf/internal/p4/syntax"
+)
+
+// ActionProfile is an action profile or action selector (v1model
+// action_profile/action_selector; PSA ActionProfile/ActionSelector lower to
+// the same thing). The tables it implements hold references, not actions:
+//
+// An indirect table's value (entries and the default map) keeps the layout
+// of Table, with [0:4] a reference tag (RefMember or RefGroup) and [4:8]
+// the member or group id. The profile's maps:
+//
+//	MemberMapName: HASH, member id (u32) -> member value: [0:4] action id,
+//	               [4:8] reserved, [MemberParamOff:] action parameters
+//	               (big-endian, at the action's Param offsets)
+//	GroupMapName:  HASH, group id (u32) -> [0:4] number of members n,
+//	               [4:8] reserved, [8:8+4*MaxGroupSize] member ids (u32)
+//
+// A group picks member ids[hash % n], the hash (Algo over the table's
+// selector keys packed as a field list, cut to OutputWidth bits) computed
+// per packet: one flow always takes the same member while the group is
+// unchanged.
+type ActionProfile struct {
+	Ent          *sema.Instance
+	Name         string
+	ID           uint32
+	Selector     bool
+	Algo         string // selectors: crc16, crc32, identity, csum16, xor16, random
+	OutputWidth  int    // selectors: bits of the hash kept (1..64)
+	Size         int    // members (and, separately, groups) the profile holds
+	MaxGroupSize int
+	Tables       []*Table
+	Actions      []*TableAction // the actions members may use (the tables'; they must agree)
+	MemberMap    string
+	GroupMap     string
+	MemberBytes  int
+}
+
+// Reference tags of an indirect table's value ([0:4]); action ids never
+// take them (their top byte is PrefixAction).
+const (
+	RefMember = 0xfffffffe
+	RefGroup  = 0xffffffff
+)
+
+// MemberParamOff is where action parameters start in a member value.
+const MemberParamOff = 8
+
+// DefaultMaxGroupSize bounds a group without @max_group_size; MaxGroupSize
+// bounds @max_group_size (a group is one map value).
+const (
+	DefaultMaxGroupSize = 128
+	MaxGroupSize        = 1024
+)
+
+var selectorAlgos = map[string]bool{"crc16": true, "crc32": true, "identity": true, "csum16": true, "xor16": true, "random": true}
+
+// actionProfiles lowers the profiles the live tables use.
+func (p *Program) actionProfiles(src *syntax.Sources, ids *idAlloc, mapName func(prefix, full string) string) syntax.ErrorList {
+	var errs syntax.ErrorList
+	byInst := map[*sema.Instance]*ActionProfile{}
+	for _, t := range p.Tables {
+		in := t.Ent.Implementation
+		if in == nil {
+			continue
+		}
+		ap := byInst[in]
+		if ap == nil {
+			ap = &ActionProfile{Ent: in, Name: in.FullName, Selector: sema.IsActionSelector(in), MaxGroupSize: DefaultMaxGroupSize}
+			ap.ID = ids.id(PrefixActionProfile, in.FullName, in.Annots)
+			sizeArg := 0
+			if ap.Selector {
+				sizeArg = 1
+				if len(in.Decl.Args) > 0 {
+					if m, ok := in.Decl.Args[0].Value.(*syntax.Member); ok {
+						ap.Algo = m.Name
+					}
+				}
+				if !selectorAlgos[ap.Algo] {
+					errs = append(errs, src.Errorf(in.Decl.Pos, "unsupported: action selector %s: hash algorithm %q (edgenf supports crc16, crc32, identity, csum16, xor16 and random)", in.Name, ap.Algo))
+				}
+				ap.OutputWidth = 64
+				if len(in.Args) > 2 {
+					ap.OutputWidth = int(in.Args[2].Int64())
+				}
+				if ap.OutputWidth < 1 || ap.OutputWidth > 64 {
+					errs = append(errs, src.Errorf(in.Decl.Pos, "action selector %s: output width %d out of range (1..64)", in.Name, ap.OutputWidth))
+				}
+			}
+			if sizeArg < len(in.Args) {
+				ap.Size = int(in.Args[sizeArg].Int64())
+			}
+			if ap.Size <= 0 || ap.Size > 1<<20 {
+				errs = append(errs, src.Errorf(in.Decl.Pos, "action profile %s: size %d out of range (1..%d)", in.Name, ap.Size, 1<<20))
+			}
+			if a := in.Annots.Get("max_group_size"); a != nil && len(a.Args) == 1 {
+				if lit, ok := a.Args[0].(*syntax.IntLit); ok && lit.Val.IsInt64() {
+					ap.MaxGroupSize = int(lit.Val.Int64())
+				}
+				if ap.MaxGroupSize < 1 || ap.MaxGroupSize > MaxGroupSize {
+					errs = append(errs, src.Errorf(in.Decl.Pos, "action profile %s: @max_group_size %d out of range (1..%d)", in.Name, ap.MaxGroupSize, MaxGroupSize))
+					ap.MaxGroupSize = DefaultMaxGroupSize
+				}
+			}
+			if a := in.Annots.Get("selector_size_semantics"); a != nil && len(a.Args) == 1 {
+				if s, ok := a.Args[0].(*syntax.StringLit); ok && s.Value == "sum_of_weights" {
+					errs = append(errs, src.Errorf(in.Decl.Pos, "unsupported: action profile %s: @selector_size_semantics(\"sum_of_weights\") (members have no weights in edgenf; use \"sum_of_members\")", in.Name))
+				}
+			}
+			ap.Actions = t.Actions
+			ap.MemberMap = mapName("apm_", in.FullName)
+			ap.GroupMap = mapName("apg_", in.FullName)
+			byInst[in] = ap
+			p.ActionProfiles = append(p.ActionProfiles, ap)
+		} else if !sameActions(ap.Actions, t.Actions) {
+			errs = append(errs, src.Errorf(t.Ent.Decl.Pos, "table %s shares action profile %s with table %s but lists other actions; tables sharing a profile list the same actions", t.Ent.Name, ap.Name, ap.Tables[0].Name))
+		}
+		if len(t.SelectorKeys) > 0 && !ap.Selector {
+			errs = append(errs, src.Errorf(t.Ent.Decl.Pos, "table %s has selector keys but its implementation %s is an action_profile, not an action_selector", t.Ent.Name, ap.Name))
+		}
+		for _, k := range t.SelectorKeys {
+			if k.Width > 64 {
+				errs = append(errs, src.Errorf(k.Ent.Elem.Pos, "unsupported: selector key fields wider than 64 bits"))
+			}
+		}
+		t.Profile = ap
+		ap.Tables = append(ap.Tables, t)
+		// the table's values hold a reference, the members the data
+		t.ValueBytes = align8(t.ParamOff)
+		if t.Kind == KindScan {
+			t.EntryBytes = t.EntryValueOff + t.ValueBytes
+		}
+	}
+	for _, ap := range p.ActionProfiles {
+		maxp := 0
+		for _, ta := range ap.Actions {
+			maxp = max(maxp, ta.Action.ParamBytes)
+		}
+		ap.MemberBytes = align8(MemberParamOff + maxp)
+	}
+	return errs
+}
+
+func sameActions(a, b []*TableAction) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	in := map[*Action]bool{}
+	for _, x := range a {
+		in[x.Action] = true
+	}
+	for _, x := range b {
+		if !in[x.Action] {
+			return false
+		}
+	}
+	return true
+}
