@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"sort"
 	"strings"
@@ -66,7 +67,12 @@ func (e *Engine) AddEndpoint(ep *endpoint.Endpoint) (bool, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if old, ok := e.endpoints[ep.Name]; ok {
-		if old.Equal(ep) {
+		same := old
+		if len(ep.Gateways) == 0 { // the daemon chose them: a retry does not name them
+			same = old.Clone()
+			same.Gateways = nil
+		}
+		if same.Equal(ep) {
 			return false, nil
 		}
 		return false, cube.Conflict("name", "endpoint %s exists (%s): delete it first", ep.Name, describe(old))
@@ -107,6 +113,9 @@ func (e *Engine) AddEndpoint(ep *endpoint.Endpoint) (bool, error) {
 	if err := next.AddPort(ep.Cube, ep.Port()); err != nil {
 		return false, cube.Within("cubes."+ep.Cube, err)
 	}
+	if err := plug(next.Cubes[ep.Cube], ep); err != nil {
+		return false, err
+	}
 	if ep.Tenant != "" {
 		if err := e.checkQuota(tenant.Of(ep.Tenant), next); err != nil {
 			return false, err
@@ -139,6 +148,9 @@ func (e *Engine) DeleteEndpoint(name string) error {
 	}
 	next := e.topo.Clone()
 	if c := next.Cubes[ep.Cube]; c != nil && c.Port(ep.Name) != nil {
+		if typ, err := cube.Lookup(c.Type); err == nil && typ.Unplug != nil {
+			typ.Unplug(c, ep.Name)
+		}
 		if err := next.DeletePort(ep.Cube, ep.Name); err != nil {
 			return err
 		}
@@ -196,8 +208,47 @@ func (e *Engine) keepEndpoints(next *cube.Topology) error {
 		}
 		c.Ports = append(c.Ports, p)
 		sort.SliceStable(c.Ports, func(i, j int) bool { return c.Ports[i].Index < c.Ports[j].Index })
+		// and what the cube needs to reach the workload (a router's
+		// host routes), with the gateways the workload has
+		if err := plug(c, ep); err != nil {
+			return err
+		}
 	}
 	return e.checkEndpoints(next)
+}
+
+// plug readies the endpoint's port of c (next's copy) the way c's type
+// routes (cube.Type.Plug) and records the gateways the workload got. A
+// port of a layer-2 cube needs nothing.
+func plug(c *cube.Cube, ep *endpoint.Endpoint) error {
+	typ, err := cube.Lookup(c.Type)
+	if err != nil || typ.Plug == nil {
+		if len(ep.Gateways) > 0 {
+			return cube.Errorf("gateways", "cube %s is a %s: a workload on it has no gateway of the cube's", c.Name, c.Type)
+		}
+		return nil
+	}
+	var addrs []netip.Prefix
+	for _, a := range ep.Addresses {
+		if pf, err := netip.ParsePrefix(a); err == nil {
+			addrs = append(addrs, pf)
+		}
+	}
+	var given []netip.Addr
+	for _, g := range ep.Gateways {
+		if a, err := netip.ParseAddr(g); err == nil {
+			given = append(given, a)
+		}
+	}
+	gws, err := typ.Plug(c, ep.Name, addrs, given)
+	if err != nil {
+		return cube.Within("cubes."+c.Name, err)
+	}
+	ep.Gateways = nil
+	for _, g := range gws {
+		ep.Gateways = append(ep.Gateways, g.String())
+	}
+	return nil
 }
 
 // endpointInterfaces lists the interfaces a tenant has through its
