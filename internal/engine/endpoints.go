@@ -11,6 +11,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/endpoint"
 	"github.com/edgenf/edgenf/internal/tenant"
 )
@@ -63,6 +64,15 @@ func (e *Engine) AddEndpoint(ep *endpoint.Endpoint) (bool, error) {
 	ep = ep.Clone()
 	if err := ep.Validate(); err != nil {
 		return false, err
+	}
+	if e.prepareStub(ep) {
+		created := false
+		defer func() {
+			if !created {
+				e.dp.UnprepareStub(ep.Interface)
+			}
+		}()
+		defer func() { created = e.hasEndpointOn(ep.Interface) }()
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -134,6 +144,42 @@ func (e *Engine) AddEndpoint(ep *endpoint.Endpoint) (bool, error) {
 		return false, err
 	}
 	return true, nil
+}
+
+// prepareStub readies the endpoint's interface for an XDP stub before the
+// change takes the engine's lock (datapath.PrepareXDPStub), when the cube
+// runs at XDP and the interface is a veth no endpoint has: the slow kernel
+// attachments of many pods then overlap instead of queueing behind the
+// lock. It reports whether it prepared anything.
+func (e *Engine) prepareStub(ep *endpoint.Endpoint) bool {
+	e.mu.Lock()
+	c := e.topo.Cubes[ep.Cube]
+	xdp := c != nil && c.Hook == datapath.XDP && e.cubes[ep.Cube] != nil && !e.hasEndpointOnLocked(ep.Interface)
+	e.mu.Unlock()
+	if !xdp {
+		return false
+	}
+	l, err := netlink.LinkByName(ep.Interface)
+	if err != nil || l.Type() != "veth" || l.Attrs().Xdp != nil && l.Attrs().Xdp.Attached {
+		return false
+	}
+	// a failure here is met again, and reported, by the change itself
+	return e.dp.PrepareXDPStub(ep.Interface, l.Attrs().Index) == nil
+}
+
+func (e *Engine) hasEndpointOn(iface string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.hasEndpointOnLocked(iface)
+}
+
+func (e *Engine) hasEndpointOnLocked(iface string) bool {
+	for _, ep := range e.endpoints {
+		if ep.Interface == iface {
+			return true
+		}
+	}
+	return false
 }
 
 // DeleteEndpoint removes what AddEndpoint made, in one change: the port
