@@ -117,4 +117,3 @@ func TestEndpointOnRouter(t *testing.T) {
 		t.Fatalf("gateways of enfc: %v", c.Gateways)
 	}
 }
-
