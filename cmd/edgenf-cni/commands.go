@@ -1,9 +1,10 @@
 package main
 
 // The CNI commands. ADD makes, in this order, the pod's addresses (IPAM),
-// its veth pair, its addresses and routes inside the pod, and the endpoint
-// in edgenfd (the tenant's port and interface, one change); whatever fails
-// undoes what came before, so a refused pod leaves the node as it was. DEL
+// its veth pair, the endpoint in edgenfd (the tenant's port and interface,
+// one change; on a router, its gateways and host routes too), and the
+// pod's addresses and routes inside it; whatever fails undoes what came
+// before, so a refused pod leaves the node as it was. DEL
 // undoes exactly that (the veth before the endpoint: never a moment when
 // the pod's frames meet no stub) and is idempotent. GC removes the
 // endpoints (and addresses) of attachments the runtime no longer has.
@@ -110,9 +111,6 @@ func cmdAdd(ctx context.Context, args *skel.CmdArgs) (err error) {
 		if conf.DNS.IsEmpty() {
 			res.DNS = ipRes.DNS
 		}
-		if err := configure(netns, args.IfName, res); err != nil {
-			return err
-		}
 	}
 	ep := &endpoint.Endpoint{
 		Name: name, Tenant: t.Tenant, Slice: t.Slice, Cube: t.Cube, Interface: host.Name,
@@ -121,8 +119,24 @@ func cmdAdd(ctx context.Context, args *skel.CmdArgs) (err error) {
 	for _, ipc := range res.IPs {
 		ep.Addresses = append(ep.Addresses, ipc.Address.String())
 	}
-	if err := d.plug(ep); err != nil {
+	made, err := d.plug(ep)
+	if err != nil {
 		return err
+	}
+	undo = append(undo, func() { d.unplug(name) })
+	if len(made.Gateways) > 0 {
+		// a router's port: the pod's gateways are the port's, which
+		// edgenfd chose
+		if err := routeVia(res, made.Gateways); err != nil {
+			return err
+		}
+		if err := configureRouted(netns, args.IfName, res); err != nil {
+			return err
+		}
+	} else if ipRes != nil {
+		if err := configure(netns, args.IfName, res); err != nil {
+			return err
+		}
 	}
 	if conf.PrevResult != nil {
 		if res, err = chained(conf, res); err != nil {
@@ -276,7 +290,11 @@ func cmdCheck(ctx context.Context, args *skel.CmdArgs) error {
 		if _, ok := l.(*netlink.Veth); !ok {
 			return checkFailed("interface %s in the pod is a %s, not a veth", args.IfName, l.Type())
 		}
-		if err := ip.ValidateExpectedInterfaceIPs(args.IfName, ips); err != nil {
+		validate := ip.ValidateExpectedInterfaceIPs
+		if len(ep.Gateways) > 0 {
+			validate = validateRoutedIPs
+		}
+		if err := validate(args.IfName, ips); err != nil {
 			return checkFailed("%v", err)
 		}
 		if err := ip.ValidateExpectedRoute(prev.Routes); err != nil {

@@ -78,17 +78,12 @@ func (d *daemon) checkTarget(t *target) error {
 	var c cube.Cube
 	if err := d.api.Do("GET", "/v1/cubes/"+url.PathEscape(t.Cube), nil, &c); err != nil {
 		if notFound(err) {
-			return types.NewError(types.ErrInvalidNetworkConfig, fmt.Sprintf("cube %s (tenant %s's): edgenfd on this node has no cube of that name", t.Cube, tenantLabel(t.Tenant)), "")
+			return types.NewError(types.ErrInvalidNetworkConfig, fmt.Sprintf("cube %s (%s): edgenfd on this node has no cube of that name", t.Cube, tenantLabel(t.Tenant)), "")
 		}
 		return d.cniError("cube "+t.Cube, err)
 	}
 	if c.Tenant != t.Tenant {
 		return types.NewError(types.ErrInvalidNetworkConfig, fmt.Sprintf("cube %s is %s, not %s", t.Cube, tenantLabel(c.Tenant), tenantLabel(t.Tenant)), "")
-	}
-	// A router's port is a subnet of its own, with the router's address
-	// on it: a pod's port would have neither, and the pod no gateway.
-	if c.Type == "router" {
-		return types.NewError(types.ErrInvalidNetworkConfig, fmt.Sprintf("cube %s is a router, whose ports are subnets of their own: plug pods into a bridge cube peered with one of its ports (docs/kubernetes.md)", t.Cube), "")
 	}
 	return nil
 }
@@ -120,12 +115,14 @@ func (d *daemon) endpoints() ([]*endpoint.Endpoint, error) {
 	return list, nil
 }
 
-// plug makes the endpoint: its port and its interface, in one change.
-func (d *daemon) plug(ep *endpoint.Endpoint) error {
-	if err := d.api.Do("PUT", "/v1/endpoints/"+ep.Name, ep, nil); err != nil {
-		return d.cniError("plug "+ep.Interface+" into cube "+ep.Cube, err)
+// plug makes the endpoint: its port and its interface, in one change. It
+// returns the endpoint as made (with the gateways of a routing cube).
+func (d *daemon) plug(ep *endpoint.Endpoint) (*endpoint.Endpoint, error) {
+	var made endpoint.Endpoint
+	if err := d.api.Do("PUT", "/v1/endpoints/"+ep.Name, ep, &made); err != nil {
+		return nil, d.cniError("plug "+ep.Interface+" into cube "+ep.Cube, err)
 	}
-	return nil
+	return &made, nil
 }
 
 // unplug removes the endpoint; one that does not exist is fine.

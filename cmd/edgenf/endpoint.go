@@ -42,7 +42,7 @@ func endpointCmd() *cobra.Command {
 					{"Name", e.Name}, {"Tenant", dash(e.Tenant)}, {"Slice", dash(e.Slice)}, {"Cube", e.Cube},
 					{"Port", e.Cube + ":" + e.Name}, {"Interface", e.Interface}, {"Pod", dash(podOf(&e))},
 					{"Network", dash(e.Network)}, {"Container", dash(e.ContainerID)}, {"Pod interface", dash(e.IfName)},
-					{"MAC", dash(e.MAC)}, {"Addresses", dash(strings.Join(e.Addresses, " "))},
+					{"MAC", dash(e.MAC)}, {"Addresses", dash(strings.Join(e.Addresses, " "))}, {"Gateways", dash(strings.Join(e.Gateways, " "))},
 				} {
 					fmt.Fprintf(tw, "%s:\t%s\n", row[0], row[1])
 				}

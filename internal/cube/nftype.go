@@ -69,6 +69,16 @@ type Type struct {
 	Actions []Action
 	// New makes the control plane of one cube.
 	New func() Controller
+	// Plug, when set, readies port (just added for a workload, a pod, whose
+	// addresses are addrs) the way the type routes: it sets what the cube
+	// needs to reach the workload and returns the gateways the workload
+	// routes through (a router: a link-local address per port, a host
+	// route per workload address). gateways, when given, are the ones the
+	// workload was given before (a declarative apply re-plugs it): Plug
+	// keeps them or fails. Without Plug a workload is on the cube's layer-2
+	// segment. Unplug removes what Plug added, but the port.
+	Plug   func(c *Cube, port string, addrs []netip.Prefix, gateways []netip.Addr) ([]netip.Addr, error)
+	Unplug func(c *Cube, port string)
 	// Upgrade, when set, rewrites a cube of an older state file or
 	// document into today's form before it is validated (settings keys
 	// that moved to the cube's Runtime).

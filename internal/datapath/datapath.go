@@ -51,6 +51,9 @@ type Datapath struct {
 	callers map[Hook]map[uint32]map[peerRef]bool
 	// TC programs go on interfaces the classic way (tcclassic.go)
 	classicTC bool
+	// the copy machine's program, loaded once (copier.go)
+	copierMu sync.Mutex
+	copier   *ebpf.Program
 }
 
 // Open creates the global maps under root, or re-adopts them if pinned. TC
@@ -176,6 +179,12 @@ func (d *Datapath) Close() {
 	for _, m := range d.copies {
 		m.Close()
 	}
+	d.copierMu.Lock()
+	if d.copier != nil {
+		d.copier.Close()
+		d.copier = nil
+	}
+	d.copierMu.Unlock()
 }
 
 // Destroy removes every pinned object under the root: all cubes, stubs and

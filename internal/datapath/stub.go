@@ -212,6 +212,34 @@ func (s *Stub) Close() {
 }
 
 // DetachStub removes the stub from the interface (if still there) and its pins.
+// PrepareXDPStub does ahead, outside any change, the slow parts of putting
+// an XDP stub on a new interface that depend on nothing a change decides:
+// the far end's checksum setting (EnsureXDPIngress) and the copy machine
+// first at TCX ingress (each attachment waits for the kernel's RCU grace
+// period). AttachStub then finds them done, so changes that plug pods in
+// hold the engine for less, and several pods' preparations run at once.
+// UnprepareStub undoes it when no stub follows.
+func (d *Datapath) PrepareXDPStub(ifname string, ifindex int) error {
+	if err := d.EnsureXDPIngress(ifindex); err != nil {
+		return err
+	}
+	sdir := d.stubDir(ifname, XDP, Ingress)
+	if err := os.MkdirAll(sdir, 0o700); err != nil {
+		return err
+	}
+	return d.attachCopier(sdir, ifindex)
+}
+
+// UnprepareStub removes what PrepareXDPStub made if no stub is attached.
+func (d *Datapath) UnprepareStub(ifname string) {
+	sdir := d.stubDir(ifname, XDP, Ingress)
+	if _, err := os.Stat(filepath.Join(sdir, linkPin)); err == nil {
+		return
+	}
+	d.detachCopier(sdir)
+	os.RemoveAll(sdir)
+}
+
 func (d *Datapath) DetachStub(ifname string, hook Hook, dir Direction) error {
 	sdir := d.stubDir(ifname, hook, dir)
 	lpath := filepath.Join(sdir, linkPin)

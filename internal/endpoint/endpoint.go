@@ -38,6 +38,10 @@ type Endpoint struct {
 	// datapath does not depend on them).
 	Addresses []string `json:"addresses,omitempty" format:"ip-prefix" maxItems:"16" doc:"the pod's addresses, address/prefix"`
 	MAC       string   `json:"mac,omitempty" format:"mac" doc:"the MAC of the pod's interface"`
+	// Gateways are the cube's addresses the workload routes through, set
+	// by the daemon when the cube routes (a router: its port's IPv4
+	// link-local /32 and IPv6 link-local address); none on a bridge.
+	Gateways []string `json:"gateways,omitempty" format:"ip" maxItems:"2" doc:"the cube's addresses the pod routes through (set by the daemon for a router cube: the port's 169.254.0.0/16 address and its IPv6 link-local address)"`
 }
 
 // Pod names the Kubernetes pod, when the runtime said which.
@@ -91,6 +95,14 @@ func (e *Endpoint) Validate() error {
 	if len(e.Addresses) > 16 {
 		return cube.Errorf("addresses", "%d addresses: at most 16", len(e.Addresses))
 	}
+	if len(e.Gateways) > 2 {
+		return cube.Errorf("gateways", "%d gateways: at most 2 (one per family)", len(e.Gateways))
+	}
+	for i, g := range e.Gateways {
+		if _, err := netip.ParseAddr(g); err != nil {
+			return cube.Errorf(fmt.Sprintf("gateways[%d]", i), "want an IP address, got %q", g)
+		}
+	}
 	if e.MAC != "" {
 		if hw, err := net.ParseMAC(e.MAC); err != nil || len(hw) != 6 {
 			return cube.Errorf("mac", "want an Ethernet MAC like 02:00:00:00:00:01, got %q", e.MAC)
@@ -103,7 +115,7 @@ func (e *Endpoint) Validate() error {
 func (e *Endpoint) Equal(o *Endpoint) bool {
 	if e.Name != o.Name || e.Tenant != o.Tenant || e.Slice != o.Slice || e.Cube != o.Cube || e.Interface != o.Interface ||
 		e.Network != o.Network || e.ContainerID != o.ContainerID || e.IfName != o.IfName || e.MAC != o.MAC ||
-		!slices.Equal(e.Addresses, o.Addresses) || (e.Pod == nil) != (o.Pod == nil) {
+		!slices.Equal(e.Addresses, o.Addresses) || !slices.Equal(e.Gateways, o.Gateways) || (e.Pod == nil) != (o.Pod == nil) {
 		return false
 	}
 	return e.Pod == nil || *e.Pod == *o.Pod
@@ -113,6 +125,7 @@ func (e *Endpoint) Equal(o *Endpoint) bool {
 func (e *Endpoint) Clone() *Endpoint {
 	n := *e
 	n.Addresses = slices.Clone(e.Addresses)
+	n.Gateways = slices.Clone(e.Gateways)
 	if e.Pod != nil {
 		p := *e.Pod
 		n.Pod = &p

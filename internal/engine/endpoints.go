@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"sort"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/endpoint"
 	"github.com/edgenf/edgenf/internal/tenant"
 )
@@ -63,10 +65,24 @@ func (e *Engine) AddEndpoint(ep *endpoint.Endpoint) (bool, error) {
 	if err := ep.Validate(); err != nil {
 		return false, err
 	}
+	if e.prepareStub(ep) {
+		created := false
+		defer func() {
+			if !created {
+				e.dp.UnprepareStub(ep.Interface)
+			}
+		}()
+		defer func() { created = e.hasEndpointOn(ep.Interface) }()
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if old, ok := e.endpoints[ep.Name]; ok {
-		if old.Equal(ep) {
+		same := old
+		if len(ep.Gateways) == 0 { // the daemon chose them: a retry does not name them
+			same = old.Clone()
+			same.Gateways = nil
+		}
+		if same.Equal(ep) {
 			return false, nil
 		}
 		return false, cube.Conflict("name", "endpoint %s exists (%s): delete it first", ep.Name, describe(old))
@@ -107,6 +123,9 @@ func (e *Engine) AddEndpoint(ep *endpoint.Endpoint) (bool, error) {
 	if err := next.AddPort(ep.Cube, ep.Port()); err != nil {
 		return false, cube.Within("cubes."+ep.Cube, err)
 	}
+	if err := plug(next.Cubes[ep.Cube], ep); err != nil {
+		return false, err
+	}
 	if ep.Tenant != "" {
 		if err := e.checkQuota(tenant.Of(ep.Tenant), next); err != nil {
 			return false, err
@@ -127,6 +146,42 @@ func (e *Engine) AddEndpoint(ep *endpoint.Endpoint) (bool, error) {
 	return true, nil
 }
 
+// prepareStub readies the endpoint's interface for an XDP stub before the
+// change takes the engine's lock (datapath.PrepareXDPStub), when the cube
+// runs at XDP and the interface is a veth no endpoint has: the slow kernel
+// attachments of many pods then overlap instead of queueing behind the
+// lock. It reports whether it prepared anything.
+func (e *Engine) prepareStub(ep *endpoint.Endpoint) bool {
+	e.mu.Lock()
+	c := e.topo.Cubes[ep.Cube]
+	xdp := c != nil && c.Hook == datapath.XDP && e.cubes[ep.Cube] != nil && !e.hasEndpointOnLocked(ep.Interface)
+	e.mu.Unlock()
+	if !xdp {
+		return false
+	}
+	l, err := netlink.LinkByName(ep.Interface)
+	if err != nil || l.Type() != "veth" || l.Attrs().Xdp != nil && l.Attrs().Xdp.Attached {
+		return false
+	}
+	// a failure here is met again, and reported, by the change itself
+	return e.dp.PrepareXDPStub(ep.Interface, l.Attrs().Index) == nil
+}
+
+func (e *Engine) hasEndpointOn(iface string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.hasEndpointOnLocked(iface)
+}
+
+func (e *Engine) hasEndpointOnLocked(iface string) bool {
+	for _, ep := range e.endpoints {
+		if ep.Interface == iface {
+			return true
+		}
+	}
+	return false
+}
+
 // DeleteEndpoint removes what AddEndpoint made, in one change: the port
 // (with the transparent cubes attached to it), the attachments on the
 // interface, and the tenant's right to the interface.
@@ -139,6 +194,9 @@ func (e *Engine) DeleteEndpoint(name string) error {
 	}
 	next := e.topo.Clone()
 	if c := next.Cubes[ep.Cube]; c != nil && c.Port(ep.Name) != nil {
+		if typ, err := cube.Lookup(c.Type); err == nil && typ.Unplug != nil {
+			typ.Unplug(c, ep.Name)
+		}
 		if err := next.DeletePort(ep.Cube, ep.Name); err != nil {
 			return err
 		}
@@ -196,8 +254,47 @@ func (e *Engine) keepEndpoints(next *cube.Topology) error {
 		}
 		c.Ports = append(c.Ports, p)
 		sort.SliceStable(c.Ports, func(i, j int) bool { return c.Ports[i].Index < c.Ports[j].Index })
+		// and what the cube needs to reach the workload (a router's
+		// host routes), with the gateways the workload has
+		if err := plug(c, ep); err != nil {
+			return err
+		}
 	}
 	return e.checkEndpoints(next)
+}
+
+// plug readies the endpoint's port of c (next's copy) the way c's type
+// routes (cube.Type.Plug) and records the gateways the workload got. A
+// port of a layer-2 cube needs nothing.
+func plug(c *cube.Cube, ep *endpoint.Endpoint) error {
+	typ, err := cube.Lookup(c.Type)
+	if err != nil || typ.Plug == nil {
+		if len(ep.Gateways) > 0 {
+			return cube.Errorf("gateways", "cube %s is a %s: a workload on it has no gateway of the cube's", c.Name, c.Type)
+		}
+		return nil
+	}
+	var addrs []netip.Prefix
+	for _, a := range ep.Addresses {
+		if pf, err := netip.ParsePrefix(a); err == nil {
+			addrs = append(addrs, pf)
+		}
+	}
+	var given []netip.Addr
+	for _, g := range ep.Gateways {
+		if a, err := netip.ParseAddr(g); err == nil {
+			given = append(given, a)
+		}
+	}
+	gws, err := typ.Plug(c, ep.Name, addrs, given)
+	if err != nil {
+		return cube.Within("cubes."+c.Name, err)
+	}
+	ep.Gateways = nil
+	for _, g := range gws {
+		ep.Gateways = append(ep.Gateways, g.String())
+	}
+	return nil
 }
 
 // endpointInterfaces lists the interfaces a tenant has through its

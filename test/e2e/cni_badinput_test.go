@@ -57,7 +57,8 @@ func nodeSnapshot(t *testing.T, d *daemon, ipamDir string, p *pod) string {
 
 // Bad input to the plugin gets a CNI error with the code that says what is
 // wrong, and leaves the node as it was: a cube the node lacks, a tenant the
-// daemon or the network does not know, a cube of another tenant, a pod of a
+// daemon or the network does not know, a cube of another tenant, a pod
+// without addresses on a router (nothing to route to it), a pod of a
 // namespace the tenant does not take, a tenant over its quota, edgenfd not
 // running (retryable), malformed or misspelt configurations.
 func TestCNIBadInput(t *testing.T) {
@@ -93,7 +94,7 @@ func TestCNIBadInput(t *testing.T) {
 		{"tenant the daemon does not know", single("green", "redbr"), "red", map[string]string{"edgenf.io/tenant": "green"}, types.ErrInvalidNetworkConfig, "knows no tenant"},
 		{"tenant the network does not list", good, "red", map[string]string{"edgenf.io/tenant": "yellow"}, types.ErrInvalidNetworkConfig, `"yellow" is not one of network edge's tenants`},
 		{"cube of another tenant", single("red", "bluebr"), "red", nil, types.ErrInvalidNetworkConfig, "tenant blue's, not tenant red's"},
-		{"router cube", single("red", "redr"), "red", nil, types.ErrInvalidNetworkConfig, "plug pods into a bridge cube"},
+		{"router cube, pod without addresses", strings.Replace(single("red", "redr"), ipam, "{}", 1), "red", nil, types.ErrInvalidNetworkConfig, "needs an address to be routed to"},
 		{"namespace the tenant does not take", good, "shop", map[string]string{"edgenf.io/tenant": "red"}, 101, "takes pods of namespaces red only"},
 		{"tenant without namespaces", strings.Replace(good, `"namespaces": ["shop"], `, "", 1), "shop", map[string]string{"edgenf.io/tenant": "blue"}, 101, "lists no namespaces"},
 		{"slice the tenant does not have", good, "red", map[string]string{"edgenf.io/slice": "cctv"}, types.ErrInvalidNetworkConfig, `no slice "cctv"`},

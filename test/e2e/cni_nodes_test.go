@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -44,7 +46,7 @@ func TestCNITwoNodes(t *testing.T) {
 	}
 	type tenantPlan struct {
 		name string
-		vni  int
+		vni  int       // also the third group of its pods' IPv6 prefixes
 		pods [2]string // pod subnet (/24) on each node, as the example has them
 	}
 	plans := []tenantPlan{{"red", 100, [2]string{"198.18.20", "198.18.21"}}, {"blue", 200, [2]string{"198.18.30", "198.18.31"}}}
@@ -96,28 +98,37 @@ func TestCNITwoNodes(t *testing.T) {
 				if err := runtimes[i].add(q); err != nil {
 					t.Fatalf("node %s: ADD %s: %v", node.Name, q, err)
 				}
-				if !strings.HasPrefix(q.ip(4), p.pods[i]+".") {
-					t.Fatalf("node %s: %s got %s, not from %s.0/24", node.Name, q, q.ip(4), p.pods[i])
+				if !strings.HasPrefix(q.ip(4), p.pods[i]+".") || !netip.MustParsePrefix(fmt.Sprintf("2001:db8:%d:%d::/64", p.vni, i)).Contains(netip.MustParseAddr(q.ip(6))) {
+					t.Fatalf("node %s: %s got %s and %s, not from %s.0/24 and 2001:db8:%d:%d::/64", node.Name, q, q.ip(4), q.ip(6), p.pods[i], p.vni, i)
 				}
 			}
 		}
 	}
 	red, blue := pods["red"], pods["blue"]
-	// a tenant's pods reach each other across the nodes, both ways
+	// a tenant's pods reach each other across the nodes, both ways, IPv4
+	// and IPv6 (each node's router routes the other's pod prefixes of
+	// both families over the tenant's overlay)
 	reaches(t, red[0][0], red[1][0].ip(4))
 	reaches(t, red[1][1], red[0][1].ip(4))
 	reaches(t, blue[0][1], blue[1][0].ip(4))
 	reaches(t, blue[1][1], blue[0][0].ip(4))
-	if err := netlab.TCPTransfer(ctx(t, 30*time.Second), red[0][0].h, red[1][1].h, red[1][1].ip(4), 7002, 200_000); err != nil {
-		t.Errorf("TCP red pod on node A to red pod on node B: %v", err)
-	}
-	// red's firewall on its router's pod side drops TCP to port 22
-	if err := netlab.TCPTransfer(ctx(t, 3*time.Second), red[0][1].h, red[1][0].h, red[1][0].ip(4), 22, 10_000); err == nil {
-		t.Errorf("TCP to port 22 crossed red's firewall")
+	reaches(t, red[0][1], red[1][1].ip(6))
+	reaches(t, red[1][0], red[0][0].ip(6))
+	reaches(t, blue[0][0], blue[1][1].ip(6))
+	reaches(t, blue[1][0], blue[0][1].ip(6))
+	for _, family := range []int{4, 6} {
+		if err := netlab.TCPTransfer(ctx(t, 30*time.Second), red[0][0].h, red[1][1].h, red[1][1].ip(family), 7002, 200_000); err != nil {
+			t.Errorf("TCP (IPv%d) red pod on node A to red pod on node B: %v", family, err)
+		}
+		// red's firewall on its router's pod side drops TCP to port 22
+		if err := netlab.TCPTransfer(ctx(t, 3*time.Second), red[0][1].h, red[1][0].h, red[1][0].ip(family), 22, 10_000); err == nil {
+			t.Errorf("TCP (IPv%d) to port 22 crossed red's firewall", family)
+		}
 	}
 	// never another tenant's, on the other node or the same
 	for _, c := range [][2]*pod{{red[0][0], blue[1][0]}, {red[0][1], blue[0][0]}, {blue[0][0], red[1][0]}, {blue[1][1], red[0][1]}} {
 		cannotReach(t, c[0], c[1].ip(4))
+		cannotReach(t, c[0], c[1].ip(6))
 	}
 	// and nothing of one tenant leaves on the other's overlay
 	var vxStats [2][2]uint64

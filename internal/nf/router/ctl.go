@@ -437,13 +437,16 @@ func (ctl *controller) linkOf(a netip.Addr) (connected, bool) {
 	if port < 0 {
 		return connected{}, false
 	}
+	// speak from the port's address of a's family if it has one (a pod's
+	// port has a /32 and reaches the pod's IPv6 address from its
+	// link-local one); a link without addresses is still the route's.
+	out := connected{Port: port, Prefix: best}
 	for _, cn := range ctl.conn {
-		if cn.Port == port {
-			cn.Prefix = best
-			return cn, true
+		if cn.Port == port && (!out.Addr.IsValid() || cn.Addr.Is4() == a.Is4() && out.Addr.Is4() != a.Is4()) {
+			out.Name, out.Addr = cn.Name, cn.Addr
 		}
 	}
-	return connected{}, false
+	return out, true
 }
 
 func (ctl *controller) putStatic(h cube.Handle, arpM *ebpf.Map, n *Neighbor) error {

@@ -340,7 +340,9 @@ var Type = &cube.Type{
 		Name: "arp_flush", Doc: "Remove learned ARP entries (all, or those of one port).", Args: &FlushArgs{},
 		Do: cube.DoOn((*controller).flushARP),
 	}},
-	New: newController,
+	New:    newController,
+	Plug:   plug,
+	Unplug: unplug,
 }
 
 func init() { cube.Register(Type) }

@@ -238,8 +238,10 @@ func (ctl *controller) sendARPRequest(h cube.Handle, cn connected, ip netip.Addr
 	a[4], a[5] = 6, 4
 	binary.BigEndian.PutUint16(a[6:], 1) // request
 	copy(a[8:14], mac)
-	src := cn.Addr.As4()
-	copy(a[14:18], src[:])
+	if cn.Addr.Is4() { // else an ARP probe, from 0.0.0.0: the link has no IPv4 address
+		src := cn.Addr.As4()
+		copy(a[14:18], src[:])
+	}
 	dip := ip.As4()
 	copy(a[24:28], dip[:])
 	if err := h.Transmit(cn.Port, f); err != nil {

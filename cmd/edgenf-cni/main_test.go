@@ -1,0 +1,11 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/edgenf/edgenf/internal/testenv/leakcheck"
+)
+
+// TestMain fails the package's tests if they leave kernel objects behind
+// (leakcheck).
+func TestMain(m *testing.M) { leakcheck.Main(m) }
