@@ -2,6 +2,7 @@ package estimate_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -150,15 +151,18 @@ func TestAdmission(t *testing.T) {
 	}
 }
 
-// A slicing test type: its slices and their budgets are its config; it
-// costs 10.
+// A slicing test type: its slices and their budgets are its config
+// (cube.Type.Slices); it costs 10. It is never loaded.
 func init() {
 	estimate.Register(&estimate.Model{Type: "testslicer", Terms: []estimate.Term{{Name: "testtr.ns"}},
 		Uses: func(*estimate.Profile, *cube.Cube, string) ([]estimate.Use, []string, error) {
 			return []estimate.Use{{Term: "testtr.ns", N: 10}}, nil, nil
-		},
-		Slices: func(c *cube.Cube) ([]estimate.Slice, error) {
-			var cfg struct{ Slices []estimate.Slice }
+		}})
+	cube.Register(&cube.Type{Name: "testslicer", Hooks: []datapath.Hook{datapath.XDP},
+		ObjectFor: func(*cube.Cube) ([]byte, error) { return nil, errors.New("a test type: never loaded") },
+		New:       func() cube.Controller { return nil },
+		Slices: func(c *cube.Cube) ([]cube.Slice, error) {
+			var cfg struct{ Slices []cube.Slice }
 			if err := json.Unmarshal(c.Config, &cfg); err != nil {
 				return nil, err
 			}
@@ -170,7 +174,7 @@ func init() {
 // slice silver by port s → r2 (30) → o2. gold's budget is goldBudget.
 func sliceTopology(cost, goldBudget float64) *cube.Topology {
 	t := cube.NewTopology()
-	cfg, _ := json.Marshal(map[string]any{"Slices": []estimate.Slice{{Name: "gold", Port: "g", Entry: "up", BudgetNS: goldBudget}, {Name: "silver", Port: "s", Entry: "up"}}})
+	cfg, _ := json.Marshal(map[string]any{"Slices": []cube.Slice{{Name: "gold", Port: "g", Entry: "up", BudgetNS: goldBudget}, {Name: "silver", Port: "s", Entry: "up"}}})
 	t.Cubes["sl"] = &cube.Cube{Name: "sl", Type: "testslicer", Hook: datapath.XDP, Config: cfg,
 		Ports: []cube.Port{{Name: "up", Peer: "e"}, {Name: "g", Index: 1, Peer: "r1:p0"}, {Name: "s", Index: 2, Peer: "r2:p0"}}}
 	t.Cubes["r1"] = std("r1", cost, cube.Port{Name: "p0", Peer: "sl:g"}, cube.Port{Name: "p1", Index: 1, Peer: "o1"})
