@@ -33,6 +33,8 @@ const (
 	termRecord = "capture.record"
 	termLost   = "capture.lost"
 	termByte   = "capture.byte"
+	termRingB  = "capture.ring_byte"
+	termFilter = "capture.filter"
 	termInsn   = "capture.filter.insn"
 )
 
@@ -52,7 +54,9 @@ func init() {
 			{Name: termSkip, Doc: "a frame in a direction the capture does not take, passed"},
 			{Name: termRecord, Doc: "a frame captured into a ring with room: clock, rate bound, reservation and commit"},
 			{Name: termLost, Doc: "a frame taken while the ring is full (its reader behind): clock, rate bound, a failed reservation, counted as lost"},
-			{Name: termByte, Doc: "one byte copied out of the frame (and into the ring)"},
+			{Name: termByte, Doc: "one byte copied out of the frame"},
+			{Name: termRingB, Doc: "one byte written into a ring with room (a full ring takes none)"},
+			{Name: termFilter, Doc: "a filter run: its interpreter set up and started (bpf_loop), whatever the frame"},
 			{Name: termInsn, Doc: "one classic BPF instruction of the filter run (those the frame takes it through)"},
 		},
 		Uses:  costUses,
@@ -86,27 +90,28 @@ func framesUses(cfg *Config, in string, frame []byte, full bool) ([]estimate.Use
 	if err != nil {
 		return nil, nil, cube.Unprocessable("config.filter", "%v", err)
 	}
-	record := estimate.Use{Term: termRecord, N: 1, What: "capture: record"}
-	ring := "a ring with room (its reader keeping up)"
-	if full {
-		record = estimate.Use{Term: termLost, N: 1, What: "capture: ring full, lost"}
-		ring = "a full ring (the frame lost)"
-	}
 	n := len(frame)
 	copied := min(n, cfg.SnaplenOf())
+	record := []estimate.Use{{Term: termRecord, N: 1, What: "capture: record"}, {Term: termRingB, N: float64(copied), What: "capture: record"}}
+	ring := "a ring with room (its reader keeping up)"
+	if full {
+		record = []estimate.Use{{Term: termLost, N: 1, What: "capture: ring full, lost"}}
+		ring = "a full ring (the frame lost)"
+	}
 	if len(prog) == 0 {
-		return []estimate.Use{record, {Term: termByte, N: float64(copied), What: "capture: copy"}},
+		return append(record, estimate.Use{Term: termByte, N: float64(copied), What: "capture: copy"}),
 			[]string{fmt.Sprintf("a %d-byte frame, captured (within the rate bound) into %s; a longer one copies up to the snap length", n, ring)}, nil
 	}
 	// the filter sees the whole frame; it runs instruction by instruction
 	steps, match := pcap.Steps(prog, frame)
 	uses := []estimate.Use{
 		{Term: termByte, N: float64(n), What: "capture: copy"},
+		{Term: termFilter, N: 1, What: "capture: filter"},
 		{Term: termInsn, N: float64(steps), What: "capture: filter"},
 	}
 	note := fmt.Sprintf("a %d-byte IPv4/UDP frame: the filter runs %d of its %d instructions and ", n, steps, len(prog))
 	if match {
-		uses = append(uses, record)
+		uses = append(uses, record...)
 		note += "takes it into " + ring
 	} else {
 		note += "passes it by"
