@@ -480,7 +480,7 @@ func writeChains(tw *tabwriter.Writer, profiles []string, chains []estimate.Chai
 		for _, h := range c.Hops {
 			notes := h.Notes
 			if h.Panel {
-				notes = append([]string{"entered through the patch panel"}, notes...)
+				notes = append(notes[:len(notes):len(notes)], "entered through the patch panel")
 			}
 			fmt.Fprintf(tw, "  %s\t%.1f ns\t%s\n", h.Hop.String(), h.NS, strings.Join(notes, "; "))
 		}
