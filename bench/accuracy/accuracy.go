@@ -417,7 +417,7 @@ func nfCases(meter *measure.Meter) []*pending {
 				p.row.Failed = fmt.Sprintf("the packet was not forwarded (verdict %d, %v)", v, err)
 				continue
 			}
-			p.item = measure.Item{Name: p.row.Name, Prog: nc.Entry, Frame: c.Frame}
+			p.item = nc.Item(p.row.Name)
 			uses := nc.Uses
 			p.estimate = func(prof *estimate.Profile) (float64, string, error) { return prof.Price(uses).Total, "", nil }
 		}

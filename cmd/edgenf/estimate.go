@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -122,7 +123,8 @@ func calibrateCmd() *cobra.Command {
 			if os.Geteuid() != 0 {
 				return fmt.Errorf("calibrating loads eBPF programs: run as root")
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+			// SIGTERM too: an interrupted calibration removes its pins
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			logf := func(f string, a ...any) {
 				if !quiet {
@@ -476,11 +478,11 @@ func writeChains(tw *tabwriter.Writer, profiles []string, chains []estimate.Chai
 	for _, c := range chains {
 		fmt.Fprintf(tw, "\nchain %s\n", c.ID)
 		for _, h := range c.Hops {
-			note := ""
-			if len(h.Notes) > 0 {
-				note = strings.Join(h.Notes, "; ")
+			notes := h.Notes
+			if h.Panel {
+				notes = append(notes[:len(notes):len(notes)], "entered through the patch panel")
 			}
-			fmt.Fprintf(tw, "  %s\t%.1f ns\t%s\n", h.Hop.String(), h.NS, note)
+			fmt.Fprintf(tw, "  %s\t%.1f ns\t%s\n", h.Hop.String(), h.NS, strings.Join(notes, "; "))
 		}
 		lb := ""
 		if c.LowerBound {

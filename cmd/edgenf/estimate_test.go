@@ -166,7 +166,7 @@ func TestEstimateTopologyOutput(t *testing.T) {
 	for _, re := range []string{
 		`(?m)^chain veth-a → ddosa → fwa → ra:out → nata → veth-b$`,
 		`(?m)^  ddosa \(ddos, ingress at ra:in\)\s+[0-9.]+ ns`,
-		`(?m)^  ra \(router, in→out\)\s+[0-9.]+ ns\s+route cache on`,
+		`(?m)^  ra \(router, in→out\)\s+[0-9.]+ ns\s+route cache on.*; entered through the patch panel$`, // after the firewall's stack
 		`(?m)^  nata \(nat, egress at ra:out\)\s+[0-9.]+ ns`,
 		`(?m)^  total\s+[0-9.]+ ns\s+[0-9.]+ Mpps per core$`,
 		`(?m)^chain veth-c → p4b:out → veth-d$`,

@@ -61,10 +61,11 @@ type Type struct {
 	// Views are read-only data read from the kernel (learned tables,
 	// sessions, counters).
 	Views []View
-	// Slices, when set, names the slice behind each of the cube's ports
-	// that lead into a slice's chain (a slicer): the cubes reached from
-	// such a port are that slice's, and telemetry labels them with it.
-	Slices func(c *Cube) map[string]string
+	// Slices, when set, lists the slices a cube splits its entry point's
+	// traffic into (a slicer): the cubes reached from a slice's port are
+	// that slice's (telemetry labels them with it), and the chains through
+	// it are admitted against the slice's budget (internal/estimate).
+	Slices func(c *Cube) ([]Slice, error)
 	// Actions are operations on a cube (flush a table, ...).
 	Actions []Action
 	// New makes the control plane of one cube.
@@ -457,4 +458,18 @@ func (t *Type) SupportsHook(h datapath.Hook) bool {
 		}
 	}
 	return false
+}
+
+// Slice is one slice of a slicing cube.
+type Slice struct {
+	Name   string
+	Tenant string
+	// Port is the cube's port that leads into the slice's chain; Entry
+	// the one its return traffic leaves by. A frame entering by an entry
+	// port leaves by a slice's port, one entering by a slice's port by
+	// that slice's entry: never from one slice into another.
+	Port, Entry string
+	// BudgetNS is the slice's own budget per packet (0: none but the
+	// daemon's -core-budget-ns).
+	BudgetNS float64
 }

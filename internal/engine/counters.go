@@ -121,7 +121,9 @@ func SliceOf(t *cube.Topology) map[string]string {
 		if err != nil || typ.Slices == nil {
 			continue
 		}
-		for port, slice := range typ.Slices(c) {
+		sls, _ := typ.Slices(c) // a bad table: no slices to label by
+		for _, sl := range sls {
+			port, slice := sl.Port, sl.Name
 			var queue []string
 			enter := func(point string) {
 				for _, a := range t.Attachments[point] {

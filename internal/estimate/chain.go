@@ -149,10 +149,7 @@ func follow(t *cube.Topology, ch Chain, c *cube.Cube, in cube.Port, visited map[
 // slicing cube sends what enters by an entry port to its slices, and a
 // slice's return traffic to that slice's entry only.
 func outPorts(c *cube.Cube, in cube.Port) []cube.Port {
-	var sls []Slice
-	if m, ok := ModelOf(c.Type); ok && m.Slices != nil {
-		sls, _ = m.Slices(c) // a bad table: every port, as for any cube
-	}
+	sls, _ := slicesOf(c) // a bad table: every port, as for any cube
 	slicePorts := map[string]string{}
 	for _, sl := range sls {
 		slicePorts[sl.Port] = sl.Entry
@@ -215,6 +212,9 @@ type HopCost struct {
 	// NS is what the hop adds to the chain: the cube's own cost, less the
 	// framework's share it does not pay again after the first hop.
 	NS float64 `json:"ns"`
+	// Panel is set when the cube is entered through the patch panel, not
+	// by a direct jump (TermPanelHop).
+	Panel bool `json:"panel,omitempty"`
 }
 
 // ChainCost is a chain's estimate.
@@ -259,7 +259,9 @@ func (e *Estimator) cubeVia(c *cube.Cube, in, out string) (CubeCost, error) {
 }
 
 // Chain prices one chain: the first program's standalone cost, then each
-// later cube's cost less the framework share (TermHop, TermTransparentHop).
+// later cube's cost less the framework share (TermHop, TermTransparentHop),
+// plus the indirect call's extra for a standard cube entered through the
+// panel (TermPanelHop).
 func (e *Estimator) Chain(t *cube.Topology, ch Chain) (ChainCost, error) {
 	return e.chain(t, ch, cubeCosts{})
 }
@@ -296,11 +298,16 @@ func (e *Estimator) chain(t *cube.Topology, ch Chain, costs cubeCosts) (ChainCos
 		}
 		hc := HopCost{Hop: h, Own: own.Cost, Notes: own.Notes, Unknown: own.Unknown, NS: own.Cost.Total}
 		if i > 0 {
-			term := TermHop
-			if h.Transparent {
-				term = TermTransparentHop
+			costs := e.Profiles[hookOf(c)].Costs
+			switch {
+			case h.Transparent:
+				hc.NS -= costs[TermTransparentHop]
+			case panelHop(t, ch.Hops[i-1]):
+				hc.NS += costs[TermPanelHop] - costs[TermHop]
+				hc.Panel = true
+			default:
+				hc.NS -= costs[TermHop]
 			}
-			hc.NS -= e.Profiles[hookOf(c)].Costs[term]
 		}
 		if own.Unknown {
 			cc.LowerBound = true
@@ -327,23 +334,49 @@ func (e *Estimator) chain(t *cube.Topology, ch Chain, costs cubeCosts) (ChainCos
 	return cc, nil
 }
 
+// panelHop says whether a standard cube that follows hop prev is entered
+// through the patch panel rather than by a direct jump (enf_to_peer): when
+// prev is a transparent cube (the end of a stack delivers through the
+// panel), a cube whose type hops through the panel only, or a cube sending
+// from a port past the direct ones.
+func panelHop(t *cube.Topology, prev Hop) bool {
+	if prev.Transparent {
+		return true
+	}
+	c := t.Cubes[prev.Cube]
+	if c == nil {
+		return true
+	}
+	if m, ok := ModelOf(c.Type); ok && m.PanelHops {
+		return true
+	}
+	p := c.Port(prev.Out)
+	return p == nil || p.Index >= datapath.DirectPorts
+}
+
 // sliceOf is the slice of a slicing cube whose port hop h leaves by (into
 // the slice's chain) or enters by (the slice's return traffic).
-func sliceOf(c *cube.Cube, h Hop) (Slice, bool, error) {
-	m, ok := ModelOf(c.Type)
-	if !ok || m.Slices == nil {
-		return Slice{}, false, nil
-	}
-	sls, err := m.Slices(c)
+func sliceOf(c *cube.Cube, h Hop) (cube.Slice, bool, error) {
+	sls, err := slicesOf(c)
 	if err != nil {
-		return Slice{}, false, fmt.Errorf("cube %s: %w", c.Name, err)
+		return cube.Slice{}, false, fmt.Errorf("cube %s: %w", c.Name, err)
 	}
 	for _, sl := range sls {
 		if sl.Port == h.Out || sl.Port == h.In {
 			return sl, true, nil
 		}
 	}
-	return Slice{}, false, nil
+	return cube.Slice{}, false, nil
+}
+
+// slicesOf are the slices of a slicing cube (cube.Type.Slices), none for
+// other cubes.
+func slicesOf(c *cube.Cube) ([]cube.Slice, error) {
+	typ, err := cube.Lookup(c.Type)
+	if err != nil || typ.Slices == nil {
+		return nil, nil
+	}
+	return typ.Slices(c)
 }
 
 // SliceCost is a slice's estimate: that of its dearest chain, the one
@@ -391,11 +424,7 @@ func HasSliceBudget(t *cube.Topology) bool {
 		return false
 	}
 	for _, c := range t.Cubes {
-		m, ok := ModelOf(c.Type)
-		if !ok || m.Slices == nil {
-			continue
-		}
-		sls, err := m.Slices(c)
+		sls, err := slicesOf(c)
 		if err != nil {
 			return true // let the check report it
 		}

@@ -2,6 +2,7 @@ package estimate_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,10 +16,17 @@ import (
 	_ "github.com/edgenf/edgenf/internal/nf/monitor"
 )
 
-// Two models of test types: a standard cube whose cost is its "cost"
-// setting, a transparent one that costs 20.
+// Models of test types: a standard cube whose cost is its "cost" setting
+// (and the same hopping through the panel only), a transparent one that
+// costs 20.
 func init() {
 	estimate.Register(&estimate.Model{Type: "teststd", Terms: []estimate.Term{{Name: "teststd.ns"}},
+		Uses: func(_ *estimate.Profile, c *cube.Cube, _ string) ([]estimate.Use, []string, error) {
+			var cfg struct{ Cost float64 }
+			json.Unmarshal(c.Config, &cfg)
+			return []estimate.Use{{Term: "teststd.ns", N: cfg.Cost, What: "work"}}, nil, nil
+		}})
+	estimate.Register(&estimate.Model{Type: "testpanel", Terms: []estimate.Term{{Name: "teststd.ns"}}, PanelHops: true,
 		Uses: func(_ *estimate.Profile, c *cube.Cube, _ string) ([]estimate.Use, []string, error) {
 			var cfg struct{ Cost float64 }
 			json.Unmarshal(c.Config, &cfg)
@@ -77,6 +85,47 @@ func TestChainCost(t *testing.T) {
 	}
 	if cs[0].PPS != 1e9/cs[0].NS {
 		t.Fatalf("pps %v", cs[0].PPS)
+	}
+}
+
+// A standard cube entered by a direct jump pays no more than fw.hop
+// allows for; one entered through the panel pays fw.panel_hop on top:
+// after a transparent stack, from a port past the direct ones, and from a
+// type that hops through the panel only.
+func TestPanelHops(t *testing.T) {
+	p := testProfile()
+	p.Costs[estimate.TermPanelHop] = 7
+	e := &estimate.Estimator{Profiles: map[datapath.Hook]*estimate.Profile{datapath.XDP: p}}
+	price := func(tp *cube.Topology) estimate.ChainCost {
+		t.Helper()
+		cs, err := e.Topology(tp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cs[0] // a → ... → c
+	}
+	panels := func(cc estimate.ChainCost) (out []bool) {
+		for _, h := range cc.Hops {
+			out = append(out, h.Panel)
+		}
+		return out
+	}
+	// a → f1 → r1 (after a stack: panel) → r2 (r1's port 1: direct) → c
+	cc := price(testTopology(50))
+	if want := 20 + (50 - 5 + 7) + (30 - 5.0); cc.NS != want || fmt.Sprint(panels(cc)) != "[false true false]" {
+		t.Fatalf("%s: %.1f ns %v, want %.1f [false true false]", cc.ID, cc.NS, panels(cc), want)
+	}
+	// r1 sends to r2 from port 16: through the panel
+	tp := testTopology(50)
+	tp.Cubes["r1"].Ports[1].Index = datapath.DirectPorts
+	if cc = price(tp); cc.NS != 20+(50-5+7)+(30-5+7.0) || fmt.Sprint(panels(cc)) != "[false true true]" {
+		t.Fatalf("port %d: %.1f ns %v", datapath.DirectPorts, cc.NS, panels(cc))
+	}
+	// r1 of a type that hops through the panel only
+	tp = testTopology(50)
+	tp.Cubes["r1"].Type = "testpanel"
+	if cc = price(tp); cc.NS != 20+(50-5+7)+(30-5+7.0) || fmt.Sprint(panels(cc)) != "[false true true]" {
+		t.Fatalf("a panel-only sender: %.1f ns %v", cc.NS, panels(cc))
 	}
 }
 
@@ -150,15 +199,18 @@ func TestAdmission(t *testing.T) {
 	}
 }
 
-// A slicing test type: its slices and their budgets are its config; it
-// costs 10.
+// A slicing test type: its slices and their budgets are its config
+// (cube.Type.Slices); it costs 10. It is never loaded.
 func init() {
 	estimate.Register(&estimate.Model{Type: "testslicer", Terms: []estimate.Term{{Name: "testtr.ns"}},
 		Uses: func(*estimate.Profile, *cube.Cube, string) ([]estimate.Use, []string, error) {
 			return []estimate.Use{{Term: "testtr.ns", N: 10}}, nil, nil
-		},
-		Slices: func(c *cube.Cube) ([]estimate.Slice, error) {
-			var cfg struct{ Slices []estimate.Slice }
+		}})
+	cube.Register(&cube.Type{Name: "testslicer", Hooks: []datapath.Hook{datapath.XDP},
+		ObjectFor: func(*cube.Cube) ([]byte, error) { return nil, errors.New("a test type: never loaded") },
+		New:       func() cube.Controller { return nil },
+		Slices: func(c *cube.Cube) ([]cube.Slice, error) {
+			var cfg struct{ Slices []cube.Slice }
 			if err := json.Unmarshal(c.Config, &cfg); err != nil {
 				return nil, err
 			}
@@ -170,7 +222,7 @@ func init() {
 // slice silver by port s → r2 (30) → o2. gold's budget is goldBudget.
 func sliceTopology(cost, goldBudget float64) *cube.Topology {
 	t := cube.NewTopology()
-	cfg, _ := json.Marshal(map[string]any{"Slices": []estimate.Slice{{Name: "gold", Port: "g", Entry: "up", BudgetNS: goldBudget}, {Name: "silver", Port: "s", Entry: "up"}}})
+	cfg, _ := json.Marshal(map[string]any{"Slices": []cube.Slice{{Name: "gold", Port: "g", Entry: "up", BudgetNS: goldBudget}, {Name: "silver", Port: "s", Entry: "up"}}})
 	t.Cubes["sl"] = &cube.Cube{Name: "sl", Type: "testslicer", Hook: datapath.XDP, Config: cfg,
 		Ports: []cube.Port{{Name: "up", Peer: "e"}, {Name: "g", Index: 1, Peer: "r1:p0"}, {Name: "s", Index: 2, Peer: "r2:p0"}}}
 	t.Cubes["r1"] = std("r1", cost, cube.Port{Name: "p0", Peer: "sl:g"}, cube.Port{Name: "p1", Index: 1, Peer: "o1"})
@@ -262,6 +314,35 @@ func TestResolveProfiles(t *testing.T) {
 	}
 	if _, _, err := estimate.Resolve(path, datapath.TC); err == nil || !strings.Contains(err.Error(), "is for hook xdp, not tc") {
 		t.Fatalf("wrong hook: %v", err)
+	}
+}
+
+// A profile made before a framework term existed (fw.panel_hop) is still
+// valid; the term comes from the built-in profile, and a note says so.
+func TestProfileOlderThanATerm(t *testing.T) {
+	old, err := estimate.Builtin(datapath.XDP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	builtin := old.Costs[estimate.TermPanelHop]
+	if builtin <= 0 {
+		t.Fatalf("the built-in profile prices %s at %v", estimate.TermPanelHop, builtin)
+	}
+	delete(old.Costs, estimate.TermPanelHop)
+	path := filepath.Join(t.TempDir(), "xdp.json")
+	if err := old.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := estimate.Resolve(path, datapath.XDP)
+	if err != nil {
+		t.Fatalf("a profile without %s: %v", estimate.TermPanelHop, err)
+	}
+	filled, notes := p.WithDefaults()
+	if filled.Costs[estimate.TermPanelHop] != builtin || len(notes) != 1 || !strings.Contains(notes[0], estimate.TermPanelHop) {
+		t.Fatalf("filled %v, notes %q", filled.Costs[estimate.TermPanelHop], notes)
+	}
+	if _, ok := p.Costs[estimate.TermPanelHop]; ok {
+		t.Fatal("WithDefaults changed the profile it was given")
 	}
 }
 

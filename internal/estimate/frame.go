@@ -7,10 +7,11 @@ import (
 	"github.com/google/gopacket/layers"
 )
 
-// FrameSpec describes an Ethernet/IPv4 frame of a calibration case.
+// FrameSpec describes an Ethernet/IPv4 or IPv6 frame of a calibration
+// case.
 type FrameSpec struct {
 	SrcMAC, DstMAC string // default 02:00:00:00:00:01 and :02
-	Src, Dst       string // IPv4 addresses
+	Src, Dst       string // IPv4 addresses, or IPv6 ones (both)
 	Proto          string // "udp" (default) or "tcp"
 	Sport, Dport   uint16
 	TCPFlags       string // "S", "A", "SA", "PA"
@@ -39,11 +40,21 @@ func Frame(f FrameSpec) []byte {
 		f.Size = 64
 	}
 	eth := &layers.Ethernet{SrcMAC: mac(f.SrcMAC, "02:00:00:00:00:01"), DstMAC: mac(f.DstMAC, "02:00:00:00:00:02"), EthernetType: layers.EthernetTypeIPv4}
-	ip := &layers.IPv4{Version: 4, TTL: f.TTL, Id: 0x1234, Flags: layers.IPv4DontFragment, SrcIP: net.ParseIP(f.Src).To4(), DstIP: net.ParseIP(f.Dst).To4()}
-	var l4 gopacket.SerializableLayer
+	var ip interface {
+		gopacket.NetworkLayer
+		gopacket.SerializableLayer
+	}
+	v4 := &layers.IPv4{Version: 4, TTL: f.TTL, Id: 0x1234, Flags: layers.IPv4DontFragment, SrcIP: net.ParseIP(f.Src).To4(), DstIP: net.ParseIP(f.Dst).To4()}
+	v6 := &layers.IPv6{Version: 6, HopLimit: f.TTL, SrcIP: net.ParseIP(f.Src), DstIP: net.ParseIP(f.Dst)}
+	ip = v4
 	hdr := 14 + 20
+	if v4.SrcIP == nil {
+		eth.EthernetType, ip, hdr = layers.EthernetTypeIPv6, v6, 14+40
+	}
+	proto := func(p layers.IPProtocol) { v4.Protocol, v6.NextHeader = p, p }
+	var l4 gopacket.SerializableLayer
 	if f.Proto == "tcp" {
-		ip.Protocol = layers.IPProtocolTCP
+		proto(layers.IPProtocolTCP)
 		t := &layers.TCP{SrcPort: layers.TCPPort(f.Sport), DstPort: layers.TCPPort(f.Dport), Seq: 1000, Ack: 2000, Window: 1024}
 		for _, c := range f.TCPFlags {
 			switch c {
@@ -62,7 +73,7 @@ func Frame(f FrameSpec) []byte {
 		t.SetNetworkLayerForChecksum(ip)
 		l4, hdr = t, hdr+20
 	} else {
-		ip.Protocol = layers.IPProtocolUDP
+		proto(layers.IPProtocolUDP)
 		u := &layers.UDP{SrcPort: layers.UDPPort(f.Sport), DstPort: layers.UDPPort(f.Dport)}
 		u.SetNetworkLayerForChecksum(ip)
 		l4, hdr = u, hdr+8

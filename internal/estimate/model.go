@@ -15,12 +15,21 @@ import (
 // A cube's cost (its model) is its cost alone on a hop from an interface
 // to an interface: entered directly, sent out with a redirect. In a chain,
 // each cube after the first pays less than that: it is entered by a tail
-// call, and only the last one redirects.
+// call, and only the last one redirects. That tail call is a direct jump
+// (a constant index into the sender's enf_peers) when a standard cube
+// sends straight to another (datapath/direct.go), and an indirect one
+// through the patch panel otherwise: into and out of a transparent stack,
+// from a port past the direct ones, from a program that hops only
+// through the panel (compiled P4).
 const (
 	// TermHop is what a standard cube's standalone cost includes that a
 	// cube following another in a chain does not pay (the entry, the
-	// test run's own overhead, the redirect), less the tail call.
+	// test run's own overhead, the redirect), less the direct jump into
+	// it.
 	TermHop = "fw.hop"
+	// TermPanelHop is what entering a standard cube through the panel
+	// costs beyond the direct jump (the retpolined indirect tail call).
+	TermPanelHop = "fw.panel_hop"
 	// TermTransparentHop is the same for a transparent cube in a stack.
 	TermTransparentHop = "fw.transparent"
 	// TermEntry is a hop from an interface straight to an interface
@@ -45,7 +54,8 @@ type Term struct {
 
 // FrameworkTerms are the framework's terms.
 var FrameworkTerms = []Term{
-	{TermHop, "saved by each standard cube that follows another in a chain (entry, redirect), less its tail call"},
+	{TermHop, "saved by each standard cube that follows another in a chain (entry, redirect), less the direct jump into it"},
+	{TermPanelHop, "added when a standard cube is entered through the patch panel instead of by a direct jump (after a transparent stack, from a port past the first 16, from a P4 cube)"},
 	{TermTransparentHop, "saved by each transparent cube that is not the first program on the path"},
 	{TermEntry, "reference: an interface-to-interface hop through the stub, no cube"},
 	{TermStub, "reference: entering the first cube through the stub and a tail call instead of its direct entry"},
@@ -75,25 +85,10 @@ type Model struct {
 	// report of `make bench` compares the model's estimate of each with
 	// its measured cost (nil: calibrated otherwise, as the p4 type is).
 	Cases func(holdout bool) []Case
-	// Slices, for a type whose cubes split an entry point's traffic into
-	// slices (the slicer), lists a cube's slices: a chain that leaves the
-	// cube by a slice's port, or enters it by one, is that slice's, and
-	// is admitted against the slice's budget (Admission).
-	Slices func(c *cube.Cube) ([]Slice, error)
-}
-
-// Slice is one slice of a slicing cube, as the estimator sees it.
-type Slice struct {
-	Name   string
-	Tenant string
-	// Port is the cube's port that leads into the slice's chain; Entry
-	// the one its return traffic leaves by. A frame entering by an entry
-	// port leaves by a slice's port, one entering by a slice's port by
-	// that slice's entry: never from one slice into another.
-	Port, Entry string
-	// BudgetNS is the slice's own budget per packet (0: none but the
-	// daemon's -core-budget-ns).
-	BudgetNS float64
+	// PanelHops is set for types whose programs send to other cubes
+	// through the patch panel only, never by a direct jump (compiled P4
+	// programs: EDGENF_PANEL_HOPS).
+	PanelHops bool
 }
 
 // Case is one calibration measurement of an NF: a cube and a frame.
@@ -106,8 +101,9 @@ type Case struct {
 	Dir    datapath.Direction
 	Frame  []byte
 	// Warm frames run once before the measurement (learning, connection
-	// state), entering on WarmPort ("": InPort); the measured frame itself
-	// runs once first anyway.
+	// state), entering on WarmPort ("": InPort; for a transparent cube,
+	// the direction "ingress" or "egress", "": Dir); the measured frame
+	// itself runs once first anyway.
 	Warm     [][]byte
 	WarmPort string
 	// Uses, when set, is what the measured packet uses, for a case that
@@ -117,11 +113,17 @@ type Case struct {
 	// Setup, when set, runs after the cube is loaded and synced: state
 	// the slow path would learn (neighbours, say).
 	Setup func(h cube.Handle) error
-	// Background, when set, starts after Setup what the daemon runs beside
-	// the cube while it works (a capture's ring reader, without which the
-	// ring fills and every frame takes the cheaper way of a full ring);
-	// stop ends it when the case is closed.
-	Background func(h cube.Handle) (stop func(), err error)
+	// Steady, when set, holds what the case's own frames change the same
+	// for every measured run, for a cube whose cost depends on it (a
+	// capture's ring, which its frames fill: the cost of a frame differs
+	// with the ring's room). It runs once after the warm frames, with run
+	// sending the case's frame n times, and returns what runs before each
+	// measured run (outside the timing; nil: nothing) and what ends it.
+	Steady func(h cube.Handle, run func(n int) error) (before func() error, stop func(), err error)
+	// Repeat, when set, is how many times each measured run sends the
+	// frame (the measurement's default otherwise): few enough that what
+	// Steady holds stays so through a run.
+	Repeat int
 }
 
 var (
@@ -160,26 +162,35 @@ func Models() []*Model {
 	return out
 }
 
-// RequiredTerms are the terms every profile must price: the framework's.
-// Models' terms a profile lacks (one made before a model existed) are
-// taken from the built-in profile (WithDefaults).
+// RequiredTerms are the terms every profile must price: the framework's,
+// but for those added since profiles of this format were first made
+// (lateFrameworkTerms). Those, and models' terms a profile lacks (one made
+// before a model existed), are taken from the built-in profile
+// (WithDefaults).
 func RequiredTerms() []string {
-	out := make([]string, len(FrameworkTerms))
-	for i, t := range FrameworkTerms {
-		out[i] = t.Name
+	var out []string
+	for _, t := range FrameworkTerms {
+		if !lateFrameworkTerms[t.Name] {
+			out = append(out, t.Name)
+		}
 	}
 	return out
 }
+
+// lateFrameworkTerms are the framework terms a valid profile may lack.
+var lateFrameworkTerms = map[string]bool{TermPanelHop: true}
 
 // WithDefaults fills the terms of registered models that p lacks from
 // the built-in profile of its hook, and says which.
 func (p *Profile) WithDefaults() (*Profile, []string) {
 	var lacking []string
+	terms := FrameworkTerms
 	for _, m := range Models() {
-		for _, t := range m.Terms {
-			if _, ok := p.Costs[t.Name]; !ok {
-				lacking = append(lacking, t.Name)
-			}
+		terms = append(terms[:len(terms):len(terms)], m.Terms...)
+	}
+	for _, t := range terms {
+		if _, ok := p.Costs[t.Name]; !ok {
+			lacking = append(lacking, t.Name)
 		}
 	}
 	if len(lacking) == 0 || p.Source == "built-in" {
@@ -204,7 +215,7 @@ func (p *Profile) WithDefaults() (*Profile, []string) {
 	if len(taken) == 0 {
 		return p, nil
 	}
-	return &n, []string{fmt.Sprintf("profile %s has no cost for %d terms of newer models; they are taken from the built-in profile: %v", p.Source, len(taken), taken)}
+	return &n, []string{fmt.Sprintf("profile %s has no cost for %d terms newer than it; they are taken from the built-in profile: %v", p.Source, len(taken), taken)}
 }
 
 // CubeCost is one cube's cost alone (its model's typical packet).

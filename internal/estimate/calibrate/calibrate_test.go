@@ -7,6 +7,7 @@ import (
 
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/estimate"
+	"github.com/edgenf/edgenf/internal/estimate/measure"
 	"github.com/edgenf/edgenf/internal/estimate/p4path"
 	_ "github.com/edgenf/edgenf/internal/nf/all"
 	"github.com/edgenf/edgenf/internal/p4"
@@ -101,6 +102,48 @@ func TestSuitePaths(t *testing.T) {
 			if !known[u.Term] {
 				t.Fatalf("%s uses %s, not a P4 term", c.name, u.Term)
 			}
+		}
+	}
+}
+
+// The NF cases that hold state across runs (Steady) or warm up by the
+// other direction of a transparent cube, calibration and held-out, load
+// and forward their frame run after run (the accuracy report would drop a
+// case that does not). (Every case's frame is checked the same way by
+// each calibration and accuracy run; loading them all here would take
+// minutes.)
+func TestStatefulNFCasesAreForwarded(t *testing.T) {
+	testenv.NeedRoot(t)
+	meter, err := measure.New(datapath.XDP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer meter.Close()
+	for _, m := range estimate.Models() {
+		if m.Cases == nil {
+			continue
+		}
+		for _, c := range append(m.Cases(false), m.Cases(true)...) {
+			if c.Steady == nil && (c.WarmPort == "" || c.InPort != "") {
+				continue
+			}
+			nc, err := LoadCase(meter, m, c)
+			if err != nil {
+				t.Errorf("%s: %s: %v", m.Type, c.Name, err)
+				continue
+			}
+			it := nc.Item(c.Name)
+			for i := 0; i < 2; i++ {
+				if it.Before != nil {
+					if err := it.Before(); err != nil {
+						t.Errorf("%s: %s: before a run: %v", m.Type, c.Name, err)
+					}
+				}
+				if v, err := meter.Verdict(nc.Entry, c.Frame); err != nil || v != datapath.XDPRedirect {
+					t.Errorf("%s: %s: verdict %d, %v (want the frame forwarded)", m.Type, c.Name, v, err)
+				}
+			}
+			nc.Close()
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/edgenf/edgenf/internal/estimate"
+	"github.com/edgenf/edgenf/internal/estimate/p4path"
 )
 
 // observation is one measured program: what it uses and what it cost.
@@ -95,4 +96,99 @@ func priceUses(costs map[string]float64, uses []estimate.Use) float64 {
 		t += costs[u.Term] * u.N
 	}
 	return t
+}
+
+// ---------- the profile ----------
+
+func (s *session) fit(p *estimate.Profile) error {
+	byGroup := map[string][]observation{}
+	var order []string
+	for _, it := range s.items {
+		if it.group == "framework" || it.group == "single" {
+			continue
+		}
+		if _, ok := byGroup[it.group]; !ok {
+			order = append(order, it.group)
+		}
+		byGroup[it.group] = append(byGroup[it.group], observation{name: it.Name, uses: it.uses, ns: it.res.NS})
+	}
+	if err := s.fitFramework(p); err != nil {
+		return err
+	}
+	var builtin *estimate.Profile
+	if s.opt.Short {
+		b, err := estimate.Builtin(s.opt.Hook)
+		if err != nil {
+			return err
+		}
+		builtin = b
+	}
+	for _, g := range order {
+		terms := groupTerms(g)
+		var costs map[string]float64
+		var err error
+		if s.opt.Short {
+			costs = scaled(builtin, terms, byGroup[g])
+		} else if costs, err = fit(terms, byGroup[g]); err != nil {
+			return fmt.Errorf("fitting %s: %w", g, err)
+		}
+		for t, v := range costs {
+			p.Costs[t] = v
+		}
+	}
+	for _, it := range s.items {
+		mdl := s.frameworkModel[it.Name]
+		if it.group != "framework" {
+			mdl = priceUses(p.Costs, it.uses)
+		}
+		p.Measurements = append(p.Measurements, estimate.Measurement{Name: it.Name, Group: it.group, NS: round(it.res.NS), Lo: round(it.res.Lo), Hi: round(it.res.Hi), Model: round(mdl)})
+	}
+	return nil
+}
+
+// groupTerms are the terms a group of observations fits.
+func groupTerms(group string) []string {
+	var ts []string
+	if group == "p4" {
+		for _, t := range p4path.Terms {
+			ts = append(ts, t.Name)
+		}
+		return ts
+	}
+	if m, ok := estimate.ModelOf(group); ok {
+		for _, t := range m.Terms {
+			ts = append(ts, t.Name)
+		}
+	}
+	return ts
+}
+
+// scaled is the built-in profile's costs of terms, times the median ratio
+// of the observations to what the built-in profile predicts for them.
+func scaled(b *estimate.Profile, terms []string, obs []observation) map[string]float64 {
+	var ratios []float64
+	for _, o := range obs {
+		if pred := priceUses(b.Costs, o.uses); pred > 0 && o.ns > 0 {
+			ratios = append(ratios, o.ns/pred)
+		}
+	}
+	k := 1.0
+	if len(ratios) > 0 {
+		sort.Float64s(ratios)
+		k = ratios[len(ratios)/2]
+	}
+	out := map[string]float64{}
+	for _, t := range terms {
+		out[t] = round(b.Costs[t] * k)
+	}
+	return out
+}
+
+func round(x float64) float64 { return float64(int64(x*100+0.5*sign(x))) / 100 }
+
+func sign(x float64) float64 {
+	if x < 0 {
+		return -1
+	}
+	return 1
 }

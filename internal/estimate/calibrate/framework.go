@@ -3,6 +3,7 @@ package calibrate
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
@@ -12,7 +13,9 @@ import (
 )
 
 // The framework's measurements: chains of 1 to 5 portfwd cubes (the
-// smallest standard cube) entered directly, one entered through the stub,
+// smallest standard cube) entered directly, hopping by direct jumps; two
+// whose hop goes through the panel (out of a port past the direct ones);
+// one entered through the stub,
 // stacks of 1 to 4 monitor cubes (the smallest transparent cube) on an
 // interface's hop, and the stub alone (to an interface, and to nothing).
 var (
@@ -20,7 +23,12 @@ var (
 	stackLens = []int{1, 2, 4}
 )
 
-const monitorSlot = 10
+const (
+	monitorSlot = 10
+	// panelSlot is the portfwd whose hop to pf1 leaves by port
+	// datapath.DirectPorts: through the panel.
+	panelSlot = 8
+)
 
 var frameworkFrame = estimate.Frame(estimate.FrameSpec{Src: "198.18.0.10", Dst: "198.18.1.1", Sport: 1234, Dport: 5678})
 
@@ -61,6 +69,16 @@ func (s *session) loadFramework() error {
 		}
 		cubes[k] = dc
 	}
+	pm := &cube.Cube{Name: "pfpanel", Type: "portfwd", Hook: s.opt.Hook,
+		Ports:  []cube.Port{{Name: "p0", Index: 0}, {Name: "p1", Index: datapath.DirectPorts}},
+		Tables: map[string]map[string]json.RawMessage{"rules": {"p0": json.RawMessage(`{"in_port":"p0","out_port":"p1"}`)}}}
+	panel, err := r.Add(pf, pm, panelSlot)
+	if err != nil {
+		return err
+	}
+	if err := panel.SetHop(datapath.DirectPorts, datapath.Hop{Kind: datapath.DstCube, Slot: nfrig.Slot, Port: 0}); err != nil {
+		return err
+	}
 	var mons []*datapath.Program
 	for i := 0; i < stackLens[len(stackLens)-1]; i++ {
 		m := &cube.Cube{Name: fmt.Sprintf("mon%d", i), Type: "monitor", Hook: s.opt.Hook}
@@ -92,6 +110,9 @@ func (s *session) loadFramework() error {
 			return err
 		}
 	}
+	if err := entry(fwPanel, datapath.Hop{Kind: datapath.DstCube, Slot: panelSlot, Port: 0}, panel); err != nil {
+		return err
+	}
 	for _, k := range stackLens {
 		var stack []datapath.Transparent
 		for i := 0; i < k; i++ {
@@ -112,6 +133,7 @@ const (
 	fwStub    = "framework: stub → interface"
 	fwNone    = "framework: stub → Linux (no destination)"
 	fwViaStub = "framework: stub → portfwd → interface"
+	fwPanel   = "framework: 2 portfwd cubes, the hop through the panel"
 )
 
 func chainName(n int) string { return fmt.Sprintf("framework: %d portfwd cubes in a chain", n) }
@@ -154,11 +176,14 @@ func (s *session) fitFramework(p *estimate.Profile) error {
 	p.Costs[estimate.TermEntry] = round(ns[fwStub])
 	p.Costs[estimate.TermRedirect] = round(ns[fwStub] - ns[fwNone])
 	p.Costs[estimate.TermStub] = round(ns[fwViaStub] - ns[chainName(1)])
+	// the same two cubes as chainName(2), but for the jump between them
+	p.Costs[estimate.TermPanelHop] = round(math.Max(0, ns[fwPanel]-(a+2*b)))
 	// the fitted lines, for the measurements' model column
 	s.frameworkModel = map[string]float64{}
 	for _, n := range chainLens {
 		s.frameworkModel[chainName(n)] = a + b*float64(n)
 	}
+	s.frameworkModel[fwPanel] = a + 2*b + p.Costs[estimate.TermPanelHop]
 	for _, k := range stackLens {
 		s.frameworkModel[stackName(k)] = at + bt*float64(k)
 	}

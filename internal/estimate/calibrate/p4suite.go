@@ -72,6 +72,8 @@ var p4Frame = estimate.Frame(estimate.FrameSpec{Src: "198.18.0.10", Dst: "198.18
 type p4Case struct {
 	name  string
 	parse string // headers extracted, in struct order: "eth ip udp a8"
+	// parseMore are parser statements after the extracts
+	parseMore string
 	// declare are headers declared besides the ones parsed and used
 	// (never valid: state, and headers the deparser checks for nothing).
 	declare string
@@ -98,6 +100,7 @@ func (c p4Case) source() string {
 	for _, h := range strings.Fields(c.parse) {
 		fmt.Fprintf(&parse, "p.extract(h.%s); ", h)
 	}
+	parse.WriteString(c.parseMore)
 	var meta strings.Builder
 	for i := 0; i < c.meta; i++ {
 		fmt.Fprintf(&meta, "bit<64> pad%d; ", i)
@@ -204,6 +207,10 @@ func p4Cases() []p4Case {
 		{name: "parse 5 headers (+2 x 8 bytes)", parse: l3 + " a8 b8"},
 		{name: "parse 6 headers (+2 x 8, 32 bytes)", parse: l3 + " a8 b8 a32"},
 		{name: "parse 7 headers (+2 x 8, 2 x 32 bytes)", parse: l3 + " a8 b8 a32 b32"},
+		{name: "parse Ethernet, IPv4, UDP, a lookahead", parse: l3, parseMore: "m.v = (bit<32>)p.lookahead<bit<16>>();", body: "h.ip.id = m.v[15:0];"},
+		{name: "parse Ethernet, IPv4, UDP, 3 lookaheads", parse: l3,
+			parseMore: "m.v = (bit<32>)p.lookahead<bit<16>>(); m.w0 = (bit<32>)p.lookahead<bit<8>>(); m.w1 = (bit<32>)p.lookahead<bit<32>>();",
+			body:      "h.ip.id = m.v[15:0]; h.ip.ttl = m.w0[7:0]; h.udp.csum = m.w1[15:0];"},
 		// header add and remove (the deparser moves what follows)
 		{name: "add an 8-byte header", parse: l3, body: "h.n8.setValid(); h.n8.a = 1;"},
 		{name: "add a 32-byte header", parse: l3, body: "h.n32.setValid(); h.n32.a = 1;"},

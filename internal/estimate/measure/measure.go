@@ -207,6 +207,20 @@ func (m *Meter) Verdict(prog *ebpf.Program, frame []byte) (uint32, error) {
 	return v, err
 }
 
+// Run runs prog n times on frame (through the restore entry, each time on
+// the frame as given) and returns the last verdict: state a measurement
+// needs built by the program itself (a capture's ring filled).
+func (m *Meter) Run(prog *ebpf.Program, frame []byte, n int) (uint32, error) {
+	first := m.next
+	defer m.release(first)
+	s, err := m.slot(prog, frame)
+	if err != nil {
+		return 0, err
+	}
+	_, v, err := m.run(s, frame, n)
+	return v, err
+}
+
 // Item is one program to measure on one frame.
 type Item struct {
 	Name  string
@@ -217,6 +231,14 @@ type Item struct {
 	// frame the restore entry cannot put back run after run (at TC, one
 	// that grows or shrinks the frame). Each call starts from a new frame.
 	Single bool
+	// Before, when set, runs before each run of the item, outside the
+	// timing: it puts back state the item's own frames change (a
+	// capture's ring, which they fill), so that every run measures alike.
+	Before func() error
+	// Repeat, when set, is the item's repetitions per run instead of the
+	// measurement's: few enough that what Before restores holds through
+	// a run.
+	Repeat int
 }
 
 // Options of a measurement.
@@ -280,11 +302,20 @@ func (m *Meter) Measure(ctx context.Context, items []Item, opt Options) ([]Resul
 			if items[i].Single {
 				run = m.runSingly
 			}
-			ref, _, err := run(bs[i].ref, items[i].Frame, opt.Repeat)
+			repeat := opt.Repeat
+			if items[i].Repeat > 0 {
+				repeat = items[i].Repeat
+			}
+			ref, _, err := run(bs[i].ref, items[i].Frame, repeat)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", items[i].Name, err)
 			}
-			v, _, err := run(bs[i].it, items[i].Frame, opt.Repeat)
+			if items[i].Before != nil {
+				if err := items[i].Before(); err != nil {
+					return nil, fmt.Errorf("%s: %w", items[i].Name, err)
+				}
+			}
+			v, _, err := run(bs[i].it, items[i].Frame, repeat)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", items[i].Name, err)
 			}

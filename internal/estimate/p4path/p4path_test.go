@@ -232,3 +232,25 @@ func TestAddingATableIncreasesTheEstimate(t *testing.T) {
 		}
 	}
 }
+
+// A lookahead, in a select or an assignment, is priced once per
+// evaluation, on the paths that evaluate it only.
+func TestLookahead(t *testing.T) {
+	pr := program(t, `
+    state start {
+        p.extract(h.eth);
+        transition select(p.lookahead<bit<4>>()) { 4: ip; default: accept; }
+    }
+    state ip { m.c = p.lookahead<bit<8>>(); p.extract(h.ip); transition accept; }`, ``, ``)
+	lookaheads := map[string]float64{}
+	for _, p := range pr.Paths {
+		for _, u := range p.Uses {
+			if u.Term == TermLookahead {
+				lookaheads[strings.Join(p.Valid, " ")] += u.N
+			}
+		}
+	}
+	if want := map[string]float64{"hdr.eth": 1, "hdr.eth hdr.ip": 2}; !reflect.DeepEqual(lookaheads, want) {
+		t.Fatalf("lookaheads by path %v, want %v", lookaheads, want)
+	}
+}

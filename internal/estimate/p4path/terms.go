@@ -14,8 +14,9 @@ const (
 	TermStateByte  = "p4.state.byte" // per byte of per-packet state reset (headers, metadata)
 	TermReplicates = "p4.replicates" // the program can copy packets (clone, resubmit, recirculate, multicast): its pipeline keeps the replication state
 
-	TermParseHeader = "p4.parse.header" // per header extracted
-	TermParseByte   = "p4.parse.byte"   // per byte extracted
+	TermParseHeader = "p4.parse.header"    // per header extracted
+	TermParseByte   = "p4.parse.byte"      // per byte extracted
+	TermLookahead   = "p4.parse.lookahead" // per lookahead: the frame's next bytes copied out (a helper call)
 
 	TermStmt   = "p4.stmt"   // per statement executed (assignment, condition, simple call)
 	TermAction = "p4.action" // per action run
@@ -65,6 +66,7 @@ var Terms = []struct{ Name, Doc string }{
 	{TermReplicates, "a program that can copy packets (clone, resubmit, recirculate, multicast), on every packet: the replication state it keeps"},
 	{TermParseHeader, "per header extracted by the parser"},
 	{TermParseByte, "per byte extracted by the parser"},
+	{TermLookahead, "per lookahead: the frame's next bytes copied out by a helper call"},
 	{TermStmt, "per statement executed (assignment, condition, simple call)"},
 	{TermAction, "per action run"},
 	{TermHash, "exact-match table lookup"},

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
 	pcap "github.com/edgenf/edgenf/internal/capture"
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
@@ -152,5 +153,72 @@ func TestConfigErrors(t *testing.T) {
 		if err == nil || !bytes.Contains([]byte(err.Error()), []byte(c.msg)) {
 			t.Errorf("%+v: %v, want %q", c.cfg, err, c.msg)
 		}
+	}
+}
+
+// The cost model's cases hold the ring as they say for every measured
+// run: drained, a run of Repeat frames all written (none lost) and read
+// out by the next run's Before; filled, every frame lost, none written.
+func TestCostCasesHoldTheRing(t *testing.T) {
+	f := nftest.UDP4("198.18.0.1", "198.18.0.2", 1, 2, nil)
+	stats := func(r *nftest.Rig) pcap.Stats {
+		t.Helper()
+		st, err := r.Handle().Map("cap_stats")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := readStats(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	newRig := func() *nftest.Rig {
+		return nftest.New(t, Type, &cube.Cube{Name: "cap", Hook: datapath.XDP, Config: json.RawMessage(`{"rate":-1}`)})
+	}
+	runN := func(r *nftest.Rig) func(int) error {
+		return func(n int) error {
+			entry, err := r.Rig.TransparentEntry(datapath.Ingress)
+			if err != nil {
+				return err
+			}
+			defer entry.Close()
+			_, err = entry.Run(&ebpf.RunOptions{Data: f, Repeat: uint32(n)})
+			return err
+		}
+	}
+
+	r := newRig()
+	steady, repeat := drained(len(f))
+	before, stop, err := steady(r.Handle(), runN(r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if repeat < 100 || repeat*recordBytes(len(f)) >= wakeBytes {
+		t.Fatalf("a drained run of %d %d-byte records: it must stay under the %d bytes that wake the reader", repeat, recordBytes(len(f)), wakeBytes)
+	}
+	for round := range 3 {
+		if err := before(); err != nil {
+			t.Fatal(err)
+		}
+		if err := runN(r)(repeat); err != nil {
+			t.Fatal(err)
+		}
+		if s := stats(r); s.Captured != uint64((round+1)*repeat) || s.RingDrop != 0 {
+			t.Fatalf("drained, round %d: %+v", round, s)
+		}
+	}
+
+	r = newRig()
+	if _, _, err := filled(len(f))(r.Handle(), runN(r)); err != nil {
+		t.Fatal(err)
+	}
+	s0 := stats(r)
+	if err := runN(r)(100); err != nil {
+		t.Fatal(err)
+	}
+	if s := stats(r); s.Captured != s0.Captured || s.RingDrop != s0.RingDrop+100 {
+		t.Fatalf("filled: before %+v, after 100 frames %+v", s0, s)
 	}
 }

@@ -19,7 +19,8 @@ func init() {
 	for i, t := range p4path.Terms {
 		terms[i] = estimate.Term{Name: t.Name, Doc: t.Doc}
 	}
-	estimate.Register(&estimate.Model{Type: "p4", Terms: terms, Uses: costUses})
+	// Compiled programs hop through the panel only (EDGENF_PANEL_HOPS).
+	estimate.Register(&estimate.Model{Type: "p4", Terms: terms, Uses: costUses, PanelHops: true})
 }
 
 func costUses(p *estimate.Profile, c *cube.Cube, _ string) ([]estimate.Use, []string, error) {

@@ -9,15 +9,18 @@ import (
 
 // The slicer's cost model. A frame entering by an entry port is parsed
 // and classified: one lookup per rule kind the slicer uses, in precedence
-// order, until one hits (exact: VLAN, DSCP, in-port, protocol and port,
-// which takes two when the port misses; longest prefix: source,
-// destination, UE pool, TEID); its slice's rate limits are policed (a
-// clock read and a compare-and-swap per rate); a VLAN slice's tag comes
-// off. A frame coming back from a slice's chain is looked up by port,
+// order, until one hits. The lookups differ by map: VLAN, DSCP and in-port
+// index arrays (the verifier inlines those: a bounds check and a load);
+// protocol and port is a hash lookup of the L4 key, two when the port
+// misses, and needs the L4 header read; source, destination, UE pool and
+// TEID walk a longest-prefix trie. The slice's rate limits are policed
+// (mostly spending a per-CPU lease; a clock read and a compare-and-swap
+// when one runs out); a VLAN slice's tag comes off. A frame coming back from a slice's chain is looked up by port,
 // marked and sent out by the slice's entry, its tag put back.
 const (
 	termClassify = "slicer.classify"
-	termExact    = "slicer.lookup.exact"
+	termArray    = "slicer.lookup.array"
+	termL4       = "slicer.lookup.l4"
 	termLPM      = "slicer.lookup.lpm"
 	termPolice   = "slicer.police"
 	termVLAN     = "slicer.vlan"
@@ -28,54 +31,40 @@ func init() {
 	estimate.Register(&estimate.Model{Type: "slicer",
 		Terms: []estimate.Term{
 			{Name: termClassify, Doc: "a frame from an entry port parsed, given its slice, counted, marked and sent"},
-			{Name: termExact, Doc: "one exact lookup of a rule kind (VLAN, DSCP, in-port, protocol and port)"},
+			{Name: termArray, Doc: "one array lookup of a rule kind (VLAN, DSCP, in-port)"},
+			{Name: termL4, Doc: "one hash lookup of the protocol and port kind (two when the port misses), the L4 header read"},
 			{Name: termLPM, Doc: "one longest-prefix lookup of a rule kind (source, destination, UE pool, TEID)"},
 			{Name: termPolice, Doc: "one rate limit policed (packets/s or bits/s)"},
 			{Name: termVLAN, Doc: "a VLAN slice's tag taken off or put back"},
 			{Name: termReturn, Doc: "a frame back from a slice's chain, sent out by the slice's entry"},
 		},
-		Uses:   costUses,
-		Via:    costVia,
-		Cases:  costCases,
-		Slices: estimateSlices,
+		Uses:  costUses,
+		Via:   costVia,
+		Cases: costCases,
 	})
-}
-
-// estimateSlices are the slices as the estimator groups chains by them.
-func estimateSlices(c *cube.Cube) ([]estimate.Slice, error) {
-	set := &Settings{}
-	if err := cube.DecodeInto("config", c.Config, set); err != nil {
-		return nil, err
-	}
-	var out []estimate.Slice
-	for _, s := range others(c, "") {
-		entry := s.Entry
-		if entry == "" {
-			entry = set.Uplink
-		}
-		out = append(out, estimate.Slice{Name: s.Name, Tenant: s.Tenant, Port: s.Port, Entry: entry, BudgetNS: s.BudgetNS})
-	}
-	return out, nil
 }
 
 // lookups are what classifying a frame of slice s costs at most in a
 // slicer using kinds: every kind before the one s's frame hits, each
 // looked up once (protocol and port twice), and that one.
 func lookups(kinds map[int]bool) []estimate.Use {
-	var exact, lpm float64
+	var array, l4, lpm float64
 	for k := range kinds {
 		switch k {
 		case kindTEID, kindUE, kindSrc, kindDst:
 			lpm++
 		case kindL4:
-			exact += 2
+			l4 += 2
 		default:
-			exact++
+			array++
 		}
 	}
 	var uses []estimate.Use
-	if exact > 0 {
-		uses = append(uses, estimate.Use{Term: termExact, N: exact, What: "slicer: exact rule lookups"})
+	if array > 0 {
+		uses = append(uses, estimate.Use{Term: termArray, N: array, What: "slicer: array rule lookups"})
+	}
+	if l4 > 0 {
+		uses = append(uses, estimate.Use{Term: termL4, N: l4, What: "slicer: protocol and port lookups"})
 	}
 	if lpm > 0 {
 		uses = append(uses, estimate.Use{Term: termLPM, N: lpm, What: "slicer: prefix rule lookups"})
@@ -220,6 +209,12 @@ func costCases(holdout bool) []estimate.Case {
 		mk("destination and source prefixes, rate limit in packets/s", "up", udp,
 			Slice{Name: "s1", ID: 1, Port: "a", Rules: []Rule{{Dst: "198.18.7.0/24"}}},
 			Slice{Name: "s2", ID: 2, Port: "b", Rules: []Rule{{Src: "198.18.0.0/16"}}, RatePps: pps}),
+		mk("protocol and port missed, destination prefix", "up", udp,
+			Slice{Name: "s1", ID: 1, Port: "a", Rules: []Rule{{Proto: "tcp", DPort: 80}}},
+			Slice{Name: "s2", ID: 2, Port: "b", Rules: []Rule{{Dst: "198.18.1.0/24"}}}),
+		mk("protocol missed, in-port, rate limit in packets/s", "up", udp,
+			Slice{Name: "s1", ID: 1, Port: "a", Rules: []Rule{{Proto: "sctp"}}},
+			Slice{Name: "s2", ID: 2, Port: "b", Rules: []Rule{{InPort: "up"}}, RatePps: pps}),
 		mk("return", "a", udp, Slice{Name: "s1", ID: 1, Port: "a", Rules: []Rule{{InPort: "up"}}}),
 		mk("return from a VLAN slice", "b", udp,
 			Slice{Name: "s1", ID: 1, Port: "a", Rules: []Rule{{InPort: "up"}}},

@@ -52,3 +52,21 @@ func FindSlice(t *cube.Topology, name, tenant string) (Point, error) {
 	sort.Strings(names)
 	return Point{}, cube.Conflict("slice", "slice %q is in several slicers: name one of %s", name, strings.Join(names, ", "))
 }
+
+// slicesOf are the slices of c (cube.Type.Slices): their ports into and
+// out of their chains, owners and budgets.
+func slicesOf(c *cube.Cube) ([]cube.Slice, error) {
+	set := &Settings{}
+	if err := cube.DecodeInto("config", c.Config, set); err != nil {
+		return nil, err
+	}
+	var out []cube.Slice
+	for _, s := range others(c, "") {
+		entry := s.Entry
+		if entry == "" {
+			entry = set.Uplink
+		}
+		out = append(out, cube.Slice{Name: s.Name, Tenant: s.Tenant, Port: s.Port, Entry: entry, BudgetNS: s.BudgetNS})
+	}
+	return out, nil
+}

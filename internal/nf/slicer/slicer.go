@@ -643,13 +643,7 @@ var Type = &cube.Type{
 	Object:      cube.HookObjects(objects, "bpf/slicer"),
 	Config:      &Settings{},
 	Tables:      []cube.Table{slicesTable},
-	Slices: func(c *cube.Cube) map[string]string {
-		out := map[string]string{}
-		for _, s := range others(c, "") {
-			out[s.Port] = s.Name
-		}
-		return out
-	},
+	Slices:      slicesOf,
 	Views: []cube.View{{
 		Name:   "status",
 		Doc:    "The shaping mechanism, policy drops, and each slice's counters (in, return, policer drops) and egress HTB class counters.",
