@@ -89,7 +89,7 @@ func (a *atomicScan) call(call *syntax.Call) {
 			return
 		}
 	case sema.CallExternMethod:
-		if in := cr.Instance; in != nil && in.Extern.Name == "register" && len(call.Args) == 2 {
+		if in := cr.Instance; in != nil && in.Extern.Name == "register" && len(call.Args) == 2 /* v1model read(out, index) */ {
 			switch cr.Method {
 			case "read":
 				a.regs = append(a.regs, in)

@@ -618,7 +618,7 @@ func (g *gen) externMethod(call *syntax.Call, cr *sema.CallRef) {
 		return
 	}
 	switch in.Extern.Name + "." + cr.Method {
-	case "counter.count":
+	case "counter.count", "Counter.count": // PSA's Counter is v1model's counter
 		c := g.p.CounterOf[in]
 		idx := g.rv(call.Args[0].Value)
 		g.line("{")
@@ -629,7 +629,7 @@ func (g *gen) externMethod(call *syntax.Call, cr *sema.CallRef) {
 		g.line("\t\tc->bytes += s->sm.f_packet_length;")
 		g.line("\t}")
 		g.line("}")
-	case "direct_counter.count":
+	case "direct_counter.count", "DirectCounter.count":
 		// counted by the table on a hit
 	case "meter.execute_meter":
 		// v1model: GREEN 0, YELLOW 1, RED 2; an index out of range is GREEN
@@ -660,8 +660,8 @@ func (g *gen) externMethod(call *syntax.Call, cr *sema.CallRef) {
 		g.line("	__u64 *rc = ri < %d ? bpf_map_lookup_elem(&%s, &ri) : 0;", r.Size, r.MapName)
 		g.line("	%s = rc ? (*(volatile __u64 *)rc & %s) : 0;", g.lval(out), mask(r.Width))
 		g.line("}")
-	case "register.write":
-		// v1model: an out-of-range index is ignored
+	case "register.write", "Register.write":
+		// v1model and PSA: an out-of-range index is ignored
 		r := g.p.RegisterOf[in]
 		g.line("{")
 		g.line("	__u32 ri = (__u32)%s;", g.rv(call.Args[0].Value))
@@ -671,6 +671,10 @@ func (g *gen) externMethod(call *syntax.Call, cr *sema.CallRef) {
 		g.line("		*(volatile __u64 *)rc = rv;")
 		g.line("}")
 	default:
+		if v, ok := g.psaExternValue(call, cr); ok { // psa_externs.go: the value unused
+			g.line("(void)%s;", v)
+			return
+		}
 		g.unsupported(call.Pos, in.Extern.Name+"."+cr.Method)
 	}
 }

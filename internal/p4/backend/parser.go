@@ -17,9 +17,9 @@ func (g *gen) errorID(name string) int {
 	return 0
 }
 
-func (g *gen) parser(p *sema.Parser) {
+func (g *gen) parser(p *sema.Parser, fn string) {
 	g.line("/* parser %s */", comment(p.Name))
-	g.line("%s int p4_parser(ctx_t *ctx)", g.stageAttr()) // stages.go
+	g.line("%s int %s(ctx_t *ctx)", g.stageAttr(), fn) // stages.go
 	g.line("{")
 	g.indent++
 	g.stateLookup()
@@ -408,10 +408,10 @@ func (g *gen) emitStack(c string, hs *sema.Stack, pos syntax.Pos) {
 	}
 }
 
-func (g *gen) deparser(c *sema.Control) {
+func (g *gen) deparser(c *sema.Control, fn string) {
 	g.controlLocals(c.Locals)
 	g.line("/* deparser %s */", comment(c.Name))
-	g.line("%s int p4_deparse(ctx_t *ctx)", g.stageAttr()) // stages.go, packet.go
+	g.line("%s int %s(ctx_t *ctx)", g.stageAttr(), fn) // stages.go, packet.go
 	g.line("{")
 	g.indent++
 	g.stateLookup()
