@@ -159,8 +159,8 @@ func (g *gen) run() {
 	// actions (all, including top-level), then tables, controls, parser, deparser
 	// sub-controls: parameters get their own storage (copy-in/copy-out)
 	for _, sub := range info.SubControls {
-		if !info.LiveControl(sub.Parent) {
-			continue
+		if !info.LiveControl(sub.Parent) || subDeparser(sub.Control) {
+			continue // a sub-deparser's parameters alias its caller's (subdeparser.go)
 		}
 		for _, v := range sub.Control.Params {
 			if et, ok := v.Type.(*sema.ExternT); ok {
@@ -190,6 +190,8 @@ func (g *gen) run() {
 		switch {
 		case deparsers[c] != "":
 			g.deparser(c, deparsers[c])
+		case subDeparser(c):
+			// inlined in the deparsers that apply it (subdeparser.go)
 		case info.LiveControl(c):
 			g.unlessUnused(!emptyStage(blocks, c), func() { g.control(c) })
 		}

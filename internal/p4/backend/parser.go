@@ -418,8 +418,9 @@ func (g *gen) deparser(c *sema.Control, fn string) {
 	g.line("__u32 o = 0;")
 	g.line("int delta;")
 	g.line("")
+	stmts := g.inlineSubDeparsers(c.Decl.Body.Stmts) // subdeparser.go
 	direct := true
-	for _, s := range c.Decl.Body.Stmts {
+	for _, s := range stmts {
 		cs, ok := s.(*syntax.CallStmt)
 		if !ok {
 			direct = false
@@ -435,9 +436,9 @@ func (g *gen) deparser(c *sema.Control, fn string) {
 	if direct {
 		// Only emits: size the packet first, then write the headers
 		// straight into it (packet.go).
-		g.directDeparse(c)
+		g.directDeparse(stmts)
 	} else {
-		for _, s := range c.Decl.Body.Stmts {
+		for _, s := range stmts {
 			g.stmt(s)
 		}
 		g.line("delta = (int)s->off - (int)o;")

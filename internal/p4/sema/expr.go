@@ -730,7 +730,12 @@ func (c *checker) call(x *syntax.Call, want Type) Type {
 				}
 				pt := params[i].Type
 				if et, ok := pt.(*ExternT); ok {
-					c.unsupported(a.Value.NodePos(), "passing "+et.Decl.Name+" to a sub-control")
+					// a deparser's packet_out may be passed on: the
+					// sub-control's emits are the deparser's (the backend
+					// inlines it, backend/subdeparser.go)
+					if at, ok := c.expr(a.Value, nil).(*ExternT); !ok || et.Decl.Name != "packet_out" || at.Decl.Name != "packet_out" {
+						c.unsupported(a.Value.NodePos(), "passing "+et.Decl.Name+" to a sub-control")
+					}
 					continue
 				}
 				at := c.expr(a.Value, pt)
