@@ -65,6 +65,7 @@ type checker struct {
 	subParsers   map[*Parser]bool         // parsers instantiated in another (subparser.go)
 	arch         string                   // Options.Arch
 	pipelines    map[string]*pipelineInst // PSA pipelines declared by name (psa.go)
+	direct       map[[2]*Control]*SubControl // direct applications (direct.go)
 }
 
 // Options configures Check.
@@ -76,7 +77,8 @@ type Options struct {
 
 // Check type-checks prog. Errors quote lines from src.
 func Check(prog *syntax.Program, src *syntax.Sources, opt Options) (*Info, error) {
-	c := &checker{src: src, matchKinds: map[string]bool{}, instantiated: map[*Control]bool{}, arch: opt.Arch, pipelines: map[string]*pipelineInst{}}
+	c := &checker{src: src, matchKinds: map[string]bool{}, instantiated: map[*Control]bool{}, arch: opt.Arch, pipelines: map[string]*pipelineInst{},
+		direct: map[[2]*Control]*SubControl{}}
 	c.info = &Info{Prog: prog, Types: map[syntax.Expr]Type{}, Uses: map[*syntax.Ident]Entity{},
 		Members: map[*syntax.Member]*MemberRef{}, Calls: map[*syntax.Call]*CallRef{},
 		Consts: map[syntax.Expr]*big.Int{}, Decls: map[syntax.Node]Entity{}}

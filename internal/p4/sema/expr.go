@@ -319,6 +319,12 @@ func (c *checker) expr1(e syntax.Expr, want Type) Type {
 		case *SubControl:
 			d := v.Control.Decl
 			return &BlockT{Kind: "control", Name: v.Control.Name, Params: d.Params, Decl: d}
+		case *Control:
+			if sub := c.directApply(x, v); sub != nil { // direct.go
+				c.info.Uses[x] = sub
+				d := v.Decl
+				return &BlockT{Kind: "control", Name: v.Name, Params: d.Params, Decl: d}
+			}
 		case *SubParser:
 			d := v.Parser.Decl
 			return &BlockT{Kind: "parser", Name: v.Parser.Name, Params: d.Params, Decl: d}
