@@ -1,6 +1,8 @@
 package backend
 
 import (
+	"sort"
+
 	"github.com/edgenf/edgenf/internal/p4/sema"
 	"github.com/edgenf/edgenf/internal/p4/syntax"
 )
@@ -16,12 +18,8 @@ import (
 // storage in the per-packet state that both ends bind to.
 type psa struct{}
 
-// psaPortCPU and psaPortRecirculate are psa.p4's PSA_PORT_CPU and
-// PSA_PORT_RECIRCULATE.
-const (
-	psaPortCPU         = 0xfffffffd
-	psaPortRecirculate = 0xfffffffa
-)
+// psaPortCPU is psa.p4's PSA_PORT_CPU.
+const psaPortCPU = 0xfffffffd
 
 // psaSM is the pipeline's own metadata, in the place of v1model's
 // standard_metadata (s->sm): what the parser (parser_error), the checksum
@@ -109,6 +107,9 @@ func (psa) bind(g *gen, blocks []sema.Entity) bool {
 	p(ep.Params, "", "$"+ehdr, "$s->emeta", "psa_eg_pin", "psa_nm", "psa_ci2e", "psa_ce2e")
 	p(eg.Params, "$"+ehdr, "$s->emeta", "psa_eg_in", "psa_eg_out")
 	p(ed.Params, "", "psa_ce2e", "psa_recirc", "$"+ehdr, "$s->emeta", "psa_eg_out", "psa_eg_dp")
+	if !psaSinglePath(g) {
+		return false
+	}
 	g.sizeHeaders(ih)
 	g.collectHeaders(ih)
 	if eh != ih {
@@ -155,14 +156,7 @@ func (psa) pipeline(g *gen, blocks []sema.Entity) {
 	g.line("\treturn enf_drop(ctx, md);")
 	g.line("if (s->psa_ig_out.f_drop)")
 	g.line("\treturn enf_drop(ctx, md);")
-	if g.usesField("resubmit") {
-		g.line("if (s->psa_ig_out.f_resubmit) /* not supported: counted as a drop (docs/p4-guide.md) */")
-		g.line("\treturn enf_drop(ctx, md);")
-	}
-	if g.usesField("multicast_group") {
-		g.line("if (s->psa_ig_out.f_multicast_group) /* not supported: counted as a drop (docs/p4-guide.md) */")
-		g.line("\treturn enf_drop(ctx, md);")
-	}
+	// multicast, clones, resubmit and recirculate: refused (psaSinglePath)
 	g.line("port = s->psa_ig_out.f_egress_port;")
 	// egress: on the packet as the ingress deparser left it
 	g.line("s->psa_eg_pin.f_egress_port = s->psa_eg_in.f_egress_port = s->psa_eg_dp.f_egress_port = port;")
@@ -187,8 +181,6 @@ func (psa) pipeline(g *gen, blocks []sema.Entity) {
 	g.pipelineTail()
 	g.line("if (port == %#x) /* PSA_PORT_CPU */", psaPortCPU)
 	g.line("\tport = P4_CPU_PORT;")
-	g.line("else if (port == %#x) /* PSA_PORT_RECIRCULATE: not supported, counted as a drop */", psaPortRecirculate)
-	g.line("\treturn enf_drop(ctx, md);")
 	g.pipelineSend()
 }
 
@@ -212,4 +204,69 @@ func psaPacketPath(st sema.Type, member string) int {
 		}
 	}
 	return -1
+}
+
+// psaSinglePath refuses, with an error at each use, what needs more than
+// one pass or copy of a packet: multicast groups (psa.p4's multicast
+// action, ostd.multicast_group), clones (ostd.clone, clone_session_id,
+// PSA_CLONE_SESSION_TO_CPU), resubmit (ostd.resubmit) and
+// PSA_PORT_RECIRCULATE. edgenf's PSA pipeline makes one pass and one copy
+// (docs/p4-guide.md); a program that asked for more would otherwise lose
+// packets silently. psa.p4's own actions (send_to_port clears
+// multicast_group) are not the program's uses.
+func psaSinglePath(g *gen) bool {
+	builtin := func(p syntax.Pos) bool { return p.File == "<psa.p4>" } // the built-in file (cpp)
+	n := len(g.errs)
+	report := func(pos syntax.Pos, what string) {
+		g.unsupported(pos, what+": edgenf's PSA pipeline makes one pass and one copy of a packet (no multicast, clone, resubmit or recirculate yet)")
+	}
+	var sites []syntax.Pos
+	what := map[syntax.Pos]string{}
+	for m, r := range g.info.Members {
+		if r.Kind != sema.FieldAccess || builtin(m.Pos) {
+			continue
+		}
+		st, ok := g.typeOf(m.X).(*sema.Struct)
+		if !ok {
+			continue
+		}
+		switch st.Name + "." + m.Name {
+		case "psa_ingress_output_metadata_t.multicast_group", "psa_ingress_output_metadata_t.clone",
+			"psa_ingress_output_metadata_t.clone_session_id", "psa_ingress_output_metadata_t.resubmit",
+			"psa_egress_output_metadata_t.clone", "psa_egress_output_metadata_t.clone_session_id":
+			sites = append(sites, m.Pos)
+			what[m.Pos] = st.Name + "." + m.Name
+		}
+	}
+	for id, e := range g.info.Uses {
+		if builtin(id.Pos) {
+			continue
+		}
+		switch e := e.(type) {
+		case *sema.Const:
+			if e.Name == "PSA_PORT_RECIRCULATE" || e.Name == "PSA_CLONE_SESSION_TO_CPU" {
+				sites = append(sites, id.Pos)
+				what[id.Pos] = e.Name
+			}
+		case *sema.Action:
+			if e.Name == "multicast" && e.Decl != nil && builtin(e.Decl.Pos) {
+				sites = append(sites, id.Pos)
+				what[id.Pos] = "psa.p4's multicast action"
+			}
+		}
+	}
+	sort.Slice(sites, func(i, j int) bool {
+		a, b := sites[i], sites[j]
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Col < b.Col
+	})
+	for _, p := range sites {
+		report(p, what[p])
+	}
+	return len(g.errs) == n
 }

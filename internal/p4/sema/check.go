@@ -62,9 +62,9 @@ type checker struct {
 	nextID       int
 	matchKinds   map[string]bool
 	instantiated map[*Control]bool
-	subParsers   map[*Parser]bool         // parsers instantiated in another (subparser.go)
-	arch         string                   // Options.Arch
-	pipelines    map[string]*pipelineInst // PSA pipelines declared by name (psa.go)
+	subParsers   map[*Parser]bool            // parsers instantiated in another (subparser.go)
+	arch         string                      // Options.Arch
+	pipelines    map[string]*pipelineInst    // PSA pipelines declared by name (psa.go)
 	direct       map[[2]*Control]*SubControl // direct applications (direct.go)
 }
 
