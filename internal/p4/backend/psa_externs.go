@@ -3,15 +3,18 @@ package backend
 import (
 	"fmt"
 
+	"github.com/edgenf/edgenf/internal/p4/ir"
 	"github.com/edgenf/edgenf/internal/p4/sema"
 	"github.com/edgenf/edgenf/internal/p4/syntax"
 )
 
-// PSA's stateful externs whose methods return their value (psa.p4):
-// Register.read(index), Meter.execute(index) and DirectMeter.execute().
-// They share v1model's maps (ir: sema.ExternKind); what differs is the
-// call's shape and, for meters, the colour's encoding. Each is a C
-// statement expression, usable anywhere an expression is.
+// PSA's externs whose methods return their value (psa.p4). The stateful
+// ones, Register.read(index), Meter.execute(index) and
+// DirectMeter.execute(), share v1model's maps (ir: sema.ExternKind); what
+// differs is the call's shape and, for meters, the colour's encoding:
+// each is a C statement expression. Hash, InternetChecksum and Random
+// have no state across packets: a value is computed by lines generated
+// before the statement that uses it, into per-packet state (psaTemp).
 
 // psaExternValue is the C value of such a call; false if call is not one
 // (or after an error, reported).
@@ -62,8 +65,108 @@ func (g *gen) psaExternValue(call *syntax.Call, cr *sema.CallRef) (string, bool)
 		}
 		g.needDMColor()
 		return psaColor(g.typeOf(call), "s->dm_color"), true
+	case "Hash.get_hash":
+		return g.psaHash(call, in), true
+	case "Random.read":
+		w := width(g.typeOf(call))
+		if w <= 0 || w > 64 || isWide(g.typeOf(call)) || len(in.Args) != 2 {
+			g.unsupported(call.Pos, "Random of this type (bit<N>, N <= 64)")
+			return "0", true
+		}
+		t := g.psaTemp()
+		g.randomInto(t, w, in.Args[0].String(), in.Args[1].String())
+		return t, true
+	case "InternetChecksum.get":
+		return fmt.Sprintf("((__u64)p4_fold16(%s))", g.psaCsumState(in)), true
+	case "InternetChecksum.get_state":
+		return fmt.Sprintf("((__u64)(__u16)~p4_fold16(%s))", g.psaCsumState(in)), true
 	}
 	return "", false
+}
+
+// psaExternStmt generates the PSA extern methods called as statements
+// that return nothing (InternetChecksum's); false if call is not one.
+func (g *gen) psaExternStmt(call *syntax.Call, cr *sema.CallRef) bool {
+	in := cr.Instance
+	switch in.Extern.Name + "." + cr.Method {
+	case "InternetChecksum.clear":
+		g.line("%s = 0;", g.psaCsumState(in))
+	case "InternetChecksum.set_state":
+		g.line("%s = (__u16)%s;", g.psaCsumState(in), g.rv(call.Args[0].Value))
+	case "InternetChecksum.add", "InternetChecksum.subtract":
+		if g.listHasVarbit(call.Args[0].Value) {
+			g.unsupported(call.Args[0].Value.NodePos(), "a varbit field in InternetChecksum."+cr.Method)
+			return true
+		}
+		st := g.psaCsumState(in)
+		bits := g.packList(call.Args[0].Value)
+		nb := (bits + 7) / 8
+		if cr.Method == "add" {
+			g.line("%s += p4_sum16(s->cbuf, %d);", st, nb)
+		} else {
+			// ones' complement subtraction adds each word's complement:
+			// n words of 0xffff minus their sum
+			g.line("%s += %d * 0xffffULL - p4_sum16(s->cbuf, %d);", st, (nb+1)/2, nb)
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// psaCsumState is the running sum of an InternetChecksum instance: 64
+// bits, folded when read; zero for each packet (the state is).
+func (g *gen) psaCsumState(in *sema.Instance) string {
+	name := "ick_" + ir.Sanitize(in.FullName)
+	decl := "__u64 " + name
+	for _, f := range g.state {
+		if f == decl {
+			return "s->" + name
+		}
+	}
+	g.state = append(g.state, decl)
+	return "s->" + name
+}
+
+// psaTemp is a fresh 64-bit slot of the per-packet state.
+func (g *gen) psaTemp() string {
+	n := g.newTmp("px")
+	g.state = append(g.state, "__u64 "+n)
+	return "s->" + n
+}
+
+// psaHash generates Hash.get_hash(data) or get_hash(base, data, max)
+// (base + hash % max; max 0 leaves the hash), the algorithm the
+// instance's constructor names.
+func (g *gen) psaHash(call *syntax.Call, in *sema.Instance) string {
+	algs := []string{"identity", "crc32", "crc32_custom", "crc16", "crc16_custom", "csum16", "crc32"} // PSA_HashAlgorithm_t; TARGET_DEFAULT: CRC32
+	alg := "?"
+	if len(in.Args) == 1 && in.Args[0].IsInt64() && in.Args[0].Int64() < int64(len(algs)) {
+		alg = algs[in.Args[0].Int64()]
+	}
+	data := call.Args[0].Value
+	if len(call.Args) == 3 {
+		data = call.Args[1].Value
+	}
+	if g.listHasVarbit(data) {
+		g.unsupported(data.NodePos(), "hashing a varbit field")
+		return "0"
+	}
+	ow := width(g.typeOf(call))
+	t := g.psaTemp()
+	g.line("{")
+	g.indent++
+	h := g.hashList(alg, data, in.Decl.Pos, call.Pos)
+	if len(call.Args) == 3 {
+		g.line("__u64 h = %s;", h)
+		g.line("__u64 mx = %s;", g.rv(call.Args[2].Value))
+		g.line("%s = ((__u64)%s + (mx ? h %% mx : h)) & %s;", t, g.rv(call.Args[0].Value), mask(ow))
+	} else {
+		g.line("%s = (__u64)%s & %s;", t, h, mask(ow))
+	}
+	g.indent--
+	g.line("}")
+	return t
 }
 
 // psaColor turns a v1model colour (GREEN 0, YELLOW 1, RED 2: the meter

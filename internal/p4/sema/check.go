@@ -651,7 +651,7 @@ func (c *checker) instanceDecl(x *syntax.InstanceDecl, owner string) Entity {
 			inst.Args = append(inst.Args, v)
 		}
 		switch {
-		case ExternKind(y.Decl.Name) == "" && !IsActionProfile(inst):
+		case ExternKind(y.Decl.Name) == "" && !IsActionProfile(inst) && !psaFunctionExtern(y.Decl.Name):
 			c.unsupported(x.Pos, "extern "+y.Decl.Name)
 		case y.Decl.Name == "Register" && len(inst.Args) > 1 && inst.Args[1].Sign() != 0:
 			// the map starts zeroed; a non-zero initial value would need

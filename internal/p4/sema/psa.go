@@ -147,3 +147,9 @@ func (c *checker) psaIdleTimeout(p *syntax.TableProp) bool {
 	c.errorf(p.Value.NodePos(), "psa_idle_timeout must be PSA_IdleTimeout_t.NOTIFY_CONTROL or PSA_IdleTimeout_t.NO_TIMEOUT")
 	return false
 }
+
+// psaFunctionExtern reports whether name is a PSA extern without state
+// across packets the compiler implements (backend/psa_externs.go).
+func psaFunctionExtern(name string) bool {
+	return name == "Hash" || name == "InternetChecksum" || name == "Random"
+}
