@@ -35,13 +35,16 @@ func (g *gen) psaExternValue(call *syntax.Call, cr *sema.CallRef) (string, bool)
 		if m == nil {
 			break
 		}
-		if len(call.Args) != 1 {
-			g.unsupported(call.Pos, "color-aware Meter.execute(index, color)")
-			return "0", true
-		}
 		units := "1"
 		if m.Unit == "bytes" {
 			units = "s->sm.f_packet_length"
+		}
+		if len(call.Args) == 2 {
+			// colour-aware: never better than the colour given; an index
+			// out of range leaves it
+			return fmt.Sprintf("({ __u32 mi = (__u32)%s; __u32 pre = %s; %s; })", g.rv(call.Args[0].Value),
+				v1Color(g.typeOf(call), g.rv(call.Args[1].Value)),
+				psaColor(g.typeOf(call), fmt.Sprintf("(mi < %d ? p4_meter_exec_aware(&%s, mi, %s, pre) : pre)", m.Size, m.MapName, units))), true
 		}
 		// an index out of range is GREEN, as in v1model
 		return fmt.Sprintf("({ __u32 mi = (__u32)%s; %s; })", g.rv(call.Args[0].Value),
@@ -85,10 +88,13 @@ func (g *gen) psaExternValue(call *syntax.Call, cr *sema.CallRef) (string, bool)
 }
 
 // psaExternStmt generates the PSA extern methods called as statements
-// that return nothing (InternetChecksum's); false if call is not one.
+// that return nothing (InternetChecksum's, Digest.pack); false if call
+// is not one.
 func (g *gen) psaExternStmt(call *syntax.Call, cr *sema.CallRef) bool {
 	in := cr.Instance
 	switch in.Extern.Name + "." + cr.Method {
+	case "Digest.pack":
+		g.digestCall(call) // slowpath.go
 	case "InternetChecksum.clear":
 		g.line("%s = 0;", g.psaCsumState(in))
 	case "InternetChecksum.set_state":
@@ -169,10 +175,23 @@ func (g *gen) psaHash(call *syntax.Call, in *sema.Instance) string {
 	return t
 }
 
+// v1Color turns PSA_MeterColor_t value v (of enum t) into the meter
+// runtime's colour (GREEN 0, YELLOW 1, RED 2).
+func v1Color(t sema.Type, v string) string {
+	val := psaColors(t)
+	return fmt.Sprintf("({ __u32 c = %s; c == %d ? 2 : c == %d ? 1 : 0; })", v, val["RED"], val["YELLOW"])
+}
+
 // psaColor turns a v1model colour (GREEN 0, YELLOW 1, RED 2: the meter
 // runtime's, meter.h) into PSA_MeterColor_t t (declared RED, GREEN,
 // YELLOW: its members' positions, unless the enum gives values).
 func psaColor(t sema.Type, v1 string) string {
+	val := psaColors(t)
+	return fmt.Sprintf("({ __u32 c = %s; c == 0 ? %d : c == 1 ? %d : %d; })", v1, val["GREEN"], val["YELLOW"], val["RED"])
+}
+
+// psaColors are the values of PSA_MeterColor_t t's members.
+func psaColors(t sema.Type) map[string]int {
 	val := map[string]int{"RED": 0, "GREEN": 1, "YELLOW": 2}
 	if e, ok := t.(*sema.Enum); ok {
 		for i, m := range e.Members {
@@ -182,5 +201,5 @@ func psaColor(t sema.Type, v1 string) string {
 			}
 		}
 	}
-	return fmt.Sprintf("({ __u32 c = %s; c == 0 ? %d : c == 1 ? %d : %d; })", v1, val["GREEN"], val["YELLOW"], val["RED"])
+	return val
 }

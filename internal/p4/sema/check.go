@@ -634,21 +634,33 @@ func (c *checker) instanceDecl(x *syntax.InstanceDecl, owner string) Entity {
 		if ctor == nil {
 			c.errorf(x.Pos, "%s has no constructor with %d arguments", y.Decl.Name, len(x.Args))
 		}
+		// type arguments left out are inferred from the constructor's
+		// arguments: Random(16w0, 16w127) is a Random<bit<16>>
+		inferred := map[string]Type{}
 		for i, a := range x.Args {
 			var want Type
 			if ctor != nil {
 				c.withTypeParams(y.Decl.TypeParams, func() { want = c.resolveType(ctor.Params[i].Type) })
 			}
-			if _, tv := want.(*TypeVar); tv {
+			tv, isTV := want.(*TypeVar)
+			if isTV {
 				want = nil
 			}
-			c.expr(a.Value, want)
+			at := c.expr(a.Value, want)
+			if _, inf := at.(*InfInt); isTV && at != nil && !inf {
+				inferred[tv.Name] = at
+			}
 			v, ok := c.info.Consts[a.Value]
 			if !ok {
 				c.errorf(a.Value.NodePos(), "constructor arguments must be compile-time constants")
 				v = new(big.Int)
 			}
 			inst.Args = append(inst.Args, v)
+		}
+		if len(inst.TypeArgs) == 0 && len(y.Decl.TypeParams) > 0 && len(inferred) == len(y.Decl.TypeParams) {
+			for _, n := range y.Decl.TypeParams {
+				inst.TypeArgs = append(inst.TypeArgs, inferred[n])
+			}
 		}
 		switch {
 		case ExternKind(y.Decl.Name) == "" && !IsActionProfile(inst) && !psaFunctionExtern(y.Decl.Name):

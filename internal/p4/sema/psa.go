@@ -149,7 +149,8 @@ func (c *checker) psaIdleTimeout(p *syntax.TableProp) bool {
 }
 
 // psaFunctionExtern reports whether name is a PSA extern without state
-// across packets the compiler implements (backend/psa_externs.go).
+// across packets (or, Digest, whose messages go to the control plane) the
+// compiler implements (backend/psa_externs.go).
 func psaFunctionExtern(name string) bool {
-	return name == "Hash" || name == "InternetChecksum" || name == "Random"
+	return name == "Hash" || name == "InternetChecksum" || name == "Random" || name == "Digest"
 }
