@@ -28,6 +28,9 @@ func (g *gen) psaExternValue(call *syntax.Call, cr *sema.CallRef) (string, bool)
 		if r == nil || len(call.Args) != 1 {
 			break
 		}
+		if v, ok := g.atomicRegisterRead(cr, r); ok { // atomic.go
+			return v, true
+		}
 		return fmt.Sprintf("({ __u32 ri = (__u32)%s; __u64 *rc = ri < %d ? bpf_map_lookup_elem(&%s, &ri) : 0; rc ? (*(volatile __u64 *)rc & %s) : 0; })",
 			g.rv(call.Args[0].Value), r.Size, r.MapName, mask(r.Width)), true
 	case "Meter.execute":
