@@ -1,8 +1,7 @@
 /* psa_l3fwd: l3fwd.p4 written for PSA (psa.p4). Ingress parses Ethernet
  * and IPv4 and looks the IPv4 destination up (longest prefix); on a hit it
  * rewrites both MAC addresses and decrements the TTL; anything else is
- * dropped (PSA drops unless the program sends). A Counter counts the
- * packets and bytes received per port. The ingress deparser recomputes
+ * dropped (PSA drops unless the program sends). The ingress deparser recomputes
  * the IPv4 checksum with an InternetChecksum. The egress pipeline parses
  * nothing and emits nothing: the packet leaves as ingress deparsed it. */
 #include <core.p4>
@@ -38,8 +37,6 @@ parser FwdParser(packet_in packet, out headers hdr, inout metadata meta,
 control FwdIngress(inout headers hdr, inout metadata meta,
                    in psa_ingress_input_metadata_t istd,
                    inout psa_ingress_output_metadata_t ostd) {
-    Counter<bit<64>, PortId_t>(64, PSA_CounterType_t.PACKETS_AND_BYTES) port_rx;
-
     action forward(bit<48> srcAddr, bit<48> dstAddr, PortId_t port) {
         hdr.ethernet.srcAddr = srcAddr;
         hdr.ethernet.dstAddr = dstAddr;
@@ -53,7 +50,6 @@ control FwdIngress(inout headers hdr, inout metadata meta,
         size = 1024;
     }
     apply {
-        port_rx.count(istd.ingress_port);
         if (hdr.ipv4.isValid() && hdr.ipv4.ttl > 1) {
             routes.apply();
         }

@@ -132,7 +132,7 @@ func (psa) stages(blocks []sema.Entity) ([]parserStage, map[*sema.Control]string
 // pipeline: the ingress pipeline, the packet's fate from
 // psa_ingress_output_metadata_t (drop, the default, or one port), then the
 // egress pipeline on the deparsed packet and psa_egress_output_metadata_t.
-func (psa) pipeline(g *gen, blocks []sema.Entity) {
+func (a psa) pipeline(g *gen, blocks []sema.Entity) {
 	ip := blocks[sema.PSAIngressParser].(*sema.Parser)
 	ep := blocks[sema.PSAEgressParser].(*sema.Parser)
 	path := func(member string) int { return psaPacketPath(ip.Params[3].Type, member) }
@@ -158,6 +158,14 @@ func (psa) pipeline(g *gen, blocks []sema.Entity) {
 	g.line("\treturn enf_drop(ctx, md);")
 	// multicast, clones, resubmit and recirculate: refused (psaSinglePath)
 	g.line("port = s->psa_ig_out.f_egress_port;")
+	if psaEgressEmpty(blocks) {
+		// an egress pipeline that parses, does and emits nothing leaves
+		// the packet as the ingress deparser made it: not run
+		g.line("/* egress pipeline: parses, does and emits nothing */")
+		g.pipelineTail()
+		a.send(g)
+		return
+	}
 	// egress: on the packet as the ingress deparser left it
 	g.line("s->psa_eg_pin.f_egress_port = s->psa_eg_in.f_egress_port = s->psa_eg_dp.f_egress_port = port;")
 	if p := path("NORMAL_UNICAST"); p > 0 {
@@ -179,9 +187,32 @@ func (psa) pipeline(g *gen, blocks []sema.Entity) {
 	g.line("if (p4_deparse_eg(ctx))")
 	g.line("\treturn enf_drop(ctx, md);")
 	g.pipelineTail()
+	a.send(g)
+}
+
+// send closes the pipeline: PSA_PORT_CPU is the slow path.
+func (psa) send(g *gen) {
 	g.line("if (port == %#x) /* PSA_PORT_CPU */", psaPortCPU)
 	g.line("\tport = P4_CPU_PORT;")
 	g.pipelineSend()
+}
+
+// psaEgressEmpty reports whether the egress pipeline is a no-op: its
+// parser goes from start to accept with no statement, its control and
+// its deparser have empty bodies and no declarations.
+func psaEgressEmpty(blocks []sema.Entity) bool {
+	ep := blocks[sema.PSAEgressParser].(*sema.Parser).Decl
+	if len(ep.Locals) > 0 || len(ep.States) != 1 || len(ep.States[0].Stmts) > 0 ||
+		ep.States[0].Transition == nil || ep.States[0].Transition.Next != "accept" || len(ep.States[0].Transition.Select) > 0 {
+		return false
+	}
+	for _, i := range []int{sema.PSAEgress, sema.PSAEgressDeparser} {
+		c := blocks[i].(*sema.Control).Decl
+		if len(c.Locals) > 0 || c.Body == nil || len(c.Body.Stmts) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // psaPacketPath is the C value of PSA_PacketPath_t.member, the type of
@@ -269,4 +300,30 @@ func psaSinglePath(g *gen) bool {
 		report(p, what[p])
 	}
 	return len(g.errs) == n
+}
+
+// psaAction generates psa.p4's send_to_port, ingress_drop and egress_drop
+// as what they do to their arguments' fields (psa.p4 defines them so),
+// without copying the metadata struct in and out; false for any other
+// action.
+func (g *gen) psaAction(a *sema.Action, dir []syntax.Expr) bool {
+	if a.Decl == nil || a.Decl.Pos.File != "<psa.p4>" || len(dir) == 0 {
+		return false
+	}
+	switch a.Name {
+	case "send_to_port":
+		if len(dir) != 2 {
+			return false
+		}
+		g.line("__u64 pv = %s; /* send_to_port */", g.rv(dir[1]))
+		m := g.lval(dir[0])
+		g.line("%s.f_drop = 0;", m)
+		g.line("%s.f_multicast_group = 0;", m)
+		g.line("%s.f_egress_port = pv;", m)
+	case "ingress_drop", "egress_drop":
+		g.line("%s.f_drop = 1; /* %s */", g.lval(dir[0]), a.Name)
+	default:
+		return false
+	}
+	return true
 }

@@ -108,15 +108,22 @@ func (g *gen) psaExternStmt(call *syntax.Call, cr *sema.CallRef) bool {
 			return true
 		}
 		st := g.psaCsumState(in)
+		if cr.Method == "add" {
+			// from the field values where the list allows (packet.go), as
+			// v1model's update_checksum
+			sum, fast := g.csumSum(call.Args[0].Value)
+			if !fast {
+				bits := g.packList(call.Args[0].Value)
+				sum = fmt.Sprintf("p4_sum16(s->cbuf, %d)", (bits+7)/8)
+			}
+			g.line("%s += %s;", st, sum)
+			break
+		}
+		// ones' complement subtraction adds each word's complement: n
+		// words of 0xffff minus their sum
 		bits := g.packList(call.Args[0].Value)
 		nb := (bits + 7) / 8
-		if cr.Method == "add" {
-			g.line("%s += p4_sum16(s->cbuf, %d);", st, nb)
-		} else {
-			// ones' complement subtraction adds each word's complement:
-			// n words of 0xffff minus their sum
-			g.line("%s += %d * 0xffffULL - p4_sum16(s->cbuf, %d);", st, (nb+1)/2, nb)
-		}
+		g.line("%s += %d * 0xffffULL - p4_sum16(s->cbuf, %d);", st, (nb+1)/2, nb)
 	default:
 		return false
 	}

@@ -12,6 +12,9 @@
  *         from pre (op 3) as PSA_MeterColor_t (RED 0, GREEN 1, YELLOW 2)
  *   path  packet_path and egress_port as egress sees them, through a
  *         directly applied control
+ *   br    bridged metadata: the ingress port + 0x40, from the ingress
+ *         deparser (normal_meta) to the egress parser
+ * A Counter counts packets and bytes per ingress port.
  * The ingress deparser's emits are in a shared sub-control. */
 #include <core.p4>
 #include <psa.p4>
@@ -31,10 +34,12 @@ header probe_t {
     bit<8>  color;
     bit<8>  path;
     bit<32> eport;
+    bit<8>  br;
 }
 struct headers { ethernet_t eth; probe_t probe; }
-struct meta_t { }
+struct meta_t { bit<8> port; }
 struct empty_t { }
+struct bridge_t { bit<8> tag; }
 
 parser IgParser(packet_in pkt, out headers hdr, inout meta_t meta,
                 in psa_ingress_parser_input_metadata_t istd,
@@ -54,9 +59,12 @@ control Ig(inout headers hdr, inout meta_t meta,
     InternetChecksum() ck;
     Random<bit<16>>(7, 7) seven;
     Meter<bit<8>>(8, PSA_MeterType_t.PACKETS) m;
+    Counter<bit<64>, bit<8>>(8, PSA_CounterType_t.PACKETS_AND_BYTES) rx;
 
     apply {
         bit<8> port = (bit<8>)(PortIdUint_t)istd.ingress_port;
+        meta.port = port;
+        rx.count(port);
         hdr.probe.seq = seqs.read(port);
         seqs.write(port, hdr.probe.seq + 1);
         if (hdr.probe.op == 1) {
@@ -98,20 +106,24 @@ control Emit(packet_out pkt, inout headers hdr) {
 }
 
 control IgDeparser(packet_out pkt, out empty_t clone_i2e_meta,
-                   out empty_t resubmit_meta, out empty_t normal_meta,
+                   out empty_t resubmit_meta, out bridge_t normal_meta,
                    inout headers hdr, in meta_t meta,
                    in psa_ingress_output_metadata_t istd) {
     Emit() e;
-    apply { e.apply(pkt, hdr); }
+    apply {
+        normal_meta.tag = meta.port + 0x40;
+        e.apply(pkt, hdr);
+    }
 }
 
 parser EgParser(packet_in pkt, out headers hdr, inout meta_t meta,
                 in psa_egress_parser_input_metadata_t istd,
-                in empty_t normal_meta, in empty_t clone_i2e_meta,
+                in bridge_t normal_meta, in empty_t clone_i2e_meta,
                 in empty_t clone_e2e_meta) {
     state start {
         pkt.extract(hdr.eth);
         pkt.extract(hdr.probe);
+        hdr.probe.br = normal_meta.tag;
         transition accept;
     }
 }
