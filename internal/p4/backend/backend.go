@@ -178,7 +178,7 @@ func (g *gen) run() {
 	}
 	for _, a := range info.Actions {
 		if info.LiveControl(a.Control) {
-			g.unlessUnused(called[a], func() { g.action(a) })
+			g.unlessUnused(called[a] && !psaInlined(a), func() { g.action(a) })
 		}
 	}
 	for _, t := range g.p.Tables {
@@ -302,7 +302,7 @@ func (g *gen) unlessUnused(used bool, gen func()) {
 // emptyStage reports whether c is a block of the pipeline with an empty
 // body: the pipeline does not call it (ctlCall).
 func emptyStage(blocks []sema.Entity, c *sema.Control) bool {
-	for _, b := range blocks[1 : len(blocks)-1] {
+	for _, b := range blocks[1:] {
 		if b == sema.Entity(c) {
 			return c.Decl != nil && c.Decl.Body != nil && len(c.Decl.Body.Stmts) == 0
 		}

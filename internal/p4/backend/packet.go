@@ -530,7 +530,7 @@ func (g *gen) directDeparse(stmts []syntax.Stmt) {
 	g.w, g.body = w, body
 	writesPos := append([]syntax.Pos(nil), g.bodyPos[mark:]...)
 	g.bodyPos = g.bodyPos[:mark]
-	if len(g.fs.used) > 0 {
+	if len(g.fs.used) > 0 && len(stmts) > 0 {
 		g.line("/* a header parsed from offset x is now at x - delta (TC cuts room after")
 		g.line(" * the MAC header: not there); once the packet was deparsed (replication),")
 		g.line(" * p4_poff no longer describes it */")

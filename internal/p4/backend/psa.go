@@ -120,6 +120,10 @@ func (psa) bind(g *gen, blocks []sema.Entity) bool {
 }
 
 func (psa) stages(blocks []sema.Entity) ([]parserStage, map[*sema.Control]string) {
+	if psaEgressEmpty(blocks) { // not run (pipeline)
+		return []parserStage{{blocks[sema.PSAIngressParser].(*sema.Parser), "p4_parser_ig"}},
+			map[*sema.Control]string{blocks[sema.PSAIngressDeparser].(*sema.Control): "p4_deparse_ig"}
+	}
 	return []parserStage{
 			{blocks[sema.PSAIngressParser].(*sema.Parser), "p4_parser_ig"},
 			{blocks[sema.PSAEgressParser].(*sema.Parser), "p4_parser_eg"},
@@ -326,4 +330,10 @@ func (g *gen) psaAction(a *sema.Action, dir []syntax.Expr) bool {
 		return false
 	}
 	return true
+}
+
+// psaInlined reports whether action a is one psaAction generates in place
+// (no C function for it).
+func psaInlined(a *sema.Action) bool {
+	return a.Decl != nil && a.Decl.Pos.File == "<psa.p4>" && (a.Name == "send_to_port" || a.Name == "ingress_drop" || a.Name == "egress_drop")
 }
