@@ -952,7 +952,7 @@ func (c *checker) tableDecl(x *syntax.TableDecl) *Table {
 				inst, _ = c.sc.lookup(id.Name).(*Instance)
 			}
 			if inst == nil || ExternKind(inst.Extern.Name) != "direct_counter" {
-				c.errorf(p.Value.NodePos(), "%s must name a direct counter instance", p.Name)
+				c.errorf(p.Value.NodePos(), "%s must name a %s instance", p.Name, map[string]string{"counters": "direct_counter", "psa_direct_counter": "DirectCounter"}[p.Name])
 				continue
 			}
 			c.info.Uses[id] = inst
@@ -966,7 +966,7 @@ func (c *checker) tableDecl(x *syntax.TableDecl) *Table {
 				inst, _ = c.sc.lookup(id.Name).(*Instance)
 			}
 			if inst == nil || ExternKind(inst.Extern.Name) != "direct_meter" {
-				c.errorf(p.Value.NodePos(), "%s must name a direct meter instance", p.Name)
+				c.errorf(p.Value.NodePos(), "%s must name a %s instance", p.Name, map[string]string{"meters": "direct_meter", "psa_direct_meter": "DirectMeter"}[p.Name])
 				continue
 			}
 			c.info.Uses[id] = inst
