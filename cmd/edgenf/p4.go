@@ -23,7 +23,7 @@ type p4Flags struct {
 func (f *p4Flags) add(c *cobra.Command) {
 	c.Flags().StringArrayVarP(&f.includes, "include", "I", nil, "directory searched by #include (repeatable)")
 	c.Flags().StringArrayVarP(&f.defines, "define", "D", nil, "preprocessor macro NAME[=value] (repeatable)")
-	c.Flags().StringVar(&f.arch, "arch", "v1model", "P4 architecture")
+	c.Flags().StringVar(&f.arch, "arch", "", "P4 architecture the program must be written for: v1model or psa (default: the one its main package names)")
 	c.Flags().BoolVar(&f.debug, "debug", false, "check assert/assume at run time (a failure drops the packet, counts and logs)")
 }
 

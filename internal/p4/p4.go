@@ -42,13 +42,15 @@ type Options struct {
 	Path   string
 	Source []byte
 	// IncludeDirs are trusted directories #include searches, after the
-	// built-in core.p4 and v1model.p4: an administrator's (the daemon), the
+	// built-in core.p4, v1model.p4 and psa.p4: an administrator's (the daemon), the
 	// user's own (the CLI); never a client's. The preprocessor reads them
 	// as the user nobody.
 	IncludeDirs []string
 	// Defines are -D NAME[=value] macros ("" means 1).
 	Defines map[string]string
-	// Arch is the architecture; "" or "v1model".
+	// Arch is the architecture the caller expects: "", "v1model" or "psa".
+	// The program's main package decides (V1Switch or PSA_Switch); a
+	// program of another architecture than a non-empty Arch is an error.
 	Arch string
 	// Clang is the compiler to run; "" means bpf.Clang() ($EDGENF_CLANG,
 	// else clang or clang-NN on PATH).
@@ -94,8 +96,8 @@ func Check(opt Options) (*ir.Program, *syntax.Sources, error) {
 }
 
 func check(ctx context.Context, opt Options) (*ir.Program, *syntax.Sources, error) {
-	if opt.Arch != "" && opt.Arch != "v1model" {
-		return nil, nil, fmt.Errorf("architecture %q is not supported (v1model)", opt.Arch)
+	if opt.Arch != "" && opt.Arch != "v1model" && opt.Arch != "psa" {
+		return nil, nil, fmt.Errorf("architecture %q is not supported (v1model, psa)", opt.Arch)
 	}
 	srcs := syntax.NewSources()
 	pp, err := cpp.Run(ctx, cpp.Options{Path: opt.Path, Source: opt.Source, IncludeDirs: opt.IncludeDirs,

@@ -61,8 +61,8 @@ func TestCompileErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "x.p4:2:1: error: header h is 7 bits long") {
 		t.Errorf("got %v", err)
 	}
-	_, err = Compile(context.Background(), Options{Path: "x.p4", Source: []byte("#include <v1model.p4>\n"), Arch: "psa"})
-	if err == nil || !strings.Contains(err.Error(), "psa") {
+	_, err = Compile(context.Background(), Options{Path: "x.p4", Source: []byte("#include <v1model.p4>\n"), Arch: "tna"})
+	if err == nil || !strings.Contains(err.Error(), `architecture "tna" is not supported (v1model, psa)`) {
 		t.Errorf("got %v", err)
 	}
 	_, err = Compile(context.Background(), Options{Path: "x.p4", Source: []byte("#include <v1model.p4>\n")})

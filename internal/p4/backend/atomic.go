@@ -89,7 +89,7 @@ func (a *atomicScan) call(call *syntax.Call) {
 			return
 		}
 	case sema.CallExternMethod:
-		if in := cr.Instance; in != nil && in.Extern.Name == "register" && len(call.Args) == 2 {
+		if in := cr.Instance; in != nil && sema.ExternKind(in.Extern.Name) == "register" && len(call.Args) == 2 /* v1model read(out, index); write(index, value) */ {
 			switch cr.Method {
 			case "read":
 				a.regs = append(a.regs, in)
@@ -117,7 +117,15 @@ func (a *atomicScan) expr(e syntax.Expr) {
 	switch x := e.(type) {
 	case nil:
 	case *syntax.Call:
-		if cr := a.g.info.Calls[x]; cr != nil && cr.Kind == sema.CallHeaderMethod && cr.Method == "isValid" {
+		cr := a.g.info.Calls[x]
+		if cr != nil && cr.Kind == sema.CallHeaderMethod && cr.Method == "isValid" {
+			return
+		}
+		if cr != nil && cr.Kind == sema.CallExternMethod && cr.Instance != nil && cr.Instance.Extern.Name == "Register" && cr.Method == "read" && len(x.Args) == 1 {
+			// PSA: reg.read(index) is a value (psa_externs.go)
+			a.regs = append(a.regs, cr.Instance)
+			a.idx = append(a.idx, x.Args[0].Value)
+			a.expr(x.Args[0].Value)
 			return
 		}
 		a.reject(x.Pos, "a call of "+sema.ExprString(x.Fn))
@@ -220,6 +228,9 @@ func (g *gen) atomicRegisterOp(call *syntax.Call, cr *sema.CallRef, r *ir.Regist
 	}
 	switch cr.Method {
 	case "read":
+		if len(call.Args) != 2 {
+			return false // PSA's read(index) is a value: atomicRegisterRead
+		}
 		g.line("%s = %s ? (*%s & %s) : 0;", g.lval(call.Args[0].Value), c, c, mask(r.Width))
 	case "write":
 		g.line("if (%s)", unparen(c))
@@ -228,4 +239,17 @@ func (g *gen) atomicRegisterOp(call *syntax.Call, cr *sema.CallRef, r *ir.Regist
 		return false
 	}
 	return true
+}
+
+// atomicRegisterRead is PSA's reg.read(index) inside an @atomic block: the
+// cell looked up before the lock; false outside one.
+func (g *gen) atomicRegisterRead(cr *sema.CallRef, r *ir.Register) (string, bool) {
+	if g.atomic == nil {
+		return "", false
+	}
+	c, ok := g.atomic.cells[cr.Instance]
+	if !ok {
+		return "", false
+	}
+	return fmt.Sprintf("(%s ? (*%s & %s) : 0)", c, c, mask(r.Width)), true
 }

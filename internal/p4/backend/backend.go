@@ -71,8 +71,9 @@ type gen struct {
 	loopLimit int                       // visits of parser loop states allowed (parser.go)
 	subDepth  int                       // sub-parsers being inlined (subparser.go)
 	tmp       int
-	hTy       *sema.Struct // the H type
-	mTy       *sema.Struct // the M type
+	hTy       *sema.Struct // the H type (PSA: the ingress pipeline's)
+	mTy       *sema.Struct // the M type (PSA: the ingress pipeline's)
+	arch      arch         // the architecture's bindings and pipeline (arch.go)
 
 	w          *strings.Builder // current function body
 	body       *strings.Builder // the builder whose lines are tracked
@@ -134,86 +135,15 @@ func (g *gen) newTmp(prefix string) string {
 
 func (g *gen) run() {
 	info := g.info
-	if info.Main.Arch != "v1model" {
+	g.arch = archOf(info.Main.Arch) // arch.go
+	if g.arch == nil {
 		g.errorf(syntax.Pos{}, "architecture %s is not supported", info.Main.Arch)
 		return
 	}
 	blocks := info.Main.Blocks
-	parser := blocks[0].(*sema.Parser)
-	// bind block parameters: Parser(packet_in, out H, inout M, inout SM)
-	if len(parser.Params) != 4 {
-		g.errorf(parser.Decl.Pos, "parser %s must have 4 parameters for V1Switch", parser.Name)
+	if !g.arch.bind(g, blocks) {
 		return
 	}
-	h, ok1 := parser.Params[1].Type.(*sema.Struct)
-	m, ok2 := parser.Params[2].Type.(*sema.Struct)
-	if !ok1 || !ok2 || h.Kind != "struct" || m.Kind != "struct" {
-		g.errorf(parser.Decl.Pos, "the headers and metadata parameters must be structs")
-		return
-	}
-	g.hTy, g.mTy = h, m
-	sm := info.StandardMetadata
-	g.state = append(g.state, g.decl(h, "hdr", parser.Decl.Pos), g.decl(m, "meta", parser.Decl.Pos), g.decl(sm, "sm", parser.Decl.Pos), "__u32 off", "__u32 tr_hit", "__u32 tr_action")
-	bind := func(v *sema.Var, c string) { g.lv[v] = c }
-	bind(parser.Params[1], "s->hdr")
-	bind(parser.Params[2], "s->meta")
-	bind(parser.Params[3], "s->sm")
-	kinds := []string{"parser", "verify", "ingress", "egress", "compute", "deparser"}
-	for i, b := range blocks[1:] {
-		c := b.(*sema.Control)
-		var want []string
-		switch kinds[i+1] {
-		case "verify", "compute":
-			want = []string{"s->hdr", "s->meta"}
-		case "ingress", "egress":
-			want = []string{"s->hdr", "s->meta", "s->sm"}
-		case "deparser":
-			want = []string{"", "s->hdr"}
-		}
-		if len(c.Params) != len(want) {
-			g.errorf(c.Decl.Pos, "control %s has %d parameters; the V1Switch %s block takes %d", c.Name, len(c.Params), kinds[i+1], len(want))
-			return
-		}
-		for j, v := range c.Params {
-			if want[j] != "" {
-				bind(v, want[j])
-			}
-		}
-	}
-	// header sizes
-	var sizeHeaders func(st *sema.Struct)
-	sizeHeaders = func(st *sema.Struct) {
-		for _, f := range st.Fields {
-			if hs, ok := f.Type.(*sema.Stack); ok {
-				if el, ok := hs.Elem.(*sema.Struct); ok {
-					n, total := el.Bits/8, hdrBytes(el)
-					if el.Kind == "header_union" {
-						n, total = unionBytes(el)
-					}
-					g.hdrTotal += total * hs.Size
-					if n > g.maxHdr {
-						g.maxHdr = n
-					}
-				}
-				continue
-			}
-			sub, ok := f.Type.(*sema.Struct)
-			if !ok {
-				continue
-			}
-			if sub.Kind != "header" {
-				sizeHeaders(sub)
-				continue
-			}
-			n := sub.Bits / 8
-			g.hdrTotal += hdrBytes(sub)
-			if n > g.maxHdr {
-				g.maxHdr = n
-			}
-		}
-	}
-	sizeHeaders(h)
-	g.collectHeaders(h)
 	if g.maxHdr == 0 {
 		g.maxHdr = 1
 	}
@@ -229,8 +159,8 @@ func (g *gen) run() {
 	// actions (all, including top-level), then tables, controls, parser, deparser
 	// sub-controls: parameters get their own storage (copy-in/copy-out)
 	for _, sub := range info.SubControls {
-		if !info.LiveControl(sub.Parent) {
-			continue
+		if !info.LiveControl(sub.Parent) || subDeparser(sub.Control) {
+			continue // a sub-deparser's parameters alias its caller's (subdeparser.go)
 		}
 		for _, v := range sub.Control.Params {
 			if et, ok := v.Type.(*sema.ExternT); ok {
@@ -248,24 +178,28 @@ func (g *gen) run() {
 	}
 	for _, a := range info.Actions {
 		if info.LiveControl(a.Control) {
-			g.unlessUnused(called[a], func() { g.action(a) })
+			g.unlessUnused(called[a] && !psaInlined(a), func() { g.action(a) })
 		}
 	}
 	for _, t := range g.p.Tables {
 		g.table(t)
 	}
 	// controls in declaration order: a sub-control comes before its users
-	dep := blocks[len(blocks)-1].(*sema.Control)
+	parsers, deparsers := g.arch.stages(blocks)
 	for _, c := range info.Controls {
 		switch {
-		case c == dep:
-			g.deparser(c)
+		case deparsers[c] != "":
+			g.deparser(c, deparsers[c])
+		case subDeparser(c):
+			// inlined in the deparsers that apply it (subdeparser.go)
 		case info.LiveControl(c):
 			g.unlessUnused(!emptyStage(blocks, c), func() { g.control(c) })
 		}
 	}
-	g.parser(parser)
-	g.pipeline(blocks)
+	for _, p := range parsers {
+		g.parser(p.parser, p.fn)
+	}
+	g.arch.pipeline(g, blocks)
 
 	obufSize := 1
 	for obufSize < g.hdrTotal {
@@ -368,12 +302,45 @@ func (g *gen) unlessUnused(used bool, gen func()) {
 // emptyStage reports whether c is a block of the pipeline with an empty
 // body: the pipeline does not call it (ctlCall).
 func emptyStage(blocks []sema.Entity, c *sema.Control) bool {
-	for _, b := range blocks[1 : len(blocks)-1] {
+	for _, b := range blocks[1:] {
 		if b == sema.Entity(c) {
 			return c.Decl != nil && c.Decl.Body != nil && len(c.Decl.Body.Stmts) == 0
 		}
 	}
 	return false
+}
+
+// sizeHeaders adds the headers of H type st to the sizes of the packet
+// buffers: the largest header (s->buf) and all of them (s->obuf).
+func (g *gen) sizeHeaders(st *sema.Struct) {
+	for _, f := range st.Fields {
+		if hs, ok := f.Type.(*sema.Stack); ok {
+			if el, ok := hs.Elem.(*sema.Struct); ok {
+				n, total := el.Bits/8, hdrBytes(el)
+				if el.Kind == "header_union" {
+					n, total = unionBytes(el)
+				}
+				g.hdrTotal += total * hs.Size
+				if n > g.maxHdr {
+					g.maxHdr = n
+				}
+			}
+			continue
+		}
+		sub, ok := f.Type.(*sema.Struct)
+		if !ok {
+			continue
+		}
+		if sub.Kind != "header" {
+			g.sizeHeaders(sub)
+			continue
+		}
+		n := sub.Bits / 8
+		g.hdrTotal += hdrBytes(sub)
+		if n > g.maxHdr {
+			g.maxHdr = n
+		}
+	}
 }
 
 func (g *gen) collectHeaders(st *sema.Struct) {

@@ -115,6 +115,13 @@ func exprs(args []syntax.Arg) []syntax.Expr {
 func (g *gen) invokeAction(a *sema.Action, dir []syntax.Expr, data []string, then string) {
 	g.line("{")
 	g.indent++
+	if g.psaAction(a, dir) { // psa.go: psa.p4's own actions, on their arguments
+		g.line("int e = 0;")
+		g.line("%s", then)
+		g.indent--
+		g.line("}")
+		return
+	}
 	ps := a.Directional()
 	g.copyIn(ps, dir)
 	g.line("int e = %s(%s);", actName(a), strings.Join(append([]string{"ctx", "s"}, data...), ", "))

@@ -618,7 +618,7 @@ func (g *gen) externMethod(call *syntax.Call, cr *sema.CallRef) {
 		return
 	}
 	switch in.Extern.Name + "." + cr.Method {
-	case "counter.count":
+	case "counter.count", "Counter.count": // PSA's Counter is v1model's counter
 		c := g.p.CounterOf[in]
 		idx := g.rv(call.Args[0].Value)
 		g.line("{")
@@ -629,7 +629,7 @@ func (g *gen) externMethod(call *syntax.Call, cr *sema.CallRef) {
 		g.line("\t\tc->bytes += s->sm.f_packet_length;")
 		g.line("\t}")
 		g.line("}")
-	case "direct_counter.count":
+	case "direct_counter.count", "DirectCounter.count":
 		// counted by the table on a hit
 	case "meter.execute_meter":
 		// v1model: GREEN 0, YELLOW 1, RED 2; an index out of range is GREEN
@@ -660,8 +660,8 @@ func (g *gen) externMethod(call *syntax.Call, cr *sema.CallRef) {
 		g.line("	__u64 *rc = ri < %d ? bpf_map_lookup_elem(&%s, &ri) : 0;", r.Size, r.MapName)
 		g.line("	%s = rc ? (*(volatile __u64 *)rc & %s) : 0;", g.lval(out), mask(r.Width))
 		g.line("}")
-	case "register.write":
-		// v1model: an out-of-range index is ignored
+	case "register.write", "Register.write":
+		// v1model and PSA: an out-of-range index is ignored
 		r := g.p.RegisterOf[in]
 		g.line("{")
 		g.line("	__u32 ri = (__u32)%s;", g.rv(call.Args[0].Value))
@@ -671,14 +671,25 @@ func (g *gen) externMethod(call *syntax.Call, cr *sema.CallRef) {
 		g.line("		*(volatile __u64 *)rc = rv;")
 		g.line("}")
 	default:
+		if g.psaExternStmt(call, cr) { // psa_externs.go
+			return
+		}
+		if v, ok := g.psaExternValue(call, cr); ok { // psa_externs.go: the value unused
+			g.line("(void)%s;", v)
+			return
+		}
 		g.unsupported(call.Pos, in.Extern.Name+"."+cr.Method)
 	}
 }
 
 // packList packs a list of fields ({a, b, ...}, a header or a single value)
 // into s->cbuf and returns the number of bits.
-func (g *gen) packList(e syntax.Expr) int {
-	bits := 0
+func (g *gen) packList(e syntax.Expr) int { return g.packListFrom(e, 0) }
+
+// packListFrom packs the list from bit start of s->cbuf on; it returns the
+// bit where the list ends.
+func (g *gen) packListFrom(e syntax.Expr, start int) int {
+	bits := start
 	var add func(e syntax.Expr, t sema.Type)
 	addField := func(c string, t sema.Type, pos syntax.Pos) {
 		w := width(t)
@@ -827,8 +838,7 @@ func (g *gen) externFunc(call *syntax.Call, cr *sema.CallRef) {
 		alg := g.algo(args[1].Value)
 		g.line("{")
 		g.indent++
-		bits := g.packList(args[3].Value)
-		g.line("__u64 h = %s;", g.hashOf(alg, bits, call.Pos, args[1].Value.NodePos()))
+		g.line("__u64 h = %s;", g.hashList(alg, args[3].Value, args[1].Value.NodePos(), call.Pos))
 		g.line("__u64 mx = %s;", g.rv(args[4].Value))
 		g.line("%s = ((__u64)%s + (mx ? h %% mx : h)) & %s;", g.lval(out), g.rv(args[2].Value), mask(ow))
 		g.indent--
@@ -836,6 +846,28 @@ func (g *gen) externFunc(call *syntax.Call, cr *sema.CallRef) {
 	default:
 		g.unsupported(call.Pos, "extern "+cr.Method)
 	}
+}
+
+// hashList packs the fields of list e into s->cbuf (lines generated) and
+// returns the C value of their hash by algorithm alg (v1model's
+// HashAlgorithm names; algPos is where the algorithm is named).
+//
+// A list that is not a whole number of bytes is hashed right-aligned, its
+// first byte padded with zeros in front, as BMv2 does (a 12-bit field
+// hashes as two bytes 0x0f 0xff, not 0xff 0xf0 and whatever followed).
+func (g *gen) hashList(alg string, e syntax.Expr, algPos, pos syntax.Pos) string {
+	// the list's width: packed once into scratch, thrown away
+	var scratch strings.Builder
+	w, body, mark := g.w, g.body, len(g.bodyPos)
+	g.w, g.body = &scratch, &scratch
+	bits := g.packList(e)
+	g.w, g.body, g.bodyPos = w, body, g.bodyPos[:mark]
+	pad := (8 - bits%8) % 8
+	if pad > 0 {
+		g.line("s->cbuf[0] = 0;")
+	}
+	// the padding is leading zeros: an identity hash's value is the same
+	return g.hashOf(alg, g.packListFrom(e, pad), pos, algPos) // selector.go
 }
 
 // stateLookup starts a separately verified function: it finds the state.

@@ -120,6 +120,11 @@ func (g *gen) rv(e syntax.Expr) string {
 				return g.lookahead(x)
 			}
 		}
+		if cr != nil && cr.Kind == sema.CallExternMethod && cr.Instance != nil {
+			if v, ok := g.psaExternValue(x, cr); ok { // psa_externs.go
+				return v
+			}
+		}
 		if cr != nil {
 			g.unsupported(x.Pos, "a call in an expression")
 			return "0"

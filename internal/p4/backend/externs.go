@@ -25,7 +25,12 @@ func (g *gen) random(call *syntax.Call) {
 		g.unsupported(out.NodePos(), "random into "+g.typeOf(out).String())
 		return
 	}
-	lo, hi := g.rv(call.Args[1].Value), g.rv(call.Args[2].Value)
+	g.randomInto(g.lval(out), w, g.rv(call.Args[1].Value), g.rv(call.Args[2].Value))
+}
+
+// randomInto generates lv = a random bit<w> value in [lo, hi] (random;
+// PSA's Random.read).
+func (g *gen) randomInto(lv string, w int, lo, hi string) {
 	g.line("{")
 	g.indent++
 	g.line("__u64 rlo = (__u64)%s & %s, rhi = (__u64)%s & %s;", lo, mask(w), hi, mask(w))
@@ -49,7 +54,7 @@ func (g *gen) random(call *syntax.Call) {
 	g.line("\trv = m >> 32;")
 	g.line("} else")
 	g.line("\trv = (((__u64)bpf_get_prandom_u32() << 32) | bpf_get_prandom_u32()) %% rn;")
-	g.line("%s = (rlo + rv) & %s;", g.lval(out), mask(w))
+	g.line("%s = (rlo + rv) & %s;", lv, mask(w))
 	g.indent--
 	g.line("}")
 }

@@ -508,10 +508,10 @@ const neverInPlace = "-0x10000"
 // the packet, moves its head if the headers grew or shrank, then writes
 // the headers into the packet, headers still where they were parsed only
 // in their fields the program may have changed.
-func (g *gen) directDeparse(c *sema.Control) {
+func (g *gen) directDeparse(stmts []syntax.Stmt) {
 	g.fast()
 	g.emitMode = emitLength
-	for _, s := range c.Decl.Body.Stmts {
+	for _, s := range stmts {
 		g.stmt(s)
 	}
 	g.line("if (o > P4_OBUF_SIZE)")
@@ -523,14 +523,14 @@ func (g *gen) directDeparse(c *sema.Control) {
 	w, body, mark := g.w, g.body, len(g.bodyPos)
 	g.w, g.body = &writes, &writes
 	g.emitMode = emitPacket
-	for _, s := range c.Decl.Body.Stmts {
+	for _, s := range stmts {
 		g.stmt(s)
 	}
 	g.emitMode = emitBuffer
 	g.w, g.body = w, body
 	writesPos := append([]syntax.Pos(nil), g.bodyPos[mark:]...)
 	g.bodyPos = g.bodyPos[:mark]
-	if len(g.fs.used) > 0 {
+	if len(g.fs.used) > 0 && len(stmts) > 0 {
 		g.line("/* a header parsed from offset x is now at x - delta (TC cuts room after")
 		g.line(" * the MAC header: not there); once the packet was deparsed (replication),")
 		g.line(" * p4_poff no longer describes it */")

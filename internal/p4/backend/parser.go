@@ -17,9 +17,9 @@ func (g *gen) errorID(name string) int {
 	return 0
 }
 
-func (g *gen) parser(p *sema.Parser) {
+func (g *gen) parser(p *sema.Parser, fn string) {
 	g.line("/* parser %s */", comment(p.Name))
-	g.line("%s int p4_parser(ctx_t *ctx)", g.stageAttr()) // stages.go
+	g.line("%s int %s(ctx_t *ctx)", g.stageAttr(), fn) // stages.go
 	g.line("{")
 	g.indent++
 	g.stateLookup()
@@ -408,36 +408,39 @@ func (g *gen) emitStack(c string, hs *sema.Stack, pos syntax.Pos) {
 	}
 }
 
-func (g *gen) deparser(c *sema.Control) {
+func (g *gen) deparser(c *sema.Control, fn string) {
 	g.controlLocals(c.Locals)
 	g.line("/* deparser %s */", comment(c.Name))
-	g.line("%s int p4_deparse(ctx_t *ctx)", g.stageAttr()) // stages.go, packet.go
+	g.line("%s int %s(ctx_t *ctx)", g.stageAttr(), fn) // stages.go, packet.go
 	g.line("{")
 	g.indent++
 	g.stateLookup()
 	g.line("__u32 o = 0;")
 	g.line("int delta;")
 	g.line("")
-	direct := true
-	for _, s := range c.Decl.Body.Stmts {
-		cs, ok := s.(*syntax.CallStmt)
-		if !ok {
-			direct = false
-			break
-		}
-		if cr := g.info.Calls[cs.Call]; cr == nil || cr.Kind != sema.CallExternMethod || cr.Method != "emit" {
-			direct = false
-		}
+	stmts := g.inlineSubDeparsers(c.Decl.Body.Stmts) // subdeparser.go
+	// The emits at the end, after statements that emit nothing (a PSA
+	// deparser computes its checksums first): those run once, as they
+	// are, then the emits write the headers straight into the packet.
+	k := len(stmts)
+	for k > 0 && g.isEmit(stmts[k-1]) {
+		k--
 	}
-	if g.hasVarbit() {
-		direct = false // varbit headers are packed through the buffer
+	direct := !g.hasVarbit() // varbit headers are packed through the buffer
+	for _, s := range stmts[:k] {
+		if g.emitsIn(s) {
+			direct = false
+		}
 	}
 	if direct {
-		// Only emits: size the packet first, then write the headers
-		// straight into it (packet.go).
-		g.directDeparse(c)
+		// Emits only at the end: size the packet first, then write the
+		// headers straight into it (packet.go).
+		for _, s := range stmts[:k] {
+			g.stmt(s)
+		}
+		g.directDeparse(stmts[k:])
 	} else {
-		for _, s := range c.Decl.Body.Stmts {
+		for _, s := range stmts {
 			g.stmt(s)
 		}
 		g.line("delta = (int)s->off - (int)o;")
@@ -452,6 +455,40 @@ func (g *gen) deparser(c *sema.Control) {
 	g.indent--
 	g.line("}")
 	g.line("")
+}
+
+// isEmit reports whether s is a packet_out.emit call.
+func (g *gen) isEmit(s syntax.Stmt) bool {
+	cs, ok := s.(*syntax.CallStmt)
+	if !ok {
+		return false
+	}
+	cr := g.info.Calls[cs.Call]
+	return cr != nil && cr.Kind == sema.CallExternMethod && cr.Method == "emit"
+}
+
+// emitsIn reports whether statement s may emit: an emit anywhere in it, or
+// a call (of an action, a function, a sub-control) that might.
+func (g *gen) emitsIn(s syntax.Stmt) bool {
+	switch x := s.(type) {
+	case nil, *syntax.EmptyStmt, *syntax.AssignStmt, *syntax.DeclStmt:
+		return false
+	case *syntax.BlockStmt:
+		for _, y := range x.Stmts {
+			if g.emitsIn(y) {
+				return true
+			}
+		}
+		return false
+	case *syntax.IfStmt:
+		return g.emitsIn(x.Then) || g.emitsIn(x.Else)
+	case *syntax.CallStmt:
+		// extern methods other than emit (checksums, digests) and header
+		// methods emit nothing
+		cr := g.info.Calls[x.Call]
+		return cr == nil || cr.Method == "emit" || cr.Kind != sema.CallExternMethod && cr.Kind != sema.CallHeaderMethod
+	}
+	return true
 }
 
 // How emit is generated.

@@ -4,11 +4,11 @@ import (
 	"fmt"
 
 	"github.com/edgenf/edgenf/internal/p4/ir"
-	"github.com/edgenf/edgenf/internal/p4/sema"
 )
 
-// The program's maps and the pipeline function: the entry point that runs
-// the parser, the controls and the deparser, and sends the frame.
+// The program's maps and the parts of the pipeline function every
+// architecture shares (its start and how it sends the frame); each
+// architecture's pipeline is in its file (v1model.go, psa.go).
 
 // ---------- maps ----------
 
@@ -59,33 +59,6 @@ func (g *gen) emitMaps() {
 }
 
 // ---------- pipeline ----------
-
-func (g *gen) pipeline(blocks []sema.Entity) {
-	if g.replicates() {
-		g.replPipeline(blocks) // replicate.go
-		return
-	}
-	g.line("/* V1Switch: Parser, VerifyChecksum, Ingress, Egress, ComputeChecksum, Deparser. */")
-	g.pipelineStart("__u32 port;", "")
-	g.line("p4_parser(ctx);")
-	g.ctlCall(blocks, 1) // not for an empty control (stages.go)
-	g.ctlCall(blocks, 2) // not for an empty control (stages.go)
-	g.line("if (s->sm.f_egress_spec == P4_DROP_PORT)")
-	g.line("\treturn enf_drop(ctx, md);")
-	g.line("s->sm.f_egress_port = s->sm.f_egress_spec;")
-	if g.usesField("egress_global_timestamp") {
-		g.line("s->sm.f_egress_global_timestamp = (bpf_ktime_get_ns() / 1000) & %s;", mask(48))
-	}
-	g.ctlCall(blocks, 3) // not for an empty control (stages.go)
-	g.line("if (s->sm.f_egress_spec == P4_DROP_PORT)")
-	g.line("\treturn enf_drop(ctx, md);")
-	g.ctlCall(blocks, 4) // not for an empty control (stages.go)
-	g.line("if (p4_deparse(ctx))")
-	g.line("\treturn enf_drop(ctx, md);")
-	g.pipelineTail()
-	g.line("port = s->sm.f_egress_port;")
-	g.pipelineSend()
-}
 
 // pipelineStart opens p4_pipeline: the per-CPU state (and, with extra, one
 // more per-CPU map, a pointer checked like the state), reset for the packet,

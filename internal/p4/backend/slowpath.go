@@ -145,7 +145,7 @@ func (g *gen) digestCall(call *syntax.Call) {
 	}
 	g.line("{ /* digest %s */", comment(d.Name))
 	g.indent++
-	if g.packData(call.Args[1].Value, d.Fields) {
+	if g.packData(call.Args[len(call.Args)-1].Value, d.Fields) { // v1model digest(receiver, data); PSA pack(data)
 		g.line("p4_sp_out(ctx, s->spbuf, P4_PUNT_DIGEST, %d, %d, P4_SP_DIGEST_SENT);", d.Index, d.Bytes)
 	}
 	g.indent--

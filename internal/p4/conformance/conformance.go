@@ -146,7 +146,16 @@ func Args(c Case, out string) []string {
 		arch = "psa"
 	}
 	if c.STF == "" {
-		return []string{"p4", "compile", filepath.Base(c.P4), "--arch", arch, "--out-dir", out}
+		args := []string{"p4", "compile", filepath.Base(c.P4), "--arch", arch, "--out-dir", out}
+		if c.Suite == PSACompile {
+			// p4c's eBPF PSA tests name their ports PORT0..PORT5 and
+			// PSA_RECIRC, defined by their harness (ptf/common.py)
+			for i := range 6 {
+				args = append(args, "-D", fmt.Sprintf("PORT%d=%d", i, i))
+			}
+			args = append(args, "-D", "PSA_RECIRC=PSA_PORT_RECIRCULATE")
+		}
+		return args
 	}
 	return []string{"p4", "test", filepath.Base(c.P4), filepath.Base(c.STF), "--arch", arch}
 }

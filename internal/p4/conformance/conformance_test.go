@@ -66,7 +66,8 @@ func TestArgs(t *testing.T) {
 		t.Errorf("v1model STF: %q", stf)
 	}
 	comp := Args(Case{Suite: PSACompile, P4: "/e/y.p4"}, "/o")
-	if strings.Join(comp, " ") != "p4 compile y.p4 --arch psa --out-dir /o" {
+	want := "p4 compile y.p4 --arch psa --out-dir /o -D PORT0=0 -D PORT1=1 -D PORT2=2 -D PORT3=3 -D PORT4=4 -D PORT5=5 -D PSA_RECIRC=PSA_PORT_RECIRCULATE"
+	if strings.Join(comp, " ") != want {
 		t.Errorf("PSA compile: %q", comp)
 	}
 }

@@ -77,6 +77,9 @@ func (p *Program) actionProfiles(src *syntax.Sources, ids *idAlloc, mapName func
 				if len(in.Decl.Args) > 0 {
 					if m, ok := in.Decl.Args[0].Value.(*syntax.Member); ok {
 						ap.Algo = m.Name
+						if a, psa := psaHashAlgos[m.Name]; psa {
+							ap.Algo = a // PSA's ActionSelector(PSA_HashAlgorithm_t.CRC16, ...)
+						}
 					}
 				}
 				if !selectorAlgos[ap.Algo] {
@@ -159,3 +162,7 @@ func sameActions(a, b []*TableAction) bool {
 	}
 	return true
 }
+
+// psaHashAlgos names PSA_HashAlgorithm_t's members as v1model's
+// HashAlgorithm (TARGET_DEFAULT: CRC32, as backend/psa_externs.go).
+var psaHashAlgos = map[string]string{"IDENTITY": "identity", "CRC32": "crc32", "CRC16": "crc16", "ONES_COMPLEMENT16": "csum16", "TARGET_DEFAULT": "crc32"}

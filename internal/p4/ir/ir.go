@@ -227,7 +227,7 @@ func Build(info *sema.Info, src *syntax.Sources) (*Program, error) {
 		ids.reserve(PrefixTable, t.Annots)
 	}
 	for _, in := range info.Instances {
-		switch in.Extern.Name {
+		switch sema.ExternKind(in.Extern.Name) {
 		case "counter":
 			ids.reserve(PrefixCounter, in.Annots)
 		case "direct_counter":
@@ -282,7 +282,7 @@ func Build(info *sema.Info, src *syntax.Sources) (*Program, error) {
 		if !info.LiveControl(in.Control) {
 			continue
 		}
-		switch in.Extern.Name {
+		switch sema.ExternKind(in.Extern.Name) {
 		case "counter":
 			c := &Counter{Ent: in, Name: in.FullName, Unit: counterUnit(in, 1)}
 			c.ID = ids.id(PrefixCounter, in.FullName, in.Annots)

@@ -59,7 +59,8 @@ type DataField struct {
 	Bool   bool   `json:"bool,omitempty"`
 }
 
-// Digest is one digest type (v1model: named after the type of its data).
+// Digest is one digest type (v1model: named after the type of its data;
+// PSA: after its Digest instance).
 type Digest struct {
 	Name   string
 	ID     uint32
@@ -122,7 +123,7 @@ func BuildSlowPath(p *Program, src *syntax.Sources) *SlowPath {
 	}
 	var calls []*syntax.Call
 	for c, cr := range info.Calls {
-		if cr.Kind == sema.CallExternFunc && (cr.Method == "digest" || cr.Method == "log_msg") {
+		if cr.Kind == sema.CallExternFunc && (cr.Method == "digest" || cr.Method == "log_msg") || psaDigestPack(cr) {
 			calls = append(calls, c)
 		}
 	}
@@ -130,19 +131,29 @@ func BuildSlowPath(p *Program, src *syntax.Sources) *SlowPath {
 	ids := newIDAlloc()
 	byName := map[string]*Digest{}
 	for _, c := range calls {
-		switch info.Calls[c].Method {
-		case "digest":
-			if len(c.Args) != 2 || c.Args[1].Value == nil {
+		switch cr := info.Calls[c]; cr.Method {
+		case "digest", "pack":
+			// v1model: digest(receiver, data), one digest per data type;
+			// PSA: Digest<T> d; d.pack(data), one per instance
+			data, name := c.Args[len(c.Args)-1].Value, ""
+			if cr.Method == "digest" && (len(c.Args) != 2 || c.Args[1].Value == nil) {
 				errorf(c.Pos, "digest takes a receiver and the data")
 				continue
 			}
-			t := info.Types[c.Args[1].Value]
+			t := info.Types[data]
+			if cr.Method == "pack" && len(cr.Instance.TypeArgs) == 1 {
+				t = cr.Instance.TypeArgs[0] // Digest<T>: a list is packed as T
+			}
 			st, ok := t.(*sema.Struct)
 			if !ok {
-				errorf(c.Args[1].Value.NodePos(), "the data of a digest must have a struct type (write digest<T>(1, {...}) or pass a struct), not %s", typeName(t))
+				errorf(data.NodePos(), "the data of a digest must have a struct type (write digest<T>(1, {...}) or pass a struct), not %s", typeName(t))
 				continue
 			}
-			d := byName[st.Name]
+			name = st.Name
+			if cr.Method == "pack" {
+				name = cr.Instance.FullName
+			}
+			d := byName[name]
 			if d == nil {
 				fields, n, err := flatten(st, "")
 				if err != nil {
@@ -153,9 +164,9 @@ func BuildSlowPath(p *Program, src *syntax.Sources) *SlowPath {
 					errorf(c.Pos, "digest %s carries %d bytes; edgenf delivers at most %d bytes per digest", st.Name, n, MaxDigestBytes)
 					continue
 				}
-				d = &Digest{Name: st.Name, Index: len(sp.Digests), Type: st, Fields: fields, Bytes: n, Pos: c.Pos}
-				d.ID = ids.id(PrefixDigest, st.Name, nil)
-				byName[st.Name] = d
+				d = &Digest{Name: name, Index: len(sp.Digests), Type: st, Fields: fields, Bytes: n, Pos: c.Pos}
+				d.ID = ids.id(PrefixDigest, name, nil)
+				byName[name] = d
 				sp.Digests = append(sp.Digests, d)
 			}
 			sp.DigestOf[c] = d
@@ -388,4 +399,9 @@ func flattenExpr(info *sema.Info, e syntax.Expr) ([]DataField, int, error) {
 	}
 	err := add("f0", t)
 	return out, n, err
+}
+
+// psaDigestPack reports whether cr is PSA's Digest.pack(data).
+func psaDigestPack(cr *sema.CallRef) bool {
+	return cr.Kind == sema.CallExternMethod && cr.Instance != nil && cr.Instance.Extern.Name == "Digest" && cr.Method == "pack"
 }

@@ -62,17 +62,23 @@ type checker struct {
 	nextID       int
 	matchKinds   map[string]bool
 	instantiated map[*Control]bool
-	subParsers   map[*Parser]bool // parsers instantiated in another (subparser.go)
+	subParsers   map[*Parser]bool            // parsers instantiated in another (subparser.go)
+	arch         string                      // Options.Arch
+	pipelines    map[string]*pipelineInst    // PSA pipelines declared by name (psa.go)
+	direct       map[[2]*Control]*SubControl // direct applications (direct.go)
 }
 
 // Options configures Check.
 type Options struct {
-	Arch string // "v1model" (default)
+	// Arch is the architecture the caller expects ("v1model", "psa"); ""
+	// takes the program's (its main package's).
+	Arch string
 }
 
 // Check type-checks prog. Errors quote lines from src.
 func Check(prog *syntax.Program, src *syntax.Sources, opt Options) (*Info, error) {
-	c := &checker{src: src, matchKinds: map[string]bool{}, instantiated: map[*Control]bool{}}
+	c := &checker{src: src, matchKinds: map[string]bool{}, instantiated: map[*Control]bool{}, arch: opt.Arch, pipelines: map[string]*pipelineInst{},
+		direct: map[[2]*Control]*SubControl{}}
 	c.info = &Info{Prog: prog, Types: map[syntax.Expr]Type{}, Uses: map[*syntax.Ident]Entity{},
 		Members: map[*syntax.Member]*MemberRef{}, Calls: map[*syntax.Call]*CallRef{},
 		Consts: map[syntax.Expr]*big.Int{}, Decls: map[syntax.Node]Entity{}}
@@ -90,7 +96,7 @@ func Check(prog *syntax.Program, src *syntax.Sources, opt Options) (*Info, error
 			c.topDecl(d)
 		}
 		if c.info.Main == nil && len(c.errs) == 0 {
-			c.errs = append(c.errs, &syntax.Error{Pos: syntax.Pos{File: "<program>", Line: 1, Col: 1}, Msg: "the program has no 'main' package instantiation (e.g. V1Switch(...) main;)"})
+			c.errs = append(c.errs, &syntax.Error{Pos: syntax.Pos{File: "<program>", Line: 1, Col: 1}, Msg: "the program has no 'main' package instantiation (e.g. V1Switch(...) main; or PSA_Switch(...) main;)"})
 		}
 	}()
 	if len(c.errs) > 0 {
@@ -628,15 +634,22 @@ func (c *checker) instanceDecl(x *syntax.InstanceDecl, owner string) Entity {
 		if ctor == nil {
 			c.errorf(x.Pos, "%s has no constructor with %d arguments", y.Decl.Name, len(x.Args))
 		}
+		// type arguments left out are inferred from the constructor's
+		// arguments: Random(16w0, 16w127) is a Random<bit<16>>
+		inferred := map[string]Type{}
 		for i, a := range x.Args {
 			var want Type
 			if ctor != nil {
 				c.withTypeParams(y.Decl.TypeParams, func() { want = c.resolveType(ctor.Params[i].Type) })
 			}
-			if _, tv := want.(*TypeVar); tv {
+			tv, isTV := want.(*TypeVar)
+			if isTV {
 				want = nil
 			}
-			c.expr(a.Value, want)
+			at := c.expr(a.Value, want)
+			if _, inf := at.(*InfInt); isTV && at != nil && !inf {
+				inferred[tv.Name] = at
+			}
 			v, ok := c.info.Consts[a.Value]
 			if !ok {
 				c.errorf(a.Value.NodePos(), "constructor arguments must be compile-time constants")
@@ -644,10 +657,18 @@ func (c *checker) instanceDecl(x *syntax.InstanceDecl, owner string) Entity {
 			}
 			inst.Args = append(inst.Args, v)
 		}
-		switch y.Decl.Name {
-		case "counter", "direct_counter", "register", "meter", "direct_meter", "action_profile", "action_selector":
-		default:
+		if len(inst.TypeArgs) == 0 && len(y.Decl.TypeParams) > 0 && len(inferred) == len(y.Decl.TypeParams) {
+			for _, n := range y.Decl.TypeParams {
+				inst.TypeArgs = append(inst.TypeArgs, inferred[n])
+			}
+		}
+		switch {
+		case ExternKind(y.Decl.Name) == "" && !IsActionProfile(inst) && !psaFunctionExtern(y.Decl.Name):
 			c.unsupported(x.Pos, "extern "+y.Decl.Name)
+		case y.Decl.Name == "Register" && len(inst.Args) > 1 && inst.Args[1].Sign() != 0:
+			// the map starts zeroed; a non-zero initial value would need
+			// every cell written at load
+			c.unsupported(x.Args[1].Value.NodePos(), "a Register initial value other than 0")
 		}
 		c.info.Instances = append(c.info.Instances, inst)
 		c.declare(x.Name, inst, x.Pos)
@@ -733,61 +754,31 @@ func (c *checker) mainDecl(x *syntax.InstanceDecl) {
 		return
 	}
 	if x.Name != "main" {
+		if pipelinePackage(bt.Name) {
+			c.pipelineDecl(x, bt) // psa.go: a PSA pipeline main takes by name
+			return
+		}
 		c.errorf(x.Pos, "the top-level package instance must be named main")
 	}
 	pkg := &Package{Name: bt.Name}
 	switch bt.Name {
 	case "V1Switch":
 		pkg.Arch = "v1model"
+		if !c.packageBlocks(pkg, x.Pos, x.Args, bt) {
+			return
+		}
+	case "PSA_Switch":
+		pkg.Arch = "psa"
+		if !c.psaMain(pkg, x, bt) { // psa.go
+			return
+		}
 	default:
-		c.unsupported(x.Pos, "architecture package "+bt.Name+" (edgenf supports V1Switch)")
+		c.unsupported(x.Pos, "architecture package "+bt.Name+" (edgenf supports V1Switch and PSA_Switch)")
 		return
 	}
-	if len(x.Args) != len(bt.Params) {
-		c.errorf(x.Pos, "%s takes %d blocks, got %d", bt.Name, len(bt.Params), len(x.Args))
+	if c.arch != "" && c.arch != pkg.Arch {
+		c.errorf(x.Pos, "%s is a %s program; it was compiled for %s (--arch)", bt.Name, pkg.Arch, c.arch)
 		return
-	}
-	for i, a := range x.Args {
-		call, ok := a.Value.(*syntax.Call)
-		var id *syntax.Ident
-		if ok {
-			id, _ = call.Fn.(*syntax.Ident)
-		}
-		if id == nil {
-			c.errorf(a.Value.NodePos(), "package argument must be a constructor call like MyIngress()")
-			return
-		}
-		e := c.sc.lookup(id.Name)
-		c.info.Uses[id] = e
-		switch b := e.(type) {
-		case *Parser:
-			if i != 0 {
-				c.errorf(id.Pos, "%s is a parser, %s expects a control here", id.Name, bt.Name)
-			}
-			b.CtorArgs = c.ctorArgs(call.Args, b.Ctor, b.Name, call.Pos)
-			pkg.Blocks = append(pkg.Blocks, b)
-		case *Control:
-			if i == 0 {
-				c.errorf(id.Pos, "%s is a control, %s expects a parser here", id.Name, bt.Name)
-			}
-			b.CtorArgs = c.ctorArgs(call.Args, b.Ctor, b.Name, call.Pos)
-			pkg.Blocks = append(pkg.Blocks, b)
-		default:
-			c.errorf(id.Pos, "unknown parser or control %q", id.Name)
-			return
-		}
-		// check the block's parameter count against the package's parameter type
-		want := c.blockTypeParams(bt.Params[i])
-		got := 0
-		switch b := e.(type) {
-		case *Parser:
-			got = len(b.Params)
-		case *Control:
-			got = len(b.Params)
-		}
-		if want >= 0 && got != want {
-			c.errorf(id.Pos, "%s has %d parameters, %s expects %d", id.Name, got, bt.Params[i].Name, want)
-		}
 	}
 	c.info.Main = pkg
 	c.info.Live = map[*Control]bool{}
@@ -807,22 +798,94 @@ func (c *checker) mainDecl(x *syntax.InstanceDecl) {
 	}
 }
 
+// packageBlocks binds the arguments of package bt (parsers and controls,
+// constructed in place) to pkg.Blocks in order, checking each against the
+// package's parameter: a parser where a parser is expected, the number of
+// parameters.
+func (c *checker) packageBlocks(pkg *Package, pos syntax.Pos, args []syntax.Arg, bt *BlockT) bool {
+	if len(args) != len(bt.Params) {
+		c.errorf(pos, "%s takes %d blocks, got %d", bt.Name, len(bt.Params), len(args))
+		return false
+	}
+	for i, a := range args {
+		call, ok := a.Value.(*syntax.Call)
+		var id *syntax.Ident
+		if ok {
+			id, _ = call.Fn.(*syntax.Ident)
+		}
+		if id == nil {
+			c.errorf(a.Value.NodePos(), "package argument must be a constructor call like MyIngress()")
+			return false
+		}
+		e := c.sc.lookup(id.Name)
+		c.info.Uses[id] = e
+		kind := c.blockTypeKind(bt.Params[i])
+		wantParser := kind == "parser" || kind == "" && i == 0
+		switch b := e.(type) {
+		case *Parser:
+			if !wantParser {
+				c.errorf(id.Pos, "%s is a parser, %s expects a control here", id.Name, bt.Name)
+			}
+			b.CtorArgs = c.ctorArgs(call.Args, b.Ctor, b.Name, call.Pos)
+			pkg.Blocks = append(pkg.Blocks, b)
+		case *Control:
+			if wantParser {
+				c.errorf(id.Pos, "%s is a control, %s expects a parser here", id.Name, bt.Name)
+			}
+			b.CtorArgs = c.ctorArgs(call.Args, b.Ctor, b.Name, call.Pos)
+			pkg.Blocks = append(pkg.Blocks, b)
+		default:
+			c.errorf(id.Pos, "unknown parser or control %q", id.Name)
+			return false
+		}
+		// check the block's parameter count against the package's parameter type
+		want := c.blockTypeParams(bt.Params[i])
+		got := 0
+		switch b := e.(type) {
+		case *Parser:
+			got = len(b.Params)
+		case *Control:
+			got = len(b.Params)
+		}
+		if want >= 0 && got != want {
+			c.errorf(id.Pos, "%s has %d parameters, %s expects %d", id.Name, got, bt.Params[i].Name, want)
+		}
+	}
+	return true
+}
+
 // LiveControl reports whether code is generated for a control: it is a
 // block of the main package or instantiated (transitively) by one. Nil
 // (top level) is live.
 func (i *Info) LiveControl(c *Control) bool { return c == nil || i.Live[c] }
 
 func (c *checker) blockTypeParams(p *syntax.Param) int {
+	if b := c.blockType(p); b != nil {
+		return len(b.Params)
+	}
+	return -1
+}
+
+// blockTypeKind is "parser", "control" or "package" for a package
+// parameter of such a type; "" otherwise.
+func (c *checker) blockTypeKind(p *syntax.Param) string {
+	if b := c.blockType(p); b != nil {
+		return b.Kind
+	}
+	return ""
+}
+
+func (c *checker) blockType(p *syntax.Param) *BlockT {
 	nt, ok := p.Type.(*syntax.NamedType)
 	if !ok {
-		return -1
+		return nil
 	}
 	if tn, ok := c.global.lookup(nt.Name).(*TypeName); ok {
 		if b, ok := tn.Type.(*BlockT); ok {
-			return len(b.Params)
+			return b
 		}
 	}
-	return -1
+	return nil
 }
 
 // ---------- tables ----------
@@ -882,28 +945,28 @@ func (c *checker) tableDecl(x *syntax.TableDecl) *Table {
 			t.Size = n
 		case "entries":
 			entriesProp = p
-		case "counters":
+		case "counters", "psa_direct_counter":
 			id, ok := p.Value.(*syntax.Ident)
 			var inst *Instance
 			if ok {
 				inst, _ = c.sc.lookup(id.Name).(*Instance)
 			}
-			if inst == nil || inst.Extern.Name != "direct_counter" {
-				c.errorf(p.Value.NodePos(), "counters must name a direct_counter instance")
+			if inst == nil || ExternKind(inst.Extern.Name) != "direct_counter" {
+				c.errorf(p.Value.NodePos(), "%s must name a %s instance", p.Name, map[string]string{"counters": "direct_counter", "psa_direct_counter": "DirectCounter"}[p.Name])
 				continue
 			}
 			c.info.Uses[id] = inst
 			t.DirectCounter = inst
-		case "implementation":
+		case "implementation", "psa_implementation":
 			t.Implementation = c.tableImplementation(p, t) // actprof.go
-		case "meters":
+		case "meters", "psa_direct_meter":
 			id, ok := p.Value.(*syntax.Ident)
 			var inst *Instance
 			if ok {
 				inst, _ = c.sc.lookup(id.Name).(*Instance)
 			}
-			if inst == nil || inst.Extern.Name != "direct_meter" {
-				c.errorf(p.Value.NodePos(), "meters must name a direct_meter instance")
+			if inst == nil || ExternKind(inst.Extern.Name) != "direct_meter" {
+				c.errorf(p.Value.NodePos(), "%s must name a %s instance", p.Name, map[string]string{"meters": "direct_meter", "psa_direct_meter": "DirectMeter"}[p.Name])
 				continue
 			}
 			c.info.Uses[id] = inst
@@ -915,7 +978,9 @@ func (c *checker) tableDecl(x *syntax.TableDecl) *Table {
 				continue
 			}
 			t.SupportTimeout = b.Value
-		case "idle_timeout", "psa_direct_counter", "largest_priority_wins", "priority_delta":
+		case "psa_idle_timeout":
+			t.SupportTimeout = c.psaIdleTimeout(p) // psa.go
+		case "idle_timeout", "largest_priority_wins", "priority_delta":
 		default:
 			c.errorf(p.Pos, "unknown table property %q", p.Name)
 		}

@@ -265,7 +265,10 @@ type CallRef struct {
 
 // Package is the resolved main instantiation.
 type Package struct {
-	Arch   string // "v1model"
-	Name   string
-	Blocks []Entity // in package parameter order: *Parser or *Control
+	Arch string // "v1model" or "psa"
+	Name string
+	// Blocks are the parsers and controls in package parameter order:
+	// *Parser or *Control. PSA: the ingress pipeline's three, then the
+	// egress pipeline's (psa.go).
+	Blocks []Entity
 }

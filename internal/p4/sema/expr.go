@@ -319,6 +319,12 @@ func (c *checker) expr1(e syntax.Expr, want Type) Type {
 		case *SubControl:
 			d := v.Control.Decl
 			return &BlockT{Kind: "control", Name: v.Control.Name, Params: d.Params, Decl: d}
+		case *Control:
+			if sub := c.directApply(x, v); sub != nil { // direct.go
+				c.info.Uses[x] = sub
+				d := v.Decl
+				return &BlockT{Kind: "control", Name: v.Name, Params: d.Params, Decl: d}
+			}
 		case *SubParser:
 			d := v.Parser.Decl
 			return &BlockT{Kind: "parser", Name: v.Parser.Name, Params: d.Params, Decl: d}
@@ -730,7 +736,12 @@ func (c *checker) call(x *syntax.Call, want Type) Type {
 				}
 				pt := params[i].Type
 				if et, ok := pt.(*ExternT); ok {
-					c.unsupported(a.Value.NodePos(), "passing "+et.Decl.Name+" to a sub-control")
+					// a deparser's packet_out may be passed on: the
+					// sub-control's emits are the deparser's (the backend
+					// inlines it, backend/subdeparser.go)
+					if at, ok := c.expr(a.Value, nil).(*ExternT); !ok || et.Decl.Name != "packet_out" || at.Decl.Name != "packet_out" {
+						c.unsupported(a.Value.NodePos(), "passing "+et.Decl.Name+" to a sub-control")
+					}
 					continue
 				}
 				at := c.expr(a.Value, pt)

@@ -11,6 +11,8 @@
 //	check_counter <counter>(<index>) [packets|bytes] [== != < > <= >=] <value>
 //	register_write <register> <index> <value>
 //	register_read <register> <index> <value>   (the cell must equal value)
+//	register_read <register> <index>           (read only: p4c's PSA samples)
+//	register_reset <register>                  (every cell 0)
 //	meter_set <meter> <index> <cir> <cburst> <pir> <pburst>   (edgenf; units/s, units)
 //	direct_meter_set <table> [<priority>] <field>:<value> ... <cir> <cburst> <pir> <pburst>   (edgenf)
 //	mc_mgrp_create <group>, mc_node_create <rid> <port>..., mc_node_associate <group> <node>
@@ -52,6 +54,7 @@ type Cmd struct {
 	Op       string
 	Value    uint64
 	Register string // register_read / register_write
+	NoCheck  bool   // register_read without a value: the cell is read, not checked
 	Meter    string // meter_set
 	Rates    [4]uint64
 	Nums     []uint64 // mc_* and mirroring_* arguments (replicate.go), act_prof_* ids (actprof.go)
@@ -231,7 +234,16 @@ func parseLine(line string) (*Cmd, error) {
 			}
 			c.Rates[i] = v
 		}
+	case "register_reset":
+		if len(f) != 2 {
+			return nil, fmt.Errorf("register_reset <register>")
+		}
+		c.Register = f[1]
 	case "register_read", "register_write":
+		if f[0] == "register_read" && len(f) == 3 {
+			f = append(f, "0")
+			c.NoCheck = true
+		}
 		if len(f) != 4 {
 			return nil, fmt.Errorf("%s <register> <index> <value>", f[0])
 		}

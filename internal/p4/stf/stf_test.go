@@ -144,11 +144,16 @@ func TestParseSTF(t *testing.T) {
 		regs[1].Kind != "register_read" || regs[1].Value != ^uint64(1) {
 		t.Errorf("registers: %+v %+v", regs[0], regs[1])
 	}
+	// p4c's PSA samples: register_read without a value reads only
+	ro, err := Parse("x.stf", "register_read Ig.r 1\nregister_reset Ig.r\n")
+	if err != nil || !ro[0].NoCheck || ro[0].Index != 1 || ro[1].Kind != "register_reset" || ro[1].Register != "Ig.r" {
+		t.Errorf("read-only register_read, register_reset: %v %+v", err, ro)
+	}
 	ms, err := Parse("x.stf", "meter_set Ig.m 2 100 10 200 0x20\n")
 	if err != nil || ms[0].Meter != "Ig.m" || ms[0].Index != 2 || ms[0].Rates != [4]uint64{100, 10, 200, 32} {
 		t.Errorf("meter_set: %v %+v", err, ms)
 	}
-	for _, bad := range []string{"packet x 00", "expect 1 0", "add t", "frobnicate", "check_counter c 1", "add t a:1 act(p)", "register_read r 1", "register_write r x 1", "register_write r 1 zz", "meter_set m 1 2 3 4", "meter_set m 1 2 3 4 x"} {
+	for _, bad := range []string{"packet x 00", "expect 1 0", "add t", "frobnicate", "check_counter c 1", "add t a:1 act(p)", "register_read r", "register_reset", "register_reset r x", "register_write r x 1", "register_write r 1 zz", "meter_set m 1 2 3 4", "meter_set m 1 2 3 4 x"} {
 		if _, err := Parse("x.stf", bad); err == nil || !strings.Contains(err.Error(), "x.stf:1:") {
 			t.Errorf("%q: %v", bad, err)
 		}

@@ -47,14 +47,18 @@ static __always_inline __u64 p4_tb_fill(__u64 tok, __u64 el, __u64 rate, __u64 b
 #define P4_METER_CONFIGURED 1U
 #define P4_METER_BUSY 2U
 
-static __always_inline __u32 p4_meter_cell(struct p4_meter *m, __u64 units)
+/* p4_meter_cell_aware: RFC 2698's colour-aware mode, pre the colour the
+ * packet comes with (0 GREEN, 1 YELLOW, 2 RED): never better than it.
+ * p4_meter_cell is colour-blind (pre GREEN). An unconfigured meter leaves
+ * the colour as it came. */
+static __always_inline __u32 p4_meter_cell_aware(struct p4_meter *m, __u64 units, __u32 pre)
 {
 	__u64 now, el, b;
-	__u32 color = 0, got = 0;
+	__u32 color = pre, got = 0;
 
-	/* unconfigured: GREEN without the clock or the lock */
+	/* unconfigured: the colour as it came, without the clock or the lock */
 	if (!m || !(*(volatile __u32 *)&m->configured & P4_METER_CONFIGURED))
-		return 0;
+		return pre;
 	now = bpf_ktime_get_ns();
 	b = units * 1000000000ULL;
 #pragma unroll
@@ -71,9 +75,9 @@ static __always_inline __u32 p4_meter_cell(struct p4_meter *m, __u64 units)
 		m->last = now;
 		m->tc = p4_tb_fill(m->tc, el, m->cir, m->cbs);
 		m->tp = p4_tb_fill(m->tp, el, m->pir, m->pbs);
-		if (m->tp < b) {
+		if (pre == 2 || m->tp < b) {
 			color = 2;
-		} else if (m->tc < b) {
+		} else if (pre == 1 || m->tc < b) {
 			color = 1;
 			m->tp -= b;
 		} else {
@@ -86,7 +90,17 @@ static __always_inline __u32 p4_meter_cell(struct p4_meter *m, __u64 units)
 	return color;
 }
 
+static __always_inline __u32 p4_meter_cell(struct p4_meter *m, __u64 units)
+{
+	return p4_meter_cell_aware(m, units, 0);
+}
+
 static __always_inline __u32 p4_meter_exec(void *map, __u32 idx, __u64 units)
 {
 	return p4_meter_cell(bpf_map_lookup_elem(map, &idx), units);
+}
+
+static __always_inline __u32 p4_meter_exec_aware(void *map, __u32 idx, __u64 units, __u32 pre)
+{
+	return p4_meter_cell_aware(bpf_map_lookup_elem(map, &idx), units, pre);
 }
