@@ -532,7 +532,18 @@ func TestRefusals(t *testing.T) {
 			syn4 := tcp4(server4, pool, 80, 5000, "SA", "")
 			dropped(t, r, h.drop, datapath.Egress, syn4[:14+20+8])
 			dropped(t, r, h.drop, datapath.Egress, udp4(server4, pool, 53, 5000, "x")[:14+20+4])
-			if cs := counterValues(t, r); cs["untranslatable_drops"] < 12 {
+			// IP lengths that lie: more than the frame holds (the
+			// payload cut after the UDP header), or less than the L4
+			// header; translated, they would go on malformed.
+			payload := strings.Repeat("p", 64) // (past any padding to the minimum frame)
+			long6 := udp6(host, server6, 5003, 53, payload)
+			dropped(t, r, h.drop, datapath.Ingress, long6[:len(long6)-4])
+			short6 := udp6(host, server6, 5004, 53, payload)
+			binary.BigEndian.PutUint16(short6[14+4:], 4)
+			dropped(t, r, h.drop, datapath.Ingress, short6)
+			long4 := udp4(server4, pool, 53, 5000, payload)
+			dropped(t, r, h.drop, datapath.Egress, long4[:len(long4)-4])
+			if cs := counterValues(t, r); cs["untranslatable_drops"] < 15 {
 				t.Errorf("counters %v", cs)
 			}
 		})

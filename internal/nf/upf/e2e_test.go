@@ -263,6 +263,18 @@ func warm(ctx context.Context, h *netlab.Host, dst string) {
 // each carrying its sequence number, paced at pps.
 func rawUDP(t *testing.T, h *netlab.Host, dst netip.AddrPort, n, size, pps int) {
 	t.Helper()
+	pacedUDP(t, h, dst, n, size, pps)
+}
+
+// sendStats says how a paced send went: how long it took, and the longest
+// gap between two of its datagrams (a sender the machine descheduled).
+type sendStats struct {
+	elapsed, maxGap time.Duration
+}
+
+// pacedUDP is rawUDP saying how the send went.
+func pacedUDP(t *testing.T, h *netlab.Host, dst netip.AddrPort, n, size, pps int) sendStats {
+	t.Helper()
 	var c *net.UDPConn
 	if err := h.Do(func() error {
 		var err error
@@ -282,17 +294,24 @@ func rawUDP(t *testing.T, h *netlab.Host, dst netip.AddrPort, n, size, pps int) 
 	defer restore()
 	buf := make([]byte, size)
 	start := time.Now()
+	var st sendStats
+	last := start
 	for i := range n {
 		binary.BigEndian.PutUint32(buf, uint32(i))
 		if _, err := c.Write(buf); err != nil {
 			t.Fatal(err)
 		}
+		now := time.Now()
+		st.maxGap = max(st.maxGap, now.Sub(last))
+		last = now
 		if pps > 0 {
 			if d := time.Until(start.Add(time.Duration(i+1) * time.Second / time.Duration(pps))); d > 0 {
 				time.Sleep(d)
 			}
 		}
 	}
+	st.elapsed = time.Since(start)
+	return st
 }
 
 // sink receives UDP datagrams in host on port and records their sequence
@@ -407,14 +426,29 @@ func TestE2EMBRHoldsTheRate(t *testing.T) {
 	const size = 1172 // + 28: 1200-octet IP packets
 	const pps = 2 * mbr * 1000 / 8 / 1200
 	const secs = 3
-	rawUDP(t, ed.dn, netip.AddrPortFrom(u.v4, 5005), pps*secs, size, pps)
-	time.Sleep(300 * time.Millisecond)
-	_, bytes, _ := ed.gnb.Tunnel(u.dlTEID)
-	rate := float64(bytes) * 8 / secs / 1000 // kbit/s of IP packets
-	// The bucket lets a burst of 50 ms through on top of the rate.
-	want := float64(mbr) * (1 + 0.05/secs)
-	if rate < want*0.9 || rate > want*1.1 {
-		t.Fatalf("%.0f kbit/s through an MBR of %d kbit/s (offered %d kbit/s)", rate, mbr, 2*mbr)
+	// The bucket holds 50 ms of credit: a sender the shared machine stalls
+	// for longer offers less than the MBR meanwhile, and the delivered rate
+	// says nothing about the QER. Such a run is repeated, not judged.
+	const burst = 50 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		_, before, _ := ed.gnb.Tunnel(u.dlTEID)
+		st := pacedUDP(t, ed.dn, netip.AddrPortFrom(u.v4, 5005), pps*secs, size, pps)
+		time.Sleep(300 * time.Millisecond)
+		_, after, _ := ed.gnb.Tunnel(u.dlTEID)
+		if st.maxGap > burst && attempt < 4 {
+			t.Logf("attempt %d: the sender stalled for %v (more than the bucket's %v): again", attempt, st.maxGap, burst)
+			time.Sleep(time.Second) // (the bucket refills)
+			continue
+		}
+		secs := st.elapsed.Seconds()
+		rate := float64(after-before) * 8 / secs / 1000 // kbit/s of IP packets
+		// The bucket lets a burst of 50 ms through on top of the rate.
+		want := float64(mbr) * (1 + burst.Seconds()/secs)
+		t.Logf("attempt %d: %.0f kbit/s over %v (longest sender gap %v)", attempt, rate, st.elapsed, st.maxGap)
+		if rate < want*0.9 || rate > want*1.1 {
+			t.Fatalf("%.0f kbit/s through an MBR of %d kbit/s (offered %d kbit/s; longest sender gap %v)", rate, mbr, 2*mbr, st.maxGap)
+		}
+		break
 	}
 	if s.n.Load() == 0 {
 		t.Fatal("nothing reached the UE")

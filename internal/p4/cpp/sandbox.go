@@ -224,7 +224,16 @@ func (ws *workspace) run(ctx context.Context, opt Options) ([]byte, error, error
 	var stderr limitedBuffer
 	stderr.max = maxStderr
 	cmd.Stderr = &stderr
+	first := syntax.Pos{File: opt.Path, Line: 1, Col: 1}
+	stopped := func() error {
+		return syntax.ErrorList{opt.Sources.Errorf(first, "preprocessing stopped after %v (an include of something endless, or macros that expand without bound?)", opt.Timeout)}.Err()
+	}
 	if err := cmd.Start(); err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			// (the bound ran out before the sandbox started: a loaded
+			// machine and a short bound)
+			return nil, stopped(), nil
+		}
 		return nil, nil, fmt.Errorf("cpp: start the sandbox: %w", err)
 	}
 	out, readErr := io.ReadAll(io.LimitReader(stdout, int64(opt.MaxOutput)+1))
@@ -234,12 +243,11 @@ func (ws *workspace) run(ctx context.Context, opt Options) ([]byte, error, error
 	}
 	io.Copy(io.Discard, stdout)
 	waitErr := cmd.Wait()
-	first := syntax.Pos{File: opt.Path, Line: 1, Col: 1}
 	switch {
 	case tooBig:
 		return nil, syntax.ErrorList{opt.Sources.Errorf(first, "preprocessing stopped: the preprocessed program is larger than %d MiB (an include of something endless, or macros that expand without bound?)", opt.MaxOutput>>20)}.Err(), nil
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return nil, syntax.ErrorList{opt.Sources.Errorf(first, "preprocessing stopped after %v (an include of something endless, or macros that expand without bound?)", opt.Timeout)}.Err(), nil
+		return nil, stopped(), nil
 	case ctx.Err() != nil:
 		return nil, nil, ctx.Err()
 	case readErr != nil:

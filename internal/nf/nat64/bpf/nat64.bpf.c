@@ -668,6 +668,11 @@ static __noinline int n64_out(ctx_t *ctx, struct n64_cfg *cfg)
 		return n64_drop(N64_C_UNXLATE); /* extension headers, fragments, other protocols */
 	if (proto == IPPROTO_TCP)
 		hl = 20;
+	/* The IPv4 total length is made from the payload length: one that
+	 * claims more than the frame holds, or less than the L4 header,
+	 * would go on as a malformed IPv4 packet. */
+	if (bpf_ntohs(ip6->payload_len) < hl || N64_ETH + 40 + bpf_ntohs(ip6->payload_len) > len)
+		return n64_drop(N64_C_UNXLATE);
 	/* (a hop limit of 1 goes on as a TTL of 1: the router after the
 	 * translator answers time exceeded, which comes back translated) */
 	if (n64_reach(ctx, N64_ETH + 40 + hl) < 0)
@@ -993,6 +998,10 @@ static __noinline int n64_in(ctx_t *ctx, struct n64_cfg *cfg)
 		return n64_drop(N64_C_UNXLATE);
 	if (proto == IPPROTO_TCP)
 		hl = 20;
+	/* (the same for the total length, which the payload length is made
+	 * from) */
+	if (bpf_ntohs(ip->tot_len) < 20 + hl || N64_ETH + bpf_ntohs(ip->tot_len) > len)
+		return n64_drop(N64_C_UNXLATE);
 	if (n64_reach(ctx, N64_ETH + 20 + hl) < 0)
 		return n64_drop(N64_C_UNXLATE);
 	data = ctx_data(ctx);
