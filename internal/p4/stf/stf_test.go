@@ -159,3 +159,26 @@ func TestParseSTF(t *testing.T) {
 		}
 	}
 }
+
+// p4c's STF spells a stack element in a key name with $ (extra$0.h) and
+// means the higher priority wins.
+func TestParseSTFStackKeyAndPriority(t *testing.T) {
+	cmds, err := Parse("x.stf", "add ex1 110 extra$0.h:0x2525 hdr.s$12.f$3:1 act2(val:0x27)\nadd ex1 100 extra$0.h:0x25** act1(val:1)\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cmds[0].Matches[0].Field; got != "extra[0].h" {
+		t.Errorf("field %q, want extra[0].h", got)
+	}
+	if got := cmds[0].Matches[1].Field; got != "hdr.s[12].f[3]" {
+		t.Errorf("field %q, want hdr.s[12].f[3]", got)
+	}
+	if cmds[0].EntryPriority() <= cmds[1].EntryPriority() || cmds[1].EntryPriority() == 0 {
+		t.Errorf("priorities %d, %d: the STF priority 110 must beat 100", cmds[0].EntryPriority(), cmds[1].EntryPriority())
+	}
+	for _, bad := range []string{"add t -1 a:1 x()", "add t 536870912 a:1 x()", "direct_meter_set t -3 a:1 1 2 3 4"} {
+		if _, err := Parse("x.stf", bad); err == nil || !strings.Contains(err.Error(), "x.stf:1") {
+			t.Errorf("%q: got %v, want a positioned error", bad, err)
+		}
+	}
+}
