@@ -186,6 +186,11 @@ func (g *gen) binary(x *syntax.Binary, t sema.Type) string {
 			ot = g.typeOf(x.Y)
 		}
 	}
+	if x.Op == "==" || x.Op == "!=" {
+		if eq, ok := g.structuredEq(x, ot); ok { // equality.go
+			return eq
+		}
+	}
 	if (x.Op == "==" || x.Op == "!=") && isWide(ot) {
 		n := width(ot) / 8
 		eq := fmt.Sprintf("p4_memeq(%s, %s, %d)", g.wref(x.X), g.wref(x.Y), n)

@@ -1087,7 +1087,7 @@ func (c *checker) binary(x *syntax.Binary, want Type) Type {
 	switch x.Op {
 	case "==", "!=":
 		switch t.(type) {
-		case *Bits, *InfInt, *Bool, *Enum, *ErrorT:
+		case *Bits, *InfInt, *Bool, *Enum, *ErrorT, *Struct, *Stack, *Varbit:
 		default:
 			c.unsupported(x.Pos, "comparing values of type "+t.String())
 		}
