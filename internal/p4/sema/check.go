@@ -1017,7 +1017,11 @@ func (c *checker) tableDecl(x *syntax.TableDecl) *Table {
 		for _, k := range t.Keys {
 			kts = append(kts, k.Type)
 		}
+		bmv2Prio := false
 		for _, e := range entriesProp.Entries {
+			bmv2Prio = bmv2Prio || e.BMv2Priority
+		}
+		for i, e := range entriesProp.Entries {
 			c.keyset(e.Keyset, kts, false)
 			en := &Entry{Pos: e.Pos}
 			if l, ok := e.Keyset.(*syntax.List); ok && len(kts) != 1 {
@@ -1030,6 +1034,15 @@ func (c *checker) tableDecl(x *syntax.TableDecl) *Table {
 			if e.Priority != nil {
 				n, _ := c.constInt(e.Priority, "entry priority")
 				en.Priority = int64(n)
+			}
+			if bmv2Prio {
+				// @priority(N) as p4c's BMv2 back end: the smaller number
+				// wins, an entry without one ranks by its position (1, 2,
+				// ...); negated, so that the higher Priority wins as always
+				if !e.BMv2Priority {
+					en.Priority = int64(i + 1)
+				}
+				en.Priority = -en.Priority
 			}
 			call := &syntax.Call{Pos: e.Action.Pos, Fn: &syntax.Ident{Pos: e.Action.Pos, Name: e.Action.Name}, Args: e.Action.Args}
 			en.Action = c.actionCall(call)
