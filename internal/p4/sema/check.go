@@ -273,7 +273,13 @@ func (c *checker) topDecl(d syntax.Decl) {
 		a := c.actionDecl(x, nil)
 		c.declare(a.Name, a, x.Pos)
 	case *syntax.InstanceDecl:
-		c.mainDecl(x)
+		if _, ok := c.resolveType(x.Type).(*ExternT); ok {
+			// a program-wide extern instance (a register shared by the
+			// controls that name it), as p4c allows
+			c.instanceDecl(x, "")
+		} else {
+			c.mainDecl(x)
+		}
 	case *syntax.VarDecl:
 		c.errorf(x.Pos, "variables cannot be declared at the top level")
 	default:
