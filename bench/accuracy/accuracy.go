@@ -269,6 +269,7 @@ var p4Examples = []p4Example{
 	{file: "mpls.p4", packet: 1, path: "ethernet,mpls[0],ipv4,mpls_fwd=swap,@141=false"},
 	{file: "portfwd.p4", packet: 1, path: "fwd=forward"},
 	{file: "portscan.p4", packet: 1, path: ""},
+	{file: "tcpflags.p4", packet: 2, path: ""},
 	{file: "upf.p4", packet: 1, path: "ethernet,ipv4,udp,gtpu,inner,uplink=decap,@176=true"},
 }
 

@@ -163,7 +163,7 @@ func (g *gen) extractVarbit(arg, bits syntax.Expr) {
 		g.line("\ts->sm.f_parser_error = %d; /* error.PacketTooShort */", g.errorID("PacketTooShort"))
 		g.line("\tgoto st_reject;")
 		g.line("}")
-		for _, f := range st.Fields {
+		for _, f := range wireFields(st) {
 			if f == st.Varbit {
 				continue
 			}
@@ -216,7 +216,7 @@ func (g *gen) emitVarbitHeader(c string, st *sema.Struct) {
 		g.line("__u8 *b = s->obuf + (o & P4_OBUF_MASK);")
 	}
 	g.line("__u32 vl = %s.len;", vf)
-	for _, f := range st.Fields {
+	for _, f := range wireFields(st) {
 		if f == st.Varbit {
 			continue
 		}

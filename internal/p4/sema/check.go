@@ -337,9 +337,11 @@ func (c *checker) structDecl(x *syntax.StructDecl) {
 				}
 			case *Varbit:
 				c.varbitField(st, f, y, len(x.Fields))
+			case *Struct:
+				c.headerStructField(f, y) // hdrstructs.go
 			case *Invalid:
 			default:
-				c.errorf(f.Pos, "header field %s has type %s; header fields must be bit<N>, int<N>, bool or enum bit<N>", f.Name, ft)
+				c.errorf(f.Pos, "header field %s has type %s; header fields must be bit<N>, int<N>, bool, enum bit<N> or a struct of them", f.Name, ft)
 			}
 		}
 		if x.Kind == "header_union" {
