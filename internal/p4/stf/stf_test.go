@@ -81,12 +81,6 @@ func TestFeaturesSTF(t *testing.T) {
 	}
 }
 
-// xdpOnly are STF files that exercise what the TC hook cannot do (see
-// docs/p4-guide.md, Limitations); TestMPLSTC covers the rest of mpls at TC.
-var xdpOnly = map[string]string{
-	"mpls.p4": "the kernel cannot shrink an skb that is not IPv4/IPv6 (bpf_skb_adjust_room): MPLS pop fails at TC",
-}
-
 // TestExamplesSTFTC runs the same tests through the TC object.
 func TestExamplesSTFTC(t *testing.T) {
 	needRoot(t)
@@ -96,9 +90,6 @@ func TestExamplesSTFTC(t *testing.T) {
 		f := f
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".p4"), func(t *testing.T) {
 			t.Parallel()
-			if why := xdpOnly[filepath.Base(f)]; why != "" {
-				t.Skip(why)
-			}
 			runSTFHook(t, f, "tc")
 		})
 	}
