@@ -6,6 +6,7 @@ package sema
 
 import (
 	"math/big"
+	"strings"
 
 	"github.com/edgenf/edgenf/internal/p4/syntax"
 )
@@ -29,7 +30,7 @@ func (c *checker) stmt(s syntax.Stmt) {
 			if b, ok := lt.(*Bits); !ok && !bad(lt) {
 				c.errorf(x.Pos, "%s needs a bit<N> or int<N> target", x.Op)
 			} else if ok && b.W > 64 {
-				c.unsupported(x.Pos, x.Op+" on a value wider than 64 bits")
+				c.wideOperator(x.Pos, strings.TrimSuffix(x.Op, "="), b) // wide.go
 			}
 		}
 		c.assignable(lt, rt, x.RHS)
@@ -1099,11 +1100,7 @@ func (c *checker) binary(x *syntax.Binary, want Type) Type {
 		}
 	}
 	if bt, ok := t.(*Bits); ok && bt.W > 64 {
-		switch x.Op {
-		case "==", "!=":
-		default:
-			c.unsupported(x.Pos, "operator "+x.Op+" on values wider than 64 bits")
-		}
+		c.wideOperator(x.Pos, x.Op, bt) // wide.go
 	}
 	av, ok1 := c.info.Consts[x.X]
 	bv, ok2 := c.info.Consts[x.Y]
