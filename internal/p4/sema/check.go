@@ -25,6 +25,7 @@ type Info struct {
 	Actions          []*Action
 	Tables           []*Table
 	Instances        []*Instance
+	Warnings         syntax.ErrorList // the program compiles, but see these
 	ValueSets        []*ValueSet
 	Parsers          []*Parser
 	Controls         []*Control
@@ -112,6 +113,14 @@ func (c *checker) errorf(pos syntax.Pos, format string, args ...any) {
 	if len(c.errs) > 50 {
 		panic(tooMany{})
 	}
+}
+
+// warnf records a warning: the program compiles, as with p4c, but the
+// user should know (Info.Warnings).
+func (c *checker) warnf(pos syntax.Pos, format string, args ...any) {
+	w := c.src.Errorf(pos, format, args...)
+	w.Warning = true
+	c.info.Warnings = append(c.info.Warnings, w)
 }
 
 func (c *checker) unsupported(pos syntax.Pos, what string) {

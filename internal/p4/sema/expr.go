@@ -263,7 +263,9 @@ func (c *checker) expr1(e syntax.Expr, want Type) Type {
 			if _, isBool := want.(*Bool); !isBool {
 				lim := new(big.Int).Lsh(big.NewInt(1), uint(b.W))
 				if x.Val.Cmp(lim) >= 0 {
-					c.errorf(x.Pos, "value %s does not fit in %s", x.Val, b)
+					// p4c truncates an untyped literal converted to a
+					// narrower bit<N> (4 / 1w1 is 0 / 1w1), with a warning
+					c.warnf(x.Pos, "value %s does not fit in %s: truncated to %s", x.Val, b, fitTo(x.Val, b))
 				}
 				c.setConst(x, x.Val, b)
 				return b
@@ -1016,6 +1018,9 @@ func (c *checker) binary(x *syntax.Binary, want Type) Type {
 			if x.Op == "<<" {
 				c.setConst(x, new(big.Int).Lsh(av, uint(bv.Int64())), a)
 			} else {
+				if ab, ok := a.(*Bits); ok && ab.Signed {
+					av = signed(av, ab.W) // >> of int<N> is arithmetic
+				}
 				c.setConst(x, new(big.Int).Rsh(av, uint(bv.Int64())), a)
 			}
 		}

@@ -251,6 +251,7 @@ func (r *Runner) Send(inPort int, pkt []byte) (*Output, error) {
 type Result struct {
 	Failures []string
 	Outputs  []Output
+	Warnings []string // the compiler's (RunFile)
 }
 
 // OK reports whether every check passed.
