@@ -130,9 +130,15 @@ func (g *gen) extractVarbit(arg, bits syntax.Expr) {
 		g.errorf(arg.NodePos(), "two-argument extract needs a header with a varbit field")
 		return
 	}
-	if _, sx := g.stackNext(arg); sx != nil {
-		g.unsupported(arg.NodePos(), "extract of a varbit header into a stack")
-		return
+	g.stackIndexCheck(arg) // stacks.go
+	if hs, sx := g.stackNext(arg); hs != nil {
+		// hs.next: error.StackOutOfBounds when the stack is full (as extract)
+		sc := g.lval(sx)
+		g.line("if (%s.next >= %d) {", sc, hs.Size)
+		g.line("	s->sm.f_parser_error = %d; /* error.StackOutOfBounds */", g.errorID("StackOutOfBounds"))
+		g.line("	goto st_reject;")
+		g.line("}")
+		defer g.line("%s.next++;", sc)
 	}
 	vb := st.Varbit.Type.(*sema.Varbit)
 	maxb := vb.Max / 8
