@@ -269,6 +269,7 @@ var p4Examples = []p4Example{
 	{file: "mpls.p4", packet: 1, path: "ethernet,mpls[0],ipv4,mpls_fwd=swap,@141=false"},
 	{file: "portfwd.p4", packet: 1, path: "fwd=forward"},
 	{file: "portscan.p4", packet: 1, path: ""},
+	{file: "tcpflags.p4", packet: 2, path: ""},
 	{file: "upf.p4", packet: 1, path: "ethernet,ipv4,udp,gtpu,inner,uplink=decap,@176=true"},
 }
 
@@ -328,23 +329,14 @@ func loadExample(ctx context.Context, dp *datapath.Datapath, slot uint32, meter 
 		}
 		switch c.Kind {
 		case "add":
-			// the STF runner's priorities: bmv2's, the lower number wins
-			prio := uint32(0)
-			if c.Priority >= 0 {
-				prio = 0x7fffffff - uint32(c.Priority)
-			}
-			err = stf.AddEntry(pc.RT, c, prio) // actions, action profile members and groups
+			err = stf.AddEntry(pc.RT, c, c.EntryPriority()) // actions, action profile members and groups
 		case "setdefault":
 			err = stf.SetDefault(pc.RT, c)
 		case "act_prof_create_member", "act_prof_modify_member", "act_prof_delete_member", "act_prof_create_group",
 			"act_prof_delete_group", "act_prof_add_member_to_group", "act_prof_remove_member_from_group":
 			err = stf.ActProf(pc.RT, c)
 		case "direct_meter_set":
-			prio := uint32(0)
-			if c.Priority >= 0 {
-				prio = 0x7fffffff - uint32(c.Priority)
-			}
-			err = pc.RT.SetDirectMeter(c.Table, c.Matches, prio, &meterHigh)
+			err = pc.RT.SetDirectMeter(c.Table, c.Matches, c.EntryPriority(), &meterHigh)
 		case "meter_set":
 			err = pc.RT.SetMeter(c.Meter, c.Index, c.Index, &meterHigh)
 		}

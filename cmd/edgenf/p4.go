@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -74,6 +75,9 @@ func p4Cmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			for _, w := range res.Warnings() {
+				fmt.Fprintln(os.Stderr, w)
+			}
 			// `-o DIR` as with p4c: the global -o names an output format
 			// elsewhere, so a value that is none is the directory here.
 			dir := out
@@ -122,6 +126,9 @@ func p4Cmd() *cobra.Command {
 			res, err := stf.RunFileMode(context.Background(), opt, args[1], hook, live)
 			if err != nil {
 				return err
+			}
+			for _, w := range res.Warnings {
+				fmt.Fprintln(os.Stderr, w)
 			}
 			if !res.OK() {
 				return fmt.Errorf("%d check(s) failed:\n%s", len(res.Failures), res.Error())

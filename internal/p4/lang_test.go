@@ -52,6 +52,15 @@ func TestLanguageErrors(t *testing.T) {
 		{langStructs, "", "@atomic { r.read(m.x, m.i); r.write(m.i + 1, m.x + 1); }", "unsupported: @atomic block with register accesses at different indices"},
 		{langStructs, "", "@atomic { r.read(m.i, m.i); r.write(m.i, m.x + 1); }", "unsupported: @atomic block that assigns m.i"},
 		{langStructs, "", "@atomic { r.read(m.x, m.i); exit; }", "unsupported: @atomic block with exit"},
+		// wide values: * / % |+| |-| and signed arithmetic are refused where written
+		{"struct H { eth_t eth; }\nstruct M { bit<128> i; bit<128> x; int<128> s; }", "", "m.x = m.i * m.x;", "test.p4:16:23: error: unsupported: operator * on values wider than 64 bits"},
+		{"struct H { eth_t eth; }\nstruct M { bit<128> i; bit<128> x; int<128> s; }", "", "m.x = m.i |+| m.x;", "unsupported: operator |+| on values wider than 64 bits"},
+		{"struct H { eth_t eth; }\nstruct M { bit<128> i; bit<128> x; int<128> s; }", "", "m.s = m.s + 1;", "unsupported: operator + on int<N> wider than 64 bits"},
+		{"struct H { eth_t eth; }\nstruct M { bit<128> i; bit<128> x; int<128> s; }", "", "m.i *= m.x;", "unsupported: operator * on values wider than 64 bits"},
+		// structs inside headers hold fixed-width fields only
+		{"struct in_t { bit<4> a; varbit<8> v; }\nheader w_t { bit<4> z; in_t s; }\nstruct H { eth_t eth; w_t w; }\nstruct M { bit<32> i; bit<32> x; }", "", "", "test.p4:7:24: error: header field s has type in_t, whose field s.v is a varbit<8>"},
+		{"struct in_t { a_t a; }\nheader w_t { in_t s; }\nstruct H { eth_t eth; w_t w; }\nstruct M { bit<32> i; bit<32> x; }", "", "", "whose field s.a is a a_t"},
+		{"header w_t { u_t s; }\nheader_union u_t { a_t a; b_t b; }\nstruct H { eth_t eth; w_t w; }\nstruct M { bit<32> i; bit<32> x; }", "", "", "error:"},
 	} {
 		_, err := Compile(context.Background(), Options{Path: "test.p4", Source: []byte(langProgram(c.decls, c.parse, c.ingress)), NoObject: true})
 		if err == nil || !strings.Contains(err.Error(), c.want) {

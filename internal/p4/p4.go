@@ -78,6 +78,17 @@ type Result struct {
 	sources *syntax.Sources
 }
 
+// Warnings are the front end's warnings (file:line:col: warning: ...): the
+// program compiled, as with p4c, but something in it may not mean what
+// its author meant.
+func (r *Result) Warnings() syntax.ErrorList {
+	if r.Program == nil || r.Program.Info == nil {
+		return nil
+	}
+	r.Program.Info.Warnings.Sort()
+	return r.Program.Info.Warnings
+}
+
 // FromFile is Options for a local file its caller trusts (the CLI, tests):
 // the file's text, and its directory as the first include directory, where
 // #include "x" finds the files beside it. A daemon compiling for its clients

@@ -158,6 +158,11 @@ func (g *gen) rv(e syntax.Expr) string {
 		return fmt.Sprintf("(%s ? %s : %s)", g.rv(x.Cond), g.rv(x.Then), g.rv(x.Else))
 	case *syntax.Cast:
 		from := g.typeOf(x.X)
+		if isWide(from) { // the low bits of a wide value
+			if w := width(t); w > 0 {
+				return unpack(g.wref(x.X), width(from)-w, w)
+			}
+		}
 		v := g.rv(x.X)
 		switch to := t.(type) {
 		case *sema.Bool:
@@ -184,6 +189,17 @@ func (g *gen) binary(x *syntax.Binary, t sema.Type) string {
 	if ot != nil {
 		if _, ok := ot.(*sema.InfInt); ok {
 			ot = g.typeOf(x.Y)
+		}
+	}
+	if x.Op == "==" || x.Op == "!=" {
+		if eq, ok := g.structuredEq(x, ot); ok { // equality.go
+			return eq
+		}
+	}
+	if isWide(ot) {
+		switch x.Op {
+		case "<", ">", "<=", ">=":
+			return g.wideCompare(x, ot) // wide.go
 		}
 	}
 	if (x.Op == "==" || x.Op == "!=") && isWide(ot) {
@@ -284,6 +300,9 @@ func (g *gen) wref(e syntax.Expr) string {
 	case *syntax.Ident, *syntax.Member, *syntax.Index, *syntax.Call:
 		return "(" + g.lval(e) + ")"
 	}
+	if p, ok := g.wideValue(e); ok { // wide.go
+		return p
+	}
 	g.unsupported(e.NodePos(), "this expression on a value wider than 64 bits")
 	return "(__u8 *)0"
 }
@@ -354,6 +373,13 @@ func (g *gen) assign(lhs syntax.Expr, rhs syntax.Expr, op string) {
 		if t.Kind == "header" {
 			g.unionInvalidateOthers(lhs, tgt+".valid")
 		}
+		return
+	}
+	if op != "=" && op != "" && isWide(lt) {
+		// x op= y as x = x op y, computed in a scratch array (wide.go)
+		bin := &syntax.Binary{Pos: rhs.NodePos(), Op: strings.TrimSuffix(op, "="), X: lhs, Y: rhs}
+		g.info.Types[bin] = lt
+		g.line("p4_memcpy(%s, %s, %d);", tgt, g.wref(bin), width(lt)/8)
 		return
 	}
 	if op != "=" && op != "" {

@@ -44,7 +44,7 @@ func headerRuns(st *sema.Struct) ([]fieldRun, bool) {
 	}
 	var runs []fieldRun
 	var cur *fieldRun
-	for _, f := range st.Fields {
+	for _, f := range wireFields(st) {
 		w := width(f.Type)
 		if w <= 0 {
 			return nil, false
@@ -83,7 +83,7 @@ func headerRuns(st *sema.Struct) ([]fieldRun, bool) {
 func (g *gen) extractFields(dst string, st *sema.Struct, p string, pos syntax.Pos) {
 	runs, ok := headerRuns(st)
 	if !ok {
-		for _, f := range st.Fields {
+		for _, f := range wireFields(st) {
 			w := width(f.Type)
 			if w > 64 {
 				if f.Offset%8 != 0 {
@@ -140,7 +140,7 @@ func (g *gen) wideCopy(d, src string, n int) {
 func (g *gen) writeFields(c string, st *sema.Struct, b string) {
 	runs, ok := headerRuns(st)
 	if !ok {
-		for _, f := range st.Fields {
+		for _, f := range wireFields(st) {
 			g.writeField(c, f, b)
 		}
 		return
@@ -560,13 +560,13 @@ func (g *gen) emitHeaderPacket(c string, st *sema.Struct, n int) {
 	k := g.poffSlot(c)
 	var dirty []*sema.Field
 	if k >= 0 {
-		for _, f := range st.Fields {
+		for _, f := range wireFields(st) {
 			if g.fieldDirty(c, f) {
 				dirty = append(dirty, f)
 			}
 		}
 	}
-	if k < 0 || len(dirty) == len(st.Fields) {
+	if k < 0 || len(dirty) == len(wireFields(st)) {
 		g.writeFields(c, st, "b")
 		return
 	}

@@ -130,9 +130,15 @@ func (g *gen) extractVarbit(arg, bits syntax.Expr) {
 		g.errorf(arg.NodePos(), "two-argument extract needs a header with a varbit field")
 		return
 	}
-	if _, sx := g.stackNext(arg); sx != nil {
-		g.unsupported(arg.NodePos(), "extract of a varbit header into a stack")
-		return
+	g.stackIndexCheck(arg) // stacks.go
+	if hs, sx := g.stackNext(arg); hs != nil {
+		// hs.next: error.StackOutOfBounds when the stack is full (as extract)
+		sc := g.lval(sx)
+		g.line("if (%s.next >= %d) {", sc, hs.Size)
+		g.line("	s->sm.f_parser_error = %d; /* error.StackOutOfBounds */", g.errorID("StackOutOfBounds"))
+		g.line("	goto st_reject;")
+		g.line("}")
+		defer g.line("%s.next++;", sc)
 	}
 	vb := st.Varbit.Type.(*sema.Varbit)
 	maxb := vb.Max / 8
@@ -163,7 +169,7 @@ func (g *gen) extractVarbit(arg, bits syntax.Expr) {
 		g.line("\ts->sm.f_parser_error = %d; /* error.PacketTooShort */", g.errorID("PacketTooShort"))
 		g.line("\tgoto st_reject;")
 		g.line("}")
-		for _, f := range st.Fields {
+		for _, f := range wireFields(st) {
 			if f == st.Varbit {
 				continue
 			}
@@ -216,7 +222,7 @@ func (g *gen) emitVarbitHeader(c string, st *sema.Struct) {
 		g.line("__u8 *b = s->obuf + (o & P4_OBUF_MASK);")
 	}
 	g.line("__u32 vl = %s.len;", vf)
-	for _, f := range st.Fields {
+	for _, f := range wireFields(st) {
 		if f == st.Varbit {
 			continue
 		}

@@ -25,6 +25,7 @@ type Info struct {
 	Actions          []*Action
 	Tables           []*Table
 	Instances        []*Instance
+	Warnings         syntax.ErrorList // the program compiles, but see these
 	ValueSets        []*ValueSet
 	Parsers          []*Parser
 	Controls         []*Control
@@ -112,6 +113,14 @@ func (c *checker) errorf(pos syntax.Pos, format string, args ...any) {
 	if len(c.errs) > 50 {
 		panic(tooMany{})
 	}
+}
+
+// warnf records a warning: the program compiles, as with p4c, but the
+// user should know (Info.Warnings).
+func (c *checker) warnf(pos syntax.Pos, format string, args ...any) {
+	w := c.src.Errorf(pos, format, args...)
+	w.Warning = true
+	c.info.Warnings = append(c.info.Warnings, w)
 }
 
 func (c *checker) unsupported(pos syntax.Pos, what string) {
@@ -273,7 +282,13 @@ func (c *checker) topDecl(d syntax.Decl) {
 		a := c.actionDecl(x, nil)
 		c.declare(a.Name, a, x.Pos)
 	case *syntax.InstanceDecl:
-		c.mainDecl(x)
+		if _, ok := c.resolveType(x.Type).(*ExternT); ok {
+			// a program-wide extern instance (a register shared by the
+			// controls that name it), as p4c allows
+			c.instanceDecl(x, "")
+		} else {
+			c.mainDecl(x)
+		}
 	case *syntax.VarDecl:
 		c.errorf(x.Pos, "variables cannot be declared at the top level")
 	default:
@@ -331,9 +346,11 @@ func (c *checker) structDecl(x *syntax.StructDecl) {
 				}
 			case *Varbit:
 				c.varbitField(st, f, y, len(x.Fields))
+			case *Struct:
+				c.headerStructField(f, y) // hdrstructs.go
 			case *Invalid:
 			default:
-				c.errorf(f.Pos, "header field %s has type %s; header fields must be bit<N>, int<N>, bool or enum bit<N>", f.Name, ft)
+				c.errorf(f.Pos, "header field %s has type %s; header fields must be bit<N>, int<N>, bool, enum bit<N> or a struct of them", f.Name, ft)
 			}
 		}
 		if x.Kind == "header_union" {
@@ -1017,7 +1034,11 @@ func (c *checker) tableDecl(x *syntax.TableDecl) *Table {
 		for _, k := range t.Keys {
 			kts = append(kts, k.Type)
 		}
+		bmv2Prio := false
 		for _, e := range entriesProp.Entries {
+			bmv2Prio = bmv2Prio || e.BMv2Priority
+		}
+		for i, e := range entriesProp.Entries {
 			c.keyset(e.Keyset, kts, false)
 			en := &Entry{Pos: e.Pos}
 			if l, ok := e.Keyset.(*syntax.List); ok && len(kts) != 1 {
@@ -1030,6 +1051,15 @@ func (c *checker) tableDecl(x *syntax.TableDecl) *Table {
 			if e.Priority != nil {
 				n, _ := c.constInt(e.Priority, "entry priority")
 				en.Priority = int64(n)
+			}
+			if bmv2Prio {
+				// @priority(N) as p4c's BMv2 back end: the smaller number
+				// wins, an entry without one ranks by its position (1, 2,
+				// ...); negated, so that the higher Priority wins as always
+				if !e.BMv2Priority {
+					en.Priority = int64(i + 1)
+				}
+				en.Priority = -en.Priority
 			}
 			call := &syntax.Call{Pos: e.Action.Pos, Fn: &syntax.Ident{Pos: e.Action.Pos, Name: e.Action.Name}, Args: e.Action.Args}
 			en.Action = c.actionCall(call)

@@ -6,6 +6,7 @@ package sema
 
 import (
 	"math/big"
+	"strings"
 
 	"github.com/edgenf/edgenf/internal/p4/syntax"
 )
@@ -29,7 +30,7 @@ func (c *checker) stmt(s syntax.Stmt) {
 			if b, ok := lt.(*Bits); !ok && !bad(lt) {
 				c.errorf(x.Pos, "%s needs a bit<N> or int<N> target", x.Op)
 			} else if ok && b.W > 64 {
-				c.unsupported(x.Pos, x.Op+" on a value wider than 64 bits")
+				c.wideOperator(x.Pos, strings.TrimSuffix(x.Op, "="), b) // wide.go
 			}
 		}
 		c.assignable(lt, rt, x.RHS)
@@ -262,7 +263,9 @@ func (c *checker) expr1(e syntax.Expr, want Type) Type {
 			if _, isBool := want.(*Bool); !isBool {
 				lim := new(big.Int).Lsh(big.NewInt(1), uint(b.W))
 				if x.Val.Cmp(lim) >= 0 {
-					c.errorf(x.Pos, "value %s does not fit in %s", x.Val, b)
+					// p4c truncates an untyped literal converted to a
+					// narrower bit<N> (4 / 1w1 is 0 / 1w1), with a warning
+					c.warnf(x.Pos, "value %s does not fit in %s: truncated to %s", x.Val, b, fitTo(x.Val, b))
 				}
 				c.setConst(x, x.Val, b)
 				return b
@@ -1015,6 +1018,9 @@ func (c *checker) binary(x *syntax.Binary, want Type) Type {
 			if x.Op == "<<" {
 				c.setConst(x, new(big.Int).Lsh(av, uint(bv.Int64())), a)
 			} else {
+				if ab, ok := a.(*Bits); ok && ab.Signed {
+					av = signed(av, ab.W) // >> of int<N> is arithmetic
+				}
 				c.setConst(x, new(big.Int).Rsh(av, uint(bv.Int64())), a)
 			}
 		}
@@ -1087,7 +1093,7 @@ func (c *checker) binary(x *syntax.Binary, want Type) Type {
 	switch x.Op {
 	case "==", "!=":
 		switch t.(type) {
-		case *Bits, *InfInt, *Bool, *Enum, *ErrorT:
+		case *Bits, *InfInt, *Bool, *Enum, *ErrorT, *Struct, *Stack, *Varbit:
 		default:
 			c.unsupported(x.Pos, "comparing values of type "+t.String())
 		}
@@ -1099,11 +1105,7 @@ func (c *checker) binary(x *syntax.Binary, want Type) Type {
 		}
 	}
 	if bt, ok := t.(*Bits); ok && bt.W > 64 {
-		switch x.Op {
-		case "==", "!=":
-		default:
-			c.unsupported(x.Pos, "operator "+x.Op+" on values wider than 64 bits")
-		}
+		c.wideOperator(x.Pos, x.Op, bt) // wide.go
 	}
 	av, ok1 := c.info.Consts[x.X]
 	bv, ok2 := c.info.Consts[x.Y]

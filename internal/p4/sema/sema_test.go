@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -60,7 +61,7 @@ func TestCheckErrors(t *testing.T) {
 		{"apply { h.h.bb = 1; }", "header h_t has no field \"bb\" (did you mean b?)"},
 		{"action drop_it() {} table t { key = { m.x : exact; } actions = { drop_itt; } } apply { }", "unknown action \"drop_itt\" (did you mean drop_it?)"},
 		{"apply { foo(); }", "unknown function or action \"foo\""},
-		{"apply { m.x = h.h.a + 300; }", "does not fit"},
+		{"apply { m.x = h.h.a + 8w300; }", "value 300 does not fit in bit<8>"},
 		{"table t { key = { m.x : fuzzy; } actions = { NoAction; } } apply { t.apply(); }", "unknown match kind"},
 		{"action_profile(4) ap; apply { }", ""},
 		{"counter(4, CounterType.packets) c; Sub(c) sc; apply { sc.apply(); }", ""},
@@ -155,5 +156,38 @@ func TestUnsupportedNamed(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "t.p4:") {
 			t.Errorf("%q: got %v, want %q", c.src, err, c.want)
 		}
+	}
+}
+
+// An untyped literal that does not fit the bit<N> it converts to is
+// truncated with a warning, as p4c does (gauntlet_various_ops: 4 / 1w1).
+func TestLiteralTruncationWarns(t *testing.T) {
+	src := prelude + "control I(inout H h, inout M m, inout standard_metadata_t s) { apply { m.x = h.h.a + 300; } }" + tail
+	info, err := checkSrc(t, "t.p4", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(info.Warnings) != 1 || !strings.Contains(info.Warnings[0].Error(), "t.p4:6:") ||
+		!strings.Contains(info.Warnings[0].Error(), "warning: value 300 does not fit in bit<8>: truncated to 44") {
+		t.Fatalf("warnings %v", info.Warnings)
+	}
+}
+
+// >> of a constant int<N> is arithmetic: -4s7 >> 1 >> 1 is -2 (4s14).
+func TestSignedConstantShift(t *testing.T) {
+	src := prelude + "control I(inout H h, inout M m, inout standard_metadata_t s) { apply { int<4> d = -4s7 >> 1 >> 1; m.x = (bit<8>)(bit<4>)d; } }" + tail
+	info, err := checkSrc(t, "t.p4", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for e, v := range info.Consts {
+		if b, ok := e.(*syntax.Binary); ok && b.Op == ">>" {
+			got = append(got, v.String())
+		}
+	}
+	sort.Strings(got)
+	if strings.Join(got, ",") != "12,14" { // -7 >> 1 = -4 (12), >> 1 = -2 (14)
+		t.Fatalf("folded shifts %v, want 12,14", got)
 	}
 }

@@ -208,6 +208,9 @@ func sameType(a, b Type) bool {
 	case *Stack:
 		y, ok := b.(*Stack)
 		return ok && x.Size == y.Size && sameType(x.Elem, y.Elem)
+	case *Varbit:
+		y, ok := b.(*Varbit)
+		return ok && x.Max == y.Max
 	case *Tuple:
 		y, ok := b.(*Tuple)
 		if !ok || len(x.Elems) != len(y.Elems) {

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/edgenf/edgenf/internal/p4/p4info"
 )
 
 // parseDirectMeterSet reads
@@ -19,18 +17,18 @@ func parseDirectMeterSet(c *Cmd, f []string) error {
 	rest := f[2 : len(f)-4]
 	if len(rest) > 0 && !strings.Contains(rest[0], ":") {
 		n, err := strconv.Atoi(rest[0])
-		if err != nil {
+		if err != nil || n < 0 || n >= maxPriority {
 			return fmt.Errorf("bad priority %q (%s)", rest[0], usage)
 		}
 		c.Priority = n
 		rest = rest[1:]
 	}
 	for _, m := range rest {
-		i := strings.IndexByte(m, ':')
-		if i <= 0 {
-			return fmt.Errorf("bad match %q (want field:value)", m)
+		mt, err := parseMatch(m)
+		if err != nil {
+			return err
 		}
-		c.Matches = append(c.Matches, p4info.Match{Field: m[:i], Value: m[i+1:]})
+		c.Matches = append(c.Matches, mt)
 	}
 	for i := range c.Rates {
 		v, err := strconv.ParseUint(f[len(f)-4+i], 0, 64)

@@ -60,7 +60,13 @@ func RunFileMode(ctx context.Context, opt p4.Options, stfPath, hook string, live
 		return nil, err
 	}
 	defer r.Close()
-	return r.Run(stfPath, cmds)
+	out, err := r.Run(stfPath, cmds)
+	if out != nil {
+		for _, w := range res.Warnings() {
+			out.Warnings = append(out.Warnings, w.Error())
+		}
+	}
+	return out, err
 }
 
 // portsUsed lists the ports a test sends to or expects on (CPU port aside).

@@ -251,6 +251,7 @@ func (r *Runner) Send(inPort int, pkt []byte) (*Output, error) {
 type Result struct {
 	Failures []string
 	Outputs  []Output
+	Warnings []string // the compiler's (RunFile)
 }
 
 // OK reports whether every check passed.
@@ -305,10 +306,8 @@ func (r *Runner) Run(name string, cmds []*Cmd) (*Result, error) {
 				fail(c, "expected no packet, got one on port %d: %x", lastOut.Port, lastOut.Data)
 			}
 		case "add":
-			prio := uint32(0)
-			if c.Priority >= 0 {
-				prio = 0x7fffffff - uint32(c.Priority)
-			} else {
+			prio := c.EntryPriority()
+			if c.Priority < 0 {
 				prio = order
 				order--
 			}
@@ -332,10 +331,7 @@ func (r *Runner) Run(name string, cmds []*Cmd) (*Result, error) {
 				fail(c, "counter %s(%d) %s = %d, want %s %d", c.Counter, c.Index, c.Field, v, c.Op, c.Value)
 			}
 		case "direct_meter_set":
-			prio := uint32(0)
-			if c.Priority >= 0 {
-				prio = 0x7fffffff - uint32(c.Priority)
-			}
+			prio := c.EntryPriority()
 			cfg := &tableruntime.MeterConfig{CIR: c.Rates[0], CBurst: c.Rates[1], PIR: c.Rates[2], PBurst: c.Rates[3]}
 			if err := r.RT.SetDirectMeter(c.Table, c.Matches, prio, cfg); err != nil {
 				return nil, fmt.Errorf("%s:%d: %w", name, c.Line, err)

@@ -22,34 +22,6 @@ func runSTFText(t *testing.T, p4file, hook, text string) *Result {
 	return out
 }
 
-// TestMPLSTC runs what the TC hook can do of mpls.stf: swap, push (the
-// packet grows), a full stack, the StackOutOfBounds and lookahead errors.
-// Popping (shrinking a non-IP skb) is an XDP-only feature for now.
-func TestMPLSTC(t *testing.T) {
-	const ip = "450000140000000040060000c6120001c6120002"
-	text := strings.NewReplacer("IP", ip).Replace(`
-add MplsIngress.mpls_fwd label:100 MplsIngress.swap(label:200, port:1)
-add mpls_fwd label:400 push(label:500, port:3)
-add ip_fwd hdr.ipv4.dstAddr:198.18.0.0/16 push_ip(label:600, port:1)
-packet 0 000000000002 000000000001 8847 00064140 IP
-expect 1 000000000002 000000000001 8847 000c813f IP $
-packet 0 000000000002 000000000001 8847 00190109 IP
-expect 3 000000000002 000000000001 8847 001f4008 00190109 IP $
-packet 0 000000000002 000000000001 0800 IP
-expect 1 000000000002 000000000001 8847 00258140 IP $
-packet 0 000000000002 000000000001 8847 00064040 00064040 00064040 00064040 00064040 IP
-no_packet
-packet 0 000000000002 000000000001 8847 00064040 00064040 00064040 00064140 IP
-expect 1 000000000002 000000000001 8847 000c803f 00064040 00064040 00064140 IP $
-packet 0 000000000002 000000000001 8847 00064140
-no_packet
-`)
-	out := runSTFText(t, "../../../examples/p4/mpls.p4", "tc", text)
-	if !out.OK() {
-		t.Fatal(out.Error())
-	}
-}
-
 // TestParserLoopBound checks that a parser loop that never fills a stack
 // (it only advances, by a variable amount) stops with error.ParserTimeout
 // instead of looping.

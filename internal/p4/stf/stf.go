@@ -19,8 +19,10 @@
 //	mirroring_add <session> <port>, mirroring_add_mc <session> <group>   (replicate.go)
 //	wait
 //
-// Priorities follow bmv2 (a lower number wins); entries of ternary tables
-// without a priority rank in the order they were added. Outputs are compared
+// Priorities mean what they mean in p4c's STF files: the higher number wins
+// (p4c's bmv2stf.py hands BMv2, where the lower number wins, 10000 minus
+// it); entries of ternary tables without a priority rank in the order they
+// were added. Outputs are compared
 // with the expects per port, in order, when the test ends; port 510 is the
 // CPU port (packets punted to the slow path).
 package stf
@@ -29,6 +31,7 @@ import (
 	"bufio"
 	"encoding/hex"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -142,6 +145,9 @@ func parseLine(line string) (*Cmd, error) {
 		rest := toks[1:]
 		if c.Kind == "add" && len(rest) > 0 {
 			if n, err := strconv.Atoi(rest[0]); err == nil {
+				if n < 0 || n >= maxPriority {
+					return nil, fmt.Errorf("priority %d out of range (0..%d)", n, maxPriority-1)
+				}
 				c.Priority = n
 				rest = rest[1:]
 			}
@@ -151,11 +157,11 @@ func parseLine(line string) (*Cmd, error) {
 		}
 		act := rest[len(rest)-1]
 		for _, m := range rest[:len(rest)-1] {
-			i := strings.IndexByte(m, ':')
-			if i <= 0 {
-				return nil, fmt.Errorf("bad match %q (want field:value)", m)
+			mt, err := parseMatch(m)
+			if err != nil {
+				return nil, err
 			}
-			c.Matches = append(c.Matches, p4info.Match{Field: m[:i], Value: m[i+1:]})
+			c.Matches = append(c.Matches, mt)
 		}
 		open := strings.IndexByte(act, '(')
 		if open < 0 || !strings.HasSuffix(act, ")") {
@@ -317,4 +323,30 @@ func parseRegValue(s string) (uint64, error) {
 		return 0, fmt.Errorf("bad register value %q", s)
 	}
 	return v, nil
+}
+
+// stackIndex is STF's spelling of a header stack element in a key name:
+// extra$0.h is extra[0].h (p4c's bmv2stf.py translates it the same way).
+var stackIndex = regexp.MustCompile(`\$([0-9]+)`)
+
+// parseMatch parses one "field:value" of an add or setdefault command.
+func parseMatch(m string) (p4info.Match, error) {
+	i := strings.IndexByte(m, ':')
+	if i <= 0 {
+		return p4info.Match{}, fmt.Errorf("bad match %q (want field:value)", m)
+	}
+	return p4info.Match{Field: stackIndex.ReplaceAllString(m[:i], "[$1]"), Value: m[i+1:]}, nil
+}
+
+// maxPriority bounds STF priorities below the ranks of entries added
+// without one (run.go).
+const maxPriority = 1 << 29
+
+// EntryPriority is the table runtime's priority (higher wins, 0 is none)
+// of an add or direct_meter_set command's STF priority; 0 when it has none.
+func (c *Cmd) EntryPriority() uint32 {
+	if c.Priority < 0 {
+		return 0
+	}
+	return uint32(c.Priority) + 1
 }

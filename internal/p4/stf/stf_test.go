@@ -81,12 +81,6 @@ func TestFeaturesSTF(t *testing.T) {
 	}
 }
 
-// xdpOnly are STF files that exercise what the TC hook cannot do (see
-// docs/p4-guide.md, Limitations); TestMPLSTC covers the rest of mpls at TC.
-var xdpOnly = map[string]string{
-	"mpls.p4": "the kernel cannot shrink an skb that is not IPv4/IPv6 (bpf_skb_adjust_room): MPLS pop fails at TC",
-}
-
 // TestExamplesSTFTC runs the same tests through the TC object.
 func TestExamplesSTFTC(t *testing.T) {
 	needRoot(t)
@@ -96,9 +90,6 @@ func TestExamplesSTFTC(t *testing.T) {
 		f := f
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".p4"), func(t *testing.T) {
 			t.Parallel()
-			if why := xdpOnly[filepath.Base(f)]; why != "" {
-				t.Skip(why)
-			}
 			runSTFHook(t, f, "tc")
 		})
 	}
@@ -156,6 +147,29 @@ func TestParseSTF(t *testing.T) {
 	for _, bad := range []string{"packet x 00", "expect 1 0", "add t", "frobnicate", "check_counter c 1", "add t a:1 act(p)", "register_read r", "register_reset", "register_reset r x", "register_write r x 1", "register_write r 1 zz", "meter_set m 1 2 3 4", "meter_set m 1 2 3 4 x"} {
 		if _, err := Parse("x.stf", bad); err == nil || !strings.Contains(err.Error(), "x.stf:1:") {
 			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
+
+// p4c's STF spells a stack element in a key name with $ (extra$0.h) and
+// means the higher priority wins.
+func TestParseSTFStackKeyAndPriority(t *testing.T) {
+	cmds, err := Parse("x.stf", "add ex1 110 extra$0.h:0x2525 hdr.s$12.f$3:1 act2(val:0x27)\nadd ex1 100 extra$0.h:0x25** act1(val:1)\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cmds[0].Matches[0].Field; got != "extra[0].h" {
+		t.Errorf("field %q, want extra[0].h", got)
+	}
+	if got := cmds[0].Matches[1].Field; got != "hdr.s[12].f[3]" {
+		t.Errorf("field %q, want hdr.s[12].f[3]", got)
+	}
+	if cmds[0].EntryPriority() <= cmds[1].EntryPriority() || cmds[1].EntryPriority() == 0 {
+		t.Errorf("priorities %d, %d: the STF priority 110 must beat 100", cmds[0].EntryPriority(), cmds[1].EntryPriority())
+	}
+	for _, bad := range []string{"add t -1 a:1 x()", "add t 536870912 a:1 x()", "direct_meter_set t -3 a:1 1 2 3 4"} {
+		if _, err := Parse("x.stf", bad); err == nil || !strings.Contains(err.Error(), "x.stf:1") {
+			t.Errorf("%q: got %v, want a positioned error", bad, err)
 		}
 	}
 }

@@ -517,8 +517,11 @@ type TableEntry struct {
 	Pos         Pos
 	Annotations Annotations
 	Priority    Expr // priority=N: or @priority(N), nil if absent
-	Keyset      Expr
-	Action      *ActionRef
+	// BMv2Priority: Priority is p4c's @priority(N) annotation, whose
+	// smaller number wins, and the table's other entries rank by position.
+	BMv2Priority bool
+	Keyset       Expr
+	Action       *ActionRef
 }
 
 func (d *ConstDecl) NodePos() Pos      { return d.Pos }

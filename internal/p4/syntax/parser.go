@@ -785,8 +785,6 @@ func (p *parser) tableDecl(as Annotations) Decl {
 					p.next()
 					en.Priority = p.expr()
 					p.expect(":")
-				} else if a := eas.Get("priority"); a != nil && len(a.Args) == 1 {
-					en.Priority = a.Args[0]
 				}
 				en.Keyset = p.keyset()
 				p.expect(":")
@@ -794,6 +792,12 @@ func (p *parser) tableDecl(as Annotations) Decl {
 				en.Action = &ActionRef{Pos: apos, Name: an}
 				if p.is("(") {
 					en.Action.Args = p.args()
+				}
+				// p4c also takes an entry's annotations after its action
+				en.Annotations = append(en.Annotations, p.annotations()...)
+				if a := en.Annotations.Get("priority"); a != nil && len(a.Args) == 1 && en.Priority == nil {
+					en.Priority = a.Args[0]
+					en.BMv2Priority = true
 				}
 				p.expect(";")
 				pr.Entries = append(pr.Entries, en)

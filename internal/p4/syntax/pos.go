@@ -29,14 +29,19 @@ func (p Pos) IsValid() bool { return p.Line > 0 }
 // Error is one diagnostic: a message at a position, with the source line
 // and a caret under the column when the line is known.
 type Error struct {
-	Pos  Pos
-	Msg  string
-	Line string // the source line, if known
+	Pos     Pos
+	Msg     string
+	Line    string // the source line, if known
+	Warning bool   // a warning (the program compiles), not an error
 }
 
 func (e *Error) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: error: %s", e.Pos, e.Msg)
+	kind := "error"
+	if e.Warning {
+		kind = "warning"
+	}
+	fmt.Fprintf(&b, "%s: %s: %s", e.Pos, kind, e.Msg)
 	if e.Line != "" {
 		line := strings.ReplaceAll(e.Line, "\t", " ")
 		b.WriteString("\n  " + line + "\n  ")

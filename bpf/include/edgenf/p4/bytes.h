@@ -103,6 +103,16 @@ static __always_inline int p4_memeq(const __u8 *a, const __u8 *b, int n)
 	return d == 0;
 }
 
+/* Whether the first len of n bytes of a and b are equal (varbit values). */
+static __always_inline int p4_vbeq(const __u8 *a, const __u8 *b, __u32 len, int n)
+{
+	__u8 d = 0;
+#pragma unroll
+	for (int i = 0; i < n; i++)
+		d |= (__u32)i < len ? a[i] ^ b[i] : 0;
+	return d == 0;
+}
+
 static __always_inline void p4_memcpy(__u8 *d, const __u8 *s, int n)
 {
 #pragma unroll

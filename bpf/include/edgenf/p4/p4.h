@@ -4,6 +4,7 @@
  *
  *   p4.h       constants, function attributes, what every program uses
  *   bytes.h    big-endian reads and writes of fields, byte copies
+ *   wide.h     arithmetic on values wider than 64 bits
  *   packet.h   packet reads and writes (direct access at XDP)
  *   csum.h     checksums and hashes of field lists and of the payload
  *   crc.h      table-driven CRC-32 and CRC-16 (hash externs)
@@ -34,6 +35,7 @@
 #include "bytes.h"
 #include "packet.h"
 #include "csum.h"
+#include "wide.h"
 #include "table.h"
 
 /* Stages and tables are global BPF functions, verified once each. */

@@ -23,6 +23,10 @@ static __always_inline int p4_load(ctx_t *ctx, __u32 off, __u8 *buf, __u32 n)
 	if (off > 0x3ff)
 		return -1;
 	p = (__u8 *)ctx_data(ctx) + off;
+	/* Opaque to clang: otherwise it may rebuild p from data + off for a
+	 * copy loop it did not fully unroll, a pointer the verifier has not
+	 * seen checked against data_end ("R5 offset is outside of the packet"). */
+	asm volatile("" : "+r"(p));
 	if ((void *)(p + n) > ctx_data_end(ctx))
 		return -1;
 	p4_memcpy(buf, p, n);
