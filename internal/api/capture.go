@@ -152,6 +152,13 @@ func (s *Server) capture(w http.ResponseWriter, r *http.Request) {
 				return err
 			}
 			point = p.String()
+			if p.IntoChain() == "in" && (cfg.Direction == "in" || cfg.Direction == "out") {
+				// a slice's out is what enters its chain: at a chain
+				// entry, what arrives on it
+				flipped := cfg
+				flipped.Direction = map[string]string{"in": "out", "out": "in"}[cfg.Direction]
+				raw, _ = json.Marshal(flipped)
+			}
 			if len(limits) > 0 {
 				now, err := tenant.Count(t, id.tenant, nil)
 				if err != nil {

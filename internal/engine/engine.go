@@ -92,6 +92,9 @@ type Engine struct {
 	// endpoints are the workloads plugged into tenants' cubes, by name
 	// (endpoints.go).
 	endpoints map[string]*endpoint.Endpoint
+	// slicers are the cubes of topo whose slices may lead straight into
+	// cube ports (slicechains.go).
+	slicers map[string]bool
 	// redirectReady are the interfaces (by index) prepared to receive
 	// XDP redirects (ensureRedirectTargets), until a stub is detached.
 	redirectReady map[int]bool
@@ -125,6 +128,9 @@ type live struct {
 	obj   [32]byte   // hash of the loaded object (types with per-cube objects)
 	hops  map[int]datapath.Hop
 	flood map[int]int
+	// chainHops are the hops into its slices' chains last written, by
+	// slice id (slicechains.go).
+	chainHops map[int]datapath.Hop
 	// slowCopies counts the copies the fast path could not make itself
 	// and the daemon transmitted (copy.h, EDGENF_PUNT_TRANSMIT).
 	slowCopies uint64
@@ -201,6 +207,7 @@ func Open(cfg Config) (*Engine, error) {
 		specs:     map[[32]byte]*ebpf.CollectionSpec{},
 
 		spareStale:    map[string]bool{},
+		slicers:       map[string]bool{},
 		redirectReady: map[int]bool{},
 	}
 	if err := e.tenants.init(cfg, f.Tenants); err != nil {
@@ -242,6 +249,11 @@ func Open(cfg Config) (*Engine, error) {
 		return fail(fmt.Errorf("restore state: %w", err))
 	}
 	e.topo, e.gen = f.Topology, f.Gen
+	for name, c := range e.topo.Cubes {
+		if isSlicer(c) {
+			e.slicers[name] = true
+		}
+	}
 	e.restoreEndpoints(f.Endpoints)
 	// What the kernel holds beyond the state goes, before the snapshot
 	// below drops the journal that says what that may be.
@@ -457,7 +469,7 @@ func (e *Engine) Replace(ctx context.Context, t *cube.Topology, dryRun bool) ([]
 		return nil, err
 	}
 	changed := next.ChangedSince(e.topo)
-	if err := next.ValidateChanged(e.topo, changed, e.sys()); err != nil {
+	if err := e.validate(next, changed); err != nil {
 		return nil, err
 	}
 	changes := Diff(e.topo, next)
@@ -511,7 +523,7 @@ func (e *Engine) commit(who tenant.Actor, next *cube.Topology, changed []string)
 	if err := e.checkEndpoints(next); err != nil {
 		return err
 	}
-	if err := next.ValidateChanged(e.topo, changed, e.sys()); err != nil {
+	if err := e.validate(next, changed); err != nil {
 		return err
 	}
 	if err := e.checkNames(who, next, changed); err != nil {
@@ -534,7 +546,7 @@ func (e *Engine) commit(who tenant.Actor, next *cube.Topology, changed []string)
 // journal does not hold: endpoints).
 func (e *Engine) applyChange(next *cube.Topology, changed []string, snapshot bool) error {
 	prev := e.topo
-	cs := changes(prev, next, changed)
+	cs := changes(prev, next, changed, e.chainsOf(next, changed))
 	// a change assigns and frees the slots of its changed cubes only
 	prevSlots := map[string]*uint32{}
 	for name := range cs.changed {
@@ -582,6 +594,7 @@ func (e *Engine) applyChange(next *cube.Topology, changed []string, snapshot boo
 		return fmt.Errorf("persist state: %w", err)
 	}
 	e.topo = next
+	e.noteSlicers(next, cs)
 	e.keepSpare(prev, next, cs)
 	e.rev++
 	e.tenants.entries = nil // counted again when next needed

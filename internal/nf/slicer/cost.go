@@ -49,6 +49,9 @@ func estimateSlices(c *cube.Cube) ([]estimate.Slice, error) {
 	}
 	var out []estimate.Slice
 	for _, s := range others(c, "") {
+		if s.Chain != "" {
+			continue // no slicer port to walk from (Validate: no budget_ns)
+		}
 		entry := s.Entry
 		if entry == "" {
 			entry = set.Uplink
@@ -105,10 +108,7 @@ func costVia(p *estimate.Profile, c *cube.Cube, in, out string) ([]estimate.Use,
 		}
 	}
 	kinds := map[int]bool{}
-	slicePorts := map[string]bool{}
-	for _, s := range list {
-		slicePorts[s.Port] = true
-	}
+	slicePorts := portsOf(list)
 	for _, s := range list {
 		for i := range s.Rules {
 			if r, err := s.Rules[i].parse(c, slicePorts); err == nil {

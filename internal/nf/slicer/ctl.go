@@ -18,6 +18,12 @@ import (
 
 const slMax = MaxSliceID + 1 // SL_MAX
 
+// sl_slice flags
+const (
+	flagValid = 1 // SL_F_VALID
+	flagChain = 2 // SL_F_CHAIN: entered through enf_chain_hops
+)
+
 // Mirrors of slicer.bpf.c's structures.
 type (
 	sliceVal struct {
@@ -159,7 +165,12 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 		if s.Name == cfg.Default {
 			def = id
 		}
-		v := sliceVal{Flags: 1, Port: uint32(c.Port(s.Port).Index)}
+		v := sliceVal{Flags: flagValid}
+		if s.Chain != "" {
+			v.Flags |= flagChain // its hop: enf_chain_hops, the engine's
+		} else {
+			v.Port = uint32(c.Port(s.Port).Index)
+		}
 		if uplink != nil {
 			v.Entry = uint32(uplink.Index)
 		}
@@ -177,11 +188,10 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 			v.ByteCost, v.ByteTau, v.ByteLease = 0, 0, 0
 		}
 		slices[id] = v
-		ports[datapath.MaxPorts+v.Port] = id
-		slicePorts := map[string]bool{}
-		for _, o := range list {
-			slicePorts[o.Port] = true
+		if s.Chain == "" {
+			ports[datapath.MaxPorts+v.Port] = id
 		}
+		slicePorts := portsOf(list)
 		for i := range s.Rules {
 			p, err := s.Rules[i].parse(c, slicePorts)
 			if err != nil {
@@ -251,7 +261,7 @@ func (ctl *controller) resetLeases(h cube.Handle, slices []sliceVal) error {
 	for id := range slices {
 		o, n := ctl.last[id], slices[id]
 		if o.ByteCost == n.ByteCost && o.ByteTau == n.ByteTau && o.ByteLease == n.ByteLease &&
-			o.PktCost == n.PktCost && o.PktTau == n.PktTau && o.PktLease == n.PktLease && o.Port == n.Port {
+			o.PktCost == n.PktCost && o.PktTau == n.PktTau && o.PktLease == n.PktLease && o.Port == n.Port && o.Flags == n.Flags {
 			continue
 		}
 		if m == nil {

@@ -25,10 +25,10 @@ import (
 // slice arrays less the unused id 0.
 const MaxSliceID = 1023
 
-// MaxSlices bounds the slices of one slicer: each leads into its chain
-// through a port of its own, and the entry takes one of the 64 ports. More
-// slices at one entry take a second level of slicers (docs/nf/slicer.md).
-const MaxSlices = datapath.MaxPorts - 1
+// MaxSlices bounds the slices of one slicer: one per slice id. A slice
+// that leads into its chain through a port of the slicer (port) takes one
+// of its 64 ports; one that names its chain's entry (chain) takes none.
+const MaxSlices = MaxSliceID
 
 // Settings are a slicer's settings.
 type Settings struct {
@@ -97,8 +97,12 @@ type Slice struct {
 	// (ed00:ID+0x100) and its metrics label. 1..1023, unique in the slicer.
 	ID     int    `json:"id" minimum:"1" maximum:"1023" doc:"the slice's number, 1..1023, unique in the slicer (409 otherwise)"`
 	Tenant string `json:"tenant,omitempty" format:"name"`
-	// Port is the slicer port peered with the slice's chain entry.
-	Port string `json:"port" format:"name" doc:"the slicer port peered with the slice's chain entry: one of the slicer's (404 otherwise), another slice's or the uplink: 409"`
+	// Port is the slicer port peered with the slice's chain entry; or
+	// Chain is that entry itself, a port of one of the tenant's cubes
+	// that has no peer: the slicer enters it and it comes back to the
+	// slicer without a port between (any number of slices).
+	Port  string `json:"port,omitempty" format:"name" doc:"the slicer port peered with the slice's chain entry: one of the slicer's (404 otherwise), another slice's or the uplink: 409; give port or chain (422 otherwise)"`
+	Chain string `json:"chain,omitempty" format:"slice-chain" doc:"the slice's chain entry, cube:port, entered with no slicer port between (a slicer serves up to 1023 such slices): a port of a cube of the slice's tenant (409 otherwise) at the slicer's hook (422), with no peer and no other slice's (409); no such cube or port: 404"`
 	// Entry is the port its return traffic leaves by (default: the
 	// settings' uplink).
 	Entry string `json:"entry,omitempty" format:"name"`
@@ -121,7 +125,7 @@ type Slice struct {
 	// BudgetNS is the slice's own per-packet cost budget: a change that
 	// would push the estimate of the slice's chain past it is refused
 	// (internal/estimate; tighter than the daemon's -core-budget-ns).
-	BudgetNS float64 `json:"budget_ns,omitempty" minimum:"0" doc:"the slice's per-packet cost budget, ns: a change that would push the estimate of the slice's chain (slicer, its cubes, back) past it is refused with the numbers (409); absent or 0: only the daemon's -core-budget-ns"`
+	BudgetNS float64 `json:"budget_ns,omitempty" minimum:"0" doc:"the slice's per-packet cost budget, ns: a change that would push the estimate of the slice's chain (slicer, its cubes, back) past it is refused with the numbers (409); absent or 0: only the daemon's -core-budget-ns; only with port (422 with chain)"`
 }
 
 // Rule maps traffic at an entry port to a slice. A VLAN rule makes the slice
@@ -151,6 +155,8 @@ func init() {
 		Doc: "tcp, udp, sctp, icmp, icmpv6 or an IP protocol number 1..255"})
 	// ParseUint with base 0 reads decimal without leading zeros and 0x hex.
 	teid := `(0|[1-9][0-9]{0,8}|[1-3][0-9]{9}|4[01][0-9]{8}|42[0-8][0-9]{7}|429[0-3][0-9]{6}|4294[0-8][0-9]{5}|42949[0-5][0-9]{4}|429496[0-6][0-9]{3}|4294967[01][0-9]{2}|42949672[0-8][0-9]|429496729[0-5]|0[xX][0-9A-Fa-f]{1,8})`
+	schema.Register("slice-chain", schema.Format{Pattern: schema.Anchored(schema.Name + ":" + schema.Name),
+		Doc: `a cube's port, "cube:port"`})
 	schema.Register("slicer-teid", schema.Format{Pattern: schema.Anchored(teid + "(-" + teid + ")?"),
 		Doc: "a GTP-U TEID, 0..4294967295 (decimal or 0x hex), or a range first-last with first <= last (422 otherwise)"})
 }
@@ -391,14 +397,27 @@ func (s *Slice) Validate(c *cube.Cube) error {
 			return err
 		}
 	}
-	if s.Port == "" {
-		return cube.Errorf("port", "required: the slicer port peered with the slice's chain entry")
-	}
-	if c.Port(s.Port) == nil {
+	switch {
+	case s.Port == "" && s.Chain == "":
+		return cube.Unprocessable("port", "required: port (the slicer port peered with the slice's chain entry) or chain (the entry, cube:port)")
+	case s.Port != "" && s.Chain != "":
+		return cube.Unprocessable("chain", "give port or chain, not both: a slice enters its chain one way")
+	case s.Chain != "":
+		ep, err := cube.ParseEndpoint(s.Chain)
+		if err != nil || !ep.IsCube() {
+			return cube.Errorf("chain", "%q is not a cube port (cube:port)", s.Chain)
+		}
+		if ep.Cube == c.Name {
+			return cube.Unprocessable("chain", "%s is a port of the slicer itself: a chain entry is a port of the slice's first cube", s.Chain)
+		}
+	case c.Port(s.Port) == nil:
 		return cube.NotFound("port", "cube %s has no port %q", c.Name, s.Port)
 	}
 	if s.Entry != "" && c.Port(s.Entry) == nil {
 		return cube.NotFound("entry", "cube %s has no port %q", c.Name, s.Entry)
+	}
+	if s.Chain != "" && s.BudgetNS > 0 {
+		return cube.Unprocessable("budget_ns", "a per-slice budget needs a slice with a port: the estimator walks a slice's chain from the slicer port leading into it")
 	}
 	vlans := 0
 	for _, r := range s.Rules {
@@ -496,17 +515,19 @@ func (s *Slice) crossCheck(c *cube.Cube) error {
 		return nil // the settings' own validation reports it
 	}
 	list := others(c, s.Name)
-	slicePorts := map[string]bool{s.Port: true}
+	slicePorts := portsOf(append(list, s))
 	for _, o := range list {
-		slicePorts[o.Port] = true
 		if o.ID == s.ID {
 			return cube.Conflict("id", "slice id %d is also slice %s's", s.ID, o.Name)
 		}
-		if o.Port == s.Port {
+		if s.Port != "" && o.Port == s.Port {
 			return cube.Conflict("port", "port %s already leads into slice %s's chain: a port serves one slice", s.Port, o.Name)
 		}
+		if s.Chain != "" && o.Chain == s.Chain {
+			return cube.Conflict("chain", "%s is already slice %s's chain entry: an entry serves one slice", s.Chain, o.Name)
+		}
 	}
-	if s.Port == set.Uplink {
+	if s.Port != "" && s.Port == set.Uplink {
 		return cube.Conflict("port", "port %s is the uplink, an entry port: a slice's port leads into its chain", s.Port)
 	}
 	if s.Entry != "" && slicePorts[s.Entry] {
@@ -596,7 +617,7 @@ func (s *Settings) Validate(c *cube.Cube) error {
 		if sl.Name == s.Default {
 			found = true
 		}
-		if sl.Port == s.Uplink {
+		if sl.Port != "" && sl.Port == s.Uplink {
 			return cube.Conflict("uplink", "port %s leads into slice %s's chain; the uplink is an entry port", s.Uplink, sl.Name)
 		}
 	}
@@ -635,6 +656,28 @@ var slicesTable = cube.Table{
 	Max:  MaxSlices,
 }
 
+// portsOf is the set of slicer ports the slices lead into.
+func portsOf(list []*Slice) map[string]bool {
+	out := map[string]bool{}
+	for _, s := range list {
+		if s.Port != "" {
+			out[s.Port] = true
+		}
+	}
+	return out
+}
+
+// chainsOf lists the slices of c that name their chain entry (cube.Type.SliceChains).
+func chainsOf(c *cube.Cube) []cube.SliceChain {
+	var out []cube.SliceChain
+	for _, s := range others(c, "") {
+		if s.Chain != "" {
+			out = append(out, cube.SliceChain{Slice: s.Name, ID: s.ID, Tenant: s.Tenant, Entry: s.Chain})
+		}
+	}
+	return out
+}
+
 // Type is the slicer NF type.
 var Type = &cube.Type{
 	Name:        "slicer",
@@ -646,10 +689,13 @@ var Type = &cube.Type{
 	Slices: func(c *cube.Cube) map[string]string {
 		out := map[string]string{}
 		for _, s := range others(c, "") {
-			out[s.Port] = s.Name
+			if s.Port != "" {
+				out[s.Port] = s.Name
+			}
 		}
 		return out
 	},
+	SliceChains: chainsOf,
 	Views: []cube.View{{
 		Name:   "status",
 		Doc:    "The shaping mechanism, policy drops, and each slice's counters (in, return, policer drops) and egress HTB class counters.",
