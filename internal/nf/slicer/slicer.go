@@ -30,6 +30,10 @@ const MaxSliceID = 1023
 // of its 64 ports; one that names its chain's entry (chain) takes none.
 const MaxSlices = MaxSliceID
 
+// MaxPortSlices bounds the slices that lead into their chains through
+// ports of the slicer: its ports but the entry.
+const MaxPortSlices = datapath.MaxPorts - 1
+
 // Settings are a slicer's settings.
 type Settings struct {
 	// Uplink is the entry port slices' return traffic leaves by unless a
