@@ -22,9 +22,14 @@ const (
 // plane: establishments per second and memory per session).
 const PFCPFile = "bench/results/upf-pfcp.md"
 
+// IsolationFile is slice isolation under attack, written by `go run
+// ./bench/cmd/isolation` (a victim's rate and p99 delay with an aggressor
+// flooding, edgenf's slicer beside Linux tc htb classes and u32 filters).
+const IsolationFile = "bench/results/slice-isolation.md"
+
 func externCostSection() string {
 	var out string
-	for _, f := range []string{AccuracyFile, ExternCostFile, PFCPFile} {
+	for _, f := range []string{AccuracyFile, ExternCostFile, PFCPFile, IsolationFile} {
 		if b, err := os.ReadFile(f); err == nil {
 			out += string(b) + "\n"
 		}
