@@ -46,9 +46,11 @@ func (e *Engine) reconcileSet(desired *cube.Topology, adopt bool, cs *changeSet)
 	if err := e.assignSlots(desired, names); err != nil {
 		return err
 	}
-	chains := indexChainsAll(desired)
+	var chains *chainIndex
 	if cs != nil {
 		chains = cs.chains
+	} else {
+		chains = indexChainsAll(desired)
 	}
 	pl := &planner{t: desired, slots: e.slots, ifindex: ifindex, only: cs, chains: chains}
 	p, err := pl.makePlan()
