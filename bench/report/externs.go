@@ -27,9 +27,14 @@ const PFCPFile = "bench/results/upf-pfcp.md"
 // flooding, edgenf's slicer beside Linux tc htb classes and u32 filters).
 const IsolationFile = "bench/results/slice-isolation.md"
 
+// SliceCreateFile is slice creation time as a slicer fills to 1,000 slices,
+// written by `EDGENF_SLICE_BENCH_OUT=bench/results/slice-create.md go test
+// -run XXX -bench SliceCreate -benchtime 1x ./internal/nf/slicer`.
+const SliceCreateFile = "bench/results/slice-create.md"
+
 func externCostSection() string {
 	var out string
-	for _, f := range []string{AccuracyFile, ExternCostFile, PFCPFile, IsolationFile} {
+	for _, f := range []string{AccuracyFile, ExternCostFile, PFCPFile, IsolationFile, SliceCreateFile} {
 		if b, err := os.ReadFile(f); err == nil {
 			out += string(b) + "\n"
 		}

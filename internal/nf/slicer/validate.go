@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/edgenf/edgenf/internal/cube"
 )
@@ -99,20 +100,55 @@ func (s *Slice) worstDelayMs() float64 {
 }
 
 // others decodes the slices of c other than the one named skip; entries
-// that do not decode are left to their own validation.
+// that do not decode are left to their own validation. The slices are
+// shared with the decode cache: read them, never change them.
 func others(c *cube.Cube, skip string) []*Slice {
 	var out []*Slice
 	for key, raw := range c.Tables["slices"] {
 		if key == skip {
 			continue
 		}
-		var sl Slice
-		if json.Unmarshal(raw, &sl) == nil {
-			out = append(out, &sl)
+		if sl := decoded.get(raw); sl != nil {
+			out = append(out, sl)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
+}
+
+// decoded caches slices by their JSON: every change of a slicer (and the
+// engine's look at its chain entries) reads all its slices, and decoding
+// 1,000 of them each time made creating the 1,000th slice cost more than
+// everything else together. Entries are immutable JSON, so the text is
+// the key; the cache is dropped whole when it grows past its bound.
+var decoded = &sliceCache{m: map[string]*Slice{}}
+
+type sliceCache struct {
+	mu sync.Mutex
+	m  map[string]*Slice
+}
+
+const sliceCacheMax = 1 << 16
+
+// get returns the slice raw describes, nil if it does not decode.
+func (sc *sliceCache) get(raw []byte) *Slice {
+	sc.mu.Lock()
+	sl, ok := sc.m[string(raw)]
+	sc.mu.Unlock()
+	if ok {
+		return sl
+	}
+	sl = &Slice{}
+	if json.Unmarshal(raw, sl) != nil {
+		return nil
+	}
+	sc.mu.Lock()
+	if len(sc.m) >= sliceCacheMax {
+		clear(sc.m)
+	}
+	sc.m[string(raw)] = sl
+	sc.mu.Unlock()
+	return sl
 }
 
 // admission checks that the guaranteed minimums fit every egress link.
