@@ -5,6 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +36,9 @@ func chainCube(k int, tenantName, out string) *cube.Cube {
 // into its own one-cube chain (chain, no slicer port). A ping from s to d
 // is slice 66's (its dst rule): it goes through c66 alone, and d's reply
 // comes back through c66 into the slicer and out by the uplink. No other
-// slice sees a frame.
+// slice sees a frame. The slices keep forwarding while the daemon is
+// stopped, and a restarted daemon takes them over: the ping still goes
+// through, and the slice can be taken apart.
 func TestE2EMoreSlicesThanPorts(t *testing.T) {
 	testenv.E2E(t)
 	const n, target = 70, 66
@@ -66,7 +72,17 @@ func TestE2EMoreSlicesThanPorts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	e := nftest.Engine(t)
+	cfg := engine.Config{PinRoot: filepath.Join("/sys/fs/bpf", fmt.Sprintf("enfe-%d-chains", os.Getpid())),
+		StateFile: filepath.Join(t.TempDir(), "state.json"), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	e, err := engine.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := engine.DestroyAt(cfg); err != nil {
+			t.Errorf("destroy engine: %v", err)
+		}
+	})
 	nftest.MustUpdate(t, e, func(tp *cube.Topology) error {
 		rows := map[string]json.RawMessage{}
 		for k := 1; k <= n; k++ {
@@ -104,11 +120,27 @@ func TestE2EMoreSlicesThanPorts(t *testing.T) {
 	if got := engine.SliceOf(e.Topology())[fmt.Sprintf("c%d", target)]; got != fmt.Sprintf("s%d", target) {
 		t.Errorf("cube c%d's slice: %q", target, got)
 	}
+	e.Close()
+	if err := s.Ping(ctx, "198.18.0.20", 2); err != nil {
+		t.Fatalf("ping through slice %d with the daemon stopped: %v", target, err)
+	}
+	if e, err = engine.Open(cfg); err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if err := s.Ping(ctx, "198.18.0.20", 2); err != nil {
+		t.Fatalf("ping through slice %d after a restart: %v", target, err)
+	}
 	// Taken apart: the slice goes, and its entry cube may be peered again.
 	nftest.MustUpdate(t, e, func(tp *cube.Topology) error {
 		tp.Cubes["sl"].SetRow("slices", fmt.Sprintf("s%d", target), nil)
 		return tp.SetPeer(fmt.Sprintf("c%d:in", target), "c1:out")
 	})
+	short, stop := context.WithTimeout(ctx, 3*time.Second)
+	defer stop()
+	if err := s.Ping(short, "198.18.0.20", 1); err == nil {
+		t.Errorf("ping through a deleted slice (no default slice): answered")
+	}
 }
 
 // A slice's chain entry is checked against the topology: it must be a port
