@@ -22,6 +22,7 @@ type sliceStatus struct {
 	ID            int    `json:"id"`
 	Tenant        string `json:"tenant"`
 	Port          string `json:"port"`
+	Chain         string `json:"chain"`
 	Priority      int    `json:"priority"`
 	Class         string `json:"class"`
 	InPackets     uint64 `json:"in_packets"`
@@ -249,8 +250,8 @@ func sliceCmd() *cobra.Command {
 			return show(os.Stdout, out, func(tw *tabwriter.Writer) {
 				fmt.Fprintf(tw, "slice\t%s (id %d) in %s\n", mine.Name, mine.ID, sl)
 				fmt.Fprintf(tw, "tenant\t%s\n", mine.Tenant)
-				if c, _ := settings["chain"].(string); c != "" {
-					fmt.Fprintf(tw, "chain\tentry %s\n", c)
+				if mine.Chain != "" {
+					fmt.Fprintf(tw, "chain\tentry %s\n", mine.Chain)
 				} else {
 					fmt.Fprintf(tw, "chain\tport %s\n", mine.Port)
 				}
@@ -298,13 +299,17 @@ func sliceCmd() *cobra.Command {
 				}
 			}
 			return show(os.Stdout, rows, func(tw *tabwriter.Writer) {
-				fmt.Fprintln(tw, "SLICER\tSLICE\tID\tTENANT\tPRIO\tCLASS\tIN PKTS\tRETURN PKTS\tPOLICED\tSHAPER DROPS")
+				fmt.Fprintln(tw, "SLICER\tSLICE\tID\tTENANT\tINTO\tPRIO\tCLASS\tIN PKTS\tRETURN PKTS\tPOLICED\tSHAPER DROPS")
 				for _, r := range rows {
 					var shaped uint64
 					for _, e := range r.Egress {
 						shaped += e.Drops
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%d\t%d\t%d\t%d\n", r.Slicer, r.Name, r.ID, dash(r.Tenant), r.Priority, dash(r.Class),
+					into := "port " + r.Port
+					if r.Chain != "" {
+						into = r.Chain
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%s\t%d\t%d\t%d\t%d\n", r.Slicer, r.Name, r.ID, dash(r.Tenant), into, r.Priority, dash(r.Class),
 						r.InPackets, r.ReturnPackets, r.PolicePackets, shaped)
 				}
 			})
