@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/engine"
 	"github.com/edgenf/edgenf/internal/netlab"
 	"github.com/edgenf/edgenf/internal/nftest"
@@ -41,6 +42,12 @@ func chainCube(k int, tenantName, out string) *cube.Cube {
 // through, and the slice can be taken apart.
 func TestE2EMoreSlicesThanPorts(t *testing.T) {
 	testenv.E2E(t)
+	for _, hook := range []datapath.Hook{datapath.TC, datapath.XDP} {
+		t.Run(string(hook), func(t *testing.T) { moreSlicesThanPorts(t, hook) })
+	}
+}
+
+func moreSlicesThanPorts(t *testing.T, hook datapath.Hook) {
 	const n, target = 70, 66
 	lab := netlab.NewT(t)
 	s, err := lab.Host("s")
@@ -72,7 +79,7 @@ func TestE2EMoreSlicesThanPorts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg := engine.Config{PinRoot: filepath.Join("/sys/fs/bpf", fmt.Sprintf("enfe-%d-chains", os.Getpid())),
+	cfg := engine.Config{PinRoot: filepath.Join("/sys/fs/bpf", fmt.Sprintf("enfe-%d-chains-%s", os.Getpid(), hook)),
 		StateFile: filepath.Join(t.TempDir(), "state.json"), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	e, err := engine.Open(cfg)
 	if err != nil {
@@ -93,8 +100,9 @@ func TestE2EMoreSlicesThanPorts(t *testing.T) {
 			name := fmt.Sprintf("s%d", k)
 			rows[name] = nftest.Entry(Slice{Name: name, ID: k, Tenant: "t", Chain: fmt.Sprintf("c%d:in", k), Rules: []Rule{{Dst: dst}}})
 			tp.Cubes[fmt.Sprintf("c%d", k)] = chainCube(k, "t", out)
+			tp.Cubes[fmt.Sprintf("c%d", k)].Hook = hook
 		}
-		tp.Cubes["sl"] = &cube.Cube{Name: "sl", Type: "slicer", Hook: "tc", Config: json.RawMessage(`{"uplink":"up"}`),
+		tp.Cubes["sl"] = &cube.Cube{Name: "sl", Type: "slicer", Hook: hook, Config: json.RawMessage(`{"uplink":"up"}`),
 			Tables: map[string]map[string]json.RawMessage{"slices": rows},
 			Ports:  []cube.Port{{Name: "up", Index: 0, Peer: vs}}}
 		return nil
