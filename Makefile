@@ -129,6 +129,9 @@ bench: build
 	$(GO) run ./bench/cmd/accuracy -o bench/results/estimate-accuracy.md
 	EDGENF_PFCP_BENCH_OUT=$(CURDIR)/bench/results/upf-pfcp.md \
 	  $(GO) test -run XXX -bench PFCPEstablishment -benchtime 1x ./internal/pfcp/agent
+	$(GO) run ./bench/cmd/isolation -o bench/results/slice-isolation.md -img docs/img
+	EDGENF_SLICE_BENCH_OUT=$(CURDIR)/bench/results/slice-create.md \
+	  $(GO) test -run XXX -bench SliceCreate -benchtime 1x ./internal/nf/slicer
 	$(GO) run ./bench/cmd/bench -o docs/performance.md
 
 bench-quick: build

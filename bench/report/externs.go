@@ -22,9 +22,19 @@ const (
 // plane: establishments per second and memory per session).
 const PFCPFile = "bench/results/upf-pfcp.md"
 
+// IsolationFile is slice isolation under attack, written by `go run
+// ./bench/cmd/isolation` (a victim's rate and p99 delay with an aggressor
+// flooding, edgenf's slicer beside Linux tc htb classes and u32 filters).
+const IsolationFile = "bench/results/slice-isolation.md"
+
+// SliceCreateFile is slice creation time as a slicer fills to 1,000 slices,
+// written by `EDGENF_SLICE_BENCH_OUT=bench/results/slice-create.md go test
+// -run XXX -bench SliceCreate -benchtime 1x ./internal/nf/slicer`.
+const SliceCreateFile = "bench/results/slice-create.md"
+
 func externCostSection() string {
 	var out string
-	for _, f := range []string{AccuracyFile, ExternCostFile, PFCPFile} {
+	for _, f := range []string{AccuracyFile, ExternCostFile, PFCPFile, IsolationFile, SliceCreateFile} {
 		if b, err := os.ReadFile(f); err == nil {
 			out += string(b) + "\n"
 		}

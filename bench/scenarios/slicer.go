@@ -42,7 +42,7 @@ func init() {
 		n := n
 		scenario.Register(scenario.Scenario{
 			Name: fmt.Sprintf("slices-%d", n), Group: "slicer-scale", Baseline: n == 1, Quick: n == 1, Order: n, Param: float64(n),
-			Doc: fmt.Sprintf("%d slices of 3 portfwd cubes each at TC (over 63 slices: two levels of slicers), traffic through one", n),
+			Doc: fmt.Sprintf("%d slices of 3 portfwd cubes each at TC (over 63 slices: one slicer whose slices name their chain entries, no port each), traffic through one", n),
 			Setup: func(e *scenario.Env) (*scenario.Topology, error) {
 				return setupSlices(e, datapath.TC, n, 3)
 			},
@@ -63,16 +63,23 @@ func (h benchHandle) AttachPoint() (string, []netip.Prefix) { return "", nil }
 func (h benchHandle) Controller() cube.Controller           { return nil }
 func (h benchHandle) Logf(string, ...any)                   {}
 
-// slicerModel is a slicer whose slices s (0..len-1) go out of port 1+i,
-// with rules[i] as their rules.
-func slicerModel(hook datapath.Hook, rules [][]slicer.Rule, rateBps uint64) *cube.Cube {
+// slicerModel is a slicer whose slices s (0..len-1), with rules[i] as
+// their rules, go out of port 1+i, or with chains into their chain
+// entries (enf_chain_hops, by id 1+i).
+func slicerModel(hook datapath.Hook, rules [][]slicer.Rule, rateBps uint64, chains bool) *cube.Cube {
 	c := &cube.Cube{Name: "sl", Type: "slicer", Hook: hook, Config: json.RawMessage(`{"uplink":"up"}`),
 		Ports: []cube.Port{{Name: "up", Index: 0}}, Tables: map[string]map[string]json.RawMessage{"slices": {}}}
 	for i, r := range rules {
-		port := fmt.Sprintf("s%d", i)
-		c.Ports = append(c.Ports, cube.Port{Name: port, Index: 1 + i})
-		b, _ := json.Marshal(slicer.Slice{Name: port, ID: 1 + i, Port: port, Rules: r, RateBps: rateBps})
-		c.Tables["slices"][port] = b
+		name := fmt.Sprintf("s%d", i)
+		sl := slicer.Slice{Name: name, ID: 1 + i, Rules: r, RateBps: rateBps}
+		if chains {
+			sl.Chain = fmt.Sprintf("pf%d:p0", i)
+		} else {
+			sl.Port = name
+			c.Ports = append(c.Ports, cube.Port{Name: name, Index: 1 + i})
+		}
+		b, _ := json.Marshal(sl)
+		c.Tables["slices"][name] = b
 	}
 	return c
 }
@@ -80,9 +87,10 @@ func slicerModel(hook datapath.Hook, rules [][]slicer.Rule, rateBps uint64) *cub
 // prefix26 is slice k's destination block: 198.19.0.0 + 64k, /26.
 func prefix26(k int) string { return fmt.Sprintf("198.19.%d.%d/26", k*64>>8, k*64&0xff) }
 
-// setupSlices builds n slices whose chains are chainLen portfwd cubes each; up to
-// 63 slices hang off one slicer, more off a first slicer whose slices lead
-// into second-level slicers (63 slices each). The generator's frames
+// setupSlices builds n slices whose chains are chainLen portfwd cubes each,
+// behind one slicer: up to 63 slices lead into their chains through ports
+// of the slicer, more name their chain entries (the hops the engine would
+// write into enf_chain_hops are written here). The generator's frames
 // (198.19.0.1) belong to slice 0, whose chain ends at b0.
 func setupSlices(e *scenario.Env, hook datapath.Hook, n, chainLen int) (*scenario.Topology, error) {
 	p, err := e.NewPath(false)
@@ -109,6 +117,7 @@ func setupSlices(e *scenario.Env, hook datapath.Hook, n, chainLen int) (*scenari
 	t0 := time.Now()
 	// loadSlicer loads a slicer with the given slices' rules and returns
 	// its slot; next(i) is the hop of its slice i.
+	chains := n > slicer.MaxPortSlices
 	loadSlicer := func(rules [][]slicer.Rule, next func(i int) (datapath.Hop, error)) (uint32, error) {
 		s := slot
 		slot++
@@ -117,15 +126,24 @@ func setupSlices(e *scenario.Env, hook datapath.Hook, n, chainLen int) (*scenari
 			return 0, err
 		}
 		defer c.Close()
-		if err := slicer.Type.New().Sync(benchHandle{c}, slicerModel(hook, rules, 100e9)); err != nil {
+		if err := slicer.Type.New().Sync(benchHandle{c}, slicerModel(hook, rules, 100e9, chains)); err != nil {
 			return 0, fmt.Errorf("slicer sync: %w", err)
+		}
+		hops, err := c.Map(datapath.MapChainHops)
+		if err != nil {
+			return 0, err
 		}
 		for i := range rules {
 			h, err := next(i)
 			if err != nil {
 				return 0, err
 			}
-			if err := c.SetHop(uint32(1+i), h); err != nil {
+			if chains {
+				err = hops.Put(uint32(1+i), h)
+			} else {
+				err = c.SetHop(uint32(1+i), h)
+			}
+			if err != nil {
 				return 0, err
 			}
 		}
@@ -155,41 +173,11 @@ func setupSlices(e *scenario.Env, hook datapath.Hook, n, chainLen int) (*scenari
 		}
 		return 0
 	}
-	var top uint32
-	if n <= slicer.MaxSlices {
-		rules := make([][]slicer.Rule, n)
-		for k := range rules {
-			rules[k] = []slicer.Rule{{Dst: prefix26(k)}}
-		}
-		top, err = loadSlicer(rules, func(i int) (datapath.Hop, error) { return chain(outOf(i)) })
-	} else {
-		groups := (n + slicer.MaxSlices - 1) / slicer.MaxSlices
-		top = slot
-		slot++ // the first level's slot: its slices' hops are known once the second level is loaded
-		hops := make([]datapath.Hop, groups)
-		rules := make([][]slicer.Rule, groups)
-		for g := 0; g < groups; g++ {
-			var sub [][]slicer.Rule
-			for k := g * slicer.MaxSlices; k < n && k < (g+1)*slicer.MaxSlices; k++ {
-				sub = append(sub, []slicer.Rule{{Dst: prefix26(k)}})
-				rules[g] = append(rules[g], slicer.Rule{Dst: prefix26(k)})
-			}
-			base := g * slicer.MaxSlices
-			s, err := loadSlicer(sub, func(i int) (datapath.Hop, error) { return chain(outOf(base + i)) })
-			if err != nil {
-				return nil, err
-			}
-			if hops[g], err = datapath.NewHop(datapath.DstCube, 0, s, 0, nil); err != nil {
-				return nil, err
-			}
-		}
-		saved := slot
-		slot = top
-		if _, err := loadSlicer(rules, func(i int) (datapath.Hop, error) { return hops[i], nil }); err != nil {
-			return nil, err
-		}
-		slot = saved
+	rules := make([][]slicer.Rule, n)
+	for k := range rules {
+		rules[k] = []slicer.Rule{{Dst: prefix26(k)}}
 	}
+	top, err := loadSlicer(rules, func(i int) (datapath.Hop, error) { return chain(outOf(i)) })
 	if err != nil {
 		return nil, err
 	}

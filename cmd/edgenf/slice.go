@@ -22,6 +22,7 @@ type sliceStatus struct {
 	ID            int    `json:"id"`
 	Tenant        string `json:"tenant"`
 	Port          string `json:"port"`
+	Chain         string `json:"chain"`
 	Priority      int    `json:"priority"`
 	Class         string `json:"class"`
 	InPackets     uint64 `json:"in_packets"`
@@ -114,29 +115,31 @@ func parseRule(s string) (map[string]any, error) {
 
 func sliceCmd() *cobra.Command {
 	c := &cobra.Command{Use: "slice", Short: "Create, show, list and delete network slices (slicer cubes' slices)",
-		Long: "A slice is a tenant's share of an entry point: classification rules, the slicer port leading into\n" +
-			"its chain, a rate limit, a guaranteed minimum, a priority class and a latency target. Slices live in\n" +
+		Long: "A slice is a tenant's share of an entry point: classification rules, its chain's entry (a port of\n" +
+			"the tenant's cube, --chain, or a slicer port peered with it, --port), a rate limit, a guaranteed minimum, a priority class and a latency target. Slices live in\n" +
 			"slicer cubes (the administrator's); see docs/nf/slicer.md."}
 	var on string
 	var (
 		id, priority              int
 		tenantName, port, entry   string
+		chain                     string
 		rules                     []string
 		rateS, minS               string
 		ratePps, burst, burstPkts uint64
 		latency                   float64
 	)
 	create := &cobra.Command{
-		Use:   "create NAME --on SLICER --port PORT [--rule KIND=VALUE ...]",
+		Use:   "create NAME --on SLICER (--chain CUBE:PORT | --port PORT) [--rule KIND=VALUE ...]",
 		Short: "Create a slice (or replace it with --replace)",
 		Example: "  edgenf slice create cctv --on edge --tenant cctv --port cctv --rule vlan=30 --min 20mbit --rate 50mbit --priority 2\n" +
-			"  edgenf slice create rail --on edge --port rail --rule dst=198.19.8.0/24 --rule proto=udp,port=5060 --latency-ms 5 --min 10mbit",
+			"  edgenf slice create rail --on edge --port rail --rule dst=198.19.8.0/24 --rule proto=udp,port=5060 --latency-ms 5 --min 10mbit\n" +
+			"  edgenf slice create iot7 --on edge --tenant iot7 --chain iot7-fw:p0 --rule vlan=107",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if on == "" {
 				return fmt.Errorf("--on SLICER is required: the slicer cube the slice belongs to")
 			}
-			body := map[string]any{"name": args[0], "port": port}
+			body := map[string]any{"name": args[0]}
 			if id == 0 {
 				var rows []struct {
 					ID int `json:"id"`
@@ -152,7 +155,7 @@ func sliceCmd() *cobra.Command {
 				}
 			}
 			body["id"] = id
-			for k, v := range map[string]string{"tenant": tenantName, "entry": entry} {
+			for k, v := range map[string]string{"tenant": tenantName, "entry": entry, "port": port, "chain": chain} {
 				if v != "" {
 					body[k] = v
 				}
@@ -203,7 +206,8 @@ func sliceCmd() *cobra.Command {
 	f := create.Flags()
 	f.IntVar(&id, "id", 0, "slice id 1..1023: md->tenant and HTB class ed00:100+id (default: the lowest free)")
 	f.StringVar(&tenantName, "tenant", "", "owner tenant")
-	f.StringVar(&port, "port", "", "slicer port peered with the slice's chain entry")
+	f.StringVar(&port, "port", "", "slicer port peered with the slice's chain entry (up to 63 slices)")
+	f.StringVar(&chain, "chain", "", "the slice's chain entry CUBE:PORT, a port with no peer of a cube of the slice's tenant, entered straight from the slicer (up to 1023 slices)")
 	f.StringVar(&entry, "entry", "", "entry port its return traffic leaves by (default: the slicer's uplink)")
 	f.StringArrayVar(&rules, "rule", nil, "classification rule KIND=VALUE (in_port, vlan, src, dst, dscp, proto[,port], teid, ue_pool); repeat for several")
 	f.StringVar(&rateS, "rate", "", "rate limit, policed at ingress (100mbit, 1.5gbit, bits/s)")
@@ -246,7 +250,11 @@ func sliceCmd() *cobra.Command {
 			return show(os.Stdout, out, func(tw *tabwriter.Writer) {
 				fmt.Fprintf(tw, "slice\t%s (id %d) in %s\n", mine.Name, mine.ID, sl)
 				fmt.Fprintf(tw, "tenant\t%s\n", mine.Tenant)
-				fmt.Fprintf(tw, "chain\tport %s\n", mine.Port)
+				if mine.Chain != "" {
+					fmt.Fprintf(tw, "chain\tentry %s\n", mine.Chain)
+				} else {
+					fmt.Fprintf(tw, "chain\tport %s\n", mine.Port)
+				}
 				fmt.Fprintf(tw, "shaping\t%s (%s); priority %d, class %s\n", st.Shaping, st.ShapingWhy, mine.Priority, dash(mine.Class))
 				b, _ := json.Marshal(settings["rules"])
 				fmt.Fprintf(tw, "rules\t%s\n", b)
@@ -291,13 +299,17 @@ func sliceCmd() *cobra.Command {
 				}
 			}
 			return show(os.Stdout, rows, func(tw *tabwriter.Writer) {
-				fmt.Fprintln(tw, "SLICER\tSLICE\tID\tTENANT\tPRIO\tCLASS\tIN PKTS\tRETURN PKTS\tPOLICED\tSHAPER DROPS")
+				fmt.Fprintln(tw, "SLICER\tSLICE\tID\tTENANT\tINTO\tPRIO\tCLASS\tIN PKTS\tRETURN PKTS\tPOLICED\tSHAPER DROPS")
 				for _, r := range rows {
 					var shaped uint64
 					for _, e := range r.Egress {
 						shaped += e.Drops
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%d\t%d\t%d\t%d\n", r.Slicer, r.Name, r.ID, dash(r.Tenant), r.Priority, dash(r.Class),
+					into := "port " + r.Port
+					if r.Chain != "" {
+						into = r.Chain
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%s\t%d\t%d\t%d\t%d\n", r.Slicer, r.Name, r.ID, dash(r.Tenant), into, r.Priority, dash(r.Class),
 						r.InPackets, r.ReturnPackets, r.PolicePackets, shaped)
 				}
 			})

@@ -137,6 +137,7 @@ func (s *Server) capture(w http.ResponseWriter, r *http.Request) {
 		actor = tenant.Admin
 	}
 	point := req.Point
+	chainEntry := false // a slice's point is its chain's entry (slicer.Point)
 	// ... and what the engine checks of a tenant's change, its quotas of
 	// cubes and attachments, is checked here for it.
 	limits := tenant.Quota{}
@@ -152,6 +153,14 @@ func (s *Server) capture(w http.ResponseWriter, r *http.Request) {
 				return err
 			}
 			point = p.String()
+			chainEntry = p.IntoChain() == "in"
+			if p.IntoChain() == "in" && (cfg.Direction == "in" || cfg.Direction == "out") {
+				// a slice's out is what enters its chain: at a chain
+				// entry, what arrives on it
+				flipped := cfg
+				flipped.Direction = map[string]string{"in": "out", "out": "in"}[cfg.Direction]
+				raw, _ = json.Marshal(flipped)
+			}
 			if len(limits) > 0 {
 				now, err := tenant.Count(t, id.tenant, nil)
 				if err != nil {
@@ -192,7 +201,7 @@ func (s *Server) capture(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer rd.Close()
-	s.streamCapture(w, r, rd, req, point, cfg, hook, dur)
+	s.streamCapture(w, r, rd, req, point, chainEntry, cfg, hook, dur)
 }
 
 // check checks a capture request on its own, before anything changes (the
@@ -229,7 +238,7 @@ func monoOffset() int64 {
 	return now.UnixNano() - ts.Nano()
 }
 
-func (s *Server) streamCapture(w http.ResponseWriter, r *http.Request, rd *nfcapture.Reader, req CaptureRequest, point string, cfg nfcapture.Config, hook datapath.Hook, dur time.Duration) {
+func (s *Server) streamCapture(w http.ResponseWriter, r *http.Request, rd *nfcapture.Reader, req CaptureRequest, point string, chainEntry bool, cfg nfcapture.Config, hook datapath.Hook, dur time.Duration) {
 	rc := http.NewResponseController(w)
 	rc.SetWriteDeadline(time.Time{}) // a capture lasts as long as it is asked to
 	w.Header().Set("Content-Type", "application/x-pcapng")
@@ -246,7 +255,13 @@ func (s *Server) streamCapture(w http.ResponseWriter, r *http.Request, rd *nfcap
 	name := req.Point
 	if req.Slice != "" {
 		name = "slice " + req.Slice
-		dir += " (out: into the slice's chain, in: out of it)"
+		// the frames' own direction flags are the point's: at a slicer
+		// port out is into the chain, at a chain entry in is
+		if chainEntry {
+			dir += " (out: into the slice's chain, in: out of it; at the chain's entry the frames are marked the other way: inbound into the chain)"
+		} else {
+			dir += " (out: into the slice's chain, in: out of it)"
+		}
 	}
 	desc := fmt.Sprintf("edgenf %s at %s, hook %s, direction %s, snap length %d, %s", name, point, hook, dir, cfg.SnaplenOf(), rate)
 	if t := identityOf(r).tenant; t != "" {

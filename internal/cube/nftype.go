@@ -66,6 +66,14 @@ type Type struct {
 	// that slice's (telemetry labels them with it), and the chains through
 	// it are admitted against the slice's budget (internal/estimate).
 	Slices func(c *Cube) ([]Slice, error)
+	// SliceChains, when set, lists the slices of the cube that lead
+	// straight into a cube port of their chain, with no port of the cube
+	// between (a slicer's slices beyond its ports): the engine checks each
+	// (the entry exists, is unpeered, is the slice's tenant's, at the
+	// cube's hook), plans the entry port's hop back into the cube on
+	// virtual port datapath.MaxPorts+ID, and writes the hop into each
+	// entry into the cube's datapath.MapChainHops, by ID.
+	SliceChains func(c *Cube) []SliceChain
 	// Actions are operations on a cube (flush a table, ...).
 	Actions []Action
 	// New makes the control plane of one cube.
@@ -84,6 +92,14 @@ type Type struct {
 	// document into today's form before it is validated (settings keys
 	// that moved to the cube's Runtime).
 	Upgrade func(c *Cube) error
+}
+
+// SliceChain is one slice that leads straight into a cube port.
+type SliceChain struct {
+	Slice  string
+	ID     int    // its index in the cube's datapath.MapChainHops
+	Tenant string // its owner: the entry must be this tenant's cube
+	Entry  string // "cube:port", the first cube of the slice's chain
 }
 
 // Table is a keyed collection of entries of one Go type.

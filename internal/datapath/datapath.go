@@ -28,6 +28,10 @@ const (
 	MapPorts = "enf_ports"
 	MapStats = "enf_stats"
 	MapFlood = "enf_flood_map"
+	// MapChainHops is, in a cube whose slices lead straight into their
+	// chains (cube.Type.SliceChains), the hop into each slice's chain
+	// entry, by slice id; the engine writes it.
+	MapChainHops = "enf_chain_hops"
 	// ProgName is the entry point of every cube object.
 	ProgName = "edgenf_cube"
 )

@@ -90,7 +90,8 @@ func (e *Engine) appendCounters(out []CubeCounters, names []string, keep func(*c
 }
 
 // SliceOf names the slice of every cube in a slice's chain: the cubes
-// reached from a port that leads into a slice (cube.Type.Slices), through
+// reached from a port that leads into a slice (cube.Type.Slices) or from a
+// slice's chain entry (cube.Type.SliceChains), through
 // cube-to-cube peers and the transparent cubes attached on the way, up to
 // the next slicer. A cube reached from several slices (shared by them) is
 // none's.
@@ -121,9 +122,17 @@ func SliceOf(t *cube.Topology) map[string]string {
 		if err != nil || typ.Slices == nil {
 			continue
 		}
-		sls, _ := typ.Slices(c) // a bad table: no slices to label by
+		points := map[string]string{} // where each slice's chain starts
+		sls, _ := typ.Slices(c)       // a bad table: no slices to label by
 		for _, sl := range sls {
-			port, slice := sl.Port, sl.Name
+			points[name+":"+sl.Port] = sl.Name
+		}
+		if typ.SliceChains != nil {
+			for _, sc := range typ.SliceChains(c) {
+				points[sc.Entry] = sc.Slice
+			}
+		}
+		for point, slice := range points {
 			var queue []string
 			enter := func(point string) {
 				for _, a := range t.Attachments[point] {
@@ -137,11 +146,15 @@ func SliceOf(t *cube.Topology) map[string]string {
 					queue = append(queue, ep.Cube)
 				}
 			}
-			if p := c.Port(port); p != nil {
-				enter(name + ":" + port)
-				if p.Peer != "" {
-					enter(p.Peer)
+			if ep, err := cube.ParseEndpoint(point); err == nil && ep.Cube == name {
+				if p := c.Port(ep.Port); p != nil {
+					enter(point)
+					if p.Peer != "" {
+						enter(p.Peer)
+					}
 				}
+			} else {
+				enter(point) // a chain entry: the slice's first cube
 			}
 			for len(queue) > 0 {
 				n := t.Cubes[queue[0]]

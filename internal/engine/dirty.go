@@ -30,12 +30,14 @@ type changeSet struct {
 	ifaces map[string]bool
 	// points are the attachment points whose stack changed.
 	points []string
+	// chains are next's slices that lead straight into cube ports.
+	chains *chainIndex
 }
 
 // changes finds what turns prev into next, whose changed cubes are known
 // (cube.Topology.ChangedSince).
-func changes(prev, next *cube.Topology, changed []string) *changeSet {
-	cs := &changeSet{changed: map[string]bool{}, ensure: map[string]bool{}, plan: map[string]bool{}, ifaces: map[string]bool{}}
+func changes(prev, next *cube.Topology, changed []string, chains *chainIndex) *changeSet {
+	cs := &changeSet{changed: map[string]bool{}, ensure: map[string]bool{}, plan: map[string]bool{}, ifaces: map[string]bool{}, chains: chains}
 	for _, name := range changed {
 		cs.changed[name] = true
 	}
@@ -105,6 +107,32 @@ func changes(prev, next *cube.Topology, changed []string) *changeSet {
 					cs.ifaces[ep.Iface] = true
 				} else if _, ok := next.Cubes[ep.Cube]; ok {
 					cs.plan[ep.Cube] = true
+				}
+			}
+		}
+	}
+	// Slices that lead straight into cube ports (slicechains.go): a
+	// changed slicer's entries, old and new, hop back into it; a slicer
+	// hops into each planned entry (its slot, port index and ingress
+	// stack).
+	for name := range cs.changed {
+		for _, t := range []*cube.Topology{prev, next} {
+			if c := t.Cubes[name]; c != nil {
+				for _, sc := range sliceChainsOf(c) {
+					if ep, err := cube.ParseEndpoint(sc.Entry); err == nil {
+						cs.plan[ep.Cube] = true
+					}
+				}
+			}
+		}
+	}
+	if len(chains.byEntry) > 0 {
+		for _, name := range slices.Collect(maps.Keys(cs.plan)) {
+			if c := next.Cubes[name]; c != nil {
+				for _, p := range c.Ports {
+					if ref, ok := chains.byEntry[name+":"+p.Name]; ok {
+						cs.plan[ref.slicer] = true
+					}
 				}
 			}
 		}

@@ -132,7 +132,7 @@ func (e *Engine) AddEndpoint(ep *endpoint.Endpoint) (bool, error) {
 		}
 	}
 	changed := next.ChangedSince(e.topo)
-	if err := next.ValidateChanged(e.topo, changed, e.sys()); err != nil {
+	if err := e.validate(next, changed); err != nil {
 		return false, err
 	}
 	if err := e.admit(e.topo, next); err != nil { // the pod's chains against the core budget
@@ -203,7 +203,7 @@ func (e *Engine) DeleteEndpoint(name string) error {
 	}
 	delete(next.Attachments, ep.Interface)
 	changed := next.ChangedSince(e.topo)
-	if err := next.ValidateChanged(e.topo, changed, e.sys()); err != nil {
+	if err := e.validate(next, changed); err != nil {
 		return err
 	}
 	delete(e.endpoints, name)

@@ -23,6 +23,9 @@ type plan struct {
 	flood     map[string]map[int]int          // cube → port index → ifindex (XDP)
 	stubs     map[StubKey]datapath.Hop
 	redirects map[string]bool // interfaces XDP programs redirect into
+	// chainHops are the hops into slicers' slices' chains, by slicer and
+	// slice id (slicechains.go).
+	chainHops map[string]map[int]datapath.Hop
 }
 
 // planner resolves names to slots and interface indexes.
@@ -30,6 +33,8 @@ type planner struct {
 	t       *cube.Topology
 	slots   map[string]uint32
 	ifindex func(string) (int, error)
+	// chains are the slices that lead straight into cube ports.
+	chains *chainIndex
 	// only, when set, limits the plan to the hops of its planned cubes
 	// and the stubs of its interfaces (a change's, dirty.go).
 	only *changeSet
@@ -47,9 +52,17 @@ func (pl *planner) makePlan() (*plan, error) {
 		flood:     map[string]map[int]int{},
 		stubs:     map[StubKey]datapath.Hop{},
 		redirects: map[string]bool{},
+		chainHops: map[string]map[int]datapath.Hop{},
 	}
 	for _, name := range pl.cubes() {
 		c := pl.t.Cubes[name]
+		if _, ok := pl.chains.bySlicer[name]; ok || isSlicer(c) {
+			hops, err := pl.chainHops(name)
+			if err != nil {
+				return nil, cube.Within("cubes."+name, err)
+			}
+			p.chainHops[name] = hops
+		}
 		p.hops[name] = map[int]datapath.Hop{}
 		p.flood[name] = map[int]int{}
 		for _, port := range c.Ports {
@@ -94,6 +107,9 @@ func (pl *planner) portHop(c *cube.Cube, port cube.Port) (datapath.Hop, int, err
 	self := c.Name + ":" + port.Name
 	stack := pl.stack(self, datapath.Egress)
 	if port.Peer == "" {
+		if h, ok, err := pl.backHop(self); ok {
+			return h, 0, err
+		}
 		return datapath.Hop{Kind: datapath.DstNone}, 0, nil
 	}
 	ep, err := cube.ParseEndpoint(port.Peer)

@@ -63,7 +63,7 @@ func (e *Engine) loadCube(c *cube.Cube, adopt bool) (*live, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &live{typ: typ, ctl: typ.New(), hops: map[int]datapath.Hop{}, flood: map[int]int{}, obj: sha256.Sum256(obj)}
+	l := &live{typ: typ, ctl: typ.New(), hops: map[int]datapath.Hop{}, chainHops: map[int]datapath.Hop{}, flood: map[int]int{}, obj: sha256.Sum256(obj)}
 	slot := e.slots[c.Name]
 	if adopt {
 		if l.dc, err = e.dp.AdoptCube(c.Name, c.Hook, slot, spec); err == nil {

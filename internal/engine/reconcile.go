@@ -46,7 +46,13 @@ func (e *Engine) reconcileSet(desired *cube.Topology, adopt bool, cs *changeSet)
 	if err := e.assignSlots(desired, names); err != nil {
 		return err
 	}
-	pl := &planner{t: desired, slots: e.slots, ifindex: ifindex, only: cs}
+	var chains *chainIndex
+	if cs != nil {
+		chains = cs.chains
+	} else {
+		chains = indexChainsAll(desired)
+	}
+	pl := &planner{t: desired, slots: e.slots, ifindex: ifindex, only: cs, chains: chains}
 	p, err := pl.makePlan()
 	if err != nil {
 		return err
@@ -68,6 +74,9 @@ func (e *Engine) reconcileSet(desired *cube.Topology, adopt bool, cs *changeSet)
 		}
 	}
 	if err := e.writeHops(p); err != nil {
+		return err
+	}
+	if err := e.writeChainHops(p); err != nil {
 		return err
 	}
 	if err := e.reconcileStubs(p, cs); err != nil {

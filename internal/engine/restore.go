@@ -116,7 +116,7 @@ func (e *Engine) putDown(c *cube.Cube, attch string, reason error) error {
 	if err != nil {
 		return fmt.Errorf("cube %s could not be restored (%v), nor replaced by its stand-in: %w", c.Name, reason, err)
 	}
-	l := &live{typ: typ, ctl: downController{}, dc: dc, c: c.Clone(), attch: attch, down: reason.Error()}
+	l := &live{typ: typ, ctl: downController{}, dc: dc, c: c.Clone(), attch: attch, down: reason.Error(), chainHops: map[int]datapath.Hop{}}
 	if l.hops, l.flood, err = dc.PortState(); err != nil {
 		l.hops, l.flood = map[int]datapath.Hop{}, map[int]int{}
 	}

@@ -340,8 +340,17 @@ func TestCaptureTenantBoundary(t *testing.T) {
 // (slice/red: the echo request going into the slice's chain, the reply
 // coming out of it, with their directions), never blue's slice nor the
 // administrator's slicer port, and its capture cube goes with the capture.
+// Red's slice leads into its chain through a slicer port, or straight into
+// its chain's entry (chain: the capture sits there, the frames' direction
+// flags are that point's).
 func TestCaptureAtSlices(t *testing.T) {
 	testenv.E2E(t)
+	for _, chain := range []bool{false, true} {
+		t.Run(map[bool]string{false: "port", true: "chain"}[chain], func(t *testing.T) { captureAtSlice(t, chain) })
+	}
+}
+
+func captureAtSlice(t *testing.T, chain bool) {
 	_, a, _, ra, rb := twoHosts(t)
 	tokens := map[string]any{
 		"tokens": []map[string]string{{"token": adminToken}, {"token": redToken, "tenant": "red"}, {"token": blueToken, "tenant": "blue"}},
@@ -357,18 +366,22 @@ func TestCaptureAtSlices(t *testing.T) {
 	addr := freeAddr(t)
 	d := startDaemon(t, "-listen", addr, "-tokens", tokFile)
 	topo := filepath.Join(dir, "slices.yaml")
+	redPort, redSlice := `
+      - {name: red, peer: "redpf:p0"}`, "port: red"
+	if chain {
+		redPort, redSlice = "", `chain: "redpf:p0"`
+	}
 	if err := os.WriteFile(topo, []byte(fmt.Sprintf(`cubes:
   - name: edge
     type: slicer
     hook: tc
     config: {uplink: up, default: red}
     ports:
-      - {name: up, peer: %s}
-      - {name: red, peer: "redpf:p0"}
+      - {name: up, peer: %s}%s
       - {name: blue, peer: "bluepf:p0"}
     tables:
       slices:
-        - {name: red, id: 1, tenant: red, port: red, rules: [{dst: 198.18.0.2/32}]}
+        - {name: red, id: 1, tenant: red, %s, rules: [{dst: 198.18.0.2/32}]}
         - {name: blue, id: 2, tenant: blue, port: blue, rules: [{proto: tcp}]}
   - name: redpf
     type: portfwd
@@ -384,7 +397,7 @@ func TestCaptureAtSlices(t *testing.T) {
     ports: [{name: p0}, {name: p1}]
     tables:
       rules: [{in_port: p0, out_port: p1}, {in_port: p1, out_port: p0}]
-`, ra, rb)), 0o600); err != nil {
+`, ra, redPort, redSlice, rb)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	d.cli("apply", "-f", topo)
@@ -432,9 +445,14 @@ func TestCaptureAtSlices(t *testing.T) {
 		t.Fatalf("%d frames in the capture, want the echo request and its reply", len(frames))
 	}
 	// the request leaves the slicer into the slice (out), the reply comes
-	// back out of it (in)
-	if frames[0].dir != "0x00000002" || frames[1].dir != "0x00000001" || frames[0].name != "slice red" {
-		t.Fatalf("directions %q %q, interface %q: want outbound then inbound at \"slice red\"", frames[0].dir, frames[1].dir, frames[0].name)
+	// back out of it (in); at a chain entry the request enters its cube
+	// (in), the reply leaves it (out)
+	want := [2]string{"0x00000002", "0x00000001"}
+	if chain {
+		want[0], want[1] = want[1], want[0]
+	}
+	if frames[0].dir != want[0] || frames[1].dir != want[1] || frames[0].name != "slice red" {
+		t.Fatalf("directions %q %q, interface %q: want %q then %q at \"slice red\"", frames[0].dir, frames[1].dir, frames[0].name, want[0], want[1])
 	}
 	if frames[0].raw[23] != 1 || frames[0].raw[34] != 8 || frames[1].raw[34] != 0 {
 		t.Fatalf("not an ICMP echo request and reply: % x / % x", frames[0].raw[:40], frames[1].raw[:40])

@@ -47,12 +47,19 @@ cubes:
       rules:
         - {in_port: p0, out_port: p1}
         - {in_port: p1, out_port: p0}
+  - name: pf2
+    type: portfwd
+    hook: tc
+    tenant: red
+    ports:
+      - {name: p0}
+      - {name: p1}
 `
 
 // The slice commands end to end: a slicer applied from a file, its slice's
 // counters and HTB class after real traffic, slices created and deleted
-// from the CLI, and bad slices refused naming the field, leaving the
-// slices as they were.
+// from the CLI (through a slicer port, and straight into a chain's entry),
+// and bad slices refused naming the field, leaving the slices as they were.
 func TestSliceCLIAndTopologyFile(t *testing.T) {
 	testenv.E2E(t)
 	d := startDaemon(t)
@@ -129,8 +136,9 @@ func TestSliceCLIAndTopologyFile(t *testing.T) {
 
 	d.cli("slice", "create", "silver", "--on", "edge", "--port", "spare", "--rule", "dst=198.19.0.0/24", "--rule", "proto=udp,port=7001",
 		"--rate", "4mbit", "--min", "2mbit", "--priority", "3")
+	d.cli("slice", "create", "iron", "--on", "edge", "--tenant", "red", "--chain", "pf2:p0", "--rule", "dst=198.19.1.0/24")
 	list := d.cli("slice", "list")
-	if !strings.Contains(list, "silver") || !strings.Contains(list, "ed00:102") {
+	if !strings.Contains(list, "silver") || !strings.Contains(list, "ed00:102") || !strings.Contains(list, "pf2:p0") {
 		t.Fatalf("slice list:\n%s", list)
 	}
 	for _, bad := range []struct {
@@ -142,9 +150,13 @@ func TestSliceCLIAndTopologyFile(t *testing.T) {
 		{[]string{"--min", "10mbit"}, []string{"min_bps", "admission refused", "20Mbit/s", "16Mbit/s"}},
 		{[]string{"--rule", "teid=9-3"}, []string{"rules[0].teid", "ends before it starts"}},
 		{[]string{"--port", "nope"}, []string{"port", `no port "nope"`}},
+		{[]string{"--chain", "pf:p0"}, []string{"slices[bronze].chain", "peered with"}},
+		{[]string{"--chain", "pf2:p0"}, []string{"chain", "already slice iron's chain entry"}},
+		{[]string{"--chain", "pf2:p1"}, []string{"slices[bronze].chain", "a slice leads only into its own tenant's cubes"}},
+		{[]string{"--chain", "pf2:p1", "--port", "spare2"}, []string{"chain", "give port or chain"}},
 	} {
 		args := append([]string{"slice", "create", "bronze", "--on", "edge", "--port", "spare2", "--replace"}, bad.args...)
-		if bad.args[0] == "--port" {
+		if bad.args[0] == "--port" || bad.args[0] == "--chain" {
 			args = append([]string{"slice", "create", "bronze", "--on", "edge", "--replace"}, bad.args...)
 		}
 		out, err := d.try(args...)

@@ -94,10 +94,7 @@ func costVia(p *estimate.Profile, c *cube.Cube, in, out string) ([]estimate.Use,
 		}
 	}
 	kinds := map[int]bool{}
-	slicePorts := map[string]bool{}
-	for _, s := range list {
-		slicePorts[s.Port] = true
-	}
+	slicePorts := portsOf(list)
 	for _, s := range list {
 		for i := range s.Rules {
 			if r, err := s.Rules[i].parse(c, slicePorts); err == nil {

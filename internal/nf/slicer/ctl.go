@@ -18,6 +18,12 @@ import (
 
 const slMax = MaxSliceID + 1 // SL_MAX
 
+// sl_slice flags
+const (
+	flagValid = 1 // SL_F_VALID
+	flagChain = 2 // SL_F_CHAIN: entered through enf_chain_hops
+)
+
 // Mirrors of slicer.bpf.c's structures.
 type (
 	sliceVal struct {
@@ -109,6 +115,11 @@ type controller struct {
 	mu     sync.Mutex
 	egress []string   // interfaces whose qdisc is ours now
 	last   []sliceVal // sl_slices as this controller last wrote it
+	// written are the hash and LPM maps' contents as this controller last
+	// wrote them (nil: unknown, a new controller or a failed write: the
+	// map is read whole), so that a change writes only what differs:
+	// adding the 1,000th slice costs one rule's entries, not 1,000.
+	written map[string]any
 }
 
 func loadAll(c *cube.Cube) (*Settings, []*Slice, error) {
@@ -154,12 +165,18 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 		}
 	}
 	uplink := c.Port(cfg.Uplink)
+	slicePorts := portsOf(list)
 	for _, s := range list {
 		id := uint32(s.ID)
 		if s.Name == cfg.Default {
 			def = id
 		}
-		v := sliceVal{Flags: 1, Port: uint32(c.Port(s.Port).Index)}
+		v := sliceVal{Flags: flagValid}
+		if s.Chain != "" {
+			v.Flags |= flagChain // its hop: enf_chain_hops, the engine's
+		} else {
+			v.Port = uint32(c.Port(s.Port).Index)
+		}
 		if uplink != nil {
 			v.Entry = uint32(uplink.Index)
 		}
@@ -177,10 +194,8 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 			v.ByteCost, v.ByteTau, v.ByteLease = 0, 0, 0
 		}
 		slices[id] = v
-		ports[datapath.MaxPorts+v.Port] = id
-		slicePorts := map[string]bool{}
-		for _, o := range list {
-			slicePorts[o.Port] = true
+		if s.Chain == "" {
+			ports[datapath.MaxPorts+v.Port] = id
 		}
 		for i := range s.Rules {
 			p, err := s.Rules[i].parse(c, slicePorts)
@@ -222,15 +237,18 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 	if err := ctl.resetLeases(h, slices); err != nil {
 		return err
 	}
-	if err := syncHash(maps["sl_l4"], l4); err != nil {
+	if ctl.written == nil {
+		ctl.written = map[string]any{}
+	}
+	if err := syncHash(ctl.written, "sl_l4", maps["sl_l4"], l4); err != nil {
 		return fmt.Errorf("sl_l4: %w", err)
 	}
 	for name, want := range lpm {
-		if err := syncHash(maps[name], want); err != nil {
+		if err := syncHash(ctl.written, name, maps[name], want); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
-	if err := syncHash(maps["sl_teid"], teid); err != nil {
+	if err := syncHash(ctl.written, "sl_teid", maps["sl_teid"], teid); err != nil {
 		return fmt.Errorf("sl_teid: %w", err)
 	}
 	if err := maps["sl_config"].Put(uint32(0), cfgVal{Kinds: kinds, DefaultSlice: def}); err != nil {
@@ -251,7 +269,7 @@ func (ctl *controller) resetLeases(h cube.Handle, slices []sliceVal) error {
 	for id := range slices {
 		o, n := ctl.last[id], slices[id]
 		if o.ByteCost == n.ByteCost && o.ByteTau == n.ByteTau && o.ByteLease == n.ByteLease &&
-			o.PktCost == n.PktCost && o.PktTau == n.PktTau && o.PktLease == n.PktLease && o.Port == n.Port {
+			o.PktCost == n.PktCost && o.PktTau == n.PktTau && o.PktLease == n.PktLease && o.Port == n.Port && o.Flags == n.Flags {
 			continue
 		}
 		if m == nil {
@@ -334,32 +352,40 @@ func putArray(m *ebpf.Map, vals any) error {
 	return err
 }
 
-// syncHash makes a hash or LPM map hold exactly want.
-func syncHash[K comparable](m *ebpf.Map, want map[K]uint32) error {
-	var k K
-	var v uint32
-	var stale []K
-	it := m.Iterate()
-	for it.Next(&k, &v) {
-		if w, ok := want[k]; !ok || w != v {
-			if !ok {
-				stale = append(stale, k)
-			}
+// syncHash makes a hash or LPM map hold exactly want. written[name] is
+// what was last written to it, if known: then only the difference is
+// written; else the map is read whole. On success written[name] is want.
+func syncHash[K comparable](written map[string]any, name string, m *ebpf.Map, want map[K]uint32) error {
+	last, known := written[name].(map[K]uint32)
+	delete(written, name) // unknown until this write succeeds
+	if !known {
+		last = map[K]uint32{}
+		var k K
+		var v uint32
+		it := m.Iterate()
+		for it.Next(&k, &v) {
+			last[k] = v
 		}
-	}
-	if err := it.Err(); err != nil {
-		return err
-	}
-	for _, k := range stale {
-		if err := m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		if err := it.Err(); err != nil {
 			return err
 		}
 	}
+	for k := range last {
+		if _, ok := want[k]; !ok {
+			if err := m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+				return err
+			}
+		}
+	}
 	for k, v := range want {
+		if w, ok := last[k]; ok && w == v {
+			continue
+		}
 		if err := m.Put(k, v); err != nil {
 			return err
 		}
 	}
+	written[name] = want
 	return nil
 }
 

@@ -2,14 +2,10 @@ package slicer
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
-	"slices"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -102,122 +98,19 @@ func (r *e2e) status(t *testing.T) *Status {
 	return v.(*Status)
 }
 
-// flowResult is what one paced UDP flow did.
-type flowResult struct {
-	sent, recv int
-	elapsed    time.Duration   // first to last datagram sent
-	delays     []time.Duration // one-way, per datagram received
-}
-
-func (f flowResult) p99() time.Duration {
-	d := slices.Clone(f.delays)
-	slices.Sort(d)
-	if len(d) == 0 {
-		return time.Hour
-	}
-	return d[len(d)*99/100]
-}
-
-// flows runs paced UDP flows from r.s to r.d at the same time, each pps
-// datagrams/s for dur; receivers count them and the one-way delay of each
-// (the namespaces share the clock). Bounded: dur + 3 s.
-func (r *e2e) flows(t *testing.T, dur time.Duration, ports, pps []int) []flowResult {
+// flows runs paced UDP flows of payload bytes from r.s to r.d at the same
+// time, each pps datagrams/s for dur (netlab.PacedUDP).
+func (r *e2e) flows(t *testing.T, dur time.Duration, ports, pps []int) []netlab.FlowResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), dur+3*time.Second)
-	defer cancel()
-	out := make([]flowResult, len(ports))
-	rxs := make([]*net.UDPConn, len(ports))
+	var fl []netlab.PacedFlow
 	for i, p := range ports {
-		if err := r.d.Do(func() error {
-			var err error
-			rxs[i], err = net.ListenUDP("udp4", &net.UDPAddr{Port: p})
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		defer rxs[i].Close()
-		forceBuf(rxs[i], syscall.SO_RCVBUFFORCE, 16<<20)
+		fl = append(fl, netlab.PacedFlow{Port: p, PPS: pps[i], Payload: payload})
 	}
-	var rxWG, txWG sync.WaitGroup
-	sendersDone := make(chan struct{})
-	for i := range ports {
-		rxWG.Add(1)
-		go func() {
-			defer rxWG.Done()
-			buf := make([]byte, 2048)
-			var quietSince time.Time
-			for ctx.Err() == nil {
-				rxs[i].SetReadDeadline(time.Now().Add(100 * time.Millisecond))
-				n, _, err := rxs[i].ReadFromUDP(buf)
-				now := time.Now()
-				if err != nil {
-					select {
-					case <-sendersDone:
-						if quietSince.IsZero() {
-							quietSince = now
-						} else if now.Sub(quietSince) > 700*time.Millisecond {
-							return // queues drained
-						}
-					default:
-					}
-					continue
-				}
-				quietSince = time.Time{}
-				if n == payload && binary.BigEndian.Uint32(buf) == 0x736c6963 {
-					out[i].recv++
-					out[i].delays = append(out[i].delays, now.Sub(time.Unix(0, int64(binary.BigEndian.Uint64(buf[8:])))))
-				}
-			}
-		}()
+	out, err := netlab.PacedUDP(context.Background(), r.s, r.d, net.IPv4(198, 18, 0, 20), dur, fl)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for i, p := range ports {
-		var tx *net.UDPConn
-		if err := r.s.Do(func() error {
-			var err error
-			tx, err = net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.IPv4(198, 18, 0, 20), Port: p})
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		defer tx.Close()
-		forceBuf(tx, syscall.SO_SNDBUFFORCE, 4<<20)
-		txWG.Add(1)
-		go func() {
-			defer txWG.Done()
-			b := make([]byte, payload)
-			binary.BigEndian.PutUint32(b, 0x736c6963) // "slic"
-			start := time.Now()
-			total := int(float64(pps[i]) * dur.Seconds())
-			for out[i].sent < total && ctx.Err() == nil {
-				due := int(float64(pps[i]) * time.Since(start).Seconds())
-				if out[i].sent >= due {
-					time.Sleep(time.Millisecond)
-					continue
-				}
-				binary.BigEndian.PutUint64(b[8:], uint64(time.Now().UnixNano()))
-				if _, err := tx.Write(b); err != nil {
-					if errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.EAGAIN) {
-						time.Sleep(200 * time.Microsecond)
-						continue
-					}
-					t.Errorf("send: %v", err)
-					return
-				}
-				out[i].sent++
-			}
-			out[i].elapsed = time.Since(start)
-		}()
-	}
-	txWG.Wait()
-	close(sendersDone)
-	rxWG.Wait()
 	return out
-}
-
-func forceBuf(c *net.UDPConn, opt, size int) {
-	if rc, err := c.SyscallConn(); err == nil {
-		rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, opt, size) })
-	}
 }
 
 func pps(bps float64) int { return int(bps / 8 / frameLen) }
@@ -234,13 +127,13 @@ func TestE2EGuaranteeSurvivesFlood(t *testing.T) {
 	const dur = 4 * time.Second
 	res := r.flows(t, dur, []int{6001, 6002}, []int{pps(3 * linkBps), pps(4e6)})
 	greedy, victim := res[0], res[1]
-	t.Logf("greedy: sent %d received %d; victim: sent %d received %d (p99 %v)", greedy.sent, greedy.recv, victim.sent, victim.recv, victim.p99())
-	if float64(victim.recv) < 0.95*float64(victim.sent) {
-		t.Errorf("victim slice got %d of %d datagrams (%.1f%%) while the other flooded: want >= 95%%", victim.recv, victim.sent, 100*float64(victim.recv)/float64(victim.sent))
+	t.Logf("greedy: sent %d received %d; victim: sent %d received %d (p99 %v)", greedy.Sent, greedy.Recv, victim.Sent, victim.Recv, victim.P99())
+	if float64(victim.Recv) < 0.95*float64(victim.Sent) {
+		t.Errorf("victim slice got %d of %d datagrams (%.1f%%) while the other flooded: want >= 95%%", victim.Recv, victim.Sent, 100*float64(victim.Recv)/float64(victim.Sent))
 	}
 	// the flood was real: the link was full and the greedy slice lost most
-	if float64(greedy.recv) > 0.6*float64(greedy.sent) {
-		t.Errorf("greedy slice got %d of %d: the link was not contended", greedy.recv, greedy.sent)
+	if float64(greedy.Recv) > 0.6*float64(greedy.Sent) {
+		t.Errorf("greedy slice got %d of %d: the link was not contended", greedy.Recv, greedy.Sent)
 	}
 	st := r.status(t)
 	if st.Shaping != "htb" || len(st.Slices) != 2 || st.Slices[0].Egress[0].Drops == 0 || st.Slices[1].Egress[0].Drops != 0 {
@@ -275,9 +168,9 @@ func TestE2EGuaranteeSurvivesFlood(t *testing.T) {
 	}
 	res = r.flows(t, dur, []int{6001, 6002}, []int{pps(3 * linkBps), pps(4e6)})
 	victim = res[1]
-	t.Logf("without slice classes: victim sent %d received %d", victim.sent, victim.recv)
-	if float64(victim.recv) > 0.8*float64(victim.sent) {
-		t.Errorf("without the slices' classes the victim still got %d of %d: the test cannot tell guarantees from luck", victim.recv, victim.sent)
+	t.Logf("without slice classes: victim sent %d received %d", victim.Sent, victim.Recv)
+	if float64(victim.Recv) > 0.8*float64(victim.Sent) {
+		t.Errorf("without the slices' classes the victim still got %d of %d: the test cannot tell guarantees from luck", victim.Recv, victim.Sent)
 	}
 }
 
@@ -292,16 +185,16 @@ func TestE2ERateLimitDeliversR(t *testing.T) {
 		Slice{Name: "capped", ID: 1, Port: "a", RateBps: rate, BurstBytes: rate / 8 / 20, Rules: []Rule{{Proto: "udp", DPort: 6001}}})
 	res := r.flows(t, 5*time.Second, []int{6001}, []int{pps(3 * rate)})[0]
 	st := r.status(t)
-	got := float64(st.Slices[0].InBytes*8) / res.elapsed.Seconds()
-	t.Logf("offered %d datagrams in %v; admitted %d bytes = %.3f Mbit/s; received %d; policed %d", res.sent, res.elapsed, st.Slices[0].InBytes, got/1e6, res.recv, st.Slices[0].PolicePackets)
+	got := float64(st.Slices[0].InBytes*8) / res.Elapsed.Seconds()
+	t.Logf("offered %d datagrams in %v; admitted %d bytes = %.3f Mbit/s; received %d; policed %d", res.Sent, res.Elapsed, st.Slices[0].InBytes, got/1e6, res.Recv, st.Slices[0].PolicePackets)
 	if got < 0.95*rate || got > 1.05*rate {
 		t.Errorf("slice limited to %s delivered %.3f Mbit/s", Bits(rate), got/1e6)
 	}
-	if uint64(res.recv) < st.Slices[0].InPackets*99/100 {
-		t.Errorf("received %d of the %d admitted", res.recv, st.Slices[0].InPackets)
+	if uint64(res.Recv) < st.Slices[0].InPackets*99/100 {
+		t.Errorf("received %d of the %d admitted", res.Recv, st.Slices[0].InPackets)
 	}
-	if float64(res.sent) < 2*float64(res.recv) {
-		t.Errorf("sent %d, received %d: the load was not three times the limit", res.sent, res.recv)
+	if float64(res.Sent) < 2*float64(res.Recv) {
+		t.Errorf("sent %d, received %d: the load was not three times the limit", res.Sent, res.Recv)
 	}
 }
 
@@ -316,9 +209,9 @@ func TestE2EPriorityOrdersDelayAndSpareCapacity(t *testing.T) {
 		Slice{Name: "bulk", ID: 2, Port: "b", MinBps: 2e6, Priority: intp(7), Rules: []Rule{{Proto: "udp", DPort: 6002}}})
 	res := r.flows(t, 3*time.Second, []int{6001, 6002}, []int{pps(4e6), pps(3 * linkBps)})
 	urgent, bulk := res[0], res[1]
-	t.Logf("urgent: %d/%d p99 %v; bulk: %d/%d p99 %v", urgent.recv, urgent.sent, urgent.p99(), bulk.recv, bulk.sent, bulk.p99())
-	if urgent.p99()*5 > bulk.p99() {
-		t.Errorf("p99 delay: urgent %v, bulk %v: want urgent's at most a fifth", urgent.p99(), bulk.p99())
+	t.Logf("urgent: %d/%d p99 %v; bulk: %d/%d p99 %v", urgent.Recv, urgent.Sent, urgent.P99(), bulk.Recv, bulk.Sent, bulk.P99())
+	if urgent.P99()*5 > bulk.P99() {
+		t.Errorf("p99 delay: urgent %v, bulk %v: want urgent's at most a fifth", urgent.P99(), bulk.P99())
 	}
 	before := r.status(t)
 	// both over the link: spare capacity to priority 0

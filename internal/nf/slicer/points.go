@@ -8,15 +8,32 @@ import (
 )
 
 // Point is where a slice's traffic can be seen as the slice's alone: the
-// slicer port that leads into its chain. Frames leaving the slicer by it
-// enter the slice's chain; frames arriving on it leave the slice.
+// slicer port that leads into its chain (frames leaving the slicer by it
+// enter the slice's chain; frames arriving on it leave the slice), or,
+// for a slice that names its chain's entry, that entry (the other way
+// round: frames arriving on it enter the chain).
 type Point struct {
 	Slicer, Slice, Tenant string
 	Port                  string // the slicer's port: Slicer:Port
+	Chain                 string // or the chain's entry, cube:port
 }
 
 // String is the point as cube:port.
-func (p Point) String() string { return p.Slicer + ":" + p.Port }
+func (p Point) String() string {
+	if p.Chain != "" {
+		return p.Chain
+	}
+	return p.Slicer + ":" + p.Port
+}
+
+// IntoChain is the direction at the point ("in": towards the point's
+// cube; "out") of the frames that enter the slice's chain.
+func (p Point) IntoChain() string {
+	if p.Chain != "" {
+		return "in"
+	}
+	return "out"
+}
 
 // FindSlice resolves "SLICER/SLICE", or "SLICE" when one slicer alone has
 // a slice of that name, among the slices visible to tenant ("": all, the
@@ -35,7 +52,7 @@ func FindSlice(t *cube.Topology, name, tenant string) (Point, error) {
 		}
 		for _, s := range others(c, "") {
 			if s.Name == sliceName && (tenant == "" || s.Tenant == tenant) {
-				found = append(found, Point{Slicer: cn, Slice: s.Name, Tenant: s.Tenant, Port: s.Port})
+				found = append(found, Point{Slicer: cn, Slice: s.Name, Tenant: s.Tenant, Port: s.Port, Chain: s.Chain})
 			}
 		}
 	}
@@ -62,6 +79,12 @@ func slicesOf(c *cube.Cube) ([]cube.Slice, error) {
 	}
 	var out []cube.Slice
 	for _, s := range others(c, "") {
+		if s.Chain != "" {
+			// no port of the slicer leads into it: SliceChains names its
+			// entry (and Validate refuses it a budget_ns, which the
+			// estimator walks from a slicer port)
+			continue
+		}
 		entry := s.Entry
 		if entry == "" {
 			entry = set.Uplink

@@ -14,7 +14,8 @@ type SliceStatus struct {
 	Name     string `json:"name"`
 	ID       int    `json:"id"`
 	Tenant   string `json:"tenant,omitempty"`
-	Port     string `json:"port"`
+	Port     string `json:"port"`            // the slicer port into its chain, or
+	Chain    string `json:"chain,omitempty"` // its chain's entry, cube:port
 	Priority int    `json:"priority"`
 	// Class is the skb->priority the slice's frames carry ("" at XDP or
 	// without egress interfaces).
@@ -96,7 +97,7 @@ func status(h cube.Handle, c *cube.Cube) (*Status, error) {
 		}
 	}
 	for _, s := range list {
-		ss := SliceStatus{Name: s.Name, ID: s.ID, Tenant: s.Tenant, Port: s.Port, Priority: s.priority()}
+		ss := SliceStatus{Name: s.Name, ID: s.ID, Tenant: s.Tenant, Port: s.Port, Chain: s.Chain, Priority: s.priority()}
 		var per []counters
 		if err := cm.Lookup(uint32(s.ID), &per); err == nil {
 			for _, p := range per {

@@ -5,8 +5,12 @@
  * marked (md->tenant = slice id; at TC, skb->priority = the slice's HTB
  * class) and sent out of the slice's port, which leads into the slice's
  * chain. A frame that comes back from a slice's chain (in on a slice port)
- * is marked the same way and leaves by the slice's entry port. Layouts are
- * mirrored in slicer.go. */
+ * is marked the same way and leaves by the slice's entry port. A slice
+ * needs no port of its own: one with a chain entry (SL_F_CHAIN) is entered
+ * by the hop the engine resolved into enf_chain_hops, and its chain comes
+ * back on virtual port EDGENF_MAX_PORTS + its id (the engine plans the
+ * entry port's hop so), so a slicer serves any number of slices up to
+ * SL_MAX - 1. Layouts are mirrored in slicer.go. */
 #include <edgenf/edgenf.h>
 
 #define SL_MAX 1024 /* slice ids 1..SL_MAX-1; 0 means none */
@@ -24,6 +28,7 @@ enum {
 };
 
 #define SL_F_VALID 1
+#define SL_F_CHAIN 2 /* entered through enf_chain_hops, not a port */
 
 struct sl_cfg {
 	__u32 kinds;         /* bit per rule kind in use */
@@ -33,7 +38,8 @@ struct sl_cfg {
 /* Mirrored by slicer.go (slice). */
 struct sl_slice {
 	__u32 flags;
-	__u32 port;    /* the slicer port leading into the slice's chain */
+	__u32 port;    /* the slicer port leading into the slice's chain
+			* (without SL_F_CHAIN) */
 	__u32 entry;   /* the port its return traffic leaves by */
 	__u32 classid; /* skb->priority at TC; 0: leave it */
 	__u32 vlan;    /* the slice's VLAN: popped on the way in, pushed on
@@ -154,6 +160,16 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } sl_ports SEC(".maps");
+
+/* The hop into each SL_F_CHAIN slice's chain entry (a cube port, with the
+ * transparent cubes attached there), by slice id: written by the engine
+ * (cube.Type.SliceChains), like a port's hop in enf_ports. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SL_MAX);
+	__type(key, __u32);
+	__type(value, struct edgenf_hop);
+} enf_chain_hops SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -581,23 +597,43 @@ static __always_inline void sl_policy_drop(__u32 idx, __u32 len)
 	}
 }
 
+/* Into the chain of slice id: the hop the engine resolved to its entry. */
+static __always_inline int sl_enter(ctx_t *ctx, struct edgenf_md *md, __u32 id)
+{
+	struct edgenf_hop *h = bpf_map_lookup_elem(&enf_chain_hops, &id);
+
+	if (!h || h->kind != EDGENF_DST_CUBE)
+		return enf_drop(ctx, md);
+	return enf_take_hop(ctx, md, h);
+}
+
 static __always_inline int slicer(ctx_t *ctx, struct edgenf_md *md)
 {
-	__u32 zero = 0, in = md->in_port, len = ctx_len(ctx), id, back;
+	__u32 zero = 0, in = md->in_port, len = ctx_len(ctx), id, back, chain;
 	struct sl_fields f;
 	struct sl_counters *cnt;
 	struct sl_slice *s;
 	struct sl_cfg *cfg;
 
-	if (in >= EDGENF_MAX_PORTS)
+	/* back from a slice's chain: on the slice's port, or on virtual port
+	 * EDGENF_MAX_PORTS + id from a chain entry; out by its entry port */
+	if (in < EDGENF_MAX_PORTS) {
+		back = in + EDGENF_MAX_PORTS;
+		id = sl_hit(bpf_map_lookup_elem(&sl_ports, &back));
+		chain = 0;
+	} else if (in < EDGENF_MAX_PORTS + SL_MAX) {
+		id = in - EDGENF_MAX_PORTS;
+		chain = SL_F_CHAIN;
+		if (!id)
+			return enf_drop(ctx, md);
+	} else {
 		return enf_drop(ctx, md);
-	/* back from a slice's chain: out by its entry port */
-	back = in + EDGENF_MAX_PORTS;
-	id = sl_hit(bpf_map_lookup_elem(&sl_ports, &back));
+	}
 	if (id) {
 		s = bpf_map_lookup_elem(&sl_slices, &id);
 		cnt = bpf_map_lookup_elem(&sl_counters, &id);
-		if (!s || !(s->flags & SL_F_VALID))
+		/* a chain comes back only as the kind of slice it entered */
+		if (!s || !(s->flags & SL_F_VALID) || (s->flags & SL_F_CHAIN) != chain)
 			return enf_drop(ctx, md);
 		if (s->vlan && sl_vlan_push(ctx, s->vlan))
 			return enf_drop(ctx, md);
@@ -649,6 +685,8 @@ static __always_inline int slicer(ctx_t *ctx, struct edgenf_md *md)
 		cnt->in_bytes += len;
 	}
 	sl_mark(ctx, md, s, id);
+	if (s->flags & SL_F_CHAIN)
+		return sl_enter(ctx, md, id);
 	return enf_send(ctx, md, s->port);
 }
 

@@ -1,0 +1,71 @@
+package slicer
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/nftest"
+)
+
+// BenchmarkSliceCreate reports what creating one slice costs through the
+// engine (validate the change and the slice's chain entry, sync the
+// slicer's maps, plan the entry's hops both ways, journal) as its slicer
+// fills up to 1,000 slices, each leading straight into its own one-cube
+// chain: the issue's slice creation time at 1,000 slices. With
+// EDGENF_SLICE_BENCH_OUT set, the figures are written there as markdown
+// (make bench: bench/results/slice-create.md, in docs/performance.md).
+func BenchmarkSliceCreate(b *testing.B) {
+	const n, batch = 1000, 250
+	for range b.N {
+		e := nftest.Engine(b)
+		for lo := 1; lo <= n; lo += batch {
+			nftest.MustUpdate(b, e, func(tp *cube.Topology) error {
+				for k := lo; k < lo+batch && k <= n; k++ {
+					tp.Cubes[fmt.Sprintf("c%d", k)] = chainCube(k, "t", "")
+				}
+				return nil
+			})
+		}
+		nftest.MustUpdate(b, e, func(tp *cube.Topology) error {
+			return tp.AddCube(&cube.Cube{Name: "sl", Type: "slicer", Hook: "tc", Config: json.RawMessage(`{"uplink":"up"}`),
+				Tables: map[string]map[string]json.RawMessage{"slices": {}}, Ports: []cube.Port{{Name: "up", Index: 0}}})
+		})
+		took := make([]time.Duration, 0, n)
+		for k := 1; k <= n; k++ {
+			name := fmt.Sprintf("s%d", k)
+			row := nftest.Entry(Slice{Name: name, ID: k, Tenant: "t", Chain: fmt.Sprintf("c%d:in", k),
+				Rules: []Rule{{Dst: fmt.Sprintf("198.18.%d.%d", k>>8, k&0xff)}}})
+			start := time.Now()
+			nftest.MustUpdate(b, e, func(tp *cube.Topology) error {
+				tp.Cubes["sl"].SetRow("slices", name, row)
+				return nil
+			})
+			took = append(took, time.Since(start))
+		}
+		var rows []string
+		for _, span := range [][2]int{{0, 100}, {450, 550}, {900, 1000}} {
+			d := slices.Clone(took[span[0]:span[1]])
+			slices.Sort(d)
+			ms := float64(d[len(d)/2].Microseconds()) / 1000
+			b.ReportMetric(ms, fmt.Sprintf("ms/slice@%d", span[1]))
+			rows = append(rows, fmt.Sprintf("| %d–%d | %.2f ms | %.2f ms |", span[0], span[1], ms, float64(d[len(d)*9/10].Microseconds())/1000))
+		}
+		b.ReportMetric(0, "ns/op")
+		if out := os.Getenv("EDGENF_SLICE_BENCH_OUT"); out != "" {
+			md := "## Slice creation at scale\n\n`EDGENF_SLICE_BENCH_OUT=… go test -run XXX -bench SliceCreate -benchtime 1x ./internal/nf/slicer` " +
+				"(`make bench`): one slicer filled with 1,000 slices, one `Update` each through the engine, every slice leading " +
+				"straight into its own one-cube chain (`chain`; the 1,000 portfwd cubes exist first). Wall time per slice " +
+				"created, by how many the slicer held already:\n\n| slices already | median | 90th percentile |\n|---|---:|---:|\n" +
+				strings.Join(rows, "\n") + "\n"
+			if err := os.WriteFile(out, []byte(md), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
