@@ -217,7 +217,10 @@ func generated(t *testing.T, objs *kern.Objects, ifindex int, frame []byte, n in
 // ifindex while fn runs.
 func captureFrames(t *testing.T, ifindex, n int, fn func()) [][]byte {
 	t.Helper()
-	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, int(htons(unix.ETH_P_ALL)))
+	// Protocol 0: the socket receives nothing until the bind names the
+	// interface and the protocol (opened with ETH_P_ALL it would take every
+	// interface's frames meanwhile, another generator's too).
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
