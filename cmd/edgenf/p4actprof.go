@@ -32,6 +32,17 @@ type apGroup struct {
 	Members []uint32 `json:"members"`
 }
 
+// cubeProfile is the P4 program of a cube and its action profile named
+// name (in full, by alias or by its last components).
+func cubeProfile(cube, name string) (*p4info.P4Info, *p4info.ActionProfile, error) {
+	info, err := p4Model(cube)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := findProfile(info, name)
+	return info, p, err
+}
+
 func findProfile(info *p4info.P4Info, name string) (*p4info.ActionProfile, error) {
 	var names []string
 	for _, p := range info.ActionProfiles {
@@ -76,11 +87,7 @@ func freeID(cube, table, profile string) (uint32, error) {
 
 // memberBody resolves CUBE PROFILE ACTION [PARAM...] into a member.
 func memberBody(args []string, id *uint32) (*apMember, error) {
-	info, err := p4Model(args[0])
-	if err != nil {
-		return nil, err
-	}
-	p, err := findProfile(info, args[1])
+	info, p, err := cubeProfile(args[0], args[1])
 	if err != nil {
 		return nil, err
 	}
@@ -115,11 +122,7 @@ func p4ActProfCmds() []*cobra.Command {
 		Example: "  edgenf p4 act-prof-create-member r1 next_hops forward 0xf1 0xa1 1",
 		Args:    cobra.MinimumNArgs(3), ValidArgsFunction: completeCubes,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			info, err := p4Model(args[0])
-			if err != nil {
-				return err
-			}
-			p, err := findProfile(info, args[1])
+			_, p, err := cubeProfile(args[0], args[1])
 			if err != nil {
 				return err
 			}
@@ -165,11 +168,7 @@ func p4ActProfCmds() []*cobra.Command {
 		return &cobra.Command{
 			Use: use, Aliases: []string{alias}, Short: short, Args: cobra.ExactArgs(3), ValidArgsFunction: completeCubes,
 			RunE: func(cmd *cobra.Command, args []string) error {
-				info, err := p4Model(args[0])
-				if err != nil {
-					return err
-				}
-				p, err := findProfile(info, args[1])
+				_, p, err := cubeProfile(args[0], args[1])
 				if err != nil {
 					return err
 				}
@@ -191,11 +190,7 @@ func p4ActProfCmds() []*cobra.Command {
 		Short: "Create an empty group of an action selector; prints its handle",
 		Args:  cobra.ExactArgs(2), ValidArgsFunction: completeCubes,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			info, err := p4Model(args[0])
-			if err != nil {
-				return err
-			}
-			p, err := findProfile(info, args[1])
+			_, p, err := cubeProfile(args[0], args[1])
 			if err != nil {
 				return err
 			}
@@ -222,11 +217,7 @@ func p4ActProfCmds() []*cobra.Command {
 		return &cobra.Command{
 			Use: use, Aliases: []string{alias}, Short: short, Args: cobra.ExactArgs(4), ValidArgsFunction: completeCubes,
 			RunE: func(cmd *cobra.Command, args []string) error {
-				info, err := p4Model(args[0])
-				if err != nil {
-					return err
-				}
-				p, err := findProfile(info, args[1])
+				_, p, err := cubeProfile(args[0], args[1])
 				if err != nil {
 					return err
 				}
@@ -276,11 +267,7 @@ func p4ActProfCmds() []*cobra.Command {
 				return err
 			}
 			if len(args) == 2 {
-				info, err := p4Model(args[0])
-				if err != nil {
-					return err
-				}
-				p, err := findProfile(info, args[1])
+				_, p, err := cubeProfile(args[0], args[1])
 				if err != nil {
 					return err
 				}
