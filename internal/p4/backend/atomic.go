@@ -231,10 +231,10 @@ func (g *gen) atomicRegisterOp(call *syntax.Call, cr *sema.CallRef, r *ir.Regist
 		if len(call.Args) != 2 {
 			return false // PSA's read(index) is a value: atomicRegisterRead
 		}
-		g.line("%s = %s ? (*%s & %s) : 0;", g.lval(call.Args[0].Value), c, c, mask(r.Width))
+		g.line("%s = %s ? %s : %s;", g.lval(call.Args[0].Value), c, regDecode(r, "*"+c), regInit(r))
 	case "write":
 		g.line("if (%s)", unparen(c))
-		g.line("\t*%s = (__u64)(%s) & %s;", c, g.rv(call.Args[1].Value), mask(r.Width))
+		g.line("\t*%s = %s;", c, regEncode(r, fmt.Sprintf("(__u64)(%s) & %s", g.rv(call.Args[1].Value), mask(r.Width))))
 	default:
 		return false
 	}
@@ -251,5 +251,5 @@ func (g *gen) atomicRegisterRead(cr *sema.CallRef, r *ir.Register) (string, bool
 	if !ok {
 		return "", false
 	}
-	return fmt.Sprintf("(%s ? (*%s & %s) : 0)", c, c, mask(r.Width)), true
+	return fmt.Sprintf("(%s ? %s : %s)", c, regDecode(r, "*"+c), regInit(r)), true
 }

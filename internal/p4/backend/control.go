@@ -665,7 +665,7 @@ func (g *gen) externMethod(call *syntax.Call, cr *sema.CallRef) {
 		r := g.p.RegisterOf[in]
 		g.line("{")
 		g.line("	__u32 ri = (__u32)%s;", g.rv(call.Args[0].Value))
-		g.line("	__u64 rv = (__u64)(%s) & %s;", g.rv(call.Args[1].Value), mask(r.Width))
+		g.line("	__u64 rv = %s;", regEncode(r, fmt.Sprintf("(__u64)(%s) & %s", g.rv(call.Args[1].Value), mask(r.Width))))
 		g.line("	__u64 *rc = ri < %d ? bpf_map_lookup_elem(&%s, &ri) : 0;", r.Size, r.MapName)
 		g.line("	if (rc)")
 		g.line("		*(volatile __u64 *)rc = rv;")

@@ -22,8 +22,8 @@ func (g *gen) psaExternValue(call *syntax.Call, cr *sema.CallRef) (string, bool)
 	in := cr.Instance
 	switch in.Extern.Name + "." + cr.Method {
 	case "Register.read":
-		// an out-of-range index reads 0 (the map starts zeroed: psa.p4's
-		// initial value, which sema allows only as 0)
+		// an out-of-range index reads the initial value, as a cell never
+		// written
 		r := g.p.RegisterOf[in]
 		if r == nil || len(call.Args) != 1 {
 			break
@@ -31,8 +31,8 @@ func (g *gen) psaExternValue(call *syntax.Call, cr *sema.CallRef) (string, bool)
 		if v, ok := g.atomicRegisterRead(cr, r); ok { // atomic.go
 			return v, true
 		}
-		return fmt.Sprintf("({ __u32 ri = (__u32)%s; __u64 *rc = ri < %d ? bpf_map_lookup_elem(&%s, &ri) : 0; rc ? (*(volatile __u64 *)rc & %s) : 0; })",
-			g.rv(call.Args[0].Value), r.Size, r.MapName, mask(r.Width)), true
+		return fmt.Sprintf("({ __u32 ri = (__u32)%s; __u64 *rc = ri < %d ? bpf_map_lookup_elem(&%s, &ri) : 0; rc ? %s : %s; })",
+			g.rv(call.Args[0].Value), r.Size, r.MapName, regDecode(r, "*(volatile __u64 *)rc"), regInit(r)), true
 	case "Meter.execute":
 		m := g.p.MeterOf[in]
 		if m == nil {
