@@ -856,6 +856,13 @@ func (g *gen) externFunc(call *syntax.Call, cr *sema.CallRef) {
 // first byte padded with zeros in front, as BMv2 does (a 12-bit field
 // hashes as two bytes 0x0f 0xff, not 0xff 0xf0 and whatever followed).
 func (g *gen) hashList(alg string, e syntax.Expr, algPos, pos syntax.Pos) string {
+	return g.hashOf(alg, g.packPadded(e), pos, algPos) // selector.go
+}
+
+// packPadded packs list e into s->cbuf after leading zero bits that
+// round it up to whole bytes (BMv2's hash input) and returns its bits,
+// padding included.
+func (g *gen) packPadded(e syntax.Expr) int {
 	// the list's width: packed once into scratch, thrown away
 	var scratch strings.Builder
 	w, body, mark := g.w, g.body, len(g.bodyPos)
@@ -867,7 +874,7 @@ func (g *gen) hashList(alg string, e syntax.Expr, algPos, pos syntax.Pos) string
 		g.line("s->cbuf[0] = 0;")
 	}
 	// the padding is leading zeros: an identity hash's value is the same
-	return g.hashOf(alg, g.packListFrom(e, pad), pos, algPos) // selector.go
+	return g.packListFrom(e, pad)
 }
 
 // stateLookup starts a separately verified function: it finds the state.

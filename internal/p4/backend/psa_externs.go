@@ -82,6 +82,8 @@ func (g *gen) psaExternValue(call *syntax.Call, cr *sema.CallRef) (string, bool)
 		t := g.psaTemp()
 		g.randomInto(t, w, in.Args[0].String(), in.Args[1].String())
 		return t, true
+	case "Checksum.get":
+		return g.psaChecksumGet(call, in), true // psa_checksum.go
 	case "InternetChecksum.get":
 		return fmt.Sprintf("((__u64)p4_fold16(%s))", g.psaCsumState(in)), true
 	case "InternetChecksum.get_state":
@@ -98,6 +100,8 @@ func (g *gen) psaExternStmt(call *syntax.Call, cr *sema.CallRef) bool {
 	switch in.Extern.Name + "." + cr.Method {
 	case "Digest.pack":
 		g.digestCall(call) // slowpath.go
+	case "Checksum.clear", "Checksum.update":
+		g.psaChecksumStmt(call, in, cr.Method) // psa_checksum.go
 	case "InternetChecksum.clear":
 		g.line("%s = 0;", g.psaCsumState(in))
 	case "InternetChecksum.set_state":
@@ -132,8 +136,12 @@ func (g *gen) psaExternStmt(call *syntax.Call, cr *sema.CallRef) bool {
 
 // psaCsumState is the running sum of an InternetChecksum instance: 64
 // bits, folded when read; zero for each packet (the state is).
-func (g *gen) psaCsumState(in *sema.Instance) string {
-	name := "ick_" + ir.Sanitize(in.FullName)
+func (g *gen) psaCsumState(in *sema.Instance) string { return g.psaInstState("ick_", in) }
+
+// psaInstState is a 64-bit slot of the per-packet state that instance in
+// keeps (named prefix + its name), zero at each packet's start.
+func (g *gen) psaInstState(prefix string, in *sema.Instance) string {
+	name := prefix + ir.Sanitize(in.FullName)
 	decl := "__u64 " + name
 	for _, f := range g.state {
 		if f == decl {
