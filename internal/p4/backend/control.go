@@ -132,6 +132,11 @@ func (g *gen) table(t *ir.Table) {
 		g.line("case 0x%08x: /* %s */", ta.Action.ID, comment(ta.Action.Name))
 		g.tableAction(t, ta.Action.Ent, g.dataFromValue(t, ta.Action, "v"))
 	}
+	if t.Profile != nil && len(t.Profile.Actions) > len(t.Actions) {
+		// a member of a shared profile whose action this table does not list
+		g.line("default:")
+		g.line("\treturn P4_AP_MISS;")
+	}
 	g.line("}")
 	g.line("return 0;")
 	g.indent--

@@ -61,7 +61,7 @@ type Cmd struct {
 	NoCheck  bool   // register_read without a value: the cell is read, not checked
 	Meter    string // meter_set, meter_get
 	Rates    [4]uint64
-	AllCells bool // meter_set from meter_array_set_rates: every cell
+	AllCells bool     // meter_set from meter_array_set_rates: every cell
 	Nums     []uint64 // mc_* and mirroring_* arguments (replicate.go), act_prof_* ids (actprof.go)
 	Profile  string   // act_prof_*
 }
