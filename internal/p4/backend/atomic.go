@@ -38,7 +38,7 @@ type atomicScan struct {
 	idx     []syntax.Expr
 	assigns []syntax.Expr
 	bad     bool
-	callee  string // the action or function being scanned, called from the block; "" in the block itself
+	callee  string   // the action or function being scanned, called from the block; "" in the block itself
 	locals  []string // variables the block declares: no index can use them
 	// calleeVars: the parameters and variables of the callees scanned,
 	// which the block's index cannot name either
