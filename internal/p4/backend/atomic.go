@@ -279,7 +279,7 @@ func (g *gen) atomicBlock(b *syntax.BlockStmt) {
 	g.line("{")
 	g.indent++
 	g.line("/* @atomic: the register cells are looked up first, then the block runs under the lock of its index */")
-	g.line("__u32 ai = (__u32)%s;", idx)
+	g.line("__u32 ai = %s;", g.cellIndex(sc.idx[0]))
 	for _, in := range sc.regs {
 		if _, ok := st.cells[in]; ok {
 			continue

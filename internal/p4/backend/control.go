@@ -625,9 +625,8 @@ func (g *gen) externMethod(call *syntax.Call, cr *sema.CallRef) {
 	switch in.Extern.Name + "." + cr.Method {
 	case "counter.count", "Counter.count": // PSA's Counter is v1model's counter
 		c := g.p.CounterOf[in]
-		idx := g.rv(call.Args[0].Value)
 		g.line("{")
-		g.line("\t__u32 ci = (__u32)%s;", idx)
+		g.line("\t__u32 ci = %s;", g.cellIndex(call.Args[0].Value))
 		g.line("\tstruct p4_ctr *c = ci < %d ? bpf_map_lookup_elem(&%s, &ci) : 0;", c.Size, c.MapName)
 		g.line("\tif (c) {")
 		g.line("\t\tc->packets++;")
@@ -649,7 +648,7 @@ func (g *gen) externMethod(call *syntax.Call, cr *sema.CallRef) {
 			units = "s->sm.f_packet_length"
 		}
 		g.line("{")
-		g.line("\t__u32 mi = (__u32)%s;", g.rv(call.Args[0].Value))
+		g.line("\t__u32 mi = %s;", g.cellIndex(call.Args[0].Value))
 		g.line("\t%s = mi < %d ? p4_meter_exec(&%s, mi, %s) & %s : 0;", g.lval(out), m.Size, m.MapName, units, mask(width(g.typeOf(out))))
 		g.line("}")
 	case "register.read":
@@ -661,7 +660,7 @@ func (g *gen) externMethod(call *syntax.Call, cr *sema.CallRef) {
 			return
 		}
 		g.line("{")
-		g.line("	__u32 ri = (__u32)%s;", g.rv(call.Args[1].Value))
+		g.line("	__u32 ri = %s;", g.cellIndex(call.Args[1].Value))
 		g.line("	__u64 *rc = ri < %d ? bpf_map_lookup_elem(&%s, &ri) : 0;", r.Size, r.MapName)
 		g.line("	%s = rc ? (*(volatile __u64 *)rc & %s) : 0;", g.lval(out), mask(r.Width))
 		g.line("}")
@@ -669,7 +668,7 @@ func (g *gen) externMethod(call *syntax.Call, cr *sema.CallRef) {
 		// v1model and PSA: an out-of-range index is ignored
 		r := g.p.RegisterOf[in]
 		g.line("{")
-		g.line("	__u32 ri = (__u32)%s;", g.rv(call.Args[0].Value))
+		g.line("	__u32 ri = %s;", g.cellIndex(call.Args[0].Value))
 		g.line("	__u64 rv = %s;", regEncode(r, fmt.Sprintf("(__u64)(%s) & %s", g.rv(call.Args[1].Value), mask(r.Width))))
 		g.line("	__u64 *rc = ri < %d ? bpf_map_lookup_elem(&%s, &ri) : 0;", r.Size, r.MapName)
 		g.line("	if (rc)")

@@ -31,8 +31,8 @@ func (g *gen) psaExternValue(call *syntax.Call, cr *sema.CallRef) (string, bool)
 		if v, ok := g.atomicRegisterRead(cr, r); ok { // atomic.go
 			return v, true
 		}
-		return fmt.Sprintf("({ __u32 ri = (__u32)%s; __u64 *rc = ri < %d ? bpf_map_lookup_elem(&%s, &ri) : 0; rc ? %s : %s; })",
-			g.rv(call.Args[0].Value), r.Size, r.MapName, regDecode(r, "*(volatile __u64 *)rc"), regInit(r)), true
+		return fmt.Sprintf("({ __u32 ri = %s; __u64 *rc = ri < %d ? bpf_map_lookup_elem(&%s, &ri) : 0; rc ? %s : %s; })",
+			g.cellIndex(call.Args[0].Value), r.Size, r.MapName, regDecode(r, "*(volatile __u64 *)rc"), regInit(r)), true
 	case "Meter.execute":
 		m := g.p.MeterOf[in]
 		if m == nil {
@@ -45,12 +45,12 @@ func (g *gen) psaExternValue(call *syntax.Call, cr *sema.CallRef) (string, bool)
 		if len(call.Args) == 2 {
 			// colour-aware: never better than the colour given; an index
 			// out of range leaves it
-			return fmt.Sprintf("({ __u32 mi = (__u32)%s; __u32 pre = %s; %s; })", g.rv(call.Args[0].Value),
+			return fmt.Sprintf("({ __u32 mi = %s; __u32 pre = %s; %s; })", g.cellIndex(call.Args[0].Value),
 				v1Color(g.typeOf(call), g.rv(call.Args[1].Value)),
 				psaColor(g.typeOf(call), fmt.Sprintf("(mi < %d ? p4_meter_exec_aware(&%s, mi, %s, pre) : pre)", m.Size, m.MapName, units))), true
 		}
 		// an index out of range is GREEN, as in v1model
-		return fmt.Sprintf("({ __u32 mi = (__u32)%s; %s; })", g.rv(call.Args[0].Value),
+		return fmt.Sprintf("({ __u32 mi = %s; %s; })", g.cellIndex(call.Args[0].Value),
 			psaColor(g.typeOf(call), fmt.Sprintf("(mi < %d ? p4_meter_exec(&%s, mi, %s) : 0)", m.Size, m.MapName, units))), true
 	case "DirectMeter.execute":
 		m := g.p.MeterOf[in]

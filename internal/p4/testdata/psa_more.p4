@@ -7,6 +7,8 @@
  *          packet, which then writes it + 1; every cell starts 0x1234
  *   len    packet_in.length() in the ingress parser, which rejects a
  *          packet longer than 100 bytes (error.TooLong; ingress drops it)
+ * A Counter with a 128-bit index counts packets per source MAC (an index
+ * of 2^32 or more is out of range, not its low bits).
  * Forwarding: table lb (an ActionSelector over the source MAC) with
  * psa_empty_group_action = fwd(3); its default action fwd(1). */
 #include <core.p4>
@@ -47,6 +49,7 @@ control Ig(inout headers hdr, inout meta_t meta,
     Checksum<bit<32>>(PSA_HashAlgorithm_t.CRC32) c32;
     Register<bit<16>, bit<8>>(4, 16w0x1234) cells;
     ActionSelector(PSA_HashAlgorithm_t.CRC16, 32w16, 32w16) sel;
+    Counter<bit<32>, bit<128>>(4, PSA_CounterType_t.PACKETS) bySrc;
 
     action fwd(PortId_t p) { send_to_port(ostd, p); }
     table lb {
@@ -62,6 +65,7 @@ control Ig(inout headers hdr, inout meta_t meta,
             ingress_drop(ostd);
             exit;
         }
+        bySrc.count((bit<80>)0 ++ hdr.eth.src);
         c16.update(hdr.probe.a);
         c16.update(hdr.probe.b);
         hdr.probe.crc16 = c16.get();
