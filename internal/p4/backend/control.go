@@ -157,7 +157,10 @@ func (g *gen) table(t *ir.Table) {
 	}
 	g.line("r->hit = 0;")
 	g.line("r->action = 0;")
-	if t.DirectMeter != nil {
+	aware := g.awareDirectMeter(t.DirectMeter) // psa_dmeter.go
+	if aware {
+		g.line("%s = 0;", g.dmHit(t))
+	} else if t.DirectMeter != nil {
 		g.needDMColor()
 		g.line("s->dm_color = 0; /* GREEN on a miss */")
 	}
@@ -188,6 +191,9 @@ func (g *gen) table(t *ir.Table) {
 		g.line("\t\tbpf_loop(*n < %d ? *n : %d, scan_%s, &sc, 0);", t.Size, t.Size, sn)
 		g.line("\tif (sc.prio) {")
 		g.line("\t\t__u32 i = sc.idx;")
+		if aware {
+			g.line("\t\t%s = i;", g.dmIdx(t))
+		}
 		g.line("\t\t__u8 *e = bpf_map_lookup_elem(&%s, &i);", t.MapName)
 		g.line("\t\tif (e)")
 		g.line("\t\t\tv = e + %d;", t.EntryValueOff)
@@ -209,9 +215,16 @@ func (g *gen) table(t *ir.Table) {
 		}
 		if t.Profile != nil { // an empty group or a dangling reference: a miss (selector.go)
 			g.line("\tint e = %s_run(ctx, s, v, r);", tblName(t))
+			if aware {
+				g.line("\t%s = 0;", g.dmHit(t))
+			}
 			g.line("\tif (e != P4_AP_MISS)")
 			g.line("\t\treturn e;")
 			g.line("\tr->hit = 0;")
+		} else if aware {
+			g.line("\tint e = %s_run(ctx, s, v, r);", tblName(t))
+			g.line("\t%s = 0;", g.dmHit(t))
+			g.line("\treturn e;")
 		} else {
 			g.line("\treturn %s_run(ctx, s, v, r);", tblName(t))
 		}

@@ -57,10 +57,6 @@ func (g *gen) psaExternValue(call *syntax.Call, cr *sema.CallRef) (string, bool)
 		if m == nil {
 			break
 		}
-		if len(call.Args) != 0 {
-			g.unsupported(call.Pos, "color-aware DirectMeter.execute(color)")
-			return "0", true
-		}
 		if m.Table == nil {
 			g.errorf(call.Pos, "direct meter %s is not attached to a table (psa_direct_meter)", in.Name)
 			return "0", true
@@ -68,6 +64,9 @@ func (g *gen) psaExternValue(call *syntax.Call, cr *sema.CallRef) (string, bool)
 		if !g.inAction {
 			g.errorf(call.Pos, "%s.execute can only be called in an action of table %s", in.Name, m.Table.Name)
 			return "0", true
+		}
+		if g.awareDirectMeter(m) {
+			return g.awareDirectMeterExec(call, m), true // psa_dmeter.go
 		}
 		g.needDMColor()
 		return psaColor(g.typeOf(call), "s->dm_color"), true
@@ -141,15 +140,7 @@ func (g *gen) psaCsumState(in *sema.Instance) string { return g.psaInstState("ic
 // psaInstState is a 64-bit slot of the per-packet state that instance in
 // keeps (named prefix + its name), zero at each packet's start.
 func (g *gen) psaInstState(prefix string, in *sema.Instance) string {
-	name := prefix + ir.Sanitize(in.FullName)
-	decl := "__u64 " + name
-	for _, f := range g.state {
-		if f == decl {
-			return "s->" + name
-		}
-	}
-	g.state = append(g.state, decl)
-	return "s->" + name
+	return g.stateVar("__u64", prefix+ir.Sanitize(in.FullName)) // psa_dmeter.go
 }
 
 // psaTemp is a fresh 64-bit slot of the per-packet state.
