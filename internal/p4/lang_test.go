@@ -52,6 +52,9 @@ func TestLanguageErrors(t *testing.T) {
 		{langStructs, "", "@atomic { r.read(m.x, m.i); r.write(m.i + 1, m.x + 1); }", "unsupported: @atomic block with register accesses at different indices"},
 		{langStructs, "", "@atomic { r.read(m.i, m.i); r.write(m.i, m.x + 1); }", "unsupported: @atomic block that assigns m.i"},
 		{langStructs, "", "@atomic { r.read(m.x, m.i); exit; }", "unsupported: @atomic block with exit"},
+		// calls in @atomic: the callee's body runs under the lock
+		{langStructs + "\nvoid setI(inout bit<32> v) { v = 3; }", "", "@atomic { r.read(m.x, m.i); setI(m.i); r.write(m.i, m.x); }", "unsupported: @atomic block that assigns m.i"},
+		{langStructs + "\naction quit() { exit; }", "", "@atomic { r.read(m.x, m.i); quit(); }", "unsupported: @atomic block with exit in quit, called from it"},
 		// wide values: * / % |+| |-| and signed arithmetic are refused where written
 		{"struct H { eth_t eth; }\nstruct M { bit<128> i; bit<128> x; int<128> s; }", "", "m.x = m.i * m.x;", "test.p4:16:23: error: unsupported: operator * on values wider than 64 bits"},
 		{"struct H { eth_t eth; }\nstruct M { bit<128> i; bit<128> x; int<128> s; }", "", "m.x = m.i |+| m.x;", "unsupported: operator |+| on values wider than 64 bits"},

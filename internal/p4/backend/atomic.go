@@ -2,6 +2,7 @@ package backend
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/edgenf/edgenf/internal/p4/ir"
@@ -20,8 +21,9 @@ import (
 // program: the verifier lets a program hold one lock at a time). While
 // holding it a BPF program may call no helper and no function, so the block
 // may only hold assignments, if statements, local declarations, header
-// validity and register read/write; anything else is reported at its
-// position.
+// validity, register read/write, and calls of actions and functions (the
+// generated ones are inlined) whose bodies hold the same minus register
+// accesses; anything else is reported at its position.
 
 // atomicLocks is the number of lock cells (a power of two).
 const atomicLocks = 1024
@@ -36,9 +38,35 @@ type atomicScan struct {
 	idx     []syntax.Expr
 	assigns []syntax.Expr
 	bad     bool
+	callee  string   // the action or function being scanned, called from the block; "" in the block itself
+	locals  []string // variables the block declares: no index can use them
+	// calleeVars: the parameters and variables of the callees scanned,
+	// which the block's index cannot name either
+	calleeVars []string
+}
+
+// rootIn reports whether e is (a part of) a variable named in names.
+func rootIn(e syntax.Expr, names []string) bool {
+	for {
+		switch x := e.(type) {
+		case *syntax.Member:
+			e = x.X
+		case *syntax.Index:
+			e = x.X
+		case *syntax.Slice:
+			e = x.X
+		case *syntax.Ident:
+			return slices.Contains(names, x.Name)
+		default:
+			return false
+		}
+	}
 }
 
 func (a *atomicScan) reject(pos syntax.Pos, what string) {
+	if a.callee != "" {
+		what += " in " + a.callee + ", called from it"
+	}
 	if !a.bad {
 		a.g.unsupported(pos, "@atomic block with "+what+": edgenf makes atomic the blocks of register reads and writes at one index, assignments and if statements")
 	}
@@ -53,7 +81,9 @@ func (a *atomicScan) stmt(s syntax.Stmt) {
 		}
 	case *syntax.EmptyStmt:
 	case *syntax.AssignStmt:
-		a.assigns = append(a.assigns, x.LHS)
+		if a.callee == "" || !rootIn(x.LHS, a.calleeVars) {
+			a.assigns = append(a.assigns, x.LHS)
+		}
 		a.expr(x.LHS)
 		a.expr(x.RHS)
 	case *syntax.IfStmt:
@@ -63,15 +93,26 @@ func (a *atomicScan) stmt(s syntax.Stmt) {
 			a.stmt(x.Else)
 		}
 	case *syntax.DeclStmt:
-		if d, ok := x.Decl.(*syntax.VarDecl); ok && d.Init != nil {
-			a.expr(d.Init)
+		if d, ok := x.Decl.(*syntax.VarDecl); ok {
+			if a.callee == "" {
+				a.locals = append(a.locals, d.Name)
+			} else {
+				a.calleeVars = append(a.calleeVars, d.Name)
+			}
+			if d.Init != nil {
+				a.expr(d.Init)
+			}
 		}
 	case *syntax.CallStmt:
 		a.call(x.Call)
 	case *syntax.ExitStmt:
 		a.reject(x.Pos, "exit")
 	case *syntax.ReturnStmt:
-		a.reject(x.Pos, "return")
+		if a.callee == "" {
+			a.reject(x.Pos, "return")
+			return
+		}
+		a.expr(x.Value) // leaves the inlined callee, not the block
 	default:
 		a.reject(s.NodePos(), "this statement")
 	}
@@ -84,12 +125,25 @@ func (a *atomicScan) call(call *syntax.Call) {
 		return
 	}
 	switch cr.Kind {
+	case sema.CallAction:
+		if cr.Action != nil && cr.Action.Decl != nil {
+			a.calleeBody(call, cr.Action.Name, cr.Action.Params, cr.Action.Decl.Body)
+			return
+		}
+	case sema.CallFunction:
+		if cr.Function != nil && cr.Function.Decl != nil {
+			a.calleeBody(call, cr.Function.Name, cr.Function.Params, cr.Function.Decl.Body)
+			return
+		}
 	case sema.CallHeaderMethod:
 		if cr.Method == "push_front" || cr.Method == "pop_front" || cr.Method == "isValid" || cr.Method == "setValid" || cr.Method == "setInvalid" {
 			return
 		}
 	case sema.CallExternMethod:
 		if in := cr.Instance; in != nil && sema.ExternKind(in.Extern.Name) == "register" && len(call.Args) == 2 /* v1model read(out, index); write(index, value) */ {
+			if a.callee != "" {
+				break
+			}
 			switch cr.Method {
 			case "read":
 				a.regs = append(a.regs, in)
@@ -113,6 +167,32 @@ func (a *atomicScan) call(call *syntax.Call) {
 	a.reject(call.Pos, "a call of "+sema.ExprString(call.Fn))
 }
 
+// calleeBody scans a call of an action or function from the block: its
+// arguments (out and inout ones are assigned) and its body, which runs
+// inlined under the lock and so must hold what the block may, without
+// register accesses (their cells are looked up before the lock, by the
+// block's own accesses).
+func (a *atomicScan) calleeBody(call *syntax.Call, name string, params []*sema.Var, body *syntax.BlockStmt) {
+	for i, arg := range call.Args {
+		a.expr(arg.Value)
+		if i < len(params) && (params[i].Dir == "out" || params[i].Dir == "inout") {
+			a.assigns = append(a.assigns, arg.Value)
+		}
+	}
+	if body == nil {
+		return
+	}
+	for _, p := range params {
+		a.calleeVars = append(a.calleeVars, p.Name)
+	}
+	outer := a.callee
+	if outer == "" {
+		a.callee = name
+	}
+	a.stmt(body)
+	a.callee = outer
+}
+
 func (a *atomicScan) expr(e syntax.Expr) {
 	switch x := e.(type) {
 	case nil:
@@ -121,7 +201,11 @@ func (a *atomicScan) expr(e syntax.Expr) {
 		if cr != nil && cr.Kind == sema.CallHeaderMethod && cr.Method == "isValid" {
 			return
 		}
-		if cr != nil && cr.Kind == sema.CallExternMethod && cr.Instance != nil && cr.Instance.Extern.Name == "Register" && cr.Method == "read" && len(x.Args) == 1 {
+		if cr != nil && cr.Kind == sema.CallFunction {
+			a.call(x) // a function's value
+			return
+		}
+		if cr != nil && cr.Kind == sema.CallExternMethod && cr.Instance != nil && cr.Instance.Extern.Name == "Register" && cr.Method == "read" && len(x.Args) == 1 && a.callee == "" {
 			// PSA: reg.read(index) is a value (psa_externs.go)
 			a.regs = append(a.regs, cr.Instance)
 			a.idx = append(a.idx, x.Args[0].Value)
@@ -182,6 +266,9 @@ func (g *gen) atomicBlock(b *syntax.BlockStmt) {
 		}
 	}
 	for _, as := range sc.assigns {
+		if rootIn(as, sc.locals) {
+			continue // not declared yet, and no index uses it
+		}
 		if l := g.lval(as); strings.Contains(idx, l) {
 			g.unsupported(as.NodePos(), "@atomic block that assigns "+sema.ExprString(as)+", which its register index uses")
 			return
@@ -192,7 +279,7 @@ func (g *gen) atomicBlock(b *syntax.BlockStmt) {
 	g.line("{")
 	g.indent++
 	g.line("/* @atomic: the register cells are looked up first, then the block runs under the lock of its index */")
-	g.line("__u32 ai = (__u32)%s;", idx)
+	g.line("__u32 ai = %s;", g.cellIndex(sc.idx[0]))
 	for _, in := range sc.regs {
 		if _, ok := st.cells[in]; ok {
 			continue
@@ -231,10 +318,10 @@ func (g *gen) atomicRegisterOp(call *syntax.Call, cr *sema.CallRef, r *ir.Regist
 		if len(call.Args) != 2 {
 			return false // PSA's read(index) is a value: atomicRegisterRead
 		}
-		g.line("%s = %s ? (*%s & %s) : 0;", g.lval(call.Args[0].Value), c, c, mask(r.Width))
+		g.line("%s = %s ? %s : %s;", g.lval(call.Args[0].Value), c, regDecode(r, "*"+c), regInit(r))
 	case "write":
 		g.line("if (%s)", unparen(c))
-		g.line("\t*%s = (__u64)(%s) & %s;", c, g.rv(call.Args[1].Value), mask(r.Width))
+		g.line("\t*%s = %s;", c, regEncode(r, fmt.Sprintf("(__u64)(%s) & %s", g.rv(call.Args[1].Value), mask(r.Width))))
 	default:
 		return false
 	}
@@ -251,5 +338,5 @@ func (g *gen) atomicRegisterRead(cr *sema.CallRef, r *ir.Register) (string, bool
 	if !ok {
 		return "", false
 	}
-	return fmt.Sprintf("(%s ? (*%s & %s) : 0)", c, c, mask(r.Width)), true
+	return fmt.Sprintf("(%s ? %s : %s)", c, regDecode(r, "*"+c), regInit(r)), true
 }

@@ -94,9 +94,10 @@ type gen struct {
 	sp         *ir.SlowPath // digests, log_msg, controller headers (slowpath.go)
 	opt        Options
 
-	assertSites []string     // assert/assume call sites (externs.go)
-	replLists   [][]string   // field lists of clone3/resubmit/recirculate data (replicate.go)
-	atomic      *atomicState // inside an @atomic block with registers (atomic.go)
+	assertSites []string                // assert/assume call sites (externs.go)
+	replLists   [][]string              // field lists of clone3/resubmit/recirculate data (replicate.go)
+	atomic      *atomicState            // inside an @atomic block with registers (atomic.go)
+	dmAware     map[*sema.Instance]bool // direct meters executed colour-aware (psa_dmeter.go)
 	atomicUsed  bool
 }
 

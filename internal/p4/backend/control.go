@@ -132,6 +132,11 @@ func (g *gen) table(t *ir.Table) {
 		g.line("case 0x%08x: /* %s */", ta.Action.ID, comment(ta.Action.Name))
 		g.tableAction(t, ta.Action.Ent, g.dataFromValue(t, ta.Action, "v"))
 	}
+	if t.Profile != nil && len(t.Profile.Actions) > len(t.Actions) {
+		// a member of a shared profile whose action this table does not list
+		g.line("default:")
+		g.line("\treturn P4_AP_MISS;")
+	}
 	g.line("}")
 	g.line("return 0;")
 	g.indent--
@@ -152,7 +157,10 @@ func (g *gen) table(t *ir.Table) {
 	}
 	g.line("r->hit = 0;")
 	g.line("r->action = 0;")
-	if t.DirectMeter != nil {
+	aware := g.awareDirectMeter(t.DirectMeter) // psa_dmeter.go
+	if aware {
+		g.line("%s = 0;", g.dmHit(t))
+	} else if t.DirectMeter != nil {
 		g.needDMColor()
 		g.line("s->dm_color = 0; /* GREEN on a miss */")
 	}
@@ -183,6 +191,9 @@ func (g *gen) table(t *ir.Table) {
 		g.line("\t\tbpf_loop(*n < %d ? *n : %d, scan_%s, &sc, 0);", t.Size, t.Size, sn)
 		g.line("\tif (sc.prio) {")
 		g.line("\t\t__u32 i = sc.idx;")
+		if aware {
+			g.line("\t\t%s = i;", g.dmIdx(t))
+		}
 		g.line("\t\t__u8 *e = bpf_map_lookup_elem(&%s, &i);", t.MapName)
 		g.line("\t\tif (e)")
 		g.line("\t\t\tv = e + %d;", t.EntryValueOff)
@@ -204,9 +215,16 @@ func (g *gen) table(t *ir.Table) {
 		}
 		if t.Profile != nil { // an empty group or a dangling reference: a miss (selector.go)
 			g.line("\tint e = %s_run(ctx, s, v, r);", tblName(t))
+			if aware {
+				g.line("\t%s = 0;", g.dmHit(t))
+			}
 			g.line("\tif (e != P4_AP_MISS)")
 			g.line("\t\treturn e;")
 			g.line("\tr->hit = 0;")
+		} else if aware {
+			g.line("\tint e = %s_run(ctx, s, v, r);", tblName(t))
+			g.line("\t%s = 0;", g.dmHit(t))
+			g.line("\treturn e;")
 		} else {
 			g.line("\treturn %s_run(ctx, s, v, r);", tblName(t))
 		}
@@ -620,9 +638,8 @@ func (g *gen) externMethod(call *syntax.Call, cr *sema.CallRef) {
 	switch in.Extern.Name + "." + cr.Method {
 	case "counter.count", "Counter.count": // PSA's Counter is v1model's counter
 		c := g.p.CounterOf[in]
-		idx := g.rv(call.Args[0].Value)
 		g.line("{")
-		g.line("\t__u32 ci = (__u32)%s;", idx)
+		g.line("\t__u32 ci = %s;", g.cellIndex(call.Args[0].Value))
 		g.line("\tstruct p4_ctr *c = ci < %d ? bpf_map_lookup_elem(&%s, &ci) : 0;", c.Size, c.MapName)
 		g.line("\tif (c) {")
 		g.line("\t\tc->packets++;")
@@ -644,7 +661,7 @@ func (g *gen) externMethod(call *syntax.Call, cr *sema.CallRef) {
 			units = "s->sm.f_packet_length"
 		}
 		g.line("{")
-		g.line("\t__u32 mi = (__u32)%s;", g.rv(call.Args[0].Value))
+		g.line("\t__u32 mi = %s;", g.cellIndex(call.Args[0].Value))
 		g.line("\t%s = mi < %d ? p4_meter_exec(&%s, mi, %s) & %s : 0;", g.lval(out), m.Size, m.MapName, units, mask(width(g.typeOf(out))))
 		g.line("}")
 	case "register.read":
@@ -656,7 +673,7 @@ func (g *gen) externMethod(call *syntax.Call, cr *sema.CallRef) {
 			return
 		}
 		g.line("{")
-		g.line("	__u32 ri = (__u32)%s;", g.rv(call.Args[1].Value))
+		g.line("	__u32 ri = %s;", g.cellIndex(call.Args[1].Value))
 		g.line("	__u64 *rc = ri < %d ? bpf_map_lookup_elem(&%s, &ri) : 0;", r.Size, r.MapName)
 		g.line("	%s = rc ? (*(volatile __u64 *)rc & %s) : 0;", g.lval(out), mask(r.Width))
 		g.line("}")
@@ -664,8 +681,8 @@ func (g *gen) externMethod(call *syntax.Call, cr *sema.CallRef) {
 		// v1model and PSA: an out-of-range index is ignored
 		r := g.p.RegisterOf[in]
 		g.line("{")
-		g.line("	__u32 ri = (__u32)%s;", g.rv(call.Args[0].Value))
-		g.line("	__u64 rv = (__u64)(%s) & %s;", g.rv(call.Args[1].Value), mask(r.Width))
+		g.line("	__u32 ri = %s;", g.cellIndex(call.Args[0].Value))
+		g.line("	__u64 rv = %s;", regEncode(r, fmt.Sprintf("(__u64)(%s) & %s", g.rv(call.Args[1].Value), mask(r.Width))))
 		g.line("	__u64 *rc = ri < %d ? bpf_map_lookup_elem(&%s, &ri) : 0;", r.Size, r.MapName)
 		g.line("	if (rc)")
 		g.line("		*(volatile __u64 *)rc = rv;")
@@ -856,6 +873,13 @@ func (g *gen) externFunc(call *syntax.Call, cr *sema.CallRef) {
 // first byte padded with zeros in front, as BMv2 does (a 12-bit field
 // hashes as two bytes 0x0f 0xff, not 0xff 0xf0 and whatever followed).
 func (g *gen) hashList(alg string, e syntax.Expr, algPos, pos syntax.Pos) string {
+	return g.hashOf(alg, g.packPadded(e), pos, algPos) // selector.go
+}
+
+// packPadded packs list e into s->cbuf after leading zero bits that
+// round it up to whole bytes (BMv2's hash input) and returns its bits,
+// padding included.
+func (g *gen) packPadded(e syntax.Expr) int {
 	// the list's width: packed once into scratch, thrown away
 	var scratch strings.Builder
 	w, body, mark := g.w, g.body, len(g.bodyPos)
@@ -867,7 +891,7 @@ func (g *gen) hashList(alg string, e syntax.Expr, algPos, pos syntax.Pos) string
 		g.line("s->cbuf[0] = 0;")
 	}
 	// the padding is leading zeros: an identity hash's value is the same
-	return g.hashOf(alg, g.packListFrom(e, pad), pos, algPos) // selector.go
+	return g.packListFrom(e, pad)
 }
 
 // stateLookup starts a separately verified function: it finds the state.

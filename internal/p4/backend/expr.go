@@ -120,6 +120,11 @@ func (g *gen) rv(e syntax.Expr) string {
 				return g.lookahead(x)
 			}
 		}
+		if cr != nil && cr.Kind == sema.CallExternMethod && cr.Method == "length" && g.inParser {
+			if et, ok := g.typeOf(cr.Recv).(*sema.ExternT); ok && et.Decl.Name == "packet_in" {
+				return "((__u64)p4_plen(ctx))" // packet_in.length(): the whole packet, in bytes
+			}
+		}
 		if cr != nil && cr.Kind == sema.CallExternMethod && cr.Instance != nil {
 			if v, ok := g.psaExternValue(x, cr); ok { // psa_externs.go
 				return v

@@ -38,6 +38,10 @@ func (g *gen) directMeterExec(t *ir.Table) {
 	if t.DirectMeter == nil {
 		return
 	}
+	if g.awareDirectMeter(t.DirectMeter) {
+		g.line("\t%s = 1; /* the meter runs at execute() (psa_dmeter.go) */", g.dmHit(t))
+		return
+	}
 	g.needDMColor()
 	units := "1"
 	if t.DirectMeter.Unit == "bytes" {

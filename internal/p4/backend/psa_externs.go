@@ -22,8 +22,8 @@ func (g *gen) psaExternValue(call *syntax.Call, cr *sema.CallRef) (string, bool)
 	in := cr.Instance
 	switch in.Extern.Name + "." + cr.Method {
 	case "Register.read":
-		// an out-of-range index reads 0 (the map starts zeroed: psa.p4's
-		// initial value, which sema allows only as 0)
+		// an out-of-range index reads the initial value, as a cell never
+		// written
 		r := g.p.RegisterOf[in]
 		if r == nil || len(call.Args) != 1 {
 			break
@@ -31,8 +31,8 @@ func (g *gen) psaExternValue(call *syntax.Call, cr *sema.CallRef) (string, bool)
 		if v, ok := g.atomicRegisterRead(cr, r); ok { // atomic.go
 			return v, true
 		}
-		return fmt.Sprintf("({ __u32 ri = (__u32)%s; __u64 *rc = ri < %d ? bpf_map_lookup_elem(&%s, &ri) : 0; rc ? (*(volatile __u64 *)rc & %s) : 0; })",
-			g.rv(call.Args[0].Value), r.Size, r.MapName, mask(r.Width)), true
+		return fmt.Sprintf("({ __u32 ri = %s; __u64 *rc = ri < %d ? bpf_map_lookup_elem(&%s, &ri) : 0; rc ? %s : %s; })",
+			g.cellIndex(call.Args[0].Value), r.Size, r.MapName, regDecode(r, "*(volatile __u64 *)rc"), regInit(r)), true
 	case "Meter.execute":
 		m := g.p.MeterOf[in]
 		if m == nil {
@@ -45,21 +45,17 @@ func (g *gen) psaExternValue(call *syntax.Call, cr *sema.CallRef) (string, bool)
 		if len(call.Args) == 2 {
 			// colour-aware: never better than the colour given; an index
 			// out of range leaves it
-			return fmt.Sprintf("({ __u32 mi = (__u32)%s; __u32 pre = %s; %s; })", g.rv(call.Args[0].Value),
+			return fmt.Sprintf("({ __u32 mi = %s; __u32 pre = %s; %s; })", g.cellIndex(call.Args[0].Value),
 				v1Color(g.typeOf(call), g.rv(call.Args[1].Value)),
 				psaColor(g.typeOf(call), fmt.Sprintf("(mi < %d ? p4_meter_exec_aware(&%s, mi, %s, pre) : pre)", m.Size, m.MapName, units))), true
 		}
 		// an index out of range is GREEN, as in v1model
-		return fmt.Sprintf("({ __u32 mi = (__u32)%s; %s; })", g.rv(call.Args[0].Value),
+		return fmt.Sprintf("({ __u32 mi = %s; %s; })", g.cellIndex(call.Args[0].Value),
 			psaColor(g.typeOf(call), fmt.Sprintf("(mi < %d ? p4_meter_exec(&%s, mi, %s) : 0)", m.Size, m.MapName, units))), true
 	case "DirectMeter.execute":
 		m := g.p.MeterOf[in]
 		if m == nil {
 			break
-		}
-		if len(call.Args) != 0 {
-			g.unsupported(call.Pos, "color-aware DirectMeter.execute(color)")
-			return "0", true
 		}
 		if m.Table == nil {
 			g.errorf(call.Pos, "direct meter %s is not attached to a table (psa_direct_meter)", in.Name)
@@ -68,6 +64,9 @@ func (g *gen) psaExternValue(call *syntax.Call, cr *sema.CallRef) (string, bool)
 		if !g.inAction {
 			g.errorf(call.Pos, "%s.execute can only be called in an action of table %s", in.Name, m.Table.Name)
 			return "0", true
+		}
+		if g.awareDirectMeter(m) {
+			return g.awareDirectMeterExec(call, m), true // psa_dmeter.go
 		}
 		g.needDMColor()
 		return psaColor(g.typeOf(call), "s->dm_color"), true
@@ -82,6 +81,8 @@ func (g *gen) psaExternValue(call *syntax.Call, cr *sema.CallRef) (string, bool)
 		t := g.psaTemp()
 		g.randomInto(t, w, in.Args[0].String(), in.Args[1].String())
 		return t, true
+	case "Checksum.get":
+		return g.psaChecksumGet(call, in), true // psa_checksum.go
 	case "InternetChecksum.get":
 		return fmt.Sprintf("((__u64)p4_fold16(%s))", g.psaCsumState(in)), true
 	case "InternetChecksum.get_state":
@@ -98,6 +99,8 @@ func (g *gen) psaExternStmt(call *syntax.Call, cr *sema.CallRef) bool {
 	switch in.Extern.Name + "." + cr.Method {
 	case "Digest.pack":
 		g.digestCall(call) // slowpath.go
+	case "Checksum.clear", "Checksum.update":
+		g.psaChecksumStmt(call, in, cr.Method) // psa_checksum.go
 	case "InternetChecksum.clear":
 		g.line("%s = 0;", g.psaCsumState(in))
 	case "InternetChecksum.set_state":
@@ -132,16 +135,12 @@ func (g *gen) psaExternStmt(call *syntax.Call, cr *sema.CallRef) bool {
 
 // psaCsumState is the running sum of an InternetChecksum instance: 64
 // bits, folded when read; zero for each packet (the state is).
-func (g *gen) psaCsumState(in *sema.Instance) string {
-	name := "ick_" + ir.Sanitize(in.FullName)
-	decl := "__u64 " + name
-	for _, f := range g.state {
-		if f == decl {
-			return "s->" + name
-		}
-	}
-	g.state = append(g.state, decl)
-	return "s->" + name
+func (g *gen) psaCsumState(in *sema.Instance) string { return g.psaInstState("ick_", in) }
+
+// psaInstState is a 64-bit slot of the per-packet state that instance in
+// keeps (named prefix + its name), zero at each packet's start.
+func (g *gen) psaInstState(prefix string, in *sema.Instance) string {
+	return g.stateVar("__u64", prefix+ir.Sanitize(in.FullName)) // psa_dmeter.go
 }
 
 // psaTemp is a fresh 64-bit slot of the per-packet state.

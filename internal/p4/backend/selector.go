@@ -37,7 +37,8 @@ func (g *gen) emitProfileMaps(w io.Writer) {
 // value: a member reference directly, a group's through the selector hash
 // over the table's selector keys. A dangling reference (the control plane
 // writes members before the references to them, so only a race with a
-// deletion) or an empty group is a miss: the default action runs.
+// deletion) or an empty group is a miss: the default action runs, unless
+// the table has a psa_empty_group_action, which an empty group runs.
 func (g *gen) resolveMember(t *ir.Table) {
 	ap := t.Profile
 	sn := ir.Sanitize(ap.Name)
@@ -50,8 +51,20 @@ func (g *gen) resolveMember(t *ir.Table) {
 	g.line("struct apg_%s *grp = bpf_map_lookup_elem(&%s, &id);", sn, ap.GroupMap)
 	g.line("__u64 h;")
 	g.line("__u32 i;")
-	g.line("if (!grp || !grp->n)")
-	g.line("\treturn P4_AP_MISS;")
+	if eg := t.Ent.EmptyGroupAction; eg != nil {
+		// PSA's psa_empty_group_action: a hit on an empty group runs it
+		g.line("if (!grp)")
+		g.line("\treturn P4_AP_MISS;")
+		g.line("if (!grp->n) {")
+		g.indent++
+		g.line("r->action = 0x%08x; /* psa_empty_group_action %s */", g.p.ActionOf[eg.Action].ID, comment(eg.Action.Name))
+		g.tableAction(t, eg.Action, g.constData(eg))
+		g.indent--
+		g.line("}")
+	} else {
+		g.line("if (!grp || !grp->n)")
+		g.line("\treturn P4_AP_MISS;")
+	}
 	if ap.Selector {
 		g.selectorHash(t)
 	} else {

@@ -113,13 +113,16 @@ func (p *Program) actionProfiles(src *syntax.Sources, ids *idAlloc, mapName func
 					errs = append(errs, src.Errorf(in.Decl.Pos, "unsupported: action profile %s: @selector_size_semantics(\"sum_of_weights\") (members have no weights in edgenf; use \"sum_of_members\")", in.Name))
 				}
 			}
-			ap.Actions = t.Actions
+			ap.Actions = append([]*TableAction(nil), t.Actions...)
 			ap.MemberMap = mapName("apm_", in.FullName)
 			ap.GroupMap = mapName("apg_", in.FullName)
 			byInst[in] = ap
 			p.ActionProfiles = append(p.ActionProfiles, ap)
-		} else if !sameActions(ap.Actions, t.Actions) {
-			errs = append(errs, src.Errorf(t.Ent.Decl.Pos, "table %s shares action profile %s with table %s but lists other actions; tables sharing a profile list the same actions", t.Ent.Name, ap.Name, ap.Tables[0].Name))
+		} else {
+			// tables sharing a profile may list different actions (PSA
+			// allows it): members may use any of them; a table runs only
+			// the members whose action it lists (backend/selector.go)
+			ap.Actions = unionActions(ap.Actions, t.Actions)
 		}
 		if len(t.SelectorKeys) > 0 && !ap.Selector {
 			errs = append(errs, src.Errorf(t.Ent.Decl.Pos, "table %s has selector keys but its implementation %s is an action_profile, not an action_selector", t.Ent.Name, ap.Name))
@@ -147,20 +150,18 @@ func (p *Program) actionProfiles(src *syntax.Sources, ids *idAlloc, mapName func
 	return errs
 }
 
-func sameActions(a, b []*TableAction) bool {
-	if len(a) != len(b) {
-		return false
-	}
+// unionActions is a followed by the actions of b it lacks.
+func unionActions(a, b []*TableAction) []*TableAction {
 	in := map[*Action]bool{}
 	for _, x := range a {
 		in[x.Action] = true
 	}
 	for _, x := range b {
 		if !in[x.Action] {
-			return false
+			a = append(a, x)
 		}
 	}
-	return true
+	return a
 }
 
 // psaHashAlgos names PSA_HashAlgorithm_t's members as v1model's

@@ -6,6 +6,7 @@ package ir
 
 import (
 	"fmt"
+	"math/big"
 	"regexp"
 	"sort"
 
@@ -148,6 +149,11 @@ type Register struct {
 	Signed  bool
 	Size    int
 	MapName string
+	// Init is PSA's initial value (Register(size, initial_value)), N
+	// bits two's complement. A cell holds its value XOR Init, so the
+	// zeroed map every load starts with reads Init everywhere without a
+	// write per cell; the control plane (tableruntime) applies the same.
+	Init uint64
 }
 
 // Meter is a v1model meter(Size, type): a two-rate three-colour marker
@@ -319,6 +325,9 @@ func Build(info *sema.Info, src *syntax.Sources) (*Program, error) {
 			}
 			if r.Width <= 0 || r.Width > 64 {
 				errs = append(errs, src.Errorf(in.Decl.Pos, "unsupported: register %s: element type must be bit<N>, int<N> (N <= 64) or bool (not yet implemented by edgenf's P4 compiler)", in.Name))
+			}
+			if len(in.Args) > 1 && r.Width > 0 && r.Width <= 64 { // PSA's initial_value
+				r.Init = new(big.Int).And(in.Args[1], new(big.Int).SetUint64(^uint64(0)>>(64-r.Width))).Uint64()
 			}
 			r.MapName = mapName("r_", in.FullName)
 			p.Registers = append(p.Registers, r)

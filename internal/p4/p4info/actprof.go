@@ -70,9 +70,19 @@ func addProfiles(m *P4Info, p *ir.Program) {
 			pa.TableIDs = append(pa.TableIDs, t.ID)
 			pl.Tables = append(pl.Tables, t.Name)
 		}
-		for _, tl := range m.Edgenf.Tables {
-			if len(ap.Tables) > 0 && tl.Name == ap.Tables[0].Name {
-				pl.Actions = tl.Actions
+		// the actions of every table the profile implements, each once
+		seen := map[string]bool{}
+		for _, t := range ap.Tables {
+			for _, tl := range m.Edgenf.Tables {
+				if tl.Name != t.Name {
+					continue
+				}
+				for _, a := range tl.Actions {
+					if !seen[a.Name] {
+						seen[a.Name] = true
+						pl.Actions = append(pl.Actions, a)
+					}
+				}
 			}
 		}
 		for i, t := range m.Tables {

@@ -157,6 +157,9 @@ type RegisterLayout struct {
 	Width  int    `json:"width"`
 	Signed bool   `json:"signed,omitempty"`
 	Bool   bool   `json:"bool,omitempty"`
+	// Init is PSA's initial value; the map holds each cell XOR Init
+	// (ir.Register).
+	Init uint64 `json:"init,omitempty"`
 }
 
 // Meter mirrors p4.config.v1.Meter.
@@ -419,7 +422,7 @@ func FromIR(p *ir.Program) *P4Info {
 			pr.TypeSpec.Bitstring = &BitstringSpec{Bit: &BitwidthSpec{Bitwidth: r.Width}}
 		}
 		m.Registers = append(m.Registers, pr)
-		rt.Registers = append(rt.Registers, &RegisterLayout{Name: r.Name, ID: r.ID, Map: r.MapName, Size: r.Size, Width: r.Width, Signed: r.Signed, Bool: isBool})
+		rt.Registers = append(rt.Registers, &RegisterLayout{Name: r.Name, ID: r.ID, Map: r.MapName, Size: r.Size, Width: r.Width, Signed: r.Signed, Bool: isBool, Init: r.Init})
 	}
 	for _, me := range p.Meters {
 		m.Meters = append(m.Meters, &Meter{Preamble: Preamble{ID: me.ID, Name: me.Name, Alias: alias(me.Name)}, Spec: MeterSpec{Unit: strings.ToUpper(me.Unit)}, Size: itoa(me.Size)})

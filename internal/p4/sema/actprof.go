@@ -91,3 +91,19 @@ func (c *checker) checkImplementation(t *Table, entries *syntax.TableProp) {
 		c.unsupported(entries.Pos, "entries in a table implemented by an action profile or selector")
 	}
 }
+
+// emptyGroupAction checks PSA's psa_empty_group_action = a(args): the
+// table must be implemented by an action selector, and the action, from
+// its actions list, takes constant arguments as a default action does.
+func (c *checker) emptyGroupAction(t *Table, p *syntax.TableProp, inList func(*ActionCall) bool) *ActionCall {
+	if !IsActionSelector(t.Implementation) {
+		c.errorf(p.Pos, "psa_empty_group_action: table %s is not implemented by an ActionSelector (psa_implementation = an ActionSelector instance)", t.Name)
+		return nil
+	}
+	ac := c.actionCall(p.Value)
+	if ac != nil && !inList(ac) {
+		c.errorf(p.Value.NodePos(), "psa_empty_group_action %s is not in the table's actions list", ac.Action.Name)
+		return nil
+	}
+	return ac
+}

@@ -682,10 +682,6 @@ func (c *checker) instanceDecl(x *syntax.InstanceDecl, owner string) Entity {
 		switch {
 		case ExternKind(y.Decl.Name) == "" && !IsActionProfile(inst) && !psaFunctionExtern(y.Decl.Name):
 			c.unsupported(x.Pos, "extern "+y.Decl.Name)
-		case y.Decl.Name == "Register" && len(inst.Args) > 1 && inst.Args[1].Sign() != 0:
-			// the map starts zeroed; a non-zero initial value would need
-			// every cell written at load
-			c.unsupported(x.Args[1].Value.NodePos(), "a Register initial value other than 0")
 		}
 		c.info.Instances = append(c.info.Instances, inst)
 		c.declare(x.Name, inst, x.Pos)
@@ -912,7 +908,7 @@ func (c *checker) tableDecl(x *syntax.TableDecl) *Table {
 	c.info.Decls[x] = t
 	c.info.Tables = append(c.info.Tables, t)
 	seen := map[string]bool{}
-	var defaultProp, entriesProp *syntax.TableProp
+	var defaultProp, entriesProp, emptyGroupProp *syntax.TableProp
 	for _, p := range x.Props {
 		if seen[p.Name] {
 			c.errorf(p.Pos, "duplicate table property %s", p.Name)
@@ -957,6 +953,8 @@ func (c *checker) tableDecl(x *syntax.TableDecl) *Table {
 			}
 		case "default_action":
 			defaultProp = p
+		case "psa_empty_group_action":
+			emptyGroupProp = p
 		case "size":
 			n, _ := c.constInt(p.Value, "table size")
 			t.Size = n
@@ -1025,6 +1023,9 @@ func (c *checker) tableDecl(x *syntax.TableDecl) *Table {
 		}
 	}
 	c.checkImplementation(t, entriesProp) // actprof.go
+	if emptyGroupProp != nil {
+		t.EmptyGroupAction = c.emptyGroupAction(t, emptyGroupProp, inList) // actprof.go
+	}
 	if entriesProp != nil {
 		t.EntriesConst = entriesProp.Const
 		if !entriesProp.Const {

@@ -103,9 +103,12 @@ type Table struct {
 	// Implementation: implementation = an action_profile or
 	// action_selector (actprof.go); entries then name members or groups.
 	Implementation *Instance
-	Entries        []*Entry
-	EntriesConst   bool
-	Annots         syntax.Annotations
+	// EmptyGroupAction: PSA's psa_empty_group_action, the action a hit
+	// on a reference to a group without members runs (nil: the miss).
+	EmptyGroupAction *ActionCall
+	Entries          []*Entry
+	EntriesConst     bool
+	Annots           syntax.Annotations
 }
 
 // Instance is an extern instance (counter, direct_counter, register, ...).

@@ -926,6 +926,12 @@ func (c *checker) packetCall(x *syntax.Call, ext, method string) {
 		if v, ok := c.info.Consts[x.Args[0].Value]; ok && v.Int64()%8 != 0 {
 			c.unsupported(x.Args[0].Value.NodePos(), "advance by a number of bits that is not a multiple of 8")
 		}
+	case ext == "packet_in" && method == "length":
+		// the packet's length in bytes as the parser calling it sees it
+		// (an egress parser: as the ingress deparser left it)
+		if c.parser == nil {
+			c.errorf(x.Pos, "length can only be called in a parser")
+		}
 	case ext == "packet_out" && method == "emit":
 		t := c.info.Types[x.Args[0].Value]
 		if _, ok := t.(*Stack); ok {

@@ -152,5 +152,5 @@ func (c *checker) psaIdleTimeout(p *syntax.TableProp) bool {
 // across packets (or, Digest, whose messages go to the control plane) the
 // compiler implements (backend/psa_externs.go).
 func psaFunctionExtern(name string) bool {
-	return name == "Hash" || name == "InternetChecksum" || name == "Random" || name == "Digest"
+	return name == "Hash" || name == "InternetChecksum" || name == "Checksum" || name == "Random" || name == "Digest"
 }

@@ -95,8 +95,12 @@ func TestPSARefused(t *testing.T) {
 		{``, `apply { ostd.clone = true; }`, emit, "psa_ingress_output_metadata_t.clone: edgenf's PSA pipeline makes one pass"},
 		{``, `apply { ostd.resubmit = true; }`, emit, "psa_ingress_output_metadata_t.resubmit"},
 		{``, `apply { send_to_port(ostd, PSA_PORT_RECIRCULATE); }`, emit, "PSA_PORT_RECIRCULATE"},
-		{``, `Register<bit<8>, bit<8>>(4, 8w3) r; apply { }`, emit, "a Register initial value other than 0"},
-		{``, `Checksum<bit<16>>(PSA_HashAlgorithm_t.CRC16) c; apply { }`, emit, "unsupported: extern Checksum"},
+		{``, `Checksum<bit<16>>(PSA_HashAlgorithm_t.IDENTITY) c; apply { c.update(h.eth.t); }`, emit, "bad.p4:11:114: error: unsupported: Checksum c with PSA_HashAlgorithm_t.IDENTITY (edgenf's Checksum takes CRC16, CRC32"},
+		{``, `Checksum<bit<16>>(PSA_HashAlgorithm_t.ONES_COMPLEMENT16) c; apply { h.eth.t = c.get(); }`, emit, "for ONES_COMPLEMENT16 use InternetChecksum"},
+		{``, `action a() { } ActionProfile(4) ap; table t { key = { h.eth.t : exact; } actions = { a; } psa_implementation = ap; psa_empty_group_action = a; } apply { t.apply(); }`, emit,
+			"psa_empty_group_action: table t is not implemented by an ActionSelector"},
+		{``, `action a() { } action b() { } ActionSelector(PSA_HashAlgorithm_t.CRC16, 4, 16) as; table t { key = { h.eth.t : exact; h.eth.s : selector; } actions = { a; } psa_implementation = as; psa_empty_group_action = b; } apply { t.apply(); }`, emit,
+			"psa_empty_group_action b is not in the table's actions list"},
 		{``, `Hash<bit<16>>(PSA_HashAlgorithm_t.CRC16_CUSTOM) hh; apply { h.eth.t = hh.get_hash({h.eth.s}); }`, emit, "hash algorithm crc16_custom"},
 	}
 	for _, c := range cases {

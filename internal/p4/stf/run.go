@@ -338,7 +338,15 @@ func (r *Runner) Run(name string, cmds []*Cmd) (*Result, error) {
 			}
 		case "meter_set":
 			cfg := &tableruntime.MeterConfig{CIR: c.Rates[0], CBurst: c.Rates[1], PIR: c.Rates[2], PBurst: c.Rates[3]}
-			if err := r.RT.SetMeter(c.Meter, c.Index, c.Index, cfg); err != nil {
+			lo, hi := c.Index, c.Index
+			if m := r.RT.Model.Meter(c.Meter); c.AllCells && m != nil {
+				lo, hi = 0, uint32(m.Size-1)
+			}
+			if err := r.RT.SetMeter(c.Meter, lo, hi, cfg); err != nil {
+				return nil, fmt.Errorf("%s:%d: %w", name, c.Line, err)
+			}
+		case "meter_get":
+			if _, err := r.RT.ReadMeter(c.Meter, c.Index); err != nil {
 				return nil, fmt.Errorf("%s:%d: %w", name, c.Line, err)
 			}
 		case "register_reset":

@@ -15,6 +15,7 @@
 //	register_reset <register>                  (every cell 0)
 //	meter_set <meter> <index> <cir> <cburst> <pir> <pburst>   (edgenf; units/s, units)
 //	direct_meter_set <table> [<priority>] <field>:<value> ... <cir> <cburst> <pir> <pburst>   (edgenf)
+//	meter_set_rates <meter> <index> <cir>:<cburst> <pir>:<pburst>, meter_array_set_rates, meter_get_rates   (BMv2's; meterrates.go)
 //	mc_mgrp_create <group>, mc_node_create <rid> <port>..., mc_node_associate <group> <node>
 //	mirroring_add <session> <port>, mirroring_add_mc <session> <group>   (replicate.go)
 //	wait
@@ -58,8 +59,9 @@ type Cmd struct {
 	Value    uint64
 	Register string // register_read / register_write
 	NoCheck  bool   // register_read without a value: the cell is read, not checked
-	Meter    string // meter_set
+	Meter    string // meter_set, meter_get
 	Rates    [4]uint64
+	AllCells bool     // meter_set from meter_array_set_rates: every cell
 	Nums     []uint64 // mc_* and mirroring_* arguments (replicate.go), act_prof_* ids (actprof.go)
 	Profile  string   // act_prof_*
 }
@@ -239,6 +241,10 @@ func parseLine(line string) (*Cmd, error) {
 				return nil, fmt.Errorf("bad meter rate or burst %q", f[3+i])
 			}
 			c.Rates[i] = v
+		}
+	case "meter_set_rates", "meter_array_set_rates", "meter_get_rates":
+		if err := parseMeterRates(c, f); err != nil { // meterrates.go
+			return nil, err
 		}
 	case "register_reset":
 		if len(f) != 2 {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/cilium/ebpf"
 
@@ -145,11 +146,44 @@ func (p *Program) AddRefEntry(table string, matches []p4info.Match, ref p4info.R
 	if err != nil {
 		return err
 	}
+	if err := p.memberFits(t, ref); err != nil {
+		return err
+	}
 	e, err := t.EncodeRefEntry(matches, ref, priority)
 	if err != nil {
 		return err
 	}
 	return p.writeEntry(t, e, priority)
+}
+
+// memberFits refuses a reference to a member whose action table t does not
+// list (a profile shared by tables with different action lists). A group
+// is not checked: the data path takes such a member of it as a miss.
+func (p *Program) memberFits(t *p4info.TableLayout, ref p4info.Ref) error {
+	if ref.Group || t.Profile == "" {
+		return nil
+	}
+	ap, err := p.profile(t.Profile)
+	if err != nil || len(ap.Actions) == len(t.Actions) {
+		return err
+	}
+	m, err := p.m(ap.MemberMap)
+	if err != nil {
+		return err
+	}
+	v := make([]byte, ap.MemberBytes)
+	if err := m.Lookup(ref.ID, &v); err != nil {
+		return nil // a dangling reference: the data path's miss, as for a direct table
+	}
+	id := binary.NativeEndian.Uint32(v)
+	var names []string
+	for _, a := range t.Actions {
+		if a.ID == id {
+			return nil
+		}
+		names = append(names, a.Name)
+	}
+	return fmt.Errorf("table %s: member %d of %s runs an action the table does not list (its actions: %s)", t.Name, ref.ID, ap.Name, strings.Join(names, ", "))
 }
 
 // SetDefaultRef makes a member or group the default action of an indirect
@@ -161,6 +195,9 @@ func (p *Program) SetDefaultRef(table string, ref p4info.Ref) error {
 	}
 	if t.ConstDefault {
 		return fmt.Errorf("table %s has a const default action", t.Name)
+	}
+	if err := p.memberFits(t, ref); err != nil {
+		return err
 	}
 	v, err := t.EncodeRef(ref)
 	if err != nil {

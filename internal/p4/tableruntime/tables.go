@@ -379,7 +379,7 @@ func (p *Program) register(name string, lo, hi uint32) (*p4info.RegisterLayout, 
 // ReadRegister returns the cells lo..hi (inclusive) of a register. Signed
 // registers (int<N>) come back in two's complement, N bits wide.
 func (p *Program) ReadRegister(name string, lo, hi uint32) ([]uint64, error) {
-	_, m, err := p.register(name, lo, hi)
+	r, m, err := p.register(name, lo, hi)
 	if err != nil {
 		return nil, err
 	}
@@ -389,7 +389,7 @@ func (p *Program) ReadRegister(name string, lo, hi uint32) ([]uint64, error) {
 		if err := m.Lookup(i, &v); err != nil {
 			return nil, err
 		}
-		out = append(out, v)
+		out = append(out, v^r.Init) // a cell holds its value XOR the initial value
 		if i == hi {
 			break
 		}
@@ -408,7 +408,7 @@ func (p *Program) WriteRegister(name string, lo, hi uint32, value uint64) error 
 		return fmt.Errorf("register %s: value %d does not fit in %d bits", r.Name, value, r.Width)
 	}
 	for i := lo; ; i++ {
-		if err := m.Update(i, value, ebpf.UpdateExist); err != nil {
+		if err := m.Update(i, value^r.Init, ebpf.UpdateExist); err != nil {
 			return err
 		}
 		if i == hi {

@@ -1,7 +1,7 @@
 /* atomic: @atomic read-modify-write of registers, made atomic with a
  * bpf_spin_lock per index. Per ingress port: a packet count and the sum
  * of the first payload byte (two registers at one index), returned in the
- * packet. */
+ * packet. The block calls an action and a function, inlined under the lock. */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -36,20 +36,26 @@ parser P(packet_in packet, out headers_t hdr, inout metadata_t meta,
     }
 }
 
+bit<32> plus(in bit<32> a, in bit<8> b) {
+    return a + (bit<32>)b;
+}
+
 control VC(inout headers_t hdr, inout metadata_t meta) { apply { } }
 
 control Ig(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
     register<bit<32>>(8) counts;
     register<bit<32>>(8) sums;
 
+    action bump(inout bit<32> c) { c = c + 1; }
+
     action account() {
         @atomic {
             counts.read(meta.count, (bit<32>)sm.ingress_port);
-            meta.count = meta.count + 1;
+            bump(meta.count);
             counts.write((bit<32>)sm.ingress_port, meta.count);
             sums.read(meta.sum, (bit<32>)sm.ingress_port);
             if (hdr.val.v != 0) {
-                meta.sum = meta.sum + (bit<32>)hdr.val.v;
+                meta.sum = plus(meta.sum, hdr.val.v);
                 sums.write((bit<32>)sm.ingress_port, meta.sum);
             }
         }

@@ -44,14 +44,19 @@ static const __u32 p4_crc32_tab[256] = {
 	0xb3667a2e, 0xc4614ab8, 0x5d681b02, 0x2a6f2b94, 0xb40bbe37, 0xc30c8ea1, 0x5a05df1b, 0x2d02ef8d,
 };
 
-static __always_inline __u32 p4_crc32(const __u8 *b, int n)
+/* p4_crc32_upd continues CRC register c over n more bytes (PSA's
+ * Checksum<W>.update; c starts at 0xffffffff, the CRC is c ^ 0xffffffff). */
+static __always_inline __u32 p4_crc32_upd(__u32 c, const __u8 *b, int n)
 {
-	__u32 c = 0xffffffff;
-
 #pragma unroll
 	for (int i = 0; i < n; i++)
 		c = p4_crc32_tab[(c ^ b[i]) & 0xff] ^ (c >> 8);
-	return c ^ 0xffffffff;
+	return c;
+}
+
+static __always_inline __u32 p4_crc32(const __u8 *b, int n)
+{
+	return p4_crc32_upd(0xffffffff, b, n) ^ 0xffffffff;
 }
 
 static const __u16 p4_crc16_tab[256] = {
@@ -89,12 +94,17 @@ static const __u16 p4_crc16_tab[256] = {
 	0x8201, 0x42c0, 0x4380, 0x8341, 0x4100, 0x81c1, 0x8081, 0x4040,
 };
 
-static __always_inline __u16 p4_crc16(const __u8 *b, int n)
+/* p4_crc16_upd continues CRC-16/ARC register c (from 0, the CRC itself)
+ * over n more bytes. */
+static __always_inline __u16 p4_crc16_upd(__u16 c, const __u8 *b, int n)
 {
-	__u16 c = 0;
-
 #pragma unroll
 	for (int i = 0; i < n; i++)
 		c = p4_crc16_tab[(c ^ b[i]) & 0xff] ^ (c >> 8);
 	return c;
+}
+
+static __always_inline __u16 p4_crc16(const __u8 *b, int n)
+{
+	return p4_crc16_upd(0, b, n);
 }
