@@ -34,7 +34,7 @@ type drainRule struct {
 }
 
 type drainState struct {
-	rules  map[uint32]*drainRule     // by rule index
+	rules  map[uint32]*drainRule      // by rule index
 	bySEID map[uint64]map[uint32]bool // rule indexes by session
 	urrs   map[uint32]uint32          // removed URR index → generation
 	// urrRules: the rules, live or draining, that count for each URR.
