@@ -206,3 +206,20 @@ func TestRestartFoldsDrainingRulesOnce(t *testing.T) {
 		t.Fatalf("the half-folded rule's entry %+v (%v), want it zeroed", entry, err)
 	}
 }
+
+func TestOneCounterBlockServesEveryURROfARule(t *testing.T) {
+	s := basicSession(1, 0x100, "198.19.0.5", "", 0x9000)
+	s.URRs = append(s.URRs, model.URR{ID: 2, Measure: []string{"volume"}})
+	s.PDRs[1].URRs = []uint32{1, 2}
+	r := newRig(t, datapath.XDP, s)
+	r.downlink(2)
+	wantUsed(t, r.used(1, 1), 0, 2)
+	wantUsed(t, r.used(1, 2), 0, 2)
+	// Reporting one URR leaves the other's measurement alone.
+	if u := r.ctl.Usage(1, []uint32{2}, 0); len(u) != 1 || u[0].Volume.DLPkts != 2 {
+		t.Fatalf("usage report %+v", u)
+	}
+	r.downlink(1)
+	wantUsed(t, r.used(1, 1), 0, 3)
+	wantUsed(t, r.used(1, 2), 0, 1)
+}
