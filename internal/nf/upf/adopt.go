@@ -26,9 +26,18 @@ func (ctl *controller) adopt() error {
 	m := &ctl.maps
 	used := map[uint32]bool{}
 	ruleSEID := map[uint32]uint64{}
+	maxGen := uint32(0)
 	if err := bpfmap.Each(m.rules, func(i uint32, v kRule) bool {
-		if v.SEID != 0 {
+		switch {
+		case v.SEID == 0:
+		case v.Retired != 0:
+			// draining when the earlier daemon stopped: folded below
+			ctl.addDraining(i, &drainRule{v: v, pdr: ruleKeyOf(v.ID).PDR})
+			used[i] = true
+			maxGen = max(maxGen, v.Retired)
+		default:
 			st(v.SEID).rules[ruleKeyOf(v.ID)] = slot[kRule]{i, v}
+			ctl.drain.countRule(i, &v)
 			used[i] = true
 			ruleSEID[i] = v.SEID
 		}
@@ -84,6 +93,17 @@ func (ctl *controller) adopt() error {
 	ctl.urrs.adopt(used)
 	if err := ctl.usage.adopt(ctl); err != nil {
 		return err
+	}
+	// Generations go on from the earlier daemon's; its draining rules
+	// are folded now (their URRs' FoldGen says which are done already).
+	for _, r := range ctl.usage.reps {
+		maxGen = max(maxGen, r.FoldGen)
+	}
+	ctl.drain.gen, ctl.drain.graced = maxGen+1, 0
+	if len(ctl.drain.rules) > 0 {
+		if err := ctl.drainNow(); err != nil {
+			return err
+		}
 	}
 	// Lists: whose rules they hold tells whose they are.
 	for _, lm := range []struct {

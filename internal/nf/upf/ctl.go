@@ -14,8 +14,8 @@ import (
 // kmaps are the cube's maps, looked up at every Sync (the controller's
 // goroutines use them between calls of the engine).
 type kmaps struct {
-	cfg, ports, teid, ue4, ue6, rules, ruleStats, sdfs, fars, qers, urrs, urrStats, neigh, stats *ebpf.Map
-	urrRep, neighGen                                                                             *ebpf.Map
+	cfg, ports, teid, ue4, ue6, rules, ruleStats, sdfs, fars, qers, urrs, neigh, stats *ebpf.Map
+	urrRep, neighGen                                                                   *ebpf.Map
 }
 
 func (ctl *controller) loadMaps(h cube.Handle) error {
@@ -26,7 +26,7 @@ func (ctl *controller) loadMaps(h cube.Handle) error {
 	}{
 		{"upf_cfg", &m.cfg}, {"upf_ports", &m.ports}, {"upf_teid", &m.teid}, {"upf_ue4", &m.ue4}, {"upf_ue6", &m.ue6},
 		{"upf_rules", &m.rules}, {"upf_rule_stats", &m.ruleStats}, {"upf_sdfs", &m.sdfs}, {"upf_fars", &m.fars},
-		{"upf_qers", &m.qers}, {"upf_urrs", &m.urrs}, {"upf_urr_stats", &m.urrStats}, {"upf_neigh", &m.neigh},
+		{"upf_qers", &m.qers}, {"upf_urrs", &m.urrs}, {"upf_neigh", &m.neigh},
 		{"upf_stats", &m.stats}, {"upf_urr_rep", &m.urrRep}, {"upf_neigh_gen", &m.neighGen},
 	} {
 		mp, err := h.Map(x.name)
@@ -94,6 +94,7 @@ type controller struct {
 	tunnels map[tunnelKey]uint64
 	byCP    map[cpKey]uint64
 	retired map[ref]kCount // counters of rules replaced, per (SEID, PDR ID)
+	drain   drainState
 
 	rules, sdfs, fars, qers, urrs *indexes
 	// adopted: the kernel's entries of an earlier daemon were read back.
@@ -118,6 +119,7 @@ func newController() cube.Controller {
 		rules: newIndexes(maxRules), sdfs: newIndexes(maxSDFs), fars: newIndexes(maxFARs),
 		qers: newIndexes(maxQERs), urrs: newIndexes(maxURRs),
 	}
+	ctl.drain = newDrainState()
 	ctl.usage = newUsage()
 	ctl.buffers = newBuffers()
 	ctl.neigh = newNeighbours()

@@ -82,7 +82,10 @@ const (
 type Owner struct {
 	SEID uint64
 	ID   uint32
-	_    uint32
+	// Retired (rules only): the generation in which the rule left its
+	// lists; its counters wait for a grace period to be folded into its
+	// URRs (drain.go). 0: a live rule.
+	Retired uint32
 }
 
 type kRule struct {

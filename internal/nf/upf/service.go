@@ -38,6 +38,7 @@ func (ctl *controller) Close() {
 	if a != nil {
 		a.Stop()
 	}
+	ctl.drain.wg.Wait()
 }
 
 // syncService starts, restarts or updates the agent (ctl.mu held).

@@ -247,23 +247,15 @@ func listMapKey(k listKey) any {
 }
 
 // retire frees what old had that n no longer uses: its entries are zeroed
-// (so that no restart adopts them) and the rules' counters are kept.
+// (so that no restart adopts them); rules drain first, keeping their
+// counters until no packet in flight can count into them (drain.go).
 func (ctl *controller) retire(seid uint64, old, n *sessState) {
 	m := &ctl.maps
 	for k, r := range old.rules {
 		if nr, ok := n.rules[k]; ok && nr.idx == r.idx {
 			continue
 		}
-		if c, err := readCount(m.ruleStats, r.idx); err == nil {
-			key := ref{seid, uint32(k.PDR)}
-			acc := ctl.retired[key]
-			addCount(&acc, c)
-			ctl.retired[key] = acc
-		}
-		zero(m.rules, r.idx, kRule{})
-		zeroPerCPU[kCount](m.ruleStats, r.idx)
-		delete(ctl.ruleOf, r.idx)
-		ctl.rules.put(r.idx)
+		ctl.retireRule(seid, k, r)
 	}
 	for k, sd := range old.sdfs {
 		if ns, ok := n.sdfs[k]; ok && ns.idx == sd.idx {
@@ -292,9 +284,8 @@ func (ctl *controller) retire(seid uint64, old, n *sessState) {
 		}
 		ctl.usage.forget(ctl, u.idx)
 		zero(m.urrs, u.idx, kURR{})
-		zeroPerCPU[kCount](m.urrStats, u.idx)
 		delete(ctl.urrOf, u.idx)
-		ctl.urrs.put(u.idx)
+		ctl.retireURR(u.idx)
 	}
 }
 
@@ -310,6 +301,7 @@ func (ctl *controller) index(seid uint64, old, n *sessState) {
 	}
 	for k, r := range n.rules {
 		ctl.ruleOf[r.idx] = ref{seid, k.id()}
+		ctl.drain.countRule(r.idx, &r.v)
 	}
 	for id, u := range n.urrs {
 		ctl.urrOf[u.idx] = ref{seid, id}
@@ -360,6 +352,7 @@ func (ctl *controller) remove(seid uint64) error {
 			delete(ctl.retired, k)
 		}
 	}
+	ctl.sessionGone(seid)
 	delete(ctl.sessions, seid)
 	ctl.buffers.drop(seid)
 	return nil

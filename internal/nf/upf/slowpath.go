@@ -73,6 +73,7 @@ func (ctl *controller) Tick(h cube.Handle, c *cube.Cube, now time.Time) {
 		return
 	}
 	ctl.tickUsage(now)
+	ctl.tickDrain()
 	ctl.neigh.tick(ctl)
 	ctl.errIndTokens = min(float64(ctl.cfg.ErrorIndicationRate), ctl.errIndTokens+float64(ctl.cfg.ErrorIndicationRate))
 }

@@ -9,10 +9,14 @@ import (
 	"github.com/edgenf/edgenf/internal/pfcp/agent"
 )
 
-// Usage accounting of URRs. The fast path counts per CPU (upf_urr_stats)
-// and counts thresholds and quotas down (upf_urrs); a measurement is the
-// counters since the last report, whose values, sequence number and time
-// are kept per URR in upf_urr_rep (pinned: they survive the daemon).
+// Usage accounting of URRs. The fast path counts each packet once, in the
+// per-CPU counter block of the rule it matched (upf_rule_stats), and counts
+// thresholds and quotas down (upf_urrs). A URR's counter is the sum of the
+// blocks of the rules that name it, live or draining (urrTotal); a
+// measurement is that counter since the last report, whose value (Base),
+// sequence number and time are kept per URR in upf_urr_rep (pinned: they
+// survive the daemon). When a retired rule's block is freed, its counts
+// are taken out of Base instead (drain.go): the difference stays exact.
 
 // kRep is upf_urr_rep's value: 136 octets, as upf.bpf.c declares it.
 type kRep struct {
@@ -27,7 +31,9 @@ type kRep struct {
 	Period     uint32
 	TimeTh     uint32
 	TimeQuota  uint32
-	_          uint32
+	// FoldGen: the last generation of retired rules whose counters were
+	// folded into Base (drain.go); a restart does not fold them again.
+	FoldGen uint32
 }
 
 const (
@@ -87,7 +93,7 @@ func (u *usage) arm(ctl *controller, seid uint64, id, idx uint32, c urrConf, fre
 	now := u.now()
 	r := u.reps[idx]
 	if fresh || r == nil {
-		cur, _ := readCount(ctl.maps.urrStats, idx)
+		cur := ctl.urrTotal(idx)
 		r = &kRep{Owner: Owner{SEID: seid, ID: id}, Base: cur, Start: now.UnixNano(), QuotaStart: now.UnixNano()}
 	}
 	old := r.conf()
@@ -126,10 +132,7 @@ func (u *usage) arm(ctl *controller, seid uint64, id, idx uint32, c urrConf, fre
 // used is the URR's usage in octets since its last report: total, uplink,
 // downlink.
 func (u *usage) used(ctl *controller, idx uint32, r *kRep) [3]int64 {
-	cur, err := readCount(ctl.maps.urrStats, idx)
-	if err != nil {
-		return [3]int64{}
-	}
+	cur := ctl.urrTotal(idx)
 	ul := int64(cur.Bytes[0] - r.Base.Bytes[0])
 	dl := int64(cur.Bytes[1] - r.Base.Bytes[1])
 	return [3]int64{ul + dl, ul, dl}
@@ -150,10 +153,7 @@ func (u *usage) report(ctl *controller, idx uint32, trigger uint32) (agent.Usage
 		return agent.Usage{}, false
 	}
 	now := u.now()
-	cur, err := readCount(ctl.maps.urrStats, idx)
-	if err != nil {
-		return agent.Usage{}, false
-	}
+	cur := ctl.urrTotal(idx)
 	out := agent.Usage{URR: r.ID, SEQN: r.SEQN, Trigger: trigger, Start: time.Unix(0, r.Start), End: now}
 	if r.Flags&repVolume != 0 {
 		out.Volume = &agent.Volume{

@@ -106,6 +106,7 @@ func (ctl *controller) pdrCount(seid uint64, st *sessState, pdr uint16) kCount {
 			addCount(&c, x)
 		}
 	}
+	ctl.drainingCount(seid, pdr, &c)
 	return c
 }
 
@@ -194,7 +195,7 @@ func listURRs(h cube.Handle, c *cube.Cube) (any, error) {
 			if r == nil {
 				continue
 			}
-			cur, _ := readCount(ctl.maps.urrStats, idx)
+			cur := ctl.urrTotal(idx)
 			v := URRView{SEID: seid, URR: id, SEQN: r.SEQN, Since: time.Unix(0, r.Start).UTC().Format(time.RFC3339),
 				ULPackets: cur.Pkts[0] - r.Base.Pkts[0], ULBytes: cur.Bytes[0] - r.Base.Bytes[0],
 				DLPackets: cur.Pkts[1] - r.Base.Pkts[1], DLBytes: cur.Bytes[1] - r.Base.Bytes[1]}

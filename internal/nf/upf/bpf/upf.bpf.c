@@ -9,9 +9,11 @@
  *    bpf_loop over facts extracted from the packet once.
  *  - The matched rule's QERs gate the packet and police it (a lock-free
  *    GCRA token bucket per direction: one compare-and-swap on a shared
- *    theoretical arrival time), its URRs count it (per CPU; thresholds and
- *    quotas are atomic down-counters that punt an event when they cross
- *    zero), and its FAR forwards it (decapsulate, encapsulate with the
+ *    theoretical arrival time), its counter block counts it (one per-CPU
+ *    block per rule: the daemon sums a URR's usage from the blocks of the
+ *    rules that name it), URRs with thresholds or quotas count them down
+ *    (atomic down-counters that punt an event when they cross zero), and
+ *    its FAR forwards it (decapsulate, encapsulate with the
  *    PDU Session Container when a QFI is set, set the MACs), drops it,
  *    buffers it (punt to the daemon) and/or notifies the SMF of the first
  *    packet (NOCP, once per FAR).
@@ -122,7 +124,7 @@ struct upf_port {
 #define UPF_OWNER \
 	__u64 seid; \
 	__u32 id;   \
-	__u32 pad_owner
+	__u32 retired /* rules: the generation in which the rule left its lists */
 
 struct upf_list {
 	__u32 n;
@@ -134,7 +136,8 @@ struct upf_list {
 #define RULE_UE4 0x04 /* check the UE's IPv4 address */
 #define RULE_UE6 0x08 /* check the UE's IPv6 /64 */
 /* << i: the i-th URR has a threshold or quota to count down; without it
- * the URR's shared entry is not read, only its per-CPU counters touched */
+ * the URR's shared entry is not read (the rule's counter block is its
+ * count) */
 #define RULE_URR_COUNTDOWN 0x10
 
 #define FAR_FORW 0x01
@@ -337,13 +340,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct upf_urr);
 } upf_urrs SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, UPF_MAX_URRS);
-	__type(key, __u32);
-	__type(value, struct upf_count);
-} upf_urr_stats SEC(".maps");
 
 /* The daemon's usage accounting of each URR (the measurement's start, its
  * counters then, the report sequence, the configuration): kept here so that
@@ -642,18 +638,7 @@ static __always_inline int upf_countdown(__s64 *left, __u32 len)
 	return before > 0 && before <= (__s64)len;
 }
 
-/* Counts the packet in URR idx's per-CPU counters. */
-static __always_inline void upf_urr_count(__u32 idx, int dl, __u32 len)
-{
-	struct upf_count *c = bpf_map_lookup_elem(&upf_urr_stats, &idx);
-
-	if (c) {
-		c->bytes[dl & 1] += len;
-		c->pkts[dl & 1]++;
-	}
-}
-
-/* Counts the packet in a URR with thresholds or quotas; returns -1 if its
+/* Counts the packet down a URR's thresholds and quotas; returns -1 if its
  * quota is used up. */
 static __always_inline int upf_urr(ctx_t *ctx, struct edgenf_md *md, __u32 idx, int dl, __u32 len)
 {
@@ -676,7 +661,6 @@ static __always_inline int upf_urr(ctx_t *ctx, struct edgenf_md *md, __u32 idx, 
 		event |= upf_countdown(&u->th[0], len);
 	if (u->flags & (dl ? URR_TH_DL : URR_TH_UL))
 		event |= upf_countdown(&u->th[dl ? 2 : 1], len);
-	upf_urr_count(idx, dl, len);
 	if (event)
 		enf_report(ctx, md, md->cube, md->in_port, UPF_PUNT_URR, idx, 0);
 	return 0;
@@ -1015,16 +999,14 @@ static __attribute__((noinline)) int upf_apply(ctx_t *ctx, struct edgenf_md *md,
 		enf_counter_inc(&upf_stats, UPF_ST_BUFFERED);
 		return enf_punt(ctx, md, UPF_PUNT_BUFF, idx);
 	}
+	if (r->flags & (RULE_URR_COUNTDOWN * 0xf)) {
 #pragma unroll
-	for (int i = 0; i < UPF_RULE_URRS; i++) {
-		__u32 u = r->urr[i];
+		for (int i = 0; i < UPF_RULE_URRS; i++) {
+			__u32 u = r->urr[i];
 
-		if (!u)
-			continue;
-		if (!(r->flags & (RULE_URR_COUNTDOWN << i)))
-			upf_urr_count(u, dl, f->len);
-		else if (upf_urr(ctx, md, u, dl, f->len) < 0)
-			return upf_drop(ctx, md, UPF_ST_DROP_QUOTA);
+			if (u && (r->flags & (RULE_URR_COUNTDOWN << i)) && upf_urr(ctx, md, u, dl, f->len) < 0)
+				return upf_drop(ctx, md, UPF_ST_DROP_QUOTA);
+		}
 	}
 	rc = bpf_map_lookup_elem(&upf_rule_stats, &idx);
 	if (rc) {
