@@ -36,8 +36,14 @@ struct rt_port {
 	__u8 mac[ETH_ALEN];
 	__u16 valid;
 	__u16 mtu; /* of the peer interface; 0: not checked (a cube peer) */
-	__u16 pad[3];
+	__u16 flags; /* RT_PORT_* */
+	__u16 pad[2];
 };
+
+/* The port accepts IP packets only from the sources in rt_src/rt_src6 for
+ * it (its connected subnets, the routes out of it, its allowed sources):
+ * a workload cannot claim another's address. */
+#define RT_PORT_SRC_CHECK 1
 
 /* Does a packet of l3 bytes (network header on) fit the MTU? A GSO skb (TC)
  * is judged by its segments: gso_size bytes of payload behind the network
@@ -193,6 +199,47 @@ struct {
 	__type(key, struct rt_neigh6_key);
 	__type(value, struct rt_arp);
 } rt_neigh6 SEC(".maps");
+
+/* Allowed sources per port: (port, prefix) → 1; the router's own addresses
+ * → 0 (a packet from outside claiming them is refused, as Linux refuses a
+ * martian source). The port is matched whole (prefixlen counts its 32
+ * bits), then the longest prefix of the address. */
+struct rt_src_key {
+	__u32 prefixlen;
+	__u32 port;
+	__be32 addr;
+};
+
+struct rt_src6_key {
+	__u32 prefixlen;
+	__u32 port;
+	__be32 addr[4];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, RT_MAX_ROUTES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct rt_src_key);
+	__type(value, __u8);
+} rt_src SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, RT_MAX_ROUTES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct rt_src6_key);
+	__type(value, __u8);
+} rt_src6 SEC(".maps");
+
+/* Packets a port's source check dropped, per port. */
+ENF_COUNTERS(rt_src_drops, EDGENF_MAX_PORTS);
+
+static __always_inline int rt_src_drop(ctx_t *ctx, struct edgenf_md *md)
+{
+	enf_counter_inc(&rt_src_drops, md->in_port);
+	return enf_drop(ctx, md);
+}
 
 struct arp_eth {
 	__be16 hrd;
@@ -351,6 +398,19 @@ static __always_inline int rt_ip6(ctx_t *ctx, struct edgenf_md *md, struct rt_po
 	}
 	if (!mac_is(eth->h_dest, pp->mac))
 		return enf_drop(ctx, md);
+	/* Link-local sources never leave their link (dropped below unless
+	 * the router is the destination): neighbour discovery is not checked. */
+	if ((pp->flags & RT_PORT_SRC_CHECK) &&
+	    !(ip6->saddr.in6_u.u6_addr8[0] == 0xfe && (ip6->saddr.in6_u.u6_addr8[1] & 0xc0) == 0x80)) {
+		struct rt_src6_key sk = {.prefixlen = 32 + 128, .port = in};
+
+		__u8 *ok;
+
+		__builtin_memcpy(sk.addr, &ip6->saddr, 16);
+		ok = bpf_map_lookup_elem(&rt_src6, &sk);
+		if (!ok || !*ok)
+			return rt_src_drop(ctx, md);
+	}
 	own = bpf_map_lookup_elem(&rt_addrs6, &ip6->daddr);
 	if (own) {
 		if (*own != in && d0 == 0xfe)
@@ -421,6 +481,13 @@ static __always_inline int router(ctx_t *ctx, struct edgenf_md *md)
 	ip = (void *)(eth + 1);
 	if (!enf_in_bounds(ctx, ip, sizeof(*ip)) || ip->version != 4 || ip->ihl < 5)
 		return enf_drop(ctx, md);
+	if (pp->flags & RT_PORT_SRC_CHECK) {
+		struct rt_src_key sk = {.prefixlen = 32 + 32, .port = in, .addr = ip->saddr};
+		__u8 *ok = bpf_map_lookup_elem(&rt_src, &sk);
+
+		if (!ok || !*ok)
+			return rt_src_drop(ctx, md);
+	}
 
 	if (bpf_map_lookup_elem(&rt_addrs, &ip->daddr)) {
 		if (ip->protocol == IPPROTO_ICMP)
