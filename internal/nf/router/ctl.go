@@ -524,6 +524,9 @@ func (ctl *controller) PutEntry(h cube.Handle, c *cube.Cube, table string, item 
 	case routesTable.Name:
 		ctl.noteOnlink(c, item.(*Route), true)
 		pf, _ := netip.ParsePrefix(item.(*Route).Prefix)
+		if err := ctl.movedRouteSource(h, c, item.(*Route), pf); err != nil {
+			return err
+		}
 		if pf.Addr().Is6() {
 			if err := ctl.putRoute6(h, c, item.(*Route)); err != nil {
 				return err

@@ -297,3 +297,32 @@ func (ctl *controller) dropRouteSource(h cube.Handle, c *cube.Cube, pf netip.Pre
 	}
 	return nil
 }
+
+// movedRouteSource removes the source entry a replaced route left on its
+// old port when the new route leaves by another one.
+func (ctl *controller) movedRouteSource(h cube.Handle, c *cube.Cube, r *Route, pf netip.Prefix) error {
+	var old, now uint32
+	var ok bool
+	if pf.Addr().Is4() {
+		var was kRoute
+		if was, ok = ctl.routes4.written[routeKey(pf)]; !ok {
+			return nil
+		}
+		_, v, err := staticRoute(c, ctl.conn, r)
+		if err != nil {
+			return err
+		}
+		old, now = was.Port, v.Port
+	} else {
+		var was kRoute6
+		if was, ok = ctl.routes6.written[route6Key(pf)]; !ok {
+			return nil
+		}
+		_, v := staticRoute6(c, ctl.conn, r)
+		old, now = was.Port, v.Port
+	}
+	if old == now {
+		return nil
+	}
+	return ctl.routeSource(h, c, int(old), pf, false)
+}

@@ -125,6 +125,16 @@ func TestSourceCheck(t *testing.T) {
 					t.Fatalf("%s after its route went: verdict %d", src, res.Verdict)
 				}
 			}
+			// A route moved to another port takes its sources with it.
+			moved := udpTo(macP0, "198.18.64.9", "198.18.1.30", 64)
+			for _, rt := range []Route{{Prefix: "198.18.64.0/24", NextHop: "198.18.0.20"}, {Prefix: "198.18.64.0/24", NextHop: "198.18.1.20"}} {
+				if err := ew.PutEntry(r.Handle(), r.Model, "routes", &rt); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if res := r.Run("p0", moved); res.Verdict != h.drop {
+				t.Fatalf("source of a route moved to p1 still accepted on p0: verdict %d", res.Verdict)
+			}
 			// Turned off: every source again.
 			m := modelChecked(h.hook)
 			m.Ports[0].Config = json.RawMessage(`{"source_check": "off"}`)
