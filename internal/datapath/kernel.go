@@ -31,7 +31,7 @@ func (v Version) Less(w Version) bool {
 
 // Requirement is one thing an object needs from the kernel.
 type Requirement struct {
-	Kind  string // "program type", "map type", "helper"
+	Kind  string // "program type", "map type", "helper", "helper argument"
 	Name  string
 	Since Version
 	probe func() error
@@ -138,7 +138,7 @@ func Requirements(spec *ebpf.CollectionSpec) ([]Requirement, error) {
 		v, ok := progTypeSince[pt]
 		add(Requirement{Kind: "program type", Name: pt.String(), Since: v,
 			probe: func() error { return features.HaveProgramType(pt) }}, ok)
-		for _, ins := range ps.Instructions {
+		for i, ins := range ps.Instructions {
 			if !ins.IsBuiltinCall() {
 				continue
 			}
@@ -146,6 +146,13 @@ func Requirements(spec *ebpf.CollectionSpec) ([]Requirement, error) {
 			v, ok := helperSince[fn]
 			add(Requirement{Kind: "helper", Name: helperName(fn), Since: v,
 				probe: func() error { return features.HaveProgramHelper(pt, fn) }}, ok)
+			more, unk := argRequirements(ps.Instructions, i)
+			for _, r := range more {
+				add(r, true)
+			}
+			for _, u := range unk {
+				add(Requirement{Kind: "helper argument", Name: u}, false)
+			}
 		}
 	}
 	for _, ms := range spec.Maps {

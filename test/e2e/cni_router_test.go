@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"encoding/binary"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,8 +29,9 @@ type routedTenant struct {
 // link-local gateways): ADD and CHECK; pod to pod on the node and pod to
 // outside, IPv4 and IPv6, through the router; red's firewall on the
 // router's way out drops what its rule says; never a path to the other
-// tenant's pods; the router's host routes go with DEL and GC, and stay
-// across a re-apply of the node's topology and a daemon restart.
+// tenant's pods; a pod cannot send as another (its port's source check);
+// the router's host routes go with DEL and GC, and stay across a re-apply
+// of the node's topology and a daemon restart.
 func TestCNIPodsOnRouterCubes(t *testing.T) {
 	testenv.E2E(t)
 	lab := netlab.NewT(t)
@@ -185,6 +188,7 @@ attachments:
 	d.stop()
 	d.start()
 	traffic("after a restart")
+	spoofIsDropped(t, d, reds[0], red0, reds[1].ip(4), tenants[0].peer4)
 
 	// DEL: the pod's port and routes go; GC after a crash too.
 	if err := r.del(reds[0]); err != nil {
@@ -227,4 +231,47 @@ attachments:
 			t.Errorf("%s's routes left: %v", tn.name, rt)
 		}
 	}
+}
+
+// spoofIsDropped: a pod sending with another pod's address as its source
+// is dropped by its port's source check, which plugging turned on (and a
+// restart kept), and counted; the port accepts only the pod's own /32 and
+// /128.
+func spoofIsDropped(t *testing.T, d *daemon, from *pod, port, other, dst string) {
+	t.Helper()
+	type row struct {
+		Port    string   `json:"port"`
+		Check   bool     `json:"check"`
+		Allowed []string `json:"allowed"`
+		Dropped uint64   `json:"dropped"`
+	}
+	view := func() row {
+		var rows []row
+		d.json(&rows, "view", "redr", "source_check")
+		for _, r := range rows {
+			if r.Port == port {
+				return r
+			}
+		}
+		t.Fatalf("no source_check row for port %s in %+v", port, rows)
+		return row{}
+	}
+	before := view()
+	if !before.Check || !slices.Equal(before.Allowed, []string{from.ip(4) + "/32", from.ip(6) + "/128"}) {
+		t.Fatalf("%s's port %s: %+v, want the check on with its own addresses", from, port, before)
+	}
+	pkt := make([]byte, 28+8)
+	pkt[0], pkt[8], pkt[9] = 0x45, 64, 17 // IPv4, TTL, UDP
+	copy(pkt[12:16], net.ParseIP(other).To4())
+	copy(pkt[16:20], net.ParseIP(dst).To4())
+	binary.BigEndian.PutUint16(pkt[20:], 40000)
+	binary.BigEndian.PutUint16(pkt[22:], 5000)
+	binary.BigEndian.PutUint16(pkt[24:], 16) // UDP length; checksum 0: none
+	const n = 20
+	for i := 0; i < n; i++ {
+		if err := from.h.SendRawIPv4(pkt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the spoofed packets to be counted", func() bool { return view().Dropped >= before.Dropped+n })
 }

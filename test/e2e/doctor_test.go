@@ -41,7 +41,7 @@ func TestDoctorReportsThisMachine(t *testing.T) {
 	out := d.cli("doctor", "--bpffs", d.bpffs, "-o", "json")
 	got := findings(t, out)
 	want := map[string][]string{
-		"kernel":    {"ok", "Linux 6.", "has all", "need Linux 5.19 or newer"},
+		"kernel":    {"ok", "Linux 6.", "has all", "need Linux 6.3 or newer"}, // the upf's TC decapsulation flags (docs/kernel.md)
 		"btf":       {"ok", "/sys/kernel/btf/vmlinux"},
 		"jit":       {"ok", "JIT on"},
 		"bpffs":     {"ok", d.bpffs[:len("/sys/fs/bpf")]},

@@ -19,5 +19,7 @@ func TestLayouts(t *testing.T) {
 		"rt_route6_key": kRoute6Key{},
 		"rt_route6":     kRoute6{},
 		"rt_neigh6_key": kNeigh6Key{},
+		"rt_src_key":    kSrcKey{},
+		"rt_src6_key":   kSrc6Key{},
 	})
 }

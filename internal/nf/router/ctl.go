@@ -38,7 +38,8 @@ type kPort struct {
 	MAC   [6]byte
 	Valid uint16
 	MTU   uint16
-	_     [3]uint16
+	Flags uint16
+	_     [2]uint16
 }
 
 type kRouteKey struct {
@@ -121,6 +122,9 @@ type controller struct {
 	// the route maps and what was written to them.
 	routes4 writtenMap[kRouteKey, kRoute]
 	routes6 writtenMap[kRoute6Key, kRoute6]
+	// the allowed sources of the ports whose source check is on.
+	src4 writtenMap[kSrcKey, uint8]
+	src6 writtenMap[kSrc6Key, uint8]
 	// ra: the ports that send router advertisements, and when they last did.
 	ra     map[int]*RA
 	raSent map[int]time.Time
@@ -162,6 +166,8 @@ func newController() cube.Controller {
 		now:     time.Now,
 		routes4: writtenMap[kRouteKey, kRoute]{name: "rt_routes"},
 		routes6: writtenMap[kRoute6Key, kRoute6]{name: "rt_routes6"},
+		src4:    writtenMap[kSrcKey, uint8]{name: "rt_src"},
+		src6:    writtenMap[kSrc6Key, uint8]{name: "rt_src6"},
 	}
 }
 
@@ -269,6 +275,7 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 	ctl.conn = conn
 	ctl.macs = map[int]net.HardwareAddr{}
 	ctl.ports, ctl.ifPeers = map[int]kPort{}, map[int]string{}
+	checked := checkedPorts(c)
 	for i := 0; i < datapath.MaxPorts; i++ {
 		var kp kPort
 		if p := c.PortByIndex(i); p != nil {
@@ -276,6 +283,9 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 			ctl.macs[i] = mac
 			copy(kp.MAC[:], mac)
 			kp.Valid = 1
+			if _, ok := checked[i]; ok {
+				kp.Flags |= portSrcCheck
+			}
 			if ep, err := cube.ParseEndpoint(p.Peer); err == nil && !ep.IsCube() {
 				ctl.ifPeers[i] = ep.Iface
 				kp.MTU = ctl.peerMTU(ep.Iface)
@@ -349,6 +359,9 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 		return err
 	}
 	if err := ctl.routes4.sync(routesM, want); err != nil {
+		return err
+	}
+	if err := ctl.syncSources(h, wantSources(checked, conn, want, want6)); err != nil {
 		return err
 	}
 	// A sync (route changes, the cache setting) invalidates the cache.
@@ -510,14 +523,25 @@ func (ctl *controller) PutEntry(h cube.Handle, c *cube.Cube, table string, item 
 	switch table {
 	case routesTable.Name:
 		ctl.noteOnlink(c, item.(*Route), true)
-		if pf, _ := netip.ParsePrefix(item.(*Route).Prefix); pf.Addr().Is6() {
-			return ctl.putRoute6(h, c, item.(*Route))
+		pf, _ := netip.ParsePrefix(item.(*Route).Prefix)
+		if err := ctl.movedRouteSource(h, c, item.(*Route), pf); err != nil {
+			return err
+		}
+		if pf.Addr().Is6() {
+			if err := ctl.putRoute6(h, c, item.(*Route)); err != nil {
+				return err
+			}
+			_, v := staticRoute6(c, ctl.conn, item.(*Route))
+			return ctl.routeSource(h, c, int(v.Port), pf, true)
 		}
 		k, v, err := staticRoute(c, ctl.conn, item.(*Route))
 		if err != nil {
 			return err
 		}
 		if err := ctl.routes4.put(routesM, k, v); err != nil {
+			return err
+		}
+		if err := ctl.routeSource(h, c, int(v.Port), pf, true); err != nil {
 			return err
 		}
 		return bumpGen(h)
@@ -549,6 +573,9 @@ func (ctl *controller) DeleteEntry(h cube.Handle, c *cube.Cube, table string, it
 			return err
 		}
 		ctl.noteOnlink(c, item.(*Route), false)
+		if err := ctl.dropRouteSource(h, c, pf); err != nil {
+			return err
+		}
 		if pf.Addr().Is6() {
 			return ctl.deleteRoute6(h, pf)
 		}

@@ -26,11 +26,22 @@ var plugGateways = netip.MustParsePrefix("169.254.0.0/16")
 // firstGateway is the first IPv4 gateway handed out.
 var firstGateway = netip.MustParseAddr("169.254.1.1")
 
-// plug readies a router port for a workload with addrs; see cube.Type.Plug.
+// plug readies a router port for a workload with addrs, its source check on;
+// see cube.Type.Plug.
 func plug(c *cube.Cube, port string, addrs []netip.Prefix, given []netip.Addr) ([]netip.Addr, error) {
 	p := c.Port(port)
 	if p == nil {
 		return nil, cube.NotFound("port", "cube %s has no port %q", c.Name, port)
+	}
+	// The workload may send only from its own addresses (srccheck.go),
+	// unless the port's check was turned off on purpose.
+	pc, _, err := portConfig(p)
+	if err != nil {
+		return nil, err
+	}
+	if pc.SourceCheck == "" {
+		pc.SourceCheck = "on"
+		p.Config, _ = json.Marshal(pc)
 	}
 	var has4, has6 bool
 	for _, a := range addrs {

@@ -65,8 +65,10 @@ func (cfg *Config) Validate(c *cube.Cube) error {
 	if cfg.ICMPRateLimit < 0 || cfg.ICMPRateLimit > 100000 {
 		return cube.Errorf("icmp_rate_limit", "%d out of range 1..100000 per second (0: default %d)", cfg.ICMPRateLimit, defaultICMPRate)
 	}
-	_, err := connectedOf(c)
-	return err
+	if _, err := connectedOf(c); err != nil {
+		return err
+	}
+	return checkPorts(c)
 }
 
 // connected is one address of a port: a connected route.
@@ -325,12 +327,15 @@ var Type = &cube.Type{
 	Hooks:         []datapath.Hook{datapath.XDP, datapath.TC},
 	Object:        cube.HookObjects(objects, "bpf/router"),
 	Config:        &Config{},
+	PortConfig:    &PortConfig{},
 	PortAddresses: "ip-interface",
 	Tables:        []cube.Table{routesTable, arpTable, raTable},
 	Views: []cube.View{
 		{Name: "routes", Doc: "The routing table in the kernel: connected and static routes.", Item: &RouteInfo{}, List: listRoutes},
 		{Name: "arp", Doc: "The ARP and IPv6 neighbour table: static, learned (with age) and incomplete (being resolved) entries.", Item: &ARPInfo{},
 			List: cube.ListOn((*controller).listARP)},
+		{Name: "source_check", Doc: "Each port's source check: on or off, the source prefixes it accepts, the packets it dropped.", Item: &SourceCheck{},
+			List: cube.ListOn((*controller).listSources)},
 		{Name: "counters", Doc: "Slow-path counters: ARP, queue, ICMP errors.", Item: &Counters{}, Object: true,
 			List: func(h cube.Handle, c *cube.Cube) (any, error) {
 				return cube.ControllerOf[*controller](h).counters(), nil

@@ -36,8 +36,14 @@ struct rt_port {
 	__u8 mac[ETH_ALEN];
 	__u16 valid;
 	__u16 mtu; /* of the peer interface; 0: not checked (a cube peer) */
-	__u16 pad[3];
+	__u16 flags; /* RT_PORT_* */
+	__u16 pad[2];
 };
+
+/* The port accepts IP packets only from the sources in rt_src/rt_src6 for
+ * it (its connected subnets, the routes out of it, its allowed sources):
+ * a workload cannot claim another's address. */
+#define RT_PORT_SRC_CHECK 1
 
 /* Does a packet of l3 bytes (network header on) fit the MTU? A GSO skb (TC)
  * is judged by its segments: gso_size bytes of payload behind the network
@@ -194,6 +200,65 @@ struct {
 	__type(value, struct rt_arp);
 } rt_neigh6 SEC(".maps");
 
+/* Allowed sources per port: (port, prefix) → 1; the router's own addresses
+ * → 0 (a packet from outside claiming them is refused, as Linux refuses a
+ * martian source). The port is matched whole (prefixlen counts its 32
+ * bits), then the longest prefix of the address. */
+struct rt_src_key {
+	__u32 prefixlen;
+	__u32 port;
+	__be32 addr;
+};
+
+struct rt_src6_key {
+	__u32 prefixlen;
+	__u32 port;
+	__be32 addr[4];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, RT_MAX_ROUTES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct rt_src_key);
+	__type(value, __u8);
+} rt_src SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, RT_MAX_ROUTES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct rt_src6_key);
+	__type(value, __u8);
+} rt_src6 SEC(".maps");
+
+/* Packets a port's source check dropped, per port. */
+ENF_COUNTERS(rt_src_drops, EDGENF_MAX_PORTS);
+
+/* The decision functions below return the port to send the frame out of,
+ * or RT_DONE once they have dropped or punted it: the frame leaves through
+ * one enf_send call site (router()), not one inlined copy of the
+ * framework's send (its direct hops: a tail call per port) per path. */
+#define RT_DONE (-1)
+
+static __always_inline int rt_drop(ctx_t *ctx, struct edgenf_md *md)
+{
+	enf_drop(ctx, md);
+	return RT_DONE;
+}
+
+static __always_inline int rt_punt(ctx_t *ctx, struct edgenf_md *md, __u32 reason, __u32 arg)
+{
+	enf_punt(ctx, md, reason, arg);
+	return RT_DONE;
+}
+
+static __always_inline int rt_src_drop(ctx_t *ctx, struct edgenf_md *md)
+{
+	enf_counter_inc(&rt_src_drops, md->in_port);
+	return rt_drop(ctx, md);
+}
+
 struct arp_eth {
 	__be16 hrd;
 	__be16 pro;
@@ -224,17 +289,17 @@ static __always_inline int rt_arp_in(ctx_t *ctx, struct edgenf_md *md, struct rt
 	__be32 tip, sip;
 
 	if (!enf_in_bounds(ctx, a, sizeof(*a)))
-		return enf_drop(ctx, md);
+		return rt_drop(ctx, md);
 	if (a->hrd != bpf_htons(ARPHRD_ETHER) || a->pro != bpf_htons(ETH_P_IP) || a->hln != 6 || a->pln != 4)
-		return enf_drop(ctx, md);
+		return rt_drop(ctx, md);
 	tip = a->tip;
 	owner = bpf_map_lookup_elem(&rt_addrs, &tip);
 	if (!owner || *owner != md->in_port)
-		return enf_drop(ctx, md); /* not for us (proxy ARP is not done) */
+		return rt_drop(ctx, md); /* not for us (proxy ARP is not done) */
 	if (a->op == bpf_htons(ARPOP_REPLY))
-		return enf_punt(ctx, md, RT_PUNT_ARP, md->in_port);
+		return rt_punt(ctx, md, RT_PUNT_ARP, md->in_port);
 	if (a->op != bpf_htons(ARPOP_REQUEST))
-		return enf_drop(ctx, md);
+		return rt_drop(ctx, md);
 	/* Answer in place: who-has tip tell sip → tip is-at our MAC. */
 	sip = a->sip;
 	__builtin_memcpy(a->tha, a->sha, ETH_ALEN);
@@ -244,7 +309,7 @@ static __always_inline int rt_arp_in(ctx_t *ctx, struct edgenf_md *md, struct rt
 	a->op = bpf_htons(ARPOP_REPLY);
 	__builtin_memcpy(eth->h_dest, a->tha, ETH_ALEN);
 	__builtin_memcpy(eth->h_source, pp->mac, ETH_ALEN);
-	return enf_send(ctx, md, md->in_port);
+	return md->in_port;
 }
 
 /* Echo request to one of our addresses: turn it into the reply in place. */
@@ -256,10 +321,10 @@ static __always_inline int rt_echo(ctx_t *ctx, struct edgenf_md *md, struct rt_p
 	__u16 old, new;
 
 	if (ip->ihl != 5 || (ip->frag_off & bpf_htons(0x3fff)))
-		return enf_drop(ctx, md);
+		return rt_drop(ctx, md);
 	ic = enf_ptr(ctx, l4off & 0xff);
 	if (!enf_in_bounds(ctx, ic, sizeof(*ic)) || ic->type != ICMP_ECHO || ic->code != 0)
-		return enf_drop(ctx, md);
+		return rt_drop(ctx, md);
 	old = *(__u16 *)ic;
 	ic->type = ICMP_ECHOREPLY;
 	new = *(__u16 *)ic;
@@ -273,7 +338,7 @@ static __always_inline int rt_echo(ctx_t *ctx, struct edgenf_md *md, struct rt_p
 	enf_csum_replace2(&ip->check, old, new);
 	__builtin_memcpy(eth->h_dest, eth->h_source, ETH_ALEN);
 	__builtin_memcpy(eth->h_source, pp->mac, ETH_ALEN);
-	return enf_send(ctx, md, md->in_port);
+	return md->in_port;
 }
 
 static __always_inline int rt_ip6_own(ctx_t *ctx, struct edgenf_md *md, struct rt_port *pp, struct ipv6hdr *ip6)
@@ -283,23 +348,23 @@ static __always_inline int rt_ip6_own(ctx_t *ctx, struct edgenf_md *md, struct r
 	__u16 old, new;
 
 	if (ip6->nexthdr != IPPROTO_ICMPV6 || !enf_in_bounds(ctx, eth, sizeof(*eth)) || !enf_in_bounds(ctx, ic, sizeof(*ic)))
-		return enf_drop(ctx, md);
+		return rt_drop(ctx, md);
 	switch (ic->type) {
 	case ENF_ND_NS: {
 		struct enf_nd_msg *ns = (void *)ic;
 
 		if (!enf_in_bounds(ctx, ns, sizeof(*ns)) || !enf_nd_solicitation(ip6, ns))
-			return enf_drop(ctx, md);
+			return rt_drop(ctx, md);
 		enf_nd_advertise(eth, ip6, ns, pp->mac, ENF_NA_ROUTER | ENF_NA_OVERRIDE);
-		return enf_send(ctx, md, md->in_port);
+		return md->in_port;
 	}
 	case ENF_ND_NA:
-		return enf_punt(ctx, md, RT_PUNT_ND, md->in_port);
+		return rt_punt(ctx, md, RT_PUNT_ND, md->in_port);
 	case ENF_ND_RS:
-		return enf_punt(ctx, md, RT_PUNT_RS, md->in_port);
+		return rt_punt(ctx, md, RT_PUNT_RS, md->in_port);
 	case 128: /* echo request: the reply in place (the address swap keeps the sum) */
 		if (ic->code)
-			return enf_drop(ctx, md);
+			return rt_drop(ctx, md);
 		old = *(__u16 *)ic;
 		ic->type = 129;
 		new = *(__u16 *)ic;
@@ -313,9 +378,9 @@ static __always_inline int rt_ip6_own(ctx_t *ctx, struct edgenf_md *md, struct r
 		ip6->hop_limit = 64;
 		__builtin_memcpy(eth->h_dest, eth->h_source, ETH_ALEN);
 		__builtin_memcpy(eth->h_source, pp->mac, ETH_ALEN);
-		return enf_send(ctx, md, md->in_port);
+		return md->in_port;
 	}
-	return enf_drop(ctx, md);
+	return rt_drop(ctx, md);
 }
 
 static __always_inline int rt_ip6(ctx_t *ctx, struct edgenf_md *md, struct rt_port *pp)
@@ -331,7 +396,7 @@ static __always_inline int rt_ip6(ctx_t *ctx, struct edgenf_md *md, struct rt_po
 	__u8 d0;
 
 	if (!enf_in_bounds(ctx, ip6, sizeof(*ip6)) || ip6->version != 6)
-		return enf_drop(ctx, md);
+		return rt_drop(ctx, md);
 	d0 = ip6->daddr.in6_u.u6_addr8[0];
 	if (d0 == 0xff) {
 		/* Multicast: neighbour solicitations (solicited-node group)
@@ -339,22 +404,35 @@ static __always_inline int rt_ip6(ctx_t *ctx, struct edgenf_md *md, struct rt_po
 		struct enf_nd_msg *ns = (void *)(ip6 + 1);
 
 		if (ip6->nexthdr != IPPROTO_ICMPV6 || !enf_in_bounds(ctx, ns, 8))
-			return enf_drop(ctx, md);
+			return rt_drop(ctx, md);
 		if (ns->type == ENF_ND_RS)
-			return enf_punt(ctx, md, RT_PUNT_RS, in);
+			return rt_punt(ctx, md, RT_PUNT_RS, in);
 		if (ns->type != ENF_ND_NS || !enf_in_bounds(ctx, ns, sizeof(*ns)))
-			return enf_drop(ctx, md);
+			return rt_drop(ctx, md);
 		own = bpf_map_lookup_elem(&rt_addrs6, ns->target);
 		if (!own || *own != in)
-			return enf_drop(ctx, md);
+			return rt_drop(ctx, md);
 		return rt_ip6_own(ctx, md, pp, ip6);
 	}
 	if (!mac_is(eth->h_dest, pp->mac))
-		return enf_drop(ctx, md);
+		return rt_drop(ctx, md);
+	/* Link-local sources never leave their link (dropped below unless
+	 * the router is the destination): neighbour discovery is not checked. */
+	if ((pp->flags & RT_PORT_SRC_CHECK) &&
+	    !(ip6->saddr.in6_u.u6_addr8[0] == 0xfe && (ip6->saddr.in6_u.u6_addr8[1] & 0xc0) == 0x80)) {
+		struct rt_src6_key sk = {.prefixlen = 32 + 128, .port = in};
+
+		__u8 *ok;
+
+		__builtin_memcpy(sk.addr, &ip6->saddr, 16);
+		ok = bpf_map_lookup_elem(&rt_src6, &sk);
+		if (!ok || !*ok)
+			return rt_src_drop(ctx, md);
+	}
 	own = bpf_map_lookup_elem(&rt_addrs6, &ip6->daddr);
 	if (own) {
 		if (*own != in && d0 == 0xfe)
-			return enf_drop(ctx, md); /* another port's link-local address */
+			return rt_drop(ctx, md); /* another port's link-local address */
 		return rt_ip6_own(ctx, md, pp, ip6);
 	}
 	/* Link-local destinations and sources stay on their link (RFC 4291
@@ -363,13 +441,13 @@ static __always_inline int rt_ip6(ctx_t *ctx, struct edgenf_md *md, struct rt_po
 	    (ip6->saddr.in6_u.u6_addr8[0] == 0xfe && (ip6->saddr.in6_u.u6_addr8[1] & 0xc0) == 0x80) ||
 	    ip6->saddr.in6_u.u6_addr8[0] == 0xff ||
 	    !(ip6->saddr.in6_u.u6_addr32[0] | ip6->saddr.in6_u.u6_addr32[1] | ip6->saddr.in6_u.u6_addr32[2]))
-		return enf_drop(ctx, md);
+		return rt_drop(ctx, md);
 	if (ip6->hop_limit <= 1)
-		return enf_punt(ctx, md, RT_PUNT_TTL, in);
+		return rt_punt(ctx, md, RT_PUNT_TTL, in);
 	__builtin_memcpy(key.addr, &ip6->daddr, 16);
 	rt = bpf_map_lookup_elem(&rt_routes6, &key);
 	if (!rt)
-		return enf_punt(ctx, md, RT_PUNT_NO_ROUTE, in);
+		return rt_punt(ctx, md, RT_PUNT_NO_ROUTE, in);
 	nk.port = rt->port;
 	if (rt->nexthop[0] | rt->nexthop[1] | rt->nexthop[2] | rt->nexthop[3])
 		__builtin_memcpy(nk.addr, rt->nexthop, 16);
@@ -377,20 +455,20 @@ static __always_inline int rt_ip6(ctx_t *ctx, struct edgenf_md *md, struct rt_po
 		__builtin_memcpy(nk.addr, &ip6->daddr, 16);
 	nb = bpf_map_lookup_elem(&rt_neigh6, &nk);
 	if (!nb)
-		return enf_punt(ctx, md, RT_PUNT_ND_MISS, nk.port);
+		return rt_punt(ctx, md, RT_PUNT_ND_MISS, nk.port);
 	op = bpf_map_lookup_elem(&rt_ports, &nk.port);
 	if (!op || !op->valid)
-		return enf_drop(ctx, md);
+		return rt_drop(ctx, md);
 	/* An IPv6 router never fragments: packet too big (RFC 8200 5). */
 	if (!rt_fits(ctx, bpf_ntohs(ip6->payload_len) + 40, op->mtu, 40, sizeof(*eth) + 40, ip6->nexthdr))
-		return enf_punt(ctx, md, RT_PUNT_TOO_BIG, op->mtu);
+		return rt_punt(ctx, md, RT_PUNT_TOO_BIG, op->mtu);
 	ip6->hop_limit--; /* no header checksum in IPv6 */
 	__builtin_memcpy(eth->h_dest, nb->mac, ETH_ALEN);
 	__builtin_memcpy(eth->h_source, op->mac, ETH_ALEN);
-	return enf_send(ctx, md, nk.port);
+	return nk.port;
 }
 
-static __always_inline int router(ctx_t *ctx, struct edgenf_md *md)
+static __always_inline int rt_decide(ctx_t *ctx, struct edgenf_md *md)
 {
 	struct ethhdr *eth = ctx_data(ctx);
 	__u32 in = md->in_port;
@@ -405,39 +483,46 @@ static __always_inline int router(ctx_t *ctx, struct edgenf_md *md)
 	__be32 nh, daddr;
 
 	if (!enf_in_bounds(ctx, eth, sizeof(*eth)))
-		return enf_drop(ctx, md);
+		return rt_drop(ctx, md);
 	pp = bpf_map_lookup_elem(&rt_ports, &in);
 	if (!pp || !pp->valid)
-		return enf_drop(ctx, md);
+		return rt_drop(ctx, md);
 	if (eth->h_proto == bpf_htons(ETH_P_ARP)) {
 		if (!mac_bcast(eth->h_dest) && !mac_is(eth->h_dest, pp->mac))
-			return enf_drop(ctx, md);
+			return rt_drop(ctx, md);
 		return rt_arp_in(ctx, md, pp);
 	}
 	if (eth->h_proto == bpf_htons(ETH_P_IPV6))
 		return rt_ip6(ctx, md, pp);
 	if (eth->h_proto != bpf_htons(ETH_P_IP) || !mac_is(eth->h_dest, pp->mac))
-		return enf_drop(ctx, md);
+		return rt_drop(ctx, md);
 	ip = (void *)(eth + 1);
 	if (!enf_in_bounds(ctx, ip, sizeof(*ip)) || ip->version != 4 || ip->ihl < 5)
-		return enf_drop(ctx, md);
+		return rt_drop(ctx, md);
+	if (pp->flags & RT_PORT_SRC_CHECK) {
+		struct rt_src_key sk = {.prefixlen = 32 + 32, .port = in, .addr = ip->saddr};
+		__u8 *ok = bpf_map_lookup_elem(&rt_src, &sk);
+
+		if (!ok || !*ok)
+			return rt_src_drop(ctx, md);
+	}
 
 	if (bpf_map_lookup_elem(&rt_addrs, &ip->daddr)) {
 		if (ip->protocol == IPPROTO_ICMP)
 			return rt_echo(ctx, md, pp, ip, sizeof(*eth) + sizeof(*ip));
-		return enf_drop(ctx, md);
+		return rt_drop(ctx, md);
 	}
 	/* Multicast, class E and limited broadcast are not routed. */
 	if (bpf_ntohl(ip->daddr) >= 0xe0000000)
-		return enf_drop(ctx, md);
+		return rt_drop(ctx, md);
 	if (ip->ttl <= 1)
-		return enf_punt(ctx, md, RT_PUNT_TTL, in);
+		return rt_punt(ctx, md, RT_PUNT_TTL, in);
 
 	/* Read the generation before the lookup: an entry cached from a
 	 * table older than the generation it carries cannot exist. */
 	gen = bpf_map_lookup_elem(&rt_gen, &zero);
 	if (!gen)
-		return enf_drop(ctx, md);
+		return rt_drop(ctx, md);
 	g = gen->gen;
 	daddr = ip->daddr;
 	rc = gen->off ? NULL : bpf_map_lookup_elem(&rt_cache, &daddr);
@@ -451,7 +536,7 @@ static __always_inline int router(ctx_t *ctx, struct edgenf_md *md)
 		key.addr = daddr;
 		rt = bpf_map_lookup_elem(&rt_routes, &key);
 		if (!rt)
-			return enf_punt(ctx, md, RT_PUNT_NO_ROUTE, in);
+			return rt_punt(ctx, md, RT_PUNT_NO_ROUTE, in);
 		out = rt->port;
 		nh = rt->nexthop;
 		nv.gen = g;
@@ -464,18 +549,18 @@ static __always_inline int router(ctx_t *ctx, struct edgenf_md *md)
 		nh = daddr;
 	nb = bpf_map_lookup_elem(&rt_arp, &nh);
 	if (!nb)
-		return enf_punt(ctx, md, RT_PUNT_ARP_MISS, nh);
+		return rt_punt(ctx, md, RT_PUNT_ARP_MISS, nh);
 	op = bpf_map_lookup_elem(&rt_ports, &out);
 	if (!op || !op->valid)
-		return enf_drop(ctx, md);
+		return rt_drop(ctx, md);
 	/* Too big for the out port: "fragmentation needed" with the MTU when
 	 * the sender forbade fragmenting (path MTU discovery, RFC 1191);
 	 * otherwise dropped and counted as a drop: the router does not
 	 * fragment. */
 	if (!rt_fits(ctx, bpf_ntohs(ip->tot_len), op->mtu, ip->ihl * 4, sizeof(*eth) + ip->ihl * 4, ip->protocol)) {
 		if (ip->frag_off & bpf_htons(0x4000))
-			return enf_punt(ctx, md, RT_PUNT_TOO_BIG, op->mtu);
-		return enf_drop(ctx, md);
+			return rt_punt(ctx, md, RT_PUNT_TOO_BIG, op->mtu);
+		return rt_drop(ctx, md);
 	}
 
 	/* TTL is the high byte of the 16-bit word it shares with protocol. */
@@ -487,6 +572,15 @@ static __always_inline int router(ctx_t *ctx, struct edgenf_md *md)
 	}
 	__builtin_memcpy(eth->h_dest, nb->mac, ETH_ALEN);
 	__builtin_memcpy(eth->h_source, op->mac, ETH_ALEN);
+	return out;
+}
+
+static __always_inline int router(ctx_t *ctx, struct edgenf_md *md)
+{
+	int out = rt_decide(ctx, md);
+
+	if (out < 0)
+		return CTX_DROP;
 	return enf_send(ctx, md, out);
 }
 
