@@ -278,6 +278,15 @@ func p4Cases() []p4Case {
 			decls: "direct_counter(CounterType.packets_and_bytes) dc; table t { key = { h.ip.dst: exact; } actions = { fwd; NoAction; } default_action = NoAction(); counters = dc; }",
 			body:  "t.apply();", path: "t=fwd",
 			entries: func(p *tableruntime.Program) error { return add(p, "I.t", 0, "h.ip.dst", "198.18.1.1") }},
+		// action profiles and selectors: a hit resolves a reference
+		{name: "exact table of an action profile, hit (a member)", parse: l3, decls: profileTable("action_profile(32w64)", ""), body: "t.apply();", path: "t=fwd",
+			entries: profileEntries(false)},
+		{name: "exact table of an action selector, crc16 over 13 bytes, hit (a group of 4)", parse: l3,
+			decls: profileTable("action_selector(HashAlgorithm.crc16, 32w64, 32w16)", "h.ip.src: selector; h.ip.dst: selector; h.ip.proto: selector; h.udp.sport: selector; h.udp.dport: selector;"),
+			body:  "t.apply();", path: "t=fwd", entries: profileEntries(true)},
+		{name: "exact table of an action selector, identity over 4 bytes, hit (a group of 4)", parse: l3,
+			decls: profileTable("action_selector(HashAlgorithm.identity, 32w64, 32w16)", "h.ip.src: selector;"),
+			body:  "t.apply();", path: "t=fwd", entries: profileEntries(true)},
 		// externs
 		{name: "register read", parse: l3, body: idx + "r.read(m.v, m.idx); h.ip.id = m.v[15:0];"},
 		{name: "register write", parse: l3, body: idx + "r.write(m.idx, (bit<32>)h.ip.ttl);"},
@@ -299,10 +308,45 @@ func p4Cases() []p4Case {
 			csum: "update_checksum(h.ip.isValid(), " + ipv4Fields + ", h.ip.csum, HashAlgorithm.csum16);"},
 		{name: "update_checksum over 40 bytes", parse: l3, body: "h.ip.ttl = h.ip.ttl - 1;",
 			csum: "update_checksum(h.ip.isValid(), {h.ip.version, h.ip.ihl, h.ip.tos, h.ip.len, h.ip.id, h.ip.flags, h.ip.frag, h.ip.ttl, h.ip.proto, h.ip.src, h.ip.dst, h.ip.src, h.ip.dst, h.udp.sport, h.udp.dport, h.udp.len, h.ip.dst, h.ip.src}, h.ip.csum, HashAlgorithm.csum16);"},
+		{name: "update_checksum_with_payload over UDP, 86 bytes of payload", parse: l3, body: "h.udp.sport = 53;",
+			csum: "update_checksum_with_payload(h.udp.isValid(), " + udpPseudo + ", h.udp.csum, HashAlgorithm.csum16);"},
+		{name: "update_checksum_with_payload over UDP, 6 bytes of payload", parse: l3 + " a8 b8 a32 b32", body: "h.udp.sport = 53;",
+			csum: "update_checksum_with_payload(h.udp.isValid(), " + udpPseudo + ", h.udp.csum, HashAlgorithm.csum16);"},
 		{name: "verify_checksum over IPv4", parse: l3,
 			ver: "verify_checksum(h.ip.isValid(), " + ipv4Fields + ", h.ip.csum, HashAlgorithm.csum16);"},
 	}
 	return cs
+}
+
+// udpPseudo is UDP's checksum field list: the pseudo-header and the header.
+const udpPseudo = "{h.ip.src, h.ip.dst, 8w0, h.ip.proto, h.udp.len, h.udp.sport, h.udp.dport, h.udp.len, 16w0}"
+
+// profileTable is an exact table on the destination address implemented
+// by impl (an action profile or selector named ap), with selector keys.
+func profileTable(impl, selector string) string {
+	return fmt.Sprintf("%s ap; table t { key = { h.ip.dst: exact; %s } actions = { fwd; NoAction; } default_action = NoAction(); implementation = ap; }", impl, selector)
+}
+
+// profileEntries points the frame's destination at a member, or at a group
+// of 4 members.
+func profileEntries(group bool) func(p *tableruntime.Program) error {
+	return func(p *tableruntime.Program) error {
+		var ids []uint32
+		for id := uint32(1); id <= 4; id++ {
+			if err := p.SetMember("I.ap", id, "I.fwd", []p4info.Arg{{Name: "port", Value: "1"}}); err != nil {
+				return err
+			}
+			ids = append(ids, id)
+		}
+		ref := p4info.Ref{ID: 1}
+		if group {
+			if err := p.SetGroup("I.ap", 1, ids); err != nil {
+				return err
+			}
+			ref.Group = true
+		}
+		return p.AddRefEntry("I.t", []p4info.Match{{Field: "h.ip.dst", Value: "198.18.1.1"}}, ref, 0)
+	}
 }
 
 func lpmEntries(others int) func(p *tableruntime.Program) error {

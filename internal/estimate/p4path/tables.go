@@ -145,6 +145,9 @@ func (w *walker) apply(c *syntax.Call, cr *sema.CallRef, st *state, k func(*stat
 		if !b.hit && t.Kind != ir.KindKeyless && t.Kind != ir.KindConst {
 			s.use(TermMiss, 1, what)
 		}
+		if b.hit {
+			w.resolveReference(t, s, what) // profiles.go
+		}
 		if b.hit && t.DirectCounter != nil {
 			s.use(TermDirectCount, 1, what)
 		}
