@@ -88,6 +88,8 @@ type p4Case struct {
 	path    string
 	entries func(p *tableruntime.Program) error
 	meter   string // a meter to configure (rates far above the test's)
+	// raw is a whole program instead of the template's (PSA).
+	raw string
 	// anchor cases are measured by the short calibration too.
 	anchor bool
 	// singleRef: measured a run per call too, at TC, to correct the
@@ -96,6 +98,9 @@ type p4Case struct {
 }
 
 func (c p4Case) source() string {
+	if c.raw != "" {
+		return c.raw
+	}
 	var parse strings.Builder
 	for _, h := range strings.Fields(c.parse) {
 		fmt.Fprintf(&parse, "p.extract(h.%s); ", h)
@@ -287,6 +292,10 @@ func p4Cases() []p4Case {
 		{name: "exact table of an action selector, identity over 4 bytes, hit (a group of 4)", parse: l3,
 			decls: profileTable("action_selector(HashAlgorithm.identity, 32w64, 32w16)", "h.ip.src: selector;"),
 			body:  "t.apply();", path: "t=fwd", entries: profileEntries(true)},
+		// PSA: the same headers and verdict through PSA_Switch, the
+		// egress pipeline empty (not run) or parsing the packet again
+		{name: "PSA: parse Ethernet, IPv4, UDP, sent", raw: psaProgram(false)},
+		{name: "PSA: parse Ethernet, IPv4, UDP, sent; egress parses Ethernet, IPv4, UDP", raw: psaProgram(true)},
 		// externs
 		{name: "register read", parse: l3, body: idx + "r.read(m.v, m.idx); h.ip.id = m.v[15:0];"},
 		{name: "register write", parse: l3, body: idx + "r.write(m.idx, (bit<32>)h.ip.ttl);"},
@@ -316,6 +325,46 @@ func p4Cases() []p4Case {
 			ver: "verify_checksum(h.ip.isValid(), " + ipv4Fields + ", h.ip.csum, HashAlgorithm.csum16);"},
 	}
 	return cs
+}
+
+// psaProgram is a PSA program parsing Ethernet, IPv4 and UDP and sending
+// the packet out of port 1; with egress, its egress pipeline parses and
+// emits them again.
+func psaProgram(egress bool) string {
+	ep, ee := "state start { transition accept; }", ""
+	if egress {
+		ep, ee = "state start { p.extract(h.eth); p.extract(h.ip); p.extract(h.udp); transition accept; }", "p.emit(h);"
+	}
+	return `
+#include <core.p4>
+#include <psa.p4>
+header eth_t { bit<48> dst; bit<48> src; bit<16> type; }
+header ipv4_t { bit<4> version; bit<4> ihl; bit<8> tos; bit<16> len; bit<16> id; bit<3> flags; bit<13> frag;
+    bit<8> ttl; bit<8> proto; bit<16> csum; bit<32> src; bit<32> dst; }
+header udp_t { bit<16> sport; bit<16> dport; bit<16> len; bit<16> csum; }
+struct H { eth_t eth; ipv4_t ip; udp_t udp; }
+struct M { }
+struct E { }
+parser IP(packet_in p, out H h, inout M m, in psa_ingress_parser_input_metadata_t i, in E r, in E c) {
+    state start { p.extract(h.eth); p.extract(h.ip); p.extract(h.udp); transition accept; }
+}
+control I(inout H h, inout M m, in psa_ingress_input_metadata_t i, inout psa_ingress_output_metadata_t o) {
+    apply { send_to_port(o, (PortId_t)1); }
+}
+control ID(packet_out p, out E c, out E r, out E n, inout H h, in M m, in psa_ingress_output_metadata_t o) {
+    apply { p.emit(h); }
+}
+parser EP(packet_in p, out H h, inout M m, in psa_egress_parser_input_metadata_t i, in E n, in E c, in E c2) {
+    ` + ep + `
+}
+control EG(inout H h, inout M m, in psa_egress_input_metadata_t i, inout psa_egress_output_metadata_t o) { apply { } }
+control ED(packet_out p, out E c, out E r, inout H h, in M m, in psa_egress_output_metadata_t o, in psa_egress_deparser_input_metadata_t d) {
+    apply { ` + ee + ` }
+}
+IngressPipeline(IP(), I(), ID()) ip;
+EgressPipeline(EP(), EG(), ED()) ep;
+PSA_Switch(ip, PacketReplicationEngine(), ep, BufferingQueueingEngine()) main;
+`
 }
 
 // udpPseudo is UDP's checksum field list: the pseudo-header and the header.

@@ -81,6 +81,9 @@ func (w *walker) expand(e syntax.Expr, st *state) []string {
 func (w *walker) externMethod(c *syntax.Call, cr *sema.CallRef, st *state) {
 	w.clobber(c, cr, st)
 	name := cr.Instance.Name
+	if w.psaExternMethod(c, cr, st) { // psa.go
+		return
+	}
 	switch cr.Instance.Extern.Name + "." + cr.Method {
 	case "register.read":
 		st.use(TermRegRead, 1, "register "+name+" read")

@@ -13,6 +13,8 @@ const (
 
 	TermStateByte  = "p4.state.byte" // per byte of per-packet state reset (headers, metadata)
 	TermReplicates = "p4.replicates" // the program can copy packets (clone, resubmit, recirculate, multicast): its pipeline keeps the replication state
+	TermPSA        = "p4.psa"        // a PSA program: its pipeline's own work beyond V1Switch's (the architecture's metadata)
+	TermPSAEgress  = "p4.psa.egress" // a PSA packet through a non-empty egress pipeline: its start (headers reset, metadata set)
 
 	TermParseHeader = "p4.parse.header"    // per header extracted
 	TermParseByte   = "p4.parse.byte"      // per byte extracted
@@ -71,6 +73,8 @@ var Terms = []struct{ Name, Doc string }{
 	{TermPunt, "the same, the packet sent to the CPU port (slow path)"},
 	{TermStateByte, "per byte of per-packet state (headers, metadata) reset for each packet"},
 	{TermReplicates, "a program that can copy packets (clone, resubmit, recirculate, multicast), on every packet: the replication state it keeps"},
+	{TermPSA, "a PSA program, on every packet: its pipeline's own work beyond V1Switch's (the architecture's metadata)"},
+	{TermPSAEgress, "a PSA packet through a non-empty egress pipeline: the pass started (headers reset, metadata set)"},
 	{TermParseHeader, "per header extracted by the parser"},
 	{TermParseByte, "per byte extracted by the parser"},
 	{TermLookahead, "per lookahead: the frame's next bytes copied out by a helper call"},
