@@ -268,6 +268,9 @@ var p4Examples = []p4Example{
 	{file: "mpls.p4", packet: 1, path: "ethernet,mpls[0],ipv4,mpls_fwd=swap,@141=false"},
 	{file: "portfwd.p4", packet: 1, path: "fwd=forward"},
 	{file: "portscan.p4", packet: 1, path: ""},
+	// PSA: ingress and an empty egress pipeline (not run)
+	{file: "psa_l2switch.p4", packet: 2, path: "ethernet,vlan,mac_table=forward,verdict=send"},
+	{file: "psa_l3fwd.p4", packet: 1, path: "ethernet,ipv4,routes=forward"},
 	{file: "tcpflags.p4", packet: 2, path: ""},
 	{file: "upf.p4", packet: 1, path: "ethernet,ipv4,udp,gtpu,inner,uplink=decap,@176=true"},
 }
