@@ -62,7 +62,7 @@ type state struct {
 	verdict   string
 	mcast     bool
 	stop      int
-	owner     string // what statements are attributed to
+	owner     string       // what statements are attributed to
 	pblock    *sema.Parser // the parser running (nil: w.parser; PSA's egress parser)
 	igValid   int          // PSA: the headers of order the ingress parser extracted (-1: all)
 	emitted   []string
@@ -116,18 +116,18 @@ func (s *state) stmt() { s.use(TermStmt, 1, s.owner) }
 
 // walker enumerates the paths of one program.
 type walker struct {
-	prog       *ir.Program
-	info       *sema.Info
-	opt        Options
-	hType      *sema.Struct
-	mType      *sema.Struct
-	smType     *sema.Struct
-	parser     *sema.Parser
-	controls   []*sema.Control // verify, ingress, egress, compute, deparser; PSA: ingress, ingress deparser, egress, egress deparser
-	psa        *psaPipeline    // PSA programs (psa.go)
+	prog     *ir.Program
+	info     *sema.Info
+	opt      Options
+	hType    *sema.Struct
+	mType    *sema.Struct
+	smType   *sema.Struct
+	parser   *sema.Parser
+	controls []*sema.Control // verify, ingress, egress, compute, deparser; PSA: ingress, ingress deparser, egress, egress deparser
+	psa      *psaPipeline    // PSA programs (psa.go)
 	// roots names the block parameters by type (rootKind): "hdr",
 	// "meta", "standard_metadata"; PSA's own (psa.go)
-	roots map[sema.Type]string
+	roots      map[sema.Type]string
 	stateB     int
 	mayChange  map[string]map[string]bool // header (stack index *) → fields written outside the parser ("*": all)
 	tsIngress  bool
