@@ -254,8 +254,7 @@ var meterHigh = tableruntime.MeterConfig{CIR: 1e9, CBurst: 1e6, PIR: 2e9, PBurst
 
 var p4Examples = []p4Example{
 	{file: "acl.p4", packet: 2, path: "ethernet,ipv4,l4,classify=set_class,acl=hit,@125=false"},
-	// the route to a group of the action selector (the estimator does not
-	// price the selector's hash and lookups yet)
+	// the route to a group of the action selector
 	{file: "ecmp.p4", packet: 1, path: "ethernet,ipv4,routes=forward"},
 	{file: "int_telemetry.p4", packet: 1, path: "ethernet,ipv4,udp,ipv4_fwd=forward"},
 	{file: "l2learn.p4", packet: 2, path: "ethernet,smac=miss,dmac=forward,@133=false"},
@@ -269,6 +268,9 @@ var p4Examples = []p4Example{
 	{file: "mpls.p4", packet: 1, path: "ethernet,mpls[0],ipv4,mpls_fwd=swap,@141=false"},
 	{file: "portfwd.p4", packet: 1, path: "fwd=forward"},
 	{file: "portscan.p4", packet: 1, path: ""},
+	// PSA: ingress and an empty egress pipeline (not run)
+	{file: "psa_l2switch.p4", packet: 2, path: "ethernet,vlan,mac_table=forward,verdict=send"},
+	{file: "psa_l3fwd.p4", packet: 1, path: "ethernet,ipv4,routes=forward"},
 	{file: "tcpflags.p4", packet: 2, path: ""},
 	{file: "upf.p4", packet: 1, path: "ethernet,ipv4,udp,gtpu,inner,uplink=decap,@176=true"},
 }
@@ -351,7 +353,7 @@ func loadExample(ctx context.Context, dp *datapath.Datapath, slot uint32, meter 
 	if v, err := meter.Verdict(pc.Entry, frame); err != nil || v != sent {
 		return fmt.Errorf("the packet was not forwarded (verdict %d, %v)", v, err)
 	}
-	pr, err := p4path.Enumerate(pc.Result.Program, p4path.Options{Entries: pc.Entries()})
+	pr, err := p4path.Enumerate(pc.Result.Program, p4path.Options{Entries: pc.Entries(), FrameBytes: len(frame)})
 	if err != nil {
 		return err
 	}

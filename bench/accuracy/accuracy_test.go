@@ -59,15 +59,6 @@ func TestEveryExampleIsMeasured(t *testing.T) {
 			seeds++
 		}
 	}
-	// PSA programs are not estimated yet (`edgenf estimate` models
-	// V1Switch's six blocks): not in the report
-	var v1 []string
-	for _, f := range files {
-		if !strings.HasPrefix(filepath.Base(f), "psa_") {
-			v1 = append(v1, f)
-		}
-	}
-	files = v1
 	for _, f := range files {
 		if !listed[filepath.Base(f)] {
 			t.Errorf("%s is not in the accuracy report (p4Examples)", filepath.Base(f))

@@ -36,6 +36,7 @@ func estimateCmd() *cobra.Command {
 		file     string
 		defines  []string
 		includes []string
+		frame    int
 	)
 	c := &cobra.Command{
 		Use:   "estimate [PROGRAM.p4 | -f TOPOLOGY]",
@@ -44,7 +45,9 @@ func estimateCmd() *cobra.Command {
 			"or the built-in one), and the packets per second one core sustains at that cost.\n\n" +
 			"For a P4 program: every path through the parser and the controls (parser states × table hit/miss ×\n" +
 			"action choice × undecided branches); the cheapest, the typical and the most expensive path, and the\n" +
-			"constructs that dominate each. Tables are assumed to hold one entry unless --entries says otherwise.\n\n" +
+			"constructs that dominate each. Tables are assumed to hold one entry unless --entries says otherwise,\n" +
+			"frames to be of the smallest size (60 bytes) unless --frame-bytes says otherwise (only a checksum\n" +
+			"with payload depends on it: it sums every byte after the parsed headers).\n\n" +
 			"For a topology file (as `edgenf apply` takes): every chain from an interface through cubes, hop by hop.\n\n" +
 			"Costs are the eBPF processing of a packet as BPF_PROG_TEST_RUN measures it; the driver and the\n" +
 			"delivery of redirected frames are extra, so packets per second are an upper bound.",
@@ -60,7 +63,7 @@ func estimateCmd() *cobra.Command {
 				return fmt.Errorf("give a P4 program or -f TOPOLOGY, not both")
 			case file != "":
 				// the cubes of a topology say their hooks, P4 cubes carry their entries
-				for _, name := range []string{"hook", "path", "all", "entries", "define", "include"} {
+				for _, name := range []string{"hook", "path", "all", "entries", "define", "include", "frame-bytes"} {
 					if cmd.Flags().Changed(name) {
 						return fmt.Errorf("--%s is for a P4 program, not a topology file (-f)", name)
 					}
@@ -68,7 +71,7 @@ func estimateCmd() *cobra.Command {
 				return estimateTopology(w, file, profiles)
 			case len(args) == 1:
 				return estimateProgram(w, args[0], programOptions{hook: datapath.Hook(hook), profiles: profiles,
-					path: pathSpec, all: all, entries: entries, defines: defines, includes: includes})
+					path: pathSpec, all: all, entries: entries, defines: defines, includes: includes, frameBytes: frame})
 			}
 			return fmt.Errorf("give a P4 program or -f TOPOLOGY (edgenf estimate --help)")
 		},
@@ -79,6 +82,7 @@ func estimateCmd() *cobra.Command {
 	f.StringVar(&pathSpec, "path", "", "follow one path: its number, or headers extracted and table outcomes, e.g. ethernet,ipv4,ipv4_lpm=hit,port_mac=set_smac")
 	f.BoolVar(&all, "all", false, "list every path")
 	f.StringArrayVar(&entries, "entries", nil, "TABLE=N: the number of entries a table holds (repeatable; N alone: every table)")
+	f.IntVar(&frame, "frame-bytes", p4path.DefaultFrameBytes, "size of the frames priced (14 to 9000 bytes): the payload a checksum *_with_payload sums")
 	f.StringVarP(&file, "file", "f", "", "topology file (YAML or JSON): estimate its chains")
 	f.StringArrayVarP(&defines, "define", "D", nil, "preprocessor macro NAME[=value] (repeatable)")
 	f.StringArrayVarP(&includes, "include", "I", nil, "directory searched by #include (repeatable)")
@@ -239,6 +243,7 @@ type programOptions struct {
 	all               bool
 	entries           []string
 	defines, includes []string
+	frameBytes        int
 }
 
 func parseEntries(specs []string) (map[string]int, int, error) {
@@ -270,6 +275,12 @@ func estimateProgram(w io.Writer, file string, o programOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.frameBytes == 0 {
+		o.frameBytes = p4path.DefaultFrameBytes
+	}
+	if o.frameBytes < 14 || o.frameBytes > 9000 {
+		return fmt.Errorf("--frame-bytes %d: want 14 to 9000 bytes (an Ethernet frame, jumbo at most)", o.frameBytes)
+	}
 	opt, err := p4.FromFile(file)
 	if err != nil {
 		return err
@@ -284,7 +295,7 @@ func estimateProgram(w io.Writer, file string, o programOptions) error {
 	if err != nil {
 		return err
 	}
-	pr, err := p4path.Enumerate(prog, p4path.Options{Entries: entries, DefaultEntries: def})
+	pr, err := p4path.Enumerate(prog, p4path.Options{Entries: entries, DefaultEntries: def, FrameBytes: o.frameBytes})
 	if err != nil {
 		return err
 	}

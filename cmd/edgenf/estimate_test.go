@@ -104,6 +104,8 @@ func TestEstimateBadInput(t *testing.T) {
 		{programOptions{hook: datapath.XDP, entries: []string{"ipv4_lpm=many"}}, "want TABLE=N or N"},
 		{programOptions{hook: "ingress"}, "want xdp or tc"},
 		{programOptions{hook: datapath.XDP, path: "ipv6"}, "no path of the program matches"},
+		{programOptions{hook: datapath.XDP, frameBytes: 9001}, "--frame-bytes 9001: want 14 to 9000 bytes"},
+		{programOptions{hook: datapath.XDP, frameBytes: -1}, "--frame-bytes -1: want 14 to 9000 bytes"},
 	} {
 		if err := estimateProgram(&b, "../../examples/p4/l3router.p4", c.o); err == nil || !strings.Contains(err.Error(), c.msg) {
 			t.Fatalf("%+v: %v, want %q", c.o, err, c.msg)
@@ -201,5 +203,31 @@ func TestEstimateSlicesOutput(t *testing.T) {
 	}
 	if regexp.MustCompile(`(?m)^chain .*(rail.*cctv|cctv.*rail)`).MatchString(out) {
 		t.Fatalf("a chain crosses from one slice into another:\n%s", out)
+	}
+}
+
+// PSA programs are estimated (both pipelines); a checksum with payload
+// costs more on a bigger frame, and the breakdown says how many bytes.
+func TestEstimatePSAAndFrameBytes(t *testing.T) {
+	withOutput(t, "table")
+	var b bytes.Buffer
+	if err := estimateProgram(&b, "../../examples/p4/psa_l3fwd.p4", programOptions{hook: datapath.XDP, path: "ethernet,ipv4,routes=forward"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"psa_l3fwd.p4 at xdp: 5 paths", "routes hit → forward; send", "PSA pipeline (architecture metadata)"} {
+		if !strings.Contains(b.String(), want) {
+			t.Fatalf("output lacks %q:\n%s", want, b.String())
+		}
+	}
+	cost := func(frame int) string {
+		var b bytes.Buffer
+		if err := estimateProgram(&b, "../../examples/p4/tcpflags.p4", programOptions{hook: datapath.XDP, path: "5", frameBytes: frame}); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	small, big := cost(0), cost(1500)
+	if !strings.Contains(small, "payload (6 bytes)") || !strings.Contains(big, "payload (1446 bytes)") {
+		t.Fatalf("60-byte frame:\n%s\n1500-byte frame:\n%s", small, big)
 	}
 }

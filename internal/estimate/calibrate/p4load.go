@@ -223,7 +223,7 @@ func p4Options(c p4Case) p4.Options {
 // pathUses are the uses and the verdict of the path spec selects (the
 // typical one if "").
 func pathUses(res *p4.Result, entries map[string]int, spec string) ([]estimate.Use, string, error) {
-	pr, err := p4path.Enumerate(res.Program, p4path.Options{Entries: entries})
+	pr, err := p4path.Enumerate(res.Program, p4path.Options{Entries: entries, FrameBytes: len(p4Frame)})
 	if err != nil {
 		return nil, "", err
 	}

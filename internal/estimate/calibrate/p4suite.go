@@ -88,6 +88,8 @@ type p4Case struct {
 	path    string
 	entries func(p *tableruntime.Program) error
 	meter   string // a meter to configure (rates far above the test's)
+	// raw is a whole program instead of the template's (PSA).
+	raw string
 	// anchor cases are measured by the short calibration too.
 	anchor bool
 	// singleRef: measured a run per call too, at TC, to correct the
@@ -96,6 +98,9 @@ type p4Case struct {
 }
 
 func (c p4Case) source() string {
+	if c.raw != "" {
+		return c.raw
+	}
 	var parse strings.Builder
 	for _, h := range strings.Fields(c.parse) {
 		fmt.Fprintf(&parse, "p.extract(h.%s); ", h)
@@ -278,6 +283,19 @@ func p4Cases() []p4Case {
 			decls: "direct_counter(CounterType.packets_and_bytes) dc; table t { key = { h.ip.dst: exact; } actions = { fwd; NoAction; } default_action = NoAction(); counters = dc; }",
 			body:  "t.apply();", path: "t=fwd",
 			entries: func(p *tableruntime.Program) error { return add(p, "I.t", 0, "h.ip.dst", "198.18.1.1") }},
+		// action profiles and selectors: a hit resolves a reference
+		{name: "exact table of an action profile, hit (a member)", parse: l3, decls: profileTable("action_profile(32w64)", ""), body: "t.apply();", path: "t=fwd",
+			entries: profileEntries(false)},
+		{name: "exact table of an action selector, crc16 over 13 bytes, hit (a group of 4)", parse: l3,
+			decls: profileTable("action_selector(HashAlgorithm.crc16, 32w64, 32w16)", "h.ip.src: selector; h.ip.dst: selector; h.ip.proto: selector; h.udp.sport: selector; h.udp.dport: selector;"),
+			body:  "t.apply();", path: "t=fwd", entries: profileEntries(true)},
+		{name: "exact table of an action selector, identity over 4 bytes, hit (a group of 4)", parse: l3,
+			decls: profileTable("action_selector(HashAlgorithm.identity, 32w64, 32w16)", "h.ip.src: selector;"),
+			body:  "t.apply();", path: "t=fwd", entries: profileEntries(true)},
+		// PSA: the same headers and verdict through PSA_Switch, the
+		// egress pipeline empty (not run) or parsing the packet again
+		{name: "PSA: parse Ethernet, IPv4, UDP, sent", raw: psaProgram(false)},
+		{name: "PSA: parse Ethernet, IPv4, UDP, sent; egress parses Ethernet, IPv4, UDP", raw: psaProgram(true)},
 		// externs
 		{name: "register read", parse: l3, body: idx + "r.read(m.v, m.idx); h.ip.id = m.v[15:0];"},
 		{name: "register write", parse: l3, body: idx + "r.write(m.idx, (bit<32>)h.ip.ttl);"},
@@ -299,10 +317,85 @@ func p4Cases() []p4Case {
 			csum: "update_checksum(h.ip.isValid(), " + ipv4Fields + ", h.ip.csum, HashAlgorithm.csum16);"},
 		{name: "update_checksum over 40 bytes", parse: l3, body: "h.ip.ttl = h.ip.ttl - 1;",
 			csum: "update_checksum(h.ip.isValid(), {h.ip.version, h.ip.ihl, h.ip.tos, h.ip.len, h.ip.id, h.ip.flags, h.ip.frag, h.ip.ttl, h.ip.proto, h.ip.src, h.ip.dst, h.ip.src, h.ip.dst, h.udp.sport, h.udp.dport, h.udp.len, h.ip.dst, h.ip.src}, h.ip.csum, HashAlgorithm.csum16);"},
+		{name: "update_checksum_with_payload over UDP, 86 bytes of payload", parse: l3, body: "h.udp.sport = 53;",
+			csum: "update_checksum_with_payload(h.udp.isValid(), " + udpPseudo + ", h.udp.csum, HashAlgorithm.csum16);"},
+		{name: "update_checksum_with_payload over UDP, 6 bytes of payload", parse: l3 + " a8 b8 a32 b32", body: "h.udp.sport = 53;",
+			csum: "update_checksum_with_payload(h.udp.isValid(), " + udpPseudo + ", h.udp.csum, HashAlgorithm.csum16);"},
 		{name: "verify_checksum over IPv4", parse: l3,
 			ver: "verify_checksum(h.ip.isValid(), " + ipv4Fields + ", h.ip.csum, HashAlgorithm.csum16);"},
 	}
 	return cs
+}
+
+// psaProgram is a PSA program parsing Ethernet, IPv4 and UDP and sending
+// the packet out of port 1; with egress, its egress pipeline parses and
+// emits them again.
+func psaProgram(egress bool) string {
+	ep, ee := "state start { transition accept; }", ""
+	if egress {
+		ep, ee = "state start { p.extract(h.eth); p.extract(h.ip); p.extract(h.udp); transition accept; }", "p.emit(h);"
+	}
+	return `
+#include <core.p4>
+#include <psa.p4>
+header eth_t { bit<48> dst; bit<48> src; bit<16> type; }
+header ipv4_t { bit<4> version; bit<4> ihl; bit<8> tos; bit<16> len; bit<16> id; bit<3> flags; bit<13> frag;
+    bit<8> ttl; bit<8> proto; bit<16> csum; bit<32> src; bit<32> dst; }
+header udp_t { bit<16> sport; bit<16> dport; bit<16> len; bit<16> csum; }
+struct H { eth_t eth; ipv4_t ip; udp_t udp; }
+struct M { }
+struct E { }
+parser IP(packet_in p, out H h, inout M m, in psa_ingress_parser_input_metadata_t i, in E r, in E c) {
+    state start { p.extract(h.eth); p.extract(h.ip); p.extract(h.udp); transition accept; }
+}
+control I(inout H h, inout M m, in psa_ingress_input_metadata_t i, inout psa_ingress_output_metadata_t o) {
+    apply { send_to_port(o, (PortId_t)1); }
+}
+control ID(packet_out p, out E c, out E r, out E n, inout H h, in M m, in psa_ingress_output_metadata_t o) {
+    apply { p.emit(h); }
+}
+parser EP(packet_in p, out H h, inout M m, in psa_egress_parser_input_metadata_t i, in E n, in E c, in E c2) {
+    ` + ep + `
+}
+control EG(inout H h, inout M m, in psa_egress_input_metadata_t i, inout psa_egress_output_metadata_t o) { apply { } }
+control ED(packet_out p, out E c, out E r, inout H h, in M m, in psa_egress_output_metadata_t o, in psa_egress_deparser_input_metadata_t d) {
+    apply { ` + ee + ` }
+}
+IngressPipeline(IP(), I(), ID()) ip;
+EgressPipeline(EP(), EG(), ED()) ep;
+PSA_Switch(ip, PacketReplicationEngine(), ep, BufferingQueueingEngine()) main;
+`
+}
+
+// udpPseudo is UDP's checksum field list: the pseudo-header and the header.
+const udpPseudo = "{h.ip.src, h.ip.dst, 8w0, h.ip.proto, h.udp.len, h.udp.sport, h.udp.dport, h.udp.len, 16w0}"
+
+// profileTable is an exact table on the destination address implemented
+// by impl (an action profile or selector named ap), with selector keys.
+func profileTable(impl, selector string) string {
+	return fmt.Sprintf("%s ap; table t { key = { h.ip.dst: exact; %s } actions = { fwd; NoAction; } default_action = NoAction(); implementation = ap; }", impl, selector)
+}
+
+// profileEntries points the frame's destination at a member, or at a group
+// of 4 members.
+func profileEntries(group bool) func(p *tableruntime.Program) error {
+	return func(p *tableruntime.Program) error {
+		var ids []uint32
+		for id := uint32(1); id <= 4; id++ {
+			if err := p.SetMember("I.ap", id, "I.fwd", []p4info.Arg{{Name: "port", Value: "1"}}); err != nil {
+				return err
+			}
+			ids = append(ids, id)
+		}
+		ref := p4info.Ref{ID: 1}
+		if group {
+			if err := p.SetGroup("I.ap", 1, ids); err != nil {
+				return err
+			}
+			ref.Group = true
+		}
+		return p.AddRefEntry("I.t", []p4info.Match{{Field: "h.ip.dst", Value: "198.18.1.1"}}, ref, 0)
+	}
 }
 
 func lpmEntries(others int) func(p *tableruntime.Program) error {

@@ -81,6 +81,9 @@ func (w *walker) expand(e syntax.Expr, st *state) []string {
 func (w *walker) externMethod(c *syntax.Call, cr *sema.CallRef, st *state) {
 	w.clobber(c, cr, st)
 	name := cr.Instance.Name
+	if w.psaExternMethod(c, cr, st) { // psa.go
+		return
+	}
 	switch cr.Instance.Extern.Name + "." + cr.Method {
 	case "register.read":
 		st.use(TermRegRead, 1, "register "+name+" read")
@@ -132,6 +135,9 @@ func (w *walker) externFunc(c *syntax.Call, cr *sema.CallRef, st *state) {
 			what += " " + strings.TrimPrefix(h, "hdr.")
 		}
 		algo := algoName(arg(3))
+		if strings.HasSuffix(cr.Method, "_with_payload") {
+			w.payloadUse(st, what)
+		}
 		if algo == "csum16" {
 			st.use(TermCsum, 1, what)
 			st.use(TermCsumByte, float64(w.listBytes(arg(1))), what)
@@ -143,6 +149,20 @@ func (w *walker) externFunc(c *syntax.Call, cr *sema.CallRef, st *state) {
 	default:
 		st.stmt()
 	}
+}
+
+// payloadUse prices the payload a *_with_payload checksum sums: the bytes
+// of the frame after those the parser consumed, two at a time through the
+// load helper (p4_payload_sum), at most 1500.
+func (w *walker) payloadUse(st *state, what string) {
+	frame := w.opt.FrameBytes
+	if frame <= 0 {
+		frame = DefaultFrameBytes
+	}
+	payload := min(max(frame-st.off, 0), 1500)
+	what = fmt.Sprintf("%s: payload (%d bytes)", what, payload)
+	st.use(TermCsumPayload, 1, what)
+	st.use(TermCsumPayloadWord, float64((payload+1)/2), what)
 }
 
 func (w *walker) hashUse(algo string, bytes int, st *state, what string) {

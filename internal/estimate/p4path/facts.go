@@ -27,6 +27,9 @@ func (w *walker) scanProgram() {
 				}
 			}
 			if c, ok := x.(*syntax.Call); ok {
+				if cr := w.info.Calls[c]; cr != nil && cr.Kind == sema.CallAction && psaBuiltin(cr.Action, "multicast") {
+					w.replicates = true
+				}
 				if cr := w.info.Calls[c]; cr != nil && cr.Kind == sema.CallExternFunc {
 					switch cr.Method {
 					case "clone", "clone3", "clone_preserving_field_list", "resubmit", "resubmit_preserving_field_list",
@@ -51,7 +54,7 @@ func (w *walker) scanProgram() {
 		for _, s := range ss {
 			switch x := s.(type) {
 			case *syntax.AssignStmt:
-				if w.canonStatic(x.LHS) == "standard_metadata.mcast_grp" {
+				if lhs := w.canonStatic(x.LHS); lhs == "standard_metadata.mcast_grp" || psaCopies[lhs] {
 					w.replicates = true
 				}
 				w.written(x.LHS)
@@ -104,10 +107,16 @@ func (w *walker) scanProgram() {
 		}
 	}
 	// the parser's own expressions (timestamps read in select keys)
-	for _, st := range w.parser.Order {
-		for _, s := range st.Decl.Stmts {
-			if a, ok := s.(*syntax.AssignStmt); ok {
-				expr(a.RHS)
+	parsers := []*sema.Parser{w.parser}
+	if w.psa != nil && !w.psa.egressEmpty {
+		parsers = append(parsers, w.psa.egressParser)
+	}
+	for _, p := range parsers {
+		for _, st := range p.Order {
+			for _, s := range st.Decl.Stmts {
+				if a, ok := s.(*syntax.AssignStmt); ok {
+					expr(a.RHS)
+				}
 			}
 		}
 	}
@@ -240,9 +249,10 @@ func walkExpr(e syntax.Expr, f func(syntax.Expr)) {
 
 // ---------- names ----------
 
-// rootKind names the block parameter an lvalue is rooted at by its type:
-// "hdr", "meta" or "standard_metadata"; a local variable by its name; ""
-// for action and function parameters (they may alias anything).
+// rootKind names the block parameter an lvalue is rooted at by its type
+// (w.roots): "hdr", "meta" or "standard_metadata" (PSA: psa.go); a local
+// variable by its name; "" for action and function parameters (they may
+// alias anything).
 func (w *walker) rootKind(e syntax.Expr) string {
 	for {
 		switch x := e.(type) {
@@ -262,15 +272,7 @@ func (w *walker) rootKind(e syntax.Expr) string {
 			}
 			switch v.Kind {
 			case sema.BlockParam:
-				switch {
-				case w.hType != nil && v.Type == sema.Type(w.hType):
-					return "hdr"
-				case w.mType != nil && v.Type == sema.Type(w.mType):
-					return "meta"
-				case w.smType != nil && v.Type == sema.Type(w.smType):
-					return "standard_metadata"
-				}
-				return ""
+				return w.roots[v.Type]
 			case sema.LocalVar:
 				return "local." + v.Name
 			}

@@ -40,7 +40,15 @@ type Options struct {
 	DefaultEntries int // 0 means 1
 	// CPUPort is the egress_spec that punts besides 510 (0: 255).
 	CPUPort int
+	// FrameBytes is the size of the frame the paths are priced for
+	// (0: DefaultFrameBytes). Only work over the payload depends on it:
+	// a checksum *_with_payload sums the bytes after the parsed headers.
+	FrameBytes int
 }
+
+// DefaultFrameBytes is the frame assumed without Options.FrameBytes: the
+// smallest Ethernet frame (FCS excluded), as the hook sees it.
+const DefaultFrameBytes = 60
 
 // Program is a program's paths.
 type Program struct {

@@ -16,6 +16,12 @@ import (
 // declarations and body.
 func program(t *testing.T, states, decls, body string) *Program {
 	t.Helper()
+	return programWith(t, states, decls, body, "", Options{})
+}
+
+// programWith is program with a compute-checksum body, enumerated with opt.
+func programWith(t *testing.T, states, decls, body, csum string, opt Options) *Program {
+	t.Helper()
 	src := `#include <core.p4>
 #include <v1model.p4>
 header eth_t { bit<48> dst; bit<48> src; bit<16> type; }
@@ -36,7 +42,7 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
     }
 }
 control E(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }
-control C(inout H h, inout M m) { apply { } }
+control C(inout H h, inout M m) { apply { ` + csum + ` } }
 control D(packet_out p, in H h) { apply { p.emit(h); } }
 V1Switch(P(), V(), I(), E(), C(), D()) main;
 `
@@ -44,7 +50,7 @@ V1Switch(P(), V(), I(), E(), C(), D()) main;
 	if err != nil {
 		t.Fatal(err)
 	}
-	pr, err := Enumerate(prog, Options{})
+	pr, err := Enumerate(prog, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

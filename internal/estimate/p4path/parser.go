@@ -21,7 +21,11 @@ func (w *walker) pstate(name string, st *state, k func(*state)) {
 		k(st)
 		return
 	}
-	s := w.parser.States[name]
+	p := st.pblock
+	if p == nil {
+		p = w.parser
+	}
+	s := p.States[name]
 	if s == nil {
 		k(st)
 		return

@@ -22,6 +22,10 @@ func (w *walker) call(c *syntax.Call, st *state, k func(*state)) {
 	switch cr.Kind {
 	case sema.CallAction:
 		w.exprCosts(c, st)
+		if w.psa != nil && w.psaAction(c, cr.Action, st) { // psa.go: send_to_port, ingress_drop, egress_drop
+			k(st)
+			return
+		}
 		w.runAction(cr.Action, st, k)
 	case sema.CallTableApply:
 		w.apply(c, cr, st, func(st *state, _ Outcome) { k(st) })
@@ -144,6 +148,9 @@ func (w *walker) apply(c *syntax.Call, cr *sema.CallRef, st *state, k func(*stat
 		}
 		if !b.hit && t.Kind != ir.KindKeyless && t.Kind != ir.KindConst {
 			s.use(TermMiss, 1, what)
+		}
+		if b.hit {
+			w.resolveReference(t, s, what) // profiles.go
 		}
 		if b.hit && t.DirectCounter != nil {
 			s.use(TermDirectCount, 1, what)

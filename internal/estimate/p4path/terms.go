@@ -13,6 +13,8 @@ const (
 
 	TermStateByte  = "p4.state.byte" // per byte of per-packet state reset (headers, metadata)
 	TermReplicates = "p4.replicates" // the program can copy packets (clone, resubmit, recirculate, multicast): its pipeline keeps the replication state
+	TermPSA        = "p4.psa"        // a PSA program: its pipeline's own work beyond V1Switch's (the architecture's metadata)
+	TermPSAEgress  = "p4.psa.egress" // a PSA packet through a non-empty egress pipeline: its start (headers reset, metadata set)
 
 	TermParseHeader = "p4.parse.header"    // per header extracted
 	TermParseByte   = "p4.parse.byte"      // per byte extracted
@@ -32,6 +34,9 @@ const (
 	TermKeyless     = "p4.table.keyless"       // table without a key (default action only)
 	TermMiss        = "p4.table.miss"          // extra cost of a miss (the default action's entry)
 	TermDirectCount = "p4.table.direct_counter"
+	// action profiles and selectors (profiles.go)
+	TermProfileMember = "p4.table.profile.member" // a reference resolved to its member (the member map's lookup)
+	TermProfileGroup  = "p4.table.profile.group"  // a group reference: the group map's lookup and the pick of a member
 
 	TermRegRead   = "p4.extern.register_read"
 	TermRegWrite  = "p4.extern.register_write"
@@ -49,6 +54,10 @@ const (
 
 	TermCsum     = "p4.checksum.csum16"      // update_checksum / verify_checksum with csum16
 	TermCsumByte = "p4.checksum.csum16.byte" // per byte summed
+	// *_with_payload: the payload after the parsed headers is summed too,
+	// two bytes at a time through the load helper
+	TermCsumPayload     = "p4.checksum.payload"      // per checksum with payload
+	TermCsumPayloadWord = "p4.checksum.payload.word" // per 2 bytes of payload summed
 
 	TermDeparseCheck  = "p4.deparse.check"       // per header the deparser names (valid or not)
 	TermDeparseHeader = "p4.deparse.header"      // per header emitted
@@ -64,6 +73,8 @@ var Terms = []struct{ Name, Doc string }{
 	{TermPunt, "the same, the packet sent to the CPU port (slow path)"},
 	{TermStateByte, "per byte of per-packet state (headers, metadata) reset for each packet"},
 	{TermReplicates, "a program that can copy packets (clone, resubmit, recirculate, multicast), on every packet: the replication state it keeps"},
+	{TermPSA, "a PSA program, on every packet: its pipeline's own work beyond V1Switch's (the architecture's metadata)"},
+	{TermPSAEgress, "a PSA packet through a non-empty egress pipeline: the pass started (headers reset, metadata set)"},
 	{TermParseHeader, "per header extracted by the parser"},
 	{TermParseByte, "per byte extracted by the parser"},
 	{TermLookahead, "per lookahead: the frame's next bytes copied out by a helper call"},
@@ -80,6 +91,8 @@ var Terms = []struct{ Name, Doc string }{
 	{TermKeyless, "keyless table (default action)"},
 	{TermMiss, "a table miss (the default action's entry)"},
 	{TermDirectCount, "direct counter of a table hit"},
+	{TermProfileMember, "action profile or selector: a table hit's reference resolved to its member (member map lookup)"},
+	{TermProfileGroup, "action selector: a group reference (group map lookup, a member picked by the selector's hash)"},
 	{TermRegRead, "register read"},
 	{TermRegWrite, "register write"},
 	{TermCounter, "counter"},
@@ -95,6 +108,8 @@ var Terms = []struct{ Name, Doc string }{
 	{TermClone, "clone, resubmit, recirculate or multicast (the replication path)"},
 	{TermCsum, "checksum update or verification (csum16)"},
 	{TermCsumByte, "per byte of a checksummed field list"},
+	{TermCsumPayload, "a checksum *_with_payload: the payload's sum started"},
+	{TermCsumPayloadWord, "per 2 bytes of payload summed by a *_with_payload checksum (a load helper call each)"},
 	{TermDeparseCheck, "per header the deparser names, valid or not (its validity checked)"},
 	{TermDeparseHeader, "per header emitted"},
 	{TermDeparseField, "per field written back into a header where it was parsed"},

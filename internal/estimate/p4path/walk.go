@@ -62,7 +62,9 @@ type state struct {
 	verdict   string
 	mcast     bool
 	stop      int
-	owner     string // what statements are attributed to
+	owner     string       // what statements are attributed to
+	pblock    *sema.Parser // the parser running (nil: w.parser; PSA's egress parser)
+	igValid   int          // PSA: the headers of order the ingress parser extracted (-1: all)
 	emitted   []string
 	uses      []estimate.Use
 	parser    []string
@@ -114,14 +116,18 @@ func (s *state) stmt() { s.use(TermStmt, 1, s.owner) }
 
 // walker enumerates the paths of one program.
 type walker struct {
-	prog       *ir.Program
-	info       *sema.Info
-	opt        Options
-	hType      *sema.Struct
-	mType      *sema.Struct
-	smType     *sema.Struct
-	parser     *sema.Parser
-	controls   []*sema.Control // verify, ingress, egress, compute, deparser
+	prog     *ir.Program
+	info     *sema.Info
+	opt      Options
+	hType    *sema.Struct
+	mType    *sema.Struct
+	smType   *sema.Struct
+	parser   *sema.Parser
+	controls []*sema.Control // verify, ingress, egress, compute, deparser; PSA: ingress, ingress deparser, egress, egress deparser
+	psa      *psaPipeline    // PSA programs (psa.go)
+	// roots names the block parameters by type (rootKind): "hdr",
+	// "meta", "standard_metadata"; PSA's own (psa.go)
+	roots      map[sema.Type]string
 	stateB     int
 	mayChange  map[string]map[string]bool // header (stack index *) → fields written outside the parser ("*": all)
 	tsIngress  bool
@@ -137,10 +143,18 @@ type walker struct {
 
 func newWalker(prog *ir.Program, opt Options) (*walker, error) {
 	info := prog.Info
-	if info.Main == nil || info.Main.Arch != "v1model" || len(info.Main.Blocks) != 6 {
-		return nil, fmt.Errorf("estimating needs a v1model program (V1Switch with six blocks)")
+	w := &walker{prog: prog, info: info, opt: opt, mayChange: map[string]map[string]bool{}, seenPaths: map[string]bool{}, loopCap: 1,
+		roots: map[sema.Type]string{}}
+	if info.Main != nil && info.Main.Arch == "psa" && len(info.Main.Blocks) == sema.PSABlocks {
+		if err := w.bindPSA(info.Main.Blocks); err != nil { // psa.go
+			return nil, err
+		}
+		w.finishSetup()
+		return w, nil
 	}
-	w := &walker{prog: prog, info: info, opt: opt, mayChange: map[string]map[string]bool{}, seenPaths: map[string]bool{}, loopCap: 1}
+	if info.Main == nil || info.Main.Arch != "v1model" || len(info.Main.Blocks) != 6 {
+		return nil, fmt.Errorf("estimating needs a v1model program (V1Switch with six blocks) or a PSA program (PSA_Switch)")
+	}
 	var ok bool
 	if w.parser, ok = info.Main.Blocks[0].(*sema.Parser); !ok {
 		return nil, fmt.Errorf("the first block of V1Switch is not a parser")
@@ -157,18 +171,28 @@ func newWalker(prog *ir.Program, opt Options) (*walker, error) {
 		w.mType, _ = w.parser.Params[2].Type.(*sema.Struct)
 		w.smType, _ = w.parser.Params[3].Type.(*sema.Struct)
 	}
+	for t, name := range map[*sema.Struct]string{w.hType: "hdr", w.mType: "meta", w.smType: "standard_metadata"} {
+		if t != nil {
+			w.roots[t] = name
+		}
+	}
 	w.cpuPort = int64(opt.CPUPort)
 	if w.cpuPort == 0 {
 		w.cpuPort = 255
 	}
 	w.stateB = stateBytes(w.hType) + stateBytes(w.mType)
+	w.finishSetup()
+	return w, nil
+}
+
+// finishSetup sizes the parser loops and scans the program.
+func (w *walker) finishSetup() {
 	for _, n := range []int{stackElems(w.hType), 1} {
 		if n > w.loopCap {
 			w.loopCap = n
 		}
 	}
 	w.scanProgram()
-	return w, nil
 }
 
 // stateBytes is the size of a type's per-packet state as the generated
@@ -255,7 +279,11 @@ func fieldCount(t sema.Type) int {
 
 func (w *walker) run() {
 	st := &state{hdrs: map[string]hinst{}, next: map[string]int{}, seen: map[string]int{}, verdict: "send",
-		facts: map[string]*big.Int{}, notEq: map[string][]*big.Int{}}
+		facts: map[string]*big.Int{}, notEq: map[string][]*big.Int{}, igValid: -1}
+	if w.psa != nil {
+		w.runPSA(st) // psa.go
+		return
+	}
 	if w.tsIngress {
 		st.use(TermTimestamp, 1, "ingress_global_timestamp")
 	}
@@ -307,7 +335,14 @@ func (w *walker) finish(st *state) {
 	if w.replicates {
 		uses = append(uses, estimate.Use{Term: TermReplicates, N: 1, What: "replication state (the program can copy packets)"})
 	}
-	p := &Path{Parser: st.parser, Valid: st.order, Tables: st.tables, Steps: st.steps, Verdict: st.verdict, Uses: uses}
+	if w.psa != nil {
+		uses = append(uses, estimate.Use{Term: TermPSA, N: 1, What: "PSA pipeline (architecture metadata)"})
+	}
+	valid := st.order
+	if st.igValid >= 0 && st.igValid < len(valid) {
+		valid = valid[:st.igValid] // PSA: what the egress parser extracted is in Steps
+	}
+	p := &Path{Parser: st.parser, Valid: valid, Tables: st.tables, Steps: st.steps, Verdict: st.verdict, Uses: uses}
 	distinct := map[string]bool{}
 	for _, s := range st.parser {
 		distinct[s] = true
@@ -408,6 +443,9 @@ func (w *walker) assign(a *syntax.AssignStmt, st *state) {
 			st.facts[lhs] = nil
 		}
 		delete(st.notEq, lhs)
+	}
+	if w.psa != nil && w.psaAssign(lhs, a, st) { // psa.go
+		return
 	}
 	switch lhs {
 	case "standard_metadata.egress_spec":
