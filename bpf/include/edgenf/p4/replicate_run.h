@@ -25,6 +25,12 @@
  *   P4_EGRESS_TIMESTAMP        1: egress sees egress_global_timestamp
  *   P4_TRUNCATE                1: the state has trunc and trunc_len
  *                              (truncate, assert)
+ *   P4_REPARSE                 (optional) 1: P4_EGRESS parses the packet
+ *                              again and leaves s->off where its parser
+ *                              stopped, the bytes the deparser replaces
+ *                              (PSA, backend/psa_replicate.go); 0: the
+ *                              deparser replaces the headers in front of
+ *                              the payload (v1model)
  * bpf/check/p4_replicate.c is such a program, for the header's own check.
  */
 #pragma once
@@ -36,6 +42,10 @@
 #include "p4.h"
 #include "replicate.h"
 #include "../copy.h"
+
+#ifndef P4_REPARSE
+#define P4_REPARSE 0
+#endif
 
 /* Snapshots of the P4 state and the bookkeeping of the copies made. */
 struct p4_snaps {
@@ -176,7 +186,9 @@ P4_FN int p4_copy(ctx_t *ctx, __u32 kindfl, __u32 pr, __u32 trunc)
 				return 0;
 			}
 			P4_COMPUTE(ctx);
+#if !P4_REPARSE
 			s->off = sn->hlen;
+#endif
 			if (p4_deparse(ctx)) {
 				sn->abort = 1;
 				return 0;
