@@ -65,6 +65,13 @@ func (a psa) replPipeline(g *gen, blocks []sema.Entity) {
 		ehdr = "s->ehdr"
 	}
 	g.state = append(g.state, "struct p4_rq rq")
+	// an E2E clone starts from the cloned copy's egress headers (the
+	// runtime copies hdr; separate egress headers are kept with the
+	// clone's metadata)
+	ce2e := []string{"psa_ce2e"}
+	if ehdr != "s->hdr" {
+		ce2e = append(ce2e, "ehdr")
+	}
 
 	// the ingress deparser without its emits: the bridged metadata
 	g.deparserFn(id, "p4_deparse_ig_meta", true)
@@ -84,7 +91,7 @@ func (a psa) replPipeline(g *gen, blocks []sema.Entity) {
 		{psaKeepResubmit, []string{"psa_resub"}},
 		{psaKeepRecirc, []string{"psa_recirc"}},
 		{psaKeepCloneI2E, []string{"psa_ci2e"}},
-		{psaKeepCloneE2E, []string{"psa_ce2e"}},
+		{psaKeepCloneE2E, ce2e},
 	})
 
 	// the ingress parser with the pass's input metadata
@@ -178,7 +185,7 @@ func (a psa) replPipeline(g *gen, blocks []sema.Entity) {
 	g.line("if (!pk || (pk->overread && kind != P4_INST_E2E))")
 	g.line("\treturn -1; /* an earlier copy's egress parser read past the ingress deparser's bytes */")
 	g.line("/* the previous copy leaves before this one's packet is written */")
-	g.line("if (kind != P4_INST_E2E && p4_flush(ctx, sn))")
+	g.line("if (p4_flush(ctx, sn))")
 	g.line("\treturn -1;")
 	g.line("if (kind == P4_INST_I2E) {")
 	g.line("\tif (pk->rewritten) { /* the headers as received, from the parsed state */")
@@ -188,11 +195,18 @@ func (a psa) replPipeline(g *gen, blocks []sema.Entity) {
 	g.line("\t\tsn->hlen = ctx_len(ctx) - sn->plen;")
 	g.line("\t\t__builtin_memcpy(&s->psa_ci2e, &sn->ing.psa_ci2e, sizeof(s->psa_ci2e));")
 	g.line("\t}")
-	g.line("} else if (kind != P4_INST_E2E) { /* E2E: the packet the egress deparser wrote */")
+	g.line("} else if (kind != P4_INST_E2E) {")
 	g.line("\ts->off = sn->hlen;")
 	g.line("\tif (p4_deparse_ig(ctx))")
 	g.line("\t\treturn -1;")
 	g.line("\tsn->hlen = ctx_len(ctx) - sn->plen;")
+	if !emptyEgress {
+		g.line("} else { /* E2E: the packet as the cloned copy's egress deparser wrote it (again: a replica before may have rewritten it) */")
+		g.line("\ts->off = sn->hlen;")
+		g.line("\tif (p4_deparse_eg(ctx))")
+		g.line("\t\treturn -1;")
+		g.line("\tsn->hlen = ctx_len(ctx) - sn->plen;")
+	}
 	g.line("}")
 	g.line("pk->rewritten = 1; /* by the ingress deparser above or the egress deparser after */")
 	g.line("if (port == P4_CPU_PORT || port == P4_CPU_PORT_CFG)")

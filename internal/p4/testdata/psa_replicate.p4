@@ -17,7 +17,8 @@
  * byte of the source address), then port 2; 5 recirculate n times, then
  * port 3; 6 recirculate for ever;
  * 7 resubmit for ever; 8 unicast to port 1 and an E2E clone (session 11);
- * 9 unicast to port 1 and an I2E clone to a multicast session (12). */
+ * 9 unicast to port 1 and an I2E clone to a multicast session (12);
+ * 10 unicast to port 1 and an E2E clone to a multicast session (13). */
 #include <core.p4>
 #include <psa.p4>
 
@@ -71,7 +72,7 @@ control Ig(inout H h, inout M m, in psa_ingress_input_metadata_t istd, inout psa
             } else {
                 send_to_port(ostd, (PortId_t)3);
             }
-        } else if (op == 8) {
+        } else if (op == 8 || op == 10) {
             send_to_port(ostd, (PortId_t)1);
         }
     }
@@ -115,9 +116,9 @@ control Eg(inout H h, inout M m, in psa_egress_input_metadata_t istd, inout psa_
         } else {
             h.d.w3 = m.tag;
         }
-        if (h.eth.dst[7:0] == 8 && istd.packet_path == PSA_PacketPath_t.NORMAL_UNICAST) {
+        if ((h.eth.dst[7:0] == 8 || h.eth.dst[7:0] == 10) && istd.packet_path == PSA_PacketPath_t.NORMAL_UNICAST) {
             ostd.clone = true;
-            ostd.clone_session_id = (CloneSessionId_t)11;
+            ostd.clone_session_id = h.eth.dst[7:0] == 8 ? (CloneSessionId_t)11 : (CloneSessionId_t)13;
         }
     }
 }
