@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/edgenf/edgenf/internal/p4/ir"
 	"github.com/edgenf/edgenf/internal/p4/sema"
 	"github.com/edgenf/edgenf/internal/p4/syntax"
 )
@@ -133,15 +132,6 @@ func (g *gen) fieldLists() map[int][]string {
 		walk(g.mTy, "meta")
 	}
 	return out
-}
-
-// ctlCallExpr is a control block's call, or nothing for an empty one (as
-// ctlCall).
-func ctlCallExpr(blocks []sema.Entity, i int) string {
-	if c, ok := blocks[i].(*sema.Control); ok && c.Decl != nil && c.Decl.Body != nil && len(c.Decl.Body.Stmts) == 0 {
-		return "/* " + comment(c.Name) + ": empty */"
-	}
-	return "ctl_" + ir.Sanitize(blocks[i].EntName()) + "(ctx)"
 }
 
 func (g *gen) replPipeline(blocks []sema.Entity) {
