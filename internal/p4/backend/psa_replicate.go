@@ -33,8 +33,8 @@ import (
 //
 // Limit: with several copies, an egress parser must not read past the
 // bytes the ingress deparser wrote (the next copy would find the previous
-// copy's bytes there): the copies after such a one are not made (the
-// packet is dropped, counted as a drop).
+// copy's bytes there): such a packet is dropped when its second copy
+// starts, before the first is sent (at both hooks, no copy at all).
 
 // Internal ports the runtime's u16 ports carry for PSA's 32-bit ones.
 const (
@@ -51,7 +51,7 @@ const (
 	psaKeepCloneE2E = 0x8004
 )
 
-// psaReplPipeline generates the PSA pipeline over the replication
+// replPipeline generates the PSA pipeline over the replication
 // runtime.
 func (a psa) replPipeline(g *gen, blocks []sema.Entity) {
 	ip := blocks[sema.PSAIngressParser].(*sema.Parser)

@@ -18,7 +18,10 @@
  * port 3; 6 recirculate for ever;
  * 7 resubmit for ever; 8 unicast to port 1 and an E2E clone (session 11);
  * 9 unicast to port 1 and an I2E clone to a multicast session (12);
- * 10 unicast to port 1 and an E2E clone to a multicast session (13). */
+ * 10 unicast to port 1 and an E2E clone to a multicast session (13);
+ * 11 and 12: ingress invalidates the words, so that the egress parser
+ * reads past what the ingress deparser wrote, with multicast (not
+ * supported: no copy) and unicast (one copy: fine). */
 #include <core.p4>
 #include <psa.p4>
 
@@ -74,6 +77,14 @@ control Ig(inout H h, inout M m, in psa_ingress_input_metadata_t istd, inout psa
             }
         } else if (op == 8 || op == 10) {
             send_to_port(ostd, (PortId_t)1);
+        } else if (op == 11 || op == 12) {
+            /* the egress parser then reads the words from the payload */
+            h.d.setInvalid();
+            if (op == 11) {
+                multicast(ostd, (MulticastGroup_t)5);
+            } else {
+                send_to_port(ostd, (PortId_t)1);
+            }
         }
     }
 }
