@@ -92,7 +92,7 @@ func replicating(c *cube.Cube) error {
 		return err
 	}
 	if !Replicates(r) {
-		return cube.NotFound("program", "the program uses neither clone nor multicast (standard_metadata.mcast_grp): it has no clone sessions or multicast groups")
+		return cube.NotFound("program", "the program uses neither clone nor multicast (standard_metadata.mcast_grp, PSA's ostd.multicast_group): it has no clone sessions or multicast groups")
 	}
 	return nil
 }
@@ -103,14 +103,14 @@ func Replicates(r *p4c.Result) bool { return r.Program.Replicates }
 
 var cloneSessionsTable = cube.Table{
 	Name: "clone_sessions",
-	Doc:  "Clone (mirroring) sessions: where clone(type, session) copies go (key: session).",
+	Doc:  "Clone (mirroring) sessions: where clone(type, session) (v1model) or ostd.clone with clone_session_id (PSA) copies go (key: session).",
 	Item: &CloneSession{},
 	Key:  func(v any) string { return fmt.Sprint(v.(*CloneSession).Session) },
 }
 
 var mcGroupsTable = cube.Table{
 	Name: "mcast_groups",
-	Doc:  "Multicast groups: the (port, rid) replicas of standard_metadata.mcast_grp (key: group).",
+	Doc:  "Multicast groups: the (port, rid) replicas of standard_metadata.mcast_grp (v1model) or ostd.multicast_group (PSA; rid is egress instance) (key: group).",
 	Item: &McastGroup{},
 	Key:  func(v any) string { return fmt.Sprint(v.(*McastGroup).Group) },
 }

@@ -125,6 +125,11 @@ func (g *gen) rv(e syntax.Expr) string {
 				return "((__u64)p4_plen(ctx))" // packet_in.length(): the whole packet, in bytes
 			}
 		}
+		if cr != nil && cr.Kind == sema.CallExternFunc {
+			if v, ok := g.psaPathFunc(x, cr); ok { // psa_replicate.go
+				return v
+			}
+		}
 		if cr != nil && cr.Kind == sema.CallExternMethod && cr.Instance != nil {
 			if v, ok := g.psaExternValue(x, cr); ok { // psa_externs.go
 				return v

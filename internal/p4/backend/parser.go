@@ -410,6 +410,14 @@ func (g *gen) emitStack(c string, hs *sema.Stack, pos syntax.Pos) {
 
 func (g *gen) deparser(c *sema.Control, fn string) {
 	g.controlLocals(c.Locals)
+	g.deparserFn(c, fn, false)
+}
+
+// deparserFn generates deparser c as C function fn. With metaOnly, fn runs
+// only what the deparser does besides writing the packet (PSA: the
+// metadata its out parameters bridge to the next pass or copy, computed
+// before the packet is known to need its emits, psa_replicate.go).
+func (g *gen) deparserFn(c *sema.Control, fn string, metaOnly bool) {
 	g.line("/* deparser %s */", comment(c.Name))
 	g.line("%s int %s(ctx_t *ctx)", g.stageAttr(), fn) // stages.go, packet.go
 	g.line("{")
@@ -432,7 +440,19 @@ func (g *gen) deparser(c *sema.Control, fn string) {
 			direct = false
 		}
 	}
-	if direct {
+	if metaOnly {
+		// the emits at the end write nothing else; emits among the other
+		// statements pack into s->obuf, never stored
+		if direct {
+			stmts = stmts[:k]
+		}
+		for _, s := range stmts {
+			g.stmt(s)
+		}
+		g.line("(void)o;")
+		g.line("(void)delta;")
+		g.line("return 0;")
+	} else if direct {
 		// Emits only at the end: size the packet first, then write the
 		// headers straight into it (packet.go).
 		for _, s := range stmts[:k] {

@@ -34,6 +34,13 @@ struct p4_psa_sm {
 	__u32 f_checksum_error;
 	__u64 f_ingress_global_timestamp;
 	__u8 f_priority;
+	/* the replication runtime's view of a pass and a copy (psa_replicate.go) */
+	__u32 f_instance_type;
+	__u32 f_egress_spec;
+	__u32 f_egress_port;
+	__u32 f_egress_rid;
+	__u32 f_mcast_grp;
+	__u64 f_egress_global_timestamp;
 };
 
 `
@@ -107,7 +114,7 @@ func (psa) bind(g *gen, blocks []sema.Entity) bool {
 	p(ep.Params, "", "$"+ehdr, "$s->emeta", "psa_eg_pin", "psa_nm", "psa_ci2e", "psa_ce2e")
 	p(eg.Params, "$"+ehdr, "$s->emeta", "psa_eg_in", "psa_eg_out")
 	p(ed.Params, "", "psa_ce2e", "psa_recirc", "$"+ehdr, "$s->emeta", "psa_eg_out", "psa_eg_dp")
-	if !psaSinglePath(g) {
+	if !psaCloneToCPU(g) {
 		return false
 	}
 	g.sizeHeaders(ih)
@@ -140,6 +147,10 @@ func (a psa) pipeline(g *gen, blocks []sema.Entity) {
 	ip := blocks[sema.PSAIngressParser].(*sema.Parser)
 	ep := blocks[sema.PSAEgressParser].(*sema.Parser)
 	path := func(member string) int { return psaPacketPath(ip.Params[3].Type, member) }
+	if g.replicates() {
+		a.replPipeline(g, blocks) // psa_replicate.go
+		return
+	}
 	g.line("/* PSA_Switch: ingress parser, ingress, ingress deparser; egress parser, egress, egress deparser. */")
 	g.pipelineStart("__u32 port;", "")
 	// ingress: the architecture's input metadata; drop unless the program
@@ -160,7 +171,7 @@ func (a psa) pipeline(g *gen, blocks []sema.Entity) {
 	g.line("\treturn enf_drop(ctx, md);")
 	g.line("if (s->psa_ig_out.f_drop)")
 	g.line("\treturn enf_drop(ctx, md);")
-	// multicast, clones, resubmit and recirculate: refused (psaSinglePath)
+	// a program without multicast, clones, resubmit or recirculate
 	g.line("port = s->psa_ig_out.f_egress_port;")
 	if psaEgressEmpty(blocks) {
 		// an egress pipeline that parses, does and emits nothing leaves
@@ -241,53 +252,16 @@ func psaPacketPath(st sema.Type, member string) int {
 	return -1
 }
 
-// psaSinglePath refuses, with an error at each use, what needs more than
-// one pass or copy of a packet: multicast groups (psa.p4's multicast
-// action, ostd.multicast_group), clones (ostd.clone, clone_session_id,
-// PSA_CLONE_SESSION_TO_CPU), resubmit (ostd.resubmit) and
-// PSA_PORT_RECIRCULATE. edgenf's PSA pipeline makes one pass and one copy
-// (docs/p4-guide.md); a program that asked for more would otherwise lose
-// packets silently. psa.p4's own actions (send_to_port clears
-// multicast_group) are not the program's uses.
-func psaSinglePath(g *gen) bool {
-	builtin := func(p syntax.Pos) bool { return p.File == "<psa.p4>" } // the built-in file (cpp)
+// psaCloneToCPU refuses, with an error at each use, the clone session
+// PSA_CLONE_SESSION_TO_CPU (0): edgenf's clone sessions are the control
+// plane's (mirroring_add), and 0 is no session. A clone to the CPU is a
+// session to port PSA_PORT_CPU's punt port, configured as any other.
+func psaCloneToCPU(g *gen) bool {
 	n := len(g.errs)
-	report := func(pos syntax.Pos, what string) {
-		g.unsupported(pos, what+": edgenf's PSA pipeline makes one pass and one copy of a packet (no multicast, clone, resubmit or recirculate yet)")
-	}
 	var sites []syntax.Pos
-	what := map[syntax.Pos]string{}
-	for m, r := range g.info.Members {
-		if r.Kind != sema.FieldAccess || builtin(m.Pos) {
-			continue
-		}
-		st, ok := g.typeOf(m.X).(*sema.Struct)
-		if !ok {
-			continue
-		}
-		switch st.Name + "." + m.Name {
-		case "psa_ingress_output_metadata_t.multicast_group", "psa_ingress_output_metadata_t.clone",
-			"psa_ingress_output_metadata_t.clone_session_id", "psa_ingress_output_metadata_t.resubmit",
-			"psa_egress_output_metadata_t.clone", "psa_egress_output_metadata_t.clone_session_id":
-			sites = append(sites, m.Pos)
-			what[m.Pos] = st.Name + "." + m.Name
-		}
-	}
 	for id, e := range g.info.Uses {
-		if builtin(id.Pos) {
-			continue
-		}
-		switch e := e.(type) {
-		case *sema.Const:
-			if e.Name == "PSA_PORT_RECIRCULATE" || e.Name == "PSA_CLONE_SESSION_TO_CPU" {
-				sites = append(sites, id.Pos)
-				what[id.Pos] = e.Name
-			}
-		case *sema.Action:
-			if e.Name == "multicast" && e.Decl != nil && builtin(e.Decl.Pos) {
-				sites = append(sites, id.Pos)
-				what[id.Pos] = "psa.p4's multicast action"
-			}
+		if c, ok := e.(*sema.Const); ok && c.Name == "PSA_CLONE_SESSION_TO_CPU" && id.Pos.File != "<psa.p4>" {
+			sites = append(sites, id.Pos)
 		}
 	}
 	sort.Slice(sites, func(i, j int) bool {
@@ -301,7 +275,7 @@ func psaSinglePath(g *gen) bool {
 		return a.Col < b.Col
 	})
 	for _, p := range sites {
-		report(p, what[p])
+		g.unsupported(p, "PSA_CLONE_SESSION_TO_CPU: clone session 0 is no session in edgenf; clone to a session the control plane points at the CPU port")
 	}
 	return len(g.errs) == n
 }

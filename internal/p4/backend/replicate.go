@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/edgenf/edgenf/internal/p4/ir"
 	"github.com/edgenf/edgenf/internal/p4/sema"
 	"github.com/edgenf/edgenf/internal/p4/syntax"
 )
@@ -136,16 +135,24 @@ func (g *gen) fieldLists() map[int][]string {
 }
 
 func (g *gen) replPipeline(blocks []sema.Entity) {
-	// a control block's call, or nothing for an empty one (as ctlCall)
-	name := func(i int) string {
-		if c, ok := blocks[i].(*sema.Control); ok && c.Decl != nil && c.Decl.Body != nil && len(c.Decl.Body.Stmts) == 0 {
-			return "/* " + comment(c.Name) + ": empty */"
-		}
-		return "ctl_" + ir.Sanitize(blocks[i].EntName()) + "(ctx)"
-	}
 	g.state = append(g.state, "struct p4_rq rq")
+	g.replKeep(nil)
+	for i, stage := range []string{"VERIFY", "INGRESS", "EGRESS", "COMPUTE"} {
+		g.line("#define P4_%s(ctx) %s", stage, ctlCallExpr(blocks, i+1))
+	}
+	g.replRun()
+}
 
-	// preserved fields
+// keepCase is a field list of the architecture's own: its number and the
+// state members it copies.
+type keepCase struct {
+	fl      int
+	members []string
+}
+
+// replKeep generates p4_keep: the program's field lists, then the
+// architecture's (PSA: its bridged metadata).
+func (g *gen) replKeep(arch []keepCase) {
 	g.line("/* Copy the fields of field list fl from src to d (resubmit, recirculate, clones). */")
 	g.line("static __always_inline void p4_keep(struct p4_state *d, const struct p4_state *src, __u32 fl)")
 	g.line("{")
@@ -176,13 +183,24 @@ func (g *gen) replPipeline(blocks []sema.Entity) {
 		}
 		g.line("\t\tbreak;")
 	}
+	for _, c := range arch {
+		g.line("\tcase 0x%x:", c.fl)
+		for _, p := range c.members {
+			cp(p)
+		}
+		g.line("\t\tbreak;")
+	}
 	g.line("\tdefault:")
 	g.line("\t\tbreak;")
 	g.line("\t}")
 	g.line("}")
 	g.line("")
+}
 
-	// the replication runtime, a template over this program
+// replRun includes the replication runtime, a template over this program
+// (its stages defined first as P4_VERIFY, ...), and generates the
+// pipeline function that runs it.
+func (g *gen) replRun() {
 	flag := func(b bool) int {
 		if b {
 			return 1
@@ -190,15 +208,12 @@ func (g *gen) replPipeline(blocks []sema.Entity) {
 		return 0
 	}
 	g.line("#define P4_PROGRAM 1")
-	for i, stage := range []string{"VERIFY", "INGRESS", "EGRESS", "COMPUTE"} {
-		g.line("#define P4_%s(ctx) %s", stage, name(i+1))
-	}
 	g.line("#define P4_COPY_RECORD %d", flag(!g.recirculates()))
 	g.line("#define P4_EGRESS_TIMESTAMP %d", flag(g.usesField("egress_global_timestamp")))
 	g.line("#define P4_TRUNCATE %d", flag(g.hasTruncState()))
 	g.line("#include <edgenf/p4/replicate_run.h>")
 	g.line("")
-	g.line("/* V1Switch with replication: Parser, VerifyChecksum, Ingress, then per copy Egress, ComputeChecksum, Deparser. */")
+	g.line("/* With replication: the parser and ingress, then per copy egress and the deparser (replicate_run.h). */")
 	g.pipelineStart("int port;", "struct p4_snaps *sn = bpf_map_lookup_elem(&p4_snap_map, &zero);")
 	g.line("port = p4_run(ctx);")
 	g.line("if (port < 0)")

@@ -1,6 +1,8 @@
 package backend
 
 import (
+	"strings"
+
 	"github.com/edgenf/edgenf/internal/p4/ir"
 	"github.com/edgenf/edgenf/internal/p4/sema"
 )
@@ -11,11 +13,20 @@ import (
 // ctlCall calls control block i of the pipeline, unless its body is empty
 // (a call of an empty global function still costs a call and a lookup).
 func (g *gen) ctlCall(blocks []sema.Entity, i int) {
-	if c, ok := blocks[i].(*sema.Control); ok && c.Decl != nil && c.Decl.Body != nil && len(c.Decl.Body.Stmts) == 0 {
-		g.line("/* %s: empty */", comment(c.Name))
-		return
+	e := ctlCallExpr(blocks, i)
+	if !strings.HasPrefix(e, "/*") {
+		e += ";"
 	}
-	g.line("ctl_%s(ctx);", ir.Sanitize(blocks[i].EntName()))
+	g.line("%s", e)
+}
+
+// ctlCallExpr is a control block's call, or a comment for an empty one
+// (not called).
+func ctlCallExpr(blocks []sema.Entity, i int) string {
+	if c, ok := blocks[i].(*sema.Control); ok && c.Decl != nil && c.Decl.Body != nil && len(c.Decl.Body.Stmts) == 0 {
+		return "/* " + comment(c.Name) + ": empty */"
+	}
+	return "ctl_" + ir.Sanitize(blocks[i].EntName()) + "(ctx)"
 }
 
 // stageAttr declares the parser, the controls and the deparser. Every call

@@ -6,6 +6,9 @@ import "github.com/edgenf/edgenf/internal/p4/sema"
 // resubmit or recirculate extern, or standard_metadata.mcast_grp: then it
 // has clone sessions and multicast groups) and whether it recirculates.
 func replication(info *sema.Info) (replicates, recirculates bool) {
+	if info.Main != nil && info.Main.Arch == "psa" {
+		return psaReplication(info) // replicate_psa.go
+	}
 	for _, cr := range info.Calls {
 		if cr == nil || cr.Kind != sema.CallExternFunc {
 			continue

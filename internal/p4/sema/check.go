@@ -500,9 +500,9 @@ func (c *checker) transition(p *Parser, tr *syntax.Transition) {
 	var kts []Type
 	for _, k := range tr.Select {
 		kt := c.expr(k, nil)
-		if _, ok := BitsOf(kt); !ok {
+		if _, ok := BitsOf(kt); !ok && !isPlainEnum(kt) {
 			if _, isErr := kt.(*ErrorT); !isErr {
-				c.errorf(k.NodePos(), "select key of type %s is not supported (use bit<N>, int<N>, bool or enum bit<N>)", kt)
+				c.errorf(k.NodePos(), "select key of type %s is not supported (use bit<N>, int<N>, bool or an enum)", kt)
 			}
 		}
 		kts = append(kts, kt)
@@ -553,6 +553,10 @@ func (c *checker) keysetElem(e syntax.Expr, kt Type) {
 	case *syntax.Default:
 		c.info.Types[x] = &DontCare{}
 	case *syntax.Mask:
+		if isPlainEnum(kt) {
+			c.errorf(x.Pos, "a key of enum %s matches its members or default, not a mask", kt)
+			return
+		}
 		c.constExpr(x.Value, kt)
 		mt := kt
 		if e, ok := kt.(*Enum); ok && e.Under != nil {
@@ -561,6 +565,10 @@ func (c *checker) keysetElem(e syntax.Expr, kt Type) {
 		c.constExpr(x.Mask, mt)
 		c.info.Types[x] = kt
 	case *syntax.Range:
+		if isPlainEnum(kt) {
+			c.errorf(x.Pos, "a key of enum %s matches its members or default, not a range", kt)
+			return
+		}
 		c.constExpr(x.Lo, kt)
 		c.constExpr(x.Hi, kt)
 		c.info.Types[x] = kt
@@ -1275,4 +1283,12 @@ func returns(s syntax.Stmt) bool {
 		return x.Else != nil && returns(x.Then) && returns(x.Else)
 	}
 	return false
+}
+
+// isPlainEnum reports whether t is an enum without an underlying type (its
+// members are distinct values, compared for equality only: a select on
+// one, as PSA's packet_path, matches members or default).
+func isPlainEnum(t Type) bool {
+	e, ok := t.(*Enum)
+	return ok && e.Under == nil
 }

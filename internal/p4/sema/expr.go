@@ -822,6 +822,7 @@ func (c *checker) call(x *syntax.Call, want Type) Type {
 			case "digest": // slow path (backend/slowpath.go)
 			case "clone", "clone3", "clone_preserving_field_list", "resubmit", "resubmit_preserving_field_list",
 				"recirculate", "recirculate_preserving_field_list": // backend/replicate.go
+			case "psa_clone_i2e", "psa_resubmit", "psa_normal", "psa_clone_e2e", "psa_recirculate": // backend/psa_replicate.go
 			default:
 				c.unsupported(x.Pos, "extern function "+v.Name)
 			}

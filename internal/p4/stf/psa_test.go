@@ -91,10 +91,7 @@ PSA_Switch(ip, PacketReplicationEngine(), ep, BufferingQueueingEngine()) main;
 func TestPSARefused(t *testing.T) {
 	emit := `apply { p.emit(h.eth); }`
 	cases := []struct{ decls, ig, dep, want string }{
-		{``, `apply { multicast(ostd, (MulticastGroup_t)3); }`, emit, "bad.p4:11:122: error: unsupported: psa.p4's multicast action"},
-		{``, `apply { ostd.clone = true; }`, emit, "psa_ingress_output_metadata_t.clone: edgenf's PSA pipeline makes one pass"},
-		{``, `apply { ostd.resubmit = true; }`, emit, "psa_ingress_output_metadata_t.resubmit"},
-		{``, `apply { send_to_port(ostd, PSA_PORT_RECIRCULATE); }`, emit, "PSA_PORT_RECIRCULATE"},
+		{``, `apply { ostd.clone = true; ostd.clone_session_id = PSA_CLONE_SESSION_TO_CPU; }`, emit, "bad.p4:11:165: error: unsupported: PSA_CLONE_SESSION_TO_CPU: clone session 0 is no session in edgenf"},
 		{``, `Checksum<bit<16>>(PSA_HashAlgorithm_t.IDENTITY) c; apply { c.update(h.eth.t); }`, emit, "bad.p4:11:114: error: unsupported: Checksum c with PSA_HashAlgorithm_t.IDENTITY (edgenf's Checksum takes CRC16, CRC32"},
 		{``, `Checksum<bit<16>>(PSA_HashAlgorithm_t.ONES_COMPLEMENT16) c; apply { h.eth.t = c.get(); }`, emit, "for ONES_COMPLEMENT16 use InternetChecksum"},
 		{``, `action a() { } ActionProfile(4) ap; table t { key = { h.eth.t : exact; } actions = { a; } psa_implementation = ap; psa_empty_group_action = a; } apply { t.apply(); }`, emit,

@@ -43,7 +43,7 @@ type mcNode struct {
 
 func parseRepl(c *Cmd, f []string) error {
 	want := map[string]int{"mc_mgrp_create": 1, "mc_mgrp_destroy": 1, "mc_node_destroy": 1, "mc_node_associate": 2,
-		"mc_node_dissociate": 2, "mirroring_add": 2, "mirroring_add_mc": 2, "mirroring_delete": 1}
+		"mc_node_dissociate": 2, "mirroring_add": 2, "mirroring_add_mc": 2, "mirroring_delete": 1, "mirroring_get": 1}
 	args := f[1:]
 	if n, ok := want[c.Kind]; ok && len(args) != n {
 		return fmt.Errorf("%s takes %d arguments, got %d", c.Kind, n, len(args))
@@ -153,6 +153,16 @@ func (r *Runner) replCmd(c *Cmd) error {
 		return r.RT.SetCloneSession(uint32(n[0]), tableruntime.CloneSession{McastGroup: uint16(n[1])})
 	case "mirroring_delete":
 		return r.RT.DeleteCloneSession(uint32(n[0]))
+	case "mirroring_get":
+		// BMv2's CLI prints the session; a test fails on one that is missing
+		ss, err := r.RT.CloneSessions()
+		if err != nil {
+			return err
+		}
+		if _, ok := ss[uint32(n[0])]; !ok {
+			return fmt.Errorf("mirroring_get: no clone session %d", n[0])
+		}
+		return nil
 	}
 	return fmt.Errorf("unknown command %s", c.Kind)
 }

@@ -112,7 +112,7 @@ func TestReplicationSTFLive(t *testing.T) {
 		t.Skip("namespaces and veths: the long tier")
 	}
 	for _, hook := range []string{"xdp", "tc"} {
-		for _, f := range []string{"../../../examples/p4/portscan", "../../../examples/p4/int_telemetry", "../testdata/replicate"} {
+		for _, f := range []string{"../../../examples/p4/portscan", "../../../examples/p4/int_telemetry", "../testdata/replicate", "../testdata/psa_replicate", "../testdata/psa_mirror"} {
 			t.Run(hook+"/"+f[strings.LastIndex(f, "/")+1:], func(t *testing.T) {
 				res, err := RunFileMode(context.Background(), p4test.File(t, f+".p4"), f+".stf", hook, true)
 				if err != nil {

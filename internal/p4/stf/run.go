@@ -288,7 +288,7 @@ func (r *Runner) Run(name string, cmds []*Cmd) (*Result, error) {
 			}
 			continue
 		case "mc_mgrp_create", "mc_mgrp_destroy", "mc_node_create", "mc_node_update", "mc_node_destroy",
-			"mc_node_associate", "mc_node_dissociate", "mirroring_add", "mirroring_add_mc", "mirroring_delete":
+			"mc_node_associate", "mc_node_dissociate", "mirroring_add", "mirroring_add_mc", "mirroring_delete", "mirroring_get":
 			if err := r.replCmd(c); err != nil {
 				return nil, fmt.Errorf("%s:%d: %w", name, c.Line, err)
 			}

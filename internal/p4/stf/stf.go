@@ -17,7 +17,8 @@
 //	direct_meter_set <table> [<priority>] <field>:<value> ... <cir> <cburst> <pir> <pburst>   (edgenf)
 //	meter_set_rates <meter> <index> <cir>:<cburst> <pir>:<pburst>, meter_array_set_rates, meter_get_rates   (BMv2's; meterrates.go)
 //	mc_mgrp_create <group>, mc_node_create <rid> <port>..., mc_node_associate <group> <node>
-//	mirroring_add <session> <port>, mirroring_add_mc <session> <group>   (replicate.go)
+//	mirroring_add <session> <port>, mirroring_add_mc <session> <group>,
+//	mirroring_get <session> (fails if the session does not exist)   (replicate.go)
 //	wait
 //
 // Priorities mean what they mean in p4c's STF files: the higher number wins
@@ -271,7 +272,7 @@ func parseLine(line string) (*Cmd, error) {
 		}
 		c.Value = v
 	case "mc_mgrp_create", "mc_mgrp_destroy", "mc_node_create", "mc_node_update", "mc_node_destroy",
-		"mc_node_associate", "mc_node_dissociate", "mirroring_add", "mirroring_add_mc", "mirroring_delete":
+		"mc_node_associate", "mc_node_dissociate", "mirroring_add", "mirroring_add_mc", "mirroring_delete", "mirroring_get":
 		if err := parseRepl(c, f); err != nil { // replicate.go
 			return nil, err
 		}

@@ -93,6 +93,8 @@ control E(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t 
                 recirculate_preserving_field_list(3);
             } else if (hdr.rep.op == 9 && sm.instance_type == 0) {
                 clone(CloneType.E2E, 11);
+            } else if (hdr.rep.op == 13 && sm.instance_type == 0) {
+                clone(CloneType.E2E, 12); /* to a multicast session */
             }
             if (sm.egress_port == 2 && hdr.rep.op == 2) {
                 mark_to_drop(sm);   /* egress drops one replica */

@@ -11,7 +11,7 @@
 #define P4_MAX_REPLICAS 32   /* replicas of a multicast group */
 #define P4_MAX_GROUPS 4096   /* multicast groups */
 #define P4_MAX_SESSIONS 1024 /* clone sessions */
-#define P4_MAX_PASSES 4      /* ingress runs of a packet (resubmit, recirculate) */
+#define P4_MAX_PASSES 8      /* ingress runs of a packet (resubmit, recirculate) */
 #define P4_MAX_E2E 2         /* chained E2E clones (a clone cloning itself) */
 
 /* standard_metadata.instance_type (BMv2) */

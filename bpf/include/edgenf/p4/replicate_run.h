@@ -25,6 +25,12 @@
  *   P4_EGRESS_TIMESTAMP        1: egress sees egress_global_timestamp
  *   P4_TRUNCATE                1: the state has trunc and trunc_len
  *                              (truncate, assert)
+ *   P4_REPARSE                 (optional) 1: P4_EGRESS parses the packet
+ *                              again and leaves s->off where its parser
+ *                              stopped, the bytes the deparser replaces
+ *                              (PSA, backend/psa_replicate.go); 0: the
+ *                              deparser replaces the headers in front of
+ *                              the payload (v1model)
  * bpf/check/p4_replicate.c is such a program, for the header's own check.
  */
 #pragma once
@@ -37,11 +43,19 @@
 #include "replicate.h"
 #include "../copy.h"
 
+#ifndef P4_REPARSE
+#define P4_REPARSE 0
+#endif
+
 /* Snapshots of the P4 state and the bookkeeping of the copies made. */
 struct p4_snaps {
 	struct p4_state parsed; /* after the parser: I2E clones start here */
 	struct p4_state ing;    /* after ingress: multicast and unicast copies */
 	struct p4_state src;    /* preserved fields of a new pass or an E2E clone */
+	struct p4_state e2e;    /* the copy whose E2E clones go to a group */
+	__u32 e2e_grp;          /* that group (0: none), made by p4_e2e_mcast */
+	__u32 e2e_fl;
+	__u32 e2e_trunc;
 	__u32 hlen;             /* bytes of headers now in front of the payload */
 	__u32 plen;             /* payload bytes */
 	__u32 dirty;            /* the state is no longer the ingress snapshot */
@@ -113,6 +127,20 @@ static __always_inline void p4_restart(struct p4_state *s, struct p4_snaps *sn, 
 	s->sm.f_ingress_global_timestamp = sn->src.sm.f_ingress_global_timestamp;
 }
 
+/* The state an E2E clone of the copy in src starts egress from: its
+ * headers, the fields of field list fl, fresh standard metadata. */
+static __always_inline void p4_e2e_start(struct p4_state *s, const struct p4_state *src, __u32 fl, __u32 pr)
+{
+	__builtin_memset(s, 0, __builtin_offsetof(struct p4_state, buf));
+	__builtin_memcpy(&s->hdr, &src->hdr, sizeof(s->hdr));
+	p4_keep(s, src, fl);
+	s->sm.f_ingress_port = src->sm.f_ingress_port;
+	s->sm.f_ingress_global_timestamp = src->sm.f_ingress_global_timestamp;
+	s->sm.f_instance_type = P4_INST_E2E;
+	s->sm.f_egress_port = pr & 0xffff;
+	s->sm.f_egress_rid = pr >> 16;
+}
+
 /* Parser, VerifyChecksum, Ingress; the snapshots copies start from. */
 P4_FN int p4_ingress(ctx_t *ctx)
 {
@@ -147,17 +175,22 @@ P4_FN int p4_copy(ctx_t *ctx, __u32 kindfl, __u32 pr, __u32 trunc)
 	P4_KEEP(ctx);
 	if (!s || !sn)
 		return 0;
-	if (kind == P4_INST_I2E) {
-		p4_scopy(s, &sn->parsed);
-		p4_keep(s, &sn->ing, fl);
-	} else if (sn->dirty) {
-		p4_scopy(s, &sn->ing);
+	if (kind == P4_INST_E2E) { /* a replica of an E2E clone to a group */
+		p4_e2e_start(s, &sn->e2e, fl, pr);
+		s->sm.f_packet_length = ctx_len(ctx);
+	} else {
+		if (kind == P4_INST_I2E) {
+			p4_scopy(s, &sn->parsed);
+			p4_keep(s, &sn->ing, fl);
+		} else if (sn->dirty) {
+			p4_scopy(s, &sn->ing);
+		}
+		if (kind != P4_INST_NORMAL) /* unicast keeps the pass's: 0, resubmit or recirculate */
+			s->sm.f_instance_type = kind;
+		s->sm.f_egress_port = pr & 0xffff;
+		s->sm.f_egress_rid = pr >> 16;
 	}
 	sn->dirty = 1;
-	if (kind != P4_INST_NORMAL) /* unicast keeps the pass's: 0, resubmit or recirculate */
-		s->sm.f_instance_type = kind;
-	s->sm.f_egress_port = pr & 0xffff;
-	s->sm.f_egress_rid = pr >> 16;
 #pragma unroll
 	for (int d = 0; d <= P4_MAX_E2E; d++) {
 		struct p4_clone_session *cs;
@@ -176,7 +209,9 @@ P4_FN int p4_copy(ctx_t *ctx, __u32 kindfl, __u32 pr, __u32 trunc)
 				return 0;
 			}
 			P4_COMPUTE(ctx);
+#if !P4_REPARSE
 			s->off = sn->hlen;
+#endif
 			if (p4_deparse(ctx)) {
 				sn->abort = 1;
 				return 0;
@@ -200,19 +235,51 @@ P4_FN int p4_copy(ctx_t *ctx, __u32 kindfl, __u32 pr, __u32 trunc)
 		if (!sess)
 			break;
 		cs = bpf_map_lookup_elem(&p4_clone_sessions, &sess);
-		if (!cs || (cs->flags & P4_SESS_MC))
-			break; /* unknown session: no copy (E2E to a group: not supported) */
+		if (!cs)
+			break; /* unknown session: no copy */
 		efl = s->rq.clone_fl;
 		trunc = cs->trunc ? cs->trunc : 0xffffffffu;
+		if (cs->flags & P4_SESS_MC) {
+			/* to a group: the caller makes the replicas (p4_e2e_mcast;
+			 * a BPF function cannot call itself); not for a replica
+			 * of such a clone */
+			if (kind != P4_INST_E2E) {
+				p4_scopy(&sn->e2e, s);
+				sn->e2e_grp = cs->mgrp;
+				sn->e2e_fl = efl;
+				sn->e2e_trunc = trunc;
+			}
+			break;
+		}
 		p4_scopy(&sn->src, s);
-		__builtin_memset(s, 0, __builtin_offsetof(struct p4_state, buf));
-		__builtin_memcpy(&s->hdr, &sn->src.hdr, sizeof(s->hdr));
-		p4_keep(s, &sn->src, efl);
-		s->sm.f_ingress_port = sn->src.sm.f_ingress_port;
-		s->sm.f_ingress_global_timestamp = sn->src.sm.f_ingress_global_timestamp;
+		p4_e2e_start(s, &sn->src, efl, cs->port);
 		s->sm.f_packet_length = ctx_len(ctx);
-		s->sm.f_instance_type = P4_INST_E2E;
-		s->sm.f_egress_port = cs->port;
+	}
+	return 0;
+}
+
+/* The replicas of the E2E clone to a group the last p4_copy asked for:
+ * E2E clones of the copy in sn->e2e, one per replica. */
+P4_FN int p4_e2e_mcast(ctx_t *ctx)
+{
+	__u32 zero = 0;
+	struct p4_snaps *sn = bpf_map_lookup_elem(&p4_snap_map, &zero);
+	struct p4_mc_group *g;
+	__u32 n, grp;
+
+	P4_KEEP(ctx);
+	if (!sn || !sn->e2e_grp)
+		return 0;
+	grp = sn->e2e_grp;
+	sn->e2e_grp = 0;
+	g = bpf_map_lookup_elem(&p4_mc_groups, &grp);
+	if (!g)
+		return 0; /* unknown group: no copy */
+	n = g->n;
+	for (__u32 i = 0; i < P4_MAX_REPLICAS; i++) {
+		if (i >= n || sn->abort)
+			break;
+		p4_copy(ctx, P4_INST_E2E | (sn->e2e_fl << 8), (__u32)g->r[i].port | ((__u32)g->r[i].rid << 16), sn->e2e_trunc);
 	}
 	return 0;
 }
@@ -234,6 +301,7 @@ P4_FN int p4_mcast(ctx_t *ctx, __u32 kindfl, __u32 grp, __u32 trunc)
 		if (i >= n || sn->abort)
 			break;
 		p4_copy(ctx, kindfl, (__u32)g->r[i].port | ((__u32)g->r[i].rid << 16), trunc);
+		p4_e2e_mcast(ctx);
 	}
 	return 0;
 }
@@ -255,6 +323,7 @@ static __always_inline int p4_run(ctx_t *ctx)
 	enf_copy_begin();
 	sn->pend = 0;
 	sn->abort = 0;
+	sn->e2e_grp = 0;
 	sn->pend_trunc = 0xffffffffu;
 #pragma unroll
 	for (__u32 pass = 0; pass < P4_MAX_PASSES; pass++) {
@@ -280,18 +349,22 @@ static __always_inline int p4_run(ctx_t *ctx)
 			if (cs) { /* unknown session: no copy */
 				__u32 trunc = cs->trunc ? cs->trunc : 0xffffffffu;
 
-				if (cs->flags & P4_SESS_MC)
+				if (cs->flags & P4_SESS_MC) {
 					p4_mcast(ctx, P4_INST_I2E | (cfl << 8), cs->mgrp, trunc);
-				else
+				} else {
 					p4_copy(ctx, P4_INST_I2E | (cfl << 8), cs->port, trunc);
+					p4_e2e_mcast(ctx);
+				}
 			}
 		}
 		if (sn->abort)
 			return -1;
 		if (mgrp)
 			p4_mcast(ctx, P4_INST_REPLICATION, mgrp, 0xffffffffu);
-		else if (espec != P4_DROP_PORT)
+		else if (espec != P4_DROP_PORT) {
 			p4_copy(ctx, P4_INST_NORMAL, espec, 0xffffffffu);
+			p4_e2e_mcast(ctx);
+		}
 		if (sn->abort || !sn->pend)
 			return -1;
 		if (!sn->pend_recirc)
