@@ -188,6 +188,8 @@ func (g *gen) run() {
 		g.table(t)
 	}
 	// controls in declaration order: a sub-control comes before its users
+	// (one passed as a constructor argument may not: ctlparam.go)
+	g.controlPrototypes()
 	parsers, deparsers := g.arch.stages(blocks)
 	for _, c := range info.Controls {
 		switch {
