@@ -41,7 +41,7 @@ func (m *Member) Validate(c *cube.Cube) error {
 	}
 	a := ap.Action(m.Action)
 	if a == nil {
-		_, err := ap.EncodeMember(m.Action, nil)
+		_, err := ap.EncodeMember(m.Member, m.Action, nil)
 		return cube.NotFound("action", "%v", err)
 	}
 	for _, k := range sortedKeys(m.Params) {
@@ -49,7 +49,7 @@ func (m *Member) Validate(c *cube.Cube) error {
 			return cube.NotFound("params."+k, "action %s has no parameter %q", a.Name, k)
 		}
 	}
-	if _, err := ap.EncodeMember(m.Action, m.Args()); err != nil {
+	if _, err := ap.EncodeMember(m.Member, m.Action, m.Args()); err != nil {
 		return cube.Unprocessable("params", "%v", err)
 	}
 	m.Profile, m.Action = ap.Name, a.Name
@@ -74,7 +74,7 @@ func (g *Group) Validate(c *cube.Cube) error {
 	if g.Members == nil {
 		g.Members = []uint32{}
 	}
-	if _, err := ap.EncodeGroup(g.Members); err != nil {
+	if err := ap.CheckGroup(g.Members); err != nil {
 		if strings.Contains(err.Error(), "at most") {
 			return cube.Full("members", "group %d: %v", g.Group, err)
 		}

@@ -143,7 +143,7 @@ func (e *Entry) Validate(c *cube.Cube) error {
 				return cube.NotFound("match."+k, "table %s has no key field %q", t.Name, k)
 			}
 		}
-		if _, err := t.EncodeRefEntry(e.Matches(), r, e.Priority); err != nil {
+		if _, err := t.EncodeRefEntry(e.Matches(), r, 0, e.Priority); err != nil {
 			return cube.Conflict("match", "%v", err)
 		}
 	} else if err := namesIn(t, e.Action, e.Match, e.Params); err != nil {
@@ -339,7 +339,7 @@ func mapNames(r *p4info.Runtime) []string {
 		out = append(out, m.Map)
 	}
 	for _, p := range r.Profiles {
-		out = append(out, p.MemberMap, p.GroupMap)
+		out = append(out, p.MemberMap, p.GroupMap, p.IndexMap)
 	}
 	return out
 }

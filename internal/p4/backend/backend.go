@@ -98,7 +98,9 @@ type gen struct {
 	replLists   [][]string              // field lists of clone3/resubmit/recirculate data (replicate.go)
 	atomic      *atomicState            // inside an @atomic block with registers (atomic.go)
 	dmAware     map[*sema.Instance]bool // direct meters executed colour-aware (psa_dmeter.go)
-	atomicUsed  bool
+	// the sliced CRCs the program uses (crcslice.go)
+	sliceCRC   map[string]bool
+	atomicUsed bool
 }
 
 func (g *gen) errorf(pos syntax.Pos, format string, args ...any) {
@@ -186,6 +188,8 @@ func (g *gen) run() {
 		g.table(t)
 	}
 	// controls in declaration order: a sub-control comes before its users
+	// (one passed as a constructor argument may not: ctlparam.go)
+	g.controlPrototypes()
 	parsers, deparsers := g.arch.stages(blocks)
 	for _, c := range info.Controls {
 		switch {
@@ -226,6 +230,7 @@ func (g *gen) run() {
 	g.out.WriteString("struct {\n\t__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);\n\t__uint(max_entries, 1);\n\t__type(key, __u32);\n\t__type(value, struct p4_state);\n} p4_state_map SEC(\".maps\");\n\n")
 	g.out.WriteString("/* ---- tables and counters ---- */\n\n")
 	g.out.WriteString(g.maps.String())
+	g.out.WriteString(g.crcSlices())
 	g.out.WriteString(g.assertMaps())
 	g.bodyStart = strings.Count(g.out.String(), "\n") + 1
 	g.out.WriteString(body.String())

@@ -269,6 +269,9 @@ func (g *gen) ctorInits(ps []*sema.Var, args []syntax.Expr) {
 		if _, ext := p.Type.(*sema.ExternT); ext { // bound to the instance (sema.bindExterns)
 			continue
 		}
+		if _, ctl := p.Type.(*sema.BlockT); ctl { // bound to the sub-control (sema.bindControls)
+			continue
+		}
 		if i < len(args) {
 			g.assignTo(g.localStorage(p, p.Pos), p.Type, args[i])
 		}

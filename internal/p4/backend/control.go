@@ -392,8 +392,7 @@ func (g *gen) keysetCond(ks syntax.Expr, k syntax.Expr, kt sema.Type) string {
 		return "1"
 	case *syntax.Mask:
 		if isWide(kt) {
-			g.unsupported(x.Pos, "masks on keys wider than 64 bits")
-			return "0"
+			return g.wideMaskCond(x, k, kt) // widemask.go
 		}
 		m := g.rv(x.Mask)
 		return fmt.Sprintf("((%s & %s) == (%s & %s))", g.rv(k), m, g.rv(x.Value), m)

@@ -1,6 +1,8 @@
 package ir
 
 import (
+	"math/bits"
+
 	"github.com/edgenf/edgenf/internal/p4/sema"
 	"github.com/edgenf/edgenf/internal/p4/syntax"
 )
@@ -9,17 +11,26 @@ import (
 // action_profile/action_selector; PSA ActionProfile/ActionSelector lower to
 // the same thing). The tables it implements hold references, not actions:
 //
-// An indirect table's value (entries and the default map) keeps the layout
-// of Table, with [0:4] a reference tag (RefMember or RefGroup) and [4:8]
-// the member or group id. The profile's maps:
+// Members and groups live in ARRAY slots that the control plane allocates
+// (tableruntime), so the data path resolves a reference with two inlined
+// array lookups and no hashing of ids. An indirect table's value keeps the
+// layout of Table, with [0:4] a reference: the kind in the top byte
+// (RefMember or RefGroup) and the slot in the low RefSlotBits; [4:8] the
+// member or group id, which the slot must still hold (a slot freed and
+// reused by another member or group never runs for a stale reference). The
+// profile's maps:
 //
-//	MemberMapName: HASH, member id (u32) -> member value: [0:4] action id,
-//	               [4:8] reserved, [MemberParamOff:] action parameters
-//	               (big-endian, at the action's Param offsets)
-//	GroupMapName:  HASH, group id (u32) -> [0:4] number of members n,
-//	               [4:8] reserved, [8:8+4*MaxGroupSize] member ids (u32)
+//	MemberMapName: ARRAY slot -> member value: [0:4] action id (0: free
+//	               slot), [4:8] member id, [MemberParamOff:] action
+//	               parameters (big-endian, at the action's Param offsets)
+//	GroupMapName:  ARRAY slot -> [0:4] number of members n, [4:8] group
+//	               id, [8:12] 1 when the slot is in use, [12:16]
+//	               ceil(2^32/n) mod 2^32 (FastMod), then n (member slot
+//	               u32, member id u32) pairs, at most MaxGroupSize
+//	IndexMapName:  HASH (kind u32, id u32) -> slot u32, for the control
+//	               plane only (the data path never reads it)
 //
-// A group picks member ids[hash % n], the hash (Algo over the table's
+// A group picks member pair[hash % n], the hash (Algo over the table's
 // selector keys packed as a field list, cut to OutputWidth bits) computed
 // per packet: one flow always takes the same member while the group is
 // unchanged.
@@ -36,14 +47,40 @@ type ActionProfile struct {
 	Actions      []*TableAction // the actions members may use (the tables'; they must agree)
 	MemberMap    string
 	GroupMap     string
+	IndexMap     string
 	MemberBytes  int
 }
 
-// Reference tags of an indirect table's value ([0:4]); action ids never
-// take them (their top byte is PrefixAction).
+// FastMod reports whether the data path takes hash % n as
+// ((ceil(2^32/n) * hash mod 2^32) * n) >> 32, a multiplication instead of
+// a division (Lemire, Kaser and Kurz, "Faster remainder by direct
+// computation", 2019): exact when the hash's bits and those of the largest
+// n fit in 32, as a 16-bit hash over groups of up to 1024 members does.
+func (ap *ActionProfile) FastMod() bool {
+	return ap.Selector && ap.OutputWidth+bits.Len(uint(ap.MaxGroupSize)) <= 32
+}
+
+// FastModMul is the multiplier FastMod takes for a group of n members.
+func FastModMul(n uint32) uint32 {
+	if n == 0 {
+		return 0
+	}
+	return uint32((1<<32 + uint64(n) - 1) / uint64(n))
+}
+
+// Reference kinds, the top byte of an indirect table's value ([0:4]);
+// action ids never take them (their top byte is PrefixAction). The low
+// RefSlotBits bits are the slot.
 const (
-	RefMember = 0xfffffffe
-	RefGroup  = 0xffffffff
+	RefMember   = 0xfe
+	RefGroup    = 0xff
+	RefSlotBits = 24
+)
+
+// Group value layout (GroupMapName).
+const (
+	GroupHeaderBytes = 16
+	GroupPairBytes   = 8
 )
 
 // MemberParamOff is where action parameters start in a member value.
@@ -116,6 +153,7 @@ func (p *Program) actionProfiles(src *syntax.Sources, ids *idAlloc, mapName func
 			ap.Actions = append([]*TableAction(nil), t.Actions...)
 			ap.MemberMap = mapName("apm_", in.FullName)
 			ap.GroupMap = mapName("apg_", in.FullName)
+			ap.IndexMap = mapName("api_", in.FullName)
 			byInst[in] = ap
 			p.ActionProfiles = append(p.ActionProfiles, ap)
 		} else {
@@ -126,11 +164,6 @@ func (p *Program) actionProfiles(src *syntax.Sources, ids *idAlloc, mapName func
 		}
 		if len(t.SelectorKeys) > 0 && !ap.Selector {
 			errs = append(errs, src.Errorf(t.Ent.Decl.Pos, "table %s has selector keys but its implementation %s is an action_profile, not an action_selector", t.Ent.Name, ap.Name))
-		}
-		for _, k := range t.SelectorKeys {
-			if k.Width > 64 {
-				errs = append(errs, src.Errorf(k.Ent.Elem.Pos, "unsupported: selector key fields wider than 64 bits"))
-			}
 		}
 		t.Profile = ap
 		ap.Tables = append(ap.Tables, t)

@@ -24,10 +24,12 @@ type SumOfMembers struct {
 	MaxMemberWeight int `json:"maxMemberWeight,omitempty"`
 }
 
-// ProfileLayout is an action profile's maps (ir.ActionProfile): members
-// (HASH u32 id -> MemberBytes: action id, reserved, parameters at
-// MemberParamOffset) and groups (HASH u32 id -> u32 n, u32 reserved, u32
-// member ids[MaxGroupSize]).
+// ProfileLayout is an action profile's maps (ir.ActionProfile): member
+// slots (ARRAY -> MemberBytes: action id, member id, parameters at
+// MemberParamOffset), group slots (ARRAY -> u32 n, u32 group id, u32 in
+// use, u32 ir.FastModMul(n), (u32 member slot, u32 member id)
+// [MaxGroupSize]) and
+// the control plane's index ((u32 kind, u32 id) -> u32 slot).
 type ProfileLayout struct {
 	Name              string          `json:"name"`
 	ID                uint32          `json:"id"`
@@ -35,6 +37,7 @@ type ProfileLayout struct {
 	Algo              string          `json:"algo,omitempty"`
 	MemberMap         string          `json:"memberMap"`
 	GroupMap          string          `json:"groupMap"`
+	IndexMap          string          `json:"indexMap"`
 	Size              int             `json:"size"`
 	MaxGroupSize      int             `json:"maxGroupSize"`
 	MemberBytes       int             `json:"memberBytes"`
@@ -60,7 +63,7 @@ func (r Ref) String() string {
 func addProfiles(m *P4Info, p *ir.Program) {
 	for _, ap := range p.ActionProfiles {
 		pa := &ActionProfile{Preamble: Preamble{ID: ap.ID, Name: ap.Name, Alias: alias(ap.Name)}, WithSelector: ap.Selector, Size: itoa(ap.Size)}
-		pl := &ProfileLayout{Name: ap.Name, ID: ap.ID, Selector: ap.Selector, Algo: ap.Algo, MemberMap: ap.MemberMap, GroupMap: ap.GroupMap,
+		pl := &ProfileLayout{Name: ap.Name, ID: ap.ID, Selector: ap.Selector, Algo: ap.Algo, MemberMap: ap.MemberMap, GroupMap: ap.GroupMap, IndexMap: ap.IndexMap,
 			Size: ap.Size, MaxGroupSize: ap.MaxGroupSize, MemberBytes: ap.MemberBytes, MemberParamOffset: ir.MemberParamOff}
 		if ap.Selector {
 			pa.MaxGroupSize = ap.MaxGroupSize
@@ -143,9 +146,9 @@ func (p *ProfileLayout) asTable() *TableLayout {
 	return &TableLayout{Name: p.Name, Actions: p.Actions, ParamOffset: p.MemberParamOffset, ValueBytes: p.MemberBytes}
 }
 
-// EncodeMember encodes a member: an action of the profile's tables with its
-// arguments.
-func (p *ProfileLayout) EncodeMember(action string, args []Arg) ([]byte, error) {
+// EncodeMember encodes member id: an action of the profile's tables with
+// its arguments.
+func (p *ProfileLayout) EncodeMember(id uint32, action string, args []Arg) ([]byte, error) {
 	t := p.asTable()
 	a := t.Action(action)
 	if a == nil {
@@ -158,66 +161,98 @@ func (p *ProfileLayout) EncodeMember(action string, args []Arg) ([]byte, error) 
 	if a.DefaultOnly {
 		return nil, fmt.Errorf("action %s is default-only: a member's action is one entries may use", a.Name)
 	}
-	return t.EncodeValue(action, args)
+	v, err := t.EncodeValue(action, args)
+	if err != nil {
+		return nil, err
+	}
+	binary.NativeEndian.PutUint32(v[4:], id)
+	return v, nil
 }
 
-// EncodeGroup encodes a group's member list (ids of existing members, each
-// once, at most MaxGroupSize).
-func (p *ProfileLayout) EncodeGroup(members []uint32) ([]byte, error) {
+// MemberOf decodes a member slot's value: its id and action id (0: a
+// free slot).
+func MemberOf(v []byte) (id, action uint32) {
+	return binary.NativeEndian.Uint32(v[4:]), binary.NativeEndian.Uint32(v)
+}
+
+// CheckGroup checks a group's member list: each member once, at most
+// MaxGroupSize.
+func (p *ProfileLayout) CheckGroup(members []uint32) error {
 	if len(members) > p.MaxGroupSize {
-		return nil, fmt.Errorf("action profile %s: a group holds at most %d members (max_group_size), got %d", p.Name, p.MaxGroupSize, len(members))
+		return fmt.Errorf("action profile %s: a group holds at most %d members (max_group_size), got %d", p.Name, p.MaxGroupSize, len(members))
 	}
 	seen := map[uint32]bool{}
-	v := make([]byte, 8+4*p.MaxGroupSize)
-	binary.NativeEndian.PutUint32(v, uint32(len(members)))
-	for i, m := range members {
+	for _, m := range members {
 		if seen[m] {
-			return nil, fmt.Errorf("action profile %s: member %d is listed twice in the group", p.Name, m)
+			return fmt.Errorf("action profile %s: member %d is listed twice in the group", p.Name, m)
 		}
 		seen[m] = true
-		binary.NativeEndian.PutUint32(v[8+4*i:], m)
+	}
+	return nil
+}
+
+// GroupBytes is the size of a group slot's value.
+func (p *ProfileLayout) GroupBytes() int {
+	return ir.GroupHeaderBytes + ir.GroupPairBytes*p.MaxGroupSize
+}
+
+// EncodeGroup encodes group id's slot value: its members (CheckGroup) at
+// their slots.
+func (p *ProfileLayout) EncodeGroup(id uint32, members, slots []uint32) ([]byte, error) {
+	if err := p.CheckGroup(members); err != nil {
+		return nil, err
+	}
+	v := make([]byte, p.GroupBytes())
+	binary.NativeEndian.PutUint32(v, uint32(len(members)))
+	binary.NativeEndian.PutUint32(v[4:], id)
+	binary.NativeEndian.PutUint32(v[8:], 1)
+	binary.NativeEndian.PutUint32(v[12:], ir.FastModMul(uint32(len(members))))
+	for i, m := range members {
+		o := ir.GroupHeaderBytes + ir.GroupPairBytes*i
+		binary.NativeEndian.PutUint32(v[o:], slots[i])
+		binary.NativeEndian.PutUint32(v[o+4:], m)
 	}
 	return v, nil
 }
 
-// EncodeRef encodes an indirect table's value pointing to ref.
-func (t *TableLayout) EncodeRef(ref Ref) ([]byte, error) {
+// GroupOf decodes a group slot's value: its id, whether the slot is in
+// use, and its members' ids.
+func (p *ProfileLayout) GroupOf(v []byte) (id uint32, live bool, members []uint32) {
+	n := min(int(binary.NativeEndian.Uint32(v)), p.MaxGroupSize)
+	members = make([]uint32, n)
+	for i := range members {
+		members[i] = binary.NativeEndian.Uint32(v[ir.GroupHeaderBytes+ir.GroupPairBytes*i+4:])
+	}
+	return binary.NativeEndian.Uint32(v[4:]), binary.NativeEndian.Uint32(v[8:]) != 0, members
+}
+
+// EncodeRef encodes an indirect table's value pointing to ref, which the
+// control plane placed at slot.
+func (t *TableLayout) EncodeRef(ref Ref, slot uint32) ([]byte, error) {
 	if t.Profile == "" {
 		return nil, fmt.Errorf("table %s is not implemented by an action profile: its entries name an action, not a %s", t.Name, map[bool]string{false: "member", true: "group"}[ref.Group])
 	}
-	v := make([]byte, t.ValueBytes)
-	tag := uint32(ir.RefMember)
-	if ref.Group {
-		tag = ir.RefGroup
+	if slot >= 1<<ir.RefSlotBits {
+		return nil, fmt.Errorf("table %s: slot %d out of range", t.Name, slot)
 	}
-	binary.NativeEndian.PutUint32(v, tag)
+	v := make([]byte, t.ValueBytes)
+	kind := uint32(ir.RefMember)
+	if ref.Group {
+		kind = ir.RefGroup
+	}
+	binary.NativeEndian.PutUint32(v, kind<<ir.RefSlotBits|slot)
 	binary.NativeEndian.PutUint32(v[4:], ref.ID)
 	return v, nil
 }
 
 // EncodeRefEntry encodes an entry of an indirect table pointing to ref.
-func (t *TableLayout) EncodeRefEntry(matches []Match, ref Ref, priority uint32) (*Entry, error) {
+func (t *TableLayout) EncodeRefEntry(matches []Match, ref Ref, slot, priority uint32) (*Entry, error) {
 	if t.Kind == "keyless" {
 		return nil, fmt.Errorf("table %s has no match key; set its default action instead", t.Name)
 	}
-	val, err := t.EncodeRef(ref)
+	val, err := t.EncodeRef(ref, slot)
 	if err != nil {
 		return nil, err
 	}
 	return t.encodeMatch(matches, val, priority)
-}
-
-// RefOf decodes the reference an indirect table's value holds (ok false:
-// none, e.g. the compiled default).
-func RefOf(value []byte) (Ref, bool) {
-	if len(value) < 8 {
-		return Ref{}, false
-	}
-	switch binary.NativeEndian.Uint32(value) {
-	case ir.RefMember:
-		return Ref{ID: binary.NativeEndian.Uint32(value[4:])}, true
-	case ir.RefGroup:
-		return Ref{Group: true, ID: binary.NativeEndian.Uint32(value[4:])}, true
-	}
-	return Ref{}, false
 }

@@ -1213,6 +1213,7 @@ func (c *checker) subControl(x *syntax.InstanceDecl, y *BlockT) Entity {
 	c.instantiated[callee] = true
 	callee.CtorArgs = c.ctorArgs(x.Args, callee.Ctor, callee.Name, x.Pos) // ctor.go
 	c.bindExterns(callee.Ctor, callee.CtorArgs)
+	c.bindControls(callee.Ctor, callee.CtorArgs) // ctlparam.go
 	sub := &SubControl{Name: x.Name, Decl: x, Control: callee, Parent: c.control}
 	// p4c names what the sub-control declares after the instance path.
 	from := callee.Name + "."

@@ -21,7 +21,10 @@ func (c *checker) ctorParams(ps []*syntax.Param, owner string) []*Var {
 		case *Bits, *Bool, *Enum, *ErrorT, *Invalid:
 		case *ExternT: // an extern instance the instantiation passes (bindExterns)
 		default:
-			c.unsupported(p.Pos, "constructor parameters of type "+t.String()+" (bit<N>, int<N>, bool, enums, error and extern instances are supported)")
+			if controlTypeParam(t) { // a control instance (ctlparam.go)
+				break
+			}
+			c.unsupported(p.Pos, "constructor parameters of type "+t.String()+" (bit<N>, int<N>, bool, enums, error, extern instances and controls are supported)")
 		}
 		v := &Var{Name: p.Name, Type: t, Dir: "in", Kind: LocalVar, Pos: p.Pos, Index: i, Owner: owner, ID: c.id()}
 		c.info.Decls[p] = v
@@ -49,6 +52,11 @@ func (c *checker) ctorArgs(args []syntax.Arg, ps []*Var, name string, pos syntax
 			out = append(out, a.Value)
 			continue
 		}
+		if bt, ok := ps[i].Type.(*BlockT); ok && controlTypeParam(bt) {
+			c.controlArg(a.Value, ps[i], bt, name) // ctlparam.go
+			out = append(out, a.Value)
+			continue
+		}
 		t := c.expr(a.Value, ps[i].Type)
 		c.assignable(ps[i].Type, t, a.Value)
 		if _, ok := c.info.Consts[a.Value]; !ok && !bad(t) {
@@ -72,6 +80,10 @@ func (c *checker) againControl(x *syntax.InstanceDecl, callee *Control) Entity {
 	for i, a := range args {
 		if i < len(callee.CtorArgs) && c.argInstance(a) != c.argInstance(callee.CtorArgs[i]) {
 			c.unsupported(a.NodePos(), "instances of control "+callee.Name+" with different extern instances as constructor arguments")
+			return nil
+		}
+		if i < len(callee.CtorArgs) && c.argSubControl(a) != c.argSubControl(callee.CtorArgs[i]) {
+			c.unsupported(a.NodePos(), "instances of control "+callee.Name+" with different controls as constructor arguments")
 			return nil
 		}
 		if i < len(callee.CtorArgs) && c.info.Consts[a] != nil && c.info.Consts[callee.CtorArgs[i]] != nil &&

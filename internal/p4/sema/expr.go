@@ -717,6 +717,10 @@ func (c *checker) call(x *syntax.Call, want Type) Type {
 					c.info.Members[fn] = &MemberRef{Kind: MethodRef}
 					return c.applySubParser(x, sp) // subparser.go
 				}
+				if v, ok := c.info.Uses[id].(*Var); ok && fn.Name == "apply" && controlTypeParam(t) && v.Kind == LocalVar && v.Dir == "in" {
+					c.info.Members[fn] = &MemberRef{Kind: MethodRef}
+					return c.applyControlParam(x, id, t) // ctlparam.go
+				}
 			}
 			if sub == nil || fn.Name != "apply" {
 				c.unsupported(x.Pos, "applying a sub-"+t.Kind)
