@@ -36,7 +36,7 @@ func scaleEngine(b *testing.B, n int) *engine.Engine {
 		nftest.MustUpdate(b, e, func(tp *cube.Topology) error {
 			for i := lo; i < min(lo+250, n/2); i++ {
 				for _, c := range tenantChain(i) {
-					tp.Cubes[c.Name] = c
+					tp.Put(c)
 				}
 			}
 			return nil
@@ -81,7 +81,7 @@ func BenchmarkChange(b *testing.B) {
 				"add": func(i int) func(tp *cube.Topology) error {
 					return func(tp *cube.Topology) error {
 						for _, c := range tenantChain(100000 + i) {
-							tp.Cubes[c.Name] = c
+							tp.Put(c)
 						}
 						return nil
 					}
