@@ -95,7 +95,7 @@ func (e *Engine) admit(prev, next *cube.Topology) error {
 // is a change who may make, validates it, checks who's quotas and applies
 // it.
 func (e *Engine) commit(who tenant.Actor, next *cube.Topology, d dirty) error {
-	if err := e.scope(who).Change(e.topo, next); err != nil {
+	if err := e.scope(who).ChangeOf(e.topo, next, d.cubes); err != nil {
 		return err
 	}
 	if err := e.checkEndpoints(next); err != nil {
