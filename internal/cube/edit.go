@@ -34,7 +34,8 @@ func (t *Topology) AddCube(c *Cube) error {
 	return nil
 }
 
-// Cube finds a cube by name.
+// Cube finds a cube by name, to read: it may be shared with the applied
+// state (cow.go); Edit returns one to change.
 func (t *Topology) Cube(name string) (*Cube, error) {
 	c, ok := t.Cubes[name]
 	if !ok {
