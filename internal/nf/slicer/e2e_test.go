@@ -144,7 +144,10 @@ func TestE2EGuaranteeSurvivesFlood(t *testing.T) {
 	// The negative: the same traffic through one HTB class of the link rate
 	// (what the interface has without the slices' classes).
 	nftest.MustUpdate(t, r.e, func(tp *cube.Topology) error {
-		c := tp.Cubes["sl"]
+		c, err := tp.Edit("sl")
+		if err != nil {
+			return err
+		}
 		c.Config = json.RawMessage(`{"uplink":"up"}`)
 		for _, n := range []string{"greedy", "victim"} {
 			var sl Slice
@@ -235,9 +238,9 @@ func TestTenantsCannotChangeSlices(t *testing.T) {
 		Slice{Name: "red", ID: 1, Port: "a", Tenant: "red", MinBps: 2e6, Rules: []Rule{{Proto: "udp", DPort: 6001}}})
 	actor := tenant.Of("red")
 	err := r.e.UpdateAs(context.Background(), actor, func(tp *cube.Topology, _ tenant.Scope) error {
-		c := tp.Cubes["sl"]
-		if c == nil {
-			return cube.NotFound("cubes", "no cube named sl")
+		c, err := tp.Edit("sl")
+		if err != nil {
+			return err
 		}
 		c.Tables["slices"]["red"] = nftest.Entry(Slice{Name: "red", ID: 1, Port: "a", Tenant: "red", MinBps: 15e6})
 		return nil
