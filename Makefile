@@ -132,6 +132,8 @@ bench: build
 	$(GO) run ./bench/cmd/isolation -o bench/results/slice-isolation.md -img docs/img
 	EDGENF_SLICE_BENCH_OUT=$(CURDIR)/bench/results/slice-create.md \
 	  $(GO) test -run XXX -bench SliceCreate -benchtime 1x ./internal/nf/slicer
+	EDGENF_ENGINE_BENCH_OUT=$(CURDIR)/bench/results/engine-change.md \
+	  $(GO) test -run XXX -bench '^BenchmarkChange$$' -benchtime 100x ./internal/engine
 	$(GO) run ./bench/cmd/bench -o docs/performance.md
 
 bench-quick: build

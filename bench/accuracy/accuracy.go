@@ -484,8 +484,12 @@ func loadChain(ctx context.Context, lab *netlab.Lab, eng *engine.Engine, root st
 			}
 		}
 		for name, ps := range peers {
+			c, err := tp.Edit(name)
+			if err != nil {
+				return err
+			}
 			for i, peer := range ps {
-				tp.Cubes[name].Ports[i].Peer = peer
+				c.Ports[i].Peer = peer
 			}
 		}
 		for point, names := range t.Attachments {

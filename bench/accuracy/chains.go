@@ -59,7 +59,7 @@ func firewall(name string, rules int) *cube.Cube {
 func topo(cubes []*cube.Cube, attach ...[2]string) *cube.Topology {
 	t := cube.NewTopology()
 	for _, c := range cubes {
-		t.Cubes[c.Name] = c
+		t.Put(c)
 	}
 	for _, a := range attach {
 		t.Attachments[a[1]] = append(t.Attachments[a[1]], a[0])

@@ -32,9 +32,14 @@ const IsolationFile = "bench/results/slice-isolation.md"
 // -run XXX -bench SliceCreate -benchtime 1x ./internal/nf/slicer`.
 const SliceCreateFile = "bench/results/slice-create.md"
 
+// EngineChangeFile is what one change costs the engine at 100, 1,000 and
+// 3,000 cubes, written by `EDGENF_ENGINE_BENCH_OUT=bench/results/engine-change.md
+// go test -run XXX -bench '^BenchmarkChange$' -benchtime 100x ./internal/engine`.
+const EngineChangeFile = "bench/results/engine-change.md"
+
 func externCostSection() string {
 	var out string
-	for _, f := range []string{AccuracyFile, ExternCostFile, PFCPFile, IsolationFile, SliceCreateFile} {
+	for _, f := range []string{AccuracyFile, ExternCostFile, PFCPFile, IsolationFile, SliceCreateFile, EngineChangeFile} {
 		if b, err := os.ReadFile(f); err == nil {
 			out += string(b) + "\n"
 		}

@@ -163,7 +163,7 @@ func fixtureCube(t *testing.T, typ *cube.Type) *cube.Cube {
 		c.Config = json.RawMessage(`{"pool":"198.19.64.1"}`) // required
 	}
 	topo := cube.NewTopology()
-	topo.Cubes[c.Name] = c
+	topo.Put(c)
 	if err := topo.Validate(nil); err != nil {
 		t.Fatalf("fixture: %v", err)
 	}

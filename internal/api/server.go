@@ -454,7 +454,7 @@ func (s *Server) patchCube(w http.ResponseWriter, r *http.Request, c *cube.Cube)
 		return
 	}
 	s.update(w, r, c, func(t *cube.Topology, _ tenant.Scope) error {
-		tc, err := t.Cube(c.Name)
+		tc, err := t.Edit(c.Name)
 		if err != nil {
 			return err
 		}
@@ -624,7 +624,7 @@ func (s *Server) patchPort(w http.ResponseWriter, r *http.Request, c *cube.Cube)
 				}
 			}
 		}
-		tc, err := t.Cube(c.Name)
+		tc, err := t.Edit(c.Name)
 		if err != nil {
 			return err
 		}
@@ -791,7 +791,7 @@ func (s *Server) replaceEntries(w http.ResponseWriter, r *http.Request, c *cube.
 		return
 	}
 	err := s.eng.UpdateAs(r.Context(), who(r), func(t *cube.Topology, _ tenant.Scope) error {
-		tc, err := t.Cube(c.Name)
+		tc, err := t.Edit(c.Name)
 		if err != nil {
 			return err
 		}

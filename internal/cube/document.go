@@ -109,7 +109,7 @@ func (t *Topology) addDocCube(dc DocCube) error {
 		}
 	}
 	sort.SliceStable(c.Ports, func(i, j int) bool { return c.Ports[i].Index < c.Ports[j].Index })
-	t.Cubes[c.Name] = c
+	t.Put(c)
 	for name, rows := range dc.Tables {
 		tb, err := typ.Table(name)
 		if err != nil {

@@ -7,7 +7,8 @@ import (
 
 // The mutations below are what the REST API, the CLI and tests do to a
 // topology. Each checks what it can locally; Topology.Validate checks the
-// result as a whole before it is applied.
+// result as a whole before it is applied. They change cubes only through
+// Edit, Put and Remove (cow.go), so that a change records what it touched.
 
 // AddCube adds a new cube.
 func (t *Topology) AddCube(c *Cube) error {
@@ -23,17 +24,18 @@ func (t *Topology) AddCube(c *Cube) error {
 	// Peers named in the new cube's ports are peered back, as with SetPeer.
 	ports := c.Ports
 	c.Ports = nil
-	t.Cubes[c.Name] = c
+	t.Put(c)
 	for _, p := range ports {
 		if err := t.AddPort(c.Name, p); err != nil {
-			delete(t.Cubes, c.Name)
+			t.Remove(c.Name)
 			return err
 		}
 	}
 	return nil
 }
 
-// Cube finds a cube by name.
+// Cube finds a cube by name, to read: it may be shared with the applied
+// state (cow.go); Edit returns one to change.
 func (t *Topology) Cube(name string) (*Cube, error) {
 	c, ok := t.Cubes[name]
 	if !ok {
@@ -52,10 +54,10 @@ func (t *Topology) DeleteCube(name string) error {
 	}
 	for _, p := range c.Ports {
 		t.unpeer(name, p.Name)
-		delete(t.Attachments, name+":"+p.Name)
+		t.SetAttachments(name+":"+p.Name, nil)
 	}
 	t.Detach(name)
-	delete(t.Cubes, name)
+	t.Remove(name)
 	return nil
 }
 
@@ -77,6 +79,7 @@ func (t *Topology) AddPort(cubeName string, p Port) error {
 	}
 	peer := p.Peer
 	p.Peer = ""
+	c, _ = t.Edit(cubeName)
 	c.Ports = append(c.Ports, p)
 	if peer != "" {
 		return t.SetPeer(cubeName+":"+p.Name, peer)
@@ -94,7 +97,8 @@ func (t *Topology) DeletePort(cubeName, port string) error {
 		return NotFound("port", "cube %s has no port %q", cubeName, port)
 	}
 	t.unpeer(cubeName, port)
-	delete(t.Attachments, cubeName+":"+port)
+	t.SetAttachments(cubeName+":"+port, nil)
+	c, _ = t.Edit(cubeName)
 	c.Ports = slices.DeleteFunc(c.Ports, func(p Port) bool { return p.Name == port })
 	return nil
 }
@@ -106,7 +110,7 @@ func (t *Topology) SetPeer(portRef, peer string) error {
 	if err != nil || !a.IsCube() {
 		return Errorf("port", "want cube:port, got %q", portRef)
 	}
-	ca, err := t.Cube(a.Cube)
+	ca, err := t.Edit(a.Cube)
 	if err != nil {
 		return err
 	}
@@ -128,7 +132,7 @@ func (t *Topology) SetPeer(portRef, peer string) error {
 	if b.String() == a.String() {
 		return Unprocessable("peer", "port %s cannot be peered with itself", portRef)
 	}
-	cb, err := t.Cube(b.Cube)
+	cb, err := t.Edit(b.Cube)
 	if err != nil {
 		return Within("peer", err)
 	}
@@ -161,14 +165,16 @@ func (t *Topology) Unpeer(portRef string) error {
 }
 
 func (t *Topology) unpeer(cubeName, port string) {
-	p := t.Cubes[cubeName].Port(port)
-	if p == nil || p.Peer == "" {
+	if p := t.Cubes[cubeName].Port(port); p == nil || p.Peer == "" {
 		return
 	}
+	c, _ := t.Edit(cubeName)
+	p := c.Port(port)
 	if ep, err := ParseEndpoint(p.Peer); err == nil && ep.IsCube() {
 		if oc, ok := t.Cubes[ep.Cube]; ok {
 			if op := oc.Port(ep.Port); op != nil && op.Peer == cubeName+":"+port {
-				op.Peer = ""
+				oc, _ = t.Edit(ep.Cube)
+				oc.Port(ep.Port).Peer = ""
 			}
 		}
 	}
@@ -207,7 +213,7 @@ func (t *Topology) Attach(cubeName, point, position string) error {
 			at = i + 1
 		}
 	}
-	t.Attachments[point] = slices.Insert(slices.Clone(list), at, cubeName)
+	t.SetAttachments(point, slices.Insert(slices.Clone(list), at, cubeName))
 	return nil
 }
 
@@ -224,12 +230,7 @@ func splitPosition(s string) (string, string) {
 func (t *Topology) Detach(cubeName string) {
 	for p, list := range t.Attachments {
 		if i := slices.Index(list, cubeName); i >= 0 {
-			list = slices.Delete(slices.Clone(list), i, i+1)
-			if len(list) == 0 {
-				delete(t.Attachments, p)
-			} else {
-				t.Attachments[p] = list
-			}
+			t.SetAttachments(p, slices.Delete(slices.Clone(list), i, i+1))
 		}
 	}
 }
@@ -256,6 +257,7 @@ func (t *Topology) PutEntry(cubeName, table string, raw json.RawMessage) (string
 	if err != nil {
 		return "", err
 	}
+	c, _ = t.Edit(cubeName)
 	c.SetRow(table, key, canon)
 	return key, nil
 }
@@ -276,13 +278,14 @@ func (t *Topology) DeleteEntry(cubeName, table, key string) error {
 	if _, ok := c.Tables[table][key]; !ok {
 		return NotFound("key", "table %s of %s has no entry %q", table, cubeName, key)
 	}
+	c, _ = t.Edit(cubeName)
 	c.SetRow(table, key, nil)
 	return nil
 }
 
 // SetRuntime sets (raw nil: removes) a service's runtime state of a cube.
 func (t *Topology) SetRuntime(cubeName, service string, raw json.RawMessage) error {
-	c, err := t.Cube(cubeName)
+	c, err := t.Edit(cubeName)
 	if err != nil {
 		return err
 	}
@@ -305,8 +308,8 @@ func (t *Topology) SetRuntime(cubeName, service string, raw json.RawMessage) err
 // are left for validation to report.
 func (t *Topology) Upgrade() error {
 	for _, name := range t.CubeNames() {
-		c := t.Cubes[name]
-		if typ, err := Lookup(c.Type); err == nil && typ.Upgrade != nil {
+		if typ, err := Lookup(t.Cubes[name].Type); err == nil && typ.Upgrade != nil {
+			c, _ := t.Edit(name)
 			if err := typ.Upgrade(c); err != nil {
 				return Within("cubes."+name, err)
 			}
@@ -317,7 +320,7 @@ func (t *Topology) Upgrade() error {
 
 // SetConfig replaces a cube's settings.
 func (t *Topology) SetConfig(cubeName string, raw json.RawMessage) error {
-	c, err := t.Cube(cubeName)
+	c, err := t.Edit(cubeName)
 	if err != nil {
 		return err
 	}

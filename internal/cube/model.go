@@ -57,6 +57,8 @@ type Topology struct {
 	// to the transparent cubes on it, outermost (closest to the peer) first:
 	// ingress traffic meets them in this order, egress in reverse.
 	Attachments map[string][]string `json:"attachments,omitempty"`
+	// edits records what a change touched (cow.go).
+	edits edits
 }
 
 // NewTopology returns an empty topology.

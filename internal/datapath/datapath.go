@@ -53,6 +53,9 @@ type Datapath struct {
 	owners  map[Hook]*ebpf.Map
 	peersMu sync.Mutex
 	callers map[Hook]map[uint32]map[peerRef]bool
+	// entered is callers the other way: the slot each port's hop enters
+	// (a hop rewritten or a cube unloaded costs one lookup, not a walk)
+	entered map[Hook]map[peerRef]uint32
 	// TC programs go on interfaces the classic way (tcclassic.go)
 	classicTC bool
 	// the copy machine's program, loaded once (copier.go)
@@ -81,7 +84,8 @@ func Open(root string) (*Datapath, error) {
 		}
 	}
 	d := &Datapath{root: root, panels: map[Hook]*ebpf.Map{}, classicTC: classic, owners: map[Hook]*ebpf.Map{},
-		callers: map[Hook]map[uint32]map[peerRef]bool{XDP: {}, TC: {}}}
+		callers: map[Hook]map[uint32]map[peerRef]bool{XDP: {}, TC: {}},
+		entered: map[Hook]map[peerRef]uint32{XDP: {}, TC: {}}}
 	specs := []struct {
 		dst  **ebpf.Map
 		spec *ebpf.MapSpec

@@ -141,16 +141,11 @@ func (c *Program) setDirect(port uint32, h Hop) error {
 	d.peersMu.Lock()
 	defer d.peersMu.Unlock()
 	ref := peerRef{c.dir, port}
-	for _, refs := range d.callers[c.Hook] {
-		delete(refs, ref)
-	}
+	d.dropCaller(c.Hook, ref)
 	if h.Kind != DstCube || h.NStack != 0 {
 		return setPeer(ref, nil, 0)
 	}
-	if d.callers[c.Hook][h.Slot] == nil {
-		d.callers[c.Hook][h.Slot] = map[peerRef]bool{}
-	}
-	d.callers[c.Hook][h.Slot][ref] = true
+	d.addCaller(c.Hook, h.Slot, ref)
 	var id uint32
 	if err := d.panels[c.Hook].Lookup(h.Slot, &id); err != nil || id == 0 {
 		return setPeer(ref, nil, 0) // the slot is empty: filled when loaded
@@ -187,12 +182,32 @@ func (c *Program) adoptDirect() error {
 		if h.Kind != DstCube || h.NStack != 0 {
 			continue
 		}
-		if d.callers[c.Hook][h.Slot] == nil {
-			d.callers[c.Hook][h.Slot] = map[peerRef]bool{}
-		}
-		d.callers[c.Hook][h.Slot][peerRef{c.dir, port}] = true
+		d.addCaller(c.Hook, h.Slot, peerRef{c.dir, port})
 	}
 	return nil
+}
+
+// addCaller records that ref's direct hop enters slot (d.peersMu held).
+func (d *Datapath) addCaller(hook Hook, slot uint32, ref peerRef) {
+	if d.callers[hook][slot] == nil {
+		d.callers[hook][slot] = map[peerRef]bool{}
+	}
+	d.callers[hook][slot][ref] = true
+	d.entered[hook][ref] = slot
+}
+
+// dropCaller forgets where ref's direct hop went, if anywhere (d.peersMu
+// held).
+func (d *Datapath) dropCaller(hook Hook, ref peerRef) {
+	slot, ok := d.entered[hook][ref]
+	if !ok {
+		return
+	}
+	delete(d.entered[hook], ref)
+	delete(d.callers[hook][slot], ref)
+	if len(d.callers[hook][slot]) == 0 {
+		delete(d.callers[hook], slot)
+	}
 }
 
 // forgetDirect drops an unloaded cube's ports from the index.
@@ -200,12 +215,8 @@ func (c *Program) forgetDirect() error {
 	d := c.d
 	d.peersMu.Lock()
 	defer d.peersMu.Unlock()
-	for _, refs := range d.callers[c.Hook] {
-		for ref := range refs {
-			if ref.dir == c.dir {
-				delete(refs, ref)
-			}
-		}
+	for port := uint32(0); port < DirectPorts; port++ {
+		d.dropCaller(c.Hook, peerRef{c.dir, port})
 	}
 	return nil
 }

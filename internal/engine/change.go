@@ -46,8 +46,8 @@ func (e *Engine) Replace(ctx context.Context, t *cube.Topology, dryRun bool) ([]
 	if err := e.keepEndpoints(next); err != nil {
 		return nil, err
 	}
-	changed := next.ChangedSince(e.topo)
-	if err := e.validate(next, changed); err != nil {
+	d := e.dirtyAll(next)
+	if err := e.validate(next, d.cubes); err != nil {
 		return nil, err
 	}
 	changes := Diff(e.topo, next)
@@ -60,7 +60,7 @@ func (e *Engine) Replace(ctx context.Context, t *cube.Topology, dryRun bool) ([]
 	if dryRun {
 		return changes, nil
 	}
-	return changes, e.applyChange(next, changed, false)
+	return changes, e.applyChange(next, d, false)
 }
 
 // keepRuntime carries the runtime state of the cubes a declarative apply
@@ -91,20 +91,20 @@ func (e *Engine) admit(prev, next *cube.Topology) error {
 	return e.cfg.Admit(prev, next)
 }
 
-// commit checks next, a working copy whose changed cubes are known
-// (ChangedSince), is a change who may make, validates it, checks who's
-// quotas and applies it.
-func (e *Engine) commit(who tenant.Actor, next *cube.Topology, changed []string) error {
-	if err := e.scope(who).Change(e.topo, next); err != nil {
+// commit checks next, a working copy whose changes are known (dirtyOf),
+// is a change who may make, validates it, checks who's quotas and applies
+// it.
+func (e *Engine) commit(who tenant.Actor, next *cube.Topology, d dirty) error {
+	if err := e.scope(who).ChangeOf(e.topo, next, d.cubes); err != nil {
 		return err
 	}
 	if err := e.checkEndpoints(next); err != nil {
 		return err
 	}
-	if err := e.validate(next, changed); err != nil {
+	if err := e.validate(next, d.cubes); err != nil {
 		return err
 	}
-	if err := e.checkNames(who, next, changed); err != nil {
+	if err := e.checkNames(who, next, d.cubes); err != nil {
 		return err
 	}
 	if err := e.checkQuota(who, next); err != nil {
@@ -113,18 +113,18 @@ func (e *Engine) commit(who tenant.Actor, next *cube.Topology, changed []string)
 	if err := e.admit(e.topo, next); err != nil {
 		return err
 	}
-	return e.applyChange(next, changed, false)
+	return e.applyChange(next, d, false)
 }
 
-// applyChange reconciles the kernel with a validated topology, a working
-// copy whose changed cubes are known (ChangedSince), and persists it. On
+// applyChange reconciles the kernel with a validated topology, whose
+// changes are known (dirtyOf, dirtyAll), and persists it. On
 // any failure the kernel is reconciled back and nothing changes. Only what
 // the change touches is reconciled and journalled (dirty.go); with
 // snapshot the state is written whole (the change also altered what the
 // journal does not hold: endpoints).
-func (e *Engine) applyChange(next *cube.Topology, changed []string, snapshot bool) error {
+func (e *Engine) applyChange(next *cube.Topology, d dirty, snapshot bool) error {
 	prev := e.topo
-	cs := changes(prev, next, changed, e.chainsOf(next, changed))
+	cs := changes(prev, next, d, e.chainsOf(next, d.cubes))
 	// a change assigns and frees the slots of its changed cubes only
 	prevSlots := map[string]*uint32{}
 	for name := range cs.changed {
@@ -173,7 +173,8 @@ func (e *Engine) applyChange(next *cube.Topology, changed []string, snapshot boo
 	}
 	e.topo = next
 	e.noteSlicers(next, cs)
-	e.keepSpare(prev, next, cs)
+	e.keepSpare(prev, next, cs, d.all)
+	e.witnessChanged(cs, d.all)
 	e.rev++
 	e.tenants.entries = nil // counted again when next needed
 	e.compactJournal()

@@ -34,24 +34,28 @@ type changeSet struct {
 	chains *chainIndex
 }
 
-// changes finds what turns prev into next, whose changed cubes are known
-// (cube.Topology.ChangedSince).
-func changes(prev, next *cube.Topology, changed []string, chains *chainIndex) *changeSet {
+// changes finds what turns prev into next, whose changed cubes and
+// attachment points are known (cow.go).
+func changes(prev, next *cube.Topology, d dirty, chains *chainIndex) *changeSet {
 	cs := &changeSet{changed: map[string]bool{}, ensure: map[string]bool{}, plan: map[string]bool{}, ifaces: map[string]bool{}, chains: chains}
-	for _, name := range changed {
+	for _, name := range d.cubes {
 		cs.changed[name] = true
 	}
-	for point, list := range next.Attachments {
-		if !slices.Equal(prev.Attachments[point], list) {
-			cs.points = append(cs.points, point)
+	cs.points = d.points
+	if d.all {
+		cs.points = nil
+		for point, list := range next.Attachments {
+			if !slices.Equal(prev.Attachments[point], list) {
+				cs.points = append(cs.points, point)
+			}
 		}
-	}
-	for point, list := range prev.Attachments {
-		if _, ok := next.Attachments[point]; !ok && len(list) > 0 {
-			cs.points = append(cs.points, point)
+		for point, list := range prev.Attachments {
+			if _, ok := next.Attachments[point]; !ok && len(list) > 0 {
+				cs.points = append(cs.points, point)
+			}
 		}
+		slices.Sort(cs.points)
 	}
-	slices.Sort(cs.points)
 	for name := range cs.changed {
 		cs.ensure[name] = true
 		// transparent cubes on its ports see the ports' addresses
@@ -175,79 +179,4 @@ func peeredIfaces(t *cube.Topology) map[string]string {
 		}
 	}
 	return out
-}
-
-// workingCopy is a deep copy of the applied topology for a change to work
-// on. It is the spare copy when there is one (kept up to date change by
-// change: see keepSpare), so that a change to a few cubes does not copy
-// thousands.
-func (e *Engine) workingCopy() *cube.Topology {
-	t := e.spare
-	if t == nil {
-		return e.topo.Clone()
-	}
-	e.spare = nil
-	for name := range e.spareStale {
-		if c := e.topo.Cubes[name]; c != nil {
-			t.Cubes[name] = c.Clone()
-		} else {
-			delete(t.Cubes, name)
-		}
-	}
-	clear(e.spareStale)
-	return t
-}
-
-// recycle makes a working copy a change did not apply the spare copy again,
-// by putting back what the change altered in it.
-func (e *Engine) recycle(t *cube.Topology) {
-	for _, name := range t.ChangedSince(e.topo) {
-		if c := e.topo.Cubes[name]; c != nil {
-			t.Cubes[name] = c.Clone()
-		} else {
-			delete(t.Cubes, name)
-		}
-	}
-	for point := range t.Attachments {
-		if _, ok := e.topo.Attachments[point]; !ok {
-			delete(t.Attachments, point)
-		}
-	}
-	for point, list := range e.topo.Attachments {
-		if !slices.Equal(t.Attachments[point], list) {
-			t.Attachments[point] = slices.Clone(list)
-		}
-	}
-	e.spare = t
-	clear(e.spareStale)
-}
-
-// keepSpare makes prev, the topology a change replaced by next, the spare
-// copy: only what the change altered is copied from next into it. (prev
-// shares nothing with next: next was a working copy.)
-func (e *Engine) keepSpare(prev, next *cube.Topology, cs *changeSet) {
-	for name := range cs.changed {
-		if c := next.Cubes[name]; c != nil {
-			prev.Cubes[name] = c.Clone()
-		} else {
-			delete(prev.Cubes, name)
-		}
-	}
-	for _, point := range cs.points {
-		if list, ok := next.Attachments[point]; ok {
-			prev.Attachments[point] = slices.Clone(list)
-		} else {
-			delete(prev.Attachments, point)
-		}
-	}
-	e.spare = prev
-	clear(e.spareStale)
-}
-
-// changedInPlace notes a cube of the applied topology changed in place (an
-// entry change): the spare copy takes it again before it is used.
-func (e *Engine) changedInPlace(name string) {
-	if e.spare != nil {
-		e.spareStale[name] = true
-	}
 }

@@ -54,13 +54,13 @@ func journalCubes(t *testing.T, e *Engine) []string {
 // reconciles, plans and journals the cubes it changes and their peers,
 // nothing else, and the state file is not rewritten; what it journalled
 // restores the same topology; the working copy a change starts from is the
-// applied topology, also after a refused change.
+// applied topology (sharing its cubes), also after a refused change.
 func TestChangeTouchesOnlyItsDirtySet(t *testing.T) {
 	e := testEngine(t, "enfdirty")
 	if err := e.Update(func(tp *cube.Topology) error {
 		for i := range 20 {
 			for _, c := range chain(i) {
-				tp.Cubes[c.Name] = c
+				tp.Put(c)
 			}
 		}
 		return nil
@@ -87,12 +87,12 @@ func TestChangeTouchesOnlyItsDirtySet(t *testing.T) {
 		if got := journalCubes(t, e)[before:]; !slices.Equal(got, journal) {
 			t.Errorf("%s: journalled %v, want %v", what, got, journal)
 		}
-		// the working copy is the applied topology
+		// the working copy is the applied topology, sharing its cubes
 		e.mu.Lock()
 		w := e.workingCopy()
 		for name, c := range e.topo.Cubes {
-			if w.Cubes[name] == nil || w.Cubes[name] == c || !w.Cubes[name].Equal(c) {
-				t.Errorf("%s: the working copy's %s is not a copy of the applied cube", what, name)
+			if w.Cubes[name] != c {
+				t.Errorf("%s: the working copy's %s is not the applied cube", what, name)
 			}
 		}
 		if len(w.Cubes) != len(e.topo.Cubes) || !maps.EqualFunc(w.Attachments, e.topo.Attachments, slices.Equal) {
@@ -104,7 +104,7 @@ func TestChangeTouchesOnlyItsDirtySet(t *testing.T) {
 	}
 	step("add a chain", func(tp *cube.Topology) error {
 		for _, c := range chain(20) {
-			tp.Cubes[c.Name] = c
+			tp.Put(c)
 		}
 		return nil
 	}, []string{"c20a", "c20b"}, []string{"c20a", "c20b"}, []string{"cube:c20a", "cube:c20b"})
@@ -128,8 +128,9 @@ func TestChangeTouchesOnlyItsDirtySet(t *testing.T) {
 	}, []string{"c9a", "c9b"}, nil, []string{"cube:c9a", "cube:c9b"})
 	// a refused change: nothing journalled, the working copy stays right
 	if err := e.Update(func(tp *cube.Topology) error {
-		tp.Cubes["c1a"].Ports[1].Peer = "nosuch:p0"
-		return nil
+		c, err := tp.Edit("c1a")
+		c.Ports[1].Peer = "nosuch:p0"
+		return err
 	}); err == nil || !strings.Contains(err.Error(), "nosuch") {
 		t.Fatalf("a peer with no cube: %v", err)
 	}
@@ -177,7 +178,7 @@ func TestCheckpointFoldsTheJournal(t *testing.T) {
 	e := testEngine(t, "enfckpt")
 	if err := e.Update(func(tp *cube.Topology) error {
 		for _, c := range chain(0) {
-			tp.Cubes[c.Name] = c
+			tp.Put(c)
 		}
 		return nil
 	}); err != nil {

@@ -119,31 +119,41 @@ func (e *Engine) AddEndpoint(ep *endpoint.Endpoint) (bool, error) {
 	if l, err := netlink.LinkByName(ep.Interface); err == nil && l.Type() != "veth" {
 		return false, cube.Errorf("interface", "interface %s is a %s link: an endpoint is the host end of a pod's veth pair", ep.Interface, l.Type())
 	}
-	next := e.topo.Clone()
-	if err := next.AddPort(ep.Cube, ep.Port()); err != nil {
-		return false, cube.Within("cubes."+ep.Cube, err)
-	}
-	if err := plug(next.Cubes[ep.Cube], ep); err != nil {
-		return false, err
-	}
-	if ep.Tenant != "" {
-		if err := e.checkQuota(tenant.Of(ep.Tenant), next); err != nil {
-			return false, err
-		}
-	}
-	changed := next.ChangedSince(e.topo)
-	if err := e.validate(next, changed); err != nil {
-		return false, err
-	}
-	if err := e.admit(e.topo, next); err != nil { // the pod's chains against the core budget
-		return false, err
-	}
-	e.endpoints[ep.Name] = ep
-	if err := e.applyChange(next, changed, true); err != nil {
-		delete(e.endpoints, ep.Name)
+	next := e.workingCopy()
+	if err := e.addEndpoint(next, ep); err != nil {
+		e.recycle(next)
 		return false, err
 	}
 	return true, nil
+}
+
+// addEndpoint is AddEndpoint's change, on a working copy.
+func (e *Engine) addEndpoint(next *cube.Topology, ep *endpoint.Endpoint) error {
+	if err := next.AddPort(ep.Cube, ep.Port()); err != nil {
+		return cube.Within("cubes."+ep.Cube, err)
+	}
+	c, _ := next.Edit(ep.Cube)
+	if err := plug(c, ep); err != nil {
+		return err
+	}
+	if ep.Tenant != "" {
+		if err := e.checkQuota(tenant.Of(ep.Tenant), next); err != nil {
+			return err
+		}
+	}
+	d := e.dirtyOf(next)
+	if err := e.validate(next, d.cubes); err != nil {
+		return err
+	}
+	if err := e.admit(e.topo, next); err != nil { // the pod's chains against the core budget
+		return err
+	}
+	e.endpoints[ep.Name] = ep
+	if err := e.applyChange(next, d, true); err != nil {
+		delete(e.endpoints, ep.Name)
+		return err
+	}
+	return nil
 }
 
 // prepareStub readies the endpoint's interface for an XDP stub before the
@@ -192,23 +202,33 @@ func (e *Engine) DeleteEndpoint(name string) error {
 	if !ok {
 		return cube.NotFound("endpoint", "no endpoint named %q", name)
 	}
-	next := e.topo.Clone()
+	next := e.workingCopy()
+	if err := e.deleteEndpoint(next, ep); err != nil {
+		e.recycle(next)
+		return err
+	}
+	return nil
+}
+
+// deleteEndpoint is DeleteEndpoint's change, on a working copy.
+func (e *Engine) deleteEndpoint(next *cube.Topology, ep *endpoint.Endpoint) error {
 	if c := next.Cubes[ep.Cube]; c != nil && c.Port(ep.Name) != nil {
 		if typ, err := cube.Lookup(c.Type); err == nil && typ.Unplug != nil {
+			c, _ = next.Edit(ep.Cube)
 			typ.Unplug(c, ep.Name)
 		}
 		if err := next.DeletePort(ep.Cube, ep.Name); err != nil {
 			return err
 		}
 	}
-	delete(next.Attachments, ep.Interface)
-	changed := next.ChangedSince(e.topo)
-	if err := e.validate(next, changed); err != nil {
+	next.SetAttachments(ep.Interface, nil)
+	d := e.dirtyOf(next)
+	if err := e.validate(next, d.cubes); err != nil {
 		return err
 	}
-	delete(e.endpoints, name)
-	if err := e.applyChange(next, changed, true); err != nil {
-		e.endpoints[name] = ep
+	delete(e.endpoints, ep.Name)
+	if err := e.applyChange(next, d, true); err != nil {
+		e.endpoints[ep.Name] = ep
 		return err
 	}
 	return nil

@@ -35,7 +35,7 @@ func TestEndpointOnRouter(t *testing.T) {
 	e := openAt(t, restartable(t))
 	defer e.Close()
 	base := cube.NewTopology()
-	base.Cubes["rr"] = &cube.Cube{Name: "rr", Type: "router", Tenant: "red", Ports: []cube.Port{{Name: "up", Index: 0, Addresses: []string{"198.18.1.1/24"}}}}
+	base.Put(&cube.Cube{Name: "rr", Type: "router", Tenant: "red", Ports: []cube.Port{{Name: "up", Index: 0, Addresses: []string{"198.18.1.1/24"}}}})
 	update(t, e, func(tp *cube.Topology) error { return tp.AddCube(base.Cubes["rr"].Clone()) })
 	ep := func(name, ifname string, addrs ...string) *endpoint.Endpoint {
 		return &endpoint.Endpoint{Name: name, Tenant: "red", Cube: "rr", Interface: ifname, Addresses: addrs}

@@ -145,7 +145,11 @@ func TestEndpointLifecycle(t *testing.T) {
 			}
 		}
 	}
-	if err := e.Update(func(tp *cube.Topology) error { tp.Cubes["redbr"].Tenant = "blue"; return nil }); !errors.Is(err, cube.ErrConflict) {
+	if err := e.Update(func(tp *cube.Topology) error {
+		c, err := tp.Edit("redbr")
+		c.Tenant = "blue"
+		return err
+	}); !errors.Is(err, cube.ErrConflict) {
 		t.Errorf("moved the cube of red's pod to blue: %v", err)
 	}
 	// A declarative apply keeps the endpoint's port; one without its cube
@@ -159,7 +163,7 @@ func TestEndpointLifecycle(t *testing.T) {
 		t.Fatalf("apply: %+v", c.Ports)
 	}
 	doc = e.Topology()
-	delete(doc.Cubes, "redbr")
+	doc.Remove("redbr")
 	if _, err := e.Replace(context.Background(), doc, false); !errors.Is(err, cube.ErrConflict) {
 		t.Fatalf("apply without the endpoint's cube: %v", err)
 	}

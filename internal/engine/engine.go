@@ -75,10 +75,14 @@ type Engine struct {
 	rev uint64
 	// lastChange is what the last topology change touched (dirty.go).
 	lastChange *changeSet
-	// spare is a deep copy of topo for the next change to work on, and
-	// spareStale the cubes of topo changed in place since (dirty.go).
-	spare      *cube.Topology
-	spareStale map[string]bool
+	// spare is the working copy of topo for the next change (cow.go).
+	spare *cube.Topology
+	// checkEdits: changes are checked to edit their working copy only
+	// through the copy-on-write accessors, against witness, a deep copy
+	// of topo's cubes (witnessStale: those to take again) (cow.go).
+	checkEdits   bool
+	witness      map[string]*cube.Cube
+	witnessStale map[string]bool
 	// goesDown, while set, says which cubes a reconcile puts down
 	// (restore.go) instead of failing when they cannot be made real: all
 	// of them when restoring, those that were down when rolling back.
@@ -201,7 +205,8 @@ func Open(cfg Config) (*Engine, error) {
 		stubEntry: map[StubKey]*datapath.Program{},
 		specs:     map[[32]byte]*ebpf.CollectionSpec{},
 
-		spareStale:    map[string]bool{},
+		checkEdits:    checkEditsOn(),
+		witnessStale:  map[string]bool{},
 		slicers:       map[string]bool{},
 		redirectReady: map[int]bool{},
 	}

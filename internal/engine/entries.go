@@ -224,10 +224,11 @@ func (e *Engine) changeEntries(who tenant.Actor, name, table string, fn func(tx 
 	ew, direct := l.ctl.(cube.EntryWriter)
 	if !direct || l.c == nil {
 		next := e.workingCopy()
-		tx := &EntryTx{c: next.Cubes[name], tb: tb, orig: map[string]json.RawMessage{}}
+		own, _ := next.Edit(name)
+		tx := &EntryTx{c: own, tb: tb, orig: map[string]json.RawMessage{}}
 		err := fn(tx)
 		if err == nil {
-			err = e.commit(who, next, next.ChangedSince(e.topo))
+			err = e.commit(who, next, e.dirtyOf(next))
 		}
 		if err != nil {
 			e.recycle(next)

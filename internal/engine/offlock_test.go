@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -72,9 +73,9 @@ func TestSlowCallsHoldUpOnlyTheirCube(t *testing.T) {
 	rules := map[string]map[string]json.RawMessage{"rules": {"p0": json.RawMessage(`{"in_port":"p0","out_port":"p1"}`)}}
 	ports := []cube.Port{{Name: "p0", Index: 0}, {Name: "p1", Index: 1}}
 	if err := e.Update(func(tp *cube.Topology) error {
-		tp.Cubes["slow"] = &cube.Cube{Name: "slow", Type: "engine-test-slow", Hook: datapath.XDP, Ports: ports}
-		tp.Cubes["fast"] = &cube.Cube{Name: "fast", Type: "portfwd", Hook: datapath.XDP, Ports: ports}
-		tp.Cubes["busy"] = &cube.Cube{Name: "busy", Type: "engine-test-slow", Hook: datapath.XDP}
+		tp.Put(&cube.Cube{Name: "slow", Type: "engine-test-slow", Hook: datapath.XDP, Ports: slices.Clone(ports)})
+		tp.Put(&cube.Cube{Name: "fast", Type: "portfwd", Hook: datapath.XDP, Ports: slices.Clone(ports)})
+		tp.Put(&cube.Cube{Name: "busy", Type: "engine-test-slow", Hook: datapath.XDP})
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -106,7 +107,7 @@ func TestSlowCallsHoldUpOnlyTheirCube(t *testing.T) {
 	// the rest goes on
 	within(t, "a change to other cubes", func() error {
 		return e.Update(func(tp *cube.Topology) error {
-			tp.Cubes["new"] = &cube.Cube{Name: "new", Type: "portfwd", Hook: datapath.XDP, Ports: ports, Tables: rules}
+			tp.Put(&cube.Cube{Name: "new", Type: "portfwd", Hook: datapath.XDP, Ports: slices.Clone(ports), Tables: rules})
 			return tp.SetPeer("fast:p1", "new:p0")
 		})
 	})

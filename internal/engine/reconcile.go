@@ -23,7 +23,7 @@ func (e *Engine) reconcile(desired *cube.Topology, adopt bool) error {
 // dirty.go; nil: all of it). Slots, hops and stubs outside it are left as
 // they are: the change did not alter them.
 func (e *Engine) reconcileSet(desired *cube.Topology, adopt bool, cs *changeSet) error {
-	names, gone := desired.CubeNames(), []string(nil)
+	var names, gone []string
 	if cs != nil {
 		names = sorted(cs.ensure)
 		for _, name := range sorted(cs.changed) {
@@ -32,6 +32,7 @@ func (e *Engine) reconcileSet(desired *cube.Topology, adopt bool, cs *changeSet)
 			}
 		}
 	} else {
+		names = desired.CubeNames()
 		for name := range e.cubes {
 			if _, keep := desired.Cubes[name]; !keep {
 				gone = append(gone, name)

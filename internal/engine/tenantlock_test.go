@@ -61,9 +61,9 @@ func TestTenantChangeIsCheckedWhenApplied(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- e.UpdateAs(context.Background(), tenant.Of("red"), func(tp *cube.Topology, _ tenant.Scope) error {
-			c, ok := tp.Cubes["x"]
-			if !ok {
-				return cube.NotFound("cube", "no cube named x")
+			c, err := tp.Edit("x")
+			if err != nil {
+				return err
 			}
 			c.Config = json.RawMessage(`{"gen":2}`)
 			return nil
@@ -78,8 +78,9 @@ func TestTenantChangeIsCheckedWhenApplied(t *testing.T) {
 	}
 	// meanwhile, the administrator gives the cube to blue
 	update(t, e, func(tp *cube.Topology) error {
-		tp.Cubes["x"].Tenant = "blue"
-		return nil
+		c, err := tp.Edit("x")
+		c.Tenant = "blue"
+		return err
 	})
 	close(held.proceed)
 	err = <-done

@@ -170,12 +170,12 @@ func (e *Engine) UpdateAs(ctx context.Context, who tenant.Actor, fn func(t *cube
 			e.mu.Unlock()
 			return err
 		}
-		changed := next.ChangedSince(e.topo)
-		todo := e.unprepared(next, changed, prepared)
+		d := e.dirtyOf(next)
+		todo := e.unprepared(next, d.cubes, prepared)
 		// Three rounds of preparing what another change made stale are
 		// plenty; after that the validation compiles what is left.
 		if len(todo) == 0 || attempt == 3 {
-			err := e.commit(who, next, changed)
+			err := e.commit(who, next, d)
 			if err != nil {
 				e.recycle(next)
 			}

@@ -53,7 +53,7 @@ func testTopology(cost float64) *cube.Topology {
 	t := cube.NewTopology()
 	t.Cubes["r1"] = std("r1", cost, cube.Port{Name: "p0", Peer: "a"}, cube.Port{Name: "p1", Index: 1, Peer: "r2:p0"})
 	t.Cubes["r2"] = std("r2", 30, cube.Port{Name: "p0", Peer: "r1:p1"}, cube.Port{Name: "p1", Index: 1, Peer: "c"})
-	t.Cubes["f1"] = &cube.Cube{Name: "f1", Type: "testtr", Hook: datapath.XDP}
+	t.Put(&cube.Cube{Name: "f1", Type: "testtr", Hook: datapath.XDP})
 	t.Attachments["r1:p0"] = []string{"f1"}
 	return t
 }
@@ -167,7 +167,7 @@ func TestAdmission(t *testing.T) {
 	// removing a cube from a chain over the budget changes its route, not
 	// where its packets come from and go: allowed
 	withoutF1 := func(tp *cube.Topology) *cube.Topology {
-		delete(tp.Cubes, "f1")
+		tp.Remove("f1")
 		delete(tp.Attachments, "r1:p0")
 		return tp
 	}
@@ -223,8 +223,8 @@ func init() {
 func sliceTopology(cost, goldBudget float64) *cube.Topology {
 	t := cube.NewTopology()
 	cfg, _ := json.Marshal(map[string]any{"Slices": []cube.Slice{{Name: "gold", Port: "g", Entry: "up", BudgetNS: goldBudget}, {Name: "silver", Port: "s", Entry: "up"}}})
-	t.Cubes["sl"] = &cube.Cube{Name: "sl", Type: "testslicer", Hook: datapath.XDP, Config: cfg,
-		Ports: []cube.Port{{Name: "up", Peer: "e"}, {Name: "g", Index: 1, Peer: "r1:p0"}, {Name: "s", Index: 2, Peer: "r2:p0"}}}
+	t.Put(&cube.Cube{Name: "sl", Type: "testslicer", Hook: datapath.XDP, Config: cfg,
+		Ports: []cube.Port{{Name: "up", Peer: "e"}, {Name: "g", Index: 1, Peer: "r1:p0"}, {Name: "s", Index: 2, Peer: "r2:p0"}}})
 	t.Cubes["r1"] = std("r1", cost, cube.Port{Name: "p0", Peer: "sl:g"}, cube.Port{Name: "p1", Index: 1, Peer: "o1"})
 	t.Cubes["r2"] = std("r2", 30, cube.Port{Name: "p0", Peer: "sl:s"}, cube.Port{Name: "p1", Index: 1, Peer: "o2"})
 	return t
@@ -376,8 +376,8 @@ func TestBadProfiles(t *testing.T) {
 // cross on the way out of an interface.
 func TestCubeWithoutAHook(t *testing.T) {
 	tp := cube.NewTopology()
-	tp.Cubes["br"] = &cube.Cube{Name: "br", Type: "bridge", Ports: []cube.Port{{Name: "p0", Peer: "a"}, {Name: "p1", Index: 1, Peer: "b"}}}
-	tp.Cubes["mon"] = &cube.Cube{Name: "mon", Type: "monitor"}
+	tp.Put(&cube.Cube{Name: "br", Type: "bridge", Ports: []cube.Port{{Name: "p0", Peer: "a"}, {Name: "p1", Index: 1, Peer: "b"}}})
+	tp.Put(&cube.Cube{Name: "mon", Type: "monitor"})
 	tp.Attachments["b"] = []string{"mon"}
 	p, err := estimate.Builtin(datapath.XDP)
 	if err != nil {

@@ -60,7 +60,7 @@ func Open(typ *cube.Type, model *cube.Cube) (*Rig, error) {
 		model.Hook = typ.Hooks[0]
 	}
 	topo := cube.NewTopology()
-	topo.Cubes[model.Name] = model
+	topo.Put(model)
 	if err := topo.Validate(nil); err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
@@ -143,7 +143,7 @@ func (r *Rig) Close() { r.DP.Destroy() }
 // Update replaces the model (after validating it) and re-syncs.
 func (r *Rig) Update(model *cube.Cube) error {
 	topo := cube.NewTopology()
-	topo.Cubes[model.Name] = model
+	topo.Put(model)
 	if err := topo.Validate(nil); err != nil {
 		return err
 	}

@@ -248,7 +248,13 @@ func TestTenantCallsActAsTheDevicesTenant(t *testing.T) {
 
 	// the administrator gives both cubes to blue
 	nftest.MustUpdate(t, r.eng, func(tp *cube.Topology) error {
-		tp.Cubes["red1"].Tenant, tp.Cubes["sink"].Tenant = "blue", "blue"
+		for _, name := range []string{"red1", "sink"} {
+			c, err := tp.Edit(name)
+			if err != nil {
+				return err
+			}
+			c.Tenant = "blue"
+		}
 		return nil
 	})
 	cl.send(packetOut)

@@ -139,6 +139,9 @@ func (s *Server) SetForwardingPipelineConfig(ctx context.Context, req *SetPipeli
 		if clear {
 			// VERIFY_AND_COMMIT: the forwarding state starts empty, and
 			// with it the digests and the groups
+			if c, err = t.Edit(d.cube); err != nil {
+				return err
+			}
 			c.Tables = nil
 			st = p4nf.P4RuntimeState{}
 		}

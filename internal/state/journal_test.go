@@ -22,8 +22,8 @@ func snapshot(t *testing.T) (string, *Journal) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "state.json")
 	topo := cube.NewTopology()
-	topo.Cubes["dd"] = &cube.Cube{Name: "dd", Type: "ddos", Tables: map[string]map[string]json.RawMessage{
-		"blacklist_src": {"198.18.0.1/32": json.RawMessage(`{"prefix":"198.18.0.1/32"}`)}}}
+	topo.Put(&cube.Cube{Name: "dd", Type: "ddos", Tables: map[string]map[string]json.RawMessage{
+		"blacklist_src": {"198.18.0.1/32": json.RawMessage(`{"prefix":"198.18.0.1/32"}`)}}})
 	if err := Save(path, &File{Gen: 1, Topology: topo, Slots: map[string]uint32{"dd": 0}}); err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	if err != nil || len(f.Topology.Cubes) != 0 {
 		t.Fatalf("missing file: %v %v", f, err)
 	}
-	f.Topology.Cubes["c1"] = &cube.Cube{Name: "c1", Type: "portfwd", Hook: "xdp"}
+	f.Topology.Put(&cube.Cube{Name: "c1", Type: "portfwd", Hook: "xdp"})
 	f.Slots["c1"] = 3
 	if err := Save(path, f); err != nil {
 		t.Fatal(err)
@@ -53,8 +53,8 @@ func TestLoadRejectsCorruptAndFutureFiles(t *testing.T) {
 func TestSavePartsWritesWhatSaveWrites(t *testing.T) {
 	dir := t.TempDir()
 	topo := cube.NewTopology()
-	topo.Cubes["b"] = &cube.Cube{Name: "b", Type: "portfwd", Hook: "xdp", Ports: []cube.Port{{Name: "p0", Peer: "a:p0"}}}
-	topo.Cubes["a"] = &cube.Cube{Name: "a", Type: "portfwd", Hook: "tc"}
+	topo.Put(&cube.Cube{Name: "b", Type: "portfwd", Hook: "xdp", Ports: []cube.Port{{Name: "p0", Peer: "a:p0"}}})
+	topo.Put(&cube.Cube{Name: "a", Type: "portfwd", Hook: "tc"})
 	topo.Attachments["b:p0"] = []string{"m"}
 	slots := map[string]uint32{"a": 1, "b": 0}
 	tenants := map[string]*tenant.Tenant{"red": {Name: "red", Interfaces: []string{"veth0"}, Quota: tenant.Quota{tenant.Cubes: 3}}}
@@ -90,8 +90,8 @@ func TestSavePartsWritesWhatSaveWrites(t *testing.T) {
 func TestJournalReplay(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.json")
 	topo := cube.NewTopology()
-	topo.Cubes["dd"] = &cube.Cube{Name: "dd", Type: "ddos", Tables: map[string]map[string]json.RawMessage{
-		"blacklist_src": {"198.18.0.1/32": json.RawMessage(`{"prefix":"198.18.0.1/32"}`)}}}
+	topo.Put(&cube.Cube{Name: "dd", Type: "ddos", Tables: map[string]map[string]json.RawMessage{
+		"blacklist_src": {"198.18.0.1/32": json.RawMessage(`{"prefix":"198.18.0.1/32"}`)}}})
 	if err := Save(path, &File{Gen: 2, Topology: topo, Slots: map[string]uint32{"dd": 0}}); err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ func world(t *testing.T) *cube.Topology {
 	t.Helper()
 	tp := cube.NewTopology()
 	add := func(name, typ, ten string, ports ...cube.Port) {
-		tp.Cubes[name] = &cube.Cube{Name: name, Type: typ, Hook: "xdp", Tenant: ten, Ports: ports}
+		tp.Put(&cube.Cube{Name: name, Type: typ, Hook: "xdp", Tenant: ten, Ports: ports})
 	}
 	add("r1", "portfwd", "red", cube.Port{Name: "p0", Index: 0, Peer: "veth-r"}, cube.Port{Name: "p1", Index: 1})
 	add("r2", "portfwd", "red", cube.Port{Name: "p0", Index: 0}, cube.Port{Name: "p1", Index: 1, Peer: "a1:p0"})
@@ -86,13 +86,13 @@ func TestChangeStaysWithinTheTenant(t *testing.T) {
 		{"peer with blue's port", func(tp *cube.Topology) { tp.Cubes["r1"].Ports[1].Peer, tp.Cubes["b1"].Ports[1].Peer = "b1:p1", "r1:p1" }, cube.ErrNotFound},
 		{"peer with an interface not given", func(tp *cube.Topology) { tp.Cubes["r1"].Ports[1].Peer = "veth-b" }, cube.ErrForbidden},
 		{"change blue's cube", func(tp *cube.Topology) { tp.Cubes["b1"].Ports[1].MAC = "02:00:00:00:00:01" }, cube.ErrNotFound},
-		{"delete blue's cube", func(tp *cube.Topology) { delete(tp.Cubes, "b1") }, cube.ErrNotFound},
+		{"delete blue's cube", func(tp *cube.Topology) { tp.Remove("b1") }, cube.ErrNotFound},
 		{"create a cube for blue", func(tp *cube.Topology) {
-			tp.Cubes["x"] = &cube.Cube{Name: "x", Type: "portfwd", Tenant: "blue"}
+			tp.Put(&cube.Cube{Name: "x", Type: "portfwd", Tenant: "blue"})
 		}, cube.ErrForbidden},
 		{"give own cube away", func(tp *cube.Topology) { tp.Cubes["r1"].Tenant = "blue" }, cube.ErrForbidden},
 		{"delete own cube peered with the administrator's", func(tp *cube.Topology) {
-			delete(tp.Cubes, "r2")
+			tp.Remove("r2")
 			tp.Cubes["a1"].Ports[0].Peer = ""
 		}, nil},
 		{"attach own monitor to own port", func(tp *cube.Topology) { tp.Attachments["r2:p0"] = []string{"rm"} }, nil},
@@ -108,10 +108,10 @@ func TestChangeStaysWithinTheTenant(t *testing.T) {
 			delete(tp.Attachments, "r1:p0")
 		}, nil},
 		{"mirror to blue's interface", func(tp *cube.Topology) {
-			tp.Cubes["rd"] = &cube.Cube{Name: "rd", Type: "ddos", Tenant: "red", Config: json.RawMessage(`{"scan":{},"mirror_interface":"veth-b"}`)}
+			tp.Put(&cube.Cube{Name: "rd", Type: "ddos", Tenant: "red", Config: json.RawMessage(`{"scan":{},"mirror_interface":"veth-b"}`)})
 		}, cube.ErrForbidden},
 		{"mirror to own interface", func(tp *cube.Topology) {
-			tp.Cubes["rd"] = &cube.Cube{Name: "rd", Type: "ddos", Tenant: "red", Config: json.RawMessage(`{"scan":{},"mirror_interface":"veth-r2"}`)}
+			tp.Put(&cube.Cube{Name: "rd", Type: "ddos", Tenant: "red", Config: json.RawMessage(`{"scan":{},"mirror_interface":"veth-r2"}`)})
 		}, nil},
 	}
 	for _, c := range cases {

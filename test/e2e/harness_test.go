@@ -46,6 +46,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binDir = dir
+	// the daemons check that every change edits its working copy through
+	// the copy-on-write accessors (internal/engine/cow.go)
+	os.Setenv("EDGENF_CHECK_EDITS", "1")
 	code := m.Run()
 	os.RemoveAll(dir)
 	if left := leftovers(); len(left) > 0 {

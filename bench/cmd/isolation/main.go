@@ -228,13 +228,13 @@ func edgenfSetup(lab *netlab.Lab, stateDir string) (setup, *engine.Engine, error
 	}
 	cfg, _ := json.Marshal(slicer.Settings{Uplink: "up", Egress: []slicer.Egress{{Interface: vd, RateBps: linkBps}}})
 	err = eng.Update(func(tp *cube.Topology) error {
-		tp.Cubes["mg"] = &cube.Cube{Name: "mg", Type: "portfwd", Hook: "tc",
+		tp.Put(&cube.Cube{Name: "mg", Type: "portfwd", Hook: "tc",
 			Ports: []cube.Port{{Name: "ia", Index: 0}, {Name: "ib", Index: 1}, {Name: "out", Index: 2, Peer: vd}},
 			Tables: map[string]map[string]json.RawMessage{"rules": {
 				"ia":  json.RawMessage(`{"in_port":"ia","out_port":"out"}`),
 				"ib":  json.RawMessage(`{"in_port":"ib","out_port":"out"}`),
 				"out": json.RawMessage(`{"in_port":"out","out_port":"ib"}`),
-			}}}
+			}}})
 		return tp.AddCube(&cube.Cube{Name: "sl", Type: "slicer", Hook: "tc", Config: cfg,
 			Tables: map[string]map[string]json.RawMessage{"slices": rows},
 			Ports:  []cube.Port{{Name: "up", Index: 0, Peer: vs}}})

@@ -329,7 +329,7 @@ func TestValidation(t *testing.T) {
 			c := vlanned(datapath.XDP)
 			tc.mod(c)
 			topo := cube.NewTopology()
-			topo.Cubes[c.Name] = c
+			topo.Put(c)
 			err := topo.Validate(nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want %q", err, tc.want)

@@ -153,8 +153,9 @@ func TestE2EBridgeVLANsAndLearning(t *testing.T) {
 			// Bad input through the engine: refused, naming the field; the
 			// bridge keeps switching as before.
 			err = l.e.Update(func(tp *cube.Topology) error {
-				tp.Cubes["br1"].Port("h1").Config = json.RawMessage(`{"vlan":5000}`)
-				return nil
+				br, err := tp.Edit("br1")
+				br.Port("h1").Config = json.RawMessage(`{"vlan":5000}`)
+				return err
 			})
 			if err == nil || !strings.Contains(err.Error(), "ports[h1].config.vlan: VLAN 5000 out of range 1..4094") {
 				t.Fatalf("bad VLAN: %v", err)

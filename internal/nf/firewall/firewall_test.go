@@ -398,7 +398,7 @@ func TestValidation(t *testing.T) {
 	}
 	for _, c := range cases {
 		topo := cube.NewTopology()
-		topo.Cubes["fw"] = fwModel(datapath.XDP, c.cfg, []Rule{c.r}, nil)
+		topo.Put(fwModel(datapath.XDP, c.cfg, []Rule{c.r}, nil))
 		err := topo.Validate(nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want %q", c.r, err, c.want)

@@ -340,7 +340,7 @@ func TestIPv6Validation(t *testing.T) {
 	}
 	for _, c := range cases {
 		topo := cube.NewTopology()
-		topo.Cubes["fw"] = fwModel(datapath.XDP, nil, []Rule{c.r}, nil)
+		topo.Put(fwModel(datapath.XDP, nil, []Rule{c.r}, nil))
 		err := topo.Validate(nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want %q", c.r, err, c.want)

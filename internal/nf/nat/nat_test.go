@@ -355,7 +355,7 @@ func TestNATValidation(t *testing.T) {
 	}
 	for _, c := range cases {
 		topo := cube.NewTopology()
-		topo.Cubes["nat"] = natModel(datapath.XDP, c.cfg, c.t)
+		topo.Put(natModel(datapath.XDP, c.cfg, c.t))
 		err := topo.Validate(nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v %+v: error %v, want %q", c.cfg, c.t, err, c.want)

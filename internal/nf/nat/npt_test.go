@@ -168,7 +168,7 @@ func TestNPTv6Validation(t *testing.T) {
 	}
 	for _, c := range cases {
 		topo := cube.NewTopology()
-		topo.Cubes["nat"] = natModel(datapath.XDP, nil, tables{"npt": c.rules})
+		topo.Put(natModel(datapath.XDP, nil, tables{"npt": c.rules}))
 		err := topo.Validate(nil)
 		if err == nil && len(c.rules) > 1 {
 			// Cross-rule conflicts are found when the rules are written.

@@ -58,7 +58,7 @@ func TestP4EntriesAreValidatedAgainstTheProgram(t *testing.T) {
 	}
 	for _, c := range cases {
 		topo := cube.NewTopology()
-		topo.Cubes["sw"] = portfwdCube(t, c.e)
+		topo.Put(portfwdCube(t, c.e))
 		err := topo.Validate(nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.e, err, c.want)

@@ -210,7 +210,7 @@ func TestP4LearnRulesAreValidated(t *testing.T) {
 	}
 	for _, c := range cases {
 		topo := cube.NewTopology()
-		topo.Cubes["sw"] = learnCube(c.config)
+		topo.Put(learnCube(c.config))
 		if err := topo.Validate(nil); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", c.config, err, c.want)
 		}

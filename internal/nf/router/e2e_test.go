@@ -234,8 +234,9 @@ func TestE2ERouterBadInputLeavesStateAlone(t *testing.T) {
 			return err
 		}, "metric: unknown field"},
 		{func(tp *cube.Topology) error {
-			tp.Cubes["r1"].Ports[1].Addresses = []string{"198.18.0.200/24"}
-			return nil
+			r1, err := tp.Edit("r1")
+			r1.Ports[1].Addresses = []string{"198.18.0.200/24"}
+			return err
 		}, "overlaps 198.18.0.0/24 of port p0"},
 		{func(tp *cube.Topology) error {
 			return tp.SetConfig("r1", json.RawMessage(`{"icmp_rate_limit":-1}`))

@@ -99,12 +99,13 @@ func moreSlicesThanPorts(t *testing.T, hook datapath.Hook) {
 			}
 			name := fmt.Sprintf("s%d", k)
 			rows[name] = nftest.Entry(Slice{Name: name, ID: k, Tenant: "t", Chain: fmt.Sprintf("c%d:in", k), Rules: []Rule{{Dst: dst}}})
-			tp.Cubes[fmt.Sprintf("c%d", k)] = chainCube(k, "t", out)
-			tp.Cubes[fmt.Sprintf("c%d", k)].Hook = hook
+			c := chainCube(k, "t", out)
+			c.Hook = hook
+			tp.Put(c)
 		}
-		tp.Cubes["sl"] = &cube.Cube{Name: "sl", Type: "slicer", Hook: hook, Config: json.RawMessage(`{"uplink":"up"}`),
+		tp.Put(&cube.Cube{Name: "sl", Type: "slicer", Hook: hook, Config: json.RawMessage(`{"uplink":"up"}`),
 			Tables: map[string]map[string]json.RawMessage{"slices": rows},
-			Ports:  []cube.Port{{Name: "up", Index: 0, Peer: vs}}}
+			Ports:  []cube.Port{{Name: "up", Index: 0, Peer: vs}}})
 		return nil
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -141,7 +142,9 @@ func moreSlicesThanPorts(t *testing.T, hook datapath.Hook) {
 	}
 	// Taken apart: the slice goes, and its entry cube may be peered again.
 	nftest.MustUpdate(t, e, func(tp *cube.Topology) error {
-		tp.Cubes["sl"].SetRow("slices", fmt.Sprintf("s%d", target), nil)
+		if err := tp.DeleteEntry("sl", "slices", fmt.Sprintf("s%d", target)); err != nil {
+			return err
+		}
 		return tp.SetPeer(fmt.Sprintf("c%d:in", target), "c1:out")
 	})
 	short, stop := context.WithTimeout(ctx, 3*time.Second)
@@ -162,13 +165,13 @@ func TestChainEntryRefusals(t *testing.T) {
 		return nftest.Entry(Slice{Name: name, ID: id, Tenant: tenantName, Chain: chain, Rules: []Rule{{Dst: fmt.Sprintf("198.18.0.%d", id)}}})
 	}
 	nftest.MustUpdate(t, e, func(tp *cube.Topology) error {
-		tp.Cubes["red1"] = chainCube(1, "red", "")
-		tp.Cubes["red1"].Name = "red1"
-		tp.Cubes["blue1"] = chainCube(2, "blue", "")
-		tp.Cubes["blue1"].Name = "blue1"
-		tp.Cubes["sl"] = &cube.Cube{Name: "sl", Type: "slicer", Hook: "tc", Config: json.RawMessage(`{"uplink":"up"}`),
+		for name, c := range map[string]*cube.Cube{"red1": chainCube(1, "red", ""), "blue1": chainCube(2, "blue", "")} {
+			c.Name = name
+			tp.Put(c)
+		}
+		tp.Put(&cube.Cube{Name: "sl", Type: "slicer", Hook: "tc", Config: json.RawMessage(`{"uplink":"up"}`),
 			Tables: map[string]map[string]json.RawMessage{"slices": {"r": slice("r", 1, "red", "red1:in")}},
-			Ports:  []cube.Port{{Name: "up", Index: 0}}}
+			Ports:  []cube.Port{{Name: "up", Index: 0}}})
 		return nil
 	})
 	rev := e.Revision()
@@ -179,16 +182,19 @@ func TestChainEntryRefusals(t *testing.T) {
 		field string
 	}{
 		{"another tenant's cube", func(tp *cube.Topology) error {
-			tp.Cubes["sl"].SetRow("slices", "b", slice("b", 2, "red", "blue1:in"))
-			return nil
+			sl, err := tp.Edit("sl")
+			sl.SetRow("slices", "b", slice("b", 2, "red", "blue1:in"))
+			return err
 		}, cube.ErrConflict, "cubes.sl.tables.slices[b].chain"},
 		{"no such cube", func(tp *cube.Topology) error {
-			tp.Cubes["sl"].SetRow("slices", "b", slice("b", 2, "red", "nope:in"))
-			return nil
+			sl, err := tp.Edit("sl")
+			sl.SetRow("slices", "b", slice("b", 2, "red", "nope:in"))
+			return err
 		}, cube.ErrNotFound, "cubes.sl.tables.slices[b].chain"},
 		{"entry of another slice", func(tp *cube.Topology) error {
-			tp.Cubes["sl"].SetRow("slices", "b", slice("b", 2, "red", "red1:in"))
-			return nil
+			sl, err := tp.Edit("sl")
+			sl.SetRow("slices", "b", slice("b", 2, "red", "red1:in"))
+			return err
 		}, cube.ErrConflict, "chain"},
 		{"peered entry", func(tp *cube.Topology) error {
 			return tp.SetPeer("red1:in", "blue1:in")
@@ -197,8 +203,9 @@ func TestChainEntryRefusals(t *testing.T) {
 			return tp.DeleteCube("red1")
 		}, cube.ErrNotFound, "cubes.sl.tables.slices[r].chain"},
 		{"port and chain", func(tp *cube.Topology) error {
-			tp.Cubes["sl"].SetRow("slices", "b", nftest.Entry(Slice{Name: "b", ID: 2, Port: "x", Chain: "blue1:in"}))
-			return nil
+			sl, err := tp.Edit("sl")
+			sl.SetRow("slices", "b", nftest.Entry(Slice{Name: "b", ID: 2, Port: "x", Chain: "blue1:in"}))
+			return err
 		}, cube.ErrUnprocessable, "chain"},
 	}
 	for _, c := range cases {

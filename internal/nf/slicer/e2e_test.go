@@ -76,14 +76,15 @@ func setupE2E(t *testing.T, shape bool, slices ...Slice) *e2e {
 			Ports:  []cube.Port{{Name: "up", Index: 0, Peer: r.vs}, {Name: "a", Index: 1}, {Name: "b", Index: 2}}}); err != nil {
 			return err
 		}
-		tp.Cubes["sl"].Ports[1].Peer, tp.Cubes["sl"].Ports[2].Peer = "mg:ia", "mg:ib"
-		tp.Cubes["mg"] = &cube.Cube{Name: "mg", Type: "portfwd", Hook: "tc",
+		sl, _ := tp.Edit("sl")
+		sl.Ports[1].Peer, sl.Ports[2].Peer = "mg:ia", "mg:ib"
+		tp.Put(&cube.Cube{Name: "mg", Type: "portfwd", Hook: "tc",
 			Ports: []cube.Port{{Name: "ia", Index: 0, Peer: "sl:a"}, {Name: "ib", Index: 1, Peer: "sl:b"}, {Name: "out", Index: 2, Peer: r.vd}},
 			Tables: map[string]map[string]json.RawMessage{"rules": {
 				"ia":  json.RawMessage(`{"in_port":"ia","out_port":"out"}`),
 				"ib":  json.RawMessage(`{"in_port":"ib","out_port":"out"}`),
 				"out": json.RawMessage(`{"in_port":"out","out_port":"ia"}`),
-			}}}
+			}}})
 		return nil
 	})
 	return r
@@ -143,7 +144,10 @@ func TestE2EGuaranteeSurvivesFlood(t *testing.T) {
 	// The negative: the same traffic through one HTB class of the link rate
 	// (what the interface has without the slices' classes).
 	nftest.MustUpdate(t, r.e, func(tp *cube.Topology) error {
-		c := tp.Cubes["sl"]
+		c, err := tp.Edit("sl")
+		if err != nil {
+			return err
+		}
 		c.Config = json.RawMessage(`{"uplink":"up"}`)
 		for _, n := range []string{"greedy", "victim"} {
 			var sl Slice
@@ -234,9 +238,9 @@ func TestTenantsCannotChangeSlices(t *testing.T) {
 		Slice{Name: "red", ID: 1, Port: "a", Tenant: "red", MinBps: 2e6, Rules: []Rule{{Proto: "udp", DPort: 6001}}})
 	actor := tenant.Of("red")
 	err := r.e.UpdateAs(context.Background(), actor, func(tp *cube.Topology, _ tenant.Scope) error {
-		c := tp.Cubes["sl"]
-		if c == nil {
-			return cube.NotFound("cubes", "no cube named sl")
+		c, err := tp.Edit("sl")
+		if err != nil {
+			return err
 		}
 		c.Tables["slices"]["red"] = nftest.Entry(Slice{Name: "red", ID: 1, Port: "a", Tenant: "red", MinBps: 15e6})
 		return nil
@@ -304,21 +308,21 @@ func TestE2ESegregationOverlappingAddresses(t *testing.T) {
 			"red":  nftest.Entry(Slice{Name: "red", ID: 1, Tenant: "red", Port: "red", Rules: []Rule{{VLAN: intp(10)}}}),
 			"blue": nftest.Entry(Slice{Name: "blue", ID: 2, Tenant: "blue", Port: "blue", Rules: []Rule{{VLAN: intp(20)}}}),
 		}
-		tp.Cubes["sl"] = &cube.Cube{Name: "sl", Type: "slicer", Hook: "tc", Config: json.RawMessage(`{"uplink":"up"}`),
+		tp.Put(&cube.Cube{Name: "sl", Type: "slicer", Hook: "tc", Config: json.RawMessage(`{"uplink":"up"}`),
 			Tables: map[string]map[string]json.RawMessage{"slices": rows},
-			Ports:  []cube.Port{{Name: "up", Index: 0, Peer: tb}, {Name: "red", Index: 1, Peer: "rred:p0"}, {Name: "blue", Index: 2, Peer: "rblue:p0"}}}
-		tp.Cubes["acc"] = &cube.Cube{Name: "acc", Type: "slicer", Hook: "tc", Config: json.RawMessage(`{"uplink":"trunk"}`),
+			Ports:  []cube.Port{{Name: "up", Index: 0, Peer: tb}, {Name: "red", Index: 1, Peer: "rred:p0"}, {Name: "blue", Index: 2, Peer: "rblue:p0"}}})
+		tp.Put(&cube.Cube{Name: "acc", Type: "slicer", Hook: "tc", Config: json.RawMessage(`{"uplink":"trunk"}`),
 			Tables: map[string]map[string]json.RawMessage{"slices": {
 				"red":  nftest.Entry(Slice{Name: "red", ID: 1, Port: "red", Rules: []Rule{{VLAN: intp(10)}}}),
 				"blue": nftest.Entry(Slice{Name: "blue", ID: 2, Port: "blue", Rules: []Rule{{VLAN: intp(20)}}}),
 			}},
-			Ports: []cube.Port{{Name: "trunk", Index: 0, Peer: ta}, {Name: "red", Index: 1, Peer: cliIf["red"]}, {Name: "blue", Index: 2, Peer: cliIf["blue"]}}}
+			Ports: []cube.Port{{Name: "trunk", Index: 0, Peer: ta}, {Name: "red", Index: 1, Peer: cliIf["red"]}, {Name: "blue", Index: 2, Peer: cliIf["blue"]}}})
 		for _, name := range []string{"red", "blue"} {
-			tp.Cubes["r"+name] = &cube.Cube{Name: "r" + name, Type: "router", Hook: "tc", Tenant: name,
+			tp.Put(&cube.Cube{Name: "r" + name, Type: "router", Hook: "tc", Tenant: name,
 				Ports: []cube.Port{
 					{Name: "p0", Index: 0, Peer: "sl:" + name, Addresses: []string{"198.18.0.1/24"}},
 					{Name: "p1", Index: 1, Peer: srvIf[name], Addresses: []string{"198.19.0.1/24"}},
-				}}
+				}})
 		}
 		return nil
 	})

@@ -27,7 +27,7 @@ func BenchmarkSliceCreate(b *testing.B) {
 		for lo := 1; lo <= n; lo += batch {
 			nftest.MustUpdate(b, e, func(tp *cube.Topology) error {
 				for k := lo; k < lo+batch && k <= n; k++ {
-					tp.Cubes[fmt.Sprintf("c%d", k)] = chainCube(k, "t", "")
+					tp.Put(chainCube(k, "t", ""))
 				}
 				return nil
 			})
@@ -43,8 +43,9 @@ func BenchmarkSliceCreate(b *testing.B) {
 				Rules: []Rule{{Dst: fmt.Sprintf("198.18.%d.%d", k>>8, k&0xff)}}})
 			start := time.Now()
 			nftest.MustUpdate(b, e, func(tp *cube.Topology) error {
-				tp.Cubes["sl"].SetRow("slices", name, row)
-				return nil
+				sl, err := tp.Edit("sl")
+				sl.SetRow("slices", name, row)
+				return err
 			})
 			took = append(took, time.Since(start))
 		}

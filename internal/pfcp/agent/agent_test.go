@@ -45,7 +45,7 @@ func setup(t *testing.T) (*engine.Engine, *client.Client, netip.AddrPort) {
 	e := nftest.Engine(t)
 	port := nftest.FreeUDPPort(t)
 	nftest.MustUpdate(t, e, func(topo *cube.Topology) error {
-		topo.Cubes["u1"] = upfCube(port, "")
+		topo.Put(upfCube(port, ""))
 		return nil
 	})
 	upfAddr := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port)
@@ -363,7 +363,7 @@ func TestRestartKeepsSessionsAndRecoveryTime(t *testing.T) {
 	}
 	t.Cleanup(func() { engine.DestroyAt(cfg) })
 	port := nftest.FreeUDPPort(t)
-	if err := e.Update(func(topo *cube.Topology) error { topo.Cubes["u1"] = upfCube(port, ""); return nil }); err != nil {
+	if err := e.Update(func(topo *cube.Topology) error { topo.Put(upfCube(port, "")); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	upfAddr := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port)

@@ -29,7 +29,7 @@ func BenchmarkPFCPEstablishment(b *testing.B) {
 	e := nftest.Engine(b)
 	port := nftest.FreeUDPPort(b)
 	nftest.MustUpdate(b, e, func(topo *cube.Topology) error {
-		topo.Cubes["u1"] = upfCube(port, "")
+		topo.Put(upfCube(port, ""))
 		return nil
 	})
 	c, err := client.Dial(netip.MustParseAddrPort("127.0.0.1:0"), netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port))

@@ -45,7 +45,10 @@ func volumeOnly(gnbTEID uint32) []*pfcp.IE {
 func setDrain(t *testing.T, e *engine.Engine, period int) {
 	t.Helper()
 	nftest.MustUpdate(t, e, func(topo *cube.Topology) error {
-		c := topo.Cubes["u1"]
+		c, err := topo.Edit("u1")
+		if err != nil {
+			return err
+		}
 		var cfg map[string]any
 		if err := json.Unmarshal(c.Config, &cfg); err != nil {
 			return err

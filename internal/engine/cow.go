@@ -1,0 +1,218 @@
+package engine
+
+// A change's working copy. It is a topology that shares every cube with
+// the applied one (copy-on-write: cube.Topology.Edit copies a cube before
+// its first edit) and records what the change touched. The engine keeps
+// it from one change to the next (the spare copy): taking it, putting
+// back what an aborted change touched, or bringing it up to date after an
+// applied one costs what the change touched, not the size of the topology.
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/edgenf/edgenf/internal/cube"
+)
+
+// dirty is what a change touched: the cubes that differ from the applied
+// ones and the candidate attachment points (all: the change's topology
+// is not a working copy, a declarative apply's).
+type dirty struct {
+	cubes  []string
+	points []string
+	all    bool
+}
+
+// workingCopy is the topology a change works on: the applied one, sharing
+// its cubes, its attachment lists copied (each list shared).
+func (e *Engine) workingCopy() *cube.Topology {
+	if e.checkEdits {
+		e.refreshWitness()
+	}
+	t := e.spare
+	e.spare = nil
+	if t == nil {
+		t = &cube.Topology{Cubes: maps.Clone(e.topo.Cubes), Attachments: maps.Clone(e.topo.Attachments)}
+	}
+	t.Share()
+	return t
+}
+
+// dirtyOf finds what a working copy changed: the touched cubes that differ
+// from the applied ones, the touched attachment points whose lists differ.
+// A touched cube that ended as it was is shared again (the working copy
+// then shares every cube it did not change).
+func (e *Engine) dirtyOf(next *cube.Topology) dirty {
+	if e.checkEdits {
+		e.checkWorkingCopy(next)
+	}
+	cubes, points := next.Touched()
+	d := dirty{cubes: next.ChangedAmong(e.topo, cubes)}
+	for _, name := range cubes {
+		if _, changed := slices.BinarySearch(d.cubes, name); !changed {
+			if c := e.topo.Cubes[name]; c != nil {
+				next.Cubes[name] = c
+			}
+		}
+	}
+	for _, p := range points {
+		if !slices.Equal(next.Attachments[p], e.topo.Attachments[p]) {
+			d.points = append(d.points, p)
+		}
+	}
+	return d
+}
+
+// dirtyAll is dirtyOf for a topology that is not a working copy (a
+// declarative apply's): every cube is compared.
+func (e *Engine) dirtyAll(next *cube.Topology) dirty {
+	return dirty{cubes: next.ChangedSince(e.topo), all: true}
+}
+
+// recycle makes a working copy a change did not apply the spare copy
+// again, by putting back what the change touched in it.
+func (e *Engine) recycle(t *cube.Topology) {
+	cubes, points := t.Touched()
+	for _, name := range cubes {
+		if c := e.topo.Cubes[name]; c != nil {
+			t.Cubes[name] = c
+		} else {
+			delete(t.Cubes, name)
+		}
+	}
+	for _, p := range points {
+		if list, ok := e.topo.Attachments[p]; ok {
+			t.Attachments[p] = list
+		} else {
+			delete(t.Attachments, p)
+		}
+	}
+	t.Share()
+	e.spare = t
+}
+
+// keepSpare makes prev, the topology a change replaced by next, the spare
+// copy, by taking from next what the change altered (next shares the
+// rest with prev). After a declarative apply, next shares nothing with
+// prev: the next change copies the applied cube map afresh.
+func (e *Engine) keepSpare(prev, next *cube.Topology, cs *changeSet, all bool) {
+	if all {
+		e.spare = nil
+		return
+	}
+	for name := range cs.changed {
+		if c := next.Cubes[name]; c != nil {
+			prev.Cubes[name] = c
+		} else {
+			delete(prev.Cubes, name)
+		}
+	}
+	for _, point := range cs.points {
+		if list, ok := next.Attachments[point]; ok {
+			prev.Attachments[point] = list
+		} else {
+			delete(prev.Attachments, point)
+		}
+	}
+	prev.Share()
+	e.spare = prev
+}
+
+// changedInPlace notes a cube of the applied topology the engine changed
+// in place (an entry change, entries.go): the spare copy shares it, so
+// only the edit check's witness takes it again.
+func (e *Engine) changedInPlace(name string) {
+	if e.checkEdits {
+		e.witnessStale[name] = true
+	}
+}
+
+// checkEditsOn says whether the engine checks that changes edit their
+// working copy only through the copy-on-write accessors: in tests (and
+// daemons started with EDGENF_CHECK_EDITS=1), unless EDGENF_CHECK_EDITS=0
+// (benchmarks: the check visits every cube).
+func checkEditsOn() bool {
+	switch os.Getenv("EDGENF_CHECK_EDITS") {
+	case "0":
+		return false
+	case "1":
+		return true
+	}
+	return testing.Testing()
+}
+
+// refreshWitness brings the witness, a deep copy of the applied cubes, up
+// to date with the applied state.
+func (e *Engine) refreshWitness() {
+	if e.witness == nil {
+		e.witness = make(map[string]*cube.Cube, len(e.topo.Cubes))
+		for name, c := range e.topo.Cubes {
+			e.witness[name] = c.Clone()
+		}
+		clear(e.witnessStale)
+		return
+	}
+	for name := range e.witnessStale {
+		if c := e.topo.Cubes[name]; c != nil {
+			e.witness[name] = c.Clone()
+		} else {
+			delete(e.witness, name)
+		}
+	}
+	clear(e.witnessStale)
+}
+
+// checkWorkingCopy fails loudly on a change that went around the
+// accessors: a cube of the applied state (shared with the working copy)
+// changed, a cube set or removed in next.Cubes, an attachment list set in
+// next.Attachments directly. The applied state would then differ from
+// the kernel's and the state file's without anyone knowing.
+func (e *Engine) checkWorkingCopy(next *cube.Topology) {
+	fail := func(format string, args ...any) {
+		e.mu.Unlock()
+		panic(fmt.Sprintf("engine: "+format+": a change must edit cubes through cube.Topology.Edit, Put, Remove (or the mutations built on them) and attachments through SetAttachments", args...))
+	}
+	for name, c := range e.topo.Cubes {
+		if w := e.witness[name]; w == nil || !c.Equal(w) || !c.SameRuntime(w) {
+			fail("cube %q of the applied state was changed in place", name)
+		}
+		if _, ok := next.Cubes[name]; !ok && !touched(next, name) {
+			fail("cube %q was deleted from Topology.Cubes directly", name)
+		}
+	}
+	for name, c := range next.Cubes {
+		if !next.Owns(name) && c != e.topo.Cubes[name] {
+			fail("cube %q was set in Topology.Cubes directly", name)
+		}
+	}
+	_, points := next.Touched()
+	for _, t := range []*cube.Topology{next, e.topo} {
+		for p := range t.Attachments {
+			if !slices.Contains(points, p) && !slices.Equal(next.Attachments[p], e.topo.Attachments[p]) {
+				fail("the attachments of %q were set directly", p)
+			}
+		}
+	}
+}
+
+func touched(t *cube.Topology, name string) bool {
+	cubes, _ := t.Touched()
+	return slices.Contains(cubes, name)
+}
+
+// witnessChanged takes the cubes a change applied into the witness.
+func (e *Engine) witnessChanged(cs *changeSet, all bool) {
+	if !e.checkEdits {
+		return
+	}
+	if all {
+		e.witness = nil
+		return
+	}
+	for name := range cs.changed {
+		e.witnessStale[name] = true
+	}
+}
