@@ -21,12 +21,12 @@ type PacedFlow struct {
 // FlowResult is what one paced UDP flow did.
 type FlowResult struct {
 	Sent, Recv int
-	Elapsed    time.Duration   // first to last datagram sent
+	Elapsed    time.Duration // first to last datagram sent
 	// MaxGap is the longest time between two datagrams sent: a sender the
 	// shared machine descheduled (the flow then catches up in a burst, which
 	// a policer with a shorter burst than the gap partly drops).
 	MaxGap time.Duration
-	Delays     []time.Duration // one-way, per datagram received
+	Delays []time.Duration // one-way, per datagram received
 }
 
 // P99 is the 99th percentile of the one-way delays (an hour if none
