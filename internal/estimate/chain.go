@@ -67,6 +67,7 @@ func (c Chain) ID() string {
 // in on), until an interface, the Linux stack, an unpeered port, or a loop.
 func Chains(t *cube.Topology) []Chain {
 	var out []Chain
+	entries := chainEntriesOf(t)
 	peered := map[string]bool{}
 	for _, name := range t.CubeNames() {
 		c := t.Cubes[name]
@@ -79,7 +80,7 @@ func Chains(t *cube.Topology) []Chain {
 			ch := Chain{From: ep.Iface, Tenant: c.Tenant, Hook: hookOf(c)}
 			ch.Hops = append(ch.Hops, stackHops(t, ep.Iface, datapath.Ingress)...)
 			ch.Hops = append(ch.Hops, stackHops(t, name+":"+p.Name, datapath.Ingress)...)
-			out = append(out, follow(t, ch, c, p, map[string]bool{})...)
+			out = append(out, follow(t, ch, c, p, map[string]bool{}, entries)...)
 		}
 	}
 	points := make([]string, 0, len(t.Attachments))
@@ -102,8 +103,9 @@ func Chains(t *cube.Topology) []Chain {
 }
 
 // follow extends ch into cube c entered on port in, once per port c can
-// send out of.
-func follow(t *cube.Topology, ch Chain, c *cube.Cube, in cube.Port, visited map[string]bool) []Chain {
+// send out of (and, for a slicer, once per slice that names its chain's
+// entry: slicechains.go).
+func follow(t *cube.Topology, ch Chain, c *cube.Cube, in cube.Port, visited map[string]bool, entries chainEntries) []Chain {
 	key := c.Name + ":" + in.Name
 	if visited[key] || len(ch.Hops) >= MaxChainHops {
 		ch.To = "loop (dropped)"
@@ -118,6 +120,10 @@ func follow(t *cube.Topology, ch Chain, c *cube.Cube, in cube.Port, visited map[
 		next.Hops = append(slices.Clone(ch.Hops), Hop{Cube: c.Name, Type: c.Type, In: in.Name, Out: out.Name})
 		next.Hops = append(next.Hops, stackHops(t, c.Name+":"+out.Name, datapath.Egress)...)
 		if out.Peer == "" {
+			if back, ok := entries[c.Name+":"+out.Name]; ok {
+				res = append(res, follow(t, next, back.slicer, cube.Port{Name: back.slice.Chain}, visited, entries)...)
+				continue
+			}
 			next.To = "nothing (drop)"
 			res = append(res, next)
 			continue
@@ -139,9 +145,9 @@ func follow(t *cube.Topology, ch Chain, c *cube.Cube, in cube.Port, visited map[
 			continue
 		}
 		next.Hops = append(next.Hops, stackHops(t, ep.String(), datapath.Ingress)...)
-		res = append(res, follow(t, next, peer, *peer.Port(ep.Port), visited)...)
+		res = append(res, follow(t, next, peer, *peer.Port(ep.Port), visited, entries)...)
 	}
-	return res
+	return append(res, intoChains(t, ch, c, in, visited, entries)...)
 }
 
 // outPorts are the ports a packet entering c by in may leave by: every
@@ -150,9 +156,13 @@ func follow(t *cube.Topology, ch Chain, c *cube.Cube, in cube.Port, visited map[
 // slice's return traffic to that slice's entry only.
 func outPorts(c *cube.Cube, in cube.Port) []cube.Port {
 	sls, _ := slicesOf(c) // a bad table: every port, as for any cube
-	slicePorts := map[string]string{}
+	slicePorts := map[string]string{} // and a chain slice's way back (slicechains.go)
 	for _, sl := range sls {
-		slicePorts[sl.Port] = sl.Entry
+		if sl.Chain != "" {
+			slicePorts[sl.Chain] = sl.Entry
+		} else {
+			slicePorts[sl.Port] = sl.Entry
+		}
 	}
 	outs := make([]cube.Port, 0, len(c.Ports))
 	for _, p := range c.Ports {
@@ -362,7 +372,11 @@ func sliceOf(c *cube.Cube, h Hop) (cube.Slice, bool, error) {
 		return cube.Slice{}, false, fmt.Errorf("cube %s: %w", c.Name, err)
 	}
 	for _, sl := range sls {
-		if sl.Port == h.Out || sl.Port == h.In {
+		way := sl.Port
+		if sl.Chain != "" {
+			way = sl.Chain // the hop into the chain's entry, or back from it
+		}
+		if way == h.Out || way == h.In {
 			return sl, true, nil
 		}
 	}
