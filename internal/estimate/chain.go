@@ -43,6 +43,10 @@ type Chain struct {
 	Hops   []Hop         `json:"hops"`
 	Tenant string        `json:"tenant,omitempty"` // of the first cube
 	Hook   datapath.Hook `json:"hook"`
+	// slice is the chain slice the walk went into or came back from
+	// (slicechains.go), so pricing need not look it up among a slicer's
+	// many slices.
+	slice *chainEntry
 }
 
 // ID names a chain by its route, stable across topology changes that keep
@@ -113,14 +117,15 @@ func follow(t *cube.Topology, ch Chain, c *cube.Cube, in cube.Port, visited map[
 	}
 	visited = maps(visited)
 	visited[key] = true
-	outs := outPorts(c, in)
+	outs := outPorts(c, in, entries.slicesOf(c))
 	var res []Chain
 	for _, out := range outs {
 		next := ch
 		next.Hops = append(slices.Clone(ch.Hops), Hop{Cube: c.Name, Type: c.Type, In: in.Name, Out: out.Name})
 		next.Hops = append(next.Hops, stackHops(t, c.Name+":"+out.Name, datapath.Egress)...)
 		if out.Peer == "" {
-			if back, ok := entries[c.Name+":"+out.Name]; ok {
+			if back, ok := entries.by[c.Name+":"+out.Name]; ok {
+				next.slice = &back
 				res = append(res, follow(t, next, back.slicer, cube.Port{Name: back.slice.Chain}, visited, entries)...)
 				continue
 			}
@@ -153,9 +158,9 @@ func follow(t *cube.Topology, ch Chain, c *cube.Cube, in cube.Port, visited map[
 // outPorts are the ports a packet entering c by in may leave by: every
 // other port (a one-port cube sends back where it received), but a
 // slicing cube sends what enters by an entry port to its slices, and a
-// slice's return traffic to that slice's entry only.
-func outPorts(c *cube.Cube, in cube.Port) []cube.Port {
-	sls, _ := slicesOf(c) // a bad table: every port, as for any cube
+// slice's return traffic to that slice's entry only. sls are c's slices
+// (a bad table: none, every port as for any cube).
+func outPorts(c *cube.Cube, in cube.Port, sls []cube.Slice) []cube.Port {
 	slicePorts := map[string]string{} // and a chain slice's way back (slicechains.go)
 	for _, sl := range sls {
 		if sl.Chain != "" {
@@ -325,6 +330,9 @@ func (e *Estimator) chain(t *cube.Topology, ch Chain, costs cubeCosts) (ChainCos
 		}
 		cc.Hops = append(cc.Hops, hc)
 		cc.NS += hc.NS
+		if cc.Slice == "" && ch.slice != nil && c == ch.slice.slicer {
+			cc.Slice, cc.BudgetNS = c.Name+"/"+ch.slice.slice.Name, ch.slice.slice.BudgetNS
+		}
 		if cc.Slice == "" && !h.Transparent {
 			sl, ok, err := sliceOf(c, h)
 			if err != nil {
