@@ -485,6 +485,10 @@ type Slice struct {
 	// port leaves by a slice's port, one entering by a slice's port by
 	// that slice's entry: never from one slice into another.
 	Port, Entry string
+	// Chain, for a slice no port of the cube leads into, is its chain's
+	// entry (cube:port; Port is then empty): frames go straight to it,
+	// and come back by it.
+	Chain string
 	// BudgetNS is the slice's own budget per packet (0: none but the
 	// daemon's -core-budget-ns).
 	BudgetNS float64

@@ -125,7 +125,9 @@ func SliceOf(t *cube.Topology) map[string]string {
 		points := map[string]string{} // where each slice's chain starts
 		sls, _ := typ.Slices(c)       // a bad table: no slices to label by
 		for _, sl := range sls {
-			points[name+":"+sl.Port] = sl.Name
+			if sl.Port != "" { // (a chain slice's entry: SliceChains)
+				points[name+":"+sl.Port] = sl.Name
+			}
 		}
 		if typ.SliceChains != nil {
 			for _, sc := range typ.SliceChains(c) {

@@ -43,6 +43,10 @@ type Chain struct {
 	Hops   []Hop         `json:"hops"`
 	Tenant string        `json:"tenant,omitempty"` // of the first cube
 	Hook   datapath.Hook `json:"hook"`
+	// slice is the chain slice the walk went into or came back from
+	// (slicechains.go), so pricing need not look it up among a slicer's
+	// many slices.
+	slice *chainEntry
 }
 
 // ID names a chain by its route, stable across topology changes that keep
@@ -67,6 +71,7 @@ func (c Chain) ID() string {
 // in on), until an interface, the Linux stack, an unpeered port, or a loop.
 func Chains(t *cube.Topology) []Chain {
 	var out []Chain
+	entries := chainEntriesOf(t)
 	peered := map[string]bool{}
 	for _, name := range t.CubeNames() {
 		c := t.Cubes[name]
@@ -79,7 +84,7 @@ func Chains(t *cube.Topology) []Chain {
 			ch := Chain{From: ep.Iface, Tenant: c.Tenant, Hook: hookOf(c)}
 			ch.Hops = append(ch.Hops, stackHops(t, ep.Iface, datapath.Ingress)...)
 			ch.Hops = append(ch.Hops, stackHops(t, name+":"+p.Name, datapath.Ingress)...)
-			out = append(out, follow(t, ch, c, p, map[string]bool{})...)
+			out = append(out, follow(t, ch, c, p, map[string]bool{}, entries)...)
 		}
 	}
 	points := make([]string, 0, len(t.Attachments))
@@ -102,8 +107,9 @@ func Chains(t *cube.Topology) []Chain {
 }
 
 // follow extends ch into cube c entered on port in, once per port c can
-// send out of.
-func follow(t *cube.Topology, ch Chain, c *cube.Cube, in cube.Port, visited map[string]bool) []Chain {
+// send out of (and, for a slicer, once per slice that names its chain's
+// entry: slicechains.go).
+func follow(t *cube.Topology, ch Chain, c *cube.Cube, in cube.Port, visited map[string]bool, entries chainEntries) []Chain {
 	key := c.Name + ":" + in.Name
 	if visited[key] || len(ch.Hops) >= MaxChainHops {
 		ch.To = "loop (dropped)"
@@ -111,13 +117,18 @@ func follow(t *cube.Topology, ch Chain, c *cube.Cube, in cube.Port, visited map[
 	}
 	visited = maps(visited)
 	visited[key] = true
-	outs := outPorts(c, in)
+	outs := outPorts(c, in, entries.slicesOf(c))
 	var res []Chain
 	for _, out := range outs {
 		next := ch
 		next.Hops = append(slices.Clone(ch.Hops), Hop{Cube: c.Name, Type: c.Type, In: in.Name, Out: out.Name})
 		next.Hops = append(next.Hops, stackHops(t, c.Name+":"+out.Name, datapath.Egress)...)
 		if out.Peer == "" {
+			if back, ok := entries.by[c.Name+":"+out.Name]; ok {
+				next.slice = &back
+				res = append(res, follow(t, next, back.slicer, cube.Port{Name: back.slice.Chain}, visited, entries)...)
+				continue
+			}
 			next.To = "nothing (drop)"
 			res = append(res, next)
 			continue
@@ -139,20 +150,24 @@ func follow(t *cube.Topology, ch Chain, c *cube.Cube, in cube.Port, visited map[
 			continue
 		}
 		next.Hops = append(next.Hops, stackHops(t, ep.String(), datapath.Ingress)...)
-		res = append(res, follow(t, next, peer, *peer.Port(ep.Port), visited)...)
+		res = append(res, follow(t, next, peer, *peer.Port(ep.Port), visited, entries)...)
 	}
-	return res
+	return append(res, intoChains(t, ch, c, in, visited, entries)...)
 }
 
 // outPorts are the ports a packet entering c by in may leave by: every
 // other port (a one-port cube sends back where it received), but a
 // slicing cube sends what enters by an entry port to its slices, and a
-// slice's return traffic to that slice's entry only.
-func outPorts(c *cube.Cube, in cube.Port) []cube.Port {
-	sls, _ := slicesOf(c) // a bad table: every port, as for any cube
-	slicePorts := map[string]string{}
+// slice's return traffic to that slice's entry only. sls are c's slices
+// (a bad table: none, every port as for any cube).
+func outPorts(c *cube.Cube, in cube.Port, sls []cube.Slice) []cube.Port {
+	slicePorts := map[string]string{} // and a chain slice's way back (slicechains.go)
 	for _, sl := range sls {
-		slicePorts[sl.Port] = sl.Entry
+		if sl.Chain != "" {
+			slicePorts[sl.Chain] = sl.Entry
+		} else {
+			slicePorts[sl.Port] = sl.Entry
+		}
 	}
 	outs := make([]cube.Port, 0, len(c.Ports))
 	for _, p := range c.Ports {
@@ -315,6 +330,9 @@ func (e *Estimator) chain(t *cube.Topology, ch Chain, costs cubeCosts) (ChainCos
 		}
 		cc.Hops = append(cc.Hops, hc)
 		cc.NS += hc.NS
+		if cc.Slice == "" && ch.slice != nil && c == ch.slice.slicer {
+			cc.Slice, cc.BudgetNS = c.Name+"/"+ch.slice.slice.Name, ch.slice.slice.BudgetNS
+		}
 		if cc.Slice == "" && !h.Transparent {
 			sl, ok, err := sliceOf(c, h)
 			if err != nil {
@@ -362,7 +380,11 @@ func sliceOf(c *cube.Cube, h Hop) (cube.Slice, bool, error) {
 		return cube.Slice{}, false, fmt.Errorf("cube %s: %w", c.Name, err)
 	}
 	for _, sl := range sls {
-		if sl.Port == h.Out || sl.Port == h.In {
+		way := sl.Port
+		if sl.Chain != "" {
+			way = sl.Chain // the hop into the chain's entry, or back from it
+		}
+		if way == h.Out || way == h.In {
 			return sl, true, nil
 		}
 	}

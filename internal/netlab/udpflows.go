@@ -21,8 +21,12 @@ type PacedFlow struct {
 // FlowResult is what one paced UDP flow did.
 type FlowResult struct {
 	Sent, Recv int
-	Elapsed    time.Duration   // first to last datagram sent
-	Delays     []time.Duration // one-way, per datagram received
+	Elapsed    time.Duration // first to last datagram sent
+	// MaxGap is the longest time between two datagrams sent: a sender the
+	// shared machine descheduled (the flow then catches up in a burst, which
+	// a policer with a shorter burst than the gap partly drops).
+	MaxGap time.Duration
+	Delays []time.Duration // one-way, per datagram received
 }
 
 // P99 is the 99th percentile of the one-way delays (an hour if none
@@ -123,6 +127,7 @@ func PacedUDP(ctx context.Context, src, dst *Host, dstIP net.IP, dur time.Durati
 			b := make([]byte, f.Payload)
 			binary.BigEndian.PutUint32(b, flowMagic)
 			start := time.Now()
+			last := start
 			total := int(float64(f.PPS) * dur.Seconds())
 			for out[i].Sent < total && ctx.Err() == nil {
 				due := int(float64(f.PPS) * time.Since(start).Seconds())
@@ -140,6 +145,9 @@ func PacedUDP(ctx context.Context, src, dst *Host, dstIP net.IP, dur time.Durati
 					return
 				}
 				out[i].Sent++
+				now := time.Now()
+				out[i].MaxGap = max(out[i].MaxGap, now.Sub(last))
+				last = now
 			}
 			out[i].Elapsed = time.Since(start)
 		}()

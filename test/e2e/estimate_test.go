@@ -115,9 +115,16 @@ attachments:
 // estimates each slice as its dearest chain; a change that pushes the
 // slice's chain past its budget, or sets a budget the slice is already
 // over, is refused naming the slice and the numbers, and the daemon keeps
-// what it ran.
+// what it ran. The same for a slice led into by a port of the slicer and
+// for one that names its chain's entry (no port: the chain comes back to
+// the slicer by that entry).
 func TestSliceBudget(t *testing.T) {
 	testenv.E2E(t)
+	t.Run("port", func(t *testing.T) { testSliceBudget(t, false) })
+	t.Run("chain", func(t *testing.T) { testSliceBudget(t, true) })
+}
+
+func testSliceBudget(t *testing.T, chain bool) {
 	lab := netlab.NewT(t)
 	entry, _, err := lab.RootVeth("sa", "sb")
 	if err != nil {
@@ -128,6 +135,12 @@ func TestSliceBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
+	// the slice's way into gpf: the slicer's port gold, or gpf:p0 itself
+	way, slicePort, owner := `port: gold`, `
+      - {name: gold, peer: "gpf:p0"}`, ""
+	if chain {
+		way, slicePort, owner = `chain: "gpf:p0"`, "", "\n    tenant: gold"
+	}
 	file := func(name string, budget float64, firewall bool) string {
 		body := fmt.Sprintf(`cubes:
   - name: edge
@@ -135,14 +148,13 @@ func TestSliceBudget(t *testing.T) {
     hook: tc
     config: {uplink: up}
     ports:
-      - {name: up, peer: %s}
-      - {name: gold, peer: "gpf:p0"}
+      - {name: up, peer: %s}%s
     tables:
       slices:
-        - {name: gold, id: 1, tenant: gold, port: gold, rules: [{vlan: 10}], budget_ns: %g}
+        - {name: gold, id: 1, tenant: gold, %s, rules: [{vlan: 10}], budget_ns: %g}
   - name: gpf
     type: portfwd
-    hook: tc
+    hook: tc%s
     ports:
       - {name: p0}
       - {name: p1, peer: %s}
@@ -150,9 +162,9 @@ func TestSliceBudget(t *testing.T) {
       rules:
         - {in_port: p0, out_port: p1}
         - {in_port: p1, out_port: p0}
-`, entry, budget, exit)
+`, entry, slicePort, way, budget, owner, exit)
 		if firewall {
-			body += `  - {name: gfw, type: firewall, hook: tc}
+			body += `  - {name: gfw, type: firewall, hook: tc` + strings.ReplaceAll(owner, "\n    ", ", ") + `}
 attachments:
   - {cube: gfw, point: "gpf:p0"}
 `

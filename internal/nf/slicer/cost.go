@@ -85,7 +85,7 @@ func costUses(p *estimate.Profile, c *cube.Cube, in string) ([]estimate.Use, []s
 func costVia(p *estimate.Profile, c *cube.Cube, in, out string) ([]estimate.Use, []string, error) {
 	list := others(c, "")
 	for _, s := range list {
-		if s.Port == in {
+		if s.way() == in {
 			uses := []estimate.Use{{Term: termReturn, N: 1, What: "slicer: return to the entry"}}
 			if s.vlan() != 0 {
 				uses = append(uses, estimate.Use{Term: termVLAN, N: 1, What: "slicer: VLAN tag put back"})
@@ -106,7 +106,7 @@ func costVia(p *estimate.Profile, c *cube.Cube, in, out string) ([]estimate.Use,
 	var best []estimate.Use
 	bestNS, bestName := -1.0, ""
 	for _, s := range list {
-		if out != "" && s.Port != out {
+		if out != "" && s.way() != out {
 			continue
 		}
 		uses := append([]estimate.Use(nil), base...)
@@ -136,6 +136,16 @@ func costVia(p *estimate.Profile, c *cube.Cube, in, out string) ([]estimate.Use,
 
 // rates is how many rate limits the slice's frames are policed by at
 // ingress.
+// way is how frames pass between the slicer and the slice's chain, as the
+// estimator names the slicer's hop: the slicer port leading into it, or the
+// chain's entry (cube:port) for a slice that names one.
+func (s *Slice) way() string {
+	if s.Chain != "" {
+		return s.Chain
+	}
+	return s.Port
+}
+
 func (s *Slice) rates() int {
 	n := 0
 	if s.RateBps > 0 {

@@ -128,7 +128,7 @@ func TestE2EGuaranteeSurvivesFlood(t *testing.T) {
 	const dur = 4 * time.Second
 	res := r.flows(t, dur, []int{6001, 6002}, []int{pps(3 * linkBps), pps(4e6)})
 	greedy, victim := res[0], res[1]
-	t.Logf("greedy: sent %d received %d; victim: sent %d received %d (p99 %v)", greedy.Sent, greedy.Recv, victim.Sent, victim.Recv, victim.P99())
+	t.Logf("greedy: sent %d received %d; victim: sent %d received %d (p99 %v); longest sender gaps %v, %v", greedy.Sent, greedy.Recv, victim.Sent, victim.Recv, victim.P99(), greedy.MaxGap, victim.MaxGap)
 	if float64(victim.Recv) < 0.95*float64(victim.Sent) {
 		t.Errorf("victim slice got %d of %d datagrams (%.1f%%) while the other flooded: want >= 95%%", victim.Recv, victim.Sent, 100*float64(victim.Recv)/float64(victim.Sent))
 	}
@@ -179,26 +179,41 @@ func TestE2EGuaranteeSurvivesFlood(t *testing.T) {
 }
 
 // A slice limited to R delivers R (within 5%) of a load three times R: the
-// policer at ingress, no qdisc involved.
+// policer at ingress, no qdisc involved. The rate is measured over the
+// sender's real window (first to last datagram sent).
 func TestE2ERateLimitDeliversR(t *testing.T) {
 	testenv.E2E(t)
 	const rate = 8e6
+	// The bucket holds 50 ms of credit. A sender the shared machine stalls
+	// for longer offers less than R meanwhile and then catches up in a
+	// burst the bucket cannot hold: the admitted rate then says nothing
+	// about the policer. Such a run is repeated, not judged.
+	const burst = 50 * time.Millisecond
 	r := setupE2E(t, false,
-		// a 50 ms bucket: a sender the shared machine stalls for less
-		// than that loses no credit; over 5 s it adds at most 1%
-		Slice{Name: "capped", ID: 1, Port: "a", RateBps: rate, BurstBytes: rate / 8 / 20, Rules: []Rule{{Proto: "udp", DPort: 6001}}})
-	res := r.flows(t, 5*time.Second, []int{6001}, []int{pps(3 * rate)})[0]
-	st := r.status(t)
-	got := float64(st.Slices[0].InBytes*8) / res.Elapsed.Seconds()
-	t.Logf("offered %d datagrams in %v; admitted %d bytes = %.3f Mbit/s; received %d; policed %d", res.Sent, res.Elapsed, st.Slices[0].InBytes, got/1e6, res.Recv, st.Slices[0].PolicePackets)
-	if got < 0.95*rate || got > 1.05*rate {
-		t.Errorf("slice limited to %s delivered %.3f Mbit/s", Bits(rate), got/1e6)
-	}
-	if uint64(res.Recv) < st.Slices[0].InPackets*99/100 {
-		t.Errorf("received %d of the %d admitted", res.Recv, st.Slices[0].InPackets)
-	}
-	if float64(res.Sent) < 2*float64(res.Recv) {
-		t.Errorf("sent %d, received %d: the load was not three times the limit", res.Sent, res.Recv)
+		Slice{Name: "capped", ID: 1, Port: "a", RateBps: rate, BurstBytes: uint64(rate / 8 * burst.Seconds()), Rules: []Rule{{Proto: "udp", DPort: 6001}}})
+	for attempt := 1; ; attempt++ {
+		before := r.status(t).Slices[0]
+		res := r.flows(t, 5*time.Second, []int{6001}, []int{pps(3 * rate)})[0]
+		after := r.status(t).Slices[0]
+		if res.MaxGap > burst && attempt < 4 {
+			t.Logf("attempt %d: the sender stalled for %v (more than the bucket's %v): again", attempt, res.MaxGap, burst)
+			time.Sleep(time.Second)
+			continue
+		}
+		inBytes, inPackets := after.InBytes-before.InBytes, after.InPackets-before.InPackets
+		got := float64(inBytes*8) / res.Elapsed.Seconds()
+		t.Logf("attempt %d: offered %d datagrams in %v (longest sender gap %v); admitted %d bytes = %.3f Mbit/s; received %d; policed %d",
+			attempt, res.Sent, res.Elapsed, res.MaxGap, inBytes, got/1e6, res.Recv, after.PolicePackets-before.PolicePackets)
+		if got < 0.95*rate || got > 1.05*rate {
+			t.Errorf("slice limited to %s delivered %.3f Mbit/s (longest sender gap %v)", Bits(rate), got/1e6, res.MaxGap)
+		}
+		if uint64(res.Recv) < inPackets*99/100 {
+			t.Errorf("received %d of the %d admitted", res.Recv, inPackets)
+		}
+		if float64(res.Sent) < 2*float64(res.Recv) {
+			t.Errorf("sent %d, received %d: the load was not three times the limit", res.Sent, res.Recv)
+		}
+		return
 	}
 }
 

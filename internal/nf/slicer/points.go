@@ -79,17 +79,11 @@ func slicesOf(c *cube.Cube) ([]cube.Slice, error) {
 	}
 	var out []cube.Slice
 	for _, s := range others(c, "") {
-		if s.Chain != "" {
-			// no port of the slicer leads into it: SliceChains names its
-			// entry (and Validate refuses it a budget_ns, which the
-			// estimator walks from a slicer port)
-			continue
-		}
 		entry := s.Entry
 		if entry == "" {
 			entry = set.Uplink
 		}
-		out = append(out, cube.Slice{Name: s.Name, Tenant: s.Tenant, Port: s.Port, Entry: entry, BudgetNS: s.BudgetNS})
+		out = append(out, cube.Slice{Name: s.Name, Tenant: s.Tenant, Port: s.Port, Entry: entry, Chain: s.Chain, BudgetNS: s.BudgetNS})
 	}
 	return out, nil
 }

@@ -122,7 +122,7 @@ type Slice struct {
 	// BudgetNS is the slice's own per-packet cost budget: a change that
 	// would push the estimate of the slice's chain past it is refused
 	// (internal/estimate; tighter than the daemon's -core-budget-ns).
-	BudgetNS float64 `json:"budget_ns,omitempty" minimum:"0" doc:"the slice's per-packet cost budget, ns: a change that would push the estimate of the slice's chain (slicer, its cubes, back) past it is refused with the numbers (409); absent or 0: only the daemon's -core-budget-ns; only with port (422 with chain)"`
+	BudgetNS float64 `json:"budget_ns,omitempty" minimum:"0" doc:"the slice's per-packet cost budget, ns: a change that would push the estimate of the slice's chain (slicer, its cubes, back) past it is refused with the numbers (409); absent or 0: only the daemon's -core-budget-ns"`
 }
 
 // DefaultPriority is the class of a slice that names none.

@@ -47,9 +47,6 @@ func (s *Slice) Validate(c *cube.Cube) error {
 	if s.Entry != "" && c.Port(s.Entry) == nil {
 		return cube.NotFound("entry", "cube %s has no port %q", c.Name, s.Entry)
 	}
-	if s.Chain != "" && s.BudgetNS > 0 {
-		return cube.Unprocessable("budget_ns", "a per-slice budget needs a slice with a port: the estimator walks a slice's chain from the slicer port leading into it")
-	}
 	vlans := 0
 	for _, r := range s.Rules {
 		if r.VLAN != nil {
