@@ -583,6 +583,12 @@ func (g *gen) callStmt(call *syntax.Call) {
 			g.applySubParser(call, cr.SubParser) // subparser.go
 			return
 		}
+		if sp, ok := g.paramSubParser(call, cr); ok { // ctlparam.go
+			if sp != nil {
+				g.applySubParser(call, sp)
+			}
+			return
+		}
 		g.applySub(call, cr.Sub)
 	case sema.CallFunction:
 		g.callFunction(call, cr.Function)

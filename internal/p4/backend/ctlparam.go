@@ -1,5 +1,7 @@
 package backend
 
+// Constructor parameters of control and parser type (sema/ctlparam.go).
+
 import (
 	"github.com/edgenf/edgenf/internal/p4/ir"
 	"github.com/edgenf/edgenf/internal/p4/sema"
@@ -31,4 +33,31 @@ func (g *gen) controlPrototypes() {
 	if len(done) > 0 {
 		g.line("")
 	}
+}
+
+// paramSubParser is the sub-parser an apply of a parser-typed constructor
+// parameter reaches (ok: cr is one): the one the instance being inlined
+// was given (sema/ctlparam.go). Sub-parsers are inlined at each apply, so
+// each instance applies its own.
+func (g *gen) paramSubParser(call *syntax.Call, cr *sema.CallRef) (sub *sema.SubParser, ok bool) {
+	id, _ := cr.Recv.(*syntax.Ident)
+	if id == nil {
+		return nil, false
+	}
+	v, _ := g.info.Uses[id].(*sema.Var)
+	if v == nil {
+		return nil, false
+	}
+	if bt, isBlock := v.Type.(*sema.BlockT); !isBlock || bt.Kind != "parser" {
+		return nil, false
+	}
+	if g.pscope != nil && v.Index < len(g.pscope.ctorArgs) {
+		if a, isID := g.pscope.ctorArgs[v.Index].(*syntax.Ident); isID {
+			sub, _ = g.info.Uses[a].(*sema.SubParser)
+		}
+	}
+	if sub == nil {
+		g.errorf(call.Pos, "%s.apply: no parser instance bound to constructor parameter %s", id.Name, v.Name)
+	}
+	return sub, true
 }

@@ -1,16 +1,25 @@
 package sema
 
-// Constructor parameters of control type (P4-16 14.1):
+// Constructor parameters of control and parser type (P4-16 14.1):
 //
 //	control my_control_type(inout bit<16> x);
 //	control C2(inout bit<16> x)(my_control_type c) { apply { c.apply(x); } }
 //	control E(...) { C1() c1; C2(c1) c2; ... }
 //
-// The argument is a control instance of the enclosing control whose
-// signature is the parameter's type. As with extern instances
-// (ctor.go: bindExterns), a control's code is generated once, so its
-// applies of the parameter are bound statically to the instance its (one)
-// instantiation passes: they become applies of that sub-control.
+//	parser PT(packet_in p, inout H h);
+//	parser SP(packet_in p, inout H h)(PT q) { state start { q.apply(p, h); transition accept; } }
+//	parser P(...) { Sub() sub; SP(sub) sp; ... }
+//
+// The argument is an instance, declared before it in the enclosing block,
+// whose signature is the parameter's type; only a control takes a control
+// and only a parser a parser (the spec's appendix on restrictions on calls:
+// a control cannot apply a parser, nor a parser a control). As with extern
+// instances (ctor.go: bindExterns), a control's code is generated once, so
+// its applies of the parameter are bound statically to the instance its
+// (one) instantiation passes: they become applies of that sub-control. A
+// sub-parser is inlined at each apply (backend/subparser.go), so its
+// applies of the parameter are bound, also at compile time, per instance:
+// to the sub-parser that instance was given (backend/ctlparam.go).
 
 import (
 	"strconv"
@@ -24,23 +33,66 @@ func controlTypeParam(t Type) bool {
 	return ok && b.Kind == "control"
 }
 
-// controlArg checks the control instance passed for constructor parameter
-// p (of control type bt): the name of a sub-control with bt's signature.
-func (c *checker) controlArg(e syntax.Expr, p *Var, bt *BlockT, block string) {
-	id, ok := e.(*syntax.Ident)
-	var sub *SubControl
-	if ok {
-		sub, _ = c.sc.lookup(id.Name).(*SubControl)
+// blockTypeParam is ctor parameter type t when it is a control or parser
+// type (nil otherwise).
+func blockTypeParam(t Type) *BlockT {
+	if b, ok := t.(*BlockT); ok && (b.Kind == "control" || b.Kind == "parser") {
+		return b
 	}
-	if sub == nil {
-		c.errorf(e.NodePos(), "constructor argument %s of %s must name a control instance declared before it (of type %s)", p.Name, block, bt.Name)
+	return nil
+}
+
+// blockCtorParam checks a constructor parameter of block type bt of the
+// parser or control being declared: a parser takes parsers, a control
+// controls.
+func (c *checker) blockCtorParam(p *syntax.Param, bt *BlockT) {
+	owner := "control"
+	if c.parser != nil {
+		owner = "parser"
+	}
+	if bt.Kind != owner {
+		c.errorf(p.Pos, "constructor parameter %s of a %s cannot have %s type %s: only a %s can apply a %s", p.Name, owner, bt.Kind, bt.Name, bt.Kind, bt.Kind)
+	}
+}
+
+// blockArg checks the instance passed for constructor parameter p (of
+// control or parser type bt): the name of a sub-control or sub-parser
+// declared before it, with bt's signature.
+func (c *checker) blockArg(e syntax.Expr, p *Var, bt *BlockT, block string) {
+	id, _ := e.(*syntax.Ident)
+	var ent Entity
+	var name string
+	var params []*Var
+	if id != nil {
+		switch x := c.sc.lookup(id.Name).(type) {
+		case *SubControl:
+			if bt.Kind == "control" {
+				ent, name, params = x, x.Control.Name, x.Control.Params
+			}
+		case *SubParser:
+			if bt.Kind == "parser" {
+				ent, name, params = x, x.Parser.Name, x.Parser.Params
+			}
+		}
+	}
+	if call, ok := e.(*syntax.Call); ok && ent == nil {
+		if fn, ok := call.Fn.(*syntax.Ident); ok {
+			switch c.global.lookup(fn.Name).(type) {
+			case *Control, *Parser: // Twice(Add()): an instance of its own
+				c.unsupported(e.NodePos(), "a "+bt.Kind+" instance constructed in a constructor argument (declare it before: "+fn.Name+"(...) x; then pass x)")
+				return
+			}
+		}
+	}
+	if ent == nil {
+		c.errorf(e.NodePos(), "constructor argument %s of %s must name a %s instance declared before it (of type %s)", p.Name, block, bt.Kind, bt.Name)
 		return
 	}
-	if why := c.signatureDiffers(sub.Control.Params, bt); why != "" {
-		c.errorf(e.NodePos(), "constructor argument %s of %s: control %s does not have type %s: %s", p.Name, block, sub.Control.Name, bt.Name, why)
+	if why := c.signatureDiffers(params, bt); why != "" {
+		c.errorf(e.NodePos(), "constructor argument %s of %s: %s %s does not have type %s: %s", p.Name, block, bt.Kind, name, bt.Name, why)
 		return
 	}
-	c.info.Uses[id] = sub
+	c.info.Uses[id] = ent
 }
 
 // signatureDiffers says how apply parameters ps differ from those of
@@ -54,7 +106,13 @@ func (c *checker) signatureDiffers(ps []*Var, bt *BlockT) string {
 		if p.Dir != bp.Dir {
 			return "parameter " + p.Name + " is " + dirName(p.Dir) + ", the type's " + bp.Name + " " + dirName(bp.Dir)
 		}
-		if bpt := c.resolveType(bp.Type); !sameType(p.Type, bpt) {
+		bpt := c.resolveType(bp.Type)
+		if pe, ok := p.Type.(*ExternT); ok { // packet_in
+			if be, ok := bpt.(*ExternT); ok && be.Decl == pe.Decl {
+				continue
+			}
+		}
+		if !sameType(p.Type, bpt) {
 			return "parameter " + p.Name + " has type " + p.Type.String() + ", the type's " + bp.Name + " " + bpt.String()
 		}
 	}
@@ -75,11 +133,16 @@ func dirName(d string) string {
 	return d
 }
 
-// applyControlParam checks p.apply(args) of a constructor parameter of
-// control type bt; bindControls binds it to the instance passed.
-func (c *checker) applyControlParam(x *syntax.Call, recv *syntax.Ident, bt *BlockT) Type {
+// applyBlockParam checks p.apply(args) of a constructor parameter of
+// control or parser type bt; bindControls binds a control's to the
+// instance passed, the backend a parser's (backend/ctlparam.go).
+func (c *checker) applyBlockParam(x *syntax.Call, recv *syntax.Ident, bt *BlockT) Type {
 	if c.action != nil {
 		c.errorf(x.Pos, "controls cannot be applied inside actions")
+	}
+	if bt.Kind == "parser" && c.parser == nil {
+		c.errorf(x.Pos, "a sub-parser can only be applied in a parser state")
+		return &Void{}
 	}
 	c.info.Calls[x] = &CallRef{Kind: CallBlockApply, Recv: recv}
 	if len(x.Args) != len(bt.Params) {
@@ -93,8 +156,12 @@ func (c *checker) applyControlParam(x *syntax.Call, recv *syntax.Ident, bt *Bloc
 		}
 		bp := bt.Params[i]
 		pt := c.resolveType(bp.Type)
-		if _, ok := pt.(*ExternT); ok {
-			c.unsupported(a.Value.NodePos(), "passing "+pt.String()+" to a control applied through a constructor parameter")
+		if et, ok := pt.(*ExternT); ok {
+			if bt.Kind == "parser" { // packet_in: the caller's packet
+				c.packetArg(a.Value, i, recv.Name, et) // subparser.go
+			} else {
+				c.unsupported(a.Value.NodePos(), "passing "+pt.String()+" to a control applied through a constructor parameter")
+			}
 			continue
 		}
 		at := c.expr(a.Value, pt)

@@ -21,10 +21,11 @@ func (c *checker) ctorParams(ps []*syntax.Param, owner string) []*Var {
 		case *Bits, *Bool, *Enum, *ErrorT, *Invalid:
 		case *ExternT: // an extern instance the instantiation passes (bindExterns)
 		default:
-			if controlTypeParam(t) { // a control instance (ctlparam.go)
+			if bt := blockTypeParam(t); bt != nil { // a control or parser instance (ctlparam.go)
+				c.blockCtorParam(p, bt)
 				break
 			}
-			c.unsupported(p.Pos, "constructor parameters of type "+t.String()+" (bit<N>, int<N>, bool, enums, error, extern instances and controls are supported)")
+			c.unsupported(p.Pos, "constructor parameters of type "+t.String()+" (bit<N>, int<N>, bool, enums, error, extern instances, controls and parsers are supported)")
 		}
 		v := &Var{Name: p.Name, Type: t, Dir: "in", Kind: LocalVar, Pos: p.Pos, Index: i, Owner: owner, ID: c.id()}
 		c.info.Decls[p] = v
@@ -52,8 +53,8 @@ func (c *checker) ctorArgs(args []syntax.Arg, ps []*Var, name string, pos syntax
 			out = append(out, a.Value)
 			continue
 		}
-		if bt, ok := ps[i].Type.(*BlockT); ok && controlTypeParam(bt) {
-			c.controlArg(a.Value, ps[i], bt, name) // ctlparam.go
+		if bt := blockTypeParam(ps[i].Type); bt != nil {
+			c.blockArg(a.Value, ps[i], bt, name) // ctlparam.go
 			out = append(out, a.Value)
 			continue
 		}

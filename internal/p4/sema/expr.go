@@ -717,9 +717,9 @@ func (c *checker) call(x *syntax.Call, want Type) Type {
 					c.info.Members[fn] = &MemberRef{Kind: MethodRef}
 					return c.applySubParser(x, sp) // subparser.go
 				}
-				if v, ok := c.info.Uses[id].(*Var); ok && fn.Name == "apply" && controlTypeParam(t) && v.Kind == LocalVar && v.Dir == "in" {
+				if v, ok := c.info.Uses[id].(*Var); ok && fn.Name == "apply" && blockTypeParam(t) != nil && v.Kind == LocalVar && v.Dir == "in" {
 					c.info.Members[fn] = &MemberRef{Kind: MethodRef}
-					return c.applyControlParam(x, id, t) // ctlparam.go
+					return c.applyBlockParam(x, id, t) // ctlparam.go
 				}
 			}
 			if sub == nil || fn.Name != "apply" {

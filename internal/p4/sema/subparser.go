@@ -66,10 +66,7 @@ func (c *checker) applySubParser(x *syntax.Call, sub *SubParser) Type {
 		}
 		p := params[i]
 		if et, ok := p.Type.(*ExternT); ok {
-			at := c.expr(a.Value, nil)
-			if at2, ok := at.(*ExternT); !ok || at2.Decl != et.Decl {
-				c.errorf(a.Value.NodePos(), "argument %d of %s.apply must be a %s, got %s", i+1, sub.Name, et.Decl.Name, at)
-			}
+			c.packetArg(a.Value, i, sub.Name, et)
 			continue
 		}
 		at := c.expr(a.Value, p.Type)
@@ -79,4 +76,13 @@ func (c *checker) applySubParser(x *syntax.Call, sub *SubParser) Type {
 		}
 	}
 	return &Void{}
+}
+
+// packetArg checks argument i of name.apply for a parameter of extern type
+// et (packet_in): an instance of that extern.
+func (c *checker) packetArg(e syntax.Expr, i int, name string, et *ExternT) {
+	at := c.expr(e, nil)
+	if at2, ok := at.(*ExternT); !ok || at2.Decl != et.Decl {
+		c.errorf(e.NodePos(), "argument %d of %s.apply must be a %s, got %s", i+1, name, et.Decl.Name, at)
+	}
 }

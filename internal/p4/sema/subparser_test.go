@@ -36,6 +36,8 @@ func TestSubParserErrors(t *testing.T) {
 
 // TestCtorParamErrors: constructor parameters and arguments.
 func TestCtorParamErrors(t *testing.T) {
+	// a parser applying a parser-typed constructor parameter
+	const pt = "parser PT(packet_in p, inout H h); parser A(packet_in p, inout H h) { state start { h.h.a = h.h.a + 1; transition accept; } } parser SP(packet_in p, inout H h)(PT q) { state start { q.apply(p, h); transition accept; } } "
 	cases := []struct{ src, want string }{
 		{"control S(inout bit<8> v)(bit<8> k, bool on) { apply { if (on) { v = v + k; } } } control I2(inout H h) { S(2, true) s; apply { s.apply(h.h.a); } }", ""},
 		{"control S(inout bit<8> v)(bit<8> k) { apply { v = k; } } control I2(inout H h) { S() s; apply { s.apply(h.h.a); } }", "S takes 1 constructor argument(s), got 0"},
@@ -52,7 +54,21 @@ func TestCtorParamErrors(t *testing.T) {
 		{"control CT(inout bit<8> v); control A(inout bit<8> v) { apply { v = v + 1; } } control S(inout bit<8> v)(CT c) { apply { c.apply(v); } } control A2(inout bit<8> v) { apply { } } control I2(inout H h) { A() a; A2() a2; S(a) s; S(a2) s2; apply { } }", "unsupported: instances of control S with different controls as constructor arguments"},
 		{"control CT(inout bit<8> v); control S(inout bit<8> v)(CT c) { apply { c.apply(); } }", "c.apply takes 1 arguments, got 0"},
 		{"control CT(inout bit<8> v); control S(inout bit<8> v)(CT c) { apply { c.apply(3); } }", "not assignable"},
-		{"parser PT(packet_in p, inout H h); parser SP(packet_in p, inout H h)(PT q) { state start { transition accept; } }", "unsupported: constructor parameters of type"},
+		// parser-typed constructor parameters
+		{pt + "parser P3(packet_in p, out H h) { A() a; SP(a) s; state start { s.apply(p, h); transition accept; } }", ""},
+		{pt + "parser B(packet_in p, inout H h) { state start { transition accept; } } parser P3(packet_in p, out H h) { A() a; B() b; SP(a) s; SP(b) s2; state start { s.apply(p, h); s2.apply(p, h); transition accept; } }", ""},
+		{pt + "parser B(packet_in p, in H h) { state start { transition accept; } } parser P3(packet_in p, out H h) { B() b; SP(b) s; state start { transition accept; } }", "constructor argument q of SP: parser B does not have type PT: parameter h is in, the type's h inout"},
+		{pt + "parser B(packet_in p, inout h_t h) { state start { transition accept; } } parser P3(packet_in p, out H h) { B() b; SP(b) s; state start { transition accept; } }", "constructor argument q of SP: parser B does not have type PT: parameter h has type h_t, the type's h H"},
+		{pt + "parser B(packet_in p) { state start { transition accept; } } parser P3(packet_in p, out H h) { B() b; SP(b) s; state start { transition accept; } }", "parser B does not have type PT: 1 parameter, the type 2 parameters"},
+		{pt + "parser P3(packet_in p, out H h) { SP(3) s; state start { transition accept; } }", "constructor argument q of SP must name a parser instance declared before it (of type PT)"},
+		{pt + "parser P3(packet_in p, out H h) { SP(a) s; A() a; state start { transition accept; } }", "constructor argument q of SP must name a parser instance declared before it (of type PT)"},
+		{pt + "parser P3(packet_in p, out H h) { SP(P3) s; state start { transition accept; } }", "constructor argument q of SP must name a parser instance"},
+		{pt + "parser P3(packet_in p, out H h) { SP(A()) s; state start { transition accept; } }", "unsupported: a parser instance constructed in a constructor argument (declare it before: A(...) x; then pass x)"},
+		{"control CT(inout bit<8> v); control A(inout bit<8> v) { apply { } } control S(inout bit<8> v)(CT c) { apply { c.apply(v); } } control I2(inout H h) { S(A()) s; apply { } }", "unsupported: a control instance constructed in a constructor argument"},
+		{"parser PT(packet_in p, inout H h); parser SP(packet_in p, inout H h)(PT q) { state start { q.apply(p); transition accept; } }", "q.apply takes 2 arguments, got 1"},
+		{"parser PT(packet_in p, inout H h); parser SP(packet_in p, inout H h)(PT q) { state start { q.apply(h.h, h); transition accept; } }", "argument 1 of q.apply must be a packet_in, got h_t"},
+		{"parser PT(packet_in p, inout H h); control S(inout bit<8> v)(PT q) { apply { } }", "constructor parameter q of a control cannot have parser type PT: only a parser can apply a parser"},
+		{"control CT(inout bit<8> v); parser SP(packet_in p, inout H h)(CT c) { state start { transition accept; } }", "constructor parameter c of a parser cannot have control type CT: only a control can apply a control"},
 		{"parser SP(packet_in p, inout H h)(bit<8> k) { state start { h.h.a = k; transition accept; } } parser P3(packet_in p, out H h) { SP(1) a; SP(2) b; state start { a.apply(p, h); b.apply(p, h); transition accept; } }", ""},
 		{"parser SP(packet_in p, inout H h)(bit<8> k) { state start { transition accept; } } parser P3(packet_in p, out H h) { SP(1, 2) a; state start { transition accept; } }", "SP takes 1 constructor argument(s), got 2"},
 	}
