@@ -22,6 +22,7 @@ package sema
 // to the sub-parser that instance was given (backend/ctlparam.go).
 
 import (
+	"fmt"
 	"strconv"
 
 	"github.com/edgenf/edgenf/internal/p4/syntax"
@@ -58,7 +59,8 @@ func (c *checker) blockCtorParam(p *syntax.Param, bt *BlockT) {
 // blockArg checks the instance passed for constructor parameter p (of
 // control or parser type bt): the name of a sub-control or sub-parser
 // declared before it, with bt's signature.
-func (c *checker) blockArg(e syntax.Expr, p *Var, bt *BlockT, block string) {
+func (c *checker) blockArg(e syntax.Expr, p *Var, bt *BlockT, block string) syntax.Expr {
+	e = c.anonBlockArg(e)
 	id, _ := e.(*syntax.Ident)
 	var ent Entity
 	var name string
@@ -75,24 +77,50 @@ func (c *checker) blockArg(e syntax.Expr, p *Var, bt *BlockT, block string) {
 			}
 		}
 	}
-	if call, ok := e.(*syntax.Call); ok && ent == nil {
-		if fn, ok := call.Fn.(*syntax.Ident); ok {
-			switch c.global.lookup(fn.Name).(type) {
-			case *Control, *Parser: // Twice(Add()): an instance of its own
-				c.unsupported(e.NodePos(), "a "+bt.Kind+" instance constructed in a constructor argument (declare it before: "+fn.Name+"(...) x; then pass x)")
-				return
-			}
-		}
-	}
 	if ent == nil {
 		c.errorf(e.NodePos(), "constructor argument %s of %s must name a %s instance declared before it (of type %s)", p.Name, block, bt.Kind, bt.Name)
-		return
+		return e
 	}
 	if why := c.signatureDiffers(params, bt); why != "" {
 		c.errorf(e.NodePos(), "constructor argument %s of %s: %s %s does not have type %s: %s", p.Name, block, bt.Kind, name, bt.Name, why)
-		return
+		return e
 	}
 	c.info.Uses[id] = ent
+	return e
+}
+
+// anonBlockArg desugars a control or parser constructed in a constructor
+// argument, Twice(Add(1)), into an instance of its own (P4-16 10.3.1):
+// a hidden, uniquely named "Add(1) Add_argN;" declared just before its
+// user, which the argument then names. Nested arguments are desugared
+// when that declaration is checked. Anything else is returned unchanged.
+func (c *checker) anonBlockArg(e syntax.Expr) syntax.Expr {
+	call, ok := e.(*syntax.Call)
+	if !ok {
+		return e
+	}
+	fn, ok := call.Fn.(*syntax.Ident)
+	if !ok {
+		return e
+	}
+	switch c.global.lookup(fn.Name).(type) {
+	case *Control, *Parser:
+	default:
+		return e
+	}
+	name := fmt.Sprintf("%s_arg%d", fn.Name, c.id())
+	for c.sc.lookup(name) != nil {
+		name = fmt.Sprintf("%s_arg%d", fn.Name, c.id())
+	}
+	owner := ""
+	if c.control != nil {
+		owner = c.control.Name
+	} else if c.parser != nil {
+		owner = c.parser.Name
+	}
+	decl := &syntax.InstanceDecl{Pos: call.Pos, Type: &syntax.NamedType{Pos: fn.Pos, Name: fn.Name}, Args: call.Args, Name: name}
+	c.instanceDecl(decl, owner)
+	return &syntax.Ident{Pos: fn.Pos, Name: name}
 }
 
 // signatureDiffers says how apply parameters ps differ from those of

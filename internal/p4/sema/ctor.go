@@ -54,8 +54,8 @@ func (c *checker) ctorArgs(args []syntax.Arg, ps []*Var, name string, pos syntax
 			continue
 		}
 		if bt := blockTypeParam(ps[i].Type); bt != nil {
-			c.blockArg(a.Value, ps[i], bt, name) // ctlparam.go
-			out = append(out, a.Value)
+			args[i].Value = c.blockArg(a.Value, ps[i], bt, name) // ctlparam.go
+			out = append(out, args[i].Value)
 			continue
 		}
 		t := c.expr(a.Value, ps[i].Type)
@@ -75,6 +75,11 @@ func (c *checker) ctorArgs(args []syntax.Arg, ps []*Var, name string, pos syntax
 func (c *checker) againControl(x *syntax.InstanceDecl, callee *Control) Entity {
 	if what := stateOf(callee, 0); what != "" {
 		c.unsupported(x.Pos, "instantiating control "+callee.Name+" more than once: it declares "+what+", which each instance would need its own of")
+		return nil
+	}
+	if len(callee.Ctor) > 0 && callee.CtorArgs == nil {
+		// S(S(A())): the first instance's arguments are still being checked
+		c.unsupported(x.Pos, "an instance of control "+callee.Name+" in a constructor argument of another instance of it")
 		return nil
 	}
 	args := c.ctorArgs(x.Args, callee.Ctor, callee.Name, x.Pos)
