@@ -128,10 +128,11 @@ func (a *applyFile) apply(ctx context.Context, b []byte) error {
 // fail records a refused file; logged only when the error is new (a retry
 // of the same content does not fill the log).
 func (a *applyFile) fail(err error, log bool) {
-	a.at.SetToCurrentTime()
-	a.applied.WithLabelValues("error").Inc()
-	a.ok.Set(0)
+	// logged before it is counted: whoever sees the count can find the line
 	if log {
 		a.log.Error("not applied; the running state is unchanged", "err", err)
 	}
+	a.at.SetToCurrentTime()
+	a.applied.WithLabelValues("error").Inc()
+	a.ok.Set(0)
 }
