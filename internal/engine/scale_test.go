@@ -56,7 +56,8 @@ func scaleEngine(b *testing.B, n int) *engine.Engine {
 //     is loaded: the engine's own cost, the ≤ 2 ms target);
 //   - entry: one rule of one cube replaced through a topology update;
 //   - add: a new two-cube chain (includes the kernel loading and
-//     verifying two programs, a cost of its own that N does not change).
+//     verifying two programs, a cost of its own that N does not change);
+//   - remove: one of the chains add made taken out again.
 //
 // ms/change is wall time; cpu-ms/change the process's CPU time (user and
 // system), steadier on a shared machine. With EDGENF_ENGINE_BENCH_OUT set,
@@ -64,13 +65,14 @@ func scaleEngine(b *testing.B, n int) *engine.Engine {
 // as markdown (make bench: bench/results/engine-change.md, in
 // docs/performance.md).
 func BenchmarkChange(b *testing.B) {
-	sizes, kinds := []int{100, 1000, 3000}, []string{"rewire", "entry", "add"}
+	sizes, kinds := []int{100, 1000, 3000}, []string{"rewire", "entry", "add", "remove"}
 	type cost struct{ wall, cpu float64 }
 	got := map[string]cost{} // by n/kind: the last run's
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("cubes=%d", n), func(b *testing.B) {
 			e := scaleEngine(b, n)
 			seq := 0
+			var added []int // the chains "add" made, which "remove" takes out
 			changes := map[string]func(i int) func(tp *cube.Topology) error{
 				"rewire": func(i int) func(tp *cube.Topology) error {
 					return func(tp *cube.Topology) error {
@@ -88,9 +90,23 @@ func BenchmarkChange(b *testing.B) {
 					}
 				},
 				"add": func(i int) func(tp *cube.Topology) error {
+					added = append(added, 100000+i)
 					return func(tp *cube.Topology) error {
 						for _, c := range tenantChain(100000 + i) {
 							tp.Put(c)
+						}
+						return nil
+					}
+				},
+				"remove": func(int) func(tp *cube.Topology) error {
+					if len(added) == 0 {
+						b.Fatal("no chain left to remove: remove runs more often than add")
+					}
+					i := added[len(added)-1]
+					added = added[:len(added)-1]
+					return func(tp *cube.Topology) error {
+						for _, c := range tenantChain(i) {
+							tp.Remove(c.Name)
 						}
 						return nil
 					}
@@ -119,7 +135,7 @@ func BenchmarkChange(b *testing.B) {
 	md := "## Engine cost per change\n\n`EDGENF_ENGINE_BENCH_OUT=… go test -run XXX -bench '^BenchmarkChange$' -benchtime 100x ./internal/engine` " +
 		"(`make bench`): one change through `Engine.Update` when the topology already holds N cubes (N/2 two-cube portfwd chains). " +
 		"*rewire* unpeers or re-peers two cubes of one chain (no program is loaded: the engine's own cost); *entry* replaces one rule " +
-		"of one cube; *add* adds a two-cube chain (includes the kernel loading and verifying two programs). CPU is the process's " +
+		"of one cube; *add* adds a two-cube chain (includes the kernel loading and verifying two programs); *remove* removes one of those chains. CPU is the process's " +
 		"user and system time per change; wall time also holds the kernel's waits (a tail-call map update waits for an RCU grace " +
 		"period) and the journal's fsync. A change costs what it changes: the growth column is the cost at 3,000 cubes over the cost at 100.\n\n" +
 		"| change | CPU ms at 100 | at 1,000 | at 3,000 | growth 100→3,000 | wall ms at 100 | at 3,000 |\n|---|---:|---:|---:|---:|---:|---:|\n"
