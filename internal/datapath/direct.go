@@ -108,11 +108,15 @@ func (d *Datapath) setPeer(hook Hook, ref peerRef, prog *ebpf.Program, id uint32
 			return nil // empty: writing it would patch the callers' jumps
 		}
 		vacant, err := d.vacant(hook)
-		if err != nil {
-			return err
+		if err == nil {
+			err = peers.Put(ref.port, vacant)
 		}
-		if err := peers.Put(ref.port, vacant); err != nil {
-			return fmt.Errorf("direct hop of port %d: %w", ref.port, err)
+		if err != nil {
+			// a cube object of another kind (frags, say) than the vacant
+			// program: deleting is slower, as correct
+			if derr := peers.Delete(ref.port); derr != nil && !errors.Is(derr, ebpf.ErrKeyNotExist) {
+				return fmt.Errorf("direct hop of port %d: %w", ref.port, errors.Join(err, derr))
+			}
 		}
 		return nil
 	}
