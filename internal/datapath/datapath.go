@@ -56,6 +56,8 @@ type Datapath struct {
 	// entered is callers the other way: the slot each port's hop enters
 	// (a hop rewritten or a cube unloaded costs one lookup, not a walk)
 	entered map[Hook]map[peerRef]uint32
+	// what a direct hop into no cube holds, by hook (vacant.go)
+	vacants map[Hook]*ebpf.Program
 	// TC programs go on interfaces the classic way (tcclassic.go)
 	classicTC bool
 	// the copy machine's program, loaded once (copier.go)
@@ -187,6 +189,7 @@ func (d *Datapath) Close() {
 	for _, m := range d.copies {
 		m.Close()
 	}
+	d.closeVacants()
 	d.copierMu.Lock()
 	if d.copier != nil {
 		d.copier.Close()

@@ -83,15 +83,16 @@ func (d *Datapath) setOwner(hook Hook, slot uint32, prog *ebpf.Program) error {
 	}
 	var errs []error
 	for ref := range d.callers[hook][slot] {
-		errs = append(errs, setPeer(ref, prog, id))
+		errs = append(errs, d.setPeer(hook, ref, prog, id))
 	}
 	return errors.Join(errs...)
 }
 
-// setPeer makes the direct hop of ref enter prog (id), or no program.
-// enf_peer_ids goes to 0 first, so the fast path never pairs a new id with
-// an old program.
-func setPeer(ref peerRef, prog *ebpf.Program, id uint32) error {
+// setPeer makes the direct hop of ref enter prog (id), or no program (the
+// entry then holds the vacant program: vacant.go). enf_peer_ids goes to 0
+// first, so the fast path never pairs a new id with an old program
+// (d.peersMu held).
+func (d *Datapath) setPeer(hook Hook, ref peerRef, prog *ebpf.Program, id uint32) error {
 	ids, peers, err := openDirect(ref.dir)
 	if err != nil || ids == nil {
 		return err
@@ -102,8 +103,20 @@ func setPeer(ref peerRef, prog *ebpf.Program, id uint32) error {
 		return err
 	}
 	if prog == nil {
-		if err := peers.Delete(ref.port); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-			return err
+		var held uint32 // a program array's entry reads as its program's id
+		if err := peers.Lookup(ref.port, &held); errors.Is(err, ebpf.ErrKeyNotExist) {
+			return nil // empty: writing it would patch the callers' jumps
+		}
+		vacant, err := d.vacant(hook)
+		if err == nil {
+			err = peers.Put(ref.port, vacant)
+		}
+		if err != nil {
+			// a cube object of another kind (frags, say) than the vacant
+			// program: deleting is slower, as correct
+			if derr := peers.Delete(ref.port); derr != nil && !errors.Is(derr, ebpf.ErrKeyNotExist) {
+				return fmt.Errorf("direct hop of port %d: %w", ref.port, errors.Join(err, derr))
+			}
 		}
 		return nil
 	}
@@ -143,19 +156,19 @@ func (c *Program) setDirect(port uint32, h Hop) error {
 	ref := peerRef{c.dir, port}
 	d.dropCaller(c.Hook, ref)
 	if h.Kind != DstCube || h.NStack != 0 {
-		return setPeer(ref, nil, 0)
+		return d.setPeer(c.Hook, ref, nil, 0)
 	}
 	d.addCaller(c.Hook, h.Slot, ref)
 	var id uint32
 	if err := d.panels[c.Hook].Lookup(h.Slot, &id); err != nil || id == 0 {
-		return setPeer(ref, nil, 0) // the slot is empty: filled when loaded
+		return d.setPeer(c.Hook, ref, nil, 0) // the slot is empty: filled when loaded
 	}
 	prog, err := ebpf.NewProgramFromID(ebpf.ProgramID(id))
 	if err != nil {
-		return setPeer(ref, nil, 0) // unloaded meanwhile
+		return d.setPeer(c.Hook, ref, nil, 0) // unloaded meanwhile
 	}
 	defer prog.Close()
-	return setPeer(ref, prog, id)
+	return d.setPeer(c.Hook, ref, prog, id)
 }
 
 // adoptDirect re-learns, for a cube adopted after a restart, which slots

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/edgenf/edgenf/internal/datapath"
@@ -169,4 +170,87 @@ func pfSpec(t *testing.T, hook datapath.Hook) *ebpf.CollectionSpec {
 		t.Fatal(err)
 	}
 	return spec
+}
+
+// A direct hop that no longer enters a cube is overwritten, not deleted
+// (vacant.go: a delete waits for an RCU grace period): the cube it entered
+// is still released by the kernel once unloaded, and the port's direct hop
+// takes a cube's program again when the slot is filled.
+func TestDroppedDirectHopReleasesItsProgram(t *testing.T) {
+	for _, hook := range []datapath.Hook{datapath.XDP, datapath.TC} {
+		t.Run(string(hook), func(t *testing.T) {
+			dp, root, cubes, entry := directChain(t, hook)
+			sent := map[datapath.Hook]uint32{datapath.XDP: datapath.XDPRedirect, datapath.TC: datapath.TCActRedirect}[hook]
+			frame := nftest.UDP4("198.18.0.1", "198.18.0.2", 1, 2, make([]byte, 22))
+			peers, err := ebpf.LoadPinnedMap(filepath.Join(root, "cubes", "c0", "enf_peers"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer peers.Close()
+			held := func() uint32 {
+				var id uint32
+				if err := peers.Lookup(uint32(1), &id); err != nil {
+					t.Fatal(err)
+				}
+				return id
+			}
+			info, err := cubes[1].EBPF().Info()
+			if err != nil {
+				t.Fatal(err)
+			}
+			old, _ := info.ID()
+			if held() != uint32(old) {
+				t.Fatalf("port 1's direct hop holds program %d, want the second cube's %d", held(), old)
+			}
+			if err := cubes[1].Unload(); err != nil {
+				t.Fatal(err)
+			}
+			if held() == uint32(old) {
+				t.Fatal("the unloaded cube's program is still held by the direct hop into its slot")
+			}
+			// Nothing else holds it: the kernel frees it (after its own
+			// grace period, off the caller's path).
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				p, err := ebpf.NewProgramFromID(old)
+				if err != nil {
+					break
+				}
+				p.Close()
+				if time.Now().After(deadline) {
+					t.Fatalf("program %d of the unloaded cube still exists 10 s later", old)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if v, _, err := entry.Benchmark(frame, 1, nil); err != nil || v == sent {
+				t.Fatalf("with the second cube unloaded: verdict %d (%v), the frame still went somewhere", v, err)
+			}
+
+			// The slot filled again: the hop holding the vacant program
+			// takes the new cube's, and the frame goes through it.
+			again, err := dp.LoadCube("c1", hook, 1, pfSpec(t, hook), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(again.Close)
+			m, _ := again.Map("pf_table")
+			if err := m.Put(uint32(0), pfEntry{OutPort: 1, Flags: 1}); err != nil {
+				t.Fatal(err)
+			}
+			if err := again.SetHop(1, datapath.Hop{Kind: datapath.DstIface, Ifindex: 1}); err != nil {
+				t.Fatal(err)
+			}
+			info, err = again.EBPF().Info()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if id, _ := info.ID(); held() != uint32(id) {
+				t.Fatalf("after the reload port 1's direct hop holds program %d, want the new cube's %d", held(), id)
+			}
+			before := rx(t, again)
+			if v, _, err := entry.Benchmark(frame, 1, nil); err != nil || v != sent || rx(t, again)-before != 1 {
+				t.Fatalf("after the reload: verdict %d (%v), %d frames into the new cube; want %d and 1", v, err, rx(t, again)-before, sent)
+			}
+		})
+	}
 }

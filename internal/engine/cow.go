@@ -49,6 +49,7 @@ func (e *Engine) dirtyOf(next *cube.Topology) dirty {
 	if e.checkEdits {
 		e.checkWorkingCopy(next)
 	}
+	e.trackUntracked(next)
 	cubes, points := next.Touched()
 	d := dirty{cubes: next.ChangedAmong(e.topo, cubes)}
 	for _, name := range cubes {
@@ -66,6 +67,41 @@ func (e *Engine) dirtyOf(next *cube.Topology) dirty {
 	return d
 }
 
+// trackUntracked is the second guard behind the accessors, kept in
+// production daemons (the edit check is for tests): a cube set in or
+// deleted from next.Cubes directly, which the accessors did not record, is
+// recorded now as if Edit or Remove had done it. It is then in the change's
+// dirty set, so the tenant scope check (Scope.ChangeOf) sees it, the
+// reconcile and the journal take it, and an aborted change puts it back.
+// One pointer comparison per cube (the working copy shares the cubes it
+// did not change with the applied state); the applied cubes are walked
+// only when some of them are missing from next. A shared cube changed in
+// place changes the applied state itself: only the edit check sees that.
+func (e *Engine) trackUntracked(next *cube.Topology) {
+	var set []string
+	kept := 0 // applied cubes still in next
+	for name, c := range next.Cubes {
+		old, ok := e.topo.Cubes[name]
+		if ok {
+			kept++
+		}
+		if c != old && !next.Owns(name) {
+			set = append(set, name)
+		}
+	}
+	for _, name := range set {
+		next.Edit(name) // records it (under its key, whatever its Name says)
+	}
+	if kept == len(e.topo.Cubes) {
+		return
+	}
+	for name := range e.topo.Cubes {
+		if _, ok := next.Cubes[name]; !ok {
+			next.Remove(name) // recorded again if it was Removed: harmless
+		}
+	}
+}
+
 // dirtyAll is dirtyOf for a topology that is not a working copy (a
 // declarative apply's): every cube is compared.
 func (e *Engine) dirtyAll(next *cube.Topology) dirty {
@@ -75,6 +111,7 @@ func (e *Engine) dirtyAll(next *cube.Topology) dirty {
 // recycle makes a working copy a change did not apply the spare copy
 // again, by putting back what the change touched in it.
 func (e *Engine) recycle(t *cube.Topology) {
+	e.trackUntracked(t)
 	cubes, points := t.Touched()
 	for _, name := range cubes {
 		if c := e.topo.Cubes[name]; c != nil {

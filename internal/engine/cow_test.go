@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/nf/portfwd"
 	"github.com/edgenf/edgenf/internal/state"
+	"github.com/edgenf/edgenf/internal/tenant"
 )
 
 // failingConfig makes the failing NF type's controller refuse to sync.
@@ -262,5 +264,82 @@ func TestEditsAroundTheAccessorsAreCaught(t *testing.T) {
 		if !strings.Contains(got, c.want) {
 			t.Errorf("%s: %q, want a panic with %q", c.what, got, c.want)
 		}
+	}
+}
+
+// TestUntrackedEditsStillReachTheDirtySet: in a production daemon the edit
+// check is off, and a change that sets or deletes a cube in
+// Topology.Cubes directly (a handler that forgot the accessors) still has
+// that cube in its dirty set (trackUntracked). Tenant red cannot delete or
+// replace the administrator's cube that way; its refused changes leave no
+// trace in the next change; the administrator's own untracked deletion is
+// applied like a tracked one (the cube unloaded, not left running).
+func TestUntrackedEditsStillReachTheDirtySet(t *testing.T) {
+	e := testEngine(t, "enfcowuntracked")
+	e.checkEdits = false // as in a production daemon; no change runs yet
+	chains(t, e, 2, &cube.Cube{Name: "r", Type: "portfwd", Tenant: "red", Ports: []cube.Port{{Name: "p0", Index: 0}}},
+		&cube.Cube{Name: "spare", Type: "portfwd", Ports: []cube.Port{{Name: "p0", Index: 0}}})
+	before := liveStates(e)
+	red := tenant.Of("red")
+	refused := []struct {
+		what, cube string
+		fn         func(tp *cube.Topology)
+	}{
+		{"the administrator's cube deleted directly", "c0a", func(tp *cube.Topology) { delete(tp.Cubes, "c0a") }},
+		{"the administrator's cube replaced directly by red's", "c1a", func(tp *cube.Topology) {
+			tp.Cubes["c1a"] = &cube.Cube{Name: "c1a", Type: "portfwd", Tenant: "red"}
+		}},
+		{"the administrator's cube replaced directly alongside a tracked edit of red's own", "spare", func(tp *cube.Topology) {
+			tp.Cubes["spare"] = &cube.Cube{Name: "spare", Type: "portfwd", Tenant: "red"}
+			if c, err := tp.Edit("r"); err == nil {
+				c.Ports[0].MAC = "02:00:00:00:00:01"
+			}
+		}},
+	}
+	for _, r := range refused {
+		err := e.UpdateAs(context.Background(), red, func(tp *cube.Topology, _ tenant.Scope) error { r.fn(tp); return nil })
+		if err == nil || !strings.Contains(err.Error(), r.cube) {
+			t.Fatalf("%s: %v, want a refusal naming %s", r.what, err, r.cube)
+		}
+		after := liveStates(e)
+		if len(after) != len(before) {
+			t.Fatalf("%s: %d cubes applied, want %d", r.what, len(after), len(before))
+		}
+		for name, b := range before {
+			if a := after[name]; a.model != b.model || a.l != b.l || a.dc != b.dc {
+				t.Errorf("%s: cube %s is not as it was", r.what, name)
+			}
+		}
+	}
+	// An aborted change's untracked edit is not carried into the next
+	// change's working copy (the spare copy).
+	if err := e.Update(func(tp *cube.Topology) error {
+		delete(tp.Cubes, "c0a")
+		return errors.New("changed my mind")
+	}); err == nil {
+		t.Fatal("the caller's error was lost")
+	}
+	if err := e.Update(func(tp *cube.Topology) error {
+		_, err := tp.PutEntry("c0b", "rules", json.RawMessage(`{"in_port":"p1","out_port":"p0"}`))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	applied := e.Topology()
+	if applied.Cubes["c0a"] == nil || applied.Cubes["c1a"].Tenant != "" || applied.Cubes["spare"].Tenant != "" {
+		t.Fatalf("a later change applied a refused or aborted untracked edit: c0a %v, c1a's tenant %q, spare's %q",
+			applied.Cubes["c0a"] != nil, applied.Cubes["c1a"].Tenant, applied.Cubes["spare"].Tenant)
+	}
+	// The administrator's untracked deletion is reconciled: unloaded.
+	if err := e.Update(func(tp *cube.Topology) error { delete(tp.Cubes, "spare"); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	e.mu.Lock()
+	_, loaded := e.cubes["spare"]
+	_, slotted := e.slots["spare"]
+	e.mu.Unlock()
+	if e.Topology().Cubes["spare"] != nil || loaded || slotted {
+		t.Fatalf("deleted directly by the administrator: still in the state (%v), loaded (%v), in a slot (%v)",
+			e.Topology().Cubes["spare"] != nil, loaded, slotted)
 	}
 }
