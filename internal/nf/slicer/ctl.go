@@ -51,6 +51,11 @@ type (
 		NLens        [pfxFields][2]uint8
 		_            [2]uint8
 		Lens         [pfxFields][2][maxLens]uint8
+		Inline4      [pfxFields][maxInline]inline4
+	}
+	inline4 struct {
+		Addr, Mask [4]byte
+		ID         uint32
 	}
 	pfx4Key struct {
 		Field, Len uint8
@@ -274,7 +279,7 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 	}
 	// last: a length is looked up only once its prefixes are in
 	conf := cfgVal{Kinds: kinds, DefaultSlice: def}
-	conf.NLens, conf.Lens = pfx.lengths()
+	conf.NLens, conf.Lens, conf.Inline4 = pfx.lengths()
 	if err := maps["sl_config"].Put(uint32(0), conf); err != nil {
 		return fmt.Errorf("sl_config: %w", err)
 	}

@@ -5,8 +5,9 @@ package slicer
 // field and family the lengths in use, longest first, that the fast path
 // tries one hash lookup each (slicer.bpf.c: sl_prefix). Where the trie is
 // cheaper (few prefixes: a shallow trie; or many lengths: many lookups on a
-// miss), the field is looked up in its LPM trie instead; the tries always
-// hold every prefix, so either way is ready.
+// miss), the field is looked up in its LPM trie instead, and up to four
+// IPv4 prefixes are listed in sl_config itself and compared in place. The
+// tries and hash maps always hold every prefix, so every way is ready.
 
 import (
 	"math/bits"
@@ -35,18 +36,39 @@ const (
 	trieLevelNS  = 5
 )
 
-// useHashes tells whether a field's rules in one family, n prefixes of
-// lens distinct lengths, are cheaper to classify by one hash lookup per
-// length (counting a miss, every length tried) than by the trie's walk.
-func useHashes(n, lens int) bool {
-	return lens <= maxLens && lens*hashLookupNS < trieLevelNS*(bits.Len(uint(n))+1)
+// maxInline is SL_INLINE: IPv4 prefixes a field can list in sl_config.
+const maxInline = 4
+
+// How the fast path looks a prefix field up, in one family.
+const (
+	wayTrie   = iota // its LPM trie
+	wayHash          // one hash lookup per length in use, longest first
+	wayInline        // (IPv4) a compare against each prefix listed in sl_config
+)
+
+// cheapest is the cheapest way to classify a field's rules in one family,
+// n prefixes of lens distinct lengths: up to maxInline IPv4 prefixes, a
+// compare each (about a nanosecond, no map); else one hash lookup per
+// length (counting a miss, every length tried) where that costs less than
+// the trie's walk; else the trie.
+func cheapest(n, lens int, v4 bool) int {
+	switch {
+	case v4 && n <= maxInline:
+		return wayInline
+	case lens <= maxLens && lens*hashLookupNS < trieLevelNS*(bits.Len(uint(n))+1):
+		return wayHash
+	}
+	return wayTrie
 }
 
-// pick is the choice lengths makes (tests force one way or the other).
-var pick = useHashes
+// pick is the choice lengths makes (tests force one way).
+var pick = cheapest
 
-// lensTrie is SL_LENS_TRIE: the field is looked up in its trie.
-const lensTrie = 0xff
+// sl_config.nlens values other than a number of lengths
+const (
+	lensTrie   = 0xff // SL_LENS_TRIE
+	lensInline = 0xfe // SL_LENS_INLINE
+)
 
 var pfxField = map[int]uint8{kindSrc: pfxSrc, kindDst: pfxDst, kindUE: pfxUE}
 
@@ -75,26 +97,55 @@ func (r *prefixRules) add(kind int, p netip.Prefix, id uint32) {
 	r.lens[f][fam][l]++
 }
 
-// lengths are sl_config's nlens and lens: per field and family the
-// lengths in use, longest first, or lensTrie where the trie is cheaper.
-func (r *prefixRules) lengths() (n [pfxFields][2]uint8, lens [pfxFields][2][maxLens]uint8) {
+// lengths are sl_config's nlens, lens and inline4: per field and family
+// the way picked (lensTrie, lensInline, or the number of lengths), the
+// lengths in use, longest first, and the listed IPv4 prefixes, longest
+// first.
+func (r *prefixRules) lengths() (n [pfxFields][2]uint8, lens [pfxFields][2][maxLens]uint8, inl [pfxFields][maxInline]inline4) {
 	for f := range r.lens {
 		for fam, set := range r.lens[f] {
+			if len(set) == 0 {
+				continue
+			}
 			var ls []uint8
 			prefixes := 0
 			for l, k := range set {
 				ls = append(ls, l)
 				prefixes += k
 			}
-			if len(set) > 0 && !pick(prefixes, len(set)) {
-				n[f][fam] = lensTrie
-				continue
-			}
 			slices.Sort(ls)
 			slices.Reverse(ls)
-			n[f][fam] = uint8(len(ls))
-			copy(lens[f][fam][:], ls)
+			switch pick(prefixes, len(ls), fam == 0) {
+			case wayTrie:
+				n[f][fam] = lensTrie
+			case wayInline:
+				n[f][fam] = lensInline
+				inl[f] = r.inline(uint8(f))
+			default:
+				n[f][fam] = uint8(len(ls))
+				copy(lens[f][fam][:], ls)
+			}
 		}
 	}
-	return n, lens
+	return n, lens, inl
+}
+
+// inline lists field's IPv4 prefixes, longest first (at most maxInline:
+// cheapest picks the list for no more).
+func (r *prefixRules) inline(field uint8) (out [maxInline]inline4) {
+	var keys []pfx4Key
+	for k := range r.v4 {
+		if k.Field == field {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b pfx4Key) int { return int(b.Len) - int(a.Len) })
+	for i, k := range keys[:min(len(keys), maxInline)] {
+		m := uint32(0)
+		if k.Len > 0 {
+			m = ^uint32(0) << (32 - k.Len)
+		}
+		out[i] = inline4{Addr: k.Addr, Mask: [4]byte{byte(m >> 24), byte(m >> 16), byte(m >> 8), byte(m)}, ID: r.v4[k]}
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package slicer
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
@@ -58,9 +59,9 @@ func readConfig(t testing.TB, r *nftest.Rig) cfgVal {
 	return c
 }
 
-// emptyMap empties a map of the rig's cube; of the hash maps of
-// prefixes, only the destination field's entries.
-func emptyMap(t *testing.T, r *nftest.Rig, name string) {
+// emptyMap deletes the entries of a map of the rig's cube whose key
+// matches.
+func emptyMap(t *testing.T, r *nftest.Rig, name string, match func(key []byte) bool) {
 	t.Helper()
 	m, err := r.Handle().Map(name)
 	if err != nil {
@@ -70,10 +71,9 @@ func emptyMap(t *testing.T, r *nftest.Rig, name string) {
 	k := make([]byte, m.KeySize())
 	it := m.Iterate()
 	for it.Next(&k, new(uint32)) {
-		if (name == "sl_pfx4" || name == "sl_pfx6") && k[0] != pfxDst {
-			continue
+		if match(k) {
+			keys = append(keys, append([]byte(nil), k...))
 		}
-		keys = append(keys, append([]byte(nil), k...))
 	}
 	if err := it.Err(); err != nil {
 		t.Fatal(err)
@@ -85,39 +85,58 @@ func emptyMap(t *testing.T, r *nftest.Rig, name string) {
 	}
 }
 
-// force makes the control plane classify every prefix field by hash
-// lookups (hash) or by its trie, until the test ends.
-func force(t testing.TB, hash bool) {
-	pick = func(int, int) bool { return hash }
-	t.Cleanup(func() { pick = useHashes })
+func anyKey([]byte) bool { return true }
+
+// ipv4Key matches the IPv4 keys of a trie (sl_lpm_key: the family after
+// the length).
+func ipv4Key(k []byte) bool { return binary.NativeEndian.Uint32(k[4:]) == 4 }
+
+// force makes the control plane classify every prefix field one way
+// (inline: IPv4 only; IPv6 then takes the trie), until the test ends.
+func force(t testing.TB, way int) {
+	pick = func(_, _ int, v4 bool) int {
+		if way == wayInline && !v4 {
+			return wayTrie
+		}
+		return way
+	}
+	t.Cleanup(func() { pick = cheapest })
+}
+
+type emptied struct {
+	name  string
+	match func([]byte) bool
 }
 
 // Overlapping prefixes of several lengths go to the longest one, in both
-// families, whether the fast path tries each length by hash or walks the
-// trie. Each way is checked with the other's map emptied, so the test sees
-// which one answered.
+// families, whether the fast path tries each length by hash, walks the
+// trie or (IPv4) compares against the prefixes listed in its config. Each
+// way is checked with the others' maps emptied, so the test sees which one
+// answered.
 func TestPrefixLengthsLongestFirst(t *testing.T) {
 	for _, h := range hooks {
 		for _, tc := range []struct {
 			name  string
+			way   int
 			lens  [2]uint8 // nlens of the destination field, IPv4 and IPv6
-			empty []string // maps the answer must not need
+			empty []emptied
 		}{
-			{"hash", [2]uint8{4, 4}, []string{"sl_dst", "sl_src"}},
-			{"trie", [2]uint8{lensTrie, lensTrie}, []string{"sl_pfx4", "sl_pfx6"}},
+			{"hash", wayHash, [2]uint8{4, 4}, []emptied{{"sl_dst", anyKey}, {"sl_src", anyKey}}},
+			{"trie", wayTrie, [2]uint8{lensTrie, lensTrie}, []emptied{{"sl_pfx4", anyKey}, {"sl_pfx6", anyKey}}},
+			{"inline", wayInline, [2]uint8{lensInline, lensTrie}, []emptied{{"sl_pfx4", anyKey}, {"sl_pfx6", anyKey}, {"sl_dst", ipv4Key}, {"sl_src", ipv4Key}}},
 		} {
 			t.Run(string(h.hook)+"/"+tc.name, func(t *testing.T) {
-				force(t, tc.name == "hash")
+				force(t, tc.way)
 				r := nftest.New(t, Type, model(h.hook, Settings{Uplink: "up"}, overlapping...))
 				c := readConfig(t, r)
 				if c.NLens[pfxDst] != tc.lens {
 					t.Fatalf("lengths in use: %v, want destination %v", c.NLens, tc.lens)
 				}
-				if tc.name == "hash" && (c.Lens[pfxDst][0] != [maxLens]uint8{32, 24, 16, 15} || c.Lens[pfxDst][1] != [maxLens]uint8{128, 64, 33, 32}) {
+				if tc.way == wayHash && (c.Lens[pfxDst][0] != [maxLens]uint8{32, 24, 16, 15} || c.Lens[pfxDst][1] != [maxLens]uint8{128, 64, 33, 32}) {
 					t.Fatalf("destination lengths %v, want longest first", c.Lens[pfxDst])
 				}
-				for _, name := range tc.empty {
-					emptyMap(t, r, name)
+				for _, e := range tc.empty {
+					emptyMap(t, r, e.name, e.match)
 				}
 				for _, oc := range overlapCases {
 					if res := r.Run("up", overlapFrame(oc.src, oc.dst)); res.Port != oc.want {
@@ -129,31 +148,41 @@ func TestPrefixLengthsLongestFirst(t *testing.T) {
 	}
 }
 
-// The control plane picks hash lookups where they beat the trie's walk:
-// many prefixes of few lengths.
-func TestHashOrTrieByCost(t *testing.T) {
+// The control plane picks the cheapest way per field and family: a list
+// for a few IPv4 prefixes, hash lookups for many prefixes of few lengths,
+// else the trie.
+func TestCheapestWay(t *testing.T) {
 	for _, tc := range []struct {
 		prefixes, lens int
-		hash           bool
+		v4             bool
+		way            int
 	}{
-		{1, 1, false},     // a one-node trie
-		{1000, 1, true},   // 1,000 slices of a /26 each: 11 levels against one lookup
-		{1000, 5, false},  // a miss would try five
-		{100000, 4, true}, // deep enough for four
-		{100000, 9, false},
+		{1, 1, true, wayInline},
+		{4, 4, true, wayInline},
+		{1, 1, false, wayTrie},      // a one-node trie
+		{1000, 1, true, wayHash},    // 1,000 slices of a /26 each: 11 levels against one lookup
+		{1000, 1, false, wayHash},   //
+		{1000, 5, true, wayTrie},    // a miss would try five
+		{100000, 4, false, wayHash}, // deep enough for four
+		{100000, 9, true, wayTrie},
 	} {
-		if got := useHashes(tc.prefixes, tc.lens); got != tc.hash {
-			t.Errorf("%d prefixes of %d lengths: hashes %v, want %v", tc.prefixes, tc.lens, got, tc.hash)
+		if got := cheapest(tc.prefixes, tc.lens, tc.v4); got != tc.way {
+			t.Errorf("%d prefixes of %d lengths (IPv4 %v): way %d, want %d", tc.prefixes, tc.lens, tc.v4, got, tc.way)
 		}
 	}
 	var r prefixRules
 	for k := 0; k < 1000; k++ {
 		r.add(kindDst, netip.MustParsePrefix(fmt.Sprintf("198.19.%d.%d/26", k*64>>8&0xff, k*64&0xff)), 1)
 	}
-	r.add(kindSrc, netip.MustParsePrefix("198.18.0.0/24"), 2)
-	n, lens := r.lengths()
-	if n[pfxDst] != [2]uint8{1, 0} || lens[pfxDst][0][0] != 26 || n[pfxSrc] != [2]uint8{lensTrie, 0} || n[pfxUE] != [2]uint8{} {
+	r.add(kindSrc, netip.MustParsePrefix("198.18.0.0/23"), 2)
+	r.add(kindSrc, netip.MustParsePrefix("198.18.1.0/24"), 3)
+	n, lens, inl := r.lengths()
+	if n[pfxDst] != [2]uint8{1, 0} || lens[pfxDst][0][0] != 26 || n[pfxSrc] != [2]uint8{lensInline, 0} || n[pfxUE] != [2]uint8{} {
 		t.Fatalf("nlens %v lens %v", n, lens)
+	}
+	want := [maxInline]inline4{{[4]byte{198, 18, 1, 0}, [4]byte{255, 255, 255, 0}, 3}, {[4]byte{198, 18, 0, 0}, [4]byte{255, 255, 254, 0}, 2}}
+	if inl[pfxSrc] != want {
+		t.Fatalf("listed source prefixes %v, want %v", inl[pfxSrc], want)
 	}
 }
 
@@ -212,14 +241,15 @@ func randIn(rng *rand.Rand, p netip.Prefix) netip.Addr {
 	return a
 }
 
-// Random overlapping prefixes of 1 to 8 lengths, by hash lookups or the
-// trie, classify random addresses exactly as a longest-prefix match does.
+// Random overlapping prefixes of 1 to 8 lengths, by hash lookups, the
+// trie or (up to 4 IPv4 prefixes) the list in the config, classify random
+// addresses exactly as a longest-prefix match does.
 func TestPrefixesAgreeWithLongestPrefixMatch(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 23))
 	r := nftest.New(t, Type, model(datapath.XDP, Settings{Uplink: "up"}))
-	for round := 0; round < 32; round++ {
+	for round := 0; round < 48; round++ {
 		v6 := round%2 == 1
-		nl := 1 + round/4
+		nl := 1 + round/6
 		pool4, pool6 := []int{15, 16, 22, 24, 26, 30, 31, 32}, []int{32, 33, 64, 100, 125, 126, 127, 128}
 		pool := pool4
 		if v6 {
@@ -240,8 +270,20 @@ func TestPrefixesAgreeWithLongestPrefixMatch(t *testing.T) {
 			}
 			slices = append(slices, s)
 		}
-		hash := round%4 < 2
-		force(t, hash)
+		way := []int{wayHash, wayHash, wayTrie, wayTrie, wayInline, wayInline}[round%6]
+		force(t, way)
+		if way == wayInline && !v6 { // a list holds 4
+			slices = slices[:min(len(slices), 4)]
+			for i := range slices {
+				slices[i].Rules = slices[i].Rules[:min(len(slices[i].Rules), 1)]
+			}
+			rules = map[netip.Prefix]int{}
+			for _, s := range slices {
+				for _, r := range s.Rules {
+					rules[netip.MustParsePrefix(r.Dst)] = 10 + s.ID
+				}
+			}
+		}
 		if err := r.Update(model(datapath.XDP, Settings{Uplink: "up"}, slices...)); err != nil {
 			t.Fatal(err)
 		}
@@ -253,7 +295,11 @@ func TestPrefixesAgreeWithLongestPrefixMatch(t *testing.T) {
 		for p := range rules {
 			lens[p.Bits()] = true
 		}
-		if want := map[bool]uint8{true: uint8(len(lens)), false: lensTrie}[hash]; c.NLens[pfxDst][fam] != want {
+		want := map[int]uint8{wayHash: uint8(len(lens)), wayTrie: lensTrie, wayInline: lensInline}[way]
+		if way == wayInline && v6 {
+			want = lensTrie
+		}
+		if c.NLens[pfxDst][fam] != want {
 			t.Fatalf("round %d: %d lengths in use, nlens %d, want %d", round, len(lens), c.NLens[pfxDst][fam], want)
 		}
 		block := netip.MustParsePrefix("198.18.0.0/15")
@@ -287,7 +333,7 @@ func TestPrefixesAgreeWithLongestPrefixMatch(t *testing.T) {
 // included): one destination prefix; 1,000 /26 prefixes (one length: one
 // hash lookup); the same 1,000 with five lengths in use (the trie); and a
 // frame that misses four lengths before its source rule hits (forced to
-// hash lookups: what useHashes prices as a miss).
+// hash lookups: what cheapest prices as a miss).
 func BenchmarkClassify(b *testing.B) {
 	many := func(extra ...Rule) []Slice {
 		var out []Slice
@@ -320,7 +366,7 @@ func BenchmarkClassify(b *testing.B) {
 		for _, tc := range cases {
 			b.Run(string(h)+"/"+tc.name, func(b *testing.B) {
 				if tc.name == "miss-four-lengths-then-source" {
-					force(b, true)
+					force(b, wayHash)
 				}
 				r := nftest.New(b, Type, model(h, Settings{Uplink: "up"}, tc.slices...))
 				dst := "198.19.0.1"

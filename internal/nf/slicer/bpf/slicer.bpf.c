@@ -39,18 +39,30 @@ enum {
 	SL_P_MAX = 3,
 };
 
-#define SL_LENS 8         /* prefix lengths a field's hash lookups can try */
-#define SL_LENS_TRIE 0xff /* sl_cfg.nlens: too many lengths: the LPM trie */
+#define SL_LENS 8           /* prefix lengths a field's hash lookups can try */
+#define SL_LENS_TRIE 0xff   /* sl_cfg.nlens: the field's LPM trie */
+#define SL_LENS_INLINE 0xfe /* sl_cfg.nlens: the field's IPv4 list in sl_cfg */
+#define SL_INLINE 4         /* IPv4 prefixes a field can list in sl_cfg */
+
+/* An IPv4 prefix listed in sl_cfg: compared in place, no map lookup. */
+struct sl_inline4 {
+	__be32 addr; /* host bits clear */
+	__be32 mask;
+	__u32 id; /* 0: the end of the list */
+};
 
 struct sl_cfg {
 	__u32 kinds;         /* bit per rule kind in use */
 	__u32 default_slice; /* unmatched traffic; 0: drop */
 	/* Per prefix field and family (0: IPv4, 1: IPv6): how many prefix
 	 * lengths its rules use, and those lengths, longest first; or
-	 * SL_LENS_TRIE: the field is looked up in its LPM trie. */
+	 * SL_LENS_TRIE: the field is looked up in its LPM trie; or (IPv4)
+	 * SL_LENS_INLINE: its few prefixes are listed in inline4, longest
+	 * first. */
 	__u8 nlens[SL_P_MAX][2];
 	__u8 pad[2];
 	__u8 lens[SL_P_MAX][2][SL_LENS];
+	struct sl_inline4 inline4[SL_P_MAX][SL_INLINE];
 };
 
 /* Mirrored by slicer.go (slice). */
@@ -445,11 +457,12 @@ static __always_inline __be32 sl_mask(int len)
 }
 
 /* The slice of the longest prefix of field that holds address k (built by
- * sl_fields), 0 if none: one hash lookup per prefix length the field's
- * rules use in k's family, longest first, so an address that matches a
- * rule's longest prefix costs one lookup whatever the number of rules (an
- * LPM trie walks a node per distinguishing bit); or, for a field with more
- * lengths in use than the control plane tries one by one, its trie. */
+ * sl_fields), 0 if none, the way the control plane chose for the field
+ * and family as cheapest: one hash lookup per prefix length its rules use,
+ * longest first, so an address that matches a rule's longest prefix costs
+ * one lookup whatever the number of rules (an LPM trie walks a node per
+ * distinguishing bit); the trie; or, for up to SL_INLINE IPv4 prefixes, a
+ * compare each against the list in sl_cfg. */
 static __always_inline __u32 sl_prefix(struct sl_cfg *cfg, __u32 field, struct sl_lpm_key *k, void *trie)
 {
 	__u32 v6 = k->family == 6, n, id;
@@ -457,6 +470,19 @@ static __always_inline __u32 sl_prefix(struct sl_cfg *cfg, __u32 field, struct s
 	n = cfg->nlens[field][v6];
 	if (n == SL_LENS_TRIE)
 		return sl_hit(bpf_map_lookup_elem(trie, k));
+	if (n == SL_LENS_INLINE && !v6) {
+		__be32 a = *(__be32 *)k->addr;
+
+		for (__u32 i = 0; i < SL_INLINE; i++) {
+			struct sl_inline4 *e = &cfg->inline4[field][i];
+
+			if (!e->id)
+				break;
+			if ((a & e->mask) == e->addr)
+				return e->id;
+		}
+		return 0;
+	}
 	if (!v6) {
 		struct sl_pfx4_key hk = {.field = field};
 		__be32 a = *(__be32 *)k->addr;
