@@ -18,5 +18,7 @@ func TestLayouts(t *testing.T) {
 		"sl_policy":   policyVal{},
 		"sl_lpm_key":  lpmKey{},
 		"sl_teid_key": teidKey{},
+		"sl_pfx4_key": pfx4Key{},
+		"sl_pfx6_key": pfx6Key{},
 	})
 }

@@ -48,6 +48,24 @@ type (
 	cfgVal struct {
 		Kinds        uint32
 		DefaultSlice uint32
+		NLens        [pfxFields][2]uint8
+		_            [2]uint8
+		Lens         [pfxFields][2][maxLens]uint8
+		Inline4      [pfxFields][maxInline]inline4
+	}
+	inline4 struct {
+		Addr, Mask [4]byte
+		ID         uint32
+	}
+	pfx4Key struct {
+		Field, Len uint8
+		_          uint16
+		Addr       [4]byte
+	}
+	pfx6Key struct {
+		Field, Len uint8
+		_          uint16
+		Addr       [16]byte
 	}
 	counters struct {
 		InPackets, InBytes         uint64
@@ -140,7 +158,7 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 		return err
 	}
 	maps := map[string]*ebpf.Map{}
-	for _, n := range []string{"sl_config", "sl_slices", "sl_ports", "sl_vlan", "sl_dscp", "sl_l4", "sl_src", "sl_dst", "sl_ue", "sl_teid"} {
+	for _, n := range []string{"sl_config", "sl_slices", "sl_ports", "sl_vlan", "sl_dscp", "sl_l4", "sl_src", "sl_dst", "sl_ue", "sl_teid", "sl_pfx4", "sl_pfx6"} {
 		if maps[n], err = h.Map(n); err != nil {
 			return err
 		}
@@ -151,6 +169,7 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 	dscp := make([]uint32, 64)
 	l4 := map[l4Key]uint32{}
 	lpm := map[string]map[lpmKey]uint32{"sl_src": {}, "sl_dst": {}, "sl_ue": {}}
+	var pfx prefixRules
 	teid := map[teidKey]uint32{}
 	var kinds uint32
 	var def uint32
@@ -220,6 +239,7 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 			case kindSrc, kindDst, kindUE:
 				m := map[int]string{kindSrc: "sl_src", kindDst: "sl_dst", kindUE: "sl_ue"}[p.kind]
 				lpm[m][prefixKey(p.prefix)] = id
+				pfx.add(p.kind, p.prefix, id)
 			case kindTEID:
 				for _, b := range teidBlocks(p.lo, p.hi) {
 					k := teidKey{Prefixlen: uint32(b.Len)}
@@ -251,7 +271,16 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 	if err := syncHash(ctl.written, "sl_teid", maps["sl_teid"], teid); err != nil {
 		return fmt.Errorf("sl_teid: %w", err)
 	}
-	if err := maps["sl_config"].Put(uint32(0), cfgVal{Kinds: kinds, DefaultSlice: def}); err != nil {
+	if err := syncHash(ctl.written, "sl_pfx4", maps["sl_pfx4"], pfx.v4); err != nil {
+		return fmt.Errorf("sl_pfx4: %w", err)
+	}
+	if err := syncHash(ctl.written, "sl_pfx6", maps["sl_pfx6"], pfx.v6); err != nil {
+		return fmt.Errorf("sl_pfx6: %w", err)
+	}
+	// last: a length is looked up only once its prefixes are in
+	conf := cfgVal{Kinds: kinds, DefaultSlice: def}
+	conf.NLens, conf.Lens, conf.Inline4 = pfx.lengths()
+	if err := maps["sl_config"].Put(uint32(0), conf); err != nil {
 		return fmt.Errorf("sl_config: %w", err)
 	}
 	return ctl.syncEgress(cfg, list, mech)

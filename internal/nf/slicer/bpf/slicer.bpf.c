@@ -30,9 +30,39 @@ enum {
 #define SL_F_VALID 1
 #define SL_F_CHAIN 2 /* entered through enf_chain_hops, not a port */
 
+/* Prefix rule fields, classified by exact-match hash lookups, one per
+ * prefix length in use, longest first (sl_prefix). */
+enum {
+	SL_P_SRC = 0,
+	SL_P_DST = 1,
+	SL_P_UE = 2,
+	SL_P_MAX = 3,
+};
+
+#define SL_LENS 8           /* prefix lengths a field's hash lookups can try */
+#define SL_LENS_TRIE 0xff   /* sl_cfg.nlens: the field's LPM trie */
+#define SL_LENS_INLINE 0xfe /* sl_cfg.nlens: the field's IPv4 list in sl_cfg */
+#define SL_INLINE 4         /* IPv4 prefixes a field can list in sl_cfg */
+
+/* An IPv4 prefix listed in sl_cfg: compared in place, no map lookup. */
+struct sl_inline4 {
+	__be32 addr; /* host bits clear */
+	__be32 mask;
+	__u32 id; /* 0: the end of the list */
+};
+
 struct sl_cfg {
 	__u32 kinds;         /* bit per rule kind in use */
 	__u32 default_slice; /* unmatched traffic; 0: drop */
+	/* Per prefix field and family (0: IPv4, 1: IPv6): how many prefix
+	 * lengths its rules use, and those lengths, longest first; or
+	 * SL_LENS_TRIE: the field is looked up in its LPM trie; or (IPv4)
+	 * SL_LENS_INLINE: its few prefixes are listed in inline4, longest
+	 * first. */
+	__u8 nlens[SL_P_MAX][2];
+	__u8 pad[2];
+	__u8 lens[SL_P_MAX][2][SL_LENS];
+	struct sl_inline4 inline4[SL_P_MAX][SL_INLINE];
 };
 
 /* Mirrored by slicer.go (slice). */
@@ -192,6 +222,42 @@ struct {
 	__type(value, __u32);
 } sl_l4 SEC(".maps");
 
+/* The prefix rules of every field by exact match: the field, the prefix
+ * length and the address with its host bits cleared. Sized so that they
+ * never fill before the tries (three fields of 16,384 prefixes). */
+struct sl_pfx4_key {
+	__u8 field;
+	__u8 len;
+	__u16 pad;
+	__be32 addr;
+};
+
+struct sl_pfx6_key {
+	__u8 field;
+	__u8 len;
+	__u16 pad;
+	__be32 addr[4];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 3 * 16384);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct sl_pfx4_key);
+	__type(value, __u32);
+} sl_pfx4 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 3 * 16384);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct sl_pfx6_key);
+	__type(value, __u32);
+} sl_pfx6 SEC(".maps");
+
+/* The same prefixes by longest-prefix match: the fallback for a field
+ * whose rules use more prefix lengths than SL_LENS (or than the control
+ * plane finds cheaper to try one by one). */
 #define SL_LPM(name)                                   \
 	struct {                                       \
 		__uint(type, BPF_MAP_TYPE_LPM_TRIE);   \
@@ -379,10 +445,78 @@ static __always_inline __u32 sl_hit(__u32 *v)
 	return v ? *v : 0;
 }
 
-/* The slice of a frame that came in on entry port in_port, 0 if none. */
-static __always_inline __u32 sl_classify(struct sl_fields *f, __u32 kinds, __u32 in_port)
+/* The network-order mask of the first len bits of a 32-bit word (len
+ * clamped to 0..32). */
+static __always_inline __be32 sl_mask(int len)
 {
-	__u32 id, k;
+	if (len <= 0)
+		return 0;
+	if (len >= 32)
+		return 0xffffffff;
+	return bpf_htonl(~0u << (32 - len));
+}
+
+/* The slice of the longest prefix of field that holds address k (built by
+ * sl_fields), 0 if none, the way the control plane chose for the field
+ * and family as cheapest: one hash lookup per prefix length its rules use,
+ * longest first, so an address that matches a rule's longest prefix costs
+ * one lookup whatever the number of rules (an LPM trie walks a node per
+ * distinguishing bit); the trie; or, for up to SL_INLINE IPv4 prefixes, a
+ * compare each against the list in sl_cfg. */
+static __always_inline __u32 sl_prefix(struct sl_cfg *cfg, __u32 field, struct sl_lpm_key *k, void *trie)
+{
+	__u32 v6 = k->family == 6, n, id;
+
+	n = cfg->nlens[field][v6];
+	if (n == SL_LENS_TRIE)
+		return sl_hit(bpf_map_lookup_elem(trie, k));
+	if (n == SL_LENS_INLINE && !v6) {
+		__be32 a = *(__be32 *)k->addr;
+
+		for (__u32 i = 0; i < SL_INLINE; i++) {
+			struct sl_inline4 *e = &cfg->inline4[field][i];
+
+			if (!e->id)
+				break;
+			if ((a & e->mask) == e->addr)
+				return e->id;
+		}
+		return 0;
+	}
+	if (!v6) {
+		struct sl_pfx4_key hk = {.field = field};
+		__be32 a = *(__be32 *)k->addr;
+
+		for (__u32 i = 0; i < SL_LENS && i < n; i++) {
+			hk.len = cfg->lens[field][0][i];
+			hk.addr = a & sl_mask(hk.len);
+			if ((id = sl_hit(bpf_map_lookup_elem(&sl_pfx4, &hk))))
+				return id;
+		}
+		return 0;
+	}
+	struct sl_pfx6_key hk = {.field = field};
+	__be32 a[4];
+
+	__builtin_memcpy(a, k->addr, sizeof(a));
+	for (__u32 i = 0; i < SL_LENS && i < n; i++) {
+		int len = cfg->lens[field][1][i];
+
+		hk.len = len;
+		hk.addr[0] = a[0] & sl_mask(len);
+		hk.addr[1] = a[1] & sl_mask(len - 32);
+		hk.addr[2] = a[2] & sl_mask(len - 64);
+		hk.addr[3] = a[3] & sl_mask(len - 96);
+		if ((id = sl_hit(bpf_map_lookup_elem(&sl_pfx6, &hk))))
+			return id;
+	}
+	return 0;
+}
+
+/* The slice of a frame that came in on entry port in_port, 0 if none. */
+static __always_inline __u32 sl_classify(struct sl_fields *f, struct sl_cfg *cfg, __u32 in_port)
+{
+	__u32 kinds = cfg->kinds, id, k;
 
 	if ((kinds & (1 << SL_K_TEID)) && f->has_gtp) {
 		struct sl_teid_key tk = {.prefixlen = 32, .teid = f->teid};
@@ -391,7 +525,7 @@ static __always_inline __u32 sl_classify(struct sl_fields *f, __u32 kinds, __u32
 			return id;
 	}
 	if ((kinds & (1 << SL_K_UE)) && f->ue.family &&
-	    (id = sl_hit(bpf_map_lookup_elem(&sl_ue, &f->ue))))
+	    (id = sl_prefix(cfg, SL_P_UE, &f->ue, &sl_ue)))
 		return id;
 	if ((kinds & (1 << SL_K_VLAN)) && f->has_vlan) {
 		k = f->vlan;
@@ -406,10 +540,10 @@ static __always_inline __u32 sl_classify(struct sl_fields *f, __u32 kinds, __u32
 			return id;
 	}
 	if ((kinds & (1 << SL_K_DST)) && f->has_ip &&
-	    (id = sl_hit(bpf_map_lookup_elem(&sl_dst, &f->dst))))
+	    (id = sl_prefix(cfg, SL_P_DST, &f->dst, &sl_dst)))
 		return id;
 	if ((kinds & (1 << SL_K_SRC)) && f->has_ip &&
-	    (id = sl_hit(bpf_map_lookup_elem(&sl_src, &f->src))))
+	    (id = sl_prefix(cfg, SL_P_SRC, &f->src, &sl_src)))
 		return id;
 	if ((kinds & (1 << SL_K_DSCP)) && f->has_ip) {
 		k = f->dscp;
@@ -651,7 +785,7 @@ static __always_inline int slicer(ctx_t *ctx, struct edgenf_md *md)
 		sl_policy_drop(1, len);
 		return enf_drop(ctx, md);
 	}
-	id = sl_classify(&f, cfg->kinds, in);
+	id = sl_classify(&f, cfg, in);
 	if (!id)
 		id = cfg->default_slice;
 	if (!id || id >= SL_MAX) {
