@@ -189,15 +189,13 @@ func incompatibleMaps(dir string, spec *ebpf.CollectionSpec) ([]MapReset, error)
 // program is verified against its own template.
 func innerCompatible(inner *ebpf.MapSpec, outer *ebpf.Map) error {
 	k := make([]byte, outer.KeySize())
-	if err := outer.NextKey(nil, k); err != nil {
-		if errors.Is(err, ebpf.ErrKeyNotExist) {
-			return errors.New("map of maps: empty, made again from the new object's inner map")
-		}
-		return err
-	}
 	var id uint32
-	if err := outer.Lookup(k, &id); err != nil {
-		return err
+	it := outer.Iterate()
+	if !it.Next(k, &id) {
+		if err := it.Err(); err != nil {
+			return err
+		}
+		return errors.New("map of maps: empty, made again from the new object's inner map")
 	}
 	m, err := ebpf.NewMapFromID(ebpf.MapID(id))
 	if err != nil {

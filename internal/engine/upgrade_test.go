@@ -14,6 +14,8 @@ import (
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/engine"
+	_ "github.com/edgenf/edgenf/internal/nf/lb"
+	_ "github.com/edgenf/edgenf/internal/nf/upf"
 	"github.com/edgenf/edgenf/internal/state"
 	"github.com/edgenf/edgenf/internal/tenant"
 )
@@ -173,5 +175,46 @@ func TestUpgradeReloadsAStalePinnedProgram(t *testing.T) {
 	run(e, []byte{0x02, 0, 0, 0, 0xb0, 0xb0})
 	if n := rxCount(e); n != 4 {
 		t.Fatalf("rx_counter[0] = %d, want 4", n)
+	}
+}
+
+// TestReloadOfTheSameObjectKeepsEveryMap: pins without a digest (an edgenf
+// that recorded none) are reloaded once; built from the same objects,
+// every map fits and is kept, maps of maps (the lb's Maglev tables) with
+// their inner maps, and nothing is reported reset. The next start adopts.
+func TestReloadOfTheSameObjectKeepsEveryMap(t *testing.T) {
+	cfg := restartable(t)
+	e := openAt(t, cfg)
+	update(t, e, func(tp *cube.Topology) error {
+		if err := tp.AddCube(&cube.Cube{Name: "lb1", Type: "lb", Hook: datapath.XDP,
+			Ports: []cube.Port{{Name: "front", Index: 0}, {Name: "b1", Index: 1}}}); err != nil {
+			return err
+		}
+		if _, err := tp.PutEntry("lb1", "services", json.RawMessage(`{"vip":"198.18.9.100","port":80,"table_size":251,
+			"backends":[{"name":"z","address":"198.18.2.12","mac":"02:00:00:00:be:02","port":"b1"}]}`)); err != nil {
+			return err
+		}
+		if err := tp.AddCube(&cube.Cube{Name: "u1", Type: "upf", Hook: datapath.TC}); err != nil {
+			return err
+		}
+		return tp.AddCube(&cube.Cube{Name: "pf", Type: "portfwd"})
+	})
+	e.Close()
+	for _, c := range []string{"lb1", "u1", "pf"} {
+		if err := os.Remove(filepath.Join(cfg.PinRoot, "cubes", c, "enf-digest")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logs := &syncBuffer{}
+	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	e = openAt(t, cfg)
+	if got := e.Start(); got != (engine.StartReport{Reloaded: 3}) {
+		t.Fatalf("start %+v, want 3 cubes reloaded and no map reset:\n%s", got, logs)
+	}
+	e.Close()
+	e = openAt(t, cfg)
+	defer e.Close()
+	if got := e.Start(); got != (engine.StartReport{Adopted: 3}) {
+		t.Fatalf("start %+v, want 3 cubes adopted", got)
 	}
 }
