@@ -47,8 +47,8 @@ type StartReport struct {
 	MapsReset int
 }
 
-// Start says what the engine adopted and reloaded when it started.
-func (e *Engine) Start() StartReport {
+// Started says what the engine adopted and reloaded when it started.
+func (e *Engine) Started() StartReport {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.started

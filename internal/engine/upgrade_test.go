@@ -133,7 +133,7 @@ func TestUpgradeReloadsAStalePinnedProgram(t *testing.T) {
 	logs := &syncBuffer{}
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	e = openAt(t, cfg)
-	if got := e.Start(); got.Reloaded != 1 || got.Adopted != 1 || got.MapsReset != 1 {
+	if got := e.Started(); got.Reloaded != 1 || got.Adopted != 1 || got.MapsReset != 1 {
 		t.Fatalf("start %+v, want the cube reloaded with one map reset", got)
 	}
 	if l := logs.String(); !strings.Contains(l, "reloaded in place") || !strings.Contains(l, "cube=pf") || !strings.Contains(l, "map reset by the reload") || !strings.Contains(l, "MaxEntries: 64 changed to 128") {
@@ -149,7 +149,7 @@ func TestUpgradeReloadsAStalePinnedProgram(t *testing.T) {
 	logs = &syncBuffer{}
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	e = openAt(t, cfg)
-	if got := e.Start(); got != (engine.StartReport{Adopted: 2}) {
+	if got := e.Started(); got != (engine.StartReport{Adopted: 2}) {
 		t.Fatalf("start %+v, want the cube adopted", got)
 	}
 	if l := logs.String(); strings.Contains(l, "reloaded") {
@@ -166,7 +166,7 @@ func TestUpgradeReloadsAStalePinnedProgram(t *testing.T) {
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	e = openAt(t, cfg)
 	defer e.Close()
-	if got := e.Start(); got != (engine.StartReport{Adopted: 1, Reloaded: 1}) {
+	if got := e.Started(); got != (engine.StartReport{Adopted: 1, Reloaded: 1}) {
 		t.Fatalf("start %+v, want the cube reloaded, no map reset", got)
 	}
 	if l := logs.String(); !strings.Contains(l, "no digest is recorded") {
@@ -208,13 +208,13 @@ func TestReloadOfTheSameObjectKeepsEveryMap(t *testing.T) {
 	logs := &syncBuffer{}
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	e = openAt(t, cfg)
-	if got := e.Start(); got != (engine.StartReport{Reloaded: 3}) {
+	if got := e.Started(); got != (engine.StartReport{Reloaded: 3}) {
 		t.Fatalf("start %+v, want 3 cubes reloaded and no map reset:\n%s", got, logs)
 	}
 	e.Close()
 	e = openAt(t, cfg)
 	defer e.Close()
-	if got := e.Start(); got != (engine.StartReport{Adopted: 3}) {
+	if got := e.Started(); got != (engine.StartReport{Adopted: 3}) {
 		t.Fatalf("start %+v, want 3 cubes adopted", got)
 	}
 }

@@ -140,7 +140,7 @@ func Gather(eng *engine.Engine, who tenant.Actor) []Point {
 		if cs, err := eng.CopyStats(); err == nil {
 			points = append(points, Point{Samples: []Sample{{Family: CopyStale, Value: cs.Stale}, {Family: CopyFailed, Value: cs.Failed}}})
 		}
-		st := eng.Start()
+		st := eng.Started()
 		points = append(points,
 			Point{Labels: []Label{{"how", "adopted"}}, Samples: []Sample{{Family: StartCubes, Value: uint64(st.Adopted)}}},
 			Point{Labels: []Label{{"how", "reloaded"}}, Samples: []Sample{{Family: StartCubes, Value: uint64(st.Reloaded)}}},
