@@ -69,8 +69,12 @@ func (e *Engine) loadCube(c *cube.Cube, adopt bool) (*live, error) {
 	l := &live{typ: typ, ctl: typ.New(), hops: map[int]datapath.Hop{}, chainHops: map[int]datapath.Hop{}, flood: map[int]int{}, obj: sha256.Sum256(obj)}
 	slot := e.slots[c.Name]
 	if adopt {
-		if ok, err := e.adoptPinned(c, l, slot, spec); ok || err != nil { // upgrade.go
-			return l, err
+		ok, err := e.adoptPinned(c, l, slot, spec) // upgrade.go
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return l, nil
 		}
 	}
 	if l.dc, err = e.dp.ReloadCube(c.Name, c.Hook, slot, spec, datapath.LoadOptions{Reprogram: typ.ObjectFor != nil}); err != nil {
