@@ -218,3 +218,74 @@ func TestReloadOfTheSameObjectKeepsEveryMap(t *testing.T) {
 		t.Fatalf("start %+v, want 3 cubes adopted", got)
 	}
 }
+
+// TestRestartAfterDownRunsTheCube: a cube down at one start has its
+// stand-in pinned as its program; restarted over a state that restores it,
+// the daemon must not adopt the stand-in as the cube (it would drop every
+// frame while the cube shows up): a stand-in records no digest, so the
+// cube is reloaded and forwards.
+func TestRestartAfterDownRunsTheCube(t *testing.T) {
+	cfg := restartable(t)
+	src, err := os.ReadFile("../../examples/p4/portfwd.p4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := func(source string) []byte {
+		return []byte(fmt.Sprintf(`{"program":"portfwd.p4","source":%q}`, source))
+	}
+	e := openAt(t, cfg)
+	update(t, e, func(tp *cube.Topology) error {
+		if err := tp.AddCube(&cube.Cube{Name: "pf", Type: "p4", Hook: datapath.XDP, Config: config(string(src))}); err != nil {
+			return err
+		}
+		if err := tp.AddCube(&cube.Cube{Name: "sink", Type: "portfwd"}); err != nil {
+			return err
+		}
+		if err := tp.AddPort("sink", cube.Port{Name: "p0", Index: 0}); err != nil {
+			return err
+		}
+		if err := tp.AddPort("pf", cube.Port{Name: "p0", Index: 0}); err != nil {
+			return err
+		}
+		return tp.AddPort("pf", cube.Port{Name: "p1", Index: 1, Peer: "sink:p0"})
+	})
+	if err := e.ChangeEntries(tenant.Admin, "pf", "entries", func(tx *engine.EntryTx) error {
+		_, err := tx.Put(json.RawMessage(`{"table":"fwd","match":{"standard_metadata.ingress_port":"0"},"action":"forward","params":{"port":"1"}}`))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	setSource := func(source string) {
+		f, err := state.Load(cfg.StateFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Topology.Cubes["pf"].Config = config(source)
+		f.Gen++
+		if err := state.Save(cfg.StateFile, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setSource(strings.Replace(string(src), "apply {", "apply { no_such_action();", 1))
+	e = openAt(t, cfg)
+	if pf, _ := e.Cube(tenant.Admin, "pf"); pf.Down == "" {
+		t.Fatal("pf is not down on a program that does not compile")
+	}
+	e.Close()
+	setSource(string(src))
+	e = openAt(t, cfg)
+	defer e.Close()
+	if pf, _ := e.Cube(tenant.Admin, "pf"); pf.Down != "" {
+		t.Fatalf("pf still down: %s", pf.Down)
+	}
+	frame := make([]byte, 60)
+	copy(frame, []byte{0x02, 0, 0, 0, 0, 0xd, 0x02, 0, 0, 0, 0, 0xa, 0x08, 0x00})
+	res, err := e.RunCube("pf", 0, frame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Port != 1 {
+		t.Fatalf("the restored cube sent the frame to port %d (verdict %d): it runs its stand-in", res.Port, res.Verdict)
+	}
+}
