@@ -195,7 +195,25 @@ func (c *Program) adoptDirect() error {
 		if h.Kind != DstCube || h.NStack != 0 {
 			continue
 		}
-		d.addCaller(c.Hook, h.Slot, peerRef{c.dir, port})
+		ref := peerRef{c.dir, port}
+		d.addCaller(c.Hook, h.Slot, ref)
+		// The slot's program may have changed since the hop was written
+		// (upgraded at this start, before or after this cube): the fast
+		// path would take the panel, correct but slower. Point it anew.
+		var have, owner uint32
+		if err := ids.Lookup(port, &have); err != nil {
+			return err
+		}
+		if err := d.owners[c.Hook].Lookup(h.Slot, &owner); err != nil || owner == have || owner == 0 {
+			continue
+		}
+		if prog, err := ebpf.NewProgramFromID(ebpf.ProgramID(owner)); err == nil {
+			err = d.setPeer(c.Hook, ref, prog, owner)
+			prog.Close()
+			if err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/cilium/ebpf"
 )
@@ -46,6 +45,12 @@ func (d *Datapath) LoadCube(name string, hook Hook, slot uint32, spec *ebpf.Coll
 	}
 	dir := d.cubeDir(name)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	// Whatever the slot runs from here on is not what the recorded digest
+	// says until the caller records its own (SetDigest): a daemon killed
+	// in between reloads the cube at start rather than adopt it.
+	if err := clearDigest(dir); err != nil {
 		return nil, err
 	}
 	coll, err := d.loadCollection(withoutEntry(spec), hook, dir, consts, nil)
@@ -156,32 +161,12 @@ func (d *Datapath) ReloadCube(name string, hook Hook, slot uint32, spec *ebpf.Co
 // still running hold their own references, so traffic is unaffected until the
 // panel switches to the new program.
 func (d *Datapath) dropIncompatible(dir string, spec *ebpf.CollectionSpec) error {
-	ents, err := os.ReadDir(dir)
+	drop, err := incompatibleMaps(dir, spec)
 	if err != nil {
-		if os.IsNotExist(err) {
-			return nil
-		}
 		return err
 	}
-	for _, e := range ents {
-		name := e.Name()
-		if name == progPin || strings.HasSuffix(name, "_new") || isShared(name) {
-			continue
-		}
-		path := filepath.Join(dir, name)
-		ms, ok := spec.Maps[name]
-		if ok {
-			m, err := ebpf.LoadPinnedMap(path, nil)
-			if err != nil {
-				return err
-			}
-			err = ms.Compatible(m)
-			m.Close()
-			if err == nil {
-				continue
-			}
-		}
-		if err := os.Remove(path); err != nil {
+	for _, r := range drop {
+		if err := os.Remove(filepath.Join(dir, r.Map)); err != nil {
 			return err
 		}
 	}
@@ -203,7 +188,7 @@ func (d *Datapath) AdoptCube(name string, hook Hook, slot uint32, spec *ebpf.Col
 		return nil, err
 	}
 	for _, e := range ents {
-		if e.Name() == progPin || strings.HasSuffix(e.Name(), "_new") || isDirectMap(e.Name()) {
+		if notAMap(e.Name()) || isDirectMap(e.Name()) {
 			continue
 		}
 		m, err := ebpf.LoadPinnedMap(filepath.Join(dir, e.Name()), nil)

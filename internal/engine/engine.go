@@ -97,6 +97,8 @@ type Engine struct {
 	// redirectReady are the interfaces (by index) prepared to receive
 	// XDP redirects (ensureRedirectTargets), until a stub is detached.
 	redirectReady map[int]bool
+	// started is what the start adopted and reloaded (upgrade.go).
+	started StartReport
 }
 
 // Revision counts the changes the engine has made (topology updates and

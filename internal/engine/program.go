@@ -45,6 +45,9 @@ func (e *Engine) Swap(who tenant.Actor, name string, obj []byte) error {
 	}
 	l.dc.Close()
 	l.dc = dc
+	// An object of the administrator's lasts until the daemon restarts,
+	// which reloads the program the state names (upgrade.go).
+	e.recordDigest(dc, pinDigest(dc.Hook, sha256.Sum256(obj)))
 	// Interfaces entered directly into the cube run a copy of the old
 	// program: give them the new one.
 	return e.reconcile(e.topo, false)
@@ -66,19 +69,18 @@ func (e *Engine) loadCube(c *cube.Cube, adopt bool) (*live, error) {
 	l := &live{typ: typ, ctl: typ.New(), hops: map[int]datapath.Hop{}, chainHops: map[int]datapath.Hop{}, flood: map[int]int{}, obj: sha256.Sum256(obj)}
 	slot := e.slots[c.Name]
 	if adopt {
-		if l.dc, err = e.dp.AdoptCube(c.Name, c.Hook, slot, spec); err == nil {
-			// what the kernel has, so that what the state no longer
-			// names is removed, not left in place
-			if hops, flood, err := l.dc.PortState(); err == nil {
-				l.hops, l.flood = hops, flood
-			}
+		ok, err := e.adoptPinned(c, l, slot, spec) // upgrade.go
+		if err != nil {
+			return nil, err
+		}
+		if ok {
 			return l, nil
 		}
-		e.log.Info("no pinned program to adopt, loading", "cube", c.Name, "reason", err)
 	}
 	if l.dc, err = e.dp.ReloadCube(c.Name, c.Hook, slot, spec, datapath.LoadOptions{Reprogram: typ.ObjectFor != nil}); err != nil {
 		return nil, explain(typ, c, err)
 	}
+	e.recordDigest(l.dc, pinDigest(c.Hook, l.obj))
 	return l, nil
 }
 
@@ -133,6 +135,7 @@ func (e *Engine) reprogram(l *live, c *cube.Cube) error {
 	}
 	l.dc.Close()
 	l.dc, l.obj = dc, sum
+	e.recordDigest(dc, pinDigest(c.Hook, sum))
 	l.hops, l.flood = map[int]datapath.Hop{}, map[int]int{} // new maps: rewrite
 	return nil
 }

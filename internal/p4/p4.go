@@ -200,7 +200,11 @@ func prepareC(dir, clang, c, hook string) ([]string, error) {
 	if err := os.WriteFile(src, []byte(c), 0o600); err != nil {
 		return nil, err
 	}
-	return append(bpf.CFlags(clang, hook), "-Wno-unused-command-line-argument", "-I"+filepath.Join(dir, "include"), src), nil
+	// The object is the same for the same C whatever the temporary
+	// directory and the daemon's working directory: its digest decides
+	// whether a restarted daemon adopts a pinned P4 cube (engine/upgrade.go).
+	return append(bpf.CFlags(clang, hook), "-Wno-unused-command-line-argument", "-ffile-prefix-map="+dir+"=.", "-fdebug-compilation-dir=.",
+		"-I"+filepath.Join(dir, "include"), src), nil
 }
 
 // CompileC compiles generated C for hook "xdp" or "tc" and returns the object.

@@ -82,3 +82,27 @@ echo obj > "$out"
 		}
 	}
 }
+
+// TestCompileIsReproducible: the same C gives the same object, whatever
+// the temporary directory and the working directory: a restarted daemon
+// adopts a pinned P4 cube only if the object it builds is the one pinned
+// (internal/engine/upgrade.go), so a path in the debug info would reload
+// every P4 cube at every start.
+func TestCompileIsReproducible(t *testing.T) {
+	c := "#include <edgenf/edgenf.h>\nint x;\nstatic int f(int a) { return a + x; }\nint g(int a) { return f(a); }\n"
+	var objs [][]byte
+	for i := range 2 {
+		t.Chdir(t.TempDir())
+		obj, err := CompileC(context.Background(), "", c, "xdp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 && !strings.Contains(string(obj), "prog.c") {
+			t.Fatal("the object names no source file: the test would not see a path in it")
+		}
+		objs = append(objs, obj)
+	}
+	if string(objs[0]) != string(objs[1]) {
+		t.Fatal("two compiles of the same C gave different objects")
+	}
+}

@@ -120,9 +120,13 @@ edgenf_cubes{tenant="red",type="portfwd"} 1
 # HELP edgenf_copy_machine_stale_total Frames with recorded copies whose ring slot was overwritten before they reached TC (dropped).
 # TYPE edgenf_copy_machine_stale_total counter
 edgenf_copy_machine_stale_total 0
+# HELP edgenf_start_cubes Cubes found pinned when the daemon started, by what it did: adopted (their program is the current one) or reloaded (built from another object, an upgrade: replaced in place).
+# TYPE edgenf_start_cubes gauge
+edgenf_start_cubes{how="adopted"} 0
+edgenf_start_cubes{how="reloaded"} 0
 `
 	if err := testutil.GatherAndCompare(g, strings.NewReader(rest), "edgenf_port_receive_bytes_total", "edgenf_cube_up",
-		"edgenf_cube_slow_copies_total", "edgenf_cubes", "edgenf_copy_machine_stale_total"); err != nil {
+		"edgenf_cube_slow_copies_total", "edgenf_cubes", "edgenf_copy_machine_stale_total", "edgenf_start_cubes"); err != nil {
 		t.Fatal(err)
 	}
 	// Prometheus' own naming rules (what promtool check metrics applies)
@@ -180,7 +184,7 @@ func TestTenantScopeSeesOnlyItsCubes(t *testing.T) {
 	}
 	rx := 0
 	for _, f := range families {
-		if strings.HasPrefix(f.GetName(), "edgenf_copy_machine") {
+		if strings.HasPrefix(f.GetName(), "edgenf_copy_machine") || strings.HasPrefix(f.GetName(), "edgenf_start") {
 			t.Errorf("tenant scrape has host-wide series %s", f.GetName())
 		}
 		for _, m := range f.GetMetric() {

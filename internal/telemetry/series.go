@@ -95,6 +95,8 @@ var (
 	CubeUp              = &Family{"cube", "up", "1 if the cube runs, 0 if it could not be restored and a stand-in drops its frames.", true, false, false}
 	CubeSlowCopies      = &Family{"cube", "slow_copies_total", "Copies of packets (P4 clone, multicast) the kernel could not make and the daemon sent.", false, false, false}
 	Cubes               = &Family{"", "cubes", "Cubes configured, by NF type and tenant.", true, false, false}
+	StartCubes          = &Family{"start", "cubes", "Cubes found pinned when the daemon started, by what it did: adopted (their program is the current one) or reloaded (built from another object, an upgrade: replaced in place).", true, false, false}
+	StartMapsReset      = &Family{"start", "maps_reset", "Maps of the cubes reloaded at start whose layout had changed: their contents were lost.", true, false, false}
 	CopyStale           = &Family{"copy_machine", "stale_total", "Frames with recorded copies whose ring slot was overwritten before they reached TC (dropped).", false, false, false}
 	CopyFailed          = &Family{"copy_machine", "failed_total", "Recorded copies the copy machine could not make.", false, false, false}
 )
@@ -138,6 +140,11 @@ func Gather(eng *engine.Engine, who tenant.Actor) []Point {
 		if cs, err := eng.CopyStats(); err == nil {
 			points = append(points, Point{Samples: []Sample{{Family: CopyStale, Value: cs.Stale}, {Family: CopyFailed, Value: cs.Failed}}})
 		}
+		st := eng.Started()
+		points = append(points,
+			Point{Labels: []Label{{"how", "adopted"}}, Samples: []Sample{{Family: StartCubes, Value: uint64(st.Adopted)}}},
+			Point{Labels: []Label{{"how", "reloaded"}}, Samples: []Sample{{Family: StartCubes, Value: uint64(st.Reloaded)}}},
+			Point{Samples: []Sample{{Family: StartMapsReset, Value: uint64(st.MapsReset)}}})
 	}
 	return points
 }

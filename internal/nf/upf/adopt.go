@@ -152,8 +152,18 @@ func (ctl *controller) dropUnadopted() error {
 		}
 	}
 	ctl.recovered = nil
+	// A list whose rules were gone (an upgrade reset the rules map, and
+	// kept the lists') may since have been written again by its session.
+	owned := map[listKey]bool{}
+	for _, s := range ctl.sessions {
+		for k := range s.lists {
+			owned[k] = true
+		}
+	}
 	for _, k := range ctl.orphanLists {
-		_ = ctl.listMap(k).Delete(listMapKey(k))
+		if !owned[k] {
+			_ = ctl.listMap(k).Delete(listMapKey(k))
+		}
 	}
 	ctl.orphanLists = nil
 	return nil

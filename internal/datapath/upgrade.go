@@ -1,0 +1,219 @@
+package datapath
+
+// Upgrades: a daemon started over cubes an earlier daemon pinned adopts
+// their programs only when they were built from the object it would load
+// itself. Every load records a digest of that object beside the cube's pins
+// (enf-digest); a cube whose digest differs, or that has none, is upgraded:
+// its program reloaded from the current object in one panel update, its maps
+// kept where their layout is unchanged and reset where it changed.
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cilium/ebpf"
+)
+
+const (
+	// digestPin is the pinned one-slot array holding the digest of what
+	// the cube's program was built from. A hyphen cannot occur in a map
+	// name of an object, so no object map collides with it.
+	digestPin = "enf-digest"
+	// asideSuffix marks a map an upgrade set aside until the new program
+	// is in place (restored if the load fails, removed once it succeeded).
+	asideSuffix = "-aside"
+)
+
+// Digest identifies what a cube's program was built from (the engine's
+// choice: the object's bytes, the hook, the loader's version).
+type Digest [32]byte
+
+// MapReset is a pinned map an upgrade could not keep: its contents are lost.
+type MapReset struct {
+	Map    string
+	Reason string
+}
+
+func (r MapReset) String() string { return r.Map + " (" + r.Reason + ")" }
+
+// notAMap: the cube directory's entries that are not its object's maps.
+func notAMap(name string) bool {
+	return name == progPin || name == digestPin || strings.HasSuffix(name, "_new") || strings.HasSuffix(name, asideSuffix)
+}
+
+// HasPinnedProgram reports whether a program is pinned for the cube.
+func (d *Datapath) HasPinnedProgram(name string) bool {
+	_, err := os.Stat(filepath.Join(d.cubeDir(name), progPin))
+	return err == nil
+}
+
+// PinnedDigest reads the digest recorded with the cube's pinned program;
+// ok is false when none is (pinned by a daemon that did not record one, by
+// a stand-in, or by a daemon killed between load and record).
+func (d *Datapath) PinnedDigest(name string) (dg Digest, ok bool, err error) {
+	m, err := ebpf.LoadPinnedMap(filepath.Join(d.cubeDir(name), digestPin), nil)
+	if errors.Is(err, os.ErrNotExist) {
+		return dg, false, nil
+	}
+	if err != nil {
+		return dg, false, fmt.Errorf("cube %s digest: %w", name, err)
+	}
+	defer m.Close()
+	if m.ValueSize() != uint32(len(dg)) {
+		return dg, false, nil // not one this daemon wrote: no digest
+	}
+	if err := m.Lookup(uint32(0), &dg); err != nil {
+		return dg, false, fmt.Errorf("cube %s digest: %w", name, err)
+	}
+	return dg, true, nil
+}
+
+// SetDigest records what the cube's program was built from. LoadCube
+// clears the record before it changes the program, so a daemon killed
+// before SetDigest leaves none: the next start reloads the cube, never
+// adopts a program the record does not describe. A stand-in records none.
+func (c *Program) SetDigest(dg Digest) error {
+	m, err := ebpf.NewMap(&ebpf.MapSpec{Name: "enf_digest", Type: ebpf.Array, KeySize: 4, ValueSize: uint32(len(dg)), MaxEntries: 1})
+	if err != nil {
+		return fmt.Errorf("cube %s digest: %w", c.Name, err)
+	}
+	defer m.Close()
+	if err := m.Put(uint32(0), dg); err != nil {
+		return fmt.Errorf("cube %s digest: %w", c.Name, err)
+	}
+	path := filepath.Join(c.dir, digestPin)
+	if err := clearDigest(c.dir); err != nil {
+		return err
+	}
+	if err := m.Pin(path); err != nil {
+		return fmt.Errorf("cube %s digest: %w", c.Name, err)
+	}
+	return nil
+}
+
+// clearDigest removes the digest recorded in a cube's pin directory.
+func clearDigest(dir string) error {
+	if err := os.Remove(filepath.Join(dir, digestPin)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("clear digest: %w", err)
+	}
+	return nil
+}
+
+// UpgradeCube replaces the program an earlier daemon pinned for the cube by
+// spec's, in one panel update: traffic moves from the old program to the new
+// one without a gap. Maps of unchanged layout are kept with their contents;
+// the others are reset (returned, for the log): the new program gets empty
+// ones, and the old one keeps its own until the panel no longer runs it. If
+// the new program cannot be loaded, nothing changes: the old program keeps
+// its slot and its maps their pins.
+func (d *Datapath) UpgradeCube(name string, hook Hook, slot uint32, spec *ebpf.CollectionSpec) (*Program, []MapReset, error) {
+	dir := d.cubeDir(name)
+	resets, err := incompatibleMaps(dir, spec)
+	if err != nil {
+		return nil, nil, fmt.Errorf("upgrade cube %s: %w", name, err)
+	}
+	var aside []string
+	restore := func() {
+		for _, m := range aside {
+			os.Rename(filepath.Join(dir, m+asideSuffix), filepath.Join(dir, m))
+		}
+	}
+	for _, r := range resets {
+		p := filepath.Join(dir, r.Map)
+		os.Remove(p + asideSuffix) // an earlier upgrade's, cut short
+		if err := os.Rename(p, p+asideSuffix); err != nil {
+			restore()
+			return nil, nil, fmt.Errorf("upgrade cube %s: %w", name, err)
+		}
+		aside = append(aside, r.Map)
+	}
+	c, err := d.LoadCube(name, hook, slot, spec, nil)
+	if err != nil {
+		restore()
+		return nil, nil, err
+	}
+	for _, m := range aside {
+		os.Remove(filepath.Join(dir, m+asideSuffix))
+	}
+	// The ports map is kept: its direct hops are the earlier daemon's.
+	if err := c.adoptDirect(); err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	return c, resets, nil
+}
+
+// incompatibleMaps lists the maps pinned in dir that spec cannot reuse: gone
+// from the object, or of another layout.
+func incompatibleMaps(dir string, spec *ebpf.CollectionSpec) ([]MapReset, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var out []MapReset
+	for _, e := range ents {
+		name := e.Name()
+		if notAMap(name) || isShared(name) {
+			continue
+		}
+		ms, ok := spec.Maps[name]
+		if !ok {
+			out = append(out, MapReset{name, "the new object has no such map"})
+			continue
+		}
+		m, err := ebpf.LoadPinnedMap(filepath.Join(dir, name), nil)
+		if err != nil {
+			return nil, fmt.Errorf("map %s: %w", name, err)
+		}
+		err = ms.Compatible(m)
+		if err == nil && ms.InnerMap != nil {
+			err = innerCompatible(ms.InnerMap, m)
+		}
+		m.Close()
+		if err != nil {
+			out = append(out, MapReset{name, strings.TrimSuffix(err.Error(), ": "+ebpf.ErrMapIncompatible.Error())})
+		}
+	}
+	return out, nil
+}
+
+// innerCompatible checks a map of maps against the inner map spec of the new
+// object, on one of its inner maps (the kernel does not say the template it
+// was created with). An empty one is replaced: nothing is lost, and the new
+// program is verified against its own template.
+func innerCompatible(inner *ebpf.MapSpec, outer *ebpf.Map) error {
+	k := make([]byte, outer.KeySize())
+	var id uint32
+	it := outer.Iterate()
+	if !it.Next(k, &id) {
+		if err := it.Err(); err != nil {
+			return err
+		}
+		return errors.New("map of maps: empty, made again from the new object's inner map")
+	}
+	m, err := ebpf.NewMapFromID(ebpf.MapID(id))
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	var diffs []string
+	if m.Type() != inner.Type {
+		diffs = append(diffs, fmt.Sprintf("inner Type: %s changed to %s", m.Type(), inner.Type))
+	}
+	if m.KeySize() != inner.KeySize {
+		diffs = append(diffs, fmt.Sprintf("inner KeySize: %d changed to %d", m.KeySize(), inner.KeySize))
+	}
+	if m.ValueSize() != inner.ValueSize {
+		diffs = append(diffs, fmt.Sprintf("inner ValueSize: %d changed to %d", m.ValueSize(), inner.ValueSize))
+	}
+	if len(diffs) > 0 {
+		return errors.New(strings.Join(diffs, ", "))
+	}
+	return nil
+}
