@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"net/netip"
 	"os"
 	"strconv"
 	"testing"
@@ -19,8 +18,9 @@ import (
 // sessions whose TEIDs and UE addresses are random (the bench's upf-scale
 // groups), each run a packet of the next session: what the tables' size
 // costs in cache and TLB misses, next to one session measured interleaved
-// in the same process. UPF_BENCH_SESSIONS sets how many (100,000 by
-// default).
+// in the same process, and to a second run of the same packet (its
+// session's entries then in cache: the difference is the misses).
+// UPF_BENCH_SESSIONS sets how many sessions (100,000 by default).
 //
 //	go test ./internal/nf/upf -run '^$' -bench PerPacketScale
 func BenchmarkPerPacketScale(b *testing.B) {
@@ -61,17 +61,7 @@ func BenchmarkPerPacketScale(b *testing.B) {
 		})
 	}
 	r := nftest.New(b, Type, c)
-	ctl := r.Ctl.(*controller)
-	for _, nb := range []struct {
-		port      int
-		addr, mac string
-	}{{0, "198.18.1.2", gnbMAC}, {1, "198.18.2.2", dnMAC}} {
-		var m [6]byte
-		copy(m[:], nftest.MAC(nb.mac))
-		if err := ctl.putNeighbour(nkey{nb.port, netip.MustParseAddr(nb.addr)}, m); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchNeighbours(b, r)
 	for _, dir := range []struct {
 		name string
 		port uint32
