@@ -135,11 +135,11 @@ func (ctl *controller) adopt() error {
 
 func (ctl *controller) adoptList(k listKey, v kList, ruleSEID map[uint32]uint64) {
 	seid := ruleSEID[v.Rule[0]]
-	if v.N == 0 || v.N > listMax || seid == 0 {
+	if v.Head.N == 0 || v.Head.N > listMax || seid == 0 {
 		ctl.orphanLists = append(ctl.orphanLists, k)
 		return
 	}
-	ctl.recovered[seid].lists[k] = slices.Clone(v.Rule[:v.N])
+	ctl.recovered[seid].lists[k] = slices.Clone(v.Rule[:v.Head.N])
 }
 
 // dropUnadopted removes what an earlier daemon left for sessions that no

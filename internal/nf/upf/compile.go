@@ -232,7 +232,7 @@ func compileURR(u *model.URR) urrConf {
 // compilePDR makes a PDR's kernel rules: one per SDF filter and port-range
 // combination (one matching everything if it has none), times its QFIs.
 func compilePDR(p *model.PDR, seid uint64) ([]cRule, error) {
-	base := kRule{PDR: p.ID}
+	var base kRule
 	var lists []listKey
 	if p.Uplink() {
 		base.Flags |= ruleUL

@@ -29,17 +29,7 @@ func BenchmarkPerPacket(b *testing.B) {
 		sessions = append(sessions, basicSession(uint64(i), uint32(0x1000+i), fmt.Sprintf("198.19.1.%d", i), "", uint32(0x9000+i)))
 	}
 	r := nftest.New(b, Type, testCube(datapath.XDP, sessions...))
-	ctl := r.Ctl.(*controller)
-	for _, n := range []struct {
-		port      int
-		addr, mac string
-	}{{0, "198.18.1.2", gnbMAC}, {1, "198.18.2.2", dnMAC}} {
-		var m [6]byte
-		copy(m[:], nftest.MAC(n.mac))
-		if err := ctl.putNeighbour(nkey{n.port, netip.MustParseAddr(n.addr)}, m); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchNeighbours(b, r)
 	redirect := rawRedirect(b)
 	ul := gtp(false, 0x100, 0, udpPkt("198.19.0.5", "198.51.100.7", 4000, 53, []byte("0123456789ab")))
 	dl := fromDN(udpPkt("198.51.100.7", "198.19.0.5", 53, 4000, []byte("0123456789ab")))
@@ -62,6 +52,22 @@ func BenchmarkPerPacket(b *testing.B) {
 			b.ReportMetric(mr, "redirect-ns/pkt")
 			b.ReportMetric(mr/mu, "redirect/upf")
 		})
+	}
+}
+
+// benchNeighbours has the cube know the gNB and the data network's
+// gateway, as the slow path would have resolved them.
+func benchNeighbours(b *testing.B, r *nftest.Rig) {
+	ctl := r.Ctl.(*controller)
+	for _, n := range []struct {
+		port      int
+		addr, mac string
+	}{{0, "198.18.1.2", gnbMAC}, {1, "198.18.2.2", dnMAC}} {
+		var m [6]byte
+		copy(m[:], nftest.MAC(n.mac))
+		if err := ctl.putNeighbour(nkey{n.port, netip.MustParseAddr(n.addr)}, m); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 

@@ -60,8 +60,10 @@ type kPort struct {
 	GW6  [16]byte
 }
 
+// kList is a TEID's or UE address's rules, in precedence order, with a
+// copy of the first one's line (Head.N: how many rules).
 type kList struct {
-	N    uint32
+	Head kLine
 	Rule [listMax]uint32
 }
 
@@ -88,19 +90,33 @@ type Owner struct {
 	Retired uint32
 }
 
-type kRule struct {
-	FAR   uint32
+// kLine is what a packet's path reads of a rule; the first rule of a list
+// has a copy of it in the list.
+type kLine struct {
+	FAR uint32
+	// QER: the rule's QERs that gate or police; one that only gives a QFI
+	// is not read by the fast path (Mark has its QFI).
 	QER   [ruleQERs]uint32
-	URR   [ruleURRs]uint32
 	SDF   uint32
 	UE4   [4]byte
 	UE6   [8]byte
-	PDR   uint16
 	Flags uint8
 	QFI   uint8
+	// N: in a list's head, the list's length; 0 in upf_rules.
+	N uint8
+	// Mark: the QFI downlink packets are marked with, the first of the
+	// rule's QERs' that has one (0: QFI).
+	Mark uint8
 	// kFwd is a copy of the FAR's: a changed FAR gets a new slot, and so
 	// do the rules that use it.
 	kFwd
+}
+
+// kRule is a rule: its line, its URRs (read by the fast path only when
+// one counts down a threshold or quota) and its owner.
+type kRule struct {
+	kLine
+	URR [ruleURRs]uint32
 	Owner
 }
 

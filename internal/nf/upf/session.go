@@ -101,8 +101,17 @@ func (ctl *controller) apply(c *cube.Cube, s *model.Session) error {
 		k := r.rule
 		k.FAR = n.fars[r.far].idx
 		k.kFwd = n.fars[r.far].v.kFwd
+		// A QER that neither gates nor polices is not read by the fast
+		// path: its QFI is the rule's mark. Should it start to (or its QFI
+		// change), the rule changes, so it gets a new slot.
 		for i, q := range r.qers {
-			k.QER[i] = n.qers[q].idx
+			qv := n.qers[q].v
+			if k.Mark == 0 {
+				k.Mark = qv.QFI
+			}
+			if qv.Gate != 0 {
+				k.QER[i] = n.qers[q].idx
+			}
 		}
 		for i, u := range r.urrs {
 			k.URR[i] = n.urrs[u].idx
@@ -208,12 +217,16 @@ func (ctl *controller) write(seid uint64, old, n *sessState) error {
 			return fmt.Errorf("upf_rules: %w", err)
 		}
 	}
+	line := make(map[uint32]kLine, len(n.rules))
+	for _, r := range n.rules {
+		line[r.idx] = r.v.kLine
+	}
 	for lk, l := range n.lists {
 		if o, ok := old.lists[lk]; ok && !old.dirty && slices.Equal(o, l) {
 			continue
 		}
-		var v kList
-		v.N = uint32(len(l))
+		v := kList{Head: line[l[0]]}
+		v.Head.N = uint8(len(l))
 		copy(v.Rule[:], l)
 		if err := ctl.listMap(lk).Put(listMapKey(lk), &v); err != nil {
 			return fmt.Errorf("%s: %w", lk, err)

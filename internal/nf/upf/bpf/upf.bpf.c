@@ -126,11 +126,6 @@ struct upf_port {
 	__u32 id;   \
 	__u32 retired /* rules: the generation in which the rule left its lists */
 
-struct upf_list {
-	__u32 n;
-	__u32 rule[UPF_LIST_MAX];
-};
-
 #define RULE_GTP 0x01 /* matched by TEID: the GTP-U header is removed */
 #define RULE_UL 0x02  /* uplink: the UE is the inner source */
 #define RULE_UE4 0x04 /* check the UE's IPv4 address */
@@ -161,23 +156,46 @@ struct upf_fwd {
 	__u32 peer[4]; /* IPv4 in [0] */
 };
 
-/* A rule carries a copy of its FAR's forwarding, next to what it matches:
- * the packet's path reads one entry, not two (at 100,000 sessions, one
- * cache miss less). A changed FAR gets a new slot, and so do the rules
- * that use it: copy and FAR never disagree. The FAR's own entry is read
- * only for NOCP (its notified flag). */
-struct upf_rule {
+/* A rule's line: what a packet's path reads of it. It carries a copy of
+ * its FAR's forwarding, next to what it matches: the packet's path reads
+ * one entry, not two (at 100,000 sessions, one cache miss less). A changed
+ * FAR gets a new slot, and so do the rules that use it: copy and FAR never
+ * disagree. The FAR's own entry is read only for NOCP (its notified flag)
+ * and DUPL. */
+struct upf_line {
 	__u32 far;
+	/* the QERs that gate or police (a QER that only gives a QFI is in
+	 * mark: no read of upf_qers); 0: none */
 	__u32 qer[UPF_RULE_QERS];
-	__u32 urr[UPF_RULE_URRS];
 	__u32 sdf;
 	__be32 ue4;
 	__u32 ue6[2];
-	__u16 pdr;
 	__u8 flags;
-	__u8 qfi; /* 0: any */
+	__u8 qfi;  /* 0: any */
+	__u8 n;    /* in a list's head: the list's length; 0 in upf_rules */
+	__u8 mark; /* the QFI to mark downlink packets with (its first QER's
+		    * that has one); 0: the rule's qfi */
 	struct upf_fwd fwd;
+};
+
+/* A rule: its line, its URRs (read only when one of them counts down a
+ * threshold or quota: RULE_URR_COUNTDOWN) and its owner. */
+struct upf_rule {
+	struct upf_line line;
+	__u32 urr[UPF_RULE_URRS];
 	UPF_OWNER;
+};
+
+/* The rules a TEID or UE address leads to, in precedence order, with a copy
+ * of the first one's line: a key with one rule (the common case) costs one
+ * hash lookup and no read of upf_rules (at 100,000 sessions, a cache and a
+ * TLB miss less). Rules never change in place (a changed rule gets a new
+ * slot, and its lists are rewritten), so the copy is never stale. 184
+ * octets: with the hash map's element header, it fits the kernel's 256-octet
+ * allocations. */
+struct upf_list {
+	struct upf_line head; /* head.n: how many rules */
+	__u32 rule[UPF_LIST_MAX];
 };
 
 #define SDF_PROTO 0x001
@@ -550,7 +568,7 @@ static __always_inline int upf_sdf_match(struct upf_sdf *s, struct upf_flow *f, 
 }
 
 /* Does rule r take the packet whose flow is f? */
-static __always_inline int upf_rule_ok(struct upf_rule *r, struct upf_flow *f)
+static __always_inline int upf_rule_ok(struct upf_line *r, struct upf_flow *f)
 {
 	int ul = r->flags & RULE_UL;
 
@@ -596,11 +614,11 @@ static long upf_try(__u32 i, void *data)
 	__u32 idx;
 
 	i += UPF_LIST_INLINE;
-	if (i >= m->list->n || i >= UPF_LIST_MAX)
+	if (i >= m->list->head.n || i >= UPF_LIST_MAX)
 		return 1;
 	idx = m->list->rule[i];
 	r = bpf_map_lookup_elem(&upf_rules, &idx);
-	if (!r || !upf_rule_ok(r, m->flow))
+	if (!r || !upf_rule_ok(&r->line, m->flow))
 		return 0;
 	m->rule = idx;
 	return 1;
@@ -947,7 +965,7 @@ static __always_inline int upf_dupl(ctx_t *ctx, struct edgenf_md *md, __u32 fi, 
 /* Applies rule r (index idx) to a packet whose flow is f (f->inner: the
  * offset of the inner IP header, after the GTP-U header of a tunnelled
  * packet). */
-static __attribute__((noinline)) int upf_apply(ctx_t *ctx, struct edgenf_md *md, __u32 idx, struct upf_rule *r,
+static __attribute__((noinline)) int upf_apply(ctx_t *ctx, struct edgenf_md *md, __u32 idx, struct upf_line *r,
 					       struct upf_flow *f)
 {
 	__u32 inner = f->inner;
@@ -956,7 +974,6 @@ static __attribute__((noinline)) int upf_apply(ctx_t *ctx, struct edgenf_md *md,
 	struct upf_count *rc;
 	__u32 out;
 	__u64 now = 0;
-	__u8 qfi = 0; /* the QFI to mark downlink packets with: the first QER's that has one */
 	int dl, ret;
 
 	if (!r)
@@ -975,8 +992,6 @@ static __attribute__((noinline)) int upf_apply(ctx_t *ctx, struct edgenf_md *md,
 		qer = bpf_map_lookup_elem(&upf_qers, &q);
 		if (!qer)
 			continue;
-		if (!qfi)
-			qfi = qer->qfi;
 		if (qer->gate & (dl ? QER_DL_CLOSED : QER_UL_CLOSED))
 			return upf_drop(ctx, md, UPF_ST_DROP_GATE);
 		if (qer->gate & (dl ? QER_MBR_DL : QER_MBR_UL)) {
@@ -1000,9 +1015,11 @@ static __attribute__((noinline)) int upf_apply(ctx_t *ctx, struct edgenf_md *md,
 		return enf_punt(ctx, md, UPF_PUNT_BUFF, idx);
 	}
 	if (r->flags & (RULE_URR_COUNTDOWN * 0xf)) {
+		struct upf_rule *full = bpf_map_lookup_elem(&upf_rules, &idx);
+
 #pragma unroll
 		for (int i = 0; i < UPF_RULE_URRS; i++) {
-			__u32 u = r->urr[i];
+			__u32 u = full ? full->urr[i] : 0;
 
 			if (u && (r->flags & (RULE_URR_COUNTDOWN << i)) && upf_urr(ctx, md, u, dl, f->len) < 0)
 				return upf_drop(ctx, md, UPF_ST_DROP_QUOTA);
@@ -1031,7 +1048,7 @@ static __attribute__((noinline)) int upf_apply(ctx_t *ctx, struct edgenf_md *md,
 	if ((far->action & FAR_DUPL) && upf_dupl(ctx, md, r->far, f))
 		return upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
 	if (far->ohc != OHC_NONE) {
-		ret = upf_encap(ctx, far, port, qfi ? qfi : r->qfi, f->len, 0);
+		ret = upf_encap(ctx, far, port, r->mark ? r->mark : r->qfi, f->len, 0);
 		if (ret)
 			return upf_drop(ctx, md, UPF_ST_DROP_TOO_BIG);
 		ret = upf_l2(ctx, port, out, far->ohc == OHC_GTP6, far->peer);
@@ -1062,21 +1079,25 @@ static __always_inline int upf_match(ctx_t *ctx, struct edgenf_md *md, struct up
 	__u32 idx;
 
 	f->inner = inner;
+	if (!list->head.n)
+		return upf_drop(ctx, md, UPF_ST_DROP_NO_RULE);
+	if (upf_rule_ok(&list->head, f))
+		return upf_apply(ctx, md, list->rule[0], &list->head, f);
 #pragma unroll
-	for (int i = 0; i < UPF_LIST_INLINE; i++) {
-		if (i >= list->n)
+	for (int i = 1; i < UPF_LIST_INLINE; i++) {
+		if (i >= list->head.n)
 			return upf_drop(ctx, md, UPF_ST_DROP_NO_RULE);
 		idx = list->rule[i];
 		r = bpf_map_lookup_elem(&upf_rules, &idx);
-		if (r && upf_rule_ok(r, f))
-			return upf_apply(ctx, md, idx, r, f);
+		if (r && upf_rule_ok(&r->line, f))
+			return upf_apply(ctx, md, idx, &r->line, f);
 	}
 	bpf_loop(UPF_LIST_MAX - UPF_LIST_INLINE, upf_try, &m, 0);
 	idx = m.rule;
 	r = bpf_map_lookup_elem(&upf_rules, &idx);
 	if (!m.rule || !r)
 		return upf_drop(ctx, md, UPF_ST_DROP_NO_RULE);
-	return upf_apply(ctx, md, idx, r, f);
+	return upf_apply(ctx, md, idx, &r->line, f);
 }
 
 /* Rate limit of punts about unknown TEIDs, per CPU. */
@@ -1334,7 +1355,7 @@ static __attribute__((noinline)) int upf_release(ctx_t *ctx, struct edgenf_md *m
 	r = bpf_map_lookup_elem(&upf_rules, &idx);
 	if (!r)
 		return upf_drop(ctx, md, UPF_ST_DROP_NO_RULE);
-	if (r->flags & RULE_GTP) {
+	if (r->line.flags & RULE_GTP) {
 		/* uplink: the tunnelled packet as received (IPv4 or IPv6, UDP,
 		 * GTP-U with its extension headers) */
 		struct ethhdr *eth;
@@ -1353,7 +1374,7 @@ static __attribute__((noinline)) int upf_release(ctx_t *ctx, struct edgenf_md *m
 		return enf_drop(ctx, md);
 	f.inner = inner;
 	f.released = 1;
-	return upf_apply(ctx, md, idx, r, &f);
+	return upf_apply(ctx, md, idx, &r->line, &f);
 }
 
 static __always_inline int upf(ctx_t *ctx, struct edgenf_md *md)
