@@ -19,7 +19,8 @@ import (
 // Endpoints are the workloads (pods) the CNI plugin plugs into tenants'
 // cubes. An endpoint is a port of the tenant's cube peered with the pod's
 // interface, and the tenant's right to that interface: both are made by one
-// change and removed by one change (one snapshot of the state), and no other
+// change and removed by one change (one journal transaction: the port's
+// cube and the endpoint, replayed together at start), and no other
 // change may take the port apart while the endpoint exists. A declarative
 // apply keeps them: the topology file describes the chains, the CNI plugin
 // the pods plugged into them.
@@ -149,7 +150,7 @@ func (e *Engine) addEndpoint(next *cube.Topology, ep *endpoint.Endpoint) error {
 		return err
 	}
 	e.endpoints[ep.Name] = ep
-	if err := e.applyChange(next, d, true); err != nil {
+	if err := e.applyChange(next, d, []string{ep.Name}); err != nil {
 		delete(e.endpoints, ep.Name)
 		return err
 	}
@@ -227,7 +228,7 @@ func (e *Engine) deleteEndpoint(next *cube.Topology, ep *endpoint.Endpoint) erro
 		return err
 	}
 	delete(e.endpoints, ep.Name)
-	if err := e.applyChange(next, d, true); err != nil {
+	if err := e.applyChange(next, d, []string{ep.Name}); err != nil {
 		e.endpoints[ep.Name] = ep
 		return err
 	}
