@@ -107,7 +107,7 @@ func (e *Engine) commit(who tenant.Actor, next *cube.Topology, d dirty) error {
 	if err := e.checkNames(who, next, d.cubes); err != nil {
 		return err
 	}
-	if err := e.checkQuota(who, next); err != nil {
+	if err := e.checkQuota(who, next, d); err != nil {
 		return err
 	}
 	if err := e.admit(e.topo, next); err != nil {
@@ -172,11 +172,11 @@ func (e *Engine) applyChange(next *cube.Topology, d dirty, endpoints []string) e
 		return fmt.Errorf("persist state: %w", err)
 	}
 	e.topo = next
+	e.noteUsage(prev, next, cs, d.all) // before keepSpare makes prev the spare copy
 	e.noteSlicers(next, cs)
 	e.keepSpare(prev, next, cs, d.all)
 	e.witnessChanged(cs, d.all)
 	e.rev++
-	e.tenants.entries = nil // counted again when next needed
 	e.compactJournal()
 	return nil
 }

@@ -137,12 +137,12 @@ func (e *Engine) addEndpoint(next *cube.Topology, ep *endpoint.Endpoint) error {
 	if err := plug(c, ep); err != nil {
 		return err
 	}
+	d := e.dirtyOf(next)
 	if ep.Tenant != "" {
-		if err := e.checkQuota(tenant.Of(ep.Tenant), next); err != nil {
+		if err := e.checkQuota(tenant.Of(ep.Tenant), next, d); err != nil {
 			return err
 		}
 	}
-	d := e.dirtyOf(next)
 	if err := e.validate(next, d.cubes); err != nil {
 		return err
 	}

@@ -249,6 +249,7 @@ func Open(cfg Config) (*Engine, error) {
 		return fail(fmt.Errorf("restore state: %w", err))
 	}
 	e.topo, e.gen = f.Topology, f.Gen
+	e.tenants.usage = nil // counted from the restored state, its down cubes known
 	for name, c := range e.topo.Cubes {
 		if isSlicer(c) {
 			e.slicers[name] = true

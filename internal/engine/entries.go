@@ -268,8 +268,8 @@ func (e *Engine) changeEntries(who tenant.Actor, name, table string, fn func(tx 
 		}
 		return err
 	}
-	if e.tenants.entries != nil {
-		e.tenants.entries[c.Tenant] += added
+	if u := e.tenants.usage; u != nil {
+		u.entries(name, added)
 	}
 	e.rev++
 	return nil
