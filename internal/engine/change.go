@@ -54,7 +54,7 @@ func (e *Engine) Replace(ctx context.Context, t *cube.Topology, dryRun bool) ([]
 	if len(changes) == 0 {
 		return changes, nil
 	}
-	if err := e.admit(e.topo, next); err != nil {
+	if err := e.admit(next, d); err != nil {
 		return nil, err
 	}
 	if dryRun {
@@ -83,14 +83,6 @@ func keepRuntime(prev, next *cube.Topology) {
 	}
 }
 
-// admit runs the admission check, if there is one.
-func (e *Engine) admit(prev, next *cube.Topology) error {
-	if e.cfg.Admit == nil {
-		return nil
-	}
-	return e.cfg.Admit(prev, next)
-}
-
 // commit checks next, a working copy whose changes are known (dirtyOf),
 // is a change who may make, validates it, checks who's quotas and applies
 // it.
@@ -110,7 +102,7 @@ func (e *Engine) commit(who tenant.Actor, next *cube.Topology, d dirty) error {
 	if err := e.checkQuota(who, next, d); err != nil {
 		return err
 	}
-	if err := e.admit(e.topo, next); err != nil {
+	if err := e.admit(next, d); err != nil {
 		return err
 	}
 	return e.applyChange(next, d, nil)
@@ -177,6 +169,7 @@ func (e *Engine) applyChange(next *cube.Topology, d dirty, endpoints []string) e
 	e.keepSpare(prev, next, cs, d.all)
 	e.witnessChanged(cs, d.all)
 	e.rev++
+	e.topoRev++
 	e.compactJournal()
 	return nil
 }

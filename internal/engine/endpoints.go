@@ -146,7 +146,7 @@ func (e *Engine) addEndpoint(next *cube.Topology, ep *endpoint.Endpoint) error {
 	if err := e.validate(next, d.cubes); err != nil {
 		return err
 	}
-	if err := e.admit(e.topo, next); err != nil { // the pod's chains against the core budget
+	if err := e.admit(next, d); err != nil { // the pod's chains against the core budget
 		return err
 	}
 	e.endpoints[ep.Name] = ep
@@ -226,6 +226,11 @@ func (e *Engine) deleteEndpoint(next *cube.Topology, ep *endpoint.Endpoint) erro
 	d := e.dirtyOf(next)
 	if err := e.validate(next, d.cubes); err != nil {
 		return err
+	}
+	// judged, so that the check keeps up with the topology, but a pod
+	// leaving is never refused: removing a port makes no chain dearer
+	if err := e.admit(next, d); err != nil {
+		e.log.Warn("admission check on an endpoint's removal", "endpoint", ep.Name, "err", err)
 	}
 	delete(e.endpoints, ep.Name)
 	if err := e.applyChange(next, d, []string{ep.Name}); err != nil {
