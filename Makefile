@@ -134,6 +134,8 @@ bench: build
 	  $(GO) test -run XXX -bench SliceCreate -benchtime 1x ./internal/nf/slicer
 	EDGENF_ENGINE_BENCH_OUT=$(CURDIR)/bench/results/engine-change.md \
 	  $(GO) test -run XXX -bench '^BenchmarkChange$$' -benchtime 100x ./internal/engine
+	EDGENF_ADMIT_BENCH_OUT=$(CURDIR)/bench/results/admission.md \
+	  $(GO) test -run XXX -bench '^BenchmarkAdmission$$' -benchtime 20x ./internal/estimate
 	$(GO) run ./bench/cmd/bench -o docs/performance.md
 
 bench-quick: build

@@ -37,9 +37,15 @@ const SliceCreateFile = "bench/results/slice-create.md"
 // go test -run XXX -bench '^BenchmarkChange$' -benchtime 100x ./internal/engine`.
 const EngineChangeFile = "bench/results/engine-change.md"
 
+// AdmissionFile is what the admission check costs one change at 100, 1,000
+// and 3,000 cubes with budgets set, written by
+// `EDGENF_ADMIT_BENCH_OUT=bench/results/admission.md go test -run XXX
+// -bench '^BenchmarkAdmission$' -benchtime 20x ./internal/estimate`.
+const AdmissionFile = "bench/results/admission.md"
+
 func externCostSection() string {
 	var out string
-	for _, f := range []string{AccuracyFile, ExternCostFile, PFCPFile, IsolationFile, SliceCreateFile, EngineChangeFile} {
+	for _, f := range []string{AccuracyFile, ExternCostFile, PFCPFile, IsolationFile, SliceCreateFile, EngineChangeFile, AdmissionFile} {
 		if b, err := os.ReadFile(f); err == nil {
 			out += string(b) + "\n"
 		}

@@ -53,7 +53,7 @@ func (f *estimateFlags) configure(cfg *engine.Config, log *slog.Logger) error {
 	// Slices' own budgets (budget_ns) are enforced with or without a
 	// daemon-wide one; with neither, Check returns at once.
 	adm := &estimate.Admission{Estimator: f.est, BudgetNS: f.budget}
-	cfg.Admit = adm.Check
+	cfg.Admit = func(ch engine.AdmitChange) error { return adm.CheckChange(estimate.Change(ch)) }
 	if f.budget > 0 {
 		log.Info("admission control", "core_budget_ns", f.budget)
 	}

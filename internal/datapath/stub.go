@@ -117,7 +117,13 @@ func (d *Datapath) AttachStub(ifname string, ifindex int, hook Hook, dir Directi
 		return s, nil
 	}
 	lpath := filepath.Join(sdir, linkPin)
-	if l, err := link.LoadPinnedLink(lpath, nil); err == nil {
+	if l, err := link.LoadPinnedLink(lpath, nil); err == nil && !linkedTo(l, ifindex) {
+		// the link of an interface of the same name that is gone (a
+		// pod's veth deleted while the daemon was down, then made
+		// again): the kernel severed it with its interface
+		l.Unpin()
+		l.Close()
+	} else if err == nil {
 		defer l.Close()
 		if err := s.replace(l, stub, prog, hop); err != nil {
 			s.Close()
@@ -145,6 +151,22 @@ func (d *Datapath) AttachStub(ifname string, ifindex int, hook Hook, dir Directi
 		d.detachStubClassic(ifname, hook, dir)
 	}
 	return s, nil
+}
+
+// linkedTo says whether a pinned XDP or TCX link is attached to interface
+// ifindex (a severed link's interface is 0).
+func linkedTo(l link.Link, ifindex int) bool {
+	info, err := l.Info()
+	if err != nil {
+		return false
+	}
+	if x := info.XDP(); x != nil {
+		return int(x.Ifindex) == ifindex
+	}
+	if x := info.TCX(); x != nil {
+		return int(x.Ifindex) == ifindex
+	}
+	return false
 }
 
 // replace switches an attached link to prog with hop: the link runs the plain

@@ -54,13 +54,13 @@ func (e *Engine) Replace(ctx context.Context, t *cube.Topology, dryRun bool) ([]
 	if len(changes) == 0 {
 		return changes, nil
 	}
-	if err := e.admit(e.topo, next); err != nil {
+	if err := e.admit(next, d); err != nil {
 		return nil, err
 	}
 	if dryRun {
 		return changes, nil
 	}
-	return changes, e.applyChange(next, d, false)
+	return changes, e.applyChange(next, d, nil)
 }
 
 // keepRuntime carries the runtime state of the cubes a declarative apply
@@ -83,14 +83,6 @@ func keepRuntime(prev, next *cube.Topology) {
 	}
 }
 
-// admit runs the admission check, if there is one.
-func (e *Engine) admit(prev, next *cube.Topology) error {
-	if e.cfg.Admit == nil {
-		return nil
-	}
-	return e.cfg.Admit(prev, next)
-}
-
 // commit checks next, a working copy whose changes are known (dirtyOf),
 // is a change who may make, validates it, checks who's quotas and applies
 // it.
@@ -107,22 +99,22 @@ func (e *Engine) commit(who tenant.Actor, next *cube.Topology, d dirty) error {
 	if err := e.checkNames(who, next, d.cubes); err != nil {
 		return err
 	}
-	if err := e.checkQuota(who, next); err != nil {
+	if err := e.checkQuota(who, next, d); err != nil {
 		return err
 	}
-	if err := e.admit(e.topo, next); err != nil {
+	if err := e.admit(next, d); err != nil {
 		return err
 	}
-	return e.applyChange(next, d, false)
+	return e.applyChange(next, d, nil)
 }
 
 // applyChange reconciles the kernel with a validated topology, whose
 // changes are known (dirtyOf, dirtyAll), and persists it. On
 // any failure the kernel is reconciled back and nothing changes. Only what
-// the change touches is reconciled and journalled (dirty.go); with
-// snapshot the state is written whole (the change also altered what the
-// journal does not hold: endpoints).
-func (e *Engine) applyChange(next *cube.Topology, d dirty, snapshot bool) error {
+// the change touches is reconciled and journalled (dirty.go), with the
+// endpoints it plugged in or out (named in endpoints; e.endpoints holds
+// them as they now are).
+func (e *Engine) applyChange(next *cube.Topology, d dirty, endpoints []string) error {
 	prev := e.topo
 	cs := changes(prev, next, d, e.chainsOf(next, d.cubes))
 	// a change assigns and frees the slots of its changed cubes only
@@ -166,26 +158,27 @@ func (e *Engine) applyChange(next *cube.Topology, d dirty, snapshot bool) error 
 		return err
 	}
 	crashPoint("topology-applied")
-	if err := e.persist(next, cs, snapshot); err != nil {
+	if err := e.persist(next, cs, endpoints); err != nil {
 		e.reconcile(prev, false)
 		restoreSlots()
 		return fmt.Errorf("persist state: %w", err)
 	}
 	e.topo = next
+	e.noteUsage(prev, next, cs, d.all) // before keepSpare makes prev the spare copy
 	e.noteSlicers(next, cs)
 	e.keepSpare(prev, next, cs, d.all)
 	e.witnessChanged(cs, d.all)
 	e.rev++
-	e.tenants.entries = nil // counted again when next needed
+	e.topoRev++
 	e.compactJournal()
 	return nil
 }
 
-// persist makes a change durable: the cubes and attachment points it
-// changed appended to the journal as one transaction (a crash keeps all of
-// it or none), or a snapshot when one is due or the journal cannot take it.
-func (e *Engine) persist(next *cube.Topology, cs *changeSet, snapshot bool) error {
-	if snapshot || e.journal == nil || e.journal.Broken() {
+// persist makes a change durable: the cubes, attachment points and
+// endpoints it changed appended to the journal as one transaction (a crash
+// keeps all of it or none), or a snapshot when the journal cannot take it.
+func (e *Engine) persist(next *cube.Topology, cs *changeSet, endpoints []string) error {
+	if e.journal == nil || e.journal.Broken() {
 		return e.save(next)
 	}
 	var recs []state.Record
@@ -201,6 +194,9 @@ func (e *Engine) persist(next *cube.Topology, cs *changeSet, snapshot bool) erro
 	}
 	for _, point := range cs.points {
 		recs = append(recs, state.AttachmentRecord(point, next.Attachments[point]))
+	}
+	for _, name := range endpoints {
+		recs = append(recs, state.EndpointRecord(name, e.endpoints[name]))
 	}
 	if err := e.journal.Append(recs); err != nil {
 		return err

@@ -19,7 +19,8 @@ import (
 // Endpoints are the workloads (pods) the CNI plugin plugs into tenants'
 // cubes. An endpoint is a port of the tenant's cube peered with the pod's
 // interface, and the tenant's right to that interface: both are made by one
-// change and removed by one change (one snapshot of the state), and no other
+// change and removed by one change (one journal transaction: the port's
+// cube and the endpoint, replayed together at start), and no other
 // change may take the port apart while the endpoint exists. A declarative
 // apply keeps them: the topology file describes the chains, the CNI plugin
 // the pods plugged into them.
@@ -136,20 +137,20 @@ func (e *Engine) addEndpoint(next *cube.Topology, ep *endpoint.Endpoint) error {
 	if err := plug(c, ep); err != nil {
 		return err
 	}
+	d := e.dirtyOf(next)
 	if ep.Tenant != "" {
-		if err := e.checkQuota(tenant.Of(ep.Tenant), next); err != nil {
+		if err := e.checkQuota(tenant.Of(ep.Tenant), next, d); err != nil {
 			return err
 		}
 	}
-	d := e.dirtyOf(next)
 	if err := e.validate(next, d.cubes); err != nil {
 		return err
 	}
-	if err := e.admit(e.topo, next); err != nil { // the pod's chains against the core budget
+	if err := e.admit(next, d); err != nil { // the pod's chains against the core budget
 		return err
 	}
 	e.endpoints[ep.Name] = ep
-	if err := e.applyChange(next, d, true); err != nil {
+	if err := e.applyChange(next, d, []string{ep.Name}); err != nil {
 		delete(e.endpoints, ep.Name)
 		return err
 	}
@@ -226,8 +227,13 @@ func (e *Engine) deleteEndpoint(next *cube.Topology, ep *endpoint.Endpoint) erro
 	if err := e.validate(next, d.cubes); err != nil {
 		return err
 	}
+	// judged, so that the check keeps up with the topology, but a pod
+	// leaving is never refused: removing a port makes no chain dearer
+	if err := e.admit(next, d); err != nil {
+		e.log.Warn("admission check on an endpoint's removal", "endpoint", ep.Name, "err", err)
+	}
 	delete(e.endpoints, ep.Name)
-	if err := e.applyChange(next, d, true); err != nil {
+	if err := e.applyChange(next, d, []string{ep.Name}); err != nil {
 		e.endpoints[ep.Name] = ep
 		return err
 	}

@@ -39,7 +39,7 @@ type Config struct {
 	// Admit, when set, judges every change after validation and before
 	// it is made (the cost estimate against the core budget, edgenfd
 	// -core-budget-ns): an error refuses the change, and a dry run.
-	Admit func(prev, next *cube.Topology) error
+	Admit func(AdmitChange) error
 }
 
 // Engine is the daemon's core. Safe for concurrent use.
@@ -71,8 +71,9 @@ type Engine struct {
 	// applying is the topology a reconcile is making real; controllers
 	// synced during it see it through their handle.
 	applying *cube.Topology
-	// rev counts the changes made (Revision).
-	rev uint64
+	// rev counts the changes made (Revision); topoRev those of the
+	// topology (AdmitChange.Rev).
+	rev, topoRev uint64
 	// lastChange is what the last topology change touched (dirty.go).
 	lastChange *changeSet
 	// spare is the working copy of topo for the next change (cow.go).
@@ -251,6 +252,7 @@ func Open(cfg Config) (*Engine, error) {
 		return fail(fmt.Errorf("restore state: %w", err))
 	}
 	e.topo, e.gen = f.Topology, f.Gen
+	e.tenants.usage = nil // counted from the restored state, its down cubes known
 	for name, c := range e.topo.Cubes {
 		if isSlicer(c) {
 			e.slicers[name] = true

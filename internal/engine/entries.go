@@ -239,12 +239,9 @@ func (e *Engine) changeEntries(who tenant.Actor, name, table string, fn func(tx 
 	e.changedInPlace(name) // staged in the applied cube, kept or rolled back
 	// counted before fn stages its changes in the applied cube
 	before, used := tx.Len(), e.entriesOf(c.Tenant)
-	var prev *cube.Topology
+	var was *cube.Cube
 	if e.cfg.Admit != nil {
-		// the topology as it is: only this cube changes (its other cubes
-		// are shared, read only, not copied with every entry change)
-		prev = &cube.Topology{Cubes: maps.Clone(e.topo.Cubes), Attachments: e.topo.Attachments}
-		prev.Cubes[name] = c.Clone()
+		was = c.Clone() // the cube as it is: fn changes it in place
 	}
 	if err := fn(tx); err != nil {
 		tx.rollback()
@@ -255,8 +252,9 @@ func (e *Engine) changeEntries(who tenant.Actor, name, table string, fn func(tx 
 		tx.rollback()
 		return err
 	}
-	if prev != nil {
-		if err := e.admit(prev, e.topo); err != nil {
+	if was != nil {
+		ch := AdmitChange{Rev: e.topoRev, Prev: e.topo, Next: e.topo, Was: map[string]*cube.Cube{name: was}, Cubes: []string{name}}
+		if err := e.cfg.Admit(ch); err != nil {
 			tx.rollback()
 			return err
 		}
@@ -268,10 +266,11 @@ func (e *Engine) changeEntries(who tenant.Actor, name, table string, fn func(tx 
 		}
 		return err
 	}
-	if e.tenants.entries != nil {
-		e.tenants.entries[c.Tenant] += added
+	if u := e.tenants.usage; u != nil {
+		u.entries(name, added)
 	}
 	e.rev++
+	e.topoRev++
 	return nil
 }
 

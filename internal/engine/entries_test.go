@@ -152,22 +152,30 @@ func TestInsertNeverReplaces(t *testing.T) {
 }
 
 // The admission check (edgenfd -core-budget-ns) sees an entry change as
-// the topology before and after it; a refusal leaves the table as it was.
+// the topology before and after it (the cube as it was, changed in place,
+// in Was), what differs, and the revision of the topology it changes; a
+// refusal leaves the table as it was.
 func TestChangeEntriesAdmission(t *testing.T) {
 	var seen [][2]int // entries of dd before and after, per check
+	var revs []string
 	cfg := engine.Config{
 		PinRoot:   filepath.Join("/sys/fs/bpf", fmt.Sprintf("enfa-%d", os.Getpid())),
 		StateFile: filepath.Join(t.TempDir(), "state.json"),
 		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Admit: func(prev, next *cube.Topology) error {
-			n := func(tp *cube.Topology) int {
-				if c := tp.Cubes["dd"]; c != nil {
+		Admit: func(ch engine.AdmitChange) error {
+			n := func(c *cube.Cube) int {
+				if c != nil {
 					return len(c.Tables["blacklist_src"])
 				}
 				return -1
 			}
-			seen = append(seen, [2]int{n(prev), n(next)})
-			if n(next) > 2 {
+			was, ok := ch.Was["dd"]
+			if !ok {
+				was = ch.Prev.Cubes["dd"]
+			}
+			seen = append(seen, [2]int{n(was), n(ch.Next.Cubes["dd"])})
+			revs = append(revs, fmt.Sprint(ch.Rev, ch.Cubes))
+			if n(ch.Next.Cubes["dd"]) > 2 {
 				return cube.Conflict("core_budget_ns", "refused: over the budget")
 			}
 			return nil
@@ -198,5 +206,8 @@ func TestChangeEntriesAdmission(t *testing.T) {
 	want := [][2]int{{-1, 0}, {0, 1}, {1, 2}, {2, 3}}
 	if fmt.Sprint(seen) != fmt.Sprint(want) {
 		t.Fatalf("admission checks saw entries (before, after) %v, want %v", seen, want)
+	}
+	if want := "[0 [dd] 1 [dd] 2 [dd] 3 [dd]]"; fmt.Sprint(revs) != want {
+		t.Fatalf("admission checks saw revisions and changed cubes %v, want %v", revs, want)
 	}
 }

@@ -26,9 +26,12 @@ type tenantState struct {
 	defaults tenant.Quota
 	// memory is the kernel memory an object preallocates, by its hash.
 	memory map[[32]byte]int64
-	// entries counts each tenant's table entries (nil: count again): the
-	// entry path checks the quota without walking the topology.
-	entries map[string]int64
+	// usage is every tenant's holdings in the applied topology (nil:
+	// count them again when next needed), kept up to date by each change
+	// (usage.go).
+	usage *usageIndex
+	// counted is how many cubes were counted for it (a test's measure).
+	counted int
 }
 
 func (ts *tenantState) init(cfg Config, declared map[string]*tenant.Tenant) error {
@@ -249,17 +252,14 @@ func prepare(ctx context.Context, c *cube.Cube, limit time.Duration) (func(), er
 	return rel, nil
 }
 
-// checkQuota refuses a change that takes who over a quota.
-func (e *Engine) checkQuota(who tenant.Actor, next *cube.Topology) error {
+// checkQuota refuses a change that takes who over a quota: next differs
+// from the applied topology in d, and only that is counted (usage.go).
+func (e *Engine) checkQuota(who tenant.Actor, next *cube.Topology, d dirty) error {
 	if who.IsAdmin() {
 		return nil
 	}
 	name := who.Name()
-	prev, err := tenant.Count(e.topo, name, e.cubeMemory)
-	if err != nil {
-		return err
-	}
-	now, err := tenant.Count(next, name, e.cubeMemory)
+	prev, now, err := e.usageChange(name, next, d)
 	if err != nil {
 		return err
 	}
@@ -318,15 +318,7 @@ func (e *Engine) entryQuota(who tenant.Actor, used, added int64) error {
 }
 
 func (e *Engine) entriesOf(name string) int64 {
-	if e.tenants.entries == nil {
-		e.tenants.entries = map[string]int64{}
-		for _, c := range e.topo.Cubes {
-			for _, rows := range c.Tables {
-				e.tenants.entries[c.Tenant] += int64(len(rows))
-			}
-		}
-	}
-	return e.tenants.entries[name]
+	return e.usage().of(name)[tenant.TableEntries]
 }
 
 // --- the tenants resource ---
@@ -398,10 +390,11 @@ func (e *Engine) tenantStatus(name string) (*TenantStatus, error) {
 	} else if t, ok := e.tenants.declared[name]; ok {
 		st.Tenant, st.Source = *t.Clone(), "api"
 	}
-	use, err := tenant.Count(e.topo, name, e.cubeMemory)
-	if err != nil {
+	u := e.usage()
+	for _, err := range u.bad[name] {
 		return nil, err
 	}
+	use := u.of(name)
 	for _, q := range tenant.Names {
 		qs := QuotaStatus{Name: q, Limit: e.tenants.limit(name, q)}
 		if u, ok := use[q]; ok {

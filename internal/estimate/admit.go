@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/edgenf/edgenf/internal/cube"
 )
@@ -22,6 +23,12 @@ type Admission struct {
 	// BudgetNS is the daemon's budget (-core-budget-ns; 0: only slices'
 	// own budgets are enforced).
 	BudgetNS float64
+
+	// what CheckChange keeps (incremental.go)
+	mu      sync.Mutex
+	state   *admitted
+	pending *delta
+	costs   cubeCosts
 }
 
 // group is an admission group's dearest chain and its budget.
@@ -44,7 +51,7 @@ func (a *Admission) Check(prev, next *cube.Topology) error {
 	if a == nil || (a.BudgetNS <= 0 && !HasSliceBudget(next)) {
 		return nil
 	}
-	costs := cubeCosts{} // the cubes prev and next share are priced once
+	costs := newCubeCosts() // the cubes prev and next share are priced once
 	before, err := a.groups(prev, costs)
 	if err != nil {
 		return err
@@ -53,6 +60,12 @@ func (a *Admission) Check(prev, next *cube.Topology) error {
 	if err != nil {
 		return cube.Errorf("", "estimating the change: %v", err)
 	}
+	return verdict(before, after)
+}
+
+// verdict judges the groups after a change against those before it (see
+// Check).
+func verdict(before, after map[string]group) error {
 	var over []string
 	keys := make([]string, 0, len(after))
 	for k := range after {
@@ -93,28 +106,31 @@ func (a *Admission) Check(prev, next *cube.Topology) error {
 }
 
 func (a *Admission) groups(t *cube.Topology, costs cubeCosts) (map[string]group, error) {
-	out := map[string]group{}
 	if t == nil {
-		return out, nil
+		return map[string]group{}, nil
 	}
 	chains, err := a.Estimator.topology(t, costs)
 	if err != nil {
 		return nil, err
 	}
+	return a.groupsOf(chains), nil
+}
+
+// groupsOf groups chains, listed as Chains lists them: a group is its
+// first dearest chain.
+func (a *Admission) groupsOf(chains []ChainCost) map[string]group {
+	out := map[string]group{}
 	for _, cc := range chains {
-		k := cc.From + " → " + cc.To
+		k := groupKey(cc)
 		g := group{ChainCost: cc, budget: a.BudgetNS, hasBudget: a.BudgetNS > 0}
-		if cc.Slice != "" {
-			k = "slice " + cc.Slice
-			if cc.BudgetNS > 0 && (a.BudgetNS <= 0 || cc.BudgetNS < a.BudgetNS) {
-				g.budget, g.sliceOwn, g.hasBudget = cc.BudgetNS, true, true
-			}
+		if cc.Slice != "" && cc.BudgetNS > 0 && (a.BudgetNS <= 0 || cc.BudgetNS < a.BudgetNS) {
+			g.budget, g.sliceOwn, g.hasBudget = cc.BudgetNS, true, true
 		}
 		if cur, ok := out[k]; !ok || cc.NS > cur.NS {
 			out[k] = g
 		}
 	}
-	return out, nil
+	return out
 }
 
 // dearestFrom is the dearest group whose dearest chain is entered by the

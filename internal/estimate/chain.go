@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
@@ -76,15 +77,10 @@ func Chains(t *cube.Topology) []Chain {
 	for _, name := range t.CubeNames() {
 		c := t.Cubes[name]
 		for _, p := range c.Ports {
-			ep, err := cube.ParseEndpoint(p.Peer)
-			if err != nil || ep.IsCube() {
-				continue
+			if iface, ok := ifacePeer(p); ok {
+				peered[iface] = true
+				out = append(out, chainsFrom(t, c, p, entries)...)
 			}
-			peered[ep.Iface] = true
-			ch := Chain{From: ep.Iface, Tenant: c.Tenant, Hook: hookOf(c)}
-			ch.Hops = append(ch.Hops, stackHops(t, ep.Iface, datapath.Ingress)...)
-			ch.Hops = append(ch.Hops, stackHops(t, name+":"+p.Name, datapath.Ingress)...)
-			out = append(out, follow(t, ch, c, p, map[string]bool{}, entries)...)
 		}
 	}
 	points := make([]string, 0, len(t.Attachments))
@@ -93,17 +89,45 @@ func Chains(t *cube.Topology) []Chain {
 	}
 	sort.Strings(points)
 	for _, point := range points {
-		ep, err := cube.ParseEndpoint(point)
-		if err != nil || ep.IsCube() || peered[ep.Iface] || len(t.Attachments[point]) == 0 {
-			continue
+		if ch, ok := attachedChain(t, point, peered, entries); ok {
+			out = append(out, ch)
 		}
-		ch := Chain{From: ep.Iface, To: "linux", Hops: stackHops(t, point, datapath.Ingress)}
-		if first := t.Cubes[t.Attachments[point][0]]; first != nil {
-			ch.Tenant, ch.Hook = first.Tenant, hookOf(first)
-		}
-		out = append(out, ch)
 	}
 	return out
+}
+
+// ifacePeer is the interface port p is peered with, if it is.
+func ifacePeer(p cube.Port) (string, bool) {
+	ep, err := cube.ParseEndpoint(p.Peer)
+	if err != nil || ep.IsCube() {
+		return "", false
+	}
+	return ep.Iface, true
+}
+
+// chainsFrom are the chains of packets entering cube c by port p from the
+// interface p is peered with.
+func chainsFrom(t *cube.Topology, c *cube.Cube, p cube.Port, entries chainEntries) []Chain {
+	iface, _ := ifacePeer(p)
+	entries.ref(c.Name)
+	ch := Chain{From: iface, Tenant: c.Tenant, Hook: hookOf(c)}
+	ch.Hops = append(ch.Hops, entries.stack(t, iface, datapath.Ingress)...)
+	ch.Hops = append(ch.Hops, entries.stack(t, c.Name+":"+p.Name, datapath.Ingress)...)
+	return follow(t, ch, c, p, map[string]bool{}, entries)
+}
+
+// attachedChain is the chain of an interface carrying attachments only
+// (none: it is peered with a cube port, or carries nothing).
+func attachedChain(t *cube.Topology, point string, peered map[string]bool, entries chainEntries) (Chain, bool) {
+	ep, err := cube.ParseEndpoint(point)
+	if err != nil || ep.IsCube() || peered[ep.Iface] || len(t.Attachments[point]) == 0 {
+		return Chain{}, false
+	}
+	ch := Chain{From: ep.Iface, To: "linux", Hops: entries.stack(t, point, datapath.Ingress)}
+	if first := t.Cubes[t.Attachments[point][0]]; first != nil {
+		ch.Tenant, ch.Hook = first.Tenant, hookOf(first)
+	}
+	return ch, true
 }
 
 // follow extends ch into cube c entered on port in, once per port c can
@@ -117,14 +141,15 @@ func follow(t *cube.Topology, ch Chain, c *cube.Cube, in cube.Port, visited map[
 	}
 	visited = maps(visited)
 	visited[key] = true
-	outs := outPorts(c, in, entries.slicesOf(c))
+	entries.ref(c.Name)
+	outs := outPorts(c, in, entries.slicerOf(c))
 	var res []Chain
 	for _, out := range outs {
 		next := ch
 		next.Hops = append(slices.Clone(ch.Hops), Hop{Cube: c.Name, Type: c.Type, In: in.Name, Out: out.Name})
-		next.Hops = append(next.Hops, stackHops(t, c.Name+":"+out.Name, datapath.Egress)...)
+		next.Hops = append(next.Hops, entries.stack(t, c.Name+":"+out.Name, datapath.Egress)...)
 		if out.Peer == "" {
-			if back, ok := entries.by[c.Name+":"+out.Name]; ok {
+			if back, ok := entries.entry(c.Name + ":" + out.Name); ok {
 				next.slice = &back
 				res = append(res, follow(t, next, back.slicer, cube.Port{Name: back.slice.Chain}, visited, entries)...)
 				continue
@@ -139,17 +164,18 @@ func follow(t *cube.Topology, ch Chain, c *cube.Cube, in cube.Port, visited map[
 		}
 		if !ep.IsCube() {
 			if hookOf(c) == datapath.XDP {
-				next.Hops = append(next.Hops, stackHops(t, ep.Iface, datapath.Egress)...)
+				next.Hops = append(next.Hops, entries.stack(t, ep.Iface, datapath.Egress)...)
 			}
 			next.To = ep.Iface
 			res = append(res, next)
 			continue
 		}
+		entries.ref(ep.Cube)
 		peer := t.Cubes[ep.Cube]
 		if peer == nil || peer.Port(ep.Port) == nil {
 			continue
 		}
-		next.Hops = append(next.Hops, stackHops(t, ep.String(), datapath.Ingress)...)
+		next.Hops = append(next.Hops, entries.stack(t, ep.String(), datapath.Ingress)...)
 		res = append(res, follow(t, next, peer, *peer.Port(ep.Port), visited, entries)...)
 	}
 	return append(res, intoChains(t, ch, c, in, visited, entries)...)
@@ -158,34 +184,28 @@ func follow(t *cube.Topology, ch Chain, c *cube.Cube, in cube.Port, visited map[
 // outPorts are the ports a packet entering c by in may leave by: every
 // other port (a one-port cube sends back where it received), but a
 // slicing cube sends what enters by an entry port to its slices, and a
-// slice's return traffic to that slice's entry only. sls are c's slices
+// slice's return traffic to that slice's entry only. sc are c's slices
 // (a bad table: none, every port as for any cube).
-func outPorts(c *cube.Cube, in cube.Port, sls []cube.Slice) []cube.Port {
-	slicePorts := map[string]string{} // and a chain slice's way back (slicechains.go)
-	for _, sl := range sls {
-		if sl.Chain != "" {
-			slicePorts[sl.Chain] = sl.Entry
-		} else {
-			slicePorts[sl.Port] = sl.Entry
-		}
-	}
+func outPorts(c *cube.Cube, in cube.Port, sc *slicer) []cube.Port {
+	sliced := len(sc.slices) > 0
+	entry, fromSlice := sc.entry[in.Name] // a chain slice's way back too (slicechains.go)
 	outs := make([]cube.Port, 0, len(c.Ports))
 	for _, p := range c.Ports {
-		switch entry, fromSlice := slicePorts[in.Name]; {
+		switch {
 		case p.Name == in.Name:
 		case fromSlice:
 			if p.Name == entry {
 				outs = append(outs, p)
 			}
-		case len(sls) > 0:
-			if _, toSlice := slicePorts[p.Name]; toSlice {
+		case sliced:
+			if _, toSlice := sc.entry[p.Name]; toSlice {
 				outs = append(outs, p)
 			}
 		default:
 			outs = append(outs, p)
 		}
 	}
-	if len(outs) == 0 && len(sls) == 0 {
+	if len(outs) == 0 && !sliced {
 		outs = append(outs, in) // a one-port cube sends back where it received
 	}
 	return outs
@@ -252,7 +272,14 @@ type ChainCost struct {
 // Estimator prices chains with a profile per hook.
 type Estimator struct {
 	Profiles map[datapath.Hook]*Profile
+	// priced counts the cubes priced for chains (Priced).
+	priced atomic.Int64
 }
+
+// Priced is how many times a cube was priced for a chain so far (a
+// cube on many chains of one estimate is priced once): what an admission
+// check costs, in tests and benchmarks.
+func (e *Estimator) Priced() int64 { return e.priced.Load() }
 
 // Cube prices one cube with the profile of its hook (its type's default
 // hook when it names none), for a packet entering it on in.
@@ -278,17 +305,30 @@ func (e *Estimator) cubeVia(c *cube.Cube, in, out string) (CubeCost, error) {
 // plus the indirect call's extra for a standard cube entered through the
 // panel (TermPanelHop).
 func (e *Estimator) Chain(t *cube.Topology, ch Chain) (ChainCost, error) {
-	return e.chain(t, ch, cubeCosts{})
+	return e.chain(t, ch, newCubeCosts())
 }
 
 // cubeCosts are the costs of cubes already priced, by cube and the port or
 // direction a packet enters by: a cube on many chains, or the same cube in
-// the topologies before and after a change (Admission.Check), is priced
-// once. A cube is never changed in place while its cost is kept.
-type cubeCosts map[cubeIn]CubeCost
+// the topologies before and after a change (Admission), is priced once;
+// and the slices of slicers, decoded once (a slicer of 1,000 slices is on
+// 2,000 chains). A cube is never changed in place while its cost is kept.
+type cubeCosts struct {
+	own    map[*cube.Cube]map[inOut]CubeCost
+	slices map[*cube.Cube]*slicer
+}
 
-type cubeIn struct {
-	c       *cube.Cube
+func newCubeCosts() cubeCosts {
+	return cubeCosts{own: map[*cube.Cube]map[inOut]CubeCost{}, slices: map[*cube.Cube]*slicer{}}
+}
+
+// forget drops what is kept of c.
+func (cs cubeCosts) forget(c *cube.Cube) {
+	delete(cs.own, c)
+	delete(cs.slices, c)
+}
+
+type inOut struct {
 	in, out string // out only for types priced by their way out (Model.Via)
 }
 
@@ -299,17 +339,21 @@ func (e *Estimator) chain(t *cube.Topology, ch Chain, costs cubeCosts) (ChainCos
 		if c == nil {
 			return cc, fmt.Errorf("chain %s: no cube %s", cc.ID, h.Cube)
 		}
-		key := cubeIn{c: c, in: h.In}
+		key := inOut{in: h.In}
 		if m, ok := ModelOf(c.Type); ok && m.Via != nil && !h.Transparent {
 			key.out = h.Out
 		}
-		own, ok := costs[key]
+		own, ok := costs.own[c][key]
 		if !ok {
 			var err error
 			if own, err = e.cubeVia(c, key.in, key.out); err != nil {
 				return cc, err
 			}
-			costs[key] = own
+			e.priced.Add(1)
+			if costs.own[c] == nil {
+				costs.own[c] = map[inOut]CubeCost{}
+			}
+			costs.own[c][key] = own
 		}
 		hc := HopCost{Hop: h, Own: own.Cost, Notes: own.Notes, Unknown: own.Unknown, NS: own.Cost.Total}
 		if i > 0 {
@@ -334,7 +378,7 @@ func (e *Estimator) chain(t *cube.Topology, ch Chain, costs cubeCosts) (ChainCos
 			cc.Slice, cc.BudgetNS = c.Name+"/"+ch.slice.slice.Name, ch.slice.slice.BudgetNS
 		}
 		if cc.Slice == "" && !h.Transparent {
-			sl, ok, err := sliceOf(c, h)
+			sl, ok, err := costs.sliceOf(c, h)
 			if err != nil {
 				return cc, err
 			}
@@ -374,21 +418,18 @@ func panelHop(t *cube.Topology, prev Hop) bool {
 
 // sliceOf is the slice of a slicing cube whose port hop h leaves by (into
 // the slice's chain) or enters by (the slice's return traffic).
-func sliceOf(c *cube.Cube, h Hop) (cube.Slice, bool, error) {
-	sls, err := slicesOf(c)
-	if err != nil {
-		return cube.Slice{}, false, fmt.Errorf("cube %s: %w", c.Name, err)
-	}
-	for _, sl := range sls {
-		way := sl.Port
-		if sl.Chain != "" {
-			way = sl.Chain // the hop into the chain's entry, or back from it
+func (cs cubeCosts) sliceOf(c *cube.Cube, h Hop) (cube.Slice, bool, error) {
+	sc, ok := cs.slices[c]
+	if !ok {
+		sls, err := slicesOf(c)
+		if err != nil {
+			return cube.Slice{}, false, fmt.Errorf("cube %s: %w", c.Name, err)
 		}
-		if way == h.Out || way == h.In {
-			return sl, true, nil
-		}
+		sc = newSlicer(sls)
+		cs.slices[c] = sc
 	}
-	return cube.Slice{}, false, nil
+	sl, ok := sc.of(h.Out, h.In)
+	return sl, ok, nil
 }
 
 // slicesOf are the slices of a slicing cube (cube.Type.Slices), none for
@@ -470,7 +511,7 @@ func hookOf(c *cube.Cube) datapath.Hook {
 
 // Topology prices every chain of t.
 func (e *Estimator) Topology(t *cube.Topology) ([]ChainCost, error) {
-	return e.topology(t, cubeCosts{})
+	return e.topology(t, newCubeCosts())
 }
 
 func (e *Estimator) topology(t *cube.Topology, costs cubeCosts) ([]ChainCost, error) {

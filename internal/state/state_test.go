@@ -141,3 +141,37 @@ func TestJournalReplay(t *testing.T) {
 		t.Fatalf("after reset: %v %v", err, f.Topology.Cubes["dd"].Tables)
 	}
 }
+
+// Endpoint records replay with the cube records of their transaction.
+func TestJournalReplaysEndpoints(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	topo := cube.NewTopology()
+	topo.Put(&cube.Cube{Name: "br", Type: "bridge"})
+	ep := &endpoint.Endpoint{Name: "enf0000000000a1", Cube: "br", Interface: "enf0000000000a1"}
+	if err := Save(path, &File{Gen: 1, Topology: topo, Endpoints: map[string]*endpoint.Endpoint{"old": {Name: "old", Cube: "br", Interface: "old"}}}); err != nil {
+		t.Fatal(err)
+	}
+	j, err := OpenJournal(path, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	withPort := json.RawMessage(`{"name":"br","type":"bridge","ports":[{"name":"enf0000000000a1","peer":"enf0000000000a1"}]}`)
+	if err := j.Append([]Record{CubeRecord("br", withPort, 0), EndpointRecord(ep.Name, ep), EndpointRecord("old", nil)}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Endpoints) != 1 || !f.Endpoints[ep.Name].Equal(ep) || f.Topology.Cubes["br"].Port(ep.Name) == nil {
+		t.Fatalf("after replay: endpoints %v, cube %+v", f.Endpoints, f.Topology.Cubes["br"])
+	}
+	// A record naming another endpoint than its key is corruption.
+	if err := j.Append([]Record{{Kind: KindEndpoint, Key: "x", Value: json.RawMessage(`{"name":"y"}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), `endpoint "x" holds endpoint "y"`) {
+		t.Fatalf("mismatched endpoint record: %v", err)
+	}
+}

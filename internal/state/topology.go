@@ -1,8 +1,9 @@
 package state
 
 // Topology changes in the journal: a change to a few cubes of a topology
-// of thousands appends the cubes it changed (and the attachment points),
-// not a snapshot of them all. Loading applies them in order with the entry
+// of thousands appends the cubes it changed (and the attachment points,
+// and the endpoints a CNI ADD or DEL plugs in or out with its port), not
+// a snapshot of them all. Loading applies them in order with the entry
 // records; the snapshot that folds the journal in (when it has grown as big
 // as the last one) writes them whole again.
 
@@ -11,6 +12,7 @@ import (
 	"fmt"
 
 	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/endpoint"
 )
 
 // Kinds of topology records.
@@ -21,6 +23,8 @@ const (
 	// KindAttachment: Value is the list of cubes attached to point Key
 	// (null: none).
 	KindAttachment = "attachment"
+	// KindEndpoint: Value is endpoint Key as a whole (null: deleted).
+	KindEndpoint = "endpoint"
 )
 
 // CubeRecord is the record of a cube as it now is (raw, its JSON; nil:
@@ -40,6 +44,15 @@ func AttachmentRecord(point string, cubes []string) Record {
 		raw, _ = json.Marshal(cubes)
 	}
 	return Record{Kind: KindAttachment, Key: point, Value: raw}
+}
+
+// EndpointRecord is the record of an endpoint as it now is (nil: deleted).
+func EndpointRecord(name string, ep *endpoint.Endpoint) Record {
+	raw := json.RawMessage("null")
+	if ep != nil {
+		raw, _ = json.Marshal(ep)
+	}
+	return Record{Kind: KindEndpoint, Key: name, Value: raw}
 }
 
 // applyTopology applies one topology record to f.
@@ -71,6 +84,19 @@ func applyTopology(f *File, r Record) error {
 			return fmt.Errorf("attachment point %q: %w", r.Key, err)
 		}
 		f.Topology.Attachments[r.Key] = names
+	case KindEndpoint:
+		if deleted {
+			delete(f.Endpoints, r.Key)
+			return nil
+		}
+		ep := &endpoint.Endpoint{}
+		if err := json.Unmarshal(r.Value, ep); err != nil {
+			return fmt.Errorf("endpoint %q: %w", r.Key, err)
+		}
+		if ep.Name != r.Key {
+			return fmt.Errorf("a record of endpoint %q holds endpoint %q", r.Key, ep.Name)
+		}
+		f.Endpoints[r.Key] = ep
 	default:
 		return fmt.Errorf("record of unknown kind %q", r.Kind)
 	}
