@@ -386,7 +386,7 @@ func (r *Runner) Run(name string, cmds []*Cmd) (*Result, error) {
 			if reg == nil {
 				return nil, fmt.Errorf("%s:%d: no register %q", name, c.Line, c.Register)
 			}
-			if err := r.RT.WriteRegister(c.Register, 0, uint32(reg.Size-1), 0); err != nil {
+			if err := r.RT.ResetRegister(c.Register, 0, uint32(reg.Size-1)); err != nil {
 				return nil, fmt.Errorf("%s:%d: %w", name, c.Line, err)
 			}
 		case "register_write", "register_read":
