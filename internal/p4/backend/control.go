@@ -856,6 +856,7 @@ func (g *gen) externFunc(call *syntax.Call, cr *sema.CallRef) {
 			sum = fmt.Sprintf("p4_sum16(s->cbuf, %d)", (bits+7)/8)
 		}
 		if payload {
+			g.payloadSum = true
 			sum = fmt.Sprintf("((__u64)%s + p4_payload_sum(ctx, &s->off, s->pbuf))", sum)
 		}
 		if strings.HasPrefix(cr.Method, "verify") {
