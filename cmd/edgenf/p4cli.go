@@ -373,10 +373,28 @@ func p4RuntimeCmds() []*cobra.Command {
 			return show(os.Stdout, out, nil)
 		},
 	}
-	return []*cobra.Command{add, del, setDefault, dump, counter, info, regRead, regWrite}
+	regReset := &cobra.Command{
+		Use:   "register-reset CUBE NAME [INDEX|FIRST-LAST]",
+		Short: "Set cells of a cube's P4 register back to its initial value (0 without one): one, a range, or (no index) every cell",
+		Args:  cobra.RangeArgs(2, 3), ValidArgsFunction: completeCubes,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			body := map[string]any{"register": args[1]}
+			if len(args) == 3 {
+				if err := cellRange(args[2], body); err != nil {
+					return err
+				}
+			}
+			var out json.RawMessage
+			if err := api().Do("POST", "/v1/cubes/"+url.PathEscape(args[0])+"/actions/register_reset", body, &out); err != nil {
+				return err
+			}
+			return show(os.Stdout, out, nil)
+		},
+	}
+	return []*cobra.Command{add, del, setDefault, dump, counter, info, regRead, regWrite, regReset}
 }
 
-// cellRange puts INDEX or FIRST-LAST into a register_read/write body.
+// cellRange puts INDEX or FIRST-LAST into a register_read/write/reset body.
 func cellRange(arg string, body map[string]any) error {
 	first, last, isRange := strings.Cut(arg, "-")
 	lo, err := strconv.ParseUint(first, 0, 32)

@@ -56,10 +56,14 @@ control SwIngress(inout headers_t hdr, inout metadata_t meta,
                   inout psa_ingress_output_metadata_t ostd) {
     DirectCounter<bit<64>>(PSA_CounterType_t.PACKETS_AND_BYTES) dmac_hits;
 
+    /* A PSA DirectCounter counts when the action calls count(), unlike
+     * v1model's direct_counter, which counts every hit. */
     action forward(PortId_t port) {
+        dmac_hits.count();
         send_to_port(ostd, port);
     }
     action drop() {
+        dmac_hits.count();
         ingress_drop(ostd);
     }
 

@@ -153,6 +153,20 @@ func WriteRegister(h cube.Handle, c *cube.Cube, cells RegisterCells, v uint64) e
 	return prog.WriteRegister(r.Name, lo, hi, v)
 }
 
+// registerReset sets the cells of a range (every cell when index is
+// omitted) back to the register's initial value (0 without one).
+func registerReset(h cube.Handle, c *cube.Cube, args any) (any, error) {
+	a, _ := args.(*RegisterCells)
+	prog, r, lo, hi, err := a.resolve(h, c)
+	if err != nil {
+		return nil, err
+	}
+	if err := prog.ResetRegister(r.Name, lo, hi); err != nil {
+		return nil, err
+	}
+	return map[string]any{"register": r.Name, "reset": hi - lo + 1}, nil
+}
+
 // registerRead returns the cells of a range, zeros included.
 func registerRead(h cube.Handle, c *cube.Cube, args any) (any, error) {
 	return ReadRegister(h, c, *args.(*RegisterCells))

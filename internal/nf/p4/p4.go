@@ -504,6 +504,7 @@ var Type = &cube.Type{
 	Actions: []cube.Action{
 		{Name: "register_read", Doc: "Read register cells, zeros included: index alone one cell, index..last a range, neither every cell.", Args: &RegisterCells{}, Do: registerRead},
 		{Name: "register_write", Doc: "Write register cells: index alone one cell, index..last a range, neither every cell.", Args: &RegisterWriteArgs{}, Do: registerWrite},
+		{Name: "register_reset", Doc: "Set register cells back to the register's initial value (PSA's initial_value, else 0): index alone one cell, index..last a range, neither every cell.", Args: &RegisterCells{}, Do: registerReset},
 		{Name: "meter_set", Doc: "Configure a meter cell (or every cell when index is omitted): cir/pir per second, cburst/pburst; reset: unconfigured.", Args: &MeterSetArgs{}, Do: meterSet},
 		{Name: "direct_meter_set", Doc: "Configure the direct meter of a table entry (table, match, priority as in entries): cir/pir per second, cburst/pburst; reset: unconfigured.", Args: &DirectMeterSetArgs{}, Do: directMeterSet},
 		{Name: "poll", Doc: "Long poll: digests, packet-ins and idle timeouts after seq 'after' (kind: digest, packet_in, idle_timeout or all), waiting up to timeout_ms for the first.", Args: &PollArgs{}, Do: pollAction},

@@ -114,6 +114,24 @@ func TestP4CubeRegistersViewAndWrite(t *testing.T) {
 	if rows := read.([]RegisterValue); len(rows) != 3 || rows[0].Index != 4 || rows[0].Value != 0 || rows[1].Value != 0x4d || rows[2].Index != 6 {
 		t.Fatalf("cells 4..6: %+v", rows)
 	}
+	// register_reset: a v1model register's initial value is 0; bad cells
+	// are refused, as for read and write
+	seven := uint32(7)
+	if _, err := registerWrite(r.Handle(), r.Model, &RegisterWriteArgs{cells("cells", &seven, nil), "9"}); err != nil {
+		t.Fatal(err)
+	}
+	rst := cells("cells", &six, &seven)
+	if _, err := registerReset(r.Handle(), r.Model, &rst); err != nil {
+		t.Fatal(err)
+	}
+	if read, err := registerRead(r.Handle(), r.Model, &rst); err != nil || read.([]RegisterValue)[1].Value != 0 {
+		t.Fatalf("cells 6..7 after reset: %+v %v", read, err)
+	}
+	for _, bad := range []RegisterCells{cells("cells", &big, nil), cells("nope", nil, nil)} {
+		if _, err := registerReset(r.Handle(), r.Model, &bad); err == nil {
+			t.Fatalf("reset of cells %+v accepted", bad)
+		}
+	}
 	v, err := listRegisters(r.Handle(), r.Model)
 	if err != nil {
 		t.Fatal(err)

@@ -90,6 +90,7 @@ type gen struct {
 	emitMode   int
 	needCRC32  bool
 	needCRC16  bool
+	payloadSum bool         // a *_checksum_with_payload: s->pbuf (csum.h)
 	fs         *fastState   // packet access and deparse-what-changed (packet.go)
 	sp         *ir.SlowPath // digests, log_msg, controller headers (slowpath.go)
 	opt        Options
@@ -221,7 +222,9 @@ func (g *gen) run() {
 	fmt.Fprintf(&g.out, "\t__u8 buf[%d];\n", g.maxHdr)
 	fmt.Fprintf(&g.out, "\t__u8 obuf[%d];\n", obufSize+g.maxHdr)
 	fmt.Fprintf(&g.out, "\t__u8 cbuf[%d];\n", g.cbuf+8)
-	g.out.WriteString("\t__u8 pbuf[8];\n")
+	if g.payloadSum {
+		g.out.WriteString("\t__u8 pbuf[P4_PAYLOAD_CHUNK] __attribute__((aligned(8)));\n")
+	}
 	for _, f := range g.bufs {
 		fmt.Fprintf(&g.out, "\t%s;\n", f)
 	}

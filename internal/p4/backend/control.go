@@ -160,7 +160,7 @@ func (g *gen) table(t *ir.Table) {
 	aware := g.awareDirectMeter(t.DirectMeter) // psa_dmeter.go
 	if aware {
 		g.line("%s = 0;", g.dmHit(t))
-	} else if t.DirectMeter != nil {
+	} else if t.DirectMeter != nil && t.DirectMeter.Ent.Extern.Name != "DirectMeter" {
 		g.needDMColor()
 		g.line("s->dm_color = 0; /* GREEN on a miss */")
 	}
@@ -205,7 +205,8 @@ func (g *gen) table(t *ir.Table) {
 	if t.Kind != ir.KindKeyless {
 		g.line("if (v) {")
 		g.line("\tr->hit = 1;")
-		if t.DirectCounter != nil {
+		psaCount := psaDirectCounter(t.DirectCounter)
+		if t.DirectCounter != nil && !psaCount { // v1model: every hit counts
 			g.line("\t__sync_fetch_and_add((__u64 *)(v + %d), 1);", t.CounterOff)
 			g.line("\t__sync_fetch_and_add((__u64 *)(v + %d), s->sm.f_packet_length);", t.CounterOff+8)
 		}
@@ -213,20 +214,29 @@ func (g *gen) table(t *ir.Table) {
 		if t.IdleOff >= 0 {
 			g.line("\tp4_touch((__u64 *)(v + %d));", t.IdleOff)
 		}
-		if t.Profile != nil { // an empty group or a dangling reference: a miss (selector.go)
+		if psaCount {
+			g.line("\t%s = 0;", g.dcCalls(t))
+		}
+		if t.Profile == nil && !aware && !psaCount {
+			g.line("\treturn %s_run(ctx, s, v, r);", tblName(t))
+		} else {
 			g.line("\tint e = %s_run(ctx, s, v, r);", tblName(t))
+			if psaCount { // PSA: the calls of count() the action made
+				g.line("\tif (%s) {", g.dcCalls(t))
+				g.line("\t\t__sync_fetch_and_add((__u64 *)(v + %d), %s);", t.CounterOff, g.dcCalls(t))
+				g.line("\t\t__sync_fetch_and_add((__u64 *)(v + %d), (__u64)%s * s->sm.f_packet_length);", t.CounterOff+8, g.dcCalls(t))
+				g.line("\t}")
+			}
 			if aware {
 				g.line("\t%s = 0;", g.dmHit(t))
 			}
-			g.line("\tif (e != P4_AP_MISS)")
-			g.line("\t\treturn e;")
-			g.line("\tr->hit = 0;")
-		} else if aware {
-			g.line("\tint e = %s_run(ctx, s, v, r);", tblName(t))
-			g.line("\t%s = 0;", g.dmHit(t))
-			g.line("\treturn e;")
-		} else {
-			g.line("\treturn %s_run(ctx, s, v, r);", tblName(t))
+			if t.Profile != nil { // an empty group or a dangling reference: a miss (selector.go)
+				g.line("\tif (e != P4_AP_MISS)")
+				g.line("\t\treturn e;")
+				g.line("\tr->hit = 0;")
+			} else {
+				g.line("\treturn e;")
+			}
 		}
 		g.line("}")
 	}
@@ -651,8 +661,14 @@ func (g *gen) externMethod(call *syntax.Call, cr *sema.CallRef) {
 		g.line("\t\tc->bytes += s->sm.f_packet_length;")
 		g.line("\t}")
 		g.line("}")
-	case "direct_counter.count", "DirectCounter.count":
-		// counted by the table on a hit
+	case "direct_counter.count":
+		// v1model: counted by the table on every hit
+	case "DirectCounter.count":
+		// PSA: counted by the table after the action, once per call, on a
+		// hit only (psaDirectCounter)
+		if c := g.p.CounterOf[in]; c != nil && c.Table != nil {
+			g.line("%s++;", g.dcCalls(c.Table))
+		}
 	case "meter.execute_meter":
 		// v1model: GREEN 0, YELLOW 1, RED 2; an index out of range is GREEN
 		m := g.p.MeterOf[in]
@@ -840,6 +856,7 @@ func (g *gen) externFunc(call *syntax.Call, cr *sema.CallRef) {
 			sum = fmt.Sprintf("p4_sum16(s->cbuf, %d)", (bits+7)/8)
 		}
 		if payload {
+			g.payloadSum = true
 			sum = fmt.Sprintf("((__u64)%s + p4_payload_sum(ctx, &s->off, s->pbuf))", sum)
 		}
 		if strings.HasPrefix(cr.Method, "verify") {

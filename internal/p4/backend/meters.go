@@ -42,6 +42,9 @@ func (g *gen) directMeterExec(t *ir.Table) {
 		g.line("\t%s = 1; /* the meter runs at execute() (psa_dmeter.go) */", g.dmHit(t))
 		return
 	}
+	if t.DirectMeter.Ent.Extern.Name == "DirectMeter" {
+		return // a PSA DirectMeter no action executes: it never runs
+	}
 	g.needDMColor()
 	units := "1"
 	if t.DirectMeter.Unit == "bytes" {

@@ -25,11 +25,13 @@ func (g *gen) emitProfileMaps(w io.Writer) {
 		if ap.Selector {
 			kind = fmt.Sprintf("action_selector %s/%d", ap.Algo, ap.OutputWidth)
 		}
-		fmt.Fprintf(w, "/* %s %s (%d), id 0x%08x: member slots, group slots of at most %d members, and the control plane's id -> slot index */\n", kind, comment(ap.Name), ap.Size, ap.ID, ap.MaxGroupSize)
+		fmt.Fprintf(w, "/* %s %s (%d), id 0x%08x: member slots, group slots of at most %d members (a live word, then two halves), and the control plane's id -> slot index */\n", kind, comment(ap.Name), ap.Size, ap.ID, ap.MaxGroupSize)
 		fmt.Fprintf(w, "struct apm_%s { __u32 action; __u32 id; __u8 b[%d]; };\n", sn, ap.MemberBytes-ir.MemberParamOff)
-		fmt.Fprintf(w, "struct {\n\t__uint(type, BPF_MAP_TYPE_ARRAY);\n\t__uint(max_entries, %d);\n\t__type(key, __u32);\n\t__type(value, struct apm_%s);\n} %s SEC(\".maps\");\n", ap.Size, sn, ap.MemberMap)
+		fmt.Fprintf(w, "struct apms_%s { __u64 live; struct apm_%s h[2]; };\n", sn, sn)
+		fmt.Fprintf(w, "struct {\n\t__uint(type, BPF_MAP_TYPE_ARRAY);\n\t__uint(max_entries, %d);\n\t__type(key, __u32);\n\t__type(value, struct apms_%s);\n} %s SEC(\".maps\");\n", ap.Size, sn, ap.MemberMap)
 		fmt.Fprintf(w, "struct apg_%s { __u32 n; __u32 id; __u32 live; __u32 mul; struct { __u32 slot; __u32 id; } m[%d]; };\n", sn, ap.MaxGroupSize)
-		fmt.Fprintf(w, "struct {\n\t__uint(type, BPF_MAP_TYPE_ARRAY);\n\t__uint(max_entries, %d);\n\t__type(key, __u32);\n\t__type(value, struct apg_%s);\n} %s SEC(\".maps\");\n", ap.Size, sn, ap.GroupMap)
+		fmt.Fprintf(w, "struct apgs_%s { __u64 live; struct apg_%s h[2]; };\n", sn, sn)
+		fmt.Fprintf(w, "struct {\n\t__uint(type, BPF_MAP_TYPE_ARRAY);\n\t__uint(max_entries, %d);\n\t__type(key, __u32);\n\t__type(value, struct apgs_%s);\n} %s SEC(\".maps\");\n", ap.Size, sn, ap.GroupMap)
 		fmt.Fprintf(w, "struct {\n\t__uint(type, BPF_MAP_TYPE_HASH);\n\t__uint(max_entries, %d);\n\t__type(key, __u64);\n\t__type(value, __u32);\n} %s SEC(\".maps\");\n\n", 2*ap.Size, ap.IndexMap)
 	}
 }
@@ -37,7 +39,9 @@ func (g *gen) emitProfileMaps(w io.Writer) {
 // resolveMember emits, at the top of an indirect table's runner, the
 // replacement of v (the entry's or default's reference) by the member's
 // value: a member's slot directly, a group's member through the selector
-// hash over the table's selector keys. A slot that no longer holds the
+// hash over the table's selector keys; of each slot, the live half (ir's
+// slot layout: a change is written whole into the other half, then made
+// live). A slot that no longer holds the
 // referenced id (the control plane writes members before the references
 // to them, so only a race with a deletion), a free slot or an empty group
 // is a miss: the default action runs, unless the table has a
@@ -48,11 +52,13 @@ func (g *gen) resolveMember(t *ir.Table) {
 	g.line("{")
 	g.indent++
 	g.line("__u32 ref = *(__u32 *)v, id = *(__u32 *)(v + 4), slot = ref & 0x%x;", 1<<ir.RefSlotBits-1)
+	g.line("struct apms_%s *ms;", sn)
 	g.line("struct apm_%s *mem;", sn)
 	g.line("r->action = 0;")
 	g.line("if (ref >> %d == 0x%02x) {", ir.RefSlotBits, ir.RefGroup)
 	g.indent++
-	g.line("struct apg_%s *grp = bpf_map_lookup_elem(&%s, &slot);", sn, ap.GroupMap)
+	g.line("struct apgs_%s *gs = bpf_map_lookup_elem(&%s, &slot);", sn, ap.GroupMap)
+	g.line("struct apg_%s *grp = gs ? &gs->h[gs->live & 1] : 0;", sn)
 	hashType := "__u32" // a 32-bit division when the hash fits
 	if ap.Selector && ap.OutputWidth > 32 {
 		hashType = "__u64"
@@ -90,8 +96,11 @@ func (g *gen) resolveMember(t *ir.Table) {
 	g.line("} else if (ref >> %d != 0x%02x) {", ir.RefSlotBits, ir.RefMember)
 	g.line("\treturn P4_AP_MISS;")
 	g.line("}")
-	g.line("mem = bpf_map_lookup_elem(&%s, &slot);", ap.MemberMap)
-	g.line("if (!mem || !mem->action || mem->id != id)")
+	g.line("ms = bpf_map_lookup_elem(&%s, &slot);", ap.MemberMap)
+	g.line("if (!ms)")
+	g.line("\treturn P4_AP_MISS;")
+	g.line("mem = &ms->h[ms->live & 1];")
+	g.line("if (!mem->action || mem->id != id)")
 	g.line("\treturn P4_AP_MISS;")
 	g.line("v = (__u8 *)mem;")
 	g.indent--

@@ -17,16 +17,28 @@ import (
 // layout of Table, with [0:4] a reference: the kind in the top byte
 // (RefMember or RefGroup) and the slot in the low RefSlotBits; [4:8] the
 // member or group id, which the slot must still hold (a slot freed and
-// reused by another member or group never runs for a stale reference). The
-// profile's maps:
+// reused by another member or group never runs for a stale reference).
 //
-//	MemberMapName: ARRAY slot -> member value: [0:4] action id (0: free
-//	               slot), [4:8] member id, [MemberParamOff:] action
-//	               parameters (big-endian, at the action's Param offsets)
-//	GroupMapName:  ARRAY slot -> [0:4] number of members n, [4:8] group
-//	               id, [8:12] 1 when the slot is in use, [12:16]
-//	               ceil(2^32/n) mod 2^32 (FastMod), then n (member slot
-//	               u32, member id u32) pairs, at most MaxGroupSize
+// Each slot holds two halves after a live word, and a packet reads the
+// live half: the control plane writes a member or group into the other
+// half, then flips the live bit, so a packet sees the old value or the new
+// one whole, never half of each. Before it writes a half that packets may
+// still be reading (it was live before the last flip), the control plane
+// waits for an RCU grace period, after which no packet that started before
+// the flip is left (tableruntime/halves.go). A slot's value is [0:8] the
+// live word (bit 0 the live half, the rest the CLOCK_MONOTONIC time of
+// the last flip in ns, for the control plane), then half 0, then half 1.
+// The profile's maps:
+//
+//	MemberMapName: ARRAY slot -> live word, two halves of MemberBytes: [0:4]
+//	               action id (0: free slot), [4:8] member id,
+//	               [MemberParamOff:] action parameters (big-endian, at the
+//	               action's Param offsets)
+//	GroupMapName:  ARRAY slot -> live word, two halves: [0:4] number of
+//	               members n, [4:8] group id, [8:12] 1 when the slot is in
+//	               use, [12:16] ceil(2^32/n) mod 2^32 (FastMod), then n
+//	               (member slot u32, member id u32) pairs, at most
+//	               MaxGroupSize
 //	IndexMapName:  HASH (kind u32, id u32) -> slot u32, for the control
 //	               plane only (the data path never reads it)
 //
@@ -77,7 +89,10 @@ const (
 	RefSlotBits = 24
 )
 
-// Group value layout (GroupMapName).
+// Slot value layout: the live word, then two halves (member or group).
+const SlotLiveBytes = 8
+
+// Group value layout (a half of GroupMapName's value).
 const (
 	GroupHeaderBytes = 16
 	GroupPairBytes   = 8

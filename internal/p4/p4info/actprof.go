@@ -25,11 +25,12 @@ type SumOfMembers struct {
 }
 
 // ProfileLayout is an action profile's maps (ir.ActionProfile): member
-// slots (ARRAY -> MemberBytes: action id, member id, parameters at
-// MemberParamOffset), group slots (ARRAY -> u32 n, u32 group id, u32 in
-// use, u32 ir.FastModMul(n), (u32 member slot, u32 member id)
-// [MaxGroupSize]) and
-// the control plane's index ((u32 kind, u32 id) -> u32 slot).
+// slots (ARRAY -> u64 live word, then two halves of MemberBytes: action
+// id, member id, parameters at MemberParamOffset), group slots (ARRAY ->
+// u64 live word, then two halves of GroupBytes: u32 n, u32 group id, u32
+// in use, u32 ir.FastModMul(n), (u32 member slot, u32 member id)
+// [MaxGroupSize]) and the control plane's index ((u32 kind, u32 id) ->
+// u32 slot).
 type ProfileLayout struct {
 	Name              string          `json:"name"`
 	ID                uint32          `json:"id"`

@@ -7,6 +7,7 @@ import (
 
 	"github.com/edgenf/edgenf/internal/p4"
 	"github.com/edgenf/edgenf/internal/p4/ir"
+	"github.com/edgenf/edgenf/internal/p4/p4info"
 )
 
 // A PSA Digest sends its data to the slow path, named after the instance
@@ -116,5 +117,43 @@ func TestPSARefused(t *testing.T) {
 	_, err = p4.Compile(context.Background(), p4.Options{Path: "bad.p4", Source: []byte(psaProg(``, `apply { }`, emit)), Arch: "v1model", NoObject: true})
 	if err == nil || !strings.Contains(err.Error(), "PSA_Switch is a psa program; it was compiled for v1model") {
 		t.Errorf("--arch v1model: %v", err)
+	}
+}
+
+// A PSA DirectCounter counts once per count() call of its table's action
+// on a hit, not on every hit (v1model's direct_counter does), and nothing
+// on a miss, whose default action has no entry (psa_direct.p4), at both
+// hooks.
+func TestPSADirectCountsAtCalls(t *testing.T) {
+	res := compileFile(t, "../testdata/psa_direct.p4")
+	frame := func(src, op byte) []byte {
+		return []byte{0, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, src, 0x88, 0xb5, op, 99}
+	}
+	for _, hook := range []string{"xdp", "tc"} {
+		t.Run(hook, func(t *testing.T) {
+			r := load(t, res, hook)
+			for _, src := range []string{"0x000000000001", "0x000000000002"} {
+				if err := r.RT.AddEntry("Ig.tc", []p4info.Match{{Field: "hdr.eth.src", Value: src}}, "Ig.maybe_count", nil, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// source 1: 2 hits without count(), 3 with one, 1 with two;
+			// source 2: hits without count() only; source 3: misses
+			// whose default action calls count()
+			for _, p := range []struct{ src, op byte }{{1, 0}, {1, 3}, {1, 0}, {1, 3}, {1, 4}, {1, 3}, {2, 0}, {2, 0}, {3, 3}, {3, 4}} {
+				if o, err := r.Send(0, frame(p.src, p.op)); err != nil || o == nil || o.Port != 1 {
+					t.Fatalf("src %d op %d: %+v %v", p.src, p.op, o, err)
+				}
+			}
+			for _, c := range []struct {
+				src            string
+				packets, bytes uint64
+			}{{"0x000000000001", 5, 5 * 16}, {"0x000000000002", 0, 0}} {
+				pk, by, err := r.RT.DirectCounter("Ig.tc", []p4info.Match{{Field: "hdr.eth.src", Value: c.src}}, 0)
+				if err != nil || pk != c.packets || by != c.bytes {
+					t.Errorf("entry src %s: %d packets, %d bytes (%v), want %d and %d", c.src, pk, by, err, c.packets, c.bytes)
+				}
+			}
+		})
 	}
 }

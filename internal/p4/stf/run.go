@@ -32,7 +32,7 @@ type Runner struct {
 	RT   *tableruntime.Program
 	Hook string // "xdp" or "tc"
 	cpus int
-	// runts: the program can run frames shorter than 14 bytes
+	// runts: the program can run frames the kernel runs only padded
 	// (p4_runt_test, packet.h)
 	runts bool
 	// send and closer replace the test-run path in live runs (LoadLive).
@@ -153,12 +153,17 @@ func (r *Runner) runOnce(inPort int, pkt []byte) (verdict uint32, out []byte, be
 	// it in the run's context (packet.h, p4_plen): the parser raises
 	// error.PacketTooShort at the frame's end, as BMv2's does. The padding
 	// is cut from the output.
+	//
+	// At TC the kernel also refuses (EINVAL) a frame whose EtherType says
+	// IPv4 or IPv6 but which is shorter than that header (net/bpf/
+	// test_run.c reads the addresses from the skb it builds): such a frame
+	// runs padded the same way, the program still sees its real length.
 	ro := &ebpf.RunOptions{Data: pkt, Repeat: 1}
 	pad := 0
 	var xdpOut xdpMD
-	if len(pkt) < ethHlen {
+	if short := r.kernelShort(pkt); short != "" {
 		if !r.runts {
-			err = fmt.Errorf("a frame of %d bytes: this program cannot run frames shorter than 14 bytes (no p4_runt_test)", len(pkt))
+			err = fmt.Errorf("a frame of %d bytes: %s, which the kernel does not run unpadded at this hook, and this program cannot run padded frames (no p4_runt_test)", len(pkt), short)
 			return
 		}
 		pad = runtPadded - len(pkt)
@@ -193,6 +198,31 @@ func (r *Runner) runOnce(inPort int, pkt []byte) (verdict uint32, out []byte, be
 	return verdict, out, before, after, err
 }
 
+// kernelShort says why BPF_PROG_TEST_RUN would refuse pkt as it is at
+// r's hook, or "" when it runs it: a frame shorter than an Ethernet
+// header (both hooks), or at TC an IPv4 or IPv6 EtherType with less than
+// that header after it (the skb test run checks skb_headlen against
+// struct iphdr or struct ipv6hdr).
+func (r *Runner) kernelShort(pkt []byte) string {
+	if len(pkt) < ethHlen {
+		return "shorter than an Ethernet header"
+	}
+	if r.Hook == "xdp" {
+		return ""
+	}
+	switch binary.BigEndian.Uint16(pkt[12:]) {
+	case 0x0800:
+		if len(pkt) < ethHlen+ipv4Hlen {
+			return "EtherType 0x0800 with less than an IPv4 header"
+		}
+	case 0x86dd:
+		if len(pkt) < ethHlen+ipv6Hlen {
+			return "EtherType 0x86dd with less than an IPv6 header"
+		}
+	}
+	return ""
+}
+
 // xdpMD is the kernel's struct xdp_md, the context of an XDP test run.
 type xdpMD struct {
 	Data, DataEnd, DataMeta, IngressIfindex, RxQueueIndex, EgressIfindex uint32
@@ -208,7 +238,9 @@ type skbCtx struct {
 
 const (
 	ethHlen    = 14
-	runtPadded = 60
+	ipv4Hlen   = 20
+	ipv6Hlen   = 40
+	runtPadded = 60 // at least ethHlen + ipv6Hlen
 )
 
 // Send runs one packet arriving on inPort; it returns the output, or nil when
@@ -354,7 +386,7 @@ func (r *Runner) Run(name string, cmds []*Cmd) (*Result, error) {
 			if reg == nil {
 				return nil, fmt.Errorf("%s:%d: no register %q", name, c.Line, c.Register)
 			}
-			if err := r.RT.WriteRegister(c.Register, 0, uint32(reg.Size-1), 0); err != nil {
+			if err := r.RT.ResetRegister(c.Register, 0, uint32(reg.Size-1)); err != nil {
 				return nil, fmt.Errorf("%s:%d: %w", name, c.Line, err)
 			}
 		case "register_write", "register_read":

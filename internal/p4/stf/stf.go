@@ -12,7 +12,7 @@
 //	register_write <register> <index> <value>
 //	register_read <register> <index> <value>   (the cell must equal value)
 //	register_read <register> <index>           (read only: p4c's PSA samples)
-//	register_reset <register>                  (every cell 0)
+//	register_reset <register>                  (every cell its initial value)
 //	meter_set <meter> <index> <cir> <cburst> <pir> <pburst>   (edgenf; units/s, units)
 //	direct_meter_set <table> [<priority>] <field>:<value> ... <cir> <cburst> <pir> <pburst>   (edgenf)
 //	meter_set_rates <meter> <index> <cir>:<cburst> <pir>:<pburst>, meter_array_set_rates, meter_get_rates   (BMv2's; meterrates.go)

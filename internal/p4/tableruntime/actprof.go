@@ -99,11 +99,11 @@ func (pm *profileMaps) free(kind int, v []byte) bool {
 
 // allocate finds a free slot for a new member or group id.
 func (pm *profileMaps) allocate(kind int, id uint32) (uint32, error) {
-	m, vb := pm.arrayOf(kind)
+	_, vb := pm.arrayOf(kind)
 	size := uint32(pm.ap.Size)
 	home := id % size
 	v := make([]byte, vb)
-	if err := m.Lookup(home, &v); err != nil {
+	if err := pm.read(kind, home, &v); err != nil {
 		return 0, err
 	}
 	if pm.free(kind, v) {
@@ -129,10 +129,9 @@ func (pm *profileMaps) allocate(kind int, id uint32) (uint32, error) {
 	return 0, fmt.Errorf("action profile %s is full: it holds %d %ss", pm.ap.Name, n, kindName(kind))
 }
 
-// write stores value v of member or group id in its slot, allocating one
-// for a new id.
+// write stores value v of member or group id in its slot (halves.go),
+// allocating one for a new id.
 func (pm *profileMaps) write(kind int, id uint32, v []byte) error {
-	m, _ := pm.arrayOf(kind)
 	s, ok, err := pm.slot(kind, id)
 	if err != nil {
 		return err
@@ -142,12 +141,12 @@ func (pm *profileMaps) write(kind int, id uint32, v []byte) error {
 			return err
 		}
 	}
-	if err := m.Update(s, v, ebpf.UpdateAny); err != nil {
+	if err := pm.store(kind, s, v); err != nil {
 		return fmt.Errorf("action profile %s, %s %d: %w", pm.ap.Name, kindName(kind), id, err)
 	}
 	if !ok {
 		if err := pm.index.Update(indexKey(kind, id), s, ebpf.UpdateNoExist); err != nil {
-			m.Update(s, make([]byte, len(v)), ebpf.UpdateAny)
+			pm.store(kind, s, make([]byte, len(v)))
 			return fmt.Errorf("action profile %s, %s %d: %w", pm.ap.Name, kindName(kind), id, err)
 		}
 	}
@@ -160,8 +159,8 @@ func (pm *profileMaps) remove(kind int, id uint32) error {
 	if err != nil || !ok {
 		return err
 	}
-	m, vb := pm.arrayOf(kind)
-	if err := m.Update(s, make([]byte, vb), ebpf.UpdateAny); err != nil {
+	_, vb := pm.arrayOf(kind)
+	if err := pm.store(kind, s, make([]byte, vb)); err != nil {
 		return err
 	}
 	if err := pm.index.Delete(indexKey(kind, id)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
@@ -183,10 +182,10 @@ func (pm *profileMaps) each(kind int, fn func(id uint32, v []byte)) error {
 	if err != nil {
 		return err
 	}
-	m, vb := pm.arrayOf(kind)
+	_, vb := pm.arrayOf(kind)
 	v := make([]byte, vb)
 	for _, x := range all {
-		if err := m.Lookup(x.slot, &v); err != nil {
+		if err := pm.read(kind, x.slot, &v); err != nil {
 			return err
 		}
 		fn(x.id, v)
@@ -194,10 +193,9 @@ func (pm *profileMaps) each(kind int, fn func(id uint32, v []byte)) error {
 	return nil
 }
 
-// SetMember creates or modifies a member of an action profile. A member
-// modified in place may be read half-written by a packet in flight (array
-// slots are not replaced atomically); entries and groups naming it keep
-// pointing to it.
+// SetMember creates or modifies a member of an action profile. A packet
+// sees the member before the change or after it, whole (halves.go);
+// entries and groups naming it keep pointing to it.
 func (p *Program) SetMember(profile string, id uint32, action string, args []p4info.Arg) error {
 	pm, err := p.profile(profile)
 	if err != nil {
@@ -328,7 +326,7 @@ func (p *Program) memberFits(t *p4info.TableLayout, ref p4info.Ref, slot uint32)
 		return err
 	}
 	v := make([]byte, pm.ap.MemberBytes)
-	if err := pm.members.Lookup(slot, &v); err != nil {
+	if err := pm.read(kindMember, slot, &v); err != nil {
 		return err
 	}
 	_, id := p4info.MemberOf(v)

@@ -418,6 +418,18 @@ func (p *Program) WriteRegister(name string, lo, hi uint32, value uint64) error 
 	return nil
 }
 
+// ResetRegister sets the cells lo..hi (inclusive) of a register back to
+// the register's initial value: PSA's Register(size, initial_value), 0
+// for a register without one (v1model's, PSA's Register(size)), as BMv2's
+// register_reset does.
+func (p *Program) ResetRegister(name string, lo, hi uint32) error {
+	r, _, err := p.register(name, lo, hi)
+	if err != nil {
+		return err
+	}
+	return p.WriteRegister(name, lo, hi, r.Init)
+}
+
 // MeterConfig is a meter cell's RFC 2698 configuration: rates in units
 // (packets or bytes, the meter's type) per second, bursts in units.
 type MeterConfig struct {

@@ -1,4 +1,5 @@
-/* Frames shorter than an Ethernet header (p4c's table-entries-* samples):
+/* Frames shorter than an Ethernet header (p4c's table-entries-* samples), and
+ * at TC frames with an IPv4 or IPv6 EtherType shorter than that header:
  * the kernel runs them padded; the runner passes their real length (the
  * parser raises error.PacketTooShort there) and cuts the padding from the
  * output, so a 3-byte frame leaves as 3 bytes, and one

@@ -43,25 +43,59 @@ static __always_inline __u16 p4_xor16(const __u8 *b, int n)
 	return x;
 }
 
-/* Ones' complement sum of the payload (the bytes from *offp, after the
- * parsed headers), up to 1500 bytes, for *_with_payload checksums; buf is
- * 2 bytes of scratch space in map memory. */
+/* The payload's ones' complement sum, for *_with_payload checksums, is
+ * summed in chunks: each is copied from the packet by one helper call (the
+ * bytes may lie outside TC's linear part or in an XDP fragment) into
+ * scratch space in map memory, and summed by bpf_csum_diff, the kernel's
+ * csum_partial. A chunk is at most 512 bytes, bpf_csum_diff's limit; 128
+ * chunks cover 64 KiB, the largest IP packet. */
+#define P4_PAYLOAD_CHUNK 512
+#define P4_PAYLOAD_CHUNKS 128
+
+/* The big-endian 16-bit ones' complement sum of a csum_partial result
+ * summed in host order: folded to 16 bits, then byte-swapped on a
+ * little-endian host (RFC 1071 2.B: the sum does not depend on byte order
+ * but for that swap). */
+static __always_inline __u32 p4_csum_be16(__s64 c)
+{
+	__u32 x = (__u32)c;
+
+	x = (x & 0xffff) + (x >> 16);
+	x = (x & 0xffff) + (x >> 16);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	x = ((x & 0xff) << 8) | (x >> 8);
+#endif
+	return x;
+}
+
+/* Ones' complement sum of the payload: the bytes from *offp (after the
+ * parsed headers) to the packet's end, as big-endian 16-bit words, an odd
+ * last byte padded with a zero byte. buf is P4_PAYLOAD_CHUNK bytes of
+ * scratch space in map memory. */
 static __always_inline __u64 p4_payload_sum(ctx_t *ctx, const __u32 *offp, __u8 *buf)
 {
-	__u32 len = ctx_len(ctx), off = *offp;
+	__u32 len = p4_plen(ctx), off = *offp;
 	__u64 sum = 0;
 
-	for (int i = 0; i < 750; i++) {
-		if (off + 1 < len) {
-			if (p4_load_h(ctx, off, buf, 2))
+#pragma clang loop unroll(disable)
+	for (int i = 0; i < P4_PAYLOAD_CHUNKS && off < len; i++) {
+		__u32 n = len - off;
+
+		if (n >= P4_PAYLOAD_CHUNK) {
+			if (p4_load_h(ctx, off, buf, P4_PAYLOAD_CHUNK))
 				break;
-			sum += ((__u32)buf[0] << 8) | buf[1];
-			off += 2;
-		} else {
-			if (off < len && !p4_load_h(ctx, off, buf, 1))
-				sum += (__u32)buf[0] << 8;
-			break;
+			sum += p4_csum_be16(bpf_csum_diff(0, 0, (__be32 *)buf, P4_PAYLOAD_CHUNK, 0));
+			off += P4_PAYLOAD_CHUNK;
+			continue;
 		}
+		/* the tail, 1..511 bytes, summed as whole 32-bit words: the
+		 * word holding its end is zeroed first, so the bytes after it
+		 * add nothing */
+		n = ((n - 1) & (P4_PAYLOAD_CHUNK - 1)) + 1;
+		*(__u32 *)(buf + (n & (P4_PAYLOAD_CHUNK - 4))) = 0;
+		if (!p4_load_h(ctx, off, buf, n))
+			sum += p4_csum_be16(bpf_csum_diff(0, 0, (__be32 *)buf, (n + 3) & ~3U, 0));
+		break;
 	}
 	return sum;
 }
