@@ -28,8 +28,12 @@ import (
 // arrays); a layout deeper than that is not kept.
 const maxLayoutDepth = 16
 
-// errNoLayout: the kernel cannot say what types the map was created with.
-var errNoLayout = errors.New("the layout could not be compared (map created without BTF, or the kernel does not report it)")
+// errNoLayout: the kernel cannot say what types the map was created with;
+// errNoNewType: the new object declares none.
+var (
+	errNoLayout  = errors.New("the layout could not be compared (map created without BTF, or the kernel does not report it)")
+	errNoNewType = errors.New("the layout could not be compared (the new object declares the map without key and value types)")
+)
 
 // mapInfoBTF is struct bpf_map_info of the kernel's uapi, up to
 // btf_value_type_id: the fields cilium/ebpf's MapInfo does not expose.
@@ -94,13 +98,13 @@ func pinnedLayout(m *ebpf.Map) (key, value btf.Type, err error) {
 
 // layoutChange compares the key and value types m was created with to ms's.
 // It returns "" when they are the same shape, what changed otherwise, and
-// errNoLayout when either side has no types to compare.
+// errNoLayout or errNoNewType when a side has no types to compare.
 func layoutChange(ms *ebpf.MapSpec, m *ebpf.Map) (string, error) {
 	if refersToObjects(ms.Type) {
 		return "", nil
 	}
 	if !hasType(ms.Value) {
-		return "", errNoLayout
+		return "", errNoNewType
 	}
 	oldKey, oldValue, err := pinnedLayout(m)
 	if err != nil {

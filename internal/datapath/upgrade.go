@@ -195,7 +195,7 @@ func incompatibleMaps(dir string, spec *ebpf.CollectionSpec) (Upgraded, error) {
 		changed, err := layoutChange(ms, m)
 		m.Close()
 		switch {
-		case errors.Is(err, errNoLayout):
+		case errors.Is(err, errNoLayout), errors.Is(err, errNoNewType):
 			out.Uncompared = append(out.Uncompared, MapReset{name, err.Error()})
 		case err != nil:
 			// the kernel has the types but they cannot be read: the

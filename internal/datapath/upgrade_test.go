@@ -271,16 +271,17 @@ func TestUpgradeKeepsAMapWithoutBTFAndSaysSo(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		first, next *ebpf.CollectionSpec
+		why         string
 	}{
-		{"pinned without BTF", untyped(), portfwdSpec(t)},
-		{"new object without types", portfwdSpec(t), untyped()},
+		{"pinned without BTF", untyped(), portfwdSpec(t), "map created without BTF"},
+		{"new object without types", portfwdSpec(t), untyped(), "the new object declares the map without key and value types"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			up, got := upgradeTableFrom(t, tc.first, tc.next)
 			if len(up.Reset) != 0 || got != 5 {
 				t.Fatalf("resets %v, entry %d", up.Reset, got)
 			}
-			if len(up.Uncompared) != 1 || up.Uncompared[0].Map != "pf_table" || !strings.Contains(up.Uncompared[0].Reason, "could not be compared") {
+			if len(up.Uncompared) != 1 || up.Uncompared[0].Map != "pf_table" || !strings.Contains(up.Uncompared[0].Reason, "could not be compared") || !strings.Contains(up.Uncompared[0].Reason, tc.why) {
 				t.Fatalf("uncompared %v", up.Uncompared)
 			}
 		})
