@@ -165,7 +165,7 @@ func (d *Datapath) dropIncompatible(dir string, spec *ebpf.CollectionSpec) error
 	if err != nil {
 		return err
 	}
-	for _, r := range drop {
+	for _, r := range drop.Reset {
 		if err := os.Remove(filepath.Join(dir, r.Map)); err != nil {
 			return err
 		}

@@ -39,6 +39,16 @@ type MapReset struct {
 
 func (r MapReset) String() string { return r.Map + " (" + r.Reason + ")" }
 
+// Upgraded says what an upgrade did to the cube's pinned maps.
+type Upgraded struct {
+	// Reset: maps whose contents are lost (gone from the object, or of
+	// another layout).
+	Reset []MapReset
+	// Uncompared: maps kept on their sizes and flags alone, their key and
+	// value types unknown (created without BTF); Reason says so.
+	Uncompared []MapReset
+}
+
 // notAMap: the cube directory's entries that are not its object's maps.
 func notAMap(name string) bool {
 	return name == progPin || name == digestPin || strings.HasSuffix(name, "_new") || strings.HasSuffix(name, asideSuffix)
@@ -104,16 +114,17 @@ func clearDigest(dir string) error {
 
 // UpgradeCube replaces the program an earlier daemon pinned for the cube by
 // spec's, in one panel update: traffic moves from the old program to the new
-// one without a gap. Maps of unchanged layout are kept with their contents;
-// the others are reset (returned, for the log): the new program gets empty
+// one without a gap. Maps of unchanged layout (btflayout.go) are kept with
+// their contents; the others are reset (returned, for the log): the new program gets empty
 // ones, and the old one keeps its own until the panel no longer runs it. If
 // the new program cannot be loaded, nothing changes: the old program keeps
 // its slot and its maps their pins.
-func (d *Datapath) UpgradeCube(name string, hook Hook, slot uint32, spec *ebpf.CollectionSpec) (*Program, []MapReset, error) {
+func (d *Datapath) UpgradeCube(name string, hook Hook, slot uint32, spec *ebpf.CollectionSpec) (*Program, Upgraded, error) {
 	dir := d.cubeDir(name)
-	resets, err := incompatibleMaps(dir, spec)
+	var none Upgraded
+	up, err := incompatibleMaps(dir, spec)
 	if err != nil {
-		return nil, nil, fmt.Errorf("upgrade cube %s: %w", name, err)
+		return nil, none, fmt.Errorf("upgrade cube %s: %w", name, err)
 	}
 	var aside []string
 	restore := func() {
@@ -121,19 +132,19 @@ func (d *Datapath) UpgradeCube(name string, hook Hook, slot uint32, spec *ebpf.C
 			os.Rename(filepath.Join(dir, m+asideSuffix), filepath.Join(dir, m))
 		}
 	}
-	for _, r := range resets {
+	for _, r := range up.Reset {
 		p := filepath.Join(dir, r.Map)
 		os.Remove(p + asideSuffix) // an earlier upgrade's, cut short
 		if err := os.Rename(p, p+asideSuffix); err != nil {
 			restore()
-			return nil, nil, fmt.Errorf("upgrade cube %s: %w", name, err)
+			return nil, none, fmt.Errorf("upgrade cube %s: %w", name, err)
 		}
 		aside = append(aside, r.Map)
 	}
 	c, err := d.LoadCube(name, hook, slot, spec, nil)
 	if err != nil {
 		restore()
-		return nil, nil, err
+		return nil, none, err
 	}
 	for _, m := range aside {
 		os.Remove(filepath.Join(dir, m+asideSuffix))
@@ -141,22 +152,23 @@ func (d *Datapath) UpgradeCube(name string, hook Hook, slot uint32, spec *ebpf.C
 	// The ports map is kept: its direct hops are the earlier daemon's.
 	if err := c.adoptDirect(); err != nil {
 		c.Close()
-		return nil, nil, err
+		return nil, none, err
 	}
-	return c, resets, nil
+	return c, up, nil
 }
 
 // incompatibleMaps lists the maps pinned in dir that spec cannot reuse: gone
-// from the object, or of another layout.
-func incompatibleMaps(dir string, spec *ebpf.CollectionSpec) ([]MapReset, error) {
+// from the object, or of another layout; and those kept whose key and value
+// types could not be compared.
+func incompatibleMaps(dir string, spec *ebpf.CollectionSpec) (Upgraded, error) {
+	var out Upgraded
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		if os.IsNotExist(err) {
-			return nil, nil
+			return out, nil
 		}
-		return nil, err
+		return out, err
 	}
-	var out []MapReset
 	for _, e := range ents {
 		name := e.Name()
 		if notAMap(name) || isShared(name) {
@@ -164,20 +176,33 @@ func incompatibleMaps(dir string, spec *ebpf.CollectionSpec) ([]MapReset, error)
 		}
 		ms, ok := spec.Maps[name]
 		if !ok {
-			out = append(out, MapReset{name, "the new object has no such map"})
+			out.Reset = append(out.Reset, MapReset{name, "the new object has no such map"})
 			continue
 		}
 		m, err := ebpf.LoadPinnedMap(filepath.Join(dir, name), nil)
 		if err != nil {
-			return nil, fmt.Errorf("map %s: %w", name, err)
+			return out, fmt.Errorf("map %s: %w", name, err)
 		}
 		err = ms.Compatible(m)
 		if err == nil && ms.InnerMap != nil {
 			err = innerCompatible(ms.InnerMap, m)
 		}
-		m.Close()
 		if err != nil {
-			out = append(out, MapReset{name, strings.TrimSuffix(err.Error(), ": "+ebpf.ErrMapIncompatible.Error())})
+			m.Close()
+			out.Reset = append(out.Reset, MapReset{name, strings.TrimSuffix(err.Error(), ": "+ebpf.ErrMapIncompatible.Error())})
+			continue
+		}
+		changed, err := layoutChange(ms, m)
+		m.Close()
+		switch {
+		case errors.Is(err, errNoLayout), errors.Is(err, errNoNewType):
+			out.Uncompared = append(out.Uncompared, MapReset{name, err.Error()})
+		case err != nil:
+			// the kernel has the types but they cannot be read: the
+			// contents cannot be shown to match, so they are not kept
+			out.Reset = append(out.Reset, MapReset{name, "its layout could not be read: " + err.Error()})
+		case changed != "":
+			out.Reset = append(out.Reset, MapReset{name, changed})
 		}
 	}
 	return out, nil

@@ -80,7 +80,7 @@ func (e *Engine) adoptPinned(c *cube.Cube, l *live, slot uint32, spec *ebpf.Coll
 	case !recorded:
 		why = "no digest is recorded with it (pinned by an edgenf that recorded none, or a down cube's stand-in)"
 	}
-	dc, resets, err := e.dp.UpgradeCube(c.Name, c.Hook, slot, spec)
+	dc, up, err := e.dp.UpgradeCube(c.Name, c.Hook, slot, spec)
 	if err != nil {
 		// The old program keeps running until the caller puts a
 		// stand-in in its place: never a stale program under this
@@ -91,9 +91,12 @@ func (e *Engine) adoptPinned(c *cube.Cube, l *live, slot uint32, spec *ebpf.Coll
 	e.recordDigest(dc, want)
 	l.adoptPorts()
 	e.started.Reloaded++
-	e.started.MapsReset += len(resets)
-	e.log.Warn("pinned program is not the current one: reloaded in place", "cube", c.Name, "type", c.Type, "reason", why, "maps_reset", len(resets))
-	for _, r := range resets {
+	e.started.MapsReset += len(up.Reset)
+	e.log.Warn("pinned program is not the current one: reloaded in place", "cube", c.Name, "type", c.Type, "reason", why, "maps_reset", len(up.Reset))
+	for _, r := range up.Uncompared {
+		e.log.Warn("map kept by the reload on its sizes alone", "cube", c.Name, "map", r.Map, "reason", r.Reason)
+	}
+	for _, r := range up.Reset {
 		e.log.Warn("map reset by the reload: its contents are lost (the state file's entries are written again)", "cube", c.Name, "map", r.Map, "reason", r.Reason)
 	}
 	return true, nil
