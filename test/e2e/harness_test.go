@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -13,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -84,28 +82,37 @@ type daemon struct {
 	state  string
 	bpffs  string
 	cmd    *exec.Cmd
-	log    *logBuffer
+	log    *logFile
 	flags  []string // more edgenfd flags
 	env    []string // more environment of the next start
 	netns  string   // network namespace (path) it runs in; "": the test's
 }
 
-// logBuffer collects a daemon's output; tests read it while it runs.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+// logFile collects a process's output in a file the process writes
+// itself: no pipe and no copying goroutine stand between them, so a line
+// the process wrote before anything the test then observes (its socket, a
+// metric, a counter, a state file) is in the file when the test reads it.
+// (Through a pipe, the observation could overtake the line: CI failed on
+// that race.)
+type logFile struct{ f *os.File }
+
+func newLogFile(t *testing.T) *logFile {
+	t.Helper()
+	f, err := os.CreateTemp(t.TempDir(), "log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return &logFile{f}
 }
 
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+// String is everything written so far.
+func (l *logFile) String() string {
+	b, err := os.ReadFile(l.f.Name())
+	if err != nil {
+		return fmt.Sprintf("(log %s: %v)", l.f.Name(), err)
+	}
+	return string(b)
 }
 
 func startDaemon(t *testing.T, flags ...string) *daemon {
@@ -158,9 +165,9 @@ func startDaemonFor(t *testing.T, at nftest.Attachment) *daemon {
 
 func (d *daemon) start() {
 	d.t.Helper()
-	d.log = &logBuffer{}
+	d.log = newLogFile(d.t)
 	d.cmd = d.command(append([]string{"-socket", d.socket, "-state", d.state, "-bpffs", d.bpffs}, d.flags...)...)
-	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
+	d.cmd.Stdout, d.cmd.Stderr = d.log.f, d.log.f
 	d.cmd.Env = append(os.Environ(), d.env...)
 	if err := d.cmd.Start(); err != nil {
 		d.t.Fatal(err)
@@ -215,7 +222,7 @@ func (d *daemon) stop() {
 		go func() { d.cmd.Wait(); close(done) }()
 		select {
 		case <-done:
-		case <-time.After(5 * time.Second):
+		case <-time.After(30 * time.Second): // a clean stop folds the journal: slow on a loaded machine
 			d.kill()
 		}
 	}
