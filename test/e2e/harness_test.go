@@ -325,6 +325,30 @@ func twoHosts(t *testing.T) (lab *netlab.Lab, a, b *netlab.Host, ra, rb string) 
 	return
 }
 
+// poll calls cond every 50 ms until it holds, for at most 30 s, and says
+// whether it held. Whatever the daemon or the kernel produces on its own time
+// (slow-path frames, learned entries, logs, metrics, counters of frames
+// still in a backlog) is waited for with it, then asserted on exactly: the
+// bound is for a machine busy with other tests, not a timing assertion.
+func poll(cond func() bool) bool {
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+		if time.Now().After(end) {
+			return false
+		}
+	}
+}
+
+// waitFor polls cond (see poll) and fails the test if it never held.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	if !poll(cond) {
+		t.Fatalf("%s: not after 30 s", what)
+	}
+}
+
 func ctx(t *testing.T, d time.Duration) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
