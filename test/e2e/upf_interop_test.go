@@ -116,7 +116,7 @@ func TestUPFInteropScapyAndTshark(t *testing.T) {
 	// Marker the scapy SMF asks for.
 	u, _, _ := l.attach(t, "ue1", 1, 0x9001)
 	c := ctx(t, 60*time.Second)
-	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); {
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); {
 		if u.Host.Ping(c, "198.18.2.2", 1) == nil {
 			break
 		}

@@ -248,11 +248,11 @@ func TestE2ETrafficBothWays(t *testing.T) {
 	}
 }
 
-// warm pings dst until it answers (at most 5 s): the first packets of a
+// warm pings dst until it answers (at most 30 s): the first packets of a
 // path wait for its neighbours to be resolved, which a loaded machine may
 // take longer than a ping's second to do.
 func warm(ctx context.Context, h *netlab.Host, dst string) {
-	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); {
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); {
 		if h.Ping(ctx, dst, 1) == nil {
 			return
 		}
@@ -370,9 +370,9 @@ func settled(read func() uint64) uint64 {
 	return v
 }
 
-// wait waits (at most 5 s) until n datagrams arrived.
+// wait waits (at most 30 s) until n datagrams arrived.
 func (s *sink) wait(n int) int {
-	for end := time.Now().Add(5 * time.Second); time.Now().Before(end) && s.n.Load() < int64(n); {
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end) && s.n.Load() < int64(n); {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return int(s.n.Load())
