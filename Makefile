@@ -106,11 +106,14 @@ check-package: deb
 check-host: build
 	@out=$$(./bin/edgenfd -check 2>&1) || { echo "$$out"; echo "make: this machine cannot run edgenf's tests and demo: see the FAIL lines"; exit 1; }
 
+# test/e2e is named first so that it starts first: the longest package,
+# mostly waiting on daemons and traffic, runs beside all the others
+# instead of alone at the end.
 test: build check-host
 	@unformatted=$$(gofmt -l cmd internal bench test); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) test $(TEST_FLAGS) ./...
+	$(GO) test $(TEST_FLAGS) ./test/e2e ./...
 	$(MAKE) --no-print-directory check-package
 
 # Randomized API churn by several tenants with traffic on every chain, for
