@@ -135,8 +135,15 @@ func TestCNIBadInput(t *testing.T) {
 	if err := r.add(more[0]); err != nil {
 		t.Fatalf("ADD within the quota: %v", err)
 	}
-	if plugged := nodeSnapshot(t, d, ipamDir, p, more...); !strings.Contains(plugged, "link "+more[0].res.Interfaces[0].Name+"\n") {
-		t.Fatalf("the snapshot misses the plugged pod's host interface %s:\n%s", more[0].res.Interfaces[0].Name, plugged)
+	// (the snapshot's scope sees this test's pods' interfaces)
+	hostIf := ""
+	for _, i := range more[0].res.Interfaces {
+		if i.Sandbox == "" {
+			hostIf = i.Name
+		}
+	}
+	if plugged := nodeSnapshot(t, d, ipamDir, p, more...); hostIf == "" || !strings.Contains(plugged, "link "+hostIf+"\n") {
+		t.Fatalf("the snapshot misses the plugged pod's host interface %q:\n%s", hostIf, plugged)
 	}
 	if err := r.add(more[1]); cniCode(err) != 100 || !strings.Contains(err.Error(), "quota") {
 		t.Fatalf("ADD over the quota: %v (code %d)", err, cniCode(err))
