@@ -14,7 +14,7 @@ func TestQueued(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rx.Close()
-	if queued(rx) {
+	if Queued(rx) {
 		t.Fatal("queued on an empty socket")
 	}
 	tx, err := net.DialUDP("udp4", nil, rx.LocalAddr().(*net.UDPAddr))
@@ -25,7 +25,7 @@ func TestQueued(t *testing.T) {
 	if _, err := tx.Write([]byte("x")); err != nil {
 		t.Fatal(err)
 	}
-	for end := time.Now().Add(5 * time.Second); !queued(rx); time.Sleep(time.Millisecond) {
+	for end := time.Now().Add(5 * time.Second); !Queued(rx); time.Sleep(time.Millisecond) {
 		if time.Now().After(end) {
 			t.Fatal("a datagram sent over loopback is not queued after 5 s")
 		}
@@ -35,14 +35,14 @@ func TestQueued(t *testing.T) {
 	if _, _, err := rx.ReadFromUDP(make([]byte, 16)); err == nil {
 		t.Fatal("read with a past deadline succeeded")
 	}
-	if !queued(rx) {
+	if !Queued(rx) {
 		t.Fatal("the datagram is not queued after a timed-out read")
 	}
 	rx.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, _, err := rx.ReadFromUDP(make([]byte, 16)); err != nil {
 		t.Fatal(err)
 	}
-	if queued(rx) {
+	if Queued(rx) {
 		t.Fatal("queued after the only datagram was read")
 	}
 }

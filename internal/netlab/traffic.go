@@ -302,7 +302,7 @@ func UDPFlow(ctx context.Context, from *Host, to *Host, dst string, port int, n 
 			if err != nil {
 				var ne net.Error
 				if errors.As(err, &ne) && ne.Timeout() {
-					if !idleUntil.IsZero() && !time.Now().Before(idleUntil) && !queued(rx) {
+					if !idleUntil.IsZero() && !time.Now().Before(idleUntil) && !Queued(rx) {
 						return // sender finished and nothing came for 1 s
 					}
 					continue
@@ -375,7 +375,7 @@ func UDPFlow(ctx context.Context, from *Host, to *Host, dst string, port int, n 
 // that a busy machine kept from running past its read deadline gets a
 // timeout even with datagrams queued (Go checks the deadline first): it
 // asks this before it takes the silence for the end of a flow.
-func queued(c *net.UDPConn) bool {
+func Queued(c *net.UDPConn) bool {
 	raw, err := c.SyscallConn()
 	if err != nil {
 		return false
