@@ -172,7 +172,11 @@ func (d *daemon) start() {
 	if err := d.cmd.Start(); err != nil {
 		d.t.Fatal(err)
 	}
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+	// A start restores the state: programs loaded (the verifier), pins
+	// adopted, interfaces attached. Under a load of 30 that took more than
+	// 10 s (the test then failed, and its cleanup deleted the interfaces
+	// under the still-restoring daemon).
+	for end := time.Now().Add(60 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		if c, err := net.Dial("unix", d.socket); err == nil {
 			c.Close()
 			return
