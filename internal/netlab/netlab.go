@@ -165,7 +165,7 @@ func Leftovers(prefix string) ([]string, error) {
 	for _, p := range m {
 		out = append(out, "netns "+filepath.Base(p))
 	}
-	links, err := linkList()
+	links, err := LinkList(nil)
 	if err != nil {
 		return out, err
 	}

@@ -19,7 +19,7 @@ func RemoveAll(prefix string) error {
 			errs = append(errs, err)
 		}
 	}
-	links, err := linkList()
+	links, err := LinkList(nil)
 	if err != nil {
 		return errors.Join(append(errs, err)...)
 	}
@@ -33,13 +33,19 @@ func RemoveAll(prefix string) error {
 	return errors.Join(errs...)
 }
 
-// linkList retries dumps interrupted by concurrent link changes (other labs,
-// benchmarks running at the same time).
-func linkList() ([]netlink.Link, error) {
+// LinkList lists the links of nl's namespace (the caller's when nl is nil),
+// retrying dumps interrupted by concurrent link changes (other labs, tests of
+// other packages, benchmarks running at the same time): such a dump comes
+// back incomplete, with netlink.ErrDumpInterrupted.
+func LinkList(nl *netlink.Handle) ([]netlink.Link, error) {
+	list := netlink.LinkList
+	if nl != nil {
+		list = nl.LinkList
+	}
 	var err error
 	for i := 0; i < 10; i++ {
 		var links []netlink.Link
-		if links, err = netlink.LinkList(); !errors.Is(err, netlink.ErrDumpInterrupted) {
+		if links, err = list(); !errors.Is(err, netlink.ErrDumpInterrupted) {
 			return links, err
 		}
 	}

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Exec runs a command inside the host's namespace (`ip netns exec`) and
@@ -300,7 +302,7 @@ func UDPFlow(ctx context.Context, from *Host, to *Host, dst string, port int, n 
 			if err != nil {
 				var ne net.Error
 				if errors.As(err, &ne) && ne.Timeout() {
-					if !idleUntil.IsZero() && !time.Now().Before(idleUntil) {
+					if !idleUntil.IsZero() && !time.Now().Before(idleUntil) && !Queued(rx) {
 						return // sender finished and nothing came for 1 s
 					}
 					continue
@@ -367,6 +369,20 @@ func UDPFlow(ctx context.Context, from *Host, to *Host, dst string, port int, n 
 		err = fmt.Errorf("netlab: udpflow: %w (%d/%d received)", ctx.Err(), received, sent)
 	}
 	return sent, received, err
+}
+
+// queued reports whether a datagram waits in c's receive queue. A receiver
+// that a busy machine kept from running past its read deadline gets a
+// timeout even with datagrams queued (Go checks the deadline first): it
+// asks this before it takes the silence for the end of a flow.
+func Queued(c *net.UDPConn) bool {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return false
+	}
+	n := 0
+	raw.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.SIOCINQ) })
+	return n > 0
 }
 
 // TCPTransfer sends nbytes of pseudo-random data over one TCP connection from

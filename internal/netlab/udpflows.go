@@ -92,7 +92,7 @@ func PacedUDP(ctx context.Context, src, dst *Host, dstIP net.IP, dur time.Durati
 					case <-sendersDone:
 						if quietSince.IsZero() {
 							quietSince = now
-						} else if now.Sub(quietSince) > 700*time.Millisecond {
+						} else if now.Sub(quietSince) > 700*time.Millisecond && !Queued(rxs[i]) {
 							return // queues drained
 						}
 					default:

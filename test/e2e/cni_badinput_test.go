@@ -22,20 +22,32 @@ import (
 var endpointLink = regexp.MustCompile(`^enf[0-9a-f]{12}$`)
 
 // nodeSnapshot is what a refused ADD must leave as it was: the daemon's
-// topology, tenants and endpoints, the node's pod interfaces, the IPAM
-// plugin's allocations and the pod's namespace.
-func nodeSnapshot(t *testing.T, d *daemon, ipamDir string, p *pod) string {
+// topology, tenants and endpoints, the node's interfaces for the test's pods
+// (p's, and others'), the IPAM plugin's allocations and p's namespace.
+func nodeSnapshot(t *testing.T, d *daemon, ipamDir string, p *pod, others ...*pod) string {
 	t.Helper()
 	var b strings.Builder
 	for _, args := range [][]string{{"get", "topology"}, {"tenant", "list"}, {"endpoint", "list"}} {
 		b.WriteString(d.cli(append(args, "-o", "json")...))
 	}
-	links, err := netlink.LinkList()
+	// A pod's host interface is created with its peer in the pod's
+	// namespace (cmd/edgenf-cni/link.go), so one of these pods' is a veth
+	// whose peer is in one of their namespaces. Other tests on this node
+	// (other packages, other checkouts) plug and unplug pods of their own
+	// meanwhile: those are not this test's to compare.
+	ours := map[int]bool{}
+	for _, q := range append([]*pod{p}, others...) {
+		if id, err := netlink.GetNetNsIdByFd(int(q.h.NsHandle())); err == nil && id >= 0 {
+			ours[id] = true
+		}
+	}
+	links, err := netlab.LinkList(nil) // (other tests change the host's links meanwhile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, l := range links {
-		if endpointLink.MatchString(l.Attrs().Name) { // not daemons' injection links (enfi...)
+		// not daemons' injection links (enfi...)
+		if endpointLink.MatchString(l.Attrs().Name) && ours[l.Attrs().NetNsID] {
 			fmt.Fprintln(&b, "link", l.Attrs().Name)
 		}
 	}
@@ -45,7 +57,7 @@ func nodeSnapshot(t *testing.T, d *daemon, ipamDir string, p *pod) string {
 		}
 		return nil
 	})
-	podLinks, err := p.h.Netlink().LinkList()
+	podLinks, err := netlab.LinkList(p.h.Netlink())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,6 +135,16 @@ func TestCNIBadInput(t *testing.T) {
 	if err := r.add(more[0]); err != nil {
 		t.Fatalf("ADD within the quota: %v", err)
 	}
+	// (the snapshot's scope sees this test's pods' interfaces)
+	hostIf := ""
+	for _, i := range more[0].res.Interfaces {
+		if i.Sandbox == "" {
+			hostIf = i.Name
+		}
+	}
+	if plugged := nodeSnapshot(t, d, ipamDir, p, more...); hostIf == "" || !strings.Contains(plugged, "link "+hostIf+"\n") {
+		t.Fatalf("the snapshot misses the plugged pod's host interface %q:\n%s", hostIf, plugged)
+	}
 	if err := r.add(more[1]); cniCode(err) != 100 || !strings.Contains(err.Error(), "quota") {
 		t.Fatalf("ADD over the quota: %v (code %d)", err, cniCode(err))
 	}
@@ -135,7 +157,7 @@ func TestCNIBadInput(t *testing.T) {
 	if err := r.del(more[0]); err != nil {
 		t.Fatal(err)
 	}
-	if after := nodeSnapshot(t, d, ipamDir, p); after != before {
+	if after := nodeSnapshot(t, d, ipamDir, p, more...); after != before {
 		t.Fatalf("ADD then DEL changed the node:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 
@@ -174,7 +196,7 @@ func TestCNIBadInput(t *testing.T) {
 			t.Errorf("%s %v: exit %v, stdout %s; want CNI error code %d", c.stdin, c.env, err, out.String(), c.code)
 		}
 	}
-	if after := nodeSnapshot(t, d, ipamDir, p); after != before {
+	if after := nodeSnapshot(t, d, ipamDir, p, more...); after != before {
 		t.Fatalf("bad input changed the node:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 }

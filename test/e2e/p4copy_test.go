@@ -160,7 +160,7 @@ func (m *monitor) framesFrom(src string, want int) [][]byte {
 	ip := net.ParseIP(src).To4()
 	buf := make([]byte, 4096)
 	quiet := 0
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); {
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); {
 		if want > 0 && len(out) >= want {
 			break
 		}
@@ -191,7 +191,7 @@ func (m *monitor) taggedFrom(src string, want int) ([][]byte, []int) {
 	var tags []int
 	ip := net.ParseIP(src).To4()
 	buf, oob := make([]byte, 4096), make([]byte, 256)
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end) && len(out) < want; {
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end) && len(out) < want; {
 		n, oobn, _, _, err := unix.Recvmsg(m.fd, buf, oob, 0)
 		if err != nil {
 			continue

@@ -224,17 +224,6 @@ func learned(t *testing.T, d *daemon) []json.RawMessage {
 	return rows
 }
 
-// waitFor polls cond for up to 10 s: the slow path is asynchronous.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("%s: not after 10 s", what)
-}
-
 // floodGroup makes multicast group 1 (the program's flood group) the
 // cube's ports 1, 2 and 3.
 func floodGroup(t *testing.T, d *daemon, cube string) {

@@ -180,7 +180,7 @@ func (m *monitor) udpFrom(src string, want int) []int {
 	ip := net.ParseIP(src).To4()
 	buf := make([]byte, 2048)
 	quiet := 0
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); {
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); {
 		if want > 0 && len(ports) >= want {
 			break
 		}

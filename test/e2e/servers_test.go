@@ -25,9 +25,9 @@ func server(t *testing.T, readyURL string, wantCode int, name string, args ...st
 	if _, err := exec.LookPath(name); err != nil {
 		t.Fatalf("%s is not installed (scripts/setup.sh installs it): %v", name, err)
 	}
-	log := &logBuffer{}
+	log := newLogFile(t)
 	cmd := exec.Command(name, args...)
-	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Stdout, cmd.Stderr = log.f, log.f
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

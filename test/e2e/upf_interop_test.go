@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"fmt"
 	"net"
 	"net/netip"
@@ -20,32 +19,29 @@ import (
 type capture struct {
 	cmd  *exec.Cmd
 	file string
-	errb bytes.Buffer
+	errs *logFile
 }
 
 // startCapture captures on iface, in the namespace ns ("" for the root
 // namespace).
 func startCapture(t *testing.T, ns, iface, filter string) *capture {
 	t.Helper()
-	c := &capture{file: filepath.Join(t.TempDir(), iface+".pcapng")}
+	c := &capture{file: filepath.Join(t.TempDir(), iface+".pcapng"), errs: newLogFile(t)}
 	args := []string{"tshark", "-i", iface, "-f", filter, "-w", c.file, "-q"}
 	if ns != "" {
 		args = append([]string{"ip", "netns", "exec", ns}, args...)
 	}
 	c.cmd = exec.Command(args[0], args[1:]...)
-	c.cmd.Stderr = &c.errb
+	c.cmd.Stderr = c.errs.f
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.stop)
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		if strings.Contains(c.errb.String(), "Capturing on") {
-			time.Sleep(200 * time.Millisecond)
-			return c
-		}
+	if !poll(func() bool { return strings.Contains(c.errs.String(), "Capturing on") }) {
+		t.Fatalf("tshark did not start: %s", c.errs)
 	}
-	t.Fatalf("tshark did not start: %s", c.errb.String())
-	return nil
+	time.Sleep(200 * time.Millisecond)
+	return c
 }
 
 func (c *capture) stop() {
@@ -53,6 +49,22 @@ func (c *capture) stop() {
 		c.cmd.Process.Signal(os.Interrupt)
 		c.cmd.Wait()
 	}
+}
+
+// await waits until what tshark reads from the capture so far with args
+// holds every one of wants (dumpcap writes frames out within about 250 ms
+// of their arrival, later on a busy machine), for at most poll's bound;
+// the caller then stops the capture and checks it.
+func (c *capture) await(args []string, wants ...string) {
+	poll(func() bool {
+		out, _ := exec.Command("tshark", append([]string{"-r", c.file}, args...)...).Output()
+		for _, w := range wants {
+			if !strings.Contains("\n"+string(out), w) {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // tshark reads the capture with the given extra arguments.
@@ -104,7 +116,7 @@ func TestUPFInteropScapyAndTshark(t *testing.T) {
 	// Marker the scapy SMF asks for.
 	u, _, _ := l.attach(t, "ue1", 1, 0x9001)
 	c := ctx(t, 60*time.Second)
-	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); {
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); {
 		if u.Host.Ping(c, "198.18.2.2", 1) == nil {
 			break
 		}
@@ -122,22 +134,31 @@ func TestUPFInteropScapyAndTshark(t *testing.T) {
 	if err != nil {
 		t.Fatalf("scapy SMF: %v", err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	pfcpDecode := fmt.Sprintf("udp.port==%d,pfcp", l.pfcp.Port())
+	pfcpTypes := []string{"-d", pfcpDecode, "-Y", fmt.Sprintf("pfcp && udp.srcport==%d", l.pfcp.Port()), "-T", "fields", "-e", "pfcp.msg_type"}
+	wantTypes := []string{"2", "6", "51", "53", "55", "56", "10"}
+	var wantLines []string
+	for _, w := range wantTypes {
+		wantLines = append(wantLines, "\n"+w+"\n")
+	}
+	pfcpCap.await(pfcpTypes, wantLines...)
+	gtpFields := []string{"-Y", "gtp && ip.src==198.18.1.1", "-T", "fields", "-e", "gtp.message", "-e", "gtp.ext_hdr.pdu_ses_con.qos_flow_id"}
+	wantGTP := []string{"0xff\t9", "0x02", "0x1a", "0xfe"}
+	gtpCap.await(gtpFields, wantGTP...)
 	pfcpCap.stop()
 	gtpCap.stop()
 
-	pfcpDecode := fmt.Sprintf("udp.port==%d,pfcp", l.pfcp.Port())
 	pfcpCap.clean(t, fmt.Sprintf("udp.srcport==%d", l.pfcp.Port()), pfcpDecode)
 	gtpCap.clean(t, "ip.src==198.18.1.1")
 	// What the UPF sent, as tshark reads it.
-	types := pfcpCap.tshark(t, "-d", pfcpDecode, "-Y", fmt.Sprintf("pfcp && udp.srcport==%d", l.pfcp.Port()), "-T", "fields", "-e", "pfcp.msg_type")
-	for _, want := range []string{"2", "6", "51", "53", "55", "56", "10"} {
+	types := pfcpCap.tshark(t, pfcpTypes...)
+	for _, want := range wantTypes {
 		if !strings.Contains("\n"+types, "\n"+want+"\n") {
 			t.Errorf("no PFCP message of type %s from the UPF in the capture; got %q", want, strings.Fields(types))
 		}
 	}
-	gtp := gtpCap.tshark(t, "-Y", "gtp && ip.src==198.18.1.1", "-T", "fields", "-e", "gtp.message", "-e", "gtp.ext_hdr.pdu_ses_con.qos_flow_id")
-	for _, want := range []string{"0xff\t9", "0x02", "0x1a", "0xfe"} {
+	gtp := gtpCap.tshark(t, gtpFields...)
+	for _, want := range wantGTP {
 		if !strings.Contains(gtp, want) {
 			t.Errorf("no GTP-U %q from the UPF in the capture; got:\n%s", want, gtp)
 		}

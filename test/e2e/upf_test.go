@@ -300,8 +300,8 @@ func TestUPFSessionsFromTheCLIAndViews(t *testing.T) {
 	if _, err := l.gnb.AddUE(host, gnbsim.UEConfig{Addresses: []string{"198.19.9.9/32"}, ULTEID: 4096, DLTEID: 36864}); err != nil {
 		t.Fatal(err)
 	}
-	c := ctx(t, 30*time.Second)
-	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); {
+	c := ctx(t, 60*time.Second)
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); {
 		if host.Ping(c, "198.18.2.2", 1) == nil {
 			break
 		}

@@ -157,7 +157,7 @@ func TestE2EFirewallPermitsAndBlocks(t *testing.T) {
 				c["ingress/10"].Packets == 0 || c["egress/-1"].Packets == 0 || c["egress/30"].Packets != 1 {
 				t.Fatalf("counters %+v", v)
 			}
-			deadline := time.Now().Add(3 * time.Second)
+			deadline := time.Now().Add(30 * time.Second) // (the log is read from a ring)
 			for {
 				lv, _ := e.View(tenant.Admin, "fw", "log")
 				logs := lv.([]LogEntry)
@@ -261,7 +261,7 @@ func TestE2ERouterNATFirewall(t *testing.T) {
 		return tp.Attach("fw", "r1:wan", "first")
 	})
 	// Masquerade learns the port address within a tick.
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		v, err := e.View(tenant.Admin, "nat", "status")
 		must(err)

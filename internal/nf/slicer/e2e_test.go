@@ -126,7 +126,20 @@ func TestE2EGuaranteeSurvivesFlood(t *testing.T) {
 		Slice{Name: "greedy", ID: 1, Port: "a", Tenant: "red", Rules: []Rule{{Proto: "udp", DPort: 6001}}},
 		Slice{Name: "victim", ID: 2, Port: "b", Tenant: "blue", MinBps: 6e6, Rules: []Rule{{Proto: "udp", DPort: 6002}}})
 	const dur = 4 * time.Second
-	res := r.flows(t, dur, []int{6001, 6002}, []int{pps(3 * linkBps), pps(4e6)})
+	// A victim sender the shared machine stalls catches up in a burst that
+	// its class's queue need not hold: a run that lost victim datagrams
+	// with such a stall says nothing about the guarantee, and is repeated.
+	const stall = 50 * time.Millisecond
+	var res []netlab.FlowResult
+	var before *Status
+	for attempt := 1; ; attempt++ {
+		before = r.status(t)
+		res = r.flows(t, dur, []int{6001, 6002}, []int{pps(3 * linkBps), pps(4e6)})
+		if v := res[1]; float64(v.Recv) >= 0.95*float64(v.Sent) || v.MaxGap <= stall || attempt == 4 {
+			break
+		}
+		t.Logf("attempt %d: victim got %d of %d, its sender stalled for %v: again", attempt, res[1].Recv, res[1].Sent, res[1].MaxGap)
+	}
 	greedy, victim := res[0], res[1]
 	t.Logf("greedy: sent %d received %d; victim: sent %d received %d (p99 %v); longest sender gaps %v, %v", greedy.Sent, greedy.Recv, victim.Sent, victim.Recv, victim.P99(), greedy.MaxGap, victim.MaxGap)
 	if float64(victim.Recv) < 0.95*float64(victim.Sent) {
@@ -137,8 +150,15 @@ func TestE2EGuaranteeSurvivesFlood(t *testing.T) {
 		t.Errorf("greedy slice got %d of %d: the link was not contended", greedy.Recv, greedy.Sent)
 	}
 	st := r.status(t)
-	if st.Shaping != "htb" || len(st.Slices) != 2 || st.Slices[0].Egress[0].Drops == 0 || st.Slices[1].Egress[0].Drops != 0 {
-		t.Errorf("status: shaping %s, slices %+v", st.Shaping, st.Slices)
+	drops := func(st *Status, i int) uint64 { // of the judged run's flows only
+		if i >= len(st.Slices) || len(st.Slices[i].Egress) == 0 {
+			return 0
+		}
+		return st.Slices[i].Egress[0].Drops
+	}
+	if st.Shaping != "htb" || len(st.Slices) != 2 || len(st.Slices[0].Egress) == 0 || len(st.Slices[1].Egress) == 0 ||
+		drops(st, 0) == drops(before, 0) || drops(st, 1) != drops(before, 1) {
+		t.Errorf("status: shaping %s, slices %+v (before the flows: %+v)", st.Shaping, st.Slices, before.Slices)
 	}
 
 	// The negative: the same traffic through one HTB class of the link rate

@@ -248,11 +248,11 @@ func TestE2ETrafficBothWays(t *testing.T) {
 	}
 }
 
-// warm pings dst until it answers (at most 5 s): the first packets of a
+// warm pings dst until it answers (at most 30 s): the first packets of a
 // path wait for its neighbours to be resolved, which a loaded machine may
 // take longer than a ping's second to do.
 func warm(ctx context.Context, h *netlab.Host, dst string) {
-	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); {
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); {
 		if h.Ping(ctx, dst, 1) == nil {
 			return
 		}
@@ -356,9 +356,23 @@ func newSink(t *testing.T, h *netlab.Host, port int) *sink {
 
 func (s *sink) close() { s.c.Close(); <-s.done }
 
-// wait waits (at most 5 s) until n datagrams arrived.
+// settled reads a counter of what arrives until it has not moved for
+// 300 ms (at most 10 s): what was in flight when the sender stopped (in
+// queues, or in a receiver a busy machine holds up) is counted.
+func settled(read func() uint64) uint64 {
+	v := read()
+	for end, still := time.Now().Add(10*time.Second), time.Now(); time.Now().Before(end) && time.Since(still) < 300*time.Millisecond; {
+		time.Sleep(50 * time.Millisecond)
+		if w := read(); w != v {
+			v, still = w, time.Now()
+		}
+	}
+	return v
+}
+
+// wait waits (at most 30 s) until n datagrams arrived.
 func (s *sink) wait(n int) int {
-	for end := time.Now().Add(5 * time.Second); time.Now().Before(end) && s.n.Load() < int64(n); {
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end) && s.n.Load() < int64(n); {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return int(s.n.Load())
@@ -433,8 +447,7 @@ func TestE2EMBRHoldsTheRate(t *testing.T) {
 	for attempt := 1; ; attempt++ {
 		_, before, _ := ed.gnb.Tunnel(u.dlTEID)
 		st := pacedUDP(t, ed.dn, netip.AddrPortFrom(u.v4, 5005), pps*secs, size, pps)
-		time.Sleep(300 * time.Millisecond)
-		_, after, _ := ed.gnb.Tunnel(u.dlTEID)
+		after := settled(func() uint64 { _, b, _ := ed.gnb.Tunnel(u.dlTEID); return b })
 		if st.maxGap > burst && attempt < 4 {
 			t.Logf("attempt %d: the sender stalled for %v (more than the bucket's %v): again", attempt, st.maxGap, burst)
 			time.Sleep(time.Second) // (the bucket refills)

@@ -247,11 +247,11 @@ func TestDrainWithGracefulReleasePeriod(t *testing.T) {
 }
 
 // sessionsSettled returns the sessions once there are n of them (the UPF
-// deletes the sessions it reported after sending the reports), or after 5
-// seconds.
+// deletes the sessions it reported after sending the reports), or after 30
+// seconds (a busy machine).
 func sessionsSettled(t *testing.T, e *engine.Engine, n int) []model.Session {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if s := sessions(t, e); len(s) == n || time.Now().After(deadline) {
 			return s
 		}
