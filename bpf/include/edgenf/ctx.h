@@ -25,6 +25,10 @@ typedef struct __sk_buff ctx_t;
 #error "define EDGENF_HOOK_XDP or EDGENF_HOOK_TC"
 #endif
 
+/* Branch hint for a per-packet test whose rare side belongs out of the
+ * common path's line (verdict.h: enf_out, for frames with a priority). */
+#define enf_unlikely(x) __builtin_expect(!!(x), 0)
+
 static __always_inline void *ctx_data(ctx_t *ctx)
 {
 	return (void *)(long)ctx->data;

@@ -209,15 +209,22 @@ static __always_inline __u32 lb_hash(struct lb_conn_key *k)
 	return (__u32)h;
 }
 
-static __always_inline int lb_unknown(ctx_t *ctx, struct edgenf_md *md)
+/* The decision functions below return the port to send the frame out of,
+ * or LB_DROP or LB_PASS: lb_run turns each into its verdict at one place,
+ * so the framework's send (its direct hops: a tail call per port) is
+ * inlined once, not once per path. */
+#define LB_DROP (-1)
+#define LB_PASS (-2)
+
+static __always_inline int lb_unknown(void)
 {
 	__u32 zero = 0;
 	struct lb_cfg *cfg = bpf_map_lookup_elem(&lb_cfg, &zero);
 
 	enf_counter_inc(&lb_stats, LB_ST_UNKNOWN);
 	if (cfg && (cfg->flags & LB_CFG_PASS_UNKNOWN))
-		return enf_pass(ctx, md);
-	return enf_drop(ctx, md);
+		return LB_PASS;
+	return LB_DROP;
 }
 
 /* Answer ARP requests for a VIP or for the in-port's address. */
@@ -230,22 +237,22 @@ static __always_inline int lb_do_arp(ctx_t *ctx, struct edgenf_md *md, struct en
 	__be32 tpa;
 
 	if (!enf_in_bounds(ctx, eth, sizeof(*eth)) || !enf_in_bounds(ctx, a, sizeof(*a)))
-		return lb_unknown(ctx, md);
+		return lb_unknown();
 	if (a->op != bpf_htons(ARPOP_REQUEST) || !enf_arp_ipv4(a))
-		return lb_unknown(ctx, md);
+		return lb_unknown();
 	p = bpf_map_lookup_elem(&lb_ports, &in);
 	if (!p)
-		return lb_unknown(ctx, md);
+		return lb_unknown();
 	tpa = enf_arp_target(a);
 	if (!(p->ip && p->ip == tpa)) {
 		struct lb_vip vk = {.addr = {tpa}, .family = 4};
 
 		if (!bpf_map_lookup_elem(&lb_vips, &vk))
-			return lb_unknown(ctx, md);
+			return lb_unknown();
 	}
 	enf_arp_reply(eth, a, p->mac);
 	enf_counter_inc(&lb_stats, LB_ST_ARP);
-	return enf_send(ctx, md, in);
+	return in;
 }
 
 /* Rewrite one address and one port of a TCP/UDP packet, fixing the
@@ -353,17 +360,17 @@ static __always_inline int lb_do_ns(ctx_t *ctx, struct edgenf_md *md, struct enf
 
 	if (!enf_in_bounds(ctx, eth, sizeof(*eth)) || !enf_in_bounds(ctx, ip, sizeof(*ip)) ||
 	    !enf_in_bounds(ctx, ns, sizeof(*ns)) || !enf_nd_solicitation(ip, ns))
-		return lb_unknown(ctx, md);
+		return lb_unknown();
 	__builtin_memcpy(vk.addr, ns->target, 16);
 	p = bpf_map_lookup_elem(&lb_ports, &in);
 	if (!p)
-		return lb_unknown(ctx, md);
+		return lb_unknown();
 	own = (p->ip6[0] | p->ip6[1] | p->ip6[2] | p->ip6[3]) && lb_addr_eq(p->ip6, vk.addr);
 	if (!own && !bpf_map_lookup_elem(&lb_vips, &vk))
-		return lb_unknown(ctx, md);
+		return lb_unknown();
 	enf_nd_advertise(eth, ip, ns, p->mac, own ? 0 : ENF_NA_OVERRIDE);
 	enf_counter_inc(&lb_stats, LB_ST_ARP);
-	return enf_send(ctx, md, in);
+	return in;
 }
 
 static __always_inline int lb_set_macs(ctx_t *ctx, __u32 out, __u8 *dst)
@@ -510,7 +517,7 @@ static __always_inline int lb_forward(ctx_t *ctx, struct edgenf_md *md, struct e
 			struct lb_conn_key rk = {.sport = tport, .dport = ck->sport, .proto = ck->proto, .family = ck->family};
 
 			if (!enf_in_bounds(ctx, eth, sizeof(*eth)))
-				return enf_drop(ctx, md);
+				return LB_DROP;
 			__builtin_memcpy(n.vip, ck->daddr, 16);
 			__builtin_memcpy(rk.saddr, be->ip, 16);
 			__builtin_memcpy(rk.daddr, ck->saddr, 16);
@@ -518,19 +525,19 @@ static __always_inline int lb_forward(ctx_t *ctx, struct edgenf_md *md, struct e
 			bpf_map_update_elem(&lb_nat, &rk, &n, BPF_ANY);
 		}
 		if (ck->family == 6 ? lb_rewrite(ctx, pkt, 0, be->ip, be->tport, 1) : lb_rewrite(ctx, pkt, 0, be->ip, be->tport, 0))
-			return enf_drop(ctx, md);
+			return LB_DROP;
 	}
 	if (s->mode == LB_MODE_TUNNEL && lb_encap(ctx, pkt, be, ck)) {
 		enf_counter_inc(&lb_stats, LB_ST_NO_TUNNEL);
-		return enf_drop(ctx, md);
+		return LB_DROP;
 	}
 	if (lb_set_macs(ctx, be->port, be->mac))
-		return enf_drop(ctx, md);
+		return LB_DROP;
 	enf_counter_inc(&lb_stats, LB_ST_FORWARDED);
-	return enf_send(ctx, md, be->port);
+	return be->port;
 none:
 	enf_counter_inc(&lb_stats, LB_ST_NO_BACKEND);
-	return enf_drop(ctx, md);
+	return LB_DROP;
 }
 
 static __always_inline int lb(ctx_t *ctx, struct edgenf_md *md)
@@ -546,7 +553,7 @@ static __always_inline int lb(ctx_t *ctx, struct edgenf_md *md)
 		bpf_skb_pull_data(ctx, ctx->len < 128 ? ctx->len : 128);
 #endif
 	if (enf_parse(ctx, &pkt))
-		return enf_drop(ctx, md);
+		return LB_DROP;
 	if (pkt.l3_proto == ETH_P_ARP)
 		return lb_do_arp(ctx, md, &pkt);
 	/* IPv6: the upper-layer header right after the fixed one (enf_parse
@@ -559,15 +566,15 @@ static __always_inline int lb(ctx_t *ctx, struct edgenf_md *md)
 	}
 	if ((pkt.l3_proto != ETH_P_IP && pkt.l3_proto != ETH_P_IPV6) || !pkt.l4_off ||
 	    (pkt.l4_proto != IPPROTO_TCP && pkt.l4_proto != IPPROTO_UDP))
-		return lb_unknown(ctx, md);
+		return lb_unknown();
 	ports = enf_ptr(ctx, pkt.l4_off & 0x1ff);
 	if (!enf_in_bounds(ctx, ports, 4))
-		return enf_drop(ctx, md);
+		return LB_DROP;
 	if (pkt.l3_proto == ETH_P_IP) {
 		struct iphdr *ip = enf_ptr(ctx, pkt.l3_off & 0x1f);
 
 		if (!enf_in_bounds(ctx, ip, sizeof(*ip)))
-			return enf_drop(ctx, md);
+			return LB_DROP;
 		ck.saddr[0] = ip->saddr;
 		ck.daddr[0] = ip->daddr;
 		ck.family = 4;
@@ -575,7 +582,7 @@ static __always_inline int lb(ctx_t *ctx, struct edgenf_md *md)
 		struct ipv6hdr *ip6 = enf_ptr(ctx, pkt.l3_off & 0x1f);
 
 		if (!enf_in_bounds(ctx, ip6, sizeof(*ip6)))
-			return enf_drop(ctx, md);
+			return LB_DROP;
 		__builtin_memcpy(ck.saddr, &ip6->saddr, 16);
 		__builtin_memcpy(ck.daddr, &ip6->daddr, 16);
 		ck.family = 6;
@@ -603,13 +610,24 @@ static __always_inline int lb(ctx_t *ctx, struct edgenf_md *md)
 		__builtin_memcpy(cmac, n->cmac, ETH_ALEN);
 		__builtin_memcpy(vip, n->vip, 16);
 		if (ck.family == 6 ? lb_rewrite(ctx, &pkt, 1, vip, vport, 1) : lb_rewrite(ctx, &pkt, 1, vip, vport, 0))
-			return enf_drop(ctx, md);
+			return LB_DROP;
 		if (lb_set_macs(ctx, out, cmac))
-			return enf_drop(ctx, md);
+			return LB_DROP;
 		enf_counter_inc(&lb_stats, LB_ST_REPLIES);
-		return enf_send(ctx, md, out);
+		return out;
 	}
-	return lb_unknown(ctx, md);
+	return lb_unknown();
 }
 
-EDGENF_CUBE(lb)
+static __always_inline int lb_run(ctx_t *ctx, struct edgenf_md *md)
+{
+	int out = lb(ctx, md);
+
+	if (out >= 0)
+		return enf_send(ctx, md, out);
+	if (out == LB_PASS)
+		return enf_pass(ctx, md);
+	return enf_drop(ctx, md);
+}
+
+EDGENF_CUBE(lb_run)
