@@ -40,6 +40,7 @@ func init() {
 
 func setupCapture(e *scenario.Env, n int, attached bool) (*scenario.Topology, error) {
 	var capCube *datapath.Program
+	var loaded time.Duration
 	t, err := setupChainTap(e, datapath.XDP, n, n, func(d *datapath.Datapath) ([]datapath.Transparent, error) {
 		obj, err := nfcapture.Type.Object(datapath.XDP)
 		if err != nil {
@@ -49,9 +50,11 @@ func setupCapture(e *scenario.Env, n int, attached bool) (*scenario.Topology, er
 		if err != nil {
 			return nil, err
 		}
+		t0 := time.Now()
 		if capCube, err = d.LoadCube("capture", datapath.XDP, uint32(n), spec, nil); err != nil {
 			return nil, err
 		}
+		loaded = time.Since(t0) // the verifier, mostly: what a capture's start waits for
 		e.Defer(func() { capCube.Close() })
 		if err := nfcapture.Configure(capCube, &nfcapture.Config{Rate: -1}); err != nil {
 			return nil, err
@@ -61,8 +64,12 @@ func setupCapture(e *scenario.Env, n int, attached bool) (*scenario.Topology, er
 		}
 		return []datapath.Transparent{{Slot: uint32(n), Dir: datapath.Ingress}}, nil
 	})
-	if err != nil || !attached {
+	if err != nil {
 		return t, err
+	}
+	t.Info["capture load"] = loaded.Round(10 * time.Microsecond).String()
+	if !attached {
+		return t, nil
 	}
 	rd, err := nfcapture.Open(capCube)
 	if err != nil {

@@ -140,13 +140,20 @@ func setupChainTap(e *scenario.Env, hook datapath.Hook, total, chain int, tap fu
 	if err != nil {
 		return nil, err
 	}
+	t1 := time.Now()
 	st, err := d.AttachStub(p.A1, p.A1Idx, hook, datapath.Ingress, in, entry)
 	if err != nil {
 		return nil, err
 	}
+	peered := time.Since(t1)
 	e.Defer(st.Close)
 	t := p.Topology(p.B1MAC)
 	t.Info["hook"] = string(hook)
+	// what peering a cube with an interface costs the datapath: the
+	// first cube's direct entry loaded and linked there (XDP: the copy
+	// machine linked at TCX ingress too), each link waiting for an RCU
+	// grace period
+	t.Info["peer"] = peered.Round(10 * time.Microsecond).String()
 	if total > 1 || chain > 1 {
 		t.Info["cubes"] = fmt.Sprint(total)
 	}

@@ -121,6 +121,7 @@ func (s *Server) capture(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
+	begun := time.Now()
 	cfg := req.Config
 	raw, _ := json.Marshal(cfg)
 	var suffix [4]byte
@@ -188,6 +189,7 @@ func (s *Server) capture(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
+	attached := time.Since(begun)
 	defer s.eng.UpdateAs(context.Background(), actor, func(t *cube.Topology, _ tenant.Scope) error {
 		t.Detach(name)
 		return t.DeleteCube(name)
@@ -201,6 +203,20 @@ func (s *Server) capture(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer rd.Close()
+	log := s.eng.Logger().With("capture", name, "point", point, "hook", hook)
+	if req.Slice != "" {
+		log = log.With("slice", req.Slice)
+	}
+	if !id.admin {
+		log = log.With("tenant", id.tenant)
+	}
+	// what an operator waits for before the first frame can come: the
+	// capture cube loaded (the verifier) and attached
+	log.Info("capture started", "took", time.Since(begun).Round(time.Microsecond), "attached_after", attached.Round(time.Microsecond))
+	defer func() {
+		st, _ := rd.Stats()
+		log.Info("capture ended", "lasted", time.Since(begun).Round(time.Millisecond), "seen", st.Seen, "matched", st.Matched, "captured", st.Captured, "dropped", st.RateDrop+st.RingDrop)
+	}()
 	s.streamCapture(w, r, rd, req, point, chainEntry, cfg, hook, dur)
 }
 

@@ -73,11 +73,7 @@ func (d *Datapath) AttachStub(ifname string, ifindex int, hook Hook, dir Directi
 	if err := os.MkdirAll(sdir, 0o700); err != nil {
 		return nil, err
 	}
-	obj := stubXDP
-	if hook == TC {
-		obj = stubTC
-	}
-	spec, err := LoadSpec(obj)
+	spec, err := stubSpec(hook)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +90,7 @@ func (d *Datapath) AttachStub(ifname string, ifindex int, hook Hook, dir Directi
 		s.Close()
 		return nil, err
 	}
-	stub, prog := coll.Programs["edgenf_stub"], coll.Programs["edgenf_stub"]
+	stub, prog := coll.Programs[stubProgram], coll.Programs[stubProgram]
 	if direct != nil {
 		if prog, err = d.entryProgram(direct, s); err != nil {
 			s.Close()

@@ -105,11 +105,7 @@ func (d *Datapath) SetMetadata(md Metadata) error {
 // tests and benchmarks (each run resets the metadata as real traffic does).
 // The caller closes the program.
 func (d *Datapath) Entry(hook Hook, hop Hop, direct *Program) (*ebpf.Program, error) {
-	obj := stubXDP
-	if hook == TC {
-		obj = stubTC
-	}
-	spec, err := LoadSpec(obj)
+	spec, err := stubSpec(hook)
 	if err != nil {
 		return nil, err
 	}
@@ -134,5 +130,5 @@ func (d *Datapath) Entry(hook Hook, hop Hop, direct *Program) (*ebpf.Program, er
 	if direct != nil {
 		return d.entryProgram(direct, stub)
 	}
-	return coll.Programs["edgenf_stub"].Clone()
+	return coll.Programs[stubProgram].Clone()
 }
