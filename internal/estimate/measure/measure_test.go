@@ -49,8 +49,11 @@ func TestEveryRepetitionSeesTheOriginalFrame(t *testing.T) {
 				t.Fatalf("after 2 x 500 repetitions: p1 sent %d, p0 punted %d; want 1000 sent, none punted", st[1].TxPackets, st[0].PuntPackets)
 			}
 			t.Logf("%s: %.1f ns (%.1f-%.1f)", hook, res[0].NS, res[0].Lo, res[0].Hi)
-			if res[0].NS <= 0 {
-				t.Fatalf("cost %v ns", res[0].NS)
+			// Two rounds on a loaded machine can average below the empty
+			// program's cost; a router that no round prices above it is a
+			// broken measurement.
+			if res[0].Hi <= 0 {
+				t.Fatalf("cost %.1f ns (%.1f-%.1f): no round priced the router above the empty program", res[0].NS, res[0].Lo, res[0].Hi)
 			}
 		})
 	}
