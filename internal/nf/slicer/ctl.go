@@ -50,6 +50,7 @@ type (
 		DefaultSlice uint32
 		NLens        [pfxFields][2]uint8
 		_            [2]uint8
+		EntryPorts   uint64
 		Lens         [pfxFields][2][maxLens]uint8
 		Inline4      [pfxFields][maxInline]inline4
 	}
@@ -278,12 +279,24 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 		return fmt.Errorf("sl_pfx6: %w", err)
 	}
 	// last: a length is looked up only once its prefixes are in
-	conf := cfgVal{Kinds: kinds, DefaultSlice: def}
+	conf := cfgVal{Kinds: kinds, DefaultSlice: def, EntryPorts: entryPorts(c, slicePorts)}
 	conf.NLens, conf.Lens, conf.Inline4 = pfx.lengths()
 	if err := maps["sl_config"].Put(uint32(0), conf); err != nil {
 		return fmt.Errorf("sl_config: %w", err)
 	}
 	return ctl.syncEgress(cfg, list, mech)
+}
+
+// entryPorts is the bit per port of c that leads into no slice (sl_cfg's
+// entry_ports): frames in on those are classified straight away.
+func entryPorts(c *cube.Cube, slicePorts map[string]bool) uint64 {
+	var bits uint64
+	for _, p := range c.Ports {
+		if !slicePorts[p.Name] && p.Index >= 0 && p.Index < 64 {
+			bits |= 1 << p.Index
+		}
+	}
+	return bits
 }
 
 // resetLeases drops the per-CPU credit of every slice id whose policers

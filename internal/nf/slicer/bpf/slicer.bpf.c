@@ -61,6 +61,12 @@ struct sl_cfg {
 	 * first. */
 	__u8 nlens[SL_P_MAX][2];
 	__u8 pad[2];
+	/* Bit per port that is an entry port (no slice's port): a frame in
+	 * on one is classified without first asking sl_ports whether it
+	 * comes back from a slice. Written last, with the rest of sl_cfg: a
+	 * port whose bit is clear takes the sl_ports lookup, as every port
+	 * did before, so a stale bit can only cost that lookup. */
+	__u64 entry_ports;
 	__u8 lens[SL_P_MAX][2][SL_LENS];
 	struct sl_inline4 inline4[SL_P_MAX][SL_INLINE];
 };
@@ -387,6 +393,31 @@ static __always_inline int sl_fields(ctx_t *ctx, struct sl_fields *f, __u32 kind
 	f->has_ip = 0;
 	f->has_gtp = 0;
 	f->ue.family = 0;
+	/* The commonest case first: rules on IP fields only, and an untagged
+	 * IPv4 frame (at TC also one whose tag the kernel took out). The
+	 * same checks as enf_parse's, without its walk over VLAN tags and
+	 * with no offsets kept for an L4 header nobody reads. */
+	if (!(kinds & SL_NEED_L4)) {
+		struct ethhdr *eth = ctx_data(ctx);
+		struct iphdr *ip = (void *)(eth + 1);
+
+		if (enf_in_bounds(ctx, ip, sizeof(*ip)) && eth->h_proto == bpf_htons(ETH_P_IP)
+#if defined(EDGENF_HOOK_TC)
+		    && !ctx->vlan_present
+#endif
+		) {
+			if (!enf_ip4_sane(ctx, ip, ctx_len(ctx) - sizeof(*eth)))
+				return -1;
+			f->has_vlan = 0;
+			f->has_ip = 1;
+			f->dscp = ip->tos >> 2;
+			if (kinds & (1 << SL_K_SRC))
+				sl_addr4(&f->src, ip->saddr);
+			if (kinds & (1 << SL_K_DST))
+				sl_addr4(&f->dst, ip->daddr);
+			return 0;
+		}
+	}
 	if (enf_parse(ctx, &pkt))
 		return -1;
 	f->vlan = pkt.vlan;
@@ -743,18 +774,22 @@ static __always_inline int sl_enter(ctx_t *ctx, struct edgenf_md *md, __u32 id)
 
 static __always_inline int slicer(ctx_t *ctx, struct edgenf_md *md)
 {
-	__u32 zero = 0, in = md->in_port, len = ctx_len(ctx), id, back, chain;
+	__u32 zero = 0, in = md->in_port, len = ctx_len(ctx), id, back, chain = 0;
 	struct sl_fields f;
 	struct sl_counters *cnt;
 	struct sl_slice *s;
 	struct sl_cfg *cfg;
 
+	cfg = bpf_map_lookup_elem(&sl_config, &zero);
+	if (!cfg)
+		return enf_drop(ctx, md);
 	/* back from a slice's chain: on the slice's port, or on virtual port
 	 * EDGENF_MAX_PORTS + id from a chain entry; out by its entry port */
-	if (in < EDGENF_MAX_PORTS) {
+	if (in < EDGENF_MAX_PORTS && (cfg->entry_ports & (1ULL << in))) {
+		id = 0;
+	} else if (in < EDGENF_MAX_PORTS) {
 		back = in + EDGENF_MAX_PORTS;
 		id = sl_hit(bpf_map_lookup_elem(&sl_ports, &back));
-		chain = 0;
 	} else if (in < EDGENF_MAX_PORTS + SL_MAX) {
 		id = in - EDGENF_MAX_PORTS;
 		chain = SL_F_CHAIN;
@@ -778,9 +813,6 @@ static __always_inline int slicer(ctx_t *ctx, struct edgenf_md *md)
 		sl_mark(ctx, md, s, id);
 		return enf_send(ctx, md, s->entry);
 	}
-	cfg = bpf_map_lookup_elem(&sl_config, &zero);
-	if (!cfg)
-		return enf_drop(ctx, md);
 	if (sl_fields(ctx, &f, cfg->kinds)) {
 		sl_policy_drop(1, len);
 		return enf_drop(ctx, md);
