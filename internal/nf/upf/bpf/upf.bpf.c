@@ -696,8 +696,9 @@ static __always_inline __u16 upf_fold(__u64 s)
  * over IPv6: RFC 8200 8.1), the UDP checksum field being zero. The datagram
  * is copied into a per-CPU buffer first: bpf_csum_diff cannot be proven to
  * stay inside a packet over a length known only at run time. Returns 0 when
- * the datagram is longer than the buffer. */
-static __always_inline __sum16 upf_udp6_csum(ctx_t *ctx, __u32 l3, __u32 udplen)
+ * the datagram is longer than the buffer. Out of line: one copy for both
+ * encapsulations (the packet's and a DUPL copy's). */
+static __attribute__((noinline)) __sum16 upf_udp6_csum(ctx_t *ctx, __u32 l3, __u32 udplen)
 {
 	struct ipv6hdr *ip6 = enf_ptr(ctx, l3 & 0xff);
 	struct upf_buf *buf;
@@ -865,19 +866,23 @@ static __always_inline int upf_encap(ctx_t *ctx, struct upf_fwd *far, struct upf
 		__builtin_memcpy(&ip6->daddr, far->peer, 16);
 	} else {
 		struct iphdr *ip = enf_ptr(ctx, sizeof(struct ethhdr));
+		__be16 vt = bpf_htons(0x4500 | ((far->action & FAR_TOS) ? far->tos : 0));
+		__be16 tot = bpf_htons(inner_len + iplen + sizeof(struct udphdr) + gtplen);
+		__be32 saddr = p->ip4, daddr = far->peer[0];
 
 		if (!enf_in_bounds(ctx, ip, sizeof(*ip)))
 			return -1;
-		*(__u16 *)ip = bpf_htons(0x4500 | ((far->action & FAR_TOS) ? far->tos : 0));
-		ip->tot_len = bpf_htons(inner_len + iplen + sizeof(struct udphdr) + gtplen);
+		/* The header checksum from the values in registers, not read
+		 * back from the frame: id 0, DF, TTL 64, UDP are constants. */
+		*(__be16 *)ip = vt;
+		ip->tot_len = tot;
 		ip->id = 0;
 		ip->frag_off = bpf_htons(0x4000); /* DF */
 		ip->ttl = 64;
 		ip->protocol = IPPROTO_UDP;
-		ip->check = 0;
-		ip->saddr = p->ip4;
-		ip->daddr = far->peer[0];
-		ip->check = enf_ipv4_csum(ip);
+		ip->saddr = saddr;
+		ip->daddr = daddr;
+		ip->check = ~upf_fold((__u64)vt + tot + bpf_htons(0x4000) + bpf_htons(64 << 8 | IPPROTO_UDP) + saddr + daddr);
 	}
 	udp = enf_ptr(ctx, l4);
 	if (!enf_in_bounds(ctx, udp, sizeof(*udp)))
@@ -922,8 +927,9 @@ static __always_inline int upf_encap(ctx_t *ctx, struct upf_fwd *far, struct upf
  * payload: at XDP it is recorded for the copy machine (copy.h), at TC the
  * skb is cloned; else it goes through the daemon. A copy whose next hop is
  * unknown goes to the daemon, which resolves it and sends the copy.
- * Returns -1 when the frame was damaged (drop it). */
-static __always_inline int upf_dupl(ctx_t *ctx, struct edgenf_md *md, __u32 fi, struct upf_flow *f)
+ * Returns -1 when the frame was damaged (drop it). Out of line: most FARs
+ * do not duplicate, and the apply step's code stays short without it. */
+static __attribute__((noinline)) int upf_dupl(ctx_t *ctx, struct edgenf_md *md, __u32 fi, struct upf_flow *f)
 {
 	struct upf_far *far = bpf_map_lookup_elem(&upf_fars, &fi);
 	struct upf_port *p;
