@@ -2,6 +2,7 @@ package cube_test
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"testing"
 
@@ -75,5 +76,59 @@ func TestEditsCopyOnWrite(t *testing.T) {
 	}
 	if cubes, _ := work.Touched(); !slices.Contains(cubes, "b") || work.Cubes["b"] != nil || applied.Cubes["b"] == nil {
 		t.Errorf("delete: touched %v; working copy has b: %v; applied has b: %v", cubes, work.Cubes["b"] != nil, applied.Cubes["b"] != nil)
+	}
+}
+
+// TestUntrackedFindsEditsAroundTheAccessors: against an applied state
+// whose cubes are marked, a working copy's cubes set or deleted in
+// t.Cubes directly are found, however they were made (a new cube, a
+// Clone, a struct copy, another cube moved under the key, a cube the
+// applied state no longer holds); edits through the accessors are not.
+func TestUntrackedFindsEditsAroundTheAccessors(t *testing.T) {
+	applied := cube.NewTopology()
+	for _, n := range []string{"a", "b", "c"} {
+		applied.Cubes[n] = &cube.Cube{Name: n, Type: "portfwd"}
+	}
+	applied.MarkApplied("a", "b", "c")
+	old := applied.Cubes["c"]
+	// c is replaced by an applied change: its old copy is no longer applied
+	applied.Unmark("c")
+	applied.Cubes["c"] = &cube.Cube{Name: "c", Type: "portfwd", Tenant: "red"}
+	applied.MarkApplied("c")
+	working := func() *cube.Topology {
+		w := &cube.Topology{Cubes: maps.Clone(applied.Cubes), Attachments: map[string][]string{}}
+		w.Share()
+		return w
+	}
+	cases := []struct {
+		what    string
+		edit    func(w *cube.Topology)
+		set     []string
+		deleted bool
+	}{
+		{"nothing", func(w *cube.Topology) {}, nil, false},
+		{"tracked edit, put and remove", func(w *cube.Topology) {
+			c, _ := w.Edit("a")
+			c.Tenant = "red"
+			w.Put(&cube.Cube{Name: "d"})
+			w.Remove("b")
+		}, nil, false},
+		{"a new cube set directly", func(w *cube.Topology) { w.Cubes["d"] = &cube.Cube{Name: "d"} }, []string{"d"}, false},
+		{"a cube replaced by its Clone", func(w *cube.Topology) { w.Cubes["a"] = w.Cubes["a"].Clone() }, []string{"a"}, false},
+		{"a cube replaced by a struct copy", func(w *cube.Topology) { c := *w.Cubes["a"]; w.Cubes["a"] = &c }, []string{"a"}, false},
+		{"a cube moved under another key", func(w *cube.Topology) { w.Cubes["a"] = w.Cubes["b"] }, []string{"a"}, false},
+		{"a cube the applied state no longer holds", func(w *cube.Topology) { w.Cubes["c"] = old }, []string{"c"}, false},
+		{"a cube deleted directly", func(w *cube.Topology) { delete(w.Cubes, "b") }, nil, true},
+		{"a cube deleted directly, another put", func(w *cube.Topology) { delete(w.Cubes, "b"); w.Put(&cube.Cube{Name: "d"}) }, nil, true},
+		{"a cube deleted directly, another edited", func(w *cube.Topology) { delete(w.Cubes, "b"); w.Edit("a") }, nil, true},
+	}
+	for _, c := range cases {
+		w := working()
+		c.edit(w)
+		set, deleted := w.Untracked(applied)
+		slices.Sort(set)
+		if !slices.Equal(set, c.set) || deleted != c.deleted {
+			t.Errorf("%s: untracked %v, deleted %v; want %v, %v", c.what, set, deleted, c.set, c.deleted)
+		}
 	}
 }

@@ -163,6 +163,7 @@ func (e *Engine) applyChange(next *cube.Topology, d dirty, endpoints []string) e
 		restoreSlots()
 		return fmt.Errorf("persist state: %w", err)
 	}
+	markApplied(prev, next, cs, d.all)
 	e.topo = next
 	e.noteUsage(prev, next, cs, d.all) // before keepSpare makes prev the spare copy
 	e.noteSlicers(next, cs)

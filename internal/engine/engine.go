@@ -252,6 +252,7 @@ func Open(cfg Config) (*Engine, error) {
 		return fail(fmt.Errorf("restore state: %w", err))
 	}
 	e.topo, e.gen = f.Topology, f.Gen
+	markApplied(nil, e.topo, nil, true)
 	e.tenants.usage = nil // counted from the restored state, its down cubes known
 	for name, c := range e.topo.Cubes {
 		if isSlicer(c) {
