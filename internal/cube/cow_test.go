@@ -2,6 +2,7 @@ package cube_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"testing"
@@ -130,5 +131,47 @@ func TestUntrackedFindsEditsAroundTheAccessors(t *testing.T) {
 		if !slices.Equal(set, c.set) || deleted != c.deleted {
 			t.Errorf("%s: untracked %v, deleted %v; want %v, %v", c.what, set, deleted, c.set, c.deleted)
 		}
+	}
+}
+
+// BenchmarkUntracked: the untracked-edit guard a daemon runs on every
+// change, at N cubes, with the marks (Untracked) and, as the baseline in
+// the same run, comparing every cube with the applied state's (the guard
+// before marks: a lookup per cube).
+func BenchmarkUntracked(b *testing.B) {
+	for _, n := range []int{100, 3000} {
+		applied := cube.NewTopology()
+		for i := range n {
+			name := fmt.Sprintf("t%da", i)
+			applied.Cubes[name] = &cube.Cube{Name: name, Type: "portfwd"}
+		}
+		applied.MarkApplied(applied.CubeNames()...)
+		w := &cube.Topology{Cubes: maps.Clone(applied.Cubes), Attachments: map[string][]string{}}
+		w.Share()
+		w.Edit("t1a")
+		b.Run(fmt.Sprintf("cubes=%d/marks", n), func(b *testing.B) {
+			for b.Loop() {
+				if set, deleted := w.Untracked(applied); len(set) > 0 || deleted {
+					b.Fatal(set, deleted)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("cubes=%d/lookups", n), func(b *testing.B) {
+			for b.Loop() {
+				kept, set := 0, 0
+				for name, c := range w.Cubes {
+					old, ok := applied.Cubes[name]
+					if ok {
+						kept++
+					}
+					if c != old && !w.Owns(name) {
+						set++
+					}
+				}
+				if set > 0 || kept != n {
+					b.Fatal(set, kept)
+				}
+			}
+		})
 	}
 }
