@@ -304,6 +304,10 @@ func (a *Admission) build(rev uint64, t *cube.Topology, chains bool) (*admitted,
 		return st, nil
 	}
 	entries := chainEntriesOf(t)
+	for c, sc := range entries.slices { // kept with the costs (walkChange)
+		a.costs.slices[c] = sc
+	}
+	entries.slices = a.costs.slices
 	st.entries = entries.by
 	peered := map[string]bool{}
 	var keys []startKey
@@ -518,7 +522,9 @@ func (a *Admission) walkChange(ch Change) (*delta, error) {
 		affected[k] = true
 	}
 	// Next's chain entries: the kept ones, under the changed slicers'.
-	entries := chainEntries{by: st.entries, over: d.entries, slices: map[*cube.Cube]*slicer{}}
+	// slicers decoded are kept with the costs (a slicer of 1,000 slices
+	// decoded again for every change inside one slice was most of it)
+	entries := chainEntries{by: st.entries, over: d.entries, slices: a.costs.slices}
 	peered := func(iface string) bool {
 		for k := range st.from[iface] {
 			if k.point == "" && !dirty[k.cube] {

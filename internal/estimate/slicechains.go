@@ -177,6 +177,11 @@ func intoChains(t *cube.Topology, ch Chain, c *cube.Cube, in cube.Port, visited 
 		if sl.Chain == "" {
 			continue
 		}
+		// the slice's unit first: what follows is read for it alone
+		next, entries, ok := entries.branch(ch, c.Name+"/"+sl.Chain)
+		if !ok {
+			continue
+		}
 		into := &chainEntry{slicer: c, slice: sl}
 		ep, err := cube.ParseEndpoint(sl.Chain)
 		if err != nil || !ep.IsCube() {
@@ -185,10 +190,6 @@ func intoChains(t *cube.Topology, ch Chain, c *cube.Cube, in cube.Port, visited 
 		entries.ref(ep.Cube)
 		first := t.Cubes[ep.Cube]
 		if first == nil || first.Port(ep.Port) == nil {
-			continue
-		}
-		next, entries, ok := entries.branch(ch, c.Name+"/"+sl.Chain)
-		if !ok {
 			continue
 		}
 		next.slice = into
