@@ -2,8 +2,6 @@ package cube_test
 
 import (
 	"encoding/json"
-	"fmt"
-	"maps"
 	"slices"
 	"testing"
 
@@ -77,101 +75,5 @@ func TestEditsCopyOnWrite(t *testing.T) {
 	}
 	if cubes, _ := work.Touched(); !slices.Contains(cubes, "b") || work.Cubes["b"] != nil || applied.Cubes["b"] == nil {
 		t.Errorf("delete: touched %v; working copy has b: %v; applied has b: %v", cubes, work.Cubes["b"] != nil, applied.Cubes["b"] != nil)
-	}
-}
-
-// TestUntrackedFindsEditsAroundTheAccessors: against an applied state
-// whose cubes are marked, a working copy's cubes set or deleted in
-// t.Cubes directly are found, however they were made (a new cube, a
-// Clone, a struct copy, another cube moved under the key, a cube the
-// applied state no longer holds); edits through the accessors are not.
-func TestUntrackedFindsEditsAroundTheAccessors(t *testing.T) {
-	applied := cube.NewTopology()
-	for _, n := range []string{"a", "b", "c"} {
-		applied.Cubes[n] = &cube.Cube{Name: n, Type: "portfwd"}
-	}
-	applied.MarkApplied("a", "b", "c")
-	old := applied.Cubes["c"]
-	// c is replaced by an applied change: its old copy is no longer applied
-	applied.Unmark("c")
-	applied.Cubes["c"] = &cube.Cube{Name: "c", Type: "portfwd", Tenant: "red"}
-	applied.MarkApplied("c")
-	working := func() *cube.Topology {
-		w := &cube.Topology{Cubes: maps.Clone(applied.Cubes), Attachments: map[string][]string{}}
-		w.Share()
-		return w
-	}
-	cases := []struct {
-		what    string
-		edit    func(w *cube.Topology)
-		set     []string
-		deleted bool
-	}{
-		{"nothing", func(w *cube.Topology) {}, nil, false},
-		{"tracked edit, put and remove", func(w *cube.Topology) {
-			c, _ := w.Edit("a")
-			c.Tenant = "red"
-			w.Put(&cube.Cube{Name: "d"})
-			w.Remove("b")
-		}, nil, false},
-		{"a new cube set directly", func(w *cube.Topology) { w.Cubes["d"] = &cube.Cube{Name: "d"} }, []string{"d"}, false},
-		{"a cube replaced by its Clone", func(w *cube.Topology) { w.Cubes["a"] = w.Cubes["a"].Clone() }, []string{"a"}, false},
-		{"a cube replaced by a struct copy", func(w *cube.Topology) { c := *w.Cubes["a"]; w.Cubes["a"] = &c }, []string{"a"}, false},
-		{"a cube moved under another key", func(w *cube.Topology) { w.Cubes["a"] = w.Cubes["b"] }, []string{"a"}, false},
-		{"a cube the applied state no longer holds", func(w *cube.Topology) { w.Cubes["c"] = old }, []string{"c"}, false},
-		{"a cube deleted directly", func(w *cube.Topology) { delete(w.Cubes, "b") }, nil, true},
-		{"a cube deleted directly, another put", func(w *cube.Topology) { delete(w.Cubes, "b"); w.Put(&cube.Cube{Name: "d"}) }, nil, true},
-		{"a cube deleted directly, another edited", func(w *cube.Topology) { delete(w.Cubes, "b"); w.Edit("a") }, nil, true},
-	}
-	for _, c := range cases {
-		w := working()
-		c.edit(w)
-		set, deleted := w.Untracked(applied)
-		slices.Sort(set)
-		if !slices.Equal(set, c.set) || deleted != c.deleted {
-			t.Errorf("%s: untracked %v, deleted %v; want %v, %v", c.what, set, deleted, c.set, c.deleted)
-		}
-	}
-}
-
-// BenchmarkUntracked: the untracked-edit guard a daemon runs on every
-// change, at N cubes, with the marks (Untracked) and, as the baseline in
-// the same run, comparing every cube with the applied state's (the guard
-// before marks: a lookup per cube).
-func BenchmarkUntracked(b *testing.B) {
-	for _, n := range []int{100, 3000} {
-		applied := cube.NewTopology()
-		for i := range n {
-			name := fmt.Sprintf("t%da", i)
-			applied.Cubes[name] = &cube.Cube{Name: name, Type: "portfwd"}
-		}
-		applied.MarkApplied(applied.CubeNames()...)
-		w := &cube.Topology{Cubes: maps.Clone(applied.Cubes), Attachments: map[string][]string{}}
-		w.Share()
-		w.Edit("t1a")
-		b.Run(fmt.Sprintf("cubes=%d/marks", n), func(b *testing.B) {
-			for b.Loop() {
-				if set, deleted := w.Untracked(applied); len(set) > 0 || deleted {
-					b.Fatal(set, deleted)
-				}
-			}
-		})
-		b.Run(fmt.Sprintf("cubes=%d/lookups", n), func(b *testing.B) {
-			for b.Loop() {
-				kept, set := 0, 0
-				for name, c := range w.Cubes {
-					old, ok := applied.Cubes[name]
-					if ok {
-						kept++
-					}
-					if c != old && !w.Owns(name) {
-						set++
-					}
-				}
-				if set > 0 || kept != n {
-					b.Fatal(set, kept)
-				}
-			}
-		})
 	}
 }

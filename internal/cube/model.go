@@ -36,9 +36,6 @@ type Cube struct {
 	// state: why the cube is not running (it could not be restored). Its
 	// frames are dropped until it is changed or deleted.
 	Down string `json:"down,omitempty" yaml:"down,omitempty"`
-	// applied marks the cube as one of an applied topology's (cow.go):
-	// never copied (Clone drops it), never encoded.
-	applied *appliedMark
 }
 
 // Port is a virtual port of a cube.
@@ -85,7 +82,6 @@ func (t *Topology) Clone() *Topology {
 // Clone returns a deep copy of the cube (raw JSON values shared).
 func (c *Cube) Clone() *Cube {
 	n := *c
-	n.applied = nil // a copy is not the applied cube
 	n.Ports = make([]Port, len(c.Ports))
 	for i, p := range c.Ports {
 		p.Addresses = append([]string(nil), p.Addresses...)

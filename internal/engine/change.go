@@ -163,7 +163,6 @@ func (e *Engine) applyChange(next *cube.Topology, d dirty, endpoints []string) e
 		restoreSlots()
 		return fmt.Errorf("persist state: %w", err)
 	}
-	markApplied(prev, next, cs, d.all)
 	e.topo = next
 	e.index.note(prev, next, cs, d.all)
 	e.noteUsage(prev, next, cs, d.all) // before keepSpare makes prev the spare copy

@@ -73,17 +73,26 @@ func (e *Engine) dirtyOf(next *cube.Topology) dirty {
 // recorded now as if Edit or Remove had done it. It is then in the change's
 // dirty set, so the tenant scope check (Scope.ChangeOf) sees it, the
 // reconcile and the journal take it, and an aborted change puts it back.
-// The applied cubes carry marks (cube.Topology.MarkApplied, kept by
-// markApplied): one field compare per cube of next, no lookup in the
-// applied state; the applied cubes are walked only when some of them are
-// missing from next. A shared cube changed in place changes the applied
-// state itself: only the edit check sees that.
+// One pointer comparison per cube (the working copy shares the cubes it
+// did not change with the applied state); the applied cubes are walked
+// only when some of them are missing from next. A shared cube changed in
+// place changes the applied state itself: only the edit check sees that.
 func (e *Engine) trackUntracked(next *cube.Topology) {
-	set, deleted := next.Untracked(e.topo)
+	var set []string
+	kept := 0 // applied cubes still in next
+	for name, c := range next.Cubes {
+		old, ok := e.topo.Cubes[name]
+		if ok {
+			kept++
+		}
+		if c != old && !next.Owns(name) {
+			set = append(set, name)
+		}
+	}
 	for _, name := range set {
 		next.Edit(name) // records it (under its key, whatever its Name says)
 	}
-	if !deleted {
+	if kept == len(e.topo.Cubes) {
 		return
 	}
 	for name := range e.topo.Cubes {
@@ -91,22 +100,6 @@ func (e *Engine) trackUntracked(next *cube.Topology) {
 			next.Remove(name) // recorded again if it was Removed: harmless
 		}
 	}
-}
-
-// markApplied keeps the applied cubes' marks (trackUntracked) when next
-// replaces prev: the cubes the change replaced or deleted lose theirs, its
-// new ones get one (all: every cube, a declarative apply or a restore).
-func markApplied(prev, next *cube.Topology, cs *changeSet, all bool) {
-	if all {
-		if prev != nil {
-			prev.Unmark(prev.CubeNames()...)
-		}
-		next.MarkApplied(next.CubeNames()...)
-		return
-	}
-	names := sorted(cs.changed)
-	prev.Unmark(names...)
-	next.MarkApplied(names...)
 }
 
 // dirtyAll is dirtyOf for a topology that is not a working copy (a

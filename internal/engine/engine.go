@@ -256,7 +256,6 @@ func Open(cfg Config) (*Engine, error) {
 		return fail(fmt.Errorf("restore state: %w", err))
 	}
 	e.topo, e.gen = f.Topology, f.Gen
-	markApplied(nil, e.topo, nil, true)
 	e.index.rebuild(e.topo)
 	e.tenants.usage = nil // counted from the restored state, its down cubes known
 	for name, c := range e.topo.Cubes {
