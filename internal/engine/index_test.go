@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/edgenf/edgenf/internal/cube"
@@ -176,5 +178,66 @@ func TestCheckEndpointsOfDirtyCubesJudgesAsTheFullCheck(t *testing.T) {
 	}
 	if refused == 0 || refused == 500 {
 		t.Fatalf("%d of 500 random changes refused: the test does not exercise both verdicts", refused)
+	}
+}
+
+// TestEngineIndexKeptThroughChanges: the engine's index follows its
+// changes (tracked, declarative) and a restart, and knownTenant answers
+// from it: a tenant with cubes and no record is known until its last
+// cube goes.
+func TestEngineIndexKeptThroughChanges(t *testing.T) {
+	e := testEngine(t, "enfindex")
+	check := func(when string) {
+		t.Helper()
+		applied := e.Topology()
+		for _, who := range []string{"", "red", "blue"} {
+			use, _ := tenant.Count(applied, who, nil)
+			cubes, attached := e.Holds(who)
+			if int64(cubes) != use[tenant.Cubes] || int64(attached) != use[tenant.Attachments] {
+				t.Fatalf("%s: %q holds %d cubes, %d attachments by the index; %d, %d counted", when, who, cubes, attached, use[tenant.Cubes], use[tenant.Attachments])
+			}
+		}
+	}
+	red := func(i int) []*cube.Cube {
+		cs := chain(i)
+		for _, c := range cs {
+			c.Tenant = "red"
+		}
+		return cs
+	}
+	chains(t, e, 2, append(red(7), &cube.Cube{Name: "mon", Type: "monitor", Tenant: "red"})...)
+	if err := e.Update(func(tp *cube.Topology) error { return tp.Attach("mon", "c0a:p0", "last") }); err != nil {
+		t.Fatal(err)
+	}
+	check("after adding")
+	if err := e.knownTenant("red"); err != nil {
+		t.Fatalf("red has cubes: %v", err)
+	}
+	if err := e.Update(func(tp *cube.Topology) error {
+		c, err := tp.Edit("c7a")
+		c.Tenant = "blue"
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	check("after moving a cube to blue")
+	if _, err := e.Replace(context.Background(), e.Topology(), false); err != nil {
+		t.Fatal(err)
+	}
+	check("after a declarative apply")
+	if err := e.Update(func(tp *cube.Topology) error {
+		tp.Detach("mon")
+		for _, n := range []string{"mon", "c7a", "c7b"} {
+			if err := tp.DeleteCube(n); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	check("after removing red's cubes")
+	if err := e.knownTenant("red"); err == nil || !strings.Contains(err.Error(), `no tenant named "red"`) {
+		t.Fatalf("red has no cube and no record: %v", err)
 	}
 }
