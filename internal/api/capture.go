@@ -81,10 +81,10 @@ func removeStaleCaptures(s *Server) {
 }
 
 // pointHook is the hook a transparent cube on point must run at: the
-// hook of the cube that owns it or is peered with the interface, else that
-// of the cubes attached there, else TC (it sees both directions of an
-// interface).
-func pointHook(t *cube.Topology, point string) datapath.Hook {
+// hook of the cube that owns it or is peered with the interface (peerOf:
+// the engine's index of t), else that of the cubes attached there, else
+// TC (it sees both directions of an interface).
+func pointHook(t *cube.Topology, point string, peerOf func(iface string) (string, bool)) datapath.Hook {
 	ep, err := cube.ParseEndpoint(point)
 	if err != nil {
 		return datapath.TC
@@ -95,10 +95,10 @@ func pointHook(t *cube.Topology, point string) datapath.Hook {
 		}
 		return datapath.TC
 	}
-	for _, n := range t.CubeNames() {
-		for _, p := range t.Cubes[n].Ports {
-			if p.Peer == ep.Iface {
-				return t.Cubes[n].Hook
+	if peer, ok := peerOf(ep.Iface); ok {
+		if pe, err := cube.ParseEndpoint(peer); err == nil {
+			if c := t.Cubes[pe.Cube]; c != nil {
+				return c.Hook
 			}
 		}
 	}
@@ -163,10 +163,10 @@ func (s *Server) capture(w http.ResponseWriter, r *http.Request) {
 				raw, _ = json.Marshal(flipped)
 			}
 			if len(limits) > 0 {
-				now, err := tenant.Count(t, id.tenant, nil)
-				if err != nil {
-					return err
-				}
+				// what it holds, from the engine's index (t is still the
+				// applied state: nothing is changed yet)
+				cubes, attached := s.eng.Holds(id.tenant)
+				now := tenant.Usage{tenant.Cubes: int64(cubes), tenant.Attachments: int64(attached)}
 				next := tenant.Usage{tenant.Cubes: now[tenant.Cubes] + 1, tenant.Attachments: now[tenant.Attachments] + 1}
 				if err := tenant.Check(limits, now, next); err != nil {
 					return err
@@ -175,7 +175,7 @@ func (s *Server) capture(w http.ResponseWriter, r *http.Request) {
 		} else if err := sc.Ref(t, "point", point); err != nil {
 			return err
 		}
-		hook = pointHook(t, point)
+		hook = pointHook(t, point, s.eng.PeerOf)
 		c := &cube.Cube{Name: name, Type: nfcapture.Type.Name, Hook: hook, Config: raw}
 		if !id.admin {
 			c.Tenant = id.tenant

@@ -90,7 +90,7 @@ func (e *Engine) commit(who tenant.Actor, next *cube.Topology, d dirty) error {
 	if err := e.scope(who).ChangeOf(e.topo, next, d.cubes); err != nil {
 		return err
 	}
-	if err := e.checkEndpoints(next); err != nil {
+	if err := e.checkEndpoints(next, d); err != nil {
 		return err
 	}
 	if err := e.validate(next, d.cubes); err != nil {
@@ -116,7 +116,7 @@ func (e *Engine) commit(who tenant.Actor, next *cube.Topology, d dirty) error {
 // them as they now are).
 func (e *Engine) applyChange(next *cube.Topology, d dirty, endpoints []string) error {
 	prev := e.topo
-	cs := changes(prev, next, d, e.chainsOf(next, d.cubes))
+	cs := changes(prev, next, d, e.chainsOf(next, d.cubes), e.PeerOf)
 	// a change assigns and frees the slots of its changed cubes only
 	prevSlots := map[string]*uint32{}
 	for name := range cs.changed {
@@ -164,6 +164,7 @@ func (e *Engine) applyChange(next *cube.Topology, d dirty, endpoints []string) e
 		return fmt.Errorf("persist state: %w", err)
 	}
 	e.topo = next
+	e.index.note(prev, next, cs, d.all)
 	e.noteUsage(prev, next, cs, d.all) // before keepSpare makes prev the spare copy
 	e.noteSlicers(next, cs)
 	e.keepSpare(prev, next, cs, d.all)
@@ -257,21 +258,22 @@ func (e *Engine) save(next *cube.Topology) error {
 // the current state already uses count as present even if they vanished (a
 // deleted namespace must not block unrelated changes); new peers must exist.
 type sysInfo struct {
-	t     *cube.Topology
-	known map[string]bool // the interfaces t uses, when first needed
+	t      *cube.Topology
+	peerOf func(iface string) (string, bool) // in t (index.go)
 }
 
 func (s *sysInfo) IfaceExists(name string) bool {
 	if _, err := netlink.LinkByName(name); err == nil {
 		return true
 	}
-	if s.known == nil {
-		s.known = usedIfaces(s.t)
+	if _, ok := s.peerOf(name); ok {
+		return true
 	}
-	return s.known[name]
+	_, attached := s.t.Attachments[name]
+	return attached
 }
 
-func (e *Engine) sys() *sysInfo { return &sysInfo{t: e.topo} }
+func (e *Engine) sys() *sysInfo { return &sysInfo{t: e.topo, peerOf: e.PeerOf} }
 
 // usedIfaces are the interfaces a topology peers with or attaches to.
 func usedIfaces(t *cube.Topology) map[string]bool {

@@ -35,8 +35,9 @@ type changeSet struct {
 }
 
 // changes finds what turns prev into next, whose changed cubes and
-// attachment points are known (cow.go).
-func changes(prev, next *cube.Topology, d dirty, chains *chainIndex) *changeSet {
+// attachment points are known (cow.go); peerOf names the cube port peered
+// with an interface in prev (the engine's index: index.go).
+func changes(prev, next *cube.Topology, d dirty, chains *chainIndex, peerOf func(iface string) (string, bool)) *changeSet {
 	cs := &changeSet{changed: map[string]bool{}, ensure: map[string]bool{}, plan: map[string]bool{}, ifaces: map[string]bool{}, chains: chains}
 	for _, name := range d.cubes {
 		cs.changed[name] = true
@@ -67,7 +68,6 @@ func changes(prev, next *cube.Topology, d dirty, chains *chainIndex) *changeSet 
 			}
 		}
 	}
-	var ifacePeers map[string]string // interface → the cube peered with it
 	for _, point := range cs.points {
 		cs.addAll(cs.ensure, prev.Attachments[point], next)
 		cs.addAll(cs.ensure, next.Attachments[point], next)
@@ -83,13 +83,13 @@ func changes(prev, next *cube.Topology, d dirty, chains *chainIndex) *changeSet 
 		}
 		cs.ifaces[ep.Iface] = true
 		// the hop into its cube runs its ingress stack (and an XDP cube's
-		// hop out of it its egress stack): one walk, only when an
-		// interface's attachments change
-		if ifacePeers == nil {
-			ifacePeers = peeredIfaces(next)
-		}
-		if name, ok := ifacePeers[ep.Iface]; ok {
-			cs.plan[name] = true
+		// hop out of it its egress stack). The cube peered with it in
+		// prev is the one in next unless the change changed that cube,
+		// and the changed ones are planned anyway.
+		if peer, ok := peerOf(ep.Iface); ok {
+			if pe, err := cube.ParseEndpoint(peer); err == nil {
+				cs.plan[pe.Cube] = true
+			}
 		}
 	}
 	for name := range cs.ensure {
@@ -166,17 +166,4 @@ func (cs *changeSet) addAll(set map[string]bool, names []string, t *cube.Topolog
 // sorted lists a set's names in order.
 func sorted(set map[string]bool) []string {
 	return slices.Sorted(maps.Keys(set))
-}
-
-// peeredIfaces maps each interface peered with a cube port to its cube.
-func peeredIfaces(t *cube.Topology) map[string]string {
-	out := map[string]string{}
-	for name, c := range t.Cubes {
-		for _, p := range c.Ports {
-			if ep, err := cube.ParseEndpoint(p.Peer); err == nil && !ep.IsCube() {
-				out[ep.Iface] = name
-			}
-		}
-	}
-	return out
 }

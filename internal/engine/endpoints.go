@@ -101,10 +101,8 @@ func (e *Engine) AddEndpoint(ep *endpoint.Endpoint) (bool, error) {
 	if typ, err := cube.Lookup(c.Type); err == nil && typ.Transparent {
 		return false, cube.Errorf("cube", "cube %s is a %s, a transparent cube: it has no ports to plug a workload into", c.Name, c.Type)
 	}
-	for _, other := range e.endpoints {
-		if other.Interface == ep.Interface {
-			return false, cube.Conflict("interface", "interface %s is endpoint %s's", ep.Interface, other.Name)
-		}
+	if other, ok := e.endpointOn(ep.Interface); ok {
+		return false, cube.Conflict("interface", "interface %s is endpoint %s's", ep.Interface, other.Name)
 	}
 	for _, name := range e.tenantNames() {
 		if name != ep.Tenant && e.tenants.record(name).Owns(ep.Interface) {
@@ -149,9 +147,9 @@ func (e *Engine) addEndpoint(next *cube.Topology, ep *endpoint.Endpoint) error {
 	if err := e.admit(next, d); err != nil { // the pod's chains against the core budget
 		return err
 	}
-	e.endpoints[ep.Name] = ep
+	e.putEndpoint(ep)
 	if err := e.applyChange(next, d, []string{ep.Name}); err != nil {
-		delete(e.endpoints, ep.Name)
+		e.dropEndpoint(ep.Name)
 		return err
 	}
 	return nil
@@ -185,12 +183,8 @@ func (e *Engine) hasEndpointOn(iface string) bool {
 }
 
 func (e *Engine) hasEndpointOnLocked(iface string) bool {
-	for _, ep := range e.endpoints {
-		if ep.Interface == iface {
-			return true
-		}
-	}
-	return false
+	_, ok := e.endpointOn(iface)
+	return ok
 }
 
 // DeleteEndpoint removes what AddEndpoint made, in one change: the port
@@ -232,9 +226,9 @@ func (e *Engine) deleteEndpoint(next *cube.Topology, ep *endpoint.Endpoint) erro
 	if err := e.admit(next, d); err != nil {
 		e.log.Warn("admission check on an endpoint's removal", "endpoint", ep.Name, "err", err)
 	}
-	delete(e.endpoints, ep.Name)
+	e.dropEndpoint(ep.Name)
 	if err := e.applyChange(next, d, []string{ep.Name}); err != nil {
-		e.endpoints[ep.Name] = ep
+		e.putEndpoint(ep)
 		return err
 	}
 	return nil
@@ -243,10 +237,19 @@ func (e *Engine) deleteEndpoint(next *cube.Topology, ep *endpoint.Endpoint) erro
 // checkEndpoints refuses a change that takes an endpoint's port apart:
 // deletes its cube or port, re-peers the port, or moves the cube to
 // another tenant. (A tenant reaches only its own cubes, whose endpoints
-// are its own: the refusal tells it nothing about others.)
-func (e *Engine) checkEndpoints(next *cube.Topology) error {
-	for _, name := range slices.Sorted(maps.Keys(e.endpoints)) {
-		ep := e.endpoints[name]
+// are its own: the refusal tells it nothing about others.) Only the
+// endpoints of the cubes that differ from the applied ones (d) are
+// looked at: the others' ports are as they were, whole (the applied state
+// keeps every endpoint's port); the first refusal is the full check's,
+// endpoints being taken in name order either way.
+func (e *Engine) checkEndpoints(next *cube.Topology, d dirty) error {
+	eps := slices.Collect(maps.Values(e.endpoints))
+	if !d.all {
+		eps = e.endpointsOf(d.cubes)
+	} else {
+		slices.SortFunc(eps, func(a, b *endpoint.Endpoint) int { return strings.Compare(a.Name, b.Name) })
+	}
+	for _, ep := range eps {
 		c := next.Cubes[ep.Cube]
 		field := "cubes." + ep.Cube
 		switch {
@@ -286,7 +289,7 @@ func (e *Engine) keepEndpoints(next *cube.Topology) error {
 			return err
 		}
 	}
-	return e.checkEndpoints(next)
+	return e.checkEndpoints(next, dirty{all: true})
 }
 
 // plug readies the endpoint's port of c (next's copy) the way c's type
@@ -327,10 +330,8 @@ func plug(c *cube.Cube, ep *endpoint.Endpoint) error {
 // endpoints.
 func (e *Engine) endpointInterfaces(name string) []string {
 	var out []string
-	for _, ep := range e.endpoints {
-		if ep.Tenant == name {
-			out = append(out, ep.Interface)
-		}
+	for n := range e.epIndex.byTenant[name] {
+		out = append(out, e.endpoints[n].Interface)
 	}
 	return out
 }
@@ -356,10 +357,8 @@ func (e *Engine) knownTenant(name string) error {
 	if name == "" || e.tenants.record(name) != nil {
 		return nil
 	}
-	for _, c := range e.topo.Cubes {
-		if c.Tenant == name {
-			return nil
-		}
+	if cubes, _ := e.Holds(name); cubes > 0 {
+		return nil
 	}
 	return cube.NotFound("tenant", "no tenant named %q: it has no record and no cube", name)
 }
@@ -381,13 +380,14 @@ func (e *Engine) tenantNames() []string {
 // warning, so their interfaces are nobody's.
 func (e *Engine) restoreEndpoints(saved map[string]*endpoint.Endpoint) {
 	e.endpoints = map[string]*endpoint.Endpoint{}
+	e.epIndex.reset()
 	for name, ep := range saved {
 		c := e.topo.Cubes[ep.Cube]
 		if c == nil || c.Tenant != ep.Tenant || c.Port(ep.Name) == nil || c.Port(ep.Name).Peer != ep.Interface || ep.Validate() != nil {
 			e.log.Warn("the state names an endpoint whose port it lacks; dropped", "endpoint", name, "cube", ep.Cube)
 			continue
 		}
-		e.endpoints[name] = ep
+		e.putEndpoint(ep)
 	}
 }
 

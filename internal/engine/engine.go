@@ -100,6 +100,10 @@ type Engine struct {
 	redirectReady map[int]bool
 	// started is what the start adopted and reloaded (upgrade.go).
 	started StartReport
+	// index indexes topo for requests (index.go), epIndex the
+	// endpoints (endpointindex.go).
+	index   topoIndex
+	epIndex endpointIndex
 }
 
 // Revision counts the changes the engine has made (topology updates and
@@ -252,6 +256,7 @@ func Open(cfg Config) (*Engine, error) {
 		return fail(fmt.Errorf("restore state: %w", err))
 	}
 	e.topo, e.gen = f.Topology, f.Gen
+	e.index.rebuild(e.topo)
 	e.tenants.usage = nil // counted from the restored state, its down cubes known
 	for name, c := range e.topo.Cubes {
 		if isSlicer(c) {

@@ -29,6 +29,16 @@ type Admission struct {
 	state   *admitted
 	pending *delta
 	costs   cubeCosts
+	// walked counts the chains CheckChange walked and priced (Walked).
+	walked int64
+}
+
+// Walked is how many chains the incremental check walked and priced so
+// far: what a change costs it.
+func (a *Admission) Walked() int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.walked
 }
 
 // group is an admission group's dearest chain and its budget.

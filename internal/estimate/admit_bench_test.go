@@ -15,7 +15,7 @@ import (
 // (and the daemon one of its own): N/4 slices of two cubes behind one
 // slicer, N/2 one-cube chains of no slice. Two changes, each a cube's
 // cost up or down, both ways alternately: far (a chain of no slice) and
-// slice (a cube of one slice: the slicer's walk is walked again). Each is
+// slice (a cube of one slice: that slice's unit is walked again). Each is
 // judged by the incremental check (CheckChange, the daemon's) and by
 // Check (every chain priced before and after: the check before it).
 // With EDGENF_ADMIT_BENCH_OUT set, the figures are written there as
@@ -77,7 +77,7 @@ func BenchmarkAdmission(b *testing.B) {
 	md := "## Admission check cost per change\n\n`EDGENF_ADMIT_BENCH_OUT=… go test -run XXX -bench '^BenchmarkAdmission$' -benchtime 20x ./internal/estimate` " +
 		"(`make bench`): the estimator's admission check (`edgenfd -core-budget-ns`, slices' `budget_ns`) judging one change when the " +
 		"topology holds N cubes, every slice with a budget: N/4 two-cube slices behind one slicer and N/2 one-cube chains. *far* changes " +
-		"the cost of a cube of no slice, *slice* that of a cube in one slice (its slicer's walk is walked again, its cubes' costs kept). " +
+		"the cost of a cube of no slice, *slice* that of a cube in one slice (that slice's routes are walked again, each slice being a unit of the check). " +
 		"*incremental* is the daemon's check (the starts whose walks read a changed cube, priced again); *full* prices every chain " +
 		"before and after, as the check did before.\n\n" +
 		"| change | N | incremental µs | full µs | full / incremental |\n|---|---:|---:|---:|---:|\n"

@@ -26,7 +26,7 @@ func byGroup(starts []*started) map[string][]chainAt {
 	for _, s := range starts {
 		for i, cc := range s.chains {
 			k := groupKey(cc)
-			out[k] = append(out[k], chainAt{s.order, i, cc})
+			out[k] = append(out[k], chainAt{s.order, s.seq(i), cc})
 		}
 	}
 	for _, cs := range out {
@@ -74,7 +74,7 @@ func (a *Admission) judged(d *delta) (before, after map[string]group) {
 				s := st.starts[k]
 				for i, cc := range s.chains {
 					if groupKey(cc) == key {
-						cs = append(cs, chainAt{s.order, i, cc})
+						cs = append(cs, chainAt{s.order, s.seq(i), cc})
 					}
 				}
 			}

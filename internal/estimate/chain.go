@@ -48,6 +48,9 @@ type Chain struct {
 	// (slicechains.go), so pricing need not look it up among a slicer's
 	// many slices.
 	slice *chainEntry
+	// unit is the slice branch the walk took at the first slicer it
+	// split at (unitWalk), "" before any.
+	unit string
 }
 
 // ID names a chain by its route, stable across topology changes that keep
@@ -142,10 +145,20 @@ func follow(t *cube.Topology, ch Chain, c *cube.Cube, in cube.Port, visited map[
 	visited = maps(visited)
 	visited[key] = true
 	entries.ref(c.Name)
-	outs := outPorts(c, in, entries.slicerOf(c))
+	sc := entries.slicerOf(c)
+	_, fromSlice := sc.entry[in.Name]
+	fans := len(sc.slices) > 0 && !fromSlice // one branch per slice's way
+	outs := outPorts(c, in, sc)
 	var res []Chain
 	for _, out := range outs {
 		next := ch
+		entries := entries // the branch's, when it is a unit of its own
+		if fans {
+			var ok bool
+			if next, entries, ok = entries.branch(next, c.Name+"/"+out.Name); !ok {
+				continue
+			}
+		}
 		next.Hops = append(slices.Clone(ch.Hops), Hop{Cube: c.Name, Type: c.Type, In: in.Name, Out: out.Name})
 		next.Hops = append(next.Hops, entries.stack(t, c.Name+":"+out.Name, datapath.Egress)...)
 		if out.Peer == "" {

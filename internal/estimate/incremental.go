@@ -36,8 +36,15 @@ type Change struct {
 }
 
 // startKey names a start: a cube port peered with an interface, or an
-// attachment point of an interface that is peered with no cube.
-type startKey struct{ cube, port, point string }
+// attachment point of an interface that is peered with no cube; or, with
+// unit, one slice's part of a start that fans out into slices (unitWalk):
+// a change inside one slice walks that part again, not the interface's
+// thousand slices. The start itself (no unit) then keeps what its walk
+// read before the slicer, and no chain.
+type startKey struct{ cube, port, point, unit string }
+
+// base is the start a unit is part of.
+func (k startKey) base() startKey { k.unit = ""; return k }
 
 // started is what a start's walk found.
 type started struct {
@@ -47,7 +54,12 @@ type started struct {
 	from   string // the interface
 	chains []ChainCost
 	refs   []string // cubes, and attachment points with an @, the walk read
+	// branch places a unit's chains among its start's (walk order)
+	branch int
 }
+
+// seq is the place of the start's chain i among those its start lists.
+func (s *started) seq(i int) int { return s.branch<<20 + i }
 
 type startOrder struct {
 	attached bool
@@ -75,6 +87,7 @@ type admitted struct {
 	refs    map[string]map[startKey]bool
 	groups  map[string]map[startKey]bool
 	from    map[string]map[startKey]bool
+	units   map[startKey]map[startKey]bool // a start's units, and itself
 	entries map[string]chainEntry
 	// budgeted are the slicers with a slice that has a budget of its own
 	// (or a table that cannot be read: Check reports it).
@@ -133,6 +146,14 @@ func (st *admitted) put(k startKey, s *started) {
 		indexAdd(st.groups, groupKey(cc), k)
 	}
 	indexAdd(st.from, s.from, k)
+	setAdd(st.units, k.base(), k)
+}
+
+func setAdd(idx map[startKey]map[startKey]bool, k, v startKey) {
+	if idx[k] == nil {
+		idx[k] = map[startKey]bool{}
+	}
+	idx[k][v] = true
 }
 
 func (st *admitted) drop(k startKey) {
@@ -147,62 +168,20 @@ func (st *admitted) drop(k startKey) {
 		indexDrop(st.groups, groupKey(cc), k)
 	}
 	indexDrop(st.from, s.from, k)
+	if set := st.units[k.base()]; set != nil {
+		delete(set, k)
+		if len(set) == 0 {
+			delete(st.units, k.base())
+		}
+	}
 	delete(st.starts, k)
-}
-
-// walkStart walks and prices one start of t (nil: t has no such start).
-func (a *Admission) walkStart(t *cube.Topology, k startKey, entries chainEntries, peered func(string) bool, costs cubeCosts) (*started, error) {
-	entries.refs = map[string]bool{}
-	var chains []Chain
-	s := &started{}
-	if k.point != "" {
-		ep, err := cube.ParseEndpoint(k.point)
-		if err != nil || ep.IsCube() {
-			return nil, nil
-		}
-		entries.refs["iface:"+ep.Iface] = true
-		entries.refs["@"+k.point] = true
-		pm := map[string]bool{ep.Iface: peered(ep.Iface)}
-		ch, ok := attachedChain(t, k.point, pm, entries)
-		if !ok {
-			return nil, nil
-		}
-		chains = []Chain{ch}
-		s.order, s.from = startOrder{attached: true, name: k.point}, ep.Iface
-	} else {
-		c := t.Cubes[k.cube]
-		if c == nil {
-			return nil, nil
-		}
-		pos := slices.IndexFunc(c.Ports, func(p cube.Port) bool { return p.Name == k.port })
-		if pos < 0 {
-			return nil, nil
-		}
-		iface, ok := ifacePeer(c.Ports[pos])
-		if !ok {
-			return nil, nil
-		}
-		chains = chainsFrom(t, c, c.Ports[pos], entries)
-		s.order, s.from = startOrder{name: k.cube, pos: pos}, iface
-	}
-	for _, ch := range chains {
-		cc, err := a.Estimator.chain(t, ch, costs)
-		if err != nil {
-			return nil, err
-		}
-		s.chains = append(s.chains, cc)
-	}
-	s.refs = make([]string, 0, len(entries.refs))
-	for r := range entries.refs {
-		s.refs = append(s.refs, r)
-	}
-	return s, nil
 }
 
 // build counts t's budgeted slicers and, with chains, prices its starts.
 func (a *Admission) build(rev uint64, t *cube.Topology, chains bool) (*admitted, error) {
 	st := &admitted{rev: rev, topo: t, starts: map[startKey]*started{}, refs: map[string]map[startKey]bool{},
-		groups: map[string]map[startKey]bool{}, from: map[string]map[startKey]bool{}, budgeted: map[string]bool{}, chains: chains}
+		groups: map[string]map[startKey]bool{}, from: map[string]map[startKey]bool{}, units: map[startKey]map[startKey]bool{},
+		budgeted: map[string]bool{}, chains: chains}
 	for name, c := range t.Cubes {
 		if budgeted(c) {
 			st.budgeted[name] = true
@@ -213,6 +192,10 @@ func (a *Admission) build(rev uint64, t *cube.Topology, chains bool) (*admitted,
 		return st, nil
 	}
 	entries := chainEntriesOf(t)
+	for c, sc := range entries.slices { // kept with the costs (walkChange)
+		a.costs.slices[c] = sc
+	}
+	entries.slices = a.costs.slices
 	st.entries = entries.by
 	peered := map[string]bool{}
 	var keys []startKey
@@ -228,12 +211,12 @@ func (a *Admission) build(rev uint64, t *cube.Topology, chains bool) (*admitted,
 		keys = append(keys, startKey{point: point})
 	}
 	for _, k := range keys {
-		s, err := a.walkStart(t, k, entries, func(iface string) bool { return peered[iface] }, a.costs)
+		units, err := a.walkStart(t, k, entries, func(iface string) bool { return peered[iface] }, a.costs)
 		if err != nil {
 			return nil, err
 		}
-		if s != nil {
-			st.put(k, s)
+		for uk, s := range units {
+			st.put(uk, s)
 		}
 	}
 	return st, nil
@@ -427,7 +410,9 @@ func (a *Admission) walkChange(ch Change) (*delta, error) {
 		affected[k] = true
 	}
 	// Next's chain entries: the kept ones, under the changed slicers'.
-	entries := chainEntries{by: st.entries, over: d.entries, slices: map[*cube.Cube]*slicer{}}
+	// slicers decoded are kept with the costs (a slicer of 1,000 slices
+	// decoded again for every change inside one slice was most of it)
+	entries := chainEntries{by: st.entries, over: d.entries, slices: a.costs.slices}
 	peered := func(iface string) bool {
 		for k := range st.from[iface] {
 			if k.point == "" && !dirty[k.cube] {
@@ -445,15 +430,40 @@ func (a *Admission) walkChange(ch Change) (*delta, error) {
 		}
 		return false
 	}
+	whole := map[startKey]bool{} // starts walked whole
 	for k := range affected {
-		s, err := a.walkStart(ch.Next, k, entries, peered, a.costs)
+		if k.unit == "" {
+			whole[k] = true
+		}
+	}
+	for k := range affected {
+		if k.unit != "" && whole[k.base()] {
+			continue // the whole start is walked (or was)
+		}
+		units, err := a.walkStart(ch.Next, k, entries, peered, a.costs)
 		if err != nil {
 			return d, err
 		}
-		if s != nil {
-			d.starts[k] = s
-		} else if st.starts[k] != nil {
-			d.gone = append(d.gone, k)
+		if k.unit != "" {
+			if s := units[k]; s != nil {
+				s.branch = st.starts[k].branch
+				d.starts[k] = s
+				continue
+			}
+			// the slice's branch is not where it was: the whole start
+			if units, err = a.walkStart(ch.Next, k.base(), entries, peered, a.costs); err != nil {
+				return d, err
+			}
+			k = k.base()
+			whole[k] = true
+		}
+		for uk, s := range units {
+			d.starts[uk] = s
+		}
+		for uk := range st.units[k] {
+			if units[uk] == nil {
+				d.gone = append(d.gone, uk)
+			}
 		}
 	}
 	return d, nil

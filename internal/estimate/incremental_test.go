@@ -82,7 +82,9 @@ func slicedSite(n, m int, costs map[string]float64, budgets []float64) *cube.Top
 // word for word, along a sequence of changes of every kind (costs up and
 // down, slices' budgets set and changed, cubes removed and added back,
 // attachments moved, a re-peering), applied when admitted and not when
-// refused, with and without a daemon-wide budget.
+// refused, with and without a daemon-wide budget. Changes inside one
+// slice (a cost, a cube of its chain removed and put back, a monitor
+// attached in it and taken off) are judged by that slice's unit alone.
 func TestCheckChangeJudgesAsCheck(t *testing.T) {
 	for _, budget := range []float64{0, 60} {
 		t.Run(fmt.Sprintf("budget=%v", budget), func(t *testing.T) {
@@ -93,6 +95,11 @@ func TestCheckChangeJudgesAsCheck(t *testing.T) {
 			gone := map[string]bool{}
 			build := func() *cube.Topology {
 				t := slicedSite(n, m, costs, budgets)
+				for i := range n { // a monitor inside slice i, unless gone
+					g := fmt.Sprintf("g%d", i)
+					t.Put(&cube.Cube{Name: g, Type: "testtr", Hook: datapath.XDP})
+					t.Attachments[fmt.Sprintf("c%d:p1", i)] = []string{g}
+				}
 				for name := range gone {
 					t.Remove(name)
 					for p, list := range t.Attachments {
@@ -108,7 +115,7 @@ func TestCheckChangeJudgesAsCheck(t *testing.T) {
 			refused := 0
 			for step := range 300 {
 				what := ""
-				switch rnd.IntN(5) {
+				switch rnd.IntN(7) {
 				case 0, 1:
 					name := fmt.Sprintf("%c%d", "cdx"[rnd.IntN(3)], rnd.IntN(n))
 					costs[name] = float64(5 + rnd.IntN(50))
@@ -131,6 +138,17 @@ func TestCheckChangeJudgesAsCheck(t *testing.T) {
 						delete(gone, name)
 					}
 					what = "chain cube " + name + " toggled"
+				case 5:
+					name := fmt.Sprintf("%c%d", "dg"[rnd.IntN(2)], rnd.IntN(n))
+					gone[name] = !gone[name]
+					if !gone[name] {
+						delete(gone, name)
+					}
+					what = "slice cube " + name + " toggled"
+				case 6:
+					name := fmt.Sprintf("d%d", rnd.IntN(n))
+					costs[name] = float64(5 + rnd.IntN(50))
+					what = fmt.Sprintf("slice cube %s costs %v", name, costs[name])
 				}
 				next := build()
 				// unchanged cubes are shared, as in the engine's working copy
@@ -176,7 +194,11 @@ func settingsOf(t *cube.Topology) (map[string]float64, []float64, map[string]boo
 		budgets[i] = sl.BudgetNS
 	}
 	gone := map[string]bool{}
-	for _, name := range []string{"f0", "f3", "x0", "x1", "x2", "x3", "x4", "x5"} {
+	names := []string{"f0", "f3", "x0", "x1", "x2", "x3", "x4", "x5"}
+	for i := range len(budgets) {
+		names = append(names, fmt.Sprintf("d%d", i), fmt.Sprintf("g%d", i))
+	}
+	for _, name := range names {
 		if t.Cubes[name] == nil {
 			gone[name] = true
 		}
@@ -209,5 +231,48 @@ func TestCheckChangePricesWhatItAffects(t *testing.T) {
 	// x7, entered by each of its two ports
 	if priced := a.Estimator.Priced() - start; priced != 2 {
 		t.Fatalf("a change of chain x7 priced %d cubes, want 2 (x7 both ways)", priced)
+	}
+}
+
+// A change inside one slice walks that slice's chains only, not every
+// slice of the slicer's entry interface: each slice is a unit of the
+// check of its own. A change of the slicer itself walks them all.
+func TestCheckChangeWalksOneSlice(t *testing.T) {
+	const n, m = 40, 4
+	budgets := make([]float64, n)
+	budgets[0] = 200
+	a := testAdmission(0)
+	site := slicedSite(n, m, nil, budgets)
+	if err := a.CheckChange(changeOf(0, site, site)); err != nil { // the first check walks everything once
+		t.Fatal(err)
+	}
+	change := func(rev uint64, prev *cube.Topology, costs map[string]float64, budgets []float64, name string) (*cube.Topology, int64) {
+		t.Helper()
+		next := slicedSite(n, m, costs, budgets)
+		for c := range next.Cubes {
+			if c != name {
+				next.Cubes[c] = prev.Cubes[c]
+			}
+		}
+		start := a.Walked()
+		if err := a.CheckChange(changeOf(rev, prev, next)); err != nil {
+			t.Fatal(err)
+		}
+		return next, a.Walked() - start
+	}
+	// d7 is in slice s7 (a chain slice), d8 in s8 (a port slice): the
+	// slice's chain from the entry interface, and the one back from o7 (o8)
+	next, walked := change(0, site, map[string]float64{"d7": 35}, budgets, "d7")
+	if walked != 2 {
+		t.Fatalf("a change of d7, in slice s7, walked %d chains, want 2 (s7's from up, and from o7)", walked)
+	}
+	next, walked = change(1, next, map[string]float64{"d7": 35, "d8": 35}, budgets, "d8")
+	if walked != 2 {
+		t.Fatalf("a change of d8, in slice s8, walked %d chains, want 2 (s8's from up, and from o8)", walked)
+	}
+	budgets = slices.Clone(budgets)
+	budgets[3] = 90
+	if _, walked = change(2, next, map[string]float64{"d7": 35, "d8": 35}, budgets, "sl"); walked < n {
+		t.Fatalf("a change of the slicer walked %d chains, want its %d slices' at least", walked, n)
 	}
 }

@@ -33,6 +33,43 @@ type chainEntries struct {
 	over   map[string]*chainEntry // nil: the entry is gone
 	slices map[*cube.Cube]*slicer
 	refs   map[string]bool
+	units  *unitWalk
+}
+
+// unitWalk splits an admission check's walk of a start into units, one
+// per way of the first slicer it fans out at (a slice's port or chain
+// entry), so that a change inside one slice re-walks that slice only
+// (incremental.go). Each unit's walk records what it read apart (refs,
+// by unit: "slicer/way"); only, when set, is the one unit walked again.
+type unitWalk struct {
+	only  string
+	refs  map[string]map[string]bool
+	order []string // the units in walk order
+	again bool     // a unit was met twice (a loop through the slicer)
+}
+
+// branch is the walk of ch into the way of a slicer that fans out, and
+// the entries it walks with: a unit of its own at the first slicer. It
+// says false for a way the walk leaves out (not the unit walked again).
+func (e chainEntries) branch(ch Chain, unit string) (Chain, chainEntries, bool) {
+	u := e.units
+	if u == nil || ch.unit != "" {
+		return ch, e, true
+	}
+	if u.only != "" && unit != u.only {
+		return ch, e, false
+	}
+	ch.unit = unit
+	refs, seen := u.refs[unit]
+	if seen {
+		u.again = true
+	} else {
+		refs = map[string]bool{}
+		u.refs[unit] = refs
+		u.order = append(u.order, unit)
+	}
+	e.refs = refs
+	return ch, e, true
 }
 
 // slicer is a slicing cube's slices, decoded, and indexed by way: a
@@ -140,6 +177,11 @@ func intoChains(t *cube.Topology, ch Chain, c *cube.Cube, in cube.Port, visited 
 		if sl.Chain == "" {
 			continue
 		}
+		// the slice's unit first: what follows is read for it alone
+		next, entries, ok := entries.branch(ch, c.Name+"/"+sl.Chain)
+		if !ok {
+			continue
+		}
 		into := &chainEntry{slicer: c, slice: sl}
 		ep, err := cube.ParseEndpoint(sl.Chain)
 		if err != nil || !ep.IsCube() {
@@ -150,7 +192,6 @@ func intoChains(t *cube.Topology, ch Chain, c *cube.Cube, in cube.Port, visited 
 		if first == nil || first.Port(ep.Port) == nil {
 			continue
 		}
-		next := ch
 		next.slice = into
 		next.Hops = append(slices.Clone(ch.Hops), Hop{Cube: c.Name, Type: c.Type, In: in.Name, Out: sl.Chain})
 		next.Hops = append(next.Hops, entries.stack(t, sl.Chain, datapath.Ingress)...)
