@@ -241,6 +241,7 @@ func Open(cfg Config) (*Engine, error) {
 		e.Close()
 		return nil, err
 	}
+	e.logRenewed() // upgrade.go
 	e.goesDown = func(string) bool { return true }
 	if err := e.assignSlots(f.Topology, f.Topology.CubeNames()); err != nil {
 		return fail(err)
