@@ -93,6 +93,9 @@ func Open(root string) (*Datapath, error) {
 		callers: map[Hook]map[uint32]map[peerRef]bool{XDP: {}, TC: {}},
 		entered: map[Hook]map[peerRef]uint32{XDP: {}, TC: {}}, sharedIDs: map[ebpf.MapID]string{}}
 	shared, err := sharedSpecs()
+	if err == nil {
+		err = d.renewShared(shared) // framework.go
+	}
 	if err != nil {
 		d.Close()
 		return nil, err

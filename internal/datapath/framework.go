@@ -5,9 +5,9 @@ package datapath
 // pinned at the root and read by every program: stubs, cubes, direct
 // entries, the copy machine, the injector. A release may change their
 // layout (struct edgenf_md grows, EDGENF_MAX_SLOTS changes). Open checks
-// each pinned one as an upgrade checks a cube's maps (btflayout.go); one
-// that no longer fits is renewed: its pin removed and a new map made. The
-// programs of the earlier daemon keep the old one through their own
+// each pinned one as an upgrade checks a cube's maps (btflayout.go); if one
+// no longer fits, all are renewed: their pins removed and new maps made.
+// The programs of the earlier daemon keep the old ones through their own
 // references and keep forwarding; the engine then reloads every pinned
 // program that still runs over an old one (StaleFramework) and attaches
 // every interface program again, so no new program ever reads an
@@ -17,8 +17,10 @@ package datapath
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/cilium/ebpf"
@@ -55,24 +57,53 @@ func sharedSpecs() (map[string]*ebpf.MapSpec, error) {
 	return out, nil
 }
 
-// sharedMap opens the shared map pinned as spec.Name under the root, or
-// makes it: anew when the pinned one does not fit spec (the reason is
-// recorded in d.renewed).
-func (d *Datapath) sharedMap(spec *ebpf.MapSpec) (*ebpf.Map, error) {
-	path := filepath.Join(d.root, spec.Name)
-	if m, err := ebpf.LoadPinnedMap(path, nil); err == nil {
-		why, err := mapFits(spec, m)
+// renewShared removes the pins of the shared maps if one of them no longer
+// fits its spec: all of them, because they change together. A new program
+// over a new scratch must never be entered from an earlier one through a
+// panel they share; with every map new, the earlier release's stubs, panel
+// and cubes stay one whole that forwards until each interface's link moves
+// to the new programs. The reasons go to d.renewed.
+func (d *Datapath) renewShared(specs map[string]*ebpf.MapSpec) error {
+	changed := map[string]string{}
+	var pinned, first []string
+	for _, name := range slices.Sorted(maps.Keys(specs)) {
+		m, err := ebpf.LoadPinnedMap(filepath.Join(d.root, name), nil)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("map %s under %s: %w", name, d.root, err)
+		}
+		why, err := mapFits(specs[name], m)
 		m.Close()
 		if err != nil && !errors.Is(err, errNoLayout) && !errors.Is(err, errNoNewType) {
-			return nil, fmt.Errorf("map %s under %s: %w", spec.Name, d.root, err)
+			return fmt.Errorf("map %s under %s: %w", name, d.root, err)
 		}
+		pinned = append(pinned, name)
 		if why != "" {
-			if err := os.Remove(path); err != nil {
-				return nil, fmt.Errorf("map %s under %s: %w", spec.Name, d.root, err)
-			}
-			d.renewed = append(d.renewed, MapReset{spec.Name, why})
+			changed[name] = why
+			first = append(first, name)
 		}
 	}
+	if len(changed) == 0 {
+		return nil
+	}
+	for _, name := range pinned {
+		if err := os.Remove(filepath.Join(d.root, name)); err != nil {
+			return fmt.Errorf("map %s under %s: %w", name, d.root, err)
+		}
+		why, ok := changed[name]
+		if !ok {
+			why = "made anew with " + strings.Join(first, ", ") + ": the framework's maps change together"
+		}
+		d.renewed = append(d.renewed, MapReset{name, why})
+	}
+	return nil
+}
+
+// sharedMap opens the shared map pinned as spec.Name under the root, or
+// makes and pins it.
+func (d *Datapath) sharedMap(spec *ebpf.MapSpec) (*ebpf.Map, error) {
 	m, err := pinnedMap(d.root, spec.Copy())
 	if err != nil {
 		return nil, err

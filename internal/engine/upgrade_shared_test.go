@@ -184,11 +184,11 @@ func TestUpgradeOverFrameworkMapsOfAnotherLayout(t *testing.T) {
 	logs := &syncBuffer{}
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	e = openAt(t, cfg)
-	if got := e.Started(); got.Reloaded != 2 || got.Adopted != 0 || got.SharedMapsReset != 2 {
-		t.Fatalf("start %+v, want both cubes reloaded and two shared maps renewed:\n%s", got, logs)
+	if got := e.Started(); got.Reloaded != 2 || got.Adopted != 0 || got.SharedMapsReset != 10 {
+		t.Fatalf("start %+v, want both cubes reloaded and the ten shared maps renewed:\n%s", got, logs)
 	}
 	l := logs.String()
-	for _, want := range []string{"framework map renewed", "map=scratch", "map=copy_ring", "ValueSize:", "it runs over the framework map scratch of an earlier edgenf"} {
+	for _, want := range []string{"framework map renewed", "map=scratch", "map=copy_ring", "ValueSize:", "map=xdp_panel", "made anew with copy_ring, scratch: the framework's maps change together", "it runs over the framework map scratch of an earlier edgenf"} {
 		if !strings.Contains(l, want) {
 			t.Fatalf("the log does not say %q:\n%s", want, l)
 		}
@@ -223,6 +223,13 @@ func TestUpgradeOverFrameworkMapsOfAnotherLayout(t *testing.T) {
 		}
 		p.Close()
 	}
+	// the interface enters the new panel: not the earlier release's,
+	// which holds its programs until no link runs them
+	p := linkProgram(t, filepath.Join(sdir, "link"))
+	if got, want := mapOf(t, p, "xdp_panel"), pinnedID(t, filepath.Join(cfg.PinRoot, "xdp_panel")); got != want {
+		t.Errorf("%s enters panel %d, the framework's is %d", va, got, want)
+	}
+	p.Close()
 	if err := a.Ping(ctx, "198.18.41.3", 2); err != nil {
 		t.Fatalf("after the upgrade: %v", err)
 	}
