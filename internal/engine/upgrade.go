@@ -59,12 +59,23 @@ func (e *Engine) Started() StartReport {
 }
 
 // adoptPinned takes over the program pinned for c, into l: as it is when
-// its digest is the current object's, reloaded in place otherwise. It
-// reports false when nothing usable is pinned (the caller loads the cube).
+// its digest is the current object's, reloaded in place otherwise, loaded
+// over the pinned maps when no program is pinned. It reports false when the
+// pinned program could not be opened (the caller loads the cube).
 func (e *Engine) adoptPinned(c *cube.Cube, l *live, slot uint32, spec *ebpf.CollectionSpec) (bool, error) {
 	if !e.dp.HasPinnedProgram(c.Name) {
+		// Maps may be pinned without a program (a daemon stopped in the
+		// middle of the cube's first load), perhaps by an earlier
+		// release: loaded over them by the upgrade's rules.
 		e.log.Info("no pinned program to adopt, loading", "cube", c.Name)
-		return false, nil
+		dc, reset, err := e.upgradeCube(c, slot, spec, datapath.UpgradeOptions{})
+		if err != nil {
+			return false, explain(l.typ, c, err)
+		}
+		l.dc = dc
+		e.recordDigest(dc, pinDigest(c.Hook, l.obj))
+		e.started.MapsReset += reset
+		return true, nil
 	}
 	want := pinDigest(c.Hook, l.obj)
 	have, recorded, err := e.dp.PinnedDigest(c.Name)

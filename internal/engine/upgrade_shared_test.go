@@ -439,3 +439,46 @@ func TestDownCubeComesUpOverMapsOfAnotherLayout(t *testing.T) {
 		t.Fatalf("after coming up: port %d (verdict %d), %v: its rule was not written again", res.Port, res.Verdict, err)
 	}
 }
+
+// TestMapsPinnedWithoutAProgram: a daemon stopped in the middle of a
+// cube's first load leaves its maps pinned and no program; the next start,
+// perhaps of another release, loads the cube over them by the upgrade's
+// rules: a map of another layout is reset (logged), not refused, and the
+// cube forwards.
+func TestMapsPinnedWithoutAProgram(t *testing.T) {
+	cfg := restartable(t)
+	e := openAt(t, cfg)
+	update(t, e, func(tp *cube.Topology) error {
+		if err := tp.AddCube(&cube.Cube{Name: "sink", Type: "portfwd", Hook: datapath.TC, Ports: []cube.Port{{Name: "p0", Index: 0}}}); err != nil {
+			return err
+		}
+		if err := tp.AddCube(&cube.Cube{Name: "pf", Type: "portfwd", Hook: datapath.TC, Ports: []cube.Port{{Name: "p0", Index: 0}, {Name: "p1", Index: 1, Peer: "sink:p0"}}}); err != nil {
+			return err
+		}
+		_, err := tp.PutEntry("pf", "rules", json.RawMessage(`{"in_port":"p0","out_port":"p1"}`))
+		return err
+	})
+	e.Close()
+	dir := filepath.Join(cfg.PinRoot, "cubes", "pf")
+	for _, pin := range []string{"prog", "enf-digest"} {
+		if err := os.Remove(filepath.Join(dir, pin)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	asOldRelease(t, filepath.Join(dir, "pf_table"), 8)
+	logs := &syncBuffer{}
+	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	e = openAt(t, cfg)
+	defer e.Close()
+	if got := e.Started(); got != (engine.StartReport{Adopted: 1, MapsReset: 1}) {
+		t.Fatalf("start %+v, want sink adopted and pf's table reset:\n%s", got, logs)
+	}
+	if l := logs.String(); !strings.Contains(l, "map reset by the reload") || !strings.Contains(l, "map=pf_table") || strings.Contains(l, "could not be restored") {
+		t.Fatalf("the log does not say pf_table was reset, or pf is down:\n%s", l)
+	}
+	frame := make([]byte, 60)
+	copy(frame, []byte{0x02, 0, 0, 0, 0, 0xd, 0x02, 0, 0, 0, 0, 0xa, 0x08, 0x00})
+	if res, err := e.RunCube("pf", 0, frame); err != nil || res.Port != 1 {
+		t.Fatalf("pf: port %d (verdict %d), %v", res.Port, res.Verdict, err)
+	}
+}
