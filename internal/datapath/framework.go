@@ -7,8 +7,8 @@ package datapath
 // layout (struct edgenf_md grows, EDGENF_MAX_SLOTS changes). Open checks
 // each pinned one as an upgrade checks a cube's maps (btflayout.go); if one
 // no longer fits, all are renewed: their pins removed and new maps made.
-// The programs of the earlier daemon keep the old ones through their own
-// references and keep forwarding; the engine then reloads every pinned
+// The programs of the earlier daemon keep the old ones (set aside, still
+// pinned: DropRenewed) and keep forwarding; the engine then reloads every pinned
 // program that still runs over an old one (StaleFramework) and attaches
 // every interface program again, so no new program ever reads an
 // old-layout map, and each interface moves to the new programs in one
@@ -89,7 +89,9 @@ func (d *Datapath) renewShared(specs map[string]*ebpf.MapSpec) error {
 		return nil
 	}
 	for _, name := range pinned {
-		if err := os.Remove(filepath.Join(d.root, name)); err != nil {
+		p := filepath.Join(d.root, name)
+		os.Remove(p + oldSuffix) // an earlier renewal's, cut short
+		if err := os.Rename(p, p+oldSuffix); err != nil {
 			return fmt.Errorf("map %s under %s: %w", name, d.root, err)
 		}
 		why, ok := changed[name]
@@ -99,6 +101,31 @@ func (d *Datapath) renewShared(specs map[string]*ebpf.MapSpec) error {
 		d.renewed = append(d.renewed, MapReset{name, why})
 	}
 	return nil
+}
+
+// oldSuffix marks the pin of a shared map renewShared replaced: it stays
+// pinned until every interface runs the new programs (DropRenewed). A
+// program array whose last pin and descriptor go is emptied by the kernel
+// (its user references drop to zero), however many programs still use it:
+// the earlier release's panel would stop forwarding before the interfaces
+// moved off it.
+const oldSuffix = "-old"
+
+// DropRenewed removes the pins of the shared maps an earlier release left
+// (renewShared set them aside): called once every interface runs the new
+// programs, the earlier ones free theirs as their links leave them.
+func (d *Datapath) DropRenewed() error {
+	ents, err := os.ReadDir(d.root)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), oldSuffix) {
+			errs = append(errs, os.Remove(filepath.Join(d.root, e.Name())))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // sharedMap opens the shared map pinned as spec.Name under the root, or

@@ -271,6 +271,11 @@ func Open(cfg Config) (*Engine, error) {
 	if err := e.removeLeftovers(cfg.AdoptEmpty && f.Empty()); err != nil {
 		return fail(fmt.Errorf("restore state: %w", err))
 	}
+	// every interface runs this daemon's programs: an earlier release's
+	// framework maps can go (datapath/framework.go)
+	if err := e.dp.DropRenewed(); err != nil {
+		e.log.Warn("an earlier release's framework maps are still pinned", "bpffs", cfg.PinRoot, "err", err)
+	}
 	// A fresh snapshot folds the journal in and starts a new one.
 	if err := e.save(e.topo); err != nil {
 		return fail(fmt.Errorf("persist state: %w", err))

@@ -120,15 +120,14 @@ func linkProgram(t *testing.T, path string) *ebpf.Program {
 // twoHostsThroughTwoCubes: hosts a and b, each behind a veth peered with a
 // portfwd cube; the cubes forward between them through each other, so
 // frames take an interface program, a hop between cubes and a redirect.
-func twoHostsThroughTwoCubes(t *testing.T, e *engine.Engine, hook datapath.Hook, net string) (a *netlab.Host, va, vb string) {
+func twoHostsThroughTwoCubes(t *testing.T, e *engine.Engine, hook datapath.Hook, net string) (a, b *netlab.Host, va, vb string) {
 	t.Helper()
 	lab := netlab.NewT(t)
 	a, err := lab.Host("a")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := lab.Host("b")
-	if err != nil {
+	if b, err = lab.Host("b"); err != nil {
 		t.Fatal(err)
 	}
 	if va, err = lab.Veth(a, "eth0", "va", net+".2/24"); err != nil {
@@ -156,7 +155,7 @@ func twoHostsThroughTwoCubes(t *testing.T, e *engine.Engine, hook datapath.Hook,
 		}
 		return nil
 	})
-	return a, va, vb
+	return a, b, va, vb
 }
 
 // TestUpgradeOverFrameworkMapsOfAnotherLayout: a daemon started over shared
@@ -170,7 +169,7 @@ func twoHostsThroughTwoCubes(t *testing.T, e *engine.Engine, hook datapath.Hook,
 func TestUpgradeOverFrameworkMapsOfAnotherLayout(t *testing.T) {
 	cfg := restartable(t)
 	e := openAt(t, cfg)
-	a, va, _ := twoHostsThroughTwoCubes(t, e, datapath.XDP, "198.18.41")
+	a, _, va, _ := twoHostsThroughTwoCubes(t, e, datapath.XDP, "198.18.41")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := a.Ping(ctx, "198.18.41.3", 2); err != nil {
@@ -258,7 +257,7 @@ func TestUpgradeOverInterfaceMapsOfAnotherLayout(t *testing.T) {
 			cfg := restartable(t)
 			e := openAt(t, cfg)
 			net := fmt.Sprintf("198.18.%d", 42+i)
-			a, va, vb := twoHostsThroughTwoCubes(t, e, hook, net)
+			a, _, va, vb := twoHostsThroughTwoCubes(t, e, hook, net)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			if err := a.Ping(ctx, net+".3", 2); err != nil {
