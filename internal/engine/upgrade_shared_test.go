@@ -192,6 +192,13 @@ func TestUpgradeOverFrameworkMapsOfAnotherLayout(t *testing.T) {
 			t.Fatalf("the log does not say %q:\n%s", want, l)
 		}
 	}
+	if ents, err := os.ReadDir(cfg.PinRoot); err == nil {
+		for _, e := range ents {
+			if strings.HasSuffix(e.Name(), "-old") {
+				t.Errorf("the earlier release's map %s is still pinned after the start", e.Name())
+			}
+		}
+	}
 	cur := pinnedID(t, scratch)
 	for _, c := range []string{"fa", "fb"} {
 		p, err := ebpf.LoadPinnedProgram(filepath.Join(cfg.PinRoot, "cubes", c, "prog"), nil)

@@ -100,6 +100,12 @@ func TestUpgradeOverFrameworkMapsKeepsTraffic(t *testing.T) {
 	if r.sent != 1500 || r.received != r.sent {
 		t.Fatalf("%d of %d datagrams sent through the upgrade arrived", r.received, r.sent)
 	}
+	ents, _ := os.ReadDir(d.bpffs)
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), "-old") {
+			t.Errorf("the earlier release's map %s is still pinned after the start", e.Name())
+		}
+	}
 	if out := d.cli("table", "list", "front", "rules"); strings.Count(out, "p1") != 2 {
 		t.Fatalf("front's rules after the upgrade:\n%s", out)
 	}
