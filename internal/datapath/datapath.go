@@ -67,6 +67,7 @@ type Datapath struct {
 	// Open made anew because the pinned ones no longer fit (framework.go)
 	sharedIDs map[ebpf.MapID]string
 	renewed   []MapReset
+	renewing  bool // at this start, or one cut short (set-aside pins)
 }
 
 // Open creates the global maps under root, or re-adopts them if pinned. TC

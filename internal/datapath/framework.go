@@ -63,11 +63,32 @@ func sharedSpecs() (map[string]*ebpf.MapSpec, error) {
 // panel they share; with every map new, the earlier release's stubs, panel
 // and cubes stay one whole that forwards until each interface's link moves
 // to the new programs. The reasons go to d.renewed.
+//
+// Set-aside pins found at open say an earlier renewal was cut short (the
+// daemon stopped before every interface moved): the pins it had not yet
+// set aside may be of the earlier release, so they are set aside too. At
+// worst that renews a map that was already new: the cubes loaded over it
+// are reloaded once more (StaleFramework), nothing runs over a mix.
 func (d *Datapath) renewShared(specs map[string]*ebpf.MapSpec) error {
 	changed := map[string]string{}
 	var pinned, first []string
-	for _, name := range slices.Sorted(maps.Keys(specs)) {
-		m, err := ebpf.LoadPinnedMap(filepath.Join(d.root, name), nil)
+	names := slices.Sorted(maps.Keys(specs))
+	for _, name := range names {
+		if _, err := os.Stat(filepath.Join(d.root, name+oldSuffix)); err == nil {
+			d.renewing = true
+		}
+	}
+	for _, name := range names {
+		p := filepath.Join(d.root, name)
+		if d.renewing {
+			if _, err := os.Stat(p + oldSuffix); err != nil {
+				if err := os.Rename(p, p+oldSuffix); err == nil {
+					d.renewed = append(d.renewed, MapReset{name, "made anew: an earlier start stopped in the middle of renewing the framework's maps"})
+				}
+			}
+			continue
+		}
+		m, err := ebpf.LoadPinnedMap(p, nil)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
@@ -88,9 +109,20 @@ func (d *Datapath) renewShared(specs map[string]*ebpf.MapSpec) error {
 	if len(changed) == 0 {
 		return nil
 	}
+	if d.renewing {
+		// the pins an unfinished renewal made, of another build again:
+		// the earlier release's are the ones set aside, kept
+		for _, name := range first {
+			if err := os.Remove(filepath.Join(d.root, name)); err != nil {
+				return fmt.Errorf("map %s under %s: %w", name, d.root, err)
+			}
+			d.renewed = append(d.renewed, MapReset{name, changed[name]})
+		}
+		return nil
+	}
+	d.renewing = true
 	for _, name := range pinned {
 		p := filepath.Join(d.root, name)
-		os.Remove(p + oldSuffix) // an earlier renewal's, cut short
 		if err := os.Rename(p, p+oldSuffix); err != nil {
 			return fmt.Errorf("map %s under %s: %w", name, d.root, err)
 		}
@@ -166,6 +198,9 @@ func (d *Datapath) RenewedMaps() []MapReset { return d.renewed }
 // it runs over a shared map that is no longer the framework's (one Open
 // renewed, at this start or at an earlier one cut short).
 func (d *Datapath) StaleFramework(name string) (string, error) {
+	if !d.renewing {
+		return "", nil // no renewal at this start, none left unfinished
+	}
 	prog, err := ebpf.LoadPinnedProgram(filepath.Join(d.cubeDir(name), progPin), nil)
 	if err != nil {
 		return "", fmt.Errorf("cube %s: %w", name, err)

@@ -244,12 +244,39 @@ func TestUpgradeOverFrameworkMapsOfAnotherLayout(t *testing.T) {
 	logs = &syncBuffer{}
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	e = openAt(t, cfg)
-	defer e.Close()
 	if got := e.Started(); got != (engine.StartReport{Adopted: 2}) {
 		t.Fatalf("start %+v, want both cubes adopted:\n%s", got, logs)
 	}
 	if err := a.Ping(ctx, "198.18.41.3", 2); err != nil {
 		t.Fatalf("after a plain restart: %v", err)
+	}
+	e.Close()
+
+	// a renewal cut short after setting aside its first map: the next
+	// start finishes it (the pins left in place may be the earlier
+	// release's) and reloads every cube over the new maps
+	if err := os.Rename(filepath.Join(cfg.PinRoot, "config"), filepath.Join(cfg.PinRoot, "config-old")); err != nil {
+		t.Fatal(err)
+	}
+	logs = &syncBuffer{}
+	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	e = openAt(t, cfg)
+	defer e.Close()
+	if got := e.Started(); got.Reloaded != 2 || got.SharedMapsReset != 9 {
+		t.Fatalf("start %+v, want both cubes reloaded and the nine maps left in place renewed:\n%s", got, logs)
+	}
+	if l := logs.String(); !strings.Contains(l, "an earlier start stopped in the middle of renewing") {
+		t.Fatalf("the log does not say why:\n%s", l)
+	}
+	if ents, err := os.ReadDir(cfg.PinRoot); err == nil {
+		for _, e := range ents {
+			if strings.HasSuffix(e.Name(), "-old") {
+				t.Errorf("the earlier release's map %s is still pinned after the start", e.Name())
+			}
+		}
+	}
+	if err := a.Ping(ctx, "198.18.41.3", 2); err != nil {
+		t.Fatalf("after finishing a renewal cut short: %v", err)
 	}
 }
 
