@@ -68,6 +68,9 @@ type Datapath struct {
 	sharedIDs map[ebpf.MapID]string
 	renewed   []MapReset
 	renewing  bool // at this start, or one cut short (set-aside pins)
+	// the stub directories whose pinned maps were checked (stubupgrade.go)
+	stubsMu      sync.Mutex
+	stubsChecked map[string]bool
 }
 
 // Open creates the global maps under root, or re-adopts them if pinned. TC
@@ -92,7 +95,7 @@ func Open(root string) (*Datapath, error) {
 	}
 	d := &Datapath{root: root, panels: map[Hook]*ebpf.Map{}, classicTC: classic, owners: map[Hook]*ebpf.Map{},
 		callers: map[Hook]map[uint32]map[peerRef]bool{XDP: {}, TC: {}},
-		entered: map[Hook]map[peerRef]uint32{XDP: {}, TC: {}}, sharedIDs: map[ebpf.MapID]string{}}
+		entered: map[Hook]map[peerRef]uint32{XDP: {}, TC: {}}, sharedIDs: map[ebpf.MapID]string{}, stubsChecked: map[string]bool{}}
 	shared, err := sharedSpecs()
 	if err == nil {
 		err = d.renewShared(shared) // framework.go

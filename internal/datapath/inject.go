@@ -149,7 +149,7 @@ func (d *Datapath) attachInjector(ifindex int) error {
 		}
 		// An earlier daemon's injector runs its release's program over
 		// its maps: this daemon's replaces it (stubupgrade.go).
-		_, restore, drop, err := renewStubMaps(pins, spec)
+		_, restore, drop, err := renewMaps(pins, spec)
 		if err != nil {
 			return fmt.Errorf("injector: %w", err)
 		}

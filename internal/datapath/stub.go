@@ -80,7 +80,7 @@ func (d *Datapath) AttachStub(ifname string, ifindex int, hook Hook, dir Directi
 	if err != nil {
 		return nil, err
 	}
-	reset, restore, drop, err := renewStubMaps(sdir, spec)
+	reset, restore, drop, err := d.renewStubMaps(sdir, spec)
 	if err != nil {
 		return nil, fmt.Errorf("stub for %s: %w", ifname, err)
 	}

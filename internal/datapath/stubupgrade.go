@@ -8,12 +8,38 @@ package datapath
 // link moves to the new program, so the first frame it runs finds its hop.
 // The earlier program keeps its own maps until the link leaves it.
 
-import "github.com/cilium/ebpf"
+import (
+	"github.com/cilium/ebpf"
+)
 
 // renewStubMaps sets aside the maps pinned in the stub directory sdir that
 // spec cannot reuse. restore puts them back (the new stub did not load),
-// drop removes them (it did).
-func renewStubMaps(sdir string, spec *ebpf.CollectionSpec) (reset []MapReset, restore, drop func(), err error) {
+// drop removes them (it did). A directory is checked once per datapath:
+// after its first attach its maps are this build's, and later attaches
+// (a hop that changes the interface's program) do not pay for reading
+// their layouts again.
+func (d *Datapath) renewStubMaps(sdir string, spec *ebpf.CollectionSpec) (reset []MapReset, restore, drop func(), err error) {
+	d.stubsMu.Lock()
+	seen := d.stubsChecked[sdir]
+	d.stubsMu.Unlock()
+	nothing := func() {}
+	if seen {
+		return nil, nothing, nothing, nil
+	}
+	reset, restore, dropAside, err := renewMaps(sdir, spec)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return reset, restore, func() {
+		dropAside()
+		d.stubsMu.Lock()
+		d.stubsChecked[sdir] = true
+		d.stubsMu.Unlock()
+	}, nil
+}
+
+// renewMaps sets aside the maps pinned in dir that spec cannot reuse.
+func renewMaps(sdir string, spec *ebpf.CollectionSpec) (reset []MapReset, restore, drop func(), err error) {
 	up, err := incompatibleMaps(sdir, spec, UpgradeOptions{})
 	if err != nil {
 		return nil, nil, nil, err
