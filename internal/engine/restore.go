@@ -115,9 +115,7 @@ func (e *Engine) putDown(c *cube.Cube, attch string, reason error) error {
 	// over the cube's pins, which may be an earlier release's: the maps
 	// the stand-in shares with the cube are reset if their layout
 	// changed, the others wait for the cube's own program (bringUp)
-	at := c.Clone()
-	at.Hook = hook
-	dc, _, err := e.upgradeCube(at, e.slots[c.Name], spec, datapath.UpgradeOptions{KeepAbsent: true})
+	dc, _, err := e.upgradeCube(c.Name, hook, e.slots[c.Name], spec, datapath.UpgradeOptions{KeepAbsent: true})
 	if err != nil {
 		return fmt.Errorf("cube %s could not be restored (%v), nor replaced by its stand-in: %w", c.Name, reason, err)
 	}

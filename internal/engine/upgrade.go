@@ -68,7 +68,7 @@ func (e *Engine) adoptPinned(c *cube.Cube, l *live, slot uint32, spec *ebpf.Coll
 		// middle of the cube's first load), perhaps by an earlier
 		// release: loaded over them by the upgrade's rules.
 		e.log.Info("no pinned program to adopt, loading", "cube", c.Name)
-		dc, reset, err := e.upgradeCube(c, slot, spec, datapath.UpgradeOptions{})
+		dc, reset, err := e.upgradeCube(c.Name, c.Hook, slot, spec, datapath.UpgradeOptions{})
 		if err != nil {
 			return false, explain(l.typ, c, err)
 		}
@@ -106,7 +106,7 @@ func (e *Engine) adoptPinned(c *cube.Cube, l *live, slot uint32, spec *ebpf.Coll
 		e.started.Adopted++
 		return true, nil
 	}
-	dc, reset, err := e.upgradeCube(c, slot, spec, datapath.UpgradeOptions{})
+	dc, reset, err := e.upgradeCube(c.Name, c.Hook, slot, spec, datapath.UpgradeOptions{})
 	if err != nil {
 		// The old program keeps running until the caller puts a
 		// stand-in in its place: never a stale program under this
@@ -125,16 +125,16 @@ func (e *Engine) adoptPinned(c *cube.Cube, l *live, slot uint32, spec *ebpf.Coll
 // upgradeCube loads spec for c over what is pinned for it, keeping the maps
 // whose layout fits and resetting the others, and logs and counts what it
 // reset (the number of maps it returns).
-func (e *Engine) upgradeCube(c *cube.Cube, slot uint32, spec *ebpf.CollectionSpec, o datapath.UpgradeOptions) (*datapath.Program, int, error) {
-	dc, up, err := e.dp.UpgradeCubeWith(c.Name, c.Hook, slot, spec, o)
+func (e *Engine) upgradeCube(name string, hook datapath.Hook, slot uint32, spec *ebpf.CollectionSpec, o datapath.UpgradeOptions) (*datapath.Program, int, error) {
+	dc, up, err := e.dp.UpgradeCubeWith(name, hook, slot, spec, o)
 	if err != nil {
 		return nil, 0, err
 	}
 	for _, r := range up.Uncompared {
-		e.log.Warn("map kept by the reload on its sizes alone", "cube", c.Name, "map", r.Map, "reason", r.Reason)
+		e.log.Warn("map kept by the reload on its sizes alone", "cube", name, "map", r.Map, "reason", r.Reason)
 	}
 	for _, r := range up.Reset {
-		e.log.Warn("map reset by the reload: its contents are lost (the state file's entries are written again)", "cube", c.Name, "map", r.Map, "reason", r.Reason)
+		e.log.Warn("map reset by the reload: its contents are lost (the state file's entries are written again)", "cube", name, "map", r.Map, "reason", r.Reason)
 	}
 	return dc, len(up.Reset), nil
 }
@@ -148,7 +148,7 @@ func (e *Engine) loadOver(c *cube.Cube) (*live, error) {
 	if err != nil {
 		return nil, err
 	}
-	if l.dc, _, err = e.upgradeCube(c, e.slots[c.Name], spec, datapath.UpgradeOptions{}); err != nil {
+	if l.dc, _, err = e.upgradeCube(c.Name, c.Hook, e.slots[c.Name], spec, datapath.UpgradeOptions{}); err != nil {
 		return nil, explain(l.typ, c, err)
 	}
 	e.recordDigest(l.dc, pinDigest(c.Hook, l.obj))
