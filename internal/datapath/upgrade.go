@@ -39,6 +39,13 @@ type MapReset struct {
 
 func (r MapReset) String() string { return r.Map + " (" + r.Reason + ")" }
 
+// absentReason: a pinned map the new object does not declare.
+const absentReason = "the new object has no such map"
+
+// Absent reports a map removed because the new object no longer has it
+// (nothing of its layout changed: nothing uses it any more).
+func (r MapReset) Absent() bool { return r.Reason == absentReason }
+
 // Upgraded says what an upgrade did to the cube's pinned maps.
 type Upgraded struct {
 	// Reset: maps whose contents are lost (gone from the object, or of
@@ -277,7 +284,7 @@ func incompatibleMaps(dir string, spec *ebpf.CollectionSpec, o UpgradeOptions) (
 			continue
 		}
 		if !ok {
-			out.Reset = append(out.Reset, MapReset{name, "the new object has no such map"})
+			out.Reset = append(out.Reset, MapReset{name, absentReason})
 			continue
 		}
 		m, err := ebpf.LoadPinnedMap(filepath.Join(dir, name), nil)

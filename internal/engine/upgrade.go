@@ -167,6 +167,10 @@ func (e *Engine) logRenewed() {
 // logStubReset says which maps of an interface program its attach replaced.
 func (e *Engine) logStubReset(k StubKey, s *datapath.Stub) {
 	for _, r := range s.Reset {
+		if r.Absent() {
+			e.log.Info("interface program's map removed: the current program does not use it", "interface", k.Iface, "hook", k.Hook, "dir", k.Dir.String(), "map", r.Map)
+			continue
+		}
 		e.started.SharedMapsReset++
 		e.log.Warn("interface program's map reset: its layout changed (its counters start from zero)", "interface", k.Iface, "hook", k.Hook, "dir", k.Dir.String(), "map", r.Map, "reason", r.Reason)
 	}

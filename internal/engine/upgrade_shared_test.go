@@ -284,7 +284,8 @@ func TestUpgradeOverFrameworkMapsOfAnotherLayout(t *testing.T) {
 // maps pinned by an earlier release with another layout (its counters
 // longer, its hop of the same size laid out differently) are replaced at
 // attach, the log names each; the hop is written into the new map before
-// the link moves, and traffic flows at both hooks.
+// the link moves, and traffic flows at both hooks. A map the current stub
+// no longer uses is removed, said, and not counted as a reset.
 func TestUpgradeOverInterfaceMapsOfAnotherLayout(t *testing.T) {
 	for i, hook := range []datapath.Hook{datapath.XDP, datapath.TC} {
 		t.Run(string(hook), func(t *testing.T) {
@@ -302,6 +303,16 @@ func TestUpgradeOverInterfaceMapsOfAnotherLayout(t *testing.T) {
 			sb := filepath.Join(cfg.PinRoot, "ifaces", vb+"_"+string(hook)+"_ingress")
 			asOldRelease(t, filepath.Join(sa, datapath.MapStats), 8)
 			asOldRelease(t, filepath.Join(sb, datapath.MapPorts), 0)
+			// a map an earlier stub used and this one does not
+			gone, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = gone.Pin(filepath.Join(sa, "enf_gone"))
+			gone.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
 			logs := &syncBuffer{}
 			cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
 			e = openAt(t, cfg)
@@ -310,7 +321,11 @@ func TestUpgradeOverInterfaceMapsOfAnotherLayout(t *testing.T) {
 				t.Fatalf("start %+v, want the cubes adopted and two interface maps reset:\n%s", got, logs)
 			}
 			l := logs.String()
-			for _, want := range []string{"interface program's map reset", "interface=" + va, "map=enf_stats", "interface=" + vb, "map=enf_ports", "member raw"} {
+			if _, err := os.Stat(filepath.Join(sa, "enf_gone")); !os.IsNotExist(err) {
+				t.Errorf("a map the stub no longer uses is still pinned: %v", err)
+			}
+			for _, want := range []string{"interface program's map reset", "interface=" + va, "map=enf_stats", "interface=" + vb, "map=enf_ports", "member raw",
+				"interface program's map removed: the current program does not use it", "map=enf_gone"} {
 				if !strings.Contains(l, want) {
 					t.Fatalf("the log does not say %q:\n%s", want, l)
 				}
