@@ -63,7 +63,13 @@ func (d *Datapath) attachCopier(dir string, ifindex int) error {
 	if l, err := link.LoadPinnedLink(lpath, nil); err == nil {
 		info, err := l.Info()
 		if err == nil && info.TCX() != nil && info.TCX().Ifindex == uint32(ifindex) {
+			// an earlier daemon's copy machine: it may read maps this
+			// one renewed (framework.go), so it runs this daemon's
+			err := d.currentCopier(l, info.Program)
 			l.Close()
+			if err != nil {
+				return err
+			}
 			return d.copies[mapCopyDevs].Update(uint32(ifindex), uint32(1), ebpf.UpdateAny)
 		}
 		// the interface it was on is gone (or was another one)
@@ -72,6 +78,17 @@ func (d *Datapath) attachCopier(dir string, ifindex int) error {
 	}
 	if d.classicTC {
 		if f, err := d.classicFilter(ifindex, Ingress, roleCopier); err == nil && f != nil {
+			prog, err := d.copierProgram()
+			if err != nil {
+				return err
+			}
+			if info, err := prog.Info(); err == nil {
+				if id, ok := info.ID(); ok && int(id) != f.Id { // an earlier daemon's
+					if err := d.attachClassic(ifindex, Ingress, roleCopier, prog); err != nil {
+						return fmt.Errorf("attach the copy machine: %w", err)
+					}
+				}
+			}
 			return d.copies[mapCopyDevs].Update(uint32(ifindex), uint32(1), ebpf.UpdateAny)
 		}
 	}
@@ -95,6 +112,26 @@ func (d *Datapath) attachCopier(dir string, ifindex int) error {
 		return err
 	}
 	return d.copies[mapCopyDevs].Update(uint32(ifindex), uint32(1), ebpf.UpdateAny)
+}
+
+// currentCopier makes the pinned link l, running program id, run this
+// datapath's copy machine.
+func (d *Datapath) currentCopier(l link.Link, id ebpf.ProgramID) error {
+	prog, err := d.copierProgram()
+	if err != nil {
+		return err
+	}
+	info, err := prog.Info()
+	if err != nil {
+		return err
+	}
+	if cur, ok := info.ID(); ok && cur == id {
+		return nil
+	}
+	if err := l.Update(prog); err != nil {
+		return fmt.Errorf("update the copy machine: %w", err)
+	}
+	return nil
 }
 
 // copierProgram is the copy machine's program, loaded once per datapath:

@@ -63,6 +63,14 @@ type Datapath struct {
 	// the copy machine's program, loaded once (copier.go)
 	copierMu sync.Mutex
 	copier   *ebpf.Program
+	// the shared maps' kernel ids (their pinned names by id), and those
+	// Open made anew because the pinned ones no longer fit (framework.go)
+	sharedIDs map[ebpf.MapID]string
+	renewed   []MapReset
+	renewing  bool // at this start, or one cut short (set-aside pins)
+	// the stub directories whose pinned maps were checked (stubupgrade.go)
+	stubsMu      sync.Mutex
+	stubsChecked map[string]bool
 }
 
 // Open creates the global maps under root, or re-adopts them if pinned. TC
@@ -87,39 +95,43 @@ func Open(root string) (*Datapath, error) {
 	}
 	d := &Datapath{root: root, panels: map[Hook]*ebpf.Map{}, classicTC: classic, owners: map[Hook]*ebpf.Map{},
 		callers: map[Hook]map[uint32]map[peerRef]bool{XDP: {}, TC: {}},
-		entered: map[Hook]map[peerRef]uint32{XDP: {}, TC: {}}}
-	specs := []struct {
-		dst  **ebpf.Map
-		spec *ebpf.MapSpec
-	}{
-		{&d.scratch, &ebpf.MapSpec{Name: "scratch", Type: ebpf.PerCPUArray, KeySize: 4,
-			ValueSize: uint32(sizeOf[Metadata]()), MaxEntries: 1}},
-		{&d.punt, &ebpf.MapSpec{Name: "punt_ring", Type: ebpf.PerfEventArray}},
-		{&d.config, &ebpf.MapSpec{Name: "config", Type: ebpf.Array, KeySize: 4,
-			ValueSize: uint32(sizeOf[Config]()), MaxEntries: 1}},
+		entered: map[Hook]map[peerRef]uint32{XDP: {}, TC: {}}, sharedIDs: map[ebpf.MapID]string{}, stubsChecked: map[string]bool{}}
+	shared, err := sharedSpecs()
+	if err == nil {
+		err = d.renewShared(shared) // framework.go
 	}
-	for _, s := range specs {
-		m, err := pinnedMap(root, s.spec)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	d.copies = map[string]*ebpf.Map{}
+	for _, s := range []struct {
+		dst  **ebpf.Map
+		name string
+	}{
+		{&d.scratch, "scratch"}, {&d.punt, "punt_ring"}, {&d.config, "config"},
+	} {
+		if *s.dst, err = d.sharedMap(shared[s.name]); err != nil {
+			d.Close()
+			return nil, err
+		}
+	}
+	for _, name := range []string{mapCopyRing, mapCopyCPU, mapCopyDevs} {
+		m, err := d.sharedMap(shared[strings.TrimPrefix(name, "enf_")])
 		if err != nil {
 			d.Close()
 			return nil, err
 		}
-		*s.dst = m
-	}
-	if err := d.openCopyMaps(); err != nil {
-		d.Close()
-		return nil, err
+		d.copies[name] = m
 	}
 	for _, h := range []Hook{XDP, TC} {
-		m, err := pinnedMap(root, &ebpf.MapSpec{Name: string(h) + "_panel", Type: ebpf.ProgramArray,
-			KeySize: 4, ValueSize: 4, MaxEntries: MaxSlots})
+		m, err := d.sharedMap(shared[string(h)+"_panel"])
 		if err != nil {
 			d.Close()
 			return nil, err
 		}
 		d.panels[h] = m
-		if m, err = pinnedMap(root, &ebpf.MapSpec{Name: string(h) + ownerPinPart, Type: ebpf.Array,
-			KeySize: 4, ValueSize: 4, MaxEntries: MaxSlots}); err != nil {
+		if m, err = d.sharedMap(shared[string(h)+ownerPinPart]); err != nil {
 			d.Close()
 			return nil, err
 		}
@@ -142,31 +154,6 @@ func (d *Datapath) Root() string { return d.root }
 
 // PuntMap is the perf event array the slow path reads.
 func (d *Datapath) PuntMap() *ebpf.Map { return d.punt }
-
-// openCopyMaps creates (or re-adopts) the copy machine's maps, shared by
-// the XDP programs that record copies and the TC copy machine; their
-// layouts are those of the stub object.
-func (d *Datapath) openCopyMaps() error {
-	spec, err := LoadSpec(stubTC)
-	if err != nil {
-		return err
-	}
-	d.copies = map[string]*ebpf.Map{}
-	for _, name := range []string{mapCopyRing, mapCopyCPU, mapCopyDevs} {
-		ms, ok := spec.Maps[name]
-		if !ok {
-			return fmt.Errorf("stub object has no map %s", name)
-		}
-		ms = ms.Copy()
-		ms.Name = strings.TrimPrefix(name, "enf_")
-		m, err := pinnedMap(d.root, ms)
-		if err != nil {
-			return err
-		}
-		d.copies[name] = m
-	}
-	return nil
-}
 
 // Config is the datapath's settings as the fast path sees them.
 func (d *Datapath) Config() (Config, error) {

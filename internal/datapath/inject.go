@@ -135,10 +135,6 @@ func (d *Datapath) attachInjector(ifindex int) error {
 	}
 	for _, hook := range []Hook{XDP, TC} {
 		lpath := filepath.Join(dir, string(hook)+"_link")
-		if l, err := link.LoadPinnedLink(lpath, nil); err == nil {
-			l.Close()
-			continue
-		}
 		obj := stubXDP
 		if hook == TC {
 			obj = stubTC
@@ -151,9 +147,29 @@ func (d *Datapath) attachInjector(ifindex int) error {
 		if err := os.MkdirAll(pins, 0o700); err != nil {
 			return err
 		}
+		// An earlier daemon's injector runs its release's program over
+		// its maps: this daemon's replaces it (stubupgrade.go).
+		_, restore, drop, err := renewMaps(pins, spec)
+		if err != nil {
+			return fmt.Errorf("injector: %w", err)
+		}
 		coll, err := d.loadCollection(spec, hook, pins, nil, nil)
 		if err != nil {
+			restore()
 			return fmt.Errorf("load injector: %w", err)
+		}
+		drop()
+		if l, err := link.LoadPinnedLink(lpath, nil); err == nil && !linkedTo(l, ifindex) {
+			l.Unpin() // the injection veth was made again: its link went with it
+			l.Close()
+		} else if err == nil {
+			err = l.Update(coll.Programs["edgenf_inject"])
+			l.Close()
+			coll.Close()
+			if err != nil {
+				return fmt.Errorf("update injector: %w", err)
+			}
+			continue
 		}
 		if hook == TC && d.classicTC {
 			err := d.attachClassic(ifindex, Ingress, roleStub, coll.Programs["edgenf_inject"])

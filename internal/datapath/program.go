@@ -161,7 +161,7 @@ func (d *Datapath) ReloadCube(name string, hook Hook, slot uint32, spec *ebpf.Co
 // still running hold their own references, so traffic is unaffected until the
 // panel switches to the new program.
 func (d *Datapath) dropIncompatible(dir string, spec *ebpf.CollectionSpec) error {
-	drop, err := incompatibleMaps(dir, spec)
+	drop, err := incompatibleMaps(dir, spec, UpgradeOptions{})
 	if err != nil {
 		return err
 	}

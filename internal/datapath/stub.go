@@ -30,6 +30,9 @@ type Stub struct {
 	dir    string
 	ports  *ebpf.Map
 	stats  *ebpf.Map
+	// Reset: pinned maps of an earlier release this attach replaced,
+	// their layout changed (stubupgrade.go)
+	Reset []MapReset
 }
 
 func (d *Datapath) stubDir(ifname string, hook Hook, dir Direction) string {
@@ -77,12 +80,18 @@ func (d *Datapath) AttachStub(ifname string, ifindex int, hook Hook, dir Directi
 	if err != nil {
 		return nil, err
 	}
+	reset, restore, drop, err := d.renewStubMaps(sdir, spec)
+	if err != nil {
+		return nil, fmt.Errorf("stub for %s: %w", ifname, err)
+	}
 	coll, err := d.loadCollection(spec, hook, sdir, nil, nil)
 	if err != nil {
+		restore()
 		return nil, fmt.Errorf("load stub for %s: %w", ifname, err)
 	}
+	drop()
 	defer coll.Close()
-	s := &Stub{Ifname: ifname, Hook: hook, Dir: dir, dir: sdir}
+	s := &Stub{Ifname: ifname, Hook: hook, Dir: dir, dir: sdir, Reset: reset}
 	if s.ports, err = coll.Maps[MapPorts].Clone(); err != nil {
 		return nil, err
 	}
@@ -168,6 +177,15 @@ func linkedTo(l link.Link, ifindex int) bool {
 // replace switches an attached link to prog with hop: the link runs the plain
 // stub, which follows any hop, while the hop changes.
 func (s *Stub) replace(l link.Link, stub, prog *ebpf.Program, hop Hop) error {
+	if s.hopRenewed() {
+		if err := s.SetHop(hop); err != nil {
+			return err
+		}
+		if err := l.Update(prog); err != nil {
+			return fmt.Errorf("update link: %w", err)
+		}
+		return nil
+	}
 	if err := l.Update(stub); err != nil {
 		return fmt.Errorf("update link: %w", err)
 	}

@@ -224,7 +224,7 @@ func (d *Datapath) attachStubClassic(s *Stub, ifindex int, stub, prog *ebpf.Prog
 	if err != nil {
 		return err
 	}
-	if cur != nil {
+	if cur != nil && !s.hopRenewed() {
 		if err := d.attachClassic(ifindex, s.Dir, roleStub, stub); err != nil {
 			return err
 		}
@@ -232,7 +232,7 @@ func (d *Datapath) attachStubClassic(s *Stub, ifindex int, stub, prog *ebpf.Prog
 	if err := s.SetHop(hop); err != nil {
 		return err
 	}
-	if cur == nil || prog != stub {
+	if cur == nil || prog != stub || s.hopRenewed() {
 		if err := d.attachClassic(ifindex, s.Dir, roleStub, prog); err != nil {
 			return err
 		}

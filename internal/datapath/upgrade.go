@@ -39,6 +39,13 @@ type MapReset struct {
 
 func (r MapReset) String() string { return r.Map + " (" + r.Reason + ")" }
 
+// absentReason: a pinned map the new object does not declare.
+const absentReason = "the new object has no such map"
+
+// Absent reports a map removed because the new object no longer has it
+// (nothing of its layout changed: nothing uses it any more).
+func (r MapReset) Absent() bool { return r.Reason == absentReason }
+
 // Upgraded says what an upgrade did to the cube's pinned maps.
 type Upgraded struct {
 	// Reset: maps whose contents are lost (gone from the object, or of
@@ -51,7 +58,8 @@ type Upgraded struct {
 
 // notAMap: the cube directory's entries that are not its object's maps.
 func notAMap(name string) bool {
-	return name == progPin || name == digestPin || strings.HasSuffix(name, "_new") || strings.HasSuffix(name, asideSuffix)
+	return name == progPin || name == digestPin || name == linkPin || name == copierPin ||
+		strings.HasSuffix(name, "_new") || strings.HasSuffix(name, asideSuffix)
 }
 
 // HasPinnedProgram reports whether a program is pinned for the cube.
@@ -112,6 +120,16 @@ func clearDigest(dir string) error {
 	return nil
 }
 
+// UpgradeOptions change what UpgradeCubeWith keeps.
+type UpgradeOptions struct {
+	// KeepAbsent keeps the pinned maps the new object does not declare
+	// (a down cube's stand-in: they wait for the cube's own program).
+	KeepAbsent bool
+	// the hook the pinned program runs at and the one it is reloaded
+	// at, when they differ (set by UpgradeCubeWith)
+	from, to Hook
+}
+
 // UpgradeCube replaces the program an earlier daemon pinned for the cube by
 // spec's, in one panel update: traffic moves from the old program to the new
 // one without a gap. Maps of unchanged layout (btflayout.go) are kept with
@@ -120,34 +138,47 @@ func clearDigest(dir string) error {
 // the new program cannot be loaded, nothing changes: the old program keeps
 // its slot and its maps their pins.
 func (d *Datapath) UpgradeCube(name string, hook Hook, slot uint32, spec *ebpf.CollectionSpec) (*Program, Upgraded, error) {
+	return d.UpgradeCubeWith(name, hook, slot, spec, UpgradeOptions{})
+}
+
+// UpgradeCubeWith is UpgradeCube with options. A pinned program of the
+// other hook (the state moved the cube from xdp to tc, or back) leaves its
+// panel slot once the new one is in place, and the cube's program arrays,
+// which hold programs of the old hook's type only, are reset.
+func (d *Datapath) UpgradeCubeWith(name string, hook Hook, slot uint32, spec *ebpf.CollectionSpec, o UpgradeOptions) (*Program, Upgraded, error) {
 	dir := d.cubeDir(name)
 	var none Upgraded
-	up, err := incompatibleMaps(dir, spec)
+	old, oldID, err := d.pinnedProgram(name)
 	if err != nil {
 		return nil, none, fmt.Errorf("upgrade cube %s: %w", name, err)
 	}
-	var aside []string
-	restore := func() {
-		for _, m := range aside {
-			os.Rename(filepath.Join(dir, m+asideSuffix), filepath.Join(dir, m))
-		}
+	o.from, o.to = "", hook
+	if old != "" && old != hook {
+		o.from = old
 	}
-	for _, r := range up.Reset {
-		p := filepath.Join(dir, r.Map)
-		os.Remove(p + asideSuffix) // an earlier upgrade's, cut short
-		if err := os.Rename(p, p+asideSuffix); err != nil {
-			restore()
-			return nil, none, fmt.Errorf("upgrade cube %s: %w", name, err)
-		}
-		aside = append(aside, r.Map)
+	up, err := incompatibleMaps(dir, spec, o)
+	if err != nil {
+		return nil, none, fmt.Errorf("upgrade cube %s: %w", name, err)
+	}
+	names := make([]string, len(up.Reset))
+	for i, r := range up.Reset {
+		names[i] = r.Map
+	}
+	restore, drop, err := setAside(dir, names)
+	if err != nil {
+		return nil, none, fmt.Errorf("upgrade cube %s: %w", name, err)
 	}
 	c, err := d.LoadCube(name, hook, slot, spec, nil)
 	if err != nil {
 		restore()
 		return nil, none, err
 	}
-	for _, m := range aside {
-		os.Remove(filepath.Join(dir, m+asideSuffix))
+	drop()
+	if o.from != "" {
+		if err := d.vacate(o.from, slot, oldID); err != nil {
+			c.Close()
+			return nil, none, fmt.Errorf("upgrade cube %s: the %s panel: %w", name, o.from, err)
+		}
 	}
 	// The ports map is kept: its direct hops are the earlier daemon's.
 	if err := c.adoptDirect(); err != nil {
@@ -157,10 +188,84 @@ func (d *Datapath) UpgradeCube(name string, hook Hook, slot uint32, spec *ebpf.C
 	return c, up, nil
 }
 
+// setAside renames the pins of maps in dir out of the way of a load:
+// restore puts them back (the load failed), drop removes them (the new
+// program has its own).
+func setAside(dir string, maps []string) (restore, drop func(), err error) {
+	var aside []string
+	restore = func() {
+		for _, m := range aside {
+			os.Rename(filepath.Join(dir, m+asideSuffix), filepath.Join(dir, m))
+		}
+	}
+	drop = func() {
+		for _, m := range aside {
+			os.Remove(filepath.Join(dir, m+asideSuffix))
+		}
+	}
+	for _, m := range maps {
+		p := filepath.Join(dir, m)
+		os.Remove(p + asideSuffix) // an earlier upgrade's, cut short
+		if err := os.Rename(p, p+asideSuffix); err != nil {
+			restore()
+			return nil, nil, err
+		}
+		aside = append(aside, m)
+	}
+	return restore, drop, nil
+}
+
+// PinnedHook is the hook of the program pinned for the cube ("" if none).
+func (d *Datapath) PinnedHook(name string) (Hook, error) {
+	h, _, err := d.pinnedProgram(name)
+	return h, err
+}
+
+// pinnedProgram is the hook and id of the program pinned for the cube.
+func (d *Datapath) pinnedProgram(name string) (Hook, uint32, error) {
+	prog, err := ebpf.LoadPinnedProgram(filepath.Join(d.cubeDir(name), progPin), nil)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", 0, nil
+	}
+	if err != nil {
+		return "", 0, err
+	}
+	defer prog.Close()
+	info, err := prog.Info()
+	if err != nil {
+		return "", 0, err
+	}
+	id, _ := info.ID()
+	return hookOf(prog.Type()), uint32(id), nil
+}
+
+func hookOf(t ebpf.ProgramType) Hook {
+	if t == ebpf.XDP {
+		return XDP
+	}
+	return TC
+}
+
+// vacate empties the hook's panel slot if it still runs program id (a cube
+// that moved to the other hook): frames still sent there are dropped by the
+// tail call's failure, no stale program runs them.
+func (d *Datapath) vacate(hook Hook, slot, id uint32) error {
+	var held uint32
+	if err := d.panels[hook].Lookup(slot, &held); err != nil || held != id {
+		return nil // empty, or another program's
+	}
+	if err := d.panels[hook].Delete(slot); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return err
+	}
+	return d.setOwner(hook, slot, nil)
+}
+
 // incompatibleMaps lists the maps pinned in dir that spec cannot reuse: gone
-// from the object, or of another layout; and those kept whose key and value
-// types could not be compared.
-func incompatibleMaps(dir string, spec *ebpf.CollectionSpec) (Upgraded, error) {
+// from the object (unless o.KeepAbsent), of another layout, or program
+// arrays of a cube whose hook changed (o.from to o.to); and those kept
+// whose key and value types could not be compared.
+func incompatibleMaps(dir string, spec *ebpf.CollectionSpec, o UpgradeOptions) (Upgraded, error) {
+	from, to := o.from, o.to
 	var out Upgraded
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -175,32 +280,35 @@ func incompatibleMaps(dir string, spec *ebpf.CollectionSpec) (Upgraded, error) {
 			continue
 		}
 		ms, ok := spec.Maps[name]
+		if !ok && o.KeepAbsent {
+			continue
+		}
 		if !ok {
-			out.Reset = append(out.Reset, MapReset{name, "the new object has no such map"})
+			out.Reset = append(out.Reset, MapReset{name, absentReason})
 			continue
 		}
 		m, err := ebpf.LoadPinnedMap(filepath.Join(dir, name), nil)
 		if err != nil {
 			return out, fmt.Errorf("map %s: %w", name, err)
 		}
-		err = ms.Compatible(m)
-		if err == nil && ms.InnerMap != nil {
-			err = innerCompatible(ms.InnerMap, m)
-		}
-		if err != nil {
+		if from != "" && m.Type() == ebpf.ProgramArray {
+			// a program array takes programs of one type only
 			m.Close()
-			out.Reset = append(out.Reset, MapReset{name, strings.TrimSuffix(err.Error(), ": "+ebpf.ErrMapIncompatible.Error())})
+			out.Reset = append(out.Reset, MapReset{name, fmt.Sprintf("it holds %s programs, the cube now runs at %s", from, to)})
 			continue
 		}
-		changed, err := layoutChange(ms, m)
+		if err := ms.Compatible(m); err == nil && ms.InnerMap != nil {
+			if err := innerCompatible(ms.InnerMap, m); err != nil {
+				m.Close()
+				out.Reset = append(out.Reset, MapReset{name, err.Error()})
+				continue
+			}
+		}
+		changed, err := mapFits(ms, m)
 		m.Close()
 		switch {
 		case errors.Is(err, errNoLayout), errors.Is(err, errNoNewType):
 			out.Uncompared = append(out.Uncompared, MapReset{name, err.Error()})
-		case err != nil:
-			// the kernel has the types but they cannot be read: the
-			// contents cannot be shown to match, so they are not kept
-			out.Reset = append(out.Reset, MapReset{name, "its layout could not be read: " + err.Error()})
 		case changed != "":
 			out.Reset = append(out.Reset, MapReset{name, changed})
 		}

@@ -241,6 +241,7 @@ func Open(cfg Config) (*Engine, error) {
 		e.Close()
 		return nil, err
 	}
+	e.logRenewed() // upgrade.go
 	e.goesDown = func(string) bool { return true }
 	if err := e.assignSlots(f.Topology, f.Topology.CubeNames()); err != nil {
 		return fail(err)
@@ -269,6 +270,11 @@ func Open(cfg Config) (*Engine, error) {
 	e.removeResidues(f.Residues)
 	if err := e.removeLeftovers(cfg.AdoptEmpty && f.Empty()); err != nil {
 		return fail(fmt.Errorf("restore state: %w", err))
+	}
+	// every interface runs this daemon's programs: an earlier release's
+	// framework maps can go (datapath/framework.go)
+	if err := e.dp.DropRenewed(); err != nil {
+		e.log.Warn("an earlier release's framework maps are still pinned", "bpffs", cfg.PinRoot, "err", err)
 	}
 	// A fresh snapshot folds the journal in and starts a new one.
 	if err := e.save(e.topo); err != nil {

@@ -54,19 +54,11 @@ func (e *Engine) Swap(who tenant.Actor, name string, obj []byte) error {
 }
 
 func (e *Engine) loadCube(c *cube.Cube, adopt bool) (*live, error) {
-	typ, err := cube.Lookup(c.Type)
+	l, spec, err := e.newLive(c)
 	if err != nil {
 		return nil, err
 	}
-	obj, err := typ.ObjectOf(c)
-	if err != nil {
-		return nil, err
-	}
-	spec, err := e.spec(typ, obj)
-	if err != nil {
-		return nil, err
-	}
-	l := &live{typ: typ, ctl: typ.New(), hops: map[int]datapath.Hop{}, chainHops: map[int]datapath.Hop{}, flood: map[int]int{}, obj: sha256.Sum256(obj)}
+	typ := l.typ
 	slot := e.slots[c.Name]
 	if adopt {
 		ok, err := e.adoptPinned(c, l, slot, spec) // upgrade.go
@@ -82,6 +74,23 @@ func (e *Engine) loadCube(c *cube.Cube, adopt bool) (*live, error) {
 	}
 	e.recordDigest(l.dc, pinDigest(c.Hook, l.obj))
 	return l, nil
+}
+
+// newLive is a cube not yet loaded: its NF type, controller and object.
+func (e *Engine) newLive(c *cube.Cube) (*live, *ebpf.CollectionSpec, error) {
+	typ, err := cube.Lookup(c.Type)
+	if err != nil {
+		return nil, nil, err
+	}
+	obj, err := typ.ObjectOf(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	spec, err := e.spec(typ, obj)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &live{typ: typ, ctl: typ.New(), hops: map[int]datapath.Hop{}, chainHops: map[int]datapath.Hop{}, flood: map[int]int{}, obj: sha256.Sum256(obj)}, spec, nil
 }
 
 // spec parses an object. The objects of NF types without per-cube objects

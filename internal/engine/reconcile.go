@@ -373,6 +373,7 @@ func (e *Engine) reconcileStubs(p *plan, cs *changeSet) error {
 		if ok {
 			s.Close()
 		}
+		e.logStubReset(k, ns) // upgrade.go
 		e.stubs[k], e.stubHops[k], e.stubEntry[k] = ns, h, direct
 	}
 	for _, k := range e.stubsOf(cs) {

@@ -112,7 +112,10 @@ func (e *Engine) putDown(c *cube.Cube, attch string, reason error) error {
 	if err != nil {
 		return err
 	}
-	dc, err := e.dp.LoadCube(c.Name, hook, e.slots[c.Name], spec, nil)
+	// over the cube's pins, which may be an earlier release's: the maps
+	// the stand-in shares with the cube are reset if their layout
+	// changed, the others wait for the cube's own program (bringUp)
+	dc, _, err := e.upgradeCube(c.Name, hook, e.slots[c.Name], spec, datapath.UpgradeOptions{KeepAbsent: true})
 	if err != nil {
 		return fmt.Errorf("cube %s could not be restored (%v), nor replaced by its stand-in: %w", c.Name, reason, err)
 	}
@@ -144,7 +147,7 @@ func (e *Engine) bringUp(l *live, c *cube.Cube, attch string) error {
 		}
 		return nil
 	}
-	up, err := e.loadCube(c, false)
+	up, err := e.loadOver(c) // upgrade.go
 	if err != nil {
 		return err
 	}

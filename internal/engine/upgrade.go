@@ -13,6 +13,7 @@ package engine
 
 import (
 	"crypto/sha256"
+	"fmt"
 
 	"github.com/cilium/ebpf"
 
@@ -45,6 +46,9 @@ type StartReport struct {
 	// MapsReset counts the maps of reloaded cubes whose layout changed:
 	// their contents were lost.
 	MapsReset int
+	// SharedMapsReset counts the framework's shared maps and the
+	// interface programs' maps made anew because their layout changed.
+	SharedMapsReset int
 }
 
 // Started says what the engine adopted and reloaded when it started.
@@ -55,16 +59,45 @@ func (e *Engine) Started() StartReport {
 }
 
 // adoptPinned takes over the program pinned for c, into l: as it is when
-// its digest is the current object's, reloaded in place otherwise. It
-// reports false when nothing usable is pinned (the caller loads the cube).
+// its digest is the current object's, reloaded in place otherwise, loaded
+// over the pinned maps when no program is pinned. It reports false when the
+// pinned program could not be opened (the caller loads the cube).
 func (e *Engine) adoptPinned(c *cube.Cube, l *live, slot uint32, spec *ebpf.CollectionSpec) (bool, error) {
 	if !e.dp.HasPinnedProgram(c.Name) {
+		// Maps may be pinned without a program (a daemon stopped in the
+		// middle of the cube's first load), perhaps by an earlier
+		// release: loaded over them by the upgrade's rules.
 		e.log.Info("no pinned program to adopt, loading", "cube", c.Name)
-		return false, nil
+		dc, reset, err := e.upgradeCube(c.Name, c.Hook, slot, spec, datapath.UpgradeOptions{})
+		if err != nil {
+			return false, explain(l.typ, c, err)
+		}
+		l.dc = dc
+		e.recordDigest(dc, pinDigest(c.Hook, l.obj))
+		e.started.MapsReset += reset
+		return true, nil
 	}
 	want := pinDigest(c.Hook, l.obj)
 	have, recorded, err := e.dp.PinnedDigest(c.Name)
-	if err == nil && recorded && have == want {
+	why := ""
+	switch {
+	case err != nil:
+		why = err.Error()
+	case !recorded:
+		why = "no digest is recorded with it (pinned by an edgenf that recorded none, or a down cube's stand-in)"
+	case have != want:
+		why = "it was built from another object (edgenf was upgraded, or the cube's program changed)"
+		if pinned, herr := e.dp.PinnedHook(c.Name); herr == nil && pinned != "" && pinned != c.Hook {
+			why = fmt.Sprintf("it runs at %s and the state says %s", pinned, c.Hook)
+		}
+	default:
+		// the very object, but perhaps over framework maps this start
+		// renewed (datapath/framework.go)
+		if why, err = e.dp.StaleFramework(c.Name); err != nil {
+			why = err.Error()
+		}
+	}
+	if why == "" {
 		if l.dc, err = e.dp.AdoptCube(c.Name, c.Hook, slot, spec); err != nil {
 			e.log.Info("pinned program could not be adopted, loading", "cube", c.Name, "reason", err)
 			return false, nil
@@ -73,14 +106,7 @@ func (e *Engine) adoptPinned(c *cube.Cube, l *live, slot uint32, spec *ebpf.Coll
 		e.started.Adopted++
 		return true, nil
 	}
-	why := "it was built from another object (edgenf was upgraded, or the cube's program changed)"
-	switch {
-	case err != nil:
-		why = err.Error()
-	case !recorded:
-		why = "no digest is recorded with it (pinned by an edgenf that recorded none, or a down cube's stand-in)"
-	}
-	dc, up, err := e.dp.UpgradeCube(c.Name, c.Hook, slot, spec)
+	dc, reset, err := e.upgradeCube(c.Name, c.Hook, slot, spec, datapath.UpgradeOptions{})
 	if err != nil {
 		// The old program keeps running until the caller puts a
 		// stand-in in its place: never a stale program under this
@@ -91,15 +117,63 @@ func (e *Engine) adoptPinned(c *cube.Cube, l *live, slot uint32, spec *ebpf.Coll
 	e.recordDigest(dc, want)
 	l.adoptPorts()
 	e.started.Reloaded++
-	e.started.MapsReset += len(up.Reset)
-	e.log.Warn("pinned program is not the current one: reloaded in place", "cube", c.Name, "type", c.Type, "reason", why, "maps_reset", len(up.Reset))
+	e.started.MapsReset += reset
+	e.log.Warn("pinned program is not the current one: reloaded in place", "cube", c.Name, "type", c.Type, "hook", c.Hook, "reason", why)
+	return true, nil
+}
+
+// upgradeCube loads spec for c over what is pinned for it, keeping the maps
+// whose layout fits and resetting the others, and logs and counts what it
+// reset (the number of maps it returns).
+func (e *Engine) upgradeCube(name string, hook datapath.Hook, slot uint32, spec *ebpf.CollectionSpec, o datapath.UpgradeOptions) (*datapath.Program, int, error) {
+	dc, up, err := e.dp.UpgradeCubeWith(name, hook, slot, spec, o)
+	if err != nil {
+		return nil, 0, err
+	}
 	for _, r := range up.Uncompared {
-		e.log.Warn("map kept by the reload on its sizes alone", "cube", c.Name, "map", r.Map, "reason", r.Reason)
+		e.log.Warn("map kept by the reload on its sizes alone", "cube", name, "map", r.Map, "reason", r.Reason)
 	}
 	for _, r := range up.Reset {
-		e.log.Warn("map reset by the reload: its contents are lost (the state file's entries are written again)", "cube", c.Name, "map", r.Map, "reason", r.Reason)
+		e.log.Warn("map reset by the reload: its contents are lost (the state file's entries are written again)", "cube", name, "map", r.Map, "reason", r.Reason)
 	}
-	return true, nil
+	return dc, len(up.Reset), nil
+}
+
+// loadOver loads c's program over what its pins hold (a down cube brought
+// up: the pins are its stand-in's and, beyond them, those of the program
+// an earlier daemon ran, perhaps an earlier release's): maps of another
+// layout are reset, not refused.
+func (e *Engine) loadOver(c *cube.Cube) (*live, error) {
+	l, spec, err := e.newLive(c)
+	if err != nil {
+		return nil, err
+	}
+	if l.dc, _, err = e.upgradeCube(c.Name, c.Hook, e.slots[c.Name], spec, datapath.UpgradeOptions{}); err != nil {
+		return nil, explain(l.typ, c, err)
+	}
+	e.recordDigest(l.dc, pinDigest(c.Hook, l.obj))
+	return l, nil
+}
+
+// logRenewed says which of the framework's shared maps the datapath made
+// anew at open: an earlier release's no longer fit this one.
+func (e *Engine) logRenewed() {
+	for _, r := range e.dp.RenewedMaps() {
+		e.started.SharedMapsReset++
+		e.log.Warn("framework map renewed: its layout changed (every pinned cube is reloaded and every interface program attached again over the new one)", "map", r.Map, "reason", r.Reason)
+	}
+}
+
+// logStubReset says which maps of an interface program its attach replaced.
+func (e *Engine) logStubReset(k StubKey, s *datapath.Stub) {
+	for _, r := range s.Reset {
+		if r.Absent() {
+			e.log.Info("interface program's map removed: the current program does not use it", "interface", k.Iface, "hook", k.Hook, "dir", k.Dir.String(), "map", r.Map)
+			continue
+		}
+		e.started.SharedMapsReset++
+		e.log.Warn("interface program's map reset: its layout changed (its counters start from zero)", "interface", k.Iface, "hook", k.Hook, "dir", k.Dir.String(), "map", r.Map, "reason", r.Reason)
+	}
 }
 
 // adoptPorts takes what the kernel has for the cube's ports, so that what

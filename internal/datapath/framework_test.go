@@ -1,0 +1,130 @@
+package datapath_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/testenv"
+)
+
+// oldLayout pins at path, in place of the map there, an empty one whose
+// value is grow octets longer: an earlier release's layout.
+func oldLayout(t *testing.T, path string, grow uint32) {
+	t.Helper()
+	m, err := ebpf.LoadPinnedMap(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := m.Info()
+	m.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := ebpf.NewMap(&ebpf.MapSpec{Type: info.Type, KeySize: info.KeySize, ValueSize: info.ValueSize + grow, MaxEntries: info.MaxEntries, Flags: info.Flags})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Pin(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func setAsidePins(t *testing.T, root string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), "-old") {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// One shared map of another layout renews them all, the earlier ones set
+// aside (still pinned: a program array nothing pins is emptied by the
+// kernel) until DropRenewed; a cube pinned over the earlier ones is stale
+// until reloaded; a start with nothing to renew checks nothing.
+func TestOpenRenewsEverySharedMapWhenOneChanged(t *testing.T) {
+	testenv.NeedRoot(t)
+	root := filepath.Join("/sys/fs/bpf", fmt.Sprintf("enfu-%d-%d", os.Getpid(), seq.Add(1)))
+	dp, err := datapath.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if dp, err := datapath.Open(root); err == nil {
+			dp.Destroy()
+		} else {
+			os.RemoveAll(root)
+		}
+	}()
+	c, err := dp.LoadCube("x", datapath.XDP, 3, portfwdSpec(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if got := dp.RenewedMaps(); len(got) != 0 {
+		t.Fatalf("a first open renewed %v", got)
+	}
+	dp.Close()
+
+	oldLayout(t, filepath.Join(root, "scratch"), 16)
+	dp, err = datapath.Open(root)
+	if err != nil {
+		t.Fatalf("open over a scratch of another layout: %v", err)
+	}
+	renewed := dp.RenewedMaps()
+	if len(renewed) != 10 {
+		t.Fatalf("renewed %v, want the ten shared maps", renewed)
+	}
+	for _, r := range renewed {
+		if r.Map == "scratch" && !strings.Contains(r.Reason, "ValueSize") || r.Map != "scratch" && !strings.Contains(r.Reason, "made anew with scratch") {
+			t.Errorf("renewed %s", r)
+		}
+	}
+	if got := setAsidePins(t, root); len(got) != 10 {
+		t.Fatalf("set aside %v, want the ten earlier maps still pinned", got)
+	}
+	why, err := dp.StaleFramework("x")
+	if err != nil || !strings.Contains(why, "framework map") {
+		t.Fatalf("a cube over the earlier maps is not stale: %q %v", why, err)
+	}
+	c, _, err = dp.UpgradeCube("x", datapath.XDP, 3, portfwdSpec(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if why, err := dp.StaleFramework("x"); why != "" || err != nil {
+		t.Fatalf("the reloaded cube is stale: %q %v", why, err)
+	}
+	if err := dp.DropRenewed(); err != nil {
+		t.Fatal(err)
+	}
+	if got := setAsidePins(t, root); len(got) != 0 {
+		t.Fatalf("still set aside: %v", got)
+	}
+	dp.Close()
+
+	dp, err = datapath.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dp.Close()
+	if got := dp.RenewedMaps(); len(got) != 0 {
+		t.Fatalf("an open over fitting maps renewed %v", got)
+	}
+}
