@@ -331,10 +331,12 @@ struct {
  * would cost a packet of a cold session two misses, each on a 4 KiB page
  * of its own (the array's pointer to the rule's per-CPU block, then the
  * block); this costs one. A CPU writes only its own row, as it would its
- * per-CPU copy. */
+ * per-CPU copy. The daemon reads the blocks through a memory mapping (no
+ * system call per CPU and rule). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, UPF_MAX_RULES);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct upf_count);
 } upf_rule_count SEC(".maps");
