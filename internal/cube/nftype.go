@@ -34,6 +34,12 @@ type Type struct {
 	// swaps the cube's program in place, keeping the maps whose layout did
 	// not change.
 	ObjectFor func(c *Cube) ([]byte, error)
+	// SizeMaps, when set, sizes the maps of the type's parsed object for
+	// this machine before it is loaded (SpecOf): a plain array with a row
+	// per possible CPU. It runs once per object; the sizes must depend on
+	// the machine only, so that a restarted daemon finds the pinned maps
+	// compatible.
+	SizeMaps func(spec *ebpf.CollectionSpec) error
 	// ExplainLoadError, when set, rewrites a load failure in the terms of
 	// the cube's source (a verifier rejection as a P4 line).
 	ExplainLoadError func(c *Cube, err error) error
@@ -448,6 +454,19 @@ func (t *Type) ObjectOf(c *Cube) ([]byte, error) {
 		return t.ObjectFor(c)
 	}
 	return t.Object(c.Hook)
+}
+
+// SpecOf parses obj, an object of the type, and sizes its maps for this
+// machine (SizeMaps): what the type's cubes load.
+func (t *Type) SpecOf(obj []byte) (*ebpf.CollectionSpec, error) {
+	spec, err := datapath.LoadSpec(obj)
+	if err != nil || t.SizeMaps == nil {
+		return spec, err
+	}
+	if err := t.SizeMaps(spec); err != nil {
+		return nil, fmt.Errorf("%s: sizing the maps: %w", t.Name, err)
+	}
+	return spec, nil
 }
 
 // ConfigInterfaces lists the interfaces the cube's settings name. Settings

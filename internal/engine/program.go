@@ -35,7 +35,7 @@ func (e *Engine) Swap(who tenant.Actor, name string, obj []byte) error {
 			return err
 		}
 	}
-	spec, err := datapath.LoadSpec(obj)
+	spec, err := l.typ.SpecOf(obj)
 	if err != nil {
 		return cube.Errorf("object", "%v", err)
 	}
@@ -97,13 +97,13 @@ func (e *Engine) newLive(c *cube.Cube) (*live, *ebpf.CollectionSpec, error) {
 // are parsed once and shared by all their cubes (10,000 cubes, one spec).
 func (e *Engine) spec(typ *cube.Type, obj []byte) (*ebpf.CollectionSpec, error) {
 	if typ.ObjectFor != nil {
-		return datapath.LoadSpec(obj)
+		return typ.SpecOf(obj)
 	}
 	sum := sha256.Sum256(obj)
 	if s, ok := e.specs[sum]; ok {
 		return s, nil
 	}
-	s, err := datapath.LoadSpec(obj)
+	s, err := typ.SpecOf(obj)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +134,7 @@ func (e *Engine) reprogram(l *live, c *cube.Cube) error {
 	if sum == l.obj {
 		return nil
 	}
-	spec, err := datapath.LoadSpec(obj)
+	spec, err := l.typ.SpecOf(obj)
 	if err != nil {
 		return err
 	}

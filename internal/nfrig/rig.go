@@ -82,7 +82,7 @@ func (r *Rig) load() error {
 	if err != nil {
 		return err
 	}
-	spec, err := datapath.LoadSpec(obj)
+	spec, err := r.Type.SpecOf(obj)
 	if err != nil {
 		return err
 	}
@@ -117,7 +117,7 @@ func (r *Rig) Add(typ *cube.Type, model *cube.Cube, slot uint32) (*datapath.Prog
 	if err != nil {
 		return nil, err
 	}
-	spec, err := datapath.LoadSpec(obj)
+	spec, err := typ.SpecOf(obj)
 	if err != nil {
 		return nil, err
 	}

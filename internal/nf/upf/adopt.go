@@ -1,6 +1,7 @@
 package upf
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/cilium/ebpf"
@@ -103,6 +104,14 @@ func (ctl *controller) adopt() error {
 	if len(ctl.drain.rules) > 0 {
 		if err := ctl.drainNow(); err != nil {
 			return err
+		}
+	}
+	// Counter blocks without the mark are new: the URRs' accounting, kept,
+	// counted from blocks an upgrade reset.
+	if !hasCountMark(m.ruleCount) {
+		ctl.slow.UsageReset += uint64(ctl.usage.rebase(ctl))
+		if err := m.ruleCount.Put(uint32(0), countMark); err != nil {
+			return fmt.Errorf("%s: %w", mapRuleCount, err)
 		}
 	}
 	// Lists: whose rules they hold tells whose they are.

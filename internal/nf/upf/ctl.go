@@ -14,7 +14,7 @@ import (
 // kmaps are the cube's maps, looked up at every Sync (the controller's
 // goroutines use them between calls of the engine).
 type kmaps struct {
-	cfg, ports, teid, ue4, ue6, rules, ruleStats, sdfs, fars, qers, urrs, neigh, stats *ebpf.Map
+	cfg, ports, teid, ue4, ue6, rules, ruleCount, sdfs, fars, qers, urrs, neigh, stats *ebpf.Map
 	urrRep, neighGen                                                                   *ebpf.Map
 }
 
@@ -25,7 +25,7 @@ func (ctl *controller) loadMaps(h cube.Handle) error {
 		dst  **ebpf.Map
 	}{
 		{"upf_cfg", &m.cfg}, {"upf_ports", &m.ports}, {"upf_teid", &m.teid}, {"upf_ue4", &m.ue4}, {"upf_ue6", &m.ue6},
-		{"upf_rules", &m.rules}, {"upf_rule_stats", &m.ruleStats}, {"upf_sdfs", &m.sdfs}, {"upf_fars", &m.fars},
+		{"upf_rules", &m.rules}, {mapRuleCount, &m.ruleCount}, {"upf_sdfs", &m.sdfs}, {"upf_fars", &m.fars},
 		{"upf_qers", &m.qers}, {"upf_urrs", &m.urrs}, {"upf_neigh", &m.neigh},
 		{"upf_stats", &m.stats}, {"upf_urr_rep", &m.urrRep}, {"upf_neigh_gen", &m.neighGen},
 	} {

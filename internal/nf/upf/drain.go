@@ -106,7 +106,7 @@ func (ctl *controller) sessionGone(seid uint64) {
 func (ctl *controller) urrTotal(idx uint32) kCount {
 	var c kCount
 	for r := range ctl.drain.urrRules[idx] {
-		if x, err := readCount(ctl.maps.ruleStats, r); err == nil {
+		if x, err := readCount(ctl.maps.ruleCount, r); err == nil {
 			addCount(&c, x)
 		}
 	}
@@ -118,7 +118,7 @@ func (ctl *controller) urrTotal(idx uint32) kCount {
 func (ctl *controller) drainingCount(seid uint64, pdr uint16, c *kCount) {
 	for idx := range ctl.drain.bySEID[seid] {
 		if dr := ctl.drain.rules[idx]; dr.view && dr.pdr == pdr {
-			if x, err := readCount(ctl.maps.ruleStats, idx); err == nil {
+			if x, err := readCount(ctl.maps.ruleCount, idx); err == nil {
 				addCount(c, x)
 			}
 		}
@@ -193,7 +193,7 @@ func (ctl *controller) fold() {
 		if dr.v.Retired > upto {
 			continue
 		}
-		c, err := readCount(m.ruleStats, idx)
+		c, err := readCount(m.ruleCount, idx)
 		if err != nil {
 			continue // tried again at the next tick
 		}
@@ -226,7 +226,7 @@ func (ctl *controller) fold() {
 		dr := d.rules[idx]
 		// the block first: an entry still marked retired after a crash
 		// is folded again, with nothing left to add
-		zeroPerCPU[kCount](m.ruleStats, idx)
+		zeroCount(m.ruleCount, idx)
 		zero(m.rules, idx, kRule{})
 		for _, u := range dr.v.URR {
 			delete(d.urrRules[u], idx)

@@ -3,6 +3,8 @@ package upf
 import (
 	"testing"
 
+	"github.com/cilium/ebpf"
+
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/nf/upf/model"
 )
@@ -80,14 +82,30 @@ func (r *rig) retargetDownlink(s *model.Session, teid uint32) (oldIdx uint32) {
 // counters, as a packet that found the rule before it left its list would.
 func (r *rig) countInFlight(idx uint32) {
 	r.t.Helper()
-	var per []kCount
-	if err := r.ctl.maps.ruleStats.Lookup(idx, &per); err != nil {
-		r.t.Fatal(err)
-	}
+	per := blocks(r.t, r.ctl.maps.ruleCount, idx)
 	per[0].Bytes[1] += 1000
 	per[0].Pkts[1]++
-	if err := r.ctl.maps.ruleStats.Put(idx, per); err != nil {
-		r.t.Fatal(err)
+	setBlocks(r.t, r.ctl.maps.ruleCount, idx, per)
+}
+
+// blocks returns rule idx's counter blocks, a row's each.
+func blocks(t testing.TB, m *ebpf.Map, idx uint32) []kCount {
+	t.Helper()
+	per := make([]kCount, countRows(m))
+	for row := range per {
+		if err := m.Lookup(uint32(row)*maxRules+idx, &per[row]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return per
+}
+
+func setBlocks(t testing.TB, m *ebpf.Map, idx uint32, per []kCount) {
+	t.Helper()
+	for row := range per {
+		if err := m.Put(uint32(row)*maxRules+idx, per[row]); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -181,13 +199,10 @@ func TestRestartFoldsDrainingRulesOnce(t *testing.T) {
 	old = r.retargetDownlink(s, 0x9002)
 	r.downlink(1)
 	var entry kRule
-	var per []kCount
 	if err := r.ctl.maps.rules.Lookup(old, &entry); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.ctl.maps.ruleStats.Lookup(old, &per); err != nil {
-		t.Fatal(err)
-	}
+	per := blocks(t, r.ctl.maps.ruleCount, old)
 	r.ctl.mu.Lock()
 	err := r.ctl.drainNow()
 	r.ctl.mu.Unlock()
@@ -197,9 +212,7 @@ func TestRestartFoldsDrainingRulesOnce(t *testing.T) {
 	if err := r.ctl.maps.rules.Put(old, &entry); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.ctl.maps.ruleStats.Put(old, per); err != nil {
-		t.Fatal(err)
-	}
+	setBlocks(t, r.ctl.maps.ruleCount, old, per)
 	r.restart()
 	wantUsed(t, r.used(1, 1), 2, 6)
 	if err := r.ctl.maps.rules.Lookup(old, &entry); err != nil || entry != (kRule{}) {

@@ -374,30 +374,3 @@ func (ctl *controller) remove(seid uint64) error {
 func zero[T any](m *ebpf.Map, idx uint32, v T) {
 	_ = m.Put(idx, v)
 }
-
-func zeroPerCPU[T any](m *ebpf.Map, idx uint32) {
-	n, err := ebpf.PossibleCPU()
-	if err != nil {
-		return
-	}
-	_ = m.Put(idx, make([]T, n))
-}
-
-func readCount(m *ebpf.Map, idx uint32) (kCount, error) {
-	var per []kCount
-	if err := m.Lookup(idx, &per); err != nil {
-		return kCount{}, err
-	}
-	var c kCount
-	for _, x := range per {
-		addCount(&c, x)
-	}
-	return c, nil
-}
-
-func addCount(a *kCount, b kCount) {
-	for i := range 2 {
-		a.Bytes[i] += b.Bytes[i]
-		a.Pkts[i] += b.Pkts[i]
-	}
-}

@@ -28,6 +28,10 @@ type slowStats struct {
 	NeighDrops         uint64 `json:"neighbour_drops"`
 	Reports            uint64 `json:"reports"`
 	ReportsUndelivered uint64 `json:"reports_undelivered"`
+	// UsageReset: URRs whose counter blocks an upgrade reset (a changed
+	// layout) under a measurement: it restarts from the empty blocks; what
+	// was counted since the URR's last report is lost (counters.go).
+	UsageReset uint64 `json:"urr_usage_reset"`
 }
 
 var errNoHandle = errors.New("no handle to the datapath outside the engine's calls")

@@ -67,6 +67,7 @@ var Type = &cube.Type{
 	Views:        views,
 	Actions:      actions,
 	New:          newController,
+	SizeMaps:     sizeMaps,
 }
 
 func init() { cube.Register(Type) }

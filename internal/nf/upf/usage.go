@@ -9,9 +9,9 @@ import (
 	"github.com/edgenf/edgenf/internal/pfcp/agent"
 )
 
-// Usage accounting of URRs. The fast path counts each packet once, in the
-// per-CPU counter block of the rule it matched (upf_rule_stats), and counts
-// thresholds and quotas down (upf_urrs). A URR's counter is the sum of the
+// Usage accounting of URRs. The fast path counts each packet once, in its
+// CPU's counter block of the rule it matched (upf_rule_count: counters.go),
+// and counts thresholds and quotas down (upf_urrs). A URR's counter is the sum of the
 // blocks of the rules that name it, live or draining (urrTotal); a
 // measurement is that counter since the last report, whose value (Base),
 // sequence number and time are kept per URR in upf_urr_rep (pinned: they
@@ -136,6 +136,17 @@ func (u *usage) used(ctl *controller, idx uint32, r *kRep) [3]int64 {
 	ul := int64(cur.Bytes[0] - r.Base.Bytes[0])
 	dl := int64(cur.Bytes[1] - r.Base.Bytes[1])
 	return [3]int64{ul + dl, ul, dl}
+}
+
+// rebase restarts every measurement from the counters as they are now
+// (counters.go: after an upgrade reset the counter blocks). It returns how
+// many it restarted.
+func (u *usage) rebase(ctl *controller) int {
+	for idx, r := range u.reps {
+		r.Base = ctl.urrTotal(idx)
+		_ = ctl.maps.urrRep.Put(idx, r)
+	}
+	return len(u.reps)
 }
 
 func (u *usage) forget(ctl *controller, idx uint32) {

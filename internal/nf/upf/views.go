@@ -102,7 +102,7 @@ func (ctl *controller) pdrCount(seid uint64, st *sessState, pdr uint16) kCount {
 		if k.PDR != pdr {
 			continue
 		}
-		if x, err := readCount(ctl.maps.ruleStats, r.idx); err == nil {
+		if x, err := readCount(ctl.maps.ruleCount, r.idx); err == nil {
 			addCount(&c, x)
 		}
 	}
@@ -261,7 +261,7 @@ func (ctl *controller) counters() []Counter {
 		{"error_indications_limited", sl.ErrorIndLimited}, {"error_indications_reported", sl.ErrorIndReceived},
 		{"end_markers_sent", sl.EndMarkers}, {"buffer_released", sl.BufferReleased}, {"buffer_drops", sl.BufferDrops},
 		{"neighbour_requests", sl.NeighRequests}, {"neighbours_learned", sl.NeighLearned}, {"neighbour_drops", sl.NeighDrops},
-		{"usage_reports", sl.Reports}, {"reports_undelivered", sl.ReportsUndelivered},
+		{"usage_reports", sl.Reports}, {"reports_undelivered", sl.ReportsUndelivered}, {"urr_usage_reset", sl.UsageReset},
 		{"sessions", uint64(len(ctl.sessions))}, {"buffered", uint64(ctl.buffers.total)},
 	} {
 		out = append(out, c)

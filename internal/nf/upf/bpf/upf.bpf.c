@@ -9,8 +9,8 @@
  *    bpf_loop over facts extracted from the packet once.
  *  - The matched rule's QERs gate the packet and police it (a lock-free
  *    GCRA token bucket per direction: one compare-and-swap on a shared
- *    theoretical arrival time), its counter block counts it (one per-CPU
- *    block per rule: the daemon sums a URR's usage from the blocks of the
+ *    theoretical arrival time), its counter block counts it (one block
+ *    per rule and CPU: the daemon sums a URR's usage from the blocks of the
  *    rules that name it), URRs with thresholds or quotas count them down
  *    (atomic down-counters that punt an event when they cross zero), and
  *    its FAR forwards it (decapsulate, encapsulate with the
@@ -324,12 +324,22 @@ struct {
 	__type(value, struct upf_rule);
 } upf_rules SEC(".maps");
 
+/* The rules' counter blocks, one per rule and CPU, in one plain array: a
+ * row of UPF_MAX_RULES blocks per possible CPU, block (cpu, rule) at
+ * cpu * UPF_MAX_RULES + rule. The daemon multiplies max_entries by the
+ * number of possible CPUs before loading (upf.go: sizeMaps). A per-CPU array
+ * would cost a packet of a cold session two misses, each on a 4 KiB page
+ * of its own (the array's pointer to the rule's per-CPU block, then the
+ * block); this costs one. A CPU writes only its own row, as it would its
+ * per-CPU copy. The daemon reads the blocks through a memory mapping (no
+ * system call per CPU and rule). */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, UPF_MAX_RULES);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct upf_count);
-} upf_rule_stats SEC(".maps");
+} upf_rule_count SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -978,7 +988,7 @@ static __attribute__((noinline)) int upf_apply(ctx_t *ctx, struct edgenf_md *md,
 	struct upf_fwd *far;
 	struct upf_port *port;
 	struct upf_count *rc;
-	__u32 out;
+	__u32 out, cidx;
 	__u64 now = 0;
 	int dl, ret;
 
@@ -1031,7 +1041,8 @@ static __attribute__((noinline)) int upf_apply(ctx_t *ctx, struct edgenf_md *md,
 				return upf_drop(ctx, md, UPF_ST_DROP_QUOTA);
 		}
 	}
-	rc = bpf_map_lookup_elem(&upf_rule_stats, &idx);
+	cidx = bpf_get_smp_processor_id() * UPF_MAX_RULES + idx;
+	rc = bpf_map_lookup_elem(&upf_rule_count, &cidx);
 	if (rc) {
 		rc->bytes[dl] += f->len;
 		rc->pkts[dl]++;

@@ -1,0 +1,122 @@
+package upf
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/edgenf/edgenf/internal/datapath"
+)
+
+// TestCounterBlocksOneRowPerCPU: the counter array is sized at load to a
+// row per possible CPU, a packet lands in its CPU's row only (the rule's
+// blocks of the other rows stay zero), and the rule's count is the sum.
+func TestCounterBlocksOneRowPerCPU(t *testing.T) {
+	for _, hook := range []datapath.Hook{datapath.XDP, datapath.TC} {
+		t.Run(string(hook), func(t *testing.T) {
+			cpus, err := ebpf.PossibleCPU()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := newRig(t, hook, basicSession(1, 0x100, "198.19.0.5", "", 0x9000))
+			m := r.ctl.maps.ruleCount
+			if got, want := m.MaxEntries(), uint32(cpus)*maxRules; got != want {
+				t.Fatalf("%s holds %d blocks, want %d (%d CPUs × %d rules)", mapRuleCount, got, want, cpus, maxRules)
+			}
+			r.downlink(3)
+			idx := r.ctl.sessions[1].rules[ruleKey{PDR: 2}].idx
+			per := blocks(t, m, idx)
+			rows := 0
+			var sum kCount
+			for _, c := range per {
+				if c != (kCount{}) {
+					rows++
+				}
+				addCount(&sum, c)
+			}
+			// test runs on one thread may still move between CPUs
+			if rows == 0 || rows > 3 {
+				t.Fatalf("the rule's blocks of %d rows counted: %+v", rows, per)
+			}
+			if want := (kCount{Bytes: [2]uint64{0, 3000}, Pkts: [2]uint64{0, 3}}); sum != want {
+				t.Fatalf("rule counted %+v over its rows, want %+v", sum, want)
+			}
+			if got, err := readCount(m, idx); err != nil || got != sum {
+				t.Fatalf("readCount = %+v, %v; want %+v", got, err, sum)
+			}
+			// the uplink rule's blocks are untouched by downlink packets
+			if got, _ := readCount(m, r.ctl.sessions[1].rules[ruleKey{PDR: 1}].idx); got != (kCount{}) {
+				t.Fatalf("uplink rule counted %+v", got)
+			}
+		})
+	}
+}
+
+// TestSizeMapsOnce: an object is sized once; sizing it again (the rows
+// multiplied twice) is refused, as is an object without the counter array.
+func TestSizeMapsOnce(t *testing.T) {
+	obj, err := Type.Object(datapath.XDP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := Type.SpecOf(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sizeMaps(spec); err == nil || !strings.Contains(err.Error(), "sized already") {
+		t.Fatalf("sizing twice: %v", err)
+	}
+	delete(spec.Maps, mapRuleCount)
+	if err := sizeMaps(spec); err == nil || !strings.Contains(err.Error(), "no "+mapRuleCount) {
+		t.Fatalf("no counter array: %v", err)
+	}
+}
+
+// TestUsageRestartsAfterCounterReset: an upgrade that changes the counter
+// array's layout resets it (internal/datapath/upgrade.go) and keeps the
+// URRs' accounting (upf_urr_rep), whose base is not zero after a report.
+// The restarted controller restarts those measurements from the empty
+// blocks instead of reporting the wrapped difference, says so in its
+// counters, and counts on exactly.
+func TestUsageRestartsAfterCounterReset(t *testing.T) {
+	r, _ := drainRig(t)
+	wantUsed(t, r.used(1, 1), 2, 3)
+	// a report: the measurement's base is now the counters' 2+3 packets
+	r.ctl.mu.Lock()
+	rep, ok := r.ctl.usage.report(r.ctl, r.ctl.sessions[1].urrs[1].idx, 0)
+	r.ctl.mu.Unlock()
+	if !ok || rep.Volume == nil || rep.Volume.DLPkts != 3 {
+		t.Fatalf("report %+v, %v", rep, ok)
+	}
+	r.downlink(1)
+	wantUsed(t, r.used(1, 1), 0, 1)
+	// what the upgrade leaves: a new counter array, empty (no mark either)
+	for _, pdr := range []uint16{1, 2} {
+		zeroCount(r.ctl.maps.ruleCount, r.ctl.sessions[1].rules[ruleKey{PDR: pdr}].idx)
+	}
+	if err := r.ctl.maps.ruleCount.Put(uint32(0), kCount{}); err != nil {
+		t.Fatal(err)
+	}
+	r.restart()
+	wantUsed(t, r.used(1, 1), 0, 0)
+	var reset uint64
+	for _, c := range r.ctl.counters() {
+		if c.Name == "urr_usage_reset" {
+			reset = c.Value
+		}
+	}
+	if reset != 1 {
+		t.Fatalf("urr_usage_reset = %d, want 1", reset)
+	}
+	r.downlink(2)
+	wantUsed(t, r.used(1, 1), 0, 2)
+	// a plain restart restarts nothing
+	r.restart()
+	wantUsed(t, r.used(1, 1), 0, 2)
+	for _, c := range r.ctl.counters() {
+		if c.Name == "urr_usage_reset" && c.Value != 0 {
+			t.Fatalf("a plain restart: urr_usage_reset = %d", c.Value)
+		}
+	}
+}
