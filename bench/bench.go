@@ -106,21 +106,41 @@ type ScenarioResult struct {
 	Ratio    float64   `json:"ratio"`            // median of Ratios
 	// The same per CPU second used by the generator threads (see
 	// gen.Running.CPUTime): robust to other jobs sharing the CPUs.
-	MppsCPU     []float64         `json:"mpps_per_cpu_s,omitempty"`
-	MedianCPU   float64           `json:"mpps_per_cpu_s_median,omitempty"`
-	RatiosCPU   []float64         `json:"ratios_cpu,omitempty"`
-	RatioCPU    float64           `json:"ratio_cpu,omitempty"`
-	RatioCPUMin float64           `json:"ratio_cpu_min,omitempty"`
-	RatioCPUMax float64           `json:"ratio_cpu_max,omitempty"`
-	RatioMin    float64           `json:"ratio_min"`
-	RatioMax    float64           `json:"ratio_max"`
-	Loss        float64           `json:"loss"` // 1 - sink/generated over all trials
-	LatP50      float64           `json:"latency_p50_ns,omitempty"`
-	LatP99      float64           `json:"latency_p99_ns,omitempty"`
-	LatP999     float64           `json:"latency_p999_ns,omitempty"`
-	CostNs      float64           `json:"cost_ns,omitempty"`
-	Info        map[string]string `json:"info,omitempty"`
-	Error       string            `json:"error,omitempty"`
+	MppsCPU     []float64 `json:"mpps_per_cpu_s,omitempty"`
+	MedianCPU   float64   `json:"mpps_per_cpu_s_median,omitempty"`
+	RatiosCPU   []float64 `json:"ratios_cpu,omitempty"`
+	RatioCPU    float64   `json:"ratio_cpu,omitempty"`
+	RatioCPUMin float64   `json:"ratio_cpu_min,omitempty"`
+	RatioCPUMax float64   `json:"ratio_cpu_max,omitempty"`
+	// Spread is how much the repetitions disagree: a ratio whose
+	// interquartile range holds its target is not told apart from it by
+	// this run.
+	Spread   *Spread           `json:"spread,omitempty"`
+	RatioMin float64           `json:"ratio_min"`
+	RatioMax float64           `json:"ratio_max"`
+	Loss     float64           `json:"loss"` // 1 - sink/generated over all trials
+	LatP50   float64           `json:"latency_p50_ns,omitempty"`
+	LatP99   float64           `json:"latency_p99_ns,omitempty"`
+	LatP999  float64           `json:"latency_p999_ns,omitempty"`
+	CostNs   float64           `json:"cost_ns,omitempty"`
+	Info     map[string]string `json:"info,omitempty"`
+	Error    string            `json:"error,omitempty"`
+}
+
+// Spread summarises the per-repetition figures of a scenario: the range
+// and interquartile range (the middle half: between the first and third
+// quartiles, linearly interpolated) of its Mpps per CPU-s and of its ratios
+// per CPU-s to the baseline, and the relative spread of its Mpps per CPU-s
+// ((max − min) / median: for the baseline, how noisy the denominator of
+// every ratio of its group was).
+type Spread struct {
+	MppsCPUMin float64 `json:"mpps_per_cpu_s_min"`
+	MppsCPUMax float64 `json:"mpps_per_cpu_s_max"`
+	MppsCPUQ1  float64 `json:"mpps_per_cpu_s_q1"`
+	MppsCPUQ3  float64 `json:"mpps_per_cpu_s_q3"`
+	MppsCPURel float64 `json:"mpps_per_cpu_s_rel_range"`
+	RatioCPUQ1 float64 `json:"ratio_cpu_q1,omitempty"`
+	RatioCPUQ3 float64 `json:"ratio_cpu_q3,omitempty"`
 }
 
 type instance struct {
@@ -449,21 +469,12 @@ func (in *instance) summarise() {
 	if len(r.Mpps) == 0 {
 		return
 	}
-	r.Median, r.Min, r.Max = stats(r.Mpps)
+	Summarise(r)
 	if in.gen > 0 {
 		r.Loss = 1 - float64(in.sink)/float64(in.gen)
 		if r.Loss < 0 {
 			r.Loss = 0
 		}
-	}
-	if len(r.Ratios) > 0 {
-		r.Ratio, r.RatioMin, r.RatioMax = stats(r.Ratios)
-	}
-	if len(r.MppsCPU) > 0 {
-		r.MedianCPU, _, _ = stats(r.MppsCPU)
-	}
-	if len(r.RatiosCPU) > 0 {
-		r.RatioCPU, r.RatioCPUMin, r.RatioCPUMax = stats(r.RatiosCPU)
 	}
 	if len(in.lats) > 0 {
 		var a, b, c []float64
@@ -479,6 +490,24 @@ func (in *instance) summarise() {
 	}
 }
 
+// Summarise sets r's summaries (medians, ranges, spread) from its
+// per-repetition Mpps, Ratios, MppsCPU and RatiosCPU.
+func Summarise(r *ScenarioResult) {
+	if len(r.Mpps) > 0 {
+		r.Median, r.Min, r.Max = stats(r.Mpps)
+	}
+	if len(r.Ratios) > 0 {
+		r.Ratio, r.RatioMin, r.RatioMax = stats(r.Ratios)
+	}
+	if len(r.MppsCPU) > 0 {
+		r.MedianCPU, _, _ = stats(r.MppsCPU)
+	}
+	if len(r.RatiosCPU) > 0 {
+		r.RatioCPU, r.RatioCPUMin, r.RatioCPUMax = stats(r.RatiosCPU)
+	}
+	r.Spread = spread(r.MppsCPU, r.RatiosCPU)
+}
+
 // stats returns median, min and max.
 func stats(v []float64) (med, lo, hi float64) {
 	s := append([]float64(nil), v...)
@@ -490,6 +519,42 @@ func stats(v []float64) (med, lo, hi float64) {
 		med = (s[n/2-1] + s[n/2]) / 2
 	}
 	return med, s[0], s[n-1]
+}
+
+// Quartiles returns the first and third quartiles of v, linearly
+// interpolated between the sorted values (0, 0 for none).
+func Quartiles(v []float64) (q1, q3 float64) {
+	if len(v) == 0 {
+		return 0, 0
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	at := func(q float64) float64 {
+		x := q * float64(len(s)-1)
+		i := int(x)
+		if i+1 >= len(s) {
+			return s[len(s)-1]
+		}
+		return s[i] + (x-float64(i))*(s[i+1]-s[i])
+	}
+	return at(0.25), at(0.75)
+}
+
+// spread summarises the repetitions' Mpps per CPU-s and ratios per CPU-s
+// (nil without the former).
+func spread(mppsCPU, ratiosCPU []float64) *Spread {
+	if len(mppsCPU) == 0 {
+		return nil
+	}
+	sp := &Spread{}
+	med, lo, hi := stats(mppsCPU)
+	sp.MppsCPUMin, sp.MppsCPUMax = lo, hi
+	sp.MppsCPUQ1, sp.MppsCPUQ3 = Quartiles(mppsCPU)
+	if med > 0 {
+		sp.MppsCPURel = (hi - lo) / med
+	}
+	sp.RatioCPUQ1, sp.RatioCPUQ3 = Quartiles(ratiosCPU)
+	return sp
 }
 
 func sleep(ctx context.Context, d time.Duration) {
