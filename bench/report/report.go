@@ -8,6 +8,7 @@ import (
 	"image/color"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -221,10 +222,11 @@ func Write(r *bench.Results, mdPath, jsonPath string) error {
 	if err := os.MkdirAll(imgDir, 0o755); err != nil {
 		return err
 	}
-	// Plots of groups that no longer exist must not linger.
-	old, _ := filepath.Glob(filepath.Join(imgDir, base+"-*.png"))
-	for _, f := range old {
-		os.Remove(f)
+	// Plots of groups that no longer exist must not linger: those the
+	// report being replaced shows (not every base-*.png: performance.md's
+	// would take performance-recent.md's with them).
+	for _, f := range oldPlots(mdPath, base) {
+		os.Remove(filepath.Join(imgDir, f))
 	}
 	plots, err := Plots(r, imgDir, base)
 	if err != nil {
@@ -234,6 +236,20 @@ func Write(r *bench.Results, mdPath, jsonPath string) error {
 		plots[g] = "img/" + p
 	}
 	return writeFile(mdPath, []byte(Markdown(r, plots, jsonPath)))
+}
+
+// oldPlots are the plots (file names in img/) of base that the markdown
+// report at mdPath shows now.
+func oldPlots(mdPath, base string) []string {
+	b, err := os.ReadFile(mdPath)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, m := range regexp.MustCompile(`\]\(img/(`+regexp.QuoteMeta(base)+`-[^)/]+\.png)\)`).FindAllStringSubmatch(string(b), -1) {
+		out = append(out, m[1])
+	}
+	return out
 }
 
 func mdEsc(s string) string {

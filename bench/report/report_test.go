@@ -1,6 +1,8 @@
 package report
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -80,5 +82,36 @@ func TestQuartiles(t *testing.T) {
 		if q1, q3 := bench.Quartiles(c.v); q1 != c.q1 || q3 != c.q3 {
 			t.Errorf("%v: %v, %v; want %v, %v", c.v, q1, q3, c.q1, c.q3)
 		}
+	}
+}
+
+// Re-writing a report removes the plots it showed, and no other report's
+// (performance.md's groups against performance-recent.md's).
+func TestWriteKeepsOtherReportsPlots(t *testing.T) {
+	dir := t.TempDir()
+	img := filepath.Join(dir, "img")
+	if err := os.MkdirAll(img, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"performance-gone.png", "performance-recent-portfwd.png"} {
+		if err := os.WriteFile(filepath.Join(img, f), []byte("png"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	md := filepath.Join(dir, "performance.md")
+	if err := os.WriteFile(md, []byte("![gone](img/performance-gone.png)\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(result([]float64{0.9, 0.95, 1}), md, filepath.Join(dir, "performance.json")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(img, "performance-gone.png")); !os.IsNotExist(err) {
+		t.Errorf("the old report's plot of a group gone is still there (%v)", err)
+	}
+	if _, err := os.Stat(filepath.Join(img, "performance-recent-portfwd.png")); err != nil {
+		t.Errorf("another report's plot went: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(img, "performance-portfwd.png")); err != nil {
+		t.Errorf("no plot of the group: %v", err)
 	}
 }
