@@ -32,6 +32,7 @@ const (
 	termLPM       = "slicer.lookup.lpm"
 	termLPMLevel  = "slicer.lookup.lpm.level"
 	termPfxHash   = "slicer.lookup.prefix_hash"
+	termPfxHash6  = "slicer.lookup.prefix_hash6"
 	termPfxInline = "slicer.lookup.prefix_inline"
 	termPolice    = "slicer.police"
 	termVLAN      = "slicer.vlan"
@@ -46,7 +47,8 @@ func init() {
 			{Name: termL4, Doc: "one hash lookup of the protocol and port kind (two when the port misses), the L4 header read"},
 			{Name: termLPM, Doc: "one longest-prefix trie lookup: TEID, or a prefix field the control plane keeps in its trie"},
 			{Name: termLPMLevel, Doc: "per level a trie lookup walks: log2(prefixes in the trie) + 1"},
-			{Name: termPfxHash, Doc: "one exact-match hash lookup of a prefix field, per prefix length tried (all of the field's lengths when it misses)"},
+			{Name: termPfxHash, Doc: "one exact-match hash lookup of an IPv4 prefix field, per prefix length tried (all of the field's lengths when it misses)"},
+			{Name: termPfxHash6, Doc: "the same for an IPv6 prefix field (a key four times as long, the address masked word by word)"},
 			{Name: termPfxInline, Doc: "per IPv4 prefix compared in place (a field of at most four IPv4 prefixes)"},
 			{Name: termPolice, Doc: "one rate limit policed (packets/s or bits/s)"},
 			{Name: termVLAN, Doc: "a VLAN slice's tag taken off or put back"},
@@ -112,7 +114,7 @@ func (rs *ruleSet) families() []int {
 // twice; a prefix field its way's lookups, every length of it tried or
 // every listed prefix compared), and that one.
 func (rs *ruleSet) lookups(fam int) []estimate.Use {
-	var array, l4, trie, levels, hash, inline float64
+	var array, l4, trie, levels, hash, hash6, inline float64
 	for k := range rs.kinds {
 		switch k {
 		case kindTEID:
@@ -126,7 +128,11 @@ func (rs *ruleSet) lookups(fam int) []estimate.Use {
 			case wayInline:
 				inline += float64(n)
 			default:
-				hash += float64(lens)
+				if fam == 1 {
+					hash6 += float64(lens)
+				} else {
+					hash += float64(lens)
+				}
 			}
 		case kindL4:
 			l4 += 2
@@ -145,6 +151,7 @@ func (rs *ruleSet) lookups(fam int) []estimate.Use {
 	add(termLPM, trie, "slicer: trie lookups (TEID, prefix fields in their trie)")
 	add(termLPMLevel, levels, "slicer: trie levels walked")
 	add(termPfxHash, hash, "slicer: prefix hash lookups, one per length")
+	add(termPfxHash6, hash6, "slicer: IPv6 prefix hash lookups, one per length")
 	add(termPfxInline, inline, "slicer: IPv4 prefixes compared in place")
 	return uses
 }
@@ -345,6 +352,10 @@ func costCases(holdout bool) []estimate.Case {
 		// length may take): the trie (9 levels)
 		mk("source prefixes in the trie, nine lengths", "up", udp, Slice{Name: "s1", ID: 1, Port: "a", Rules: nineLengths()},
 			Slice{Name: "s2", ID: 2, Port: "b", Rules: []Rule{{Src: "198.18.0.0/16"}}}),
+		// 11 IPv6 prefixes of one length: one hash lookup
+		mk("IPv6 destination prefixes by hash, one length", "up", udp6,
+			Slice{Name: "s1", ID: 1, Port: "a", Rules: dst6Rules(10)},
+			Slice{Name: "s2", ID: 2, Port: "b", Rules: []Rule{{Dst: "2001:db8:1::/64"}}}),
 		// one IPv6 prefix: the trie (2 levels)
 		mk("IPv6 source prefix", "up", udp6, Slice{Name: "s1", ID: 1, Port: "a", Rules: []Rule{{Src: "2001:db8::/32"}}}),
 		mk("return", "a", udp, Slice{Name: "s1", ID: 1, Port: "a", Rules: []Rule{{InPort: "up"}}}),

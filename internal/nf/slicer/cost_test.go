@@ -77,11 +77,11 @@ func TestCostPricesThePrefixWayPicked(t *testing.T) {
 // A slicer with IPv4 and IPv6 prefixes prices the dearer family's frame
 // and says which.
 func TestCostPricesTheDearerFamily(t *testing.T) {
-	p := &estimate.Profile{Costs: map[string]float64{termClassify: 30, termPfxInline: 1, termPfxHash: 14, termLPM: 5, termLPMLevel: 5}}
-	// IPv4: one prefix in place (1 ns); IPv6: 40 /64s and a /48 by hash (28 ns)
+	p := &estimate.Profile{Costs: map[string]float64{termClassify: 30, termPfxInline: 1, termPfxHash: 14, termPfxHash6: 20, termLPM: 5, termLPMLevel: 5}}
+	// IPv4: one prefix in place (1 ns); IPv6: 40 /64s and a /48 by hash (40 ns)
 	c := costSlicer(append(dst6Rules(40), Rule{Dst: "2001:db8:1::/48"}), []Rule{{Dst: "198.18.0.0/16"}})
 	got, notes := lookupCounts(t, p, c)
-	if !mapsEqual(got, map[string]float64{termPfxHash: 2}) || len(notes) != 1 || !strings.Contains(notes[0], "an IPv6 frame") {
+	if !mapsEqual(got, map[string]float64{termPfxHash6: 2}) || len(notes) != 1 || !strings.Contains(notes[0], "an IPv6 frame") {
 		t.Errorf("%v %q, want two hash lookups of an IPv6 frame", got, notes)
 	}
 	// IPv4 dearer: 4 prefixes in place, one IPv6 prefix in its trie
