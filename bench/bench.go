@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 	"time"
 
@@ -106,21 +105,25 @@ type ScenarioResult struct {
 	Ratio    float64   `json:"ratio"`            // median of Ratios
 	// The same per CPU second used by the generator threads (see
 	// gen.Running.CPUTime): robust to other jobs sharing the CPUs.
-	MppsCPU     []float64         `json:"mpps_per_cpu_s,omitempty"`
-	MedianCPU   float64           `json:"mpps_per_cpu_s_median,omitempty"`
-	RatiosCPU   []float64         `json:"ratios_cpu,omitempty"`
-	RatioCPU    float64           `json:"ratio_cpu,omitempty"`
-	RatioCPUMin float64           `json:"ratio_cpu_min,omitempty"`
-	RatioCPUMax float64           `json:"ratio_cpu_max,omitempty"`
-	RatioMin    float64           `json:"ratio_min"`
-	RatioMax    float64           `json:"ratio_max"`
-	Loss        float64           `json:"loss"` // 1 - sink/generated over all trials
-	LatP50      float64           `json:"latency_p50_ns,omitempty"`
-	LatP99      float64           `json:"latency_p99_ns,omitempty"`
-	LatP999     float64           `json:"latency_p999_ns,omitempty"`
-	CostNs      float64           `json:"cost_ns,omitempty"`
-	Info        map[string]string `json:"info,omitempty"`
-	Error       string            `json:"error,omitempty"`
+	MppsCPU     []float64 `json:"mpps_per_cpu_s,omitempty"`
+	MedianCPU   float64   `json:"mpps_per_cpu_s_median,omitempty"`
+	RatiosCPU   []float64 `json:"ratios_cpu,omitempty"`
+	RatioCPU    float64   `json:"ratio_cpu,omitempty"`
+	RatioCPUMin float64   `json:"ratio_cpu_min,omitempty"`
+	RatioCPUMax float64   `json:"ratio_cpu_max,omitempty"`
+	// Spread is how much the repetitions disagree: a ratio whose
+	// interquartile range holds its target is not told apart from it by
+	// this run.
+	Spread   *Spread           `json:"spread,omitempty"`
+	RatioMin float64           `json:"ratio_min"`
+	RatioMax float64           `json:"ratio_max"`
+	Loss     float64           `json:"loss"` // 1 - sink/generated over all trials
+	LatP50   float64           `json:"latency_p50_ns,omitempty"`
+	LatP99   float64           `json:"latency_p99_ns,omitempty"`
+	LatP999  float64           `json:"latency_p999_ns,omitempty"`
+	CostNs   float64           `json:"cost_ns,omitempty"`
+	Info     map[string]string `json:"info,omitempty"`
+	Error    string            `json:"error,omitempty"`
 }
 
 type instance struct {
@@ -449,21 +452,12 @@ func (in *instance) summarise() {
 	if len(r.Mpps) == 0 {
 		return
 	}
-	r.Median, r.Min, r.Max = stats(r.Mpps)
+	Summarise(r)
 	if in.gen > 0 {
 		r.Loss = 1 - float64(in.sink)/float64(in.gen)
 		if r.Loss < 0 {
 			r.Loss = 0
 		}
-	}
-	if len(r.Ratios) > 0 {
-		r.Ratio, r.RatioMin, r.RatioMax = stats(r.Ratios)
-	}
-	if len(r.MppsCPU) > 0 {
-		r.MedianCPU, _, _ = stats(r.MppsCPU)
-	}
-	if len(r.RatiosCPU) > 0 {
-		r.RatioCPU, r.RatioCPUMin, r.RatioCPUMax = stats(r.RatiosCPU)
 	}
 	if len(in.lats) > 0 {
 		var a, b, c []float64
@@ -477,19 +471,6 @@ func (in *instance) summarise() {
 	if len(in.costs) > 0 {
 		r.CostNs, _, _ = stats(in.costs)
 	}
-}
-
-// stats returns median, min and max.
-func stats(v []float64) (med, lo, hi float64) {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	n := len(s)
-	if n%2 == 1 {
-		med = s[n/2]
-	} else {
-		med = (s[n/2-1] + s[n/2]) / 2
-	}
-	return med, s[0], s[n-1]
 }
 
 func sleep(ctx context.Context, d time.Duration) {

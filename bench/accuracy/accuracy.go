@@ -271,6 +271,8 @@ var p4Examples = []p4Example{
 	// PSA: ingress and an empty egress pipeline (not run)
 	{file: "psa_l2switch.p4", packet: 2, path: "ethernet,vlan,mac_table=forward,verdict=send"},
 	{file: "psa_l3fwd.p4", packet: 1, path: "ethernet,ipv4,routes=forward"},
+	// PSA's DirectMeter run at its execute() call (the entry found again)
+	{file: "psa_meter_te.p4", packet: 1, path: "ethernet,ipv4,flows=route,@51=true"},
 	{file: "tcpflags.p4", packet: 2, path: ""},
 	{file: "upf.p4", packet: 1, path: "ethernet,ipv4,udp,gtpu,inner,uplink=decap,@176=true"},
 }

@@ -8,6 +8,7 @@ import (
 	"image/color"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -138,6 +139,7 @@ func Markdown(r *bench.Results, plots map[string]string, jsonPath string) string
 	w("- **Mpps per CPU-s**: the same frames divided by the CPU time the generator threads used in the window (`CLOCK_THREAD_CPUTIME_ID`). The whole path of a frame runs in softirq inside the generating thread (no IRQ time accounting on this kernel), so this is a per-core rate that stays meaningful when other jobs share the CPUs; wall-clock Mpps drops with the CPU share the benchmark gets.\n")
 	w("- **Control plane**: entry-change throughput through the REST API, in the notes of `ddos-exact-xdp` as \"API entry changes/s, admin vs tenant token\": one blacklist entry added and deleted per request pair (loopback TCP, keep-alive) in a 100,000-entry table, in rounds alternating the administrator's token and a tenant's (whose every change is checked against what it owns and its table entry quota); the ratio is the cost of those checks.\n")
 	w("- **Reproduce**: `make bench` (everything, about 25 min) or `go run ./bench/cmd/bench -run <scenario|group> -o /tmp/x.md`; `-list` shows the scenarios; `-size`, `-flows`, `-cpus`, `-reps`, `-window` change the settings. Adding a scenario is one `scenario.Register` call: see `bench/README.md`.\n")
+	w("- **Spread**: %s The JSON keeps every repetition's figures and, per scenario, `spread`: min, max, quartiles and relative range of its Mpps per CPU-s, and the quartiles of its ratios per CPU-s.\n", spreadHowTo)
 	w("- **Loss**: 1 − sink/generated over all trials. A frame's whole path runs synchronously in the generating thread, so the generator never outruns a slow path: loss shows drops inside the path (rings, qdiscs, NF verdicts), not overload.\n\n")
 	for _, g := range r.Groups {
 		w("## %s\n\n", g.Name)
@@ -150,7 +152,7 @@ func Markdown(r *bench.Results, plots map[string]string, jsonPath string) string
 				basep50, basecost = s.LatP50, s.CostNs
 			}
 		}
-		w("| scenario | Mpps median (min–max) | ratio to baseline (min–max) | Mpps per CPU-s | ratio per CPU-s (min–max) | loss | latency p50 / p99 / p99.9 (µs) | p50 added (µs) | cost ns/pkt (added) | notes |\n")
+		w("| scenario | Mpps median (min–max) | ratio to baseline (min–max) | Mpps per CPU-s (min–max, ±half-range) | ratio per CPU-s (min–max; IQR) | loss | latency p50 / p99 / p99.9 (µs) | p50 added (µs) | cost ns/pkt (added) | notes |\n")
 		w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 		for _, s := range g.Scenarios {
 			if s.Error != "" && len(s.Mpps) == 0 {
@@ -165,12 +167,15 @@ func Markdown(r *bench.Results, plots map[string]string, jsonPath string) string
 					ratio = fmt.Sprintf("**%.3f** (%.2f–%.2f)", s.Ratio, s.RatioMin, s.RatioMax)
 				}
 				if len(s.RatiosCPU) > 0 {
-					ratioCPU = fmt.Sprintf("**%.3f** (%.2f–%.2f)", s.RatioCPU, s.RatioCPUMin, s.RatioCPUMax)
+					ratioCPU = fmt.Sprintf("**%.3f** (%.2f–%.2f%s)", s.RatioCPU, s.RatioCPUMin, s.RatioCPUMax, iqr(&s))
 				}
 			}
 			cpu := "–"
 			if s.MedianCPU > 0 {
 				cpu = fmt.Sprintf("%.3f", s.MedianCPU)
+				if sp := s.Spread; sp != nil {
+					cpu += fmt.Sprintf(" (%.3f–%.3f, ±%.0f%%)", sp.MppsCPUMin, sp.MppsCPUMax, 50*sp.MppsCPURel)
+				}
 			}
 			lat := "–"
 			if s.LatP50 > 0 {
@@ -217,10 +222,11 @@ func Write(r *bench.Results, mdPath, jsonPath string) error {
 	if err := os.MkdirAll(imgDir, 0o755); err != nil {
 		return err
 	}
-	// Plots of groups that no longer exist must not linger.
-	old, _ := filepath.Glob(filepath.Join(imgDir, base+"-*.png"))
-	for _, f := range old {
-		os.Remove(f)
+	// Plots of groups that no longer exist must not linger: those the
+	// report being replaced shows (not every base-*.png: performance.md's
+	// would take performance-recent.md's with them).
+	for _, f := range oldPlots(mdPath, base) {
+		os.Remove(filepath.Join(imgDir, f))
 	}
 	plots, err := Plots(r, imgDir, base)
 	if err != nil {
@@ -230,6 +236,20 @@ func Write(r *bench.Results, mdPath, jsonPath string) error {
 		plots[g] = "img/" + p
 	}
 	return writeFile(mdPath, []byte(Markdown(r, plots, jsonPath)))
+}
+
+// oldPlots are the plots (file names in img/) of base that the markdown
+// report at mdPath shows now.
+func oldPlots(mdPath, base string) []string {
+	b, err := os.ReadFile(mdPath)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, m := range regexp.MustCompile(`\]\(img/(`+regexp.QuoteMeta(base)+`-[^)/]+\.png)\)`).FindAllStringSubmatch(string(b), -1) {
+		out = append(out, m[1])
+	}
+	return out
 }
 
 func mdEsc(s string) string {
@@ -369,7 +389,10 @@ func headline(b *strings.Builder, r *bench.Results) {
 		} else if s.Baseline {
 			val = fmt.Sprintf("%.3f Mpps (%.3f Mpps per CPU-s)", s.Median, s.MedianCPU)
 		} else {
-			val = fmt.Sprintf("ratio %.3f wall, **%.3f per CPU-s** (%.2f–%.2f)", s.Ratio, s.RatioCPU, s.RatioCPUMin, s.RatioCPUMax)
+			val = fmt.Sprintf("ratio %.3f wall, **%.3f per CPU-s** (%.2f–%.2f%s)", s.Ratio, s.RatioCPU, s.RatioCPUMin, s.RatioCPUMax, iqr(s))
+			if s.Spread != nil && base != nil && base.Spread != nil {
+				val += fmt.Sprintf("; repetitions ±%.0f%%, baseline's ±%.0f%%", 50*s.Spread.MppsCPURel, 50*base.Spread.MppsCPURel)
+			}
 		}
 		added := ""
 		if h.ref == "" && base != nil && !s.Baseline && s.LatP50 > 0 && base.LatP50 > 0 {
@@ -383,10 +406,7 @@ func headline(b *strings.Builder, r *bench.Results) {
 				target += fmt.Sprintf(", latency added < %.0f µs", h.maxAddedUs)
 				ok = ok && base != nil && (s.LatP50-base.LatP50)/1e3 < h.maxAddedUs
 			}
-			met = "no"
-			if ok {
-				met = "yes"
-			}
+			met = judged(ok, s, h.ref == "" && !s.Baseline, h.target)
 		} else {
 			target, met = "reference", ""
 		}
@@ -398,10 +418,36 @@ func headline(b *strings.Builder, r *bench.Results) {
 		return
 	}
 	w("## Headline figures\n\n")
-	w("Ratios are to the group baseline measured in the same run (per CPU-s: frames per CPU second of the generator, robust to other load; wall: frames per second). Targets are judged on the per-CPU-s ratio.\n\n")
+	w("Ratios are to the group baseline measured in the same run (per CPU-s: frames per CPU second of the generator, robust to other load; wall: frames per second). Targets are judged on the per-CPU-s ratio. %s\n\n", spreadHowTo)
 	w("| figure | measured | target | met |\n|---|---|---|---|\n")
 	for _, r := range rows {
 		w("%s\n", r)
 	}
 	w("\n")
+}
+
+// spreadHowTo tells a reader how to read the spread of the repetitions.
+const spreadHowTo = "In brackets: the range of the per-repetition ratios and their IQR (interquartile range: the middle half of the repetitions), and how far the repetitions' Mpps per CPU-s stray from their median, for the scenario and its baseline (± half their range). " +
+	"A ratio whose IQR holds its target is marked *within spread*: this run does not tell it apart from the target, whichever side its median fell on (re-run it with more repetitions, `-reps 9`, on a quiet machine before reading anything into it)."
+
+// iqr is ", IQR q1–q3" of a scenario's ratios per CPU-s ("" without).
+func iqr(s *bench.ScenarioResult) string {
+	if s.Spread == nil || len(s.RatiosCPU) < 2 {
+		return ""
+	}
+	return fmt.Sprintf("; IQR %.2f–%.2f", s.Spread.RatioCPUQ1, s.Spread.RatioCPUQ3)
+}
+
+// judged is a target's verdict: yes or no, and "within spread" when the
+// scenario's own ratios are judged (spreadable) and their IQR holds the
+// target.
+func judged(ok bool, s *bench.ScenarioResult, spreadable bool, target float64) string {
+	met := "no"
+	if ok {
+		met = "yes"
+	}
+	if spreadable && s.Spread != nil && len(s.RatiosCPU) >= 2 && s.Spread.RatioCPUQ1 <= target && target <= s.Spread.RatioCPUQ3 {
+		met += " (*within spread*)"
+	}
+	return met
 }

@@ -79,9 +79,10 @@ type nopController struct{}
 
 func (nopController) Sync(cube.Handle, *cube.Cube) error { return nil }
 
-// slowView is the one view of the NF type "slowview": Unlocked, it waits to
-// be released, then reads a map of its cube.
-var slowView = struct{ started, release chan struct{} }{make(chan struct{}), make(chan struct{})}
+// slowView is what the one view of the NF type "slowview" waits on:
+// Unlocked, it signals started, waits to be released, then reads a map of
+// its cube. Each test run makes its own channels (go test -count=N).
+var slowView struct{ started, release chan struct{} }
 
 func init() {
 	cube.Register(&cube.Type{
@@ -106,6 +107,7 @@ func init() {
 // engine takes changes (deleting that cube), and the view's map handles
 // stay valid.
 func TestUnlockedViewRunsOffTheLock(t *testing.T) {
+	slowView.started, slowView.release = make(chan struct{}), make(chan struct{})
 	e := testEngine(t, "enfview")
 	if err := e.Update(func(tp *cube.Topology) error {
 		return tp.AddCube(&cube.Cube{Name: "v", Type: "slowview", Hook: datapath.XDP})

@@ -25,7 +25,9 @@ type heldController struct{}
 
 func (heldController) Sync(cube.Handle, *cube.Cube) error { return nil }
 
-var held = struct{ entered, proceed chan struct{} }{make(chan struct{}, 1), make(chan struct{})}
+// held is what the held NF type's preparation signals and waits on; each
+// test run makes its own channels (go test -count=N).
+var held struct{ entered, proceed chan struct{} }
 
 func init() {
 	cube.Register(&cube.Type{
@@ -49,6 +51,7 @@ func init() {
 // a P4 compile, runs outside the lock) is refused to the first tenant as
 // if it did not exist, and keeps its settings.
 func TestTenantChangeIsCheckedWhenApplied(t *testing.T) {
+	held.entered, held.proceed = make(chan struct{}, 1), make(chan struct{})
 	cfg := restartable(t)
 	e, err := engine.Open(cfg)
 	if err != nil {

@@ -48,6 +48,7 @@ func main() {
 			err = json.Unmarshal(b, &res)
 		}
 		if err == nil {
+			bench.AddSpread(&res) // results recorded before the spread was
 			err = report.Write(&res, *out, *from)
 		}
 		if err != nil {

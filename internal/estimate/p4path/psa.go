@@ -296,8 +296,21 @@ func (w *walker) psaExternMethod(c *syntax.Call, cr *sema.CallRef, st *state) bo
 		st.use(TermCounter, 1, "counter "+name)
 	case "Meter.execute":
 		st.use(TermMeter, 1, "meter "+name)
-	case "DirectCounter.count", "DirectMeter.execute":
-		// priced with the table hit
+	case "DirectCounter.count":
+		// the table adds the calls' counts to its entry after the action
+		// (two atomic adds, once however many calls); a call outside a
+		// hit of its table counts nothing
+		if c := w.prog.CounterOf[cr.Instance]; c != nil && st.hit != nil && c.Table == st.hit && !st.counted {
+			st.counted = true
+			st.use(TermDirectCount, 1, "direct counter "+name)
+		}
+	case "DirectMeter.execute":
+		// on a hit of its table, the entry looked up again by the key and
+		// its meter cell run; elsewhere the colour given comes back
+		if m := w.prog.MeterOf[cr.Instance]; m != nil && st.hit != nil && m.Table == st.hit {
+			w.relookup(m.Table, st, "direct meter "+name)
+			st.use(TermMeter, 1, "direct meter "+name)
+		}
 	case "Hash.get_hash":
 		data := arg(0)
 		if len(c.Args) == 3 {

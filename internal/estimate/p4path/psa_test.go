@@ -142,3 +142,42 @@ func TestPSAExterns(t *testing.T) {
 		t.Errorf("verdict %s", p.Verdict)
 	}
 }
+
+// PSA's DirectCounter and DirectMeter act at their calls in the table's
+// actions, not on every hit (as v1model's do): an action that calls
+// neither pays neither; count() called twice adds to the entry once; a
+// colour-aware execute finds the entry again by the table's key, then runs
+// the meter; a miss (the default action, no entry) pays neither.
+func TestPSADirectExternsArePricedAtTheirCalls(t *testing.T) {
+	pr := psaProgram(t, `
+    DirectCounter<bit<32>>(PSA_CounterType_t.PACKETS_AND_BYTES) dc;
+    DirectMeter(PSA_MeterType_t.PACKETS) dm;
+    action counted(PortId_t port) { dc.count(); dc.count(); send_to_port(o, port); }
+    action metered(PortId_t port) { if (dm.execute() == PSA_MeterColor_t.RED) { ingress_drop(o); } else { send_to_port(o, port); } }
+    action plain(PortId_t port) { send_to_port(o, port); }
+    action dflt() { dc.count(); ingress_drop(o); }
+    table t { key = { h.ip.dst: exact; } actions = { counted; metered; plain; dflt; }
+        default_action = dflt(); psa_direct_counter = dc; psa_direct_meter = dm; }`,
+		`if (h.ip.isValid()) { t.apply(); }`, "", "", "")
+	for _, c := range []struct {
+		path                 string
+		count, meter, lookup float64
+	}{
+		{"eth,ip,t=counted", 1, 0, 1},
+		{"eth,ip,t=plain", 0, 0, 1},
+		{"eth,ip,t=metered", 0, 1, 2},
+		{"eth,ip,t=miss", 0, 0, 1},
+	} {
+		paths, err := pr.Select(c.path)
+		if err != nil || len(paths) == 0 {
+			t.Fatalf("%s: %v (%d paths)", c.path, err, len(paths))
+		}
+		for _, p := range paths {
+			n := termCounts(p)
+			if n[TermDirectCount] != c.count || n[TermMeter] != c.meter || n[TermHash] != c.lookup {
+				t.Errorf("%s: direct counter %v, meter %v, exact lookups %v; want %v, %v, %v",
+					p.Describe(), n[TermDirectCount], n[TermMeter], n[TermHash], c.count, c.meter, c.lookup)
+			}
+		}
+	}
+}

@@ -152,10 +152,12 @@ func (w *walker) apply(c *syntax.Call, cr *sema.CallRef, st *state, k func(*stat
 		if b.hit {
 			w.resolveReference(t, s, what) // profiles.go
 		}
-		if b.hit && t.DirectCounter != nil {
+		// v1model's direct counter and meter act on every hit; PSA's at
+		// their calls in the table's actions (psaExternMethod)
+		if b.hit && t.DirectCounter != nil && t.DirectCounter.Ent.Extern.Name != "DirectCounter" {
 			s.use(TermDirectCount, 1, what)
 		}
-		if b.hit && t.DirectMeter != nil {
+		if b.hit && t.DirectMeter != nil && t.DirectMeter.Ent.Extern.Name != "DirectMeter" {
 			s.use(TermMeter, 1, what)
 		}
 		o := Outcome{Table: t.Name, Hit: b.hit, Action: "NoAction"}
@@ -167,7 +169,13 @@ func (w *walker) apply(c *syntax.Call, cr *sema.CallRef, st *state, k func(*stat
 		if b.action == nil {
 			k(s, o)
 		} else {
-			w.runAction(b.action, s, func(s *state) { k(s, o) })
+			if b.hit {
+				s.hit, s.counted = t, false
+			}
+			w.runAction(b.action, s, func(s *state) {
+				s.hit = nil
+				k(s, o)
+			})
 		}
 		if w.full() {
 			return
@@ -303,5 +311,23 @@ func (w *walker) switchStmt(x *syntax.SwitchStmt, st *state, k func(*state)) {
 		if w.full() {
 			return
 		}
+	}
+}
+
+// relookup prices finding table t's winning entry again (a PSA
+// DirectMeter's execute, psa_dmeter.go): by its key, the table's own
+// lookup; a ternary or range table's by the winning index, one lookup of a
+// 4-byte key.
+func (w *walker) relookup(t *ir.Table, st *state, what string) {
+	switch t.Kind {
+	case ir.KindHash:
+		st.use(TermHash, 1, what)
+		st.use(TermHashKeyByte, float64(t.KeyBytes), what)
+	case ir.KindLPM:
+		st.use(TermLPM, 1, what)
+		st.use(TermLPMLog2, estimate.Log2(w.entries(t)), what)
+	case ir.KindScan:
+		st.use(TermHash, 1, what)
+		st.use(TermHashKeyByte, 4, what)
 	}
 }

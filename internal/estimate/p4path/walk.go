@@ -75,6 +75,11 @@ type state struct {
 	// inequality ruled out.
 	facts map[string]*big.Int
 	notEq map[string][]*big.Int
+	// hit is the table whose hit's action is running (nil otherwise):
+	// PSA's DirectCounter.count and DirectMeter.execute act only there;
+	// counted is set once its direct counter was priced.
+	hit     *ir.Table
+	counted bool
 }
 
 func (s *state) clone() *state {

@@ -55,11 +55,15 @@ func cheapest(n, lens int, v4 bool) int {
 	switch {
 	case v4 && n <= maxInline:
 		return wayInline
-	case lens <= maxLens && lens*hashLookupNS < trieLevelNS*(bits.Len(uint(n))+1):
+	case lens <= maxLens && lens*hashLookupNS < trieLevelNS*trieLevels(n):
 		return wayHash
 	}
 	return wayTrie
 }
+
+// trieLevels is about how many levels a lookup in an LPM trie of n
+// prefixes walks: one per distinguishing bit, and the root.
+func trieLevels(n int) int { return bits.Len(uint(n)) + 1 }
 
 // pick is the choice lengths makes (tests force one way).
 var pick = cheapest
@@ -108,14 +112,13 @@ func (r *prefixRules) lengths() (n [pfxFields][2]uint8, lens [pfxFields][2][maxL
 				continue
 			}
 			var ls []uint8
-			prefixes := 0
-			for l, k := range set {
+			for l := range set {
 				ls = append(ls, l)
-				prefixes += k
 			}
 			slices.Sort(ls)
 			slices.Reverse(ls)
-			switch pick(prefixes, len(ls), fam == 0) {
+			way, _, _ := r.choice(f, fam)
+			switch way {
 			case wayTrie:
 				n[f][fam] = lensTrie
 			case wayInline:
@@ -128,6 +131,20 @@ func (r *prefixRules) lengths() (n [pfxFields][2]uint8, lens [pfxFields][2][maxL
 		}
 	}
 	return n, lens, inl
+}
+
+// choice is the way picked for field f (pfxSrc...) in family fam (0 IPv4,
+// 1 IPv6), with the field's prefixes and distinct lengths in that family:
+// no prefixes, no lookup (wayHash over no length).
+func (r *prefixRules) choice(f, fam int) (way, prefixes, lens int) {
+	set := r.lens[f][fam]
+	if len(set) == 0 {
+		return wayHash, 0, 0
+	}
+	for _, k := range set {
+		prefixes += k
+	}
+	return pick(prefixes, len(set), fam == 0), prefixes, len(set)
 }
 
 // inline lists field's IPv4 prefixes, longest first (at most maxInline:
