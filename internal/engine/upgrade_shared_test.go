@@ -345,6 +345,22 @@ func TestUpgradeOverInterfaceMapsOfAnotherLayout(t *testing.T) {
 	}
 }
 
+// forwarderToSink makes the cubes the single-cube upgrade tests restart
+// over: portfwd pf sends what enters p0 out of p1, into portfwd sink.
+func forwarderToSink(t *testing.T, e *engine.Engine, hook datapath.Hook) {
+	t.Helper()
+	update(t, e, func(tp *cube.Topology) error {
+		if err := tp.AddCube(&cube.Cube{Name: "sink", Type: "portfwd", Hook: hook, Ports: []cube.Port{{Name: "p0", Index: 0}}}); err != nil {
+			return err
+		}
+		if err := tp.AddCube(&cube.Cube{Name: "pf", Type: "portfwd", Hook: hook, Ports: []cube.Port{{Name: "p0", Index: 0}, {Name: "p1", Index: 1, Peer: "sink:p0"}}}); err != nil {
+			return err
+		}
+		_, err := tp.PutEntry("pf", "rules", json.RawMessage(`{"in_port":"p0","out_port":"p1"}`))
+		return err
+	})
+}
+
 // TestHookChangedWhilePinned: the state says tc for cubes whose pinned
 // programs run at xdp (a state restored from another site, or edited while
 // the daemon was down). The cubes are reloaded at tc, not adopted nor put
@@ -354,19 +370,7 @@ func TestUpgradeOverInterfaceMapsOfAnotherLayout(t *testing.T) {
 func TestHookChangedWhilePinned(t *testing.T) {
 	cfg := restartable(t)
 	e := openAt(t, cfg)
-	update(t, e, func(tp *cube.Topology) error {
-		if err := tp.AddCube(&cube.Cube{Name: "pf", Type: "portfwd", Hook: datapath.XDP, Ports: []cube.Port{{Name: "p0", Index: 0}}}); err != nil {
-			return err
-		}
-		if err := tp.AddCube(&cube.Cube{Name: "sink", Type: "portfwd", Hook: datapath.XDP, Ports: []cube.Port{{Name: "p0", Index: 0}}}); err != nil {
-			return err
-		}
-		if err := tp.AddPort("pf", cube.Port{Name: "p1", Index: 1, Peer: "sink:p0"}); err != nil {
-			return err
-		}
-		_, err := tp.PutEntry("pf", "rules", json.RawMessage(`{"in_port":"p0","out_port":"p1"}`))
-		return err
-	})
+	forwarderToSink(t, e, datapath.XDP)
 	frame := make([]byte, 60)
 	copy(frame, []byte{0x02, 0, 0, 0, 0, 0xd, 0x02, 0, 0, 0, 0, 0xa, 0x08, 0x00})
 	if res, err := e.RunCube("pf", 0, frame); err != nil || res.Port != 1 {
@@ -434,16 +438,7 @@ func TestHookChangedWhilePinned(t *testing.T) {
 func TestDownCubeComesUpOverMapsOfAnotherLayout(t *testing.T) {
 	cfg := restartable(t)
 	e := openAt(t, cfg)
-	update(t, e, func(tp *cube.Topology) error {
-		if err := tp.AddCube(&cube.Cube{Name: "sink", Type: "portfwd", Hook: datapath.XDP, Ports: []cube.Port{{Name: "p0", Index: 0}}}); err != nil {
-			return err
-		}
-		if err := tp.AddCube(&cube.Cube{Name: "pf", Type: "portfwd", Hook: datapath.XDP, Ports: []cube.Port{{Name: "p0", Index: 0}, {Name: "p1", Index: 1, Peer: "sink:p0"}}}); err != nil {
-			return err
-		}
-		_, err := tp.PutEntry("pf", "rules", json.RawMessage(`{"in_port":"p0","out_port":"p1"}`))
-		return err
-	})
+	forwarderToSink(t, e, datapath.XDP)
 	frame := make([]byte, 60)
 	copy(frame, []byte{0x02, 0, 0, 0, 0, 0xd, 0x02, 0, 0, 0, 0, 0xa, 0x08, 0x00})
 	if res, err := e.RunCube("pf", 0, frame); err != nil || res.Port != 1 {
@@ -496,16 +491,7 @@ func TestDownCubeComesUpOverMapsOfAnotherLayout(t *testing.T) {
 func TestMapsPinnedWithoutAProgram(t *testing.T) {
 	cfg := restartable(t)
 	e := openAt(t, cfg)
-	update(t, e, func(tp *cube.Topology) error {
-		if err := tp.AddCube(&cube.Cube{Name: "sink", Type: "portfwd", Hook: datapath.TC, Ports: []cube.Port{{Name: "p0", Index: 0}}}); err != nil {
-			return err
-		}
-		if err := tp.AddCube(&cube.Cube{Name: "pf", Type: "portfwd", Hook: datapath.TC, Ports: []cube.Port{{Name: "p0", Index: 0}, {Name: "p1", Index: 1, Peer: "sink:p0"}}}); err != nil {
-			return err
-		}
-		_, err := tp.PutEntry("pf", "rules", json.RawMessage(`{"in_port":"p0","out_port":"p1"}`))
-		return err
-	})
+	forwarderToSink(t, e, datapath.TC)
 	e.Close()
 	dir := filepath.Join(cfg.PinRoot, "cubes", "pf")
 	for _, pin := range []string{"prog", "enf-digest"} {
