@@ -136,12 +136,15 @@ func (s Scope) cube(prev, next *cube.Topology, name string) error {
 			}
 		}
 	}
-	if p != nil && p.Type == n.Type && bytes.Equal(p.Config, n.Config) {
-		return nil
-	}
 	typ, err := cube.Lookup(n.Type)
 	if err != nil {
 		return nil // validation reports it
+	}
+	if err := s.slices(typ, p, n, next); err != nil {
+		return err
+	}
+	if p != nil && p.Type == n.Type && bytes.Equal(p.Config, n.Config) {
+		return nil
 	}
 	var had []string
 	if p != nil && p.Type == n.Type {
@@ -150,6 +153,46 @@ func (s Scope) cube(prev, next *cube.Topology, name string) error {
 	for _, iface := range typ.ConfigInterfaces(n) {
 		if !slices.Contains(had, iface) && !s.Record.Owns(iface) {
 			return s.notAssigned(field+".config", iface)
+		}
+	}
+	return nil
+}
+
+// slices checks the slices of a tenant's slicing cube that the change
+// adds or alters: each is the tenant's own, and one that leads straight
+// into a chain entry names a port of the tenant's own cube. Otherwise a
+// tenant's slicer could steer its entry's traffic into another tenant's
+// (or the administrator's) chain, take that chain's return traffic, and
+// label its counters and captures with another tenant's name; and the
+// engine's check of the entry would tell it whose the named cube is.
+func (s Scope) slices(typ *cube.Type, prev, next *cube.Cube, nextTopo *cube.Topology) error {
+	if typ.Slices == nil {
+		return nil
+	}
+	list, err := typ.Slices(next)
+	if err != nil {
+		return nil // validation reports it
+	}
+	was := map[string]cube.Slice{}
+	if prev != nil && prev.Type == next.Type {
+		old, _ := typ.Slices(prev)
+		for _, sl := range old {
+			was[sl.Name] = sl
+		}
+	}
+	for _, sl := range list {
+		if old, ok := was[sl.Name]; ok && old.Tenant == sl.Tenant && old.Chain == sl.Chain {
+			continue
+		}
+		field := fmt.Sprintf("cubes.%s.tables.slices[%s]", next.Name, sl.Name)
+		if sl.Tenant != s.Actor.Name() {
+			return cube.Forbidden(field+".tenant", "a tenant's slicer holds slices of its own tenant only: set tenant %s", s.Actor.Name())
+		}
+		if sl.Chain == "" {
+			continue
+		}
+		if ep, err := cube.ParseEndpoint(sl.Chain); err == nil && ep.IsCube() && !s.Actor.Owns(nextTopo.Cubes[ep.Cube]) {
+			return noCube(field+".chain", ep.Cube)
 		}
 	}
 	return nil
