@@ -10,6 +10,7 @@ import (
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/engine"
+	p4nf "github.com/edgenf/edgenf/internal/nf/p4"
 	"github.com/edgenf/edgenf/internal/nftest"
 	"github.com/edgenf/edgenf/internal/p4/p4info"
 	"github.com/edgenf/edgenf/internal/tenant"
@@ -284,4 +285,65 @@ func TestTenantCallsActAsTheDevicesTenant(t *testing.T) {
 	}
 	err = red.Invoke(c, "/p4.v1.P4Runtime/SetForwardingPipelineConfig", setPipeline, &SetPipelineResponse{})
 	wantCode(t, "red's pipeline into blue's cube", err, codes.PermissionDenied)
+}
+
+// TestPipelineCompilesShareTheDaemonsSlots: a tenant's pipelines compile
+// in the daemon's compile slots (p4nf.CompileSlots), as cubes' programs
+// do, so a tenant cannot run a compiler per call it makes at once and
+// starve the machine. With every slot taken, red's VERIFY waits; once one
+// is free, it compiles.
+func TestPipelineCompilesShareTheDaemonsSlots(t *testing.T) {
+	r := newTLSRig(t)
+	red := r.conn("edgenf://tenant/red")
+	c, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	st, err := red.NewStream(c, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, "/p4.v1.P4Runtime/StreamChannel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SendMsg(&StreamRequest{Arbitration: &Arbitration{DeviceID: 2, ElectionID: &Uint128{Low: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	var m StreamResponse
+	if err := st.RecvMsg(&m); err != nil || m.Arbitration == nil {
+		t.Fatalf("arbitration: %v %+v", err, m)
+	}
+	verify := &SetPipelineRequest{DeviceID: 2, ElectionID: &Uint128{Low: 1}, Action: ActionVerify,
+		Config: &PipelineConfig{DeviceConfig: program(t, "l2switch.p4")}}
+	start := time.Now()
+	if err := red.Invoke(c, "/p4.v1.P4Runtime/SetForwardingPipelineConfig", verify, &SetPipelineResponse{}); err != nil {
+		t.Fatalf("VERIFY with the slots free: %v", err)
+	}
+	took := time.Since(start)
+	for range cap(p4nf.CompileSlots) {
+		p4nf.CompileSlots <- struct{}{}
+	}
+	held := true
+	release := func() {
+		if held {
+			for range cap(p4nf.CompileSlots) {
+				<-p4nf.CompileSlots
+			}
+			held = false
+		}
+	}
+	defer release()
+	done := make(chan error, 1)
+	go func() {
+		done <- red.Invoke(c, "/p4.v1.P4Runtime/SetForwardingPipelineConfig", verify, &SetPipelineResponse{})
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("VERIFY with every compile slot taken returned (%v) within %v, three times what a compile took: it compiled beside them", err, 3*took+2*time.Second)
+	case <-time.After(3*took + 2*time.Second):
+	}
+	release()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("VERIFY once a slot was free: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("VERIFY did not finish within 60 s of the slots' release")
+	}
 }
