@@ -35,8 +35,9 @@ type tlsRig struct {
 	ca   *tlstest.CA
 }
 
-func newTLSRig(t *testing.T) *tlsRig {
-	eng := nftest.Engine(t)
+func newTLSRig(t *testing.T) *tlsRig { return newTLSRigWith(t, nftest.Engine(t)) }
+
+func newTLSRigWith(t *testing.T, eng *engine.Engine) *tlsRig {
 	ca := tlstest.NewCA(t, "p4rt")
 	pair := ca.Server("p4rt")
 	cfg, err := tlsauth.ServerConfig(tlsauth.ServerFiles{Cert: pair.Cert, Key: pair.Key, ClientCA: ca.File}, false)
@@ -345,5 +346,48 @@ func TestPipelineCompilesShareTheDaemonsSlots(t *testing.T) {
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatal("VERIFY did not finish within 60 s of the slots' release")
+	}
+}
+
+// TestTenantCallsInProgressAreBounded: a tenant has at most its
+// concurrent_requests quota of P4Runtime calls in progress, streams
+// included, refused with RESOURCE_EXHAUSTED before their message is read;
+// a call that ends gives its place back.
+func TestTenantCallsInProgressAreBounded(t *testing.T) {
+	eng := nftest.EngineWith(t, engine.Config{Tenants: []tenant.Tenant{{Name: "red", Quota: tenant.Quota{tenant.ConcurrentRequests: 1}}}})
+	r := newTLSRigWith(t, eng)
+	red, admin := r.conn("edgenf://tenant/red"), r.conn("edgenf://admin")
+	c, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sc, stop := context.WithCancel(c)
+	st, err := red.NewStream(sc, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, "/p4.v1.P4Runtime/StreamChannel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SendMsg(&StreamRequest{Arbitration: &Arbitration{DeviceID: 2, ElectionID: &Uint128{Low: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	var m StreamResponse
+	if err := st.RecvMsg(&m); err != nil || m.Arbitration == nil {
+		t.Fatalf("arbitration: %v %+v", err, m)
+	}
+	err = getPipeline(c, red, 2)
+	wantCode(t, "red's second call while its stream is open", err, codes.ResourceExhausted)
+	if err != nil && !strings.Contains(err.Error(), "over quota concurrent_requests: limit 1, in use 1") {
+		t.Errorf("the refusal does not give the quota: %v", err)
+	}
+	wantCode(t, "the administrator's call (its device has no pipeline)", getPipeline(c, admin, 1), codes.FailedPrecondition)
+	stop()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := getPipeline(c, red, 2)
+		if status.Code(err) != codes.ResourceExhausted {
+			wantCode(t, "red's call once its stream ended (its device has no pipeline)", err, codes.FailedPrecondition)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s after red's stream ended its calls are still refused: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
