@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/edgenf/edgenf/internal/client"
+	"github.com/edgenf/edgenf/internal/netlab"
 	_ "github.com/edgenf/edgenf/internal/nf/slicer"
 )
 
@@ -61,4 +62,46 @@ func TestTenantSlicesLeadOnlyIntoItsOwnChains(t *testing.T) {
 	}
 	// t2 cannot capture (nor otherwise find) a slice of t1's slicer.
 	refused(t, "capture another tenant's slice", t2.Do("POST", "/v1/captures", map[string]any{"slice": "s1/mine", "count": 1}, nil), 404)
+}
+
+// An interface given to a tenant that another owner's slicer shapes (it
+// owns the interface's root qdisc) is in use: the tenant's slicer may not
+// shape it too, which would replace that HTB tree and the other slices'
+// guarantees with its own. Refused without naming the other slicer, state
+// unchanged; an interface nobody else shapes the tenant may shape.
+func TestTenantSlicerCannotTakeOverAnotherSlicersEgress(t *testing.T) {
+	url, _ := tenantServer(t)
+	admin, t2 := client.New("", url, adminTok), client.New("", url, t2Tok)
+	lab := netlab.NewT(t)
+	shaped, _, err := lab.RootVeth("eg", "egp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	free, _, err := lab.RootVeth("fr", "frp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Do("PUT", "/v1/tenants/t2", map[string]any{"interfaces": []string{shaped, free}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	slicer := func(name, iface string) map[string]any {
+		return map[string]any{"name": name, "type": "slicer", "hook": "tc", "ports": []map[string]any{{"name": "up"}},
+			"config": map[string]any{"uplink": "up", "egress": []map[string]any{{"interface": iface, "rate_bps": 100000000}}}}
+	}
+	if err := admin.Do("POST", "/v1/cubes", slicer("secret-edge", shaped), nil); err != nil {
+		t.Fatal(err)
+	}
+	before := topologyOf(t, admin)
+	err = t2.Do("POST", "/v1/cubes", slicer("mine", shaped), nil)
+	refused(t, "t2's slicer shaping the administrator's shaped interface", err, 409, "interface "+shaped+" is in use")
+	if err != nil && strings.Contains(err.Error(), "secret-edge") {
+		t.Errorf("the refusal names the other slicer: %v", err)
+	}
+	if after := topologyOf(t, admin); after != before {
+		t.Fatalf("the refusal changed the state:\n%s", after)
+	}
+	if err := t2.Do("POST", "/v1/cubes", slicer("mine", free), nil); err != nil {
+		t.Fatalf("t2's slicer shaping an interface nobody else shapes: %v", err)
+	}
+	refused(t, "t2's slicer moved onto the shaped interface", t2.Do("PUT", "/v1/cubes/mine/config", map[string]any{"uplink": "up", "egress": []map[string]any{{"interface": shaped, "rate_bps": 100000000}}}, nil), 409, "is in use")
 }

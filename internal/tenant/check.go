@@ -151,11 +151,39 @@ func (s Scope) cube(prev, next *cube.Topology, name string) error {
 		had = typ.ConfigInterfaces(p)
 	}
 	for _, iface := range typ.ConfigInterfaces(n) {
-		if !slices.Contains(had, iface) && !s.Record.Owns(iface) {
+		if slices.Contains(had, iface) {
+			continue
+		}
+		if !s.Record.Owns(iface) {
 			return s.notAssigned(field+".config", iface)
+		}
+		if s.namedByOthers(next, iface) {
+			return cube.Conflict(field+".config", "interface %s is in use", iface)
 		}
 	}
 	return nil
+}
+
+// namedByOthers reports whether a cube of another owner names iface in its
+// settings (a slicer that shapes its egress, a ddos cube that mirrors to
+// it): an interface given to the tenant that the administrator put to such
+// a use is busy, as one another owner's cube is peered with (Ref). Without
+// this a tenant's slicer would take over the root qdisc another slicer
+// shapes the interface with. Whose cube it is stays unsaid.
+func (s Scope) namedByOthers(t *cube.Topology, iface string) bool {
+	for _, c := range t.Cubes {
+		if s.Actor.Owns(c) || len(c.Config) == 0 {
+			continue
+		}
+		typ, err := cube.Lookup(c.Type)
+		if err != nil {
+			continue
+		}
+		if slices.Contains(typ.ConfigInterfaces(c), iface) {
+			return true
+		}
+	}
+	return false
 }
 
 // slices checks the slices of a tenant's slicing cube that the change
