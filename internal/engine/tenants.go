@@ -59,6 +59,26 @@ func (ts *tenantState) init(cfg Config, declared map[string]*tenant.Tenant) erro
 		if err := ts.prefixFree(t); err != nil {
 			return fmt.Errorf("tenant %s: %w", t.Name, err)
 		}
+		if err := ts.interfacesFree(t); err != nil {
+			return fmt.Errorf("tenant %s: %w", t.Name, err)
+		}
+	}
+	return nil
+}
+
+// interfacesFree refuses a record that gives a tenant an interface another
+// tenant has: each could then attach and capture at it, and see the other's
+// traffic there; and the other's peering would be "in use" to it.
+func (ts *tenantState) interfacesFree(t *tenant.Tenant) error {
+	for _, o := range ts.records() {
+		if o.Name == t.Name {
+			continue
+		}
+		for _, iface := range t.Interfaces {
+			if o.Owns(iface) {
+				return cube.Conflict("interfaces", "interface %s is tenant %s's: an interface is given to one tenant (both could attach and capture at it, each seeing the other's traffic)", iface, o.Name)
+			}
+		}
 	}
 	return nil
 }
@@ -424,6 +444,9 @@ func (e *Engine) SetTenant(t tenant.Tenant) (bool, error) {
 		return false, err
 	}
 	if err := e.tenants.prefixFree(&t); err != nil {
+		return false, err
+	}
+	if err := e.tenants.interfacesFree(&t); err != nil {
 		return false, err
 	}
 	for _, name := range e.topo.CubeNames() {

@@ -21,7 +21,7 @@ type Tenant struct {
 	// Interfaces are the Linux interfaces the tenant's cubes may be peered
 	// with, attached to and mirror to. (Slices add VLANs, prefixes and
 	// TEID ranges beside them.)
-	Interfaces []string `json:"interfaces,omitempty" format:"ifname" doc:"Linux interfaces the tenant's cubes may be peered with, attached to and mirror to"`
+	Interfaces []string `json:"interfaces,omitempty" format:"ifname" doc:"Linux interfaces the tenant's cubes may be peered with, attached to and mirror to; each is one tenant's (another tenant's: 409)"`
 	// Quota overrides the default limits, one by one.
 	Quota Quota `json:"quota,omitempty" doc:"limits that differ from the defaults"`
 	// CubePrefix, if set, is the tenant's own part of the one namespace
