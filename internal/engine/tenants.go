@@ -59,7 +59,13 @@ func (ts *tenantState) init(cfg Config, declared map[string]*tenant.Tenant) erro
 		if err := ts.prefixFree(t); err != nil {
 			return fmt.Errorf("tenant %s: %w", t.Name, err)
 		}
-		if err := ts.interfacesFree(t); err != nil {
+	}
+	// Token-file tenants that share an interface keep the daemon from
+	// starting (the file is the administrator's to fix). Records the API
+	// declared are checked as they are set: an older state file's are
+	// let be, so that the daemon starts and they can be fixed.
+	for _, t := range ts.static {
+		if err := interfacesFree(t, slices.Collect(maps.Values(ts.static))); err != nil {
 			return fmt.Errorf("tenant %s: %w", t.Name, err)
 		}
 	}
@@ -69,8 +75,8 @@ func (ts *tenantState) init(cfg Config, declared map[string]*tenant.Tenant) erro
 // interfacesFree refuses a record that gives a tenant an interface another
 // tenant has: each could then attach and capture at it, and see the other's
 // traffic there; and the other's peering would be "in use" to it.
-func (ts *tenantState) interfacesFree(t *tenant.Tenant) error {
-	for _, o := range ts.records() {
+func interfacesFree(t *tenant.Tenant, records []*tenant.Tenant) error {
+	for _, o := range records {
 		if o.Name == t.Name {
 			continue
 		}
@@ -446,7 +452,7 @@ func (e *Engine) SetTenant(t tenant.Tenant) (bool, error) {
 	if err := e.tenants.prefixFree(&t); err != nil {
 		return false, err
 	}
-	if err := e.tenants.interfacesFree(&t); err != nil {
+	if err := interfacesFree(&t, e.tenants.records()); err != nil {
 		return false, err
 	}
 	for _, name := range e.topo.CubeNames() {
