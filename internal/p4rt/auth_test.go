@@ -139,18 +139,8 @@ func TestTenantPipelineCreatesTenantCube(t *testing.T) {
 	r := newTLSRig(t)
 	red := r.conn("edgenf://tenant/red")
 	c := ctx(t)
-	st, err := red.NewStream(c, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, "/p4.v1.P4Runtime/StreamChannel")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.SendMsg(&StreamRequest{Arbitration: &Arbitration{DeviceID: 2, ElectionID: &Uint128{Low: 1}}}); err != nil {
-		t.Fatal(err)
-	}
-	var m StreamResponse
-	if err := st.RecvMsg(&m); err != nil || m.Arbitration == nil {
-		t.Fatalf("arbitration: %v %+v", err, m)
-	}
-	err = red.Invoke(c, "/p4.v1.P4Runtime/SetForwardingPipelineConfig", &SetPipelineRequest{DeviceID: 2, ElectionID: &Uint128{Low: 1},
+	primary(t, c, red, 2)
+	err := red.Invoke(c, "/p4.v1.P4Runtime/SetForwardingPipelineConfig", &SetPipelineRequest{DeviceID: 2, ElectionID: &Uint128{Low: 1},
 		Action: ActionVerifyAndCommit, Config: &PipelineConfig{DeviceConfig: program(t, "l2switch.p4")}}, &SetPipelineResponse{})
 	if err != nil {
 		t.Fatal(err)
@@ -298,17 +288,7 @@ func TestPipelineCompilesShareTheDaemonsSlots(t *testing.T) {
 	red := r.conn("edgenf://tenant/red")
 	c, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	st, err := red.NewStream(c, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, "/p4.v1.P4Runtime/StreamChannel")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.SendMsg(&StreamRequest{Arbitration: &Arbitration{DeviceID: 2, ElectionID: &Uint128{Low: 1}}}); err != nil {
-		t.Fatal(err)
-	}
-	var m StreamResponse
-	if err := st.RecvMsg(&m); err != nil || m.Arbitration == nil {
-		t.Fatalf("arbitration: %v %+v", err, m)
-	}
+	primary(t, c, red, 2)
 	verify := &SetPipelineRequest{DeviceID: 2, ElectionID: &Uint128{Low: 1}, Action: ActionVerify,
 		Config: &PipelineConfig{DeviceConfig: program(t, "l2switch.p4")}}
 	start := time.Now()
@@ -360,18 +340,8 @@ func TestTenantCallsInProgressAreBounded(t *testing.T) {
 	c, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	sc, stop := context.WithCancel(c)
-	st, err := red.NewStream(sc, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, "/p4.v1.P4Runtime/StreamChannel")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.SendMsg(&StreamRequest{Arbitration: &Arbitration{DeviceID: 2, ElectionID: &Uint128{Low: 1}}}); err != nil {
-		t.Fatal(err)
-	}
-	var m StreamResponse
-	if err := st.RecvMsg(&m); err != nil || m.Arbitration == nil {
-		t.Fatalf("arbitration: %v %+v", err, m)
-	}
-	err = getPipeline(c, red, 2)
+	primary(t, sc, red, 2)
+	err := getPipeline(c, red, 2)
 	wantCode(t, "red's second call while its stream is open", err, codes.ResourceExhausted)
 	if err != nil && !strings.Contains(err.Error(), "over quota concurrent_requests: limit 1, in use 1") {
 		t.Errorf("the refusal does not give the quota: %v", err)
@@ -389,5 +359,22 @@ func TestTenantCallsInProgressAreBounded(t *testing.T) {
 			t.Fatalf("10 s after red's stream ended its calls are still refused: %v", err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// primary makes conn the primary client of device (election id 1) on a
+// StreamChannel open while ctx lasts.
+func primary(t *testing.T, ctx context.Context, conn *grpc.ClientConn, device uint64) {
+	t.Helper()
+	st, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, "/p4.v1.P4Runtime/StreamChannel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SendMsg(&StreamRequest{Arbitration: &Arbitration{DeviceID: device, ElectionID: &Uint128{Low: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	var m StreamResponse
+	if err := st.RecvMsg(&m); err != nil || m.Arbitration == nil {
+		t.Fatalf("arbitration: %v %+v", err, m)
 	}
 }

@@ -2,9 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/edgenf/edgenf/internal/testenv"
@@ -21,13 +18,7 @@ func TestSliceClassHoldsAgainstAP4Priority(t *testing.T) {
 	testenv.E2E(t)
 	d := startDaemon(t)
 	_, a, b, ra, rb := twoHosts(t)
-	src, err := os.ReadFile("../../examples/p4/portfwd.p4")
-	if err != nil {
-		t.Fatal(err)
-	}
-	urgent := filepath.Join(t.TempDir(), "urgent.p4")
-	os.WriteFile(urgent, []byte(strings.Replace(string(src), "fwd.apply();", "standard_metadata.priority = 7;\n        fwd.apply();", 1)), 0o644)
-	d.cli("cube", "add", "sw", "p4", "--hook", "tc", "--program", urgent)
+	d.cli("cube", "add", "sw", "p4", "--hook", "tc", "--program", urgentPortfwd(t))
 	d.cli("port", "add", "sw", "p0", "--index", "0")
 	d.cli("port", "add", "sw", "p1", "--peer", rb, "--index", "1")
 	d.cli("p4", "table-add", "sw", "fwd", "forward", "0", "=>", "1")
