@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
-	"strings"
 	"time"
 
 	pcap "github.com/edgenf/edgenf/internal/capture"
@@ -52,9 +51,11 @@ func (*CaptureRequest) RefineSchema(s *Schema) {
 	}
 }
 
-// captureCubePrefix names the transparent cubes a capture attaches: the
-// daemon removes those left by a previous run at start.
-const captureCubePrefix = "capture-"
+// captureCubeName is the name of the transparent cubes captures attach:
+// tenant.CaptureCubes and 8 hex digits, after the cube prefix of a tenant that has
+// one (its cubes' names start with it). The daemon removes those left by a
+// previous run at start.
+var captureCubeName = regexp.MustCompile(`capture-[0-9a-f]{8}$`)
 
 // removeStaleCaptures deletes the capture cubes of captures that ended
 // with the daemon: nobody reads their rings any more.
@@ -62,7 +63,7 @@ func removeStaleCaptures(s *Server) {
 	var stale []string
 	t := s.eng.Topology()
 	for _, n := range t.CubeNames() {
-		if c := t.Cubes[n]; c.Type == nfcapture.Type.Name && strings.HasPrefix(n, captureCubePrefix) {
+		if c := t.Cubes[n]; c.Type == nfcapture.Type.Name && captureCubeName.MatchString(n) {
 			stale = append(stale, n)
 		}
 	}
@@ -126,7 +127,8 @@ func (s *Server) capture(w http.ResponseWriter, r *http.Request) {
 	raw, _ := json.Marshal(cfg)
 	var suffix [4]byte
 	rand.Read(suffix[:])
-	name := captureCubePrefix + hex.EncodeToString(suffix[:])
+	base := tenant.CaptureCubes + hex.EncodeToString(suffix[:])
+	name := base
 	id := identityOf(r)
 	var hook datapath.Hook
 	// A slice's point is a port of the administrator's slicer: the
@@ -148,6 +150,7 @@ func (s *Server) capture(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	err = s.eng.UpdateAs(r.Context(), actor, func(t *cube.Topology, sc tenant.Scope) error {
+		name = base
 		if req.Slice != "" {
 			p, err := slicer.FindSlice(t, req.Slice, id.tenant)
 			if err != nil {
@@ -174,6 +177,8 @@ func (s *Server) capture(w http.ResponseWriter, r *http.Request) {
 			}
 		} else if err := sc.Ref(t, "point", point); err != nil {
 			return err
+		} else if sc.Record != nil && sc.Record.CubePrefix != "" {
+			name = sc.Record.CubePrefix + name // a tenant's cubes bear its prefix
 		}
 		hook = pointHook(t, point, s.eng.PeerOf)
 		c := &cube.Cube{Name: name, Type: nfcapture.Type.Name, Hook: hook, Config: raw}

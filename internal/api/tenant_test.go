@@ -30,6 +30,36 @@ func tenantServer(t *testing.T) (url string, eng *engine.Engine) {
 	return srv.URL, eng
 }
 
+// refusal is a request a tenant must be refused, with the code and a
+// text the refusal must have.
+type refusal struct {
+	what         string
+	method, path string
+	body         any
+	code         int
+	want         string
+}
+
+// refuseEach makes each request as cl and checks it is refused as said,
+// that the refusal has none of the secrets (what it must not tell), and
+// that the state (the administrator's topology) did not change.
+func refuseEach(t *testing.T, cl, admin *client.Client, cases []refusal, secrets ...string) {
+	t.Helper()
+	before := topologyOf(t, admin)
+	for _, c := range cases {
+		err := cl.Do(c.method, c.path, c.body, nil)
+		refused(t, c.what, err, c.code, c.want)
+		for _, secret := range secrets {
+			if err != nil && strings.Contains(err.Error(), secret) {
+				t.Errorf("%s: the refusal tells %q: %v", c.what, secret, err)
+			}
+		}
+		if after := topologyOf(t, admin); after != before {
+			t.Fatalf("%s changed the state:\n%s\n%s", c.what, before, after)
+		}
+	}
+}
+
 // refused checks err is an API error with code whose text has every want.
 func refused(t *testing.T, what string, err error, code int, want ...string) {
 	t.Helper()
@@ -73,14 +103,7 @@ func TestTenantStaysInsideWhatItOwns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	before := topologyOf(t, admin)
-	cases := []struct {
-		what         string
-		method, path string
-		body         any
-		code         int
-		want         string
-	}{
+	refuseEach(t, t1, admin, []refusal{
 		{"peer with another tenant's port", "PATCH", "/v1/cubes/a1/ports/p1", map[string]any{"peer": "secret-b1:p0"}, 404, `no cube named "secret-b1"`},
 		{"peer with an administrator's port", "PATCH", "/v1/cubes/a1/ports/p1", map[string]any{"peer": "adm:p0"}, 404, `no cube named "adm"`},
 		{"new port peered with another tenant's", "POST", "/v1/cubes/a1/ports", map[string]any{"name": "p2", "peer": "secret-b1:p0"}, 404, `no cube named "secret-b1"`},
@@ -99,17 +122,7 @@ func TestTenantStaysInsideWhatItOwns(t *testing.T) {
 		{"read another tenant's record", "GET", "/v1/tenants/t2", nil, 404, ""},
 		{"declare a tenant", "PUT", "/v1/tenants/t1", map[string]any{"interfaces": []string{"eth0"}}, 403, "administrator"},
 		{"read the whole topology", "GET", "/v1/topology", nil, 403, ""},
-	}
-	for _, c := range cases {
-		err := t1.Do(c.method, c.path, c.body, nil)
-		refused(t, c.what, err, c.code, c.want)
-		if err != nil && strings.Contains(err.Error(), "b1:") {
-			t.Errorf("%s: the refusal names another tenant's port: %v", c.what, err)
-		}
-		if after := topologyOf(t, admin); after != before {
-			t.Fatalf("%s changed the state:\n%s\n%s", c.what, before, after)
-		}
-	}
+	}, "b1:")
 	// What a tenant may do still works.
 	if err := t1.Do("POST", "/v1/attachments", map[string]any{"cube": "am", "point": "a1:p0"}, nil); err != nil {
 		t.Fatalf("attach to own port: %v", err)

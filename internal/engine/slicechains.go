@@ -157,7 +157,7 @@ func checkChains(t *cube.Topology, idx *chainIndex) error {
 			return cube.Conflict(field, "port %s is peered with %s: a slice's chain entry has no peer but its slice, which it hops back to", entry, p.Peer)
 		}
 		if c.Tenant != ref.Tenant {
-			return cube.Conflict(field, "cube %s is %s's and slice %s is %s's: a slice leads only into its own tenant's cubes", c.Name, ownerName(c.Tenant), ref.Slice, ownerName(ref.Tenant))
+			return cube.Conflict(field, "cube %s is %s and slice %s is %s: a slice leads only into its own tenant's cubes", c.Name, ownerName(c.Tenant), ref.Slice, ownerName(ref.Tenant))
 		}
 		if s := t.Cubes[ref.slicer]; s != nil && s.Hook != c.Hook {
 			return cube.Unprocessable(field, "cube %s runs at %s and slicer %s at %s: a chain is entered at the slicer's hook", c.Name, c.Hook, s.Name, s.Hook)

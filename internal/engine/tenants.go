@@ -60,6 +60,32 @@ func (ts *tenantState) init(cfg Config, declared map[string]*tenant.Tenant) erro
 			return fmt.Errorf("tenant %s: %w", t.Name, err)
 		}
 	}
+	// Token-file tenants that share an interface keep the daemon from
+	// starting (the file is the administrator's to fix). Records the API
+	// declared are checked as they are set: an older state file's are
+	// let be, so that the daemon starts and they can be fixed.
+	for _, t := range ts.static {
+		if err := interfacesFree(t, slices.Collect(maps.Values(ts.static))); err != nil {
+			return fmt.Errorf("tenant %s: %w", t.Name, err)
+		}
+	}
+	return nil
+}
+
+// interfacesFree refuses a record that gives a tenant an interface another
+// tenant has: each could then attach and capture at it, and see the other's
+// traffic there; and the other's peering would be "in use" to it.
+func interfacesFree(t *tenant.Tenant, records []*tenant.Tenant) error {
+	for _, o := range records {
+		if o.Name == t.Name {
+			continue
+		}
+		for _, iface := range t.Interfaces {
+			if o.Owns(iface) {
+				return cube.Conflict("interfaces", "interface %s is tenant %s's: an interface is given to one tenant (both could attach and capture at it, each seeing the other's traffic)", iface, o.Name)
+			}
+		}
+	}
 	return nil
 }
 
@@ -424,6 +450,9 @@ func (e *Engine) SetTenant(t tenant.Tenant) (bool, error) {
 		return false, err
 	}
 	if err := e.tenants.prefixFree(&t); err != nil {
+		return false, err
+	}
+	if err := interfacesFree(&t, e.tenants.records()); err != nil {
 		return false, err
 	}
 	for _, name := range e.topo.CubeNames() {

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/edgenf/edgenf/internal/tenant"
 	"github.com/edgenf/edgenf/internal/tlsauth"
@@ -21,6 +22,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/tap"
 )
 
 type identityKey struct{}
@@ -78,6 +80,42 @@ func (s *Server) byCredentials(ctx context.Context) (tlsauth.Identity, error) {
 		return tokID, nil
 	}
 	return tlsauth.Identity{}, errf(codes.Unauthenticated, "no credentials: present a client certificate or the metadata \"authorization: Bearer TOKEN\"")
+}
+
+// inflight counts each tenant's calls in progress on the TLS server.
+type inflight struct {
+	mu sync.Mutex
+	n  map[string]int64
+}
+
+// admitCall runs when a call's headers arrive, before its message is read:
+// a tenant has at most its concurrent_requests quota of calls in progress
+// (streams included) on the TLS server, as on the REST API, so that it
+// cannot hold the daemon's memory with many calls of the largest message
+// at once, or queue work without bound. A call over the limit is refused
+// with RESOURCE_EXHAUSTED; the count drops when the call's stream ends,
+// however it ends. Credentials are checked again by the interceptors.
+func (s *Server) admitCall(ctx context.Context, _ *tap.Info) (context.Context, error) {
+	id, err := s.byCredentials(ctx)
+	if err != nil || id.Admin {
+		return ctx, nil // the interceptor refuses it, or the administrator
+	}
+	max := s.eng.Limit(tenant.Of(id.Tenant), tenant.ConcurrentRequests)
+	s.busy.mu.Lock()
+	defer s.busy.mu.Unlock()
+	if s.busy.n == nil {
+		s.busy.n = map[string]int64{}
+	}
+	if n := s.busy.n[id.Tenant]; n >= max {
+		return nil, errf(codes.ResourceExhausted, "over quota %s: limit %d, in use %d (P4Runtime calls and streams in progress)", tenant.ConcurrentRequests, max, n)
+	}
+	s.busy.n[id.Tenant]++
+	context.AfterFunc(ctx, func() {
+		s.busy.mu.Lock()
+		s.busy.n[id.Tenant]--
+		s.busy.mu.Unlock()
+	})
+	return ctx, nil
 }
 
 func unaryAuth(auth authenticator) grpc.UnaryServerInterceptor {

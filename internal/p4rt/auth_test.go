@@ -10,6 +10,7 @@ import (
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/engine"
+	p4nf "github.com/edgenf/edgenf/internal/nf/p4"
 	"github.com/edgenf/edgenf/internal/nftest"
 	"github.com/edgenf/edgenf/internal/p4/p4info"
 	"github.com/edgenf/edgenf/internal/tenant"
@@ -34,8 +35,9 @@ type tlsRig struct {
 	ca   *tlstest.CA
 }
 
-func newTLSRig(t *testing.T) *tlsRig {
-	eng := nftest.Engine(t)
+func newTLSRig(t *testing.T) *tlsRig { return newTLSRigWith(t, nftest.Engine(t)) }
+
+func newTLSRigWith(t *testing.T, eng *engine.Engine) *tlsRig {
 	ca := tlstest.NewCA(t, "p4rt")
 	pair := ca.Server("p4rt")
 	cfg, err := tlsauth.ServerConfig(tlsauth.ServerFiles{Cert: pair.Cert, Key: pair.Key, ClientCA: ca.File}, false)
@@ -137,18 +139,8 @@ func TestTenantPipelineCreatesTenantCube(t *testing.T) {
 	r := newTLSRig(t)
 	red := r.conn("edgenf://tenant/red")
 	c := ctx(t)
-	st, err := red.NewStream(c, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, "/p4.v1.P4Runtime/StreamChannel")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.SendMsg(&StreamRequest{Arbitration: &Arbitration{DeviceID: 2, ElectionID: &Uint128{Low: 1}}}); err != nil {
-		t.Fatal(err)
-	}
-	var m StreamResponse
-	if err := st.RecvMsg(&m); err != nil || m.Arbitration == nil {
-		t.Fatalf("arbitration: %v %+v", err, m)
-	}
-	err = red.Invoke(c, "/p4.v1.P4Runtime/SetForwardingPipelineConfig", &SetPipelineRequest{DeviceID: 2, ElectionID: &Uint128{Low: 1},
+	primary(t, c, red, 2)
+	err := red.Invoke(c, "/p4.v1.P4Runtime/SetForwardingPipelineConfig", &SetPipelineRequest{DeviceID: 2, ElectionID: &Uint128{Low: 1},
 		Action: ActionVerifyAndCommit, Config: &PipelineConfig{DeviceConfig: program(t, "l2switch.p4")}}, &SetPipelineResponse{})
 	if err != nil {
 		t.Fatal(err)
@@ -284,4 +276,105 @@ func TestTenantCallsActAsTheDevicesTenant(t *testing.T) {
 	}
 	err = red.Invoke(c, "/p4.v1.P4Runtime/SetForwardingPipelineConfig", setPipeline, &SetPipelineResponse{})
 	wantCode(t, "red's pipeline into blue's cube", err, codes.PermissionDenied)
+}
+
+// TestPipelineCompilesShareTheDaemonsSlots: a tenant's pipelines compile
+// in the daemon's compile slots (p4nf.CompileSlots), as cubes' programs
+// do, so a tenant cannot run a compiler per call it makes at once and
+// starve the machine. With every slot taken, red's VERIFY waits; once one
+// is free, it compiles.
+func TestPipelineCompilesShareTheDaemonsSlots(t *testing.T) {
+	r := newTLSRig(t)
+	red := r.conn("edgenf://tenant/red")
+	c, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	primary(t, c, red, 2)
+	verify := &SetPipelineRequest{DeviceID: 2, ElectionID: &Uint128{Low: 1}, Action: ActionVerify,
+		Config: &PipelineConfig{DeviceConfig: program(t, "l2switch.p4")}}
+	start := time.Now()
+	if err := red.Invoke(c, "/p4.v1.P4Runtime/SetForwardingPipelineConfig", verify, &SetPipelineResponse{}); err != nil {
+		t.Fatalf("VERIFY with the slots free: %v", err)
+	}
+	took := time.Since(start)
+	for range cap(p4nf.CompileSlots) {
+		p4nf.CompileSlots <- struct{}{}
+	}
+	held := true
+	release := func() {
+		if held {
+			for range cap(p4nf.CompileSlots) {
+				<-p4nf.CompileSlots
+			}
+			held = false
+		}
+	}
+	defer release()
+	done := make(chan error, 1)
+	go func() {
+		done <- red.Invoke(c, "/p4.v1.P4Runtime/SetForwardingPipelineConfig", verify, &SetPipelineResponse{})
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("VERIFY with every compile slot taken returned (%v) within %v, three times what a compile took: it compiled beside them", err, 3*took+2*time.Second)
+	case <-time.After(3*took + 2*time.Second):
+	}
+	release()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("VERIFY once a slot was free: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("VERIFY did not finish within 60 s of the slots' release")
+	}
+}
+
+// TestTenantCallsInProgressAreBounded: a tenant has at most its
+// concurrent_requests quota of P4Runtime calls in progress, streams
+// included, refused with RESOURCE_EXHAUSTED before their message is read;
+// a call that ends gives its place back.
+func TestTenantCallsInProgressAreBounded(t *testing.T) {
+	eng := nftest.EngineWith(t, engine.Config{Tenants: []tenant.Tenant{{Name: "red", Quota: tenant.Quota{tenant.ConcurrentRequests: 1}}}})
+	r := newTLSRigWith(t, eng)
+	red, admin := r.conn("edgenf://tenant/red"), r.conn("edgenf://admin")
+	c, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sc, stop := context.WithCancel(c)
+	primary(t, sc, red, 2)
+	err := getPipeline(c, red, 2)
+	wantCode(t, "red's second call while its stream is open", err, codes.ResourceExhausted)
+	if err != nil && !strings.Contains(err.Error(), "over quota concurrent_requests: limit 1, in use 1") {
+		t.Errorf("the refusal does not give the quota: %v", err)
+	}
+	wantCode(t, "the administrator's call (its device has no pipeline)", getPipeline(c, admin, 1), codes.FailedPrecondition)
+	stop()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := getPipeline(c, red, 2)
+		if status.Code(err) != codes.ResourceExhausted {
+			wantCode(t, "red's call once its stream ended (its device has no pipeline)", err, codes.FailedPrecondition)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s after red's stream ended its calls are still refused: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// primary makes conn the primary client of device (election id 1) on a
+// StreamChannel open while ctx lasts.
+func primary(t *testing.T, ctx context.Context, conn *grpc.ClientConn, device uint64) {
+	t.Helper()
+	st, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, "/p4.v1.P4Runtime/StreamChannel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SendMsg(&StreamRequest{Arbitration: &Arbitration{DeviceID: device, ElectionID: &Uint128{Low: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	var m StreamResponse
+	if err := st.RecvMsg(&m); err != nil || m.Arbitration == nil {
+		t.Fatalf("arbitration: %v %+v", err, m)
+	}
 }

@@ -99,7 +99,7 @@ func (s *Server) SetForwardingPipelineConfig(ctx context.Context, req *SetPipeli
 		cctx, cancel = context.WithTimeout(ctx, time.Duration(limit)*time.Second)
 		defer cancel()
 	}
-	res, err := p4c.Compile(cctx, opts)
+	res, err := p4nf.Compile(cctx, opts) // in the daemon's compile slots, as a cube's
 	if err != nil {
 		if cctx.Err() != nil && ctx.Err() == nil {
 			return nil, errf(codes.ResourceExhausted, "the compile did not finish within the tenant's limit (quota %s)", tenant.CompileSeconds)

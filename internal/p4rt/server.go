@@ -86,6 +86,7 @@ type Server struct {
 
 	mu      sync.Mutex
 	devices map[uint64]*device
+	busy    inflight // auth.go: each tenant's calls in progress
 }
 
 // New returns a server; Serve starts it.
@@ -123,7 +124,7 @@ func (s *Server) Serve(l net.Listener) error { return s.grpc.Serve(l) }
 // only the devices of its identity. Call it at most once.
 func (s *Server) ServeTLS(l net.Listener, cfg *tls.Config, opts ...grpc.ServerOption) error {
 	s.mu.Lock()
-	s.tls = s.newGRPC(s.byCredentials, append(opts, grpc.Creds(credentials.NewTLS(cfg)))...)
+	s.tls = s.newGRPC(s.byCredentials, append(opts, grpc.Creds(credentials.NewTLS(cfg)), grpc.InTapHandle(s.admitCall))...)
 	g := s.tls
 	s.mu.Unlock()
 	return g.Serve(l)

@@ -136,20 +136,91 @@ func (s Scope) cube(prev, next *cube.Topology, name string) error {
 			}
 		}
 	}
-	if p != nil && p.Type == n.Type && bytes.Equal(p.Config, n.Config) {
-		return nil
-	}
 	typ, err := cube.Lookup(n.Type)
 	if err != nil {
 		return nil // validation reports it
+	}
+	if err := s.slices(typ, p, n, next); err != nil {
+		return err
+	}
+	if p != nil && p.Type == n.Type && bytes.Equal(p.Config, n.Config) {
+		return nil
 	}
 	var had []string
 	if p != nil && p.Type == n.Type {
 		had = typ.ConfigInterfaces(p)
 	}
 	for _, iface := range typ.ConfigInterfaces(n) {
-		if !slices.Contains(had, iface) && !s.Record.Owns(iface) {
+		if slices.Contains(had, iface) {
+			continue
+		}
+		if !s.Record.Owns(iface) {
 			return s.notAssigned(field+".config", iface)
+		}
+		if s.namedByOthers(next, iface) {
+			return cube.Conflict(field+".config", "interface %s is in use", iface)
+		}
+	}
+	return nil
+}
+
+// namedByOthers reports whether a cube of another owner names iface in its
+// settings (a slicer that shapes its egress, a ddos cube that mirrors to
+// it): an interface given to the tenant that the administrator put to such
+// a use is busy, as one another owner's cube is peered with (Ref). Without
+// this a tenant's slicer would take over the root qdisc another slicer
+// shapes the interface with. Whose cube it is stays unsaid.
+func (s Scope) namedByOthers(t *cube.Topology, iface string) bool {
+	for _, c := range t.Cubes {
+		if s.Actor.Owns(c) || len(c.Config) == 0 {
+			continue
+		}
+		typ, err := cube.Lookup(c.Type)
+		if err != nil {
+			continue
+		}
+		if slices.Contains(typ.ConfigInterfaces(c), iface) {
+			return true
+		}
+	}
+	return false
+}
+
+// slices checks the slices of a tenant's slicing cube that the change
+// adds or alters: each is the tenant's own, and one that leads straight
+// into a chain entry names a port of the tenant's own cube. Otherwise a
+// tenant's slicer could steer its entry's traffic into another tenant's
+// (or the administrator's) chain, take that chain's return traffic, and
+// label its counters and captures with another tenant's name; and the
+// engine's check of the entry would tell it whose the named cube is.
+func (s Scope) slices(typ *cube.Type, prev, next *cube.Cube, nextTopo *cube.Topology) error {
+	if typ.Slices == nil {
+		return nil
+	}
+	list, err := typ.Slices(next)
+	if err != nil {
+		return nil // validation reports it
+	}
+	was := map[string]cube.Slice{}
+	if prev != nil && prev.Type == next.Type {
+		old, _ := typ.Slices(prev)
+		for _, sl := range old {
+			was[sl.Name] = sl
+		}
+	}
+	for _, sl := range list {
+		if old, ok := was[sl.Name]; ok && old.Tenant == sl.Tenant && old.Chain == sl.Chain {
+			continue
+		}
+		field := fmt.Sprintf("cubes.%s.tables.slices[%s]", next.Name, sl.Name)
+		if sl.Tenant != s.Actor.Name() {
+			return cube.Forbidden(field+".tenant", "a tenant's slicer holds slices of its own tenant only: set tenant %s", s.Actor.Name())
+		}
+		if sl.Chain == "" {
+			continue
+		}
+		if ep, err := cube.ParseEndpoint(sl.Chain); err == nil && ep.IsCube() && !s.Actor.Owns(nextTopo.Cubes[ep.Cube]) {
+			return noCube(field+".chain", ep.Cube)
 		}
 	}
 	return nil

@@ -21,7 +21,7 @@ type Tenant struct {
 	// Interfaces are the Linux interfaces the tenant's cubes may be peered
 	// with, attached to and mirror to. (Slices add VLANs, prefixes and
 	// TEID ranges beside them.)
-	Interfaces []string `json:"interfaces,omitempty" format:"ifname" doc:"Linux interfaces the tenant's cubes may be peered with, attached to and mirror to"`
+	Interfaces []string `json:"interfaces,omitempty" format:"ifname" doc:"Linux interfaces the tenant's cubes may be peered with, attached to and mirror to; each is one tenant's (another tenant's: 409)"`
 	// Quota overrides the default limits, one by one.
 	Quota Quota `json:"quota,omitempty" doc:"limits that differ from the defaults"`
 	// CubePrefix, if set, is the tenant's own part of the one namespace
@@ -29,8 +29,13 @@ type Tenant struct {
 	// no cube of anyone else may have a name that starts with it. A
 	// tenant with a prefix cannot learn whether a name outside it exists
 	// (its request is refused for the name alone).
-	CubePrefix string `json:"cube_prefix,omitempty" pattern:"^[A-Za-z][A-Za-z0-9_-]{0,30}$" doc:"the start of the names of the tenant's cubes; no one else's cube may have a name that starts with it, and no other tenant's prefix may start with it or be the start of it (409)"`
+	CubePrefix string `json:"cube_prefix,omitempty" pattern:"^[A-Za-z][A-Za-z0-9_-]{0,30}$" doc:"the start of the names of the tenant's cubes; no one else's cube may have a name that starts with it, and no other tenant's prefix may start with it or be the start of it, and it may not claim the names of the cubes of captures, capture-... (409)"`
 }
+
+// CaptureCubes starts the names of the cubes the daemon attaches for
+// captures (after the cube prefix of a tenant that has one), so no
+// tenant's prefix may claim them.
+const CaptureCubes = "capture-"
 
 // NamedIn reports whether a cube name is in the tenant's part of the
 // namespace.
@@ -63,6 +68,9 @@ func (t *Tenant) Validate() error {
 	slices.Sort(t.Interfaces)
 	if t.CubePrefix != "" && cube.CheckName("cube_prefix", t.CubePrefix+"x") != nil {
 		return cube.Errorf("cube_prefix", "%q: want a letter, then letters, digits, '-' or '_', at most 31 in all", t.CubePrefix)
+	}
+	if p := t.CubePrefix; p != "" && (strings.HasPrefix(p, CaptureCubes) || strings.HasPrefix(CaptureCubes, p)) {
+		return cube.Conflict("cube_prefix", "%q would take the names of the cubes the daemon attaches for captures (%s...): every other capture would be refused", p, CaptureCubes)
 	}
 	return t.Quota.Validate()
 }

@@ -19,12 +19,7 @@ func TestP4PriorityIsRealAtXDP(t *testing.T) {
 	testenv.E2E(t)
 	d := startDaemon(t)
 	_, a, b, ra, rb := twoHosts(t)
-	src, err := os.ReadFile("../../examples/p4/portfwd.p4")
-	if err != nil {
-		t.Fatal(err)
-	}
-	urgent := filepath.Join(t.TempDir(), "urgent.p4")
-	os.WriteFile(urgent, []byte(strings.Replace(string(src), "fwd.apply();", "standard_metadata.priority = 7;\n        fwd.apply();", 1)), 0o644)
+	urgent := urgentPortfwd(t)
 	plain, _ := filepath.Abs("../../examples/p4/portfwd.p4")
 	d.cli("cube", "add", "sw", "p4", "--hook", "xdp", "--program", urgent)
 	d.cli("port", "add", "sw", "p0", "--peer", ra, "--index", "0")
@@ -86,4 +81,20 @@ func TestP4PriorityIsRealAtXDP(t *testing.T) {
 	if band, def := classPackets(8)-b0, classPackets(2)-d0; band != 0 || def >= n {
 		t.Fatalf("no priority: %d frames in band 0, %d in the default class; want them redirected at XDP, past the qdisc", band, def)
 	}
+}
+
+// urgentPortfwd writes examples/p4/portfwd.p4 with every frame given
+// standard_metadata.priority 7 (band 0 of a slicer's egress tree) and
+// returns its path.
+func urgentPortfwd(t *testing.T) string {
+	t.Helper()
+	src, err := os.ReadFile("../../examples/p4/portfwd.p4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	urgent := filepath.Join(t.TempDir(), "urgent.p4")
+	if err := os.WriteFile(urgent, []byte(strings.Replace(string(src), "fwd.apply();", "standard_metadata.priority = 7;\n        fwd.apply();", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return urgent
 }

@@ -53,10 +53,14 @@ const (
 	validateLimit = 5 * time.Minute
 )
 
-// compileSlots bounds concurrent compiles. A compile that ran out of time
-// returns at once, but the Go front end cannot be interrupted: its slot is
-// freed when it really ends.
-var compileSlots = make(chan struct{}, 2)
+// CompileSlots bound the compiles the daemon runs at once, for whoever
+// asks: a cube's program (REST, CLI, topology files) and a P4Runtime
+// pipeline alike go through Compile, so no client, however many requests
+// it makes at once, runs more than this many compilers on the machine. A
+// compile that ran out of time returns at once, but the Go front end
+// cannot be interrupted: its slot is freed when it really ends. (A send
+// takes a slot, a receive gives it back.)
+var CompileSlots = make(chan struct{}, 2)
 
 type cached struct {
 	key  [32]byte
@@ -163,11 +167,12 @@ func evictLocked() {
 	}
 }
 
-// compileWithin compiles in one of the compile slots, giving up when ctx
-// ends (context.DeadlineExceeded: the time limit).
-func compileWithin(ctx context.Context, opt p4c.Options) (*p4c.Result, error) {
+// Compile compiles in one of the CompileSlots, giving up when ctx ends
+// (context.DeadlineExceeded: the time limit), also while it waits for a
+// slot.
+func Compile(ctx context.Context, opt p4c.Options) (*p4c.Result, error) {
 	select {
-	case compileSlots <- struct{}{}:
+	case CompileSlots <- struct{}{}:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -177,7 +182,7 @@ func compileWithin(ctx context.Context, opt p4c.Options) (*p4c.Result, error) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		defer func() { <-compileSlots }()
+		defer func() { <-CompileSlots }()
 		r, err := p4c.Compile(ctx, opt)
 		done <- result{r, err}
 	}()
@@ -202,7 +207,7 @@ func compiled(s *Settings) (*p4c.Result, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), validateLimit)
 	defer cancel()
-	r, err := compileWithin(ctx, CompileOptions(s))
+	r, err := Compile(ctx, CompileOptions(s))
 	if errors.Is(err, context.DeadlineExceeded) {
 		return nil, fmt.Errorf("the compile did not finish within %s", validateLimit)
 	}
@@ -229,7 +234,7 @@ func prepare(ctx context.Context, c *cube.Cube) (func(), error) {
 	if pin(key) {
 		return func() { unpin(key) }, nil
 	}
-	r, err := compileWithin(ctx, CompileOptions(s))
+	r, err := Compile(ctx, CompileOptions(s))
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 			return nil, err

@@ -97,8 +97,12 @@ func (g *gen) pipelineSend() {
 		// a class id before any filter). 0 leaves it alone. md->priority
 		// carries it to the interface the frame leaves by; at XDP the
 		// frame then takes the skb path to meet the qdisc there
-		// (verdict.h: enf_out).
-		g.line("if (s->sm.f_priority) {")
+		// (verdict.h: enf_out). A frame of a slice (md->tenant, the
+		// slice id the slicer gave it) keeps its slice's class: the
+		// program is a tenant's, and the slice's rate ceiling and
+		// priority are the administrator's, so a band would let the
+		// tenant's traffic jump ahead of other slices' at egress.
+		g.line("if (s->sm.f_priority && !md->tenant) {")
 		g.line("	md->priority = P4_PRIO_CLASS(s->sm.f_priority);")
 		g.line("#if defined(EDGENF_HOOK_TC)")
 		g.line("	ctx->priority = md->priority;")
