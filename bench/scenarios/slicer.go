@@ -34,7 +34,14 @@ func init() {
 			Name: "slicer-" + string(hook), Group: group, Quick: true, Order: 1,
 			Doc: fmt.Sprintf("a slicer at %s (one slice: a dst rule, a rate limit far above the load) in front of the same portfwd cube", hook),
 			Setup: func(e *scenario.Env) (*scenario.Topology, error) {
-				return setupSlices(e, hook, 1, 1)
+				return setupSlices(e, hook, 1, 1, false)
+			},
+		})
+		scenario.Register(scenario.Scenario{
+			Name: "slicer-chain-" + string(hook), Group: group, Quick: true, Order: 2,
+			Doc: fmt.Sprintf("the same at %s, the slice naming its chain entry (a `chain` slice: entered by its hop in enf_chain_hops, through the patch panel) instead of leading into it by a slicer port", hook),
+			Setup: func(e *scenario.Env) (*scenario.Topology, error) {
+				return setupSlices(e, hook, 1, 1, true)
 			},
 		})
 	}
@@ -44,7 +51,7 @@ func init() {
 			Name: fmt.Sprintf("slices-%d", n), Group: "slicer-scale", Baseline: n == 1, Quick: n == 1, Order: n, Param: float64(n),
 			Doc: fmt.Sprintf("%d slices of 3 portfwd cubes each at TC (over 63 slices: one slicer whose slices name their chain entries, no port each), traffic through one", n),
 			Setup: func(e *scenario.Env) (*scenario.Topology, error) {
-				return setupSlices(e, datapath.TC, n, 3)
+				return setupSlices(e, datapath.TC, n, 3, n > slicer.MaxPortSlices)
 			},
 		})
 	}
@@ -88,11 +95,12 @@ func slicerModel(hook datapath.Hook, rules [][]slicer.Rule, rateBps uint64, chai
 func prefix26(k int) string { return fmt.Sprintf("198.19.%d.%d/26", k*64>>8, k*64&0xff) }
 
 // setupSlices builds n slices whose chains are chainLen portfwd cubes each,
-// behind one slicer: up to 63 slices lead into their chains through ports
-// of the slicer, more name their chain entries (the hops the engine would
-// write into enf_chain_hops are written here). The generator's frames
+// behind one slicer: with chains (needed beyond 63 slices) the slices name
+// their chain entries (the hops the engine would write into enf_chain_hops
+// are written here), without they lead into their chains through ports of
+// the slicer. The generator's frames
 // (198.19.0.1) belong to slice 0, whose chain ends at b0.
-func setupSlices(e *scenario.Env, hook datapath.Hook, n, chainLen int) (*scenario.Topology, error) {
+func setupSlices(e *scenario.Env, hook datapath.Hook, n, chainLen int, chains bool) (*scenario.Topology, error) {
 	p, err := e.NewPath(false)
 	if err != nil {
 		return nil, err
@@ -117,7 +125,6 @@ func setupSlices(e *scenario.Env, hook datapath.Hook, n, chainLen int) (*scenari
 	t0 := time.Now()
 	// loadSlicer loads a slicer with the given slices' rules and returns
 	// its slot; next(i) is the hop of its slice i.
-	chains := n > slicer.MaxPortSlices
 	loadSlicer := func(rules [][]slicer.Rule, next func(i int) (datapath.Hop, error)) (uint32, error) {
 		s := slot
 		slot++

@@ -14,7 +14,6 @@ func TestLayouts(t *testing.T) {
 		"sl_cfg":      cfgVal{},
 		"sl_slice":    sliceVal{},
 		"sl_counters": counters{},
-		"sl_lease":    lease{},
 		"sl_policy":   policyVal{},
 		"sl_lpm_key":  lpmKey{},
 		"sl_teid_key": teidKey{},

@@ -32,7 +32,7 @@ type (
 		Entry      uint32
 		Classid    uint32
 		VLAN       uint32
-		_          uint32
+		LeaseGen   uint32
 		ByteCost   uint64
 		ByteTau    uint64
 		PktCost    uint64
@@ -41,9 +41,6 @@ type (
 		EDTHorizon uint64
 		ByteLease  uint64
 		PktLease   uint64
-	}
-	lease struct {
-		Bytes, Packets uint64
 	}
 	cfgVal struct {
 		Kinds        uint32
@@ -70,6 +67,9 @@ type (
 	}
 	counters struct {
 		InPackets, InBytes         uint64
+		LeaseBytes, LeasePackets   uint64 // this CPU's credit (sl_police)
+		LeaseGen                   uint32
+		_                          uint32
 		RetPackets, RetBytes       uint64
 		PolicePackets, PoliceBytes uint64
 		EDTPackets                 uint64
@@ -250,14 +250,13 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 			}
 		}
 	}
+	ctl.leaseGens(slices)
 	for name, vals := range map[string]any{"sl_slices": slices, "sl_ports": ports, "sl_vlan": vlan, "sl_dscp": dscp} {
 		if err := putArray(maps[name], vals); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
-	if err := ctl.resetLeases(h, slices); err != nil {
-		return err
-	}
+	ctl.last = slices
 	if ctl.written == nil {
 		ctl.written = map[string]any{}
 	}
@@ -299,36 +298,24 @@ func entryPorts(c *cube.Cube, slicePorts map[string]bool) uint64 {
 	return bits
 }
 
-// resetLeases drops the per-CPU credit of every slice id whose policers
-// changed since the last Sync (or that another slice took over): it was
-// leased under the old limits.
-func (ctl *controller) resetLeases(h cube.Handle, slices []sliceVal) error {
-	defer func() { ctl.last = slices }()
+// leaseGens carries each slice id's lease generation over from the last
+// Sync, and moves it on for every id whose policers changed since (or that
+// another slice took over): the per-CPU credit leased under the old limits
+// is then void (slicer.bpf.c: sl_police). A new controller (a new cube, or
+// a restart) starts at generation 0: credit leased before a restart under
+// a later generation is dropped once, which only ever admits less.
+func (ctl *controller) leaseGens(slices []sliceVal) {
 	if ctl.last == nil {
-		return nil // a new cube's leases are empty; a restart keeps them
+		return
 	}
-	var m *ebpf.Map
 	for id := range slices {
-		o, n := ctl.last[id], slices[id]
-		if o.ByteCost == n.ByteCost && o.ByteTau == n.ByteTau && o.ByteLease == n.ByteLease &&
-			o.PktCost == n.PktCost && o.PktTau == n.PktTau && o.PktLease == n.PktLease && o.Port == n.Port && o.Flags == n.Flags {
-			continue
-		}
-		if m == nil {
-			var err error
-			if m, err = h.Map("sl_lease"); err != nil {
-				return err
-			}
-		}
-		cpus, err := ebpf.PossibleCPU()
-		if err != nil {
-			return err
-		}
-		if err := m.Put(uint32(id), make([]lease, cpus)); err != nil {
-			return fmt.Errorf("sl_lease: %w", err)
+		o, n := ctl.last[id], &slices[id]
+		n.LeaseGen = o.LeaseGen
+		if o.ByteCost != n.ByteCost || o.ByteTau != n.ByteTau || o.ByteLease != n.ByteLease ||
+			o.PktCost != n.PktCost || o.PktTau != n.PktTau || o.PktLease != n.PktLease || o.Port != n.Port || o.Flags != n.Flags {
+			n.LeaseGen++
 		}
 	}
-	return nil
 }
 
 func (ctl *controller) syncEgress(cfg *Settings, list []*Slice, mech string) error {

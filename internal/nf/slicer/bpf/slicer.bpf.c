@@ -80,7 +80,8 @@ struct sl_slice {
 	__u32 classid; /* skb->priority at TC; 0: leave it */
 	__u32 vlan;    /* the slice's VLAN: popped on the way in, pushed on
 			* the way back (its chain sees untagged frames) */
-	__u32 pad;
+	__u32 lease_gen; /* changes with the policers: credit leased under
+			  * another generation is void (sl_police) */
 	/* GCRA policers: cost of one byte in 1/256 ns and of one packet in
 	 * ns; tolerance (the burst) in ns. Cost 0: no limit. */
 	__u64 byte_cost;
@@ -104,17 +105,17 @@ struct sl_state {
 	__u64 edt_next; /* departure time of the slice's next frame */
 };
 
-/* Per CPU, per slice: credit leased from the shared policers and not spent
- * yet. Mirrored by slicer.go (lease). */
-struct sl_lease {
-	__u64 bytes;
-	__u64 packets;
-};
-
-/* Per CPU, per slice. Mirrored by slicer.go (counters). */
+/* Per CPU, per slice. Mirrored by slicer.go (counters). The credit a CPU
+ * has leased from the slice's shared policers and not spent yet lives here
+ * too, next to the counters a forwarded frame adds to, so that a frame
+ * looks up one per-CPU value, not two. */
 struct sl_counters {
 	__u64 in_packets; /* classified into the slice at an entry port */
 	__u64 in_bytes;
+	__u64 lease_bytes;
+	__u64 lease_packets;
+	__u32 lease_gen; /* sl_slice.lease_gen the lease was taken under */
+	__u32 pad;
 	__u64 ret_packets; /* came back from its chain */
 	__u64 ret_bytes;
 	__u64 police_packets; /* dropped by its policer */
@@ -166,13 +167,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct sl_state);
 } sl_state SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, SL_MAX);
-	__type(key, __u32);
-	__type(value, struct sl_lease);
-} sl_lease SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -378,13 +372,46 @@ static __always_inline void sl_gtp(ctx_t *ctx, __u32 udp_off, struct sl_fields *
 #define SL_NEED_IP ((1 << SL_K_TEID) | (1 << SL_K_UE) | (1 << SL_K_L4) | (1 << SL_K_DST) | (1 << SL_K_SRC) | (1 << SL_K_DSCP))
 #define SL_NEED_L4 ((1 << SL_K_TEID) | (1 << SL_K_UE) | (1 << SL_K_L4))
 
+/* What classification reads from an untagged IPv4 frame (sl_plain4). */
+struct sl_ip4 {
+	__be32 saddr;
+	__be32 daddr;
+	__u32 dscp;
+};
+
+/* The commonest case, read in one step: rules on IP fields only, and an
+ * untagged IPv4 frame (at TC also one whose tag the kernel took out).
+ * The same checks as enf_parse's, without its walk over VLAN tags and with
+ * no offsets kept for an L4 header nobody reads. Returns 1 when the frame
+ * is such a frame (its fields in v), 0 when it is not (the caller parses
+ * it with sl_fields), -1 when it claims to be one and cannot be parsed. The
+ * values are read into v at once, so no packet pointer lives long enough
+ * for clang to spill it as 32 bits at XDP. */
+static __always_inline int sl_plain4(ctx_t *ctx, struct sl_ip4 *v)
+{
+	struct ethhdr *eth = ctx_data(ctx);
+	struct iphdr *ip = (void *)(eth + 1);
+
+	if (!enf_in_bounds(ctx, ip, sizeof(*ip)) || eth->h_proto != bpf_htons(ETH_P_IP))
+		return 0;
+#if defined(EDGENF_HOOK_TC)
+	if (ctx->vlan_present)
+		return 0;
+#endif
+	if (!enf_ip4_sane(ctx, ip, ctx_len(ctx) - sizeof(*eth)))
+		return -1;
+	v->saddr = ip->saddr;
+	v->daddr = ip->daddr;
+	v->dscp = ip->tos >> 2;
+	return 1;
+}
+
 /* Reads what the rule kinds in use (kinds) need, and no more: each frame
  * is parsed (a frame that cannot be is dropped whatever the rules), but the
  * lookup keys of unused kinds are neither read nor built. Headers are read
  * in place (enf_parse has bounded them); only the rare GTP-U path copies
- * with ctx_load_bytes. Values are read into the stack at once, so no
- * packet pointer lives long enough for clang to spill it as 32 bits at
- * XDP. */
+ * with ctx_load_bytes. Values are read into the stack at once, as in
+ * sl_plain4. */
 static __always_inline int sl_fields(ctx_t *ctx, struct sl_fields *f, __u32 kinds)
 {
 	struct enf_pkt pkt;
@@ -393,31 +420,6 @@ static __always_inline int sl_fields(ctx_t *ctx, struct sl_fields *f, __u32 kind
 	f->has_ip = 0;
 	f->has_gtp = 0;
 	f->ue.family = 0;
-	/* The commonest case first: rules on IP fields only, and an untagged
-	 * IPv4 frame (at TC also one whose tag the kernel took out). The
-	 * same checks as enf_parse's, without its walk over VLAN tags and
-	 * with no offsets kept for an L4 header nobody reads. */
-	if (!(kinds & SL_NEED_L4)) {
-		struct ethhdr *eth = ctx_data(ctx);
-		struct iphdr *ip = (void *)(eth + 1);
-
-		if (enf_in_bounds(ctx, ip, sizeof(*ip)) && eth->h_proto == bpf_htons(ETH_P_IP)
-#if defined(EDGENF_HOOK_TC)
-		    && !ctx->vlan_present
-#endif
-		) {
-			if (!enf_ip4_sane(ctx, ip, ctx_len(ctx) - sizeof(*eth)))
-				return -1;
-			f->has_vlan = 0;
-			f->has_ip = 1;
-			f->dscp = ip->tos >> 2;
-			if (kinds & (1 << SL_K_SRC))
-				sl_addr4(&f->src, ip->saddr);
-			if (kinds & (1 << SL_K_DST))
-				sl_addr4(&f->dst, ip->daddr);
-			return 0;
-		}
-	}
 	if (enf_parse(ctx, &pkt))
 		return -1;
 	f->vlan = pkt.vlan;
@@ -487,23 +489,18 @@ static __always_inline __be32 sl_mask(int len)
 	return bpf_htonl(~0u << (32 - len));
 }
 
-/* The slice of the longest prefix of field that holds address k (built by
- * sl_fields), 0 if none, the way the control plane chose for the field
- * and family as cheapest: one hash lookup per prefix length its rules use,
- * longest first, so an address that matches a rule's longest prefix costs
- * one lookup whatever the number of rules (an LPM trie walks a node per
- * distinguishing bit); the trie; or, for up to SL_INLINE IPv4 prefixes, a
- * compare each against the list in sl_cfg. */
-static __always_inline __u32 sl_prefix(struct sl_cfg *cfg, __u32 field, struct sl_lpm_key *k, void *trie)
+/* The slice of the longest prefix of field that holds IPv4 address a, 0
+ * if none, the way the control plane chose for the field as cheapest: for
+ * up to SL_INLINE prefixes, a compare each against the list in sl_cfg; one
+ * hash lookup per prefix length its rules use, longest first, so an
+ * address that matches a rule's longest prefix costs one lookup whatever
+ * the number of rules (an LPM trie walks a node per distinguishing bit);
+ * or the trie. */
+static __always_inline __u32 sl_prefix4(struct sl_cfg *cfg, __u32 field, __be32 a, void *trie)
 {
-	__u32 v6 = k->family == 6, n, id;
+	__u32 n = cfg->nlens[field][0], id;
 
-	n = cfg->nlens[field][v6];
-	if (n == SL_LENS_TRIE)
-		return sl_hit(bpf_map_lookup_elem(trie, k));
-	if (n == SL_LENS_INLINE && !v6) {
-		__be32 a = *(__be32 *)k->addr;
-
+	if (n == SL_LENS_INLINE) {
 		for (__u32 i = 0; i < SL_INLINE; i++) {
 			struct sl_inline4 *e = &cfg->inline4[field][i];
 
@@ -514,18 +511,35 @@ static __always_inline __u32 sl_prefix(struct sl_cfg *cfg, __u32 field, struct s
 		}
 		return 0;
 	}
-	if (!v6) {
-		struct sl_pfx4_key hk = {.field = field};
-		__be32 a = *(__be32 *)k->addr;
+	if (n == SL_LENS_TRIE) {
+		struct sl_lpm_key k = {};
 
-		for (__u32 i = 0; i < SL_LENS && i < n; i++) {
-			hk.len = cfg->lens[field][0][i];
-			hk.addr = a & sl_mask(hk.len);
-			if ((id = sl_hit(bpf_map_lookup_elem(&sl_pfx4, &hk))))
-				return id;
-		}
-		return 0;
+		sl_addr4(&k, a);
+		return sl_hit(bpf_map_lookup_elem(trie, &k));
 	}
+	struct sl_pfx4_key hk = {.field = field};
+
+	for (__u32 i = 0; i < SL_LENS && i < n; i++) {
+		hk.len = cfg->lens[field][0][i];
+		hk.addr = a & sl_mask(hk.len);
+		if ((id = sl_hit(bpf_map_lookup_elem(&sl_pfx4, &hk))))
+			return id;
+	}
+	return 0;
+}
+
+/* The slice of the longest prefix of field that holds address k (built by
+ * sl_fields), 0 if none: sl_prefix4 for IPv4; for IPv6 one hash lookup per
+ * prefix length in use, or the trie, as the control plane chose. */
+static __always_inline __u32 sl_prefix(struct sl_cfg *cfg, __u32 field, struct sl_lpm_key *k, void *trie)
+{
+	__u32 n, id;
+
+	if (k->family != 6)
+		return sl_prefix4(cfg, field, *(__be32 *)k->addr, trie);
+	n = cfg->nlens[field][1];
+	if (n == SL_LENS_TRIE)
+		return sl_hit(bpf_map_lookup_elem(trie, k));
 	struct sl_pfx6_key hk = {.field = field};
 	__be32 a[4];
 
@@ -542,6 +556,34 @@ static __always_inline __u32 sl_prefix(struct sl_cfg *cfg, __u32 field, struct s
 			return id;
 	}
 	return 0;
+}
+
+/* The last two rule kinds in precedence order: DSCP (IP frames only) and
+ * the entry port the frame came in on. */
+static __always_inline __u32 sl_classify_last(__u32 kinds, __u32 has_ip, __u32 dscp, __u32 in_port)
+{
+	__u32 id;
+
+	if ((kinds & (1 << SL_K_DSCP)) && has_ip &&
+	    (id = sl_hit(bpf_map_lookup_elem(&sl_dscp, &dscp))))
+		return id;
+	if (kinds & (1 << SL_K_PORT))
+		return sl_hit(bpf_map_lookup_elem(&sl_ports, &in_port));
+	return 0;
+}
+
+/* sl_classify for an untagged IPv4 frame read by sl_plain4: the kinds
+ * before the destination prefix do not apply to it (no tag; no rules that
+ * read beyond the IP header), the rest are tried in the same order. */
+static __always_inline __u32 sl_classify4(struct sl_ip4 *v, struct sl_cfg *cfg, __u32 kinds, __u32 in_port)
+{
+	__u32 id;
+
+	if ((kinds & (1 << SL_K_DST)) && (id = sl_prefix4(cfg, SL_P_DST, v->daddr, &sl_dst)))
+		return id;
+	if ((kinds & (1 << SL_K_SRC)) && (id = sl_prefix4(cfg, SL_P_SRC, v->saddr, &sl_src)))
+		return id;
+	return sl_classify_last(kinds, 1, v->dscp, in_port);
 }
 
 /* The slice of a frame that came in on entry port in_port, 0 if none. */
@@ -576,17 +618,7 @@ static __always_inline __u32 sl_classify(struct sl_fields *f, struct sl_cfg *cfg
 	if ((kinds & (1 << SL_K_SRC)) && f->has_ip &&
 	    (id = sl_prefix(cfg, SL_P_SRC, &f->src, &sl_src)))
 		return id;
-	if ((kinds & (1 << SL_K_DSCP)) && f->has_ip) {
-		k = f->dscp;
-		if ((id = sl_hit(bpf_map_lookup_elem(&sl_dscp, &k))))
-			return id;
-	}
-	if (kinds & (1 << SL_K_PORT)) {
-		k = in_port;
-		if ((id = sl_hit(bpf_map_lookup_elem(&sl_ports, &k))))
-			return id;
-	}
-	return 0;
+	return sl_classify_last(kinds, f->has_ip, f->dscp, in_port);
 }
 
 /* One GCRA step, lock-free: the frame conforms when the policer's
@@ -629,48 +661,53 @@ static __always_inline __u64 sl_take(__u64 *tat, __u64 now, __u64 need, __u64 le
 }
 
 /* The slice's rate limits, as GCRA policers shared by all CPUs, spent
- * through per-CPU leases: a CPU takes a lease of bytes (and packets) from
- * the shared policer in one clock read and compare-and-swap, then admits
- * frames against it with no clock, no atomic and no shared cache line
- * until it runs out. A lease is paid for when taken, so what the slice
- * sends never exceeds the policer's rate and burst; credit left on a CPU
- * that stops seeing the slice's frames only delays (bounded by one lease a
- * CPU, a small part of the burst: slicer.go picks the sizes). */
-static __always_inline int sl_police(struct sl_slice *s, __u32 id, __u32 len)
+ * through per-CPU leases (in c, the slice's counters on this CPU): a CPU
+ * takes a lease of bytes (and packets) from the shared policer in one
+ * clock read and compare-and-swap, then admits frames against it with no
+ * clock, no atomic and no shared cache line until it runs out. A lease is
+ * paid for when taken, so what the slice sends never exceeds the policer's
+ * rate and burst; credit left on a CPU that stops seeing the slice's
+ * frames only delays (bounded by one lease a CPU, a small part of the
+ * burst: slicer.go picks the sizes). Credit leased under other limits (an
+ * older lease_gen) is void. */
+static __always_inline int sl_police(struct sl_slice *s, struct sl_counters *c, __u32 id, __u32 len)
 {
 	struct sl_state *st;
-	struct sl_lease *l;
 	__u64 now, got;
 
 	if (!s->pkt_cost && !s->byte_cost)
 		return 1;
-	l = bpf_map_lookup_elem(&sl_lease, &id);
-	if (!l)
+	if (!c)
 		return 1;
-	if ((!s->pkt_cost || l->packets) && (!s->byte_cost || l->bytes >= len))
+	if (c->lease_gen != s->lease_gen) {
+		c->lease_bytes = 0;
+		c->lease_packets = 0;
+		c->lease_gen = s->lease_gen;
+	}
+	if ((!s->pkt_cost || c->lease_packets) && (!s->byte_cost || c->lease_bytes >= len))
 		goto spend;
 	st = bpf_map_lookup_elem(&sl_state, &id);
 	if (!st)
 		return 1;
 	now = bpf_ktime_get_ns();
-	if (s->pkt_cost && !l->packets) {
+	if (s->pkt_cost && !c->lease_packets) {
 		got = sl_take(&st->pkt_tat, now, 1, s->pkt_lease, s->pkt_cost, s->pkt_tau, 0);
 		if (!got)
 			return 0;
-		l->packets += got;
+		c->lease_packets += got;
 	}
-	if (s->byte_cost && l->bytes < len) {
+	if (s->byte_cost && c->lease_bytes < len) {
 		/* what the lease holds counts towards this frame */
-		got = sl_take(&st->byte_tat, now, len - l->bytes, s->byte_lease, s->byte_cost, s->byte_tau, 1);
+		got = sl_take(&st->byte_tat, now, len - c->lease_bytes, s->byte_lease, s->byte_cost, s->byte_tau, 1);
 		if (!got)
 			return 0; /* a packet credit taken stays for the next frame */
-		l->bytes += got;
+		c->lease_bytes += got;
 	}
 spend:
 	if (s->pkt_cost)
-		l->packets--;
+		c->lease_packets--;
 	if (s->byte_cost)
-		l->bytes -= len;
+		c->lease_bytes -= len;
 	return 1;
 }
 
@@ -774,8 +811,10 @@ static __always_inline int sl_enter(ctx_t *ctx, struct edgenf_md *md, __u32 id)
 
 static __always_inline int slicer(ctx_t *ctx, struct edgenf_md *md)
 {
-	__u32 zero = 0, in = md->in_port, len = ctx_len(ctx), id, back, chain = 0;
+	__u32 zero = 0, in = md->in_port, len = ctx_len(ctx), id, back, chain = 0, kinds;
 	struct sl_fields f;
+	struct sl_ip4 v4;
+	int plain;
 	struct sl_counters *cnt;
 	struct sl_slice *s;
 	struct sl_cfg *cfg;
@@ -813,11 +852,13 @@ static __always_inline int slicer(ctx_t *ctx, struct edgenf_md *md)
 		sl_mark(ctx, md, s, id);
 		return enf_send(ctx, md, s->entry);
 	}
-	if (sl_fields(ctx, &f, cfg->kinds)) {
+	kinds = cfg->kinds;
+	plain = !(kinds & SL_NEED_L4) ? sl_plain4(ctx, &v4) : 0;
+	if (plain < 0 || (!plain && sl_fields(ctx, &f, kinds))) {
 		sl_policy_drop(1, len);
 		return enf_drop(ctx, md);
 	}
-	id = sl_classify(&f, cfg, in);
+	id = plain ? sl_classify4(&v4, cfg, kinds, in) : sl_classify(&f, cfg, in);
 	if (!id)
 		id = cfg->default_slice;
 	if (!id || id >= SL_MAX) {
@@ -830,7 +871,7 @@ static __always_inline int slicer(ctx_t *ctx, struct edgenf_md *md)
 		sl_policy_drop(0, len);
 		return enf_drop(ctx, md);
 	}
-	if (!sl_police(s, id, len)) {
+	if (!sl_police(s, cnt, id, len)) {
 		if (cnt) {
 			cnt->police_packets++;
 			cnt->police_bytes += len;
@@ -844,7 +885,7 @@ static __always_inline int slicer(ctx_t *ctx, struct edgenf_md *md)
 		return enf_drop(ctx, md);
 	}
 #endif
-	if (s->vlan && f.has_vlan && f.vlan == s->vlan && sl_vlan_pop(ctx))
+	if (s->vlan && !plain && f.has_vlan && f.vlan == s->vlan && sl_vlan_pop(ctx))
 		return enf_drop(ctx, md);
 	if (cnt) {
 		cnt->in_packets++;
