@@ -18,7 +18,7 @@
 
 /* Per-port accounting in enf_stats (index idx: a port, or EDGENF_MAX_PORTS
  * for the cube as a whole; a transparent cube's direction): field is one of
- * ENF_RX, ENF_TX, ENF_DROP, ENF_PUNT. */
+ * ENF_RX, ENF_TX, ENF_DROP, ENF_PUNT, ENF_PUNT_RATE. */
 static __always_inline void enf_count(__u32 idx, __u32 len, int field)
 {
 	struct edgenf_stats *s = bpf_map_lookup_elem(&enf_stats, &idx);
@@ -38,8 +38,11 @@ static __always_inline void enf_count(__u32 idx, __u32 len, int field)
 		s->drop_packets++;
 		s->drop_bytes += len;
 		break;
-	default:
+	case 3:
 		s->punt_packets++;
+		break;
+	default:
+		s->punt_rate_drops++;
 		break;
 	}
 }
@@ -48,6 +51,7 @@ static __always_inline void enf_count(__u32 idx, __u32 len, int field)
 #define ENF_TX 1
 #define ENF_DROP 2
 #define ENF_PUNT 3
+#define ENF_PUNT_RATE 4
 
 static __always_inline __u32 enf_port_idx(__u32 port)
 {
@@ -253,14 +257,50 @@ static __always_inline __u32 enf_self(struct edgenf_md *md)
 	return pos < EDGENF_MAX_STACK ? md->hop.stack[pos] : EDGENF_MAX_SLOTS;
 }
 
+/* Whether the running cube may send one more message to the slow path:
+ * the punt ring and its reader are every cube's, so each cube has a
+ * budget (maps.h: enf_punt_budget, GCRA: types.h), and a message over it
+ * is not sent and is counted on idx as a punt_rate drop. Only the slow
+ * path pays for it: no fast-path verdict reads the budget. A compare and
+ * swap lost to another CPU's punt is tried once more with what it wrote;
+ * lost twice, the punt is dropped (the budget is being taken on every
+ * side). */
+static __always_inline int enf_punt_allowed(__u32 idx, __u32 len)
+{
+	__u32 zero = 0;
+	struct edgenf_punt_budget *b = bpf_map_lookup_elem(&enf_punt_budget, &zero);
+	__u64 now, tat, next;
+
+	if (!b || !b->interval)
+		return 1;
+	now = bpf_ktime_get_ns();
+	tat = *(volatile __u64 *)&b->tat;
+	for (int i = 0; i < 2; i++) {
+		next = (tat > now ? tat : now) + b->interval;
+		if (next - now > b->burst)
+			break;
+		__u64 seen = __sync_val_compare_and_swap(&b->tat, tat, next);
+
+		if (seen == tat)
+			return 1;
+		tat = seen;
+	}
+	enf_count(idx, len, ENF_PUNT_RATE);
+	return 0;
+}
+
 /* Send a copy of the frame (its first snap bytes) with its metadata to the
- * slow path, for the controller of cube slot; the frame and its verdict are
- * untouched (events, logs). */
-static __always_inline void enf_report(ctx_t *ctx, struct edgenf_md *md, __u32 slot, __u32 in_port,
+ * slow path, for the controller of cube slot, within the running cube's
+ * punt budget; the frame and its verdict are untouched (events, logs).
+ * Returns 0 when the budget held it back. */
+static __always_inline int enf_report(ctx_t *ctx, struct edgenf_md *md, __u32 slot, __u32 in_port,
 				       __u32 reason, __u32 arg, __u32 snap)
 {
 	__u32 len = ctx_len(ctx);
 	__u64 cap = len < snap ? len : snap;
+
+	if (!enf_punt_allowed(enf_port_idx(in_port), len))
+		return 0;
 	struct edgenf_punt_hdr hdr = {
 		.magic = EDGENF_PUNT_MAGIC,
 		.cube = slot,
@@ -273,15 +313,17 @@ static __always_inline void enf_report(ctx_t *ctx, struct edgenf_md *md, __u32 s
 	};
 
 	bpf_perf_event_output(ctx, &enf_punt_ring, BPF_F_CURRENT_CPU | (cap << 32), &hdr, sizeof(hdr));
+	return 1;
 }
 
-/* Punt for cube slot, counting on its counter idx: a copy to the slow path,
- * then drop. in_port is the port (standard cubes) or the direction
- * (transparent cubes). */
+/* Punt for cube slot, counting on its counter idx: a copy to the slow path
+ * (counted as a punt, or as a punt_rate drop over the budget), then drop.
+ * in_port is the port (standard cubes) or the direction (transparent
+ * cubes). */
 static __always_inline int enf_punt_from(ctx_t *ctx, struct edgenf_md *md, __u32 slot, __u32 idx, __u32 reason, __u32 arg)
 {
-	enf_count(idx, ctx_len(ctx), ENF_PUNT);
-	enf_report(ctx, md, slot, idx, reason, arg, EDGENF_PUNT_SNAPLEN);
+	if (enf_report(ctx, md, slot, idx, reason, arg, EDGENF_PUNT_SNAPLEN))
+		enf_count(idx, ctx_len(ctx), ENF_PUNT);
 	return CTX_DROP;
 }
 
