@@ -98,6 +98,10 @@ struct {
 	__type(value, struct edgenf_punt_budget);
 } enf_punt_budget SEC(".maps");
 
+/* Key 0 of the one-entry maps, in .rodata: a lookup with it needs no
+ * stack slot. */
+static const __u32 enf_zero = 0;
+
 /* The metadata of the packet being processed (this CPU's scratch slot). */
 static __always_inline struct edgenf_md *enf_md(void)
 {

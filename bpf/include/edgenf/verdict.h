@@ -18,7 +18,7 @@
 
 /* Per-port accounting in enf_stats (index idx: a port, or EDGENF_MAX_PORTS
  * for the cube as a whole; a transparent cube's direction): field is one of
- * ENF_RX, ENF_TX, ENF_DROP, ENF_PUNT, ENF_PUNT_RATE. */
+ * ENF_RX, ENF_TX, ENF_DROP, ENF_PUNT. */
 static __always_inline void enf_count(__u32 idx, __u32 len, int field)
 {
 	struct edgenf_stats *s = bpf_map_lookup_elem(&enf_stats, &idx);
@@ -38,11 +38,8 @@ static __always_inline void enf_count(__u32 idx, __u32 len, int field)
 		s->drop_packets++;
 		s->drop_bytes += len;
 		break;
-	case 3:
-		s->punt_packets++;
-		break;
 	default:
-		s->punt_rate_drops++;
+		s->punt_packets++;
 		break;
 	}
 }
@@ -51,7 +48,6 @@ static __always_inline void enf_count(__u32 idx, __u32 len, int field)
 #define ENF_TX 1
 #define ENF_DROP 2
 #define ENF_PUNT 3
-#define ENF_PUNT_RATE 4
 
 static __always_inline __u32 enf_port_idx(__u32 port)
 {
@@ -261,31 +257,32 @@ static __always_inline __u32 enf_self(struct edgenf_md *md)
  * the punt ring and its reader are every cube's, so each cube has a
  * budget (maps.h: enf_punt_budget, GCRA: types.h), and a message over it
  * is not sent and is counted on idx as a punt_rate drop. Only the slow
- * path pays for it: no fast-path verdict reads the budget. A compare and
- * swap lost to another CPU's punt is tried once more with what it wrote;
- * lost twice, the punt is dropped (the budget is being taken on every
- * side). */
-static __always_inline int enf_punt_allowed(__u32 idx, __u32 len)
+ * path pays for it: no fast-path verdict reads the budget. A punt whose
+ * compare and swap another CPU's punt won at the same moment is dropped
+ * too: rare below the budget. An NF whose chain of calls is near the 512
+ * bytes of stack defines EDGENF_PUNT_CHECK_CALL: the check is then a call
+ * of its own (a 32-byte frame beside the caller's) instead of registers
+ * the caller spills. */
+#if defined(EDGENF_PUNT_CHECK_CALL)
+static __noinline int enf_punt_allowed(__u32 *idx)
+#else
+static __always_inline int enf_punt_allowed(__u32 *idx)
+#endif
 {
-	__u32 zero = 0;
-	struct edgenf_punt_budget *b = bpf_map_lookup_elem(&enf_punt_budget, &zero);
+	struct edgenf_punt_budget *b = bpf_map_lookup_elem(&enf_punt_budget, &enf_zero);
+	struct edgenf_stats *s;
 	__u64 now, tat, next;
 
 	if (!b || !b->interval)
 		return 1;
 	now = bpf_ktime_get_ns();
 	tat = *(volatile __u64 *)&b->tat;
-	for (int i = 0; i < 2; i++) {
-		next = (tat > now ? tat : now) + b->interval;
-		if (next - now > b->burst)
-			break;
-		__u64 seen = __sync_val_compare_and_swap(&b->tat, tat, next);
-
-		if (seen == tat)
-			return 1;
-		tat = seen;
-	}
-	enf_count(idx, len, ENF_PUNT_RATE);
+	next = (tat > now ? tat : now) + b->interval;
+	if (next - now <= b->burst && __sync_val_compare_and_swap(&b->tat, tat, next) == tat)
+		return 1;
+	s = bpf_map_lookup_elem(&enf_stats, idx);
+	if (s)
+		s->punt_rate_drops++;
 	return 0;
 }
 
@@ -298,13 +295,10 @@ static __always_inline int enf_report(ctx_t *ctx, struct edgenf_md *md, __u32 sl
 {
 	__u32 len = ctx_len(ctx);
 	__u64 cap = len < snap ? len : snap;
-
-	if (!enf_punt_allowed(enf_port_idx(in_port), len))
-		return 0;
 	struct edgenf_punt_hdr hdr = {
 		.magic = EDGENF_PUNT_MAGIC,
 		.cube = slot,
-		.in_port = in_port,
+		.in_port = enf_port_idx(in_port),
 		.reason = reason,
 		.arg = arg,
 		.pkt_len = len,
@@ -312,6 +306,11 @@ static __always_inline int enf_report(ctx_t *ctx, struct edgenf_md *md, __u32 sl
 		.hook = EDGENF_HOOK_ID,
 	};
 
+	/* last, and keyed by what is in memory already: only ctx and cap live
+	 * across the check, no stack slot of its own (the UPF's call chain is
+	 * near the 512 bytes of stack) */
+	if (!enf_punt_allowed(&hdr.in_port))
+		return 0;
 	bpf_perf_event_output(ctx, &enf_punt_ring, BPF_F_CURRENT_CPU | (cap << 32), &hdr, sizeof(hdr));
 	return 1;
 }

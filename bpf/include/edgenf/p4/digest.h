@@ -54,7 +54,7 @@ static __always_inline void p4_sp_out(ctx_t *ctx, __u8 *buf, __u32 reason, __u32
 	struct edgenf_md *md = enf_md();
 	struct edgenf_punt_hdr *h = (struct edgenf_punt_hdr *)buf;
 
-	if (!md || !enf_punt_allowed(enf_port_idx(md->in_port), n)) {
+	if (!md || !enf_punt_allowed(&md->in_port)) {
 		p4_sp_count(ctr + 1);
 		return;
 	}
