@@ -107,10 +107,10 @@ func describeCmd() *cobra.Command {
 			out := map[string]any{"cube": c, "stats": st, "attachments": att}
 			return show(os.Stdout, out, func(tw *tabwriter.Writer) {
 				cubeTable(tw, c)
-				fmt.Fprintln(tw, "\nCOUNTERS\tRX PKTS\tTX PKTS\tDROPS\tPUNTS")
+				fmt.Fprintln(tw, "\nCOUNTERS\tRX PKTS\tTX PKTS\tDROPS\tPUNTS\tPUNTS OVER BUDGET")
 				for _, r := range st.rows() {
 					x := r[1].(counters)
-					fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", r[0], x.RxPackets, x.TxPackets, x.DropPackets, x.PuntPackets)
+					fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\n", r[0], x.RxPackets, x.TxPackets, x.DropPackets, x.PuntPackets, x.PuntRateDrops)
 				}
 				for _, a := range att {
 					if a.Cube == c.Name {

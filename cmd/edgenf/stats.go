@@ -20,6 +20,8 @@ type counters struct {
 	DropPackets uint64 `json:"drop_packets"`
 	DropBytes   uint64 `json:"drop_bytes"`
 	PuntPackets uint64 `json:"punt_packets"`
+	// punts over the cube's punt budget: never sent
+	PuntRateDrops uint64 `json:"punt_rate_drops"`
 }
 
 type cubeStats struct {
@@ -107,11 +109,11 @@ func statsCmd() *cobra.Command {
 				return err
 			}
 			return show(os.Stdout, all, func(tw *tabwriter.Writer) {
-				fmt.Fprintln(tw, "CUBE\tPORT\tRX PKTS\tRX BYTES\tTX PKTS\tTX BYTES\tDROPS\tPUNTS")
+				fmt.Fprintln(tw, "CUBE\tPORT\tRX PKTS\tRX BYTES\tTX PKTS\tTX BYTES\tDROPS\tPUNTS\tPUNTS OVER BUDGET")
 				for _, s := range all {
 					for _, r := range s.rows() {
 						c := r[1].(counters)
-						fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", s.Cube, r[0], c.RxPackets, c.RxBytes, c.TxPackets, c.TxBytes, c.DropPackets, c.PuntPackets)
+						fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", s.Cube, r[0], c.RxPackets, c.RxBytes, c.TxPackets, c.TxBytes, c.DropPackets, c.PuntPackets, c.PuntRateDrops)
 					}
 				}
 			})

@@ -27,6 +27,7 @@ import (
 	p4nf "github.com/edgenf/edgenf/internal/nf/p4"
 	"github.com/edgenf/edgenf/internal/p4rt"
 	"github.com/edgenf/edgenf/internal/privdir"
+	"github.com/edgenf/edgenf/internal/tenant"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
 )
@@ -49,6 +50,8 @@ func main() {
 		tcAtt   = flag.String("tc-attach", "", "how TC programs go on interfaces: tcx (Linux 6.6), classic (clsact + cls_bpf, any kernel) or auto (default: $EDGENF_TC_ATTACH, else auto)")
 		tcpF    tcpFlags
 		p4inc   = flag.String("p4-include-dir", "", "directories (colon-separated) P4 programs' #include may use, besides the built-in core.p4 and v1model.p4")
+		puntR   = flag.Int64("punt-rate", 20000, "punts a second each of the administrator's cubes may send to the slow path (0: no limit; a tenant's cubes have its punts_per_second quota)")
+		puntB   = flag.Int64("punt-burst", 2000, "punts the administrator's cubes may send at once beyond -punt-rate (a tenant's: its punt_burst quota)")
 		applyF  = flag.String("apply-file", "", "keep the topology equal to this file (YAML or JSON, as `edgenf apply -f` takes), applied at start and whenever it changes; a bad file changes nothing (see the user guide)")
 		influxF influxFlags
 	)
@@ -97,7 +100,11 @@ func main() {
 			os.Exit(1)
 		}
 	}
-	cfg := engine.Config{PinRoot: *bpffs, StateFile: *stateF, Logger: log, AdoptEmpty: *adoptE}
+	if err := (tenant.Quota{tenant.PuntsPerSecond: *puntR, tenant.PuntBurst: *puntB}).Validate(); err != nil {
+		fmt.Fprintf(os.Stderr, "edgenfd: -punt-rate/-punt-burst: %v\n", err)
+		os.Exit(2)
+	}
+	cfg := engine.Config{PinRoot: *bpffs, StateFile: *stateF, Logger: log, AdoptEmpty: *adoptE, PuntRate: *puntR, PuntBurst: *puntB}
 	if err := est.configure(&cfg, log); err != nil {
 		log.Error("edgenfd", "err", err)
 		os.Exit(1)

@@ -162,6 +162,8 @@ func fail(w http.ResponseWriter, err error) {
 			he.Code = 403
 		case errors.Is(err, cube.ErrUnprocessable):
 			he.Code = 422
+		case errors.Is(err, cube.ErrTooMany):
+			he.Code = 429
 		default:
 			he.Code = 400
 		}

@@ -20,6 +20,9 @@ var (
 	// but breaks a rule the document can only state in words (an inverted
 	// range, host bits set in a prefix, a program that does not compile).
 	ErrUnprocessable = errors.New("unprocessable") // 422
+	// ErrTooMany: the sender asks more often than its rate allows; the
+	// same request later would do (P4Runtime: RESOURCE_EXHAUSTED).
+	ErrTooMany = errors.New("too many requests") // 429
 )
 
 // FieldError names the field of the request that is wrong.
@@ -62,6 +65,11 @@ func Conflict(field, format string, args ...any) error {
 // rule no schema states (ErrUnprocessable).
 func Unprocessable(field, format string, args ...any) error {
 	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...), Kind: ErrUnprocessable}
+}
+
+// TooMany is an error of a request over a rate limit (field: the quota).
+func TooMany(field, format string, args ...any) error {
+	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...), Kind: ErrTooMany}
 }
 
 // Forbidden is an error about something the sender may not do.

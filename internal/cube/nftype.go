@@ -143,6 +143,9 @@ type Action struct {
 	Doc  string
 	Args any // pointer to zero arguments value, or nil
 	Do   func(h Handle, c *Cube, args any) (any, error)
+	// Injects says each call sends a frame into the datapath: a tenant's
+	// calls are bounded by its injects_per_second quota.
+	Injects bool
 }
 
 // Waiter is what an action returns when its answer has to be waited for (a

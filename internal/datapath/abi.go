@@ -127,7 +127,9 @@ type Stats struct {
 	DropPackets uint64 `json:"drop_packets"`
 	DropBytes   uint64 `json:"drop_bytes"`
 	PuntPackets uint64 `json:"punt_packets"`
-	_           uint64
+	// PuntRateDrops are the punts the cube's punt budget held back
+	// (Program.SetPuntBudget): never sent to the slow path.
+	PuntRateDrops uint64 `json:"punt_rate_drops"`
 }
 
 // Add accumulates o into s.
@@ -139,6 +141,29 @@ func (s *Stats) Add(o Stats) {
 	s.DropPackets += o.DropPackets
 	s.DropBytes += o.DropBytes
 	s.PuntPackets += o.PuntPackets
+	s.PuntRateDrops += o.PuntRateDrops
+}
+
+// PuntBudget mirrors struct edgenf_punt_budget: a cube's punt budget as
+// the fast path keeps it (a rate's interval and a burst, in ns).
+type PuntBudget struct {
+	TAT      uint64
+	Interval uint64
+	Burst    uint64
+	_        uint64
+}
+
+// NewPuntBudget is the budget of rate punts a second with bursts of burst
+// punts; rate 0 lets none through, and unlimited any number.
+func NewPuntBudget(rate, burst uint64, unlimited bool) PuntBudget {
+	switch {
+	case unlimited:
+		return PuntBudget{}
+	case rate == 0 || burst == 0:
+		return PuntBudget{Interval: 1e9} // burst 0: nothing fits
+	}
+	iv := max(uint64(1e9)/rate, 1)
+	return PuntBudget{Interval: iv, Burst: burst * iv}
 }
 
 // Config mirrors struct edgenf_config: settings of the whole datapath.

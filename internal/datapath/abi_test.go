@@ -14,6 +14,7 @@ var mirrors = map[string]any{
 	"edgenf_stats":          Stats{},
 	"edgenf_config":         Config{},
 	"edgenf_punt_hdr":       PuntHeader{},
+	"edgenf_punt_budget":    PuntBudget{},
 	"edgenf_inject_trailer": injectTrailer{},
 	"edgenf_copy_cpu":       copyCPU{},
 	"edgenf_copy":           copyRec{},

@@ -28,6 +28,9 @@ const (
 	MapPorts = "enf_ports"
 	MapStats = "enf_stats"
 	MapFlood = "enf_flood_map"
+	// MapPuntBudget is a cube's punt budget (PuntBudget), in the objects
+	// of cubes that punt.
+	MapPuntBudget = "enf_punt_budget"
 	// MapChainHops is, in a cube whose slices lead straight into their
 	// chains (cube.Type.SliceChains), the hop into each slice's chain
 	// entry, by slice id; the engine writes it.

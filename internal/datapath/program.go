@@ -254,6 +254,18 @@ func (c *Program) SetFlood(port uint32, ifindex uint32) error {
 	return m.Update(port, ifindex, ebpf.UpdateAny)
 }
 
+// SetPuntBudget sets how many messages the cube may send to the slow path
+// (verdict.h: enf_punt_allowed), starting from a full bucket. A cube whose
+// object never punts has no budget to set.
+func (c *Program) SetPuntBudget(b PuntBudget) error {
+	m, ok := c.maps[MapPuntBudget]
+	if !ok {
+		return nil
+	}
+	b.TAT = 0
+	return m.Update(uint32(0), b, ebpf.UpdateAny)
+}
+
 // Stats returns the counters of each port and, last, the cube-wide entry.
 func (c *Program) Stats() ([]Stats, error) {
 	m, err := c.Map(MapStats)

@@ -69,6 +69,11 @@ func (e *Engine) Action(who tenant.Actor, name, action string, args json.RawMess
 	if a == nil {
 		return nil, cube.NotFound("action", "NF type %s has no action %q", l.typ.Name, action)
 	}
+	if a.Injects {
+		if err := e.takeInject(who); err != nil {
+			return nil, err
+		}
+	}
 	var v any
 	if a.Args != nil {
 		if v, err = cube.Decode("args", args, a.Args); err != nil {

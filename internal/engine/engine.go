@@ -19,6 +19,7 @@ import (
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/endpoint"
 	"github.com/edgenf/edgenf/internal/privdir"
+	"github.com/edgenf/edgenf/internal/ratelimit"
 	"github.com/edgenf/edgenf/internal/state"
 	"github.com/edgenf/edgenf/internal/tenant"
 )
@@ -36,6 +37,10 @@ type Config struct {
 	Tenants []tenant.Tenant
 	// DefaultQuota overrides tenant.Defaults for every tenant.
 	DefaultQuota tenant.Quota
+	// PuntRate and PuntBurst are the punt budget of each of the
+	// administrator's cubes (a tenant's are its punts_per_second and
+	// punt_burst quotas); PuntRate 0 is no limit.
+	PuntRate, PuntBurst int64
 	// Admit, when set, judges every change after validation and before
 	// it is made (the cost estimate against the core budget, edgenfd
 	// -core-budget-ns): an error refuses the change, and a dry run.
@@ -89,6 +94,8 @@ type Engine struct {
 	// of them when restoring, those that were down when rolling back.
 	goesDown func(name string) bool
 	tenants  tenantState // tenants.go
+	// injects are the tenants' injects_per_second buckets (budgets.go).
+	injects *ratelimit.Buckets
 	// endpoints are the workloads plugged into tenants' cubes, by name
 	// (endpoints.go).
 	endpoints map[string]*endpoint.Endpoint
@@ -158,6 +165,10 @@ type live struct {
 	// puntDrops counts those a full queue refused.
 	punts     chan cube.Punt
 	puntDrops uint64
+	// punt is the punt budget last written into the cube's map (puntSet:
+	// one was written into these maps) (budgets.go).
+	punt    datapath.PuntBudget
+	puntSet bool
 }
 
 // checkStateFiles refuses a state file (or journal) another user could
@@ -216,6 +227,7 @@ func Open(cfg Config) (*Engine, error) {
 		witnessStale:  map[string]bool{},
 		slicers:       map[string]bool{},
 		redirectReady: map[int]bool{},
+		injects:       ratelimit.New(nil),
 	}
 	if err := e.tenants.init(cfg, f.Tenants); err != nil {
 		dp.Close()

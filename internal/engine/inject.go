@@ -9,8 +9,11 @@ import (
 )
 
 // Inject sends a frame into a cube port as if received (out=false) or out of
-// the port to its peer (out=true).
+// the port to its peer (out=true), within who's injects_per_second.
 func (e *Engine) Inject(who tenant.Actor, name string, port string, frame []byte, out bool) error {
+	if err := e.takeInject(who); err != nil {
+		return err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	l, err := e.running(who, name)

@@ -44,7 +44,10 @@ func (e *Engine) Swap(who tenant.Actor, name string, obj []byte) error {
 		return cube.Errorf("object", "%v", err)
 	}
 	l.dc.Close()
-	l.dc = dc
+	l.dc, l.puntSet = dc, false
+	if err := e.writePuntBudget(l, l.c.Tenant); err != nil {
+		return err
+	}
 	// An object of the administrator's lasts until the daemon restarts,
 	// which reloads the program the state names (upgrade.go).
 	e.recordDigest(dc, pinDigest(dc.Hook, sha256.Sum256(obj)))
@@ -60,19 +63,24 @@ func (e *Engine) loadCube(c *cube.Cube, adopt bool) (*live, error) {
 	}
 	typ := l.typ
 	slot := e.slots[c.Name]
+	adopted := false
 	if adopt {
-		ok, err := e.adoptPinned(c, l, slot, spec) // upgrade.go
-		if err != nil {
+		if adopted, err = e.adoptPinned(c, l, slot, spec); err != nil { // upgrade.go
 			return nil, err
 		}
-		if ok {
-			return l, nil
+	}
+	if !adopted {
+		if l.dc, err = e.dp.ReloadCube(c.Name, c.Hook, slot, spec, datapath.LoadOptions{Reprogram: typ.ObjectFor != nil}); err != nil {
+			return nil, explain(typ, c, err)
 		}
+		e.recordDigest(l.dc, pinDigest(c.Hook, l.obj))
 	}
-	if l.dc, err = e.dp.ReloadCube(c.Name, c.Hook, slot, spec, datapath.LoadOptions{Reprogram: typ.ObjectFor != nil}); err != nil {
-		return nil, explain(typ, c, err)
+	// also when adopted: the owner's quota or the daemon's flags may have
+	// changed while it was down
+	if err := e.writePuntBudget(l, c.Tenant); err != nil {
+		l.dc.Close()
+		return nil, err
 	}
-	e.recordDigest(l.dc, pinDigest(c.Hook, l.obj))
 	return l, nil
 }
 
@@ -143,7 +151,7 @@ func (e *Engine) reprogram(l *live, c *cube.Cube) error {
 		return explain(l.typ, c, err)
 	}
 	l.dc.Close()
-	l.dc, l.obj = dc, sum
+	l.dc, l.obj, l.puntSet = dc, sum, false // the budget's map may be new
 	e.recordDigest(dc, pinDigest(c.Hook, sum))
 	l.hops, l.flood = map[int]datapath.Hop{}, map[int]int{} // new maps: rewrite
 	return nil

@@ -178,6 +178,10 @@ func (e *Engine) ensureCube(c *cube.Cube, attch string, adopt bool) error {
 	} else if err := e.reprogram(l, c); err != nil {
 		return err
 	}
+	// a new program, or the cube given to another owner
+	if err := e.writePuntBudget(l, c.Tenant); err != nil {
+		return err
+	}
 	if err := e.syncCube(l, c, attch); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/edgenf/edgenf/internal/cube"
@@ -32,6 +33,34 @@ type tenantState struct {
 	usage *usageIndex
 	// counted is how many cubes were counted for it (a test's measure).
 	counted int
+	// now is every tenant's limits as of the last change of the
+	// records, for what reads them without the engine's lock (publish).
+	now atomic.Pointer[limitsNow]
+}
+
+// limitsNow is a copy of the records' limits and of the defaults.
+type limitsNow struct {
+	records  map[string]tenant.Quota
+	defaults tenant.Quota
+}
+
+// publish copies the limits for limitNow. Called with the engine's lock
+// held after every change of the records.
+func (ts *tenantState) publish() {
+	n := &limitsNow{records: map[string]tenant.Quota{}, defaults: ts.defaults}
+	for _, t := range ts.records() {
+		n.records[t.Name] = t.Quota
+	}
+	ts.now.Store(n)
+}
+
+// limitNow is limit without the engine's lock: as of the last publish.
+func (ts *tenantState) limitNow(name, quota string) int64 {
+	n := ts.now.Load()
+	if v, ok := n.records[name][quota]; ok {
+		return v
+	}
+	return n.defaults[quota]
 }
 
 func (ts *tenantState) init(cfg Config, declared map[string]*tenant.Tenant) error {
@@ -69,6 +98,7 @@ func (ts *tenantState) init(cfg Config, declared map[string]*tenant.Tenant) erro
 			return fmt.Errorf("tenant %s: %w", t.Name, err)
 		}
 	}
+	ts.publish()
 	return nil
 }
 
@@ -470,6 +500,8 @@ func (e *Engine) SetTenant(t tenant.Tenant) (bool, error) {
 		return false, fmt.Errorf("persist state: %w", err)
 	}
 	e.rev++
+	e.tenants.publish()
+	e.rewritePuntBudgets(t.Name)
 	return !existed, nil
 }
 
@@ -494,6 +526,8 @@ func (e *Engine) DeleteTenant(name string) error {
 		return fmt.Errorf("persist state: %w", err)
 	}
 	e.rev++
+	e.tenants.publish()
+	e.rewritePuntBudgets(name)
 	return nil
 }
 

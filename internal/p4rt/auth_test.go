@@ -220,6 +220,20 @@ func TestTenantCallsActAsTheDevicesTenant(t *testing.T) {
 	}
 	cl.next("packet-in while the cube is red's", func(m *StreamResponse) bool { return m.Packet != nil })
 
+	// red's packet-outs are frames it injects: its injects_per_second
+	// bounds them (here none at all)
+	if _, err := r.eng.SetTenant(tenant.Tenant{Name: "red", Quota: tenant.Quota{tenant.InjectsPerSecond: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	cl.send(packetOut)
+	if m := cl.next("packet-out over red's rate", func(m *StreamResponse) bool { return m.Error != nil }); m.Error.CanonicalCode != int32(codes.ResourceExhausted) ||
+		!strings.Contains(m.Error.Message, "over quota injects_per_second: limit 0") {
+		t.Fatalf("packet-out over red's rate: %+v", m.Error)
+	}
+	if n := received(); n != 1 {
+		t.Fatalf("%d frames out of port 2, want the one packet-out within red's rate", n)
+	}
+
 	// red's writes count against its table entry quota
 	if _, err := r.eng.SetTenant(tenant.Tenant{Name: "red", Quota: tenant.Quota{tenant.TableEntries: 1}}); err != nil {
 		t.Fatal(err)

@@ -92,6 +92,7 @@ var (
 	PortDropPackets     = &Family{"port", "drop_packets_total", "Frames a cube dropped, by the port they came in on.", false, false, false}
 	PortDropBytes       = &Family{"port", "drop_bytes_total", "Bytes of the frames a cube dropped, by the port they came in on.", false, false, false}
 	PortPuntPackets     = &Family{"port", "punt_packets_total", "Frames a cube sent to the slow path (the daemon), by the port they came in on.", false, false, false}
+	PortPuntRateDrops   = &Family{"port", "punt_rate_drops_total", "Punts a cube's punt budget held back (punts_per_second, punt_burst; edgenfd -punt-rate for the administrator's cubes): never sent to the slow path, by the port they came in on.", false, false, false}
 	CubeUp              = &Family{"cube", "up", "1 if the cube runs, 0 if it could not be restored and a stand-in drops its frames.", true, false, false}
 	CubeSlowCopies      = &Family{"cube", "slow_copies_total", "Copies of packets (P4 clone, multicast) the kernel could not make and the daemon sent.", false, false, false}
 	Cubes               = &Family{"", "cubes", "Cubes configured, by NF type and tenant.", true, false, false}
@@ -156,7 +157,7 @@ func portSamples(s datapath.Stats) []Sample {
 		{Family: PortReceivePackets, Value: s.RxPackets}, {Family: PortReceiveBytes, Value: s.RxBytes},
 		{Family: PortTransmitPackets, Value: s.TxPackets}, {Family: PortTransmitBytes, Value: s.TxBytes},
 		{Family: PortDropPackets, Value: s.DropPackets}, {Family: PortDropBytes, Value: s.DropBytes},
-		{Family: PortPuntPackets, Value: s.PuntPackets},
+		{Family: PortPuntPackets, Value: s.PuntPackets}, {Family: PortPuntRateDrops, Value: s.PuntRateDrops},
 	}
 }
 

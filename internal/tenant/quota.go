@@ -18,10 +18,22 @@ const (
 	CompileSeconds     = "p4_compile_seconds"
 	RequestBytes       = "request_body_bytes"
 	ConcurrentRequests = "concurrent_requests"
+	// PuntsPerSecond and PuntBurst are each of the tenant's cubes' punt
+	// budget: the messages (punts, packet-ins, digests, copies the kernel
+	// could not make) it may send to the slow path, which every cube
+	// shares. The kernel drops those over it (punt_rate_drops).
+	PuntsPerSecond = "punts_per_second"
+	PuntBurst      = "punt_burst"
+	// InjectsPerSecond and InjectBurst bound the frames the tenant sends
+	// into the datapath through the API: REST inject, packet_out actions
+	// and P4Runtime packet-outs (429, RESOURCE_EXHAUSTED over them).
+	InjectsPerSecond = "injects_per_second"
+	InjectBurst      = "inject_burst"
 )
 
 // Names lists the quotas in the order they are shown.
-var Names = []string{Cubes, Ports, Attachments, TableEntries, KernelMemory, CompileSeconds, RequestBytes, ConcurrentRequests}
+var Names = []string{Cubes, Ports, Attachments, TableEntries, KernelMemory, CompileSeconds, RequestBytes, ConcurrentRequests,
+	PuntsPerSecond, PuntBurst, InjectsPerSecond, InjectBurst}
 
 // Quota maps quota names to limits. A tenant's record holds the limits that
 // differ from the defaults; Limits holds them all.
@@ -40,7 +52,20 @@ var Defaults = Quota{
 	CompileSeconds:     30,
 	RequestBytes:       8 << 20,
 	ConcurrentRequests: 8,
+	// a router's ARP and ND, a P4 controller's packet-ins: well below
+	// what one reader takes from every cube (docs/tenants.md)
+	PuntsPerSecond:   2000,
+	PuntBurst:        200,
+	InjectsPerSecond: 1000,
+	InjectBurst:      100,
 }
+
+// The largest rates and bursts: a rate a second is at least a
+// nanosecond apart in the kernel's budget, with room to spare.
+const (
+	MaxRate  = 10_000_000
+	MaxBurst = 1_000_000
+)
 
 // Validate checks that every name is a quota and every limit is ≥ 0.
 func (q Quota) Validate() error {
@@ -50,6 +75,19 @@ func (q Quota) Validate() error {
 		}
 		if v < 0 {
 			return cube.Errorf("quota."+name, "limit %d is negative", v)
+		}
+		switch name {
+		case PuntsPerSecond, InjectsPerSecond:
+			if v > MaxRate {
+				return cube.Errorf("quota."+name, "limit %d a second is more than %d", v, MaxRate)
+			}
+		case PuntBurst, InjectBurst:
+			if v == 0 {
+				return cube.Errorf("quota."+name, "a burst of 0 lets nothing through: want at least 1 (a rate of 0 refuses everything)")
+			}
+			if v > MaxBurst {
+				return cube.Errorf("quota."+name, "burst %d is more than %d", v, MaxBurst)
+			}
 		}
 	}
 	return nil

@@ -142,10 +142,10 @@ static __always_inline struct edgenf_copy_slot *enf_copy_slot(struct edgenf_copy
 /* slow: force the slow path (test runs read copies from the punt ring). */
 static __always_inline void enf_copy_slow(ctx_t *ctx, struct edgenf_md *md, __u32 port, __u32 snap)
 {
-	enf_count(enf_port_idx(port), ctx_len(ctx), ENF_TX);
 	if (snap > EDGENF_PUNT_SNAPLEN)
 		snap = EDGENF_PUNT_SNAPLEN;
-	enf_report(ctx, md, md->cube, enf_port_idx(md->in_port), EDGENF_PUNT_TRANSMIT, port, snap);
+	if (enf_report(ctx, md, md->cube, enf_port_idx(md->in_port), EDGENF_PUNT_TRANSMIT, port, snap))
+		enf_count(enf_port_idx(port), ctx_len(ctx), ENF_TX);
 }
 
 /* The injection veth's near end, 0 if the daemon has none open. */

@@ -85,6 +85,23 @@ struct {
 	__type(value, struct edgenf_stats);
 } enf_stats SEC(".maps");
 
+/* Per cube: its punt budget (verdict.h: enf_punt_allowed). One entry all
+ * CPUs share, not one per CPU: the budget is a rate of the one reader's
+ * time, however the cube's traffic spreads over CPUs, and per-CPU buckets
+ * would let a cube punt the rate times the CPUs its traffic reaches. The
+ * entry is written only by punts that pass, so at most at the budget's
+ * rate: punts over it read a line that stays in every CPU's cache. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct edgenf_punt_budget);
+} enf_punt_budget SEC(".maps");
+
+/* Key 0 of the one-entry maps, in .rodata: a lookup with it needs no
+ * stack slot. */
+static const __u32 enf_zero = 0;
+
 /* The metadata of the packet being processed (this CPU's scratch slot). */
 static __always_inline struct edgenf_md *enf_md(void)
 {

@@ -74,6 +74,18 @@ struct edgenf_stats {
 	__u64 drop_packets;
 	__u64 drop_bytes;
 	__u64 punt_packets;
+	__u64 punt_rate_drops; /* punts over the cube's budget (verdict.h: enf_punt_allowed) */
+};
+
+/* A cube's punt budget (maps.h: enf_punt_budget), a token bucket kept as
+ * GCRA's one timestamp: tat is when the bucket would be full again. A
+ * punt is let through while tat, moved one interval on, stays within
+ * burst of now. The daemon writes interval and burst (and zeroes tat);
+ * interval 0 is no limit, burst 0 lets nothing through. */
+struct edgenf_punt_budget {
+	__u64 tat;      /* ns, bpf_ktime_get_ns */
+	__u64 interval; /* ns per punt at the sustained rate */
+	__u64 burst;    /* ns: punts in a burst x interval */
 	__u64 pad;
 };
 

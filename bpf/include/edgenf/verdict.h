@@ -253,10 +253,44 @@ static __always_inline __u32 enf_self(struct edgenf_md *md)
 	return pos < EDGENF_MAX_STACK ? md->hop.stack[pos] : EDGENF_MAX_SLOTS;
 }
 
+/* Whether the running cube may send one more message to the slow path:
+ * the punt ring and its reader are every cube's, so each cube has a
+ * budget (maps.h: enf_punt_budget, GCRA: types.h), and a message over it
+ * is not sent and is counted on idx as a punt_rate drop. Only the slow
+ * path pays for it: no fast-path verdict reads the budget. A punt whose
+ * compare and swap another CPU's punt won at the same moment is dropped
+ * too: rare below the budget. An NF whose chain of calls is near the 512
+ * bytes of stack defines EDGENF_PUNT_CHECK_CALL: the check is then a call
+ * of its own (a 32-byte frame beside the caller's) instead of registers
+ * the caller spills. */
+#if defined(EDGENF_PUNT_CHECK_CALL)
+static __noinline int enf_punt_allowed(__u32 *idx)
+#else
+static __always_inline int enf_punt_allowed(__u32 *idx)
+#endif
+{
+	struct edgenf_punt_budget *b = bpf_map_lookup_elem(&enf_punt_budget, &enf_zero);
+	struct edgenf_stats *s;
+	__u64 now, tat, next;
+
+	if (!b || !b->interval)
+		return 1;
+	now = bpf_ktime_get_ns();
+	tat = *(volatile __u64 *)&b->tat;
+	next = (tat > now ? tat : now) + b->interval;
+	if (next - now <= b->burst && __sync_val_compare_and_swap(&b->tat, tat, next) == tat)
+		return 1;
+	s = bpf_map_lookup_elem(&enf_stats, idx);
+	if (s)
+		s->punt_rate_drops++;
+	return 0;
+}
+
 /* Send a copy of the frame (its first snap bytes) with its metadata to the
- * slow path, for the controller of cube slot; the frame and its verdict are
- * untouched (events, logs). */
-static __always_inline void enf_report(ctx_t *ctx, struct edgenf_md *md, __u32 slot, __u32 in_port,
+ * slow path, for the controller of cube slot, within the running cube's
+ * punt budget; the frame and its verdict are untouched (events, logs).
+ * Returns 0 when the budget held it back. */
+static __always_inline int enf_report(ctx_t *ctx, struct edgenf_md *md, __u32 slot, __u32 in_port,
 				       __u32 reason, __u32 arg, __u32 snap)
 {
 	__u32 len = ctx_len(ctx);
@@ -264,7 +298,7 @@ static __always_inline void enf_report(ctx_t *ctx, struct edgenf_md *md, __u32 s
 	struct edgenf_punt_hdr hdr = {
 		.magic = EDGENF_PUNT_MAGIC,
 		.cube = slot,
-		.in_port = in_port,
+		.in_port = enf_port_idx(in_port),
 		.reason = reason,
 		.arg = arg,
 		.pkt_len = len,
@@ -272,16 +306,23 @@ static __always_inline void enf_report(ctx_t *ctx, struct edgenf_md *md, __u32 s
 		.hook = EDGENF_HOOK_ID,
 	};
 
+	/* last, and keyed by what is in memory already: only ctx and cap live
+	 * across the check, no stack slot of its own (the UPF's call chain is
+	 * near the 512 bytes of stack) */
+	if (!enf_punt_allowed(&hdr.in_port))
+		return 0;
 	bpf_perf_event_output(ctx, &enf_punt_ring, BPF_F_CURRENT_CPU | (cap << 32), &hdr, sizeof(hdr));
+	return 1;
 }
 
-/* Punt for cube slot, counting on its counter idx: a copy to the slow path,
- * then drop. in_port is the port (standard cubes) or the direction
- * (transparent cubes). */
+/* Punt for cube slot, counting on its counter idx: a copy to the slow path
+ * (counted as a punt, or as a punt_rate drop over the budget), then drop.
+ * in_port is the port (standard cubes) or the direction (transparent
+ * cubes). */
 static __always_inline int enf_punt_from(ctx_t *ctx, struct edgenf_md *md, __u32 slot, __u32 idx, __u32 reason, __u32 arg)
 {
-	enf_count(idx, ctx_len(ctx), ENF_PUNT);
-	enf_report(ctx, md, slot, idx, reason, arg, EDGENF_PUNT_SNAPLEN);
+	if (enf_report(ctx, md, slot, idx, reason, arg, EDGENF_PUNT_SNAPLEN))
+		enf_count(idx, ctx_len(ctx), ENF_PUNT);
 	return CTX_DROP;
 }
 

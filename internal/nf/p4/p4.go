@@ -509,7 +509,7 @@ var Type = &cube.Type{
 		{Name: "direct_meter_set", Doc: "Configure the direct meter of a table entry (table, match, priority as in entries): cir/pir per second, cburst/pburst; reset: unconfigured.", Args: &DirectMeterSetArgs{}, Do: directMeterSet},
 		{Name: "poll", Doc: "Long poll: digests, packet-ins and idle timeouts after seq 'after' (kind: digest, packet_in, idle_timeout or all), waiting up to timeout_ms for the first.", Args: &PollArgs{}, Do: pollAction},
 		{Name: "time_since_hit", Doc: "How long ago a packet last hit each of the entries named (table, match, priority; tables with support_timeout).", Args: &SinceHitArgs{}, Do: sinceHit},
-		{Name: "packet_out", Doc: "Inject a frame (hex) at the CPU port with the program's packet_out header (metadata) in front, as a P4Runtime packet-out.", Args: &PacketOutArgs{}, Do: packetOut},
+		{Name: "packet_out", Doc: "Inject a frame (hex) at the CPU port with the program's packet_out header (metadata) in front, as a P4Runtime packet-out.", Args: &PacketOutArgs{}, Do: packetOut, Injects: true},
 	},
 	Prepare: prepare,
 	Upgrade: upgrade,

@@ -12,7 +12,7 @@
 
 /* Indexes of p4_sp_stats (ir.SPDigestSent, ...). */
 #define P4_SP_DIGEST_SENT 0
-#define P4_SP_DIGEST_LOST 1 /* the punt ring was full */
+#define P4_SP_DIGEST_LOST 1 /* the punt ring was full, or the cube over its punt budget */
 #define P4_SP_LOG_SENT 2
 #define P4_SP_LOG_LOST 3 /* ring full or over the rate limit */
 #define P4_SP_STATS 4
@@ -46,14 +46,15 @@ static __always_inline void p4_sp_count(__u32 i)
 		*c += 1;
 }
 
-/* Send buf (a punt header, then n bytes of data) to the slow path;
- * count it at ctr (sent) or ctr + 1 (lost). */
+/* Send buf (a punt header, then n bytes of data) to the slow path within
+ * the cube's punt budget (verdict.h); count it at ctr (sent) or ctr + 1
+ * (lost: ring full or over the budget). */
 static __always_inline void p4_sp_out(ctx_t *ctx, __u8 *buf, __u32 reason, __u32 arg, __u32 n, __u32 ctr)
 {
 	struct edgenf_md *md = enf_md();
 	struct edgenf_punt_hdr *h = (struct edgenf_punt_hdr *)buf;
 
-	if (!md) {
+	if (!md || !enf_punt_allowed(&md->in_port)) {
 		p4_sp_count(ctr + 1);
 		return;
 	}
