@@ -80,7 +80,7 @@ func (e *Engine) reconcileSet(desired *cube.Topology, adopt bool, cs *changeSet)
 	if err := e.writeChainHops(p); err != nil {
 		return err
 	}
-	if err := e.reconcileStubs(p, cs); err != nil {
+	if err := e.reconcileStubs(p, cs, adopt); err != nil {
 		return err
 	}
 	if err := e.ensureRedirectTargets(p); err != nil {
@@ -336,7 +336,10 @@ func (e *Engine) writeFlood(l *live, want map[int]int) error {
 	return nil
 }
 
-func (e *Engine) reconcileStubs(p *plan, cs *changeSet) error {
+// reconcileStubs puts on each interface of the plan its program and hop.
+// At start (adopt) and for the interfaces the change prepared outside the
+// lock (stubprep.go) the far end of an XDP interface is ready already.
+func (e *Engine) reconcileStubs(p *plan, cs *changeSet, adopt bool) error {
 	for k, h := range p.stubs {
 		direct := e.entryCube(k.Hook, h.First())
 		s, ok := e.stubs[k]
@@ -354,7 +357,7 @@ func (e *Engine) reconcileStubs(p *plan, cs *changeSet) error {
 		if err != nil {
 			return err
 		}
-		if k.Hook == datapath.XDP {
+		if k.Hook == datapath.XDP && !adopt && !e.prepared[k] {
 			if err := e.dp.EnsureXDPIngress(idx); err != nil {
 				return cube.Errorf("peer", "interface %s: %v", k.Iface, err)
 			}
@@ -374,6 +377,9 @@ func (e *Engine) reconcileStubs(p *plan, cs *changeSet) error {
 			s.Close()
 		}
 		e.logStubReset(k, ns) // upgrade.go
+		if ns.Adopted && adopt {
+			e.started.InterfacesAdopted++
+		}
 		e.stubs[k], e.stubHops[k], e.stubEntry[k] = ns, h, direct
 	}
 	for _, k := range e.stubsOf(cs) {
