@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,11 +43,15 @@ func TestPeeringHoldsUpNoOtherChange(t *testing.T) {
 				t.Fatal(err)
 			}
 			entered, release := make(chan string, 1), make(chan struct{})
+			var releaseOnce sync.Once
+			let := func() { releaseOnce.Do(func() { close(release) }) }
 			holdPeering = func(iface string) {
 				entered <- iface
 				<-release
 			}
 			defer func() { holdPeering = nil }()
+			defer let() // a failure below must not leave the change holding the lock
+
 			peered := make(chan error, 1)
 			go func() {
 				peered <- e.Update(func(tp *cube.Topology) error { return tp.SetPeer("pf:p0", iface) })
@@ -70,7 +75,7 @@ func TestPeeringHoldsUpNoOtherChange(t *testing.T) {
 			within(t, "a topology change of another cube", func() error {
 				return e.Update(func(tp *cube.Topology) error { return tp.SetPeer("other:p1", "pf:p1") })
 			})
-			close(release)
+			let()
 			if err := <-peered; err != nil {
 				t.Fatal(err)
 			}
