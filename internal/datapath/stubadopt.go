@@ -117,27 +117,42 @@ func readAttached(sdir string) (attachRecord, bool) {
 	return r, true
 }
 
+// runsRecorded says whether the link pinned in sdir is on ifindex and
+// runs, by the record beside it, what an attach of direct's entry (nil:
+// the stub) at hook would put there.
+func (d *Datapath) runsRecorded(sdir string, ifindex int, hook Hook, direct *Program) bool {
+	have, ok := readAttached(sdir)
+	if !ok {
+		return false
+	}
+	want := d.wantRecord(hook, direct)
+	want.Prog = have.Prog
+	if have != want || want.Panel == 0 || want.Scratch == 0 || direct != nil && want.Cube == 0 {
+		return false
+	}
+	l, err := link.LoadPinnedLink(filepath.Join(sdir, linkPin), nil)
+	if err != nil {
+		return false
+	}
+	defer l.Close()
+	info, err := l.Info()
+	return err == nil && uint32(info.Program) == have.Prog && linkedTo(l, ifindex)
+}
+
+// StubCurrent reports whether the interface runs, as an earlier attach
+// left it, what AttachStub would put there now (direct: the cube whose
+// entry): that attach then writes the hop only, and what goes with the
+// program (the far end's checksum setting) is in place already.
+func (d *Datapath) StubCurrent(ifname string, ifindex int, hook Hook, dir Direction, direct *Program) bool {
+	return d.runsRecorded(d.stubDir(ifname, hook, dir), ifindex, hook, direct)
+}
+
 // adoptStub takes over the link pinned in s's directory if it is on
 // ifindex and runs what this attach would put there: then only the hop is
 // written, and s gets the pinned hop and counters. It reports false when
 // the interface needs an attach.
 func (d *Datapath) adoptStub(s *Stub, ifindex int, hop Hop, direct *Program) (bool, error) {
-	have, ok := readAttached(s.dir)
-	if !ok {
-		return false, nil
-	}
-	want := d.wantRecord(s.Hook, direct)
-	want.Prog = have.Prog
-	if have != want || want.Panel == 0 || want.Scratch == 0 || direct != nil && want.Cube == 0 {
-		return false, nil
-	}
-	l, err := link.LoadPinnedLink(filepath.Join(s.dir, linkPin), nil)
-	if err != nil {
-		return false, nil
-	}
-	defer l.Close()
-	info, err := l.Info()
-	if err != nil || uint32(info.Program) != have.Prog || !linkedTo(l, ifindex) {
+	if !d.runsRecorded(s.dir, ifindex, s.Hook, direct) {
 		return false, nil
 	}
 	ports, err := ebpf.LoadPinnedMap(filepath.Join(s.dir, MapPorts), nil)
@@ -177,13 +192,13 @@ func (d *Datapath) PrepareStub(ifname string, ifindex int, hook Hook, dir Direct
 	if hook == TC && d.classicTC {
 		return nil // a classic filter is attached again anyway
 	}
-	if _, err := os.Stat(filepath.Join(d.stubDir(ifname, hook, dir), linkPin)); err == nil {
-		return nil
-	}
 	if hook == XDP {
 		if err := d.EnsureXDPIngress(ifindex); err != nil {
 			return err
 		}
+	}
+	if _, err := os.Stat(filepath.Join(d.stubDir(ifname, hook, dir), linkPin)); err == nil {
+		return nil
 	}
 	s, err := d.AttachStub(ifname, ifindex, hook, dir, Hop{}, direct)
 	if err != nil {

@@ -337,8 +337,10 @@ func (e *Engine) writeFlood(l *live, want map[int]int) error {
 }
 
 // reconcileStubs puts on each interface of the plan its program and hop.
-// At start (adopt) and for the interfaces the change prepared outside the
-// lock (stubprep.go) the far end of an XDP interface is ready already.
+// The far end of an XDP interface is ready already when the change
+// prepared it outside the lock (stubprep.go) and, at start (adopt), when
+// the interface runs what it ran (a veth made again while the daemon was
+// down is not).
 func (e *Engine) reconcileStubs(p *plan, cs *changeSet, adopt bool) error {
 	for k, h := range p.stubs {
 		direct := e.entryCube(k.Hook, h.First())
@@ -357,7 +359,7 @@ func (e *Engine) reconcileStubs(p *plan, cs *changeSet, adopt bool) error {
 		if err != nil {
 			return err
 		}
-		if k.Hook == datapath.XDP && !adopt && !e.prepared[k] {
+		if k.Hook == datapath.XDP && !e.prepared[k] && !(adopt && e.dp.StubCurrent(k.Iface, idx, k.Hook, k.Dir, direct)) {
 			if err := e.dp.EnsureXDPIngress(idx); err != nil {
 				return cube.Errorf("peer", "interface %s: %v", k.Iface, err)
 			}

@@ -44,7 +44,7 @@ func (e *Engine) stubsToPrepare(next *cube.Topology, d dirty, done map[StubKey]b
 				continue
 			}
 			k := StubKey{p.Peer, c.Hook, datapath.Ingress}
-			if e.stubs[k] != nil || done[k] {
+			if _, tried := done[k]; tried || e.stubs[k] != nil {
 				continue
 			}
 			out = append(out, stubPrep{k, e.entryCube(c.Hook, slot)})
@@ -54,10 +54,11 @@ func (e *Engine) stubsToPrepare(next *cube.Topology, d dirty, done map[StubKey]b
 }
 
 // prepareStubs puts the programs of list in place, outside the lock, and
-// marks them in done. A failure is left for the change to meet and report.
+// marks in done whether each was (false: the change attaches it, and
+// meets and reports the failure).
 func (e *Engine) prepareStubs(list []stubPrep, done map[StubKey]bool) {
 	for _, sp := range list {
-		done[sp.key] = true
+		done[sp.key] = false
 		if holdPeering != nil {
 			holdPeering(sp.key.Iface)
 		}
@@ -67,12 +68,15 @@ func (e *Engine) prepareStubs(list []stubPrep, done map[StubKey]bool) {
 		}
 		if err := e.dp.PrepareStub(sp.key.Iface, idx, sp.key.Hook, sp.key.Dir, sp.direct); err != nil {
 			e.log.Debug("interface program not prepared: the change attaches it", "interface", sp.key.Iface, "err", err)
+			continue
 		}
+		done[sp.key] = true
 	}
 }
 
-// dropPrepared removes the prepared programs no change took (it failed,
-// or another changed its mind first). Under the lock.
+// dropPrepared removes what was prepared (or half prepared) for
+// interfaces no change took (it failed, or another changed them first).
+// Under the lock.
 func (e *Engine) dropPrepared(done map[StubKey]bool) {
 	for k := range done {
 		if e.stubs[k] == nil {
