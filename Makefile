@@ -142,6 +142,8 @@ bench: build
 	  $(GO) test -run XXX -bench '^BenchmarkChange$$' -benchtime 100x ./internal/engine
 	EDGENF_ADMIT_BENCH_OUT=$(CURDIR)/bench/results/admission.md \
 	  $(GO) test -run XXX -bench '^BenchmarkAdmission$$' -benchtime 20x ./internal/estimate
+	EDGENF_PEER_BENCH_OUT=$(CURDIR)/bench/results/peering.md \
+	  $(GO) test -run XXX -bench '^BenchmarkPeering$$' -benchtime 1x ./internal/engine
 	$(GO) run ./bench/cmd/bench -o docs/performance.md
 
 bench-quick: build

@@ -43,9 +43,15 @@ const EngineChangeFile = "bench/results/engine-change.md"
 // -bench '^BenchmarkAdmission$' -benchtime 20x ./internal/estimate`.
 const AdmissionFile = "bench/results/admission.md"
 
+// PeeringFile is what peering 100 interfaces costs the caller, another
+// change made meanwhile and a restart, written by
+// `EDGENF_PEER_BENCH_OUT=bench/results/peering.md go test -run XXX -bench
+// '^BenchmarkPeering$' -benchtime 1x ./internal/engine`.
+const PeeringFile = "bench/results/peering.md"
+
 func externCostSection() string {
 	var out string
-	for _, f := range []string{AccuracyFile, ExternCostFile, PFCPFile, IsolationFile, SliceCreateFile, EngineChangeFile, AdmissionFile} {
+	for _, f := range []string{AccuracyFile, ExternCostFile, PFCPFile, IsolationFile, SliceCreateFile, EngineChangeFile, AdmissionFile, PeeringFile} {
 		if b, err := os.ReadFile(f); err == nil {
 			out += string(b) + "\n"
 		}

@@ -74,6 +74,9 @@ type Datapath struct {
 	// the stub directories whose pinned maps were checked (stubupgrade.go)
 	stubsMu      sync.Mutex
 	stubsChecked map[string]bool
+	// stubDirs serialise what is done to one interface program: a change
+	// may prepare one (PrepareStub) while another attaches it.
+	stubDirs map[string]*sync.Mutex
 }
 
 // Open creates the global maps under root, or re-adopts them if pinned. TC
@@ -98,7 +101,7 @@ func Open(root string) (*Datapath, error) {
 	}
 	d := &Datapath{root: root, panels: map[Hook]*ebpf.Map{}, classicTC: classic, owners: map[Hook]*ebpf.Map{},
 		callers: map[Hook]map[uint32]map[peerRef]bool{XDP: {}, TC: {}},
-		entered: map[Hook]map[peerRef]uint32{XDP: {}, TC: {}}, sharedIDs: map[ebpf.MapID]string{}, stubsChecked: map[string]bool{}}
+		entered: map[Hook]map[peerRef]uint32{XDP: {}, TC: {}}, sharedIDs: map[ebpf.MapID]string{}, stubsChecked: map[string]bool{}, stubDirs: map[string]*sync.Mutex{}}
 	shared, err := sharedSpecs()
 	if err == nil {
 		err = d.renewShared(shared) // framework.go

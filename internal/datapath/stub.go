@@ -33,6 +33,9 @@ type Stub struct {
 	// Reset: pinned maps of an earlier release this attach replaced,
 	// their layout changed (stubupgrade.go)
 	Reset []MapReset
+	// Adopted: the interface already ran what this attach would have put
+	// there (stubadopt.go); only its hop was written.
+	Adopted bool
 }
 
 func (d *Datapath) stubDir(ifname string, hook Hook, dir Direction) string {
@@ -73,6 +76,7 @@ func (d *Datapath) AttachStub(ifname string, ifindex int, hook Hook, dir Directi
 		return nil, errors.New("XDP has no egress hook: use hook tc for egress processing")
 	}
 	sdir := d.stubDir(ifname, hook, dir)
+	defer d.lockStubDir(sdir)()
 	if err := os.MkdirAll(sdir, 0o700); err != nil {
 		return nil, err
 	}
@@ -84,6 +88,18 @@ func (d *Datapath) AttachStub(ifname string, ifindex int, hook Hook, dir Directi
 	if err != nil {
 		return nil, fmt.Errorf("stub for %s: %w", ifname, err)
 	}
+	s := &Stub{Ifname: ifname, Hook: hook, Dir: dir, dir: sdir, Reset: reset}
+	if len(reset) == 0 && !(hook == TC && d.classicTC) {
+		adopted, err := d.adoptStub(s, ifindex, hop, direct)
+		if err != nil {
+			restore()
+			return nil, err
+		}
+		if adopted {
+			drop()
+			return s, nil
+		}
+	}
 	coll, err := d.loadCollection(spec, hook, sdir, nil, nil)
 	if err != nil {
 		restore()
@@ -91,7 +107,6 @@ func (d *Datapath) AttachStub(ifname string, ifindex int, hook Hook, dir Directi
 	}
 	drop()
 	defer coll.Close()
-	s := &Stub{Ifname: ifname, Hook: hook, Dir: dir, dir: sdir, Reset: reset}
 	if s.ports, err = coll.Maps[MapPorts].Clone(); err != nil {
 		return nil, err
 	}
@@ -121,6 +136,12 @@ func (d *Datapath) AttachStub(ifname string, ifindex int, hook Hook, dir Directi
 		}
 		return s, nil
 	}
+	if err := clearAttached(sdir); err != nil {
+		s.Close()
+		return nil, err
+	}
+	record := d.wantRecord(hook, direct)
+	record.Prog = progID(prog)
 	lpath := filepath.Join(sdir, linkPin)
 	if l, err := link.LoadPinnedLink(lpath, nil); err == nil && !linkedTo(l, ifindex) {
 		// the link of an interface of the same name that is gone (a
@@ -134,6 +155,8 @@ func (d *Datapath) AttachStub(ifname string, ifindex int, hook Hook, dir Directi
 			s.Close()
 			return nil, fmt.Errorf("%s: %w", ifname, err)
 		}
+		// unrecorded, the next start attaches again: no worse
+		recordAttached(sdir, record)
 		return s, nil
 	}
 	if err := s.SetHop(hop); err != nil {
@@ -155,6 +178,7 @@ func (d *Datapath) AttachStub(ifname string, ifindex int, hook Hook, dir Directi
 	if hook == TC { // a classic filter an earlier daemon left
 		d.detachStubClassic(ifname, hook, dir)
 	}
+	recordAttached(sdir, record)
 	return s, nil
 }
 
@@ -278,6 +302,7 @@ func (d *Datapath) UnprepareStub(ifname string) {
 
 func (d *Datapath) DetachStub(ifname string, hook Hook, dir Direction) error {
 	sdir := d.stubDir(ifname, hook, dir)
+	defer d.lockStubDir(sdir)()
 	lpath := filepath.Join(sdir, linkPin)
 	if l, err := link.LoadPinnedLink(lpath, nil); err == nil {
 		l.Unpin()

@@ -58,7 +58,7 @@ type Upgraded struct {
 
 // notAMap: the cube directory's entries that are not its object's maps.
 func notAMap(name string) bool {
-	return name == progPin || name == digestPin || name == linkPin || name == copierPin ||
+	return name == progPin || name == digestPin || name == attachedPin || name == linkPin || name == copierPin ||
 		strings.HasSuffix(name, "_new") || strings.HasSuffix(name, asideSuffix)
 }
 

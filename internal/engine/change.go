@@ -87,6 +87,14 @@ func keepRuntime(prev, next *cube.Topology) {
 // is a change who may make, validates it, checks who's quotas and applies
 // it.
 func (e *Engine) commit(who tenant.Actor, next *cube.Topology, d dirty) error {
+	if err := e.check(who, next, d); err != nil {
+		return err
+	}
+	return e.applyChange(next, d, nil)
+}
+
+// check is commit's judgement of a change, before anything is made real.
+func (e *Engine) check(who tenant.Actor, next *cube.Topology, d dirty) error {
 	if err := e.scope(who).ChangeOf(e.topo, next, d.cubes); err != nil {
 		return err
 	}
@@ -102,10 +110,7 @@ func (e *Engine) commit(who tenant.Actor, next *cube.Topology, d dirty) error {
 	if err := e.checkQuota(who, next, d); err != nil {
 		return err
 	}
-	if err := e.admit(next, d); err != nil {
-		return err
-	}
-	return e.applyChange(next, d, nil)
+	return e.admit(next, d)
 }
 
 // applyChange reconciles the kernel with a validated topology, whose

@@ -111,6 +111,10 @@ type Engine struct {
 	// endpoints (endpointindex.go).
 	index   topoIndex
 	epIndex endpointIndex
+
+	// prepared are the interface programs the change being applied put
+	// in place outside the lock (stubprep.go).
+	prepared map[StubKey]bool
 }
 
 // Revision counts the changes the engine has made (topology updates and

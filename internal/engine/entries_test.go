@@ -37,7 +37,7 @@ func ddosEngine(t *testing.T, prefix string) (*engine.Engine, engine.Config) {
 	return e, cfg
 }
 
-func openAt(t *testing.T, cfg engine.Config) *engine.Engine {
+func openAt(t testing.TB, cfg engine.Config) *engine.Engine {
 	t.Helper()
 	testenv.NeedRoot(t)
 	e, err := engine.Open(cfg)

@@ -80,7 +80,7 @@ func (e *Engine) reconcileSet(desired *cube.Topology, adopt bool, cs *changeSet)
 	if err := e.writeChainHops(p); err != nil {
 		return err
 	}
-	if err := e.reconcileStubs(p, cs); err != nil {
+	if err := e.reconcileStubs(p, cs, adopt); err != nil {
 		return err
 	}
 	if err := e.ensureRedirectTargets(p); err != nil {
@@ -340,7 +340,12 @@ func (e *Engine) writeFlood(l *live, want map[int]int) error {
 	return nil
 }
 
-func (e *Engine) reconcileStubs(p *plan, cs *changeSet) error {
+// reconcileStubs puts on each interface of the plan its program and hop.
+// The far end of an XDP interface is ready already when the change
+// prepared it outside the lock (stubprep.go) and, at start (adopt), when
+// the interface runs what it ran (a veth made again while the daemon was
+// down is not).
+func (e *Engine) reconcileStubs(p *plan, cs *changeSet, adopt bool) error {
 	for k, h := range p.stubs {
 		direct := e.entryCube(k.Hook, h.First())
 		s, ok := e.stubs[k]
@@ -358,7 +363,7 @@ func (e *Engine) reconcileStubs(p *plan, cs *changeSet) error {
 		if err != nil {
 			return err
 		}
-		if k.Hook == datapath.XDP {
+		if k.Hook == datapath.XDP && !e.prepared[k] && !(adopt && e.dp.StubCurrent(k.Iface, idx, k.Hook, k.Dir, direct)) {
 			if err := e.dp.EnsureXDPIngress(idx); err != nil {
 				return cube.Errorf("peer", "interface %s: %v", k.Iface, err)
 			}
@@ -378,6 +383,9 @@ func (e *Engine) reconcileStubs(p *plan, cs *changeSet) error {
 			s.Close()
 		}
 		e.logStubReset(k, ns) // upgrade.go
+		if ns.Adopted && adopt {
+			e.started.InterfacesAdopted++
+		}
 		e.stubs[k], e.stubHops[k], e.stubEntry[k] = ns, h, direct
 	}
 	for _, k := range e.stubsOf(cs) {

@@ -28,7 +28,7 @@ var rootSeq atomic.Int32
 
 // restartable is a config whose engine can be opened again (a restart),
 // with everything removed when the test ends.
-func restartable(t *testing.T) engine.Config {
+func restartable(t testing.TB) engine.Config {
 	testenv.NeedRoot(t)
 	cfg := engine.Config{
 		PinRoot:   filepath.Join("/sys/fs/bpf", fmt.Sprintf("enfr-%d-%d", os.Getpid(), rootSeq.Add(1))),
@@ -39,7 +39,7 @@ func restartable(t *testing.T) engine.Config {
 	return cfg
 }
 
-func update(t *testing.T, e *engine.Engine, fn func(*cube.Topology) error) {
+func update(t testing.TB, e *engine.Engine, fn func(*cube.Topology) error) {
 	t.Helper()
 	if err := e.Update(fn); err != nil {
 		t.Fatal(err)

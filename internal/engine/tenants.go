@@ -221,6 +221,14 @@ func (e *Engine) UpdateAs(ctx context.Context, who tenant.Actor, fn func(t *cube
 		}
 	}()
 	prepared := map[string][]byte{} // cube → settings prepared
+	peered := map[StubKey]bool{}    // interface programs prepared (stubprep.go)
+	defer func() {
+		if len(peered) > 0 {
+			e.mu.Lock()
+			e.dropPrepared(peered)
+			e.mu.Unlock()
+		}
+	}()
 	for attempt := 0; ; attempt++ {
 		e.mu.Lock()
 		next := e.workingCopy()
@@ -234,7 +242,26 @@ func (e *Engine) UpdateAs(ctx context.Context, who tenant.Actor, fn func(t *cube
 		// Three rounds of preparing what another change made stale are
 		// plenty; after that the validation compiles what is left.
 		if len(todo) == 0 || attempt == 3 {
+			var peer []stubPrep
+			if attempt < 3 {
+				peer = e.stubsToPrepare(next, d, peered)
+			}
+			if len(peer) > 0 {
+				// judged before anything goes on an interface: a
+				// change refused puts nothing anywhere
+				if err := e.check(who, next, d); err != nil {
+					e.recycle(next)
+					e.mu.Unlock()
+					return err
+				}
+				e.recycle(next)
+				e.mu.Unlock()
+				e.prepareStubs(peer, peered)
+				continue
+			}
+			e.prepared = peered
 			err := e.commit(who, next, d)
+			e.prepared = nil
 			if err != nil {
 				e.recycle(next)
 			}

@@ -49,6 +49,10 @@ type StartReport struct {
 	// SharedMapsReset counts the framework's shared maps and the
 	// interface programs' maps made anew because their layout changed.
 	SharedMapsReset int
+	// InterfacesAdopted counts the interface programs (stubs, direct
+	// entries) kept as an earlier daemon attached them: nothing loaded,
+	// no link changed, only their hops written.
+	InterfacesAdopted int
 }
 
 // Started says what the engine adopted and reloaded when it started.

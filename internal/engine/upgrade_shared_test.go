@@ -244,8 +244,8 @@ func TestUpgradeOverFrameworkMapsOfAnotherLayout(t *testing.T) {
 	logs = &syncBuffer{}
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	e = openAt(t, cfg)
-	if got := e.Started(); got != (engine.StartReport{Adopted: 2}) {
-		t.Fatalf("start %+v, want both cubes adopted:\n%s", got, logs)
+	if got := e.Started(); got != (engine.StartReport{Adopted: 2, InterfacesAdopted: 2}) {
+		t.Fatalf("start %+v, want both cubes and both interface programs adopted:\n%s", got, logs)
 	}
 	if err := a.Ping(ctx, "198.18.41.3", 2); err != nil {
 		t.Fatalf("after a plain restart: %v", err)

@@ -153,7 +153,7 @@ func TestInfluxLinesCarryEveryPrometheusSeries(t *testing.T) {
 // families' rule.
 func splitName(name string) (string, string) {
 	for _, f := range []*Family{PortReceivePackets, PortReceiveBytes, PortTransmitPackets, PortTransmitBytes, PortDropPackets,
-		PortDropBytes, PortPuntPackets, PortPuntRateDrops, CubeUp, CubeSlowCopies, Cubes, CopyStale, CopyFailed, StartCubes, StartMapsReset, StartSharedReset} {
+		PortDropBytes, PortPuntPackets, PortPuntRateDrops, CubeUp, CubeSlowCopies, Cubes, CopyStale, CopyFailed, StartCubes, StartMapsReset, StartSharedReset, StartIfacesAdopted} {
 		if f.FullName() == name {
 			return f.Measurement(), f.Name
 		}

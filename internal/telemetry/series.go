@@ -99,6 +99,7 @@ var (
 	StartCubes          = &Family{"start", "cubes", "Cubes found pinned when the daemon started, by what it did: adopted (their program is the current one) or reloaded (built from another object, an upgrade: replaced in place).", true, false, false}
 	StartMapsReset      = &Family{"start", "maps_reset", "Maps of the cubes reloaded at start whose layout had changed: their contents were lost.", true, false, false}
 	StartSharedReset    = &Family{"start", "shared_maps_reset", "Framework maps (patch panels, metadata scratch, configuration, copy machine) and interface programs' maps made anew since start because an earlier release's had another layout.", true, false, false}
+	StartIfacesAdopted  = &Family{"start", "interfaces_adopted", "Interface programs (stubs, direct entries) found attached when the daemon started and kept as they were: nothing loaded, no link changed.", true, false, false}
 	CopyStale           = &Family{"copy_machine", "stale_total", "Frames with recorded copies whose ring slot was overwritten before they reached TC (dropped).", false, false, false}
 	CopyFailed          = &Family{"copy_machine", "failed_total", "Recorded copies the copy machine could not make.", false, false, false}
 )
@@ -147,7 +148,8 @@ func Gather(eng *engine.Engine, who tenant.Actor) []Point {
 			Point{Labels: []Label{{"how", "adopted"}}, Samples: []Sample{{Family: StartCubes, Value: uint64(st.Adopted)}}},
 			Point{Labels: []Label{{"how", "reloaded"}}, Samples: []Sample{{Family: StartCubes, Value: uint64(st.Reloaded)}}},
 			Point{Samples: []Sample{{Family: StartMapsReset, Value: uint64(st.MapsReset)}}},
-			Point{Samples: []Sample{{Family: StartSharedReset, Value: uint64(st.SharedMapsReset)}}})
+			Point{Samples: []Sample{{Family: StartSharedReset, Value: uint64(st.SharedMapsReset)}}},
+			Point{Samples: []Sample{{Family: StartIfacesAdopted, Value: uint64(st.InterfacesAdopted)}}})
 	}
 	return points
 }
