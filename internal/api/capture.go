@@ -167,7 +167,10 @@ func (s *Server) capture(w http.ResponseWriter, r *http.Request) {
 			}
 			if len(limits) > 0 {
 				// what it holds, from the engine's index (t is still the
-				// applied state: nothing is changed yet)
+				// applied state: nothing is changed yet). Checked here,
+				// inside the change and under the engine's lock, and taken
+				// by the same change: two captures started at once cannot
+				// both pass on one count.
 				cubes, attached := s.eng.Holds(id.tenant)
 				now := tenant.Usage{tenant.Cubes: int64(cubes), tenant.Attachments: int64(attached)}
 				next := tenant.Usage{tenant.Cubes: now[tenant.Cubes] + 1, tenant.Attachments: now[tenant.Attachments] + 1}

@@ -88,3 +88,50 @@ func TestTenantSlicerCannotTakeOverAnotherSlicersEgress(t *testing.T) {
 	}
 	refused(t, "t2's slicer moved onto the shaped interface", t2.Do("PUT", "/v1/cubes/mine/config", map[string]any{"uplink": "up", "egress": []map[string]any{{"interface": shaped, "rate_bps": 100000000}}}, nil), 409, "is in use")
 }
+
+// Two slicers shaping one interface would fight over its root qdisc: the
+// second's HTB tree replaces the first's, and with it the first's slices'
+// guaranteed minimums and priorities. The administrator is refused a
+// second (409, naming the interface and the slicer that shapes it), by a
+// new cube, a settings change or a declarative apply holding both; the
+// state is unchanged each time.
+func TestOneSlicerShapesAnInterface(t *testing.T) {
+	url, _ := tenantServer(t)
+	admin := client.New("", url, adminTok)
+	lab := netlab.NewT(t)
+	shaped, _, err := lab.RootVeth("eg", "egp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	free, _, err := lab.RootVeth("fr", "frp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings := func(iface string) map[string]any {
+		return map[string]any{"uplink": "up", "egress": []map[string]any{{"interface": iface, "rate_bps": 100000000}}}
+	}
+	slicer := func(name, iface string) map[string]any {
+		return map[string]any{"name": name, "type": "slicer", "hook": "tc", "ports": []map[string]any{{"name": "up"}}, "config": settings(iface)}
+	}
+	if err := admin.Do("POST", "/v1/cubes", slicer("edge-a", shaped), nil); err != nil {
+		t.Fatal(err)
+	}
+	before := topologyOf(t, admin)
+	refused(t, "a second slicer shaping the interface", admin.Do("POST", "/v1/cubes", slicer("edge-b", shaped), nil),
+		409, "interface "+shaped+" is already shaped by cube edge-a")
+	if after := topologyOf(t, admin); after != before {
+		t.Fatalf("the refusal changed the state:\n%s", after)
+	}
+	if err := admin.Do("POST", "/v1/cubes", slicer("edge-b", free), nil); err != nil {
+		t.Fatalf("a second slicer shaping another interface: %v", err)
+	}
+	before = topologyOf(t, admin)
+	refused(t, "a slicer moved onto the shaped interface", admin.Do("PUT", "/v1/cubes/edge-b/config", settings(shaped), nil),
+		409, "interface "+shaped+" is already shaped by cube edge-a")
+	both := map[string]any{"cubes": []map[string]any{slicer("edge-a", free), slicer("edge-b", free)}}
+	refused(t, "a declarative apply of two slicers shaping one interface", admin.Do("PUT", "/v1/topology", both, nil),
+		409, "interface "+free+" is already shaped by cube edge-a")
+	if after := topologyOf(t, admin); after != before {
+		t.Fatalf("a refusal changed the state:\n%s", after)
+	}
+}

@@ -168,6 +168,14 @@ type InterfaceUser interface {
 	Interfaces() []string
 }
 
+// Shaper is implemented by settings that take over the egress qdisc of
+// Linux interfaces (a slicer's HTB or fq tree): one cube shapes an
+// interface, since a second would replace the first's tree, and with it
+// the guarantees that tree keeps.
+type Shaper interface {
+	Shaped() []string
+}
+
 // Closer is implemented by controllers that hold resources beyond their
 // cube's maps (goroutines, a compiled program kept in a cache). Close is
 // called once, when the cube goes: deleted, replaced, or the daemon

@@ -120,6 +120,58 @@ type validation struct {
 	// those of the unchanged cubes.
 	ifacePeers map[string]string
 	ifaceIndex map[string]string
+	// shapers are the interfaces shaped (Shaper) so far, with the cube
+	// shaping each; shaperIndex, built when first needed, those of the
+	// unchanged cubes.
+	shapers     map[string]string
+	shaperIndex map[string]string
+}
+
+// shape records that cube name shapes the egress of ifaces, refusing an
+// interface another cube shapes: a second tree would replace the first.
+// The other cube is named: only the administrator sees this (a tenant is
+// told "in use" before, tenant.Scope).
+func (v *validation) shape(name string, ifaces []string) error {
+	if v.shaperIndex == nil && len(ifaces) > 0 {
+		v.shaperIndex = map[string]string{}
+		for name, c := range v.t.Cubes {
+			if v.changed[name] {
+				continue
+			}
+			for _, iface := range shapedBy(c) {
+				v.shaperIndex[iface] = name
+			}
+		}
+		v.shapers = map[string]string{}
+	}
+	for _, iface := range ifaces {
+		other, ok := v.shapers[iface]
+		if !ok {
+			other, ok = v.shaperIndex[iface]
+		}
+		if ok && other != name {
+			return Conflict("config", "interface %s is already shaped by cube %s: one cube shapes an interface's egress", iface, other)
+		}
+		v.shapers[iface] = name
+	}
+	return nil
+}
+
+// shapedBy names the interfaces c's settings shape, without decoding the
+// settings of types that shape none.
+func shapedBy(c *Cube) []string {
+	typ, err := Lookup(c.Type)
+	if err != nil || len(c.Config) == 0 {
+		return nil
+	}
+	if _, ok := typ.Config.(Shaper); !ok {
+		return nil
+	}
+	v, err := Decode("config", c.Config, typ.Config)
+	if err != nil {
+		return nil
+	}
+	return v.(Shaper).Shaped()
 }
 
 // ifacePeer returns the port peered with an interface: a changed cube's
@@ -191,6 +243,11 @@ func (t *Topology) validateCube(c, old *Cube, v *validation) error {
 	cfg, err := typ.decodeConfig(c, old)
 	if err != nil {
 		return err
+	}
+	if sh, ok := cfg.(Shaper); ok {
+		if err := v.shape(c.Name, sh.Shaped()); err != nil {
+			return err
+		}
 	}
 	if cfg != nil {
 		c.Config, _ = json.Marshal(cfg)

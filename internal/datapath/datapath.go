@@ -82,6 +82,15 @@ type Datapath struct {
 // Open creates the global maps under root, or re-adopts them if pinned. TC
 // programs are attached as $EDGENF_TC_ATTACH says (TCAttach; auto if unset).
 func Open(root string) (*Datapath, error) {
+	shared, err := sharedSpecs()
+	if err != nil {
+		return nil, err
+	}
+	return open(root, shared)
+}
+
+// open is Open over the shared maps of shared (sharedSpecs: this build's).
+func open(root string, shared map[string]*ebpf.MapSpec) (*Datapath, error) {
 	classic, err := tcAttachFromEnv()
 	if err != nil {
 		return nil, err
@@ -102,11 +111,7 @@ func Open(root string) (*Datapath, error) {
 	d := &Datapath{root: root, panels: map[Hook]*ebpf.Map{}, classicTC: classic, owners: map[Hook]*ebpf.Map{},
 		callers: map[Hook]map[uint32]map[peerRef]bool{XDP: {}, TC: {}},
 		entered: map[Hook]map[peerRef]uint32{XDP: {}, TC: {}}, sharedIDs: map[ebpf.MapID]string{}, stubsChecked: map[string]bool{}, stubDirs: map[string]*sync.Mutex{}}
-	shared, err := sharedSpecs()
-	if err == nil {
-		err = d.renewShared(shared) // framework.go
-	}
-	if err != nil {
+	if err := d.renewShared(shared); err != nil { // framework.go
 		d.Close()
 		return nil, err
 	}

@@ -20,7 +20,9 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/cilium/ebpf"
@@ -57,37 +59,45 @@ func sharedSpecs() (map[string]*ebpf.MapSpec, error) {
 	return out, nil
 }
 
-// renewShared removes the pins of the shared maps if one of them no longer
-// fits its spec: all of them, because they change together. A new program
-// over a new scratch must never be entered from an earlier one through a
-// panel they share; with every map new, the earlier release's stubs, panel
-// and cubes stay one whole that forwards until each interface's link moves
-// to the new programs. The reasons go to d.renewed.
+// renewShared sets the pins of the shared maps aside if one of them no
+// longer fits its spec: all of them, because they change together. A new
+// program over a new scratch must never be entered from an earlier one
+// through a panel they share; with every map new, the earlier release's
+// stubs, panel and cubes stay one whole that forwards until each
+// interface's link moves to the new programs. The reasons go to
+// d.renewed.
 //
 // Set-aside pins found at open say an earlier renewal was cut short (the
-// daemon stopped before every interface moved): the pins it had not yet
-// set aside may be of the earlier release, so they are set aside too. At
-// worst that renews a map that was already new: the cubes loaded over it
-// are reloaded once more (StaleFramework), nothing runs over a mix.
+// daemon stopped before every interface moved), and some interfaces may
+// still run over each generation set aside. So nothing set aside is
+// removed here: the pins of the latest renewal not yet set aside (of the
+// release before it) are set aside with it, and if what it made does not
+// fit this build either (a third release), that is set aside too, as a
+// generation of its own. At worst that renews a map that was already new:
+// the cubes loaded over it are reloaded once more (StaleFramework),
+// nothing runs over a mix. DropRenewed removes every generation.
 func (d *Datapath) renewShared(specs map[string]*ebpf.MapSpec) error {
-	changed := map[string]string{}
-	var pinned, first []string
 	names := slices.Sorted(maps.Keys(specs))
-	for _, name := range names {
-		if _, err := os.Stat(filepath.Join(d.root, name+oldSuffix)); err == nil {
-			d.renewing = true
+	gen, err := setAsideGeneration(d.root)
+	if err != nil {
+		return err
+	}
+	if gen > 0 {
+		d.renewing = true
+		for _, name := range names {
+			p := filepath.Join(d.root, name)
+			if _, err := os.Stat(setAsidePin(p, gen)); err == nil {
+				continue
+			}
+			if err := os.Rename(p, setAsidePin(p, gen)); err == nil {
+				d.renewed = append(d.renewed, MapReset{name, "made anew: an earlier start stopped in the middle of renewing the framework's maps"})
+			}
 		}
 	}
+	changed := map[string]string{}
+	var pinned, first []string
 	for _, name := range names {
 		p := filepath.Join(d.root, name)
-		if d.renewing {
-			if _, err := os.Stat(p + oldSuffix); err != nil {
-				if err := os.Rename(p, p+oldSuffix); err == nil {
-					d.renewed = append(d.renewed, MapReset{name, "made anew: an earlier start stopped in the middle of renewing the framework's maps"})
-				}
-			}
-			continue
-		}
 		m, err := ebpf.LoadPinnedMap(p, nil)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
@@ -109,21 +119,10 @@ func (d *Datapath) renewShared(specs map[string]*ebpf.MapSpec) error {
 	if len(changed) == 0 {
 		return nil
 	}
-	if d.renewing {
-		// the pins an unfinished renewal made, of another build again:
-		// the earlier release's are the ones set aside, kept
-		for _, name := range first {
-			if err := os.Remove(filepath.Join(d.root, name)); err != nil {
-				return fmt.Errorf("map %s under %s: %w", name, d.root, err)
-			}
-			d.renewed = append(d.renewed, MapReset{name, changed[name]})
-		}
-		return nil
-	}
 	d.renewing = true
 	for _, name := range pinned {
 		p := filepath.Join(d.root, name)
-		if err := os.Rename(p, p+oldSuffix); err != nil {
+		if err := os.Rename(p, setAsidePin(p, gen+1)); err != nil {
 			return fmt.Errorf("map %s under %s: %w", name, d.root, err)
 		}
 		why, ok := changed[name]
@@ -140,12 +139,50 @@ func (d *Datapath) renewShared(specs map[string]*ebpf.MapSpec) error {
 // program array whose last pin and descriptor go is emptied by the kernel
 // (its user references drop to zero), however many programs still use it:
 // the earlier release's panel would stop forwarding before the interfaces
-// moved off it.
+// moved off it. The first generation set aside is NAME-old, later ones
+// (renewals with a start cut short between them) NAME-old2, NAME-old3...
 const oldSuffix = "-old"
 
-// DropRenewed removes the pins of the shared maps an earlier release left
-// (renewShared set them aside): called once every interface runs the new
-// programs, the earlier ones free theirs as their links leave them.
+// setAsideName matches the pins renewShared set aside, with their generation.
+var setAsideName = regexp.MustCompile(`^[a-z_]+` + oldSuffix + `([0-9]*)$`)
+
+// setAsidePin is the pin path a shared map pinned at p is set aside to as
+// generation gen (1, 2, ...).
+func setAsidePin(p string, gen int) string {
+	if gen == 1 {
+		return p + oldSuffix
+	}
+	return p + oldSuffix + strconv.Itoa(gen)
+}
+
+// setAsideGeneration is the latest generation of set-aside pins under root
+// (0: none, no renewal left unfinished).
+func setAsideGeneration(root string) (int, error) {
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return 0, err
+	}
+	latest := 0
+	for _, e := range ents {
+		m := setAsideName.FindStringSubmatch(e.Name())
+		if m == nil {
+			continue
+		}
+		gen := 1
+		if m[1] != "" {
+			if gen, err = strconv.Atoi(m[1]); err != nil {
+				continue
+			}
+		}
+		latest = max(latest, gen)
+	}
+	return latest, nil
+}
+
+// DropRenewed removes the pins of the shared maps earlier releases left
+// (renewShared set them aside, one generation per renewal): called once
+// every interface runs the new programs, the earlier ones free theirs as
+// their links leave them.
 func (d *Datapath) DropRenewed() error {
 	ents, err := os.ReadDir(d.root)
 	if err != nil {
@@ -153,7 +190,7 @@ func (d *Datapath) DropRenewed() error {
 	}
 	var errs []error
 	for _, e := range ents {
-		if strings.HasSuffix(e.Name(), oldSuffix) {
+		if setAsideName.MatchString(e.Name()) {
 			errs = append(errs, os.Remove(filepath.Join(d.root, e.Name())))
 		}
 	}

@@ -128,3 +128,106 @@ func TestOpenRenewsEverySharedMapWhenOneChanged(t *testing.T) {
 		t.Fatalf("an open over fitting maps renewed %v", got)
 	}
 }
+
+// panelEntry is the program id in slot of the program array pinned at
+// path, and the array's id.
+func panelEntry(t *testing.T, path string, slot uint32) (ebpf.MapID, ebpf.ProgramID) {
+	t.Helper()
+	m, err := ebpf.LoadPinnedMap(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	info, err := m.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := info.ID()
+	var prog ebpf.ProgramID
+	if err := m.Lookup(slot, &prog); err != nil {
+		t.Fatalf("%s slot %d: %v", path, slot, err)
+	}
+	return id, prog
+}
+
+// A renewal cut short (A to B: some interfaces still on A's maps, some
+// already on B's) and then a start of a third release C whose maps fit
+// neither: B's maps are set aside beside A's, both still pinned, so the
+// programs that run over either keep their panels (a program array
+// nothing pins is emptied by the kernel: the interfaces on it would drop)
+// until DropRenewed, once every interface runs C's programs.
+func TestTwoRenewalsWithACrashBetweenKeepEveryGeneration(t *testing.T) {
+	testenv.NeedRoot(t)
+	root := filepath.Join("/sys/fs/bpf", fmt.Sprintf("enfu-%d-%d", os.Getpid(), seq.Add(1)))
+	dp, err := datapath.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if dp, err := datapath.Open(root); err == nil {
+			dp.Destroy()
+		} else {
+			os.RemoveAll(root)
+		}
+	}()
+	load := func(dp *datapath.Datapath, name string, slot uint32) {
+		t.Helper()
+		c, err := dp.LoadCube(name, datapath.XDP, slot, portfwdSpec(t), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+	}
+	load(dp, "on-a", 3)
+	dp.Close()
+
+	// A to B, cut short: on-a still runs over A's maps, on-b over B's.
+	oldLayout(t, filepath.Join(root, "scratch"), 16)
+	if dp, err = datapath.Open(root); err != nil {
+		t.Fatal(err)
+	}
+	load(dp, "on-b", 4)
+	dp.Close()
+	panelA, progA := panelEntry(t, filepath.Join(root, "xdp_panel-old"), 3)
+	panelB, progB := panelEntry(t, filepath.Join(root, "xdp_panel"), 4)
+
+	// C: its owner map is of another size than A's and B's.
+	dp, err = datapath.OpenBuild(root, func(specs map[string]*ebpf.MapSpec) { specs["tc_owner"].MaxEntries++ })
+	if err != nil {
+		t.Fatalf("release C over an unfinished renewal: %v", err)
+	}
+	if got := len(dp.RenewedMaps()); got != 10 {
+		t.Errorf("renewed %v, want the ten shared maps", dp.RenewedMaps())
+	}
+	for _, c := range []struct {
+		name  string
+		panel ebpf.MapID
+		slot  uint32
+		prog  ebpf.ProgramID
+	}{{"on-a", panelA, 3, progA}, {"on-b", panelB, 4, progB}} {
+		m, err := ebpf.NewMapFromID(c.panel)
+		if err != nil {
+			t.Errorf("%s's panel is gone: %v", c.name, err)
+			continue
+		}
+		var prog ebpf.ProgramID
+		err = m.Lookup(c.slot, &prog)
+		m.Close()
+		if err != nil || prog != c.prog {
+			t.Errorf("%s's panel lost its program: slot %d holds %d (%v), want %d", c.name, c.slot, prog, err, c.prog)
+		}
+		if why, err := dp.StaleFramework(c.name); why == "" || err != nil {
+			t.Errorf("%s runs over an earlier release's maps but is not stale: %q %v", c.name, why, err)
+		}
+	}
+	if err := dp.DropRenewed(); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(root)
+	for _, e := range ents {
+		if strings.Contains(e.Name(), "-old") {
+			t.Errorf("still set aside after DropRenewed: %s", e.Name())
+		}
+	}
+	dp.Close()
+}

@@ -39,7 +39,7 @@ type Settings struct {
 	// Egress lists the interfaces whose egress qdisc the slicer owns: an
 	// HTB tree with one class per slice, so slices' guaranteed minimums,
 	// ceilings and priorities hold where their traffic leaves.
-	Egress []Egress `json:"egress,omitempty" doc:"the interfaces whose egress the slicer shapes, each once (409 otherwise); shaping needs hook tc (422 otherwise)"`
+	Egress []Egress `json:"egress,omitempty" doc:"the interfaces whose egress the slicer shapes, each once and none another slicer shapes (409 otherwise); shaping needs hook tc (422 otherwise)"`
 	// Shaping is the egress mechanism: "htb" (guaranteed minimums,
 	// priorities, rate limits as ceilings) or "edt" (Earliest Departure
 	// Time pacing of the rate limits under sch_fq, as Cilium's Bandwidth
@@ -85,6 +85,10 @@ func (s *Settings) Interfaces() []string {
 	}
 	return out
 }
+
+// Shaped names the interfaces whose egress qdisc the slicer owns
+// (cube.Shaper): no other cube may shape them.
+func (s *Settings) Shaped() []string { return s.Interfaces() }
 
 // Slice is one slice: who owns it, what traffic is its, where that traffic
 // goes and what it is promised.

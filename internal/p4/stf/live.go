@@ -17,8 +17,33 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// liveWait is how long a live run waits for a packet to come out.
+// liveWait is how long a live run waits for a packet to come out when the
+// cube's counters do not say what became of it (verdicts): a frame the
+// cube dropped is known at once, one it sent once it came out.
 const liveWait = 300 * time.Millisecond
+
+// verdicts counts what a cube did with the frames it got: sent out of a
+// port (copies included), dropped, punted; from its per-port counters.
+type verdicts struct{ sent, dropped, punted uint64 }
+
+func (l *live) verdicts() (verdicts, error) {
+	st, err := l.cube.Stats()
+	var v verdicts
+	for _, s := range st {
+		v.sent += s.TxPackets
+		v.dropped += s.DropPackets
+		v.punted += s.PuntPackets
+	}
+	return v, err
+}
+
+// since is what the cube did since before.
+func (v verdicts) since(before verdicts) verdicts {
+	return verdicts{v.sent - before.sent, v.dropped - before.dropped, v.punted - before.punted}
+}
+
+// any says the cube decided something.
+func (v verdicts) any() bool { return v.sent+v.dropped+v.punted > 0 }
 
 var liveSeq atomic.Uint32
 
@@ -137,7 +162,8 @@ func (l *live) addPort(host *netlab.Host, hook datapath.Hook, p int) error {
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
 // send writes a frame onto a port's wire and returns the first frame that
-// comes out of any port, a punt, or nil (dropped) after liveWait.
+// comes out of any port, a punt, or nil: dropped (as soon as the cube
+// counts it), or nothing out after liveWait.
 func (l *live) send(port int, pkt []byte) (*Output, error) {
 	fd, ok := l.socks[port]
 	if !ok {
@@ -151,7 +177,7 @@ func (l *live) send(port int, pkt []byte) (*Output, error) {
 			}
 		}
 	}
-	before, err := l.cube.Stats()
+	before, err := l.verdicts()
 	if err != nil {
 		return nil, err
 	}
@@ -164,12 +190,15 @@ func (l *live) send(port int, pkt []byte) (*Output, error) {
 				return &Output{Port: p, Data: frame}, nil
 			}
 		}
-		after, err := l.cube.Stats()
+		now, err := l.verdicts()
 		if err != nil {
 			return nil, err
 		}
-		if after[datapath.MaxPorts].PuntPackets+after[port].PuntPackets > before[datapath.MaxPorts].PuntPackets+before[port].PuntPackets {
+		switch v := now.since(before); {
+		case v.punted > 0:
 			return &Output{Port: CPUPort, Data: pkt}, nil
+		case v.dropped > 0 && v.sent == 0:
+			return nil, nil
 		}
 	}
 	return nil, nil

@@ -48,7 +48,11 @@ func (lr *liveRepl) close() {
 }
 
 // sendAll writes a frame onto a port's wire and collects what comes out of
-// every port (and the CPU port) until nothing more comes for liveWait.
+// every port (and the CPU port): until the cube has decided (verdicts), as
+// many frames came out as it sent and packet-ins as it punted, and its
+// counters stood still for liveSettle (a count read while the program ran
+// would end the wait before its last copies); else until nothing more
+// comes for liveWait.
 func (l *live) sendAll(st *replState, port int, pkt []byte) ([]Output, error) {
 	lr, err := l.replSlowPath(st)
 	if err != nil {
@@ -67,11 +71,16 @@ func (l *live) sendAll(st *replState, port int, pkt []byte) ([]Output, error) {
 		}
 	}
 	lr.drain(l, nil)
+	before, err := l.verdicts()
+	if err != nil {
+		return nil, err
+	}
 	if err := unix.Sendto(fd, pkt, 0, &unix.SockaddrLinklayer{Ifindex: l.ifindex(port)}); err != nil {
 		return nil, fmt.Errorf("send on port %d: %w", port, err)
 	}
 	var outs []Output
-	last := time.Now()
+	var done verdicts // what the cube had decided when its outputs were all out
+	last, doneAt := time.Now(), time.Time{}
 	for end := time.Now().Add(10 * liveWait); time.Now().Before(end) && time.Since(last) < liveWait; time.Sleep(time.Millisecond) {
 		n := len(outs)
 		outs = lr.drain(l, outs)
@@ -87,9 +96,34 @@ func (l *live) sendAll(st *replState, port int, pkt []byte) ([]Output, error) {
 		if len(outs) > n {
 			last = time.Now()
 		}
+		now, err := l.verdicts()
+		if err != nil {
+			return nil, err
+		}
+		v := now.since(before)
+		cpu := 0
+		for _, o := range outs {
+			if o.Port == CPUPort {
+				cpu++
+			}
+		}
+		if !v.any() || uint64(len(outs)-cpu) < v.sent || uint64(cpu) < v.punted {
+			doneAt = time.Time{}
+			continue
+		}
+		if doneAt.IsZero() || v != done || len(outs) > n {
+			done, doneAt = v, time.Now()
+		} else if time.Since(doneAt) >= liveSettle {
+			break
+		}
 	}
 	return outs, nil
 }
+
+// liveSettle is how long a replicating cube's counters and outputs must
+// stand still, all its sent frames out, before a live run takes them as
+// all the packet made.
+const liveSettle = 20 * time.Millisecond
 
 // drain handles the punt records waiting: copies are sent out of their
 // port; packet-ins are outputs on the CPU port.
