@@ -83,15 +83,15 @@ func (r *rig) retargetDownlink(s *model.Session, teid uint32) (oldIdx uint32) {
 func (r *rig) countInFlight(idx uint32) {
 	r.t.Helper()
 	per := blocks(r.t, r.ctl.maps.ruleCount, idx)
-	per[0].Bytes[1] += 1000
-	per[0].Pkts[1]++
+	per[0].Bytes += 1000
+	per[0].Pkts++
 	setBlocks(r.t, r.ctl.maps.ruleCount, idx, per)
 }
 
 // blocks returns rule idx's counter blocks, a row's each.
-func blocks(t testing.TB, m *ebpf.Map, idx uint32) []kCount {
+func blocks(t testing.TB, m *ebpf.Map, idx uint32) []kBlock {
 	t.Helper()
-	per := make([]kCount, countRows(m))
+	per := make([]kBlock, countRows(m))
 	for row := range per {
 		if err := m.Lookup(uint32(row)*maxRules+idx, &per[row]); err != nil {
 			t.Fatal(err)
@@ -100,7 +100,7 @@ func blocks(t testing.TB, m *ebpf.Map, idx uint32) []kCount {
 	return per
 }
 
-func setBlocks(t testing.TB, m *ebpf.Map, idx uint32, per []kCount) {
+func setBlocks(t testing.TB, m *ebpf.Map, idx uint32, per []kBlock) {
 	t.Helper()
 	for row := range per {
 		if err := m.Put(uint32(row)*maxRules+idx, per[row]); err != nil {
