@@ -45,36 +45,14 @@ func TestTrafficCountersSurviveFoldsAndRestarts(t *testing.T) {
 	r.countInFlight(old)
 	r.downlink(2)
 	r.wantTraffic(2, 6)
-	r.ctl.mu.Lock()
-	err := r.ctl.drainNow()
-	r.ctl.mu.Unlock()
-	if err != nil {
-		t.Fatal(err)
-	}
+	r.drainNow()
 	if len(r.ctl.drain.rules) != 0 {
 		t.Fatal("the replaced rule was not folded")
 	}
 	r.wantTraffic(2, 6)
-	// killed half-way through a fold: the traffic record written, the
-	// rule's entry and blocks not yet zeroed; the restart folds it again
-	// into its URR and not into the traffic counters
-	old = r.retargetDownlink(s, 0x9002)
-	r.downlink(1)
-	var entry kRule
-	if err := r.ctl.maps.rules.Lookup(old, &entry); err != nil {
-		t.Fatal(err)
-	}
-	per := blocks(t, r.ctl.maps.ruleCount, old)
-	r.ctl.mu.Lock()
-	err = r.ctl.drainNow()
-	r.ctl.mu.Unlock()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.ctl.maps.rules.Put(old, &entry); err != nil {
-		t.Fatal(err)
-	}
-	setBlocks(t, r.ctl.maps.ruleCount, old, per)
+	// killed half-way through a fold: the restart folds the rule again,
+	// and not into the traffic counters
+	r.killedMidFold(s, 0x9002)
 	r.restart()
 	r.wantTraffic(2, 7)
 	r.downlink(1)
@@ -91,12 +69,7 @@ func TestTrafficCountersReset(t *testing.T) {
 	}
 	r.wantTraffic(0, 0)
 	r.downlink(1)
-	r.ctl.mu.Lock()
-	err := r.ctl.drainNow()
-	r.ctl.mu.Unlock()
-	if err != nil {
-		t.Fatal(err)
-	}
+	r.drainNow()
 	r.wantTraffic(0, 1)
 	r.restart()
 	r.wantTraffic(0, 1)
