@@ -122,7 +122,7 @@ func zeroCount(m *ebpf.Map, idx uint32) {
 // these counters' indexes is added: an earlier version's fast path counted
 // there, and an upgrade keeps them while it resets the blocks, so the
 // counts carry over.
-const totalRep = 0
+const totalRep uint32 = 0
 
 // traffic is the cube's packets and octets forwarded, by direction, less
 // those counted before the last reset (upf_stats' part not included).
@@ -151,7 +151,7 @@ func (ctl *controller) traffic() kCount {
 func (ctl *controller) resetTraffic() error {
 	t := ctl.usage.total
 	addCount(&t.Base, ctl.traffic())
-	return ctl.maps.urrRep.Put(uint32(totalRep), t)
+	return ctl.maps.urrRep.Put(totalRep, t)
 }
 
 func subCount(a *kCount, b kCount) {

@@ -229,7 +229,7 @@ func (ctl *controller) fold() {
 	if len(done) > 0 {
 		subCount(&total.Base, totalAcc)
 		total.FoldGen = max(total.FoldGen, upto)
-		_ = m.urrRep.Put(uint32(totalRep), total)
+		_ = m.urrRep.Put(totalRep, total)
 	}
 	for _, idx := range done {
 		dr := d.rules[idx]

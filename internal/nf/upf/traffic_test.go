@@ -88,7 +88,7 @@ func TestTrafficCountersCarriedOverFromUpfStats(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.resetBlocks()
-	if err := r.ctl.maps.urrRep.Delete(uint32(totalRep)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+	if err := r.ctl.maps.urrRep.Delete(totalRep); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		t.Fatal(err)
 	}
 	// what the old fast path counted: 2 and 3 packets of 1000 octets
@@ -118,6 +118,9 @@ func TestTrafficCountersRestartAfterBlockReset(t *testing.T) {
 	r.restart()
 	r.wantTraffic(0, 0)
 	r.downlink(1)
+	r.wantTraffic(0, 1)
+	// the restarted Base is kept: the next restart does not wrap either
+	r.restart()
 	r.wantTraffic(0, 1)
 }
 
