@@ -18,7 +18,7 @@ func TestLayouts(t *testing.T) {
 		"upf_far":       kFAR{},
 		"upf_qer":       kQER{},
 		"upf_urr":       kURR{},
-		"upf_count":     kCount{},
+		"upf_count":     kBlock{},
 		"upf_neigh_key": kNeighKey{},
 		"upf_neigh":     kNeigh{},
 		"upf_cfg":       kCfg{},

@@ -100,6 +100,7 @@ func (ctl *controller) adopt() error {
 	for _, r := range ctl.usage.reps {
 		maxGen = max(maxGen, r.FoldGen)
 	}
+	maxGen = max(maxGen, ctl.usage.total.FoldGen)
 	ctl.drain.gen, ctl.drain.graced = maxGen+1, 0
 	if len(ctl.drain.rules) > 0 {
 		if err := ctl.drainNow(); err != nil {

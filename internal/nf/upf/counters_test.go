@@ -11,7 +11,9 @@ import (
 
 // TestCounterBlocksOneRowPerCPU: the counter array is sized at load to a
 // row per possible CPU, a packet lands in its CPU's row only (the rule's
-// blocks of the other rows stay zero), and the rule's count is the sum.
+// blocks of the other rows stay zero), a block is the rule's direction's
+// counters only (16 octets), and the rule's count is the sum, in its
+// direction.
 func TestCounterBlocksOneRowPerCPU(t *testing.T) {
 	for _, hook := range []datapath.Hook{datapath.XDP, datapath.TC} {
 		t.Run(string(hook), func(t *testing.T) {
@@ -27,26 +29,32 @@ func TestCounterBlocksOneRowPerCPU(t *testing.T) {
 			r.downlink(3)
 			idx := r.ctl.sessions[1].rules[ruleKey{PDR: 2}].idx
 			per := blocks(t, m, idx)
+			if countSize != 16 {
+				t.Fatalf("a counter block is %d octets, want 16 (one direction)", countSize)
+			}
 			rows := 0
-			var sum kCount
+			var sum kBlock
 			for _, c := range per {
-				if c != (kCount{}) {
+				if c != (kBlock{}) {
 					rows++
 				}
-				addCount(&sum, c)
+				sum.Bytes += c.Bytes
+				sum.Pkts += c.Pkts
 			}
 			// test runs on one thread may still move between CPUs
 			if rows == 0 || rows > 3 {
 				t.Fatalf("the rule's blocks of %d rows counted: %+v", rows, per)
 			}
-			if want := (kCount{Bytes: [2]uint64{0, 3000}, Pkts: [2]uint64{0, 3}}); sum != want {
+			if want := (kBlock{Bytes: 3000, Pkts: 3}); sum != want {
 				t.Fatalf("rule counted %+v over its rows, want %+v", sum, want)
 			}
-			if got, err := readCount(m, idx); err != nil || got != sum {
-				t.Fatalf("readCount = %+v, %v; want %+v", got, err, sum)
+			want := kCount{Bytes: [2]uint64{0, 3000}, Pkts: [2]uint64{0, 3}}
+			if got, err := readCount(m, idx, r.ctl.sessions[1].rules[ruleKey{PDR: 2}].v.Flags); err != nil || got != want {
+				t.Fatalf("readCount = %+v, %v; want %+v", got, err, want)
 			}
 			// the uplink rule's blocks are untouched by downlink packets
-			if got, _ := readCount(m, r.ctl.sessions[1].rules[ruleKey{PDR: 1}].idx); got != (kCount{}) {
+			ul := r.ctl.sessions[1].rules[ruleKey{PDR: 1}]
+			if got, _ := readCount(m, ul.idx, ul.v.Flags); got != (kCount{}) {
 				t.Fatalf("uplink rule counted %+v", got)
 			}
 		})
@@ -91,13 +99,7 @@ func TestUsageRestartsAfterCounterReset(t *testing.T) {
 	}
 	r.downlink(1)
 	wantUsed(t, r.used(1, 1), 0, 1)
-	// what the upgrade leaves: a new counter array, empty (no mark either)
-	for _, pdr := range []uint16{1, 2} {
-		zeroCount(r.ctl.maps.ruleCount, r.ctl.sessions[1].rules[ruleKey{PDR: pdr}].idx)
-	}
-	if err := r.ctl.maps.ruleCount.Put(uint32(0), kCount{}); err != nil {
-		t.Fatal(err)
-	}
+	r.resetBlocks()
 	r.restart()
 	wantUsed(t, r.used(1, 1), 0, 0)
 	var reset uint64

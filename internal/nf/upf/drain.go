@@ -37,8 +37,10 @@ type drainState struct {
 	rules  map[uint32]*drainRule      // by rule index
 	bySEID map[uint64]map[uint32]bool // rule indexes by session
 	urrs   map[uint32]uint32          // removed URR index → generation
-	// urrRules: the rules, live or draining, that count for each URR.
-	urrRules map[uint32]map[uint32]bool
+	// urrRules: the rules, live or draining, that count for each URR,
+	// with their flags (a rule's direction says which half of the URR's
+	// count its block is).
+	urrRules map[uint32]map[uint32]uint8
 	// gen is the generation retirements get now; every generation up to
 	// graced has had a grace period since it was sealed.
 	gen, graced uint32
@@ -48,7 +50,7 @@ type drainState struct {
 
 func newDrainState() drainState {
 	return drainState{rules: map[uint32]*drainRule{}, bySEID: map[uint64]map[uint32]bool{}, urrs: map[uint32]uint32{},
-		urrRules: map[uint32]map[uint32]bool{}, gen: 1}
+		urrRules: map[uint32]map[uint32]uint8{}, gen: 1}
 }
 
 // countRule records that rule idx (value v) counts for the URRs it names.
@@ -59,10 +61,10 @@ func (d *drainState) countRule(idx uint32, v *kRule) {
 		}
 		s := d.urrRules[u]
 		if s == nil {
-			s = map[uint32]bool{}
+			s = map[uint32]uint8{}
 			d.urrRules[u] = s
 		}
-		s[idx] = true
+		s[idx] = v.Flags
 	}
 }
 
@@ -105,8 +107,8 @@ func (ctl *controller) sessionGone(seid uint64) {
 // that name it, live or draining.
 func (ctl *controller) urrTotal(idx uint32) kCount {
 	var c kCount
-	for r := range ctl.drain.urrRules[idx] {
-		if x, err := readCount(ctl.maps.ruleCount, r); err == nil {
+	for r, flags := range ctl.drain.urrRules[idx] {
+		if x, err := readCount(ctl.maps.ruleCount, r, flags); err == nil {
 			addCount(&c, x)
 		}
 	}
@@ -118,7 +120,7 @@ func (ctl *controller) urrTotal(idx uint32) kCount {
 func (ctl *controller) drainingCount(seid uint64, pdr uint16, c *kCount) {
 	for idx := range ctl.drain.bySEID[seid] {
 		if dr := ctl.drain.rules[idx]; dr.view && dr.pdr == pdr {
-			if x, err := readCount(ctl.maps.ruleCount, idx); err == nil {
+			if x, err := readCount(ctl.maps.ruleCount, idx, dr.v.Flags); err == nil {
 				addCount(c, x)
 			}
 		}
@@ -188,14 +190,19 @@ func (ctl *controller) fold() {
 	m := &ctl.maps
 	upto := d.graced
 	acc := map[uint32]kCount{}
+	total := ctl.usage.total
+	var totalAcc kCount
 	var done []uint32
 	for idx, dr := range d.rules {
 		if dr.v.Retired > upto {
 			continue
 		}
-		c, err := readCount(m.ruleCount, idx)
+		c, err := readCount(m.ruleCount, idx, dr.v.Flags)
 		if err != nil {
 			continue // tried again at the next tick
+		}
+		if total.FoldGen < dr.v.Retired {
+			addCount(&totalAcc, c)
 		}
 		for _, u := range dr.v.URR {
 			if r := ctl.usage.reps[u]; u != 0 && r != nil && r.FoldGen < dr.v.Retired {
@@ -215,12 +222,14 @@ func (ctl *controller) fold() {
 	// One update per URR: the Base and the generation go together.
 	for u, c := range acc {
 		r := ctl.usage.reps[u]
-		for i := range 2 {
-			r.Base.Bytes[i] -= c.Bytes[i]
-			r.Base.Pkts[i] -= c.Pkts[i]
-		}
+		subCount(&r.Base, c)
 		r.FoldGen = upto
 		_ = m.urrRep.Put(u, r)
+	}
+	if len(done) > 0 {
+		subCount(&total.Base, totalAcc)
+		total.FoldGen = max(total.FoldGen, upto)
+		_ = m.urrRep.Put(totalRep, total)
 	}
 	for _, idx := range done {
 		dr := d.rules[idx]

@@ -83,15 +83,15 @@ func (r *rig) retargetDownlink(s *model.Session, teid uint32) (oldIdx uint32) {
 func (r *rig) countInFlight(idx uint32) {
 	r.t.Helper()
 	per := blocks(r.t, r.ctl.maps.ruleCount, idx)
-	per[0].Bytes[1] += 1000
-	per[0].Pkts[1]++
+	per[0].Bytes += 1000
+	per[0].Pkts++
 	setBlocks(r.t, r.ctl.maps.ruleCount, idx, per)
 }
 
 // blocks returns rule idx's counter blocks, a row's each.
-func blocks(t testing.TB, m *ebpf.Map, idx uint32) []kCount {
+func blocks(t testing.TB, m *ebpf.Map, idx uint32) []kBlock {
 	t.Helper()
-	per := make([]kCount, countRows(m))
+	per := make([]kBlock, countRows(m))
 	for row := range per {
 		if err := m.Lookup(uint32(row)*maxRules+idx, &per[row]); err != nil {
 			t.Fatal(err)
@@ -100,7 +100,7 @@ func blocks(t testing.TB, m *ebpf.Map, idx uint32) []kCount {
 	return per
 }
 
-func setBlocks(t testing.TB, m *ebpf.Map, idx uint32, per []kCount) {
+func setBlocks(t testing.TB, m *ebpf.Map, idx uint32, per []kBlock) {
 	t.Helper()
 	for row := range per {
 		if err := m.Put(uint32(row)*maxRules+idx, per[row]); err != nil {
@@ -194,29 +194,43 @@ func TestRestartFoldsDrainingRulesOnce(t *testing.T) {
 	}
 	wantUsed(t, r.used(1, 1), 2, 5)
 
-	// Killed half-way through a fold: the URR's Base and FoldGen were
-	// written, the rule's entry and counters not yet zeroed.
-	old = r.retargetDownlink(s, 0x9002)
+	old = r.killedMidFold(s, 0x9002)
+	r.restart()
+	wantUsed(t, r.used(1, 1), 2, 6)
+	var entry kRule
+	if err := r.ctl.maps.rules.Lookup(old, &entry); err != nil || entry != (kRule{}) {
+		t.Fatalf("the half-folded rule's entry %+v (%v), want it zeroed", entry, err)
+	}
+}
+
+// killedMidFold leaves what a daemon killed half-way through a fold
+// leaves: the downlink rule replaced (TEID teid) after one more packet,
+// the URRs' Base and FoldGen (and the traffic record) written, the rule's
+// entry and counters not yet zeroed. It returns the rule's index.
+func (r *rig) killedMidFold(s *model.Session, teid uint32) uint32 {
+	r.t.Helper()
+	old := r.retargetDownlink(s, teid)
 	r.downlink(1)
 	var entry kRule
 	if err := r.ctl.maps.rules.Lookup(old, &entry); err != nil {
-		t.Fatal(err)
+		r.t.Fatal(err)
 	}
-	per := blocks(t, r.ctl.maps.ruleCount, old)
+	per := blocks(r.t, r.ctl.maps.ruleCount, old)
+	r.drainNow()
+	if err := r.ctl.maps.rules.Put(old, &entry); err != nil {
+		r.t.Fatal(err)
+	}
+	setBlocks(r.t, r.ctl.maps.ruleCount, old, per)
+	return old
+}
+
+func (r *rig) drainNow() {
+	r.t.Helper()
 	r.ctl.mu.Lock()
 	err := r.ctl.drainNow()
 	r.ctl.mu.Unlock()
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.ctl.maps.rules.Put(old, &entry); err != nil {
-		t.Fatal(err)
-	}
-	setBlocks(t, r.ctl.maps.ruleCount, old, per)
-	r.restart()
-	wantUsed(t, r.used(1, 1), 2, 6)
-	if err := r.ctl.maps.rules.Lookup(old, &entry); err != nil || entry != (kRule{}) {
-		t.Fatalf("the half-folded rule's entry %+v (%v), want it zeroed", entry, err)
+		r.t.Fatal(err)
 	}
 }
 

@@ -31,7 +31,8 @@ const (
 	puntEndMarker
 )
 
-// Counters of upf_stats, in order.
+// Counters of upf_stats, in order. The fast path does not write the first
+// four: they are derived from the rules' counter blocks (counters.go).
 var statNames = []string{
 	"ul_packets", "ul_bytes", "dl_packets", "dl_bytes",
 	"drop_no_session", "drop_no_rule", "drop_far", "drop_gate", "drop_mbr", "drop_quota",
@@ -217,6 +218,14 @@ type kURR struct {
 	Owner
 }
 
+// kBlock is a rule's counter block (struct upf_count): its direction's
+// octets and packets on one CPU.
+type kBlock struct {
+	Bytes uint64
+	Pkts  uint64
+}
+
+// kCount is what the daemon adds blocks up to: by direction, uplink first.
 type kCount struct {
 	Bytes [2]uint64
 	Pkts  [2]uint64

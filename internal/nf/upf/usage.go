@@ -62,10 +62,13 @@ func (r *kRep) setConf(c urrConf) {
 // persistent copy).
 type usage struct {
 	reps map[uint32]*kRep // by URR index
-	now  func() time.Time
+	// total is the cube's traffic record (counters.go: traffic), kept in
+	// upf_urr_rep under index 0, which no URR has.
+	total *kRep
+	now   func() time.Time
 }
 
-func newUsage() *usage { return &usage{reps: map[uint32]*kRep{}, now: time.Now} }
+func newUsage() *usage { return &usage{reps: map[uint32]*kRep{}, total: &kRep{}, now: time.Now} }
 
 // adopt reads the accounting of an earlier daemon.
 func (u *usage) adopt(ctl *controller) error {
@@ -74,6 +77,10 @@ func (u *usage) adopt(ctl *controller) error {
 	it := ctl.maps.urrRep.Iterate()
 	for it.Next(&k, &v) {
 		r := v
+		if k == totalRep {
+			u.total = &r
+			continue
+		}
 		u.reps[k] = &r
 	}
 	return it.Err()
@@ -139,13 +146,17 @@ func (u *usage) used(ctl *controller, idx uint32, r *kRep) [3]int64 {
 }
 
 // rebase restarts every measurement from the counters as they are now
-// (counters.go: after an upgrade reset the counter blocks). It returns how
-// many it restarted.
+// (counters.go: after an upgrade reset the counter blocks), and the cube's
+// traffic counters from what the blocks hold: a base taken from the old
+// blocks would make them wrap. It returns how many URRs' measurements it
+// restarted.
 func (u *usage) rebase(ctl *controller) int {
 	for idx, r := range u.reps {
 		r.Base = ctl.urrTotal(idx)
 		_ = ctl.maps.urrRep.Put(idx, r)
 	}
+	u.total.Base = kCount{}
+	_ = ctl.maps.urrRep.Put(totalRep, u.total)
 	return len(u.reps)
 }
 

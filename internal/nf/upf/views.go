@@ -102,7 +102,7 @@ func (ctl *controller) pdrCount(seid uint64, st *sessState, pdr uint16) kCount {
 		if k.PDR != pdr {
 			continue
 		}
-		if x, err := readCount(ctl.maps.ruleCount, r.idx); err == nil {
+		if x, err := readCount(ctl.maps.ruleCount, r.idx, r.v.Flags); err == nil {
 			addCount(&c, x)
 		}
 	}
@@ -246,12 +246,18 @@ func listAssociations(h cube.Handle, c *cube.Cube) (any, error) {
 func (ctl *controller) counters() []Counter {
 	var out []Counter
 	var per []uint64
+	t := ctl.traffic()
+	// statNames' first four: counters.go, traffic
+	fwd := []uint64{t.Pkts[0], t.Bytes[0], t.Pkts[1], t.Bytes[1]}
 	for i, n := range statNames {
 		var s uint64
 		if err := ctl.maps.stats.Lookup(uint32(i), &per); err == nil {
 			for _, x := range per {
 				s += x
 			}
+		}
+		if i < len(fwd) {
+			s += fwd[i]
 		}
 		out = append(out, Counter{n, s})
 	}
@@ -306,6 +312,9 @@ func resetCounters(h cube.Handle, c *cube.Cube, _ any) (any, error) {
 		if err := ctl.maps.stats.Put(uint32(i), make([]uint64, n)); err != nil {
 			return nil, err
 		}
+	}
+	if err := ctl.resetTraffic(); err != nil {
+		return nil, err
 	}
 	ctl.slow = slowStats{}
 	return map[string]string{"result": "counters reset"}, nil

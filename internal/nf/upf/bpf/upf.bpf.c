@@ -80,7 +80,11 @@ enum {
 	UPF_PUNT_END_MARKER, /* GTP-U End Marker from a peer */
 };
 
-/* counters (upf_stats indexes, kernel.go) */
+/* counters (upf_stats indexes, kernel.go). The first four, the packets and
+ * octets forwarded by direction, the fast path does not write: they are the
+ * sums of the rules' counter blocks, which the daemon adds up. Here it keeps
+ * the part of them that no block holds any more (the counts of the rules it
+ * has freed since the last reset of the counters). */
 enum {
 	UPF_ST_UL_PKTS,
 	UPF_ST_UL_BYTES,
@@ -263,9 +267,11 @@ struct upf_urr {
 	UPF_OWNER;
 };
 
+/* A rule's counter block: a rule is one direction (RULE_UL), so one pair
+ * of counters. 16 octets: four blocks to a cache line. */
 struct upf_count {
-	__u64 bytes[2]; /* uplink, downlink */
-	__u64 pkts[2];
+	__u64 bytes;
+	__u64 pkts;
 };
 
 struct upf_neigh_key {
@@ -1047,11 +1053,9 @@ static __attribute__((noinline)) int upf_apply(ctx_t *ctx, struct edgenf_md *md,
 	cidx = bpf_get_smp_processor_id() * UPF_MAX_RULES + idx;
 	rc = bpf_map_lookup_elem(&upf_rule_count, &cidx);
 	if (rc) {
-		rc->bytes[dl] += f->len;
-		rc->pkts[dl]++;
+		rc->bytes += f->len;
+		rc->pkts++;
 	}
-	enf_counter_inc(&upf_stats, dl ? UPF_ST_DL_PKTS : UPF_ST_UL_PKTS);
-	enf_counter_add(&upf_stats, dl ? UPF_ST_DL_BYTES : UPF_ST_UL_BYTES, f->len);
 
 	out = far->port;
 	port = bpf_map_lookup_elem(&upf_ports, &out);
