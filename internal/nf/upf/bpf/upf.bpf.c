@@ -990,8 +990,8 @@ static __attribute__((noinline)) int upf_dupl(ctx_t *ctx, struct edgenf_md *md, 
 /* Applies rule r (index idx) to a packet whose flow is f (f->inner: the
  * offset of the inner IP header, after the GTP-U header of a tunnelled
  * packet). */
-static __attribute__((noinline)) int upf_apply(ctx_t *ctx, struct edgenf_md *md, __u32 idx, struct upf_line *r,
-					       struct upf_flow *f)
+static __always_inline int upf_apply(ctx_t *ctx, struct edgenf_md *md, __u32 idx, struct upf_line *r,
+				     struct upf_flow *f)
 {
 	__u32 inner = f->inner;
 	struct upf_fwd *far;
@@ -1094,34 +1094,52 @@ static __attribute__((noinline)) int upf_apply(ctx_t *ctx, struct edgenf_md *md,
 	return enf_send(ctx, md, out);
 }
 
-/* Finds the first rule of list that matches f and applies it. */
-static __always_inline int upf_match(ctx_t *ctx, struct edgenf_md *md, struct upf_list *list, struct upf_flow *f,
-				     __u32 inner)
+/* The first rule of list that matches f: its line (NULL: none) and its
+ * index in *idx. */
+static __always_inline struct upf_line *upf_match(struct upf_list *list, struct upf_flow *f, __u32 *idx)
 {
 	struct upf_match m = {.list = list, .flow = f};
 	struct upf_rule *r;
-	__u32 idx;
 
-	f->inner = inner;
 	if (!list->head.n)
-		return upf_drop(ctx, md, UPF_ST_DROP_NO_RULE);
-	if (upf_rule_ok(&list->head, f))
-		return upf_apply(ctx, md, list->rule[0], &list->head, f);
+		return NULL;
+	if (upf_rule_ok(&list->head, f)) {
+		*idx = list->rule[0];
+		return &list->head;
+	}
 #pragma unroll
 	for (int i = 1; i < UPF_LIST_INLINE; i++) {
 		if (i >= list->head.n)
-			return upf_drop(ctx, md, UPF_ST_DROP_NO_RULE);
-		idx = list->rule[i];
-		r = bpf_map_lookup_elem(&upf_rules, &idx);
+			return NULL;
+		*idx = list->rule[i];
+		r = bpf_map_lookup_elem(&upf_rules, idx);
 		if (r && upf_rule_ok(&r->line, f))
-			return upf_apply(ctx, md, idx, &r->line, f);
+			return &r->line;
 	}
 	bpf_loop(UPF_LIST_MAX - UPF_LIST_INLINE, upf_try, &m, 0);
-	idx = m.rule;
-	r = bpf_map_lookup_elem(&upf_rules, &idx);
+	*idx = m.rule;
+	r = bpf_map_lookup_elem(&upf_rules, idx);
 	if (!m.rule || !r)
-		return upf_drop(ctx, md, UPF_ST_DROP_NO_RULE);
-	return upf_apply(ctx, md, idx, &r->line, f);
+		return NULL;
+	return &r->line;
+}
+
+/* A GTP-U message other than a G-PDU: path management for the slow path. */
+static __attribute__((noinline)) int upf_gtp_signal(ctx_t *ctx, struct edgenf_md *md, __u8 type)
+{
+	switch (type) {
+	case GTP_ECHO_REQ:
+		enf_counter_inc(&upf_stats, UPF_ST_ECHO);
+		return enf_punt(ctx, md, UPF_PUNT_ECHO, 0);
+	case GTP_ERROR_IND:
+		enf_counter_inc(&upf_stats, UPF_ST_ERRIND);
+		return enf_punt(ctx, md, UPF_PUNT_ERRIND, 0);
+	case GTP_END_MARKER:
+		enf_counter_inc(&upf_stats, UPF_ST_END_MARKER);
+		return enf_punt(ctx, md, UPF_PUNT_END_MARKER, 0);
+	default:
+		return upf_drop(ctx, md, UPF_ST_DROP_NOT_GTP);
+	}
 }
 
 /* Rate limit of punts about unknown TEIDs, per CPU. */
@@ -1136,6 +1154,16 @@ static __always_inline int upf_no_teid_ok(void)
 		return 0;
 	*last = now;
 	return 1;
+}
+
+/* A G-PDU to a TEID no session has: an Error Indication from the slow path,
+ * rate-limited. */
+static __attribute__((noinline)) int upf_no_teid(ctx_t *ctx, struct edgenf_md *md, __be32 teid)
+{
+	enf_counter_inc(&upf_stats, UPF_ST_NO_TEID);
+	if (upf_no_teid_ok())
+		return enf_punt(ctx, md, UPF_PUNT_NO_TEID, bpf_ntohl(teid));
+	return upf_drop(ctx, md, UPF_ST_DROP_NO_SESSION);
 }
 
 struct gtphdr {
@@ -1192,46 +1220,42 @@ static __always_inline int upf_gtp_skip(ctx_t *ctx, __u32 *off, __u8 *qfi)
 	return 0;
 }
 
-/* A UDP datagram to the GTP-U port of n3/n9: l4 is its UDP header. */
-static __attribute__((noinline)) int upf_gtpu(ctx_t *ctx, struct edgenf_md *md, __u32 l4)
+/* A UDP datagram to the GTP-U port of n3/n9 (l4: its UDP header): the
+ * rules of its TEID, f read from the inner packet. NULL: the packet's
+ * verdict is in *v. */
+static __always_inline struct upf_list *upf_gtpu(ctx_t *ctx, struct edgenf_md *md, __u32 l4, struct upf_flow *f,
+						 int *v)
 {
 	struct gtphdr *g = enf_ptr(ctx, (l4 + sizeof(struct udphdr)) & 0x1ff);
-	struct upf_flow f = {};
 	struct upf_list *list;
 	__u32 off;
 	__be32 teid;
 
-	if (!enf_in_bounds(ctx, g, sizeof(*g)) || (g->flags & 0xf0) != 0x30)
-		return upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
-	switch (g->type) {
-	case GTP_GPDU:
-		break;
-	case GTP_ECHO_REQ:
-		enf_counter_inc(&upf_stats, UPF_ST_ECHO);
-		return enf_punt(ctx, md, UPF_PUNT_ECHO, 0);
-	case GTP_ERROR_IND:
-		enf_counter_inc(&upf_stats, UPF_ST_ERRIND);
-		return enf_punt(ctx, md, UPF_PUNT_ERRIND, 0);
-	case GTP_END_MARKER:
-		enf_counter_inc(&upf_stats, UPF_ST_END_MARKER);
-		return enf_punt(ctx, md, UPF_PUNT_END_MARKER, 0);
-	default:
-		return upf_drop(ctx, md, UPF_ST_DROP_NOT_GTP);
+	if (!enf_in_bounds(ctx, g, sizeof(*g)) || (g->flags & 0xf0) != 0x30) {
+		*v = upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
+		return NULL;
+	}
+	if (g->type != GTP_GPDU) {
+		*v = upf_gtp_signal(ctx, md, g->type);
+		return NULL;
 	}
 	teid = g->teid;
 	off = l4 + sizeof(struct udphdr);
-	if (upf_gtp_skip(ctx, &off, &f.qfi))
-		return upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
+	if (upf_gtp_skip(ctx, &off, &f->qfi)) {
+		*v = upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
+		return NULL;
+	}
 	list = bpf_map_lookup_elem(&upf_teid, &teid);
 	if (!list) {
-		enf_counter_inc(&upf_stats, UPF_ST_NO_TEID);
-		if (upf_no_teid_ok())
-			return enf_punt(ctx, md, UPF_PUNT_NO_TEID, bpf_ntohl(teid));
-		return upf_drop(ctx, md, UPF_ST_DROP_NO_SESSION);
+		*v = upf_no_teid(ctx, md, teid);
+		return NULL;
 	}
-	if (upf_inner(ctx, off, &f))
-		return upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
-	return upf_match(ctx, md, list, &f, off);
+	if (upf_inner(ctx, off, f)) {
+		*v = upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
+		return NULL;
+	}
+	f->inner = off;
+	return list;
 }
 
 /* ARP for the port's address: requests are answered here; a copy of every
@@ -1340,43 +1364,51 @@ static __attribute__((noinline)) int upf_nd_in(ctx_t *ctx, struct edgenf_md *md,
 	return enf_send(ctx, md, in);
 }
 
-/* A packet on n6: plain IP to a UE. */
-static __attribute__((noinline)) int upf_n6(ctx_t *ctx, struct edgenf_md *md, __u16 proto)
+/* A packet on n6, plain IP to a UE: the rules of its UE address, f read
+ * from the packet. NULL: the packet's verdict is in *v. */
+static __always_inline struct upf_list *upf_n6(ctx_t *ctx, struct edgenf_md *md, __u16 proto, struct upf_flow *f,
+					       int *v)
 {
-	struct upf_flow f = {};
 	struct upf_list *list;
 
-	if (upf_inner(ctx, sizeof(struct ethhdr), &f))
-		return upf_drop(ctx, md, UPF_ST_DROP_NOT_GTP);
-	if ((proto == ETH_P_IPV6) != f.v6)
-		return upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
-	if (f.v6) {
+	if (upf_inner(ctx, sizeof(struct ethhdr), f)) {
+		*v = upf_drop(ctx, md, UPF_ST_DROP_NOT_GTP);
+		return NULL;
+	}
+	if ((proto == ETH_P_IPV6) != f->v6) {
+		*v = upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
+		return NULL;
+	}
+	if (f->v6) {
 		__u64 key;
 
-		__builtin_memcpy(&key, f.dst, 8);
+		__builtin_memcpy(&key, f->dst, 8);
 		list = bpf_map_lookup_elem(&upf_ue6, &key);
 	} else {
-		list = bpf_map_lookup_elem(&upf_ue4, &f.dst[0]);
+		list = bpf_map_lookup_elem(&upf_ue4, &f->dst[0]);
 	}
-	if (!list)
-		return upf_drop(ctx, md, UPF_ST_DROP_NO_SESSION);
-	return upf_match(ctx, md, list, &f, sizeof(struct ethhdr));
+	if (!list) {
+		*v = upf_drop(ctx, md, UPF_ST_DROP_NO_SESSION);
+		return NULL;
+	}
+	f->inner = sizeof(struct ethhdr);
+	return list;
 }
 
 /* A frame the daemon releases from a buffer: the rule to apply is in a
- * trailer, which goes. */
-static __attribute__((noinline)) int upf_release(ctx_t *ctx, struct edgenf_md *md)
+ * trailer, which goes. Returns -1 when the frame is ready for rule *idx, f
+ * read from it; else the frame's verdict. */
+static __always_inline int upf_release(ctx_t *ctx, struct edgenf_md *md, struct upf_flow *f, __u32 *idx)
 {
-	__u32 len = ctx_len(ctx), tr[2], idx, inner = sizeof(struct ethhdr);
-	struct upf_flow f = {};
+	__u32 len = ctx_len(ctx), tr[2], inner = sizeof(struct ethhdr);
 	struct upf_rule *r;
 
 	if (len < sizeof(struct ethhdr) + sizeof(tr) || ctx_load_bytes(ctx, len - sizeof(tr), tr, sizeof(tr)))
 		return enf_drop(ctx, md);
 	if (tr[1] != UPF_RELEASE_MAGIC || ctx_change_tail(ctx, len - sizeof(tr)))
 		return enf_drop(ctx, md);
-	idx = tr[0];
-	r = bpf_map_lookup_elem(&upf_rules, &idx);
+	*idx = tr[0];
+	r = bpf_map_lookup_elem(&upf_rules, idx);
 	if (!r)
 		return upf_drop(ctx, md, UPF_ST_DROP_NO_RULE);
 	if (r->line.flags & RULE_GTP) {
@@ -1391,64 +1423,113 @@ static __attribute__((noinline)) int upf_release(ctx_t *ctx, struct edgenf_md *m
 			return enf_drop(ctx, md);
 		inner = sizeof(*eth) + sizeof(struct udphdr) +
 			(eth->h_proto == bpf_htons(ETH_P_IPV6) ? sizeof(struct ipv6hdr) : sizeof(struct iphdr));
-		if (upf_gtp_skip(ctx, &inner, &f.qfi))
+		if (upf_gtp_skip(ctx, &inner, &f->qfi))
 			return enf_drop(ctx, md);
 	}
-	if (upf_inner(ctx, inner, &f))
+	/* opaque: with the constant offset of a downlink frame, clang narrows
+	 * the packet pointers to 32 bits, which the verifier refuses */
+	asm volatile("" : "+r"(inner));
+	if (upf_inner(ctx, inner, f))
 		return enf_drop(ctx, md);
-	f.inner = inner;
-	f.released = 1;
-	return upf_apply(ctx, md, idx, &r->line, &f);
+	f->inner = inner;
+	f->released = 1;
+	return -1;
 }
 
-static __always_inline int upf(ctx_t *ctx, struct edgenf_md *md)
+/* Is the frame (parsed into pkt) a UDP datagram to the GTP-U port of p's
+ * address, and p an n3 or n9 port? */
+static __always_inline int upf_gtpu_to(ctx_t *ctx, struct upf_port *p, struct enf_pkt *pkt)
+{
+	struct udphdr *udp;
+
+	if ((p->role != UPF_N3 && p->role != UPF_N9) || pkt->l4_proto != IPPROTO_UDP || !pkt->l4_off)
+		return 0;
+	if (pkt->l3_proto == ETH_P_IP) {
+		struct iphdr *ip = enf_ptr(ctx, pkt->l3_off & 0x1f);
+
+		if (!enf_in_bounds(ctx, ip, sizeof(*ip)) || !p->has4 || ip->daddr != p->ip4 || ip->ihl != 5)
+			return 0;
+	} else if (pkt->l3_proto == ETH_P_IPV6) {
+		struct ipv6hdr *ip6 = enf_ptr(ctx, pkt->l3_off & 0x1f);
+
+		if (!enf_in_bounds(ctx, ip6, sizeof(*ip6)) || !p->has6 || !upf_ip6_eq(&ip6->daddr, p->ip6))
+			return 0;
+	} else {
+		return 0;
+	}
+	udp = enf_ptr(ctx, pkt->l4_off & 0x1ff);
+	return enf_in_bounds(ctx, udp, sizeof(*udp)) && udp->dest == bpf_htons(GTPU_PORT);
+}
+
+/* The rules a frame from a port is matched against (its TEID's or UE
+ * address's list), f read from it. NULL: the frame's verdict is in *v
+ * (ARP, neighbour discovery, GTP-U signalling, no session, malformed). */
+static __always_inline struct upf_list *upf_lookup(ctx_t *ctx, struct edgenf_md *md, struct upf_flow *f, int *v)
 {
 	__u32 in = md->in_port;
 	struct upf_port *p;
 	struct enf_pkt pkt;
 
-	if (in == UPF_RELEASE)
-		return upf_release(ctx, md);
-	if (upf_pull(ctx, 128))
-		return enf_drop(ctx, md);
+	if (upf_pull(ctx, 128)) {
+		*v = enf_drop(ctx, md);
+		return NULL;
+	}
 	p = bpf_map_lookup_elem(&upf_ports, &in);
-	if (!p || enf_parse(ctx, &pkt) || pkt.vlan_depth)
-		return upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
-	if (pkt.l3_proto == ETH_P_ARP)
-		return upf_arp_in(ctx, md, p);
+	if (!p || enf_parse(ctx, &pkt) || pkt.vlan_depth) {
+		*v = upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
+		return NULL;
+	}
+	if (pkt.l3_proto == ETH_P_ARP) {
+		*v = upf_arp_in(ctx, md, p);
+		return NULL;
+	}
 	if (pkt.l3_proto == ETH_P_IPV6 && pkt.l4_proto == IPPROTO_ICMPV6) {
 		__u8 *icmp = enf_ptr(ctx, pkt.l4_off & 0x1ff);
 
-		if (enf_in_bounds(ctx, icmp, 1) && (icmp[0] == 135 || icmp[0] == 136))
-			return upf_nd_in(ctx, md, p);
+		if (enf_in_bounds(ctx, icmp, 1) && (icmp[0] == 135 || icmp[0] == 136)) {
+			*v = upf_nd_in(ctx, md, p);
+			return NULL;
+		}
 	}
 	if (p->role == UPF_N6)
-		return upf_n6(ctx, md, pkt.l3_proto);
-	if (p->role != UPF_N3 && p->role != UPF_N9)
-		return upf_drop(ctx, md, UPF_ST_DROP_NOT_GTP);
-	/* n3, n9: GTP-U to the port's address */
-	if (pkt.l4_proto != IPPROTO_UDP || !pkt.l4_off)
-		return upf_drop(ctx, md, UPF_ST_DROP_NOT_GTP);
-	if (pkt.l3_proto == ETH_P_IP) {
-		struct iphdr *ip = enf_ptr(ctx, pkt.l3_off & 0x1f);
+		return upf_n6(ctx, md, pkt.l3_proto, f, v);
+	if (!upf_gtpu_to(ctx, p, &pkt)) {
+		*v = upf_drop(ctx, md, UPF_ST_DROP_NOT_GTP);
+		return NULL;
+	}
+	return upf_gtpu(ctx, md, pkt.l4_off, f, v);
+}
 
-		if (!enf_in_bounds(ctx, ip, sizeof(*ip)) || !p->has4 || ip->daddr != p->ip4 || ip->ihl != 5)
-			return upf_drop(ctx, md, UPF_ST_DROP_NOT_GTP);
-	} else if (pkt.l3_proto == ETH_P_IPV6) {
-		struct ipv6hdr *ip6 = enf_ptr(ctx, pkt.l3_off & 0x1f);
+static __always_inline int upf(ctx_t *ctx, struct edgenf_md *md)
+{
+	struct upf_flow f = {};
+	struct upf_line *line;
+	__u32 idx = 0;
+	int v = 0;
 
-		if (!enf_in_bounds(ctx, ip6, sizeof(*ip6)) || !p->has6 || !upf_ip6_eq(&ip6->daddr, p->ip6))
-			return upf_drop(ctx, md, UPF_ST_DROP_NOT_GTP);
+	if (md->in_port == UPF_RELEASE) {
+		struct upf_rule *r;
+
+		v = upf_release(ctx, md, &f, &idx);
+		if (v >= 0)
+			return v;
+		r = bpf_map_lookup_elem(&upf_rules, &idx);
+		if (!r)
+			return upf_drop(ctx, md, UPF_ST_DROP_NO_RULE);
+		line = &r->line;
 	} else {
-		return upf_drop(ctx, md, UPF_ST_DROP_NOT_GTP);
-	}
-	{
-		struct udphdr *udp = enf_ptr(ctx, pkt.l4_off & 0x1ff);
+		struct upf_list *list = upf_lookup(ctx, md, &f, &v);
 
-		if (!enf_in_bounds(ctx, udp, sizeof(*udp)) || udp->dest != bpf_htons(GTPU_PORT))
-			return upf_drop(ctx, md, UPF_ST_DROP_NOT_GTP);
+		if (!list)
+			return v;
+		line = upf_match(list, &f, &idx);
+		if (!line)
+			return upf_drop(ctx, md, UPF_ST_DROP_NO_RULE);
 	}
-	return upf_gtpu(ctx, md, pkt.l4_off);
+	/* The apply step's one call site, inlined: no call and return per
+	 * packet (each return costs several ns on CPUs whose kernel mitigates
+	 * return-address speculation, as this VM's does). */
+	return upf_apply(ctx, md, idx, line, &f);
 }
 
 EDGENF_CUBE(upf)
