@@ -33,16 +33,16 @@ func chain(t *testing.T) *cube.Topology {
 
 func TestPeeringIsSymmetricAndDeletingACubeUnpeers(t *testing.T) {
 	tp := chain(t)
-	if tp.Cubes["c2"].Port("p0").Peer != "c1:p1" {
+	if tp.Lookup("c2").Port("p0").Peer != "c1:p1" {
 		t.Fatal("peer not set on both sides")
 	}
-	if tp.Cubes["c1"].Port("p1").Index != 1 {
+	if tp.Lookup("c1").Port("p1").Index != 1 {
 		t.Fatal("auto index")
 	}
 	if err := tp.DeleteCube("c2"); err != nil {
 		t.Fatal(err)
 	}
-	if tp.Cubes["c1"].Port("p1").Peer != "" {
+	if tp.Lookup("c1").Port("p1").Peer != "" {
 		t.Fatal("deleting c2 left c1:p1 peered")
 	}
 	if err := tp.Validate(nil); err != nil {
@@ -81,12 +81,12 @@ func TestValidateNamesTheField(t *testing.T) {
 		mutate func(*cube.Topology)
 		field  string
 	}{
-		{func(tp *cube.Topology) { tp.Cubes["c1"].Ports[0].Index = 99 }, "cubes.c1.ports[p0].index"},
-		{func(tp *cube.Topology) { tp.Cubes["c1"].Ports[0].MAC = "nope" }, "cubes.c1.ports[p0].mac"},
-		{func(tp *cube.Topology) { tp.Cubes["c1"].Ports[0].Addresses = []string{"198.18.0.1"} }, "cubes.c1.ports[p0].addresses"},
-		{func(tp *cube.Topology) { tp.Cubes["c1"].Hook = "tc" }, "cubes.c1.ports[p1].peer"},
-		{func(tp *cube.Topology) { tp.Cubes["c2"].Port("p0").Peer = "" }, "cubes.c1.ports[p1].peer"},
-		{func(tp *cube.Topology) { tp.Cubes["c1"].Config = json.RawMessage(`{"x":1}`) }, "cubes.c1.config"},
+		{func(tp *cube.Topology) { tp.Lookup("c1").Ports[0].Index = 99 }, "cubes.c1.ports[p0].index"},
+		{func(tp *cube.Topology) { tp.Lookup("c1").Ports[0].MAC = "nope" }, "cubes.c1.ports[p0].mac"},
+		{func(tp *cube.Topology) { tp.Lookup("c1").Ports[0].Addresses = []string{"198.18.0.1"} }, "cubes.c1.ports[p0].addresses"},
+		{func(tp *cube.Topology) { tp.Lookup("c1").Hook = "tc" }, "cubes.c1.ports[p1].peer"},
+		{func(tp *cube.Topology) { tp.Lookup("c2").Port("p0").Peer = "" }, "cubes.c1.ports[p1].peer"},
+		{func(tp *cube.Topology) { tp.Lookup("c1").Config = json.RawMessage(`{"x":1}`) }, "cubes.c1.config"},
 		{func(tp *cube.Topology) { tp.Attachments["c1:p0"] = []string{"c2"} }, "attachments.c1:p0"},
 	}
 	for _, c := range cases {
@@ -138,7 +138,7 @@ func TestDocumentPeerOnOneSideAndConflicts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tp.Cubes["b"].Port("p0").Peer != "a:p0" {
+	if tp.Lookup("b").Port("p0").Peer != "a:p0" {
 		t.Fatal("peer written on one side was not completed")
 	}
 	doc.Cubes = append(doc.Cubes, cube.DocCube{Name: "c", Type: "portfwd", Ports: []cube.DocPort{{Name: "p0", Peer: "b:p0"}}})

@@ -29,7 +29,7 @@ func (e *Engine) Update(fn func(t *cube.Topology) error) error {
 // administrator's; P4 programs are compiled before the lock is taken.
 func (e *Engine) Replace(ctx context.Context, t *cube.Topology, dryRun bool) ([]Change, error) {
 	for _, name := range t.CubeNames() {
-		c := t.Cubes[name]
+		c := t.Lookup(name)
 		if typ, err := cube.Lookup(c.Type); err != nil || typ.Prepare == nil {
 			continue
 		}
@@ -67,8 +67,8 @@ func (e *Engine) Replace(ctx context.Context, t *cube.Topology, dryRun bool) ([]
 // keeps (same name and type) over to the new state: a document does not
 // hold it (a P4Runtime controller's cookie outlives an apply).
 func keepRuntime(prev, next *cube.Topology) {
-	for name, c := range next.Cubes {
-		old := prev.Cubes[name]
+	for name, c := range next.Cubes() {
+		old := prev.Lookup(name)
 		if old == nil || old.Type != c.Type {
 			continue
 		}
@@ -184,7 +184,7 @@ func (e *Engine) persist(next *cube.Topology, cs *changeSet, endpoints []string)
 	}
 	var recs []state.Record
 	for _, name := range sorted(cs.changed) {
-		if l := e.cubes[name]; l != nil && next.Cubes[name] != nil {
+		if l := e.cubes[name]; l != nil && next.Lookup(name) != nil {
 			if l.json == nil {
 				l.json, _ = l.c.MarshalJSON()
 			}
@@ -222,8 +222,8 @@ func (e *Engine) Checkpoint() error {
 // save writes a snapshot of next, whose cubes have just been reconciled,
 // and empties the journal it supersedes.
 func (e *Engine) save(next *cube.Topology) error {
-	parts := make(map[string]json.RawMessage, len(next.Cubes))
-	for name := range next.Cubes {
+	parts := make(map[string]json.RawMessage, next.NumCubes())
+	for name := range next.Cubes() {
 		l := e.cubes[name]
 		if l.json == nil { // entries changed since it was last encoded
 			l.json, _ = l.c.MarshalJSON()
@@ -278,7 +278,7 @@ func (e *Engine) sys() *sysInfo { return &sysInfo{t: e.topo, peerOf: e.PeerOf} }
 // usedIfaces are the interfaces a topology peers with or attaches to.
 func usedIfaces(t *cube.Topology) map[string]bool {
 	known := map[string]bool{}
-	for _, c := range t.Cubes {
+	for _, c := range t.Cubes() {
 		for _, p := range c.Ports {
 			known[p.Peer] = true
 		}

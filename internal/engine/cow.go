@@ -9,7 +9,6 @@ package engine
 
 import (
 	"fmt"
-	"maps"
 	"os"
 	"slices"
 	"testing"
@@ -35,7 +34,7 @@ func (e *Engine) workingCopy() *cube.Topology {
 	t := e.spare
 	e.spare = nil
 	if t == nil {
-		t = &cube.Topology{Cubes: maps.Clone(e.topo.Cubes), Attachments: maps.Clone(e.topo.Attachments)}
+		return e.topo.Fork()
 	}
 	t.Share()
 	return t
@@ -54,9 +53,7 @@ func (e *Engine) dirtyOf(next *cube.Topology) dirty {
 	d := dirty{cubes: next.ChangedAmong(e.topo, cubes)}
 	for _, name := range cubes {
 		if _, changed := slices.BinarySearch(d.cubes, name); !changed {
-			if c := e.topo.Cubes[name]; c != nil {
-				next.Cubes[name] = c
-			}
+			next.ShareCube(name, e.topo)
 		}
 	}
 	for _, p := range points {
@@ -80,9 +77,9 @@ func (e *Engine) dirtyOf(next *cube.Topology) dirty {
 func (e *Engine) trackUntracked(next *cube.Topology) {
 	var set []string
 	kept := 0 // applied cubes still in next
-	for name, c := range next.Cubes {
-		old, ok := e.topo.Cubes[name]
-		if ok {
+	for name, c := range next.Cubes() {
+		old := e.topo.Lookup(name)
+		if old != nil {
 			kept++
 		}
 		if c != old && !next.Owns(name) {
@@ -92,11 +89,11 @@ func (e *Engine) trackUntracked(next *cube.Topology) {
 	for _, name := range set {
 		next.Edit(name) // records it (under its key, whatever its Name says)
 	}
-	if kept == len(e.topo.Cubes) {
+	if kept == e.topo.NumCubes() {
 		return
 	}
-	for name := range e.topo.Cubes {
-		if _, ok := next.Cubes[name]; !ok {
+	for name := range e.topo.Cubes() {
+		if !next.Has(name) {
 			next.Remove(name) // recorded again if it was Removed: harmless
 		}
 	}
@@ -114,11 +111,7 @@ func (e *Engine) recycle(t *cube.Topology) {
 	e.trackUntracked(t)
 	cubes, points := t.Touched()
 	for _, name := range cubes {
-		if c := e.topo.Cubes[name]; c != nil {
-			t.Cubes[name] = c
-		} else {
-			delete(t.Cubes, name)
-		}
+		t.ShareCube(name, e.topo)
 	}
 	for _, p := range points {
 		if list, ok := e.topo.Attachments[p]; ok {
@@ -141,11 +134,7 @@ func (e *Engine) keepSpare(prev, next *cube.Topology, cs *changeSet, all bool) {
 		return
 	}
 	for name := range cs.changed {
-		if c := next.Cubes[name]; c != nil {
-			prev.Cubes[name] = c
-		} else {
-			delete(prev.Cubes, name)
-		}
+		prev.ShareCube(name, next)
 	}
 	for _, point := range cs.points {
 		if list, ok := next.Attachments[point]; ok {
@@ -185,15 +174,15 @@ func checkEditsOn() bool {
 // to date with the applied state.
 func (e *Engine) refreshWitness() {
 	if e.witness == nil {
-		e.witness = make(map[string]*cube.Cube, len(e.topo.Cubes))
-		for name, c := range e.topo.Cubes {
+		e.witness = make(map[string]*cube.Cube, e.topo.NumCubes())
+		for name, c := range e.topo.Cubes() {
 			e.witness[name] = c.Clone()
 		}
 		clear(e.witnessStale)
 		return
 	}
 	for name := range e.witnessStale {
-		if c := e.topo.Cubes[name]; c != nil {
+		if c := e.topo.Lookup(name); c != nil {
 			e.witness[name] = c.Clone()
 		} else {
 			delete(e.witness, name)
@@ -212,16 +201,16 @@ func (e *Engine) checkWorkingCopy(next *cube.Topology) {
 		e.mu.Unlock()
 		panic(fmt.Sprintf("engine: "+format+": a change must edit cubes through cube.Topology.Edit, Put, Remove (or the mutations built on them) and attachments through SetAttachments", args...))
 	}
-	for name, c := range e.topo.Cubes {
+	for name, c := range e.topo.Cubes() {
 		if w := e.witness[name]; w == nil || !c.Equal(w) || !c.SameRuntime(w) {
 			fail("cube %q of the applied state was changed in place", name)
 		}
-		if _, ok := next.Cubes[name]; !ok && !touched(next, name) {
+		if !next.Has(name) && !touched(next, name) {
 			fail("cube %q was deleted from Topology.Cubes directly", name)
 		}
 	}
-	for name, c := range next.Cubes {
-		if !next.Owns(name) && c != e.topo.Cubes[name] {
+	for name, c := range next.Cubes() {
+		if !next.Owns(name) && c != e.topo.Lookup(name) {
 			fail("cube %q was set in Topology.Cubes directly", name)
 		}
 	}

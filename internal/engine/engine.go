@@ -221,7 +221,7 @@ func Open(cfg Config) (*Engine, error) {
 		dp.Close()
 		return nil, err
 	}
-	for _, c := range f.Topology.Cubes {
+	for _, c := range f.Topology.Cubes() {
 		c.Down = "" // never part of the state
 	}
 	if err := f.Topology.Upgrade(); err != nil {
@@ -247,7 +247,7 @@ func Open(cfg Config) (*Engine, error) {
 		return fail(err)
 	}
 	for name, reason := range invalid {
-		if err := e.putDown(f.Topology.Cubes[name], attachContext(f.Topology, name), reason); err != nil {
+		if err := e.putDown(f.Topology.Lookup(name), attachContext(f.Topology, name), reason); err != nil {
 			return fail(err)
 		}
 	}
@@ -259,7 +259,7 @@ func Open(cfg Config) (*Engine, error) {
 	e.topo, e.gen = f.Topology, f.Gen
 	e.index.rebuild(e.topo)
 	e.tenants.usage = nil // counted from the restored state, its down cubes known
-	for name, c := range e.topo.Cubes {
+	for name, c := range e.topo.Cubes() {
 		if isSlicer(c) {
 			e.slicers[name] = true
 		}

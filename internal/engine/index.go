@@ -35,14 +35,14 @@ func (x *topoIndex) rebuild(t *cube.Topology) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.peers, x.cubes, x.attached, x.attachments = map[string]string{}, map[string]int{}, map[string]int{}, map[string]int{}
-	for name, c := range t.Cubes {
+	for name, c := range t.Cubes() {
 		x.add(name, c, 1)
 	}
 	for _, list := range t.Attachments {
 		x.attach(t, list, nil, 1)
 	}
 	for name, n := range x.attached {
-		if c := t.Cubes[name]; c != nil {
+		if c := t.Lookup(name); c != nil {
 			x.attachments[c.Tenant] += n
 		}
 	}
@@ -74,7 +74,7 @@ func (x *topoIndex) attach(t *cube.Topology, list []string, skip map[string]bool
 		if skip == nil || skip[name] {
 			continue
 		}
-		if c := t.Cubes[name]; c != nil {
+		if c := t.Lookup(name); c != nil {
 			bump(x.attachments, c.Tenant, sign)
 		}
 	}
@@ -98,7 +98,7 @@ func (x *topoIndex) note(prev, next *cube.Topology, cs *changeSet, all bool) {
 	// A changed cube leaves with what it was and comes back with what it
 	// is: its tenant's cube, places and interfaces.
 	for name := range cs.changed {
-		if c := prev.Cubes[name]; c != nil {
+		if c := prev.Lookup(name); c != nil {
 			x.add(name, c, -1)
 			bump(x.attachments, c.Tenant, -x.attached[name])
 		}
@@ -108,7 +108,7 @@ func (x *topoIndex) note(prev, next *cube.Topology, cs *changeSet, all bool) {
 		x.attach(next, next.Attachments[point], cs.changed, 1)
 	}
 	for name := range cs.changed {
-		if c := next.Cubes[name]; c != nil {
+		if c := next.Lookup(name); c != nil {
 			x.add(name, c, 1)
 			bump(x.attachments, c.Tenant, x.attached[name])
 		}

@@ -20,7 +20,7 @@ import (
 func randomTopology(r *rand.Rand, n int) *cube.Topology {
 	t := cube.NewTopology()
 	for i := range n {
-		t.Cubes[fmt.Sprintf("c%d", i)] = randomCube(r, fmt.Sprintf("c%d", i))
+		t.Put(randomCube(r, fmt.Sprintf("c%d", i)))
 	}
 	dedupPeers(t)
 	for i := range n / 3 {
@@ -54,7 +54,7 @@ func randomList(r *rand.Rand, n int) []string {
 func dedupPeers(t *cube.Topology) {
 	seen := map[string]bool{}
 	for _, name := range t.CubeNames() {
-		c := t.Cubes[name]
+		c := t.Lookup(name)
 		for i, p := range c.Ports {
 			if p.Peer != "" && seen[p.Peer] {
 				c.Ports[i].Peer = ""
@@ -81,9 +81,9 @@ func TestTopologyIndexFollowsChanges(t *testing.T) {
 			name := fmt.Sprintf("c%d", r.IntN(n+2))
 			cs.changed[name] = true
 			if r.IntN(4) == 0 {
-				delete(next.Cubes, name)
+				next.Remove(name)
 			} else {
-				next.Cubes[name] = randomCube(r, name)
+				next.Put(randomCube(r, name))
 			}
 		}
 		dedupPeers(next)
@@ -136,7 +136,7 @@ func TestCheckEndpointsOfDirtyCubesJudgesAsTheFullCheck(t *testing.T) {
 			c.Ports = append(c.Ports, cube.Port{Name: ep, Index: j + 1, Peer: "veth-" + ep})
 			e.putEndpoint(&endpoint.Endpoint{Name: ep, Tenant: c.Tenant, Cube: name, Interface: "veth-" + ep})
 		}
-		applied.Cubes[name] = c
+		applied.Put(c)
 	}
 	if err := e.checkEndpoints(applied, dirty{all: true}); err != nil {
 		t.Fatal(err)
@@ -146,13 +146,13 @@ func TestCheckEndpointsOfDirtyCubesJudgesAsTheFullCheck(t *testing.T) {
 		next := applied.Clone()
 		for range 1 + r.IntN(3) {
 			name := fmt.Sprintf("c%d", r.IntN(n))
-			c := next.Cubes[name]
+			c := next.Lookup(name)
 			if c == nil {
 				continue
 			}
 			switch r.IntN(5) {
 			case 0:
-				delete(next.Cubes, name)
+				next.Remove(name)
 			case 1:
 				c.Tenant = "blue"
 			case 2:

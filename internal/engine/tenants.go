@@ -120,11 +120,11 @@ func (ts *tenantState) prefixFree(t *tenant.Tenant) error {
 // that tenant's. A tenant is told only that the name is taken.
 func (e *Engine) checkNames(who tenant.Actor, next *cube.Topology, changed []string) error {
 	for _, name := range changed {
-		c := next.Cubes[name]
+		c := next.Lookup(name)
 		if c == nil {
 			continue
 		}
-		if p, ok := e.topo.Cubes[name]; ok && p.Tenant == c.Tenant {
+		if p := e.topo.Lookup(name); p != nil && p.Tenant == c.Tenant {
 			continue
 		}
 		for _, t := range e.tenants.records() {
@@ -231,7 +231,7 @@ func (e *Engine) UpdateAs(ctx context.Context, who tenant.Actor, fn func(t *cube
 func (e *Engine) unprepared(next *cube.Topology, changed []string, done map[string][]byte) []*cube.Cube {
 	var out []*cube.Cube
 	for _, name := range changed {
-		c := next.Cubes[name]
+		c := next.Lookup(name)
 		if c == nil {
 			continue
 		}
@@ -239,7 +239,7 @@ func (e *Engine) unprepared(next *cube.Topology, changed []string, done map[stri
 		if err != nil || typ.Prepare == nil {
 			continue
 		}
-		if old := e.topo.Cubes[name]; old != nil && old.Type == c.Type && bytes.Equal(old.Config, c.Config) {
+		if old := e.topo.Lookup(name); old != nil && old.Type == c.Type && bytes.Equal(old.Config, c.Config) {
 			continue
 		}
 		if cfg, ok := done[name]; ok && bytes.Equal(cfg, c.Config) {
@@ -393,7 +393,7 @@ func (e *Engine) Tenants(extra ...string) ([]*TenantStatus, error) {
 	for n := range e.tenants.static {
 		names[n] = true
 	}
-	for _, c := range e.topo.Cubes {
+	for _, c := range e.topo.Cubes() {
 		if c.Tenant != "" {
 			names[c.Tenant] = true
 		}
@@ -456,7 +456,7 @@ func (e *Engine) SetTenant(t tenant.Tenant) (bool, error) {
 		return false, err
 	}
 	for _, name := range e.topo.CubeNames() {
-		if t.NamedIn(name) && e.topo.Cubes[name].Tenant != t.Name {
+		if t.NamedIn(name) && e.topo.Lookup(name).Tenant != t.Name {
 			return false, cube.Conflict("cube_prefix", "cube %s, not tenant %s's, starts with %q", name, t.Name, t.CubePrefix)
 		}
 	}
@@ -503,7 +503,7 @@ func (e *Engine) DeleteTenant(name string) error {
 // lose.)
 func (e *Engine) stillOwned(name string, old, t *tenant.Tenant) error {
 	for _, cn := range e.topo.CubeNames() {
-		c := e.topo.Cubes[cn]
+		c := e.topo.Lookup(cn)
 		if c.Tenant != name {
 			continue
 		}

@@ -56,7 +56,7 @@ func (e *Engine) usage() *usageIndex {
 		return u
 	}
 	u := &usageIndex{cubes: map[string]holding{}, attached: map[string]int64{}, by: map[string]tenant.Usage{}, bad: map[string]map[string]error{}}
-	for name, c := range e.topo.Cubes {
+	for name, c := range e.topo.Cubes() {
 		u.put(name, e.holdingOf(c))
 	}
 	for _, list := range e.topo.Attachments {
@@ -159,7 +159,7 @@ func (e *Engine) usageChange(name string, next *cube.Topology, d dirty) (prev, n
 			}
 		}
 		for _, n := range next.Attachments[point] {
-			if c := next.Cubes[n]; c != nil && c.Tenant == name {
+			if c := next.Lookup(n); c != nil && c.Tenant == name {
 				now[tenant.Attachments]++
 			}
 		}
@@ -179,7 +179,7 @@ func (e *Engine) usageChange(name string, next *cube.Topology, d dirty) (prev, n
 		if h, ok := u.cubes[n]; ok && h.tenant == name {
 			add(now, h, kept, -1)
 		}
-		if c := next.Cubes[n]; c != nil && c.Tenant == name {
+		if c := next.Lookup(n); c != nil && c.Tenant == name {
 			h := e.holdingOf(c)
 			if h.memErr != nil {
 				return nil, nil, h.memErr
@@ -207,7 +207,7 @@ func (e *Engine) noteUsage(prev, next *cube.Topology, cs *changeSet, all bool) {
 		u.attach(next.Attachments[point], 1)
 	}
 	for name := range cs.changed {
-		if c := next.Cubes[name]; c != nil {
+		if c := next.Lookup(name); c != nil {
 			u.put(name, e.holdingOf(c))
 		} else {
 			u.drop(name)
