@@ -126,10 +126,6 @@ func (t *Topology) Touched() (cubes, points []string) {
 	return cubes, points
 }
 
-// Owns reports whether t holds its own copy of cube name (it was added or
-// edited since Share): the others are shared.
-func (t *Topology) Owns(name string) bool { return t.edits.own[name] }
-
 // ChangedAmong is ChangedSince for a caller that knows which cubes may
 // have changed (Touched): only they are compared.
 func (t *Topology) ChangedAmong(prev *Topology, names []string) []string {

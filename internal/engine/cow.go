@@ -48,7 +48,6 @@ func (e *Engine) dirtyOf(next *cube.Topology) dirty {
 	if e.checkEdits {
 		e.checkWorkingCopy(next)
 	}
-	e.trackUntracked(next)
 	cubes, points := next.Touched()
 	d := dirty{cubes: next.ChangedAmong(e.topo, cubes)}
 	for _, name := range cubes {
@@ -64,41 +63,6 @@ func (e *Engine) dirtyOf(next *cube.Topology) dirty {
 	return d
 }
 
-// trackUntracked is the second guard behind the accessors, kept in
-// production daemons (the edit check is for tests): a cube set in or
-// deleted from next.Cubes directly, which the accessors did not record, is
-// recorded now as if Edit or Remove had done it. It is then in the change's
-// dirty set, so the tenant scope check (Scope.ChangeOf) sees it, the
-// reconcile and the journal take it, and an aborted change puts it back.
-// One pointer comparison per cube (the working copy shares the cubes it
-// did not change with the applied state); the applied cubes are walked
-// only when some of them are missing from next. A shared cube changed in
-// place changes the applied state itself: only the edit check sees that.
-func (e *Engine) trackUntracked(next *cube.Topology) {
-	var set []string
-	kept := 0 // applied cubes still in next
-	for name, c := range next.Cubes() {
-		old := e.topo.Lookup(name)
-		if old != nil {
-			kept++
-		}
-		if c != old && !next.Owns(name) {
-			set = append(set, name)
-		}
-	}
-	for _, name := range set {
-		next.Edit(name) // records it (under its key, whatever its Name says)
-	}
-	if kept == e.topo.NumCubes() {
-		return
-	}
-	for name := range e.topo.Cubes() {
-		if !next.Has(name) {
-			next.Remove(name) // recorded again if it was Removed: harmless
-		}
-	}
-}
-
 // dirtyAll is dirtyOf for a topology that is not a working copy (a
 // declarative apply's): every cube is compared.
 func (e *Engine) dirtyAll(next *cube.Topology) dirty {
@@ -108,7 +72,6 @@ func (e *Engine) dirtyAll(next *cube.Topology) dirty {
 // recycle makes a working copy a change did not apply the spare copy
 // again, by putting back what the change touched in it.
 func (e *Engine) recycle(t *cube.Topology) {
-	e.trackUntracked(t)
 	cubes, points := t.Touched()
 	for _, name := range cubes {
 		t.ShareCube(name, e.topo)
@@ -192,10 +155,11 @@ func (e *Engine) refreshWitness() {
 }
 
 // checkWorkingCopy fails loudly on a change that went around the
-// accessors: a cube of the applied state (shared with the working copy)
-// changed, a cube set or removed in next.Cubes, an attachment list set in
-// next.Attachments directly. The applied state would then differ from
-// the kernel's and the state file's without anyone knowing.
+// accessors: a cube of the applied state (shared with the working copy,
+// read through Lookup or Cubes) changed in place, an attachment list set
+// in next.Attachments directly. The applied state would then differ from
+// the kernel's and the state file's without anyone knowing. (A cube cannot
+// be set or removed around them: the topology's cube map is its own.)
 func (e *Engine) checkWorkingCopy(next *cube.Topology) {
 	fail := func(format string, args ...any) {
 		e.mu.Unlock()
@@ -204,14 +168,6 @@ func (e *Engine) checkWorkingCopy(next *cube.Topology) {
 	for name, c := range e.topo.Cubes() {
 		if w := e.witness[name]; w == nil || !c.Equal(w) || !c.SameRuntime(w) {
 			fail("cube %q of the applied state was changed in place", name)
-		}
-		if !next.Has(name) && !touched(next, name) {
-			fail("cube %q was deleted from Topology.Cubes directly", name)
-		}
-	}
-	for name, c := range next.Cubes() {
-		if !next.Owns(name) && c != e.topo.Lookup(name) {
-			fail("cube %q was set in Topology.Cubes directly", name)
 		}
 	}
 	_, points := next.Touched()
@@ -222,11 +178,6 @@ func (e *Engine) checkWorkingCopy(next *cube.Topology) {
 			}
 		}
 	}
-}
-
-func touched(t *cube.Topology, name string) bool {
-	cubes, _ := t.Touched()
-	return slices.Contains(cubes, name)
 }
 
 // witnessChanged takes the cubes a change applied into the witness.
