@@ -164,8 +164,7 @@ func (e *Engine) applyChange(next *cube.Topology, d dirty, endpoints []string) e
 		return fmt.Errorf("persist state: %w", err)
 	}
 	e.topo = next
-	e.index.note(prev, next, cs, d.all)
-	e.noteUsage(prev, next, cs, d.all) // before keepSpare makes prev the spare copy
+	e.noteIndex(prev, next, cs, d.all) // before keepSpare makes prev the spare copy
 	e.noteSlicers(next, cs)
 	e.keepSpare(prev, next, cs, d.all)
 	e.witnessChanged(cs, d.all)

@@ -100,7 +100,7 @@ type Engine struct {
 	redirectReady map[int]bool
 	// started is what the start adopted and reloaded (upgrade.go).
 	started StartReport
-	// index indexes topo for requests (index.go), epIndex the
+	// index indexes topo for requests and quotas (index.go), epIndex the
 	// endpoints (endpointindex.go).
 	index   topoIndex
 	epIndex endpointIndex
@@ -257,8 +257,7 @@ func Open(cfg Config) (*Engine, error) {
 		return fail(fmt.Errorf("restore state: %w", err))
 	}
 	e.topo, e.gen = f.Topology, f.Gen
-	e.index.rebuild(e.topo)
-	e.tenants.usage = nil // counted from the restored state, its down cubes known
+	e.rebuildIndex(e.topo) // counted from the restored state, its down cubes known
 	for name, c := range e.topo.Cubes() {
 		if isSlicer(c) {
 			e.slicers[name] = true

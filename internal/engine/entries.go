@@ -266,9 +266,7 @@ func (e *Engine) changeEntries(who tenant.Actor, name, table string, fn func(tx 
 		}
 		return err
 	}
-	if u := e.tenants.usage; u != nil {
-		u.entries(name, added)
-	}
+	e.index.entries(name, added)
 	e.rev++
 	e.topoRev++
 	return nil

@@ -26,12 +26,9 @@ type tenantState struct {
 	defaults tenant.Quota
 	// memory is the kernel memory an object preallocates, by its hash.
 	memory map[[32]byte]int64
-	// usage is every tenant's holdings in the applied topology (nil:
-	// count them again when next needed), kept up to date by each change
-	// (usage.go).
-	usage *usageIndex
-	// counted is how many cubes were counted for it (a test's measure).
-	counted int
+	// priced is how many cubes' kernel memory was priced for quotas
+	// (index.go; a test's measure).
+	priced int
 }
 
 func (ts *tenantState) init(cfg Config, declared map[string]*tenant.Tenant) error {
@@ -279,7 +276,7 @@ func prepare(ctx context.Context, c *cube.Cube, limit time.Duration) (func(), er
 }
 
 // checkQuota refuses a change that takes who over a quota: next differs
-// from the applied topology in d, and only that is counted (usage.go).
+// from the applied topology in d, and only that is counted (index.go).
 func (e *Engine) checkQuota(who tenant.Actor, next *cube.Topology, d dirty) error {
 	if who.IsAdmin() {
 		return nil
@@ -344,7 +341,8 @@ func (e *Engine) entryQuota(who tenant.Actor, used, added int64) error {
 }
 
 func (e *Engine) entriesOf(name string) int64 {
-	return e.usage().of(name)[tenant.TableEntries]
+	use, _ := e.usage(name, false)
+	return use[tenant.TableEntries]
 }
 
 // --- the tenants resource ---
@@ -416,11 +414,10 @@ func (e *Engine) tenantStatus(name string) (*TenantStatus, error) {
 	} else if t, ok := e.tenants.declared[name]; ok {
 		st.Tenant, st.Source = *t.Clone(), "api"
 	}
-	u := e.usage()
-	for _, err := range u.bad[name] {
+	use, err := e.usage(name, true)
+	if err != nil {
 		return nil, err
 	}
-	use := u.of(name)
 	for _, q := range tenant.Names {
 		qs := QuotaStatus{Name: q, Limit: e.tenants.limit(name, q)}
 		if u, ok := use[q]; ok {
