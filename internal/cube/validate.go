@@ -19,6 +19,13 @@ type System interface {
 	IfaceExists(name string) bool
 }
 
+// PeerIndex is a System that knows the port ("cube:port") peered with each
+// interface in the topology a change starts from (ValidateChanged's prev):
+// validation asks it instead of walking every cube to find out.
+type PeerIndex interface {
+	IfacePeer(iface string) (string, bool)
+}
+
 // Validate checks the whole topology: every cube, port, peer, attachment and
 // NF setting. It fills in defaults (hook) in place. The first problem found is
 // returned, naming its field.
@@ -127,6 +134,13 @@ type validation struct {
 func (v *validation) ifacePeer(iface string) (string, bool) {
 	if p, ok := v.ifacePeers[iface]; ok {
 		return p, true
+	}
+	if x, ok := v.sys.(PeerIndex); ok {
+		// an unchanged cube's peer is the same in t as in prev
+		if p, ok := x.IfacePeer(iface); ok && !v.changed[strings.SplitN(p, ":", 2)[0]] {
+			return p, true
+		}
+		return "", false
 	}
 	if v.ifaceIndex == nil {
 		v.ifaceIndex = map[string]string{}

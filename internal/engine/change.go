@@ -274,6 +274,9 @@ func (s *sysInfo) IfaceExists(name string) bool {
 
 func (e *Engine) sys() *sysInfo { return &sysInfo{t: e.topo, peerOf: e.PeerOf} }
 
+// IfacePeer answers validation from the index (cube.PeerIndex).
+func (s *sysInfo) IfacePeer(iface string) (string, bool) { return s.peerOf(iface) }
+
 // usedIfaces are the interfaces a topology peers with or attaches to.
 func usedIfaces(t *cube.Topology) map[string]bool {
 	known := map[string]bool{}

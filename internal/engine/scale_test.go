@@ -12,6 +12,7 @@ import (
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/engine"
+	"github.com/edgenf/edgenf/internal/netlab"
 	_ "github.com/edgenf/edgenf/internal/nf/ddos"
 	_ "github.com/edgenf/edgenf/internal/nf/portfwd"
 	"github.com/edgenf/edgenf/internal/nftest"
@@ -51,15 +52,24 @@ func scaleEngine(b testing.TB, n int) *engine.Engine {
 }
 
 // TestChangeWalksNoCubes: a change of one rule or one peering, an
-// administrator's or a tenant's, through Update or ChangeEntries, walks the
-// cubes of no topology (cube.CubeWalks counts every walk): what it costs
+// administrator's or a tenant's (on a cube peered with an interface),
+// through Update or ChangeEntries, walks the cubes of no topology (cube.CubeWalks counts every walk): what it costs
 // the engine does not grow with the number of cubes (issue 15). Only the
 // first change after start may count the topology once (its working copy,
 // the tenants' holdings). The edit check is off, as in a daemon: it walks
 // every cube by design.
 func TestChangeWalksNoCubes(t *testing.T) {
 	e := scaleEngine(t, 200)
-	if _, err := e.SetTenant(tenant.Tenant{Name: "red"}); err != nil {
+	lab, err := netlab.New(netlab.UniquePrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lab.Close() })
+	iface, _, err := lab.RootVeth("a", "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.SetTenant(tenant.Tenant{Name: "red", Interfaces: []string{iface}}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, red := context.Background(), tenant.Of("red")
@@ -71,7 +81,7 @@ func TestChangeWalksNoCubes(t *testing.T) {
 			c.Tenant = "red"
 			tp.Put(c)
 		}
-		return nil
+		return tp.SetPeer("t9000a:p0", iface)
 	}); err != nil {
 		t.Fatal(err)
 	}
