@@ -141,14 +141,22 @@ func (e *Engine) applyChange(next *cube.Topology, d dirty, endpoints []string) e
 	if err := e.journalIntents(prev, next, cs); err != nil {
 		return fmt.Errorf("persist state: %w", err)
 	}
+	// Cubes that were down go down again rather than fail a rollback. The
+	// change brings up or takes down only the cubes it ensures or removes:
+	// theirs is noted now, the others' (as it still is) on a failure.
 	wasDown := map[string]bool{}
-	for name, l := range e.cubes {
-		if l.down != "" {
-			wasDown[name] = true
+	for _, set := range []map[string]bool{cs.ensure, cs.changed} {
+		for name := range set {
+			l := e.cubes[name]
+			wasDown[name] = l != nil && l.down != ""
 		}
 	}
 	if err := e.reconcileSet(next, false, cs); err != nil {
-		// cubes that were down go down again rather than fail the rollback
+		for name, l := range e.cubes {
+			if _, noted := wasDown[name]; !noted {
+				wasDown[name] = l.down != ""
+			}
+		}
 		e.goesDown = func(name string) bool { return wasDown[name] }
 		if rerr := e.reconcile(prev, false); rerr != nil {
 			e.log.Error("rollback failed; kernel state may differ from the desired state", "err", rerr)
