@@ -462,7 +462,7 @@ func loadChain(ctx context.Context, lab *netlab.Lab, eng *engine.Engine, root st
 		// cubes first, their peerings with each other once all are there
 		peers := map[string]map[int]string{}
 		for _, name := range t.CubeNames() {
-			c := t.Cubes[name]
+			c := t.Lookup(name)
 			tables := c.Tables
 			c.Tables = nil
 			for i, p := range c.Ports {

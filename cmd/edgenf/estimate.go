@@ -445,7 +445,7 @@ func estimateTopology(w io.Writer, file string, profiles []string) error {
 		return err
 	}
 	hooks := map[datapath.Hook]bool{}
-	for _, c := range t.Cubes {
+	for _, c := range t.Cubes() {
 		hooks[c.Hook] = true
 	}
 	var hs []datapath.Hook

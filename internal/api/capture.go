@@ -63,7 +63,7 @@ func removeStaleCaptures(s *Server) {
 	var stale []string
 	t := s.eng.Topology()
 	for _, n := range t.CubeNames() {
-		if c := t.Cubes[n]; c.Type == nfcapture.Type.Name && captureCubeName.MatchString(n) {
+		if c := t.Lookup(n); c.Type == nfcapture.Type.Name && captureCubeName.MatchString(n) {
 			stale = append(stale, n)
 		}
 	}
@@ -91,20 +91,20 @@ func pointHook(t *cube.Topology, point string, peerOf func(iface string) (string
 		return datapath.TC
 	}
 	if ep.IsCube() {
-		if c := t.Cubes[ep.Cube]; c != nil {
+		if c := t.Lookup(ep.Cube); c != nil {
 			return c.Hook
 		}
 		return datapath.TC
 	}
 	if peer, ok := peerOf(ep.Iface); ok {
 		if pe, err := cube.ParseEndpoint(peer); err == nil {
-			if c := t.Cubes[pe.Cube]; c != nil {
+			if c := t.Lookup(pe.Cube); c != nil {
 				return c.Hook
 			}
 		}
 	}
 	if list := t.Attachments[point]; len(list) > 0 {
-		if c := t.Cubes[list[0]]; c != nil {
+		if c := t.Lookup(list[0]); c != nil {
 			return c.Hook
 		}
 	}

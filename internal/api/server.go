@@ -339,8 +339,8 @@ func (s *Server) listCubes(w http.ResponseWriter, r *http.Request) {
 	id := who(r)
 	out := []*cube.Cube{}
 	for _, n := range t.CubeNames() {
-		if id.Owns(t.Cubes[n]) {
-			out = append(out, t.Cubes[n])
+		if id.Owns(t.Lookup(n)) {
+			out = append(out, t.Lookup(n))
 		}
 	}
 	reply(w, 200, out)
@@ -969,7 +969,7 @@ func attachmentsOf(t *cube.Topology, id tenant.Actor) []Attachment {
 	sort.Strings(points)
 	for _, p := range points {
 		for i, c := range t.Attachments[p] {
-			if id.Owns(t.Cubes[c]) {
+			if id.Owns(t.Lookup(c)) {
 				out = append(out, Attachment{Cube: c, Point: p, Position: fmt.Sprint(i)})
 			}
 		}
@@ -988,7 +988,7 @@ func (s *Server) attach(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	err := s.eng.UpdateAs(r.Context(), who(r), func(t *cube.Topology, sc tenant.Scope) error {
-		if !sc.Actor.Owns(t.Cubes[req.Cube]) {
+		if !sc.Actor.Owns(t.Lookup(req.Cube)) {
 			return cube.NotFound("cube", "no cube named %q", req.Cube)
 		}
 		if err := sc.Ref(t, "point", req.Point); err != nil {
@@ -1006,7 +1006,7 @@ func (s *Server) attach(w http.ResponseWriter, r *http.Request) {
 func (s *Server) detach(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("cube")
 	err := s.eng.UpdateAs(r.Context(), who(r), func(t *cube.Topology, sc tenant.Scope) error {
-		if !sc.Actor.Owns(t.Cubes[name]) {
+		if !sc.Actor.Owns(t.Lookup(name)) {
 			return cube.NotFound("cube", "no cube named %q", name)
 		}
 		if t.AttachedTo(name) == "" {

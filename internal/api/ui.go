@@ -73,7 +73,7 @@ func (s *Server) graph(w http.ResponseWriter, r *http.Request) {
 	t := s.eng.Topology()
 	g := Graph{Revision: rev, Cubes: []GraphCube{}, Attachments: []Attachment{}}
 	for _, n := range t.CubeNames() {
-		c := t.Cubes[n]
+		c := t.Lookup(n)
 		if !id.Owns(c) {
 			continue
 		}

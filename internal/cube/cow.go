@@ -1,6 +1,7 @@
 package cube
 
 import (
+	"maps"
 	"slices"
 )
 
@@ -12,10 +13,11 @@ import (
 // (Touched) and nothing else, so a change costs what it changes, not the
 // size of the topology.
 //
-// Cubes read through t.Cubes (or Cube) are shared with the applied state
-// and must not be modified: Edit returns the change's own copy. The engine
-// checks this in test builds (a cube of the applied state that changed, or
-// a cube replaced in t.Cubes without Put, fails the change loudly).
+// Cubes read through Lookup, Cube or Cubes are shared with the applied
+// state and must not be modified: Edit returns the change's own copy. The
+// engine checks this in test builds (a cube of the applied state that
+// changed fails the change loudly). The cube map itself is reached only
+// through these methods, so no cube is set or removed unrecorded.
 
 // edits is what a topology records of the edits made to it.
 type edits struct {
@@ -30,6 +32,26 @@ type edits struct {
 	points map[string]bool
 }
 
+// Fork returns a topology that shares t's cubes and attachment lists (its
+// maps its own), shared (Share): a working copy for a change.
+func (t *Topology) Fork() *Topology {
+	walks.Add(1)
+	f := &Topology{cubes: maps.Clone(t.cubes), Attachments: maps.Clone(t.Attachments)}
+	f.Share()
+	return f
+}
+
+// ShareCube makes cube name what from holds (from's cube, shared; none:
+// removed) without recording an edit: the engine keeps a working copy in
+// step with the applied topology by it.
+func (t *Topology) ShareCube(name string, from *Topology) {
+	if c := from.cubes[name]; c != nil {
+		t.cubes[name] = c
+	} else {
+		delete(t.cubes, name)
+	}
+}
+
 // Share marks t's cubes as shared with another topology (the applied
 // state): from now on an edit copies a cube before changing it. It forgets
 // what was touched before.
@@ -40,13 +62,13 @@ func (t *Topology) Share() {
 // Edit returns cube name for changing: the topology's own copy, made on
 // the first edit of a shared cube.
 func (t *Topology) Edit(name string) (*Cube, error) {
-	c, ok := t.Cubes[name]
+	c, ok := t.cubes[name]
 	if !ok {
 		return nil, NotFound("cube", "no cube named %q", name)
 	}
 	if t.edits.shared && !t.edits.own[name] {
 		c = c.Clone()
-		t.Cubes[name] = c
+		t.cubes[name] = c
 	}
 	t.note(name)
 	return c, nil
@@ -55,13 +77,16 @@ func (t *Topology) Edit(name string) (*Cube, error) {
 // Put adds c, or replaces the cube of its name, as it is (no peering back:
 // AddCube does that). c becomes the topology's own.
 func (t *Topology) Put(c *Cube) {
-	t.Cubes[c.Name] = c
+	if t.cubes == nil {
+		t.cubes = map[string]*Cube{}
+	}
+	t.cubes[c.Name] = c
 	t.note(c.Name)
 }
 
 // Remove drops a cube as it is (DeleteCube also unpeers and detaches it).
 func (t *Topology) Remove(name string) {
-	delete(t.Cubes, name)
+	delete(t.cubes, name)
 	t.note(name)
 	delete(t.edits.own, name)
 }
@@ -101,16 +126,12 @@ func (t *Topology) Touched() (cubes, points []string) {
 	return cubes, points
 }
 
-// Owns reports whether t holds its own copy of cube name (it was added or
-// edited since Share): the others are shared.
-func (t *Topology) Owns(name string) bool { return t.edits.own[name] }
-
 // ChangedAmong is ChangedSince for a caller that knows which cubes may
 // have changed (Touched): only they are compared.
 func (t *Topology) ChangedAmong(prev *Topology, names []string) []string {
 	var out []string
 	for _, name := range names {
-		c, old := t.Cubes[name], prev.Cubes[name]
+		c, old := t.cubes[name], prev.cubes[name]
 		switch {
 		case c == nil && old == nil:
 		case c == nil || old == nil || (c != old && (!old.Equal(c) || !old.SameRuntime(c))):

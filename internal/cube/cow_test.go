@@ -24,11 +24,7 @@ func TestEditsCopyOnWrite(t *testing.T) {
 		applied.Put(c)
 	}
 	orig := applied.Clone()
-	work := &cube.Topology{Cubes: map[string]*cube.Cube{}, Attachments: map[string][]string{}}
-	for name, c := range applied.Cubes {
-		work.Cubes[name] = c
-	}
-	work.Share()
+	work := applied.Fork()
 
 	if err := work.Unpeer("a:p1"); err != nil {
 		t.Fatal(err)
@@ -45,12 +41,12 @@ func TestEditsCopyOnWrite(t *testing.T) {
 	if _, err := work.Edit("nosuch"); err == nil {
 		t.Fatal("Edit of a cube that does not exist: no error")
 	}
-	for name, c := range applied.Cubes {
-		if !c.Equal(orig.Cubes[name]) || !slices.Equal(applied.Attachments["c:p0"], nil) {
+	for name, c := range applied.Cubes() {
+		if !c.Equal(orig.Lookup(name)) || !slices.Equal(applied.Attachments["c:p0"], nil) {
 			t.Errorf("the shared cube %s changed: %+v", name, c)
 		}
-		if work.Owns(name) == (work.Cubes[name] == c) {
-			t.Errorf("cube %s: owned %v, but shared %v", name, work.Owns(name), work.Cubes[name] == c)
+		if work.Lookup(name) == c { // every cube was edited: each is the working copy's own
+			t.Errorf("cube %s was edited without a copy", name)
 		}
 	}
 	cubes, points := work.Touched()
@@ -73,7 +69,7 @@ func TestEditsCopyOnWrite(t *testing.T) {
 	if err := work.DeleteCube("b"); err != nil {
 		t.Fatal(err)
 	}
-	if cubes, _ := work.Touched(); !slices.Contains(cubes, "b") || work.Cubes["b"] != nil || applied.Cubes["b"] == nil {
-		t.Errorf("delete: touched %v; working copy has b: %v; applied has b: %v", cubes, work.Cubes["b"] != nil, applied.Cubes["b"] != nil)
+	if cubes, _ := work.Touched(); !slices.Contains(cubes, "b") || work.Lookup("b") != nil || applied.Lookup("b") == nil {
+		t.Errorf("delete: touched %v; working copy has b: %v; applied has b: %v", cubes, work.Lookup("b") != nil, applied.Lookup("b") != nil)
 	}
 }

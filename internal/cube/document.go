@@ -64,7 +64,7 @@ func (d *Document) Topology() (*Topology, error) {
 	}
 	// Peers: each cube-cube peering may be written on one side only.
 	for _, name := range t.CubeNames() {
-		for _, p := range t.Cubes[name].Ports {
+		for _, p := range t.cubes[name].Ports {
 			if err := t.completePeer(name, p); err != nil {
 				return nil, Within(fmt.Sprintf("cubes.%s.ports[%s].peer", name, p.Name), err)
 			}
@@ -85,7 +85,7 @@ func (t *Topology) addDocCube(dc DocCube) error {
 	if err := CheckName("name", dc.Name); err != nil {
 		return err
 	}
-	if _, dup := t.Cubes[dc.Name]; dup {
+	if _, dup := t.cubes[dc.Name]; dup {
 		return Conflict("name", "cube %q is defined twice", dc.Name)
 	}
 	typ, err := Lookup(dc.Type)
@@ -159,7 +159,7 @@ func (t *Topology) completePeer(name string, p Port) error {
 func (t *Topology) Document() *Document {
 	d := &Document{Cubes: []DocCube{}}
 	for _, name := range t.CubeNames() {
-		c := t.Cubes[name]
+		c := t.cubes[name]
 		dc := DocCube{Name: c.Name, Type: c.Type, Hook: string(c.Hook), Tenant: c.Tenant, Config: c.Config}
 		for _, p := range c.Ports {
 			idx := p.Index

@@ -15,7 +15,7 @@ func (t *Topology) AddCube(c *Cube) error {
 	if err := CheckName("name", c.Name); err != nil {
 		return err
 	}
-	if _, dup := t.Cubes[c.Name]; dup {
+	if _, dup := t.cubes[c.Name]; dup {
 		return Conflict("name", "a cube named %q already exists", c.Name)
 	}
 	if _, err := Lookup(c.Type); err != nil {
@@ -37,7 +37,7 @@ func (t *Topology) AddCube(c *Cube) error {
 // Cube finds a cube by name, to read: it may be shared with the applied
 // state (cow.go); Edit returns one to change.
 func (t *Topology) Cube(name string) (*Cube, error) {
-	c, ok := t.Cubes[name]
+	c, ok := t.cubes[name]
 	if !ok {
 		return nil, NotFound("cube", "no cube named %q", name)
 	}
@@ -165,13 +165,13 @@ func (t *Topology) Unpeer(portRef string) error {
 }
 
 func (t *Topology) unpeer(cubeName, port string) {
-	if p := t.Cubes[cubeName].Port(port); p == nil || p.Peer == "" {
+	if p := t.cubes[cubeName].Port(port); p == nil || p.Peer == "" {
 		return
 	}
 	c, _ := t.Edit(cubeName)
 	p := c.Port(port)
 	if ep, err := ParseEndpoint(p.Peer); err == nil && ep.IsCube() {
-		if oc, ok := t.Cubes[ep.Cube]; ok {
+		if oc, ok := t.cubes[ep.Cube]; ok {
 			if op := oc.Port(ep.Port); op != nil && op.Peer == cubeName+":"+port {
 				oc, _ = t.Edit(ep.Cube)
 				oc.Port(ep.Port).Peer = ""
@@ -308,7 +308,7 @@ func (t *Topology) SetRuntime(cubeName, service string, raw json.RawMessage) err
 // are left for validation to report.
 func (t *Topology) Upgrade() error {
 	for _, name := range t.CubeNames() {
-		if typ, err := Lookup(t.Cubes[name].Type); err == nil && typ.Upgrade != nil {
+		if typ, err := Lookup(t.cubes[name].Type); err == nil && typ.Upgrade != nil {
 			c, _ := t.Edit(name)
 			if err := typ.Upgrade(c); err != nil {
 				return Within("cubes."+name, err)

@@ -7,10 +7,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/edgenf/edgenf/internal/datapath"
 )
@@ -51,8 +53,10 @@ type Port struct {
 }
 
 // Topology is the whole desired state: every cube and every attachment.
+// Its cubes are reached only through its methods (Lookup, Cubes, Put,
+// Edit, Remove...), so that every edit is recorded (cow.go).
 type Topology struct {
-	Cubes map[string]*Cube `json:"cubes"`
+	cubes map[string]*Cube
 	// Attachments maps an attachment point ("cube:port" or an interface name)
 	// to the transparent cubes on it, outermost (closest to the peer) first:
 	// ingress traffic meets them in this order, egress in reverse.
@@ -61,17 +65,78 @@ type Topology struct {
 	edits edits
 }
 
-// NewTopology returns an empty topology.
-func NewTopology() *Topology {
-	return &Topology{Cubes: map[string]*Cube{}, Attachments: map[string][]string{}}
+// NewTopology returns a topology of the cubes given (by their names) and
+// no attachments.
+func NewTopology(cubes ...*Cube) *Topology {
+	t := &Topology{cubes: make(map[string]*Cube, len(cubes)), Attachments: map[string][]string{}}
+	for _, c := range cubes {
+		t.cubes[c.Name] = c
+	}
+	return t
 }
+
+// topologyJSON is a topology as state files and the API write it.
+type topologyJSON struct {
+	Cubes       map[string]*Cube    `json:"cubes"`
+	Attachments map[string][]string `json:"attachments,omitempty"`
+}
+
+// MarshalJSON writes the topology as {"cubes": {...}, "attachments": {...}}.
+func (t Topology) MarshalJSON() ([]byte, error) {
+	return json.Marshal(topologyJSON{t.cubes, t.Attachments})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes, into the maps t has (as
+// decoding into the fields would).
+func (t *Topology) UnmarshalJSON(data []byte) error {
+	doc := topologyJSON{t.cubes, t.Attachments}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return err
+	}
+	t.cubes, t.Attachments = doc.Cubes, doc.Attachments
+	return nil
+}
+
+// walks counts the walks over a topology's cubes (Cubes) in this process.
+var walks atomic.Uint64
+
+// CubeWalks returns how many times a topology's cubes were walked in this
+// process: a test's proof that a path costs what it changes, not the size
+// of the topology.
+func CubeWalks() uint64 { return walks.Load() }
+
+// Cubes iterates over the cubes by name, in no order. They are shared with
+// the applied state in a change's working copy: Edit returns one to change.
+func (t *Topology) Cubes() iter.Seq2[string, *Cube] {
+	return func(yield func(string, *Cube) bool) {
+		walks.Add(1)
+		for name, c := range t.cubes {
+			if !yield(name, c) {
+				return
+			}
+		}
+	}
+}
+
+// Lookup returns cube name, to read (nil: there is none). It may be shared
+// with the applied state: Edit returns one to change.
+func (t *Topology) Lookup(name string) *Cube { return t.cubes[name] }
+
+// Has reports whether there is a cube name.
+func (t *Topology) Has(name string) bool {
+	_, ok := t.cubes[name]
+	return ok
+}
+
+// NumCubes returns how many cubes there are.
+func (t *Topology) NumCubes() int { return len(t.cubes) }
 
 // Clone returns a deep copy. Raw JSON values (settings, entries) are never
 // modified in place, so they are shared.
 func (t *Topology) Clone() *Topology {
-	n := &Topology{Cubes: make(map[string]*Cube, len(t.Cubes)), Attachments: make(map[string][]string, len(t.Attachments))}
-	for k, c := range t.Cubes {
-		n.Cubes[k] = c.Clone()
+	n := &Topology{cubes: make(map[string]*Cube, len(t.cubes)), Attachments: make(map[string][]string, len(t.Attachments))}
+	for k, c := range t.Cubes() {
+		n.cubes[k] = c.Clone()
 	}
 	for k, v := range t.Attachments {
 		n.Attachments[k] = append([]string(nil), v...)
@@ -163,8 +228,8 @@ func (c *Cube) SameRuntime(o *Cube) bool {
 
 // CubeNames lists the cubes in name order.
 func (t *Topology) CubeNames() []string {
-	names := make([]string, 0, len(t.Cubes))
-	for n := range t.Cubes {
+	names := make([]string, 0, len(t.cubes))
+	for n := range t.Cubes() {
 		names = append(names, n)
 	}
 	sort.Strings(names)

@@ -19,6 +19,13 @@ type System interface {
 	IfaceExists(name string) bool
 }
 
+// PeerIndex is a System that knows the port ("cube:port") peered with each
+// interface in the topology a change starts from (ValidateChanged's prev):
+// validation asks it instead of walking every cube to find out.
+type PeerIndex interface {
+	IfacePeer(iface string) (string, bool)
+}
+
 // Validate checks the whole topology: every cube, port, peer, attachment and
 // NF setting. It fills in defaults (hook) in place. The first problem found is
 // returned, naming its field.
@@ -41,16 +48,16 @@ func (t *Topology) ValidateChange(prev *Topology, sys System) error {
 // touching the cube's program, which Equal leaves out).
 func (t *Topology) ChangedSince(prev *Topology) []string {
 	var out []string
-	for name, c := range t.Cubes {
+	for name, c := range t.Cubes() {
 		if prev == nil {
 			out = append(out, name)
-		} else if old := prev.Cubes[name]; old == nil || (old != c && (!old.Equal(c) || !old.SameRuntime(c))) {
+		} else if old := prev.cubes[name]; old == nil || (old != c && (!old.Equal(c) || !old.SameRuntime(c))) {
 			out = append(out, name)
 		}
 	}
 	if prev != nil {
-		for name := range prev.Cubes {
-			if _, ok := t.Cubes[name]; !ok {
+		for name := range prev.Cubes() {
+			if _, ok := t.cubes[name]; !ok {
 				out = append(out, name)
 			}
 		}
@@ -72,7 +79,7 @@ func (t *Topology) ValidateChanged(prev *Topology, changed []string, sys System)
 	v.prev = prev
 	// Defaults first: peers' hooks are compared below.
 	for _, name := range changed {
-		if c := t.Cubes[name]; c != nil && c.Hook == "" {
+		if c := t.cubes[name]; c != nil && c.Hook == "" {
 			if typ, err := Lookup(c.Type); err == nil {
 				c.Hook = typ.Hooks[0]
 			}
@@ -82,13 +89,13 @@ func (t *Topology) ValidateChanged(prev *Topology, changed []string, sys System)
 	// or no longer peered back, or at another hook.
 	check := map[string]bool{}
 	for _, name := range changed {
-		if _, ok := t.Cubes[name]; ok {
+		if _, ok := t.cubes[name]; ok {
 			check[name] = true
 		}
 		for _, tp := range []*Topology{prev, t} {
-			if c := tp.Cubes[name]; c != nil {
+			if c := tp.cubes[name]; c != nil {
 				for _, p := range c.Ports {
-					if ep, err := ParseEndpoint(p.Peer); err == nil && ep.IsCube() && t.Cubes[ep.Cube] != nil {
+					if ep, err := ParseEndpoint(p.Peer); err == nil && ep.IsCube() && t.cubes[ep.Cube] != nil {
 						check[ep.Cube] = true
 					}
 				}
@@ -96,14 +103,14 @@ func (t *Topology) ValidateChanged(prev *Topology, changed []string, sys System)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(check)) {
-		c := t.Cubes[name]
+		c := t.cubes[name]
 		if !v.changed[name] {
 			if err := v.peers(c); err != nil {
 				return Within("cubes."+name, err)
 			}
 			continue
 		}
-		if err := t.validateCube(c, prev.Cubes[name], v); err != nil {
+		if err := t.validateCube(c, prev.cubes[name], v); err != nil {
 			return Within("cubes."+name, err)
 		}
 	}
@@ -134,7 +141,7 @@ type validation struct {
 func (v *validation) shape(name string, ifaces []string) error {
 	if v.shaperIndex == nil && len(ifaces) > 0 {
 		v.shaperIndex = map[string]string{}
-		for name, c := range v.t.Cubes {
+		for name, c := range v.t.Cubes() {
 			if v.changed[name] {
 				continue
 			}
@@ -180,9 +187,16 @@ func (v *validation) ifacePeer(iface string) (string, bool) {
 	if p, ok := v.ifacePeers[iface]; ok {
 		return p, true
 	}
+	if x, ok := v.sys.(PeerIndex); ok {
+		// an unchanged cube's peer is the same in t as in prev
+		if p, ok := x.IfacePeer(iface); ok && !v.changed[strings.SplitN(p, ":", 2)[0]] {
+			return p, true
+		}
+		return "", false
+	}
 	if v.ifaceIndex == nil {
 		v.ifaceIndex = map[string]string{}
-		for name, c := range v.t.Cubes {
+		for name, c := range v.t.Cubes() {
 			if v.changed[name] {
 				continue
 			}
@@ -403,7 +417,7 @@ func (t *Topology) validatePeer(c *Cube, p *Port, v *validation) error {
 
 // peerPort finds the cube port a peer names.
 func (t *Topology) peerPort(ep Endpoint) (*Cube, *Port, error) {
-	oc, ok := t.Cubes[ep.Cube]
+	oc, ok := t.cubes[ep.Cube]
 	if !ok {
 		return nil, nil, NotFound("", "no cube named %q", ep.Cube)
 	}
@@ -466,7 +480,7 @@ func (t *Topology) validateAttachments(v *validation) error {
 			return Errorf(field, "%d transparent cubes, at most %d on one point", len(list), datapath.MaxStack)
 		}
 		for _, name := range list {
-			c, ok := t.Cubes[name]
+			c, ok := t.cubes[name]
 			if !ok {
 				return NotFound(field, "no cube named %q", name)
 			}
@@ -535,11 +549,11 @@ func (t *Topology) pointHook(point string, v *validation) (datapath.Hook, error)
 		}
 		if owner, ok := v.ifacePeer(ep.Iface); ok {
 			oep, _ := ParseEndpoint(owner)
-			return t.Cubes[oep.Cube].Hook, nil
+			return t.cubes[oep.Cube].Hook, nil
 		}
 		return "", nil
 	}
-	c, ok := t.Cubes[ep.Cube]
+	c, ok := t.cubes[ep.Cube]
 	if !ok {
 		return "", NotFound("", "no cube named %q", ep.Cube)
 	}

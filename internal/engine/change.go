@@ -29,7 +29,7 @@ func (e *Engine) Update(fn func(t *cube.Topology) error) error {
 // administrator's; P4 programs are compiled before the lock is taken.
 func (e *Engine) Replace(ctx context.Context, t *cube.Topology, dryRun bool) ([]Change, error) {
 	for _, name := range t.CubeNames() {
-		c := t.Cubes[name]
+		c := t.Lookup(name)
 		if typ, err := cube.Lookup(c.Type); err != nil || typ.Prepare == nil {
 			continue
 		}
@@ -67,8 +67,8 @@ func (e *Engine) Replace(ctx context.Context, t *cube.Topology, dryRun bool) ([]
 // keeps (same name and type) over to the new state: a document does not
 // hold it (a P4Runtime controller's cookie outlives an apply).
 func keepRuntime(prev, next *cube.Topology) {
-	for name, c := range next.Cubes {
-		old := prev.Cubes[name]
+	for name, c := range next.Cubes() {
+		old := prev.Lookup(name)
 		if old == nil || old.Type != c.Type {
 			continue
 		}
@@ -146,14 +146,22 @@ func (e *Engine) applyChange(next *cube.Topology, d dirty, endpoints []string) e
 	if err := e.journalIntents(prev, next, cs); err != nil {
 		return fmt.Errorf("persist state: %w", err)
 	}
+	// Cubes that were down go down again rather than fail a rollback. The
+	// change brings up or takes down only the cubes it ensures or removes:
+	// theirs is noted now, the others' (as it still is) on a failure.
 	wasDown := map[string]bool{}
-	for name, l := range e.cubes {
-		if l.down != "" {
-			wasDown[name] = true
+	for _, set := range []map[string]bool{cs.ensure, cs.changed} {
+		for name := range set {
+			l := e.cubes[name]
+			wasDown[name] = l != nil && l.down != ""
 		}
 	}
 	if err := e.reconcileSet(next, false, cs); err != nil {
-		// cubes that were down go down again rather than fail the rollback
+		for name, l := range e.cubes {
+			if _, noted := wasDown[name]; !noted {
+				wasDown[name] = l.down != ""
+			}
+		}
 		e.goesDown = func(name string) bool { return wasDown[name] }
 		if rerr := e.reconcile(prev, false); rerr != nil {
 			e.log.Error("rollback failed; kernel state may differ from the desired state", "err", rerr)
@@ -169,8 +177,7 @@ func (e *Engine) applyChange(next *cube.Topology, d dirty, endpoints []string) e
 		return fmt.Errorf("persist state: %w", err)
 	}
 	e.topo = next
-	e.index.note(prev, next, cs, d.all)
-	e.noteUsage(prev, next, cs, d.all) // before keepSpare makes prev the spare copy
+	e.noteIndex(prev, next, cs, d.all) // before keepSpare makes prev the spare copy
 	e.noteSlicers(next, cs)
 	e.keepSpare(prev, next, cs, d.all)
 	e.witnessChanged(cs, d.all)
@@ -189,7 +196,7 @@ func (e *Engine) persist(next *cube.Topology, cs *changeSet, endpoints []string)
 	}
 	var recs []state.Record
 	for _, name := range sorted(cs.changed) {
-		if l := e.cubes[name]; l != nil && next.Cubes[name] != nil {
+		if l := e.cubes[name]; l != nil && next.Lookup(name) != nil {
 			if l.json == nil {
 				l.json, _ = l.c.MarshalJSON()
 			}
@@ -227,8 +234,8 @@ func (e *Engine) Checkpoint() error {
 // save writes a snapshot of next, whose cubes have just been reconciled,
 // and empties the journal it supersedes.
 func (e *Engine) save(next *cube.Topology) error {
-	parts := make(map[string]json.RawMessage, len(next.Cubes))
-	for name := range next.Cubes {
+	parts := make(map[string]json.RawMessage, next.NumCubes())
+	for name := range next.Cubes() {
 		l := e.cubes[name]
 		if l.json == nil { // entries changed since it was last encoded
 			l.json, _ = l.c.MarshalJSON()
@@ -280,10 +287,13 @@ func (s *sysInfo) IfaceExists(name string) bool {
 
 func (e *Engine) sys() *sysInfo { return &sysInfo{t: e.topo, peerOf: e.PeerOf} }
 
+// IfacePeer answers validation from the index (cube.PeerIndex).
+func (s *sysInfo) IfacePeer(iface string) (string, bool) { return s.peerOf(iface) }
+
 // usedIfaces are the interfaces a topology peers with or attaches to.
 func usedIfaces(t *cube.Topology) map[string]bool {
 	known := map[string]bool{}
-	for _, c := range t.Cubes {
+	for _, c := range t.Cubes() {
 		for _, p := range c.Ports {
 			known[p.Peer] = true
 		}

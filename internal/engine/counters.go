@@ -38,8 +38,8 @@ const countersChunk = 128
 // change made meanwhile shows in the cubes read after it.
 func (e *Engine) Counters(keep func(*cube.Cube) bool) []CubeCounters {
 	e.mu.Lock()
-	names := make([]string, 0, len(e.topo.Cubes))
-	for n, c := range e.topo.Cubes {
+	names := make([]string, 0, e.topo.NumCubes())
+	for n, c := range e.topo.Cubes() {
 		if keep(c) {
 			names = append(names, n)
 		}
@@ -60,7 +60,7 @@ func (e *Engine) appendCounters(out []CubeCounters, names []string, keep func(*c
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, name := range names {
-		c, l := e.topo.Cubes[name], e.cubes[name]
+		c, l := e.topo.Lookup(name), e.cubes[name]
 		if c == nil || l == nil || !keep(c) { // deleted or given away since
 			continue
 		}
@@ -117,7 +117,7 @@ func SliceOf(t *cube.Topology) map[string]string {
 		return err == nil && typ.Slices != nil
 	}
 	for _, name := range t.CubeNames() {
-		c := t.Cubes[name]
+		c := t.Lookup(name)
 		typ, err := cube.Lookup(c.Type)
 		if err != nil || typ.Slices == nil {
 			continue
@@ -144,7 +144,7 @@ func SliceOf(t *cube.Topology) map[string]string {
 				if err != nil || !ep.IsCube() {
 					return
 				}
-				if n := t.Cubes[ep.Cube]; n != nil && !isSlicer(n) && mark(ep.Cube, slice) {
+				if n := t.Lookup(ep.Cube); n != nil && !isSlicer(n) && mark(ep.Cube, slice) {
 					queue = append(queue, ep.Cube)
 				}
 			}
@@ -159,7 +159,7 @@ func SliceOf(t *cube.Topology) map[string]string {
 				enter(point) // a chain entry: the slice's first cube
 			}
 			for len(queue) > 0 {
-				n := t.Cubes[queue[0]]
+				n := t.Lookup(queue[0])
 				queue = queue[1:]
 				for _, p := range n.Ports {
 					enter(n.Name + ":" + p.Name)

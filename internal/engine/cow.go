@@ -9,7 +9,6 @@ package engine
 
 import (
 	"fmt"
-	"maps"
 	"os"
 	"slices"
 	"testing"
@@ -35,7 +34,7 @@ func (e *Engine) workingCopy() *cube.Topology {
 	t := e.spare
 	e.spare = nil
 	if t == nil {
-		t = &cube.Topology{Cubes: maps.Clone(e.topo.Cubes), Attachments: maps.Clone(e.topo.Attachments)}
+		return e.topo.Fork()
 	}
 	t.Share()
 	return t
@@ -49,14 +48,11 @@ func (e *Engine) dirtyOf(next *cube.Topology) dirty {
 	if e.checkEdits {
 		e.checkWorkingCopy(next)
 	}
-	e.trackUntracked(next)
 	cubes, points := next.Touched()
 	d := dirty{cubes: next.ChangedAmong(e.topo, cubes)}
 	for _, name := range cubes {
 		if _, changed := slices.BinarySearch(d.cubes, name); !changed {
-			if c := e.topo.Cubes[name]; c != nil {
-				next.Cubes[name] = c
-			}
+			next.ShareCube(name, e.topo)
 		}
 	}
 	for _, p := range points {
@@ -65,41 +61,6 @@ func (e *Engine) dirtyOf(next *cube.Topology) dirty {
 		}
 	}
 	return d
-}
-
-// trackUntracked is the second guard behind the accessors, kept in
-// production daemons (the edit check is for tests): a cube set in or
-// deleted from next.Cubes directly, which the accessors did not record, is
-// recorded now as if Edit or Remove had done it. It is then in the change's
-// dirty set, so the tenant scope check (Scope.ChangeOf) sees it, the
-// reconcile and the journal take it, and an aborted change puts it back.
-// One pointer comparison per cube (the working copy shares the cubes it
-// did not change with the applied state); the applied cubes are walked
-// only when some of them are missing from next. A shared cube changed in
-// place changes the applied state itself: only the edit check sees that.
-func (e *Engine) trackUntracked(next *cube.Topology) {
-	var set []string
-	kept := 0 // applied cubes still in next
-	for name, c := range next.Cubes {
-		old, ok := e.topo.Cubes[name]
-		if ok {
-			kept++
-		}
-		if c != old && !next.Owns(name) {
-			set = append(set, name)
-		}
-	}
-	for _, name := range set {
-		next.Edit(name) // records it (under its key, whatever its Name says)
-	}
-	if kept == len(e.topo.Cubes) {
-		return
-	}
-	for name := range e.topo.Cubes {
-		if _, ok := next.Cubes[name]; !ok {
-			next.Remove(name) // recorded again if it was Removed: harmless
-		}
-	}
 }
 
 // dirtyAll is dirtyOf for a topology that is not a working copy (a
@@ -111,14 +72,9 @@ func (e *Engine) dirtyAll(next *cube.Topology) dirty {
 // recycle makes a working copy a change did not apply the spare copy
 // again, by putting back what the change touched in it.
 func (e *Engine) recycle(t *cube.Topology) {
-	e.trackUntracked(t)
 	cubes, points := t.Touched()
 	for _, name := range cubes {
-		if c := e.topo.Cubes[name]; c != nil {
-			t.Cubes[name] = c
-		} else {
-			delete(t.Cubes, name)
-		}
+		t.ShareCube(name, e.topo)
 	}
 	for _, p := range points {
 		if list, ok := e.topo.Attachments[p]; ok {
@@ -141,11 +97,7 @@ func (e *Engine) keepSpare(prev, next *cube.Topology, cs *changeSet, all bool) {
 		return
 	}
 	for name := range cs.changed {
-		if c := next.Cubes[name]; c != nil {
-			prev.Cubes[name] = c
-		} else {
-			delete(prev.Cubes, name)
-		}
+		prev.ShareCube(name, next)
 	}
 	for _, point := range cs.points {
 		if list, ok := next.Attachments[point]; ok {
@@ -185,15 +137,15 @@ func checkEditsOn() bool {
 // to date with the applied state.
 func (e *Engine) refreshWitness() {
 	if e.witness == nil {
-		e.witness = make(map[string]*cube.Cube, len(e.topo.Cubes))
-		for name, c := range e.topo.Cubes {
+		e.witness = make(map[string]*cube.Cube, e.topo.NumCubes())
+		for name, c := range e.topo.Cubes() {
 			e.witness[name] = c.Clone()
 		}
 		clear(e.witnessStale)
 		return
 	}
 	for name := range e.witnessStale {
-		if c := e.topo.Cubes[name]; c != nil {
+		if c := e.topo.Lookup(name); c != nil {
 			e.witness[name] = c.Clone()
 		} else {
 			delete(e.witness, name)
@@ -203,26 +155,19 @@ func (e *Engine) refreshWitness() {
 }
 
 // checkWorkingCopy fails loudly on a change that went around the
-// accessors: a cube of the applied state (shared with the working copy)
-// changed, a cube set or removed in next.Cubes, an attachment list set in
-// next.Attachments directly. The applied state would then differ from
-// the kernel's and the state file's without anyone knowing.
+// accessors: a cube of the applied state (shared with the working copy,
+// read through Lookup or Cubes) changed in place, an attachment list set
+// in next.Attachments directly. The applied state would then differ from
+// the kernel's and the state file's without anyone knowing. (A cube cannot
+// be set or removed around them: the topology's cube map is its own.)
 func (e *Engine) checkWorkingCopy(next *cube.Topology) {
 	fail := func(format string, args ...any) {
 		e.mu.Unlock()
 		panic(fmt.Sprintf("engine: "+format+": a change must edit cubes through cube.Topology.Edit, Put, Remove (or the mutations built on them) and attachments through SetAttachments", args...))
 	}
-	for name, c := range e.topo.Cubes {
+	for name, c := range e.topo.Cubes() {
 		if w := e.witness[name]; w == nil || !c.Equal(w) || !c.SameRuntime(w) {
 			fail("cube %q of the applied state was changed in place", name)
-		}
-		if _, ok := next.Cubes[name]; !ok && !touched(next, name) {
-			fail("cube %q was deleted from Topology.Cubes directly", name)
-		}
-	}
-	for name, c := range next.Cubes {
-		if !next.Owns(name) && c != e.topo.Cubes[name] {
-			fail("cube %q was set in Topology.Cubes directly", name)
 		}
 	}
 	_, points := next.Touched()
@@ -233,11 +178,6 @@ func (e *Engine) checkWorkingCopy(next *cube.Topology) {
 			}
 		}
 	}
-}
-
-func touched(t *cube.Topology, name string) bool {
-	cubes, _ := t.Touched()
-	return slices.Contains(cubes, name)
 }
 
 // witnessChanged takes the cubes a change applied into the witness.

@@ -26,13 +26,12 @@ func (c Change) String() string {
 // Diff lists what turns a into b, in a stable order.
 func Diff(a, b *cube.Topology) []Change {
 	var out []Change
-	for _, name := range union(keys(a.Cubes), keys(b.Cubes)) {
-		x, inA := a.Cubes[name]
-		y, inB := b.Cubes[name]
+	for _, name := range union(a.CubeNames(), b.CubeNames()) {
+		x, y := a.Lookup(name), b.Lookup(name)
 		switch {
-		case !inA:
+		case x == nil:
 			out = append(out, Change{"add", "cube", name, fmt.Sprintf("%s at %s, %d ports", y.Type, y.Hook, len(y.Ports))})
-		case !inB:
+		case y == nil:
 			out = append(out, Change{"delete", "cube", name, x.Type})
 		default:
 			if d := cubeDiff(x, y); d != "" {

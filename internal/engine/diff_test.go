@@ -9,20 +9,20 @@ import (
 
 func TestDiffListsOnlyWhatChanged(t *testing.T) {
 	a := cube.NewTopology()
-	a.Cubes["c1"] = &cube.Cube{Name: "c1", Type: "portfwd", Hook: "xdp",
-		Tables: map[string]map[string]json.RawMessage{"rules": {"p0": json.RawMessage(`{"in_port":"p0","out_port":"p1"}`)}}}
-	a.Cubes["c2"] = &cube.Cube{Name: "c2", Type: "portfwd", Hook: "xdp"}
+	a.Put(&cube.Cube{Name: "c1", Type: "portfwd", Hook: "xdp",
+		Tables: map[string]map[string]json.RawMessage{"rules": {"p0": json.RawMessage(`{"in_port":"p0","out_port":"p1"}`)}}})
+	a.Put(&cube.Cube{Name: "c2", Type: "portfwd", Hook: "xdp"})
 	if d := Diff(a, a.Clone()); len(d) != 0 {
 		t.Fatalf("identical topologies differ: %v", d)
 	}
 	b := a.Clone()
-	b.Cubes["c1"].Tables["rules"]["p0"] = json.RawMessage(`{ "out_port": "p1", "in_port": "p0" }`) // same, reordered
+	b.Lookup("c1").Tables["rules"]["p0"] = json.RawMessage(`{ "out_port": "p1", "in_port": "p0" }`) // same, reordered
 	if d := Diff(a, b); len(d) != 0 {
 		t.Fatalf("key order counted as a change: %v", d)
 	}
-	b.Cubes["c1"].Tables["rules"]["p1"] = json.RawMessage(`{"in_port":"p1","action":"drop"}`)
-	delete(b.Cubes, "c2")
-	b.Cubes["m1"] = &cube.Cube{Name: "m1", Type: "monitor", Hook: "tc"}
+	b.Lookup("c1").Tables["rules"]["p1"] = json.RawMessage(`{"in_port":"p1","action":"drop"}`)
+	b.Remove("c2")
+	b.Put(&cube.Cube{Name: "m1", Type: "monitor", Hook: "tc"})
 	b.Attachments["c1:p0"] = []string{"m1"}
 	d := Diff(a, b)
 	want := []string{

@@ -61,7 +61,7 @@ func changes(prev, next *cube.Topology, d dirty, chains *chainIndex, peerOf func
 		cs.ensure[name] = true
 		// transparent cubes on its ports see the ports' addresses
 		for _, t := range []*cube.Topology{prev, next} {
-			if c := t.Cubes[name]; c != nil {
+			if c := t.Lookup(name); c != nil {
 				for _, p := range c.Ports {
 					cs.addAll(cs.ensure, next.Attachments[name+":"+p.Name], next)
 				}
@@ -98,7 +98,7 @@ func changes(prev, next *cube.Topology, d dirty, chains *chainIndex, peerOf func
 	// Peers of what is planned: their hops name its slot and port index.
 	for _, name := range slices.Collect(maps.Keys(cs.plan)) {
 		for _, t := range []*cube.Topology{prev, next} {
-			c := t.Cubes[name]
+			c := t.Lookup(name)
 			if c == nil {
 				continue
 			}
@@ -109,7 +109,7 @@ func changes(prev, next *cube.Topology, d dirty, chains *chainIndex, peerOf func
 				}
 				if !ep.IsCube() {
 					cs.ifaces[ep.Iface] = true
-				} else if _, ok := next.Cubes[ep.Cube]; ok {
+				} else if next.Has(ep.Cube) {
 					cs.plan[ep.Cube] = true
 				}
 			}
@@ -121,7 +121,7 @@ func changes(prev, next *cube.Topology, d dirty, chains *chainIndex, peerOf func
 	// stack).
 	for name := range cs.changed {
 		for _, t := range []*cube.Topology{prev, next} {
-			if c := t.Cubes[name]; c != nil {
+			if c := t.Lookup(name); c != nil {
 				for _, sc := range sliceChainsOf(c) {
 					if ep, err := cube.ParseEndpoint(sc.Entry); err == nil {
 						cs.plan[ep.Cube] = true
@@ -132,7 +132,7 @@ func changes(prev, next *cube.Topology, d dirty, chains *chainIndex, peerOf func
 	}
 	if len(chains.byEntry) > 0 {
 		for _, name := range slices.Collect(maps.Keys(cs.plan)) {
-			if c := next.Cubes[name]; c != nil {
+			if c := next.Lookup(name); c != nil {
 				for _, p := range c.Ports {
 					if ref, ok := chains.byEntry[name+":"+p.Name]; ok {
 						cs.plan[ref.slicer] = true
@@ -142,12 +142,12 @@ func changes(prev, next *cube.Topology, d dirty, chains *chainIndex, peerOf func
 		}
 	}
 	for name := range cs.plan {
-		if _, ok := next.Cubes[name]; !ok {
+		if !next.Has(name) {
 			delete(cs.plan, name)
 		}
 	}
 	for name := range cs.ensure {
-		if _, ok := next.Cubes[name]; !ok {
+		if !next.Has(name) {
 			delete(cs.ensure, name)
 		}
 	}
@@ -157,7 +157,7 @@ func changes(prev, next *cube.Topology, d dirty, chains *chainIndex, peerOf func
 // addAll adds the names that are cubes of t.
 func (cs *changeSet) addAll(set map[string]bool, names []string, t *cube.Topology) {
 	for _, n := range names {
-		if _, ok := t.Cubes[n]; ok {
+		if t.Has(n) {
 			set[n] = true
 		}
 	}

@@ -90,14 +90,14 @@ func TestChangeTouchesOnlyItsDirtySet(t *testing.T) {
 		// the working copy is the applied topology, sharing its cubes
 		e.mu.Lock()
 		w := e.workingCopy()
-		for name, c := range e.topo.Cubes {
-			if w.Cubes[name] != c {
+		for name, c := range e.topo.Cubes() {
+			if w.Lookup(name) != c {
 				t.Errorf("%s: the working copy's %s is not the applied cube", what, name)
 			}
 		}
-		if len(w.Cubes) != len(e.topo.Cubes) || !maps.EqualFunc(w.Attachments, e.topo.Attachments, slices.Equal) {
+		if w.NumCubes() != e.topo.NumCubes() || !maps.EqualFunc(w.Attachments, e.topo.Attachments, slices.Equal) {
 			t.Errorf("%s: the working copy has %d cubes and attachments %v; the applied topology %d and %v",
-				what, len(w.Cubes), w.Attachments, len(e.topo.Cubes), e.topo.Attachments)
+				what, w.NumCubes(), w.Attachments, e.topo.NumCubes(), e.topo.Attachments)
 		}
 		e.recycle(w)
 		e.mu.Unlock()
@@ -146,11 +146,11 @@ func TestChangeTouchesOnlyItsDirtySet(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := e.Topology()
-	if len(f.Topology.Cubes) != len(want.Cubes) || !maps.EqualFunc(f.Topology.Attachments, want.Attachments, slices.Equal) {
-		t.Fatalf("loaded %d cubes and attachments %v, want %d and %v", len(f.Topology.Cubes), f.Topology.Attachments, len(want.Cubes), want.Attachments)
+	if f.Topology.NumCubes() != want.NumCubes() || !maps.EqualFunc(f.Topology.Attachments, want.Attachments, slices.Equal) {
+		t.Fatalf("loaded %d cubes and attachments %v, want %d and %v", f.Topology.NumCubes(), f.Topology.Attachments, want.NumCubes(), want.Attachments)
 	}
-	for name, c := range want.Cubes {
-		if got := f.Topology.Cubes[name]; got == nil || !got.Equal(c) {
+	for name, c := range want.Cubes() {
+		if got := f.Topology.Lookup(name); got == nil || !got.Equal(c) {
 			t.Errorf("cube %s loaded as %+v, want %+v", name, got, c)
 		}
 		if f.Slots[name] != e.slots[name] {
@@ -166,9 +166,9 @@ func TestChangeTouchesOnlyItsDirtySet(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Destroy()
-	if got := r.Topology(); len(got.Cubes) != len(want.Cubes) || !got.Cubes["c20a"].Equal(want.Cubes["c20a"]) || got.Cubes["c9a"] != nil ||
+	if got := r.Topology(); got.NumCubes() != want.NumCubes() || !got.Lookup("c20a").Equal(want.Lookup("c20a")) || got.Lookup("c9a") != nil ||
 		!slices.Equal(got.Attachments["c5a:p1"], []string{"mon"}) {
-		t.Fatalf("restarted with %d cubes, attachments %v", len(got.Cubes), got.Attachments)
+		t.Fatalf("restarted with %d cubes, attachments %v", got.NumCubes(), got.Attachments)
 	}
 }
 

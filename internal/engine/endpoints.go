@@ -91,8 +91,8 @@ func (e *Engine) AddEndpoint(ep *endpoint.Endpoint) (bool, error) {
 	if err := e.knownTenant(ep.Tenant); err != nil {
 		return false, err
 	}
-	c, ok := e.topo.Cubes[ep.Cube]
-	if !ok {
+	c := e.topo.Lookup(ep.Cube)
+	if c == nil {
 		return false, cube.NotFound("cube", "no cube named %q", ep.Cube)
 	}
 	if c.Tenant != ep.Tenant {
@@ -162,7 +162,7 @@ func (e *Engine) addEndpoint(next *cube.Topology, ep *endpoint.Endpoint) error {
 // lock. It reports whether it prepared anything.
 func (e *Engine) prepareStub(ep *endpoint.Endpoint) bool {
 	e.mu.Lock()
-	c := e.topo.Cubes[ep.Cube]
+	c := e.topo.Lookup(ep.Cube)
 	xdp := c != nil && c.Hook == datapath.XDP && e.cubes[ep.Cube] != nil && !e.hasEndpointOnLocked(ep.Interface)
 	e.mu.Unlock()
 	if !xdp {
@@ -207,7 +207,7 @@ func (e *Engine) DeleteEndpoint(name string) error {
 
 // deleteEndpoint is DeleteEndpoint's change, on a working copy.
 func (e *Engine) deleteEndpoint(next *cube.Topology, ep *endpoint.Endpoint) error {
-	if c := next.Cubes[ep.Cube]; c != nil && c.Port(ep.Name) != nil {
+	if c := next.Lookup(ep.Cube); c != nil && c.Port(ep.Name) != nil {
 		if typ, err := cube.Lookup(c.Type); err == nil && typ.Unplug != nil {
 			c, _ = next.Edit(ep.Cube)
 			typ.Unplug(c, ep.Name)
@@ -250,7 +250,7 @@ func (e *Engine) checkEndpoints(next *cube.Topology, d dirty) error {
 		slices.SortFunc(eps, func(a, b *endpoint.Endpoint) int { return strings.Compare(a.Name, b.Name) })
 	}
 	for _, ep := range eps {
-		c := next.Cubes[ep.Cube]
+		c := next.Lookup(ep.Cube)
 		field := "cubes." + ep.Cube
 		switch {
 		case c == nil:
@@ -272,7 +272,7 @@ func (e *Engine) checkEndpoints(next *cube.Topology, d dirty) error {
 func (e *Engine) keepEndpoints(next *cube.Topology) error {
 	for _, name := range slices.Sorted(maps.Keys(e.endpoints)) {
 		ep := e.endpoints[name]
-		c, running := next.Cubes[ep.Cube], e.topo.Cubes[ep.Cube]
+		c, running := next.Lookup(ep.Cube), e.topo.Lookup(ep.Cube)
 		if c == nil || c.Tenant != ep.Tenant || c.Port(ep.Name) != nil || running == nil || running.Port(ep.Name) == nil {
 			continue // checkEndpoints says what is wrong, if anything
 		}
@@ -382,7 +382,7 @@ func (e *Engine) restoreEndpoints(saved map[string]*endpoint.Endpoint) {
 	e.endpoints = map[string]*endpoint.Endpoint{}
 	e.epIndex.reset()
 	for name, ep := range saved {
-		c := e.topo.Cubes[ep.Cube]
+		c := e.topo.Lookup(ep.Cube)
 		if c == nil || c.Tenant != ep.Tenant || c.Port(ep.Name) == nil || c.Port(ep.Name).Peer != ep.Interface || ep.Validate() != nil {
 			e.log.Warn("the state names an endpoint whose port it lacks; dropped", "endpoint", name, "cube", ep.Cube)
 			continue

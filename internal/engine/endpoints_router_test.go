@@ -36,13 +36,13 @@ func TestEndpointOnRouter(t *testing.T) {
 	defer e.Close()
 	base := cube.NewTopology()
 	base.Put(&cube.Cube{Name: "rr", Type: "router", Tenant: "red", Ports: []cube.Port{{Name: "up", Index: 0, Addresses: []string{"198.18.1.1/24"}}}})
-	update(t, e, func(tp *cube.Topology) error { return tp.AddCube(base.Cubes["rr"].Clone()) })
+	update(t, e, func(tp *cube.Topology) error { return tp.AddCube(base.Lookup("rr").Clone()) })
 	ep := func(name, ifname string, addrs ...string) *endpoint.Endpoint {
 		return &endpoint.Endpoint{Name: name, Tenant: "red", Cube: "rr", Interface: ifname, Addresses: addrs}
 	}
 	routes := func() map[string]string { // prefix → port of the router's routes
 		out := map[string]string{}
-		for k, raw := range e.Topology().Cubes["rr"].Tables["routes"] {
+		for k, raw := range e.Topology().Lookup("rr").Tables["routes"] {
 			var r struct{ Port string }
 			json.Unmarshal(raw, &r)
 			out[k] = r.Port
@@ -60,7 +60,7 @@ func TestEndpointOnRouter(t *testing.T) {
 	if len(a.Gateways) != 2 || a.Gateways[0] != "169.254.1.1" || !strings.HasPrefix(a.Gateways[1], "fe80::") || !slices.Equal(b.Gateways, []string{"169.254.1.2"}) {
 		t.Fatalf("gateways: %v and %v", a.Gateways, b.Gateways)
 	}
-	rr := e.Topology().Cubes["rr"]
+	rr := e.Topology().Lookup("rr")
 	if p := rr.Port("enfa"); p == nil || !slices.Equal(p.Addresses, []string{"169.254.1.1/32"}) {
 		t.Fatalf("port enfa: %+v", p)
 	}
@@ -99,7 +99,7 @@ func TestEndpointOnRouter(t *testing.T) {
 	if got := routes(); !maps.Equal(got, want) {
 		t.Fatalf("routes after an apply %v, want %v", got, want)
 	}
-	if p := e.Topology().Cubes["rr"].Port("enfb"); p == nil || !slices.Equal(p.Addresses, []string{"169.254.1.2/32"}) {
+	if p := e.Topology().Lookup("rr").Port("enfb"); p == nil || !slices.Equal(p.Addresses, []string{"169.254.1.2/32"}) {
 		t.Fatalf("port enfb after an apply: %+v", p)
 	}
 

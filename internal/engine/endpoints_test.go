@@ -155,7 +155,7 @@ func TestEndpointLifecycle(t *testing.T) {
 	// A declarative apply keeps the endpoint's port; one without its cube
 	// is refused whole.
 	doc := e.Topology()
-	doc.Cubes["redbr"].Ports = nil
+	doc.Lookup("redbr").Ports = nil
 	if _, err := e.Replace(context.Background(), doc, false); err != nil {
 		t.Fatalf("apply without the endpoint's port: %v", err)
 	}

@@ -107,7 +107,7 @@ type Engine struct {
 	redirectReady map[int]bool
 	// started is what the start adopted and reloaded (upgrade.go).
 	started StartReport
-	// index indexes topo for requests (index.go), epIndex the
+	// index indexes topo for requests and quotas (index.go), epIndex the
 	// endpoints (endpointindex.go).
 	index   topoIndex
 	epIndex endpointIndex
@@ -237,7 +237,7 @@ func Open(cfg Config) (*Engine, error) {
 		dp.Close()
 		return nil, err
 	}
-	for _, c := range f.Topology.Cubes {
+	for _, c := range f.Topology.Cubes() {
 		c.Down = "" // never part of the state
 	}
 	if err := f.Topology.Upgrade(); err != nil {
@@ -263,7 +263,7 @@ func Open(cfg Config) (*Engine, error) {
 		return fail(err)
 	}
 	for name, reason := range invalid {
-		if err := e.putDown(f.Topology.Cubes[name], attachContext(f.Topology, name), reason); err != nil {
+		if err := e.putDown(f.Topology.Lookup(name), attachContext(f.Topology, name), reason); err != nil {
 			return fail(err)
 		}
 	}
@@ -273,9 +273,8 @@ func Open(cfg Config) (*Engine, error) {
 		return fail(fmt.Errorf("restore state: %w", err))
 	}
 	e.topo, e.gen = f.Topology, f.Gen
-	e.index.rebuild(e.topo)
-	e.tenants.usage = nil // counted from the restored state, its down cubes known
-	for name, c := range e.topo.Cubes {
+	e.rebuildIndex(e.topo) // counted from the restored state, its down cubes known
+	for name, c := range e.topo.Cubes() {
 		if isSlicer(c) {
 			e.slicers[name] = true
 		}

@@ -266,9 +266,7 @@ func (e *Engine) changeEntries(who tenant.Actor, name, table string, fn func(tx 
 		}
 		return err
 	}
-	if u := e.tenants.usage; u != nil {
-		u.entries(name, added)
-	}
+	e.index.entries(name, added)
 	e.rev++
 	e.topoRev++
 	return nil
@@ -393,7 +391,7 @@ type store struct {
 
 // owner is who the cube's own changes act for (e.mu held).
 func (s *store) owner() tenant.Actor {
-	if c := s.e.topo.Cubes[s.l.dc.Name]; c != nil && c.Tenant != "" {
+	if c := s.e.topo.Lookup(s.l.dc.Name); c != nil && c.Tenant != "" {
 		return tenant.Of(c.Tenant)
 	}
 	return tenant.Admin
@@ -426,7 +424,7 @@ func (s *store) Do(fn func(h cube.Handle) error) error {
 func (s *store) Entry(table, key string) (json.RawMessage, bool) {
 	s.e.mu.Lock()
 	defer s.e.mu.Unlock()
-	c := s.e.topo.Cubes[s.l.dc.Name]
+	c := s.e.topo.Lookup(s.l.dc.Name)
 	if s.e.cubes[s.l.dc.Name] != s.l || c == nil {
 		return nil, false
 	}

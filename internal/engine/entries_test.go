@@ -171,11 +171,11 @@ func TestChangeEntriesAdmission(t *testing.T) {
 			}
 			was, ok := ch.Was["dd"]
 			if !ok {
-				was = ch.Prev.Cubes["dd"]
+				was = ch.Prev.Lookup("dd")
 			}
-			seen = append(seen, [2]int{n(was), n(ch.Next.Cubes["dd"])})
+			seen = append(seen, [2]int{n(was), n(ch.Next.Lookup("dd"))})
 			revs = append(revs, fmt.Sprint(ch.Rev, ch.Cubes))
-			if n(ch.Next.Cubes["dd"]) > 2 {
+			if n(ch.Next.Lookup("dd")) > 2 {
 				return cube.Conflict("core_budget_ns", "refused: over the budget")
 			}
 			return nil

@@ -29,7 +29,7 @@ func (h *handle) AttachPoint() (string, []netip.Prefix) {
 	}
 	var out []netip.Prefix
 	if ep.IsCube() {
-		c := t.Cubes[ep.Cube]
+		c := t.Lookup(ep.Cube)
 		if c == nil {
 			return point, nil
 		}
@@ -72,7 +72,7 @@ func ifaceAddrs(name string) []netip.Prefix {
 func attachContext(t *cube.Topology, name string) string {
 	point := t.AttachedTo(name)
 	if ep, err := cube.ParseEndpoint(point); err == nil && ep.IsCube() {
-		if c := t.Cubes[ep.Cube]; c != nil {
+		if c := t.Lookup(ep.Cube); c != nil {
 			if p := c.Port(ep.Port); p != nil {
 				return point + " " + strings.Join(p.Addresses, ",")
 			}

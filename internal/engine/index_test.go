@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -9,7 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cilium/ebpf"
+
 	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/endpoint"
 	"github.com/edgenf/edgenf/internal/tenant"
 )
@@ -20,7 +24,7 @@ import (
 func randomTopology(r *rand.Rand, n int) *cube.Topology {
 	t := cube.NewTopology()
 	for i := range n {
-		t.Cubes[fmt.Sprintf("c%d", i)] = randomCube(r, fmt.Sprintf("c%d", i))
+		t.Put(randomCube(r, fmt.Sprintf("c%d", i)))
 	}
 	dedupPeers(t)
 	for i := range n / 3 {
@@ -31,13 +35,16 @@ func randomTopology(r *rand.Rand, n int) *cube.Topology {
 }
 
 func randomCube(r *rand.Rand, name string) *cube.Cube {
-	c := &cube.Cube{Name: name, Type: "portfwd", Tenant: []string{"", "red", "blue"}[r.IntN(3)]}
+	c := &cube.Cube{Name: name, Type: "portfwd", Hook: []datapath.Hook{datapath.XDP, datapath.TC}[r.IntN(2)], Tenant: []string{"", "red", "blue"}[r.IntN(3)]}
 	for p := range r.IntN(3) {
 		port := cube.Port{Name: fmt.Sprintf("p%d", p), Index: p}
 		if r.IntN(2) == 0 {
 			port.Peer = fmt.Sprintf("veth%d", r.IntN(20))
 		}
 		c.Ports = append(c.Ports, port)
+		if r.IntN(2) == 0 {
+			c.SetRow("rules", port.Name, json.RawMessage(fmt.Sprintf(`{"in_port":%q,"out_port":%q}`, port.Name, port.Name)))
+		}
 	}
 	return c
 }
@@ -54,7 +61,7 @@ func randomList(r *rand.Rand, n int) []string {
 func dedupPeers(t *cube.Topology) {
 	seen := map[string]bool{}
 	for _, name := range t.CubeNames() {
-		c := t.Cubes[name]
+		c := t.Lookup(name)
 		for i, p := range c.Ports {
 			if p.Peer != "" && seen[p.Peer] {
 				c.Ports[i].Peer = ""
@@ -66,29 +73,32 @@ func dedupPeers(t *cube.Topology) {
 
 // TestTopologyIndexFollowsChanges: the index kept change by change from
 // each change's dirty set answers as counting the topology afresh (the
-// walk it replaces: tenant.Count, the ports peered with interfaces), over
-// random changes of cubes' owners, ports, peers and attachments.
+// walks it replaces: tenant.Count, the ports peered with interfaces), over
+// random changes of cubes' owners, ports, entries, peers and attachments,
+// before and after the tenants' kernel memory is priced.
 func TestTopologyIndexFollowsChanges(t *testing.T) {
 	r := rand.New(rand.NewPCG(15, 3000))
 	const n = 40
 	prev := randomTopology(r, n)
-	var x topoIndex
-	x.rebuild(prev)
+	e := &Engine{topo: prev, specs: map[[32]byte]*ebpf.CollectionSpec{}}
+	e.tenants.memory = map[[32]byte]int64{}
+	e.rebuildIndex(prev)
 	for step := range 300 {
+		if step == 150 {
+			e.price()
+		}
 		next := prev.Clone()
 		cs := &changeSet{changed: map[string]bool{}}
 		for range 1 + r.IntN(3) {
 			name := fmt.Sprintf("c%d", r.IntN(n+2))
-			cs.changed[name] = true
 			if r.IntN(4) == 0 {
-				delete(next.Cubes, name)
+				next.Remove(name)
 			} else {
-				next.Cubes[name] = randomCube(r, name)
+				next.Put(randomCube(r, name))
 			}
 		}
 		dedupPeers(next)
 		// dedupPeers may have unpeered a cube the step did not pick
-		cs.changed = map[string]bool{}
 		for _, name := range next.ChangedSince(prev) {
 			cs.changed[name] = true
 		}
@@ -103,19 +113,37 @@ func TestTopologyIndexFollowsChanges(t *testing.T) {
 				cs.points = append(cs.points, point)
 			}
 		}
-		x.note(prev, next, cs, false)
-		var want topoIndex
-		want.rebuild(next)
-		if !maps.Equal(x.peers, want.peers) || !maps.Equal(x.cubes, want.cubes) || !maps.Equal(x.attachments, want.attachments) || !maps.Equal(x.attached, want.attached) {
-			t.Fatalf("step %d: index\n%v %v %v\nwant, counted afresh,\n%v %v %v", step, x.peers, x.cubes, x.attachments, want.peers, want.cubes, want.attachments)
+		e.noteIndex(prev, next, cs, false)
+		e.topo = next
+		fresh := &Engine{topo: next}
+		fresh.rebuildIndex(next)
+		if !maps.Equal(e.index.peers, fresh.index.peers) || !maps.Equal(e.index.attached, fresh.index.attached) {
+			t.Fatalf("step %d: peers, attached\n%v %v\nwant, counted afresh,\n%v %v", step, e.index.peers, e.index.attached, fresh.index.peers, fresh.index.attached)
 		}
 		for _, who := range []string{"", "red", "blue"} {
-			use, _ := tenant.Count(next, who, nil)
-			if int64(x.cubes[who]) != use[tenant.Cubes] || int64(x.attachments[who]) != use[tenant.Attachments] {
-				t.Fatalf("step %d: %q holds %d cubes, %d attachments; tenant.Count: %d, %d", step, who, x.cubes[who], x.attachments[who], use[tenant.Cubes], use[tenant.Attachments])
+			memory := e.cubeMemory
+			if !e.index.priced || who == "" { // the administrator's cubes are never priced
+				memory = nil
+			}
+			want, err := tenant.Count(next, who, memory)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := e.usage(who, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !maps.Equal(got, want) {
+				t.Fatalf("step %d: %q holds %v by the index; tenant.Count: %v", step, who, got, want)
+			}
+			if cubes, attached := e.Holds(who); int64(cubes) != want[tenant.Cubes] || int64(attached) != want[tenant.Attachments] {
+				t.Fatalf("step %d: %q holds %d cubes, %d attachments; tenant.Count: %v", step, who, cubes, attached, want)
 			}
 		}
 		prev = next
+	}
+	if red, _ := e.usage("red", true); red[tenant.KernelMemory] == 0 {
+		t.Fatal("red's cubes hold no kernel memory: the test does not exercise pricing")
 	}
 }
 
@@ -136,7 +164,7 @@ func TestCheckEndpointsOfDirtyCubesJudgesAsTheFullCheck(t *testing.T) {
 			c.Ports = append(c.Ports, cube.Port{Name: ep, Index: j + 1, Peer: "veth-" + ep})
 			e.putEndpoint(&endpoint.Endpoint{Name: ep, Tenant: c.Tenant, Cube: name, Interface: "veth-" + ep})
 		}
-		applied.Cubes[name] = c
+		applied.Put(c)
 	}
 	if err := e.checkEndpoints(applied, dirty{all: true}); err != nil {
 		t.Fatal(err)
@@ -146,13 +174,13 @@ func TestCheckEndpointsOfDirtyCubesJudgesAsTheFullCheck(t *testing.T) {
 		next := applied.Clone()
 		for range 1 + r.IntN(3) {
 			name := fmt.Sprintf("c%d", r.IntN(n))
-			c := next.Cubes[name]
+			c := next.Lookup(name)
 			if c == nil {
 				continue
 			}
 			switch r.IntN(5) {
 			case 0:
-				delete(next.Cubes, name)
+				next.Remove(name)
 			case 1:
 				c.Tenant = "blue"
 			case 2:

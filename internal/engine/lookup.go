@@ -18,14 +18,14 @@ import (
 
 // owned returns a cube of the applied state if who owns it.
 func (e *Engine) owned(who tenant.Actor, name string) (*cube.Cube, bool) {
-	c, ok := e.topo.Cubes[name]
-	return c, ok && who.Owns(c)
+	c := e.topo.Lookup(name)
+	return c, c != nil && who.Owns(c)
 }
 
 // live returns a loaded cube if who owns it.
 func (e *Engine) live(who tenant.Actor, name string) (*live, error) {
 	l, ok := e.cubes[name]
-	if !ok || !who.Owns(e.topo.Cubes[name]) {
+	if !ok || !who.Owns(e.topo.Lookup(name)) {
 		return nil, noCube(name)
 	}
 	return l, nil
@@ -112,7 +112,7 @@ func (e *Engine) Topology() *cube.Topology {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	t := e.topo.Clone()
-	for _, c := range t.Cubes {
+	for _, c := range t.Cubes() {
 		e.markDown(c)
 	}
 	return t

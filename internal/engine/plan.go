@@ -55,7 +55,7 @@ func (pl *planner) makePlan() (*plan, error) {
 		chainHops: map[string]map[int]datapath.Hop{},
 	}
 	for _, name := range pl.cubes() {
-		c := pl.t.Cubes[name]
+		c := pl.t.Lookup(name)
 		if _, ok := pl.chains.bySlicer[name]; ok || isSlicer(c) {
 			hops, err := pl.chainHops(name)
 			if err != nil {
@@ -117,7 +117,7 @@ func (pl *planner) portHop(c *cube.Cube, port cube.Port) (datapath.Hop, int, err
 		return datapath.Hop{}, 0, err
 	}
 	if ep.IsCube() {
-		peer := pl.t.Cubes[ep.Cube]
+		peer := pl.t.Lookup(ep.Cube)
 		stack = append(stack, pl.stack(ep.String(), datapath.Ingress)...)
 		h, err := datapath.NewHop(datapath.DstCube, 0, pl.slots[ep.Cube], uint32(peer.Port(ep.Port).Index), stack)
 		return h, 0, err
@@ -141,7 +141,7 @@ func (pl *planner) portHop(c *cube.Cube, port cube.Port) (datapath.Hop, int, err
 func (pl *planner) planStubs(p *plan) error {
 	peered := map[string]bool{}
 	for _, name := range pl.cubes() {
-		c := pl.t.Cubes[name]
+		c := pl.t.Lookup(name)
 		for _, port := range c.Ports {
 			ep, err := cube.ParseEndpoint(port.Peer)
 			if err != nil || ep.IsCube() || (pl.only != nil && !pl.only.ifaces[ep.Iface]) {
@@ -173,7 +173,7 @@ func (pl *planner) planStubs(p *plan) error {
 			pl.missing = append(pl.missing, ep.Iface)
 			continue
 		}
-		hook := pl.t.Cubes[names[0]].Hook
+		hook := pl.t.Lookup(names[0]).Hook
 		h, err := datapath.NewHop(datapath.DstStack, 0, 0, 0, pl.stack(point, datapath.Ingress))
 		if err != nil {
 			return cube.Within("attachments."+point, err)

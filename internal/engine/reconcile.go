@@ -27,19 +27,19 @@ func (e *Engine) reconcileSet(desired *cube.Topology, adopt bool, cs *changeSet)
 	if cs != nil {
 		names = sorted(cs.ensure)
 		for _, name := range sorted(cs.changed) {
-			if _, ok := desired.Cubes[name]; !ok {
+			if !desired.Has(name) {
 				gone = append(gone, name)
 			}
 		}
 	} else {
 		names = desired.CubeNames()
 		for name := range e.cubes {
-			if _, keep := desired.Cubes[name]; !keep {
+			if !desired.Has(name) {
 				gone = append(gone, name)
 			}
 		}
 		for name := range e.slots {
-			if _, keep := desired.Cubes[name]; !keep && e.cubes[name] == nil {
+			if !desired.Has(name) && e.cubes[name] == nil {
 				gone = append(gone, name)
 			}
 		}
@@ -64,7 +64,7 @@ func (e *Engine) reconcileSet(desired *cube.Topology, adopt bool, cs *changeSet)
 	e.applying = desired
 	defer func() { e.applying = nil }()
 	for _, name := range names {
-		c, attch := desired.Cubes[name], attachContext(desired, name)
+		c, attch := desired.Lookup(name), attachContext(desired, name)
 		if err := e.ensureCube(c, attch, adopt); err != nil {
 			if e.goesDown == nil || !e.goesDown(name) {
 				return cube.Within("cubes."+name, err)
@@ -114,7 +114,7 @@ func (e *Engine) assignSlots(t *cube.Topology, names []string) error {
 		if used == nil {
 			used = map[uint32]bool{}
 			for name, s := range e.slots {
-				if _, ok := t.Cubes[name]; ok {
+				if t.Has(name) {
 					used[s] = true
 				}
 			}

@@ -70,7 +70,7 @@ func invalidCubes(t *cube.Topology) (map[string]error, error) {
 			return nil, err
 		}
 		bad[name] = err
-		accepted.Cubes[name] = t.Cubes[name]
+		accepted.Put(t.Lookup(name))
 	}
 }
 
@@ -187,7 +187,7 @@ func (e *Engine) removeResidues(rs []state.Residue) {
 			continue
 		}
 		done[k] = true
-		c, l := e.topo.Cubes[r.Cube], e.cubes[r.Cube]
+		c, l := e.topo.Lookup(r.Cube), e.cubes[r.Cube]
 		if c == nil || l == nil || l.down != "" {
 			continue // not running: nothing of it in the datapath
 		}
@@ -247,7 +247,7 @@ func (e *Engine) removeLeftovers(adoptEmpty bool) error {
 	}
 	var left []string
 	for _, name := range pinned {
-		if _, ok := e.topo.Cubes[name]; !ok {
+		if !e.topo.Has(name) {
 			left = append(left, name)
 		}
 	}
@@ -275,7 +275,7 @@ func (e *Engine) removeLeftovers(adoptEmpty bool) error {
 func (e *Engine) journalIntents(prev, next *cube.Topology, cs *changeSet) error {
 	var recs []state.Record
 	for name := range cs.changed {
-		c, l, old := next.Cubes[name], e.cubes[name], prev.Cubes[name]
+		c, l, old := next.Lookup(name), e.cubes[name], prev.Lookup(name)
 		if c == nil {
 			continue
 		}

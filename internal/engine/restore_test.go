@@ -84,7 +84,7 @@ func TestEmptyStateOverPinsIsRefused(t *testing.T) {
 	cfg.AdoptEmpty = true
 	e = openAt(t, cfg)
 	defer e.Close()
-	if got := pinnedCubes(t, cfg); len(got) != 0 || len(e.Topology().Cubes) != 0 {
+	if got := pinnedCubes(t, cfg); len(got) != 0 || e.Topology().NumCubes() != 0 {
 		t.Fatalf("-adopt-empty left %v", got)
 	}
 }
@@ -112,7 +112,7 @@ func TestLeftoverPinsDoNotLeakIntoANewCube(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		delete(f.Topology.Cubes, name)
+		f.Topology.Remove(name)
 		delete(f.Slots, name)
 		if err := state.Save(cfg.StateFile, f); err != nil {
 			t.Fatal(err)
@@ -189,7 +189,7 @@ func TestCubeThatFailsToRestoreIsDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Topology.Cubes["sw"].Config = config(strings.Replace(string(src), "apply {", "apply { no_such_action();", 1))
+	f.Topology.Lookup("sw").Config = config(strings.Replace(string(src), "apply {", "apply { no_such_action();", 1))
 	f.Gen++ // a snapshot newer than the journal (which holds the cubes as they were)
 	if err := state.Save(cfg.StateFile, f); err != nil {
 		t.Fatal(err)
@@ -201,7 +201,7 @@ func TestCubeThatFailsToRestoreIsDown(t *testing.T) {
 	if sw.Down == "" || !strings.Contains(sw.Down, "no_such_action") || fwd.Down != "" {
 		t.Fatalf("sw down %q, fwd down %q", sw.Down, fwd.Down)
 	}
-	if t2 := e.Topology(); t2.Cubes["sw"].Down == "" {
+	if t2 := e.Topology(); t2.Lookup("sw").Down == "" {
 		t.Fatal("the topology does not show sw down")
 	}
 	if _, err := e.View(tenant.Admin, "sw", "p4info"); !errors.Is(err, cube.ErrConflict) || !strings.Contains(err.Error(), "down") {
@@ -226,7 +226,7 @@ func TestCubeThatFailsToRestoreIsDown(t *testing.T) {
 	}
 	// other changes go on; a state snapshot keeps sw's settings as they are
 	update(t, e, func(tp *cube.Topology) error { return tp.AddCube(&cube.Cube{Name: "fwd2", Type: "portfwd"}) })
-	if g, _ := state.Load(cfg.StateFile); sourceOf(g.Topology.Cubes["sw"]) != sourceOf(f.Topology.Cubes["sw"]) {
+	if g, _ := state.Load(cfg.StateFile); sourceOf(g.Topology.Lookup("sw")) != sourceOf(f.Topology.Lookup("sw")) {
 		t.Fatal("the snapshot lost the down cube's settings")
 	}
 	// a fix that still does not compile fails and leaves it down

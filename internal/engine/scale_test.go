@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/engine"
+	"github.com/edgenf/edgenf/internal/netlab"
 	_ "github.com/edgenf/edgenf/internal/nf/ddos"
 	_ "github.com/edgenf/edgenf/internal/nf/portfwd"
 	"github.com/edgenf/edgenf/internal/nftest"
@@ -32,7 +34,7 @@ func tenantChain(i int) []*cube.Cube {
 
 // scaleEngine is an engine holding n cubes (n/2 tenant chains), added in
 // batches so that building 3,000 cubes costs loads, not n changes.
-func scaleEngine(b *testing.B, n int) *engine.Engine {
+func scaleEngine(b testing.TB, n int) *engine.Engine {
 	// the edit check visits every cube: a benchmark measures without it
 	b.Setenv("EDGENF_CHECK_EDITS", "0")
 	e := nftest.Engine(b)
@@ -47,6 +49,78 @@ func scaleEngine(b *testing.B, n int) *engine.Engine {
 		})
 	}
 	return e
+}
+
+// TestChangeWalksNoCubes: a change of one rule or one peering, an
+// administrator's or a tenant's (on a cube peered with an interface),
+// through Update or ChangeEntries, walks the cubes of no topology (cube.CubeWalks counts every walk): what it costs
+// the engine does not grow with the number of cubes (issue 15). Only the
+// first change after start may count the topology once (its working copy,
+// the tenants' holdings). The edit check is off, as in a daemon: it walks
+// every cube by design.
+func TestChangeWalksNoCubes(t *testing.T) {
+	e := scaleEngine(t, 200)
+	lab, err := netlab.New(netlab.UniquePrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lab.Close() })
+	iface, _, err := lab.RootVeth("a", "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.SetTenant(tenant.Tenant{Name: "red", Interfaces: []string{iface}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, red := context.Background(), tenant.Of("red")
+	update := func(who tenant.Actor, fn func(tp *cube.Topology) error) error {
+		return e.UpdateAs(ctx, who, func(tp *cube.Topology, _ tenant.Scope) error { return fn(tp) })
+	}
+	if err := update(red, func(tp *cube.Topology) error {
+		for _, c := range tenantChain(9000) {
+			c.Tenant = "red"
+			tp.Put(c)
+		}
+		return tp.SetPeer("t9000a:p0", iface)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	rule := func(i int) json.RawMessage {
+		return json.RawMessage(fmt.Sprintf(`{"in_port":"p0","out_port":%q}`, []string{"p0", "p1"}[i%2]))
+	}
+	changes := []struct {
+		what string
+		run  func(i int) error
+	}{
+		{"the administrator's rule", func(i int) error {
+			return update(tenant.Admin, func(tp *cube.Topology) error { _, err := tp.PutEntry("t0a", "rules", rule(i)); return err })
+		}},
+		{"the administrator's peering", func(i int) error {
+			return update(tenant.Admin, func(tp *cube.Topology) error {
+				if i%2 == 0 {
+					return tp.Unpeer("t0a:p1")
+				}
+				return tp.SetPeer("t0a:p1", "t0b:p0")
+			})
+		}},
+		{"a tenant's rule", func(i int) error {
+			return update(red, func(tp *cube.Topology) error { _, err := tp.PutEntry("t9000a", "rules", rule(i)); return err })
+		}},
+		{"a tenant's rule through ChangeEntries", func(i int) error {
+			return e.ChangeEntries(red, "t9000b", "rules", func(tx *engine.EntryTx) error { _, err := tx.Put(rule(i + 1)); return err })
+		}},
+	}
+	for i := range 4 {
+		for _, c := range changes {
+			before := cube.CubeWalks()
+			if err := c.run(i); err != nil {
+				t.Fatalf("%s: %v", c.what, err)
+			}
+			if walks := cube.CubeWalks() - before; i > 0 && walks != 0 {
+				t.Errorf("%s (change %d): %d walks over every cube, want none", c.what, i, walks)
+			}
+		}
+	}
 }
 
 // BenchmarkChange reports what one change costs the engine when the

@@ -57,7 +57,7 @@ func isSlicer(c *cube.Cube) bool {
 func indexChains(t *cube.Topology, names []string) *chainIndex {
 	idx := &chainIndex{byEntry: map[string]chainRef{}, bySlicer: map[string][]cube.SliceChain{}}
 	for _, name := range names {
-		c := t.Cubes[name]
+		c := t.Lookup(name)
 		if c == nil {
 			continue
 		}
@@ -87,12 +87,12 @@ func indexChainsAll(t *cube.Topology) *chainIndex {
 func (e *Engine) slicersOf(next *cube.Topology, changed []string) []string {
 	set := map[string]bool{}
 	for name := range e.slicers {
-		if c := next.Cubes[name]; c != nil && isSlicer(c) {
+		if c := next.Lookup(name); c != nil && isSlicer(c) {
 			set[name] = true
 		}
 	}
 	for _, name := range changed {
-		if c := next.Cubes[name]; c != nil && isSlicer(c) {
+		if c := next.Lookup(name); c != nil && isSlicer(c) {
 			set[name] = true
 		}
 	}
@@ -109,7 +109,7 @@ func (e *Engine) chainsOf(next *cube.Topology, changed []string) *chainIndex {
 // date with a change made.
 func (e *Engine) noteSlicers(next *cube.Topology, cs *changeSet) {
 	for name := range cs.changed {
-		if c := next.Cubes[name]; c != nil && isSlicer(c) {
+		if c := next.Lookup(name); c != nil && isSlicer(c) {
 			e.slicers[name] = true
 		} else {
 			delete(e.slicers, name)
@@ -142,7 +142,7 @@ func checkChains(t *cube.Topology, idx *chainIndex) error {
 		if err != nil || !ep.IsCube() {
 			return cube.Errorf(field, "%q is not a cube port (cube:port)", entry)
 		}
-		c := t.Cubes[ep.Cube]
+		c := t.Lookup(ep.Cube)
 		if c == nil {
 			return cube.NotFound(field, "slice %s leads into %s: no cube named %q (delete or change the slice first)", ref.Slice, entry, ep.Cube)
 		}
@@ -159,7 +159,7 @@ func checkChains(t *cube.Topology, idx *chainIndex) error {
 		if c.Tenant != ref.Tenant {
 			return cube.Conflict(field, "cube %s is %s and slice %s is %s: a slice leads only into its own tenant's cubes", c.Name, ownerName(c.Tenant), ref.Slice, ownerName(ref.Tenant))
 		}
-		if s := t.Cubes[ref.slicer]; s != nil && s.Hook != c.Hook {
+		if s := t.Lookup(ref.slicer); s != nil && s.Hook != c.Hook {
 			return cube.Unprocessable(field, "cube %s runs at %s and slicer %s at %s: a chain is entered at the slicer's hook", c.Name, c.Hook, s.Name, s.Hook)
 		}
 	}
@@ -181,7 +181,7 @@ func (pl *planner) chainHops(slicer string) (map[int]datapath.Hop, error) {
 		if err != nil {
 			return nil, err
 		}
-		c := pl.t.Cubes[ep.Cube]
+		c := pl.t.Lookup(ep.Cube)
 		if c == nil || c.Port(ep.Port) == nil {
 			continue // refused by checkChains; a state file's: it drops
 		}

@@ -34,7 +34,7 @@ type stubPrep struct {
 func (e *Engine) stubsToPrepare(next *cube.Topology, d dirty, done map[StubKey]bool) []stubPrep {
 	var out []stubPrep
 	for _, name := range d.cubes {
-		c, l := next.Cubes[name], e.cubes[name]
+		c, l := next.Lookup(name), e.cubes[name]
 		slot, ok := e.slots[name]
 		if c == nil || l == nil || !ok || l.dc.Hook != c.Hook {
 			continue

@@ -95,7 +95,7 @@ func TestTenantChangeIsCheckedWhenApplied(t *testing.T) {
 		t.Fatalf("cube x: %+v", c)
 	}
 	got := e.Topology()
-	if string(got.Cubes["x"].Config) != `{"gen":1}` {
-		t.Fatalf("blue's cube has red's settings: %s", got.Cubes["x"].Config)
+	if string(got.Lookup("x").Config) != `{"gen":1}` {
+		t.Fatalf("blue's cube has red's settings: %s", got.Lookup("x").Config)
 	}
 }

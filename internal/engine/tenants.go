@@ -27,12 +27,9 @@ type tenantState struct {
 	defaults tenant.Quota
 	// memory is the kernel memory an object preallocates, by its hash.
 	memory map[[32]byte]int64
-	// usage is every tenant's holdings in the applied topology (nil:
-	// count them again when next needed), kept up to date by each change
-	// (usage.go).
-	usage *usageIndex
-	// counted is how many cubes were counted for it (a test's measure).
-	counted int
+	// priced is how many cubes' kernel memory was priced for quotas
+	// (index.go; a test's measure).
+	priced int
 	// now is every tenant's limits as of the last change of the
 	// records, for what reads them without the engine's lock (publish).
 	now atomic.Pointer[limitsNow]
@@ -150,11 +147,11 @@ func (ts *tenantState) prefixFree(t *tenant.Tenant) error {
 // that tenant's. A tenant is told only that the name is taken.
 func (e *Engine) checkNames(who tenant.Actor, next *cube.Topology, changed []string) error {
 	for _, name := range changed {
-		c := next.Cubes[name]
+		c := next.Lookup(name)
 		if c == nil {
 			continue
 		}
-		if p, ok := e.topo.Cubes[name]; ok && p.Tenant == c.Tenant {
+		if p := e.topo.Lookup(name); p != nil && p.Tenant == c.Tenant {
 			continue
 		}
 		for _, t := range e.tenants.records() {
@@ -288,7 +285,7 @@ func (e *Engine) UpdateAs(ctx context.Context, who tenant.Actor, fn func(t *cube
 func (e *Engine) unprepared(next *cube.Topology, changed []string, done map[string][]byte) []*cube.Cube {
 	var out []*cube.Cube
 	for _, name := range changed {
-		c := next.Cubes[name]
+		c := next.Lookup(name)
 		if c == nil {
 			continue
 		}
@@ -296,7 +293,7 @@ func (e *Engine) unprepared(next *cube.Topology, changed []string, done map[stri
 		if err != nil || typ.Prepare == nil {
 			continue
 		}
-		if old := e.topo.Cubes[name]; old != nil && old.Type == c.Type && bytes.Equal(old.Config, c.Config) {
+		if old := e.topo.Lookup(name); old != nil && old.Type == c.Type && bytes.Equal(old.Config, c.Config) {
 			continue
 		}
 		if cfg, ok := done[name]; ok && bytes.Equal(cfg, c.Config) {
@@ -336,7 +333,7 @@ func prepare(ctx context.Context, c *cube.Cube, limit time.Duration) (func(), er
 }
 
 // checkQuota refuses a change that takes who over a quota: next differs
-// from the applied topology in d, and only that is counted (usage.go).
+// from the applied topology in d, and only that is counted (index.go).
 func (e *Engine) checkQuota(who tenant.Actor, next *cube.Topology, d dirty) error {
 	if who.IsAdmin() {
 		return nil
@@ -401,7 +398,8 @@ func (e *Engine) entryQuota(who tenant.Actor, used, added int64) error {
 }
 
 func (e *Engine) entriesOf(name string) int64 {
-	return e.usage().of(name)[tenant.TableEntries]
+	use, _ := e.usage(name, false)
+	return use[tenant.TableEntries]
 }
 
 // --- the tenants resource ---
@@ -450,7 +448,7 @@ func (e *Engine) Tenants(extra ...string) ([]*TenantStatus, error) {
 	for n := range e.tenants.static {
 		names[n] = true
 	}
-	for _, c := range e.topo.Cubes {
+	for _, c := range e.topo.Cubes() {
 		if c.Tenant != "" {
 			names[c.Tenant] = true
 		}
@@ -473,11 +471,10 @@ func (e *Engine) tenantStatus(name string) (*TenantStatus, error) {
 	} else if t, ok := e.tenants.declared[name]; ok {
 		st.Tenant, st.Source = *t.Clone(), "api"
 	}
-	u := e.usage()
-	for _, err := range u.bad[name] {
+	use, err := e.usage(name, true)
+	if err != nil {
 		return nil, err
 	}
-	use := u.of(name)
 	for _, q := range tenant.Names {
 		qs := QuotaStatus{Name: q, Limit: e.tenants.limit(name, q)}
 		if u, ok := use[q]; ok {
@@ -513,7 +510,7 @@ func (e *Engine) SetTenant(t tenant.Tenant) (bool, error) {
 		return false, err
 	}
 	for _, name := range e.topo.CubeNames() {
-		if t.NamedIn(name) && e.topo.Cubes[name].Tenant != t.Name {
+		if t.NamedIn(name) && e.topo.Lookup(name).Tenant != t.Name {
 			return false, cube.Conflict("cube_prefix", "cube %s, not tenant %s's, starts with %q", name, t.Name, t.CubePrefix)
 		}
 	}
@@ -564,7 +561,7 @@ func (e *Engine) DeleteTenant(name string) error {
 // lose.)
 func (e *Engine) stillOwned(name string, old, t *tenant.Tenant) error {
 	for _, cn := range e.topo.CubeNames() {
-		c := e.topo.Cubes[cn]
+		c := e.topo.Lookup(cn)
 		if c.Tenant != name {
 			continue
 		}

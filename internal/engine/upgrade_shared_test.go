@@ -381,7 +381,7 @@ func TestHookChangedWhilePinned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range f.Topology.Cubes {
+	for _, c := range f.Topology.Cubes() {
 		c.Hook = datapath.TC
 	}
 	f.Gen++
@@ -453,7 +453,7 @@ func TestDownCubeComesUpOverMapsOfAnotherLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Topology.Cubes["pf"].Tables["rules"]["p1"] = json.RawMessage(`{"in_port":"p1","out_port":"p9"}`)
+	f.Topology.Lookup("pf").Tables["rules"]["p1"] = json.RawMessage(`{"in_port":"p1","out_port":"p9"}`)
 	f.Gen++
 	if err := state.Save(cfg.StateFile, f); err != nil {
 		t.Fatal(err)

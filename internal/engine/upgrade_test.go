@@ -125,7 +125,7 @@ func TestUpgradeReloadsAStalePinnedProgram(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Topology.Cubes["pf"].Config = config(b)
+	f.Topology.Lookup("pf").Config = config(b)
 	f.Gen++ // a snapshot newer than the journal
 	if err := state.Save(cfg.StateFile, f); err != nil {
 		t.Fatal(err)
@@ -261,7 +261,7 @@ func TestRestartAfterDownRunsTheCube(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.Topology.Cubes["pf"].Config = config(source)
+		f.Topology.Lookup("pf").Config = config(source)
 		f.Gen++
 		if err := state.Save(cfg.StateFile, f); err != nil {
 			t.Fatal(err)

@@ -20,14 +20,13 @@ func checkUsage(t *testing.T, e *Engine, step string) {
 	t.Helper()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	u := e.usage()
 	for _, name := range []string{"red", "blue"} {
 		want, err := tenant.Count(e.topo, name, e.cubeMemory)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := u.of(name); !maps.Equal(got, want) {
-			t.Fatalf("%s: %s holds %v, a count finds %v", step, name, got, want)
+		if got, err := e.usage(name, true); err != nil || !maps.Equal(got, want) {
+			t.Fatalf("%s: %s holds %v (%v), a count finds %v", step, name, got, err, want)
 		}
 	}
 }
@@ -76,13 +75,13 @@ func TestQuotaCountsTheDirtySet(t *testing.T) {
 	// A tenant's change counts what it changes, not its other cubes nor
 	// the topology's.
 	e.mu.Lock()
-	before := e.tenants.counted
+	before := e.tenants.priced
 	e.mu.Unlock()
 	if err := as("add port", func(tp *cube.Topology) error { return tp.AddPort("c3a", cube.Port{Name: "p2", Index: 2}) }); err != nil {
 		t.Fatal(err)
 	}
 	e.mu.Lock()
-	counted := e.tenants.counted - before
+	counted := e.tenants.priced - before
 	e.mu.Unlock()
 	if counted > 2 { // the cube as changed, checked then applied
 		t.Fatalf("a one-port change counted %d cubes", counted)
@@ -120,7 +119,8 @@ func TestQuotaCountsTheDirtySet(t *testing.T) {
 
 	// Refusals: as a count would refuse, with its numbers; nothing changes.
 	e.mu.Lock()
-	ports := e.usage().of("red")[tenant.Ports]
+	use, _ := e.usage("red", false)
+	ports := use[tenant.Ports]
 	e.mu.Unlock()
 	if _, err := e.SetTenant(tenant.Tenant{Name: "red", Quota: tenant.Quota{tenant.Ports: ports + 2, tenant.Attachments: 2}}); err != nil {
 		t.Fatal(err)

@@ -40,9 +40,9 @@ func BenchmarkAdmission(b *testing.B) {
 					a := testAdmission(5000)
 					tops := [2]*cube.Topology{slicedSite(slices, chains, nil, budgets), nil}
 					tops[1] = slicedSite(slices, chains, map[string]float64{name: 30}, budgets)
-					for c := range tops[1].Cubes {
+					for c := range tops[1].Cubes() {
 						if c != name {
-							tops[1].Cubes[c] = tops[0].Cubes[c]
+							tops[1].ShareCube(c, tops[0])
 						}
 					}
 					ch := func(i int) estimate.Change { return changeOf(uint64(i), tops[i%2], tops[(i+1)%2]) }

@@ -78,7 +78,7 @@ func Chains(t *cube.Topology) []Chain {
 	entries := chainEntriesOf(t)
 	peered := map[string]bool{}
 	for _, name := range t.CubeNames() {
-		c := t.Cubes[name]
+		c := t.Lookup(name)
 		for _, p := range c.Ports {
 			if iface, ok := ifacePeer(p); ok {
 				peered[iface] = true
@@ -127,7 +127,7 @@ func attachedChain(t *cube.Topology, point string, peered map[string]bool, entri
 		return Chain{}, false
 	}
 	ch := Chain{From: ep.Iface, To: "linux", Hops: entries.stack(t, point, datapath.Ingress)}
-	if first := t.Cubes[t.Attachments[point][0]]; first != nil {
+	if first := t.Lookup(t.Attachments[point][0]); first != nil {
 		ch.Tenant, ch.Hook = first.Tenant, hookOf(first)
 	}
 	return ch, true
@@ -184,7 +184,7 @@ func follow(t *cube.Topology, ch Chain, c *cube.Cube, in cube.Port, visited map[
 			continue
 		}
 		entries.ref(ep.Cube)
-		peer := t.Cubes[ep.Cube]
+		peer := t.Lookup(ep.Cube)
 		if peer == nil || peer.Port(ep.Port) == nil {
 			continue
 		}
@@ -242,7 +242,7 @@ func stackHops(t *cube.Topology, point string, dir datapath.Direction) []Hop {
 	out := make([]Hop, 0, len(names))
 	for _, n := range names {
 		typ := ""
-		if c := t.Cubes[n]; c != nil {
+		if c := t.Lookup(n); c != nil {
 			typ = c.Type
 		}
 		out = append(out, Hop{Cube: n, Type: typ, Transparent: true, In: dir.String(), At: point})
@@ -348,7 +348,7 @@ type inOut struct {
 func (e *Estimator) chain(t *cube.Topology, ch Chain, costs cubeCosts) (ChainCost, error) {
 	cc := ChainCost{Chain: ch, ID: ch.ID()}
 	for i, h := range ch.Hops {
-		c := t.Cubes[h.Cube]
+		c := t.Lookup(h.Cube)
 		if c == nil {
 			return cc, fmt.Errorf("chain %s: no cube %s", cc.ID, h.Cube)
 		}
@@ -418,7 +418,7 @@ func panelHop(t *cube.Topology, prev Hop) bool {
 	if prev.Transparent {
 		return true
 	}
-	c := t.Cubes[prev.Cube]
+	c := t.Lookup(prev.Cube)
 	if c == nil {
 		return true
 	}
@@ -499,7 +499,7 @@ func HasSliceBudget(t *cube.Topology) bool {
 	if t == nil {
 		return false
 	}
-	for _, c := range t.Cubes {
+	for _, c := range t.Cubes() {
 		sls, err := slicesOf(c)
 		if err != nil {
 			return true // let the check report it

@@ -51,8 +51,8 @@ func std(name string, cost float64, ports ...cube.Port) *cube.Cube {
 // a → r1 → b, a firewall-like cube on r1:p0 and another on b; r1:p1 → r2 → c.
 func testTopology(cost float64) *cube.Topology {
 	t := cube.NewTopology()
-	t.Cubes["r1"] = std("r1", cost, cube.Port{Name: "p0", Peer: "a"}, cube.Port{Name: "p1", Index: 1, Peer: "r2:p0"})
-	t.Cubes["r2"] = std("r2", 30, cube.Port{Name: "p0", Peer: "r1:p1"}, cube.Port{Name: "p1", Index: 1, Peer: "c"})
+	t.Put(std("r1", cost, cube.Port{Name: "p0", Peer: "a"}, cube.Port{Name: "p1", Index: 1, Peer: "r2:p0"}))
+	t.Put(std("r2", 30, cube.Port{Name: "p0", Peer: "r1:p1"}, cube.Port{Name: "p1", Index: 1, Peer: "c"}))
 	t.Put(&cube.Cube{Name: "f1", Type: "testtr", Hook: datapath.XDP})
 	t.Attachments["r1:p0"] = []string{"f1"}
 	return t
@@ -117,13 +117,13 @@ func TestPanelHops(t *testing.T) {
 	}
 	// r1 sends to r2 from port 16: through the panel
 	tp := testTopology(50)
-	tp.Cubes["r1"].Ports[1].Index = datapath.DirectPorts
+	tp.Lookup("r1").Ports[1].Index = datapath.DirectPorts
 	if cc = price(tp); cc.NS != 20+(50-5+7)+(30-5+7.0) || fmt.Sprint(panels(cc)) != "[false true true]" {
 		t.Fatalf("port %d: %.1f ns %v", datapath.DirectPorts, cc.NS, panels(cc))
 	}
 	// r1 of a type that hops through the panel only
 	tp = testTopology(50)
-	tp.Cubes["r1"].Type = "testpanel"
+	tp.Lookup("r1").Type = "testpanel"
 	if cc = price(tp); cc.NS != 20+(50-5+7)+(30-5+7.0) || fmt.Sprint(panels(cc)) != "[false true true]" {
 		t.Fatalf("a panel-only sender: %.1f ns %v", cc.NS, panels(cc))
 	}
@@ -133,7 +133,7 @@ func TestPanelHops(t *testing.T) {
 // bound, saying so.
 func TestUnknownTypeIsALowerBound(t *testing.T) {
 	tp := testTopology(50)
-	tp.Cubes["r2"].Type = "nomodel"
+	tp.Lookup("r2").Type = "nomodel"
 	e := &estimate.Estimator{Profiles: map[datapath.Hook]*estimate.Profile{datapath.XDP: testProfile()}}
 	cs, err := e.Topology(tp)
 	if err != nil {
@@ -187,7 +187,7 @@ func TestAdmission(t *testing.T) {
 	// and over the budget)
 	toD := func(cost float64) *cube.Topology {
 		tp := testTopology(cost)
-		tp.Cubes["r2"].Ports[1].Peer = "d"
+		tp.Lookup("r2").Ports[1].Peer = "d"
 		return tp
 	}
 	if err := a.Check(big, toD(80)); err == nil || strings.Contains(err.Error(), "chain a →") || !strings.Contains(err.Error(), "chain d → r2:p0") {
@@ -225,8 +225,8 @@ func sliceTopology(cost, goldBudget float64) *cube.Topology {
 	cfg, _ := json.Marshal(map[string]any{"Slices": []cube.Slice{{Name: "gold", Port: "g", Entry: "up", BudgetNS: goldBudget}, {Name: "silver", Port: "s", Entry: "up"}}})
 	t.Put(&cube.Cube{Name: "sl", Type: "testslicer", Hook: datapath.XDP, Config: cfg,
 		Ports: []cube.Port{{Name: "up", Peer: "e"}, {Name: "g", Index: 1, Peer: "r1:p0"}, {Name: "s", Index: 2, Peer: "r2:p0"}}})
-	t.Cubes["r1"] = std("r1", cost, cube.Port{Name: "p0", Peer: "sl:g"}, cube.Port{Name: "p1", Index: 1, Peer: "o1"})
-	t.Cubes["r2"] = std("r2", 30, cube.Port{Name: "p0", Peer: "sl:s"}, cube.Port{Name: "p1", Index: 1, Peer: "o2"})
+	t.Put(std("r1", cost, cube.Port{Name: "p0", Peer: "sl:g"}, cube.Port{Name: "p1", Index: 1, Peer: "o1"}))
+	t.Put(std("r2", 30, cube.Port{Name: "p0", Peer: "sl:s"}, cube.Port{Name: "p1", Index: 1, Peer: "o2"}))
 	return t
 }
 

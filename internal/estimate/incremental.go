@@ -182,7 +182,7 @@ func (a *Admission) build(rev uint64, t *cube.Topology, chains bool) (*admitted,
 	st := &admitted{rev: rev, topo: t, starts: map[startKey]*started{}, refs: map[string]map[startKey]bool{},
 		groups: map[string]map[startKey]bool{}, from: map[string]map[startKey]bool{}, units: map[startKey]map[startKey]bool{},
 		budgeted: map[string]bool{}, chains: chains}
-	for name, c := range t.Cubes {
+	for name, c := range t.Cubes() {
 		if budgeted(c) {
 			st.budgeted[name] = true
 		}
@@ -199,7 +199,7 @@ func (a *Admission) build(rev uint64, t *cube.Topology, chains bool) (*admitted,
 	st.entries = entries.by
 	peered := map[string]bool{}
 	var keys []startKey
-	for name, c := range t.Cubes {
+	for name, c := range t.Cubes() {
 		for _, p := range c.Ports {
 			if iface, ok := ifacePeer(p); ok {
 				peered[iface] = true
@@ -258,12 +258,9 @@ func (a *Admission) CheckChange(ch Change) error {
 	}
 	prev := ch.Prev
 	if len(ch.Was) > 0 {
-		prev = &cube.Topology{Cubes: make(map[string]*cube.Cube, len(ch.Prev.Cubes)), Attachments: ch.Prev.Attachments}
-		for n, c := range ch.Prev.Cubes {
-			prev.Cubes[n] = c
-		}
-		for n, c := range ch.Was {
-			prev.Cubes[n] = c
+		prev = ch.Prev.Fork()
+		for _, c := range ch.Was {
+			prev.Put(c)
 		}
 	}
 	if ch.All {
@@ -322,7 +319,7 @@ func (a *Admission) hasSliceBudget(ch Change) bool {
 		}
 	}
 	for _, n := range ch.Cubes {
-		if c := ch.Next.Cubes[n]; c != nil && budgeted(c) {
+		if c := ch.Next.Lookup(n); c != nil && budgeted(c) {
 			return true
 		}
 	}
@@ -338,7 +335,7 @@ func (a *Admission) walkChange(ch Change) (*delta, error) {
 		if c, ok := ch.Was[n]; ok {
 			return c
 		}
-		return ch.Prev.Cubes[n]
+		return ch.Prev.Lookup(n)
 	}
 	affected := map[startKey]bool{}
 	dirty := map[string]bool{}
@@ -348,8 +345,8 @@ func (a *Admission) walkChange(ch Change) (*delta, error) {
 		// costs kept of the cube are of what it was (or, changed in place,
 		// of what it was before)
 		a.costs.forget(prevCube(n))
-		a.costs.forget(ch.Prev.Cubes[n])
-		next := ch.Next.Cubes[n]
+		a.costs.forget(ch.Prev.Lookup(n))
+		next := ch.Next.Lookup(n)
 		if next != nil {
 			a.costs.forget(next)
 			d.fresh = append(d.fresh, next)
@@ -420,7 +417,7 @@ func (a *Admission) walkChange(ch Change) (*delta, error) {
 			}
 		}
 		for _, n := range ch.Cubes {
-			if c := ch.Next.Cubes[n]; c != nil {
+			if c := ch.Next.Lookup(n); c != nil {
 				for _, p := range c.Ports {
 					if i, ok := ifacePeer(p); ok && i == iface {
 						return true

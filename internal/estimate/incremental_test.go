@@ -61,14 +61,14 @@ func slicedSite(n, m int, costs map[string]float64, budgets []float64) *cube.Top
 		} else {
 			sls = append(sls, cube.Slice{Name: fmt.Sprintf("s%d", i), Chain: c + ":p0", Entry: "up", BudgetNS: budgets[i]})
 		}
-		t.Cubes[c] = std(c, cost(c), cube.Port{Name: "p0", Peer: into}, cube.Port{Name: "p1", Index: 1, Peer: d + ":p0"})
-		t.Cubes[d] = std(d, cost(d), cube.Port{Name: "p0", Peer: c + ":p1"}, cube.Port{Name: "p1", Index: 1, Peer: fmt.Sprintf("o%d", i)})
+		t.Put(std(c, cost(c), cube.Port{Name: "p0", Peer: into}, cube.Port{Name: "p1", Index: 1, Peer: d + ":p0"}))
+		t.Put(std(d, cost(d), cube.Port{Name: "p0", Peer: c + ":p1"}, cube.Port{Name: "p1", Index: 1, Peer: fmt.Sprintf("o%d", i)}))
 	}
 	cfg, _ := json.Marshal(map[string]any{"Slices": sls})
 	t.Put(&cube.Cube{Name: "sl", Type: "testslicer", Hook: datapath.XDP, Config: cfg, Ports: ports})
 	for j := range m {
 		x := fmt.Sprintf("x%d", j)
-		t.Cubes[x] = std(x, cost(x), cube.Port{Name: "p0", Peer: fmt.Sprintf("a%d", j)}, cube.Port{Name: "p1", Index: 1, Peer: fmt.Sprintf("b%d", j)})
+		t.Put(std(x, cost(x), cube.Port{Name: "p0", Peer: fmt.Sprintf("a%d", j)}, cube.Port{Name: "p1", Index: 1, Peer: fmt.Sprintf("b%d", j)}))
 		if j%3 == 0 {
 			f := fmt.Sprintf("f%d", j)
 			t.Put(&cube.Cube{Name: f, Type: "testtr", Hook: datapath.XDP})
@@ -152,9 +152,9 @@ func TestCheckChangeJudgesAsCheck(t *testing.T) {
 				}
 				next := build()
 				// unchanged cubes are shared, as in the engine's working copy
-				for name, c := range next.Cubes {
-					if old := prev.Cubes[name]; old != nil && old.Equal(c) {
-						next.Cubes[name] = old
+				for name, c := range next.Cubes() {
+					if old := prev.Lookup(name); old != nil && old.Equal(c) {
+						next.Put(old)
 					}
 				}
 				want := errText(full.Check(prev, next))
@@ -180,7 +180,7 @@ func TestCheckChangeJudgesAsCheck(t *testing.T) {
 // settingsOf recovers slicedSite's settings from a topology it made.
 func settingsOf(t *cube.Topology) (map[string]float64, []float64, map[string]bool) {
 	costs := map[string]float64{}
-	for name, c := range t.Cubes {
+	for name, c := range t.Cubes() {
 		if c.Type == "teststd" {
 			var cfg struct{ Cost float64 }
 			json.Unmarshal(c.Config, &cfg)
@@ -188,7 +188,7 @@ func settingsOf(t *cube.Topology) (map[string]float64, []float64, map[string]boo
 		}
 	}
 	var cfg struct{ Slices []cube.Slice }
-	json.Unmarshal(t.Cubes["sl"].Config, &cfg)
+	json.Unmarshal(t.Lookup("sl").Config, &cfg)
 	budgets := make([]float64, len(cfg.Slices))
 	for i, sl := range cfg.Slices {
 		budgets[i] = sl.BudgetNS
@@ -199,7 +199,7 @@ func settingsOf(t *cube.Topology) (map[string]float64, []float64, map[string]boo
 		names = append(names, fmt.Sprintf("d%d", i), fmt.Sprintf("g%d", i))
 	}
 	for _, name := range names {
-		if t.Cubes[name] == nil {
+		if t.Lookup(name) == nil {
 			gone[name] = true
 		}
 	}
@@ -220,9 +220,9 @@ func TestCheckChangePricesWhatItAffects(t *testing.T) {
 	}
 	start := a.Estimator.Priced()
 	next := slicedSite(n, m, map[string]float64{"x7": 35}, budgets)
-	for name := range next.Cubes {
+	for name := range next.Cubes() {
 		if name != "x7" {
-			next.Cubes[name] = site.Cubes[name]
+			next.ShareCube(name, site)
 		}
 	}
 	if err := a.CheckChange(changeOf(0, site, next)); err != nil {
@@ -249,9 +249,9 @@ func TestCheckChangeWalksOneSlice(t *testing.T) {
 	change := func(rev uint64, prev *cube.Topology, costs map[string]float64, budgets []float64, name string) (*cube.Topology, int64) {
 		t.Helper()
 		next := slicedSite(n, m, costs, budgets)
-		for c := range next.Cubes {
+		for c := range next.Cubes() {
 			if c != name {
-				next.Cubes[c] = prev.Cubes[c]
+				next.ShareCube(c, prev)
 			}
 		}
 		start := a.Walked()

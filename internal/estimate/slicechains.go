@@ -112,7 +112,7 @@ func (s *slicer) of(ways ...string) (cube.Slice, bool) {
 func chainEntriesOf(t *cube.Topology) chainEntries {
 	out := chainEntries{by: map[string]chainEntry{}, slices: map[*cube.Cube]*slicer{}}
 	for _, name := range t.CubeNames() {
-		c := t.Cubes[name]
+		c := t.Lookup(name)
 		for _, sl := range out.slicerOf(c).slices {
 			if sl.Chain != "" {
 				out.by[sl.Chain] = chainEntry{slicer: c, slice: sl}
@@ -188,7 +188,7 @@ func intoChains(t *cube.Topology, ch Chain, c *cube.Cube, in cube.Port, visited 
 			continue
 		}
 		entries.ref(ep.Cube)
-		first := t.Cubes[ep.Cube]
+		first := t.Lookup(ep.Cube)
 		if first == nil || first.Port(ep.Port) == nil {
 			continue
 		}

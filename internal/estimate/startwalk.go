@@ -32,7 +32,7 @@ func (a *Admission) walkStart(t *cube.Topology, k startKey, entries chainEntries
 		chains = []Chain{ch}
 		order, from = startOrder{attached: true, name: k.point}, ep.Iface
 	} else {
-		c := t.Cubes[k.cube]
+		c := t.Lookup(k.cube)
 		if c == nil {
 			return nil, nil
 		}

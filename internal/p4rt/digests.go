@@ -19,8 +19,8 @@ import (
 // updateRuntime changes the cube's P4Runtime state in one engine update.
 func (s *Server) updateRuntime(ctx context.Context, who tenant.Actor, name string, fn func(st *p4nf.P4RuntimeState)) error {
 	err := s.eng.UpdateAs(ctx, who, func(t *cube.Topology, sc tenant.Scope) error {
-		c, ok := t.Cubes[name]
-		if !ok || !sc.Actor.Owns(c) {
+		c := t.Lookup(name)
+		if c == nil || !sc.Actor.Owns(c) {
 			return cube.NotFound("cube", "no cube named %q", name)
 		}
 		st, err := p4nf.RuntimeState(c)

@@ -261,10 +261,10 @@ func TestP4RuntimeStateOfAnOlderVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := strings.TrimSuffix(string(f.Topology.Cubes["sw"].Config), "}") +
+	old := strings.TrimSuffix(string(f.Topology.Lookup("sw").Config), "}") +
 		fmt.Sprintf(`,"p4runtime_cookie":18364758544493064721,"p4runtime_digests":[{"id":%d,"max_list_size":4}]}`, digest)
-	f.Topology.Cubes["sw"].Config = json.RawMessage(old)
-	f.Topology.Cubes["sw"].Runtime = nil
+	f.Topology.Lookup("sw").Config = json.RawMessage(old)
+	f.Topology.Lookup("sw").Runtime = nil
 	if err := state.Save(cfg.StateFile, f); err != nil {
 		t.Fatal(err)
 	}

@@ -123,8 +123,8 @@ func (s *Server) SetForwardingPipelineConfig(ctx context.Context, req *SetPipeli
 	}
 	clear := req.Action != ActionReconcileAndCommit // the forwarding state too
 	err = s.eng.UpdateAs(ctx, who, func(t *cube.Topology, _ tenant.Scope) error {
-		c, ok := t.Cubes[d.cube]
-		if !ok {
+		c := t.Lookup(d.cube)
+		if c == nil {
 			c = &cube.Cube{Name: d.cube, Type: "p4", Hook: datapath.XDP, Tenant: d.tenant, Config: conf}
 			if err := t.AddCube(c); err != nil {
 				return err

@@ -302,7 +302,8 @@ func replay(path string, b []byte, f *File) error {
 				}
 				continue
 			}
-			c, ok := f.Topology.Cubes[r.Cube]
+			c := f.Topology.Lookup(r.Cube)
+			ok := c != nil
 			if r.Intent {
 				if len(r.Value) > 0 && string(r.Value) != "null" {
 					f.Residues = append(f.Residues, Residue{r.Cube, r.Table, r.Key, r.Value})

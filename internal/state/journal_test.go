@@ -45,7 +45,7 @@ func rows(t *testing.T, path string) (map[string]json.RawMessage, *File) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return f.Topology.Cubes["dd"].Tables["blacklist_src"], f
+	return f.Topology.Lookup("dd").Tables["blacklist_src"], f
 }
 
 // failingFile writes only the first n bytes of each write, then fails.

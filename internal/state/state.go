@@ -45,7 +45,7 @@ type File struct {
 }
 
 // Empty reports whether the state names no cube.
-func (f *File) Empty() bool { return len(f.Topology.Cubes) == 0 }
+func (f *File) Empty() bool { return f.Topology.NumCubes() == 0 }
 
 // Load reads the state file; a missing file is an empty state.
 func Load(path string) (*File, error) {

@@ -15,7 +15,7 @@ import (
 func TestSaveLoadRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.json")
 	f, err := Load(path)
-	if err != nil || len(f.Topology.Cubes) != 0 {
+	if err != nil || f.Topology.NumCubes() != 0 {
 		t.Fatalf("missing file: %v %v", f, err)
 	}
 	f.Topology.Put(&cube.Cube{Name: "c1", Type: "portfwd", Hook: "xdp"})
@@ -27,7 +27,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.Topology.Cubes["c1"].Type != "portfwd" || g.Slots["c1"] != 3 {
+	if g.Topology.Lookup("c1").Type != "portfwd" || g.Slots["c1"] != 3 {
 		t.Fatalf("round trip lost data: %+v", g)
 	}
 	ents, _ := os.ReadDir(filepath.Dir(path))
@@ -65,7 +65,7 @@ func TestSavePartsWritesWhatSaveWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw := map[string]json.RawMessage{}
-	for n, c := range topo.Cubes {
+	for n, c := range topo.Cubes() {
 		raw[n], _ = json.Marshal(c)
 	}
 	if err := SaveParts(parts, 7, raw, topo.Attachments, slots, tenants, endpoints); err != nil {
@@ -117,7 +117,7 @@ func TestJournalReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := f.Topology.Cubes["dd"].Tables["blacklist_src"]
+	rows := f.Topology.Lookup("dd").Tables["blacklist_src"]
 	if len(rows) != 2 || rows["198.18.0.2/32"] == nil || rows["198.18.0.3/32"] == nil {
 		t.Fatalf("after replay: %v", rows)
 	}
@@ -137,8 +137,8 @@ func TestJournalReplay(t *testing.T) {
 	if err := Save(path, &File{Gen: 3, Topology: topo}); err != nil {
 		t.Fatal(err)
 	}
-	if f, err = Load(path); err != nil || len(f.Topology.Cubes["dd"].Tables["blacklist_src"]) != 1 {
-		t.Fatalf("after reset: %v %v", err, f.Topology.Cubes["dd"].Tables)
+	if f, err = Load(path); err != nil || len(f.Topology.Lookup("dd").Tables["blacklist_src"]) != 1 {
+		t.Fatalf("after reset: %v %v", err, f.Topology.Lookup("dd").Tables)
 	}
 }
 
@@ -164,8 +164,8 @@ func TestJournalReplaysEndpoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(f.Endpoints) != 1 || !f.Endpoints[ep.Name].Equal(ep) || f.Topology.Cubes["br"].Port(ep.Name) == nil {
-		t.Fatalf("after replay: endpoints %v, cube %+v", f.Endpoints, f.Topology.Cubes["br"])
+	if len(f.Endpoints) != 1 || !f.Endpoints[ep.Name].Equal(ep) || f.Topology.Lookup("br").Port(ep.Name) == nil {
+		t.Fatalf("after replay: endpoints %v, cube %+v", f.Endpoints, f.Topology.Lookup("br"))
 	}
 	// A record naming another endpoint than its key is corruption.
 	if err := j.Append([]Record{{Kind: KindEndpoint, Key: "x", Value: json.RawMessage(`{"name":"y"}`)}}); err != nil {

@@ -61,7 +61,7 @@ func applyTopology(f *File, r Record) error {
 	switch r.Kind {
 	case KindCube:
 		if deleted {
-			delete(f.Topology.Cubes, r.Cube)
+			f.Topology.Remove(r.Cube)
 			delete(f.Slots, r.Cube)
 			return nil
 		}
@@ -72,7 +72,7 @@ func applyTopology(f *File, r Record) error {
 		if c.Name != r.Cube {
 			return fmt.Errorf("a record of cube %q holds cube %q", r.Cube, c.Name)
 		}
-		f.Topology.Cubes[r.Cube] = c.Clone() // normalised as a loaded snapshot's
+		f.Topology.Put(c.Clone()) // normalised as a loaded snapshot's
 		f.Slots[r.Cube] = r.Slot
 	case KindAttachment:
 		if deleted {

@@ -47,7 +47,7 @@ func (s Scope) Ref(t *cube.Topology, field, ref string) error {
 		return nil
 	}
 	if ep.IsCube() {
-		if !s.Actor.Owns(t.Cubes[ep.Cube]) {
+		if !s.Actor.Owns(t.Lookup(ep.Cube)) {
 			return noCube(field, ep.Cube)
 		}
 		return nil
@@ -58,7 +58,7 @@ func (s Scope) Ref(t *cube.Topology, field, ref string) error {
 	// An interface given to this tenant that a cube of someone else is
 	// peered with (the administrator did that) is busy; whose it is stays
 	// unsaid.
-	for _, c := range t.Cubes {
+	for _, c := range t.Cubes() {
 		if s.Actor.Owns(c) {
 			continue
 		}
@@ -87,8 +87,8 @@ func (s Scope) ChangeOf(prev, next *cube.Topology, changed []string) error {
 		return nil
 	}
 	for _, name := range changed {
-		if _, kept := next.Cubes[name]; !kept {
-			if !s.Actor.Owns(prev.Cubes[name]) {
+		if !next.Has(name) {
+			if !s.Actor.Owns(prev.Lookup(name)) {
 				return noCube("cubes", name)
 			}
 			continue
@@ -101,7 +101,7 @@ func (s Scope) ChangeOf(prev, next *cube.Topology, changed []string) error {
 }
 
 func (s Scope) cube(prev, next *cube.Topology, name string) error {
-	n, p := next.Cubes[name], prev.Cubes[name]
+	n, p := next.Lookup(name), prev.Lookup(name)
 	mine, wasMine := s.Actor.Owns(n), p == nil || s.Actor.Owns(p)
 	switch {
 	case !wasMine && !mine:
@@ -171,7 +171,7 @@ func (s Scope) cube(prev, next *cube.Topology, name string) error {
 // this a tenant's slicer would take over the root qdisc another slicer
 // shapes the interface with. Whose cube it is stays unsaid.
 func (s Scope) namedByOthers(t *cube.Topology, iface string) bool {
-	for _, c := range t.Cubes {
+	for _, c := range t.Cubes() {
 		if s.Actor.Owns(c) || len(c.Config) == 0 {
 			continue
 		}
@@ -219,7 +219,7 @@ func (s Scope) slices(typ *cube.Type, prev, next *cube.Cube, nextTopo *cube.Topo
 		if sl.Chain == "" {
 			continue
 		}
-		if ep, err := cube.ParseEndpoint(sl.Chain); err == nil && ep.IsCube() && !s.Actor.Owns(nextTopo.Cubes[ep.Cube]) {
+		if ep, err := cube.ParseEndpoint(sl.Chain); err == nil && ep.IsCube() && !s.Actor.Owns(nextTopo.Lookup(ep.Cube)) {
 			return noCube(field+".chain", ep.Cube)
 		}
 	}
@@ -236,7 +236,7 @@ func sameButUnpeered(prev, next *cube.Cube, a Actor, prevTopo *cube.Topology) bo
 	for i := range c.Ports {
 		p := &c.Ports[i]
 		ep, err := cube.ParseEndpoint(p.Peer)
-		if err != nil || !ep.IsCube() || !a.Owns(prevTopo.Cubes[ep.Cube]) {
+		if err != nil || !ep.IsCube() || !a.Owns(prevTopo.Lookup(ep.Cube)) {
 			continue
 		}
 		if np := next.Port(p.Name); np != nil && np.Peer == "" {
@@ -267,7 +267,7 @@ func (s Scope) attachments(prev, next *cube.Topology) error {
 		theirs := func(list []string, t *cube.Topology) []string {
 			var out []string
 			for _, c := range list {
-				if !s.Actor.Owns(t.Cubes[c]) {
+				if !s.Actor.Owns(t.Lookup(c)) {
 					out = append(out, c)
 				}
 			}
@@ -277,7 +277,7 @@ func (s Scope) attachments(prev, next *cube.Topology) error {
 			return noCube(field, point)
 		}
 		for _, c := range after {
-			if slices.Contains(before, c) || !s.Actor.Owns(next.Cubes[c]) {
+			if slices.Contains(before, c) || !s.Actor.Owns(next.Lookup(c)) {
 				continue
 			}
 			if err := s.Ref(next, "point", point); err != nil {
@@ -292,9 +292,9 @@ func (s Scope) attachments(prev, next *cube.Topology) error {
 // change deleted.
 func (s Scope) ownPortGone(prev, next *cube.Topology, point string) bool {
 	ep, err := cube.ParseEndpoint(point)
-	if err != nil || !ep.IsCube() || !s.Actor.Owns(prev.Cubes[ep.Cube]) {
+	if err != nil || !ep.IsCube() || !s.Actor.Owns(prev.Lookup(ep.Cube)) {
 		return false
 	}
-	c := next.Cubes[ep.Cube]
+	c := next.Lookup(ep.Cube)
 	return c == nil || c.Port(ep.Port) == nil
 }

@@ -168,7 +168,7 @@ func Check(limits Quota, prev, next Usage) error {
 // memory a cube preallocates.
 func Count(t *cube.Topology, name string, memory func(*cube.Cube) (int64, error)) (Usage, error) {
 	u := Usage{Cubes: 0, Ports: 0, Attachments: 0, TableEntries: 0, KernelMemory: 0}
-	for _, c := range t.Cubes {
+	for _, c := range t.Cubes() {
 		if c.Tenant != name {
 			continue
 		}
@@ -187,7 +187,7 @@ func Count(t *cube.Topology, name string, memory func(*cube.Cube) (int64, error)
 	}
 	for _, list := range t.Attachments {
 		for _, c := range list {
-			if cb := t.Cubes[c]; cb != nil && cb.Tenant == name {
+			if cb := t.Lookup(c); cb != nil && cb.Tenant == name {
 				u[Attachments]++
 			}
 		}

@@ -66,7 +66,7 @@ func TestRefsOutsideTheTenantLookMissing(t *testing.T) {
 	}
 	// An interface of red's that the administrator peered with blue's cube
 	// is busy, without saying whose it is.
-	tp.Cubes["b1"].Ports[1].Peer = "veth-r2"
+	tp.Lookup("b1").Ports[1].Peer = "veth-r2"
 	if err := red.Ref(tp, "peer", "veth-r2"); !is(err, cube.ErrConflict) || strings.Contains(err.Error(), "b1") {
 		t.Errorf("interface in use by blue: %v", err)
 	}
@@ -81,19 +81,23 @@ func TestChangeStaysWithinTheTenant(t *testing.T) {
 		change func(tp *cube.Topology)
 		kind   error // nil: allowed
 	}{
-		{"own cube's settings", func(tp *cube.Topology) { tp.Cubes["r1"].Ports[1].MAC = "02:00:00:00:00:01" }, nil},
-		{"peer own ports", func(tp *cube.Topology) { tp.Cubes["r1"].Ports[1].Peer, tp.Cubes["r2"].Ports[0].Peer = "r2:p0", "r1:p1" }, nil},
-		{"peer with blue's port", func(tp *cube.Topology) { tp.Cubes["r1"].Ports[1].Peer, tp.Cubes["b1"].Ports[1].Peer = "b1:p1", "r1:p1" }, cube.ErrNotFound},
-		{"peer with an interface not given", func(tp *cube.Topology) { tp.Cubes["r1"].Ports[1].Peer = "veth-b" }, cube.ErrForbidden},
-		{"change blue's cube", func(tp *cube.Topology) { tp.Cubes["b1"].Ports[1].MAC = "02:00:00:00:00:01" }, cube.ErrNotFound},
+		{"own cube's settings", func(tp *cube.Topology) { tp.Lookup("r1").Ports[1].MAC = "02:00:00:00:00:01" }, nil},
+		{"peer own ports", func(tp *cube.Topology) {
+			tp.Lookup("r1").Ports[1].Peer, tp.Lookup("r2").Ports[0].Peer = "r2:p0", "r1:p1"
+		}, nil},
+		{"peer with blue's port", func(tp *cube.Topology) {
+			tp.Lookup("r1").Ports[1].Peer, tp.Lookup("b1").Ports[1].Peer = "b1:p1", "r1:p1"
+		}, cube.ErrNotFound},
+		{"peer with an interface not given", func(tp *cube.Topology) { tp.Lookup("r1").Ports[1].Peer = "veth-b" }, cube.ErrForbidden},
+		{"change blue's cube", func(tp *cube.Topology) { tp.Lookup("b1").Ports[1].MAC = "02:00:00:00:00:01" }, cube.ErrNotFound},
 		{"delete blue's cube", func(tp *cube.Topology) { tp.Remove("b1") }, cube.ErrNotFound},
 		{"create a cube for blue", func(tp *cube.Topology) {
 			tp.Put(&cube.Cube{Name: "x", Type: "portfwd", Tenant: "blue"})
 		}, cube.ErrForbidden},
-		{"give own cube away", func(tp *cube.Topology) { tp.Cubes["r1"].Tenant = "blue" }, cube.ErrForbidden},
+		{"give own cube away", func(tp *cube.Topology) { tp.Lookup("r1").Tenant = "blue" }, cube.ErrForbidden},
 		{"delete own cube peered with the administrator's", func(tp *cube.Topology) {
 			tp.Remove("r2")
-			tp.Cubes["a1"].Ports[0].Peer = ""
+			tp.Lookup("a1").Ports[0].Peer = ""
 		}, nil},
 		{"attach own monitor to own port", func(tp *cube.Topology) { tp.Attachments["r2:p0"] = []string{"rm"} }, nil},
 		{"attach own monitor in front of the administrator's", func(tp *cube.Topology) { tp.Attachments["r1:p0"] = []string{"rm", "am"} }, nil},
@@ -104,7 +108,7 @@ func TestChangeStaysWithinTheTenant(t *testing.T) {
 		{"attach the administrator's monitor", func(tp *cube.Topology) { tp.Attachments["r2:p0"] = []string{"am"}; delete(tp.Attachments, "r1:p0") }, cube.ErrNotFound},
 		{"detach the administrator's monitor", func(tp *cube.Topology) { delete(tp.Attachments, "r1:p0") }, cube.ErrNotFound},
 		{"delete the port the administrator's monitor is on", func(tp *cube.Topology) {
-			tp.Cubes["r1"].Ports = tp.Cubes["r1"].Ports[1:]
+			tp.Lookup("r1").Ports = tp.Lookup("r1").Ports[1:]
 			delete(tp.Attachments, "r1:p0")
 		}, nil},
 		{"mirror to blue's interface", func(tp *cube.Topology) {

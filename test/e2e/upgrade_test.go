@@ -99,7 +99,7 @@ func handPin(t *testing.T, d *daemon, base string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hook := f.Topology.Cubes["sw"].Hook
+	hook := f.Topology.Lookup("sw").Hook
 	b, err := os.ReadFile(base + "_" + string(hook) + ".o")
 	if err != nil {
 		t.Fatal(err)

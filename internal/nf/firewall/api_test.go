@@ -73,7 +73,7 @@ func TestAPIBulkLoad10k(t *testing.T) {
 	if code, body := do("POST", "/v1/cubes/fw/tables/ingress", []Rule{{ID: 5, Action: "accept"}}); code != 409 {
 		t.Fatalf("existing id: %d %s", code, body)
 	}
-	if n := len(e.Topology().Cubes["fw"].Tables["ingress"]); n != 10000 {
+	if n := len(e.Topology().Lookup("fw").Tables["ingress"]); n != 10000 {
 		t.Fatalf("%d rules after refused requests", n)
 	}
 }

@@ -188,7 +188,7 @@ func TestE2EFirewallPermitsAndBlocks(t *testing.T) {
 					t.Fatalf("%s: error %v, want %q", bad, err, want)
 				}
 			}
-			if n := len(e.Topology().Cubes["fw"].Tables["egress"]); n != 4 {
+			if n := len(e.Topology().Lookup("fw").Tables["egress"]); n != 4 {
 				t.Fatalf("egress chain has %d rules after refused changes, want 4", n)
 			}
 			if err := tcpConnect(t, a, b, "198.18.1.3", 5001); err != nil {

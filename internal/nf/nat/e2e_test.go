@@ -430,7 +430,7 @@ func TestE2ERouterNAT(t *testing.T) {
 					t.Fatalf("%s %s: error %v", table, bad, err)
 				}
 			}
-			if tb := l.e.Topology().Cubes["nat"].Tables; len(tb["snat"]) != 0 || len(tb["dnat"]) != 0 || len(tb["port_forwarding"]) != 1 {
+			if tb := l.e.Topology().Lookup("nat").Tables; len(tb["snat"]) != 0 || len(tb["dnat"]) != 0 || len(tb["port_forwarding"]) != 1 {
 				t.Fatalf("tables changed by refused rules: %v", tb)
 			}
 			twoHostsSamePort(t, l, "198.19.0.254")

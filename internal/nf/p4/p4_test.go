@@ -67,7 +67,7 @@ func TestP4EntriesAreValidatedAgainstTheProgram(t *testing.T) {
 	topo := cube.NewTopology()
 	bad := portfwdCube(t)
 	bad.Config = inline(`{"program": "x.p4", "source": "control C( { }"}`)
-	topo.Cubes["sw"] = bad
+	topo.Put(bad)
 	if err := topo.Validate(nil); err == nil || !strings.Contains(err.Error(), "x.p4:1:") {
 		t.Fatalf("syntax error: %v", err)
 	}

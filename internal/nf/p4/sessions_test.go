@@ -79,7 +79,7 @@ func TestP4ReplicationConfigIsValidated(t *testing.T) {
 		topo := cube.NewTopology()
 		cb := scanCube()
 		cb.Tables[c.table] = map[string]json.RawMessage{"k": nftest.Entry(c.item)}
-		topo.Cubes["ps"] = cb
+		topo.Put(cb)
 		if err := topo.Validate(nil); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.item, err, c.want)
 		}
@@ -88,7 +88,7 @@ func TestP4ReplicationConfigIsValidated(t *testing.T) {
 	topo := cube.NewTopology()
 	cb := portfwdCube(t)
 	cb.Tables["mcast_groups"] = map[string]json.RawMessage{"1": nftest.Entry(McastGroup{Group: 1})}
-	topo.Cubes["sw"] = cb
+	topo.Put(cb)
 	if err := topo.Validate(nil); err == nil || !strings.Contains(err.Error(), "uses neither clone nor multicast") {
 		t.Fatalf("replication config on portfwd.p4: %v", err)
 	}

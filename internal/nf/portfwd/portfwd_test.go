@@ -115,7 +115,7 @@ func TestRuleValidation(t *testing.T) {
 	}
 	for _, c := range cases {
 		topo := cube.NewTopology()
-		topo.Cubes["pf"] = model(datapath.XDP, c.rule)
+		topo.Put(model(datapath.XDP, c.rule))
 		err := topo.Validate(nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want %q", c.rule, err, c.want)

@@ -252,7 +252,7 @@ func TestE2ERouterBadInputLeavesStateAlone(t *testing.T) {
 	if fmt.Sprint(routesBefore) != fmt.Sprint(routesAfter) {
 		t.Fatalf("routes changed: %v → %v", routesBefore, routesAfter)
 	}
-	if got := e.Topology().Cubes["r1"].Ports[1].Addresses; len(got) != 1 || got[0] != "198.18.1.1/24" {
+	if got := e.Topology().Lookup("r1").Ports[1].Addresses; len(got) != 1 || got[0] != "198.18.1.1/24" {
 		t.Fatalf("port addresses changed: %v", got)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

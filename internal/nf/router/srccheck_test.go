@@ -198,7 +198,7 @@ func TestSourceCheckValidation(t *testing.T) {
 		c := model(datapath.XDP, nil, nil)
 		c.Ports[0].Config = json.RawMessage(tc.config)
 		topo := cube.NewTopology()
-		topo.Cubes[c.Name] = c
+		topo.Put(c)
 		if err := topo.Validate(nil); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.config, err, tc.want)
 		}

@@ -28,17 +28,18 @@ func TestChainSliceBudget(t *testing.T) {
 	// gold's chain: g, or g then g2 (longer)
 	topo := func(budget float64, longer bool) *cube.Topology {
 		t := cube.NewTopology()
-		t.Cubes["edge"] = &cube.Cube{Name: "edge", Type: "slicer", Hook: datapath.TC, Config: json.RawMessage(`{"uplink":"up"}`),
+		t.Put(&cube.Cube{Name: "edge", Type: "slicer", Hook: datapath.TC, Config: json.RawMessage(`{"uplink":"up"}`),
 			Ports: []cube.Port{{Name: "up", Index: 0, Peer: "eth-up"}},
 			Tables: map[string]map[string]json.RawMessage{"slices": {
 				"gold":   nftest.Entry(Slice{Name: "gold", ID: 1, Chain: "g:p0", BudgetNS: budget, Rules: []Rule{{Dst: "198.18.1.0/24"}}}),
 				"silver": nftest.Entry(Slice{Name: "silver", ID: 2, Chain: "s:p0", Rules: []Rule{{Dst: "198.18.2.0/24"}}}),
-			}}}
-		t.Cubes["g"], t.Cubes["s"] = pf("g", "eth-g"), pf("s", "eth-s")
+			}}})
+		t.Put(pf("g", "eth-g"))
+		t.Put(pf("s", "eth-s"))
 		if longer {
-			t.Cubes["g"].Ports[1].Peer = "g2:p0"
-			t.Cubes["g2"] = pf("g2", "eth-g")
-			t.Cubes["g2"].Ports[0].Peer = "g:p1"
+			t.Lookup("g").Ports[1].Peer = "g2:p0"
+			t.Put(pf("g2", "eth-g"))
+			t.Lookup("g2").Ports[0].Peer = "g:p1"
 		}
 		return t
 	}

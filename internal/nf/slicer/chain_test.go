@@ -221,7 +221,7 @@ func TestChainEntryRefusals(t *testing.T) {
 	if e.Revision() != rev {
 		t.Errorf("refused changes changed the state (revision %d, was %d)", e.Revision(), rev)
 	}
-	if tp := e.Topology(); tp.Cubes["red1"] == nil || len(tp.Cubes["sl"].Tables["slices"]) != 1 {
+	if tp := e.Topology(); tp.Lookup("red1") == nil || len(tp.Lookup("sl").Tables["slices"]) != 1 {
 		t.Errorf("state changed by refused changes")
 	}
 }

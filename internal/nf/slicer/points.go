@@ -46,7 +46,7 @@ func FindSlice(t *cube.Topology, name, tenant string) (Point, error) {
 	}
 	var found []Point
 	for _, cn := range t.CubeNames() {
-		c := t.Cubes[cn]
+		c := t.Lookup(cn)
 		if c.Type != Type.Name || (slicerName != "" && cn != slicerName) {
 			continue
 		}

@@ -395,7 +395,7 @@ func TestBadSlicesRefusedNamingTheField(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			topo := cube.NewTopology()
-			topo.Cubes["sl"] = model(datapath.TC, tc.set, tc.sl...)
+			topo.Put(model(datapath.TC, tc.set, tc.sl...))
 			err := topo.Validate(nil)
 			var fe *cube.FieldError
 			if err == nil || !errors.As(err, &fe) {
