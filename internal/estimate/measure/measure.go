@@ -265,6 +265,12 @@ type Result struct {
 // right before it on the same frame, plus the bare cost of that program
 // alone: the program's own cost as BPF_PROG_TEST_RUN reports it for a frame
 // that is new each time.
+//
+// Every run of an item must end with the verdict the item's program gives
+// in one repetition: one that ends otherwise did not see the same frame and
+// state run after run (something the restore does not put back), and what
+// it measured is another path, or the restore giving up. That is an error,
+// not a figure.
 func (m *Meter) Measure(ctx context.Context, items []Item, opt Options) ([]Result, error) {
 	if opt.Rounds <= 0 {
 		opt.Rounds = 15
@@ -287,6 +293,18 @@ func (m *Meter) Measure(ctx context.Context, items []Item, opt Options) ([]Resul
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	want := make([]uint32, len(items))
+	for i, it := range items {
+		if it.Before != nil {
+			if err := it.Before(); err != nil {
+				return nil, fmt.Errorf("%s: %w", it.Name, err)
+			}
+		}
+		var err error
+		if _, want[i], err = m.run(bs[i].it, it.Frame, 1); err != nil {
+			return nil, fmt.Errorf("%s: %w", it.Name, err)
+		}
+	}
 	samples := make([][]float64, len(items))
 	for r := 0; r < opt.Rounds; r++ {
 		bare, err := m.bare(opt.Repeat)
@@ -315,9 +333,12 @@ func (m *Meter) Measure(ctx context.Context, items []Item, opt Options) ([]Resul
 					return nil, fmt.Errorf("%s: %w", items[i].Name, err)
 				}
 			}
-			v, _, err := run(bs[i].it, items[i].Frame, repeat)
+			v, verdict, err := run(bs[i].it, items[i].Frame, repeat)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", items[i].Name, err)
+			}
+			if verdict != want[i] {
+				return nil, fmt.Errorf("%s: %d repetitions ended with verdict %d, one with %d: the repetitions after the first did not see the same frame and state", items[i].Name, repeat, verdict, want[i])
 			}
 			samples[i] = append(samples[i], v-ref+bare)
 		}
