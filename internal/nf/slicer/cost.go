@@ -326,8 +326,8 @@ func costCases(holdout bool) []estimate.Case {
 			mk("source and destination prefixes, rate limit in bits/s", "up", udp,
 				Slice{Name: "s1", ID: 1, Port: "a", Rules: []Rule{{Src: "198.18.0.0/24"}}, RateBps: bps},
 				Slice{Name: "s2", ID: 2, Port: "b", Rules: []Rule{{Dst: "198.18.9.0/24"}}}),
-			mk("return from a VLAN slice, its only one", "a", udp,
-				Slice{Name: "s1", ID: 1, Port: "a", Rules: []Rule{{VLAN: vid(20)}}}),
+			pushesTag(mk("return from a VLAN slice, its only one", "a", udp,
+				Slice{Name: "s1", ID: 1, Port: "a", Rules: []Rule{{VLAN: vid(20)}}})),
 			mk("protocol, port and DSCP, both rate limits", "up", udp,
 				Slice{Name: "s1", ID: 1, Port: "a", Rules: []Rule{{Proto: "udp", DPort: 9}}},
 				Slice{Name: "s2", ID: 2, Port: "b", Rules: []Rule{{DSCP: vid(0)}}, RateBps: bps, RatePps: pps}),
@@ -385,10 +385,16 @@ func costCases(holdout bool) []estimate.Case {
 		withUses(mk("in-port, an IPv6 frame", "up", udp6, Slice{Name: "s1", ID: 1, Port: "a", Rules: []Rule{{InPort: "up"}}}),
 			termClassify, termParse, termArray),
 		mk("return", "a", udp, Slice{Name: "s1", ID: 1, Port: "a", Rules: []Rule{{InPort: "up"}}}),
-		mk("return from a VLAN slice", "b", udp,
+		pushesTag(mk("return from a VLAN slice", "b", udp,
 			Slice{Name: "s1", ID: 1, Port: "a", Rules: []Rule{{InPort: "up"}}},
-			Slice{Name: "s2", ID: 2, Port: "b", Rules: []Rule{{VLAN: vid(30)}}}),
+			Slice{Name: "s2", ID: 2, Port: "b", Rules: []Rule{{VLAN: vid(30)}}})),
 	}
+}
+
+// pushesTag is c, whose frame leaves with the slice's VLAN tag put back.
+func pushesTag(c estimate.Case) estimate.Case {
+	c.PushesTag = true
+	return c
 }
 
 // withUses is c measured as using each of terms once.
