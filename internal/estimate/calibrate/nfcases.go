@@ -57,7 +57,7 @@ type NFCase struct {
 	before func() error
 	repeat int
 	stop   func()
-	// measured a run per call (Case.PushesTag at TC)
+	// measured a run per call (Case.ChangesSkb at TC)
 	single bool
 }
 
@@ -104,7 +104,7 @@ func LoadCase(meter *measure.Meter, m *estimate.Model, c estimate.Case) (*NFCase
 	if err != nil {
 		return nil, err
 	}
-	nc := &NFCase{Cube: model, Uses: uses, rig: r, frame: c.Frame, repeat: c.Repeat, single: c.PushesTag && meter.Hook() == datapath.TC}
+	nc := &NFCase{Cube: model, Uses: uses, rig: r, frame: c.Frame, repeat: c.Repeat, single: c.ChangesSkb && meter.Hook() == datapath.TC}
 	if c.Setup != nil {
 		if err := c.Setup(r.Handle()); err != nil {
 			r.Close()

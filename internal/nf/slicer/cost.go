@@ -393,7 +393,7 @@ func costCases(holdout bool) []estimate.Case {
 
 // pushesTag is c, whose frame leaves with the slice's VLAN tag put back.
 func pushesTag(c estimate.Case) estimate.Case {
-	c.PushesTag = true
+	c.ChangesSkb = true
 	return c
 }
 
