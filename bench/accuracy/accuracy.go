@@ -192,6 +192,10 @@ func Run(ctx context.Context, c Config) (*Results, error) {
 	for k, i := range idx {
 		p, m := ps[i], out[ncal+k]
 		p.row.Measured, p.row.Lo, p.row.Hi = m.NS, m.Lo, m.Hi
+		if m.Diverged != "" {
+			p.row.Failed = "measured another path: " + m.Diverged
+			continue
+		}
 		est, detail, err := p.estimate(prof)
 		if err != nil {
 			p.row.Failed = "estimating: " + err.Error()
