@@ -61,8 +61,8 @@ func ExternTable(p *estimate.Profile) string {
 		}
 		w("| %s | %s | %.1f | %s | %s |\n", r.extern, with, extra, cyc, nk)
 	}
-	w("\nNotes: hashes and checksums also pay per byte (`%s` %.2f ns, `%s` %.2f ns per byte); a program that can copy packets at all (clone, resubmit, recirculate, multicast) pays `%s` %.1f ns on every packet for its replication state. ",
-		p4path.TermHashByte, p.Costs[p4path.TermHashByte], p4path.TermCsumByte, p.Costs[p4path.TermCsumByte], p4path.TermReplicates, p.Costs[p4path.TermReplicates])
+	w("\nNotes: hashes and checksums also pay per byte (a CRC per block of 8 bytes it hashes by slicing, `%s` %.2f ns, and per byte it hashes one at a time, `%s` %.2f ns; `%s` %.2f ns per byte); a program that can copy packets at all (clone, resubmit, recirculate, multicast) pays `%s` %.1f ns on every packet for its replication state. ",
+		p4path.TermHashBlock, p.Costs[p4path.TermHashBlock], p4path.TermHashByte, p.Costs[p4path.TermHashByte], p4path.TermCsumByte, p.Costs[p4path.TermCsumByte], p4path.TermReplicates, p.Costs[p4path.TermReplicates])
 	w("Register cells and counters are ARRAY/PERCPU_ARRAY maps whose lookups the verifier inlines: a read or write costs a bounds check and a load or store. A configured meter (two-rate three-colour, RFC 2698) is one `bpf_ktime_get_ns`, a compare-and-swap flag that serialises the cell's update and a few multiplications; an unconfigured meter reads neither clock nor flag. `@atomic` keeps `bpf_spin_lock`: its blocks must be atomic without exception. `digest` sends to the slow path (`bpf_perf_event_output`). Differences of a few ns are within the noise of a shared VM. Every other term of the model is in the profile the table comes from (`bench/results/estimate-accuracy.json`).\n")
 	return b.String()
 }

@@ -124,6 +124,15 @@ type Case struct {
 	// frame (the measurement's default otherwise): few enough that what
 	// Steady holds stays so through a run.
 	Repeat int
+	// ChangesSkb says the frame leaves with skb state changed that
+	// restoring its bytes does not put back: a VLAN tag pushed (it goes
+	// into the skb, not the frame), its protocol changed
+	// (bpf_skb_change_proto, which then refuses the restored frame). The
+	// measurement's entry takes a tag off, a helper call that is not the
+	// cube's (10-16 ns under load), and cannot set the protocol back: at
+	// TC such a case is measured a run per call, each on a new skb, as
+	// traffic comes.
+	ChangesSkb bool
 }
 
 var (

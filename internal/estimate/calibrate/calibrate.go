@@ -117,6 +117,9 @@ func (s *Session) Fit(res []measure.Result) (*estimate.Profile, error) {
 	}
 	for i := range s.items {
 		s.items[i].res = res[i]
+		if d := res[i].Diverged; d != "" {
+			s.opt.Log("warning: %s measured another path: %s", s.items[i].Name, d)
+		}
 	}
 	s.correctSingles()
 	p := &estimate.Profile{Format: estimate.Format, Unit: "ns", Hook: s.opt.Hook, Host: estimate.ThisHost(), CPUMHz: estimate.CPUMHz(),

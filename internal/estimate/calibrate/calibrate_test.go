@@ -147,3 +147,51 @@ func TestStatefulNFCasesAreForwarded(t *testing.T) {
 		}
 	}
 }
+
+// A case whose frame leaves with skb state changed (a VLAN tag pushed:
+// the bridge from an access port to a trunk, the slicer's return from a
+// VLAN slice; the protocol changed: NAT64's translations) is measured at
+// TC a run per call, each on a new skb, and every run forwards the frame
+// (Measure checks each run's verdict: NAT64's runs of repetitions ended in
+// a drop at TC, the protocol left IPv4 for the restored IPv6 frame); at
+// XDP, where there is no skb, the case is batched.
+func TestCasesThatChangeTheSkbAtTC(t *testing.T) {
+	testenv.NeedRoot(t)
+	n := 0
+	for _, hook := range []datapath.Hook{datapath.XDP, datapath.TC} {
+		meter, err := measure.New(hook)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer meter.Close()
+		for _, m := range estimate.Models() {
+			if m.Cases == nil {
+				continue
+			}
+			for _, c := range append(m.Cases(false), m.Cases(true)...) {
+				if !c.ChangesSkb {
+					continue
+				}
+				n++
+				nc, err := LoadCase(meter, m, c)
+				if err != nil {
+					t.Fatalf("%s: %s: %v", m.Type, c.Name, err)
+				}
+				it := nc.Item(c.Name)
+				if it.Single != (hook == datapath.TC) {
+					t.Errorf("%s: %s at %s: measured a run per call %v", m.Type, c.Name, hook, it.Single)
+				}
+				res, err := meter.Measure(context.Background(), []measure.Item{it}, measure.Options{Rounds: 2, Repeat: 200})
+				if err != nil {
+					t.Errorf("%s: %s at %s: %v", m.Type, c.Name, hook, err)
+				} else {
+					t.Logf("%s: %s at %s: %.1f ns", m.Type, c.Name, hook, res[0].NS)
+				}
+				nc.Close()
+			}
+		}
+	}
+	if n < 8 {
+		t.Fatalf("%d cases that change the skb, at both hooks; want the bridge's, the slicer's and NAT64's", n/2)
+	}
+}

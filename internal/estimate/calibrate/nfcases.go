@@ -57,11 +57,13 @@ type NFCase struct {
 	before func() error
 	repeat int
 	stop   func()
+	// measured a run per call (Case.ChangesSkb at TC)
+	single bool
 }
 
 // Item is the case's measurement, named name.
 func (c *NFCase) Item(name string) measure.Item {
-	return measure.Item{Name: name, Prog: c.Entry, Frame: c.frame, Before: c.before, Repeat: c.repeat}
+	return measure.Item{Name: name, Prog: c.Entry, Frame: c.frame, Before: c.before, Repeat: c.repeat, Single: c.single}
 }
 
 // Close removes the case's datapath.
@@ -102,7 +104,7 @@ func LoadCase(meter *measure.Meter, m *estimate.Model, c estimate.Case) (*NFCase
 	if err != nil {
 		return nil, err
 	}
-	nc := &NFCase{Cube: model, Uses: uses, rig: r, frame: c.Frame, repeat: c.Repeat}
+	nc := &NFCase{Cube: model, Uses: uses, rig: r, frame: c.Frame, repeat: c.Repeat, single: c.ChangesSkb && meter.Hook() == datapath.TC}
 	if c.Setup != nil {
 		if err := c.Setup(r.Handle()); err != nil {
 			r.Close()

@@ -301,8 +301,12 @@ func p4Cases() []p4Case {
 		{name: "register write", parse: l3, body: idx + "r.write(m.idx, (bit<32>)h.ip.ttl);"},
 		{name: "counter", parse: l3, body: idx + "c.count(m.idx);"},
 		{name: "meter", parse: l3, body: idx + "mt.execute_meter(m.idx, m.color); h.ip.tos = (bit<8>)m.color;", meter: "I.mt"},
+		// CRCs: a key shorter than 8 bytes byte by byte; longer, blocks
+		// of 8 by slicing and the rest byte by byte (backend.CRCWork)
+		{name: "hash crc16 over 4 bytes", parse: l3, body: "hash(m.v, HashAlgorithm.crc16, 32w0, {h.ip.dst}, 32w65536); h.ip.id = m.v[15:0];"},
 		{name: "hash crc16 over 13 bytes", parse: l3, body: "hash(m.v, HashAlgorithm.crc16, 32w0, " + tuple + ", 32w65536); h.ip.id = m.v[15:0];"},
 		{name: "hash crc32 over 13 bytes", parse: l3, body: "hash(m.v, HashAlgorithm.crc32, 32w0, " + tuple + ", 64w0x100000000); h.ip.id = m.v[15:0];"},
+		{name: "hash crc32 over 16 bytes", parse: l3, body: "hash(m.v, HashAlgorithm.crc32, 32w0, {h.ip.src, h.ip.dst, h.ip.dst, h.ip.src}, 64w0x100000000); h.ip.id = m.v[15:0];"},
 		{name: "hash crc32 over 26 bytes", parse: l3, body: "hash(m.v, HashAlgorithm.crc32, 32w0, {h.ip.src, h.ip.dst, h.ip.proto, h.udp.sport, h.udp.dport, h.ip.dst, h.ip.src, h.ip.ttl, h.udp.len, h.udp.csum}, 64w0x100000000); h.ip.id = m.v[15:0];"},
 		{name: "hash identity", parse: l3, body: "hash(m.v, HashAlgorithm.identity, 32w0, {h.ip.dst}, 64w0x100000000); h.ip.id = m.v[15:0];"},
 		{name: "random", parse: l3, body: "random(m.v, 32w0, 32w999); h.ip.id = m.v[15:0];"},

@@ -258,6 +258,9 @@ type Result struct {
 	Lo      float64   `json:"lo"`
 	Hi      float64   `json:"hi"`
 	Samples []float64 `json:"-"`
+	// Diverged, when set, says the runs measured another path than one
+	// repetition takes (see Measure): the figure is not the item's.
+	Diverged string `json:"diverged,omitempty"`
 }
 
 // Measure runs every item in interleaved rounds. Each sample is the item's
@@ -265,6 +268,12 @@ type Result struct {
 // right before it on the same frame, plus the bare cost of that program
 // alone: the program's own cost as BPF_PROG_TEST_RUN reports it for a frame
 // that is new each time.
+//
+// Every run of an item should end with the verdict the item's program
+// gives in one repetition: one that ends otherwise did not see the same
+// frame and state run after run (something the restore does not put back),
+// and what it measured is another path, or the restore giving up. Such an
+// item's Result says so (Diverged).
 func (m *Meter) Measure(ctx context.Context, items []Item, opt Options) ([]Result, error) {
 	if opt.Rounds <= 0 {
 		opt.Rounds = 15
@@ -287,7 +296,21 @@ func (m *Meter) Measure(ctx context.Context, items []Item, opt Options) ([]Resul
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	want := make([]uint32, len(items))
+	for i, it := range items {
+		if it.Before != nil {
+			if err := it.Before(); err != nil {
+				return nil, fmt.Errorf("%s: %w", it.Name, err)
+			}
+		}
+		var err error
+		if _, want[i], err = m.run(bs[i].it, it.Frame, 1); err != nil {
+			return nil, fmt.Errorf("%s: %w", it.Name, err)
+		}
+	}
 	samples := make([][]float64, len(items))
+	diverged := make([]int, len(items))
+	last := make([]uint32, len(items))
 	for r := 0; r < opt.Rounds; r++ {
 		bare, err := m.bare(opt.Repeat)
 		if err != nil {
@@ -315,9 +338,13 @@ func (m *Meter) Measure(ctx context.Context, items []Item, opt Options) ([]Resul
 					return nil, fmt.Errorf("%s: %w", items[i].Name, err)
 				}
 			}
-			v, _, err := run(bs[i].it, items[i].Frame, repeat)
+			v, verdict, err := run(bs[i].it, items[i].Frame, repeat)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", items[i].Name, err)
+			}
+			if verdict != want[i] {
+				diverged[i]++
+				last[i] = verdict
 			}
 			samples[i] = append(samples[i], v-ref+bare)
 		}
@@ -328,6 +355,9 @@ func (m *Meter) Measure(ctx context.Context, items []Item, opt Options) ([]Resul
 	out := make([]Result, len(items))
 	for i, it := range items {
 		out[i] = Summarise(it.Name, samples[i])
+		if diverged[i] > 0 {
+			out[i].Diverged = fmt.Sprintf("%d of %d runs ended with verdict %d, one repetition with %d: the repetitions after the first did not see the same frame and state", diverged[i], opt.Rounds, last[i], want[i])
+		}
 	}
 	return out, nil
 }

@@ -3,9 +3,13 @@ package measure_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
+	"strings"
 	"testing"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 
@@ -44,9 +48,10 @@ func TestEveryRepetitionSeesTheOriginalFrame(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// the rounds, and the one repetition whose verdict they must end with
 			st := r.Stats()
-			if st[1].TxPackets != 1000 || st[0].PuntPackets != 0 {
-				t.Fatalf("after 2 x 500 repetitions: p1 sent %d, p0 punted %d; want 1000 sent, none punted", st[1].TxPackets, st[0].PuntPackets)
+			if st[1].TxPackets != 1001 || st[0].PuntPackets != 0 {
+				t.Fatalf("after 2 x 500 repetitions and one: p1 sent %d, p0 punted %d; want 1001 sent, none punted", st[1].TxPackets, st[0].PuntPackets)
 			}
 			t.Logf("%s: %.1f ns (%.1f-%.1f)", hook, res[0].NS, res[0].Lo, res[0].Hi)
 			// Two rounds on a loaded machine can average below the empty
@@ -54,6 +59,137 @@ func TestEveryRepetitionSeesTheOriginalFrame(t *testing.T) {
 			// broken measurement.
 			if res[0].Hi <= 0 {
 				t.Fatalf("cost %.1f ns (%.1f-%.1f): no round priced the router above the empty program", res[0].NS, res[0].Lo, res[0].Hi)
+			}
+		})
+	}
+}
+
+// countingProg is a program of hook that counts its runs in the first slot
+// of runs (the count also in R7, the context in R6) and then does what
+// tail says, which returns its verdict.
+func countingProg(t *testing.T, hook datapath.Hook, runs *ebpf.Map, tail ...asm.Instruction) *ebpf.Program {
+	t.Helper()
+	insns := asm.Instructions{
+		asm.Mov.Reg(asm.R6, asm.R1),
+		asm.StoreImm(asm.RFP, -4, 0, asm.Word),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -4),
+		asm.LoadMapPtr(asm.R1, runs.FD()),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "counted"),
+		asm.Mov.Imm(asm.R1, 1),
+		asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R7, asm.R0, 0, asm.DWord),
+		asm.Mov.Reg(asm.R1, asm.R6).WithSymbol("counted"),
+	}
+	// as the restore entry is loaded (ELF sections "xdp", "tc"): a tail
+	// call's target must match its caller
+	typ, attach := ebpf.XDP, ebpf.AttachXDP
+	if hook == datapath.TC {
+		typ, attach = ebpf.SchedCLS, ebpf.AttachNone
+	}
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: typ, AttachType: attach, License: "GPL", Instructions: append(insns, tail...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { prog.Close() })
+	return prog
+}
+
+func runsMap(t *testing.T) *ebpf.Map {
+	t.Helper()
+	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+func udpFrame() []byte {
+	return nftest.Serialize(
+		&layers.Ethernet{SrcMAC: nftest.MAC("02:00:00:00:00:10"), DstMAC: nftest.MAC("02:00:00:00:aa:00"), EthernetType: layers.EthernetTypeIPv4},
+		&layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: net.ParseIP("198.18.0.2"), DstIP: net.ParseIP("198.18.1.2")},
+		&layers.UDP{SrcPort: 1, DstPort: 2}, gopacket.Payload(make([]byte, 18)))
+}
+
+// At TC a VLAN tag a program pushes goes into the skb, not the frame, so
+// restoring the frame's bytes does not take it off. Every repetition must
+// still run the program on the untagged frame it was given (this one
+// drops a tagged one). Before the restore took the tag off, the second
+// repetition found the first's tag; the slicer's return from a VLAN slice,
+// which pushes again, moved it into the frame, the restore then failed on
+// the 802.1Q frame and every later repetition ended in the restore: it
+// measured 0 to 1.4 ns at TC.
+func TestEveryRepetitionPushesOntoAnUntaggedFrame(t *testing.T) {
+	testenv.NeedRoot(t)
+	m, err := measure.New(datapath.TC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	runs := runsMap(t)
+	// push VLAN 20 onto a frame without one, else return TC_ACT_SHOT
+	push := countingProg(t, datapath.TC, runs,
+		asm.LoadMem(asm.R2, asm.R6, 20, asm.Word), // __sk_buff.vlan_present
+		asm.JNE.Imm(asm.R2, 0, "tagged"),
+		asm.Mov.Imm(asm.R2, 0x0081), // htons(ETH_P_8021Q)
+		asm.Mov.Imm(asm.R3, 20),
+		asm.FnSkbVlanPush.Call(),
+		asm.JNE.Imm(asm.R0, 0, "tagged"),
+		asm.Mov.Imm(asm.R0, datapath.TCActOK),
+		asm.Return(),
+		asm.Mov.Imm(asm.R0, datapath.TCActShot).WithSymbol("tagged"),
+		asm.Return(),
+	)
+	const rounds, repeat = 3, 1000
+	res, err := m.Measure(context.Background(), []measure.Item{{Name: "push", Prog: push, Frame: udpFrame()}}, measure.Options{Rounds: rounds, Repeat: repeat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Diverged != "" {
+		t.Fatalf("push: %s", res[0].Diverged)
+	}
+	var n uint64
+	if err := runs.Lookup(uint32(0), &n); err != nil {
+		t.Fatal(err)
+	}
+	// the rounds, and the one repetition whose verdict the rounds must end with
+	if n != rounds*repeat+1 {
+		t.Fatalf("the program ran %d times in %d rounds of %d repetitions: the restore gave up on the others", n, rounds, repeat)
+	}
+	t.Logf("push: %.1f ns (%.1f-%.1f)", res[0].NS, res[0].Lo, res[0].Hi)
+}
+
+// A program whose repetitions after the first end otherwise (here: from
+// its second run on, it drops) measures another path: Measure says so
+// beside the figure.
+func TestRepetitionsThatEndOtherwiseAreFlagged(t *testing.T) {
+	testenv.NeedRoot(t)
+	for _, hook := range []datapath.Hook{datapath.XDP, datapath.TC} {
+		t.Run(string(hook), func(t *testing.T) {
+			m, err := measure.New(hook)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			runs := runsMap(t)
+			pass, drop := datapath.XDPPass, datapath.XDPDrop
+			if hook == datapath.TC {
+				pass, drop = datapath.TCActOK, datapath.TCActShot
+			}
+			prog := countingProg(t, hook, runs,
+				asm.Mov.Imm(asm.R0, int32(pass)),
+				asm.JLE.Imm(asm.R7, 1, "first"),
+				asm.Mov.Imm(asm.R0, int32(drop)),
+				asm.Return().WithSymbol("first"),
+			)
+			res, err := m.Measure(context.Background(), []measure.Item{{Name: "flip", Prog: prog, Frame: udpFrame()}}, measure.Options{Rounds: 2, Repeat: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := fmt.Sprintf("2 of 2 runs ended with verdict %d, one repetition with %d", drop, pass); !strings.HasPrefix(res[0].Diverged, want) {
+				t.Fatalf("Measure of a program whose verdict changes after its first run: %q; want %q", res[0].Diverged, want)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"math/big"
 	"strings"
 
+	"github.com/edgenf/edgenf/internal/p4/backend"
 	"github.com/edgenf/edgenf/internal/p4/sema"
 	"github.com/edgenf/edgenf/internal/p4/syntax"
 )
@@ -165,16 +166,23 @@ func (w *walker) payloadUse(st *state, what string) {
 	st.use(TermCsumPayloadWord, float64((payload+1)/2), what)
 }
 
+// hashUse prices a hash of bytes with algo. A CRC costs what the
+// generated code does (backend.CRCWork): its blocks of eight bytes hashed by
+// slicing, and its bytes hashed one at a time.
 func (w *walker) hashUse(algo string, bytes int, st *state, what string) {
-	switch algo {
-	case "crc16":
-		st.use(TermCRC16, 1, what+" crc16")
-		st.use(TermHashByte, float64(bytes), what+" crc16")
-	case "crc32":
-		st.use(TermCRC32, 1, what+" crc32")
-		st.use(TermHashByte, float64(bytes), what+" crc32")
-	default:
+	term := map[string]string{"crc16": TermCRC16, "crc32": TermCRC32}[algo]
+	if term == "" {
 		st.use(TermHashOther, 1, what+" "+algo)
+		return
+	}
+	what += " " + algo
+	blocks, serial := backend.CRCWork(algo, bytes)
+	st.use(term, 1, what)
+	if blocks > 0 {
+		st.use(TermHashBlock, float64(blocks), what)
+	}
+	if serial > 0 {
+		st.use(TermHashByte, float64(serial), what)
 	}
 }
 

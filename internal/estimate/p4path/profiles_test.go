@@ -39,7 +39,7 @@ func selectorProgram(t *testing.T, impl string) *Program {
     }`, `if (h.ip.isValid()) { t.apply(); }`, "", Options{})
 }
 
-var profileTerms = []string{TermCRC16, TermCRC32, TermHashOther, TermRandom, TermHashByte, TermProfileGroup, TermProfileMember}
+var profileTerms = []string{TermCRC16, TermCRC32, TermHashOther, TermRandom, TermHashByte, TermHashBlock, TermProfileGroup, TermProfileMember}
 
 // A hit of a selector's table hashes the declared selector fields (the
 // selector's algorithm over their packed bytes) and resolves a group, then
@@ -50,9 +50,9 @@ func TestActionSelectorUses(t *testing.T) {
 		hit  map[string]float64
 	}{
 		{"action_selector(HashAlgorithm.crc16, 32w1024, 32w16)",
-			map[string]float64{TermCRC16: 1, TermHashByte: 9, TermProfileGroup: 1, TermProfileMember: 1}},
+			map[string]float64{TermCRC16: 1, TermHashBlock: 1, TermHashByte: 1, TermProfileGroup: 1, TermProfileMember: 1}},
 		{"action_selector(HashAlgorithm.crc32, 32w1024, 32w32)",
-			map[string]float64{TermCRC32: 1, TermHashByte: 9, TermProfileGroup: 1, TermProfileMember: 1}},
+			map[string]float64{TermCRC32: 1, TermHashBlock: 1, TermHashByte: 1, TermProfileGroup: 1, TermProfileMember: 1}},
 		{"action_selector(HashAlgorithm.identity, 32w1024, 32w32)",
 			map[string]float64{TermHashOther: 1, TermProfileGroup: 1, TermProfileMember: 1}},
 		{"action_selector(HashAlgorithm.random, 32w1024, 32w16)",
@@ -129,6 +129,33 @@ func TestPayloadChecksum(t *testing.T) {
 		// on the path that stops at IPv4 the checksum's condition is false
 		if got := termCounts(onePath(t, pr, "eth,ip")); got[TermCsumPayloadWord] != 0 || got[TermCsum] != 0 {
 			t.Errorf("%s: path without UDP: %v", strings.Fields(c.csum)[0], got)
+		}
+	}
+}
+
+// A CRC is priced as the generated code runs it: a key of 8 bytes or more
+// in blocks of eight by slicing (independent loads) and what is left a
+// byte at a time; a shorter key byte by byte. ecmp.p4's selector hashes 9
+// bytes: one block and one byte, where pricing every byte alike made it
+// 20% dear.
+func TestCRCPricedByBlocksAndBytes(t *testing.T) {
+	for _, c := range []struct {
+		fields        string
+		blocks, bytes float64
+	}{
+		{"h.ip.dst", 0, 4},
+		{"h.ip.src, h.ip.dst", 1, 0},
+		{"h.ip.src, h.ip.dst, h.ip.proto", 1, 1},
+		{"h.ip.src, h.ip.dst, h.ip.proto, h.udp.sport, h.udp.dport", 1, 5},
+		{"h.ip.src, h.ip.dst, h.ip.src, h.ip.dst", 2, 0},
+	} {
+		for _, algo := range []string{"crc16", "crc32"} {
+			pr := program(t, ethIP, "", "if (h.udp.isValid()) { hash(h.ip.idf, HashAlgorithm."+algo+", 32w0, {"+c.fields+"}, 32w65536); }")
+			got := termCounts(onePath(t, pr, "eth,ip,udp"))
+			base := map[string]string{"crc16": TermCRC16, "crc32": TermCRC32}[algo]
+			if got[base] != 1 || got[TermHashBlock] != c.blocks || got[TermHashByte] != c.bytes {
+				t.Errorf("%s over {%s}: %v %s, %v blocks, %v bytes; want 1, %v blocks, %v bytes", algo, c.fields, got[base], base, got[TermHashBlock], got[TermHashByte], c.blocks, c.bytes)
+			}
 		}
 	}
 }

@@ -46,7 +46,8 @@ const (
 	TermTimestamp = "p4.extern.timestamp"
 	TermCRC16     = "p4.extern.hash_crc16"
 	TermCRC32     = "p4.extern.hash_crc32"
-	TermHashByte  = "p4.extern.hash.byte" // per byte hashed by crc16/crc32
+	TermHashByte  = "p4.extern.hash.byte"  // per byte crc16/crc32 hash one at a time
+	TermHashBlock = "p4.extern.hash.block" // per block of eight bytes crc16/crc32 hash by slicing
 	TermHashOther = "p4.extern.hash_other"
 	TermRandom    = "p4.extern.random"
 	TermDigest    = "p4.extern.digest"
@@ -101,7 +102,8 @@ var Terms = []struct{ Name, Doc string }{
 	{TermTimestamp, "ingress_global_timestamp (bpf_ktime_get_ns)"},
 	{TermCRC16, "hash crc16"},
 	{TermCRC32, "hash crc32"},
-	{TermHashByte, "per byte hashed by crc16/crc32"},
+	{TermHashByte, "per byte crc16/crc32 hash one at a time (a key shorter than 8 bytes, or what is left after its blocks)"},
+	{TermHashBlock, "per block of 8 bytes crc16/crc32 hash by slicing (keys of 8 bytes or more)"},
 	{TermHashOther, "hash with another algorithm"},
 	{TermRandom, "random"},
 	{TermDigest, "digest (to the slow path)"},

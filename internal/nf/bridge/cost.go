@@ -62,6 +62,6 @@ func costCases(holdout bool) []estimate.Case {
 	}
 	return []estimate.Case{
 		{Name: "unicast, access ports", Cube: flat, InPort: "p0", Frame: frame},
-		{Name: "unicast, access port to trunk", Cube: vlan, InPort: "p0", Frame: frame},
+		{Name: "unicast, access port to trunk", Cube: vlan, InPort: "p0", Frame: frame, ChangesSkb: true},
 	}
 }

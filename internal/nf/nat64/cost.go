@@ -89,7 +89,8 @@ func costCases(holdout bool) []estimate.Case {
 		return ws
 	}
 	mk := func(name string, dir datapath.Direction, frame []byte, uses []estimate.Use, warm ...[]byte) estimate.Case {
-		cs := estimate.Case{Name: name, Cube: c, Dir: dir, Frame: frame, Uses: uses, Warm: warm}
+		// a translation changes the skb's protocol (bpf_skb_change_proto)
+		cs := estimate.Case{Name: name, Cube: c, Dir: dir, Frame: frame, Uses: uses, Warm: warm, ChangesSkb: uses[0].Term != termPass}
 		if dir == datapath.Egress {
 			cs.WarmPort = datapath.Ingress.String() // the host opens the flow
 		}

@@ -29,22 +29,34 @@ var slicedCRCs = []crcAlgo{
 // it the byte-at-a-time one is as fast and its table smaller.
 const crcSliceMin = 8
 
-// slicedCRC returns the C call of the sliced CRC alg over n bytes of
-// s->cbuf, "" when alg has none or n is short.
-func (g *gen) slicedCRC(alg string, n int) string {
+// CRCWork is how the generated code runs the CRC alg (crc16, crc32) over
+// n bytes: blocks of eight by slicing, each block's loads independent of
+// one another, and bytes one at a time, each load waiting for the last (all
+// n below crcSliceMin, else what is left after the blocks). The cost
+// estimator prices a CRC by these.
+func CRCWork(alg string, n int) (blocks, bytes int) {
 	if n < crcSliceMin {
-		return ""
+		return 0, n
 	}
 	for _, a := range slicedCRCs {
 		if a.name == alg {
-			if g.sliceCRC == nil {
-				g.sliceCRC = map[string]bool{}
-			}
-			g.sliceCRC[alg] = true
-			return fmt.Sprintf("p4_%s_s8(s->cbuf, %d)", alg, n)
+			return n / 8, n % 8
 		}
 	}
-	return ""
+	return 0, n
+}
+
+// slicedCRC returns the C call of the sliced CRC alg over n bytes of
+// s->cbuf, "" when alg has none or n is short.
+func (g *gen) slicedCRC(alg string, n int) string {
+	if blocks, _ := CRCWork(alg, n); blocks == 0 {
+		return ""
+	}
+	if g.sliceCRC == nil {
+		g.sliceCRC = map[string]bool{}
+	}
+	g.sliceCRC[alg] = true
+	return fmt.Sprintf("p4_%s_s8(s->cbuf, %d)", alg, n)
 }
 
 // crcTables are a reflected CRC's slicing tables: t[0] the byte-at-a-time

@@ -10,6 +10,10 @@
  * The tail call's index is read from a map, so the JIT emits an indirect
  * tail call: changing the targets patches no code.
  *
+ * At TC a program may leave state outside the frame's bytes: a VLAN tag
+ * pushed goes into the skb (vlan_present), where the next repetition would
+ * find it (see clear_tag).
+ *
  * measure_null: returns the pass verdict; the reference for the restore's
  * own cost. */
 #include <edgenf/ctx.h>
@@ -59,6 +63,23 @@ static __always_inline int restore_len(ctx_t *ctx, __u32 cur, __u32 len)
 #endif
 }
 
+/* At TC, take off a VLAN tag the last repetition pushed into the skb's
+ * metadata (bpf_skb_vlan_push puts it there, not in the frame). Left
+ * there, the next push would first move it into the frame and make the
+ * skb's protocol 802.1Q, and the length restore (bpf_skb_adjust_room
+ * takes IPv4 and IPv6 only) would then fail: every later repetition ended
+ * in the restore, unmeasured. A test run's skb starts without one, as a
+ * frame from a veth or a NIC without VLAN offload does. */
+static __always_inline int clear_tag(ctx_t *ctx)
+{
+#if defined(EDGENF_HOOK_TC)
+	if (ctx->vlan_present)
+		return bpf_skb_vlan_pop(ctx);
+#endif
+	(void)ctx;
+	return 0;
+}
+
 static __always_inline int store_frame(ctx_t *ctx, struct measure_frame *f, __u32 len)
 {
 #if defined(EDGENF_HOOK_XDP)
@@ -82,6 +103,8 @@ SEC(EDGENF_SEC) int measure_restore(ctx_t *ctx)
 		return CTX_DROP;
 	len = f->len;
 	if (len < 14 || len > MEASURE_FRAME_MAX)
+		return CTX_DROP;
+	if (clear_tag(ctx))
 		return CTX_DROP;
 	cur = ctx_len(ctx);
 	if (cur != len && restore_len(ctx, cur, len))
