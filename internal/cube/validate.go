@@ -26,6 +26,13 @@ type PeerIndex interface {
 	IfacePeer(iface string) (string, bool)
 }
 
+// ShaperIndex is a System that knows the cube shaping each interface's
+// egress (Shaper) in the state a change starts from, so that validating a
+// shaping cube asks it instead of walking every cube.
+type ShaperIndex interface {
+	IfaceShaper(iface string) (string, bool)
+}
+
 // Validate checks the whole topology: every cube, port, peer, attachment and
 // NF setting. It fills in defaults (hook) in place. The first problem found is
 // returned, naming its field.
@@ -139,22 +146,13 @@ type validation struct {
 // The other cube is named: only the administrator sees this (a tenant is
 // told "in use" before, tenant.Scope).
 func (v *validation) shape(name string, ifaces []string) error {
-	if v.shaperIndex == nil && len(ifaces) > 0 {
-		v.shaperIndex = map[string]string{}
-		for name, c := range v.t.Cubes() {
-			if v.changed[name] {
-				continue
-			}
-			for _, iface := range shapedBy(c) {
-				v.shaperIndex[iface] = name
-			}
-		}
+	if v.shapers == nil && len(ifaces) > 0 {
 		v.shapers = map[string]string{}
 	}
 	for _, iface := range ifaces {
 		other, ok := v.shapers[iface]
 		if !ok {
-			other, ok = v.shaperIndex[iface]
+			other, ok = v.unchangedShaper(iface)
 		}
 		if ok && other != name {
 			return Conflict("config", "interface %s is already shaped by cube %s: one cube shapes an interface's egress", iface, other)
@@ -164,9 +162,35 @@ func (v *validation) shape(name string, ifaces []string) error {
 	return nil
 }
 
-// shapedBy names the interfaces c's settings shape, without decoding the
+// unchangedShaper returns the unchanged cube shaping an interface, if any:
+// from the System's index (ShaperIndex) when it keeps one, else from
+// shaperIndex, built by one walk when first needed.
+func (v *validation) unchangedShaper(iface string) (string, bool) {
+	if x, ok := v.sys.(ShaperIndex); ok {
+		// an unchanged cube shapes the same in t as in prev
+		if name, ok := x.IfaceShaper(iface); ok && !v.changed[name] {
+			return name, true
+		}
+		return "", false
+	}
+	if v.shaperIndex == nil {
+		v.shaperIndex = map[string]string{}
+		for name, c := range v.t.Cubes() {
+			if v.changed[name] {
+				continue
+			}
+			for _, iface := range ShapedBy(c) {
+				v.shaperIndex[iface] = name
+			}
+		}
+	}
+	name, ok := v.shaperIndex[iface]
+	return name, ok
+}
+
+// ShapedBy names the interfaces c's settings shape, without decoding the
 // settings of types that shape none.
-func shapedBy(c *Cube) []string {
+func ShapedBy(c *Cube) []string {
 	typ, err := Lookup(c.Type)
 	if err != nil || len(c.Config) == 0 {
 		return nil

@@ -270,8 +270,9 @@ func (e *Engine) save(next *cube.Topology) error {
 // the current state already uses count as present even if they vanished (a
 // deleted namespace must not block unrelated changes); new peers must exist.
 type sysInfo struct {
-	t      *cube.Topology
-	peerOf func(iface string) (string, bool) // in t (index.go)
+	t        *cube.Topology
+	peerOf   func(iface string) (string, bool) // in t (index.go)
+	shaperOf func(iface string) (string, bool) // in t (index.go)
 }
 
 func (s *sysInfo) IfaceExists(name string) bool {
@@ -285,10 +286,13 @@ func (s *sysInfo) IfaceExists(name string) bool {
 	return attached
 }
 
-func (e *Engine) sys() *sysInfo { return &sysInfo{t: e.topo, peerOf: e.PeerOf} }
+func (e *Engine) sys() *sysInfo { return &sysInfo{t: e.topo, peerOf: e.PeerOf, shaperOf: e.ShaperOf} }
 
 // IfacePeer answers validation from the index (cube.PeerIndex).
 func (s *sysInfo) IfacePeer(iface string) (string, bool) { return s.peerOf(iface) }
+
+// IfaceShaper answers validation from the index (cube.ShaperIndex).
+func (s *sysInfo) IfaceShaper(iface string) (string, bool) { return s.shaperOf(iface) }
 
 // usedIfaces are the interfaces a topology peers with or attaches to.
 func usedIfaces(t *cube.Topology) map[string]bool {

@@ -43,6 +43,9 @@ type topoIndex struct {
 	// peers maps an interface to the cube port peered with it
 	// ("cube:port"; the engine lets one port have an interface).
 	peers map[string]string
+	// shapers maps an interface to the cube shaping its egress
+	// (cube.ShapedBy; validation refuses a second).
+	shapers map[string]string
 	// cubes is every cube's holding; attached counts the attachment
 	// lists each name is in (a cube's places count for its tenant).
 	cubes    map[string]holding
@@ -79,7 +82,7 @@ func (e *Engine) rebuildIndex(t *cube.Topology) {
 	x := &e.index
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.peers, x.cubes, x.attached = map[string]string{}, map[string]holding{}, map[string]int64{}
+	x.peers, x.shapers, x.cubes, x.attached = map[string]string{}, map[string]string{}, map[string]holding{}, map[string]int64{}
 	x.by, x.bad, x.priced = map[string]tenant.Usage{}, map[string]map[string]error{}, false
 	for _, list := range t.Attachments {
 		x.attach(list, 1)
@@ -172,6 +175,9 @@ func (x *topoIndex) put(name string, c *cube.Cube, h holding) {
 			x.peers[ep.Iface] = name + ":" + p.Name
 		}
 	}
+	for _, iface := range cube.ShapedBy(c) {
+		x.shapers[iface] = name
+	}
 }
 
 // drop stops counting cube name, which was c (nil: it was none).
@@ -189,6 +195,11 @@ func (x *topoIndex) drop(name string, c *cube.Cube) {
 	for _, p := range c.Ports {
 		if ep, err := cube.ParseEndpoint(p.Peer); err == nil && !ep.IsCube() && x.peers[ep.Iface] == name+":"+p.Name {
 			delete(x.peers, ep.Iface)
+		}
+	}
+	for _, iface := range cube.ShapedBy(c) {
+		if x.shapers[iface] == name {
+			delete(x.shapers, iface)
 		}
 	}
 }
@@ -309,6 +320,16 @@ func (e *Engine) PeerOf(iface string) (string, bool) {
 	defer x.mu.RUnlock()
 	p, ok := x.peers[iface]
 	return p, ok
+}
+
+// ShaperOf returns the cube shaping a Linux interface's egress in the
+// applied topology, if any; inside a change, in the state it started from.
+func (e *Engine) ShaperOf(iface string) (string, bool) {
+	x := &e.index
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	name, ok := x.shapers[iface]
+	return name, ok
 }
 
 // Holds returns what a tenant ("": the administrator) holds in the
