@@ -78,7 +78,8 @@ func (s *slowHandler) HandlePunt(h cube.Handle, c *cube.Cube, p cube.Punt) {
 }
 
 // floodAndTrickle loads cubes flood and trickle (and other, for entry
-// changes) with the controllers given, and a punt reader on a fake ring.
+// changes) with the controllers given (nil: portfwd's), and a punt reader
+// on a fake ring.
 func floodAndTrickle(t *testing.T, prefix string, flood, trickle cube.Controller) (*Engine, *fakeRing, uint32, uint32) {
 	e := testEngine(t, prefix)
 	ports := []cube.Port{{Name: "p0", Index: 0}, {Name: "p1", Index: 1}}
@@ -91,7 +92,9 @@ func floodAndTrickle(t *testing.T, prefix string, flood, trickle cube.Controller
 		t.Fatal(err)
 	}
 	e.mu.Lock()
-	e.cubes["flood"].ctl, e.cubes["trickle"].ctl = flood, trickle
+	if flood != nil {
+		e.cubes["flood"].ctl, e.cubes["trickle"].ctl = flood, trickle
+	}
 	fs, ts := e.slots["flood"], e.slots["trickle"]
 	e.mu.Unlock()
 	ring := newFakeRing(t, 64)
@@ -203,5 +206,32 @@ func TestPuntFloodDelaysNoOtherCube(t *testing.T) {
 	}
 	if m := changes[len(changes)/2]; m > 100*time.Millisecond {
 		t.Errorf("one-rule changes took %v (median) during the flood: they waited for its handling", m)
+	}
+}
+
+// TestSlowCopyIsSentByTheCubesWorker: a copy the fast path could not make
+// (reason PuntTransmit) is transmitted by its cube's punt worker, and
+// counted in the cube's stats, whatever the cube's controller.
+func TestSlowCopyIsSentByTheCubesWorker(t *testing.T) {
+	e, ring, fs, _ := floodAndTrickle(t, "enfpsc", nil, nil)
+	for range 3 {
+		var b bytes.Buffer
+		binary.Write(&b, binary.LittleEndian, datapath.PuntHeader{Magic: datapath.PuntMagic, Cube: fs, Reason: datapath.PuntTransmit, Arg: 1, PktLen: 60})
+		b.Write(make([]byte, 60))
+		ring.recs <- perf.Record{RawSample: b.Bytes()}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := e.Stats(tenant.Admin, "flood")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.SlowCopies == 3 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("flood's stats count %d slow copies, want 3", st.SlowCopies)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
