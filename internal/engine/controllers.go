@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/edgenf/edgenf/internal/cube"
-	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/tenant"
 )
 
@@ -159,58 +158,5 @@ func (e *Engine) tick(now time.Time) {
 		e.mu.Lock()
 		sw.dups.release()
 		e.mu.Unlock()
-	}
-}
-
-// puntQueue is how many punted packets wait for a cube's controller; more
-// are dropped (and counted) until it catches up.
-const puntQueue = 256
-
-// punt hands a punted packet to its cube's controller, through the cube's
-// own queue and worker: a controller slow to handle its punts delays only
-// its own cube's, never another tenant's, nor the API.
-func (e *Engine) punt(hook datapath.Hook, slot uint32, p cube.Punt) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	l := e.bySlot[slot]
-	if l == nil || l.dc.Hook != hook {
-		return
-	}
-	if p.Reason == datapath.PuntTransmit {
-		// a copy the fast path could not make (copy.h): out of port Arg
-		l.slowCopies++
-		if err := (&handle{e: e, l: l}).Transmit(int(p.Arg), p.Frame); err != nil {
-			e.log.Debug("slow-path copy not sent", "cube", l.c.Name, "port", p.Arg, "err", err)
-		}
-		return
-	}
-	ph, ok := l.ctl.(cube.PuntHandler)
-	if !ok {
-		return
-	}
-	if l.punts == nil {
-		l.punts = make(chan cube.Punt, puntQueue)
-		go e.handlePunts(l, ph, l.punts)
-	}
-	select {
-	case l.punts <- p:
-	default:
-		if l.puntDrops++; l.puntDrops&(l.puntDrops-1) == 0 { // 1, 2, 4, ...: not a log line a punt
-			e.log.Warn("slow path: the cube's controller is behind, punted packets dropped", "cube", l.c.Name, "dropped", l.puntDrops)
-		}
-	}
-}
-
-// handlePunts is a cube's punt worker: it hands each punt of the queue to
-// the controller without the engine's lock, until the cube goes.
-func (e *Engine) handlePunts(l *live, ph cube.PuntHandler, q chan cube.Punt) {
-	for p := range q {
-		err := e.offLockCall(l, func(h cube.Handle, c *cube.Cube) error {
-			ph.HandlePunt(h, c, p)
-			return nil
-		})
-		if err != nil && !l.gone.Load() {
-			e.log.Debug("punt not handled", "cube", l.dc.Name, "err", err)
-		}
 	}
 }

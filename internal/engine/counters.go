@@ -64,7 +64,7 @@ func (e *Engine) appendCounters(out []CubeCounters, names []string, keep func(*c
 		if c == nil || l == nil || !keep(c) { // deleted or given away since
 			continue
 		}
-		cc := CubeCounters{Cube: name, Type: c.Type, Tenant: c.Tenant, Slice: sliceOf[name], Up: l.down == "", SlowCopies: l.slowCopies, Ports: []PortStats{}}
+		cc := CubeCounters{Cube: name, Type: c.Type, Tenant: c.Tenant, Slice: sliceOf[name], Up: l.down == "", SlowCopies: l.slowCopies.Load(), Ports: []PortStats{}}
 		if l.typ.Transparent {
 			if raw, err := l.dc.PortStats(2); err == nil {
 				cc.Ports = []PortStats{{Port: "ingress", Index: 0, Stats: raw[0]}, {Port: "egress", Index: 1, Stats: raw[1]}}

@@ -57,8 +57,10 @@ type Engine struct {
 	slots map[string]uint32
 	cubes map[string]*live
 	// bySlot finds a cube by its panel slot (a punt names only that), in
-	// O(1) however many cubes there are.
+	// O(1) however many cubes there are; sinks are the same by slot for
+	// the punt reader, which reads them without the lock (punts.go).
 	bySlot   map[uint32]*live
+	sinks    []atomic.Pointer[puntSink]
 	stubs    map[StubKey]*datapath.Stub
 	stubHops map[StubKey]datapath.Hop
 	// stubEntry is the cube whose direct entry runs on a stub's interface
@@ -149,8 +151,9 @@ type live struct {
 	// slice id (slicechains.go).
 	chainHops map[int]datapath.Hop
 	// slowCopies counts the copies the fast path could not make itself
-	// and the daemon transmitted (copy.h, EDGENF_PUNT_TRANSMIT).
-	slowCopies uint64
+	// and the daemon transmitted (copy.h, EDGENF_PUNT_TRANSMIT), on the
+	// cube's punt worker (punts.go).
+	slowCopies atomic.Uint64
 	// dups are duplicates of dc's maps for sweeps (sweep.go).
 	dups *dupMaps
 	// down, when not empty, is why the cube could not be restored: a
@@ -164,11 +167,8 @@ type live struct {
 	// gone is set when the cube is unloaded or the engine closes: calls
 	// made without the engine's lock then stop.
 	gone atomic.Bool
-	// punts queue the punted packets for the cube's own worker (nil until
-	// the first), so that a slow handler delays only its own cube's;
-	// puntDrops counts those a full queue refused.
-	punts     chan cube.Punt
-	puntDrops uint64
+	// sink is where the punt reader hands the cube's punts (punts.go).
+	sink *puntSink
 	// punt is the punt budget last written into the cube's map (puntSet:
 	// one was written into these maps) (budgets.go).
 	punt    datapath.PuntBudget
@@ -222,6 +222,7 @@ func Open(cfg Config) (*Engine, error) {
 		slots:     f.Slots,
 		cubes:     map[string]*live{},
 		bySlot:    map[uint32]*live{},
+		sinks:     make([]atomic.Pointer[puntSink], datapath.MaxSlots),
 		stubs:     map[StubKey]*datapath.Stub{},
 		stubHops:  map[StubKey]datapath.Hop{},
 		stubEntry: map[StubKey]*datapath.Program{},

@@ -171,7 +171,7 @@ func (e *Engine) ensureCube(c *cube.Cube, attch string, adopt bool) error {
 			return err
 		}
 		e.cubes[c.Name] = l
-		e.bySlot[l.dc.Slot] = l
+		e.bindSlot(l)
 		if svc, ok := l.ctl.(cube.Service); ok {
 			svc.Start(&store{e: e, l: l})
 		}
@@ -207,23 +207,21 @@ func (e *Engine) forget(name string) {
 	}
 	retire(l)
 	dropDups(l)
-	delete(e.bySlot, l.dc.Slot)
+	e.unbindSlot(l)
 	delete(e.cubes, name)
 }
 
 // retire stops the calls into a cube's controller made without the
 // engine's lock (one in flight finishes on its duplicated maps), lets the
 // controller stop its goroutines and release what it holds beyond the
-// cube's maps, and ends its punt worker. Called with e.mu held.
+// cube's maps, and ends its punt worker (its queued punts are never
+// handed over). Called with e.mu held.
 func retire(l *live) {
 	l.gone.Store(true)
 	if cl, ok := l.ctl.(cube.Closer); ok {
 		cl.Close()
 	}
-	if l.punts != nil {
-		close(l.punts)
-		l.punts = nil
-	}
+	l.sink.stop()
 }
 
 // syncCube hands the change to the controller: entry by entry when only

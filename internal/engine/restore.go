@@ -125,7 +125,7 @@ func (e *Engine) putDown(c *cube.Cube, attch string, reason error) error {
 	}
 	l.json, _ = c.MarshalJSON()
 	e.cubes[c.Name] = l
-	e.bySlot[dc.Slot] = l
+	e.bindSlot(l)
 	e.log.Error("cube could not be restored: it is down, its frames are dropped until it is changed or deleted", "cube", c.Name, "err", reason)
 	return nil
 }
@@ -156,7 +156,7 @@ func (e *Engine) bringUp(l *live, c *cube.Cube, attch string) error {
 	}
 	l.dc.Close()
 	e.cubes[c.Name] = up
-	e.bySlot[up.dc.Slot] = up
+	e.bindSlot(up)
 	if err := e.syncCube(up, c, attch); err != nil {
 		if derr := e.putDown(l.c, l.attch, errors.New(l.down)); derr != nil {
 			e.log.Error("cube left without a program", "cube", c.Name, "err", derr)

@@ -41,7 +41,7 @@ func (e *Engine) Stats(who tenant.Actor, name string) (*CubeStats, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &CubeStats{Cube: name, SlowCopies: l.slowCopies}
+	out := &CubeStats{Cube: name, SlowCopies: l.slowCopies.Load()}
 	if l.typ.Transparent {
 		out.Directions = map[string]datapath.Stats{"ingress": raw[0], "egress": raw[1]}
 		out.Total.Add(raw[0])
@@ -65,7 +65,7 @@ func (e *Engine) ResetStats(who tenant.Actor, name string) error {
 	if err != nil {
 		return err
 	}
-	l.slowCopies = 0
+	l.slowCopies.Store(0)
 	return l.dc.ResetStats()
 }
 

@@ -25,9 +25,6 @@
  *
  * Ports are found by role (their name), not index. Layouts are mirrored in kernel.go; indexes 0 of the rule, FAR, QER, URR
  * and SDF arrays mean "none". */
-/* the punt budget's check out of line (verdict.h): upf_apply's frame is
- * on a chain of five calls at the stack's limit */
-#define EDGENF_PUNT_CHECK_CALL
 #include <edgenf/edgenf.h>
 #include <edgenf/arp.h>
 #include <edgenf/copy.h>
