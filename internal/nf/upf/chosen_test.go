@@ -1,7 +1,9 @@
 package upf
 
 import (
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/edgenf/edgenf/internal/cube"
@@ -101,6 +103,13 @@ func TestChosenTEIDsFoundByTheirSlot(t *testing.T) {
 			}
 			if p := r.uplink(chosen); p != 1 {
 				t.Fatalf("after the restart: port %d", p)
+			}
+
+			// With sessions, the chosen half may not move.
+			moved := testCube(hook, s)
+			moved.Config = json.RawMessage(`{"teid_range":"0x1000-0xffffffff"}`)
+			if err := r.Update(moved); !errors.Is(err, cube.ErrConflict) || !strings.Contains(err.Error(), "moves the half") {
+				t.Fatalf("teid_range moving the chosen half under a session: %v", err)
 			}
 
 			// Deleted: the slot is closed, the TEID unknown.

@@ -157,6 +157,13 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 	if err := ctl.loadMaps(h); err != nil {
 		return err
 	}
+	if ctl.cfg != nil && len(ctl.sessions) > 0 {
+		ob, on := ctl.cfg.ChosenTEIDs()
+		if nb, nn := cfg.ChosenTEIDs(); ob != nb || on != nn {
+			return cube.Conflict("config.teid_range", "%s moves the half the upf chooses TEIDs from (now %#x-%#x), "+
+				"whose sessions' uplink is in another map: change it with no sessions", cfg.TEIDRange, ob, ob+on-1)
+		}
+	}
 	ctl.name, ctl.cfg = c.Name, cfg
 	if err := ctl.syncPorts(c); err != nil {
 		return err
