@@ -67,11 +67,7 @@ func init() {
 				Doc: "edgenf upf cube at XDP, 100,000 sessions (random TEIDs and UE addresses; 20,000 in quick mode), " +
 					"the traffic spread over all of them",
 				Setup: func(e *scenario.Env) (*scenario.Topology, error) {
-					n := upfScale
-					if e.Quick {
-						n = 20000
-					}
-					return setupUPF(e, datapath.XDP, dl, n, false)
+					return setupUPF(e, datapath.XDP, dl, upfScaleSessions(e), false)
 				}},
 			// At TC every frame becomes an skb first: against the XDP
 			// redirect the upf at TC measures mostly that. Against the
@@ -111,11 +107,7 @@ func init() {
 			Doc: "edgenf upf cube at XDP, 100,000 sessions on TEIDs the UPF chose (random UE addresses, the slots " +
 				"visited in random order; 20,000 in quick mode), uplink",
 			Setup: func(e *scenario.Env) (*scenario.Topology, error) {
-				n := upfScale
-				if e.Quick {
-					n = 20000
-				}
-				return setupUPF(e, datapath.XDP, false, n, true)
+				return setupUPF(e, datapath.XDP, false, upfScaleSessions(e), true)
 			}},
 	} {
 		scenario.Register(s)
@@ -123,6 +115,15 @@ func init() {
 }
 
 const upfScale = 100000
+
+// upfScaleSessions is how many sessions the scale scenarios set up: fewer
+// in quick mode.
+func upfScaleSessions(e *scenario.Env) int {
+	if e.Quick {
+		return 20000
+	}
+	return upfScale
+}
 
 // Addressing: the gNB is on the uplink side (a0) or behind b0 (downlink);
 // the UPF's N3 address is on the same subnet.
