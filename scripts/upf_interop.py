@@ -184,6 +184,21 @@ def main():
     check(children(created[0], IE_PDR_Id)[0].id == 1 and len(f) == 1 and f[0].V4 == 1 and f[0].CH == 0 and f[0].TEID != 0,
           "Created PDR without a chosen F-TEID")
     up_seid = up.seid
+    # The UPF chooses from the upper half of its TEID range (the lab's is
+    # the default, 1-0xffffffff), and refuses an SMF's TEID from it.
+    check(f[0].TEID >= 0x80000001, "chosen TEID %#x below the chosen range" % f[0].TEID)
+    r = smf.request(PFCPSessionEstablishmentRequest(IE_list=[
+        node,
+        IE_FSEID(v4=1, seid=0x50, ipv4=smf.addr),
+        IE_CreatePDR(IE_list=[
+            IE_PDR_Id(id=1), IE_Precedence(precedence=200),
+            IE_PDI(IE_list=[IE_SourceInterface(interface=0), IE_FTEID(V4=1, TEID=0x80000100, ipv4="198.18.1.1")]),
+            IE_OuterHeaderRemoval(header=0), IE_FAR_Id(id=1)]),
+        IE_CreateFAR(IE_list=[IE_FAR_Id(id=1), IE_ApplyAction(FORW=1),
+                              IE_ForwardingParameters(IE_list=[IE_DestinationInterface(interface=1)])]),
+    ]), seid=0)
+    check(cause(r) == 73 and one(r, IE_OffendingIE).type == 21,
+          "an SMF's TEID in the chosen range: cause %d, want 73 naming IE 21" % cause(r))
 
     # Modification: the gNB's tunnel moves (End Marker on the old one),
     # the video flow's gate closes uplink, PDR 3 goes, URR 1 is queried.

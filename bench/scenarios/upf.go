@@ -56,22 +56,18 @@ func init() {
 				}},
 			{Name: "upf-" + dir + "-xdp", Group: "upf-" + dir, Order: 10, Quick: true,
 				Doc:   "edgenf upf cube at XDP, 1 session, " + doc,
-				Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupUPF(e, datapath.XDP, dl, 1) }},
+				Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupUPF(e, datapath.XDP, dl, 1, false) }},
 			{Name: "upf-" + dir + "-tc", Group: "upf-" + dir, Order: 20,
 				Doc:   "edgenf upf cube at TC, 1 session, " + doc,
-				Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupUPF(e, datapath.TC, dl, 1) }},
+				Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupUPF(e, datapath.TC, dl, 1, false) }},
 			{Name: "upf-" + dir + "-1", Group: "upf-scale-" + dir, Baseline: true, Quick: true,
 				Doc:   "edgenf upf cube at XDP, 1 session, " + doc,
-				Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupUPF(e, datapath.XDP, dl, 1) }},
+				Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupUPF(e, datapath.XDP, dl, 1, false) }},
 			{Name: "upf-" + dir + "-100k", Group: "upf-scale-" + dir, Order: 10, Quick: true, Param: upfScale,
 				Doc: "edgenf upf cube at XDP, 100,000 sessions (random TEIDs and UE addresses; 20,000 in quick mode), " +
 					"the traffic spread over all of them",
 				Setup: func(e *scenario.Env) (*scenario.Topology, error) {
-					n := upfScale
-					if e.Quick {
-						n = 20000
-					}
-					return setupUPF(e, datapath.XDP, dl, n)
+					return setupUPF(e, datapath.XDP, dl, upfScaleSessions(e), false)
 				}},
 			// At TC every frame becomes an skb first: against the XDP
 			// redirect the upf at TC measures mostly that. Against the
@@ -88,20 +84,46 @@ func init() {
 				}},
 			{Name: "upf-" + dir + "-tc", Group: "upf-tc-" + dir, Order: 10,
 				Doc:   "edgenf upf cube at TC, 1 session, " + doc,
-				Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupUPF(e, datapath.TC, dl, 1) }},
+				Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupUPF(e, datapath.TC, dl, 1, false) }},
 			{Name: "p4-upf-" + dir, Group: "upf-p4-" + dir, Baseline: true, Quick: true,
 				Doc:   "examples/p4/upf.p4 compiled by edgenf, at XDP, one " + map[bool]string{false: "uplink", true: "downlink"}[dl] + " entry",
 				Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupP4UPF(e, dl) }},
 			{Name: "upf-" + dir + "-xdp", Group: "upf-p4-" + dir, Order: 10, Quick: true,
 				Doc:   "edgenf upf cube at XDP, 1 session, " + doc,
-				Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupUPF(e, datapath.XDP, dl, 1) }},
+				Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupUPF(e, datapath.XDP, dl, 1, false) }},
 		} {
 			scenario.Register(s)
 		}
 	}
+	// Uplink on TEIDs the UPF chose: found by array index, not by hash.
+	for _, s := range []scenario.Scenario{
+		{Name: "upf-ul-chosen-xdp", Group: "upf-ul", Order: 15, Quick: true,
+			Doc:   "edgenf upf cube at XDP, 1 session on a TEID the UPF chose (array, not hash), uplink",
+			Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupUPF(e, datapath.XDP, false, 1, true) }},
+		{Name: "upf-ul-chosen-1", Group: "upf-scale-ul", Order: 5, Quick: true,
+			Doc:   "edgenf upf cube at XDP, 1 session on a TEID the UPF chose, uplink",
+			Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupUPF(e, datapath.XDP, false, 1, true) }},
+		{Name: "upf-ul-chosen-100k", Group: "upf-scale-ul", Order: 20, Quick: true, Param: upfScale,
+			Doc: "edgenf upf cube at XDP, 100,000 sessions on TEIDs the UPF chose (random UE addresses, the slots " +
+				"visited in random order; 20,000 in quick mode), uplink",
+			Setup: func(e *scenario.Env) (*scenario.Topology, error) {
+				return setupUPF(e, datapath.XDP, false, upfScaleSessions(e), true)
+			}},
+	} {
+		scenario.Register(s)
+	}
 }
 
 const upfScale = 100000
+
+// upfScaleSessions is how many sessions the scale scenarios set up: fewer
+// in quick mode.
+func upfScaleSessions(e *scenario.Env) int {
+	if e.Quick {
+		return 20000
+	}
+	return upfScale
+}
 
 // Addressing: the gNB is on the uplink side (a0) or behind b0 (downlink);
 // the UPF's N3 address is on the same subnet.
@@ -111,6 +133,21 @@ var (
 	upfPeer  = net.IPv4(198, 18, 1, 2).To4()
 	upfGNBUL = net.IPv4(198, 18, 0, 10).To4() // uplink frames' source
 )
+
+// upfTEIDRange is the bench cube's TEID range: the SMF's TEIDs below
+// 0x8000800, the ones the UPF chooses from there up.
+const upfTEIDRange = "0x1000-0xfffffff"
+
+// chooseTEIDs gives flows TEIDs as the UPF would choose them (F-TEID
+// CHOOSE): one slot each of the chosen range, the slots in random order
+// (UEs send in no order of their establishment).
+func chooseTEIDs(flows []kern.GenFlow) {
+	base, _ := (&model.Config{TEIDRange: upfTEIDRange}).ChosenTEIDs()
+	rng := rand.New(rand.NewPCG(14, 8023))
+	for i, sl := range rng.Perm(len(flows)) {
+		flows[i].TEID = base + uint32(sl)
+	}
+}
 
 // upfFlows returns n sessions' uplink TEIDs and UE addresses: for one, TEID
 // 0x1000 and 10.45.0.1; for more, random and distinct ones (fixed seed).
@@ -123,7 +160,7 @@ func upfFlows(n int) []kern.GenFlow {
 	ues := map[uint32]bool{}
 	out := make([]kern.GenFlow, 0, n)
 	for len(out) < n {
-		t := 0x1000 + rng.Uint32N(0xfff_0000)
+		t := 0x1000 + rng.Uint32N(0x7ff_0000) // below the chosen half of upfTEIDRange
 		u := 10<<24 | rng.Uint32N(1<<24)
 		if teids[t] || ues[u] || u&0xff == 0 || u&0xff == 0xff {
 			continue
@@ -169,7 +206,9 @@ func upfSession(i int, f kern.GenFlow) *model.Session {
 	}
 }
 
-func setupUPF(e *scenario.Env, hook datapath.Hook, dl bool, sessions int) (*scenario.Topology, error) {
+// setupUPF sets up the upf with sessions on the TEIDs of upfFlows, or
+// (chosen) on TEIDs as the UPF chooses them.
+func setupUPF(e *scenario.Env, hook datapath.Hook, dl bool, sessions int, chosen bool) (*scenario.Topology, error) {
 	p, eng, root, err := enginePath(e, hook)
 	if err != nil {
 		return nil, err
@@ -186,7 +225,7 @@ func setupUPF(e *scenario.Env, hook datapath.Hook, dl bool, sessions int) (*scen
 	}
 	name := "upf" + e.ID()
 	c := &cube.Cube{Name: name, Type: "upf", Hook: hook,
-		Config: json.RawMessage(`{"teid_range":"0x1000-0xfffffff"}`),
+		Config: json.RawMessage(`{"teid_range":"` + upfTEIDRange + `"}`),
 		Ports: []cube.Port{
 			{Name: in, Index: 0, Peer: p.A1, Addresses: []string{upfA1Net}},
 			{Name: out, Index: 1, Peer: p.B0, Addresses: []string{upfB0Net}, Config: outCfg},
@@ -195,6 +234,9 @@ func setupUPF(e *scenario.Env, hook datapath.Hook, dl bool, sessions int) (*scen
 		return nil, err
 	}
 	flows := upfFlows(sessions)
+	if chosen {
+		chooseTEIDs(flows)
+	}
 	t0 := time.Now()
 	if err := putSessions(eng, name, flows); err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package upf
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -116,6 +117,7 @@ func (ctl *controller) adopt() error {
 		}
 	}
 	// Lists: whose rules they hold tells whose they are.
+	var stale []uint32
 	for _, lm := range []struct {
 		m    *ebpf.Map
 		kind uint8
@@ -125,13 +127,34 @@ func (ctl *controller) adopt() error {
 			err = bpfmap.Each(lm.m, func(k uint64, v kList) bool { ctl.adoptList(listKey{keyUE6, k}, v, ruleSEID); return true })
 		} else {
 			err = bpfmap.Each(lm.m, func(k uint32, v kList) bool {
-				ctl.adoptList(listKey{lm.kind, uint64(k)}, v, ruleSEID)
+				lk := listKey{lm.kind, uint64(k)}
+				if _, ok := ctl.chosenSlot(lk); ok {
+					// a chosen TEID's list is in upf_teid only while its
+					// slot changes (a change a crash interrupted): the
+					// slot's is adopted, the session's written again
+					stale = append(stale, k)
+					return true
+				}
+				ctl.adoptList(lk, v, ruleSEID)
 				return true
 			})
 		}
 		if err != nil {
 			return err
 		}
+	}
+	for _, k := range stale {
+		if err := m.teid.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("upf_teid: %w", err)
+		}
+	}
+	if err := bpfmap.Each(m.teidSlots, func(_ uint32, v kTEIDSlot) bool {
+		if v.TEID != 0 {
+			ctl.adoptList(listKey{keyTEID, uint64(v.TEID)}, v.List, ruleSEID)
+		}
+		return true
+	}); err != nil {
+		return fmt.Errorf("upf_teid_slots: %w", err)
 	}
 	// A recovered QER or FAR compares equal to what the session compiles
 	// to only without the fast path's state; URRs are re-armed by usage.
@@ -172,7 +195,7 @@ func (ctl *controller) dropUnadopted() error {
 	}
 	for _, k := range ctl.orphanLists {
 		if !owned[k] {
-			_ = ctl.listMap(k).Delete(listMapKey(k))
+			_ = ctl.deleteList(k)
 		}
 	}
 	ctl.orphanLists = nil

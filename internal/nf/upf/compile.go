@@ -292,6 +292,10 @@ func compilePDR(p *model.PDR, seid uint64) ([]cRule, error) {
 	return out, nil
 }
 
+// teid is a TEID list key's TEID in host order (the byte swap of teidKey
+// is its own inverse).
+func (k listKey) teid() uint32 { return teidKey(uint32(k.K)) }
+
 // teidKey is the TEID as the fast path's key holds it: network order.
 func teidKey(teid uint32) uint32 {
 	var b [4]byte

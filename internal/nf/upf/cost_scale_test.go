@@ -20,6 +20,9 @@ import (
 // costs in cache and TLB misses, next to one session measured interleaved
 // in the same process, and to a second run of the same packet (its
 // session's entries then in cache: the difference is the misses).
+// Every other session's uplink TEID is one the upf would choose (found by
+// array slot, not hash; the slots in random order): "uplink" runs the
+// others', "uplink-chosen" those.
 // UPF_BENCH_SESSIONS sets how many sessions (100,000 by default).
 //
 //	go test ./internal/nf/upf -run '^$' -bench PerPacketScale
@@ -32,15 +35,20 @@ func BenchmarkPerPacketScale(b *testing.B) {
 	teids, ues := map[uint32]bool{}, map[uint32]bool{}
 	c := testCube(datapath.XDP)
 	c.Config = []byte(`{"teid_range":"0x1000-0xfffffff"}`)
+	base, _ := (&model.Config{TEIDRange: "0x1000-0xfffffff"}).ChosenTEIDs()
+	slots := rng.Perm(n)
 	type flow struct{ ul, dl []byte }
 	var flows []flow
 	for len(flows) < n {
-		t := 0x1000 + rng.Uint32N(0xfff_0000)
+		t := 0x1000 + rng.Uint32N(0x7ff_0000) // the SMF's: below the chosen half
 		u := 10<<24 | rng.Uint32N(1<<24)
 		if teids[t] || ues[u] || u&0xff == 0 || u&0xff == 0xff {
 			continue
 		}
 		teids[t], ues[u] = true, true
+		if len(flows)%2 == 1 {
+			t = base + uint32(slots[len(flows)])
+		}
 		ue := net.IP(binary.BigEndian.AppendUint32(nil, u)).String()
 		s := &model.Session{SEID: uint64(len(flows) + 1),
 			PDRs: []model.PDR{
@@ -63,10 +71,11 @@ func BenchmarkPerPacketScale(b *testing.B) {
 	r := nftest.New(b, Type, c)
 	benchNeighbours(b, r)
 	for _, dir := range []struct {
-		name string
-		port uint32
-		dl   bool
-	}{{"uplink", 0, false}, {"downlink", 1, true}} {
+		name   string
+		port   uint32
+		dl     bool
+		chosen int // uplink: 0 the sessions with the SMF's TEIDs, 1 the chosen ones
+	}{{"uplink", 0, false, 0}, {"uplink-chosen", 0, false, 1}, {"downlink", 1, true, 0}} {
 		b.Run(fmt.Sprintf("%s-%d", dir.name, n), func(b *testing.B) {
 			if err := r.DP.SetMetadata(datapath.Metadata{Cube: r.Prog.Slot, InPort: dir.port, IngressIfindex: 1}); err != nil {
 				b.Fatal(err)
@@ -80,8 +89,11 @@ func BenchmarkPerPacketScale(b *testing.B) {
 			var one, many, again []float64
 			i := 0
 			for b.Loop() {
-				one = append(one, runOnce(b, r.Prog.EBPF(), frame(0)))
+				one = append(one, runOnce(b, r.Prog.EBPF(), frame(dir.chosen)))
 				i = (i + 7919) % n // a stride prime to n: every session, in no cache-friendly order
+				if !dir.dl && i%2 != dir.chosen {
+					i = (i + 7919) % n
+				}
 				many = append(many, runOnce(b, r.Prog.EBPF(), frame(i)))
 				again = append(again, runOnce(b, r.Prog.EBPF(), frame(i)))
 			}

@@ -29,16 +29,21 @@ func BenchmarkPerPacket(b *testing.B) {
 	for i := 2; i <= 100; i++ {
 		sessions = append(sessions, basicSession(uint64(i), uint32(0x1000+i), fmt.Sprintf("198.19.1.%d", i), "", uint32(0x9000+i)))
 	}
+	// and one on a TEID the upf would choose (array slot, not hash)
+	base, _ := (&model.Config{}).ChosenTEIDs()
+	sessions = append(sessions, basicSession(101, base+3, "198.19.0.6", "", 0x9101))
+	sessions[100].QERs, sessions[100].PDRs[1].QERs = nil, nil
 	r := nftest.New(b, Type, testCube(datapath.XDP, sessions...))
 	benchNeighbours(b, r)
 	redirect := rawRedirect(b)
 	ul := gtp(false, 0x100, 0, udpPkt("198.19.0.5", "198.51.100.7", 4000, 53, []byte("0123456789ab")))
+	ulChosen := gtp(false, base+3, 0, udpPkt("198.19.0.6", "198.51.100.7", 4000, 53, []byte("0123456789ab")))
 	dl := fromDN(udpPkt("198.51.100.7", "198.19.0.5", 53, 4000, []byte("0123456789ab")))
 	for _, tc := range []struct {
 		name  string
 		port  uint32
 		frame []byte
-	}{{"uplink", 0, ul}, {"downlink", 1, dl}} {
+	}{{"uplink", 0, ul}, {"uplink-chosen", 0, ulChosen}, {"downlink", 1, dl}} {
 		b.Run(tc.name, func(b *testing.B) {
 			// what the interface peered with the port runs: the
 			// cube's direct entry, starting the hop itself

@@ -14,8 +14,8 @@ import (
 // kmaps are the cube's maps, looked up at every Sync (the controller's
 // goroutines use them between calls of the engine).
 type kmaps struct {
-	cfg, ports, teid, ue4, ue6, rules, ruleCount, sdfs, fars, qers, urrs, neigh, stats *ebpf.Map
-	urrRep, neighGen                                                                   *ebpf.Map
+	cfg, ports, teid, teidSlots, ue4, ue6, rules, ruleCount, sdfs, fars, qers, urrs, neigh, stats *ebpf.Map
+	urrRep, neighGen                                                                              *ebpf.Map
 }
 
 func (ctl *controller) loadMaps(h cube.Handle) error {
@@ -24,7 +24,7 @@ func (ctl *controller) loadMaps(h cube.Handle) error {
 		name string
 		dst  **ebpf.Map
 	}{
-		{"upf_cfg", &m.cfg}, {"upf_ports", &m.ports}, {"upf_teid", &m.teid}, {"upf_ue4", &m.ue4}, {"upf_ue6", &m.ue6},
+		{"upf_cfg", &m.cfg}, {"upf_ports", &m.ports}, {"upf_teid", &m.teid}, {"upf_teid_slots", &m.teidSlots}, {"upf_ue4", &m.ue4}, {"upf_ue6", &m.ue6},
 		{"upf_rules", &m.rules}, {mapRuleCount, &m.ruleCount}, {"upf_sdfs", &m.sdfs}, {"upf_fars", &m.fars},
 		{"upf_qers", &m.qers}, {"upf_urrs", &m.urrs}, {"upf_neigh", &m.neigh},
 		{"upf_stats", &m.stats}, {"upf_urr_rep", &m.urrRep}, {"upf_neigh_gen", &m.neighGen},
@@ -86,6 +86,9 @@ type controller struct {
 
 	sessions map[uint64]*sessState
 	keyOwner map[listKey]uint64
+	// slotTEID: the TEID (host order) that holds each upf_teid_slots slot
+	// in use.
+	slotTEID map[uint32]uint32
 	ruleOf   map[uint32]ref // rule index → (SEID, ruleKey.id())
 	urrOf    map[uint32]ref // URR index → (SEID, URR ID)
 	// tunnels finds the session of a peer's tunnel (an error indication
@@ -114,7 +117,7 @@ type controller struct {
 
 func newController() cube.Controller {
 	ctl := &controller{
-		sessions: map[uint64]*sessState{}, keyOwner: map[listKey]uint64{}, ruleOf: map[uint32]ref{},
+		sessions: map[uint64]*sessState{}, keyOwner: map[listKey]uint64{}, slotTEID: map[uint32]uint32{}, ruleOf: map[uint32]ref{},
 		urrOf: map[uint32]ref{}, tunnels: map[tunnelKey]uint64{}, byCP: map[cpKey]uint64{}, retired: map[ref]kCount{},
 		rules: newIndexes(maxRules), sdfs: newIndexes(maxSDFs), fars: newIndexes(maxFARs),
 		qers: newIndexes(maxQERs), urrs: newIndexes(maxURRs),
@@ -154,6 +157,13 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 	if err := ctl.loadMaps(h); err != nil {
 		return err
 	}
+	if ctl.cfg != nil && len(ctl.sessions) > 0 {
+		ob, on := ctl.cfg.ChosenTEIDs()
+		if nb, nn := cfg.ChosenTEIDs(); ob != nb || on != nn {
+			return cube.Conflict("config.teid_range", "%s moves the half the upf chooses TEIDs from (now %#x-%#x), "+
+				"whose sessions' uplink is in another map: change it with no sessions", cfg.TEIDRange, ob, ob+on-1)
+		}
+	}
 	ctl.name, ctl.cfg = c.Name, cfg
 	if err := ctl.syncPorts(c); err != nil {
 		return err
@@ -162,7 +172,8 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 	if cfg.ErrorIndicationRate > 0 {
 		gap = 1e9 / uint64(cfg.ErrorIndicationRate) / 2
 	}
-	if err := ctl.maps.cfg.Put(uint32(0), kCfg{NoTEIDGapNs: gap}); err != nil {
+	base, n := cfg.ChosenTEIDs()
+	if err := ctl.maps.cfg.Put(uint32(0), kCfg{NoTEIDGapNs: gap, ChosenBase: base, ChosenN: n}); err != nil {
 		return fmt.Errorf("upf_cfg: %w", err)
 	}
 	if !ctl.adopted {

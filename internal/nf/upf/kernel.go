@@ -1,5 +1,7 @@
 package upf
 
+import "github.com/edgenf/edgenf/internal/nf/upf/model"
+
 // Mirrors of upf.bpf.c's map layouts and constants; change both together.
 
 // Map capacities.
@@ -10,6 +12,7 @@ const (
 	maxURRs      = 131072
 	maxSDFs      = 65536
 	maxKeys      = 262144
+	teidSlots    = model.TEIDSlots
 	maxNeigh     = 4096
 	listMax      = 32
 	ruleQERs     = 2
@@ -243,4 +246,15 @@ type kNeigh struct {
 
 type kCfg struct {
 	NoTEIDGapNs uint64
+	// ChosenBase and ChosenN: the chosen TEID range (host order), whose
+	// TEIDs' lists are in upf_teid_slots.
+	ChosenBase, ChosenN uint32
+}
+
+// kTEIDSlot is a chosen TEID's list in upf_teid_slots; TEID (network
+// order) 0: a free slot.
+type kTEIDSlot struct {
+	TEID uint32
+	List kList
+	_    uint32
 }

@@ -36,6 +36,12 @@ func (ctl *controller) apply(c *cube.Cube, s *model.Session) error {
 			if o, ok := ctl.keyOwner[k]; ok && o != s.SEID {
 				return cube.Conflict("pdrs", "%s is already used by session %d", k, o)
 			}
+			if sl, ok := ctl.chosenSlot(k); ok {
+				if t, used := ctl.slotTEID[sl]; used && t != k.teid() {
+					return cube.Conflict("pdrs", "%s takes the slot of TEID %s (session %d): chosen TEIDs differ in their low 17 bits",
+						k, hex32(t), ctl.keyOwner[listKey{keyTEID, uint64(teidKey(t))}])
+				}
+			}
 		}
 	}
 	if s.CPAddress != "" {
@@ -228,16 +234,85 @@ func (ctl *controller) write(seid uint64, old, n *sessState) error {
 		v := kList{Head: line[l[0]]}
 		v.Head.N = uint8(len(l))
 		copy(v.Rule[:], l)
-		if err := ctl.listMap(lk).Put(listMapKey(lk), &v); err != nil {
+		if err := ctl.putList(lk, &v); err != nil {
 			return fmt.Errorf("%s: %w", lk, err)
 		}
 	}
 	for lk := range old.lists {
 		if _, ok := n.lists[lk]; !ok {
-			if err := ctl.listMap(lk).Delete(listMapKey(lk)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			if err := ctl.deleteList(lk); err != nil {
 				return fmt.Errorf("%s: %w", lk, err)
 			}
 		}
+	}
+	return nil
+}
+
+// chosenSlot is the upf_teid_slots slot of a TEID list key of the chosen
+// range.
+func (ctl *controller) chosenSlot(k listKey) (uint32, bool) {
+	if k.Kind != keyTEID || ctl.cfg == nil {
+		return 0, false
+	}
+	return ctl.cfg.TEIDSlot(k.teid())
+}
+
+// putList writes a list. A chosen TEID's goes into its slot, which a packet
+// reads in place: the slot's TEID only changes while its list stays the
+// same. A live slot changes through the hash, which replaces whole entries:
+// the new list into upf_teid, the slot's TEID to 0 (packets go to
+// upf_teid), the new list into the slot, the slot's TEID back, the hash
+// entry out.
+func (ctl *controller) putList(k listKey, v *kList) error {
+	sl, ok := ctl.chosenSlot(k)
+	if !ok {
+		return ctl.listMap(k).Put(listMapKey(k), v)
+	}
+	m := &ctl.maps
+	var cur kTEIDSlot
+	if err := m.teidSlots.Lookup(sl, &cur); err != nil {
+		return err
+	}
+	live := cur.TEID == uint32(k.K)
+	if live {
+		if err := m.teid.Put(uint32(k.K), v); err != nil {
+			return err
+		}
+	}
+	if cur.TEID != 0 {
+		cur.TEID = 0
+		if err := m.teidSlots.Put(sl, &cur); err != nil {
+			return err
+		}
+	}
+	if err := m.teidSlots.Put(sl, &kTEIDSlot{List: *v}); err != nil {
+		return err
+	}
+	if err := m.teidSlots.Put(sl, &kTEIDSlot{TEID: uint32(k.K), List: *v}); err != nil {
+		return err
+	}
+	if live {
+		if err := m.teid.Delete(uint32(k.K)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteList takes a list out of the fast path: a chosen TEID's slot gets
+// TEID 0, its list left as it is (a packet that read the TEID before reads
+// the list whole).
+func (ctl *controller) deleteList(k listKey) error {
+	if sl, ok := ctl.chosenSlot(k); ok {
+		var cur kTEIDSlot
+		if err := ctl.maps.teidSlots.Lookup(sl, &cur); err != nil || cur.TEID != uint32(k.K) {
+			return err
+		}
+		cur.TEID = 0
+		return ctl.maps.teidSlots.Put(sl, &cur)
+	}
+	if err := ctl.listMap(k).Delete(listMapKey(k)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return err
 	}
 	return nil
 }
@@ -307,10 +382,16 @@ func (ctl *controller) index(seid uint64, old, n *sessState) {
 	for lk := range old.lists {
 		if ctl.keyOwner[lk] == seid {
 			delete(ctl.keyOwner, lk)
+			if sl, ok := ctl.chosenSlot(lk); ok {
+				delete(ctl.slotTEID, sl)
+			}
 		}
 	}
 	for lk := range n.lists {
 		ctl.keyOwner[lk] = seid
+		if sl, ok := ctl.chosenSlot(lk); ok {
+			ctl.slotTEID[sl] = lk.teid()
+		}
 	}
 	for k, r := range n.rules {
 		ctl.ruleOf[r.idx] = ref{seid, k.id()}
@@ -354,7 +435,7 @@ func (ctl *controller) remove(seid uint64) error {
 	}
 	n := newSessState()
 	for lk := range old.lists {
-		if err := ctl.listMap(lk).Delete(listMapKey(lk)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		if err := ctl.deleteList(lk); err != nil {
 			return fmt.Errorf("%s: %w", lk, err)
 		}
 	}

@@ -209,11 +209,17 @@ func (ctl *controller) SendEndMarker(t model.OuterHeader, port string) {
 	})
 }
 
-// TEIDInUse implements agent.Datapath.
+// TEIDInUse implements agent.Datapath: a TEID of the chosen range is in
+// use when its slot is.
 func (ctl *controller) TEIDInUse(teid uint32) bool {
 	ctl.mu.Lock()
 	defer ctl.mu.Unlock()
-	_, ok := ctl.keyOwner[listKey{keyTEID, uint64(teidKey(teid))}]
+	k := listKey{keyTEID, uint64(teidKey(teid))}
+	if sl, ok := ctl.chosenSlot(k); ok {
+		_, used := ctl.slotTEID[sl]
+		return used
+	}
+	_, ok := ctl.keyOwner[k]
 	return ok
 }
 

@@ -161,10 +161,15 @@ func (a *Agent) setConfig(cfg Config) {
 	} else {
 		a.nodeID = pfcp.NodeID{Addr: cfg.Listen.Addr()}
 	}
-	lo, hi := cfg.Settings.TEIDs()
-	if a.teidNext < lo || a.teidNext > hi {
-		a.teidNext = lo + rand.Uint32N(hi-lo+1)
+	if base, n := cfg.Settings.ChosenTEIDs(); n > 0 && a.teidNext-base >= n {
+		a.teidNext = base + rand.Uint32N(n)
 	}
+}
+
+// chosenCapacity is how many TEIDs the UPF can have chosen at once.
+func (a *Agent) chosenCapacity() uint32 {
+	_, n := a.cfg.Settings.ChosenTEIDs()
+	return min(n, model.TEIDSlots)
 }
 
 // Stop closes the endpoint. It does not wait for the agent's goroutines:

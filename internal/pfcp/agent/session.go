@@ -42,7 +42,7 @@ type sessionRequest struct {
 // reservations are what the batch's requests allocated before their
 // sessions are in the kernel's indexes.
 type reservations struct {
-	teids map[uint32]bool
+	slots map[uint32]bool // of chosen TEIDs (model.Config.TEIDSlot)
 	ue    map[netip.Addr]bool
 }
 
@@ -58,7 +58,7 @@ func (a *Agent) sessions(reqs []*sessionRequest, staged chan struct{}) {
 	}
 	defer release()
 	stage := func(rs []*sessionRequest) error {
-		res := &reservations{teids: map[uint32]bool{}, ue: map[netip.Addr]bool{}}
+		res := &reservations{slots: map[uint32]bool{}, ue: map[netip.Addr]bool{}}
 		return a.store.ChangeEntries("sessions", func(tx cube.EntryTx) error {
 			for _, r := range rs {
 				r.resp, r.after, r.seid = nil, nil, 0
@@ -746,6 +746,12 @@ func (b *builder) fteid(p *model.PDR, f pfcp.FTEID, prev *model.FTEID) (*model.F
 	}
 	addrs, ok := b.a.cfg.Tunnels[port]
 	if !f.Choose {
+		if _, chosen := b.a.cfg.Settings.TEIDSlot(f.TEID); chosen && !b.hasTEID(f.TEID) && (prev == nil || prev.TEID != f.TEID) {
+			base, n := b.a.cfg.Settings.ChosenTEIDs()
+			return nil, bad(pfcp.CauseRuleFailure, pfcp.IEFTEID, pfcp.RulePDR, id,
+				"TEID %#x is in the range the UPF chooses from (%#x-%#x) and not this session's: ask for CHOOSE, or give a TEID below %#x",
+				f.TEID, base, base+n-1, base)
+		}
 		t := &model.FTEID{TEID: f.TEID}
 		if f.IPv4.IsValid() {
 			t.IPv4 = f.IPv4.String()
@@ -788,27 +794,44 @@ func (b *builder) fteid(p *model.PDR, f pfcp.FTEID, prev *model.FTEID) (*model.F
 	}
 	teid, ok := b.a.allocTEID(b.res)
 	if !ok {
-		return nil, bad(pfcp.CauseNoResources, pfcp.IEFTEID, pfcp.RulePDR, id, "no free TEID in %s", b.a.cfg.Settings.TEIDRange)
+		return nil, bad(pfcp.CauseNoResources, pfcp.IEFTEID, pfcp.RulePDR, id, "all %d TEIDs the UPF chooses are in use (range %s)",
+			b.a.chosenCapacity(), b.a.cfg.Settings.TEIDRange)
 	}
 	t.TEID = teid
 	b.created = append(b.created, p.ID)
 	return t, nil
 }
 
+// hasTEID reports whether another PDR of the session has the TEID (one
+// the UPF chose for it, which the SMF may give back without CHOOSE).
+func (b *builder) hasTEID(teid uint32) bool {
+	for _, o := range b.s.PDRs {
+		if o.FTEID != nil && o.FTEID.TEID == teid {
+			return true
+		}
+	}
+	return false
+}
+
+// allocTEID chooses a TEID whose slot is free, going through the chosen
+// range in order: its low bits name the slot, its high bits count how often
+// the cursor went round the slots, so a slot freed and taken again gets
+// another TEID (a stale one misses in the fast path).
 func (a *Agent) allocTEID(res *reservations) (uint32, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	lo, hi := a.cfg.Settings.TEIDs()
-	for range 4096 {
+	base, n := a.cfg.Settings.ChosenTEIDs()
+	for range min(n, model.TEIDSlots) {
 		t := a.teidNext
 		a.teidNext++
-		if a.teidNext > hi || a.teidNext < lo {
-			a.teidNext = lo
+		if a.teidNext-base >= n {
+			a.teidNext = base
 		}
-		if res.teids[t] || a.dp.TEIDInUse(t) {
+		sl, _ := a.cfg.Settings.TEIDSlot(t)
+		if res.slots[sl] || a.dp.TEIDInUse(t) {
 			continue
 		}
-		res.teids[t] = true
+		res.slots[sl] = true
 		return t, true
 	}
 	return 0, false

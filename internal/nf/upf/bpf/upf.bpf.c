@@ -40,6 +40,7 @@
 #define UPF_MAX_URRS 131072
 #define UPF_MAX_SDFS 65536
 #define UPF_MAX_KEYS 262144
+#define UPF_TEID_SLOTS 131072 /* a power of two */
 #define UPF_MAX_NEIGH 4096
 #define UPF_LIST_MAX 32
 #define UPF_RULE_QERS 2
@@ -283,6 +284,10 @@ struct upf_neigh {
 
 struct upf_cfg {
 	__u64 no_teid_gap_ns; /* at least this long between two NO_TEID punts per CPU */
+	/* the TEIDs the UPF chooses (host order): teid - chosen_base < chosen_n
+	 * indexes upf_teid_slots */
+	__u32 chosen_base;
+	__u32 chosen_n;
 };
 
 struct {
@@ -306,6 +311,27 @@ struct {
 	__type(key, __be32); /* TEID */
 	__type(value, struct upf_list);
 } upf_teid SEC(".maps");
+
+/* The uplink lists of the TEIDs the UPF chooses (F-TEID CHOOSE), found by
+ * index instead of a hash: the TEID's offset in the chosen range, its low
+ * bits the slot, its high bits a generation the daemon bumps when it reuses
+ * the slot. The slot holds the full TEID: a stale or forged TEID of the
+ * range misses (and falls to upf_teid, where it misses too). teid 0: a free
+ * slot. The daemon changes a live slot's list through upf_teid (the slot's
+ * teid set to 0 first, the list written, the teid set back), so a packet
+ * never reads a half-written list. */
+struct upf_teid_slot {
+	__be32 teid;
+	struct upf_list list;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, UPF_TEID_SLOTS);
+	__type(key, __u32);
+	__type(value, struct upf_teid_slot);
+} upf_teid_slots SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -1217,6 +1243,29 @@ static __always_inline int upf_gtp_skip(ctx_t *ctx, __u32 *off, __u8 *qfi)
 	return 0;
 }
 
+/* The rules of a TEID: a TEID of the chosen range by its slot (one compare
+ * to know, an array read, no hash), any other (or a chosen one whose slot is
+ * being rewritten) by upf_teid. */
+static __always_inline struct upf_list *upf_teid_list(__be32 teid)
+{
+	struct upf_cfg *cfg;
+	__u32 i = 0;
+
+	cfg = bpf_map_lookup_elem(&upf_cfg, &i);
+	if (cfg) {
+		i = bpf_ntohl(teid) - cfg->chosen_base;
+		if (i < cfg->chosen_n) {
+			struct upf_teid_slot *s;
+
+			i &= UPF_TEID_SLOTS - 1;
+			s = bpf_map_lookup_elem(&upf_teid_slots, &i);
+			if (s && s->teid == teid)
+				return &s->list;
+		}
+	}
+	return bpf_map_lookup_elem(&upf_teid, &teid);
+}
+
 /* A UDP datagram to the GTP-U port of n3/n9 (l4: its UDP header): the
  * rules of its TEID, f read from the inner packet. NULL: the packet's
  * verdict is in *v. */
@@ -1242,7 +1291,7 @@ static __always_inline struct upf_list *upf_gtpu(ctx_t *ctx, struct edgenf_md *m
 		*v = upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
 		return NULL;
 	}
-	list = bpf_map_lookup_elem(&upf_teid, &teid);
+	list = upf_teid_list(teid);
 	if (!list) {
 		*v = upf_no_teid(ctx, md, teid);
 		return NULL;

@@ -61,8 +61,9 @@ type Config struct {
 	NodeID string `json:"node_id,omitempty" format:"node-id" maxLength:"253"`
 	// TEIDRange bounds the TEIDs of the cube's sessions, "first-last"
 	// (decimal or 0x hex). The UPF allocates TEIDs from it when an SMF
-	// asks it to (F-TEID CHOOSE), and refuses TEIDs outside it. Default:
-	// 1-0xffffffff.
+	// asks it to (F-TEID CHOOSE), from the range's upper half, and refuses
+	// TEIDs outside it; an SMF's own TEIDs must be in the lower half.
+	// Default: 1-0xffffffff.
 	TEIDRange string `json:"teid_range,omitempty" format:"teid-range"`
 	// UEPools are the prefixes the UPF allocates UE addresses from when an
 	// SMF asks it to (UE IP Address CHOOSE).
@@ -279,6 +280,29 @@ func ParseTEIDRange(s string) (uint32, uint32, error) {
 		return 0, 0, fmt.Errorf("%q: want first-last, e.g. 0x10000-0x1ffff (TEID 0 is reserved)", s)
 	}
 	return uint32(lo), uint32(hi), nil
+}
+
+// TEIDSlots is how many TEIDs of the chosen range can be in use at once:
+// the fast path finds their sessions by array index (upf_teid_slots,
+// UPF_TEID_SLOTS in upf.bpf.c), not by a hash.
+const TEIDSlots = 1 << 17
+
+// ChosenTEIDs is the upper half of the TEID range (n TEIDs from base): the
+// TEIDs the UPF chooses when an SMF asks it to (F-TEID CHOOSE). A TEID's
+// offset in it names an array slot (its low 17 bits) and a generation (the
+// rest). The lower half is for TEIDs an SMF or the API gives.
+func (cfg *Config) ChosenTEIDs() (base, n uint32) {
+	lo, hi := cfg.TEIDs()
+	n = uint32((uint64(hi) - uint64(lo) + 1) / 2)
+	return hi - n + 1, n
+}
+
+// TEIDSlot is the array slot of a TEID of the chosen range (ok false for
+// any other TEID).
+func (cfg *Config) TEIDSlot(teid uint32) (slot uint32, ok bool) {
+	base, n := cfg.ChosenTEIDs()
+	i := teid - base
+	return i % TEIDSlots, i < n
 }
 
 // TEIDs returns the cube's TEID range.
