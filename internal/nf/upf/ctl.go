@@ -15,7 +15,7 @@ import (
 // goroutines use them between calls of the engine).
 type kmaps struct {
 	cfg, ports, teid, ue4, ue6, rules, ruleCount, sdfs, fars, qers, urrs, neigh, stats *ebpf.Map
-	urrRep, neighGen                                                                   *ebpf.Map
+	urrRep, neighGen, pools, ueSlots, ueLists                                          *ebpf.Map
 }
 
 func (ctl *controller) loadMaps(h cube.Handle) error {
@@ -28,6 +28,7 @@ func (ctl *controller) loadMaps(h cube.Handle) error {
 		{"upf_rules", &m.rules}, {mapRuleCount, &m.ruleCount}, {"upf_sdfs", &m.sdfs}, {"upf_fars", &m.fars},
 		{"upf_qers", &m.qers}, {"upf_urrs", &m.urrs}, {"upf_neigh", &m.neigh},
 		{"upf_stats", &m.stats}, {"upf_urr_rep", &m.urrRep}, {"upf_neigh_gen", &m.neighGen},
+		{"upf_pools", &m.pools}, {"upf_ue_slots", &m.ueSlots}, {"upf_ue_lists", &m.ueLists},
 	} {
 		mp, err := h.Map(x.name)
 		if err != nil {
@@ -52,13 +53,17 @@ type sessState struct {
 	qers  map[uint32]slot[kQER]
 	urrs  map[uint32]slot[urrConf]
 	lists map[listKey][]uint32
+	// pooled: the lists in a pool's slot, by their index in upf_ue_lists
+	// (the others are in a hash map).
+	pooled map[listKey]uint32
 	// dirty: a write failed half-way; the next change rewrites everything.
 	dirty bool
 }
 
 func newSessState() *sessState {
 	return &sessState{rules: map[ruleKey]slot[kRule]{}, sdfs: map[ruleKey]slot[kSDF]{}, fars: map[uint32]slot[kFAR]{},
-		qers: map[uint32]slot[kQER]{}, urrs: map[uint32]slot[urrConf]{}, lists: map[listKey][]uint32{}}
+		qers: map[uint32]slot[kQER]{}, urrs: map[uint32]slot[urrConf]{}, lists: map[listKey][]uint32{},
+		pooled: map[listKey]uint32{}}
 }
 
 // ref names a rule or URR of a session (for the slow path's events).
@@ -97,6 +102,10 @@ type controller struct {
 	drain   drainState
 
 	rules, sdfs, fars, qers, urrs *indexes
+	// pools is the UE pool table the kernel has (pools.go); ueLists hands
+	// out the indexes of upf_ue_lists.
+	pools   kPools
+	ueLists *indexes
 	// adopted: the kernel's entries of an earlier daemon were read back.
 	adopted bool
 	// recovered holds those entries until the first Sync assigns them;
@@ -117,7 +126,7 @@ func newController() cube.Controller {
 		sessions: map[uint64]*sessState{}, keyOwner: map[listKey]uint64{}, ruleOf: map[uint32]ref{},
 		urrOf: map[uint32]ref{}, tunnels: map[tunnelKey]uint64{}, byCP: map[cpKey]uint64{}, retired: map[ref]kCount{},
 		rules: newIndexes(maxRules), sdfs: newIndexes(maxSDFs), fars: newIndexes(maxFARs),
-		qers: newIndexes(maxQERs), urrs: newIndexes(maxURRs),
+		qers: newIndexes(maxQERs), urrs: newIndexes(maxURRs), ueLists: newIndexes(poolSlots),
 	}
 	ctl.drain = newDrainState()
 	ctl.usage = newUsage()
@@ -154,6 +163,17 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 	if err := ctl.loadMaps(h); err != nil {
 		return err
 	}
+	if !ctl.adopted {
+		if err := ctl.adopt(); err != nil {
+			return fmt.Errorf("adopt kernel state: %w", err)
+		}
+		ctl.adopted = true
+	}
+	// first: pools that would strand a session's list refuse the change
+	// before anything is written
+	if err := ctl.setPools(cfg.UEPools); err != nil {
+		return err
+	}
 	ctl.name, ctl.cfg = c.Name, cfg
 	if err := ctl.syncPorts(c); err != nil {
 		return err
@@ -164,12 +184,6 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 	}
 	if err := ctl.maps.cfg.Put(uint32(0), kCfg{NoTEIDGapNs: gap}); err != nil {
 		return fmt.Errorf("upf_cfg: %w", err)
-	}
-	if !ctl.adopted {
-		if err := ctl.adopt(); err != nil {
-			return fmt.Errorf("adopt kernel state: %w", err)
-		}
-		ctl.adopted = true
 	}
 	rows, err := sessionsTable.Entries(c)
 	if err != nil {

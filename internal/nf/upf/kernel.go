@@ -244,3 +244,31 @@ type kNeigh struct {
 type kCfg struct {
 	NoTEIDGapNs uint64
 }
+
+// UE pools (upf_pools, upf_ue_slots, upf_ue_lists; pools.go).
+const (
+	poolsMax  = 8 // indexed pools per family
+	poolSlots = 131072
+	slotsOfV4 = 0
+	slotsOfV6 = 1
+)
+
+type kPool struct {
+	Base  uint64
+	Size  uint32
+	First uint32
+}
+
+type kPools struct {
+	N4, N6 uint32
+	V4     [poolsMax]kPool
+	V6     [poolsMax]kPool
+}
+
+// kSlot is a pooled UE address's slot: the address as the packet has it
+// (listKey.K) and its list's index in upf_ue_lists.
+type kSlot struct {
+	UE   uint64
+	List uint32
+	V6   uint32
+}

@@ -151,6 +151,20 @@ func (ctl *controller) apply(c *cube.Cube, s *model.Session) error {
 			undo()
 			return cube.Errorf("pdrs", "%d rules match %s, at most %d", len(l), lk, listMax)
 		}
+		if _, ok := ctl.pools.slot(lk); !ok {
+			continue
+		}
+		// A list that changed gets a new index; its slot switches to it.
+		if i, ok := old.pooled[lk]; ok && !old.dirty && slices.Equal(old.lists[lk], l) {
+			n.pooled[lk] = i
+			continue
+		}
+		i, err := alloc(ctl.ueLists, "UE address list")
+		if err != nil {
+			undo()
+			return err
+		}
+		n.pooled[lk] = i
 	}
 	if err := ctl.write(s.SEID, old, n); err != nil {
 		n.dirty = true
@@ -222,26 +236,69 @@ func (ctl *controller) write(seid uint64, old, n *sessState) error {
 		line[r.idx] = r.v.kLine
 	}
 	for lk, l := range n.lists {
-		if o, ok := old.lists[lk]; ok && !old.dirty && slices.Equal(o, l) {
+		i, pooled := n.pooled[lk]
+		if o, ok := old.lists[lk]; ok && !old.dirty && slices.Equal(o, l) && old.pooled[lk] == i {
 			continue
 		}
 		v := kList{Head: line[l[0]]}
 		v.Head.N = uint8(len(l))
 		copy(v.Rule[:], l)
-		if err := ctl.listMap(lk).Put(listMapKey(lk), &v); err != nil {
-			return fmt.Errorf("%s: %w", lk, err)
+		if err := ctl.putList(lk, i, pooled, &v); err != nil {
+			return err
 		}
 	}
+	// Lists gone, or moved from a hash map into their slot.
 	for lk := range old.lists {
-		if _, ok := n.lists[lk]; !ok {
-			if err := ctl.listMap(lk).Delete(listMapKey(lk)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-				return fmt.Errorf("%s: %w", lk, err)
+		_, was := old.pooled[lk]
+		if _, still := n.lists[lk]; still {
+			if _, is := n.pooled[lk]; is == was {
+				continue
 			}
+		}
+		if err := ctl.dropList(lk, was); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
+// putList writes a list: into upf_ue_lists at index i and then its slot
+// when pooled, else into its hash map.
+func (ctl *controller) putList(k listKey, i uint32, pooled bool, v *kList) error {
+	if !pooled {
+		if err := ctl.listMap(k).Put(listMapKey(k), v); err != nil {
+			return fmt.Errorf("%s: %w", k, err)
+		}
+		return nil
+	}
+	s, _ := ctl.pools.slot(k)
+	if err := ctl.maps.ueLists.Put(i, v); err != nil {
+		return fmt.Errorf("%s: upf_ue_lists: %w", k, err)
+	}
+	if err := ctl.maps.ueSlots.Put(s, kSlot{UE: k.K, List: i, V6: uint32(k.Kind - keyUE4)}); err != nil {
+		return fmt.Errorf("%s: upf_ue_slots: %w", k, err)
+	}
+	return nil
+}
+
+// dropList removes a list from its slot (pooled) or its hash map. The list
+// itself stays in upf_ue_lists until its index is handed out again: a
+// packet in flight may be reading it.
+func (ctl *controller) dropList(k listKey, pooled bool) error {
+	if pooled {
+		s, _ := ctl.pools.slot(k)
+		if err := ctl.maps.ueSlots.Put(s, kSlot{}); err != nil {
+			return fmt.Errorf("%s: upf_ue_slots: %w", k, err)
+		}
+		return nil
+	}
+	if err := ctl.listMap(k).Delete(listMapKey(k)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("%s: %w", k, err)
+	}
+	return nil
+}
+
+// listMap is the hash map of a list not in a pool's slot.
 func (ctl *controller) listMap(k listKey) *ebpf.Map {
 	switch k.Kind {
 	case keyTEID:
@@ -290,6 +347,12 @@ func (ctl *controller) retire(seid uint64, old, n *sessState) {
 		}
 		zero(m.qers, q.idx, kQER{})
 		ctl.qers.put(q.idx)
+	}
+	for lk, i := range old.pooled {
+		if ni, ok := n.pooled[lk]; ok && ni == i {
+			continue
+		}
+		ctl.ueLists.put(i)
 	}
 	for id, u := range old.urrs {
 		if _, ok := n.urrs[id]; ok {
@@ -354,8 +417,9 @@ func (ctl *controller) remove(seid uint64) error {
 	}
 	n := newSessState()
 	for lk := range old.lists {
-		if err := ctl.listMap(lk).Delete(listMapKey(lk)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-			return fmt.Errorf("%s: %w", lk, err)
+		_, pooled := old.pooled[lk]
+		if err := ctl.dropList(lk, pooled); err != nil {
+			return err
 		}
 	}
 	ctl.retire(seid, old, n)
