@@ -167,30 +167,35 @@ func (ctl *controller) adoptPooled(ruleSEID map[uint32]uint64) error {
 	}
 	used := map[uint32]bool{}
 	var orphans []uint32
-	err := bpfmap.Each(m.ueSlots, func(i uint32, sl kSlot) bool {
-		if sl.List == 0 {
+	err := bpfmap.Each(m.ueSlots, func(i uint32, li uint32) bool {
+		if li == 0 {
 			return true
 		}
-		k := listKey{keyUE4 + uint8(sl.V6&1), sl.UE}
-		var v kList
-		if sl.List >= poolSlots || m.ueLists.Lookup(sl.List, &v) != nil {
+		var v kUEList
+		kind, ok := ctl.pools.kindOf(i)
+		if !ok || li >= poolSlots || used[li] || m.ueLists.Lookup(li, &v) != nil {
 			orphans = append(orphans, i)
 			return true
 		}
-		s := ctl.adoptList(k, v, ruleSEID)
-		if s == nil || used[sl.List] {
+		k := listKey{kind, v.UE}
+		if at, ok := ctl.pools.slot(k); !ok || at != i {
 			orphans = append(orphans, i)
 			return true
 		}
-		s.pooled[k] = sl.List
-		used[sl.List] = true
+		s := ctl.adoptList(k, v.List, ruleSEID)
+		if s == nil {
+			orphans = append(orphans, i)
+			return true
+		}
+		s.pooled[k] = li
+		used[li] = true
 		return true
 	})
 	if err != nil {
 		return fmt.Errorf("upf_ue_slots: %w", err)
 	}
 	for _, i := range orphans {
-		if err := m.ueSlots.Put(i, kSlot{}); err != nil {
+		if err := m.ueSlots.Put(i, uint32(0)); err != nil {
 			return fmt.Errorf("upf_ue_slots: %w", err)
 		}
 	}

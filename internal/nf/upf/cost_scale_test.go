@@ -20,7 +20,9 @@ import (
 // costs in cache and TLB misses, next to one session measured interleaved
 // in the same process, and to a second run of the same packet (its
 // session's entries then in cache: the difference is the misses).
-// UPF_BENCH_SESSIONS sets how many sessions (100,000 by default).
+// UPF_BENCH_SESSIONS sets how many sessions (100,000 by default);
+// UPF_BENCH_POOL=1 puts the UE addresses in a UE pool (10.44.0.0/15, up to
+// 131,072 sessions): the downlink finds them through the pool's array.
 //
 //	go test ./internal/nf/upf -run '^$' -bench PerPacketScale
 func BenchmarkPerPacketScale(b *testing.B) {
@@ -32,11 +34,16 @@ func BenchmarkPerPacketScale(b *testing.B) {
 	teids, ues := map[uint32]bool{}, map[uint32]bool{}
 	c := testCube(datapath.XDP)
 	c.Config = []byte(`{"teid_range":"0x1000-0xfffffff"}`)
+	ueBase, ueBits := uint32(10<<24), uint32(24)
+	if os.Getenv("UPF_BENCH_POOL") == "1" {
+		c.Config = []byte(`{"teid_range":"0x1000-0xfffffff","ue_pools":[{"prefix":"10.44.0.0/15"}]}`)
+		ueBase, ueBits = 10<<24|44<<16, 17
+	}
 	type flow struct{ ul, dl []byte }
 	var flows []flow
 	for len(flows) < n {
 		t := 0x1000 + rng.Uint32N(0xfff_0000)
-		u := 10<<24 | rng.Uint32N(1<<24)
+		u := ueBase | rng.Uint32N(1<<ueBits)
 		if teids[t] || ues[u] || u&0xff == 0 || u&0xff == 0xff {
 			continue
 		}

@@ -265,10 +265,10 @@ type kPools struct {
 	V6     [poolsMax]kPool
 }
 
-// kSlot is a pooled UE address's slot: the address as the packet has it
-// (listKey.K) and its list's index in upf_ue_lists.
-type kSlot struct {
+// kUEList is a pooled UE address's list (upf_ue_lists), with the address
+// as the packet has it (listKey.K). A slot of upf_ue_slots is a uint32: the
+// index of its list, 0 for none.
+type kUEList struct {
 	UE   uint64
-	List uint32
-	V6   uint32
+	List kList
 }

@@ -76,6 +76,21 @@ func (p *kPools) slot(k listKey) (uint32, bool) {
 	return 0, false
 }
 
+// kindOf is the kind of key (keyUE4, keyUE6) whose lists slot i holds.
+func (p *kPools) kindOf(i uint32) (uint8, bool) {
+	for _, pl := range p.V4[:min(p.N4, poolsMax)] {
+		if i-pl.First < pl.Size {
+			return keyUE4, true
+		}
+	}
+	for _, pl := range p.V6[:min(p.N6, poolsMax)] {
+		if i-pl.First < pl.Size {
+			return keyUE6, true
+		}
+	}
+	return 0, false
+}
+
 // setPools checks that the settings' pools leave every pooled UE address's
 // list in its slot (a list found in a slot cannot move while packets may
 // read it), then writes them to the kernel. Lists in a hash map that the

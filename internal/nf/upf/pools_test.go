@@ -37,11 +37,15 @@ func (r *rig) where(ue string) string {
 	k := ueKey(ue)
 	inSlot := false
 	if i, ok := r.ctl.pools.slot(k); ok {
-		var s kSlot
-		if err := r.ctl.maps.ueSlots.Lookup(i, &s); err != nil {
+		var li uint32
+		var l kUEList
+		if err := r.ctl.maps.ueSlots.Lookup(i, &li); err != nil {
 			r.t.Fatal(err)
 		}
-		inSlot = s.UE == k.K && s.List != 0
+		if err := r.ctl.maps.ueLists.Lookup(li, &l); err != nil {
+			r.t.Fatal(err)
+		}
+		inSlot = li != 0 && l.UE == k.K
 	}
 	var v kList
 	err := r.ctl.listMap(k).Lookup(listMapKey(k), &v)
@@ -107,8 +111,9 @@ func TestPooledUEsTakeTheArray(t *testing.T) {
 	}
 }
 
-// A slot is checked: one that holds another address (a stale pool table)
-// or no list is a miss, and the hash maps answer.
+// A slot is checked: one that leads to another address's list (a stale
+// pool table, a half-written slot) or to none is a miss, and the hash maps
+// answer.
 func TestPoolSlotOfAnotherAddressIsAMiss(t *testing.T) {
 	for _, hook := range hooks {
 		t.Run(string(hook), func(t *testing.T) {
@@ -116,26 +121,24 @@ func TestPoolSlotOfAnotherAddressIsAMiss(t *testing.T) {
 			b := basicSession(2, 0x200, "198.19.3.6", "", 0x9002)
 			r := newRig(t, hook, a, b)
 			ka, kb := ueKey("198.19.3.5"), ueKey("198.19.3.6")
-			sa, _ := r.ctl.pools.slot(ka)
 			sb, _ := r.ctl.pools.slot(kb)
-			var slotA, slotB kSlot
-			var listB kList
-			if r.ctl.maps.ueSlots.Lookup(sa, &slotA) != nil || r.ctl.maps.ueSlots.Lookup(sb, &slotB) != nil ||
-				r.ctl.maps.ueLists.Lookup(slotB.List, &listB) != nil {
-				t.Fatal("no slots")
-			}
-			// b's list in the hash map, and its slot holding a's.
-			if err := r.ctl.maps.ue4.Put(uint32(kb.K), &listB); err != nil {
+			la, lb := r.ctl.sessions[1].pooled[ka], r.ctl.sessions[2].pooled[kb]
+			var listB kUEList
+			if err := r.ctl.maps.ueLists.Lookup(lb, &listB); err != nil {
 				t.Fatal(err)
 			}
-			if err := r.ctl.maps.ueSlots.Put(sb, slotA); err != nil {
+			// b's list in the hash map, and its slot leading to a's.
+			if err := r.ctl.maps.ue4.Put(uint32(kb.K), &listB.List); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.ctl.maps.ueSlots.Put(sb, la); err != nil {
 				t.Fatal(err)
 			}
 			if got := r.downlinkTEID("198.19.3.6"); got != 0x9002 {
-				t.Fatalf("downlink to b through a slot holding a's address: TEID %#x, want b's 0x9002", got)
+				t.Fatalf("downlink to b through a slot leading to a's list: TEID %#x, want b's 0x9002", got)
 			}
-			// The slot with b's address and no list.
-			if err := r.ctl.maps.ueSlots.Put(sb, kSlot{UE: kb.K}); err != nil {
+			// b's slot empty.
+			if err := r.ctl.maps.ueSlots.Put(sb, uint32(0)); err != nil {
 				t.Fatal(err)
 			}
 			if got := r.downlinkTEID("198.19.3.6"); got != 0x9002 {

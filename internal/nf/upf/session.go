@@ -272,10 +272,10 @@ func (ctl *controller) putList(k listKey, i uint32, pooled bool, v *kList) error
 		return nil
 	}
 	s, _ := ctl.pools.slot(k)
-	if err := ctl.maps.ueLists.Put(i, v); err != nil {
+	if err := ctl.maps.ueLists.Put(i, &kUEList{UE: k.K, List: *v}); err != nil {
 		return fmt.Errorf("%s: upf_ue_lists: %w", k, err)
 	}
-	if err := ctl.maps.ueSlots.Put(s, kSlot{UE: k.K, List: i, V6: uint32(k.Kind - keyUE4)}); err != nil {
+	if err := ctl.maps.ueSlots.Put(s, i); err != nil {
 		return fmt.Errorf("%s: upf_ue_slots: %w", k, err)
 	}
 	return nil
@@ -287,7 +287,7 @@ func (ctl *controller) putList(k listKey, i uint32, pooled bool, v *kList) error
 func (ctl *controller) dropList(k listKey, pooled bool) error {
 	if pooled {
 		s, _ := ctl.pools.slot(k)
-		if err := ctl.maps.ueSlots.Put(s, kSlot{}); err != nil {
+		if err := ctl.maps.ueSlots.Put(s, uint32(0)); err != nil {
 			return fmt.Errorf("%s: upf_ue_slots: %w", k, err)
 		}
 		return nil

@@ -355,29 +355,28 @@ struct {
 	__type(value, struct upf_pools);
 } upf_pools SEC(".maps");
 
-/* A pooled UE address's slot: the address and its list (an index into
- * upf_ue_lists). A changed list is written at a new index and the slot
- * switched to it, as rules are: a packet sees the old list or the new one.
- * The address is checked: a slot read through a stale pool table, or an
- * empty one, is a miss, and the hash is asked. */
-struct upf_ue_slot {
-	__u64 ue;   /* IPv4 address in the low 32 bits, or the /64: as in the packet */
-	__u32 list; /* 0: none */
-	__u32 v6;   /* for the daemon's adoption */
+/* A pooled UE address's slot is the index of its list in upf_ue_lists (0:
+ * none). A changed list is written at a new index and the slot switched to
+ * it, as rules are: a packet sees the old list or the new one. The list
+ * holds its address, which is checked: a slot read through a stale pool
+ * table, half-written or empty is a miss, and the hash is asked. */
+struct upf_ue_list {
+	__u64 ue; /* IPv4 address in the low 32 bits, or the /64: as in the packet */
+	struct upf_list list; /* its head in the same line as ue */
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, UPF_POOL_SLOTS);
 	__type(key, __u32);
-	__type(value, struct upf_ue_slot);
+	__type(value, __u32);
 } upf_ue_slots SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, UPF_POOL_SLOTS);
 	__type(key, __u32);
-	__type(value, struct upf_list);
+	__type(value, struct upf_ue_list);
 } upf_ue_lists SEC(".maps");
 
 struct {
@@ -1423,9 +1422,9 @@ static __attribute__((noinline)) int upf_nd_in(ctx_t *ctx, struct edgenf_md *md,
 static __always_inline struct upf_list *upf_pooled(struct upf_flow *f)
 {
 	struct upf_pool *pool = NULL;
-	struct upf_ue_slot *slot;
+	struct upf_ue_list *l;
 	struct upf_pools *pools;
-	__u32 zero = 0, n, idx;
+	__u32 zero = 0, n, idx, *slot;
 	__u64 ue = 0, h;
 
 	pools = bpf_map_lookup_elem(&upf_pools, &zero);
@@ -1462,10 +1461,13 @@ static __always_inline struct upf_list *upf_pooled(struct upf_flow *f)
 		return NULL;
 	idx = pool->first + (__u32)(h - pool->base);
 	slot = bpf_map_lookup_elem(&upf_ue_slots, &idx);
-	if (!slot || slot->ue != ue || !slot->list)
+	if (!slot || !*slot)
 		return NULL;
-	idx = slot->list;
-	return bpf_map_lookup_elem(&upf_ue_lists, &idx);
+	idx = *slot;
+	l = bpf_map_lookup_elem(&upf_ue_lists, &idx);
+	if (!l || l->ue != ue)
+		return NULL;
+	return &l->list;
 }
 
 /* A packet on n6, plain IP to a UE: the rules of its UE address, f read
