@@ -71,11 +71,7 @@ func init() {
 				Doc: "edgenf upf cube at XDP, 100,000 sessions (random TEIDs and UE addresses; 20,000 in quick mode), " +
 					"the traffic spread over all of them",
 				Setup: func(e *scenario.Env) (*scenario.Topology, error) {
-					n := upfScale
-					if e.Quick {
-						n = 20000
-					}
-					return setupUPF(e, datapath.XDP, dl, n, false)
+					return setupUPF(e, datapath.XDP, dl, upfScaleOf(e), false)
 				}},
 			// At TC every frame becomes an skb first: against the XDP
 			// redirect the upf at TC measures mostly that. Against the
@@ -114,11 +110,7 @@ func init() {
 			Doc: "edgenf upf cube at XDP, 100,000 sessions (20,000 in quick mode) with random TEIDs and random UE " +
 				"addresses of the cube's UE pool (10.44.0.0/15), the downlink spread over all of them",
 			Setup: func(e *scenario.Env) (*scenario.Topology, error) {
-				n := upfScale
-				if e.Quick {
-					n = 20000
-				}
-				return setupUPF(e, datapath.XDP, true, n, true)
+				return setupUPF(e, datapath.XDP, true, upfScaleOf(e), true)
 			}},
 	} {
 		scenario.Register(s)
@@ -126,6 +118,15 @@ func init() {
 }
 
 const upfScale = 100000
+
+// upfScaleOf is how many sessions the scale scenarios set up: upfScale, or
+// 20,000 in quick mode.
+func upfScaleOf(e *scenario.Env) int {
+	if e.Quick {
+		return 20000
+	}
+	return upfScale
+}
 
 // Addressing: the gNB is on the uplink side (a0) or behind b0 (downlink);
 // the UPF's N3 address is on the same subnet.

@@ -1417,14 +1417,27 @@ static __attribute__((noinline)) int upf_nd_in(ctx_t *ctx, struct edgenf_md *md,
 	return enf_send(ctx, md, in);
 }
 
+/* The pool of pools[0..n) whose indexed part holds h (host order). */
+static __always_inline struct upf_pool *upf_pool_of(struct upf_pool *pools, __u32 n, __u64 h)
+{
+#pragma unroll
+	for (int i = 0; i < UPF_POOLS; i++) {
+		if (i >= n)
+			break;
+		if (h - pools[i].base < pools[i].size)
+			return &pools[i];
+	}
+	return NULL;
+}
+
 /* The list of a UE address in an indexed pool (f->dst); NULL: not in one,
  * or its slot holds no list for it. */
 static __always_inline struct upf_list *upf_pooled(struct upf_flow *f)
 {
-	struct upf_pool *pool = NULL;
-	struct upf_ue_list *l;
 	struct upf_pools *pools;
-	__u32 zero = 0, n, idx, *slot;
+	struct upf_ue_list *l;
+	struct upf_pool *pool;
+	__u32 zero = 0, idx, *slot;
 	__u64 ue = 0, h;
 
 	pools = bpf_map_lookup_elem(&upf_pools, &zero);
@@ -1433,29 +1446,11 @@ static __always_inline struct upf_list *upf_pooled(struct upf_flow *f)
 	if (f->v6) {
 		__builtin_memcpy(&ue, f->dst, 8);
 		h = __builtin_bswap64(ue);
-		n = pools->n6;
-#pragma unroll
-		for (int i = 0; i < UPF_POOLS; i++) {
-			if (i >= n)
-				break;
-			if (h - pools->v6[i].base < pools->v6[i].size) {
-				pool = &pools->v6[i];
-				break;
-			}
-		}
+		pool = upf_pool_of(pools->v6, pools->n6, h);
 	} else {
 		ue = f->dst[0];
 		h = bpf_ntohl(f->dst[0]);
-		n = pools->n4;
-#pragma unroll
-		for (int i = 0; i < UPF_POOLS; i++) {
-			if (i >= n)
-				break;
-			if (h - pools->v4[i].base < pools->v4[i].size) {
-				pool = &pools->v4[i];
-				break;
-			}
-		}
+		pool = upf_pool_of(pools->v4, pools->n4, h);
 	}
 	if (!pool)
 		return NULL;
