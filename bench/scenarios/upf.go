@@ -29,6 +29,10 @@ import (
 //	upf-scale-ul, upf-scale-dl: 100,000 sessions with random TEIDs and UE
 //	                 addresses, the generator cycling through all of them,
 //	                 against one session (target: 0.8).
+//	upf-dl-pool-*:   the same downlink with the UE addresses in the cube's
+//	                 UE pool (10.44.0.0/15: an array lookup instead of a
+//	                 hash), in upf-dl (1 session) and upf-scale-dl (1 and
+//	                 100,000 random addresses of the pool).
 //	upf-tc-ul, upf-tc-dl: the upf cube at TC against a portfwd cube at TC
 //	                 on the same frames (what the upf adds to the skb path).
 //	upf-p4-ul, upf-p4-dl: the upf cube against examples/p4/upf.p4 compiled
@@ -56,18 +60,18 @@ func init() {
 				}},
 			{Name: "upf-" + dir + "-xdp", Group: "upf-" + dir, Order: 10, Quick: true,
 				Doc:   "edgenf upf cube at XDP, 1 session, " + doc,
-				Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupUPF(e, datapath.XDP, dl, 1, false) }},
+				Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupUPF(e, datapath.XDP, dl, 1, hashKeys) }},
 			{Name: "upf-" + dir + "-tc", Group: "upf-" + dir, Order: 20,
 				Doc:   "edgenf upf cube at TC, 1 session, " + doc,
-				Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupUPF(e, datapath.TC, dl, 1, false) }},
+				Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupUPF(e, datapath.TC, dl, 1, hashKeys) }},
 			{Name: "upf-" + dir + "-1", Group: "upf-scale-" + dir, Baseline: true, Quick: true,
 				Doc:   "edgenf upf cube at XDP, 1 session, " + doc,
-				Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupUPF(e, datapath.XDP, dl, 1, false) }},
+				Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupUPF(e, datapath.XDP, dl, 1, hashKeys) }},
 			{Name: "upf-" + dir + "-100k", Group: "upf-scale-" + dir, Order: 10, Quick: true, Param: upfScale,
 				Doc: "edgenf upf cube at XDP, 100,000 sessions (random TEIDs and UE addresses; 20,000 in quick mode), " +
 					"the traffic spread over all of them",
 				Setup: func(e *scenario.Env) (*scenario.Topology, error) {
-					return setupUPF(e, datapath.XDP, dl, upfScaleSessions(e), false)
+					return setupUPF(e, datapath.XDP, dl, upfScaleSessions(e), hashKeys)
 				}},
 			// At TC every frame becomes an skb first: against the XDP
 			// redirect the upf at TC measures mostly that. Against the
@@ -84,30 +88,51 @@ func init() {
 				}},
 			{Name: "upf-" + dir + "-tc", Group: "upf-tc-" + dir, Order: 10,
 				Doc:   "edgenf upf cube at TC, 1 session, " + doc,
-				Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupUPF(e, datapath.TC, dl, 1, false) }},
+				Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupUPF(e, datapath.TC, dl, 1, hashKeys) }},
 			{Name: "p4-upf-" + dir, Group: "upf-p4-" + dir, Baseline: true, Quick: true,
 				Doc:   "examples/p4/upf.p4 compiled by edgenf, at XDP, one " + map[bool]string{false: "uplink", true: "downlink"}[dl] + " entry",
 				Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupP4UPF(e, dl) }},
 			{Name: "upf-" + dir + "-xdp", Group: "upf-p4-" + dir, Order: 10, Quick: true,
 				Doc:   "edgenf upf cube at XDP, 1 session, " + doc,
-				Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupUPF(e, datapath.XDP, dl, 1, false) }},
+				Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupUPF(e, datapath.XDP, dl, 1, hashKeys) }},
 		} {
 			scenario.Register(s)
 		}
 	}
-	// Uplink on TEIDs the UPF chose: found by array index, not by hash.
+	// Uplink on TEIDs the UPF chose and downlink to UE addresses of the
+	// cube's UE pool: found by array index, not by hash.
 	for _, s := range []scenario.Scenario{
 		{Name: "upf-ul-chosen-xdp", Group: "upf-ul", Order: 15, Quick: true,
-			Doc:   "edgenf upf cube at XDP, 1 session on a TEID the UPF chose (array, not hash), uplink",
-			Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupUPF(e, datapath.XDP, false, 1, true) }},
+			Doc: "edgenf upf cube at XDP, 1 session on a TEID the UPF chose (array, not hash), uplink",
+			Setup: func(e *scenario.Env) (*scenario.Topology, error) {
+				return setupUPF(e, datapath.XDP, false, 1, chosenTEIDs)
+			}},
 		{Name: "upf-ul-chosen-1", Group: "upf-scale-ul", Order: 5, Quick: true,
-			Doc:   "edgenf upf cube at XDP, 1 session on a TEID the UPF chose, uplink",
-			Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupUPF(e, datapath.XDP, false, 1, true) }},
+			Doc: "edgenf upf cube at XDP, 1 session on a TEID the UPF chose, uplink",
+			Setup: func(e *scenario.Env) (*scenario.Topology, error) {
+				return setupUPF(e, datapath.XDP, false, 1, chosenTEIDs)
+			}},
 		{Name: "upf-ul-chosen-100k", Group: "upf-scale-ul", Order: 20, Quick: true, Param: upfScale,
 			Doc: "edgenf upf cube at XDP, 100,000 sessions on TEIDs the UPF chose (random UE addresses, the slots " +
 				"visited in random order; 20,000 in quick mode), uplink",
 			Setup: func(e *scenario.Env) (*scenario.Topology, error) {
-				return setupUPF(e, datapath.XDP, false, upfScaleSessions(e), true)
+				return setupUPF(e, datapath.XDP, false, upfScaleSessions(e), chosenTEIDs)
+			}},
+		{Name: "upf-dl-pool-xdp", Group: "upf-dl", Order: 15, Quick: true,
+			Doc: "edgenf upf cube at XDP, 1 session, its UE address in the cube's UE pool, downlink",
+			Setup: func(e *scenario.Env) (*scenario.Topology, error) {
+				return setupUPF(e, datapath.XDP, true, 1, pooledUEs)
+			}},
+		{Name: "upf-dl-pool-1", Group: "upf-scale-dl", Order: 5, Quick: true,
+			Doc: "edgenf upf cube at XDP, 1 session, its UE address in the cube's UE pool, downlink",
+			Setup: func(e *scenario.Env) (*scenario.Topology, error) {
+				return setupUPF(e, datapath.XDP, true, 1, pooledUEs)
+			}},
+		{Name: "upf-dl-pool-100k", Group: "upf-scale-dl", Order: 15, Quick: true, Param: upfScale,
+			Doc: "edgenf upf cube at XDP, 100,000 sessions (20,000 in quick mode) with random TEIDs and random UE " +
+				"addresses of the cube's UE pool (10.44.0.0/15), the downlink spread over all of them",
+			Setup: func(e *scenario.Env) (*scenario.Topology, error) {
+				return setupUPF(e, datapath.XDP, true, upfScaleSessions(e), pooledUEs)
 			}},
 	} {
 		scenario.Register(s)
@@ -149,9 +174,17 @@ func chooseTEIDs(flows []kern.GenFlow) {
 	}
 }
 
+// upfPool is the UE pool of the pooled scenarios: it holds 10.45.0.1 and
+// room for upfScale random addresses.
+const upfPool = "10.44.0.0/15"
+
 // upfFlows returns n sessions' uplink TEIDs and UE addresses: for one, TEID
-// 0x1000 and 10.45.0.1; for more, random and distinct ones (fixed seed).
-func upfFlows(n int) []kern.GenFlow {
+// 0x1000 and 10.45.0.1; for more, random and distinct ones (fixed seed) in
+// 10.0.0.0/8.
+func upfFlows(n int) []kern.GenFlow { return upfFlowsIn(n, 10<<24, 24) }
+
+// upfFlowsIn is upfFlows with the random UE addresses in base/(32-bits).
+func upfFlowsIn(n int, base uint32, bits uint) []kern.GenFlow {
 	if n == 1 {
 		return []kern.GenFlow{{TEID: 0x1000, Addr: [4]byte{10, 45, 0, 1}}}
 	}
@@ -161,7 +194,7 @@ func upfFlows(n int) []kern.GenFlow {
 	out := make([]kern.GenFlow, 0, n)
 	for len(out) < n {
 		t := 0x1000 + rng.Uint32N(0x7ff_0000) // below the chosen half of upfTEIDRange
-		u := 10<<24 | rng.Uint32N(1<<24)
+		u := base | rng.Uint32N(1<<bits)
 		if teids[t] || ues[u] || u&0xff == 0 || u&0xff == 0xff {
 			continue
 		}
@@ -206,9 +239,19 @@ func upfSession(i int, f kern.GenFlow) *model.Session {
 	}
 }
 
-// setupUPF sets up the upf with sessions on the TEIDs of upfFlows, or
-// (chosen) on TEIDs as the UPF chooses them.
-func setupUPF(e *scenario.Env, hook datapath.Hook, dl bool, sessions int, chosen bool) (*scenario.Topology, error) {
+// upfKeys is how the bench's sessions are found: by hash (TEIDs the SMF
+// gave, UE addresses outside any pool), by the slot of a TEID the UPF
+// chose, or by the slot of a UE address in the cube's UE pool.
+type upfKeys int
+
+const (
+	hashKeys upfKeys = iota
+	chosenTEIDs
+	pooledUEs
+)
+
+// setupUPF runs a upf cube with sessions found by keys.
+func setupUPF(e *scenario.Env, hook datapath.Hook, dl bool, sessions int, keys upfKeys) (*scenario.Topology, error) {
 	p, eng, root, err := enginePath(e, hook)
 	if err != nil {
 		return nil, err
@@ -224,18 +267,25 @@ func setupUPF(e *scenario.Env, hook datapath.Hook, dl bool, sessions int, chosen
 		outCfg = json.RawMessage(fmt.Sprintf(`{"gateway":%q}`, upfPeer))
 	}
 	name := "upf" + e.ID()
+	cfg := `{"teid_range":"` + upfTEIDRange + `"}`
+	flows := upfFlows(sessions)
+	switch keys {
+	case chosenTEIDs:
+		chooseTEIDs(flows)
+	case pooledUEs:
+		cfg = fmt.Sprintf(`{"teid_range":%q,"ue_pools":[{"prefix":%q}]}`, upfTEIDRange, upfPool)
+		if sessions > 1 {
+			flows = upfFlowsIn(sessions, 10<<24|44<<16, 17)
+		}
+	}
 	c := &cube.Cube{Name: name, Type: "upf", Hook: hook,
-		Config: json.RawMessage(`{"teid_range":"` + upfTEIDRange + `"}`),
+		Config: json.RawMessage(cfg),
 		Ports: []cube.Port{
 			{Name: in, Index: 0, Peer: p.A1, Addresses: []string{upfA1Net}},
 			{Name: out, Index: 1, Peer: p.B0, Addresses: []string{upfB0Net}, Config: outCfg},
 		}}
 	if err := eng.Update(func(tp *cube.Topology) error { return tp.AddCube(c) }); err != nil {
 		return nil, err
-	}
-	flows := upfFlows(sessions)
-	if chosen {
-		chooseTEIDs(flows)
 	}
 	t0 := time.Now()
 	if err := putSessions(eng, name, flows); err != nil {
@@ -254,6 +304,9 @@ func setupUPF(e *scenario.Env, hook datapath.Hook, dl bool, sessions int, chosen
 	}
 	t.Info["hook"] = string(hook)
 	t.Info["sessions"] = fmt.Sprint(sessions)
+	if keys == pooledUEs {
+		t.Info["UE pool"] = upfPool
+	}
 	if sessions > 1 {
 		t.Info["sessions set up (engine, 1,000 a change)"] = fmt.Sprintf("%v, %.0f/s", setup.Round(time.Millisecond), float64(sessions)/setup.Seconds())
 		state := 0

@@ -23,5 +23,8 @@ func TestLayouts(t *testing.T) {
 		"upf_neigh":     kNeigh{},
 		"upf_cfg":       kCfg{},
 		"upf_urr_rep":   kRep{},
+		"upf_pool":      kPool{},
+		"upf_pools":     kPools{},
+		"upf_ue_list":   kUEList{},
 	})
 }

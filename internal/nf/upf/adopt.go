@@ -156,6 +156,9 @@ func (ctl *controller) adopt() error {
 	}); err != nil {
 		return fmt.Errorf("upf_teid_slots: %w", err)
 	}
+	if err := ctl.adoptPooled(ruleSEID); err != nil {
+		return err
+	}
 	// A recovered QER or FAR compares equal to what the session compiles
 	// to only without the fast path's state; URRs are re-armed by usage.
 	for _, s := range ctl.recovered {
@@ -166,13 +169,61 @@ func (ctl *controller) adopt() error {
 	return nil
 }
 
-func (ctl *controller) adoptList(k listKey, v kList, ruleSEID map[uint32]uint64) {
+func (ctl *controller) adoptList(k listKey, v kList, ruleSEID map[uint32]uint64) *sessState {
 	seid := ruleSEID[v.Rule[0]]
 	if v.Head.N == 0 || v.Head.N > listMax || seid == 0 {
 		ctl.orphanLists = append(ctl.orphanLists, k)
-		return
+		return nil
 	}
-	ctl.recovered[seid].lists[k] = slices.Clone(v.Rule[:v.Head.N])
+	s := ctl.recovered[seid]
+	s.lists[k] = slices.Clone(v.Rule[:v.Head.N])
+	return s
+}
+
+// adoptPooled reads back the pool table and the lists in its slots. The
+// slot of a list whose rules are gone is emptied at once (its index is not
+// kept, so it may be handed out again).
+func (ctl *controller) adoptPooled(ruleSEID map[uint32]uint64) error {
+	m := &ctl.maps
+	if err := m.pools.Lookup(uint32(0), &ctl.pools); err != nil {
+		return fmt.Errorf("upf_pools: %w", err)
+	}
+	used := map[uint32]bool{}
+	var orphans []uint32
+	err := bpfmap.Each(m.ueSlots, func(i uint32, li uint32) bool {
+		if li == 0 {
+			return true
+		}
+		var v kUEList
+		kind, ok := ctl.pools.kindOf(i)
+		if !ok || li >= poolSlots || used[li] || m.ueLists.Lookup(li, &v) != nil {
+			orphans = append(orphans, i)
+			return true
+		}
+		k := listKey{kind, v.UE}
+		if at, ok := ctl.pools.slot(k); !ok || at != i {
+			orphans = append(orphans, i)
+			return true
+		}
+		s := ctl.adoptList(k, v.List, ruleSEID)
+		if s == nil {
+			orphans = append(orphans, i)
+			return true
+		}
+		s.pooled[k] = li
+		used[li] = true
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("upf_ue_slots: %w", err)
+	}
+	for _, i := range orphans {
+		if err := m.ueSlots.Put(i, uint32(0)); err != nil {
+			return fmt.Errorf("upf_ue_slots: %w", err)
+		}
+	}
+	ctl.ueLists.adopt(used)
+	return nil
 }
 
 // dropUnadopted removes what an earlier daemon left for sessions that no
@@ -195,7 +246,7 @@ func (ctl *controller) dropUnadopted() error {
 	}
 	for _, k := range ctl.orphanLists {
 		if !owned[k] {
-			_ = ctl.deleteList(k)
+			_ = ctl.dropList(k, false) // a pooled orphan's slot was emptied by adoptPooled
 		}
 	}
 	ctl.orphanLists = nil

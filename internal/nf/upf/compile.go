@@ -43,11 +43,11 @@ func (k listKey) String() string {
 		return "TEID " + hex32(binary.BigEndian.Uint32(b[:]))
 	case keyUE4:
 		var b [4]byte
-		binary.BigEndian.PutUint32(b[:], uint32(k.K))
+		binary.NativeEndian.PutUint32(b[:], uint32(k.K))
 		return "UE address " + netip.AddrFrom4(b).String()
 	default:
 		var b [16]byte
-		binary.BigEndian.PutUint64(b[:], k.K)
+		binary.NativeEndian.PutUint64(b[:], k.K)
 		return "UE prefix " + netip.PrefixFrom(netip.AddrFrom16(b), 64).String()
 	}
 }

@@ -23,7 +23,9 @@ import (
 // Every other session's uplink TEID is one the upf would choose (found by
 // array slot, not hash; the slots in random order): "uplink" runs the
 // others', "uplink-chosen" those.
-// UPF_BENCH_SESSIONS sets how many sessions (100,000 by default).
+// UPF_BENCH_SESSIONS sets how many sessions (100,000 by default);
+// UPF_BENCH_POOL=1 puts the UE addresses in a UE pool (10.44.0.0/15, up to
+// 131,072 sessions): the downlink finds them through the pool's array.
 //
 //	go test ./internal/nf/upf -run '^$' -bench PerPacketScale
 func BenchmarkPerPacketScale(b *testing.B) {
@@ -37,11 +39,16 @@ func BenchmarkPerPacketScale(b *testing.B) {
 	c.Config = []byte(`{"teid_range":"0x1000-0xfffffff"}`)
 	base, _ := (&model.Config{TEIDRange: "0x1000-0xfffffff"}).ChosenTEIDs()
 	slots := rng.Perm(n)
+	ueBase, ueBits := uint32(10<<24), uint32(24)
+	if os.Getenv("UPF_BENCH_POOL") == "1" {
+		c.Config = []byte(`{"teid_range":"0x1000-0xfffffff","ue_pools":[{"prefix":"10.44.0.0/15"}]}`)
+		ueBase, ueBits = 10<<24|44<<16, 17
+	}
 	type flow struct{ ul, dl []byte }
 	var flows []flow
 	for len(flows) < n {
 		t := 0x1000 + rng.Uint32N(0x7ff_0000) // the SMF's: below the chosen half
-		u := 10<<24 | rng.Uint32N(1<<24)
+		u := ueBase | rng.Uint32N(1<<ueBits)
 		if teids[t] || ues[u] || u&0xff == 0 || u&0xff == 0xff {
 			continue
 		}

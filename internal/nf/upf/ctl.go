@@ -7,6 +7,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/edgenf/edgenf/internal/cube"
+	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/nf/router"
 	"github.com/edgenf/edgenf/internal/nf/upf/model"
 )
@@ -15,7 +16,7 @@ import (
 // goroutines use them between calls of the engine).
 type kmaps struct {
 	cfg, ports, teid, teidSlots, ue4, ue6, rules, ruleCount, sdfs, fars, qers, urrs, neigh, stats *ebpf.Map
-	urrRep, neighGen                                                                              *ebpf.Map
+	urrRep, neighGen, pools, ueSlots, ueLists                                                     *ebpf.Map
 }
 
 func (ctl *controller) loadMaps(h cube.Handle) error {
@@ -28,6 +29,7 @@ func (ctl *controller) loadMaps(h cube.Handle) error {
 		{"upf_rules", &m.rules}, {mapRuleCount, &m.ruleCount}, {"upf_sdfs", &m.sdfs}, {"upf_fars", &m.fars},
 		{"upf_qers", &m.qers}, {"upf_urrs", &m.urrs}, {"upf_neigh", &m.neigh},
 		{"upf_stats", &m.stats}, {"upf_urr_rep", &m.urrRep}, {"upf_neigh_gen", &m.neighGen},
+		{"upf_pools", &m.pools}, {"upf_ue_slots", &m.ueSlots}, {"upf_ue_lists", &m.ueLists},
 	} {
 		mp, err := h.Map(x.name)
 		if err != nil {
@@ -52,13 +54,17 @@ type sessState struct {
 	qers  map[uint32]slot[kQER]
 	urrs  map[uint32]slot[urrConf]
 	lists map[listKey][]uint32
+	// pooled: the lists in a pool's slot, by their index in upf_ue_lists
+	// (the others are in a hash map).
+	pooled map[listKey]uint32
 	// dirty: a write failed half-way; the next change rewrites everything.
 	dirty bool
 }
 
 func newSessState() *sessState {
 	return &sessState{rules: map[ruleKey]slot[kRule]{}, sdfs: map[ruleKey]slot[kSDF]{}, fars: map[uint32]slot[kFAR]{},
-		qers: map[uint32]slot[kQER]{}, urrs: map[uint32]slot[urrConf]{}, lists: map[listKey][]uint32{}}
+		qers: map[uint32]slot[kQER]{}, urrs: map[uint32]slot[urrConf]{}, lists: map[listKey][]uint32{},
+		pooled: map[listKey]uint32{}}
 }
 
 // ref names a rule or URR of a session (for the slow path's events).
@@ -100,6 +106,10 @@ type controller struct {
 	drain   drainState
 
 	rules, sdfs, fars, qers, urrs *indexes
+	// pools is the UE pool table the kernel has (pools.go); ueLists hands
+	// out the indexes of upf_ue_lists.
+	pools   kPools
+	ueLists *indexes
 	// adopted: the kernel's entries of an earlier daemon were read back.
 	adopted bool
 	// recovered holds those entries until the first Sync assigns them;
@@ -120,7 +130,7 @@ func newController() cube.Controller {
 		sessions: map[uint64]*sessState{}, keyOwner: map[listKey]uint64{}, slotTEID: map[uint32]uint32{}, ruleOf: map[uint32]ref{},
 		urrOf: map[uint32]ref{}, tunnels: map[tunnelKey]uint64{}, byCP: map[cpKey]uint64{}, retired: map[ref]kCount{},
 		rules: newIndexes(maxRules), sdfs: newIndexes(maxSDFs), fars: newIndexes(maxFARs),
-		qers: newIndexes(maxQERs), urrs: newIndexes(maxURRs),
+		qers: newIndexes(maxQERs), urrs: newIndexes(maxURRs), ueLists: newIndexes(poolSlots),
 	}
 	ctl.drain = newDrainState()
 	ctl.usage = newUsage()
@@ -164,6 +174,28 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 				"whose sessions' uplink is in another map: change it with no sessions", cfg.TEIDRange, ob, ob+on-1)
 		}
 	}
+	if !ctl.adopted {
+		// adoption finds chosen TEIDs' slots by the range being synced
+		// (the one the kernel state was written with)
+		prev := ctl.cfg
+		ctl.cfg = cfg
+		err := ctl.adopt()
+		ctl.cfg = prev
+		if err != nil {
+			return fmt.Errorf("adopt kernel state: %w", err)
+		}
+		ctl.adopted = true
+	}
+	// first: pools that would strand a session's list refuse the change
+	// before anything is written. At TC no pool is indexed (upf.bpf.c's
+	// upf_n6: the verifier's budget): every list is in a hash map.
+	pools := cfg.UEPools
+	if c.Hook != datapath.XDP {
+		pools = nil
+	}
+	if err := ctl.setPools(pools); err != nil {
+		return err
+	}
 	ctl.name, ctl.cfg = c.Name, cfg
 	if err := ctl.syncPorts(c); err != nil {
 		return err
@@ -175,12 +207,6 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 	base, n := cfg.ChosenTEIDs()
 	if err := ctl.maps.cfg.Put(uint32(0), kCfg{NoTEIDGapNs: gap, ChosenBase: base, ChosenN: n}); err != nil {
 		return fmt.Errorf("upf_cfg: %w", err)
-	}
-	if !ctl.adopted {
-		if err := ctl.adopt(); err != nil {
-			return fmt.Errorf("adopt kernel state: %w", err)
-		}
-		ctl.adopted = true
 	}
 	rows, err := sessionsTable.Entries(c)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -109,6 +110,7 @@ type sessionSpec struct {
 	farDL    *client.FAR // instead of the default downlink FAR
 	cpSEID   uint64
 	noAttach bool
+	ue4      netip.Addr // the SMF's UE address instead of one the upf chooses
 }
 
 // attach sets up a session for a new UE and puts the UE behind the gNB.
@@ -130,9 +132,10 @@ func (ed *edge) attach(spec sessionSpec) *ue {
 		far = *spec.farDL
 	}
 	rules := []*pfcp.IE{
-		client.PDR{ID: 1, Precedence: 200, Access: true, ChooseTEID: true, ChooseID: 1, ChooseUE4: true, ChooseUE6: spec.dual,
-			QFI: 9, FAR: 1, URRs: []uint32{1}, QERs: []uint32{1}}.IE(),
-		client.PDR{ID: 2, Precedence: 200, ChooseUE4: true, ChooseUE6: spec.dual, FAR: 2, URRs: []uint32{1}, QERs: []uint32{1}}.IE(),
+		client.PDR{ID: 1, Precedence: 200, Access: true, ChooseTEID: true, ChooseID: 1, ChooseUE4: !spec.ue4.IsValid(), UEIPv4: spec.ue4,
+			ChooseUE6: spec.dual, QFI: 9, FAR: 1, URRs: []uint32{1}, QERs: []uint32{1}}.IE(),
+		client.PDR{ID: 2, Precedence: 200, ChooseUE4: !spec.ue4.IsValid(), UEIPv4: spec.ue4, ChooseUE6: spec.dual, FAR: 2,
+			URRs: []uint32{1}, QERs: []uint32{1}}.IE(),
 		client.FAR{ID: 1, Action: pfcp.ActionFORW, Dest: pfcp.InterfaceCore}.IE(),
 		far.IE(), qer.IE(), urr.IE(),
 	}
@@ -148,6 +151,9 @@ func (ed *edge) attach(spec sessionSpec) *ue {
 	f, _ := s.TEIDOf(1)
 	addr, _ := s.UEAddrOf(1)
 	u := &ue{s: s, v4: addr.IPv4, v6: addr.IPv6, dlTEID: dlTEID}
+	if spec.ue4.IsValid() {
+		u.v4 = spec.ue4
+	}
 	if spec.noAttach {
 		return u
 	}
@@ -586,4 +592,47 @@ func TestE2EDeletionStopsTraffic(t *testing.T) {
 	if s.n.Load() != 0 {
 		t.Fatal("downlink still delivered")
 	}
+}
+
+// A UE the upf chose from its pool (the downlink finds it by the pool's
+// array) and one the SMF gave outside every pool (by hash) both get their
+// downlink; pools that would strand the pooled UE are refused through the
+// engine, and traffic goes on.
+func TestE2EPooledAndUnpooledUEs(t *testing.T) {
+	testenv.E2E(t)
+	ed := newEdge(t, datapath.XDP)
+	if err := ed.dn.AddRoute("198.18.200.0/24", "198.18.2.1"); err != nil {
+		t.Fatal(err)
+	}
+	pooled := ed.attach(sessionSpec{})
+	outside := ed.attach(sessionSpec{ue4: netip.MustParseAddr("198.18.200.9")})
+	if !netip.MustParsePrefix("198.19.0.0/16").Contains(pooled.v4) {
+		t.Fatalf("the upf chose %s, outside its pool", pooled.v4)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	downlink := func(when string) {
+		t.Helper()
+		for _, u := range []*ue{pooled, outside} {
+			warm(ctx, u.Host, "198.18.2.2")
+			sent, recv, err := netlab.UDPFlow(ctx, ed.dn, u.Host, u.v4.String(), 7000, 200, 500, 2000)
+			if err != nil || recv != sent {
+				t.Fatalf("%s: downlink UDP to %s: sent %d, received %d: %v; counters %v", when, u.v4, sent, recv, err, ed.counters())
+			}
+		}
+	}
+	downlink("pooled and outside")
+	err := ed.e.Update(func(tp *cube.Topology) error {
+		var cfg map[string]any
+		if err := json.Unmarshal(tp.Lookup("upf1").Config, &cfg); err != nil {
+			return err
+		}
+		cfg["ue_pools"] = []map[string]string{{"prefix": "198.19.255.0/24"}, {"prefix": "2001:db8:100::/48"}}
+		raw, _ := json.Marshal(cfg)
+		return tp.SetConfig("upf1", raw)
+	})
+	if err == nil || !strings.Contains(err.Error(), "UE address "+pooled.v4.String()+" of session") {
+		t.Fatalf("shrinking the pool under a session: %v", err)
+	}
+	downlink("after the refused pools")
 }

@@ -258,3 +258,31 @@ type kTEIDSlot struct {
 	List kList
 	_    uint32
 }
+
+// UE pools (upf_pools, upf_ue_slots, upf_ue_lists; pools.go).
+const (
+	poolsMax  = 8 // indexed pools per family
+	poolSlots = 131072
+	slotsOfV4 = 0
+	slotsOfV6 = 1
+)
+
+type kPool struct {
+	Base  uint64
+	Size  uint32
+	First uint32
+}
+
+type kPools struct {
+	N4, N6 uint32
+	V4     [poolsMax]kPool
+	V6     [poolsMax]kPool
+}
+
+// kUEList is a pooled UE address's list (upf_ue_lists), with the address
+// as the packet has it (listKey.K). A slot of upf_ue_slots is a uint32: the
+// index of its list, 0 for none.
+type kUEList struct {
+	UE   uint64
+	List kList
+}

@@ -45,6 +45,20 @@ func (r *rig) checkHeads() {
 	if err := bpfmap.Each(m.ue6, func(k uint64, v kList) bool { lists++; check("UE IPv6 list", v); return true }); err != nil {
 		r.t.Fatal(err)
 	}
+	if err := bpfmap.Each(m.ueSlots, func(i uint32, li uint32) bool {
+		if li == 0 {
+			return true
+		}
+		var v kUEList
+		if err := m.ueLists.Lookup(li, &v); err != nil {
+			r.t.Fatalf("slot %d: list %d: %v", i, li, err)
+		}
+		lists++
+		check("pooled UE list", v.List)
+		return true
+	}); err != nil {
+		r.t.Fatal(err)
+	}
 	if lists == 0 {
 		r.t.Fatal("no lists in the kernel")
 	}

@@ -157,6 +157,20 @@ func (ctl *controller) apply(c *cube.Cube, s *model.Session) error {
 			undo()
 			return cube.Errorf("pdrs", "%d rules match %s, at most %d", len(l), lk, listMax)
 		}
+		if _, ok := ctl.pools.slot(lk); !ok {
+			continue
+		}
+		// A list that changed gets a new index; its slot switches to it.
+		if i, ok := old.pooled[lk]; ok && !old.dirty && slices.Equal(old.lists[lk], l) {
+			n.pooled[lk] = i
+			continue
+		}
+		i, err := alloc(ctl.ueLists, "UE address list")
+		if err != nil {
+			undo()
+			return err
+		}
+		n.pooled[lk] = i
 	}
 	if err := ctl.write(s.SEID, old, n); err != nil {
 		n.dirty = true
@@ -228,21 +242,27 @@ func (ctl *controller) write(seid uint64, old, n *sessState) error {
 		line[r.idx] = r.v.kLine
 	}
 	for lk, l := range n.lists {
-		if o, ok := old.lists[lk]; ok && !old.dirty && slices.Equal(o, l) {
+		i, pooled := n.pooled[lk]
+		if o, ok := old.lists[lk]; ok && !old.dirty && slices.Equal(o, l) && old.pooled[lk] == i {
 			continue
 		}
 		v := kList{Head: line[l[0]]}
 		v.Head.N = uint8(len(l))
 		copy(v.Rule[:], l)
-		if err := ctl.putList(lk, &v); err != nil {
-			return fmt.Errorf("%s: %w", lk, err)
+		if err := ctl.putList(lk, i, pooled, &v); err != nil {
+			return err
 		}
 	}
+	// Lists gone, or moved from a hash map into their slot.
 	for lk := range old.lists {
-		if _, ok := n.lists[lk]; !ok {
-			if err := ctl.deleteList(lk); err != nil {
-				return fmt.Errorf("%s: %w", lk, err)
+		_, was := old.pooled[lk]
+		if _, still := n.lists[lk]; still {
+			if _, is := n.pooled[lk]; is == was {
+				continue
 			}
+		}
+		if err := ctl.dropList(lk, was); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -257,17 +277,39 @@ func (ctl *controller) chosenSlot(k listKey) (uint32, bool) {
 	return ctl.cfg.TEIDSlot(k.teid())
 }
 
-// putList writes a list. A chosen TEID's goes into its slot, which a packet
+// putList writes a list: a pooled UE address's into upf_ue_lists at index i
+// and then its slot, a chosen TEID's into its slot (putChosen), any other
+// into its hash map.
+func (ctl *controller) putList(k listKey, i uint32, pooled bool, v *kList) error {
+	if sl, ok := ctl.chosenSlot(k); ok {
+		if err := ctl.putChosen(k, sl, v); err != nil {
+			return fmt.Errorf("%s: chosen TEID slot %d: %w", k, sl, err)
+		}
+		return nil
+	}
+	if !pooled {
+		if err := ctl.listMap(k).Put(listMapKey(k), v); err != nil {
+			return fmt.Errorf("%s: %w", k, err)
+		}
+		return nil
+	}
+	s, _ := ctl.pools.slot(k)
+	if err := ctl.maps.ueLists.Put(i, &kUEList{UE: k.K, List: *v}); err != nil {
+		return fmt.Errorf("%s: upf_ue_lists: %w", k, err)
+	}
+	if err := ctl.maps.ueSlots.Put(s, i); err != nil {
+		return fmt.Errorf("%s: upf_ue_slots: %w", k, err)
+	}
+	return nil
+}
+
+// putChosen writes a chosen TEID's list into its slot, which a packet
 // reads in place: the slot's TEID only changes while its list stays the
 // same. A live slot changes through the hash, which replaces whole entries:
 // the new list into upf_teid, the slot's TEID to 0 (packets go to
 // upf_teid), the new list into the slot, the slot's TEID back, the hash
 // entry out.
-func (ctl *controller) putList(k listKey, v *kList) error {
-	sl, ok := ctl.chosenSlot(k)
-	if !ok {
-		return ctl.listMap(k).Put(listMapKey(k), v)
-	}
+func (ctl *controller) putChosen(k listKey, sl uint32, v *kList) error {
 	m := &ctl.maps
 	var cur kTEIDSlot
 	if err := m.teidSlots.Lookup(sl, &cur); err != nil {
@@ -299,24 +341,40 @@ func (ctl *controller) putList(k listKey, v *kList) error {
 	return nil
 }
 
-// deleteList takes a list out of the fast path: a chosen TEID's slot gets
-// TEID 0, its list left as it is (a packet that read the TEID before reads
-// the list whole).
-func (ctl *controller) deleteList(k listKey) error {
+// dropList takes a list out of the fast path. A chosen TEID's slot gets
+// TEID 0 and a pooled UE address's slot list index 0; the list stays where
+// it is (a packet that read the slot before reads the list whole, and
+// upf_ue_lists keeps it until its index is handed out again).
+func (ctl *controller) dropList(k listKey, pooled bool) error {
 	if sl, ok := ctl.chosenSlot(k); ok {
 		var cur kTEIDSlot
-		if err := ctl.maps.teidSlots.Lookup(sl, &cur); err != nil || cur.TEID != uint32(k.K) {
-			return err
+		if err := ctl.maps.teidSlots.Lookup(sl, &cur); err != nil {
+			return fmt.Errorf("%s: upf_teid_slots: %w", k, err)
+		}
+		if cur.TEID != uint32(k.K) {
+			return nil
 		}
 		cur.TEID = 0
-		return ctl.maps.teidSlots.Put(sl, &cur)
+		if err := ctl.maps.teidSlots.Put(sl, &cur); err != nil {
+			return fmt.Errorf("%s: upf_teid_slots: %w", k, err)
+		}
+		return nil
+	}
+	if pooled {
+		s, _ := ctl.pools.slot(k)
+		if err := ctl.maps.ueSlots.Put(s, uint32(0)); err != nil {
+			return fmt.Errorf("%s: upf_ue_slots: %w", k, err)
+		}
+		return nil
 	}
 	if err := ctl.listMap(k).Delete(listMapKey(k)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-		return err
+		return fmt.Errorf("%s: %w", k, err)
 	}
 	return nil
 }
 
+// listMap is the hash map of a list in neither a chosen TEID's nor a pool's
+// slot.
 func (ctl *controller) listMap(k listKey) *ebpf.Map {
 	switch k.Kind {
 	case keyTEID:
@@ -365,6 +423,12 @@ func (ctl *controller) retire(seid uint64, old, n *sessState) {
 		}
 		zero(m.qers, q.idx, kQER{})
 		ctl.qers.put(q.idx)
+	}
+	for lk, i := range old.pooled {
+		if ni, ok := n.pooled[lk]; ok && ni == i {
+			continue
+		}
+		ctl.ueLists.put(i)
 	}
 	for id, u := range old.urrs {
 		if _, ok := n.urrs[id]; ok {
@@ -435,8 +499,9 @@ func (ctl *controller) remove(seid uint64) error {
 	}
 	n := newSessState()
 	for lk := range old.lists {
-		if err := ctl.deleteList(lk); err != nil {
-			return fmt.Errorf("%s: %w", lk, err)
+		_, pooled := old.pooled[lk]
+		if err := ctl.dropList(lk, pooled); err != nil {
+			return err
 		}
 	}
 	ctl.retire(seid, old, n)

@@ -70,7 +70,13 @@ type rig struct {
 
 func newRig(t *testing.T, hook datapath.Hook, sessions ...*model.Session) *rig {
 	t.Helper()
-	r := nftest.New(t, Type, testCube(hook, sessions...))
+	return newRigOf(t, testCube(hook, sessions...))
+}
+
+// newRigOf is newRig for cube c.
+func newRigOf(t *testing.T, c *cube.Cube) *rig {
+	t.Helper()
+	r := nftest.New(t, Type, c)
 	rg := &rig{Rig: r, t: t, ctl: r.Ctl.(*controller)}
 	rg.neighbour(0, "198.18.1.2", gnbMAC)
 	rg.neighbour(0, "2001:db8:1::2", gnbMAC)

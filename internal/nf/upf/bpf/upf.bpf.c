@@ -4,7 +4,8 @@
  *
  *  - GTP-U G-PDUs to the port's address on n3/n9 are looked up by TEID;
  *    plain IP on n6 by destination (the UE's IPv4 address, or the /64 of
- *    its IPv6 address). Each key leads to a list of rules (a PFCP PDR with
+ *    its IPv6 address: through an array indexed by its offset in its UE
+ *    pool when it is in one, else a hash). Each key leads to a list of rules (a PFCP PDR with
  *    one of its SDF filters and QFIs), tried in precedence order by a
  *    bpf_loop over facts extracted from the packet once.
  *  - The matched rule's QERs gate the packet and police it (a lock-free
@@ -348,6 +349,58 @@ struct {
 	__type(key, __u64); /* UE IPv6 /64, as in the packet */
 	__type(value, struct upf_list);
 } upf_ue6 SEC(".maps");
+
+/* UE address pools (the cube's ue_pools, pools.go): a downlink packet to
+ * an address in a pool finds its list through an array indexed by the
+ * address's offset in the pool, not by a hash (about 33 ns on a CPU that
+ * mitigates return speculation; an array lookup is inlined). Each pool has
+ * a window of upf_ue_slots, in the order of the settings; a pool larger
+ * than the slots left is indexed only up to them. */
+#define UPF_POOLS 8 /* indexed pools per family */
+#define UPF_POOL_SLOTS 131072
+
+struct upf_pool {
+	__u64 base;  /* its first address (IPv4) or /64 (IPv6), host order */
+	__u32 size;  /* how many addresses or /64s of it are indexed */
+	__u32 first; /* the slot of base */
+};
+
+struct upf_pools {
+	__u32 n4, n6;
+	struct upf_pool v4[UPF_POOLS];
+	struct upf_pool v6[UPF_POOLS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct upf_pools);
+} upf_pools SEC(".maps");
+
+/* A pooled UE address's slot is the index of its list in upf_ue_lists (0:
+ * none). A changed list is written at a new index and the slot switched to
+ * it, as rules are: a packet sees the old list or the new one. The list
+ * holds its address, which is checked: a slot read through a stale pool
+ * table, half-written or empty is a miss, and the hash is asked. */
+struct upf_ue_list {
+	__u64 ue; /* IPv4 address in the low 32 bits, or the /64: as in the packet */
+	struct upf_list list; /* its head in the same line as ue */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, UPF_POOL_SLOTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} upf_ue_slots SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, UPF_POOL_SLOTS);
+	__type(key, __u32);
+	__type(value, struct upf_ue_list);
+} upf_ue_lists SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -1410,6 +1463,56 @@ static __attribute__((noinline)) int upf_nd_in(ctx_t *ctx, struct edgenf_md *md,
 	return enf_send(ctx, md, in);
 }
 
+#if defined(EDGENF_HOOK_XDP) /* upf_n6 looks pools up at XDP only */
+/* The pool of pools[0..n) whose indexed part holds h (host order). */
+static __always_inline struct upf_pool *upf_pool_of(struct upf_pool *pools, __u32 n, __u64 h)
+{
+#pragma unroll
+	for (int i = 0; i < UPF_POOLS; i++) {
+		if (i >= n)
+			break;
+		if (h - pools[i].base < pools[i].size)
+			return &pools[i];
+	}
+	return NULL;
+}
+
+/* The list of a UE address in an indexed pool (f->dst); NULL: not in one,
+ * or its slot holds no list for it. */
+static __always_inline struct upf_list *upf_pooled(struct upf_flow *f)
+{
+	struct upf_pools *pools;
+	struct upf_ue_list *l;
+	struct upf_pool *pool;
+	__u32 zero = 0, idx, *slot;
+	__u64 ue = 0, h;
+
+	pools = bpf_map_lookup_elem(&upf_pools, &zero);
+	if (!pools)
+		return NULL;
+	if (f->v6) {
+		__builtin_memcpy(&ue, f->dst, 8);
+		h = __builtin_bswap64(ue);
+		pool = upf_pool_of(pools->v6, pools->n6, h);
+	} else {
+		ue = f->dst[0];
+		h = bpf_ntohl(f->dst[0]);
+		pool = upf_pool_of(pools->v4, pools->n4, h);
+	}
+	if (!pool)
+		return NULL;
+	idx = pool->first + (__u32)(h - pool->base);
+	slot = bpf_map_lookup_elem(&upf_ue_slots, &idx);
+	if (!slot || !*slot)
+		return NULL;
+	idx = *slot;
+	l = bpf_map_lookup_elem(&upf_ue_lists, &idx);
+	if (!l || l->ue != ue)
+		return NULL;
+	return &l->list;
+}
+#endif
+
 /* A packet on n6, plain IP to a UE: the rules of its UE address, f read
  * from the packet. NULL: the packet's verdict is in *v. */
 static __always_inline struct upf_list *upf_n6(ctx_t *ctx, struct edgenf_md *md, __u16 proto, struct upf_flow *f,
@@ -1425,12 +1528,19 @@ static __always_inline struct upf_list *upf_n6(ctx_t *ctx, struct edgenf_md *md,
 		*v = upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
 		return NULL;
 	}
-	if (f->v6) {
+	list = NULL;
+#if defined(EDGENF_HOOK_XDP)
+	/* Only at XDP: at TC a third kind of list pointer after this lookup
+	 * takes the program past the verifier's million instructions (TC
+	 * verified 875k before; ctl.go indexes no pools at TC). */
+	list = upf_pooled(f);
+#endif
+	if (!list && f->v6) {
 		__u64 key;
 
 		__builtin_memcpy(&key, f->dst, 8);
 		list = bpf_map_lookup_elem(&upf_ue6, &key);
-	} else {
+	} else if (!list) {
 		list = bpf_map_lookup_elem(&upf_ue4, &f->dst[0]);
 	}
 	if (!list) {
