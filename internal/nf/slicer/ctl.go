@@ -4,14 +4,16 @@ package slicer
 // (maps and the egress HTB trees), metrics.
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 
-	"github.com/cilium/ebpf"
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 )
@@ -132,13 +134,40 @@ func (s *Slice) policer() (byteCost, byteTau, byteLease, pktCost, pktTau, pktLea
 
 type controller struct {
 	mu     sync.Mutex
-	egress []string   // interfaces whose qdisc is ours now
-	last   []sliceVal // sl_slices as this controller last wrote it
-	// written are the hash and LPM maps' contents as this controller last
-	// wrote them (nil: unknown, a new controller or a failed write: the
-	// map is read whole), so that a change writes only what differs:
-	// adding the 1,000th slice costs one rule's entries, not 1,000.
-	written map[string]any
+	egress []string // interfaces whose qdisc is ours now
+	// st is the slicer as the last Sync wrote it into the maps; nil: not
+	// known (a new controller, a restarted daemon, a Sync that failed), and
+	// the next Sync reads the maps and writes every entry that differs.
+	st *synced
+}
+
+// synced is the slicer as Sync last wrote it: its slices, what they add
+// up to, and the maps' contents. A change of some slices writes only
+// their entries: adding the 1,000th slice costs that slice's rows, not
+// 1,000 slices' (issue 15).
+type synced struct {
+	maps *maps
+	// env is what every slice's entries depend on (hook, ports,
+	// settings) as they were computed; when it changes, every slice is.
+	env  string
+	mech string
+	rows map[string]*row // by name
+	// kinds counts the rules of each kind; classes the slices with a
+	// guaranteed minimum or a priority (mechanism); slicePorts the slices
+	// leading into each slicer port.
+	kinds      [kindPort + 1]int
+	classes    int
+	slicePorts map[string]int
+	pfx        prefixRules
+}
+
+// row is one entry of the slices table: its text, and the slice and
+// rules it wrote (s nil: it does not decode, and wrote nothing).
+type row struct {
+	name  string
+	raw   json.RawMessage
+	s     *Slice
+	rules []parsed
 }
 
 func loadAll(c *cube.Cube) (*Settings, []*Slice, error) {
@@ -150,140 +179,339 @@ func loadAll(c *cube.Cube) (*Settings, []*Slice, error) {
 }
 
 // Sync writes the slices and rules into the maps and the HTB trees into
-// the egress interfaces. The policers' state is the fast path's: kept.
+// the egress interfaces: the entries of the slices that changed since the
+// last Sync, or of every slice when the settings or ports changed. The
+// policers' state is the fast path's: kept.
 func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 	ctl.mu.Lock()
 	defer ctl.mu.Unlock()
-	cfg, list, err := loadAll(c)
-	if err != nil {
+	cfg := &Settings{}
+	if err := cube.DecodeInto("config", c.Config, cfg); err != nil {
 		return err
 	}
-	maps := map[string]*ebpf.Map{}
-	for _, n := range []string{"sl_config", "sl_slices", "sl_ports", "sl_vlan", "sl_dscp", "sl_l4", "sl_src", "sl_dst", "sl_ue", "sl_teid", "sl_pfx4", "sl_pfx6"} {
-		if maps[n], err = h.Map(n); err != nil {
+	st := ctl.st
+	ctl.st = nil // known again once this Sync has written everything
+	if st == nil {
+		ms, err := openMaps(h)
+		if err != nil {
 			return err
 		}
+		st = &synced{maps: ms}
 	}
-	slices := make([]sliceVal, slMax)
-	ports := make([]uint32, 2*datapath.MaxPorts)
-	vlan := make([]uint32, 4096)
-	dscp := make([]uint32, 64)
-	l4 := map[l4Key]uint32{}
-	lpm := map[string]map[lpmKey]uint32{"sl_src": {}, "sl_dst": {}, "sl_ue": {}}
-	var pfx prefixRules
-	teid := map[teidKey]uint32{}
-	var kinds uint32
-	var def uint32
+	env := envOf(c)
+	rebuild := st.rows == nil || env != st.env
+	gone, come := st.changes(c.Tables["slices"], rebuild)
+	if err := st.parse(c, gone, come, rebuild); err != nil {
+		return err
+	}
+	if rebuild {
+		st.reset()
+	}
+	for _, r := range gone {
+		st.remove(r)
+	}
+	for _, r := range come {
+		st.add(r)
+	}
 	// No shaping at hook xdp. At tc, edt named in the settings stamps
 	// departure times even with no egress interface listed (an fq the
 	// operator set up honours them); htb marks classes only for the trees
 	// the slicer owns.
 	mech := ""
 	if c.Hook == datapath.TC && (len(cfg.Egress) > 0 || cfg.Shaping != "") {
-		if mech, _, err = cfg.mechanism(list); err != nil {
+		var err error
+		if mech, _, err = cfg.mechanism(st.classes > 0); err != nil {
 			return cube.Within("egress", err)
 		}
 	}
-	uplink := c.Port(cfg.Uplink)
-	slicePorts := portsOf(list)
-	for _, s := range list {
-		id := uint32(s.ID)
-		if s.Name == cfg.Default {
-			def = id
+	if mech != st.mech {
+		come = st.all() // every slice's shaping changes
+	}
+	for _, r := range come {
+		st.place(c, cfg, mech, r)
+	}
+	if err := st.maps.write(st.config(c, cfg)); err != nil {
+		return err
+	}
+	st.env, st.mech = env, mech
+	ctl.st = st
+	var list []*Slice
+	if len(cfg.Egress) > 0 {
+		list = st.slices()
+	}
+	return ctl.syncEgress(cfg, list, mech)
+}
+
+// envOf is what every slice's entries depend on besides the slice.
+func envOf(c *cube.Cube) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\x00%s", c.Hook, c.Config)
+	for _, p := range c.Ports {
+		fmt.Fprintf(&b, "\x00%s=%d", p.Name, p.Index)
+	}
+	return b.String()
+}
+
+// changes are the rows of table (the cube's slices) that differ from the
+// last Sync's: those gone or replaced, and those new or replacing them;
+// with rebuild, every row comes.
+func (st *synced) changes(table map[string]json.RawMessage, rebuild bool) (gone, come []*row) {
+	for name, raw := range table {
+		r := st.rows[name]
+		if !rebuild && r != nil && sameText(r.raw, raw) {
+			continue
 		}
-		v := sliceVal{Flags: flagValid}
-		if s.Chain != "" {
-			v.Flags |= flagChain // its hop: enf_chain_hops, the engine's
-		} else {
-			v.Port = uint32(c.Port(s.Port).Index)
+		if r != nil && !rebuild {
+			gone = append(gone, r)
 		}
-		if uplink != nil {
-			v.Entry = uint32(uplink.Index)
+		come = append(come, &row{name: name, raw: raw})
+	}
+	if !rebuild {
+		for name, r := range st.rows {
+			if _, ok := table[name]; !ok {
+				gone = append(gone, r)
+			}
 		}
-		if s.Entry != "" {
-			v.Entry = uint32(c.Port(s.Entry).Index)
+	}
+	return gone, come
+}
+
+// sameText reports whether two entries are the same text: the same bytes
+// shared (an unchanged entry of a copied cube), else compared.
+func sameText(a, b json.RawMessage) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0] || bytes.Equal(a, b))
+}
+
+// parse decodes the rows that come and parses their rules, as the slicer
+// is once gone are gone and come have come; an error changes nothing.
+func (st *synced) parse(c *cube.Cube, gone, come []*row, rebuild bool) error {
+	base := st.slicePorts
+	if rebuild {
+		base = nil
+	}
+	delta := map[string]int{}
+	for _, r := range gone {
+		if r.s != nil && r.s.Port != "" {
+			delta[r.s.Port]--
 		}
-		if mech == ShapingHTB && len(cfg.Egress) > 0 {
-			v.Classid = ClassSlice(s.ID)
+	}
+	for _, r := range come {
+		r.s = &Slice{}
+		if json.Unmarshal(r.raw, r.s) != nil {
+			r.s = nil // left to its own validation, as others does
+			continue
 		}
-		v.ByteCost, v.ByteTau, v.ByteLease, v.PktCost, v.PktTau, v.PktLease = s.policer()
-		if mech == ShapingEDT && s.RateBps > 0 {
-			// the rate is kept by pacing at egress, not by dropping at
-			// ingress
-			v.EDTCost, v.EDTHorizon = v.ByteCost, edtHorizon
-			v.ByteCost, v.ByteTau, v.ByteLease = 0, 0, 0
+		if r.s.ID < 1 || r.s.ID > MaxSliceID {
+			return cube.Errorf("id", "slice %s: id %d out of range 1..%d", r.name, r.s.ID, MaxSliceID)
 		}
-		slices[id] = v
-		if s.Chain == "" {
-			ports[datapath.MaxPorts+v.Port] = id
+		if r.s.Port != "" {
+			delta[r.s.Port]++
 		}
-		for i := range s.Rules {
-			p, err := s.Rules[i].parse(c, slicePorts)
+	}
+	slicePorts := map[string]bool{}
+	for _, r := range come {
+		for _, rule := range r.s.rulesOrNone() {
+			if p := rule.InPort; p != "" {
+				slicePorts[p] = base[p]+delta[p] > 0
+			}
+		}
+	}
+	for _, r := range come {
+		if r.s == nil {
+			continue
+		}
+		r.rules = make([]parsed, 0, len(r.s.Rules))
+		for i := range r.s.Rules {
+			p, err := r.s.Rules[i].parse(c, slicePorts)
 			if err != nil {
 				return err
 			}
-			kinds |= 1 << p.kind
-			switch p.kind {
-			case kindPort:
-				ports[p.port] = id
-			case kindVLAN:
-				vlan[p.num] = id
-				if slices[id].VLAN == 0 {
-					slices[id].VLAN = p.num
-				}
-			case kindDSCP:
-				dscp[p.num] = id
-			case kindL4:
-				k := l4Key{Proto: p.proto}
-				k.Port[0], k.Port[1] = byte(p.dport>>8), byte(p.dport)
-				l4[k] = id
-			case kindSrc, kindDst, kindUE:
-				m := map[int]string{kindSrc: "sl_src", kindDst: "sl_dst", kindUE: "sl_ue"}[p.kind]
-				lpm[m][prefixKey(p.prefix)] = id
-				pfx.add(p.kind, p.prefix, id)
-			case kindTEID:
-				for _, b := range teidBlocks(p.lo, p.hi) {
-					k := teidKey{Prefixlen: uint32(b.Len)}
-					k.TEID = [4]byte{byte(b.Base >> 24), byte(b.Base >> 16), byte(b.Base >> 8), byte(b.Base)}
-					teid[k] = id
-				}
-			}
+			r.rules = append(r.rules, p)
 		}
 	}
-	ctl.leaseGens(slices)
-	for name, vals := range map[string]any{"sl_slices": slices, "sl_ports": ports, "sl_vlan": vlan, "sl_dscp": dscp} {
-		if err := putArray(maps[name], vals); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+	return nil
+}
+
+// rulesOrNone are the rules of s, none for a row that does not decode.
+func (s *Slice) rulesOrNone() []Rule {
+	if s == nil {
+		return nil
+	}
+	return s.Rules
+}
+
+// reset forgets every slice: a rebuild.
+func (st *synced) reset() {
+	st.rows, st.kinds, st.classes, st.slicePorts, st.pfx = map[string]*row{}, [kindPort + 1]int{}, 0, map[string]int{}, prefixRules{}
+	st.maps.clearWant()
+}
+
+// all are every row (every slice's entries rewritten).
+func (st *synced) all() []*row {
+	out := make([]*row, 0, len(st.rows))
+	for _, r := range st.rows {
+		out = append(out, r)
+	}
+	return out
+}
+
+// slices are the slices, by id.
+func (st *synced) slices() []*Slice {
+	var out []*Slice
+	for _, r := range st.rows {
+		if r.s != nil {
+			out = append(out, r.s)
 		}
 	}
-	ctl.last = slices
-	if ctl.written == nil {
-		ctl.written = map[string]any{}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// remove takes a row's entries out.
+func (st *synced) remove(r *row) {
+	delete(st.rows, r.name)
+	if r.s == nil {
+		return
 	}
-	if err := syncHash(ctl.written, "sl_l4", maps["sl_l4"], l4); err != nil {
-		return fmt.Errorf("sl_l4: %w", err)
+	ms := st.maps
+	if v := ms.slices.want[r.s.ID]; v.Flags&flagValid != 0 && v.Flags&flagChain == 0 {
+		ms.ports.set(datapath.MaxPorts+int(v.Port), 0)
 	}
-	for name, want := range lpm {
-		if err := syncHash(ctl.written, name, maps[name], want); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+	ms.slices.set(r.s.ID, sliceVal{})
+	for _, p := range r.rules {
+		st.rule(p, 0)
+		st.kinds[p.kind]--
+	}
+	if r.s.MinBps > 0 || r.s.Priority != nil {
+		st.classes--
+	}
+	if r.s.Port != "" {
+		if st.slicePorts[r.s.Port]--; st.slicePorts[r.s.Port] <= 0 {
+			delete(st.slicePorts, r.s.Port)
 		}
 	}
-	if err := syncHash(ctl.written, "sl_teid", maps["sl_teid"], teid); err != nil {
-		return fmt.Errorf("sl_teid: %w", err)
+}
+
+// add puts a row's rules in (place puts its slice).
+func (st *synced) add(r *row) {
+	st.rows[r.name] = r
+	if r.s == nil {
+		return
 	}
-	if err := syncHash(ctl.written, "sl_pfx4", maps["sl_pfx4"], pfx.v4); err != nil {
-		return fmt.Errorf("sl_pfx4: %w", err)
+	for _, p := range r.rules {
+		st.rule(p, uint32(r.s.ID))
+		st.kinds[p.kind]++
 	}
-	if err := syncHash(ctl.written, "sl_pfx6", maps["sl_pfx6"], pfx.v6); err != nil {
-		return fmt.Errorf("sl_pfx6: %w", err)
+	if r.s.MinBps > 0 || r.s.Priority != nil {
+		st.classes++
 	}
-	// last: a length is looked up only once its prefixes are in
-	conf := cfgVal{Kinds: kinds, DefaultSlice: def, EntryPorts: entryPorts(c, slicePorts)}
-	conf.NLens, conf.Lens, conf.Inline4 = pfx.lengths()
-	if err := maps["sl_config"].Put(uint32(0), conf); err != nil {
-		return fmt.Errorf("sl_config: %w", err)
+	if r.s.Port != "" {
+		st.slicePorts[r.s.Port]++
 	}
-	return ctl.syncEgress(cfg, list, mech)
+}
+
+// rule points a rule's entries at slice id (0: takes them out).
+func (st *synced) rule(p parsed, id uint32) {
+	ms := st.maps
+	switch p.kind {
+	case kindPort:
+		ms.ports.set(p.port, id)
+	case kindVLAN:
+		ms.vlan.set(int(p.num), id)
+	case kindDSCP:
+		ms.dscp.set(int(p.num), id)
+	case kindL4:
+		k := l4Key{Proto: p.proto}
+		k.Port[0], k.Port[1] = byte(p.dport>>8), byte(p.dport)
+		setOrDel(ms.l4, k, id)
+	case kindSrc, kindDst, kindUE:
+		setOrDel(ms.lpm[pfxField[p.kind]], prefixKey(p.prefix), id)
+		if k4, k6, v4 := pfxKeys(p.kind, p.prefix); v4 {
+			setOrDel(ms.pfx4, k4, id)
+		} else {
+			setOrDel(ms.pfx6, k6, id)
+		}
+		if id == 0 {
+			st.pfx.remove(p.kind, p.prefix)
+		} else {
+			st.pfx.add(p.kind, p.prefix, id)
+		}
+	case kindTEID:
+		for _, b := range teidBlocks(p.lo, p.hi) {
+			k := teidKey{Prefixlen: uint32(b.Len)}
+			k.TEID = [4]byte{byte(b.Base >> 24), byte(b.Base >> 16), byte(b.Base >> 8), byte(b.Base)}
+			setOrDel(ms.teid, k, id)
+		}
+	}
+}
+
+func setOrDel[K comparable](h *hashMirror[K], k K, id uint32) {
+	if id == 0 {
+		h.del(k)
+	} else {
+		h.set(k, id)
+	}
+}
+
+// place puts a row's slice in: its sl_slices entry and, for a slice led
+// into through a slicer port, that port's slice.
+func (st *synced) place(c *cube.Cube, cfg *Settings, mech string, r *row) {
+	s := r.s
+	if s == nil {
+		return
+	}
+	v := sliceVal{Flags: flagValid}
+	if s.Chain != "" {
+		v.Flags |= flagChain // its hop: enf_chain_hops, the engine's
+	} else if p := c.Port(s.Port); p != nil {
+		v.Port = uint32(p.Index)
+	}
+	if uplink := c.Port(cfg.Uplink); uplink != nil {
+		v.Entry = uint32(uplink.Index)
+	}
+	if e := c.Port(s.Entry); s.Entry != "" && e != nil {
+		v.Entry = uint32(e.Index)
+	}
+	if mech == ShapingHTB && len(cfg.Egress) > 0 {
+		v.Classid = ClassSlice(s.ID)
+	}
+	v.ByteCost, v.ByteTau, v.ByteLease, v.PktCost, v.PktTau, v.PktLease = s.policer()
+	if mech == ShapingEDT && s.RateBps > 0 {
+		// the rate is kept by pacing at egress, not by dropping at
+		// ingress
+		v.EDTCost, v.EDTHorizon = v.ByteCost, edtHorizon
+		v.ByteCost, v.ByteTau, v.ByteLease = 0, 0, 0
+	}
+	for _, p := range r.rules {
+		if p.kind == kindVLAN {
+			v.VLAN = p.num
+			break
+		}
+	}
+	st.maps.slices.set(s.ID, v)
+	if s.Chain == "" {
+		st.maps.ports.set(datapath.MaxPorts+int(v.Port), uint32(s.ID))
+	}
+}
+
+// config is sl_config for the slices as they now are.
+func (st *synced) config(c *cube.Cube, cfg *Settings) cfgVal {
+	var conf cfgVal
+	for k, n := range st.kinds {
+		if n > 0 {
+			conf.Kinds |= 1 << k
+		}
+	}
+	if r := st.rows[cfg.Default]; cfg.Default != "" && r != nil && r.s != nil {
+		conf.DefaultSlice = uint32(r.s.ID)
+	}
+	slicePorts := map[string]bool{}
+	for p := range st.slicePorts {
+		slicePorts[p] = true
+	}
+	conf.EntryPorts = entryPorts(c, slicePorts)
+	conf.NLens, conf.Lens, conf.Inline4 = st.pfx.lengths()
+	return conf
 }
 
 // entryPorts is the bit per port of c that leads into no slice (sl_cfg's
@@ -296,26 +524,6 @@ func entryPorts(c *cube.Cube, slicePorts map[string]bool) uint64 {
 		}
 	}
 	return bits
-}
-
-// leaseGens carries each slice id's lease generation over from the last
-// Sync, and moves it on for every id whose policers changed since (or that
-// another slice took over): the per-CPU credit leased under the old limits
-// is then void (slicer.bpf.c: sl_police). A new controller (a new cube, or
-// a restart) starts at generation 0: credit leased before a restart under
-// a later generation is dropped once, which only ever admits less.
-func (ctl *controller) leaseGens(slices []sliceVal) {
-	if ctl.last == nil {
-		return
-	}
-	for id := range slices {
-		o, n := ctl.last[id], &slices[id]
-		n.LeaseGen = o.LeaseGen
-		if o.ByteCost != n.ByteCost || o.ByteTau != n.ByteTau || o.ByteLease != n.ByteLease ||
-			o.PktCost != n.PktCost || o.PktTau != n.PktTau || o.PktLease != n.PktLease || o.Port != n.Port || o.Flags != n.Flags {
-			n.LeaseGen++
-		}
-	}
 }
 
 func (ctl *controller) syncEgress(cfg *Settings, list []*Slice, mech string) error {
@@ -365,57 +573,6 @@ func prefixKey(p netip.Prefix) lpmKey {
 		copy(k.Addr[:], a[:])
 	}
 	return k
-}
-
-// putArray writes a whole array map in one batch.
-func putArray(m *ebpf.Map, vals any) error {
-	n := int(m.MaxEntries())
-	keys := make([]uint32, n)
-	for i := range keys {
-		keys[i] = uint32(i)
-	}
-	_, err := m.BatchUpdate(keys, vals, nil)
-	if errors.Is(err, ebpf.ErrNotSupported) {
-		return fmt.Errorf("batch update not supported: %w", err)
-	}
-	return err
-}
-
-// syncHash makes a hash or LPM map hold exactly want. written[name] is
-// what was last written to it, if known: then only the difference is
-// written; else the map is read whole. On success written[name] is want.
-func syncHash[K comparable](written map[string]any, name string, m *ebpf.Map, want map[K]uint32) error {
-	last, known := written[name].(map[K]uint32)
-	delete(written, name) // unknown until this write succeeds
-	if !known {
-		last = map[K]uint32{}
-		var k K
-		var v uint32
-		it := m.Iterate()
-		for it.Next(&k, &v) {
-			last[k] = v
-		}
-		if err := it.Err(); err != nil {
-			return err
-		}
-	}
-	for k := range last {
-		if _, ok := want[k]; !ok {
-			if err := m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-				return err
-			}
-		}
-	}
-	for k, v := range want {
-		if w, ok := last[k]; ok && w == v {
-			continue
-		}
-		if err := m.Put(k, v); err != nil {
-			return err
-		}
-	}
-	written[name] = want
-	return nil
 }
 
 func (ctl *controller) Metrics(h cube.Handle, c *cube.Cube) []cube.Metric {
