@@ -176,13 +176,7 @@ func portsOf(list []*Slice) map[string]bool {
 
 // chainsOf lists the slices of c that name their chain entry (cube.Type.SliceChains).
 func chainsOf(c *cube.Cube) []cube.SliceChain {
-	var out []cube.SliceChain
-	for _, s := range others(c, "") {
-		if s.Chain != "" {
-			out = append(out, cube.SliceChain{Slice: s.Name, ID: s.ID, Tenant: s.Tenant, Entry: s.Chain})
-		}
-	}
-	return out
+	return withIndex(c, (*sliceIndex).sliceChains)
 }
 
 // Type is the slicer NF type.
