@@ -135,6 +135,9 @@ func (s *Slice) policer() (byteCost, byteTau, byteLease, pktCost, pktTau, pktLea
 type controller struct {
 	mu     sync.Mutex
 	egress []string // interfaces whose qdisc is ours now
+	// trees are the HTB classes written on each egress interface, by
+	// minor (none: not known, and the next Sync writes them all).
+	trees map[string]map[uint16]class
 	// st is the slicer as the last Sync wrote it into the maps; nil: not
 	// known (a new controller, a restarted daemon, a Sync that failed), and
 	// the next Sync reads the maps and writes every entry that differs.
@@ -528,13 +531,22 @@ func entryPorts(c *cube.Cube, slicePorts map[string]bool) uint64 {
 
 func (ctl *controller) syncEgress(cfg *Settings, list []*Slice, mech string) error {
 	keep := map[string]bool{}
+	if ctl.trees == nil {
+		ctl.trees = map[string]map[uint16]class{}
+	}
 	for _, e := range cfg.Egress {
-		ensure := ensureHTB
+		last := ctl.trees[e.Interface]
+		delete(ctl.trees, e.Interface) // unknown until written
 		if mech == ShapingEDT {
-			ensure = ensureFQ
-		}
-		if err := ensure(e, list); err != nil {
-			return err
+			if err := ensureFQ(e); err != nil {
+				return err
+			}
+		} else {
+			tree, err := ensureHTB(e, list, last)
+			if err != nil {
+				return err
+			}
+			ctl.trees[e.Interface] = tree
 		}
 		keep[e.Interface] = true
 	}
@@ -542,6 +554,7 @@ func (ctl *controller) syncEgress(cfg *Settings, list []*Slice, mech string) err
 	for _, ifname := range ctl.egress {
 		if !keep[ifname] {
 			errs = append(errs, removeHTB(ifname))
+			delete(ctl.trees, ifname)
 		}
 	}
 	ctl.egress = ctl.egress[:0]
@@ -559,7 +572,7 @@ func (ctl *controller) Close() {
 	for _, ifname := range ctl.egress {
 		removeHTB(ifname)
 	}
-	ctl.egress = nil
+	ctl.egress, ctl.trees = nil, nil
 }
 
 func prefixKey(p netip.Prefix) lpmKey {

@@ -8,7 +8,9 @@ import (
 
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/netlab"
 	"github.com/edgenf/edgenf/internal/nftest"
+	"github.com/vishvananda/netlink"
 )
 
 // countingMap counts the writes to one map (puts and deletes), and fails
@@ -88,6 +90,7 @@ func TestOneSliceChangeWritesItsRows(t *testing.T) {
 	for k := 1; k <= 300; k++ {
 		list = append(list, chainSlice(k))
 	}
+	list = slices.Clip(list) // each step appends its own
 	r := nftest.New(t, Type, model(datapath.TC, Settings{Uplink: "up"}, list...))
 	w := countWrites(t)
 	// The first Sync of a new controller (a restarted daemon) reads the
@@ -111,7 +114,7 @@ func TestOneSliceChangeWritesItsRows(t *testing.T) {
 		for _, n := range w.n {
 			total += n
 		}
-		if total > step.max || w.n["sl_slices"] > 1 || w.n["sl_vlan"] > 0 || w.n["sl_dscp"] > 0 || w.n["sl_ports"] > 0 {
+		if total > step.max || w.n["sl_slices"] != min(step.max, 1) || w.n["sl_vlan"] > 0 || w.n["sl_dscp"] > 0 || w.n["sl_ports"] > 0 {
 			t.Errorf("%s: %d writes %v, want at most %d and at most one slice's", step.what, total, w.n, step.max)
 		}
 	}
@@ -213,5 +216,77 @@ func TestCrashMidSyncDivertsNoTraffic(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A change of one slice replaces or deletes its own HTB class on the
+// egress interface, whatever the slicer holds; a restarted controller
+// writes the tree whole once.
+func TestE2EOneSliceChangeReplacesItsClass(t *testing.T) {
+	lab := netlab.NewT(t)
+	h, err := lab.Host("h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	iface, err := lab.Veth(h, "eth0", "ve", "198.18.0.1/24")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var replaced []uint32
+	classReplace = func(c netlink.Class) error {
+		replaced = append(replaced, c.Attrs().Handle)
+		return netlink.ClassReplace(c)
+	}
+	t.Cleanup(func() { classReplace = netlink.ClassReplace })
+	set := Settings{Uplink: "up", Egress: []Egress{{Interface: iface, RateBps: 100e6}}}
+	var list []Slice
+	for k := 1; k <= 40; k++ {
+		s := chainSlice(k)
+		s.MinBps = 1e6
+		list = append(list, s)
+	}
+	list = slices.Clip(list) // each step appends its own
+	r := nftest.New(t, Type, model(datapath.TC, set, list...))
+	s41 := chainSlice(41)
+	s41.MinBps = 2e6
+	faster := s41
+	faster.MinBps = 3e6
+	h41 := netlink.MakeHandle(QdiscMajor, uint16(classSlice0+41))
+	for _, step := range []struct {
+		what    string
+		ctl     cube.Controller // a new controller (a restarted daemon), or nil
+		list    []Slice
+		want    []uint32 // the classes replaced
+		present bool     // slice 41's class
+	}{
+		{"one slice more", nil, append(list, s41), []uint32{h41}, true},
+		{"its minimum raised", nil, append(list, faster), []uint32{h41}, true},
+		{"it deleted", nil, list, nil, false},
+		{"the same slices, by a restarted controller", Type.New(), list, nil, false},
+	} {
+		if step.ctl != nil {
+			r.Ctl = step.ctl
+		}
+		replaced = nil
+		if err := r.Update(model(datapath.TC, set, step.list...)); err != nil {
+			t.Fatal(err)
+		}
+		if step.ctl != nil {
+			if len(replaced) != 1+9+len(step.list) { // the link, best effort, the bands, the slices
+				t.Errorf("%s: %d classes replaced, want all %d", step.what, len(replaced), 1+9+len(step.list))
+			}
+		} else if !slices.Equal(replaced, step.want) {
+			t.Errorf("%s: classes replaced %x, want %x", step.what, replaced, step.want)
+		}
+		cs, err := classStats(iface)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := cs[uint16(classSlice0+41)]; ok != step.present {
+			t.Errorf("%s: slice 41's class there: %v, want %v", step.what, ok, step.present)
+		}
+		if len(cs) != 1+9+len(step.list) {
+			t.Errorf("%s: %d classes on %s, want %d", step.what, len(cs), iface, 1+9+len(step.list))
+		}
 	}
 }
