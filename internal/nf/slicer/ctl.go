@@ -5,13 +5,11 @@ package slicer
 
 import (
 	"errors"
-	"fmt"
 	"net/netip"
 	"sort"
 	"strconv"
 	"sync"
 
-	"github.com/cilium/ebpf"
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 )
@@ -132,13 +130,14 @@ func (s *Slice) policer() (byteCost, byteTau, byteLease, pktCost, pktTau, pktLea
 
 type controller struct {
 	mu     sync.Mutex
-	egress []string   // interfaces whose qdisc is ours now
-	last   []sliceVal // sl_slices as this controller last wrote it
-	// written are the hash and LPM maps' contents as this controller last
-	// wrote them (nil: unknown, a new controller or a failed write: the
-	// map is read whole), so that a change writes only what differs:
-	// adding the 1,000th slice costs one rule's entries, not 1,000.
-	written map[string]any
+	egress []string // interfaces whose qdisc is ours now
+	// trees are the HTB classes written on each egress interface, by
+	// minor (none: not known, and the next Sync writes them all).
+	trees map[string]map[uint16]class
+	// st is the slicer as the last Sync wrote it into the maps; nil: not
+	// known (a new controller, a restarted daemon, a Sync that failed), and
+	// the next Sync reads the maps and writes every entry that differs.
+	st *synced
 }
 
 func loadAll(c *cube.Cube) (*Settings, []*Slice, error) {
@@ -150,183 +149,87 @@ func loadAll(c *cube.Cube) (*Settings, []*Slice, error) {
 }
 
 // Sync writes the slices and rules into the maps and the HTB trees into
-// the egress interfaces. The policers' state is the fast path's: kept.
+// the egress interfaces: the entries of the slices that changed since the
+// last Sync, or of every slice when the settings or ports changed. The
+// policers' state is the fast path's: kept.
 func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 	ctl.mu.Lock()
 	defer ctl.mu.Unlock()
-	cfg, list, err := loadAll(c)
-	if err != nil {
+	cfg := &Settings{}
+	if err := cube.DecodeInto("config", c.Config, cfg); err != nil {
 		return err
 	}
-	maps := map[string]*ebpf.Map{}
-	for _, n := range []string{"sl_config", "sl_slices", "sl_ports", "sl_vlan", "sl_dscp", "sl_l4", "sl_src", "sl_dst", "sl_ue", "sl_teid", "sl_pfx4", "sl_pfx6"} {
-		if maps[n], err = h.Map(n); err != nil {
+	st := ctl.st
+	ctl.st = nil // known again once this Sync has written everything
+	if st == nil {
+		ms, err := openMaps(h)
+		if err != nil {
 			return err
 		}
+		st = &synced{maps: ms}
 	}
-	slices := make([]sliceVal, slMax)
-	ports := make([]uint32, 2*datapath.MaxPorts)
-	vlan := make([]uint32, 4096)
-	dscp := make([]uint32, 64)
-	l4 := map[l4Key]uint32{}
-	lpm := map[string]map[lpmKey]uint32{"sl_src": {}, "sl_dst": {}, "sl_ue": {}}
-	var pfx prefixRules
-	teid := map[teidKey]uint32{}
-	var kinds uint32
-	var def uint32
+	env := envOf(c)
+	rebuild := st.rows == nil || env != st.env
+	gone, come := st.changes(c.Tables["slices"], rebuild)
+	if err := st.parse(c, gone, come, rebuild); err != nil {
+		return err
+	}
+	if rebuild {
+		st.reset()
+	}
+	for _, r := range gone {
+		st.remove(r)
+	}
+	for _, r := range come {
+		st.add(r)
+	}
 	// No shaping at hook xdp. At tc, edt named in the settings stamps
 	// departure times even with no egress interface listed (an fq the
 	// operator set up honours them); htb marks classes only for the trees
 	// the slicer owns.
 	mech := ""
 	if c.Hook == datapath.TC && (len(cfg.Egress) > 0 || cfg.Shaping != "") {
-		if mech, _, err = cfg.mechanism(list); err != nil {
+		var err error
+		if mech, _, err = cfg.mechanism(st.classes > 0); err != nil {
 			return cube.Within("egress", err)
 		}
 	}
-	uplink := c.Port(cfg.Uplink)
-	slicePorts := portsOf(list)
-	for _, s := range list {
-		id := uint32(s.ID)
-		if s.Name == cfg.Default {
-			def = id
-		}
-		v := sliceVal{Flags: flagValid}
-		if s.Chain != "" {
-			v.Flags |= flagChain // its hop: enf_chain_hops, the engine's
-		} else {
-			v.Port = uint32(c.Port(s.Port).Index)
-		}
-		if uplink != nil {
-			v.Entry = uint32(uplink.Index)
-		}
-		if s.Entry != "" {
-			v.Entry = uint32(c.Port(s.Entry).Index)
-		}
-		if mech == ShapingHTB && len(cfg.Egress) > 0 {
-			v.Classid = ClassSlice(s.ID)
-		}
-		v.ByteCost, v.ByteTau, v.ByteLease, v.PktCost, v.PktTau, v.PktLease = s.policer()
-		if mech == ShapingEDT && s.RateBps > 0 {
-			// the rate is kept by pacing at egress, not by dropping at
-			// ingress
-			v.EDTCost, v.EDTHorizon = v.ByteCost, edtHorizon
-			v.ByteCost, v.ByteTau, v.ByteLease = 0, 0, 0
-		}
-		slices[id] = v
-		if s.Chain == "" {
-			ports[datapath.MaxPorts+v.Port] = id
-		}
-		for i := range s.Rules {
-			p, err := s.Rules[i].parse(c, slicePorts)
-			if err != nil {
-				return err
-			}
-			kinds |= 1 << p.kind
-			switch p.kind {
-			case kindPort:
-				ports[p.port] = id
-			case kindVLAN:
-				vlan[p.num] = id
-				if slices[id].VLAN == 0 {
-					slices[id].VLAN = p.num
-				}
-			case kindDSCP:
-				dscp[p.num] = id
-			case kindL4:
-				k := l4Key{Proto: p.proto}
-				k.Port[0], k.Port[1] = byte(p.dport>>8), byte(p.dport)
-				l4[k] = id
-			case kindSrc, kindDst, kindUE:
-				m := map[int]string{kindSrc: "sl_src", kindDst: "sl_dst", kindUE: "sl_ue"}[p.kind]
-				lpm[m][prefixKey(p.prefix)] = id
-				pfx.add(p.kind, p.prefix, id)
-			case kindTEID:
-				for _, b := range teidBlocks(p.lo, p.hi) {
-					k := teidKey{Prefixlen: uint32(b.Len)}
-					k.TEID = [4]byte{byte(b.Base >> 24), byte(b.Base >> 16), byte(b.Base >> 8), byte(b.Base)}
-					teid[k] = id
-				}
-			}
-		}
+	if mech != st.mech {
+		come = st.all() // every slice's shaping changes
 	}
-	ctl.leaseGens(slices)
-	for name, vals := range map[string]any{"sl_slices": slices, "sl_ports": ports, "sl_vlan": vlan, "sl_dscp": dscp} {
-		if err := putArray(maps[name], vals); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
+	for _, r := range come {
+		st.place(c, cfg, mech, r)
 	}
-	ctl.last = slices
-	if ctl.written == nil {
-		ctl.written = map[string]any{}
+	if err := st.maps.write(st.config(c, cfg)); err != nil {
+		return err
 	}
-	if err := syncHash(ctl.written, "sl_l4", maps["sl_l4"], l4); err != nil {
-		return fmt.Errorf("sl_l4: %w", err)
-	}
-	for name, want := range lpm {
-		if err := syncHash(ctl.written, name, maps[name], want); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-	}
-	if err := syncHash(ctl.written, "sl_teid", maps["sl_teid"], teid); err != nil {
-		return fmt.Errorf("sl_teid: %w", err)
-	}
-	if err := syncHash(ctl.written, "sl_pfx4", maps["sl_pfx4"], pfx.v4); err != nil {
-		return fmt.Errorf("sl_pfx4: %w", err)
-	}
-	if err := syncHash(ctl.written, "sl_pfx6", maps["sl_pfx6"], pfx.v6); err != nil {
-		return fmt.Errorf("sl_pfx6: %w", err)
-	}
-	// last: a length is looked up only once its prefixes are in
-	conf := cfgVal{Kinds: kinds, DefaultSlice: def, EntryPorts: entryPorts(c, slicePorts)}
-	conf.NLens, conf.Lens, conf.Inline4 = pfx.lengths()
-	if err := maps["sl_config"].Put(uint32(0), conf); err != nil {
-		return fmt.Errorf("sl_config: %w", err)
+	st.env, st.mech = env, mech
+	ctl.st = st
+	var list []*Slice
+	if len(cfg.Egress) > 0 {
+		list = st.slices()
 	}
 	return ctl.syncEgress(cfg, list, mech)
 }
 
-// entryPorts is the bit per port of c that leads into no slice (sl_cfg's
-// entry_ports): frames in on those are classified straight away.
-func entryPorts(c *cube.Cube, slicePorts map[string]bool) uint64 {
-	var bits uint64
-	for _, p := range c.Ports {
-		if !slicePorts[p.Name] && p.Index >= 0 && p.Index < 64 {
-			bits |= 1 << p.Index
-		}
-	}
-	return bits
-}
-
-// leaseGens carries each slice id's lease generation over from the last
-// Sync, and moves it on for every id whose policers changed since (or that
-// another slice took over): the per-CPU credit leased under the old limits
-// is then void (slicer.bpf.c: sl_police). A new controller (a new cube, or
-// a restart) starts at generation 0: credit leased before a restart under
-// a later generation is dropped once, which only ever admits less.
-func (ctl *controller) leaseGens(slices []sliceVal) {
-	if ctl.last == nil {
-		return
-	}
-	for id := range slices {
-		o, n := ctl.last[id], &slices[id]
-		n.LeaseGen = o.LeaseGen
-		if o.ByteCost != n.ByteCost || o.ByteTau != n.ByteTau || o.ByteLease != n.ByteLease ||
-			o.PktCost != n.PktCost || o.PktTau != n.PktTau || o.PktLease != n.PktLease || o.Port != n.Port || o.Flags != n.Flags {
-			n.LeaseGen++
-		}
-	}
-}
-
 func (ctl *controller) syncEgress(cfg *Settings, list []*Slice, mech string) error {
 	keep := map[string]bool{}
+	if ctl.trees == nil {
+		ctl.trees = map[string]map[uint16]class{}
+	}
 	for _, e := range cfg.Egress {
-		ensure := ensureHTB
+		last := ctl.trees[e.Interface]
+		delete(ctl.trees, e.Interface) // unknown until written
 		if mech == ShapingEDT {
-			ensure = ensureFQ
-		}
-		if err := ensure(e, list); err != nil {
-			return err
+			if err := ensureFQ(e); err != nil {
+				return err
+			}
+		} else {
+			tree, err := ensureHTB(e, list, last)
+			if err != nil {
+				return err
+			}
+			ctl.trees[e.Interface] = tree
 		}
 		keep[e.Interface] = true
 	}
@@ -334,6 +237,7 @@ func (ctl *controller) syncEgress(cfg *Settings, list []*Slice, mech string) err
 	for _, ifname := range ctl.egress {
 		if !keep[ifname] {
 			errs = append(errs, removeHTB(ifname))
+			delete(ctl.trees, ifname)
 		}
 	}
 	ctl.egress = ctl.egress[:0]
@@ -351,7 +255,7 @@ func (ctl *controller) Close() {
 	for _, ifname := range ctl.egress {
 		removeHTB(ifname)
 	}
-	ctl.egress = nil
+	ctl.egress, ctl.trees = nil, nil
 }
 
 func prefixKey(p netip.Prefix) lpmKey {
@@ -365,57 +269,6 @@ func prefixKey(p netip.Prefix) lpmKey {
 		copy(k.Addr[:], a[:])
 	}
 	return k
-}
-
-// putArray writes a whole array map in one batch.
-func putArray(m *ebpf.Map, vals any) error {
-	n := int(m.MaxEntries())
-	keys := make([]uint32, n)
-	for i := range keys {
-		keys[i] = uint32(i)
-	}
-	_, err := m.BatchUpdate(keys, vals, nil)
-	if errors.Is(err, ebpf.ErrNotSupported) {
-		return fmt.Errorf("batch update not supported: %w", err)
-	}
-	return err
-}
-
-// syncHash makes a hash or LPM map hold exactly want. written[name] is
-// what was last written to it, if known: then only the difference is
-// written; else the map is read whole. On success written[name] is want.
-func syncHash[K comparable](written map[string]any, name string, m *ebpf.Map, want map[K]uint32) error {
-	last, known := written[name].(map[K]uint32)
-	delete(written, name) // unknown until this write succeeds
-	if !known {
-		last = map[K]uint32{}
-		var k K
-		var v uint32
-		it := m.Iterate()
-		for it.Next(&k, &v) {
-			last[k] = v
-		}
-		if err := it.Err(); err != nil {
-			return err
-		}
-	}
-	for k := range last {
-		if _, ok := want[k]; !ok {
-			if err := m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-				return err
-			}
-		}
-	}
-	for k, v := range want {
-		if w, ok := last[k]; ok && w == v {
-			continue
-		}
-		if err := m.Put(k, v); err != nil {
-			return err
-		}
-	}
-	written[name] = want
-	return nil
 }
 
 func (ctl *controller) Metrics(h cube.Handle, c *cube.Cube) []cube.Metric {

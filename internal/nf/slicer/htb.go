@@ -71,50 +71,79 @@ func wantClasses(e Egress, list []*Slice) []class {
 	return out
 }
 
+// classReplace creates or changes an HTB class (tests count the calls).
+var classReplace = netlink.ClassReplace
+
 // ensureHTB makes the interface's root qdisc the slicer's HTB tree with
-// exactly the classes of list. A root qdisc of another kind or handle is
-// replaced: the framework owns the egress qdisc of the interfaces it
-// shapes at.
-func ensureHTB(e Egress, list []*Slice) error {
+// exactly the classes of list, and returns them (by minor, the link's
+// class included). last are the classes this controller wrote there
+// before (nil: unknown): with them, only the classes that differ are
+// replaced or deleted, so a change of one slice costs its class; without
+// them, or when the tree is not there any more, every class is written
+// and those of no slice are deleted. A root qdisc of another kind or
+// handle is replaced: the framework owns the egress qdisc of the
+// interfaces it shapes at.
+func ensureHTB(e Egress, list []*Slice, last map[uint16]class) (map[uint16]class, error) {
 	lk, err := netlink.LinkByName(e.Interface)
 	if err != nil {
-		return fmt.Errorf("egress interface %s: %w", e.Interface, err)
+		return nil, fmt.Errorf("egress interface %s: %w", e.Interface, err)
 	}
 	idx := lk.Attrs().Index
 	if !ownsRoot(lk, "htb") {
 		q := netlink.NewHtb(netlink.QdiscAttrs{LinkIndex: idx, Handle: qdiscHandle, Parent: netlink.HANDLE_ROOT})
 		q.Defcls = classDefault
 		if err := netlink.QdiscReplace(q); err != nil {
-			return fmt.Errorf("htb qdisc on %s: %w", e.Interface, err)
+			return nil, fmt.Errorf("htb qdisc on %s: %w", e.Interface, err)
 		}
+		last = nil
 	}
-	root := netlink.NewHtbClass(netlink.ClassAttrs{LinkIndex: idx, Parent: qdiscHandle, Handle: netlink.MakeHandle(QdiscMajor, classRoot)},
-		netlink.HtbClassAttrs{Rate: e.RateBps, Ceil: e.RateBps})
-	if err := netlink.ClassReplace(root); err != nil {
-		return fmt.Errorf("htb class %s on %s: %w", netlink.HandleStr(root.Handle), e.Interface, err)
-	}
-	want := map[uint32]bool{root.Handle: true}
-	for _, c := range wantClasses(e, list) {
-		h := netlink.MakeHandle(QdiscMajor, c.minor)
-		want[h] = true
-		cl := netlink.NewHtbClass(netlink.ClassAttrs{LinkIndex: idx, Parent: root.Handle, Handle: h},
+	rootHandle := netlink.MakeHandle(QdiscMajor, classRoot)
+	htbClass := func(c class) *netlink.HtbClass {
+		parent := rootHandle
+		if c.minor == classRoot {
+			parent = qdiscHandle
+		}
+		return netlink.NewHtbClass(netlink.ClassAttrs{LinkIndex: idx, Parent: parent, Handle: netlink.MakeHandle(QdiscMajor, c.minor)},
 			netlink.HtbClassAttrs{Rate: c.rate, Ceil: c.ceil, Prio: c.prio})
-		if err := netlink.ClassReplace(cl); err != nil {
-			return fmt.Errorf("htb class %s on %s: %w", netlink.HandleStr(h), e.Interface, err)
+	}
+	want := append([]class{{classRoot, e.RateBps, e.RateBps, 0}}, wantClasses(e, list)...)
+	tree := make(map[uint16]class, len(want))
+	for _, c := range want {
+		tree[c.minor] = c
+		if old, ok := last[c.minor]; ok && old == c {
+			continue
 		}
+		if err := classReplace(htbClass(c)); err != nil {
+			return nil, fmt.Errorf("htb class %s on %s: %w", netlink.HandleStr(netlink.MakeHandle(QdiscMajor, c.minor)), e.Interface, err)
+		}
+	}
+	gone := func(minor uint16, cl netlink.Class) error {
+		if _, ok := tree[minor]; ok {
+			return nil
+		}
+		if err := netlink.ClassDel(cl); err != nil && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("remove htb class %s on %s: %w", netlink.HandleStr(netlink.MakeHandle(QdiscMajor, minor)), e.Interface, err)
+		}
+		return nil
+	}
+	if last != nil {
+		for minor, c := range last {
+			if err := gone(minor, htbClass(c)); err != nil {
+				return nil, err
+			}
+		}
+		return tree, nil
 	}
 	have, err := netlink.ClassList(lk, qdiscHandle)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, c := range have {
-		if a := c.Attrs(); !want[a.Handle] {
-			if err := netlink.ClassDel(c); err != nil && !errors.Is(err, unix.ENOENT) {
-				return fmt.Errorf("remove htb class %s on %s: %w", netlink.HandleStr(a.Handle), e.Interface, err)
-			}
+		if err := gone(uint16(c.Attrs().Handle&0xffff), c); err != nil {
+			return nil, err
 		}
 	}
-	return nil
+	return tree, nil
 }
 
 // ownsRoot reports whether the interface's root qdisc is the slicer's (of
@@ -197,7 +226,7 @@ const edtHorizon = uint64(2e9)
 // ensureFQ makes sch_fq the interface's root qdisc, for EDT shaping: fq
 // holds each frame until the departure time the slicer wrote. Kernels
 // without sch_fq refuse it, and the change fails saying so.
-func ensureFQ(e Egress, _ []*Slice) error {
+func ensureFQ(e Egress) error {
 	lk, err := netlink.LinkByName(e.Interface)
 	if err != nil {
 		return fmt.Errorf("egress interface %s: %w", e.Interface, err)

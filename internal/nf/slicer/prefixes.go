@@ -83,22 +83,45 @@ type prefixRules struct {
 	lens [pfxFields][2]map[uint8]int // prefixes by length
 }
 
+// pfxKeys is the exact-match key of prefix p of a rule of kind, in its
+// family (v4: k4, else k6).
+func pfxKeys(kind int, p netip.Prefix) (k4 pfx4Key, k6 pfx6Key, v4 bool) {
+	f, l := pfxField[kind], uint8(p.Bits())
+	if p.Addr().Is4() {
+		return pfx4Key{Field: f, Len: l, Addr: p.Addr().As4()}, k6, true
+	}
+	return k4, pfx6Key{Field: f, Len: l, Addr: p.Addr().As16()}, false
+}
+
 func (r *prefixRules) add(kind int, p netip.Prefix, id uint32) {
 	if r.v4 == nil {
 		r.v4, r.v6 = map[pfx4Key]uint32{}, map[pfx6Key]uint32{}
 	}
-	f, l := pfxField[kind], uint8(p.Bits())
-	fam := 0
-	if p.Addr().Is4() {
-		r.v4[pfx4Key{Field: f, Len: l, Addr: p.Addr().As4()}] = id
+	f, l, fam := pfxField[kind], uint8(p.Bits()), 0
+	if k4, k6, v4 := pfxKeys(kind, p); v4 {
+		r.v4[k4] = id
 	} else {
 		fam = 1
-		r.v6[pfx6Key{Field: f, Len: l, Addr: p.Addr().As16()}] = id
+		r.v6[k6] = id
 	}
 	if r.lens[f][fam] == nil {
 		r.lens[f][fam] = map[uint8]int{}
 	}
 	r.lens[f][fam][l]++
+}
+
+// remove takes out what add put in.
+func (r *prefixRules) remove(kind int, p netip.Prefix) {
+	f, l, fam := pfxField[kind], uint8(p.Bits()), 0
+	if k4, k6, v4 := pfxKeys(kind, p); v4 {
+		delete(r.v4, k4)
+	} else {
+		fam = 1
+		delete(r.v6, k6)
+	}
+	if r.lens[f][fam][l]--; r.lens[f][fam][l] <= 0 {
+		delete(r.lens[f][fam], l)
+	}
 }
 
 // lengths are sl_config's nlens, lens and inline4: per field and family

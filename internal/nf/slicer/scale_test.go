@@ -70,3 +70,55 @@ func BenchmarkSliceCreate(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSlicerSideChange is what one change of one slice costs the
+// slicer itself, without the engine around it: check the slice against
+// the others (Slice.Validate), the settings against the slices, list the
+// chain entries (the engine's SliceChains, twice), and Sync the maps. Each
+// operation adds or deletes one slice of a slicer holding held slices,
+// each with its own chain entry and dst rule; the cube is copied for each
+// change as the engine copies it (entries shared), outside the timing.
+func BenchmarkSlicerSideChange(b *testing.B) {
+	for _, held := range []int{100, 500, 1000} {
+		b.Run(fmt.Sprintf("held=%d", held), func(b *testing.B) {
+			slice := func(k int) Slice {
+				return Slice{Name: fmt.Sprintf("s%d", k), ID: k, Tenant: "t", Chain: fmt.Sprintf("c%d:in", k),
+					Rules: []Rule{{Dst: fmt.Sprintf("198.18.%d.%d", k>>8, k&0xff)}}}
+			}
+			c := &cube.Cube{Name: "sl", Type: "slicer", Hook: "tc", Config: json.RawMessage(`{"uplink":"up"}`),
+				Ports: []cube.Port{{Name: "up", Index: 0}}, Tables: map[string]map[string]json.RawMessage{"slices": {}}}
+			for k := 1; k < held; k++ {
+				c.SetRow("slices", fmt.Sprintf("s%d", k), nftest.Entry(slice(k)))
+			}
+			r := nftest.New(b, Type, c)
+			set := &Settings{Uplink: "up"}
+			extra := slice(held)
+			row := nftest.Entry(extra)
+			b.ResetTimer()
+			for i := range b.N {
+				b.StopTimer()
+				next := c.Clone()
+				if i%2 == 0 {
+					next.SetRow("slices", extra.Name, row)
+				} else {
+					next.SetRow("slices", extra.Name, nil)
+				}
+				b.StartTimer()
+				if i%2 == 0 {
+					if err := extra.Validate(next); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := set.Validate(next); err != nil {
+					b.Fatal(err)
+				}
+				chainsOf(next)
+				chainsOf(next)
+				if err := r.Ctl.Sync(r.Handle(), next); err != nil {
+					b.Fatal(err)
+				}
+				c = next
+			}
+		})
+	}
+}

@@ -55,17 +55,25 @@ const (
 	ShapingEDT = shaping.EDT
 )
 
-// mechanism is the egress mechanism for the slices list, and why: the
-// settings' choice, else what probing the kernel picks.
-func (s *Settings) mechanism(list []*Slice) (mech, why string, err error) {
+// mechanism is the egress mechanism, and why: the settings' choice, else
+// what probing the kernel picks (classes: some slice has a guaranteed
+// minimum or a priority).
+func (s *Settings) mechanism(classes bool) (mech, why string, err error) {
 	if s.Shaping != "" {
 		return s.Shaping, "set in the settings", nil
 	}
-	classes := false
-	for _, sl := range list {
-		classes = classes || sl.MinBps > 0 || sl.Priority != nil
-	}
 	return shaping.Probe().Pick(classes)
+}
+
+// needsClasses reports whether a slice of list has a guaranteed minimum or
+// a priority.
+func needsClasses(list []*Slice) bool {
+	for _, sl := range list {
+		if sl.MinBps > 0 || sl.Priority != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // Egress is one interface the slicer shapes at.
@@ -168,13 +176,7 @@ func portsOf(list []*Slice) map[string]bool {
 
 // chainsOf lists the slices of c that name their chain entry (cube.Type.SliceChains).
 func chainsOf(c *cube.Cube) []cube.SliceChain {
-	var out []cube.SliceChain
-	for _, s := range others(c, "") {
-		if s.Chain != "" {
-			out = append(out, cube.SliceChain{Slice: s.Name, ID: s.ID, Tenant: s.Tenant, Entry: s.Chain})
-		}
-	}
-	return out
+	return withIndex(c, (*sliceIndex).sliceChains)
 }
 
 // Type is the slicer NF type.

@@ -8,6 +8,7 @@ package slicer
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -170,86 +171,15 @@ func admission(set *Settings, list []*Slice) (int, error) {
 	return 0, nil
 }
 
-// crossCheck checks s against the cube's other slices: ids and ports used
-// once, no two slices claiming the same traffic, admission control.
-func (s *Slice) crossCheck(c *cube.Cube) error {
-	set := &Settings{}
-	if cube.DecodeInto("config", c.Config, set) != nil {
-		return nil // the settings' own validation reports it
-	}
-	list := others(c, s.Name)
-	slicePorts := portsOf(append(list, s))
-	for _, o := range list {
-		if o.ID == s.ID {
-			return cube.Conflict("id", "slice id %d is also slice %s's", s.ID, o.Name)
-		}
-		if s.Port != "" && o.Port == s.Port {
-			return cube.Conflict("port", "port %s already leads into slice %s's chain: a port serves one slice", s.Port, o.Name)
-		}
-		if s.Chain != "" && o.Chain == s.Chain {
-			return cube.Conflict("chain", "%s is already slice %s's chain entry: an entry serves one slice", s.Chain, o.Name)
-		}
-	}
-	if s.Port != "" && s.Port == set.Uplink {
-		return cube.Conflict("port", "port %s is the uplink, an entry port: a slice's port leads into its chain", s.Port)
-	}
-	if s.Entry != "" && slicePorts[s.Entry] {
-		return cube.Conflict("entry", "port %s leads into a slice's chain; the entry is an entry port", s.Entry)
-	}
-	claims := map[string]string{}
-	type span struct {
-		lo, hi uint32
-		slice  string
-	}
-	var teids []span
-	for _, o := range list {
-		for _, r := range o.Rules {
-			p, err := r.parse(c, slicePorts)
-			if err != nil {
-				continue
-			}
-			if p.kind == kindTEID {
-				teids = append(teids, span{p.lo, p.hi, o.Name})
-			} else {
-				claims[p.key()] = o.Name
-			}
-		}
-	}
-	for i, r := range s.Rules {
-		field := fmt.Sprintf("rules[%d]", i)
-		p, err := r.parse(c, slicePorts)
-		if err != nil {
-			return cube.Within(field, err)
-		}
-		if p.kind == kindTEID {
-			for _, t := range teids {
-				if p.lo <= t.hi && t.lo <= p.hi {
-					return cube.Conflict(field+".teid", "TEIDs %d-%d overlap %d-%d of slice %s", p.lo, p.hi, t.lo, t.hi, t.slice)
-				}
-			}
-			continue
-		}
-		if other, dup := claims[p.key()]; dup {
-			return cube.Conflict(field, "%s is already slice %s's: each match belongs to one slice", p.key(), other)
-		}
-	}
-	if s.MinBps > 0 {
-		if _, err := admission(set, append(list, s)); err != nil {
-			return cube.Within("min_bps", err)
-		}
-	}
-	if s.MinBps > 0 && c.Hook != "tc" {
-		return cube.Unprocessable("min_bps", "a guaranteed minimum needs hook tc: frames XDP redirects never meet a qdisc")
-	}
-	return nil
-}
-
 // Validate checks the settings, and those checks on the slices that the
 // settings can break: the uplink, the default slice, admission control.
 func (s *Settings) Validate(c *cube.Cube) error {
-	list := others(c, "")
+	return withIndex(c, func(x *sliceIndex) error { return s.check(c, x) })
+}
+
+func (s *Settings) check(c *cube.Cube, x *sliceIndex) error {
 	if s.Uplink == "" {
-		if len(list) > 0 {
+		if len(x.rows) > 0 {
 			return cube.Conflict("uplink", "required once the slicer has slices: the entry port their return traffic leaves by")
 		}
 	} else if c.Port(s.Uplink) == nil {
@@ -275,30 +205,30 @@ func (s *Settings) Validate(c *cube.Cube) error {
 	if len(s.Egress) > 0 && c.Hook != "tc" {
 		return cube.Unprocessable("egress", "shaping needs hook tc: frames XDP redirects never meet a qdisc (create the slicer and its slices' chains with --hook tc)")
 	}
-	found := s.Default == ""
-	for _, sl := range list {
-		if sl.Name == s.Default {
-			found = true
-		}
-		if sl.Port != "" && sl.Port == s.Uplink {
-			return cube.Conflict("uplink", "port %s leads into slice %s's chain; the uplink is an entry port", s.Uplink, sl.Name)
+	if s.Uplink != "" {
+		if on := x.byPort[s.Uplink]; len(on) > 0 {
+			first := slices.MinFunc(on, func(a, b *indexed) int { return a.s.ID - b.s.ID })
+			return cube.Conflict("uplink", "port %s leads into slice %s's chain; the uplink is an entry port", s.Uplink, first.name)
 		}
 	}
-	if !found {
+	if s.Default != "" && x.rows[s.Default] == nil {
 		return cube.NotFound("default", "no slice named %q", s.Default)
 	}
-	if s.Shaping == ShapingEDT {
-		for _, sl := range list {
+	if s.Shaping == ShapingEDT && x.classes > 0 {
+		for _, sl := range others(c, "") { // the first one, by id
 			if sl.MinBps > 0 || sl.Priority != nil {
 				return cube.Unprocessable("shaping", "edt paces rate limits only: slice %s has a guaranteed minimum or a priority, which need htb", sl.Name)
 			}
 		}
 	}
-	if i, err := admission(s, list); err != nil {
-		if i < 0 {
-			return cube.Within("egress", err)
+	if refused(s, x.minSum) {
+		// the message lists every minimum: walk
+		if i, err := admission(s, others(c, "")); err != nil {
+			if i < 0 {
+				return cube.Within("egress", err)
+			}
+			return cube.Within(fmt.Sprintf("egress[%d].rate_bps", i), err)
 		}
-		return cube.Within(fmt.Sprintf("egress[%d].rate_bps", i), err)
 	}
 	return nil
 }

@@ -61,7 +61,7 @@ func status(h cube.Handle, c *cube.Cube) (*Status, error) {
 	case len(cfg.Egress) == 0:
 		st.ShapingWhy = "no egress interfaces in the settings"
 	default:
-		if st.Shaping, st.ShapingWhy, err = cfg.mechanism(list); err != nil {
+		if st.Shaping, st.ShapingWhy, err = cfg.mechanism(needsClasses(list)); err != nil {
 			st.Shaping, st.ShapingWhy = "none", err.Error()
 		}
 	}
