@@ -143,7 +143,7 @@ func (e *Engine) applyChange(next *cube.Topology, d dirty, endpoints []string) e
 	e.lastChange = cs
 	// Entries the kernel gets before the change is persisted are
 	// journalled first: a restart in between removes them (restore.go).
-	if err := e.journalIntents(prev, next, cs); err != nil {
+	if err := e.journalIntents(prev, next, cs, d); err != nil {
 		return fmt.Errorf("persist state: %w", err)
 	}
 	// Cubes that were down go down again rather than fail a rollback. The
