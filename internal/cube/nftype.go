@@ -78,7 +78,9 @@ type Type struct {
 	// (the entry exists, is unpeered, is the slice's tenant's, at the
 	// cube's hook), plans the entry port's hop back into the cube on
 	// virtual port datapath.MaxPorts+ID, and writes the hop into each
-	// entry into the cube's datapath.MapChainHops, by ID.
+	// entry into the cube's datapath.MapChainHops, by ID. A slice's chain
+	// is read from its own entry alone: a change of a few entries asks for
+	// theirs only, with the cube holding just them (Cube.WithRows).
 	SliceChains func(c *Cube) []SliceChain
 	// Actions are operations on a cube (flush a table, ...).
 	Actions []Action

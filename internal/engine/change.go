@@ -47,7 +47,7 @@ func (e *Engine) Replace(ctx context.Context, t *cube.Topology, dryRun bool) ([]
 		return nil, err
 	}
 	d := e.dirtyAll(next)
-	if err := e.validate(next, d.cubes); err != nil {
+	if err := e.validate(next, d); err != nil {
 		return nil, err
 	}
 	changes := Diff(e.topo, next)
@@ -101,7 +101,7 @@ func (e *Engine) check(who tenant.Actor, next *cube.Topology, d dirty) error {
 	if err := e.checkEndpoints(next, d); err != nil {
 		return err
 	}
-	if err := e.validate(next, d.cubes); err != nil {
+	if err := e.validate(next, d); err != nil {
 		return err
 	}
 	if err := e.checkNames(who, next, d.cubes); err != nil {
@@ -121,7 +121,7 @@ func (e *Engine) check(who tenant.Actor, next *cube.Topology, d dirty) error {
 // them as they now are).
 func (e *Engine) applyChange(next *cube.Topology, d dirty, endpoints []string) error {
 	prev := e.topo
-	cs := changes(prev, next, d, e.chainsOf(next, d.cubes), e.PeerOf)
+	cs := changes(prev, next, d, e.chainsOf(next, d), e.PeerOf)
 	// a change assigns and frees the slots of its changed cubes only
 	prevSlots := map[string]*uint32{}
 	for name := range cs.changed {
@@ -143,7 +143,7 @@ func (e *Engine) applyChange(next *cube.Topology, d dirty, endpoints []string) e
 	e.lastChange = cs
 	// Entries the kernel gets before the change is persisted are
 	// journalled first: a restart in between removes them (restore.go).
-	if err := e.journalIntents(prev, next, cs); err != nil {
+	if err := e.journalIntents(prev, next, cs, d); err != nil {
 		return fmt.Errorf("persist state: %w", err)
 	}
 	// Cubes that were down go down again rather than fail a rollback. The
@@ -171,14 +171,14 @@ func (e *Engine) applyChange(next *cube.Topology, d dirty, endpoints []string) e
 		return err
 	}
 	crashPoint("topology-applied")
-	if err := e.persist(next, cs, endpoints); err != nil {
+	if err := e.persist(prev, next, cs, d, endpoints); err != nil {
 		e.reconcile(prev, false)
 		restoreSlots()
 		return fmt.Errorf("persist state: %w", err)
 	}
 	e.topo = next
 	e.noteIndex(prev, next, cs, d.all) // before keepSpare makes prev the spare copy
-	e.noteSlicers(next, cs)
+	cs.chains.applyTo(e.chains)
 	e.keepSpare(prev, next, cs, d.all)
 	e.witnessChanged(cs, d.all)
 	e.rev++
@@ -190,12 +190,20 @@ func (e *Engine) applyChange(next *cube.Topology, d dirty, endpoints []string) e
 // persist makes a change durable: the cubes, attachment points and
 // endpoints it changed appended to the journal as one transaction (a crash
 // keeps all of it or none), or a snapshot when the journal cannot take it.
-func (e *Engine) persist(next *cube.Topology, cs *changeSet, endpoints []string) error {
+// A cube whose entries alone changed is journalled as those entries: the
+// record of a slice added to a slicer of 1,000 is one slice, not 1,001.
+func (e *Engine) persist(prev, next *cube.Topology, cs *changeSet, d dirty, endpoints []string) error {
 	if e.journal == nil || e.journal.Broken() {
 		return e.save(next)
 	}
 	var recs []state.Record
 	for _, name := range sorted(cs.changed) {
+		if old, c := prev.Lookup(name), next.Lookup(name); entriesOnly(old, c) {
+			for _, r := range d.rowsOf(name, old, c) {
+				recs = append(recs, state.Record{Cube: name, Table: r.Table, Key: r.Key, Value: c.Tables[r.Table][r.Key]})
+			}
+			continue
+		}
 		if l := e.cubes[name]; l != nil && next.Lookup(name) != nil {
 			if l.json == nil {
 				l.json, _ = l.c.MarshalJSON()

@@ -30,15 +30,37 @@ type changeSet struct {
 	ifaces map[string]bool
 	// points are the attachment points whose stack changed.
 	points []string
-	// chains are next's slices that lead straight into cube ports.
-	chains *chainIndex
+	// chains are next's slices that lead straight into cube ports, and
+	// chainIDs the ids of those whose hop is planned again, by slicer:
+	// the slices the change added, changed or removed, and those that
+	// enter planned cubes.
+	chains   *chainChange
+	chainIDs map[string]map[int]bool
+}
+
+// slicers are the slicers with slices planned.
+func (cs *changeSet) slicers() map[string]bool {
+	out := make(map[string]bool, len(cs.chainIDs))
+	for name := range cs.chainIDs {
+		out[name] = true
+	}
+	return out
+}
+
+// planChain plans the hop into ref's entry and the entry's hop back.
+func (cs *changeSet) planChain(ref chainRef) {
+	if cs.chainIDs[ref.slicer] == nil {
+		cs.chainIDs[ref.slicer] = map[int]bool{}
+	}
+	cs.chainIDs[ref.slicer][ref.ID] = true
 }
 
 // changes finds what turns prev into next, whose changed cubes and
 // attachment points are known (cow.go); peerOf names the cube port peered
 // with an interface in prev (the engine's index: index.go).
-func changes(prev, next *cube.Topology, d dirty, chains *chainIndex, peerOf func(iface string) (string, bool)) *changeSet {
-	cs := &changeSet{changed: map[string]bool{}, ensure: map[string]bool{}, plan: map[string]bool{}, ifaces: map[string]bool{}, chains: chains}
+func changes(prev, next *cube.Topology, d dirty, chains *chainChange, peerOf func(iface string) (string, bool)) *changeSet {
+	cs := &changeSet{changed: map[string]bool{}, ensure: map[string]bool{}, plan: map[string]bool{}, ifaces: map[string]bool{},
+		chains: chains, chainIDs: map[string]map[int]bool{}}
 	for _, name := range d.cubes {
 		cs.changed[name] = true
 	}
@@ -115,28 +137,24 @@ func changes(prev, next *cube.Topology, d dirty, chains *chainIndex, peerOf func
 			}
 		}
 	}
-	// Slices that lead straight into cube ports (slicechains.go): a
-	// changed slicer's entries, old and new, hop back into it; a slicer
-	// hops into each planned entry (its slot, port index and ingress
-	// stack).
-	for name := range cs.changed {
-		for _, t := range []*cube.Topology{prev, next} {
-			if c := t.Lookup(name); c != nil {
-				for _, sc := range sliceChainsOf(c) {
-					if ep, err := cube.ParseEndpoint(sc.Entry); err == nil {
-						cs.plan[ep.Cube] = true
-					}
-				}
+	// Slices that lead straight into cube ports (slicechains.go): the
+	// entries of the slices the change added, changed or removed hop back
+	// into their slicer (or no more), and their slicer into them; a
+	// slicer hops into each planned entry (its slot, port index and
+	// ingress stack).
+	for _, list := range [][]chainRef{chains.gone, chains.added} {
+		for _, ref := range list {
+			if ep, err := cube.ParseEndpoint(ref.Entry); err == nil {
+				cs.plan[ep.Cube] = true
 			}
+			cs.planChain(ref)
 		}
 	}
-	if len(chains.byEntry) > 0 {
-		for _, name := range slices.Collect(maps.Keys(cs.plan)) {
-			if c := next.Lookup(name); c != nil {
-				for _, p := range c.Ports {
-					if ref, ok := chains.byEntry[name+":"+p.Name]; ok {
-						cs.plan[ref.slicer] = true
-					}
+	for name := range cs.plan {
+		if c := next.Lookup(name); c != nil {
+			for _, p := range c.Ports {
+				if ref, ok := chains.entry(name + ":" + p.Name); ok {
+					cs.planChain(ref)
 				}
 			}
 		}

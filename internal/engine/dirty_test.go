@@ -119,7 +119,7 @@ func TestChangeTouchesOnlyItsDirtySet(t *testing.T) {
 	step("entry", func(tp *cube.Topology) error {
 		_, err := tp.PutEntry("c7a", "rules", json.RawMessage(`{"in_port":"p1","out_port":"p0"}`))
 		return err
-	}, []string{"c7a"}, []string{"c7a", "c7b"}, []string{"cube:c7a"})
+	}, []string{"c7a"}, []string{"c7a", "c7b"}, []string{":c7ap1"}) // the entry, not the cube
 	step("delete a chain", func(tp *cube.Topology) error {
 		if err := tp.DeleteCube("c9a"); err != nil {
 			return err

@@ -141,7 +141,7 @@ func (e *Engine) addEndpoint(next *cube.Topology, ep *endpoint.Endpoint) error {
 			return err
 		}
 	}
-	if err := e.validate(next, d.cubes); err != nil {
+	if err := e.validate(next, d); err != nil {
 		return err
 	}
 	if err := e.admit(next, d); err != nil { // the pod's chains against the core budget
@@ -218,7 +218,7 @@ func (e *Engine) deleteEndpoint(next *cube.Topology, ep *endpoint.Endpoint) erro
 	}
 	next.SetAttachments(ep.Interface, nil)
 	d := e.dirtyOf(next)
-	if err := e.validate(next, d.cubes); err != nil {
+	if err := e.validate(next, d); err != nil {
 		return err
 	}
 	// judged, so that the check keeps up with the topology, but a pod

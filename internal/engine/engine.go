@@ -101,9 +101,13 @@ type Engine struct {
 	// endpoints are the workloads plugged into tenants' cubes, by name
 	// (endpoints.go).
 	endpoints map[string]*endpoint.Endpoint
-	// slicers are the cubes of topo whose slices may lead straight into
-	// cube ports (slicechains.go).
-	slicers map[string]bool
+	// chains are topo's slices that lead straight into cube ports
+	// (slicechains.go).
+	chains *chainIndex
+	// hopWrites counts the hops written into the kernel (ports' and
+	// slices' chains'): a test's proof that a change writes what it
+	// changed.
+	hopWrites uint64
 	// redirectReady are the interfaces (by index) prepared to receive
 	// XDP redirects (ensureRedirectTargets), until a stub is detached.
 	redirectReady map[int]bool
@@ -230,7 +234,7 @@ func Open(cfg Config) (*Engine, error) {
 
 		checkEdits:    checkEditsOn(),
 		witnessStale:  map[string]bool{},
-		slicers:       map[string]bool{},
+		chains:        newChainIndex(),
 		redirectReady: map[int]bool{},
 		injects:       ratelimit.New(nil),
 	}
@@ -275,11 +279,7 @@ func Open(cfg Config) (*Engine, error) {
 	}
 	e.topo, e.gen = f.Topology, f.Gen
 	e.rebuildIndex(e.topo) // counted from the restored state, its down cubes known
-	for name, c := range e.topo.Cubes() {
-		if isSlicer(c) {
-			e.slicers[name] = true
-		}
-	}
+	allChains(e.topo).applyTo(e.chains)
 	e.restoreEndpoints(f.Endpoints)
 	// What the kernel holds beyond the state goes, before the snapshot
 	// below drops the journal that says what that may be.

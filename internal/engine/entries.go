@@ -222,7 +222,9 @@ func (e *Engine) changeEntries(who tenant.Actor, name, table string, fn func(tx 
 	}
 	l := e.cubes[name]
 	ew, direct := l.ctl.(cube.EntryWriter)
-	if !direct || l.c == nil {
+	// A slicer's entries may lead into chains whose hops and index the
+	// engine keeps (slicechains.go): they change through a topology change.
+	if !direct || l.c == nil || isSlicer(c) {
 		next := e.workingCopy()
 		own, _ := next.Edit(name)
 		tx := &EntryTx{c: own, tb: tb, orig: map[string]json.RawMessage{}}

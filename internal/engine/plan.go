@@ -24,8 +24,10 @@ type plan struct {
 	stubs     map[StubKey]datapath.Hop
 	redirects map[string]bool // interfaces XDP programs redirect into
 	// chainHops are the hops into slicers' slices' chains, by slicer and
-	// slice id (slicechains.go).
+	// slice id (slicechains.go): every slice of the slicers in chainFull,
+	// the slices a change touched of the others.
 	chainHops map[string]map[int]datapath.Hop
+	chainFull map[string]bool
 }
 
 // planner resolves names to slots and interface indexes.
@@ -34,7 +36,7 @@ type planner struct {
 	slots   map[string]uint32
 	ifindex func(string) (int, error)
 	// chains are the slices that lead straight into cube ports.
-	chains *chainIndex
+	chains *chainChange
 	// only, when set, limits the plan to the hops of its planned cubes
 	// and the stubs of its interfaces (a change's, dirty.go).
 	only *changeSet
@@ -53,15 +55,16 @@ func (pl *planner) makePlan() (*plan, error) {
 		stubs:     map[StubKey]datapath.Hop{},
 		redirects: map[string]bool{},
 		chainHops: map[string]map[int]datapath.Hop{},
+		chainFull: map[string]bool{},
 	}
 	for _, name := range pl.cubes() {
 		c := pl.t.Lookup(name)
-		if _, ok := pl.chains.bySlicer[name]; ok || isSlicer(c) {
-			hops, err := pl.chainHops(name)
+		if isSlicer(c) && (pl.only == nil || pl.chains.full[name]) {
+			hops, err := pl.chainHops(name, nil)
 			if err != nil {
 				return nil, cube.Within("cubes."+name, err)
 			}
-			p.chainHops[name] = hops
+			p.chainHops[name], p.chainFull[name] = hops, true
 		}
 		p.hops[name] = map[int]datapath.Hop{}
 		p.flood[name] = map[int]int{}
@@ -75,6 +78,18 @@ func (pl *planner) makePlan() (*plan, error) {
 				p.flood[name][port.Index] = ifidx
 				p.redirects[port.Peer] = true
 			}
+		}
+	}
+	if pl.only != nil {
+		for _, name := range sorted(pl.only.slicers()) {
+			if p.chainFull[name] || !pl.t.Has(name) {
+				continue
+			}
+			hops, err := pl.chainHops(name, slices.Sorted(maps.Keys(pl.only.chainIDs[name])))
+			if err != nil {
+				return nil, cube.Within("cubes."+name, err)
+			}
+			p.chainHops[name] = hops
 		}
 	}
 	if err := pl.planStubs(p); err != nil {

@@ -47,11 +47,11 @@ func (e *Engine) reconcileSet(desired *cube.Topology, adopt bool, cs *changeSet)
 	if err := e.assignSlots(desired, names); err != nil {
 		return err
 	}
-	var chains *chainIndex
+	var chains *chainChange
 	if cs != nil {
 		chains = cs.chains
 	} else {
-		chains = indexChainsAll(desired)
+		chains = allChains(desired)
 	}
 	pl := &planner{t: desired, slots: e.slots, ifindex: ifindex, only: cs, chains: chains}
 	p, err := pl.makePlan()
@@ -185,8 +185,9 @@ func (e *Engine) ensureCube(c *cube.Cube, attch string, adopt bool) error {
 	if err := e.syncCube(l, c, attch); err != nil {
 		return err
 	}
-	l.c, l.attch = c.Clone(), attch
-	l.json, _ = c.MarshalJSON() // direct: json.Marshal would re-scan every entry
+	// encoded when a snapshot or a cube record needs it: a change of a
+	// few entries is journalled as those (persist)
+	l.c, l.attch, l.json = c.Clone(), attch, nil
 	return nil
 }
 
@@ -277,6 +278,7 @@ func (e *Engine) writeHops(p *plan) error {
 			if err := l.dc.SetHop(uint32(idx), h); err != nil {
 				return fmt.Errorf("cube %s port %d: %w", name, idx, err)
 			}
+			e.hopWrites++
 			l.hops[idx] = h
 		}
 		for idx := range l.hops {
@@ -284,6 +286,7 @@ func (e *Engine) writeHops(p *plan) error {
 				if err := l.dc.SetHop(uint32(idx), datapath.Hop{}); err != nil {
 					return err
 				}
+				e.hopWrites++
 				delete(l.hops, idx)
 			}
 		}

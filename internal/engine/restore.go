@@ -272,7 +272,7 @@ func (e *Engine) removeLeftovers(adoptEmpty bool) error {
 // journalIntents records, before the kernel is changed for next, the
 // entries the kernel will hold that the last snapshot does not: if the
 // daemon stops before next's snapshot, a restart removes them.
-func (e *Engine) journalIntents(prev, next *cube.Topology, cs *changeSet) error {
+func (e *Engine) journalIntents(prev, next *cube.Topology, cs *changeSet, d dirty) error {
 	var recs []state.Record
 	for name := range cs.changed {
 		c, l, old := next.Lookup(name), e.cubes[name], prev.Lookup(name)
@@ -285,13 +285,9 @@ func (e *Engine) journalIntents(prev, next *cube.Topology, cs *changeSet) error 
 		if _, ok := l.ctl.(cube.EntryWriter); !ok {
 			continue
 		}
-		for table, rows := range c.Tables {
-			before := old.Tables[table]
-			for key, raw := range rows {
-				if was, ok := before[key]; ok && string(was) == string(raw) {
-					continue
-				}
-				recs = append(recs, state.Record{Cube: name, Table: table, Key: key, Value: raw, Intent: true})
+		for _, r := range d.rowsOf(name, old, c) {
+			if raw, ok := c.Tables[r.Table][r.Key]; ok {
+				recs = append(recs, state.Record{Cube: name, Table: r.Table, Key: r.Key, Value: raw, Intent: true})
 			}
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
@@ -189,7 +188,7 @@ func BenchmarkChange(b *testing.B) {
 			}
 			for _, kind := range kinds {
 				b.Run(kind, func(b *testing.B) {
-					start, cpu := time.Now(), cpuTime()
+					start, cpu := time.Now(), nftest.CPUTime()
 					walls := make([]time.Duration, b.N)
 					for i := 0; i < b.N; i++ {
 						seq++ // b.Run runs this more than once: no change twice
@@ -199,7 +198,7 @@ func BenchmarkChange(b *testing.B) {
 						walls[i] = time.Since(at)
 					}
 					slices.Sort(walls)
-					c := cost{float64(time.Since(start).Microseconds()) / 1000 / float64(b.N), float64((cpuTime() - cpu).Microseconds()) / 1000 / float64(b.N),
+					c := cost{float64(time.Since(start).Microseconds()) / 1000 / float64(b.N), float64((nftest.CPUTime() - cpu).Microseconds()) / 1000 / float64(b.N),
 						float64(walls[b.N/2].Microseconds()) / 1000}
 					got[fmt.Sprintf("%d/%s", n, kind)] = c
 					b.ReportMetric(c.wall, "ms/change")
@@ -230,13 +229,6 @@ func BenchmarkChange(b *testing.B) {
 	if err := os.WriteFile(out, []byte(md), 0o644); err != nil {
 		b.Fatal(err)
 	}
-}
-
-// cpuTime is the CPU time the process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkEntryChange reports what adding one table entry costs when the

@@ -27,11 +27,33 @@ type chainRef struct {
 	cube.SliceChain
 }
 
-// chainIndex holds the slices of a topology that lead straight into cube
-// ports.
+// chainIndex holds the slices of the applied topology that lead straight
+// into cube ports, kept from one change to the next (applyTo): a change
+// looks at the slices it changed, not at every slice of its slicer.
 type chainIndex struct {
-	byEntry  map[string]chainRef          // "cube:port" → its slice
-	bySlicer map[string][]cube.SliceChain // slicer → its slices
+	byEntry  map[string]chainRef         // "cube:port" → its slice
+	bySlicer map[string]map[int]chainRef // slicer → slice id → the slice
+}
+
+func newChainIndex() *chainIndex {
+	return &chainIndex{byEntry: map[string]chainRef{}, bySlicer: map[string]map[int]chainRef{}}
+}
+
+// chainChange is what a change does to the index: the slices of its
+// changed slicers as they were (gone) and as they are (added), read as
+// one index over the applied one (entry, slice).
+type chainChange struct {
+	base        *chainIndex
+	gone, added []chainRef
+	entries     map[string]*chainRef         // by entry; nil: gone
+	ids         map[string]map[int]*chainRef // by slicer and id; nil: gone
+	// full are the slicers every slice of which the change plans: new,
+	// changed beyond their slices, or without a running program whose
+	// chain hops stand.
+	full map[string]bool
+	// check are the entries to check: those of the added slices and those
+	// that are ports of changed cubes.
+	check []string
 	// dup is the first entry two slices name (a conflict validate reports).
 	dup [2]chainRef
 }
@@ -52,91 +74,175 @@ func isSlicer(c *cube.Cube) bool {
 	return err == nil && typ.SliceChains != nil
 }
 
-// indexChains indexes the slices of the named cubes of t (all of t's
-// slicers must be among them).
-func indexChains(t *cube.Topology, names []string) *chainIndex {
-	idx := &chainIndex{byEntry: map[string]chainRef{}, bySlicer: map[string][]cube.SliceChain{}}
-	for _, name := range names {
-		c := t.Lookup(name)
-		if c == nil {
-			continue
-		}
-		list := sliceChainsOf(c)
-		if len(list) == 0 {
-			continue
-		}
-		idx.bySlicer[name] = list
-		for _, sc := range list {
-			ref := chainRef{slicer: name, SliceChain: sc}
-			if was, dup := idx.byEntry[sc.Entry]; dup && idx.dup[0].slicer == "" {
-				idx.dup = [2]chainRef{was, ref}
+// diffChains works out what next, prev with d's cubes changed, does to
+// base, prev's index. A slicer whose entries alone changed is read for
+// those entries only (dirty.rowsOf); running says whether a cube's
+// program is up, with the chain hops last written (a slicer that is not
+// has all of them planned).
+func diffChains(base *chainIndex, prev, next *cube.Topology, d dirty, running func(string) bool) *chainChange {
+	x := &chainChange{base: base, entries: map[string]*chainRef{}, ids: map[string]map[int]*chainRef{}, full: map[string]bool{}}
+	check := map[string]bool{}
+	for _, name := range d.cubes {
+		old, c := prev.Lookup(name), next.Lookup(name)
+		for _, v := range []*cube.Cube{old, c} {
+			if v != nil {
+				for _, p := range v.Ports {
+					check[name+":"+p.Name] = true
+				}
 			}
-			idx.byEntry[sc.Entry] = ref
 		}
-	}
-	return idx
-}
-
-// indexChainsAll indexes the slices of all of t's cubes.
-func indexChainsAll(t *cube.Topology) *chainIndex {
-	return indexChains(t, t.CubeNames())
-}
-
-// slicersOf names the cubes of next that are slicers: those of the applied
-// topology (e.slicers) still there, and the changed ones that are.
-func (e *Engine) slicersOf(next *cube.Topology, changed []string) []string {
-	set := map[string]bool{}
-	for name := range e.slicers {
-		if c := next.Lookup(name); c != nil && isSlicer(c) {
-			set[name] = true
+		if (old == nil || !isSlicer(old)) && (c == nil || !isSlicer(c)) {
+			continue
 		}
-	}
-	for _, name := range changed {
-		if c := next.Lookup(name); c != nil && isSlicer(c) {
-			set[name] = true
-		}
-	}
-	return sorted(set)
-}
-
-// chainsOf indexes next, a change of the applied topology whose changed
-// cubes are known.
-func (e *Engine) chainsOf(next *cube.Topology, changed []string) *chainIndex {
-	return indexChains(next, e.slicersOf(next, changed))
-}
-
-// noteSlicers keeps e.slicers, the slicers of the applied topology, up to
-// date with a change made.
-func (e *Engine) noteSlicers(next *cube.Topology, cs *changeSet) {
-	for name := range cs.changed {
-		if c := next.Lookup(name); c != nil && isSlicer(c) {
-			e.slicers[name] = true
+		var was, now []cube.SliceChain
+		if running(name) && entriesOnly(old, c) {
+			rows := d.rowsOf(name, old, c)
+			if len(rows) == 0 {
+				continue
+			}
+			was, now = sliceChainsOf(old.WithRows(rows)), sliceChainsOf(c.WithRows(rows))
 		} else {
-			delete(e.slicers, name)
+			x.full[name] = true
+			for _, id := range slices.Sorted(maps.Keys(base.bySlicer[name])) {
+				was = append(was, base.bySlicer[name][id].SliceChain)
+			}
+			if c != nil {
+				now = sliceChainsOf(c)
+			}
+		}
+		for _, sc := range was {
+			x.gone = append(x.gone, chainRef{name, sc})
+		}
+		for _, sc := range now {
+			x.added = append(x.added, chainRef{name, sc})
 		}
 	}
+	for _, ref := range x.gone {
+		x.entries[ref.Entry] = nil
+		x.byID(ref.slicer)[ref.ID] = nil
+	}
+	for _, ref := range x.added {
+		if was, taken := x.entry(ref.Entry); taken && x.dup[0].slicer == "" {
+			x.dup = [2]chainRef{was, ref}
+		}
+		x.entries[ref.Entry] = &ref
+		x.byID(ref.slicer)[ref.ID] = &ref
+		check[ref.Entry] = true
+	}
+	x.check = slices.Sorted(maps.Keys(check))
+	return x
+}
+
+// allChains indexes every slice of t that leads straight into a cube port
+// (a reconcile of the whole topology).
+func allChains(t *cube.Topology) *chainChange {
+	return diffChains(newChainIndex(), cube.NewTopology(), t, dirty{cubes: t.CubeNames()}, func(string) bool { return false })
+}
+
+func (x *chainChange) byID(slicer string) map[int]*chainRef {
+	m := x.ids[slicer]
+	if m == nil {
+		m = map[int]*chainRef{}
+		x.ids[slicer] = m
+	}
+	return m
+}
+
+// entry is the slice that leads into port point ("cube:port").
+func (x *chainChange) entry(point string) (chainRef, bool) {
+	if ref, ok := x.entries[point]; ok {
+		if ref == nil {
+			return chainRef{}, false
+		}
+		return *ref, true
+	}
+	ref, ok := x.base.byEntry[point]
+	return ref, ok
+}
+
+// slice is slicer's slice of that id.
+func (x *chainChange) slice(slicer string, id int) (chainRef, bool) {
+	if ref, ok := x.ids[slicer][id]; ok {
+		if ref == nil {
+			return chainRef{}, false
+		}
+		return *ref, true
+	}
+	ref, ok := x.base.bySlicer[slicer][id]
+	return ref, ok
+}
+
+// sliceIDs are the ids of slicer's slices, those the change put in
+// among them.
+func (x *chainChange) sliceIDs(slicer string) []int {
+	set := map[int]bool{}
+	for id := range x.base.bySlicer[slicer] {
+		set[id] = true
+	}
+	for id := range x.ids[slicer] {
+		set[id] = true
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// applyTo makes idx, the index of the topology the change was made to,
+// that of the topology it made.
+func (x *chainChange) applyTo(idx *chainIndex) {
+	for _, ref := range x.gone {
+		if idx.byEntry[ref.Entry] == ref {
+			delete(idx.byEntry, ref.Entry)
+		}
+		if m := idx.bySlicer[ref.slicer]; m[ref.ID] == ref {
+			delete(m, ref.ID)
+			if len(m) == 0 {
+				delete(idx.bySlicer, ref.slicer)
+			}
+		}
+	}
+	for _, ref := range x.added {
+		idx.byEntry[ref.Entry] = ref
+		if idx.bySlicer[ref.slicer] == nil {
+			idx.bySlicer[ref.slicer] = map[int]chainRef{}
+		}
+		idx.bySlicer[ref.slicer][ref.ID] = ref
+	}
+}
+
+// chainsOf is what next, a change of the applied topology whose changed
+// cubes are known, does to the applied topology's slices.
+func (e *Engine) chainsOf(next *cube.Topology, d dirty) *chainChange {
+	return diffChains(e.chains, e.topo, next, d, func(name string) bool {
+		l := e.cubes[name]
+		return l != nil && l.dc != nil && l.down == ""
+	})
 }
 
 // validate checks a change: the topology's own rules (cube.ValidateChanged),
 // then the links of slices straight into cube ports.
-func (e *Engine) validate(next *cube.Topology, changed []string) error {
-	if err := next.ValidateChanged(e.topo, changed, e.sys()); err != nil {
+func (e *Engine) validate(next *cube.Topology, d dirty) error {
+	if err := next.ValidateChanged(e.topo, d.cubes, e.sys()); err != nil {
 		return err
 	}
-	return checkChains(next, e.chainsOf(next, changed))
+	return checkChains(next, e.chainsOf(next, d))
 }
 
-// checkChains checks every slice that leads straight into a cube port.
+// checkChains checks the slices a change may have made wrong that lead
+// straight into a cube port: those it added or changed and those that
+// enter its changed cubes (the others are as they were, and so are their
+// entries).
 // What a tenant owns decides where its slices may lead: only into its own
 // cubes, so a slice never carries one tenant's traffic into another's
 // chain; and an entry has no other peer, so nothing else reaches the chain
 // that way or leaves it by the slice's way back.
-func checkChains(t *cube.Topology, idx *chainIndex) error {
-	if d := idx.dup; d[0].slicer != "" {
+func checkChains(t *cube.Topology, x *chainChange) error {
+	if d := x.dup; d[0].slicer != "" {
 		return cube.Conflict(chainField(d[1]), "%s is already slice %s's chain entry (slicer %s): an entry serves one slice", d[1].Entry, d[0].Slice, d[0].slicer)
 	}
-	for _, entry := range slices.Sorted(maps.Keys(idx.byEntry)) {
-		ref := idx.byEntry[entry]
+	for _, entry := range x.check {
+		ref, ok := x.entry(entry)
+		if !ok {
+			continue
+		}
 		field := chainField(ref)
 		ep, err := cube.ParseEndpoint(entry)
 		if err != nil || !ep.IsCube() {
@@ -171,12 +277,22 @@ func chainField(ref chainRef) string {
 	return fmt.Sprintf("cubes.%s.tables.slices[%s].chain", ref.slicer, ref.Slice)
 }
 
-// chainHops plans the hop into each of a slicer's slices' entries: the
-// entry cube's slot and port, with the transparent cubes attached at the
-// entry on the way in (the slice's capture point among them).
-func (pl *planner) chainHops(slicer string) (map[int]datapath.Hop, error) {
-	out := map[int]datapath.Hop{}
-	for _, sc := range pl.chains.bySlicer[slicer] {
+// chainHops plans the hops into slicer's slices' entries (ids nil: all
+// of them): the entry cube's slot and port, with the transparent cubes
+// attached at the entry on the way in (the slice's capture point among
+// them). A slice that is gone, or whose entry is not there, gets none
+// (the zero hop, which drops).
+func (pl *planner) chainHops(slicer string, ids []int) (map[int]datapath.Hop, error) {
+	if ids == nil {
+		ids = pl.chains.sliceIDs(slicer)
+	}
+	out := make(map[int]datapath.Hop, len(ids))
+	for _, id := range ids {
+		out[id] = datapath.Hop{}
+		sc, ok := pl.chains.slice(slicer, id)
+		if !ok {
+			continue
+		}
 		ep, err := cube.ParseEndpoint(sc.Entry)
 		if err != nil {
 			return nil, err
@@ -189,7 +305,7 @@ func (pl *planner) chainHops(slicer string) (map[int]datapath.Hop, error) {
 		if err != nil {
 			return nil, cube.Within("attachments."+sc.Entry, err)
 		}
-		out[sc.ID] = h
+		out[id] = h
 	}
 	return out, nil
 }
@@ -198,7 +314,7 @@ func (pl *planner) chainHops(slicer string) (map[int]datapath.Hop, error) {
 // into its slicer on the slice's virtual port, through the transparent
 // cubes attached at the entry on the way out.
 func (pl *planner) backHop(point string) (datapath.Hop, bool, error) {
-	ref, ok := pl.chains.byEntry[point]
+	ref, ok := pl.chains.entry(point)
 	if !ok {
 		return datapath.Hop{}, false, nil
 	}
@@ -206,8 +322,10 @@ func (pl *planner) backHop(point string) (datapath.Hop, bool, error) {
 	return h, true, err
 }
 
-// writeChainHops writes the hops into slices' chains that differ from
-// what was last written.
+// writeChainHops writes the planned hops into slices' chains that differ
+// from what was last written; a zero hop clears one. Where the plan has
+// every slice of a slicer (chainFull), the slices it does not name are
+// cleared too.
 func (e *Engine) writeChainHops(p *plan) error {
 	for name, hops := range p.chainHops {
 		l := e.cubes[name]
@@ -225,16 +343,25 @@ func (e *Engine) writeChainHops(p *plan) error {
 			if err := m.Update(uint32(id), h, ebpf.UpdateAny); err != nil {
 				return fmt.Errorf("cube %s slice %d: %w", name, id, err)
 			}
+			e.hopWrites++
 			return nil
 		}
 		for id, h := range hops {
-			if old, ok := l.chainHops[id]; ok && old == h {
+			old, ok := l.chainHops[id]
+			if ok && old == h || !ok && h == (datapath.Hop{}) {
 				continue
 			}
 			if err := put(id, h); err != nil {
 				return err
 			}
-			l.chainHops[id] = h
+			if h == (datapath.Hop{}) {
+				delete(l.chainHops, id)
+			} else {
+				l.chainHops[id] = h
+			}
+		}
+		if !p.chainFull[name] {
+			continue
 		}
 		for id := range l.chainHops {
 			if _, ok := hops[id]; !ok {

@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -56,6 +58,14 @@ func MustUpdate(t testing.TB, e *engine.Engine, fn func(*cube.Topology) error) {
 	if err := e.Update(fn); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// CPUTime is the CPU time (user and system) the process has used: what a
+// change costs, steadier than wall time on a shared machine.
+func CPUTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 type testWriter struct{ t testing.TB }
