@@ -127,7 +127,11 @@ type Case struct {
 	// ChangesSkb says the frame leaves with skb state changed that
 	// restoring its bytes does not put back: a VLAN tag pushed (it goes
 	// into the skb, not the frame), its protocol changed
-	// (bpf_skb_change_proto, which then refuses the restored frame). The
+	// (bpf_skb_change_proto, which then refuses the restored frame; a tag
+	// popped from the frame, after which the skb is IPv4 and the restored
+	// tag is not popped again), its header offsets moved or its
+	// encapsulation mark set (bpf_skb_adjust_room's decapsulation and
+	// encapsulation: the next takes the wrong bytes off, or is refused). The
 	// measurement's entry takes a tag off, a helper call that is not the
 	// cube's (10-16 ns under load), and cannot set the protocol back: at
 	// TC such a case is measured a run per call, each on a new skb, as

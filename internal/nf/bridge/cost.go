@@ -57,7 +57,7 @@ func costCases(holdout bool) []estimate.Case {
 		tagged := append(append(append([]byte{}, back[:12]...), 0x81, 0x00, 0x00, 0x0a), back[12:]...)
 		return []estimate.Case{
 			{Name: "unicast to a MAC learned on another port", Cube: learned, InPort: "p1", Frame: back, Warm: [][]byte{frame}, WarmPort: "p0"},
-			{Name: "unicast, trunk to access port (learned)", Cube: vlan.Clone(), InPort: "p1", Frame: tagged, Warm: [][]byte{frame}, WarmPort: "p0"},
+			{Name: "unicast, trunk to access port (learned)", Cube: vlan.Clone(), InPort: "p1", Frame: tagged, Warm: [][]byte{frame}, WarmPort: "p0", ChangesSkb: true},
 		}
 	}
 	return []estimate.Case{
