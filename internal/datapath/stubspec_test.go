@@ -2,8 +2,8 @@ package datapath
 
 import "testing"
 
-// What goes on an interface is the stub program alone, with its own hop
-// and counters and the shared maps it uses: not the injector or the copy
+// What goes on an interface is the stub program alone, with the interface
+// maps (every interface's hop and counters) and the shared maps it uses: not the injector or the copy
 // machine of the same object (each verified per interface before), and
 // not maps it does not use. Each caller gets its own copy.
 func TestStubSpecIsTheStubAlone(t *testing.T) {
@@ -15,7 +15,7 @@ func TestStubSpecIsTheStubAlone(t *testing.T) {
 		if len(spec.Programs) != 1 || spec.Programs[stubProgram] == nil {
 			t.Errorf("%s: programs %v, want %s alone", hook, keys(spec.Programs), stubProgram)
 		}
-		for _, m := range []string{MapPorts, MapStats, mapPanel, mapScratch} {
+		for _, m := range append([]string{mapPanel, mapScratch}, ifaceMapNames...) {
 			if spec.Maps[m] == nil {
 				t.Errorf("%s: map %s missing", hook, m)
 			}
