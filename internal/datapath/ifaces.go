@@ -256,20 +256,22 @@ func (s *ifaceSet) free(slot, ifindex uint32) error {
 func (d *Datapath) entry(s *ifaceSet, c *Program) (*ebpf.Program, error) {
 	id := progID(c.prog)
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if p := s.entries[id]; p != nil {
+	p := s.entries[id]
+	s.mu.Unlock()
+	if p != nil {
 		return p, nil
 	}
+	// verified outside the lock: other interfaces' attaches go on
 	p, err := d.loadEntry(c, s.maps)
 	if err != nil {
 		return nil, err
 	}
-	s.entries[id] = p
-	return p, nil
+	return s.adoptEntry(c, p), nil
 }
 
-// adoptEntry keeps prog, which an earlier start loaded for c over s's maps
-// (its record says so), as c's direct entry.
+// adoptEntry keeps prog, loaded for c over s's maps (by this start, or an
+// earlier one whose record says so), as c's direct entry, unless c has
+// one already; it returns the one kept.
 func (s *ifaceSet) adoptEntry(c *Program, prog *ebpf.Program) *ebpf.Program {
 	id := progID(c.prog)
 	s.mu.Lock()

@@ -213,6 +213,18 @@ func TestDirectEntryIsSharedByItsInterfaces(t *testing.T) {
 				t.Errorf("a frame on %s: port 0 rx %d→%d, port 2 rx %d→%d; want it on port 2", b,
 					before[0].RxPackets, after[0].RxPackets, before[2].RxPackets, after[2].RxPackets)
 			}
+			// a new hop into the same cube with the record of what a runs
+			// lost (a daemon stopped mid-attach): through the stub, back
+			// on the entry
+			if err := os.Remove(filepath.Join(root, "ifaces", a+"_"+string(hook)+"_ingress", "enf-attached")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := dp.AttachStub(a, ai, hook, datapath.Ingress, datapath.Hop{Kind: datapath.DstCube, Slot: 0, Port: 2}, c); err != nil {
+				t.Fatal(err)
+			}
+			if now := attached(t, root, a, hook); progID(t, now) != progID(t, pb) {
+				t.Errorf("%s runs program %d after its hop moved within the cube, want the entry %d", a, progID(t, now), progID(t, pb))
+			}
 		})
 	}
 }

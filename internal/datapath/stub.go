@@ -229,15 +229,17 @@ func (s *Stub) replace(l link.Link, prog *ebpf.Program, hop Hop) error {
 	if err != nil {
 		return fmt.Errorf("link: %w", err)
 	}
-	if s.set.isEntry(uint32(info.Program)) {
+	runs := uint32(info.Program)
+	if s.set.isEntry(runs) {
 		if err := l.Update(s.set.stub); err != nil {
 			return fmt.Errorf("update link: %w", err)
 		}
+		runs = progID(s.set.stub)
 	}
 	if err := s.SetHop(hop); err != nil {
 		return err
 	}
-	if uint32(info.Program) == progID(prog) {
+	if runs == progID(prog) {
 		return nil
 	}
 	if err := l.Update(prog); err != nil {
