@@ -176,18 +176,20 @@ func (s *ifaceSet) claimSlots(d *Datapath) error {
 			claimed[r.Slot] = true
 		}
 	}
-	hops := s.maps[mapIfHops]
+	keys, entries := make([]uint32, maxIfaces), make([]ifaceEntry, maxIfaces)
+	var cursor ebpf.MapBatchCursor
+	n, err := s.maps[mapIfHops].BatchLookup(&cursor, keys, entries, nil)
+	if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("read the interface slots: %w", err)
+	}
 	var errs []error
-	for slot := uint32(1); slot < maxIfaces; slot++ {
-		var e ifaceEntry
-		if err := hops.Lookup(slot, &e); err != nil {
-			return err
-		}
-		switch {
+	for i := range n {
+		switch slot := keys[i]; {
+		case slot == 0:
 		case claimed[slot]:
 			s.used[slot] = true
-		case e.Ifindex != 0:
-			errs = append(errs, s.free(slot, e.Ifindex))
+		case entries[i].Ifindex != 0:
+			errs = append(errs, s.free(slot, entries[i].Ifindex))
 		}
 	}
 	return errors.Join(errs...)

@@ -16,7 +16,7 @@ import (
 )
 
 // ifaceLab is a datapath and veths to attach interface programs to.
-func ifaceLab(t *testing.T) (*datapath.Datapath, string, *netlab.Lab) {
+func ifaceLab(t testing.TB) (*datapath.Datapath, string, *netlab.Lab) {
 	testenv.NeedRoot(t)
 	root := filepath.Join("/sys/fs/bpf", fmt.Sprintf("enfi-%d-%d", os.Getpid(), seq.Add(1)))
 	dp, err := datapath.Open(root)
