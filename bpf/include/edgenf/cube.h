@@ -36,9 +36,9 @@ static __always_inline void enf_md_start(ctx_t *ctx, struct edgenf_md *md)
  * to every interface that takes frames into the framework, and one direct
  * entry per cube and direction (below). Each finds its interface's hop by
  * the interface: enf_if_slot maps an ifindex (below EDGENF_MAX_IFINDEX; a
- * larger one is in enf_if_slot_hi, one hash lookup more) to the interface's
- * slot, whose enf_if_hops entry holds the hop and enf_if_stats the
- * counters. Slot 0 is never given out: an interface no slot was written for
+ * larger one is in enf_if_slot_hi, one hash lookup more, allocated as used)
+ * to the interface's slot, whose enf_if_hops entry holds the hop and
+ * enf_if_stats the counters. Slot 0 is never given out: an interface no slot was written for
  * reads slot 0, whose hop is empty, and its frames go on to Linux. Peering
  * an interface is therefore a map write and a link, not a program load. */
 #define EDGENF_MAX_IFINDEX 65536
@@ -61,6 +61,7 @@ struct edgenf_iface {
 	} enf_if_slot SEC(".maps");                               \
 	struct {                                                  \
 		__uint(type, BPF_MAP_TYPE_HASH);                  \
+		__uint(map_flags, BPF_F_NO_PREALLOC);             \
 		__uint(max_entries, EDGENF_MAX_IFACES);           \
 		__type(key, __u32);                               \
 		__type(value, __u32);                             \
