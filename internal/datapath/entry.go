@@ -30,8 +30,9 @@ func withoutEntry(spec *ebpf.CollectionSpec) *ebpf.CollectionSpec {
 }
 
 // entrySpec returns spec if its direct entry can stand in for the stub: it
-// has one, and no mutable globals (.data, .bss), which a second copy of the
-// program would not share with the first.
+// has one, reading the interface maps (ifaces.go), and no mutable globals
+// (.data, .bss), which a second copy of the program would not share with
+// the first.
 func entrySpec(spec *ebpf.CollectionSpec) *ebpf.CollectionSpec {
 	if spec == nil || spec.Programs[EntryName] == nil {
 		return nil
@@ -39,6 +40,11 @@ func entrySpec(spec *ebpf.CollectionSpec) *ebpf.CollectionSpec {
 	for name, ms := range spec.Maps {
 		if isSection(name) && ms.Flags&unix.BPF_F_RDONLY_PROG == 0 {
 			return nil
+		}
+	}
+	for _, n := range ifaceMapNames {
+		if spec.Maps[n] == nil {
+			return nil // built against an earlier cube.h: one entry per interface then
 		}
 	}
 	return spec

@@ -38,9 +38,6 @@ const (
 	// EDGENF_MAX_IFACES.
 	maxIfindex = 65536
 	maxIfaces  = 2048
-	// the shared stub program of a set and what it was loaded over
-	stubPin       = "stub"
-	stubRecordPin = "enf-stub"
 )
 
 var ifaceMapNames = []string{mapIfSlot, mapIfSlotHi, mapIfHops, mapIfStats}
@@ -104,7 +101,7 @@ func (d *Datapath) openIfaceSet(hook Hook, dir Direction) (*ifaceSet, error) {
 	s := &ifaceSet{d: d, hook: hook, dir: dir, pdir: pdir, maps: map[string]*ebpf.Map{}, reset: reset,
 		used: map[uint32]bool{}, entries: map[uint32]*ebpf.Program{}}
 	want := d.wantRecord(hook, nil)
-	if have, ok := readRecord(filepath.Join(pdir, stubRecordPin)); ok && have.Cube == 0 && len(reset) == 0 &&
+	if have, ok := readRecord(filepath.Join(pdir, attachedPin)); ok && have.Cube == 0 && len(reset) == 0 &&
 		have.Panel == want.Panel && have.Scratch == want.Scratch && have.Object == want.Object && want.Panel != 0 {
 		// an earlier start's stub, over the same framework maps: kept, so
 		// the interfaces that run it are adopted as they are
@@ -131,13 +128,13 @@ func (d *Datapath) openIfaceSet(hook Hook, dir Direction) (*ifaceSet, error) {
 			return nil, err
 		}
 	}
-	os.Remove(filepath.Join(pdir, stubRecordPin))
-	if err := repin(s.stub, filepath.Join(pdir, stubPin)); err != nil {
+	os.Remove(filepath.Join(pdir, attachedPin))
+	if err := repin(s.stub, filepath.Join(pdir, progPin)); err != nil {
 		s.close()
 		return nil, err
 	}
 	want.Prog = progID(s.stub)
-	if err := writeRecord(filepath.Join(pdir, stubRecordPin), want); err != nil {
+	if err := writeRecord(filepath.Join(pdir, attachedPin), want); err != nil {
 		s.close()
 		return nil, err
 	}
@@ -146,7 +143,7 @@ func (d *Datapath) openIfaceSet(hook Hook, dir Direction) (*ifaceSet, error) {
 
 // openPinned opens the pinned stub and maps of s.
 func (s *ifaceSet) openPinned() error {
-	p, err := ebpf.LoadPinnedProgram(filepath.Join(s.pdir, stubPin), nil)
+	p, err := ebpf.LoadPinnedProgram(filepath.Join(s.pdir, progPin), nil)
 	if err != nil {
 		return err
 	}

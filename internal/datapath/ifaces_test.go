@@ -349,3 +349,38 @@ func TestStartFreesSlotsNoRecordClaims(t *testing.T) {
 		t.Errorf("a frame on %s attached again: verdict %d, want its hop", a, v)
 	}
 }
+
+// A restart finds the shared stub and an interface on it as they were: the
+// attach writes the hop only (adopted), loads nothing and moves no link.
+func TestRestartAdoptsTheSharedStub(t *testing.T) {
+	for _, hook := range []datapath.Hook{datapath.XDP, datapath.TC} {
+		t.Run(string(hook), func(t *testing.T) {
+			dp, root, lab := ifaceLab(t)
+			a, ai := veth(t, lab, "ra", "rb")
+			hop := datapath.Hop{Kind: datapath.DstIface, Ifindex: 1}
+			if _, err := dp.AttachStub(a, ai, hook, datapath.Ingress, hop, nil); err != nil {
+				t.Fatal(err)
+			}
+			before := progID(t, attached(t, root, a, hook))
+			dp.Close()
+			again, err := datapath.Open(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer again.Close()
+			if !again.StubCurrent(a, ai, hook, datapath.Ingress, nil) {
+				t.Fatalf("after a restart %s does not run what an attach would put there", a)
+			}
+			s, err := again.AttachStub(a, ai, hook, datapath.Ingress, hop, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !s.Adopted {
+				t.Errorf("the attach after a restart was not an adoption")
+			}
+			if now := progID(t, attached(t, root, a, hook)); now != before {
+				t.Errorf("%s runs program %d after the restart, %d before", a, now, before)
+			}
+		})
+	}
+}
