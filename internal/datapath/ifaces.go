@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -41,6 +42,8 @@ const (
 )
 
 var ifaceMapNames = []string{mapIfSlot, mapIfSlotHi, mapIfHops, mapIfStats}
+
+func isIfaceMap(name string) bool { return slices.Contains(ifaceMapNames, name) }
 
 // ifaceEntry is struct edgenf_iface.
 type ifaceEntry struct {

@@ -43,3 +43,20 @@ func keys[V any](m map[string]V) []string {
 	}
 	return out
 }
+
+// The interface maps a cube object declares for its direct entry are the
+// framework's (replaced at load): a tenant's kernel memory quota does not
+// pay for them.
+func TestInterfaceMapsAreNotTheCubes(t *testing.T) {
+	spec, err := parseStubSpec(XDP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := PreallocBytes(spec)
+	for _, n := range ifaceMapNames {
+		delete(spec.Maps, n)
+	}
+	if want := PreallocBytes(spec); got != want {
+		t.Fatalf("%d bytes counted with the interface maps, %d without", got, want)
+	}
+}
