@@ -141,12 +141,10 @@ func setupChainTap(e *scenario.Env, hook datapath.Hook, total, chain int, tap fu
 		return nil, err
 	}
 	t1 := time.Now()
-	st, err := d.AttachStub(p.A1, p.A1Idx, hook, datapath.Ingress, in, entry)
-	if err != nil {
+	if _, err := d.AttachStub(p.A1, p.A1Idx, hook, datapath.Ingress, in, entry); err != nil {
 		return nil, err
 	}
 	peered := time.Since(t1)
-	e.Defer(st.Close)
 	t := p.Topology(p.B1MAC)
 	t.Info["hook"] = string(hook)
 	// what peering a cube with an interface costs the datapath: the

@@ -203,11 +203,9 @@ func setupSlices(e *scenario.Env, hook datapath.Hook, n, chainLen int, chains bo
 		return nil, err
 	}
 	defer entry.Close()
-	st, err := d.AttachStub(p.A1, p.A1Idx, hook, datapath.Ingress, in, entry)
-	if err != nil {
+	if _, err := d.AttachStub(p.A1, p.A1Idx, hook, datapath.Ingress, in, entry); err != nil {
 		return nil, err
 	}
-	e.Defer(st.Close)
 	t := p.Topology(p.B1MAC)
 	t.Info["hook"] = string(hook)
 	t.Info["cubes"] = fmt.Sprintf("%d (%d slices, %d-cube chains)", slot, n, chainLen)

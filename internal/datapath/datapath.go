@@ -24,7 +24,7 @@ const (
 	mapCopyRing = "enf_copy_ring"
 	mapCopyCPU  = "enf_copy_cpu"
 	mapCopyDevs = "enf_copy_devs"
-	// MapPorts and MapStats exist once per cube and once per interface stub.
+	// MapPorts and MapStats exist once per cube.
 	MapPorts = "enf_ports"
 	MapStats = "enf_stats"
 	MapFlood = "enf_flood_map"
@@ -71,9 +71,11 @@ type Datapath struct {
 	sharedIDs map[ebpf.MapID]string
 	renewed   []MapReset
 	renewing  bool // at this start, or one cut short (set-aside pins)
-	// the stub directories whose pinned maps were checked (stubupgrade.go)
-	stubsMu      sync.Mutex
-	stubsChecked map[string]bool
+	// the interface programs and their maps, by hook and direction
+	// (ifaces.go)
+	setsMu  sync.Mutex
+	sets    map[string]*ifaceSet
+	stubsMu sync.Mutex
 	// stubDirs serialise what is done to one interface program: a change
 	// may prepare one (PrepareStub) while another attaches it.
 	stubDirs map[string]*sync.Mutex
@@ -110,7 +112,7 @@ func open(root string, shared map[string]*ebpf.MapSpec) (*Datapath, error) {
 	}
 	d := &Datapath{root: root, panels: map[Hook]*ebpf.Map{}, classicTC: classic, owners: map[Hook]*ebpf.Map{},
 		callers: map[Hook]map[uint32]map[peerRef]bool{XDP: {}, TC: {}},
-		entered: map[Hook]map[peerRef]uint32{XDP: {}, TC: {}}, sharedIDs: map[ebpf.MapID]string{}, stubsChecked: map[string]bool{}, stubDirs: map[string]*sync.Mutex{}}
+		entered: map[Hook]map[peerRef]uint32{XDP: {}, TC: {}}, sharedIDs: map[ebpf.MapID]string{}, sets: map[string]*ifaceSet{}, stubDirs: map[string]*sync.Mutex{}}
 	if err := d.renewShared(shared); err != nil { // framework.go
 		d.Close()
 		return nil, err
@@ -188,6 +190,12 @@ func (d *Datapath) Close() {
 		m.Close()
 	}
 	d.closeVacants()
+	d.setsMu.Lock()
+	for _, s := range d.sets {
+		s.close()
+	}
+	clear(d.sets)
+	d.setsMu.Unlock()
 	d.copierMu.Lock()
 	if d.copier != nil {
 		d.copier.Close()

@@ -163,7 +163,7 @@ func rx(t *testing.T, c *datapath.Program) uint64 {
 	return st[0].RxPackets
 }
 
-func pfSpec(t *testing.T, hook datapath.Hook) *ebpf.CollectionSpec {
+func pfSpec(t testing.TB, hook datapath.Hook) *ebpf.CollectionSpec {
 	obj, _ := portfwd.Type.Object(hook)
 	spec, err := datapath.LoadSpec(obj)
 	if err != nil {

@@ -9,7 +9,8 @@ import (
 // maps the kernel preallocates (all but those created with
 // BPF_F_NO_PREALLOC; LRU maps always are). LPM tries and unpreallocated
 // hash maps grow with their entries, which the entry quota bounds; the
-// framework's shared maps are not the cube's. The figures follow the
+// framework's shared maps, and the interface maps the direct entry reads
+// (the framework's too: ifaces.go), are not the cube's. The figures follow the
 // kernel's allocators (8-byte rounded keys and values, a 48-byte element
 // header in hash maps, one value per possible CPU in per-CPU maps), close
 // to what `bpftool map` reports as memlock.
@@ -20,7 +21,7 @@ func PreallocBytes(spec *ebpf.CollectionSpec) uint64 {
 	}
 	var total uint64
 	for name, m := range spec.Maps {
-		if isShared(name) {
+		if isShared(name) || isIfaceMap(name) {
 			continue
 		}
 		total += mapBytes(m, uint64(cpus))

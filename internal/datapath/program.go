@@ -286,6 +286,9 @@ func (c *Program) ResetStats() error {
 
 // Close releases this process's handles; the cube keeps running.
 func (c *Program) Close() {
+	if c.d != nil {
+		c.d.dropEntries(c)
+	}
 	if c.prog != nil {
 		c.prog.Close()
 	}

@@ -23,13 +23,15 @@ const linkPin = "link"
 
 // Stub is the framework program on one direction of a Linux interface: it
 // starts the hop of frames entering (or, TC only, leaving) the interface.
+// The program is shared (ifaces.go); the interface's own part is its slot.
 type Stub struct {
-	Ifname string
-	Hook   Hook
-	Dir    Direction
-	dir    string
-	ports  *ebpf.Map
-	stats  *ebpf.Map
+	Ifname  string
+	Hook    Hook
+	Dir     Direction
+	dir     string
+	set     *ifaceSet
+	slot    uint32
+	ifindex uint32
 	// Reset: pinned maps of an earlier release this attach replaced,
 	// their layout changed (stubupgrade.go)
 	Reset []MapReset
@@ -75,73 +77,50 @@ func (d *Datapath) AttachStub(ifname string, ifindex int, hook Hook, dir Directi
 	if hook == XDP && dir == Egress {
 		return nil, errors.New("XDP has no egress hook: use hook tc for egress processing")
 	}
+	if ifindex <= 0 {
+		return nil, fmt.Errorf("interface %s: no ifindex", ifname)
+	}
 	sdir := d.stubDir(ifname, hook, dir)
 	defer d.lockStubDir(sdir)()
 	if err := os.MkdirAll(sdir, 0o700); err != nil {
 		return nil, err
 	}
-	spec, err := stubSpec(hook)
-	if err != nil {
-		return nil, err
-	}
-	reset, restore, drop, err := d.renewStubMaps(sdir, spec)
+	set, err := d.ifaceSet(hook, dir)
 	if err != nil {
 		return nil, fmt.Errorf("stub for %s: %w", ifname, err)
 	}
-	s := &Stub{Ifname: ifname, Hook: hook, Dir: dir, dir: sdir, Reset: reset}
-	if len(reset) == 0 && !(hook == TC && d.classicTC) {
+	s := &Stub{Ifname: ifname, Hook: hook, Dir: dir, dir: sdir, set: set, ifindex: uint32(ifindex), Reset: set.takeReset()}
+	if !(hook == TC && d.classicTC) {
 		adopted, err := d.adoptStub(s, ifindex, hop, direct)
-		if err != nil {
-			restore()
-			return nil, err
-		}
-		if adopted {
-			drop()
-			return s, nil
+		if err != nil || adopted {
+			return s, err
 		}
 	}
-	coll, err := d.loadCollection(spec, hook, sdir, nil, nil)
-	if err != nil {
-		restore()
-		return nil, fmt.Errorf("load stub for %s: %w", ifname, err)
-	}
-	drop()
-	defer coll.Close()
-	if s.ports, err = coll.Maps[MapPorts].Clone(); err != nil {
-		return nil, err
-	}
-	if s.stats, err = coll.Maps[MapStats].Clone(); err != nil {
-		s.Close()
-		return nil, err
-	}
-	stub, prog := coll.Programs[stubProgram], coll.Programs[stubProgram]
+	prog := set.stub
 	if direct != nil {
-		if prog, err = d.entryProgram(direct, s); err != nil {
-			s.Close()
+		if prog, err = d.entry(set, direct); err != nil {
 			return nil, err
 		}
-		defer prog.Close()
 	}
 	if hook == XDP {
 		// copies the XDP programs record are made behind them (copier.go)
 		if err := d.attachCopier(sdir, ifindex); err != nil {
-			s.Close()
 			return nil, fmt.Errorf("%s: %w", ifname, err)
 		}
 	}
+	if err := s.takeSlot(); err != nil {
+		return nil, fmt.Errorf("%s: %w", ifname, err)
+	}
 	if hook == TC && d.classicTC {
-		if err := d.attachStubClassic(s, ifindex, stub, prog, hop); err != nil {
-			s.Close()
+		if err := d.attachStubClassic(s, ifindex, set.stub, prog, hop); err != nil {
 			return nil, fmt.Errorf("attach to %s: %w", ifname, err)
 		}
-		return s, nil
+		return s, recordAttached(sdir, s.record(hook, direct, prog))
 	}
 	if err := clearAttached(sdir); err != nil {
-		s.Close()
 		return nil, err
 	}
-	record := d.wantRecord(hook, direct)
-	record.Prog = progID(prog)
+	record := s.record(hook, direct, prog)
 	lpath := filepath.Join(sdir, linkPin)
 	if l, err := link.LoadPinnedLink(lpath, nil); err == nil && !linkedTo(l, ifindex) {
 		// the link of an interface of the same name that is gone (a
@@ -151,35 +130,77 @@ func (d *Datapath) AttachStub(ifname string, ifindex int, hook Hook, dir Directi
 		l.Close()
 	} else if err == nil {
 		defer l.Close()
-		if err := s.replace(l, stub, prog, hop); err != nil {
-			s.Close()
+		if err := s.replace(l, prog, hop); err != nil {
 			return nil, fmt.Errorf("%s: %w", ifname, err)
 		}
+		dropOwnMaps(sdir)
 		// unrecorded, the next start attaches again: no worse
 		recordAttached(sdir, record)
 		return s, nil
 	}
 	if err := s.SetHop(hop); err != nil {
-		s.Close()
+		s.release()
 		return nil, err
 	}
 	l, err := attach(prog, ifindex, hook, dir)
 	if err != nil {
-		s.Close()
+		s.release()
 		d.detachCopier(sdir)
 		os.RemoveAll(sdir)
 		return nil, fmt.Errorf("attach to %s: %w", ifname, err)
 	}
 	defer l.Close()
 	if err := l.Pin(lpath); err != nil {
-		s.Close()
 		return nil, err
 	}
 	if hook == TC { // a classic filter an earlier daemon left
 		d.detachStubClassic(ifname, hook, dir)
 	}
+	dropOwnMaps(sdir)
 	recordAttached(sdir, record)
 	return s, nil
+}
+
+// takeSlot gives s its interface's slot: the one its record names if that
+// slot is still written for this interface, else a free one (the slot of
+// an interface of the same name that is gone is freed).
+func (s *Stub) takeSlot() error {
+	if s.slot != 0 {
+		return nil
+	}
+	if r, ok := readAttached(s.dir); ok && r.Slot != 0 {
+		if r.Ifindex == s.ifindex && s.set.holds(r.Slot, s.ifindex) {
+			s.slot = r.Slot
+			return nil
+		}
+		if s.set.holds(r.Slot, r.Ifindex) {
+			if err := s.set.free(r.Slot, r.Ifindex); err != nil {
+				return err
+			}
+		}
+	}
+	slot, err := s.set.take()
+	if err != nil {
+		return err
+	}
+	s.slot = slot
+	return nil
+}
+
+// release frees the slot of an attach that failed.
+func (s *Stub) release() {
+	if s.slot != 0 {
+		s.set.free(s.slot, s.ifindex)
+		s.slot = 0
+	}
+}
+
+// dropOwnMaps removes the hop and counters an earlier release's stub
+// pinned beside its link, one stub program per interface then: the link
+// no longer runs it.
+func dropOwnMaps(sdir string) {
+	os.Remove(filepath.Join(sdir, MapPorts))
+	os.Remove(filepath.Join(sdir, MapStats))
 }
 
 // linkedTo says whether a pinned XDP or TCX link is attached to interface
@@ -198,25 +219,27 @@ func linkedTo(l link.Link, ifindex int) bool {
 	return false
 }
 
-// replace switches an attached link to prog with hop: the link runs the plain
-// stub, which follows any hop, while the hop changes.
-func (s *Stub) replace(l link.Link, stub, prog *ebpf.Program, hop Hop) error {
-	if s.hopRenewed() {
-		if err := s.SetHop(hop); err != nil {
-			return err
-		}
-		if err := l.Update(prog); err != nil {
+// replace switches an attached link to prog with hop. A direct entry
+// serves only hops that start with its cube, so a link that runs one goes
+// to the plain stub, which follows any hop, while the hop changes; a link
+// that runs the stub, or a program over other maps (an earlier release's),
+// takes the hop first.
+func (s *Stub) replace(l link.Link, prog *ebpf.Program, hop Hop) error {
+	info, err := l.Info()
+	if err != nil {
+		return fmt.Errorf("link: %w", err)
+	}
+	runs := uint32(info.Program)
+	if s.set.isEntry(runs) {
+		if err := l.Update(s.set.stub); err != nil {
 			return fmt.Errorf("update link: %w", err)
 		}
-		return nil
-	}
-	if err := l.Update(stub); err != nil {
-		return fmt.Errorf("update link: %w", err)
+		runs = progID(s.set.stub)
 	}
 	if err := s.SetHop(hop); err != nil {
 		return err
 	}
-	if prog == stub {
+	if runs == progID(prog) {
 		return nil
 	}
 	if err := l.Update(prog); err != nil {
@@ -250,25 +273,19 @@ func attach(p *ebpf.Program, ifindex int, hook Hook, dir Direction) (link.Link, 
 }
 
 // SetHop changes where the stub sends frames.
-func (s *Stub) SetHop(h Hop) error { return s.ports.Update(uint32(0), h, ebpf.UpdateAny) }
+func (s *Stub) SetHop(h Hop) error { return s.set.write(s.slot, s.ifindex, h) }
 
 // Stats counts the frames the stub has taken into the framework.
 func (s *Stub) Stats() (Stats, error) {
-	st, err := readStats(s.stats, 1)
-	if err != nil {
+	var percpu []Stats
+	if err := s.set.maps[mapIfStats].Lookup(s.slot, &percpu); err != nil {
 		return Stats{}, err
 	}
-	return st[0], nil
-}
-
-// Close releases this process's handles; the stub stays attached.
-func (s *Stub) Close() {
-	if s.ports != nil {
-		s.ports.Close()
+	var st Stats
+	for _, c := range percpu {
+		st.Add(c)
 	}
-	if s.stats != nil {
-		s.stats.Close()
-	}
+	return st, nil
 }
 
 // DetachStub removes the stub from the interface (if still there) and its pins.
@@ -307,6 +324,9 @@ func (d *Datapath) DetachStub(ifname string, hook Hook, dir Direction) error {
 	if l, err := link.LoadPinnedLink(lpath, nil); err == nil {
 		l.Unpin()
 		l.Close()
+	}
+	if err := d.freeSlot(sdir, hook, dir); err != nil {
+		return err
 	}
 	d.detachCopier(sdir)
 	if err := d.detachStubClassic(ifname, hook, dir); err != nil {

@@ -25,15 +25,19 @@ const attachedPin = "enf-attached"
 
 // attachRecord says what an interface's link runs: the program, the cube
 // whose direct entry it is (0: the stub), the framework maps it was loaded
-// over and the stub object it was loaded with. All of it must be what the
-// attaching daemon would load for the link to be adopted: the cube's
+// over, the interface maps (Hops: their enf_if_hops) and the stub object it
+// was loaded with, and the interface's slot in them. All of it must be what
+// the attaching daemon would load for the link to be adopted: the cube's
 // program id is the same only when the engine adopted the cube (same
-// object, same configuration), the panel's and scratch map's only when no
-// renewal of the framework's maps came in between.
+// object, same configuration), the maps' only when no renewal came in
+// between. The shared stub's own record (ifaces.go) has no cube and slot.
 type attachRecord struct {
-	Prog, Cube, Panel, Scratch uint32
-	Object                     [32]byte
+	Prog, Cube, Panel, Scratch, Hops uint32
+	Slot, Ifindex                    uint32
+	Object                           [32]byte
 }
+
+const attachRecordSize = 60
 
 var stubDigest = struct {
 	sync.Once
@@ -70,7 +74,7 @@ func mapID(m *ebpf.Map) uint32 {
 }
 
 // wantRecord is what an attach of prog (direct: the cube whose entry it
-// is) records, prog's id left for the caller.
+// is) records, prog's id, hop maps and slot left for the caller.
 func (d *Datapath) wantRecord(hook Hook, direct *Program) attachRecord {
 	r := attachRecord{Panel: mapID(d.panels[hook]), Scratch: mapID(d.scratch), Object: stubObjectDigest(hook)}
 	if direct != nil {
@@ -79,9 +83,24 @@ func (d *Datapath) wantRecord(hook Hook, direct *Program) attachRecord {
 	return r
 }
 
+// record is what s's attach of prog (direct: the cube whose entry) records.
+func (s *Stub) record(hook Hook, direct *Program, prog *ebpf.Program) attachRecord {
+	r := s.set.d.wantRecord(hook, direct)
+	r.Prog, r.Hops, r.Slot, r.Ifindex = progID(prog), mapID(s.set.maps[mapIfHops]), s.slot, s.ifindex
+	return r
+}
+
 // recordAttached pins r beside the link of sdir.
 func recordAttached(sdir string, r attachRecord) error {
-	m, err := ebpf.NewMap(&ebpf.MapSpec{Name: "enf_attached", Type: ebpf.Array, KeySize: 4, ValueSize: 48, MaxEntries: 1})
+	if err := clearAttached(sdir); err != nil {
+		return err
+	}
+	return writeRecord(filepath.Join(sdir, attachedPin), r)
+}
+
+// writeRecord pins r at path.
+func writeRecord(path string, r attachRecord) error {
+	m, err := ebpf.NewMap(&ebpf.MapSpec{Name: "enf_attached", Type: ebpf.Array, KeySize: 4, ValueSize: attachRecordSize, MaxEntries: 1})
 	if err != nil {
 		return err
 	}
@@ -89,10 +108,7 @@ func recordAttached(sdir string, r attachRecord) error {
 	if err := m.Put(uint32(0), r); err != nil {
 		return err
 	}
-	if err := clearAttached(sdir); err != nil {
-		return err
-	}
-	return m.Pin(filepath.Join(sdir, attachedPin))
+	return m.Pin(path)
 }
 
 // clearAttached removes the record before the link changes: a daemon
@@ -105,13 +121,19 @@ func clearAttached(sdir string) error {
 }
 
 func readAttached(sdir string) (attachRecord, bool) {
+	return readRecord(filepath.Join(sdir, attachedPin))
+}
+
+// readRecord reads the record pinned at path; an earlier release's (of
+// another size) reads as none.
+func readRecord(path string) (attachRecord, bool) {
 	var r attachRecord
-	m, err := ebpf.LoadPinnedMap(filepath.Join(sdir, attachedPin), nil)
+	m, err := ebpf.LoadPinnedMap(path, nil)
 	if err != nil {
 		return r, false
 	}
 	defer m.Close()
-	if m.ValueSize() != 48 || m.Lookup(uint32(0), &r) != nil {
+	if m.ValueSize() != attachRecordSize || m.Lookup(uint32(0), &r) != nil {
 		return r, false
 	}
 	return r, true
@@ -119,24 +141,26 @@ func readAttached(sdir string) (attachRecord, bool) {
 
 // runsRecorded says whether the link pinned in sdir is on ifindex and
 // runs, by the record beside it, what an attach of direct's entry (nil:
-// the stub) at hook would put there.
-func (d *Datapath) runsRecorded(sdir string, ifindex int, hook Hook, direct *Program) bool {
+// the stub) at hook would put there over set's maps; it returns the
+// record.
+func (d *Datapath) runsRecorded(sdir string, ifindex int, set *ifaceSet, direct *Program) (attachRecord, bool) {
 	have, ok := readAttached(sdir)
 	if !ok {
-		return false
+		return have, false
 	}
-	want := d.wantRecord(hook, direct)
-	want.Prog = have.Prog
-	if have != want || want.Panel == 0 || want.Scratch == 0 || direct != nil && want.Cube == 0 {
-		return false
+	want := d.wantRecord(set.hook, direct)
+	want.Prog, want.Slot, want.Ifindex, want.Hops = have.Prog, have.Slot, uint32(ifindex), mapID(set.maps[mapIfHops])
+	if have != want || want.Panel == 0 || want.Scratch == 0 || direct != nil && want.Cube == 0 ||
+		direct == nil && have.Prog != progID(set.stub) || !set.holds(have.Slot, have.Ifindex) {
+		return have, false
 	}
 	l, err := link.LoadPinnedLink(filepath.Join(sdir, linkPin), nil)
 	if err != nil {
-		return false
+		return have, false
 	}
 	defer l.Close()
 	info, err := l.Info()
-	return err == nil && uint32(info.Program) == have.Prog && linkedTo(l, ifindex)
+	return have, err == nil && uint32(info.Program) == have.Prog && linkedTo(l, ifindex)
 }
 
 // StubCurrent reports whether the interface runs, as an earlier attach
@@ -144,35 +168,38 @@ func (d *Datapath) runsRecorded(sdir string, ifindex int, hook Hook, direct *Pro
 // entry): that attach then writes the hop only, and what goes with the
 // program (the far end's checksum setting) is in place already.
 func (d *Datapath) StubCurrent(ifname string, ifindex int, hook Hook, dir Direction, direct *Program) bool {
-	return d.runsRecorded(d.stubDir(ifname, hook, dir), ifindex, hook, direct)
+	set, err := d.ifaceSet(hook, dir)
+	if err != nil {
+		return false
+	}
+	_, ok := d.runsRecorded(d.stubDir(ifname, hook, dir), ifindex, set, direct)
+	return ok
 }
 
 // adoptStub takes over the link pinned in s's directory if it is on
 // ifindex and runs what this attach would put there: then only the hop is
-// written, and s gets the pinned hop and counters. It reports false when
-// the interface needs an attach.
+// written into the interface's slot. A direct entry so adopted becomes its
+// cube's for the interfaces attached later. It reports false when the
+// interface needs an attach.
 func (d *Datapath) adoptStub(s *Stub, ifindex int, hop Hop, direct *Program) (bool, error) {
-	if !d.runsRecorded(s.dir, ifindex, s.Hook, direct) {
+	r, ok := d.runsRecorded(s.dir, ifindex, s.set, direct)
+	if !ok {
 		return false, nil
 	}
-	ports, err := ebpf.LoadPinnedMap(filepath.Join(s.dir, MapPorts), nil)
-	if err != nil {
-		return false, nil
+	if direct != nil {
+		prog, err := ebpf.NewProgramFromID(ebpf.ProgramID(r.Prog))
+		if err != nil {
+			return false, nil
+		}
+		s.set.adoptEntry(direct, prog)
 	}
-	stats, err := ebpf.LoadPinnedMap(filepath.Join(s.dir, MapStats), nil)
-	if err != nil {
-		ports.Close()
-		return false, nil
-	}
-	s.ports, s.stats = ports, stats
+	s.slot = r.Slot
 	if s.Hook == XDP {
 		if err := d.attachCopier(s.dir, ifindex); err != nil {
-			s.Close()
 			return false, fmt.Errorf("%s: %w", s.Ifname, err)
 		}
 	}
 	if err := s.SetHop(hop); err != nil {
-		s.Close()
 		return false, err
 	}
 	s.Adopted = true
@@ -200,12 +227,8 @@ func (d *Datapath) PrepareStub(ifname string, ifindex int, hook Hook, dir Direct
 	if _, err := os.Stat(filepath.Join(d.stubDir(ifname, hook, dir), linkPin)); err == nil {
 		return nil
 	}
-	s, err := d.AttachStub(ifname, ifindex, hook, dir, Hop{}, direct)
-	if err != nil {
-		return err
-	}
-	s.Close()
-	return nil
+	_, err := d.AttachStub(ifname, ifindex, hook, dir, Hop{}, direct)
+	return err
 }
 
 // lockStubDir holds sdir's interface program for the caller until unlock.

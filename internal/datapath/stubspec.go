@@ -63,7 +63,7 @@ func parseStubSpec(hook Hook) (*ebpf.CollectionSpec, error) {
 			used[r] = true
 		}
 	}
-	for _, n := range []string{MapPorts, MapStats} {
+	for _, n := range ifaceMapNames {
 		if !used[n] {
 			return nil, fmt.Errorf("%s stub program does not use map %s", hook, n)
 		}

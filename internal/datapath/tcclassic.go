@@ -224,7 +224,7 @@ func (d *Datapath) attachStubClassic(s *Stub, ifindex int, stub, prog *ebpf.Prog
 	if err != nil {
 		return err
 	}
-	if cur != nil && !s.hopRenewed() {
+	if cur != nil {
 		if err := d.attachClassic(ifindex, s.Dir, roleStub, stub); err != nil {
 			return err
 		}
@@ -232,13 +232,14 @@ func (d *Datapath) attachStubClassic(s *Stub, ifindex int, stub, prog *ebpf.Prog
 	if err := s.SetHop(hop); err != nil {
 		return err
 	}
-	if cur == nil || prog != stub || s.hopRenewed() {
+	if cur == nil || prog != stub {
 		if err := d.attachClassic(ifindex, s.Dir, roleStub, prog); err != nil {
 			return err
 		}
 	}
 	// a TCX link an earlier daemon (attaching the TCX way) left
 	dropPinnedLink(filepath.Join(s.dir, linkPin))
+	dropOwnMaps(s.dir)
 	return nil
 }
 

@@ -101,9 +101,10 @@ func (d *Datapath) SetMetadata(md Metadata) error {
 
 // Entry loads the program a frame arriving on a peered interface runs first,
 // unattached, starting the given hop: the framework's ingress stub, or with
-// direct the direct entry of that cube (the hop must start with it). For
-// tests and benchmarks (each run resets the metadata as real traffic does).
-// The caller closes the program.
+// direct the direct entry of that cube (the hop must start with it). The hop
+// is the loopback interface's (ifindex 1), where BPF_PROG_TEST_RUN puts a
+// frame given no interface. For tests and benchmarks (each run resets the
+// metadata as real traffic does). The caller closes the program.
 func (d *Datapath) Entry(hook Hook, hop Hop, direct *Program) (*ebpf.Program, error) {
 	spec, err := stubSpec(hook)
 	if err != nil {
@@ -123,12 +124,16 @@ func (d *Datapath) Entry(hook Hook, hop Hop, direct *Program) (*ebpf.Program, er
 		return nil, err
 	}
 	defer coll.Close()
-	stub := &Stub{ports: coll.Maps[MapPorts], stats: coll.Maps[MapStats]}
-	if err := stub.SetHop(hop); err != nil {
+	set := &ifaceSet{maps: map[string]*ebpf.Map{}}
+	for _, n := range ifaceMapNames {
+		set.maps[n] = coll.Maps[n]
+	}
+	const lo = 1
+	if err := set.write(1, lo, hop); err != nil {
 		return nil, err
 	}
 	if direct != nil {
-		return d.entryProgram(direct, stub)
+		return d.loadEntry(direct, set.maps)
 	}
 	return coll.Programs[stubProgram].Clone()
 }

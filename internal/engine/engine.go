@@ -317,9 +317,6 @@ func (e *Engine) Close() {
 		dropDups(l)
 		l.dc.Close()
 	}
-	for _, s := range e.stubs {
-		s.Close()
-	}
 	e.cubes = map[string]*live{}
 	e.bySlot = map[uint32]*live{}
 	e.stubs = map[StubKey]*datapath.Stub{}

@@ -380,9 +380,6 @@ func (e *Engine) reconcileStubs(p *plan, cs *changeSet, adopt bool) error {
 			}
 			return cube.Errorf("peer", "interface %s: %v", k.Iface, err)
 		}
-		if ok {
-			s.Close()
-		}
 		e.logStubReset(k, ns) // upgrade.go
 		if ns.Adopted && adopt {
 			e.started.InterfacesAdopted++
@@ -390,7 +387,6 @@ func (e *Engine) reconcileStubs(p *plan, cs *changeSet, adopt bool) error {
 		e.stubs[k], e.stubHops[k], e.stubEntry[k] = ns, h, direct
 	}
 	for _, k := range e.stubsOf(cs) {
-		s := e.stubs[k]
 		if _, keep := p.stubs[k]; keep {
 			continue
 		}
@@ -398,7 +394,6 @@ func (e *Engine) reconcileStubs(p *plan, cs *changeSet, adopt bool) error {
 			return err
 		}
 		clear(e.redirectReady) // its peer may have relied on it
-		s.Close()
 		delete(e.stubs, k)
 		delete(e.stubHops, k)
 		delete(e.stubEntry, k)

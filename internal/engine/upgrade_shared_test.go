@@ -280,35 +280,35 @@ func TestUpgradeOverFrameworkMapsOfAnotherLayout(t *testing.T) {
 	}
 }
 
-// TestUpgradeOverInterfaceMapsOfAnotherLayout: an interface program's own
-// maps pinned by an earlier release with another layout (its counters
-// longer, its hop of the same size laid out differently) are replaced at
-// attach, the log names each; the hop is written into the new map before
-// the link moves, and traffic flows at both hooks. A map the current stub
-// no longer uses is removed, said, and not counted as a reset.
+// TestUpgradeOverInterfaceMapsOfAnotherLayout: the interface programs'
+// maps pinned by an earlier release with another layout (the counters
+// longer, the hops of the same size laid out differently) are replaced
+// when the first interface is attached, the log names each; each
+// interface's hop is written into the new map before its link moves, and
+// traffic flows at both hooks. A map the current stub no longer uses is
+// removed, said, and not counted as a reset.
 func TestUpgradeOverInterfaceMapsOfAnotherLayout(t *testing.T) {
 	for i, hook := range []datapath.Hook{datapath.XDP, datapath.TC} {
 		t.Run(string(hook), func(t *testing.T) {
 			cfg := restartable(t)
 			e := openAt(t, cfg)
 			net := fmt.Sprintf("198.18.%d", 42+i)
-			a, _, va, vb := twoHostsThroughTwoCubes(t, e, hook, net)
+			a, _, _, vb := twoHostsThroughTwoCubes(t, e, hook, net)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			if err := a.Ping(ctx, net+".3", 2); err != nil {
 				t.Fatalf("before the upgrade: %v", err)
 			}
 			e.Close()
-			sa := filepath.Join(cfg.PinRoot, "ifaces", va+"_"+string(hook)+"_ingress")
-			sb := filepath.Join(cfg.PinRoot, "ifaces", vb+"_"+string(hook)+"_ingress")
-			asOldRelease(t, filepath.Join(sa, datapath.MapStats), 8)
-			asOldRelease(t, filepath.Join(sb, datapath.MapPorts), 0)
+			set := filepath.Join(cfg.PinRoot, "ifprogs", string(hook)+"_ingress")
+			asOldRelease(t, filepath.Join(set, "enf_if_stats"), 8)
+			asOldRelease(t, filepath.Join(set, "enf_if_hops"), 0)
 			// a map an earlier stub used and this one does not
 			gone, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = gone.Pin(filepath.Join(sa, "enf_gone"))
+			err = gone.Pin(filepath.Join(set, "enf_gone"))
 			gone.Close()
 			if err != nil {
 				t.Fatal(err)
@@ -321,10 +321,10 @@ func TestUpgradeOverInterfaceMapsOfAnotherLayout(t *testing.T) {
 				t.Fatalf("start %+v, want the cubes adopted and two interface maps reset:\n%s", got, logs)
 			}
 			l := logs.String()
-			if _, err := os.Stat(filepath.Join(sa, "enf_gone")); !os.IsNotExist(err) {
+			if _, err := os.Stat(filepath.Join(set, "enf_gone")); !os.IsNotExist(err) {
 				t.Errorf("a map the stub no longer uses is still pinned: %v", err)
 			}
-			for _, want := range []string{"interface program's map reset", "interface=" + va, "map=enf_stats", "interface=" + vb, "map=enf_ports", "member raw",
+			for _, want := range []string{"interface program's map reset", "map=enf_if_stats", "map=enf_if_hops", "member raw",
 				"interface program's map removed: the current program does not use it", "map=enf_gone"} {
 				if !strings.Contains(l, want) {
 					t.Fatalf("the log does not say %q:\n%s", want, l)
@@ -336,9 +336,10 @@ func TestUpgradeOverInterfaceMapsOfAnotherLayout(t *testing.T) {
 			if hook == datapath.TC {
 				return // the links below are TCX's or XDP's
 			}
+			sb := filepath.Join(cfg.PinRoot, "ifaces", vb+"_"+string(hook)+"_ingress")
 			p := linkProgram(t, filepath.Join(sb, "link"))
 			defer p.Close()
-			if got, want := mapOf(t, p, datapath.MapPorts), pinnedID(t, filepath.Join(sb, datapath.MapPorts)); got != want {
+			if got, want := mapOf(t, p, "enf_if_hops"), pinnedID(t, filepath.Join(set, "enf_if_hops")); got != want {
 				t.Fatalf("%s runs over hop map %d, the pinned one is %d", vb, got, want)
 			}
 		})

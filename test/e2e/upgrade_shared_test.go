@@ -43,7 +43,7 @@ func pinOldLayout(t *testing.T, path string) {
 }
 
 // An upgrade to a release whose framework maps (the metadata scratch) and
-// interface programs' maps (a stub's counters) have another layout: the
+// interface programs' maps (their counters) have another layout: the
 // daemon starts (it used to refuse: "map spec is incompatible"), says in
 // its log and metrics what it made anew, and moves every interface to the
 // new programs while a paced UDP flow runs through two cubes: not a
@@ -67,7 +67,7 @@ func TestUpgradeOverFrameworkMapsKeepsTraffic(t *testing.T) {
 	}
 	d.stop()
 	pinOldLayout(t, filepath.Join(d.bpffs, "scratch"))
-	pinOldLayout(t, filepath.Join(d.bpffs, "ifaces", ra+"_xdp_ingress", "enf_stats"))
+	pinOldLayout(t, filepath.Join(d.bpffs, "ifprogs", "xdp_ingress", "enf_if_stats"))
 
 	type result struct{ sent, received int }
 	done := make(chan result, 1)
@@ -84,7 +84,7 @@ func TestUpgradeOverFrameworkMapsKeepsTraffic(t *testing.T) {
 	d.start()
 	waitFor(t, "the daemon to be ready", func() bool { return strings.Contains(d.log.String(), "edgenfd ready") })
 	l := d.log.String()
-	for _, want := range []string{"framework map renewed", "map=scratch", "interface program's map reset", "interface=" + ra, "map=enf_stats",
+	for _, want := range []string{"framework map renewed", "map=scratch", "interface program's map reset", "map=enf_if_stats",
 		"reloaded in place", "it runs over the framework map"} {
 		if !strings.Contains(l, want) {
 			t.Fatalf("the log does not say %q:\n%s", want, l)

@@ -32,46 +32,110 @@ static __always_inline void enf_md_start(ctx_t *ctx, struct edgenf_md *md)
 	md->priority = 0;
 }
 
-/* Start of the hop of a frame entering (or leaving) a Linux interface: the
- * stub's work, shared with direct entries. hops and stats are the stub's
- * maps; returns the hop, or NULL when the frame belongs to the Linux stack. */
-static __always_inline struct edgenf_hop *enf_enter(ctx_t *ctx, struct edgenf_md *md, void *hops, void *stats)
-{
-	struct edgenf_stats *s;
-	struct edgenf_hop *h;
-	__u32 zero = 0;
+/* Interface programs are shared: one stub per hook and direction, attached
+ * to every interface that takes frames into the framework, and one direct
+ * entry per cube and direction (below). Each finds its interface's hop by
+ * the interface: enf_if_slot maps an ifindex (below EDGENF_MAX_IFINDEX; a
+ * larger one is in enf_if_slot_hi, one hash lookup more, allocated as used)
+ * to the interface's slot, whose enf_if_hops entry holds the hop and
+ * enf_if_stats the counters. Slot 0 is never given out: an interface no slot was written for
+ * reads slot 0, whose hop is empty, and its frames go on to Linux. Peering
+ * an interface is therefore a map write and a link, not a program load. */
+#define EDGENF_MAX_IFINDEX 65536
+#define EDGENF_MAX_IFACES 2048
 
-	h = bpf_map_lookup_elem(hops, &zero);
-	if (!h || h->kind == EDGENF_DST_NONE)
+/* An interface's slot: its hop, and the ifindex it was written for. A
+ * frame whose ifindex is not the slot's (a stale enf_if_slot entry, the
+ * slot given to another interface since) takes no hop. */
+struct edgenf_iface {
+	struct edgenf_hop hop;
+	__u32 ifindex;
+};
+
+#define EDGENF_IFACE_MAPS                                         \
+	struct {                                                  \
+		__uint(type, BPF_MAP_TYPE_ARRAY);                 \
+		__uint(max_entries, EDGENF_MAX_IFINDEX);          \
+		__type(key, __u32);                               \
+		__type(value, __u32);                             \
+	} enf_if_slot SEC(".maps");                               \
+	struct {                                                  \
+		__uint(type, BPF_MAP_TYPE_HASH);                  \
+		__uint(map_flags, BPF_F_NO_PREALLOC);             \
+		__uint(max_entries, EDGENF_MAX_IFACES);           \
+		__type(key, __u32);                               \
+		__type(value, __u32);                             \
+	} enf_if_slot_hi SEC(".maps");                            \
+	struct {                                                  \
+		__uint(type, BPF_MAP_TYPE_ARRAY);                 \
+		__uint(max_entries, EDGENF_MAX_IFACES);           \
+		__type(key, __u32);                               \
+		__type(value, struct edgenf_iface);               \
+	} enf_if_hops SEC(".maps");                               \
+	struct {                                                  \
+		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);          \
+		__uint(max_entries, EDGENF_MAX_IFACES);           \
+		__type(key, __u32);                               \
+		__type(value, struct edgenf_stats);               \
+	} enf_if_stats SEC(".maps")
+
+/* The interface a frame is on: where it arrived (XDP, TC ingress) or
+ * leaves (TC egress). */
+static __always_inline __u32 enf_iface_of(ctx_t *ctx)
+{
+#if defined(EDGENF_HOOK_XDP)
+	return ctx->ingress_ifindex;
+#else
+	return ctx->ifindex;
+#endif
+}
+
+/* Start of the hop of a frame entering (or leaving) a Linux interface: the
+ * stub's work, shared with direct entries. Returns the hop, or NULL when
+ * the frame belongs to the Linux stack. */
+#define enf_enter(ctx, md)                                                   \
+	enf_enter_from(ctx, md, &enf_if_slot, &enf_if_slot_hi, &enf_if_hops, &enf_if_stats)
+
+static __always_inline struct edgenf_hop *enf_enter_from(ctx_t *ctx, struct edgenf_md *md, void *slots, void *slots_hi,
+							 void *hops, void *stats)
+{
+	__u32 ifindex = enf_iface_of(ctx), *slot, key;
+	struct edgenf_stats *s;
+	struct edgenf_iface *e;
+
+	/* An array lookup past the end finds nothing. One call site per
+	 * map: a call clang merged from two branches would take either map,
+	 * and the verifier inlines only a lookup whose map it knows (the
+	 * merged call cost ~20 ns a frame here, a helper call and its return
+	 * thunk). */
+	slot = bpf_map_lookup_elem(slots, &ifindex);
+	if (!slot) {
+		slot = bpf_map_lookup_elem(slots_hi, &ifindex);
+		if (!slot)
+			return NULL;
+	}
+	key = *slot;
+	e = bpf_map_lookup_elem(hops, &key);
+	if (!e || e->hop.kind == EDGENF_DST_NONE || e->ifindex != ifindex)
 		return NULL;
-	s = bpf_map_lookup_elem(stats, &zero);
+	s = bpf_map_lookup_elem(stats, &key);
 	if (s) {
 		s->rx_packets++;
 		s->rx_bytes += ctx_len(ctx);
 	}
 	enf_md_start(ctx, md);
-	return h;
+	return &e->hop;
 }
 
 /* Direct entry. When the hop of an interface starts with a cube, the
- * framework attaches a copy of that cube's program, entered at edgenf_entry,
- * in place of the stub: the same work, one tail call fewer (a retpolined
- * indirect jump on many CPUs). The loader replaces these two maps with the
- * stub's own, so the hop and the interface counters stay the stub's and the
- * engine changes them as before. Ordinary loads leave the entry out. */
-#define EDGENF_ENTRY_MAPS                                         \
-	struct {                                                  \
-		__uint(type, BPF_MAP_TYPE_ARRAY);                 \
-		__uint(max_entries, EDGENF_MAX_PORTS);            \
-		__type(key, __u32);                               \
-		__type(value, struct edgenf_hop);                 \
-	} enf_entry_hop SEC(".maps");                             \
-	struct {                                                  \
-		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);          \
-		__uint(max_entries, EDGENF_MAX_PORTS + 1);        \
-		__type(key, __u32);                               \
-		__type(value, struct edgenf_stats);               \
-	} enf_entry_stats SEC(".maps")
+ * framework attaches that cube's program entered at edgenf_entry (loaded
+ * once per cube and direction, shared by the interfaces whose hop starts
+ * with it) in place of the stub: the same work, one tail call fewer (a
+ * retpolined indirect jump on many CPUs). The loader replaces the
+ * interface maps with the stub's, so the hops and the interface counters
+ * stay the stub's and the engine changes them as before. Ordinary loads
+ * leave the entry out. */
+#define EDGENF_ENTRY_MAPS EDGENF_IFACE_MAPS
 
 /* A hop that ends at a standard cube's port, taken without the tail call. */
 static __always_inline void enf_enter_cube(struct edgenf_md *md, struct edgenf_hop *h)
@@ -106,7 +170,7 @@ static __always_inline void enf_enter_stack(struct edgenf_md *md, struct edgenf_
 		struct edgenf_hop *h;                                        \
 		if (!md)                                                     \
 			return CTX_PASS;                                     \
-		h = enf_enter(ctx, md, &enf_entry_hop, &enf_entry_stats);    \
+		h = enf_enter(ctx, md);                                      \
 		if (!h)                                                      \
 			return CTX_PASS;                                     \
 		start(md, h);                                                \

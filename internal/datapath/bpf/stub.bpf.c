@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Programs the framework attaches to Linux interfaces.
  *
- * edgenf_stub: ingress (XDP or TCX) or egress (TCX) of an interface that is
- * the peer of a cube port or carries transparent cubes. Its own enf_ports[0]
- * holds the hop the frame takes: the attachments, then the cube port (or the
- * Linux stack when no cube is peered). Counters: enf_stats[0].
+ * edgenf_stub: ingress (XDP or TCX) or egress (TCX) of every interface that
+ * is the peer of a cube port or carries transparent cubes, one program per
+ * hook and direction. The interface's slot (cube.h: enf_enter) holds the hop
+ * the frame takes: the attachments, then the cube port (or the Linux stack
+ * when no cube is peered), and its counters.
  *
  * edgenf_xdp_pass: put on the far end of a veth that XDP redirects into; veth
  * only accepts redirected frames when its peer runs an XDP program.
@@ -20,6 +21,8 @@
 EDGENF_ABI(edgenf_punt_hdr);
 EDGENF_ABI(edgenf_inject_trailer);
 
+EDGENF_IFACE_MAPS;
+
 SEC(EDGENF_SEC) int edgenf_stub(ctx_t *ctx)
 {
 	struct edgenf_md *md = enf_md();
@@ -27,7 +30,7 @@ SEC(EDGENF_SEC) int edgenf_stub(ctx_t *ctx)
 
 	if (!md)
 		return CTX_PASS;
-	h = enf_enter(ctx, md, &enf_ports, &enf_stats);
+	h = enf_enter(ctx, md);
 	if (!h)
 		return CTX_PASS;
 	return enf_take_hop(ctx, md, h);

@@ -254,10 +254,7 @@ func TestP4TCCopyKeepsMetadataAcrossNestedEgressStub(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		stub.Close()
-		r.DP.DetachStub(root.Name, datapath.TC, datapath.Egress)
-	})
+	t.Cleanup(func() { r.DP.DetachStub(root.Name, datapath.TC, datapath.Egress) })
 	rd, err := perf.NewReader(r.DP.PuntMap(), 4096)
 	if err != nil {
 		t.Fatal(err)

@@ -1,10 +1,12 @@
 package slicer
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -89,11 +91,23 @@ func slicerIsTheEntry(t *testing.T, hook datapath.Hook) {
 		}
 		return p, info.Name
 	}
-	run := func(p *ebpf.Program, frame []byte) uint32 {
+	// run runs p on frame as received on iface: interface programs find
+	// the interface's hop by its index.
+	run := func(p *ebpf.Program, iface string, frame []byte) uint32 {
 		t.Helper()
+		ifi, err := net.InterfaceByName(iface)
+		if err != nil {
+			t.Fatal(err)
+		}
 		ro := &ebpf.RunOptions{Data: frame, DataOut: make([]byte, len(frame)+512)}
 		if hook == datapath.TC {
-			ro.Context = make([]byte, 192)
+			ro.Context = make([]byte, 192) // struct __sk_buff: ifindex at 40
+			binary.NativeEndian.PutUint32(ro.Context.([]byte)[40:], uint32(ifi.Index))
+		} else {
+			ctx := make([]byte, 24) // struct xdp_md: data_end at 4, ingress_ifindex at 12
+			binary.NativeEndian.PutUint32(ctx[4:], uint32(len(frame)))
+			binary.NativeEndian.PutUint32(ctx[12:], uint32(ifi.Index))
+			ro.Context = ctx
 		}
 		v, err := p.Run(ro)
 		if err != nil {
@@ -112,13 +126,13 @@ func slicerIsTheEntry(t *testing.T, hook datapath.Hook) {
 	}
 	// classifies checks that p sorts one frame of the slice and one of no
 	// slice as the slicer does.
-	classifies := func(p *ebpf.Program, what string) {
+	classifies := func(p *ebpf.Program, iface, what string) {
 		t.Helper()
 		in0, pol0 := status()
-		if v := run(p, slice); v != sent {
+		if v := run(p, iface, slice); v != sent {
 			t.Errorf("%s: the slice's frame: verdict %d, want %d (into its chain and out)", what, v, sent)
 		}
-		if v := run(p, other); v != dropped {
+		if v := run(p, iface, other); v != dropped {
 			t.Errorf("%s: a frame of no slice: verdict %d, want %d", what, v, dropped)
 		}
 		if in, pol := status(); in != in0+1 || pol != pol0+1 {
@@ -130,7 +144,7 @@ func slicerIsTheEntry(t *testing.T, hook datapath.Hook) {
 	if name != datapath.EntryName {
 		t.Fatalf("%s runs %q, want the slicer's direct entry %q", entryIf, name, datapath.EntryName)
 	}
-	classifies(p, "the slicer's entry")
+	classifies(p, entryIf, "the slicer's entry")
 	tag, _ := p.Info()
 
 	e.Close() // the daemon stops: the link stays
@@ -145,7 +159,7 @@ func slicerIsTheEntry(t *testing.T, hook datapath.Hook) {
 	if name != datapath.EntryName {
 		t.Fatalf("after a restart %s runs %q, want the slicer's direct entry", entryIf, name)
 	}
-	classifies(p, "after a restart")
+	classifies(p, entryIf, "after a restart")
 
 	nftest.MustUpdate(t, e, func(tp *cube.Topology) error {
 		if err := tp.Unpeer("sl:up"); err != nil {
@@ -160,7 +174,7 @@ func slicerIsTheEntry(t *testing.T, hook datapath.Hook) {
 	if name != datapath.EntryName {
 		t.Fatalf("re-peered: %s runs %q, want the slicer's direct entry", otherIf, name)
 	}
-	classifies(p, "re-peered")
+	classifies(p, otherIf, "re-peered")
 
 	// The slicer gone: the interface is the chain cube's own peer, and
 	// enters that cube's program, which forwards whatever the address.
@@ -174,7 +188,7 @@ func slicerIsTheEntry(t *testing.T, hook datapath.Hook) {
 	if now, _ := p.Info(); now.Tag == tag.Tag {
 		t.Errorf("with the slicer deleted, %s still runs the slicer's program", otherIf)
 	}
-	if v := run(p, other); v != sent {
+	if v := run(p, otherIf, other); v != sent {
 		t.Errorf("without the slicer, a frame of no slice: verdict %d, want %d (c1 forwards it)", v, sent)
 	}
 }

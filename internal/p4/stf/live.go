@@ -132,11 +132,9 @@ func (l *live) addPort(host *netlab.Host, hook datapath.Hook, p int) error {
 			return err
 		}
 	}
-	st, err := l.dp.AttachStub(rootName, ifi.Index, hook, datapath.Ingress, datapath.Hop{Kind: datapath.DstCube, Slot: 0, Port: uint32(p)}, l.cube)
-	if err != nil {
+	if _, err := l.dp.AttachStub(rootName, ifi.Index, hook, datapath.Ingress, datapath.Hop{Kind: datapath.DstCube, Slot: 0, Port: uint32(p)}, l.cube); err != nil {
 		return err
 	}
-	st.Close()
 	return host.Do(func() error {
 		far, err := net.InterfaceByName(far)
 		if err != nil {
