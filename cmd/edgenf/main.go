@@ -59,7 +59,33 @@ func newRoot() *cobra.Command {
 		tableCmd(), viewCmd(), actionCmd(), statsCmd(), topCmd(), getCmd(), describeCmd(), deleteCmd(),
 		applyCmd(), typesCmd(), injectCmd(), openapiCmd(), p4Cmd(), tenantCmd(), sliceCmd(), doctorCmd(), genDocsCmd(), endpointCmd(), estimateCmd(),
 		captureCmd()) // capture.go
+	refuseUnknownSubcommands(root)
 	return root
+}
+
+// refuseUnknownSubcommands makes every command group (cube, tenant, slice,
+// ...) fail on a word that is none of its subcommands: cobra only does so
+// for the root, and below it printed the group's help and exited 0, so a
+// script's "edgenf tenant shwo red" passed as if it had run.
+func refuseUnknownSubcommands(cmd *cobra.Command) {
+	for _, sub := range cmd.Commands() {
+		refuseUnknownSubcommands(sub)
+	}
+	if cmd == cmd.Root() || !cmd.HasSubCommands() || cmd.Runnable() {
+		return
+	}
+	cmd.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		err := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			err += " (did you mean " + strings.Join(s, " or ") + "?)"
+		}
+		return errors.New(err)
+	}
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	cmd.DisableFlagsInUseLine = true // its flags are its subcommands'
 }
 
 func envOr(k, def string) string {

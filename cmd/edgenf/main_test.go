@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"reflect"
 	"strings"
 	"testing"
@@ -41,5 +44,27 @@ func TestParseKVTypesValuesByTheModel(t *testing.T) {
 	}
 	if _, err := parseKV(sc, []string{"port=ten"}); err == nil || !strings.Contains(err.Error(), "port: want an integer") {
 		t.Fatalf("bad integer: %v", err)
+	}
+}
+
+// A word that is none of a group's subcommands is an error naming it (the
+// group's help and exit 0 made a script's typo pass); the group alone
+// still prints its help.
+func TestUnknownSubcommandIsAnError(t *testing.T) {
+	for _, args := range [][]string{{"tenant", "shwo", "red"}, {"slice", "bogus"}, {"p4", "table-ad"}, {"cube", "ad", "c1", "portfwd"}} {
+		root := newRoot()
+		root.SetArgs(args)
+		root.SetOut(io.Discard)
+		err := root.Execute()
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("unknown command %q", args[1])) {
+			t.Errorf("edgenf %s: %v, want unknown command %q", strings.Join(args, " "), err, args[1])
+		}
+	}
+	root := newRoot()
+	var help bytes.Buffer
+	root.SetArgs([]string{"tenant"})
+	root.SetOut(&help)
+	if err := root.Execute(); err != nil || !strings.Contains(help.String(), "Available Commands") {
+		t.Errorf("edgenf tenant: %v, help %q", err, help.String())
 	}
 }
