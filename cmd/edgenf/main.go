@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -157,15 +158,46 @@ func show(w io.Writer, v any, table func(tw *tabwriter.Writer)) error {
 	return fmt.Errorf("unknown output format %q (want table, json or yaml)", g.output)
 }
 
-// toGeneric turns any JSON-marshalable value into maps and slices.
+// toGeneric turns any JSON-marshalable value into maps and slices. Whole
+// numbers become int64 or uint64, digit for digit (a float64 printed a
+// 64-bit SEID as 1.1546480362259272e+19), others float64.
 func toGeneric(v any) (any, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
 	var out any
-	err = json.Unmarshal(b, &out)
-	return out, err
+	if err := dec.Decode(&out); err != nil {
+		return nil, err
+	}
+	return exactNumbers(out), nil
+}
+
+// exactNumbers replaces the json.Numbers in v with int64, uint64 or
+// float64 values.
+func exactNumbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		if u, err := strconv.ParseUint(x.String(), 10, 64); err == nil {
+			return u
+		}
+		f, _ := x.Float64()
+		return f
+	case []any:
+		for i := range x {
+			x[i] = exactNumbers(x[i])
+		}
+	case map[string]any:
+		for k := range x {
+			x[k] = exactNumbers(x[k])
+		}
+	}
+	return v
 }
 
 // genericTable prints a list of objects as columns (keys in first-seen order),
@@ -261,10 +293,7 @@ func cell(v any) string {
 			return "-"
 		}
 		return x
-	case float64:
-		if x == float64(int64(x)) {
-			return fmt.Sprintf("%d", int64(x))
-		}
+	case int64, uint64, float64:
 		return fmt.Sprint(x)
 	case []any:
 		parts := make([]string, len(x))
