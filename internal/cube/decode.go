@@ -141,20 +141,19 @@ func (t *Type) decodeConfig(c, old *Cube) (any, error) {
 	return v, nil
 }
 
-// orMissing is err, or, when err is about a field raw leaves out and its
-// type requires (one without omitempty: the API document's "required"),
-// that field named as required: the check such a field fails says less (an
-// entry without its in_port: `cube c1 has no port ""`). Only a value that
-// failed is looked at again, so a valid one costs nothing more.
+// orMissing is err, or, when raw leaves out a field its type requires
+// (one without omitempty: the API document's "required"), that field named
+// as required: the validation error such a value meets says less (an entry
+// without its in_port: `cube c1 has no port ""`). Only a value that failed
+// is looked at again, so a valid one costs nothing more.
 func orMissing(field string, raw json.RawMessage, zero any, err error) error {
-	var fe *FieldError
 	var fields map[string]json.RawMessage
-	if !errors.As(err, &fe) || json.Unmarshal(raw, &fields) != nil {
+	if json.Unmarshal(raw, &fields) != nil {
 		return err
 	}
 	for _, name := range schema.Of(zero).Required {
-		if _, ok := fields[name]; !ok && fe.Field == field+"."+name {
-			return Errorf(fe.Field, "required")
+		if _, ok := fields[name]; !ok {
+			return Errorf(field+"."+name, "required")
 		}
 	}
 	return err
