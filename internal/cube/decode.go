@@ -9,8 +9,6 @@ import (
 	"reflect"
 	"sort"
 	"strings"
-
-	"github.com/edgenf/edgenf/internal/schema"
 )
 
 // Decode reads raw JSON into a new value of the type zero points to,
@@ -135,28 +133,10 @@ func (t *Type) decodeConfig(c, old *Cube) (any, error) {
 	}
 	if val, ok := v.(Validator); ok {
 		if err := val.Validate(c); err != nil {
-			return nil, orMissing("config", c.Config, t.Config, Within("config", err))
+			return nil, Within("config", err)
 		}
 	}
 	return v, nil
-}
-
-// orMissing is err, or, when raw leaves out a field its type requires
-// (one without omitempty: the API document's "required"), that field named
-// as required: the validation error such a value meets says less (an entry
-// without its in_port: `cube c1 has no port ""`). Only a value that failed
-// is looked at again, so a valid one costs nothing more.
-func orMissing(field string, raw json.RawMessage, zero any, err error) error {
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(raw, &fields) != nil {
-		return err
-	}
-	for _, name := range schema.Of(zero).Required {
-		if _, ok := fields[name]; !ok {
-			return Errorf(field+"."+name, "required")
-		}
-	}
-	return err
 }
 
 // DecodeEntry decodes and validates one entry of table tb.
@@ -168,7 +148,7 @@ func (tb *Table) DecodeEntry(c *Cube, raw json.RawMessage) (any, string, error) 
 	}
 	if val, ok := v.(Validator); ok {
 		if err := val.Validate(c); err != nil {
-			return nil, "", orMissing(field, raw, tb.Item, Within(field, err))
+			return nil, "", Within(field, err)
 		}
 	}
 	return v, tb.Key(v), nil

@@ -122,23 +122,3 @@ func TestRuleValidation(t *testing.T) {
 		}
 	}
 }
-
-// An entry that leaves out a field its type requires is told so, naming
-// the field, rather than with the check that field then fails (an entry
-// without its in_port was "cube pf has no port \"\"", as `edgenf table set
-// pf rules p0 out_port=p1` sent it).
-func TestEntryWithoutItsKeyNamesTheField(t *testing.T) {
-	typ, err := cube.Lookup("portfwd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := model(datapath.XDP)
-	for raw, want := range map[string]string{
-		`{"out_port":"p1"}`:                "tables.rules.in_port: required",
-		`{"in_port":"p0","out_port":"p9"}`: `tables.rules.out_port: cube pf has no port "p9"`,
-	} {
-		if _, _, err := typ.Tables[0].DecodeEntry(c, json.RawMessage(raw)); err == nil || err.Error() != want {
-			t.Errorf("%s: %v, want %q", raw, err, want)
-		}
-	}
-}
