@@ -50,12 +50,16 @@ func DefaultConfig(quick bool) Config {
 
 // Results of a run (the JSON file).
 type Results struct {
-	Started  time.Time     `json:"started"`
-	Duration string        `json:"duration"`
-	Command  string        `json:"command"`
-	Machine  Machine       `json:"machine"`
-	Config   ConfigJSON    `json:"config"`
-	Groups   []GroupResult `json:"groups"`
+	Started  time.Time `json:"started"`
+	Duration string    `json:"duration"`
+	// Stopped says what cut the run short (the -timeout, a signal, a
+	// group's error) and which groups it never reached; empty: it ran
+	// every group it selected.
+	Stopped string        `json:"stopped,omitempty"`
+	Command string        `json:"command"`
+	Machine Machine       `json:"machine"`
+	Config  ConfigJSON    `json:"config"`
+	Groups  []GroupResult `json:"groups"`
 }
 
 // ConfigJSON is the serialisable part of Config.
@@ -199,19 +203,29 @@ func Run(ctx context.Context, c Config) (*Results, error) {
 	res := &Results{Started: time.Now(), Command: command(), Machine: machine(),
 		Config: ConfigJSON{Quick: c.Quick, Reps: c.Reps, WarmupS: c.Warmup.Seconds(), WindowS: c.Window.Seconds(),
 			FrameSize: c.FrameSize, Flows: c.Flows, CPUs: c.CPUs, LatPackets: c.LatPackets, LatPPS: c.LatPPS}}
-	for _, g := range groups {
+	finish := func(err error, left [][]scenario.Scenario) (*Results, error) {
+		res.Duration = time.Since(res.Started).Round(time.Second).String()
+		res.Machine.LoadEnd = estimate.LoadAverage()
+		if err != nil {
+			var names []string
+			for _, g := range left {
+				names = append(names, g[0].Group)
+			}
+			res.Stopped = fmt.Sprintf("%v; groups not measured: %s", err, strings.Join(names, ", "))
+		}
+		return res, err
+	}
+	for i, g := range groups {
 		if err := ctx.Err(); err != nil {
-			return res, err
+			return finish(err, groups[i:])
 		}
 		gr, err := runGroup(ctx, c, g)
 		if err != nil {
-			return res, err
+			return finish(err, groups[i:])
 		}
 		res.Groups = append(res.Groups, gr)
 	}
-	res.Duration = time.Since(res.Started).Round(time.Second).String()
-	res.Machine.LoadEnd = estimate.LoadAverage()
-	return res, nil
+	return finish(nil, nil)
 }
 
 func runGroup(ctx context.Context, c Config, group []scenario.Scenario) (GroupResult, error) {

@@ -87,3 +87,23 @@ func TestQuickEdgenf(t *testing.T) {
 		t.Errorf("ran %d scenarios, want 6", n)
 	}
 }
+
+// A run its -timeout cuts short says so, with the groups it never
+// measured, in the results and in the report's first line: the full
+// report of 2026-11-24 lacked four upf groups and said "(took )".
+func TestRunCutShortSaysWhatItMissed(t *testing.T) {
+	c := bench.DefaultConfig(false)
+	c.Only = []string{"portfwd", "nat"}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res, err := bench.Run(ctx, c)
+	if err == nil || res == nil {
+		t.Fatalf("a cancelled run: %v, %v", res, err)
+	}
+	if !strings.Contains(res.Stopped, "groups not measured: portfwd, nat") || res.Duration == "" {
+		t.Errorf("stopped %q, duration %q", res.Stopped, res.Duration)
+	}
+	if md := report.Markdown(res, nil, "r.json"); !strings.Contains(md, "**cut short**: context canceled; groups not measured: portfwd, nat") {
+		t.Errorf("the report does not say the run was cut short:\n%s", strings.SplitN(md, "\n\n", 3)[1])
+	}
+}

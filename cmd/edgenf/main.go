@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -59,7 +60,33 @@ func newRoot() *cobra.Command {
 		tableCmd(), viewCmd(), actionCmd(), statsCmd(), topCmd(), getCmd(), describeCmd(), deleteCmd(),
 		applyCmd(), typesCmd(), injectCmd(), openapiCmd(), p4Cmd(), tenantCmd(), sliceCmd(), doctorCmd(), genDocsCmd(), endpointCmd(), estimateCmd(),
 		captureCmd()) // capture.go
+	refuseUnknownSubcommands(root)
 	return root
+}
+
+// refuseUnknownSubcommands makes every command group (cube, tenant, slice,
+// ...) fail on a word that is none of its subcommands: cobra only does so
+// for the root, and below it printed the group's help and exited 0, so a
+// script's "edgenf tenant shwo red" passed as if it had run.
+func refuseUnknownSubcommands(cmd *cobra.Command) {
+	for _, sub := range cmd.Commands() {
+		refuseUnknownSubcommands(sub)
+	}
+	if cmd == cmd.Root() || !cmd.HasSubCommands() || cmd.Runnable() {
+		return
+	}
+	cmd.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		err := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			err += " (did you mean " + strings.Join(s, " or ") + "?)"
+		}
+		return errors.New(err)
+	}
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	cmd.DisableFlagsInUseLine = true // its flags are its subcommands'
 }
 
 func envOr(k, def string) string {
@@ -131,15 +158,46 @@ func show(w io.Writer, v any, table func(tw *tabwriter.Writer)) error {
 	return fmt.Errorf("unknown output format %q (want table, json or yaml)", g.output)
 }
 
-// toGeneric turns any JSON-marshalable value into maps and slices.
+// toGeneric turns any JSON-marshalable value into maps and slices. Whole
+// numbers become int64 or uint64, digit for digit (a float64 printed a
+// 64-bit SEID as 1.1546480362259272e+19), others float64.
 func toGeneric(v any) (any, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
 	var out any
-	err = json.Unmarshal(b, &out)
-	return out, err
+	if err := dec.Decode(&out); err != nil {
+		return nil, err
+	}
+	return exactNumbers(out), nil
+}
+
+// exactNumbers replaces the json.Numbers in v with int64, uint64 or
+// float64 values.
+func exactNumbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		if u, err := strconv.ParseUint(x.String(), 10, 64); err == nil {
+			return u
+		}
+		f, _ := x.Float64()
+		return f
+	case []any:
+		for i := range x {
+			x[i] = exactNumbers(x[i])
+		}
+	case map[string]any:
+		for k := range x {
+			x[k] = exactNumbers(x[k])
+		}
+	}
+	return v
 }
 
 // genericTable prints a list of objects as columns (keys in first-seen order),
@@ -235,10 +293,7 @@ func cell(v any) string {
 			return "-"
 		}
 		return x
-	case float64:
-		if x == float64(int64(x)) {
-			return fmt.Sprintf("%d", int64(x))
-		}
+	case int64, uint64, float64:
 		return fmt.Sprint(x)
 	case []any:
 		parts := make([]string, len(x))

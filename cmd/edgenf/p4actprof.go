@@ -298,10 +298,10 @@ func p4ActProfCmds() []*cobra.Command {
 	}
 	indirectAdd := func(group bool) *cobra.Command {
 		use, alias, short, ex := "table-indirect-add CUBE TABLE MATCH... => MEMBER [PRIORITY]", "table_indirect_add", "Add an entry pointing to a member of the table's action profile",
-			"  edgenf p4 table-indirect-add r1 routes 198.20.0.0/16 => 3"
+			"  edgenf p4 table-indirect-add r1 routes 198.20.0.0/16 '=>' 3"
 		if group {
 			use, alias, short, ex = "table-indirect-add-with-group CUBE TABLE MATCH... => GROUP [PRIORITY]", "table_indirect_add_with_group", "Add an entry pointing to a group of the table's action selector",
-				"  edgenf p4 table-indirect-add-with-group r1 routes 198.19.0.0/16 => 10"
+				"  edgenf p4 table-indirect-add-with-group r1 routes 198.19.0.0/16 '=>' 10"
 		}
 		return &cobra.Command{
 			Use: use, Aliases: []string{alias}, Short: short, Example: ex, Args: cobra.MinimumNArgs(4), ValidArgsFunction: completeCubes,
@@ -311,6 +311,9 @@ func p4ActProfCmds() []*cobra.Command {
 					return err
 				}
 				rest := args[2:]
+				if err := shellSplit(rest); err != nil {
+					return err
+				}
 				i := indexOf(rest, "=>")
 				if i < 0 || i+1 >= len(rest) {
 					return fmt.Errorf("want TABLE MATCH... => ID [PRIORITY]")

@@ -108,6 +108,9 @@ func modelTable(cube, table string) (*p4info.P4Info, *p4info.Table, error) {
 
 // matchMap names positional match values by the table's key fields.
 func matchMap(t *p4info.Table, vals []string) (map[string]string, error) {
+	if err := shellSplit(vals); err != nil {
+		return nil, err
+	}
 	if len(vals) != len(t.MatchFields) {
 		return nil, fmt.Errorf("table %s takes %d match values (%s), got %d", t.Preamble.Name, len(t.MatchFields), fieldList(t.MatchFields), len(vals))
 	}
@@ -152,6 +155,22 @@ func fieldList(fs []p4info.MatchField) string {
 	return strings.Join(out, " ")
 }
 
+// shellSplit tells what a shell made of an unquoted "=>" or range "lo->hi"
+// (BMv2's CLI is a shell of its own; edgenf's arguments pass through sh):
+// the ">" redirected the output to a file named after the next word, which
+// the command then never sees, so it saw "=" or "1024-" instead.
+func shellSplit(args []string) error {
+	for _, a := range args {
+		if a == "=" {
+			return fmt.Errorf(`a lone "=": the shell took the ">" of an unquoted => for a redirection (into a file named after the word that followed it): quote it, '=>'`)
+		}
+		if strings.HasSuffix(a, "-") && len(a) > 1 {
+			return fmt.Errorf(`%q: the shell took the ">" of an unquoted range lo->hi for a redirection (into a file named after hi): quote it, '%s>hi'`, a, a)
+		}
+	}
+	return nil
+}
+
 func indexOf(s []string, w string) int {
 	for i, x := range s {
 		if x == w {
@@ -188,7 +207,7 @@ func p4RuntimeCmds() []*cobra.Command {
 	add := &cobra.Command{
 		Use:     "table-add CUBE TABLE ACTION MATCH... [=> PARAM...] [PRIORITY]",
 		Short:   "Add a table entry, BMv2 style",
-		Example: "  edgenf p4 table-add r1 ipv4_lpm ipv4_forward 198.18.1.0/24 => 02:00:00:00:01:01 1\n  edgenf p4 table-add fw acl deny 0x0a000000&&&0xff000000 1024->2048 => 10",
+		Example: "  edgenf p4 table-add r1 ipv4_lpm ipv4_forward 198.18.1.0/24 '=>' 02:00:00:00:01:01 1\n  edgenf p4 table-add fw acl deny '0x0a000000&&&0xff000000' '1024->2048' '=>' 10",
 		Args:    cobra.MinimumNArgs(3), ValidArgsFunction: completeCubes,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			info, err := p4Model(args[0])

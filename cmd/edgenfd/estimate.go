@@ -23,9 +23,9 @@ type estimateFlags struct {
 var est estimateFlags
 
 func (f *estimateFlags) register(fs *flag.FlagSet) {
-	fs.Float64Var(&f.budget, "core-budget-ns", 0, "refuse a change that would push a chain's estimated cost per packet past N ns, a slice's chains taken together "+
-		"(0: only slices' own budget_ns); the estimate is that of `edgenf estimate`, with this machine's profile")
-	fs.StringVar(&f.profiles, "estimate-profiles", estimate.DefaultDir, "directory of the calibrated profiles (xdp.json, tc.json; `edgenf estimate calibrate` writes them); missing: the built-in ones")
+	fs.Float64Var(&f.budget, "core-budget-ns", 0, "refuse a change that would push a chain's estimated cost per packet past `N` ns, a slice's chains taken together "+
+		"(0: only slices' own budget_ns); the estimate is that of edgenf estimate, with this machine's profile")
+	fs.StringVar(&f.profiles, "estimate-profiles", estimate.DefaultDir, "`directory` of the calibrated profiles (xdp.json, tc.json; edgenf estimate calibrate writes them); missing: the built-in ones")
 }
 
 // configure loads the profiles and, with a budget, sets the engine's

@@ -52,7 +52,7 @@ func main() {
 		p4inc   = flag.String("p4-include-dir", "", "directories (colon-separated) P4 programs' #include may use, besides the built-in core.p4 and v1model.p4")
 		puntR   = flag.Int64("punt-rate", 20000, "punts a second each of the administrator's cubes may send to the slow path (0: no limit; a tenant's cubes have its punts_per_second quota)")
 		puntB   = flag.Int64("punt-burst", 2000, "punts the administrator's cubes may send at once beyond -punt-rate (a tenant's: its punt_burst quota)")
-		applyF  = flag.String("apply-file", "", "keep the topology equal to this file (YAML or JSON, as `edgenf apply -f` takes), applied at start and whenever it changes; a bad file changes nothing (see the user guide)")
+		applyF  = flag.String("apply-file", "", "keep the topology equal to this `file` (YAML or JSON, as edgenf apply -f takes), applied at start and whenever it changes; a bad file changes nothing (see the user guide)")
 		influxF influxFlags
 	)
 	tcpF.register(flag.CommandLine)

@@ -59,19 +59,7 @@ func setAsidePins(t *testing.T, root string) []string {
 // kernel) until DropRenewed; a cube pinned over the earlier ones is stale
 // until reloaded; a start with nothing to renew checks nothing.
 func TestOpenRenewsEverySharedMapWhenOneChanged(t *testing.T) {
-	testenv.NeedRoot(t)
-	root := filepath.Join("/sys/fs/bpf", fmt.Sprintf("enfu-%d-%d", os.Getpid(), seq.Add(1)))
-	dp, err := datapath.Open(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if dp, err := datapath.Open(root); err == nil {
-			dp.Destroy()
-		} else {
-			os.RemoveAll(root)
-		}
-	}()
+	dp, root := openRenewable(t)
 	c, err := dp.LoadCube("x", datapath.XDP, 3, portfwdSpec(t), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -129,6 +117,27 @@ func TestOpenRenewsEverySharedMapWhenOneChanged(t *testing.T) {
 	}
 }
 
+// openRenewable opens a datapath under a bpffs directory of its own, which
+// the test's end removes through a datapath opened anew (the test may have
+// renewed or set aside the maps the first one holds).
+func openRenewable(t *testing.T) (*datapath.Datapath, string) {
+	t.Helper()
+	testenv.NeedRoot(t)
+	root := filepath.Join("/sys/fs/bpf", fmt.Sprintf("enfu-%d-%d", os.Getpid(), seq.Add(1)))
+	dp, err := datapath.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if dp, err := datapath.Open(root); err == nil {
+			dp.Destroy()
+		} else {
+			os.RemoveAll(root)
+		}
+	})
+	return dp, root
+}
+
 // panelEntry is the program id in slot of the program array pinned at
 // path, and the array's id.
 func panelEntry(t *testing.T, path string, slot uint32) (ebpf.MapID, ebpf.ProgramID) {
@@ -157,19 +166,8 @@ func panelEntry(t *testing.T, path string, slot uint32) (ebpf.MapID, ebpf.Progra
 // nothing pins is emptied by the kernel: the interfaces on it would drop)
 // until DropRenewed, once every interface runs C's programs.
 func TestTwoRenewalsWithACrashBetweenKeepEveryGeneration(t *testing.T) {
-	testenv.NeedRoot(t)
-	root := filepath.Join("/sys/fs/bpf", fmt.Sprintf("enfu-%d-%d", os.Getpid(), seq.Add(1)))
-	dp, err := datapath.Open(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if dp, err := datapath.Open(root); err == nil {
-			dp.Destroy()
-		} else {
-			os.RemoveAll(root)
-		}
-	}()
+	dp, root := openRenewable(t)
+	var err error
 	load := func(dp *datapath.Datapath, name string, slot uint32) {
 		t.Helper()
 		c, err := dp.LoadCube(name, datapath.XDP, slot, portfwdSpec(t), nil)

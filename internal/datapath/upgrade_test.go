@@ -1,7 +1,6 @@
 package datapath_test
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/nf/portfwd"
-	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 func portfwdSpec(t *testing.T) *ebpf.CollectionSpec {
@@ -48,13 +46,7 @@ func pins(t *testing.T, dir string) string {
 // old program's maps keep their pins and contents). Every load clears the
 // recorded digest until the caller records the new one.
 func TestUpgradeCubeKeepsSameLayoutMapsAndResetsTheOthers(t *testing.T) {
-	testenv.NeedRoot(t)
-	root := filepath.Join("/sys/fs/bpf", fmt.Sprintf("enfu-%d-%d", os.Getpid(), seq.Add(1)))
-	dp, err := datapath.Open(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dp.Destroy()
+	dp, root := openRenewable(t)
 	dir := filepath.Join(root, "cubes", "x")
 	c, err := dp.LoadCube("x", datapath.XDP, 3, portfwdSpec(t), nil)
 	if err != nil {
@@ -158,13 +150,7 @@ func upgradeTable(t *testing.T, spec *ebpf.CollectionSpec) (datapath.Upgraded, b
 // upgradeTableFrom is upgradeTable from a cube first loaded from first.
 func upgradeTableFrom(t *testing.T, first, spec *ebpf.CollectionSpec) (datapath.Upgraded, byte) {
 	t.Helper()
-	testenv.NeedRoot(t)
-	root := filepath.Join("/sys/fs/bpf", fmt.Sprintf("enfu-%d-%d", os.Getpid(), seq.Add(1)))
-	dp, err := datapath.Open(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dp.Destroy() })
+	dp, _ := openRenewable(t)
 	c, err := dp.LoadCube("x", datapath.XDP, 3, first, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -87,7 +87,7 @@ func cubeOfField(field string) string {
 }
 
 // downController is the controller of a cube that is down: nothing to
-// write, no views or actions (ops.go refuses them).
+// write, no views or actions (Engine.running refuses them, lookup.go).
 type downController struct{}
 
 func (downController) Sync(cube.Handle, *cube.Cube) error { return nil }

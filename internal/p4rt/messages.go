@@ -608,12 +608,6 @@ func (m *Replica) unmarshal(b []byte) error {
 	})
 }
 
-func unmarshalReplicas(f field, dst *[]*Replica) error {
-	r := &Replica{}
-	*dst = append(*dst, r)
-	return f.sub(r)
-}
-
 // MulticastGroupEntry is p4.v1.MulticastGroupEntry.
 type MulticastGroupEntry struct {
 	GroupID  uint32     `pb:"1"`

@@ -36,7 +36,7 @@ func main() {
 	flows := flag.Int("flows", 0, "number of flows (default 16)")
 	cpus := flag.Int("cpus", 0, "generator CPUs (default 1)")
 	lat := flag.Int("lat", -1, "paced packets per latency measurement (0: off)")
-	timeout := flag.Duration("timeout", 40*time.Minute, "bound for the whole run (every scenario at 5 repetitions takes about 25 minutes)")
+	timeout := flag.Duration("timeout", 60*time.Minute, "bound for the whole run (every scenario at 5 repetitions: over 40 minutes since the upf groups; a run cut short says so and which groups it missed)")
 	list := flag.Bool("list", false, "list scenarios and exit")
 	from := flag.String("from", "", "re-render the report (-o) from this JSON results file, measuring nothing")
 	flag.Parse()
