@@ -1,6 +1,7 @@
 package slicer
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand"
 	"testing"
@@ -240,5 +241,32 @@ func TestIndexAgreesWithTheWalk(t *testing.T) {
 	}
 	if refused < checked/10 || refused > checked*9/10 {
 		t.Fatalf("%d of %d slices refused: the random slicers test little", refused, checked)
+	}
+}
+
+// The engine asks for the chain entries of a change's rows alone
+// (cube.WithRows). That answer must not turn the slicer's index over to
+// those rows: it did, and the next question about the whole slicer then
+// re-read every slice, on every change (slice creation grew with the
+// square of the slices).
+func TestChainsOfAChangesRowsKeepsTheIndex(t *testing.T) {
+	c := &cube.Cube{Name: "sl-rows", Type: "slicer", Hook: "tc", Config: json.RawMessage(`{"uplink":"up"}`),
+		Ports: []cube.Port{{Name: "up", Index: 0}}, Tables: map[string]map[string]json.RawMessage{"slices": {}}}
+	for k := 1; k <= 100; k++ {
+		c.SetRow("slices", fmt.Sprintf("s%d", k), nftest.Entry(Slice{Name: fmt.Sprintf("s%d", k), ID: k, Tenant: "t",
+			Chain: fmt.Sprintf("c%d:in", k), Rules: []Rule{{Dst: fmt.Sprintf("198.18.0.%d", k)}}}))
+	}
+	if got := chainsOf(c); len(got) != 100 || got[0].ID != 1 || got[99].ID != 100 {
+		t.Fatalf("chains of the whole slicer: %d, want 100 by id", len(got))
+	}
+	one := chainsOf(c.WithRows([]cube.Row{{Table: "slices", Key: "s7"}}))
+	if len(one) != 1 || one[0].Slice != "s7" || one[0].Entry != "c7:in" {
+		t.Fatalf("chains of one row: %+v, want s7's", one)
+	}
+	indexes.Lock()
+	held := len(indexes.m["sl-rows"].rows)
+	indexes.Unlock()
+	if held != 100 {
+		t.Fatalf("the slicer's index holds %d slices after a question about one row, want 100", held)
 	}
 }
