@@ -3,6 +3,7 @@ package upf
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"net/netip"
 
 	"github.com/edgenf/edgenf/internal/cube"
@@ -100,26 +101,29 @@ func (ctl *controller) setPools(pools []model.UEPool) error {
 	if next == ctl.pools {
 		return nil
 	}
-	check := func(k listKey, seid uint64) error {
+	// The error names the session in the way in the lowest slot: the same
+	// one whatever order the maps are walked in.
+	var err error
+	first := uint32(math.MaxUint32)
+	check := func(k listKey, seid uint64) {
 		i, ok := ctl.pools.slot(k)
-		if j, still := next.slot(k); ok && (!still || j != i) {
-			return cube.Conflict("ue_pools", "%s of session %d is in a pool, in slot %d of the pools' array; these pools "+
+		if j, still := next.slot(k); ok && (!still || j != i) && i < first {
+			first = i
+			err = cube.Conflict("ue_pools", "%s of session %d is in a pool, in slot %d of the pools' array; these pools "+
 				"would put it elsewhere: a pool with sessions cannot shrink, move or go, nor a pool before it grow "+
 				"(delete the sessions first)", k, seid, i)
 		}
-		return nil
 	}
 	for k, seid := range ctl.keyOwner {
-		if err := check(k, seid); err != nil {
-			return err
-		}
+		check(k, seid)
 	}
 	for seid, s := range ctl.recovered {
 		for k := range s.lists {
-			if err := check(k, seid); err != nil {
-				return err
-			}
+			check(k, seid)
 		}
+	}
+	if err != nil {
+		return err
 	}
 	if err := ctl.maps.pools.Put(uint32(0), &next); err != nil {
 		return fmt.Errorf("upf_pools: %w", err)
