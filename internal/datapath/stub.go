@@ -284,6 +284,11 @@ func attach(p *ebpf.Program, ifindex int, hook Hook, dir Direction) (link.Link, 
 	return link.AttachTCX(link.TCXOptions{Program: p, Interface: ifindex, Attach: at})
 }
 
+// Ifindex is the interface index the stub was attached by: the name may
+// have moved on to another interface since (moved to another namespace,
+// deleted and made again).
+func (s *Stub) Ifindex() int { return int(s.ifindex) }
+
 // SetHop changes where the stub sends frames.
 func (s *Stub) SetHop(h Hop) error { return s.set.write(s.slot, s.ifindex, h) }
 

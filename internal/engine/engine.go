@@ -121,6 +121,11 @@ type Engine struct {
 	// prepared are the interface programs the change being applied put
 	// in place outside the lock (stubprep.go).
 	prepared map[StubKey]bool
+	// links follows the peered interfaces' link events, and ifaceDown
+	// says why the peerings of interfaces that are missing are down, by
+	// name (links.go).
+	links     *linkWatch
+	ifaceDown map[string]string
 }
 
 // Revision counts the changes the engine has made (topology updates and
@@ -236,6 +241,7 @@ func Open(cfg Config) (*Engine, error) {
 		witnessStale:  map[string]bool{},
 		chains:        newChainIndex(),
 		redirectReady: map[int]bool{},
+		ifaceDown:     map[string]string{},
 		injects:       ratelimit.New(nil),
 	}
 	if err := e.tenants.init(cfg, f.Tenants); err != nil {
@@ -301,6 +307,9 @@ func Open(cfg Config) (*Engine, error) {
 		e.Close()
 		return nil, err
 	}
+	e.mu.Lock()
+	e.links = startLinkWatch(e)
+	e.mu.Unlock()
 	return e, nil
 }
 
@@ -311,6 +320,10 @@ func (e *Engine) Close() {
 	if e.pio != nil {
 		e.pio.stop()
 		e.pio = nil
+	}
+	if e.links != nil {
+		e.links.stop()
+		e.links = nil
 	}
 	for _, l := range e.cubes {
 		retire(l)

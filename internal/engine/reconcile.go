@@ -61,6 +61,7 @@ func (e *Engine) reconcileSet(desired *cube.Topology, adopt bool, cs *changeSet)
 	for _, name := range pl.missing {
 		e.log.Warn("peered interface does not exist; its traffic is dropped until it is back", "interface", name)
 	}
+	e.noteMissing(cs, pl.missing)
 	e.applying = desired
 	defer func() { e.applying = nil }()
 	for _, name := range names {
