@@ -64,6 +64,7 @@ func (e *Engine) reconcileSet(desired *cube.Topology, adopt bool, cs *changeSet)
 	e.noteMissing(cs, pl.missing)
 	e.applying = desired
 	defer func() { e.applying = nil }()
+	defer e.publishPuntViews() // what the cubes' punt workers see of them
 	for _, name := range names {
 		c, attch := desired.Lookup(name), attachContext(desired, name)
 		if err := e.ensureCube(c, attch, adopt); err != nil {
@@ -196,6 +197,10 @@ func (e *Engine) ensureCube(c *cube.Cube, attch string, adopt bool) error {
 // program or control plane needs it, the state file does.
 func (l *live) takeRuntime(c *cube.Cube) {
 	if !l.c.SameRuntime(c) {
+		if l.sharesCube() {
+			own := *l.c
+			l.c = &own
+		}
 		l.c.Runtime = maps.Clone(c.Runtime)
 		l.json = nil
 	}
