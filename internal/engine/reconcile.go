@@ -417,13 +417,7 @@ func (e *Engine) stubsOf(cs *changeSet) []StubKey {
 		return out
 	}
 	for iface := range cs.ifaces {
-		for _, hook := range []datapath.Hook{datapath.XDP, datapath.TC} {
-			for _, dir := range []datapath.Direction{datapath.Ingress, datapath.Egress} {
-				if k := (StubKey{iface, hook, dir}); e.stubs[k] != nil {
-					out = append(out, k)
-				}
-			}
-		}
+		out = append(out, e.stubKeysOf(iface)...)
 	}
 	return out
 }
