@@ -199,3 +199,69 @@ func TestMovedInterfaceIsDetachedAndPeeredAgain(t *testing.T) {
 		})
 	}
 }
+
+// TestInterfaceMovedWhileStoppedIsDetachedAtStart: a peered interface
+// moved to another namespace while the daemon was stopped no longer runs
+// the daemon's program there once it starts, its port shows the peering
+// down; moved back, it is peered again.
+func TestInterfaceMovedWhileStoppedIsDetachedAtStart(t *testing.T) {
+	for _, hook := range []datapath.Hook{datapath.XDP, datapath.TC} {
+		t.Run(string(hook), func(t *testing.T) {
+			e := testEngine(t, "enflns")
+			lab := netlab.NewT(t)
+			a, _, err := lab.RootVeth("msa", "msb")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := e.Update(func(tp *cube.Topology) error {
+				tp.Put(&cube.Cube{Name: "c", Type: "portfwd", Hook: hook, Ports: []cube.Port{{Name: "p0", Index: 0, Peer: a}, {Name: "p1", Index: 1}}})
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			cfg := e.cfg
+			e.Close()
+			away, err := lab.Host("away")
+			if err != nil {
+				t.Fatal(err)
+			}
+			lk, err := netlink.LinkByName(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := netlink.LinkSetNsFd(lk, int(away.NsHandle())); err != nil {
+				t.Fatal(err)
+			}
+			r, err := Open(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Destroy()
+			if runsProgram(t, away, a, hook) {
+				t.Errorf("%s, moved to another namespace while the daemon was stopped, still runs its program there after the start", a)
+			}
+			st, err := r.Stats(tenant.Admin, "c")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Ports[0].PeerDown == "" {
+				t.Errorf("p0's peering with the missing %s does not show down after the start", a)
+			}
+			moved, err := away.Netlink().LinkByName(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := away.Netlink().LinkSetNsPid(moved, os.Getpid()); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, a+" moved back is not peered again", func() bool {
+				r.mu.Lock()
+				defer r.mu.Unlock()
+				return r.stubs[StubKey{a, hook, datapath.Ingress}] != nil && r.cubes["c"].hops[0].Kind == datapath.DstIface
+			})
+			if !runsProgram(t, nil, a, hook) {
+				t.Errorf("%s moved back runs no program", a)
+			}
+		})
+	}
+}
