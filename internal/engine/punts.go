@@ -229,6 +229,9 @@ func (l *live) sharesCube() bool {
 	if l.readers > 0 {
 		return true
 	}
+	if l.sink == nil {
+		return false
+	}
 	v := l.sink.view.Load()
 	return v != nil && v.c == l.c
 }
