@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/edgenf/edgenf/internal/netlab"
 	"github.com/edgenf/edgenf/internal/tenant"
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 )
 
 // eventually polls cond for up to 20 s.
@@ -26,6 +26,19 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// home is the test's network namespace. Not the process's (/proc/PID):
+// that is its main thread's, which a lab's host may have switched into its
+// own namespace for a while.
+func home(t *testing.T) netns.NsHandle {
+	t.Helper()
+	ns, err := netns.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Close() })
+	return ns
 }
 
 // ifSlotOf is the slot the engine's shared interface maps give ifindex.
@@ -168,7 +181,7 @@ func TestMovedInterfaceIsDetachedAndPeeredAgain(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := away.Netlink().LinkSetNsPid(moved, os.Getpid()); err != nil {
+			if err := away.Netlink().LinkSetNsFd(moved, int(home(t))); err != nil {
 				t.Fatal(err)
 			}
 			back, err := netlink.LinkByName(a)
@@ -251,7 +264,7 @@ func TestInterfaceMovedWhileStoppedIsDetachedAtStart(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := away.Netlink().LinkSetNsPid(moved, os.Getpid()); err != nil {
+			if err := away.Netlink().LinkSetNsFd(moved, int(home(t))); err != nil {
 				t.Fatal(err)
 			}
 			eventually(t, a+" moved back is not peered again", func() bool {
