@@ -27,8 +27,9 @@ type counters struct {
 type cubeStats struct {
 	Cube  string `json:"cube"`
 	Ports []struct {
-		Port  string `json:"port"`
-		Index int    `json:"index"`
+		Port     string `json:"port"`
+		Index    int    `json:"index"`
+		PeerDown string `json:"peer_down,omitempty"`
 		counters
 	} `json:"ports"`
 	Total      counters            `json:"total"`
@@ -114,6 +115,11 @@ func statsCmd() *cobra.Command {
 					for _, r := range s.rows() {
 						c := r[1].(counters)
 						fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", s.Cube, r[0], c.RxPackets, c.RxBytes, c.TxPackets, c.TxBytes, c.DropPackets, c.PuntPackets, c.PuntRateDrops)
+					}
+					for _, p := range s.Ports {
+						if p.PeerDown != "" { // beside the table, not in it: scripts read its columns
+							fmt.Fprintf(os.Stderr, "%s:%s: peering down: %s\n", s.Cube, p.Port, p.PeerDown)
+						}
 					}
 				}
 			})

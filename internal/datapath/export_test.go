@@ -12,3 +12,14 @@ func OpenBuild(root string, change func(map[string]*ebpf.MapSpec)) (*Datapath, e
 	change(shared)
 	return open(root, shared)
 }
+
+// SlotsInUse counts the interface slots of hook and dir given out.
+func (d *Datapath) SlotsInUse(hook Hook, dir Direction) int {
+	s, err := d.ifaceSet(hook, dir)
+	if err != nil {
+		return -1
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.used)
+}

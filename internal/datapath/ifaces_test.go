@@ -384,3 +384,45 @@ func TestRestartAdoptsTheSharedStub(t *testing.T) {
 		})
 	}
 }
+
+// An attach that fails after its link is made (here: the link cannot be
+// pinned, the place taken) gives back the slot it took and the ifindex
+// it wrote: neither leaks until the next start, the interface's frames go
+// to Linux, and the next attach succeeds.
+func TestFailedAttachLeaksNoSlot(t *testing.T) {
+	for _, hook := range []datapath.Hook{datapath.XDP, datapath.TC} {
+		t.Run(string(hook), func(t *testing.T) {
+			dp, root, lab := ifaceLab(t)
+			a, ai := veth(t, lab, "fa", "fb")
+			b, bi := veth(t, lab, "fc", "fd")
+			hop := datapath.Hop{Kind: datapath.DstIface, Ifindex: 1}
+			if _, err := dp.AttachStub(b, bi, hook, datapath.Ingress, hop, nil); err != nil {
+				t.Fatal(err)
+			}
+			before := dp.SlotsInUse(hook, datapath.Ingress)
+			lpath := filepath.Join(root, "ifaces", a+"_"+string(hook)+"_ingress", "link")
+			if err := os.MkdirAll(lpath, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := dp.AttachStub(a, ai, hook, datapath.Ingress, hop, nil); err == nil {
+				t.Fatal("the attach succeeded with its link's pin taken")
+			}
+			if n := dp.SlotsInUse(hook, datapath.Ingress); n != before {
+				t.Errorf("%d interface slots in use after a failed attach, %d before", n, before)
+			}
+			if slot := slotOf(t, root, hook, ai); slot != 0 {
+				t.Errorf("%s's ifindex leads to slot %d after its attach failed", a, slot)
+			}
+			if err := os.Remove(lpath); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := dp.AttachStub(a, ai, hook, datapath.Ingress, hop, nil); err != nil {
+				t.Fatalf("the attach once the pin is free: %v", err)
+			}
+			frame := nftest.UDP4("198.18.0.1", "198.18.0.2", 1, 2, make([]byte, 22))
+			if v := runOn(t, attached(t, root, a, hook), hook, ai, frame); v != sent[hook] {
+				t.Errorf("a frame on %s attached again: verdict %d, want its hop", a, v)
+			}
+		})
+	}
+}

@@ -73,7 +73,7 @@ func AttachedProgram(root, ifname string, hook Hook, dir Direction) (*ebpf.Progr
 // Re-attaching an attached stub replaces its program atomically: the plain
 // stub runs while the hop changes, so program and hop always agree. The link
 // is pinned, so the stub stays when the daemon exits.
-func (d *Datapath) AttachStub(ifname string, ifindex int, hook Hook, dir Direction, hop Hop, direct *Program) (*Stub, error) {
+func (d *Datapath) AttachStub(ifname string, ifindex int, hook Hook, dir Direction, hop Hop, direct *Program) (_ *Stub, err error) {
 	if hook == XDP && dir == Egress {
 		return nil, errors.New("XDP has no egress hook: use hook tc for egress processing")
 	}
@@ -108,9 +108,19 @@ func (d *Datapath) AttachStub(ifname string, ifindex int, hook Hook, dir Directi
 			return nil, fmt.Errorf("%s: %w", ifname, err)
 		}
 	}
-	if err := s.takeSlot(); err != nil {
+	fresh, err := s.takeSlot()
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ifname, err)
 	}
+	// A slot this attach took is given back if a later step fails (the
+	// link, its pin, the record): else it stays taken, and the ifindex
+	// written, until the next start. A slot the interface held already
+	// stays with the program still running on it.
+	defer func() {
+		if err != nil && fresh {
+			s.release()
+		}
+	}()
 	if hook == TC && d.classicTC {
 		if err := d.attachStubClassic(s, ifindex, set.stub, prog, hop); err != nil {
 			return nil, fmt.Errorf("attach to %s: %w", ifname, err)
@@ -149,9 +159,11 @@ func (d *Datapath) AttachStub(ifname string, ifindex int, hook Hook, dir Directi
 		os.RemoveAll(sdir)
 		return nil, fmt.Errorf("attach to %s: %w", ifname, err)
 	}
-	defer l.Close()
+	defer l.Close() // unpinned, the link goes with the last descriptor
 	if err := l.Pin(lpath); err != nil {
-		return nil, err
+		s.release()
+		d.detachCopier(sdir)
+		return nil, fmt.Errorf("pin the link on %s: %w", ifname, err)
 	}
 	if hook == TC { // a classic filter an earlier daemon left
 		d.detachStubClassic(ifname, hook, dir)
@@ -163,28 +175,28 @@ func (d *Datapath) AttachStub(ifname string, ifindex int, hook Hook, dir Directi
 
 // takeSlot gives s its interface's slot: the one its record names if that
 // slot is still written for this interface, else a free one (the slot of
-// an interface of the same name that is gone is freed).
-func (s *Stub) takeSlot() error {
+// an interface of the same name that is gone is freed); fresh: the latter.
+func (s *Stub) takeSlot() (fresh bool, err error) {
 	if s.slot != 0 {
-		return nil
+		return false, nil
 	}
 	if r, ok := readAttached(s.dir); ok && r.Slot != 0 {
 		if r.Ifindex == s.ifindex && s.set.holds(r.Slot, s.ifindex) {
 			s.slot = r.Slot
-			return nil
+			return false, nil
 		}
 		if s.set.holds(r.Slot, r.Ifindex) {
 			if err := s.set.free(r.Slot, r.Ifindex); err != nil {
-				return err
+				return false, err
 			}
 		}
 	}
 	slot, err := s.set.take()
 	if err != nil {
-		return err
+		return false, err
 	}
 	s.slot = slot
-	return nil
+	return true, nil
 }
 
 // release frees the slot of an attach that failed.
@@ -271,6 +283,11 @@ func attach(p *ebpf.Program, ifindex int, hook Hook, dir Direction) (link.Link, 
 	}
 	return link.AttachTCX(link.TCXOptions{Program: p, Interface: ifindex, Attach: at})
 }
+
+// Ifindex is the interface index the stub was attached by: the name may
+// have moved on to another interface since (moved to another namespace,
+// deleted and made again).
+func (s *Stub) Ifindex() int { return int(s.ifindex) }
 
 // SetHop changes where the stub sends frames.
 func (s *Stub) SetHop(h Hop) error { return s.set.write(s.slot, s.ifindex, h) }

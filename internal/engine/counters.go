@@ -77,7 +77,7 @@ func (e *Engine) appendCounters(out []CubeCounters, names []string, keep func(*c
 			if raw, err := l.dc.PortStats(min(last+1, datapath.MaxPorts)); err == nil {
 				cc.Ports = make([]PortStats, 0, len(l.c.Ports))
 				for _, p := range l.c.Ports {
-					cc.Ports = append(cc.Ports, PortStats{Port: p.Name, Index: p.Index, Stats: raw[p.Index]})
+					cc.Ports = append(cc.Ports, PortStats{Port: p.Name, Index: p.Index, PeerDown: e.peerDown(p.Peer), Stats: raw[p.Index]})
 				}
 			}
 		}

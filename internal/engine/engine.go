@@ -59,8 +59,11 @@ type Engine struct {
 	// bySlot finds a cube by its panel slot (a punt names only that), in
 	// O(1) however many cubes there are; sinks are the same by slot for
 	// the punt reader, which reads them without the lock (punts.go).
-	bySlot   map[uint32]*live
-	sinks    []atomic.Pointer[puntSink]
+	bySlot map[uint32]*live
+	sinks  []atomic.Pointer[puntSink]
+	// punting are the cubes whose punt workers asked for views of them
+	// (punts.go).
+	punting  map[*live]bool
 	stubs    map[StubKey]*datapath.Stub
 	stubHops map[StubKey]datapath.Hop
 	// stubEntry is the cube whose direct entry runs on a stub's interface
@@ -121,6 +124,11 @@ type Engine struct {
 	// prepared are the interface programs the change being applied put
 	// in place outside the lock (stubprep.go).
 	prepared map[StubKey]bool
+	// links follows the peered interfaces' link events, and ifaceDown
+	// says why the peerings of interfaces that are missing are down, by
+	// name (links.go).
+	links     *linkWatch
+	ifaceDown map[string]string
 }
 
 // Revision counts the changes the engine has made (topology updates and
@@ -164,9 +172,10 @@ type live struct {
 	// stand-in that drops everything runs in its place (restore.go).
 	down string
 	// readers counts the calls into the controller in flight without the
-	// engine's lock (punts, actions: controllers.go), which read c: while
-	// there are any, an entry change copies the table it changes instead
-	// of writing into c (entries.go). Guarded by e.mu.
+	// engine's lock (views, actions: controllers.go), which read c: while
+	// there are any, or a punt worker's view holds c (sharesCube), an
+	// entry change copies the table it changes instead of writing into c
+	// (entries.go). Guarded by e.mu.
 	readers int
 	// gone is set when the cube is unloaded or the engine closes: calls
 	// made without the engine's lock then stop.
@@ -226,6 +235,7 @@ func Open(cfg Config) (*Engine, error) {
 		slots:     f.Slots,
 		cubes:     map[string]*live{},
 		bySlot:    map[uint32]*live{},
+		punting:   map[*live]bool{},
 		sinks:     make([]atomic.Pointer[puntSink], datapath.MaxSlots),
 		stubs:     map[StubKey]*datapath.Stub{},
 		stubHops:  map[StubKey]datapath.Hop{},
@@ -236,6 +246,7 @@ func Open(cfg Config) (*Engine, error) {
 		witnessStale:  map[string]bool{},
 		chains:        newChainIndex(),
 		redirectReady: map[int]bool{},
+		ifaceDown:     map[string]string{},
 		injects:       ratelimit.New(nil),
 	}
 	if err := e.tenants.init(cfg, f.Tenants); err != nil {
@@ -301,6 +312,9 @@ func Open(cfg Config) (*Engine, error) {
 		e.Close()
 		return nil, err
 	}
+	e.mu.Lock()
+	e.links = startLinkWatch(e)
+	e.mu.Unlock()
 	return e, nil
 }
 
@@ -312,11 +326,17 @@ func (e *Engine) Close() {
 		e.pio.stop()
 		e.pio = nil
 	}
+	if e.links != nil {
+		e.links.stop()
+		e.links = nil
+	}
 	for _, l := range e.cubes {
 		retire(l)
+		l.sink.dropView()
 		dropDups(l)
 		l.dc.Close()
 	}
+	clear(e.punting)
 	e.cubes = map[string]*live{}
 	e.bySlot = map[uint32]*live{}
 	e.stubs = map[StubKey]*datapath.Stub{}

@@ -328,7 +328,7 @@ func (e *Engine) writeEntries(l *live, ew cube.EntryWriter, tx *EntryTx) error {
 			return err
 		}
 	}
-	if l.readers > 0 {
+	if l.sharesCube() {
 		// calls without the engine's lock read l.c: they keep theirs
 		c := *l.c
 		c.Tables = maps.Clone(l.c.Tables)
@@ -341,6 +341,7 @@ func (e *Engine) writeEntries(l *live, ew cube.EntryWriter, tx *EntryTx) error {
 	for _, ch := range changes {
 		l.c.SetRow(tx.tb.Name, ch.key, ch.new)
 	}
+	e.publishPuntView(l)
 	l.json = nil
 	e.compactJournal()
 	return nil

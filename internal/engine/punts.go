@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"maps"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/cilium/ebpf/perf"
@@ -105,14 +107,63 @@ type puntSink struct {
 	// gone ends the worker; stopped: it was closed (guarded by e.mu).
 	gone    chan struct{}
 	stopped bool
+	// view is what the worker needs of the engine, published by the
+	// engine (nil until the worker's first batch asks for it, and once
+	// the cube goes): the worker reads it without the engine's lock.
+	view atomic.Pointer[puntView]
+}
+
+// puntView is the engine's state a punt worker hands punts over with: the
+// handle of a call without the engine's lock (duplicated maps, hops,
+// attachment point, packet I/O) and the cube as synced. The engine makes
+// a new one when any of it changes (publishPuntView) and never changes
+// one: a batch runs on the view it began with, and the last release of a
+// replaced view gives back its maps.
+type puntView struct {
+	h     *offLock
+	c     *cube.Cube
+	attch string
+	// refs: 1 while published, and one per batch on it
+	refs atomic.Int32
+}
+
+// acquire returns the sink's view with a reference for a batch, nil if
+// there is none.
+func (s *puntSink) acquire() *puntView {
+	for {
+		v := s.view.Load()
+		if v == nil {
+			return nil
+		}
+		if n := v.refs.Load(); n > 0 && v.refs.CompareAndSwap(n, n+1) {
+			return v
+		}
+		// replaced and released meanwhile: the new one is published
+	}
+}
+
+func (v *puntView) release() {
+	if v.refs.Add(-1) == 0 {
+		v.h.dups.release()
+	}
+}
+
+// dropView unpublishes the sink's view (the cube goes, or the engine
+// closes). Called with e.mu held.
+func (s *puntSink) dropView() {
+	if s == nil {
+		return
+	}
+	if v := s.view.Swap(nil); v != nil {
+		v.release()
+	}
 }
 
 // puntQueue is how many punted packets wait for a cube's worker; more are
 // dropped (and counted) until it catches up.
 const puntQueue = 256
 
-// puntBatch is how many queued punts a worker hands over for one visit
-// to the engine's lock (offLockCall takes it to begin and to end).
+// puntBatch is how many queued punts a worker hands over at a time.
 const puntBatch = 32
 
 // bindSlot makes l the cube of its panel slot, for the engine and for the
@@ -123,6 +174,8 @@ func (e *Engine) bindSlot(l *live) {
 	l.sink = &puntSink{l: l, hook: l.dc.Hook, name: l.dc.Name, gone: make(chan struct{})}
 	if old := e.sinks[l.dc.Slot].Swap(l.sink); old != nil && old.l != l {
 		old.stop()
+		old.dropView()
+		delete(e.punting, old.l)
 	}
 }
 
@@ -131,6 +184,70 @@ func (e *Engine) bindSlot(l *live) {
 func (e *Engine) unbindSlot(l *live) {
 	delete(e.bySlot, l.dc.Slot)
 	e.sinks[l.dc.Slot].CompareAndSwap(l.sink, nil)
+	delete(e.punting, l)
+	l.sink.dropView()
+}
+
+// publishPuntView gives l's punt worker, if it has asked for one, a view
+// of l as it is now, unless the one it has is still that. Called with
+// e.mu held, after anything a view holds may have changed: a reconcile
+// (programs, hops, syncs, attachments), an entry change.
+func (e *Engine) publishPuntView(l *live) {
+	if !e.punting[l] || l.gone.Load() || l.c == nil {
+		return
+	}
+	old := l.sink.view.Load()
+	if old != nil && old.c == l.c && old.attch == l.attch && old.h.dups.of == l.dc && old.h.io == e.pio &&
+		maps.Equal(old.h.hops, l.hops) && old.h.point == e.current().AttachedTo(l.dc.Name) {
+		return
+	}
+	h, err := e.detached(l, true)
+	if err != nil {
+		// the worker keeps the view it has (or, without one, drops the
+		// cube's punts) until the next change publishes one
+		e.log.Warn("slow path: the cube's punt worker keeps its view of the cube", "cube", l.dc.Name, "err", err)
+		return
+	}
+	v := &puntView{h: h, c: l.c, attch: l.attch}
+	v.refs.Store(1)
+	if old := l.sink.view.Swap(v); old != nil {
+		old.release()
+	}
+}
+
+// publishPuntViews is publishPuntView for every cube with a punt worker.
+func (e *Engine) publishPuntViews() {
+	for l := range e.punting {
+		e.publishPuntView(l)
+	}
+}
+
+// sharesCube says whether calls without the engine's lock may be reading
+// l.c (offLockCall's, or a punt worker's view): a change then replaces
+// what it changes instead of writing into it. Called with e.mu held.
+func (l *live) sharesCube() bool {
+	if l.readers > 0 {
+		return true
+	}
+	if l.sink == nil {
+		return false
+	}
+	v := l.sink.view.Load()
+	return v != nil && v.c == l.c
+}
+
+// askPuntView is a punt worker's first call, the one that takes the
+// engine's lock: from then on the engine publishes the cube's view for it
+// (publishPuntView). false: the cube went.
+func (e *Engine) askPuntView(s *puntSink) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s.l.gone.Load() || s.l.sink != s {
+		return false
+	}
+	e.punting[s.l] = true
+	e.publishPuntView(s.l)
+	return s.view.Load() != nil
 }
 
 // stop ends the sink's worker. Called with e.mu held.
@@ -168,11 +285,16 @@ func (e *Engine) punt(hook datapath.Hook, slot uint32, p cube.Punt) {
 }
 
 // drainPunts is a cube's punt worker: it hands the queued punts to the
-// controller, up to puntBatch at a time, without the engine's lock but
-// to begin and end a batch (offLockCall), and transmits the copies the
-// fast path could not make (copy.h), until the cube goes.
+// controller, up to puntBatch at a time, and transmits the copies the
+// fast path could not make (copy.h), until the cube goes. It runs on the
+// view of the engine's state the engine publishes for it (puntView): but
+// for its first batch, it does not take the engine's lock, so neither a
+// long change nor another cube's calls hold it up, and a flood of punts
+// does not contend with the API. A batch runs on the view it began with;
+// punts of a cube that went meanwhile are dropped.
 func (e *Engine) drainPunts(s *puntSink, q <-chan cube.Punt) {
 	batch := make([]cube.Punt, 0, puntBatch)
+	asked := false
 	for {
 		select {
 		case <-s.gone:
@@ -189,28 +311,38 @@ func (e *Engine) drainPunts(s *puntSink, q <-chan cube.Punt) {
 				break fill
 			}
 		}
-		err := e.offLockCall(s.l, func(h cube.Handle, c *cube.Cube) error {
-			ph, _ := h.Controller().(cube.PuntHandler)
-			for _, p := range batch {
-				if s.l.gone.Load() { // a deleted cube's queued punts are not handed over
-					return nil
-				}
-				if p.Reason != datapath.PuntTransmit {
-					if ph != nil {
-						ph.HandlePunt(h, c, p)
-					}
-					continue
-				}
-				// a copy the fast path could not make (copy.h): out of port Arg
-				s.l.slowCopies.Add(1)
-				if err := h.Transmit(int(p.Arg), p.Frame); err != nil {
-					e.log.Debug("slow-path copy not sent", "cube", s.name, "port", p.Arg, "err", err)
-				}
+		v := s.acquire()
+		if v == nil && !asked {
+			asked = true
+			if e.askPuntView(s) {
+				v = s.acquire()
 			}
-			return nil
-		})
-		if err != nil && !s.l.gone.Load() {
-			e.log.Debug("punts not handled", "cube", s.name, "err", err)
+		}
+		if v == nil {
+			continue // the cube went, or has no view: its punts drop
+		}
+		e.handlePunts(s, v, batch)
+		v.release()
+	}
+}
+
+// handlePunts hands a batch to the controller on view v.
+func (e *Engine) handlePunts(s *puntSink, v *puntView, batch []cube.Punt) {
+	ph, _ := v.h.ctl.(cube.PuntHandler)
+	for _, p := range batch {
+		if s.l.gone.Load() { // a deleted cube's queued punts are not handed over
+			return
+		}
+		if p.Reason != datapath.PuntTransmit {
+			if ph != nil {
+				ph.HandlePunt(v.h, v.c, p)
+			}
+			continue
+		}
+		// a copy the fast path could not make (copy.h): out of port Arg
+		s.l.slowCopies.Add(1)
+		if err := v.h.Transmit(int(p.Arg), p.Frame); err != nil {
+			e.log.Debug("slow-path copy not sent", "cube", s.name, "port", p.Arg, "err", err)
 		}
 	}
 }

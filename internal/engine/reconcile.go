@@ -61,8 +61,10 @@ func (e *Engine) reconcileSet(desired *cube.Topology, adopt bool, cs *changeSet)
 	for _, name := range pl.missing {
 		e.log.Warn("peered interface does not exist; its traffic is dropped until it is back", "interface", name)
 	}
+	e.noteMissing(cs, pl.missing)
 	e.applying = desired
 	defer func() { e.applying = nil }()
+	defer e.publishPuntViews() // what the cubes' punt workers see of them
 	for _, name := range names {
 		c, attch := desired.Lookup(name), attachContext(desired, name)
 		if err := e.ensureCube(c, attch, adopt); err != nil {
@@ -195,6 +197,10 @@ func (e *Engine) ensureCube(c *cube.Cube, attch string, adopt bool) error {
 // program or control plane needs it, the state file does.
 func (l *live) takeRuntime(c *cube.Cube) {
 	if !l.c.SameRuntime(c) {
+		if l.sharesCube() {
+			own := *l.c
+			l.c = &own
+		}
 		l.c.Runtime = maps.Clone(c.Runtime)
 		l.json = nil
 	}
@@ -411,13 +417,7 @@ func (e *Engine) stubsOf(cs *changeSet) []StubKey {
 		return out
 	}
 	for iface := range cs.ifaces {
-		for _, hook := range []datapath.Hook{datapath.XDP, datapath.TC} {
-			for _, dir := range []datapath.Direction{datapath.Ingress, datapath.Egress} {
-				if k := (StubKey{iface, hook, dir}); e.stubs[k] != nil {
-					out = append(out, k)
-				}
-			}
-		}
+		out = append(out, e.stubKeysOf(iface)...)
 	}
 	return out
 }

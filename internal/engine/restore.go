@@ -233,9 +233,13 @@ func (e *Engine) removeLeftovers(adoptEmpty bool) error {
 		if _, ok := e.stubs[StubKey{s.Iface, s.Hook, s.Dir}]; ok {
 			continue
 		}
-		if named[s.Iface] && !planned[s.Iface] {
-			continue // the state's interface, missing for now: left as it was
+		if _, err := ifindex(s.Iface); err == nil && named[s.Iface] && !planned[s.Iface] {
+			continue // the state's interface, not attached by this start: left as it was
 		}
+		// An interface missing from this namespace goes too, the state's
+		// included: moved to another namespace while the daemon was
+		// down, its link would run there, on that namespace's ifindexes.
+		// It is peered again when it is back (links.go).
 		if err := e.dp.DetachStub(s.Iface, s.Hook, s.Dir); err != nil {
 			return fmt.Errorf("interface %s: %w", s, err)
 		}

@@ -14,6 +14,9 @@ import (
 type PortStats struct {
 	Port  string `json:"port"`
 	Index int    `json:"index"`
+	// PeerDown says why the port's peering with a Linux interface is down
+	// (the interface is missing: deleted, or moved to another namespace).
+	PeerDown string `json:"peer_down,omitempty"`
 	datapath.Stats
 }
 
@@ -49,7 +52,7 @@ func (e *Engine) Stats(who tenant.Actor, name string) (*CubeStats, error) {
 		return out, nil
 	}
 	for _, p := range l.c.Ports {
-		out.Ports = append(out.Ports, PortStats{Port: p.Name, Index: p.Index, Stats: raw[p.Index]})
+		out.Ports = append(out.Ports, PortStats{Port: p.Name, Index: p.Index, PeerDown: e.peerDown(p.Peer), Stats: raw[p.Index]})
 	}
 	for _, s := range raw {
 		out.Total.Add(s)
@@ -93,6 +96,9 @@ func (e *Engine) IfaceStats(iface string) (map[string]datapath.Stats, error) {
 		out[fmt.Sprintf("%s-%s", k.Hook, k.Dir)] = st
 	}
 	if len(out) == 0 {
+		if why := e.ifaceDown[iface]; why != "" {
+			return nil, cube.NotFound("interface", "edgenf has no program on interface %q: %s", iface, why)
+		}
 		return nil, cube.NotFound("interface", "edgenf has no program on interface %q", iface)
 	}
 	return out, nil

@@ -12,6 +12,7 @@ import (
 	"maps"
 	"net"
 	"net/netip"
+	"sync/atomic"
 
 	"github.com/cilium/ebpf"
 	"github.com/edgenf/edgenf/internal/cube"
@@ -19,22 +20,21 @@ import (
 )
 
 // dupMaps are duplicates of the maps of one loaded program, shared by the
-// sweeps in flight and kept for the next tick while the program is the
-// cube's. Guarded by e.mu.
+// calls in flight without the engine's lock and kept for the next while
+// the program is the cube's. refs counts those calls, and one more while
+// the cube holds them (l.dups): the last release closes them, with or
+// without the engine's lock (a punt worker releases without it).
 type dupMaps struct {
 	of   *datapath.Program
 	maps map[string]*ebpf.Map
-	refs int
-	// retired: the cube's program changed or the cube went; closed by the
-	// last release.
-	retired bool
+	refs atomic.Int32
 }
 
 // dups returns the duplicates of l's maps, made if l's program changed,
 // with one more reference. Called with e.mu held.
 func (e *Engine) dups(l *live) (*dupMaps, error) {
 	if l.dups != nil && l.dups.of != l.dc {
-		l.dups.retire()
+		l.dups.release()
 		l.dups = nil
 	}
 	if l.dups == nil {
@@ -47,24 +47,16 @@ func (e *Engine) dups(l *live) (*dupMaps, error) {
 			}
 			d.maps[name] = c
 		}
+		d.refs.Store(1) // l's
 		l.dups = d
 	}
-	l.dups.refs++
+	l.dups.refs.Add(1)
 	return l.dups, nil
 }
 
-// retire drops the duplicates once no sweep uses them. Called with e.mu
-// held, when the cube goes or the engine closes.
-func (d *dupMaps) retire() {
-	d.retired = true
-	if d.refs == 0 {
-		d.close()
-	}
-}
-
+// release drops a reference; the last closes the duplicates.
 func (d *dupMaps) release() {
-	d.refs--
-	if d.retired && d.refs == 0 {
+	if d.refs.Add(-1) == 0 {
 		d.close()
 	}
 }
@@ -76,10 +68,11 @@ func (d *dupMaps) close() {
 	d.maps = nil
 }
 
-// dropDups retires l's duplicates (l goes, or the engine closes).
+// dropDups drops l's reference to its duplicates (l goes, or the engine
+// closes): the calls still in flight keep them until they end.
 func dropDups(l *live) {
 	if l.dups != nil {
-		l.dups.retire()
+		l.dups.release()
 		l.dups = nil
 	}
 }
