@@ -1482,7 +1482,6 @@ static __attribute__((noinline)) int upf_nd_in(ctx_t *ctx, struct edgenf_md *md,
 	return enf_send(ctx, md, in);
 }
 
-#if defined(EDGENF_HOOK_XDP) /* upf_n6 looks pools up at XDP only */
 /* The pool of pools[0..n) whose indexed part holds h (host order). */
 static __always_inline struct upf_pool *upf_pool_of(struct upf_pool *pools, __u32 n, __u64 h)
 {
@@ -1530,7 +1529,6 @@ static __always_inline struct upf_list *upf_pooled(struct upf_flow *f)
 		return NULL;
 	return &l->list;
 }
-#endif
 
 /* A packet on n6, plain IP to a UE: the rules of its UE address, f read
  * from the packet. NULL: the packet's verdict is in *v. */
@@ -1547,13 +1545,7 @@ static __always_inline struct upf_list *upf_n6(ctx_t *ctx, struct edgenf_md *md,
 		*v = upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
 		return NULL;
 	}
-	list = NULL;
-#if defined(EDGENF_HOOK_XDP)
-	/* Only at XDP: at TC a third kind of list pointer after this lookup
-	 * takes the program past the verifier's million instructions (TC
-	 * verified 875k before; ctl.go indexes no pools at TC). */
 	list = upf_pooled(f);
-#endif
 	if (!list && f->v6) {
 		__u64 key;
 
