@@ -31,8 +31,9 @@ import (
 //	                 against one session (target: 0.8).
 //	upf-dl-pool-*:   the same downlink with the UE addresses in the cube's
 //	                 UE pool (10.44.0.0/15: an array lookup instead of a
-//	                 hash), in upf-dl (1 session) and upf-scale-dl (1 and
-//	                 100,000 random addresses of the pool).
+//	                 hash), in upf-dl (1 session), upf-scale-dl (1 and
+//	                 100,000 random addresses of the pool) and upf-tc-dl
+//	                 (1 session at TC).
 //	upf-tc-ul, upf-tc-dl: the upf cube at TC against a portfwd cube at TC
 //	                 on the same frames (what the upf adds to the skb path).
 //	upf-p4-ul, upf-p4-dl: the upf cube against examples/p4/upf.p4 compiled
@@ -122,6 +123,11 @@ func init() {
 			Doc: "edgenf upf cube at XDP, 1 session, its UE address in the cube's UE pool, downlink",
 			Setup: func(e *scenario.Env) (*scenario.Topology, error) {
 				return setupUPF(e, datapath.XDP, true, 1, pooledUEs)
+			}},
+		{Name: "upf-dl-pool-tc", Group: "upf-tc-dl", Order: 15,
+			Doc: "edgenf upf cube at TC, 1 session, its UE address in the cube's UE pool, downlink",
+			Setup: func(e *scenario.Env) (*scenario.Topology, error) {
+				return setupUPF(e, datapath.TC, true, 1, pooledUEs)
 			}},
 		{Name: "upf-dl-pool-1", Group: "upf-scale-dl", Order: 5, Quick: true,
 			Doc: "edgenf upf cube at XDP, 1 session, its UE address in the cube's UE pool, downlink",

@@ -1,14 +1,11 @@
 package capture
 
 import (
-	"regexp"
-	"strconv"
-	"strings"
 	"testing"
 
-	"github.com/cilium/ebpf"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/testenv"
+	"github.com/edgenf/edgenf/internal/testenv/verifier"
 )
 
 // maxVerified bounds the instructions the verifier walks for the capture
@@ -18,8 +15,6 @@ import (
 // for a capture on an interface (the cube and its direct entry). In the
 // scratch map it is verified in one pass: about 3,000 and 8,000.
 const maxVerified = 30000
-
-var processed = regexp.MustCompile(`processed (\d+) insns`)
 
 // The capture program and its direct entry verify in one pass over the
 // filter step, at both hooks: starting a capture waits for that.
@@ -34,29 +29,8 @@ func TestFilterStepVerifiedOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for name, ms := range spec.Maps {
-			if !strings.HasPrefix(name, ".") {
-				ms.Pinning = ebpf.PinNone
-			}
-		}
 		for _, prog := range []string{datapath.ProgName, datapath.EntryName} {
-			s := spec.Copy()
-			for n := range s.Programs {
-				if n != prog {
-					delete(s.Programs, n)
-				}
-			}
-			coll, err := ebpf.NewCollectionWithOptions(s, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{LogLevel: ebpf.LogLevelStats}})
-			if err != nil {
-				t.Fatalf("%s %s: %v", hook, prog, err)
-			}
-			log := coll.Programs[prog].VerifierLog
-			coll.Close()
-			m := processed.FindStringSubmatch(log)
-			if m == nil {
-				t.Fatalf("%s %s: no instruction count in the verifier's statistics:\n%s", hook, prog, log)
-			}
-			n, _ := strconv.Atoi(m[1])
+			n := verifier.Processed(t, spec, prog)
 			if n > maxVerified {
 				t.Errorf("%s %s: the verifier walked %d instructions, want at most %d (is the filter machine back on the stack?)", hook, prog, n, maxVerified)
 			}

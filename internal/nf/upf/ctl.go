@@ -7,7 +7,6 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/edgenf/edgenf/internal/cube"
-	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/nf/router"
 	"github.com/edgenf/edgenf/internal/nf/upf/model"
 )
@@ -187,13 +186,8 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 		ctl.adopted = true
 	}
 	// first: pools that would strand a session's list refuse the change
-	// before anything is written. At TC no pool is indexed (upf.bpf.c's
-	// upf_n6: the verifier's budget): every list is in a hash map.
-	pools := cfg.UEPools
-	if c.Hook != datapath.XDP {
-		pools = nil
-	}
-	if err := ctl.setPools(pools); err != nil {
+	// before anything is written.
+	if err := ctl.setPools(cfg.UEPools); err != nil {
 		return err
 	}
 	ctl.name, ctl.cfg = c.Name, cfg

@@ -600,7 +600,13 @@ func TestE2EDeletionStopsTraffic(t *testing.T) {
 // engine, and traffic goes on.
 func TestE2EPooledAndUnpooledUEs(t *testing.T) {
 	testenv.E2E(t)
-	ed := newEdge(t, datapath.XDP)
+	for _, hook := range hooks {
+		t.Run(string(hook), func(t *testing.T) { pooledAndUnpooledUEs(t, hook) })
+	}
+}
+
+func pooledAndUnpooledUEs(t *testing.T, hook datapath.Hook) {
+	ed := newEdge(t, hook)
 	if err := ed.dn.AddRoute("198.18.200.0/24", "198.18.2.1"); err != nil {
 		t.Fatal(err)
 	}

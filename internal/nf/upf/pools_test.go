@@ -97,12 +97,8 @@ func TestPooledUEsTakeTheArray(t *testing.T) {
 				if got := r.downlinkTEID(c.ue); got != c.teid {
 					t.Fatalf("downlink to %s: TEID %#x, want %#x; counters %v", c.ue, got, c.teid, r.nonZero())
 				}
-				want := c.where
-				if hook != datapath.XDP {
-					want = "hash" // no pool is indexed at TC
-				}
-				if w := r.where(c.ue); w != want {
-					t.Fatalf("the list of %s is in %s, want %s", c.ue, w, want)
+				if w := r.where(c.ue); w != c.where {
+					t.Fatalf("the list of %s is in %s, want %s", c.ue, w, c.where)
 				}
 			}
 			// An address of the pool no session has: no session.
@@ -119,7 +115,7 @@ func TestPooledUEsTakeTheArray(t *testing.T) {
 // pool table, a half-written slot) or to none is a miss, and the hash maps
 // answer.
 func TestPoolSlotOfAnotherAddressIsAMiss(t *testing.T) {
-	for _, hook := range []datapath.Hook{datapath.XDP} { // no slots at TC
+	for _, hook := range hooks {
 		t.Run(string(hook), func(t *testing.T) {
 			a := basicSession(1, 0x100, "198.19.3.5", "", 0x9001)
 			b := basicSession(2, 0x200, "198.19.3.6", "", 0x9002)
@@ -159,12 +155,18 @@ func TestPoolSlotOfAnotherAddressIsAMiss(t *testing.T) {
 // to a new list, a duplicate address is refused, a deletion empties the
 // slot, and a restarted daemon adopts the slots.
 func TestPoolSlotsFollowSessions(t *testing.T) {
+	for _, hook := range hooks {
+		t.Run(string(hook), func(t *testing.T) { poolSlotsFollowSessions(t, hook) })
+	}
+}
+
+func poolSlotsFollowSessions(t *testing.T, hook datapath.Hook) {
 	s := basicSession(1, 0x100, "198.19.3.5", "2001:db8:100:7::/64", 0x9001)
-	r := newRig(t, datapath.XDP, s)
+	r := newRig(t, hook, s)
 	k := ueKey("198.19.3.5")
 	first := r.ctl.sessions[1].pooled[k]
 	s.FARs[1].OuterHeader.TEID = 0x9011
-	if err := r.Update(testCube(datapath.XDP, s)); err != nil {
+	if err := r.Update(testCube(hook, s)); err != nil {
 		t.Fatal(err)
 	}
 	if got := r.downlinkTEID("198.19.3.5"); got != 0x9011 {
@@ -176,7 +178,7 @@ func TestPoolSlotsFollowSessions(t *testing.T) {
 	r.checkHeads()
 
 	dup := basicSession(2, 0x200, "198.19.3.5", "", 0x9002)
-	err := r.Update(testCube(datapath.XDP, s, dup))
+	err := r.Update(testCube(hook, s, dup))
 	if err == nil || !strings.Contains(err.Error(), "UE address 198.19.3.5 is already used by session 1") {
 		t.Fatalf("a second session with the same UE address: %v", err)
 	}
@@ -184,7 +186,7 @@ func TestPoolSlotsFollowSessions(t *testing.T) {
 		t.Fatalf("after the refused duplicate: downlink TEID %#x, want 0x9011", got)
 	}
 	// (the engine puts the cube back as it was)
-	if err := r.Update(testCube(datapath.XDP, s)); err != nil {
+	if err := r.Update(testCube(hook, s)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -199,7 +201,7 @@ func TestPoolSlotsFollowSessions(t *testing.T) {
 		t.Fatalf("after a restart: IPv6 downlink TEID %#x, want 0x9011", got)
 	}
 
-	if err := r.Update(testCube(datapath.XDP)); err != nil {
+	if err := r.Update(testCube(hook)); err != nil {
 		t.Fatal(err)
 	}
 	for _, ue := range []string{"198.19.3.5", "2001:db8:100:7::1"} {
@@ -219,11 +221,17 @@ func TestPoolSlotsFollowSessions(t *testing.T) {
 // the address and session, and nothing changes; pools that only add slots
 // are taken, and a session's list in a hash map moves into its new slot.
 func TestPoolChangesKeepSessionsInTheirSlots(t *testing.T) {
+	for _, hook := range hooks {
+		t.Run(string(hook), func(t *testing.T) { poolChangesKeepSessionsInTheirSlots(t, hook) })
+	}
+}
+
+func poolChangesKeepSessionsInTheirSlots(t *testing.T, hook datapath.Hook) {
 	v4 := basicSession(1, 0x100, "198.19.3.5", "", 0x9001)
 	v6 := basicSession(2, 0x200, "", "2001:db8:100:7::/64", 0x9002)
 	outside := basicSession(3, 0x300, "198.18.200.9", "", 0x9003)
 	const pools = `[{"prefix":"198.19.0.0/17"},{"prefix":"2001:db8:100::/48"}]`
-	r := newRigOf(t, poolCube(datapath.XDP, pools, v4, v6, outside))
+	r := newRigOf(t, poolCube(hook, pools, v4, v6, outside))
 	table := r.ctl.pools
 	for _, c := range []struct{ pools, want string }{
 		{`[{"prefix":"198.19.0.0/24"},{"prefix":"2001:db8:100::/48"}]`, "UE address 198.19.3.5 of session 1 is in a pool"},
@@ -232,7 +240,7 @@ func TestPoolChangesKeepSessionsInTheirSlots(t *testing.T) {
 		{`[{"prefix":"198.19.0.0/16"},{"prefix":"2001:db8:100::/48"}]`, "UE prefix 2001:db8:100:7::/64 of session 2"},
 		{`[{"prefix":"2001:db8:100::/48"},{"prefix":"198.19.0.0/17"}]`, "of session"},
 	} {
-		err := r.Update(poolCube(datapath.XDP, c.pools, v4, v6, outside))
+		err := r.Update(poolCube(hook, c.pools, v4, v6, outside))
 		var ce *cube.FieldError
 		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.As(err, &ce) || ce.Field != "ue_pools" || !errors.Is(ce.Kind, cube.ErrConflict) {
 			t.Fatalf("pools %s: %v, want a conflict on ue_pools naming %q", c.pools, err, c.want)
@@ -244,13 +252,13 @@ func TestPoolChangesKeepSessionsInTheirSlots(t *testing.T) {
 		if r.downlinkTEID("198.19.3.5") != 0x9001 || r.downlinkTEID("2001:db8:100:7::1") != 0x9002 {
 			t.Fatalf("pools %s: downlink broken after the refusal", c.pools)
 		}
-		if err := r.Update(poolCube(datapath.XDP, pools, v4, v6, outside)); err != nil {
+		if err := r.Update(poolCube(hook, pools, v4, v6, outside)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// A new pool after the others holds the hashed session's address.
 	grown := `[{"prefix":"198.19.0.0/17"},{"prefix":"2001:db8:100::/48"},{"prefix":"198.18.200.0/24"}]`
-	if err := r.Update(poolCube(datapath.XDP, grown, v4, v6, outside)); err != nil {
+	if err := r.Update(poolCube(hook, grown, v4, v6, outside)); err != nil {
 		t.Fatal(err)
 	}
 	if w := r.where("198.18.200.9"); w != "slot" {
@@ -262,7 +270,7 @@ func TestPoolChangesKeepSessionsInTheirSlots(t *testing.T) {
 		}
 	}
 	// and is now a pool with a session in it
-	if err := r.Update(poolCube(datapath.XDP, pools, v4, v6, outside)); err == nil || !strings.Contains(err.Error(), "UE address 198.18.200.9 of session 3") {
+	if err := r.Update(poolCube(hook, pools, v4, v6, outside)); err == nil || !strings.Contains(err.Error(), "UE address 198.18.200.9 of session 3") {
 		t.Fatalf("removing the pool of session 3: %v", err)
 	}
 }
