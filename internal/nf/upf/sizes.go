@@ -42,15 +42,11 @@ func sizeMaps(c *cube.Cube, spec *ebpf.CollectionSpec) error {
 	if err != nil {
 		return err
 	}
-	return sizeSpec(spec, cfg.Sessions())
-}
-
-func sizeSpec(spec *ebpf.CollectionSpec, sessions uint32) error {
 	cpus, err := ebpf.PossibleCPU()
 	if err != nil {
 		return err
 	}
-	return sizeFor(spec, sessions, cpus)
+	return sizeFor(spec, cfg.Sessions(), cpus)
 }
 
 // sizeFor sizes spec for sessions sessions on a machine of cpus possible
