@@ -26,12 +26,11 @@ var perSession = map[string]struct{ num, den uint32 }{
 	"upf_teid_slots": {1, 1}, "upf_ue_slots": {1, 1}, "upf_ue_lists": {1, 1},
 }
 
-// The load-time constants of upf.bpf.c that bound its arithmetic indexes.
+// The load-time constants of upf.bpf.c that bound its arithmetic indexes,
+// and the counter row of the object as compiled.
 const (
 	constRuleRow   = "upf_rule_row"
 	constSlotMask  = "upf_teid_slot_mask"
-	mapRules       = "upf_rules"
-	mapTEIDSlots   = "upf_teid_slots"
 	defaultRuleRow = 2 * model.DefaultMaxSessions
 )
 
