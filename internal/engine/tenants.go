@@ -391,10 +391,7 @@ func memoryKey(typ *cube.Type, c *cube.Cube, obj [sha256.Size]byte) [sha256.Size
 	if typ.SizeMaps == nil {
 		return obj
 	}
-	h := sha256.New()
-	h.Write(obj[:])
-	h.Write(c.Config)
-	return [sha256.Size]byte(h.Sum(nil))
+	return sha256.Sum256(append(obj[:], c.Config...))
 }
 
 // entryQuota refuses added more entries for who's tenant, which has used,
