@@ -135,6 +135,8 @@ bench: build
 	$(GO) run ./bench/cmd/accuracy -o bench/results/estimate-accuracy.md
 	EDGENF_PFCP_BENCH_OUT=$(CURDIR)/bench/results/upf-pfcp.md \
 	  $(GO) test -run XXX -bench PFCPEstablishment -benchtime 1x ./internal/pfcp/agent
+	EDGENF_UPF_MEMORY_OUT=$(CURDIR)/bench/results/upf-memory.md \
+	  $(GO) test -run XXX -bench UPFMemory -benchtime 1x ./internal/pfcp/agent
 	$(GO) run ./bench/cmd/isolation -o bench/results/slice-isolation.md -img docs/img
 	EDGENF_SLICE_BENCH_OUT=$(CURDIR)/bench/results/slice-create.md \
 	  $(GO) test -run XXX -bench SliceCreate -benchtime 1x ./internal/nf/slicer

@@ -22,6 +22,12 @@ const (
 // plane: establishments per second and memory per session).
 const PFCPFile = "bench/results/upf-pfcp.md"
 
+// UPFMemoryFile is a upf cube's kernel memory by its max_sessions (what the
+// tenant's quota counts and what the kernel accounts), written by
+// `EDGENF_UPF_MEMORY_OUT=bench/results/upf-memory.md go test -run XXX
+// -bench UPFMemory -benchtime 1x ./internal/pfcp/agent`.
+const UPFMemoryFile = "bench/results/upf-memory.md"
+
 // IsolationFile is slice isolation under attack, written by `go run
 // ./bench/cmd/isolation` (a victim's rate and p99 delay with an aggressor
 // flooding, edgenf's slicer beside Linux tc htb classes and u32 filters).
@@ -51,7 +57,7 @@ const PeeringFile = "bench/results/peering.md"
 
 func externCostSection() string {
 	var out string
-	for _, f := range []string{AccuracyFile, ExternCostFile, PFCPFile, IsolationFile, SliceCreateFile, EngineChangeFile, AdmissionFile, PeeringFile} {
+	for _, f := range []string{AccuracyFile, ExternCostFile, PFCPFile, UPFMemoryFile, IsolationFile, SliceCreateFile, EngineChangeFile, AdmissionFile, PeeringFile} {
 		if b, err := os.ReadFile(f); err == nil {
 			out += string(b) + "\n"
 		}

@@ -35,11 +35,13 @@ type Type struct {
 	// not change.
 	ObjectFor func(c *Cube) ([]byte, error)
 	// SizeMaps, when set, sizes the maps of the type's parsed object for
-	// this machine before it is loaded (SpecOf): a plain array with a row
-	// per possible CPU. It runs once per object; the sizes must depend on
-	// the machine only, so that a restarted daemon finds the pinned maps
-	// compatible.
-	SizeMaps func(spec *ebpf.CollectionSpec) error
+	// this machine and cube c before it is loaded (SpecOf): a plain array
+	// with a row per possible CPU, arrays as large as c's settings ask,
+	// the load-time constants that bound indexes into them. The sizes must
+	// depend on the machine and c's persisted settings only, so that a
+	// restarted daemon finds the pinned maps compatible; the kernel memory
+	// a tenant's quota counts is the sized object's.
+	SizeMaps func(c *Cube, spec *ebpf.CollectionSpec) error
 	// ExplainLoadError, when set, rewrites a load failure in the terms of
 	// the cube's source (a verifier rejection as a P4 line).
 	ExplainLoadError func(c *Cube, err error) error
@@ -119,8 +121,21 @@ type Table struct {
 	Item any
 	// Key derives the entry's key (its identity) from a decoded entry.
 	Key func(item any) string
-	// Max bounds the number of entries (0: no bound).
-	Max int
+	// Max bounds the number of entries (0: no bound); MaxOf, when set,
+	// bounds those of cube c (its settings size its maps), never above Max.
+	Max   int
+	MaxOf func(c *Cube) int
+}
+
+// Limit is how many entries cube c may hold in the table (0: no bound).
+func (tb *Table) Limit(c *Cube) int {
+	if tb.MaxOf == nil {
+		return tb.Max
+	}
+	if n := tb.MaxOf(c); n > 0 && (tb.Max == 0 || n < tb.Max) {
+		return n
+	}
+	return tb.Max
 }
 
 // View is read-only data of a cube.
@@ -470,13 +485,13 @@ func (t *Type) ObjectOf(c *Cube) ([]byte, error) {
 }
 
 // SpecOf parses obj, an object of the type, and sizes its maps for this
-// machine (SizeMaps): what the type's cubes load.
-func (t *Type) SpecOf(obj []byte) (*ebpf.CollectionSpec, error) {
+// machine and cube c (SizeMaps): what c loads.
+func (t *Type) SpecOf(c *Cube, obj []byte) (*ebpf.CollectionSpec, error) {
 	spec, err := datapath.LoadSpec(obj)
 	if err != nil || t.SizeMaps == nil {
 		return spec, err
 	}
-	if err := t.SizeMaps(spec); err != nil {
+	if err := t.SizeMaps(c, spec); err != nil {
 		return nil, fmt.Errorf("%s: sizing the maps: %w", t.Name, err)
 	}
 	return spec, nil

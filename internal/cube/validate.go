@@ -458,8 +458,8 @@ func validateTables(c *Cube, typ *Type, old *Cube) error {
 		if err != nil {
 			return Within("tables", err)
 		}
-		if tb.Max > 0 && len(rows) > tb.Max {
-			return Full("tables."+name, "%d entries, at most %d", len(rows), tb.Max)
+		if max := tb.Limit(c); max > 0 && len(rows) > max {
+			return Full("tables."+name, "%d entries, at most %d", len(rows), max)
 		}
 		var before map[string]json.RawMessage
 		if old != nil {

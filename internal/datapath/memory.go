@@ -7,8 +7,11 @@ import (
 // PreallocBytes is the kernel memory a cube loaded from spec allocates for
 // its own maps at load time, whatever they hold later: arrays, and hash
 // maps the kernel preallocates (all but those created with
-// BPF_F_NO_PREALLOC; LRU maps always are). LPM tries and unpreallocated
-// hash maps grow with their entries, which the entry quota bounds; the
+// BPF_F_NO_PREALLOC; LRU maps always are), and every hash map's buckets
+// (a power of two at least its maximum entries, allocated at creation
+// whether its elements are or not). LPM tries and the elements of
+// unpreallocated hash maps grow with their entries, which the entry quota
+// bounds; the
 // framework's shared maps, and the interface maps the direct entry reads
 // (the framework's too: ifaces.go), are not the cube's. The figures follow the
 // kernel's allocators (8-byte rounded keys and values, a 48-byte element
@@ -32,7 +35,17 @@ func PreallocBytes(spec *ebpf.CollectionSpec) uint64 {
 const (
 	bpfNoPrealloc = 1 // BPF_F_NO_PREALLOC
 	htabElemSize  = 48
+	htabBucket    = 16 // struct bucket: a list head and a spinlock
 )
+
+// htabBuckets is the bucket array of a hash map of n entries.
+func htabBuckets(n uint64) uint64 {
+	b := uint64(1)
+	for b < n {
+		b <<= 1
+	}
+	return b * htabBucket
+}
 
 func round8(n uint32) uint64 { return (uint64(n) + 7) &^ 7 }
 
@@ -44,18 +57,20 @@ func mapBytes(m *ebpf.MapSpec, cpus uint64) uint64 {
 		return n * round8(m.ValueSize)
 	case ebpf.PerCPUArray:
 		return n * (8 + round8(m.ValueSize)*cpus)
-	case ebpf.Hash, ebpf.HashOfMaps, ebpf.DevMapHash:
+	case ebpf.Hash, ebpf.HashOfMaps:
 		if m.Flags&bpfNoPrealloc != 0 {
-			return 0
+			return htabBuckets(n)
 		}
+		return htabBuckets(n) + n*(htabElemSize+round8(m.KeySize)+round8(m.ValueSize))
+	case ebpf.DevMapHash:
 		return n * (htabElemSize + round8(m.KeySize) + round8(m.ValueSize))
 	case ebpf.LRUHash:
-		return n * (htabElemSize + round8(m.KeySize) + round8(m.ValueSize))
+		return htabBuckets(n) + n*(htabElemSize+round8(m.KeySize)+round8(m.ValueSize))
 	case ebpf.PerCPUHash, ebpf.LRUCPUHash:
 		if m.Type == ebpf.PerCPUHash && m.Flags&bpfNoPrealloc != 0 {
-			return 0
+			return htabBuckets(n)
 		}
-		return n * (htabElemSize + round8(m.KeySize) + 8 + round8(m.ValueSize)*cpus)
+		return htabBuckets(n) + n*(htabElemSize+round8(m.KeySize)+8+round8(m.ValueSize)*cpus)
 	case ebpf.RingBuf:
 		return n
 	case ebpf.Queue, ebpf.Stack:

@@ -285,8 +285,8 @@ func (e *Engine) writeEntries(l *live, ew cube.EntryWriter, tx *EntryTx) error {
 	if len(changes) == 0 {
 		return nil
 	}
-	if tx.tb.Max > 0 && tx.Len() > tx.tb.Max {
-		return cube.Full("tables."+tx.tb.Name, "%d entries, at most %d", tx.Len(), tx.tb.Max)
+	if max := tx.tb.Limit(tx.c); max > 0 && tx.Len() > max {
+		return cube.Full("tables."+tx.tb.Name, "%d entries, at most %d", tx.Len(), max)
 	}
 	for _, ch := range changes {
 		if ch.new == nil || tx.items[ch.key] != nil {

@@ -35,7 +35,7 @@ func (e *Engine) Swap(who tenant.Actor, name string, obj []byte) error {
 			return err
 		}
 	}
-	spec, err := l.typ.SpecOf(obj)
+	spec, err := l.typ.SpecOf(l.c, obj)
 	if err != nil {
 		return cube.Errorf("object", "%v", err)
 	}
@@ -94,24 +94,25 @@ func (e *Engine) newLive(c *cube.Cube) (*live, *ebpf.CollectionSpec, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	spec, err := e.spec(typ, obj)
+	spec, err := e.spec(typ, c, obj)
 	if err != nil {
 		return nil, nil, err
 	}
 	return &live{typ: typ, ctl: typ.New(), hops: map[int]datapath.Hop{}, chainHops: map[int]datapath.Hop{}, flood: map[int]int{}, obj: sha256.Sum256(obj)}, spec, nil
 }
 
-// spec parses an object. The objects of NF types without per-cube objects
-// are parsed once and shared by all their cubes (10,000 cubes, one spec).
-func (e *Engine) spec(typ *cube.Type, obj []byte) (*ebpf.CollectionSpec, error) {
-	if typ.ObjectFor != nil {
-		return typ.SpecOf(obj)
+// spec parses cube c's object. The objects of NF types without per-cube
+// objects or map sizes are parsed once and shared by all their cubes
+// (10,000 cubes, one spec).
+func (e *Engine) spec(typ *cube.Type, c *cube.Cube, obj []byte) (*ebpf.CollectionSpec, error) {
+	if typ.ObjectFor != nil || typ.SizeMaps != nil {
+		return typ.SpecOf(c, obj)
 	}
 	sum := sha256.Sum256(obj)
 	if s, ok := e.specs[sum]; ok {
 		return s, nil
 	}
-	s, err := typ.SpecOf(obj)
+	s, err := typ.SpecOf(c, obj)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +143,7 @@ func (e *Engine) reprogram(l *live, c *cube.Cube) error {
 	if sum == l.obj {
 		return nil
 	}
-	spec, err := l.typ.SpecOf(obj)
+	spec, err := l.typ.SpecOf(c, obj)
 	if err != nil {
 		return err
 	}

@@ -351,29 +351,29 @@ func (e *Engine) checkQuota(who tenant.Actor, next *cube.Topology, d dirty) erro
 }
 
 // cubeMemory is the kernel memory a cube's maps preallocate (its loaded
-// object's, or the one its settings select).
+// object's, or the one its settings select, sized for its settings).
 func (e *Engine) cubeMemory(c *cube.Cube) (int64, error) {
+	typ, err := cube.Lookup(c.Type)
+	if err != nil {
+		return 0, err
+	}
 	if l := e.cubes[c.Name]; l != nil && l.c != nil && l.c.Type == c.Type && l.dc.Hook == c.Hook && bytes.Equal(l.c.Config, c.Config) {
 		if l.down != "" {
 			return 0, nil // its program did not load (restore.go)
 		}
-		if m, ok := e.tenants.memory[l.obj]; ok {
+		if m, ok := e.tenants.memory[memoryKey(typ, c, l.obj)]; ok {
 			return m, nil
 		}
-	}
-	typ, err := cube.Lookup(c.Type)
-	if err != nil {
-		return 0, err
 	}
 	obj, err := typ.ObjectOf(c)
 	if err != nil {
 		return 0, err
 	}
-	sum := sha256.Sum256(obj)
-	if m, ok := e.tenants.memory[sum]; ok {
+	key := memoryKey(typ, c, sha256.Sum256(obj))
+	if m, ok := e.tenants.memory[key]; ok {
 		return m, nil
 	}
-	spec, err := e.spec(typ, obj)
+	spec, err := e.spec(typ, c, obj)
 	if err != nil {
 		return 0, err
 	}
@@ -381,8 +381,17 @@ func (e *Engine) cubeMemory(c *cube.Cube) (int64, error) {
 	if len(e.tenants.memory) >= 4096 { // programs come and go: forget them all now and then
 		clear(e.tenants.memory)
 	}
-	e.tenants.memory[sum] = m
+	e.tenants.memory[key] = m
 	return m, nil
+}
+
+// memoryKey names what a cube's kernel memory depends on: its object, and
+// the settings that size its maps if its type sizes them per cube.
+func memoryKey(typ *cube.Type, c *cube.Cube, obj [sha256.Size]byte) [sha256.Size]byte {
+	if typ.SizeMaps == nil {
+		return obj
+	}
+	return sha256.Sum256(append(obj[:], c.Config...))
 }
 
 // entryQuota refuses added more entries for who's tenant, which has used,

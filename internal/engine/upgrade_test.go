@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cilium/ebpf"
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/engine"
@@ -181,7 +182,8 @@ func TestUpgradeReloadsAStalePinnedProgram(t *testing.T) {
 // TestReloadOfTheSameObjectKeepsEveryMap: pins without a digest (an edgenf
 // that recorded none) are reloaded once; built from the same objects,
 // every map fits and is kept, maps of maps (the lb's Maglev tables) with
-// their inner maps, and nothing is reported reset. The next start adopts.
+// their inner maps, a upf's maps sized for its max_sessions, and nothing is
+// reported reset. The next start adopts.
 func TestReloadOfTheSameObjectKeepsEveryMap(t *testing.T) {
 	cfg := restartable(t)
 	e := openAt(t, cfg)
@@ -197,10 +199,13 @@ func TestReloadOfTheSameObjectKeepsEveryMap(t *testing.T) {
 		if err := tp.AddCube(&cube.Cube{Name: "u1", Type: "upf", Hook: datapath.TC}); err != nil {
 			return err
 		}
+		if err := tp.AddCube(&cube.Cube{Name: "u2", Type: "upf", Config: json.RawMessage(`{"max_sessions":1024}`)}); err != nil {
+			return err
+		}
 		return tp.AddCube(&cube.Cube{Name: "pf", Type: "portfwd"})
 	})
 	e.Close()
-	for _, c := range []string{"lb1", "u1", "pf"} {
+	for _, c := range []string{"lb1", "u1", "u2", "pf"} {
 		if err := os.Remove(filepath.Join(cfg.PinRoot, "cubes", c, "enf-digest")); err != nil {
 			t.Fatal(err)
 		}
@@ -208,14 +213,22 @@ func TestReloadOfTheSameObjectKeepsEveryMap(t *testing.T) {
 	logs := &syncBuffer{}
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	e = openAt(t, cfg)
-	if got := e.Started(); got != (engine.StartReport{Reloaded: 3}) {
-		t.Fatalf("start %+v, want 3 cubes reloaded and no map reset:\n%s", got, logs)
+	if got := e.Started(); got != (engine.StartReport{Reloaded: 4}) {
+		t.Fatalf("start %+v, want 4 cubes reloaded and no map reset:\n%s", got, logs)
 	}
 	e.Close()
 	e = openAt(t, cfg)
 	defer e.Close()
-	if got := e.Started(); got != (engine.StartReport{Adopted: 3}) {
-		t.Fatalf("start %+v, want 3 cubes adopted", got)
+	if got := e.Started(); got != (engine.StartReport{Adopted: 4}) {
+		t.Fatalf("start %+v, want 4 cubes adopted", got)
+	}
+	m, err := ebpf.LoadPinnedMap(filepath.Join(cfg.PinRoot, "cubes", "u2", "upf_teid_slots"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if m.MaxEntries() != 1024 {
+		t.Fatalf("the adopted upf of 1,024 sessions has %d TEID slots", m.MaxEntries())
 	}
 }
 

@@ -82,7 +82,7 @@ func (r *Rig) load() error {
 	if err != nil {
 		return err
 	}
-	spec, err := r.Type.SpecOf(obj)
+	spec, err := r.Type.SpecOf(r.Model, obj)
 	if err != nil {
 		return err
 	}
@@ -117,7 +117,7 @@ func (r *Rig) Add(typ *cube.Type, model *cube.Cube, slot uint32) (*datapath.Prog
 	if err != nil {
 		return nil, err
 	}
-	spec, err := typ.SpecOf(obj)
+	spec, err := typ.SpecOf(model, obj)
 	if err != nil {
 		return nil, err
 	}

@@ -401,7 +401,7 @@ func TestTenantQuotas(t *testing.T) {
 	if !errors.As(err, &ae) || ae.Code != 403 || !strings.Contains(ae.Error(), "over quota table_entries: limit 100000, in use 2, this change needs 200002") {
 		t.Fatalf("200k entries: %v", err)
 	}
-	// blue may preallocate 200 MiB (token file): one ddos cube (110 MiB),
+	// blue may preallocate 200 MiB (token file): one ddos cube (143 MiB),
 	// not two.
 	if err := tl.blue.Do("POST", "/v1/cubes", map[string]any{"name": "bdd1", "type": "ddos"}, nil); err != nil {
 		t.Fatal(err)

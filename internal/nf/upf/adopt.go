@@ -196,7 +196,7 @@ func (ctl *controller) adoptPooled(ruleSEID map[uint32]uint64) error {
 		}
 		var v kUEList
 		kind, ok := ctl.pools.kindOf(i)
-		if !ok || li >= poolSlots || used[li] || m.ueLists.Lookup(li, &v) != nil {
+		if !ok || li >= m.ueLists.MaxEntries() || used[li] || m.ueLists.Lookup(li, &v) != nil {
 			orphans = append(orphans, i)
 			return true
 		}

@@ -46,7 +46,7 @@ func TestChosenTEIDsFoundByTheirSlot(t *testing.T) {
 				t.Fatalf("chosen range %#x+%#x", base, n)
 			}
 			chosen := base + 5
-			stale := chosen + model.TEIDSlots // slot 5, the next generation
+			stale := chosen + model.DefaultMaxSessions // slot 5, the next generation
 			s := basicSession(1, chosen, "198.19.0.5", "", 0x9000)
 			r := newRig(t, hook, s, basicSession(2, 0x100, "198.19.0.6", "", 0x9001))
 

@@ -9,7 +9,8 @@ import (
 )
 
 // The rules' counter blocks (upf_rule_count): one plain array with a row of
-// maxRules blocks per possible CPU, block (cpu, rule) at cpu*maxRules+rule.
+// a block per rule for each possible CPU, block (cpu, rule) at
+// cpu*rules+rule (rules: upf_rules' size, sizes.go).
 // The fast path writes its CPU's block of the rule a packet matched: one
 // cache line and one page, where a per-CPU array costs a pointer read and
 // then the block, on two pages (at 100,000 sessions, a cache and a TLB miss
@@ -33,30 +34,20 @@ func hasCountMark(m *ebpf.Map) bool {
 	return m.Lookup(uint32(0), &c) == nil && c == countMark
 }
 
-// sizeMaps gives upf_rule_count its row per possible CPU (cube.Type.SizeMaps).
-func sizeMaps(spec *ebpf.CollectionSpec) error {
-	ms, ok := spec.Maps[mapRuleCount]
-	if !ok {
-		return fmt.Errorf("the object has no %s", mapRuleCount)
-	}
-	if ms.MaxEntries != maxRules {
-		return fmt.Errorf("%s holds %d blocks, not one row of %d: sized already", mapRuleCount, ms.MaxEntries, maxRules)
-	}
-	cpus, err := ebpf.PossibleCPU()
-	if err != nil {
-		return err
-	}
-	if cpus < 1 || cpus > 1<<32/maxRules-1 {
-		return fmt.Errorf("%d possible CPUs: the counter rows need 1 to %d", cpus, 1<<32/maxRules-1)
-	}
-	ms.MaxEntries = uint32(cpus) * maxRules
-	return nil
+// countRow is how many blocks a row of m holds: the rules of the cube (the
+// pinned map says: it was sized when it was created, for the machine's
+// possible CPUs).
+func countRow(m *ebpf.Map) uint32 {
+	return m.MaxEntries() / countRows()
 }
 
-// countRows is how many CPU rows m has (the pinned map says: it was sized
-// when it was created).
-func countRows(m *ebpf.Map) uint32 {
-	return m.MaxEntries() / maxRules
+// countRows is how many CPU rows the counter array has.
+func countRows() uint32 {
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil || cpus < 1 {
+		return 1
+	}
+	return uint32(cpus)
 }
 
 // readCount sums the blocks over the rows of rule idx, whose flags are
@@ -66,7 +57,8 @@ func countRows(m *ebpf.Map) uint32 {
 // aligned words, which the fast path writes whole.
 func readCount(m *ebpf.Map, idx uint32, flags uint8) (kCount, error) {
 	var c kCount
-	if idx >= maxRules {
+	row := countRow(m)
+	if idx >= row {
 		return c, fmt.Errorf("rule index %d out of range", idx)
 	}
 	mm, err := m.Memory()
@@ -75,8 +67,8 @@ func readCount(m *ebpf.Map, idx uint32, flags uint8) (kCount, error) {
 	}
 	dir := dirOf(flags)
 	var b [countSize]byte
-	for row := range countRows(m) {
-		if _, err := mm.ReadAt(b[:], int64(row*maxRules+idx)*int64(countSize)); err != nil {
+	for r := range countRows() {
+		if _, err := mm.ReadAt(b[:], int64(r*row+idx)*int64(countSize)); err != nil {
 			return kCount{}, err
 		}
 		c.Bytes[dir] += binary.NativeEndian.Uint64(b[0:])
@@ -100,12 +92,13 @@ const countSize = int(unsafe.Sizeof(kBlock{}))
 // zeroCount clears rule idx's blocks, for the rule's next owner.
 func zeroCount(m *ebpf.Map, idx uint32) {
 	mm, err := m.Memory()
-	if idx >= maxRules || err != nil {
+	row := countRow(m)
+	if idx >= row || err != nil {
 		return
 	}
 	var z [countSize]byte
-	for row := range countRows(m) {
-		_, _ = mm.WriteAt(z[:], int64(row*maxRules+idx)*int64(countSize))
+	for r := range countRows() {
+		_, _ = mm.WriteAt(z[:], int64(r*row+idx)*int64(countSize))
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
+	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 )
 
@@ -23,8 +24,8 @@ func TestCounterBlocksOneRowPerCPU(t *testing.T) {
 			}
 			r := newRig(t, hook, basicSession(1, 0x100, "198.19.0.5", "", 0x9000))
 			m := r.ctl.maps.ruleCount
-			if got, want := m.MaxEntries(), uint32(cpus)*maxRules; got != want {
-				t.Fatalf("%s holds %d blocks, want %d (%d CPUs × %d rules)", mapRuleCount, got, want, cpus, maxRules)
+			if got, want := m.MaxEntries(), uint32(cpus)*defaultRuleRow; got != want {
+				t.Fatalf("%s holds %d blocks, want %d (%d CPUs × %d rules)", mapRuleCount, got, want, cpus, defaultRuleRow)
 			}
 			r.downlink(3)
 			idx := r.ctl.sessions[1].rules[ruleKey{PDR: 2}].idx
@@ -68,15 +69,16 @@ func TestSizeMapsOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := Type.SpecOf(obj)
+	c := &cube.Cube{Name: "u", Type: "upf"}
+	spec, err := Type.SpecOf(c, obj)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sizeMaps(spec); err == nil || !strings.Contains(err.Error(), "sized already") {
+	if err := sizeMaps(c, spec); err == nil || !strings.Contains(err.Error(), "sized already") {
 		t.Fatalf("sizing twice: %v", err)
 	}
 	delete(spec.Maps, mapRuleCount)
-	if err := sizeMaps(spec); err == nil || !strings.Contains(err.Error(), "no "+mapRuleCount) {
+	if err := sizeMaps(c, spec); err == nil || !strings.Contains(err.Error(), "no "+mapRuleCount) {
 		t.Fatalf("no counter array: %v", err)
 	}
 }

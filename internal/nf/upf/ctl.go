@@ -128,14 +128,23 @@ func newController() cube.Controller {
 	ctl := &controller{
 		sessions: map[uint64]*sessState{}, keyOwner: map[listKey]uint64{}, slotTEID: map[uint32]uint32{}, ruleOf: map[uint32]ref{},
 		urrOf: map[uint32]ref{}, tunnels: map[tunnelKey]uint64{}, byCP: map[cpKey]uint64{}, retired: map[ref]kCount{},
-		rules: newIndexes(maxRules), sdfs: newIndexes(maxSDFs), fars: newIndexes(maxFARs),
-		qers: newIndexes(maxQERs), urrs: newIndexes(maxURRs), ueLists: newIndexes(poolSlots),
 	}
 	ctl.drain = newDrainState()
 	ctl.usage = newUsage()
 	ctl.buffers = newBuffers()
 	ctl.neigh = newNeighbours()
 	return ctl
+}
+
+// sizeIndexes makes the allocators of the maps' indexes, up to the maps'
+// sizes (the cube's max_sessions made them), once.
+func (ctl *controller) sizeIndexes() {
+	if ctl.rules != nil {
+		return
+	}
+	m := &ctl.maps
+	ctl.rules, ctl.sdfs, ctl.fars = newIndexes(m.rules.MaxEntries()), newIndexes(m.sdfs.MaxEntries()), newIndexes(m.fars.MaxEntries())
+	ctl.qers, ctl.urrs, ctl.ueLists = newIndexes(m.qers.MaxEntries()), newIndexes(m.urrs.MaxEntries()), newIndexes(m.ueLists.MaxEntries())
 }
 
 // portInfo is what the controller knows of a port.
@@ -166,6 +175,11 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 	if err := ctl.loadMaps(h); err != nil {
 		return err
 	}
+	if n := ctl.maps.teidSlots.MaxEntries(); n != cfg.Sessions() {
+		return cube.Conflict("config.max_sessions", "%d: the cube's maps were made for %d sessions when it was created; "+
+			"to resize it, delete it and create it again", cfg.Sessions(), n)
+	}
+	ctl.sizeIndexes()
 	if ctl.cfg != nil && len(ctl.sessions) > 0 {
 		ob, on := ctl.cfg.ChosenTEIDs()
 		if nb, nn := cfg.ChosenTEIDs(); ob != nb || on != nn {

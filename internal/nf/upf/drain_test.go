@@ -91,9 +91,9 @@ func (r *rig) countInFlight(idx uint32) {
 // blocks returns rule idx's counter blocks, a row's each.
 func blocks(t testing.TB, m *ebpf.Map, idx uint32) []kBlock {
 	t.Helper()
-	per := make([]kBlock, countRows(m))
+	per := make([]kBlock, countRows())
 	for row := range per {
-		if err := m.Lookup(uint32(row)*maxRules+idx, &per[row]); err != nil {
+		if err := m.Lookup(uint32(row)*countRow(m)+idx, &per[row]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -103,7 +103,7 @@ func blocks(t testing.TB, m *ebpf.Map, idx uint32) []kBlock {
 func setBlocks(t testing.TB, m *ebpf.Map, idx uint32, per []kBlock) {
 	t.Helper()
 	for row := range per {
-		if err := m.Put(uint32(row)*maxRules+idx, per[row]); err != nil {
+		if err := m.Put(uint32(row)*countRow(m)+idx, per[row]); err != nil {
 			t.Fatal(err)
 		}
 	}

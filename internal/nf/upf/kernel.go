@@ -1,18 +1,9 @@
 package upf
 
-import "github.com/edgenf/edgenf/internal/nf/upf/model"
-
 // Mirrors of upf.bpf.c's map layouts and constants; change both together.
 
-// Map capacities.
+// Map capacities (those that follow max_sessions: sizes.go).
 const (
-	maxRules     = 262144
-	maxFARs      = 262144
-	maxQERs      = 131072
-	maxURRs      = 131072
-	maxSDFs      = 65536
-	maxKeys      = 262144
-	teidSlots    = model.TEIDSlots
 	maxNeigh     = 4096
 	listMax      = 32
 	ruleQERs     = 2
@@ -262,7 +253,6 @@ type kTEIDSlot struct {
 // UE pools (upf_pools, upf_ue_slots, upf_ue_lists; pools.go).
 const (
 	poolsMax  = 8 // indexed pools per family
-	poolSlots = 131072
 	slotsOfV4 = 0
 	slotsOfV6 = 1
 )

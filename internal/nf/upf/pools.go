@@ -14,11 +14,12 @@ import (
 // through an array indexed by the address's offset in its pool (a few
 // compares and inlined array lookups) instead of a hash lookup. Each pool
 // of the settings gets, in order and up to poolsMax per family, the next
-// window of the poolSlots slots; addresses past a pool's window, and in no
+// window of the slots (upf_ue_slots' size, a slot per session); addresses past a pool's window, and in no
 // pool, keep the hash maps (upf_ue4, upf_ue6).
 
-// poolLayout is the kernel's pool table for the settings' pools.
-func poolLayout(pools []model.UEPool) kPools {
+// poolLayout is the kernel's pool table for the settings' pools, in slots
+// slots.
+func poolLayout(pools []model.UEPool, slots uint32) kPools {
 	var k kPools
 	next := uint32(0)
 	for _, p := range pools {
@@ -32,7 +33,7 @@ func poolLayout(pools []model.UEPool) kPools {
 			b := pf.Addr().As16()
 			base, span = binary.BigEndian.Uint64(b[:8]), 64-pf.Bits()
 		}
-		n := uint32(min(uint64(1)<<min(span, 32), uint64(poolSlots-next)))
+		n := uint32(min(uint64(1)<<min(span, 32), uint64(slots-next)))
 		if n == 0 {
 			break
 		}
@@ -97,7 +98,7 @@ func (p *kPools) kindOf(i uint32) (uint8, bool) {
 // read it), then writes them to the kernel. Lists in a hash map that the
 // new pools index move into their slots as their sessions are applied.
 func (ctl *controller) setPools(pools []model.UEPool) error {
-	next := poolLayout(pools)
+	next := poolLayout(pools, ctl.maps.ueSlots.MaxEntries())
 	if next == ctl.pools {
 		return nil
 	}

@@ -283,14 +283,14 @@ func TestPoolLayout(t *testing.T) {
 		}
 		return out
 	}
-	k := poolLayout(pl("198.19.0.0/16", "2001:db8:100::/48", "10.0.0.0/8"))
+	k := poolLayout(pl("198.19.0.0/16", "2001:db8:100::/48", "10.0.0.0/8"), model.DefaultMaxSessions)
 	if k.N4 != 1 || k.N6 != 1 || k.V4[0] != (kPool{Base: 0xc6130000, Size: 65536, First: 0}) ||
 		k.V6[0] != (kPool{Base: 0x20010db801000000, Size: 65536, First: 65536}) {
 		t.Fatalf("two pools that fill the slots and one more: %+v", k)
 	}
 	// a pool larger than the slots is indexed up to them
-	k = poolLayout(pl("10.0.0.0/8", "2001:db8::/32"))
-	if k.N4 != 1 || k.V4[0].Size != poolSlots || k.N6 != 0 {
+	k = poolLayout(pl("10.0.0.0/8", "2001:db8::/32"), model.DefaultMaxSessions)
+	if k.N4 != 1 || k.V4[0].Size != model.DefaultMaxSessions || k.N6 != 0 {
 		t.Fatalf("a /8 then a /32: %+v", k)
 	}
 	if i, ok := k.slot(ueKey("10.1.255.255")); !ok || i != 131071 {
@@ -304,7 +304,7 @@ func TestPoolLayout(t *testing.T) {
 	for i := range poolsMax + 1 {
 		many = append(many, netip.AddrFrom4([4]byte{10, byte(i), 0, 0}).String()+"/24")
 	}
-	k = poolLayout(pl(many...))
+	k = poolLayout(pl(many...), model.DefaultMaxSessions)
 	if k.N4 != poolsMax {
 		t.Fatalf("%d pools indexed, want %d", k.N4, poolsMax)
 	}

@@ -34,7 +34,15 @@ var sessionsTable = cube.Table{
 		"when an SMF establishes, modifies and deletes sessions, or through the API for static set-ups.",
 	Item: &model.Session{},
 	Key:  func(v any) string { return v.(*model.Session).Key() },
-	Max:  maxSessions,
+	Max:  model.MaxMaxSessions,
+	// a cube holds as many as its maps were sized for
+	MaxOf: func(c *cube.Cube) int {
+		cfg, err := model.DecodeConfig(c)
+		if err != nil {
+			return 0 // validation reports it
+		}
+		return int(cfg.Sessions())
+	},
 }
 
 var associationsTable = cube.Table{
@@ -44,10 +52,6 @@ var associationsTable = cube.Table{
 	Key:  func(v any) string { return v.(*model.Association).Node },
 	Max:  model.MaxAssociations,
 }
-
-// maxSessions bounds the sessions of one cube (each has at least one rule,
-// and the rule arrays hold 262,144).
-const maxSessions = 131072
 
 // Type is the upf NF type.
 var Type = &cube.Type{

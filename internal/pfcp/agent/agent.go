@@ -169,7 +169,7 @@ func (a *Agent) setConfig(cfg Config) {
 // chosenCapacity is how many TEIDs the UPF can have chosen at once.
 func (a *Agent) chosenCapacity() uint32 {
 	_, n := a.cfg.Settings.ChosenTEIDs()
-	return min(n, model.TEIDSlots)
+	return min(n, a.cfg.Settings.TEIDSlots())
 }
 
 // Stop closes the endpoint. It does not wait for the agent's goroutines:

@@ -821,7 +821,7 @@ func (a *Agent) allocTEID(res *reservations) (uint32, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	base, n := a.cfg.Settings.ChosenTEIDs()
-	for range min(n, model.TEIDSlots) {
+	for range min(n, a.cfg.Settings.TEIDSlots()) {
 		t := a.teidNext
 		a.teidNext++
 		if a.teidNext-base >= n {

@@ -35,14 +35,23 @@
 #define BPF_F_ADJ_ROOM_DECAP_L3_IPV6 (1ULL << 8)
 #endif
 
+/* The sizes of a cube of the default max_sessions (131,072). The daemon
+ * sizes each cube's maps for its max_sessions before loading (sizes.go),
+ * and sets the two constants below that the fast path computes indexes
+ * with: every other index is bounded by its array. */
 #define UPF_MAX_RULES 262144
 #define UPF_MAX_FARS 262144
 #define UPF_MAX_QERS 131072
 #define UPF_MAX_URRS 131072
 #define UPF_MAX_SDFS 65536
 #define UPF_MAX_KEYS 262144
-#define UPF_TEID_SLOTS 131072 /* a power of two */
+#define UPF_TEID_SLOTS 131072
 #define UPF_MAX_NEIGH 4096
+
+/* the blocks of a row of upf_rule_count: the size of upf_rules */
+volatile const __u32 upf_rule_row = UPF_MAX_RULES;
+/* upf_teid_slots' size - 1 (a power of two) */
+volatile const __u32 upf_teid_slot_mask = UPF_TEID_SLOTS - 1;
 #define UPF_LIST_MAX 32
 #define UPF_RULE_QERS 2
 #define UPF_RULE_URRS 4
@@ -410,9 +419,9 @@ struct {
 } upf_rules SEC(".maps");
 
 /* The rules' counter blocks, one per rule and CPU, in one plain array: a
- * row of UPF_MAX_RULES blocks per possible CPU, block (cpu, rule) at
- * cpu * UPF_MAX_RULES + rule. The daemon multiplies max_entries by the
- * number of possible CPUs before loading (upf.go: sizeMaps). A per-CPU array
+ * row of upf_rule_row blocks per possible CPU, block (cpu, rule) at
+ * cpu * upf_rule_row + rule. The daemon multiplies max_entries by the
+ * number of possible CPUs before loading (sizes.go: sizeFor). A per-CPU array
  * would cost a packet of a cold session two misses, each on a 4 KiB page
  * of its own (the array's pointer to the rule's per-CPU block, then the
  * block); this costs one. A CPU writes only its own row, as it would its
@@ -1126,7 +1135,7 @@ static __always_inline int upf_apply(ctx_t *ctx, struct edgenf_md *md, __u32 idx
 				return upf_drop(ctx, md, UPF_ST_DROP_QUOTA);
 		}
 	}
-	cidx = bpf_get_smp_processor_id() * UPF_MAX_RULES + idx;
+	cidx = bpf_get_smp_processor_id() * upf_rule_row + idx;
 	rc = bpf_map_lookup_elem(&upf_rule_count, &cidx);
 	if (rc) {
 		rc->bytes += f->len;
@@ -1329,7 +1338,7 @@ static __always_inline struct upf_list *upf_teid_list(__be32 teid)
 		if (i < cfg->chosen_n) {
 			struct upf_teid_slot *s;
 
-			i &= UPF_TEID_SLOTS - 1;
+			i &= upf_teid_slot_mask;
 			s = bpf_map_lookup_elem(&upf_teid_slots, &i);
 			if (s && s->teid == teid)
 				return &s->list;

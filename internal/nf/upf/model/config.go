@@ -78,6 +78,12 @@ type Config struct {
 	// ErrorIndicationRate bounds the GTP-U Error Indications sent for
 	// packets to unknown TEIDs, per second. Default 10.
 	ErrorIndicationRate uint32 `json:"error_indication_rate,omitempty"`
+	// MaxSessions sizes the cube's maps: how many sessions it holds (a
+	// power of two; default DefaultMaxSessions). The kernel memory the
+	// cube preallocates, which its tenant's kernel_memory_bytes quota
+	// counts, follows it (docs/nf/upf.md "Memory per session"). It is
+	// fixed once the cube exists: its maps were made for it.
+	MaxSessions uint32 `json:"max_sessions,omitempty" minimum:"1024" maximum:"1048576" doc:"a power of two, 1024..1048576 (422 otherwise); default 131072; set when the cube is created (409 on a change)"`
 	// RecoveryTime is when the UPF's PFCP state began, sent to SMFs as
 	// its Recovery Time Stamp. It is set when the cube is created and
 	// kept across daemon restarts (the sessions are kept too); changing it
@@ -131,6 +137,11 @@ const (
 	DefaultHeartbeat     = 10
 	DefaultT1Ms          = 3000
 	DefaultN1            = 3
+	// DefaultMaxSessions gives a cube the maps every cube had before
+	// max_sessions existed (a restarted daemon adopts them as they are).
+	DefaultMaxSessions = 1 << 17
+	MinMaxSessions     = 1 << 10
+	MaxMaxSessions     = 1 << 20
 )
 
 // Validate checks the settings and fills in defaults.
@@ -224,6 +235,12 @@ func (cfg *Config) Validate(c *cube.Cube) error {
 			}
 		}
 	}
+	if cfg.MaxSessions == 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
+	if n := cfg.MaxSessions; n < MinMaxSessions || n > MaxMaxSessions || n&(n-1) != 0 {
+		return cube.Unprocessable("max_sessions", "%d: want a power of two from %d to %d", n, MinMaxSessions, MaxMaxSessions)
+	}
 	if cfg.MBRBurstMs == 0 {
 		cfg.MBRBurstMs = DefaultMBRBurstMs
 	}
@@ -282,15 +299,24 @@ func ParseTEIDRange(s string) (uint32, uint32, error) {
 	return uint32(lo), uint32(hi), nil
 }
 
+// Sessions is how many sessions the cube's maps are sized for.
+func (cfg *Config) Sessions() uint32 {
+	if cfg.MaxSessions == 0 {
+		return DefaultMaxSessions
+	}
+	return cfg.MaxSessions
+}
+
 // TEIDSlots is how many TEIDs of the chosen range can be in use at once:
-// the fast path finds their sessions by array index (upf_teid_slots,
-// UPF_TEID_SLOTS in upf.bpf.c), not by a hash.
-const TEIDSlots = 1 << 17
+// the fast path finds their sessions by array index (upf_teid_slots, a
+// slot per session), not by a hash.
+func (cfg *Config) TEIDSlots() uint32 { return cfg.Sessions() }
 
 // ChosenTEIDs is the upper half of the TEID range (n TEIDs from base): the
 // TEIDs the UPF chooses when an SMF asks it to (F-TEID CHOOSE). A TEID's
-// offset in it names an array slot (its low 17 bits) and a generation (the
-// rest). The lower half is for TEIDs an SMF or the API gives.
+// offset in it names an array slot (its low bits, below TEIDSlots) and a
+// generation (the rest). The lower half is for TEIDs an SMF or the API
+// gives.
 func (cfg *Config) ChosenTEIDs() (base, n uint32) {
 	lo, hi := cfg.TEIDs()
 	n = uint32((uint64(hi) - uint64(lo) + 1) / 2)
@@ -302,7 +328,7 @@ func (cfg *Config) ChosenTEIDs() (base, n uint32) {
 func (cfg *Config) TEIDSlot(teid uint32) (slot uint32, ok bool) {
 	base, n := cfg.ChosenTEIDs()
 	i := teid - base
-	return i % TEIDSlots, i < n
+	return i & (cfg.TEIDSlots() - 1), i < n
 }
 
 // TEIDs returns the cube's TEID range.
