@@ -3,6 +3,7 @@ package upf
 import (
 	"testing"
 
+	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/testenv/verifier"
 )
@@ -24,7 +25,8 @@ func TestVerifierBudget(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			spec, err := Type.SpecOf(obj)
+			// A cube of the default size (max_sessions).
+			spec, err := Type.SpecOf(&cube.Cube{Name: "u", Type: "upf", Hook: hook}, obj)
 			if err != nil {
 				t.Fatal(err)
 			}
