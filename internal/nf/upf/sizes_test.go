@@ -154,9 +154,8 @@ func TestSmallCubeHoldsItsSize(t *testing.T) {
 			if p := r.uplink(chosen); p != 1 {
 				t.Fatalf("chosen TEID in slot 7: port %d; %v", p, r.nonZero())
 			}
-			inPool := map[datapath.Hook]string{datapath.XDP: "slot", datapath.TC: "hash"}[hook] // no pool at TC
-			if got := r.where("198.19.0.5"); got != inPool {
-				t.Fatalf("UE in the pool's slots: in the %s, want the %s", got, inPool)
+			if got := r.where("198.19.0.5"); got != "slot" {
+				t.Fatalf("UE in the pool's slots: in the %s, want the slot", got)
 			}
 			if got := r.where("198.19.8.1"); got != "hash" {
 				t.Fatalf("UE past the pool's slots: in the %s", got)
