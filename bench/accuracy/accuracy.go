@@ -196,6 +196,10 @@ func Run(ctx context.Context, c Config) (*Results, error) {
 			p.row.Failed = "measured another path: " + m.Diverged
 			continue
 		}
+		if m.Verdict != sent {
+			p.row.Failed = fmt.Sprintf("measured another path: verdict %d when measured, forwarded when loaded", m.Verdict)
+			continue
+		}
 		est, detail, err := p.estimate(prof)
 		if err != nil {
 			p.row.Failed = "estimating: " + err.Error()

@@ -309,6 +309,12 @@ type Result struct {
 	// Diverged, when set, says the runs measured another path than one
 	// repetition takes (see Measure): the figure is not the item's.
 	Diverged string `json:"diverged,omitempty"`
+	// Verdict is the one repetition's verdict when the rounds started.
+	// A caller that checked the verdict when it loaded the item compares
+	// it: state the path needs may have expired in between (a NAT64's
+	// opening TCP session, 240 s, outlived by a calibration's loading
+	// under load: its frames were then dropped, and measured so).
+	Verdict uint32 `json:"-"`
 }
 
 // Measure runs every item in interleaved rounds. Each sample is the item's
@@ -406,6 +412,7 @@ func (m *Meter) Measure(ctx context.Context, items []Item, opt Options) ([]Resul
 	out := make([]Result, len(items))
 	for i, it := range items {
 		out[i] = Summarise(it.Name, samples[i])
+		out[i].Verdict = want[i]
 		var why []string
 		if second[i] != "" {
 			why = append(why, second[i])

@@ -291,3 +291,32 @@ func TestItemReceivedOnItsInterface(t *testing.T) {
 		t.Fatalf("a TC item received on an interface: %v, want an error saying XDP only", err)
 	}
 }
+
+// A program whose path changed between the caller's check and the rounds
+// (state it needs expired; here: it drops from its second run on) runs
+// alike in every round, so nothing diverges: the result's verdict is what
+// tells the caller, who checked another.
+func TestResultCarriesTheVerdictTheRoundsStartedWith(t *testing.T) {
+	testenv.NeedRoot(t)
+	m, err := measure.New(datapath.XDP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	prog := countingProg(t, datapath.XDP, runsMap(t),
+		asm.Mov.Imm(asm.R0, datapath.XDPPass),
+		asm.JLE.Imm(asm.R7, 1, "first"),
+		asm.Mov.Imm(asm.R0, datapath.XDPDrop),
+		asm.Return().WithSymbol("first"),
+	)
+	if v, err := m.Verdict(prog, udpFrame()); err != nil || v != datapath.XDPPass {
+		t.Fatalf("check: verdict %d (%v), want pass", v, err)
+	}
+	res, err := m.Measure(context.Background(), []measure.Item{{Name: "expired", Prog: prog, Frame: udpFrame()}}, measure.Options{Rounds: 2, Repeat: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Verdict != datapath.XDPDrop || res[0].Diverged != "" {
+		t.Fatalf("verdict %d, diverged %q; want drop, nothing diverged", res[0].Verdict, res[0].Diverged)
+	}
+}
