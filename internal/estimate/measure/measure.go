@@ -283,8 +283,7 @@ type Item struct {
 	// a run.
 	Repeat int
 	// Ifindex, when set, is the interface (of the caller's network
-	// namespace, XDP enabled on it) the frame is received on, instead of
-	// the loopback: the program an interface runs (the framework's shared
+	// namespace) the frame is received on, instead of the loopback: the program an interface runs (the framework's shared
 	// stub) finds what to do with the frame by it. XDP only.
 	Ifindex int
 }
@@ -312,8 +311,8 @@ type Result struct {
 	// Verdict is the one repetition's verdict when the rounds started.
 	// A caller that checked the verdict when it loaded the item compares
 	// it: state the path needs may have expired in between (a NAT64's
-	// opening TCP session, 240 s, outlived by a calibration's loading
-	// under load: its frames were then dropped, and measured so).
+	// opening TCP session lives 240 s, less than a calibration's loading
+	// took under load: its frames were then dropped, and measured so).
 	Verdict uint32 `json:"-"`
 }
 

@@ -70,7 +70,7 @@ func testRun(prog *ebpf.Program, frame []byte, ifindex int, repeat int) (uint32,
 			// repetitions, and times a new call afresh
 			continue
 		case ifindex != 0 && (errors.Is(errno, unix.ENODEV) || errors.Is(errno, unix.EINVAL)):
-			return 0, 0, fmt.Errorf("test run as received on ifindex %d (an interface of this network namespace, with XDP enabled): %w", ifindex, errno)
+			return 0, 0, fmt.Errorf("test run as received on ifindex %d (no such interface in this network namespace?): %w", ifindex, errno)
 		default:
 			return 0, 0, fmt.Errorf("test run: %w", errno)
 		}
