@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -193,6 +194,10 @@ func Run(ctx context.Context, c Config) (*Results, error) {
 		p.row.Measured, p.row.Lo, p.row.Hi = m.NS, m.Lo, m.Hi
 		if m.Diverged != "" {
 			p.row.Failed = "measured another path: " + m.Diverged
+			continue
+		}
+		if m.Verdict != sent {
+			p.row.Failed = fmt.Sprintf("measured another path: verdict %d when measured, forwarded when loaded", m.Verdict)
 			continue
 		}
 		est, detail, err := p.estimate(prof)
@@ -513,12 +518,17 @@ func loadChain(ctx context.Context, lab *netlab.Lab, eng *engine.Engine, root st
 		return err
 	}
 	p.close = func() { entry.Close() }
-	for _, f := range [][]byte{frame, frame} { // first packets set up state (sessions, caches)
-		if v, err := meter.Verdict(entry, f); err != nil || v != sent {
+	in, err := net.InterfaceByName(x1)
+	if err != nil {
+		return err
+	}
+	// the shared stub finds the chain by the interface the frame came in on
+	p.item = measure.Item{Name: cc.name, Prog: entry, Frame: frame, Ifindex: in.Index}
+	for range 2 { // first packets set up state (sessions, caches)
+		if v, err := meter.VerdictOf(p.item); err != nil || v != sent {
 			return fmt.Errorf("the packet was not forwarded (verdict %d, %v)", v, err)
 		}
 	}
-	p.item = measure.Item{Name: cc.name, Prog: entry, Frame: frame}
 	p.estimate = func(prof *estimate.Profile) (float64, string, error) {
 		est := &estimate.Estimator{Profiles: map[datapath.Hook]*estimate.Profile{datapath.XDP: prof}}
 		all, err := est.Topology(eng.Topology())

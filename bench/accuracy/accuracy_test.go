@@ -1,10 +1,17 @@
 package accuracy
 
 import (
+	"context"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/edgenf/edgenf/internal/datapath"
+	"github.com/edgenf/edgenf/internal/estimate/measure"
+	"github.com/edgenf/edgenf/internal/netlab"
+	_ "github.com/edgenf/edgenf/internal/nf/all" // the chains' NF types
+	"github.com/edgenf/edgenf/internal/testenv"
 )
 
 // The error figures count held-out rows only: a row repeating a calibration
@@ -66,5 +73,49 @@ func TestEveryExampleIsMeasured(t *testing.T) {
 	}
 	if len(listed) != len(files) || seeds != 2 {
 		t.Fatalf("p4Examples lists %d programs (%d with the seed's figures), examples/p4 has %d", len(listed), seeds, len(files))
+	}
+}
+
+// Every chain case is deployed by the engine and forwards its frame as the
+// meter runs it: received on the chain's entry interface, whose shared
+// stub finds the chain by that interface (measure.Item.Ifindex). A case
+// that does not would be "not measured" in the report; without the
+// interface, every chain passed its frame to the stack.
+func TestEveryChainIsMeasured(t *testing.T) {
+	testenv.NeedRoot(t)
+	meter, err := measure.New(datapath.XDP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer meter.Close()
+	lab, err := netlab.New(netlab.UniquePrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lab.Close()
+	ps, closeChains, err := chainCases(context.Background(), lab, meter)
+	defer closeChains()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != len(chains()) {
+		t.Fatalf("%d chain cases, want %d", len(ps), len(chains()))
+	}
+	for _, p := range ps {
+		if p.close != nil {
+			defer p.close()
+		}
+		if p.row.Failed != "" {
+			t.Errorf("%s: not measured: %s", p.row.Name, p.row.Failed)
+			continue
+		}
+		// the measured runs end as the check did
+		res, err := meter.Measure(context.Background(), []measure.Item{p.item}, measure.Options{Rounds: 1, Repeat: 100})
+		if err != nil {
+			t.Fatalf("%s: %v", p.row.Name, err)
+		}
+		if res[0].Diverged != "" {
+			t.Errorf("%s: %s", p.row.Name, res[0].Diverged)
+		}
 	}
 }

@@ -117,7 +117,10 @@ func (s *Session) Fit(res []measure.Result) (*estimate.Profile, error) {
 	}
 	for i := range s.items {
 		s.items[i].res = res[i]
-		if d := res[i].Diverged; d != "" {
+		if w := s.items[i].verdict; w != nil && res[i].Diverged == "" && res[i].Verdict != *w {
+			s.items[i].res.Diverged = fmt.Sprintf("verdict %d when measured, %d when loaded", res[i].Verdict, *w)
+		}
+		if d := s.items[i].res.Diverged; d != "" {
 			s.opt.Log("warning: %s measured another path: %s", s.items[i].Name, d)
 		}
 	}
@@ -144,6 +147,9 @@ type item struct {
 	res   measure.Result
 	// anchor items are measured in short mode.
 	anchor bool
+	// verdict is what the item's program gave when loaded (check), if
+	// checked
+	verdict *uint32
 }
 
 type session struct {

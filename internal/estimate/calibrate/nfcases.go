@@ -38,10 +38,11 @@ func (s *session) loadNF(m *estimate.Model, c estimate.Case) error {
 		return err
 	}
 	s.closer = append(s.closer, nc.Close)
-	if err := s.check(nc.Entry, c.Frame, "send"); err != nil {
+	want, err := s.check(nc.Entry, c.Frame, "send")
+	if err != nil {
 		return err
 	}
-	s.items = append(s.items, item{Item: nc.Item(m.Type + ": " + c.Name), group: m.Type, uses: nc.Uses})
+	s.items = append(s.items, item{Item: nc.Item(m.Type + ": " + c.Name), group: m.Type, uses: nc.Uses, verdict: &want})
 	return nil
 }
 

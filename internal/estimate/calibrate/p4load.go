@@ -77,10 +77,11 @@ func (s *session) loadP4(ctx context.Context) error {
 		if l.err != nil {
 			return fmt.Errorf("P4 micro-program %q: %w", l.c.name, l.err)
 		}
-		if err := s.check(l.entry, p4Frame, l.verdict); err != nil {
+		want, err := s.check(l.entry, p4Frame, l.verdict)
+		if err != nil {
 			return fmt.Errorf("P4 micro-program %q: %w", l.c.name, err)
 		}
-		it := item{Item: measure.Item{Name: l.c.name, Prog: l.entry, Frame: p4Frame}, group: "p4", uses: l.uses, anchor: l.c.anchor}
+		it := item{Item: measure.Item{Name: l.c.name, Prog: l.entry, Frame: p4Frame}, group: "p4", uses: l.uses, anchor: l.c.anchor, verdict: &want}
 		if s.opt.Hook == datapath.TC && uses(l.uses, p4path.TermHeadAdjust) {
 			it.Single = true
 		}
@@ -244,18 +245,18 @@ func pathUses(res *p4.Result, entries map[string]int, spec string) ([]estimate.U
 
 // check runs prog once and compares its verdict with the path's: a
 // measurement of a packet that went elsewhere (dropped on an error, say)
-// would price the wrong thing.
-func (s *session) check(prog *ebpf.Program, frame []byte, verdict string) error {
+// would price the wrong thing. It returns the verdict.
+func (s *session) check(prog *ebpf.Program, frame []byte, verdict string) (uint32, error) {
 	want := map[datapath.Hook]map[string]uint32{
 		datapath.XDP: {"send": datapath.XDPRedirect, "drop": datapath.XDPDrop, "punt": datapath.XDPDrop},
 		datapath.TC:  {"send": datapath.TCActRedirect, "drop": datapath.TCActShot, "punt": datapath.TCActShot},
 	}[s.opt.Hook][verdict]
 	got, err := s.meter.Verdict(prog, frame)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if got != want {
-		return fmt.Errorf("verdict %d, want %d (%s): the measured packet does not take the path the model prices", got, want, verdict)
+		return 0, fmt.Errorf("verdict %d, want %d (%s): the measured packet does not take the path the model prices", got, want, verdict)
 	}
-	return nil
+	return got, nil
 }

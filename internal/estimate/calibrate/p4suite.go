@@ -252,6 +252,17 @@ func p4Cases() []p4Case {
 			entries: func(p *tableruntime.Program) error {
 				return add(p, "I.t", 0, "h.ip.src", "198.18.0.10", "h.ip.dst", "198.18.1.1", "h.ip.proto", "17", "h.udp.sport", "1234", "h.udp.dport", "5678")
 			}},
+		// the same, called as global functions: a counter the path never
+		// reaches stops the compiler inlining them (backend.InlinesTables)
+		{name: "exact table, 4-byte key, hit, called", parse: l3, decls: tableDecl("t", "h.ip.dst", "exact", 4096), body: "t.apply(); if (!h.ip.isValid()) { c.count(0); }", path: "t=fwd",
+			entries: func(p *tableruntime.Program) error { return add(p, "I.t", 0, "h.ip.dst", "198.18.1.1") }},
+		{name: "2 exact tables, hit, called", parse: l3, decls: tableDecl("t", "h.ip.dst", "exact", 4096) + tableDecl("u", "h.ip.src", "exact", 4096), body: "t.apply(); u.apply(); if (!h.ip.isValid()) { c.count(0); }", path: "t=fwd,u=fwd",
+			entries: func(p *tableruntime.Program) error {
+				if err := add(p, "I.t", 0, "h.ip.dst", "198.18.1.1"); err != nil {
+					return err
+				}
+				return add(p, "I.u", 0, "h.ip.src", "198.18.0.10")
+			}},
 		{name: "2 exact tables, hit", parse: l3, decls: tableDecl("t", "h.ip.dst", "exact", 4096) + tableDecl("u", "h.ip.src", "exact", 4096), body: "t.apply(); u.apply();", path: "t=fwd,u=fwd",
 			entries: func(p *tableruntime.Program) error {
 				if err := add(p, "I.t", 0, "h.ip.dst", "198.18.1.1"); err != nil {

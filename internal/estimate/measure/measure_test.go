@@ -16,6 +16,7 @@ import (
 	"github.com/edgenf/edgenf/internal/cube"
 	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/estimate/measure"
+	"github.com/edgenf/edgenf/internal/netlab"
 	"github.com/edgenf/edgenf/internal/nf/router"
 	"github.com/edgenf/edgenf/internal/nftest"
 	"github.com/edgenf/edgenf/internal/testenv"
@@ -230,5 +231,92 @@ func TestRepetitionsThatLeaveAnotherFrameAreFlagged(t *testing.T) {
 	}
 	if res[0].Diverged != "" {
 		t.Fatalf("a run per call: %s", res[0].Diverged)
+	}
+}
+
+// An item received on an interface (Item.Ifindex) is run as a frame from
+// that interface (xdp_md.ingress_ifindex) in its check and in every round:
+// the framework's shared stub finds an interface's hop by it. Given no
+// interface, a frame comes from the loopback, and a chain behind a stub
+// passed it to the stack unmeasured. Only XDP takes an interface.
+func TestItemReceivedOnItsInterface(t *testing.T) {
+	testenv.NeedRoot(t)
+	lab, err := netlab.New(netlab.UniquePrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lab.Close()
+	name, _, err := lab.RootVeth("m0", "m1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ifc, err := net.InterfaceByName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := measure.New(datapath.XDP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	runs := runsMap(t)
+	// pass a frame received on the veth, drop any other
+	prog := countingProg(t, datapath.XDP, runs,
+		asm.LoadMem(asm.R2, asm.R6, 12, asm.Word), // xdp_md.ingress_ifindex
+		asm.Mov.Imm(asm.R0, datapath.XDPDrop),
+		asm.JNE.Imm(asm.R2, int32(ifc.Index), "other"),
+		asm.Mov.Imm(asm.R0, datapath.XDPPass),
+		asm.Return().WithSymbol("other"),
+	)
+	it := measure.Item{Name: "on the veth", Prog: prog, Frame: udpFrame(), Ifindex: ifc.Index}
+	if v, err := m.VerdictOf(it); err != nil || v != datapath.XDPPass {
+		t.Fatalf("received on %s: verdict %d (%v), want pass", name, v, err)
+	}
+	if v, err := m.Verdict(prog, it.Frame); err != nil || v != datapath.XDPDrop {
+		t.Fatalf("received on the loopback: verdict %d (%v), want drop", v, err)
+	}
+	res, err := m.Measure(context.Background(), []measure.Item{it}, measure.Options{Rounds: 2, Repeat: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Diverged != "" {
+		t.Fatalf("the rounds ran another path than the check: %s", res[0].Diverged)
+	}
+	tc, err := measure.New(datapath.TC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	if _, err := tc.VerdictOf(measure.Item{Name: "tc", Prog: countingProg(t, datapath.TC, runs, asm.Mov.Imm(asm.R0, 0), asm.Return()), Frame: it.Frame, Ifindex: ifc.Index}); err == nil || !strings.Contains(err.Error(), "XDP only") {
+		t.Fatalf("a TC item received on an interface: %v, want an error saying XDP only", err)
+	}
+}
+
+// A program whose path changed between the caller's check and the rounds
+// (state it needs expired; here: it drops from its second run on) runs
+// alike in every round, so nothing diverges: the result's verdict is what
+// tells the caller, who checked another.
+func TestResultCarriesTheVerdictTheRoundsStartedWith(t *testing.T) {
+	testenv.NeedRoot(t)
+	m, err := measure.New(datapath.XDP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	prog := countingProg(t, datapath.XDP, runsMap(t),
+		asm.Mov.Imm(asm.R0, datapath.XDPPass),
+		asm.JLE.Imm(asm.R7, 1, "first"),
+		asm.Mov.Imm(asm.R0, datapath.XDPDrop),
+		asm.Return().WithSymbol("first"),
+	)
+	if v, err := m.Verdict(prog, udpFrame()); err != nil || v != datapath.XDPPass {
+		t.Fatalf("check: verdict %d (%v), want pass", v, err)
+	}
+	res, err := m.Measure(context.Background(), []measure.Item{{Name: "expired", Prog: prog, Frame: udpFrame()}}, measure.Options{Rounds: 2, Repeat: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Verdict != datapath.XDPDrop || res[0].Diverged != "" {
+		t.Fatalf("verdict %d, diverged %q; want drop, nothing diverged", res[0].Verdict, res[0].Diverged)
 	}
 }

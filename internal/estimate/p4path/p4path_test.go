@@ -260,3 +260,37 @@ func TestLookahead(t *testing.T) {
 		t.Fatalf("lookaheads by path %v, want %v", lookaheads, want)
 	}
 }
+
+// A table is a global function of the compiled program when the compiler
+// does not inline the program's tables (backend.InlinesTables: here, a
+// counter the path never reaches): every table the path applies then
+// costs its call (p4.table.call), and the estimate grows with it. Inlined,
+// none does. (Without the term, examples/p4/portfwd.p4 was estimated 10 ns
+// under its measurement: its counter made its one table a call.)
+func TestTablesCalledAsFunctions(t *testing.T) {
+	tables := `table t { key = { h.ip.dst: exact; } actions = { fwd; NoAction; } default_action = NoAction(); }
+    table u { key = { h.ip.src: exact; } actions = { fwd; NoAction; } default_action = NoAction(); }`
+	inlined := program(t, ethIP, tables, `t.apply(); u.apply();`)
+	called := program(t, ethIP, `counter(8, CounterType.packets) c;`+"\n"+tables, `t.apply(); u.apply(); if (!h.eth.isValid()) { c.count(0); }`)
+	calls := func(pr *Program) float64 {
+		got, err := pr.Select("eth,ip,t=fwd,u=fwd")
+		if err != nil || len(got) != 1 {
+			t.Fatalf("%v %v", got, err)
+		}
+		n := 0.0
+		for _, u := range got[0].Uses {
+			if u.Term == TermTableCall {
+				n += u.N
+			}
+		}
+		return n
+	}
+	if a, b := calls(inlined), calls(called); a != 0 || b != 2 {
+		t.Fatalf("table calls: %v inlined, %v beside a counter; want 0 and 2", a, b)
+	}
+	p := &estimate.Profile{Costs: map[string]float64{TermTableCall: 7, TermHash: 10, TermSend: 30}}
+	a, b := Summarise(inlined.Price(p)), Summarise(called.Price(p))
+	if d := b.Typical.Cost.Total - a.Typical.Cost.Total; d < 14 {
+		t.Fatalf("typical path: %.1f inlined, %.1f called: %.1f more, want the two calls' 14", a.Typical.Cost.Total, b.Typical.Cost.Total, d)
+	}
+}

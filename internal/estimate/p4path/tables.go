@@ -146,6 +146,9 @@ func (w *walker) apply(c *syntax.Call, cr *sema.CallRef, st *state, k func(*stat
 		case ir.KindKeyless:
 			s.use(TermKeyless, 1, what)
 		}
+		if w.tableCalls {
+			s.use(TermTableCall, 1, what)
+		}
 		if !b.hit && t.Kind != ir.KindKeyless && t.Kind != ir.KindConst {
 			s.use(TermMiss, 1, what)
 		}

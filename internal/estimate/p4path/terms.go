@@ -34,6 +34,7 @@ const (
 	TermKeyless     = "p4.table.keyless"       // table without a key (default action only)
 	TermMiss        = "p4.table.miss"          // extra cost of a miss (the default action's entry)
 	TermDirectCount = "p4.table.direct_counter"
+	TermTableCall   = "p4.table.call" // a table applied as a global function, not inlined (backend.InlinesTables)
 	// action profiles and selectors (profiles.go)
 	TermProfileMember = "p4.table.profile.member" // a reference resolved to its member (the member map's lookup)
 	TermProfileGroup  = "p4.table.profile.group"  // a group reference: the group map's lookup and the pick of a member
@@ -92,6 +93,7 @@ var Terms = []struct{ Name, Doc string }{
 	{TermKeyless, "keyless table (default action)"},
 	{TermMiss, "a table miss (the default action's entry)"},
 	{TermDirectCount, "direct counter of a table hit"},
+	{TermTableCall, "a table applied as a global function (a program whose tables the compiler does not inline: more than 3, scanned, or beside a stateful or hashing extern): the call, its return and the state's lookup"},
 	{TermProfileMember, "action profile or selector: a table hit's reference resolved to its member (member map lookup)"},
 	{TermProfileGroup, "action selector: a group reference (group map lookup, a member picked by the selector's hash)"},
 	{TermRegRead, "register read"},

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/edgenf/edgenf/internal/estimate"
+	"github.com/edgenf/edgenf/internal/p4/backend"
 	"github.com/edgenf/edgenf/internal/p4/ir"
 	"github.com/edgenf/edgenf/internal/p4/sema"
 	"github.com/edgenf/edgenf/internal/p4/syntax"
@@ -121,15 +122,18 @@ func (s *state) stmt() { s.use(TermStmt, 1, s.owner) }
 
 // walker enumerates the paths of one program.
 type walker struct {
-	prog     *ir.Program
-	info     *sema.Info
-	opt      Options
-	hType    *sema.Struct
-	mType    *sema.Struct
-	smType   *sema.Struct
-	parser   *sema.Parser
-	controls []*sema.Control // verify, ingress, egress, compute, deparser; PSA: ingress, ingress deparser, egress, egress deparser
-	psa      *psaPipeline    // PSA programs (psa.go)
+	prog *ir.Program
+	info *sema.Info
+	opt  Options
+	// tableCalls: the compiled program calls its tables as global
+	// functions (backend.InlinesTables)
+	tableCalls bool
+	hType      *sema.Struct
+	mType      *sema.Struct
+	smType     *sema.Struct
+	parser     *sema.Parser
+	controls   []*sema.Control // verify, ingress, egress, compute, deparser; PSA: ingress, ingress deparser, egress, egress deparser
+	psa        *psaPipeline    // PSA programs (psa.go)
 	// roots names the block parameters by type (rootKind): "hdr",
 	// "meta", "standard_metadata"; PSA's own (psa.go)
 	roots      map[sema.Type]string
@@ -148,7 +152,7 @@ type walker struct {
 
 func newWalker(prog *ir.Program, opt Options) (*walker, error) {
 	info := prog.Info
-	w := &walker{prog: prog, info: info, opt: opt, mayChange: map[string]map[string]bool{}, seenPaths: map[string]bool{}, loopCap: 1,
+	w := &walker{prog: prog, info: info, opt: opt, tableCalls: !backend.InlinesTables(prog), mayChange: map[string]map[string]bool{}, seenPaths: map[string]bool{}, loopCap: 1,
 		roots: map[sema.Type]string{}}
 	if info.Main != nil && info.Main.Arch == "psa" && len(info.Main.Blocks) == sema.PSABlocks {
 		if err := w.bindPSA(info.Main.Blocks); err != nil { // psa.go

@@ -52,16 +52,28 @@ func (g *gen) tableAttr() string {
 	return "P4_FN"
 }
 
-// inlineTables: at most 3 tables with 16 actions in all, none scanned, no
-// parser loop, no replication and no stateful or hashing extern (what made
-// real programs exceed the verifier's budget when everything was inlined).
+// inlineTables is InlinesTables of the program, decided once.
 func (g *gen) inlineTables() bool {
 	if g.fs != nil && g.fs.inlineTablesSet {
 		return g.fs.inlineTables
 	}
-	ok := len(g.p.Tables) <= 3 && len(g.p.Registers) == 0 && len(g.p.Meters) == 0 && !g.replicates()
+	ok := InlinesTables(g.p)
+	g.fast()
+	g.fs.inlineTablesSet, g.fs.inlineTables = true, ok
+	return ok
+}
+
+// InlinesTables reports whether the generated code inlines the program's
+// tables into the pipeline: at most 3 tables with 16 actions in all, none
+// scanned, no parser loop, no replication and no stateful or hashing
+// extern (what made real programs exceed the verifier's budget when
+// everything was inlined). Otherwise each table is a global function,
+// and applying it costs a call, a return and the state's lookup: the cost
+// estimator prices that (p4.table.call).
+func InlinesTables(p *ir.Program) bool {
+	ok := len(p.Tables) <= 3 && len(p.Registers) == 0 && len(p.Meters) == 0 && !p.Replicates
 	nact := 0
-	for _, t := range g.p.Tables {
+	for _, t := range p.Tables {
 		if t.Kind == ir.KindScan {
 			ok = false
 		}
@@ -70,7 +82,7 @@ func (g *gen) inlineTables() bool {
 	if nact > 16 {
 		ok = false // paths through a table: about two per action
 	}
-	for _, cr := range g.info.Calls {
+	for _, cr := range p.Info.Calls {
 		if cr == nil {
 			continue
 		}
@@ -88,12 +100,10 @@ func (g *gen) inlineTables() bool {
 			}
 		}
 	}
-	for _, p := range g.info.Parsers {
-		if _, loops := parserLoops(p); len(p.States) > 12 || len(loops) > 0 {
+	for _, pr := range p.Info.Parsers {
+		if _, loops := parserLoops(pr); len(pr.States) > 12 || len(loops) > 0 {
 			ok = false
 		}
 	}
-	g.fast()
-	g.fs.inlineTablesSet, g.fs.inlineTables = true, ok
 	return ok
 }
