@@ -28,7 +28,11 @@ import (
 //	                 same frames (target: 0.85).
 //	upf-scale-ul, upf-scale-dl: 100,000 sessions with random TEIDs and UE
 //	                 addresses, the generator cycling through all of them,
-//	                 against one session (target: 0.8).
+//	                 against one session (target: 0.8). The sessions are
+//	                 set up in a random order of their own (upfEstablished):
+//	                 the generator visits them in no order of their
+//	                 establishment (kernel entries, rules and counter
+//	                 blocks), nor of their TEIDs' or addresses' slots.
 //	upf-dl-pool-*:   the same downlink with the UE addresses in the cube's
 //	                 UE pool (10.44.0.0/15: an array lookup instead of a
 //	                 hash), in upf-dl (1 session), upf-scale-dl (1 and
@@ -70,7 +74,7 @@ func init() {
 				Setup: func(e *scenario.Env) (*scenario.Topology, error) { return setupUPF(e, datapath.XDP, dl, 1, hashKeys) }},
 			{Name: "upf-" + dir + "-100k", Group: "upf-scale-" + dir, Order: 10, Quick: true, Param: upfScale,
 				Doc: "edgenf upf cube at XDP, 100,000 sessions (random TEIDs and UE addresses; 20,000 in quick mode), " +
-					"the traffic spread over all of them",
+					"the traffic spread over all of them in an order independent of their establishment",
 				Setup: func(e *scenario.Env) (*scenario.Topology, error) {
 					return setupUPF(e, datapath.XDP, dl, upfScaleSessions(e), hashKeys)
 				}},
@@ -114,8 +118,8 @@ func init() {
 				return setupUPF(e, datapath.XDP, false, 1, chosenTEIDs)
 			}},
 		{Name: "upf-ul-chosen-100k", Group: "upf-scale-ul", Order: 20, Quick: true, Param: upfScale,
-			Doc: "edgenf upf cube at XDP, 100,000 sessions on TEIDs the UPF chose (random UE addresses, the slots " +
-				"visited in random order; 20,000 in quick mode), uplink",
+			Doc: "edgenf upf cube at XDP, 100,000 sessions on TEIDs the UPF chose (random UE addresses; 20,000 in quick mode), " +
+				"uplink, the slots and the sessions visited in an order independent of their slots and establishment",
 			Setup: func(e *scenario.Env) (*scenario.Topology, error) {
 				return setupUPF(e, datapath.XDP, false, upfScaleSessions(e), chosenTEIDs)
 			}},
@@ -136,7 +140,8 @@ func init() {
 			}},
 		{Name: "upf-dl-pool-100k", Group: "upf-scale-dl", Order: 15, Quick: true, Param: upfScale,
 			Doc: "edgenf upf cube at XDP, 100,000 sessions (20,000 in quick mode) with random TEIDs and random UE " +
-				"addresses of the cube's UE pool (10.44.0.0/15), the downlink spread over all of them",
+				"addresses of the cube's UE pool (10.44.0.0/15), the downlink spread over all of them in an order " +
+				"independent of their establishment",
 			Setup: func(e *scenario.Env) (*scenario.Topology, error) {
 				return setupUPF(e, datapath.XDP, true, upfScaleSessions(e), pooledUEs)
 			}},
@@ -294,7 +299,7 @@ func setupUPF(e *scenario.Env, hook datapath.Hook, dl bool, sessions int, keys u
 		return nil, err
 	}
 	t0 := time.Now()
-	if err := putSessions(eng, name, flows); err != nil {
+	if err := putSessions(eng, name, upfEstablished(flows)); err != nil {
 		return nil, err
 	}
 	setup := time.Since(t0)
@@ -323,6 +328,20 @@ func setupUPF(e *scenario.Env, hook datapath.Hook, dl bool, sessions int, keys u
 	}
 	stubCost(e, t, root, p.A1, hook)
 	return t, nil
+}
+
+// upfEstablished is the order in which the sessions of flows are set up: a
+// random permutation (fixed seed) independent of the order the generator
+// visits flows in and of their slots. UEs send in no order of their
+// establishment; sessions set up in visit order would have the packets read
+// the kernel's entries, rules and counter blocks sequentially (the
+// prefetcher and the TLB would flatter the scale scenarios).
+func upfEstablished(flows []kern.GenFlow) []kern.GenFlow {
+	out := make([]kern.GenFlow, len(flows))
+	for i, j := range rand.New(rand.NewPCG(14, 100000)).Perm(len(flows)) {
+		out[i] = flows[j]
+	}
+	return out
 }
 
 // putSessions writes the sessions of flows, a thousand a change (as the

@@ -1,7 +1,12 @@
 package upf
 
 import (
+	"bytes"
 	"testing"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 
 	"github.com/edgenf/edgenf/internal/nftest"
 )
@@ -13,6 +18,9 @@ func TestLayouts(t *testing.T) {
 	nftest.CheckLayouts(t, Type, map[string]any{
 		"upf_port":      kPort{},
 		"upf_list":      kList{},
+		"upf_more":      kMore{},
+		"upf_hlist":     kHList{},
+		"upf_teid_slot": kTEIDSlot{},
 		"upf_rule":      kRule{},
 		"upf_sdf":       kSDF{},
 		"upf_far":       kFAR{},
@@ -27,4 +35,34 @@ func TestLayouts(t *testing.T) {
 		"upf_pools":     kPools{},
 		"upf_ue_list":   kUEList{},
 	})
+}
+
+// TestSlotsAreOneCacheLine: what a packet reads of a slot array (a chosen
+// TEID's slot, a pooled UE address's list: the key, the head line, the first
+// rule's index) is one 64-octet line; the arrays are memory-mappable, so
+// their values start on a page and every slot on a line.
+func TestSlotsAreOneCacheLine(t *testing.T) {
+	for name, size := range map[string]uintptr{
+		"upf_teid_slot": unsafe.Sizeof(kTEIDSlot{}),
+		"upf_ue_list":   unsafe.Sizeof(kUEList{}),
+	} {
+		if size != 64 {
+			t.Errorf("%s: %d octets, want 64", name, size)
+		}
+	}
+	for _, h := range Type.Hooks {
+		obj, err := Type.Object(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(obj))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"upf_teid_slots", "upf_ue_lists"} {
+			if m := spec.Maps[name]; m == nil || m.Flags&unix.BPF_F_MMAPABLE == 0 || m.ValueSize != 64 {
+				t.Errorf("%s object: %s: %+v, want a memory-mappable array of 64-octet values", h, name, m)
+			}
+		}
+	}
 }

@@ -3,7 +3,6 @@ package upf
 import (
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/cilium/ebpf"
 	"github.com/edgenf/edgenf/internal/bpfmap"
@@ -124,9 +123,9 @@ func (ctl *controller) adopt() error {
 	}{{m.teid, keyTEID}, {m.ue4, keyUE4}, {m.ue6, keyUE6}} {
 		var err error
 		if lm.kind == keyUE6 {
-			err = bpfmap.Each(lm.m, func(k uint64, v kList) bool { ctl.adoptList(listKey{keyUE6, k}, v, ruleSEID); return true })
+			err = bpfmap.Each(lm.m, func(k uint64, v kHList) bool { ctl.adoptList(listKey{keyUE6, k}, v, ruleSEID); return true })
 		} else {
-			err = bpfmap.Each(lm.m, func(k uint32, v kList) bool {
+			err = bpfmap.Each(lm.m, func(k uint32, v kHList) bool {
 				lk := listKey{lm.kind, uint64(k)}
 				if _, ok := ctl.chosenSlot(lk); ok {
 					// a chosen TEID's list is in upf_teid only while its
@@ -148,13 +147,19 @@ func (ctl *controller) adopt() error {
 			return fmt.Errorf("upf_teid: %w", err)
 		}
 	}
-	if err := bpfmap.Each(m.teidSlots, func(_ uint32, v kTEIDSlot) bool {
-		if v.TEID != 0 {
-			ctl.adoptList(listKey{keyTEID, uint64(v.TEID)}, v.List, ruleSEID)
+	var moreErr error
+	if err := bpfmap.Each(m.teidSlots, func(sl uint32, v kTEIDSlot) bool {
+		if v.TEID == 0 {
+			return true
 		}
+		var l kHList
+		if l, moreErr = slotList(m.teidMore, sl, v.List); moreErr != nil {
+			return false
+		}
+		ctl.adoptList(listKey{keyTEID, uint64(v.TEID)}, l, ruleSEID)
 		return true
-	}); err != nil {
-		return fmt.Errorf("upf_teid_slots: %w", err)
+	}); err != nil || moreErr != nil {
+		return fmt.Errorf("upf_teid_slots: %w", errors.Join(err, moreErr))
 	}
 	if err := ctl.adoptPooled(ruleSEID); err != nil {
 		return err
@@ -169,15 +174,29 @@ func (ctl *controller) adopt() error {
 	return nil
 }
 
-func (ctl *controller) adoptList(k listKey, v kList, ruleSEID map[uint32]uint64) *sessState {
-	seid := ruleSEID[v.Rule[0]]
-	if v.Head.N == 0 || v.Head.N > listMax || seid == 0 {
+func (ctl *controller) adoptList(k listKey, v kHList, ruleSEID map[uint32]uint64) *sessState {
+	rules := v.rules()
+	seid := ruleSEID[v.List.Rule]
+	if rules == nil || seid == 0 {
 		ctl.orphanLists = append(ctl.orphanLists, k)
 		return nil
 	}
 	s := ctl.recovered[seid]
-	s.lists[k] = slices.Clone(v.Rule[:v.Head.N])
+	s.lists[k] = rules
 	return s
+}
+
+// slotList is the whole list whose head v is in slot i of a slot array, its
+// rules after the first read from more (the array's side array) when it
+// has any.
+func slotList(more *ebpf.Map, i uint32, v kList) (kHList, error) {
+	l := kHList{List: v}
+	if v.Head.N > 1 {
+		if err := more.Lookup(i, &l.More); err != nil {
+			return l, fmt.Errorf("slot %d: its rules after the first: %w", i, err)
+		}
+	}
+	return l, nil
 }
 
 // adoptPooled reads back the pool table and the lists in its slots. The
@@ -205,7 +224,12 @@ func (ctl *controller) adoptPooled(ruleSEID map[uint32]uint64) error {
 			orphans = append(orphans, i)
 			return true
 		}
-		s := ctl.adoptList(k, v.List, ruleSEID)
+		l, err := slotList(m.ueMore, li, v.List)
+		if err != nil {
+			orphans = append(orphans, i)
+			return true
+		}
+		s := ctl.adoptList(k, l, ruleSEID)
 		if s == nil {
 			orphans = append(orphans, i)
 			return true

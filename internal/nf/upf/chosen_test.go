@@ -22,7 +22,7 @@ func (r *rig) slotOf(sl uint32) kTEIDSlot {
 }
 
 func (r *rig) inHash(teid uint32) bool {
-	var v kList
+	var v kHList
 	return r.ctl.maps.teid.Lookup(teidKey(teid), &v) == nil
 }
 
@@ -137,7 +137,7 @@ func TestRestartDropsAChosenTEIDLeftInTheHash(t *testing.T) {
 	base, _ := (&model.Config{TEIDRange: "1-0xffffffff"}).ChosenTEIDs()
 	s := basicSession(1, base+7, "198.19.0.5", "", 0x9000)
 	r := newRig(t, datapath.XDP, s)
-	v := r.slotOf(7).List
+	v := kHList{List: r.slotOf(7).List}
 	if err := r.ctl.maps.teid.Put(teidKey(base+7), &v); err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 // goroutines use them between calls of the engine).
 type kmaps struct {
 	cfg, ports, teid, teidSlots, ue4, ue6, rules, ruleCount, sdfs, fars, qers, urrs, neigh, stats *ebpf.Map
-	urrRep, neighGen, pools, ueSlots, ueLists                                                     *ebpf.Map
+	urrRep, neighGen, pools, ueSlots, ueLists, teidMore, ueMore                                   *ebpf.Map
 }
 
 func (ctl *controller) loadMaps(h cube.Handle) error {
@@ -29,6 +29,7 @@ func (ctl *controller) loadMaps(h cube.Handle) error {
 		{"upf_qers", &m.qers}, {"upf_urrs", &m.urrs}, {"upf_neigh", &m.neigh},
 		{"upf_stats", &m.stats}, {"upf_urr_rep", &m.urrRep}, {"upf_neigh_gen", &m.neighGen},
 		{"upf_pools", &m.pools}, {"upf_ue_slots", &m.ueSlots}, {"upf_ue_lists", &m.ueLists},
+		{"upf_teid_more", &m.teidMore}, {"upf_ue_more", &m.ueMore},
 	} {
 		mp, err := h.Map(x.name)
 		if err != nil {

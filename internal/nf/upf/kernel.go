@@ -55,11 +55,45 @@ type kPort struct {
 	GW6  [16]byte
 }
 
-// kList is a TEID's or UE address's rules, in precedence order, with a
-// copy of the first one's line (Head.N: how many rules).
+// kList is a TEID's or UE address's rules, in precedence order: a copy of
+// the first one's line (Head.N: how many rules) and its index. The rules
+// after the first are in a kMore: in the slot arrays a side array at the
+// same index (upf_teid_more, upf_ue_more), in the hash maps the rest of the
+// value (kHList).
 type kList struct {
 	Head kLine
-	Rule [listMax]uint32
+	Rule uint32
+}
+
+// kMore is a list's rules after the first (Rule[i]: the list's rule i+1).
+type kMore struct {
+	Rule [listMax - 1]uint32
+}
+
+// kHList is a whole list: a hash map's value, and what the controller
+// writes to the slot arrays in two parts.
+type kHList struct {
+	List kList
+	More kMore
+}
+
+// newList is the list of rules (their indexes, in precedence order) whose
+// first one's line is head.
+func newList(head kLine, rules []uint32) kHList {
+	v := kHList{List: kList{Head: head, Rule: rules[0]}}
+	v.List.Head.N = uint8(len(rules))
+	copy(v.More.Rule[:], rules[1:])
+	return v
+}
+
+// rules is the list's rule indexes, in precedence order (nil when its
+// length is out of range: not a list the controller wrote).
+func (v *kHList) rules() []uint32 {
+	n := int(v.List.Head.N)
+	if n == 0 || n > listMax {
+		return nil
+	}
+	return append([]uint32{v.List.Rule}, v.More.Rule[:n-1]...)
 }
 
 const (
@@ -86,9 +120,9 @@ type Owner struct {
 }
 
 // kLine is what a packet's path reads of a rule; the first rule of a list
-// has a copy of it in the list.
+// has a copy of it in the list. 52 octets: a slot's key, a list's head line
+// and its first rule's index are one cache line.
 type kLine struct {
-	FAR uint32
 	// QER: the rule's QERs that gate or police; one that only gives a QFI
 	// is not read by the fast path (Mark has its QFI).
 	QER   [ruleQERs]uint32
@@ -107,10 +141,12 @@ type kLine struct {
 	kFwd
 }
 
-// kRule is a rule: its line, its URRs (read by the fast path only when
-// one counts down a threshold or quota) and its owner.
+// kRule is a rule: its line, its FAR (read by the fast path only for NOCP
+// and DUPL), its URRs (read by the fast path only when one counts down a
+// threshold or quota) and its owner.
 type kRule struct {
 	kLine
+	FAR uint32
 	URR [ruleURRs]uint32
 	Owner
 }
@@ -242,8 +278,8 @@ type kCfg struct {
 	ChosenBase, ChosenN uint32
 }
 
-// kTEIDSlot is a chosen TEID's list in upf_teid_slots; TEID (network
-// order) 0: a free slot.
+// kTEIDSlot is a chosen TEID's list in upf_teid_slots (one cache line);
+// TEID (network order) 0: a free slot.
 type kTEIDSlot struct {
 	TEID uint32
 	List kList
@@ -269,8 +305,8 @@ type kPools struct {
 	V6     [poolsMax]kPool
 }
 
-// kUEList is a pooled UE address's list (upf_ue_lists), with the address
-// as the packet has it (listKey.K). A slot of upf_ue_slots is a uint32: the
+// kUEList is a pooled UE address's list (upf_ue_lists, one cache line),
+// with the address as the packet has it (listKey.K). A slot of upf_ue_slots is a uint32: the
 // index of its list, 0 for none.
 type kUEList struct {
 	UE   uint64

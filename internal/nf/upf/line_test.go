@@ -1,9 +1,13 @@
 package upf
 
 import (
+	"encoding/json"
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/edgenf/edgenf/internal/bpfmap"
+	"github.com/edgenf/edgenf/internal/datapath"
 	"github.com/edgenf/edgenf/internal/nf/upf/model"
 )
 
@@ -12,37 +16,38 @@ import (
 // a FAR's new outer header, a new first rule, the old one back.
 
 // checkHeads fails unless every list in the kernel has, as its head, the
-// line of its first rule and its length.
+// line of its first rule and its length, and no rule index beyond its
+// length.
 func (r *rig) checkHeads() {
 	r.t.Helper()
 	m := &r.ctl.maps
-	check := func(what string, v kList) {
-		if v.Head.N == 0 || v.Head.N > listMax {
-			r.t.Fatalf("%s: list of %d rules", what, v.Head.N)
+	check := func(what string, v kHList) {
+		if v.List.Head.N == 0 || v.List.Head.N > listMax {
+			r.t.Fatalf("%s: list of %d rules", what, v.List.Head.N)
 		}
 		var rule kRule
-		if err := m.rules.Lookup(v.Rule[0], &rule); err != nil {
-			r.t.Fatalf("%s: rule %d: %v", what, v.Rule[0], err)
+		if err := m.rules.Lookup(v.List.Rule, &rule); err != nil {
+			r.t.Fatalf("%s: rule %d: %v", what, v.List.Rule, err)
 		}
 		want := rule.kLine
-		want.N = v.Head.N
-		if v.Head != want || rule.N != 0 {
-			r.t.Fatalf("%s: head %+v, first rule's line %+v", what, v.Head, rule.kLine)
+		want.N = v.List.Head.N
+		if v.List.Head != want || rule.N != 0 {
+			r.t.Fatalf("%s: head %+v, first rule's line %+v", what, v.List.Head, rule.kLine)
 		}
-		for i := int(v.Head.N); i < listMax; i++ {
-			if v.Rule[i] != 0 {
-				r.t.Fatalf("%s: rule %d beyond the list's length %d", what, v.Rule[i], v.Head.N)
+		for i := int(v.List.Head.N) - 1; i < len(v.More.Rule); i++ {
+			if v.More.Rule[i] != 0 {
+				r.t.Fatalf("%s: rule %d beyond the list's length %d", what, v.More.Rule[i], v.List.Head.N)
 			}
 		}
 	}
 	lists := 0
-	if err := bpfmap.Each(m.teid, func(k uint32, v kList) bool { lists++; check("TEID list", v); return true }); err != nil {
+	if err := bpfmap.Each(m.teid, func(k uint32, v kHList) bool { lists++; check("TEID list", v); return true }); err != nil {
 		r.t.Fatal(err)
 	}
-	if err := bpfmap.Each(m.ue4, func(k uint32, v kList) bool { lists++; check("UE IPv4 list", v); return true }); err != nil {
+	if err := bpfmap.Each(m.ue4, func(k uint32, v kHList) bool { lists++; check("UE IPv4 list", v); return true }); err != nil {
 		r.t.Fatal(err)
 	}
-	if err := bpfmap.Each(m.ue6, func(k uint64, v kList) bool { lists++; check("UE IPv6 list", v); return true }); err != nil {
+	if err := bpfmap.Each(m.ue6, func(k uint64, v kHList) bool { lists++; check("UE IPv6 list", v); return true }); err != nil {
 		r.t.Fatal(err)
 	}
 	if err := bpfmap.Each(m.ueSlots, func(i uint32, li uint32) bool {
@@ -53,8 +58,12 @@ func (r *rig) checkHeads() {
 		if err := m.ueLists.Lookup(li, &v); err != nil {
 			r.t.Fatalf("slot %d: list %d: %v", i, li, err)
 		}
+		l, err := slotList(m.ueMore, li, v.List)
+		if err != nil {
+			r.t.Fatal(err)
+		}
 		lists++
-		check("pooled UE list", v.List)
+		check("pooled UE list", l)
 		return true
 	}); err != nil {
 		r.t.Fatal(err)
@@ -190,6 +199,91 @@ func TestQFIOnlyQERIsNotRead(t *testing.T) {
 			update()
 			line(1, 7)
 			marked(7)
+		})
+	}
+}
+
+// A list in a slot array (a chosen TEID's, a pooled UE address's) is one
+// cache line: its head and first rule's index. Its rules after the first
+// are in the array's side array at the same index, read only when the
+// first does not match: the second rule (tried inline) and the ones after
+// it (in bpf_loop) are found there, before and after a restart adopts the
+// lists (reading the side arrays back).
+func TestListsInSlotsKeepTheirOtherRulesBeside(t *testing.T) {
+	for _, hook := range hooks {
+		t.Run(string(hook), func(t *testing.T) {
+			cfg := &model.Config{TEIDRange: "1-0xffffffff"}
+			base, _ := cfg.ChosenTEIDs()
+			chosen := base + 5 // slot 5
+			s := basicSession(1, chosen, "198.19.3.5", "", 0x9000)
+			// Uplink and downlink lists of four rules each: three drop
+			// their port, in precedence order, the basic PDR takes the
+			// rest. A one-rule list beside them: session 2.
+			for i, port := range []string{"7777", "7778", "7779"} {
+				prec := uint32(10 * (i + 1))
+				s.PDRs = append(s.PDRs,
+					model.PDR{ID: uint16(10 + i), Precedence: prec, Source: "access", FTEID: &model.FTEID{TEID: chosen},
+						OuterHeaderRemoval: "gtp-u", UEIPv4: "198.19.3.5", FAR: 3,
+						SDF: []model.SDF{{FlowDescription: "permit out 17 from any " + port + " to assigned"}}},
+					model.PDR{ID: uint16(20 + i), Precedence: prec, Source: "core", UEIPv4: "198.19.3.5", FAR: 3,
+						SDF: []model.SDF{{FlowDescription: "permit out 17 from any " + port + " to assigned"}}})
+			}
+			s.FARs = append(s.FARs, model.FAR{ID: 3, Action: []string{"drop"}})
+			one := basicSession(2, chosen+1, "198.19.3.6", "", 0x9001)
+			c := testCube(hook, s, one)
+			c.Config = json.RawMessage(`{"teid_range":"1-0xffffffff","ue_pools":[{"prefix":"198.19.0.0/16"}]}`)
+			r := newRigOf(t, c)
+
+			sl := r.slotOf(5)
+			var more kMore
+			if err := r.ctl.maps.teidMore.Lookup(uint32(5), &more); err != nil {
+				t.Fatal(err)
+			}
+			if sl.TEID != teidKey(chosen) || sl.List.Head.N != 4 || more.Rule[0] == 0 || more.Rule[2] == 0 || more.Rule[3] != 0 {
+				t.Fatalf("slot 5: TEID %#x, %d rules, the others beside it %v", teidKey(sl.TEID), sl.List.Head.N, more.Rule[:4])
+			}
+			if w := r.where("198.19.3.5"); hook == datapath.XDP && w != "slot" {
+				t.Fatalf("the pooled UE's list is in %s", w)
+			}
+			check := func(when string) {
+				t.Helper()
+				for _, c := range []struct {
+					port    uint16
+					forward bool
+				}{{7777, false}, {7778, false}, {7779, false}, {53, true}} {
+					drops := r.stat("drop_far")
+					up := r.Run("n3", gtp(false, chosen, 0, udpPkt("198.19.3.5", "198.51.100.7", 4000, c.port, []byte("u")))).Port
+					down := r.downlinkTEID("198.19.3.5") // from port 53: the last rule
+					if c.forward {
+						if up != 1 || down != 0x9000 {
+							t.Fatalf("%s: port %d: uplink to port %d, downlink TEID %#x", when, c.port, up, down)
+						}
+						continue
+					}
+					if up != -1 || r.stat("drop_far") != drops+1 {
+						t.Fatalf("%s: uplink to port %d: port %d, drop_far +%d", when, c.port, up, r.stat("drop_far")-drops)
+					}
+					drops = r.stat("drop_far")
+					res := r.Run("n6", fromDN(udpPkt("198.51.100.7", "198.19.3.5", c.port, 4000, []byte("d"))))
+					if res.Port != -1 || r.stat("drop_far") != drops+1 {
+						t.Fatalf("%s: downlink from port %d: port %d, drop_far +%d", when, c.port, res.Port, r.stat("drop_far")-drops)
+					}
+				}
+				if p := r.Run("n3", gtp(false, chosen+1, 0, udpPkt("198.19.3.6", "198.51.100.7", 4000, 53, []byte("u")))).Port; p != 1 {
+					t.Fatalf("%s: the one-rule list's uplink: port %d", when, p)
+				}
+				if got := r.downlinkTEID("198.19.3.6"); got != 0x9001 {
+					t.Fatalf("%s: the one-rule list's downlink: TEID %#x", when, got)
+				}
+				r.checkHeads()
+			}
+			check("written")
+			lists := maps.Clone(r.ctl.sessions[1].lists)
+			r.restart()
+			if !maps.EqualFunc(lists, r.ctl.sessions[1].lists, slices.Equal) {
+				t.Fatalf("restart adopted lists %v, want %v", r.ctl.sessions[1].lists, lists)
+			}
+			check("adopted")
 		})
 	}
 }

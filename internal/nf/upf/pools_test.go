@@ -47,7 +47,7 @@ func (r *rig) where(ue string) string {
 		}
 		inSlot = li != 0 && l.UE == k.K
 	}
-	var v kList
+	var v kHList
 	err := r.ctl.listMap(k).Lookup(listMapKey(k), &v)
 	if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		r.t.Fatal(err)
@@ -128,7 +128,7 @@ func TestPoolSlotOfAnotherAddressIsAMiss(t *testing.T) {
 				t.Fatal(err)
 			}
 			// b's list in the hash map, and its slot leading to a's.
-			if err := r.ctl.maps.ue4.Put(uint32(kb.K), &listB.List); err != nil {
+			if err := r.ctl.maps.ue4.Put(uint32(kb.K), &kHList{List: listB.List}); err != nil {
 				t.Fatal(err)
 			}
 			if err := r.ctl.maps.ueSlots.Put(sb, la); err != nil {

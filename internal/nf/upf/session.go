@@ -246,9 +246,7 @@ func (ctl *controller) write(seid uint64, old, n *sessState) error {
 		if o, ok := old.lists[lk]; ok && !old.dirty && slices.Equal(o, l) && old.pooled[lk] == i {
 			continue
 		}
-		v := kList{Head: line[l[0]]}
-		v.Head.N = uint8(len(l))
-		copy(v.Rule[:], l)
+		v := newList(line[l[0]], l)
 		if err := ctl.putList(lk, i, pooled, &v); err != nil {
 			return err
 		}
@@ -277,10 +275,10 @@ func (ctl *controller) chosenSlot(k listKey) (uint32, bool) {
 	return ctl.cfg.TEIDSlot(k.teid())
 }
 
-// putList writes a list: a pooled UE address's into upf_ue_lists at index i
-// and then its slot, a chosen TEID's into its slot (putChosen), any other
-// into its hash map.
-func (ctl *controller) putList(k listKey, i uint32, pooled bool, v *kList) error {
+// putList writes a list: a pooled UE address's into upf_ue_more and
+// upf_ue_lists at index i and then its slot, a chosen TEID's into its slot
+// (putChosen), any other into its hash map.
+func (ctl *controller) putList(k listKey, i uint32, pooled bool, v *kHList) error {
 	if sl, ok := ctl.chosenSlot(k); ok {
 		if err := ctl.putChosen(k, sl, v); err != nil {
 			return fmt.Errorf("%s: chosen TEID slot %d: %w", k, sl, err)
@@ -294,7 +292,10 @@ func (ctl *controller) putList(k listKey, i uint32, pooled bool, v *kList) error
 		return nil
 	}
 	s, _ := ctl.pools.slot(k)
-	if err := ctl.maps.ueLists.Put(i, &kUEList{UE: k.K, List: *v}); err != nil {
+	if err := putMore(ctl.maps.ueMore, i, v); err != nil {
+		return fmt.Errorf("%s: upf_ue_more: %w", k, err)
+	}
+	if err := ctl.maps.ueLists.Put(i, &kUEList{UE: k.K, List: v.List}); err != nil {
 		return fmt.Errorf("%s: upf_ue_lists: %w", k, err)
 	}
 	if err := ctl.maps.ueSlots.Put(s, i); err != nil {
@@ -307,9 +308,9 @@ func (ctl *controller) putList(k listKey, i uint32, pooled bool, v *kList) error
 // reads in place: the slot's TEID only changes while its list stays the
 // same. A live slot changes through the hash, which replaces whole entries:
 // the new list into upf_teid, the slot's TEID to 0 (packets go to
-// upf_teid), the new list into the slot, the slot's TEID back, the hash
-// entry out.
-func (ctl *controller) putChosen(k listKey, sl uint32, v *kList) error {
+// upf_teid), the new list into the slot (its rules after the first into
+// upf_teid_more first), the slot's TEID back, the hash entry out.
+func (ctl *controller) putChosen(k listKey, sl uint32, v *kHList) error {
 	m := &ctl.maps
 	var cur kTEIDSlot
 	if err := m.teidSlots.Lookup(sl, &cur); err != nil {
@@ -327,10 +328,13 @@ func (ctl *controller) putChosen(k listKey, sl uint32, v *kList) error {
 			return err
 		}
 	}
-	if err := m.teidSlots.Put(sl, &kTEIDSlot{List: *v}); err != nil {
+	if err := putMore(m.teidMore, sl, v); err != nil {
 		return err
 	}
-	if err := m.teidSlots.Put(sl, &kTEIDSlot{TEID: uint32(k.K), List: *v}); err != nil {
+	if err := m.teidSlots.Put(sl, &kTEIDSlot{List: v.List}); err != nil {
+		return err
+	}
+	if err := m.teidSlots.Put(sl, &kTEIDSlot{TEID: uint32(k.K), List: v.List}); err != nil {
 		return err
 	}
 	if live {
@@ -339,6 +343,16 @@ func (ctl *controller) putChosen(k listKey, sl uint32, v *kList) error {
 		}
 	}
 	return nil
+}
+
+// putMore writes the rules after the first of list v into slot i of a slot
+// array's side array, before the list's head (a list of one rule leaves the
+// side array alone: the fast path does not read it).
+func putMore(more *ebpf.Map, i uint32, v *kHList) error {
+	if v.List.Head.N < 2 {
+		return nil
+	}
+	return more.Put(i, &v.More)
 }
 
 // dropList takes a list out of the fast path. A chosen TEID's slot gets

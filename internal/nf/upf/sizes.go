@@ -19,11 +19,12 @@ import (
 
 // Per session: two rules (uplink and downlink PDR) and FARs, one QER and
 // URR, half an SDF filter set, two hash keys (a TEID and a UE address), a
-// chosen TEID's slot and a pooled UE's slot and list.
+// chosen TEID's slot and a pooled UE's slot and list, each with its entry
+// of rules after the first.
 var perSession = map[string]struct{ num, den uint32 }{
 	"upf_rules": {2, 1}, "upf_fars": {2, 1}, "upf_qers": {1, 1}, "upf_urrs": {1, 1}, "upf_urr_rep": {1, 1},
 	"upf_sdfs": {1, 2}, "upf_teid": {2, 1}, "upf_ue4": {2, 1}, "upf_ue6": {2, 1},
-	"upf_teid_slots": {1, 1}, "upf_ue_slots": {1, 1}, "upf_ue_lists": {1, 1},
+	"upf_teid_slots": {1, 1}, "upf_teid_more": {1, 1}, "upf_ue_slots": {1, 1}, "upf_ue_lists": {1, 1}, "upf_ue_more": {1, 1},
 }
 
 // The load-time constants of upf.bpf.c that bound its arithmetic indexes,

@@ -176,9 +176,10 @@ struct upf_fwd {
  * one entry, not two (at 100,000 sessions, one cache miss less). A changed
  * FAR gets a new slot, and so do the rules that use it: copy and FAR never
  * disagree. The FAR's own entry is read only for NOCP (its notified flag)
- * and DUPL. */
+ * and DUPL, and so is its index (in the rule, not the line: 52 octets, so
+ * that a slot's key, a list's head line and its first rule's index fit one
+ * cache line). */
 struct upf_line {
-	__u32 far;
 	/* the QERs that gate or police (a QER that only gives a QFI is in
 	 * mark: no read of upf_qers); 0: none */
 	__u32 qer[UPF_RULE_QERS];
@@ -193,24 +194,40 @@ struct upf_line {
 	struct upf_fwd fwd;
 };
 
-/* A rule: its line, its URRs (read only when one of them counts down a
- * threshold or quota: RULE_URR_COUNTDOWN) and its owner. */
+/* A rule: its line, its FAR (read only for NOCP and DUPL), its URRs (read
+ * only when one of them counts down a threshold or quota:
+ * RULE_URR_COUNTDOWN) and its owner. */
 struct upf_rule {
 	struct upf_line line;
+	__u32 far;
 	__u32 urr[UPF_RULE_URRS];
 	UPF_OWNER;
 };
 
-/* The rules a TEID or UE address leads to, in precedence order, with a copy
- * of the first one's line: a key with one rule (the common case) costs one
- * hash lookup and no read of upf_rules (at 100,000 sessions, a cache and a
- * TLB miss less). Rules never change in place (a changed rule gets a new
- * slot, and its lists are rewritten), so the copy is never stale. 184
- * octets: with the hash map's element header, it fits the kernel's 256-octet
- * allocations. */
+/* The rules a TEID or UE address leads to, in precedence order: a copy of
+ * the first one's line and its index. A key with one rule (the common case)
+ * costs one lookup and no read of upf_rules (at 100,000 sessions, a cache
+ * and a TLB miss less). Rules never change in place (a changed rule gets a
+ * new slot, and its lists are rewritten), so the copy is never stale. The
+ * rules after the first are in a upf_more, read only when the first does
+ * not match: in the slot arrays a side array at the slot's index, in the
+ * hash maps the rest of the value (upf_hlist). 56 octets: with a slot's key,
+ * one cache line. */
 struct upf_list {
 	struct upf_line head; /* head.n: how many rules */
-	__u32 rule[UPF_LIST_MAX];
+	__u32 rule;           /* the first's index */
+};
+
+/* A list's rules after the first (rule[i]: the list's rule i + 1). */
+struct upf_more {
+	__u32 rule[UPF_LIST_MAX - 1];
+};
+
+/* A list in a hash map (upf_teid, upf_ue4, upf_ue6): the entry has no line
+ * of its own to keep, so the rest of the list follows its head. */
+struct upf_hlist {
+	struct upf_list list;
+	struct upf_more more;
 };
 
 #define SDF_PROTO 0x001
@@ -319,7 +336,7 @@ struct {
 	__uint(max_entries, UPF_MAX_KEYS);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __be32); /* TEID */
-	__type(value, struct upf_list);
+	__type(value, struct upf_hlist);
 } upf_teid SEC(".maps");
 
 /* The uplink lists of the TEIDs the UPF chooses (F-TEID CHOOSE), found by
@@ -328,8 +345,14 @@ struct {
  * the slot. The slot holds the full TEID: a stale or forged TEID of the
  * range misses (and falls to upf_teid, where it misses too). teid 0: a free
  * slot. The daemon changes a live slot's list through upf_teid (the slot's
- * teid set to 0 first, the list written, the teid set back), so a packet
- * never reads a half-written list. */
+ * teid set to 0 first, the list and its upf_teid_more written, the teid set
+ * back), so a packet never reads a half-written list.
+ *
+ * A slot is one cache line (64 octets; the array is memory-mappable, so its
+ * values start on a page): the packet reads the TEID, the head line and its
+ * rule's index from one line. At 131,072 slots the array spans 8 MiB, not
+ * the 24 of lists with their 32 rule indexes: within the reach of the TLB
+ * and the L3 cache. */
 struct upf_teid_slot {
 	__be32 teid;
 	struct upf_list list;
@@ -339,16 +362,25 @@ struct upf_teid_slot {
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, UPF_TEID_SLOTS);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct upf_teid_slot);
 } upf_teid_slots SEC(".maps");
+
+/* The rules after the first of the list in the same slot of upf_teid_slots. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, UPF_TEID_SLOTS);
+	__type(key, __u32);
+	__type(value, struct upf_more);
+} upf_teid_more SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, UPF_MAX_KEYS);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __be32); /* UE IPv4 address */
-	__type(value, struct upf_list);
+	__type(value, struct upf_hlist);
 } upf_ue4 SEC(".maps");
 
 struct {
@@ -356,7 +388,7 @@ struct {
 	__uint(max_entries, UPF_MAX_KEYS);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u64); /* UE IPv6 /64, as in the packet */
-	__type(value, struct upf_list);
+	__type(value, struct upf_hlist);
 } upf_ue6 SEC(".maps");
 
 /* UE address pools (the cube's ue_pools, pools.go): a downlink packet to
@@ -391,7 +423,10 @@ struct {
  * none). A changed list is written at a new index and the slot switched to
  * it, as rules are: a packet sees the old list or the new one. The list
  * holds its address, which is checked: a slot read through a stale pool
- * table, half-written or empty is a miss, and the hash is asked. */
+ * table, half-written or empty is a miss, and the hash is asked. A list is
+ * one cache line (the array is memory-mappable: its values start on a
+ * page); its rules after the first are in upf_ue_more at the same index,
+ * written before the list. */
 struct upf_ue_list {
 	__u64 ue; /* IPv4 address in the low 32 bits, or the /64: as in the packet */
 	struct upf_list list; /* its head in the same line as ue */
@@ -407,9 +442,17 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, UPF_POOL_SLOTS);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct upf_ue_list);
 } upf_ue_lists SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, UPF_POOL_SLOTS);
+	__type(key, __u32);
+	__type(value, struct upf_more);
+} upf_ue_more SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -566,6 +609,7 @@ struct upf_flow {
 	__u32 flow_label;
 	__be32 spi;
 	__u32 len; /* the inner IP packet's length: what URRs count */
+	struct upf_more *more; /* the looked-up list's rules after the first */
 };
 
 /* Reads the inner IP header at off into f. Returns -1 if it is not IP. */
@@ -706,6 +750,7 @@ static __always_inline int upf_rule_ok(struct upf_line *r, struct upf_flow *f)
 
 struct upf_match {
 	struct upf_list *list;
+	struct upf_more *more;
 	struct upf_flow *flow;
 	__u32 rule; /* the first rule that matches, 0: none */
 };
@@ -717,10 +762,10 @@ static long upf_try(__u32 i, void *data)
 	struct upf_rule *r;
 	__u32 idx;
 
-	i += UPF_LIST_INLINE;
-	if (i >= m->list->head.n || i >= UPF_LIST_MAX)
+	i += UPF_LIST_INLINE - 1; /* its index in more */
+	if (i >= UPF_LIST_MAX - 1 || i + 1 >= m->list->head.n)
 		return 1;
-	idx = m->list->rule[i];
+	idx = m->more->rule[i];
 	r = bpf_map_lookup_elem(&upf_rules, &idx);
 	if (!r || !upf_rule_ok(&r->line, m->flow))
 		return 0;
@@ -1025,7 +1070,7 @@ static __always_inline int upf_encap(ctx_t *ctx, struct upf_fwd *far, struct upf
 }
 
 /* DUPL: a copy of the packet, whose frame is now Ethernet + the inner
- * packet (f->len bytes), to the dup destination of FAR fi, with the dup's
+ * packet (f->len bytes), to the dup destination of rule idx's FAR, with the dup's
  * own outer header or none; then the frame is as it was but for its
  * Ethernet header, which the caller rewrites. The copy shares the packet's
  * payload: at XDP it is recorded for the copy machine (copy.h), at TC the
@@ -1033,9 +1078,10 @@ static __always_inline int upf_encap(ctx_t *ctx, struct upf_fwd *far, struct upf
  * unknown goes to the daemon, which resolves it and sends the copy.
  * Returns -1 when the frame was damaged (drop it). Out of line: most FARs
  * do not duplicate, and the apply step's code stays short without it. */
-static __attribute__((noinline)) int upf_dupl(ctx_t *ctx, struct edgenf_md *md, __u32 fi, struct upf_flow *f)
+static __attribute__((noinline)) int upf_dupl(ctx_t *ctx, struct edgenf_md *md, __u32 idx, struct upf_flow *f)
 {
-	struct upf_far *far = bpf_map_lookup_elem(&upf_fars, &fi);
+	struct upf_rule *r = bpf_map_lookup_elem(&upf_rules, &idx);
+	struct upf_far *far = r ? bpf_map_lookup_elem(&upf_fars, &r->far) : NULL;
 	struct upf_port *p;
 	__u32 dp, room;
 	int ret;
@@ -1069,6 +1115,19 @@ static __attribute__((noinline)) int upf_dupl(ctx_t *ctx, struct edgenf_md *md, 
 	room = ctx_len(ctx) - sizeof(struct ethhdr) - f->len;
 	if (room && upf_decap(ctx, sizeof(struct ethhdr) + room, f->v6))
 		return -1;
+	return 0;
+}
+
+/* NOCP: the first packet of rule idx's FAR notifies the SMF (a copy to
+ * the slow path, once per FAR). Out of line: the apply step's verification
+ * does not fork on it. */
+static __attribute__((noinline)) int upf_nocp(ctx_t *ctx, struct edgenf_md *md, __u32 idx)
+{
+	struct upf_rule *r = bpf_map_lookup_elem(&upf_rules, &idx);
+	struct upf_far *far = r ? bpf_map_lookup_elem(&upf_fars, &r->far) : NULL;
+
+	if (far && __sync_fetch_and_or(&far->notified, 1) == 0)
+		enf_report(ctx, md, md->cube, md->in_port, UPF_PUNT_NOCP, idx, 0);
 	return 0;
 }
 
@@ -1111,13 +1170,8 @@ static __always_inline int upf_apply(ctx_t *ctx, struct edgenf_md *md, __u32 idx
 				return upf_drop(ctx, md, UPF_ST_DROP_MBR);
 		}
 	}
-	if (far->action & FAR_NOCP) {
-		__u32 fi = r->far;
-		struct upf_far *nf = bpf_map_lookup_elem(&upf_fars, &fi);
-
-		if (nf && __sync_fetch_and_or(&nf->notified, 1) == 0)
-			enf_report(ctx, md, md->cube, md->in_port, UPF_PUNT_NOCP, idx, 0);
-	}
+	if (far->action & FAR_NOCP)
+		upf_nocp(ctx, md, idx);
 	if (far->action & FAR_BUFF) {
 		if (f->released)
 			return upf_drop(ctx, md, UPF_ST_DROP_FAR);
@@ -1154,7 +1208,7 @@ static __always_inline int upf_apply(ctx_t *ctx, struct edgenf_md *md, __u32 idx
 	if (ctx_len(ctx) > sizeof(struct ethhdr) + f->len &&
 	    ctx_change_tail(ctx, sizeof(struct ethhdr) + f->len))
 		return upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
-	if ((far->action & FAR_DUPL) && upf_dupl(ctx, md, r->far, f))
+	if ((far->action & FAR_DUPL) && upf_dupl(ctx, md, idx, f))
 		return upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
 	if (far->ohc != OHC_NONE) {
 		ret = upf_encap(ctx, far, port, r->mark ? r->mark : r->qfi, f->len, 0);
@@ -1199,23 +1253,26 @@ __attribute__((noinline)) int upf_apply_tc(struct __sk_buff *ctx, struct edgenf_
 #endif
 
 /* The first rule of list that matches f: its line (NULL: none) and its
- * index in *idx. */
+ * index in *idx. The rules after the first (f->more) are read only when the
+ * first does not match. */
 static __always_inline struct upf_line *upf_match(struct upf_list *list, struct upf_flow *f, __u32 *idx)
 {
-	struct upf_match m = {.list = list, .flow = f};
+	struct upf_match m = {.list = list, .more = f->more, .flow = f};
 	struct upf_rule *r;
 
 	if (!list->head.n)
 		return NULL;
 	if (upf_rule_ok(&list->head, f)) {
-		*idx = list->rule[0];
+		*idx = list->rule;
 		return &list->head;
 	}
+	if (!m.more)
+		return NULL;
 #pragma unroll
 	for (int i = 1; i < UPF_LIST_INLINE; i++) {
 		if (i >= list->head.n)
 			return NULL;
-		*idx = list->rule[i];
+		*idx = m.more->rule[i - 1];
 		r = bpf_map_lookup_elem(&upf_rules, idx);
 		if (r && upf_rule_ok(&r->line, f))
 			return &r->line;
@@ -1326,9 +1383,11 @@ static __always_inline int upf_gtp_skip(ctx_t *ctx, __u32 *off, __u8 *qfi)
 
 /* The rules of a TEID: a TEID of the chosen range by its slot (one compare
  * to know, an array read, no hash), any other (or a chosen one whose slot is
- * being rewritten) by upf_teid. */
-static __always_inline struct upf_list *upf_teid_list(__be32 teid)
+ * being rewritten) by upf_teid. f->more: where the rules after the first
+ * are. */
+static __always_inline struct upf_list *upf_teid_list(__be32 teid, struct upf_flow *f)
 {
+	struct upf_hlist *hl;
 	struct upf_cfg *cfg;
 	__u32 i = 0;
 
@@ -1340,11 +1399,17 @@ static __always_inline struct upf_list *upf_teid_list(__be32 teid)
 
 			i &= upf_teid_slot_mask;
 			s = bpf_map_lookup_elem(&upf_teid_slots, &i);
-			if (s && s->teid == teid)
+			if (s && s->teid == teid) {
+				f->more = bpf_map_lookup_elem(&upf_teid_more, &i);
 				return &s->list;
+			}
 		}
 	}
-	return bpf_map_lookup_elem(&upf_teid, &teid);
+	hl = bpf_map_lookup_elem(&upf_teid, &teid);
+	if (!hl)
+		return NULL;
+	f->more = &hl->more;
+	return &hl->list;
 }
 
 /* A UDP datagram to the GTP-U port of n3/n9 (l4: its UDP header): the
@@ -1372,7 +1437,7 @@ static __always_inline struct upf_list *upf_gtpu(ctx_t *ctx, struct edgenf_md *m
 		*v = upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
 		return NULL;
 	}
-	list = upf_teid_list(teid);
+	list = upf_teid_list(teid, f);
 	if (!list) {
 		*v = upf_no_teid(ctx, md, teid);
 		return NULL;
@@ -1504,8 +1569,8 @@ static __always_inline struct upf_pool *upf_pool_of(struct upf_pool *pools, __u3
 	return NULL;
 }
 
-/* The list of a UE address in an indexed pool (f->dst); NULL: not in one,
- * or its slot holds no list for it. */
+/* The list of a UE address in an indexed pool (f->dst), the rules after its
+ * first in f->more; NULL: not in one, or its slot holds no list for it. */
 static __always_inline struct upf_list *upf_pooled(struct upf_flow *f)
 {
 	struct upf_pools *pools;
@@ -1536,6 +1601,7 @@ static __always_inline struct upf_list *upf_pooled(struct upf_flow *f)
 	l = bpf_map_lookup_elem(&upf_ue_lists, &idx);
 	if (!l || l->ue != ue)
 		return NULL;
+	f->more = bpf_map_lookup_elem(&upf_ue_more, &idx);
 	return &l->list;
 }
 
@@ -1555,13 +1621,21 @@ static __always_inline struct upf_list *upf_n6(ctx_t *ctx, struct edgenf_md *md,
 		return NULL;
 	}
 	list = upf_pooled(f);
-	if (!list && f->v6) {
-		__u64 key;
+	if (!list) {
+		struct upf_hlist *hl;
 
-		__builtin_memcpy(&key, f->dst, 8);
-		list = bpf_map_lookup_elem(&upf_ue6, &key);
-	} else if (!list) {
-		list = bpf_map_lookup_elem(&upf_ue4, &f->dst[0]);
+		if (f->v6) {
+			__u64 key;
+
+			__builtin_memcpy(&key, f->dst, 8);
+			hl = bpf_map_lookup_elem(&upf_ue6, &key);
+		} else {
+			hl = bpf_map_lookup_elem(&upf_ue4, &f->dst[0]);
+		}
+		if (hl) {
+			list = &hl->list;
+			f->more = &hl->more;
+		}
 	}
 	if (!list) {
 		*v = upf_drop(ctx, md, UPF_ST_DROP_NO_SESSION);
