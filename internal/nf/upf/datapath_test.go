@@ -242,22 +242,35 @@ func TestUplinkChecksAddressesAndQFI(t *testing.T) {
 func TestMalformedAndForeignTraffic(t *testing.T) {
 	r := newRig(t, datapath.XDP, basicSession(1, 0x100, "198.19.0.5", "", 0x9000))
 	good := gtp(false, 0x100, 9, udpPkt("198.19.0.5", "198.51.100.7", 1, 2, []byte("x")))
+	toUE := fromDN(udpPkt("198.51.100.7", "198.19.0.5", 1, 2, []byte("x")))
+	// the frames as sent, but for their Ethernet header (edit: bytes
+	// from offset 12 on) or their IPv4 total length
+	withType := func(f []byte, b ...byte) []byte { return append(append(bytes.Clone(f[:12]), b...), f[14:]...) }
+	longer := func(f []byte) []byte {
+		b := bytes.Clone(f)
+		b[17] += 8 // total length: past the frame's end
+		return b
+	}
 	for _, tc := range []struct {
 		name string
+		port string
 		f    []byte
 		why  string
 	}{
-		{"truncated extension", good[:14+20+8+14], "drop_malformed"},
-		{"GTPv2", func() []byte { b := bytes.Clone(good); b[42] = 0x48; return b }(), "drop_malformed"},
-		{"to another address", udpFrameFrom(gnbMAC, "198.18.1.2", "198.18.1.99", 2152, good[42:]), "drop_not_gtp"},
-		{"not GTP-U port", udpFrameFrom(gnbMAC, "198.18.1.2", "198.18.1.1", 2153, good[42:]), "drop_not_gtp"},
-		{"plain IP on n3", fromDN(udpPkt("198.19.0.5", "198.18.1.1", 1, 2, nil)), "drop_not_gtp"},
-		{"unknown UE on n6", fromDN(udpPkt("198.51.100.7", "198.19.9.9", 1, 2, nil)), "drop_no_session"},
+		{"truncated extension", "n3", good[:14+20+8+14], "drop_malformed"},
+		{"GTPv2", "n3", func() []byte { b := bytes.Clone(good); b[42] = 0x48; return b }(), "drop_malformed"},
+		{"to another address", "n3", udpFrameFrom(gnbMAC, "198.18.1.2", "198.18.1.99", 2152, good[42:]), "drop_not_gtp"},
+		{"not GTP-U port", "n3", udpFrameFrom(gnbMAC, "198.18.1.2", "198.18.1.1", 2153, good[42:]), "drop_not_gtp"},
+		{"plain IP on n3", "n3", fromDN(udpPkt("198.19.0.5", "198.18.1.1", 1, 2, nil)), "drop_not_gtp"},
+		{"outer IPv4 longer than the frame", "n3", longer(good), "drop_malformed"},
+		{"VLAN-tagged G-PDU", "n3", withType(good, 0x81, 0, 0, 5, 0x08, 0), "drop_malformed"},
+		{"unknown UE on n6", "n6", fromDN(udpPkt("198.51.100.7", "198.19.9.9", 1, 2, nil)), "drop_no_session"},
+		{"IPv4 longer than the frame on n6", "n6", longer(toUE), "drop_malformed"},
+		{"VLAN-tagged on n6", "n6", withType(toUE, 0x81, 0, 0, 5, 0x08, 0), "drop_malformed"},
+		// an IPv4 packet to the UE behind an ethertype that is not IPv4's
+		{"IPv4 payload of another ethertype on n6", "n6", withType(toUE, 0x88, 0xb5), "drop_not_gtp"},
 	} {
-		port := "n3"
-		if tc.why == "drop_no_session" {
-			port = "n6"
-		}
+		port := tc.port
 		before := r.stat(tc.why)
 		if res := r.Run(port, tc.f); res.Port != -1 {
 			t.Fatalf("%s forwarded", tc.name)

@@ -1131,26 +1131,19 @@ static __attribute__((noinline)) int upf_nocp(ctx_t *ctx, struct edgenf_md *md, 
 	return 0;
 }
 
-/* Applies rule r (index idx) to a packet whose flow is f (f->inner: the
- * offset of the inner IP header, after the GTP-U header of a tunnelled
- * packet). */
-static __always_inline int upf_apply(ctx_t *ctx, struct edgenf_md *md, __u32 idx, struct upf_line *r,
-				     struct upf_flow *f)
+/* The steps of rule r (index idx) that most rules skip: a FAR that does
+ * not only forward (drop, buffer, notify), QERs that gate or police, URRs
+ * that count down a threshold or quota. Returns the packet's verdict, or -1
+ * when it goes on. */
+static __always_inline int upf_gate(ctx_t *ctx, struct edgenf_md *md, __u32 idx, struct upf_line *r,
+				    struct upf_flow *f)
 {
-	__u32 inner = f->inner;
-	struct upf_fwd *far;
-	struct upf_port *port;
-	struct upf_count *rc;
-	__u32 out, cidx;
+	struct upf_fwd *far = &r->fwd;
+	int dl = !(r->flags & RULE_UL);
 	__u64 now = 0;
-	int dl, ret;
 
-	if (!r)
-		return upf_drop(ctx, md, UPF_ST_DROP_NO_RULE);
-	far = &r->fwd;
 	if ((far->action & FAR_DROP) || !(far->action & (FAR_FORW | FAR_BUFF)))
 		return upf_drop(ctx, md, UPF_ST_DROP_FAR);
-	dl = !(r->flags & RULE_UL);
 #pragma unroll
 	for (int i = 0; i < UPF_RULE_QERS; i++) {
 		__u32 q = r->qer[i];
@@ -1188,6 +1181,33 @@ static __always_inline int upf_apply(ctx_t *ctx, struct edgenf_md *md, __u32 idx
 			if (u && (r->flags & (RULE_URR_COUNTDOWN << i)) && upf_urr(ctx, md, u, dl, f->len) < 0)
 				return upf_drop(ctx, md, UPF_ST_DROP_QUOTA);
 		}
+	}
+	return -1;
+}
+
+/* Applies rule r (index idx) to a packet whose flow is f (f->inner: the
+ * offset of the inner IP header, after the GTP-U header of a tunnelled
+ * packet). */
+static __always_inline int upf_apply(ctx_t *ctx, struct edgenf_md *md, __u32 idx, struct upf_line *r,
+				     struct upf_flow *f)
+{
+	__u32 inner = f->inner;
+	struct upf_fwd *far;
+	struct upf_port *port;
+	struct upf_count *rc;
+	__u32 out, cidx;
+	int ret;
+
+	if (!r)
+		return upf_drop(ctx, md, UPF_ST_DROP_NO_RULE);
+	far = &r->fwd;
+	/* One test for what the common rule (forward, no gate, no policing,
+	 * no countdown) does not do. */
+	if (enf_unlikely((far->action & (FAR_FORW | FAR_DROP | FAR_BUFF | FAR_NOCP)) != FAR_FORW ||
+			 (r->qer[0] | r->qer[1]) || (r->flags & (RULE_URR_COUNTDOWN * 0xf)))) {
+		ret = upf_gate(ctx, md, idx, r, f);
+		if (ret >= 0)
+			return ret;
 	}
 	cidx = bpf_get_smp_processor_id() * upf_rule_row + idx;
 	rc = bpf_map_lookup_elem(&upf_rule_count, &cidx);
@@ -1686,68 +1706,76 @@ static __always_inline int upf_release(ctx_t *ctx, struct edgenf_md *md, struct 
 	return -1;
 }
 
-/* Is the frame (parsed into pkt) a UDP datagram to the GTP-U port of p's
- * address, and p an n3 or n9 port? */
-static __always_inline int upf_gtpu_to(ctx_t *ctx, struct upf_port *p, struct enf_pkt *pkt)
-{
-	struct udphdr *udp;
-
-	if ((p->role != UPF_N3 && p->role != UPF_N9) || pkt->l4_proto != IPPROTO_UDP || !pkt->l4_off)
-		return 0;
-	if (pkt->l3_proto == ETH_P_IP) {
-		struct iphdr *ip = enf_ptr(ctx, pkt->l3_off & 0x1f);
-
-		if (!enf_in_bounds(ctx, ip, sizeof(*ip)) || !p->has4 || ip->daddr != p->ip4 || ip->ihl != 5)
-			return 0;
-	} else if (pkt->l3_proto == ETH_P_IPV6) {
-		struct ipv6hdr *ip6 = enf_ptr(ctx, pkt->l3_off & 0x1f);
-
-		if (!enf_in_bounds(ctx, ip6, sizeof(*ip6)) || !p->has6 || !upf_ip6_eq(&ip6->daddr, p->ip6))
-			return 0;
-	} else {
-		return 0;
-	}
-	udp = enf_ptr(ctx, pkt->l4_off & 0x1ff);
-	return enf_in_bounds(ctx, udp, sizeof(*udp)) && udp->dest == bpf_htons(GTPU_PORT);
-}
-
 /* The rules a frame from a port is matched against (its TEID's or UE
  * address's list), f read from it. NULL: the frame's verdict is in *v
- * (ARP, neighbour discovery, GTP-U signalling, no session, malformed). */
+ * (ARP, neighbour discovery, GTP-U signalling, no session, malformed). The
+ * frame is read once, without enf_parse: a frame with VLAN tags is
+ * malformed here, so its tag walk and offsets are not needed, and on n6 the
+ * IP header is read into f right away (upf_n6). The checks are enf_parse's:
+ * enf_ip4_sane, IPv6 version 6. */
 static __always_inline struct upf_list *upf_lookup(ctx_t *ctx, struct edgenf_md *md, struct upf_flow *f, int *v)
 {
-	__u32 in = md->in_port;
+	__u32 in = md->in_port, l4 = 0;
 	struct upf_port *p;
-	struct enf_pkt pkt;
+	struct ethhdr *eth;
+	struct udphdr *udp;
+	__be16 proto;
 
 	if (upf_pull(ctx, 128)) {
 		*v = enf_drop(ctx, md);
 		return NULL;
 	}
 	p = bpf_map_lookup_elem(&upf_ports, &in);
-	if (!p || enf_parse(ctx, &pkt) || pkt.vlan_depth) {
-		*v = upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
-		return NULL;
-	}
-	if (pkt.l3_proto == ETH_P_ARP) {
+	eth = ctx_data(ctx);
+	if (!p || !enf_in_bounds(ctx, eth, sizeof(*eth)))
+		goto malformed;
+	proto = eth->h_proto;
+	if (proto == bpf_htons(ETH_P_IP)) {
+		struct iphdr *ip = (void *)(eth + 1);
+
+		if (!enf_in_bounds(ctx, ip, sizeof(*ip)) || !enf_ip4_sane(ctx, ip, ctx_len(ctx) - sizeof(*eth)))
+			goto malformed;
+		if (p->role == UPF_N6)
+			return upf_n6(ctx, md, ETH_P_IP, f, v);
+		/* to the port's GTP-U address: no options; a fragment other
+		 * than the first has no UDP header */
+		if (p->has4 && ip->daddr == p->ip4 && ip->ihl == 5 && ip->protocol == IPPROTO_UDP &&
+		    !(ip->frag_off & bpf_htons(ENF_IP_OFFSET)))
+			l4 = sizeof(*eth) + sizeof(*ip);
+	} else if (proto == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr *ip6 = (void *)(eth + 1);
+
+		if (!enf_in_bounds(ctx, ip6, sizeof(*ip6)) || ip6->version != 6)
+			goto malformed;
+		if (ip6->nexthdr == IPPROTO_ICMPV6) {
+			__u8 *icmp = (void *)(ip6 + 1);
+
+			if (enf_in_bounds(ctx, icmp, 1) && (icmp[0] == 135 || icmp[0] == 136)) {
+				*v = upf_nd_in(ctx, md, p);
+				return NULL;
+			}
+		}
+		if (p->role == UPF_N6)
+			return upf_n6(ctx, md, ETH_P_IPV6, f, v);
+		if (p->has6 && ip6->nexthdr == IPPROTO_UDP && upf_ip6_eq(&ip6->daddr, p->ip6))
+			l4 = sizeof(*eth) + sizeof(*ip6);
+	} else if (proto == bpf_htons(ETH_P_ARP)) {
 		*v = upf_arp_in(ctx, md, p);
 		return NULL;
+	} else if (proto == bpf_htons(ETH_P_8021Q) || proto == bpf_htons(ETH_P_8021AD)) {
+		goto malformed;
 	}
-	if (pkt.l3_proto == ETH_P_IPV6 && pkt.l4_proto == IPPROTO_ICMPV6) {
-		__u8 *icmp = enf_ptr(ctx, pkt.l4_off & 0x1ff);
-
-		if (enf_in_bounds(ctx, icmp, 1) && (icmp[0] == 135 || icmp[0] == 136)) {
-			*v = upf_nd_in(ctx, md, p);
-			return NULL;
-		}
-	}
-	if (p->role == UPF_N6)
-		return upf_n6(ctx, md, pkt.l3_proto, f, v);
-	if (!upf_gtpu_to(ctx, p, &pkt)) {
+	/* a UDP datagram to the GTP-U port of an n3 or n9 port's address */
+	udp = enf_ptr(ctx, l4);
+	if (!l4 || (p->role != UPF_N3 && p->role != UPF_N9) || !enf_in_bounds(ctx, udp, sizeof(*udp)) ||
+	    udp->dest != bpf_htons(GTPU_PORT)) {
 		*v = upf_drop(ctx, md, UPF_ST_DROP_NOT_GTP);
 		return NULL;
 	}
-	return upf_gtpu(ctx, md, pkt.l4_off, f, v);
+	return upf_gtpu(ctx, md, l4, f, v);
+malformed:
+	*v = upf_drop(ctx, md, UPF_ST_DROP_MALFORMED);
+	return NULL;
 }
 
 static __always_inline int upf(ctx_t *ctx, struct edgenf_md *md)
