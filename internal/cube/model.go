@@ -39,6 +39,8 @@ type Cube struct {
 	// state: why the cube is not running (it could not be restored). Its
 	// frames are dropped until it is changed or deleted.
 	Down string `json:"down,omitempty" yaml:"down,omitempty"`
+	// partial: the cube holds some of its entries only (WithRows).
+	partial bool
 }
 
 // Port is a virtual port of a cube.
@@ -253,10 +255,11 @@ func ChangedRows(old, c *Cube) []Row {
 
 // WithRows returns a copy of c whose tables hold only the named entries
 // that c has (entries shared): what a type derives entry by entry (its
-// slices' chains) is derived from it for those entries alone.
+// slices' chains) is derived from it for those entries alone. The copy is
+// Partial.
 func (c *Cube) WithRows(rows []Row) *Cube {
 	n := *c
-	n.Tables = nil
+	n.Tables, n.partial = nil, true
 	for _, r := range rows {
 		raw, ok := c.Tables[r.Table][r.Key]
 		if !ok {
@@ -272,6 +275,11 @@ func (c *Cube) WithRows(rows []Row) *Cube {
 	}
 	return &n
 }
+
+// Partial reports whether c holds some of its entries only (WithRows): a
+// question about those entries, never the cube as it is (an index of the
+// cube's entries kept between questions must not follow it).
+func (c *Cube) Partial() bool { return c.partial }
 
 // SameRuntime reports whether c and o hold the same runtime state (which
 // Equal leaves out: no program or control plane depends on it).

@@ -65,21 +65,34 @@ var indexes = struct {
 const indexesMax = 256
 
 // withIndex runs fn with the index of c's slices, under the index lock.
+// A partial copy of a slicer (the engine asks about a change's rows alone,
+// cube.WithRows) gets an index of its own rows: the slicer's follows the
+// cube as it is, and following such a copy would turn it over to those
+// rows and back to the whole table on the next question, each time.
 func withIndex[T any](c *cube.Cube, fn func(x *sliceIndex) T) T {
+	ports := portsKey(c)
+	if c.Partial() {
+		x := newIndex(ports)
+		x.follow(c)
+		return fn(x)
+	}
 	indexes.Lock()
 	defer indexes.Unlock()
-	ports := portsKey(c)
 	x := indexes.m[c.Name]
 	if x == nil || x.ports != ports {
 		if len(indexes.m) >= indexesMax {
 			clear(indexes.m)
 		}
-		x = &sliceIndex{ports: ports, rows: map[string]*indexed{}, ids: map[int][]*indexed{}, byPort: map[string][]*indexed{},
-			byChain: map[string][]*indexed{}, claims: map[string][]*indexed{}}
+		x = newIndex(ports)
 		indexes.m[c.Name] = x
 	}
 	x.follow(c)
 	return fn(x)
+}
+
+func newIndex(ports string) *sliceIndex {
+	return &sliceIndex{ports: ports, rows: map[string]*indexed{}, ids: map[int][]*indexed{}, byPort: map[string][]*indexed{},
+		byChain: map[string][]*indexed{}, claims: map[string][]*indexed{}}
 }
 
 // portsKey names c's ports and their indexes: the rules' in_port matches
