@@ -51,6 +51,8 @@ type sliceIndex struct {
 	classes int    // slices with a guaranteed minimum or a priority
 	// chains are the slices that name their chain entry, by id.
 	chains []cube.SliceChain
+	// version is the cube the index last followed.
+	version cube.Version
 }
 
 // indexes are the slicers' indexes by cube name, each brought in step
@@ -105,29 +107,45 @@ func portsKey(c *cube.Cube) string {
 	return b.String()
 }
 
-// follow brings the index in step with c's slices table.
+// follow brings the index in step with c's slices table: the slices set
+// since the version it last followed, where c knows them, else every one.
 func (x *sliceIndex) follow(c *cube.Cube) {
 	table := c.Tables["slices"]
 	changed := false
-	for name, raw := range table {
-		if r := x.rows[name]; r != nil && sameText(r.raw, raw) {
-			continue
+	if names, ok := slicesSince(c, x.version); ok {
+		for _, name := range names {
+			raw, in := table[name]
+			if r := x.rows[name]; in && r != nil && sameText(r.raw, raw) {
+				continue
+			}
+			x.remove(name)
+			if in {
+				x.add(c, name, raw)
+			}
+			changed = true
 		}
-		x.remove(name)
-		x.add(c, name, raw)
-		changed = true
-	}
-	if len(x.rows) > len(table) || changed {
-		for name := range x.rows {
-			if _, ok := table[name]; !ok {
-				x.remove(name)
-				changed = true
+	} else {
+		for name, raw := range table {
+			if r := x.rows[name]; r != nil && sameText(r.raw, raw) {
+				continue
+			}
+			x.remove(name)
+			x.add(c, name, raw)
+			changed = true
+		}
+		if len(x.rows) > len(table) || changed {
+			for name := range x.rows {
+				if _, ok := table[name]; !ok {
+					x.remove(name)
+					changed = true
+				}
 			}
 		}
 	}
 	if changed {
 		x.spans()
 	}
+	x.version = c.Version()
 }
 
 func (x *sliceIndex) add(c *cube.Cube, name string, raw json.RawMessage) {
