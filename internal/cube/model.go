@@ -13,7 +13,6 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
-	"weak"
 
 	"github.com/edgenf/edgenf/internal/datapath"
 )
@@ -154,7 +153,7 @@ func (t *Topology) Clone() *Topology {
 // copy records the entries set in it from now on (RowsSince).
 func (c *Cube) Clone() *Cube {
 	n := *c
-	n.rev = &revision{from: weak.Make(c), fromN: c.rev.n()}
+	n.rev = c.copied()
 	n.Ports = make([]Port, len(c.Ports))
 	for i, p := range c.Ports {
 		p.Addresses = append([]string(nil), p.Addresses...)
@@ -175,6 +174,20 @@ func (c *Cube) Clone() *Cube {
 			n.Tables[name] = maps.Clone(rows) // a copy of the map's memory, not 1,000 inserts
 		}
 	}
+	return &n
+}
+
+// WithOwnTable returns a copy of c that shares all but table's entry map
+// with it (copied): for setting that table's entries while others still
+// read c. The copy records the entries set in it (RowsSince), as a Clone.
+func (c *Cube) WithOwnTable(table string) *Cube {
+	n := *c
+	n.Tables = maps.Clone(c.Tables)
+	if n.Tables == nil {
+		n.Tables = map[string]map[string]json.RawMessage{}
+	}
+	n.Tables[table] = maps.Clone(c.Tables[table])
+	n.rev = c.copied()
 	return &n
 }
 
@@ -249,6 +262,14 @@ func (c *Cube) WithRows(rows []Row) *Cube {
 		n.Tables[r.Table][r.Key] = raw
 	}
 	return &n
+}
+
+// ClearTable removes every entry of table.
+func (c *Cube) ClearTable(table string) {
+	for key := range c.Tables[table] {
+		c.note(table, key)
+	}
+	delete(c.Tables, table)
 }
 
 // ClearTables removes every entry.

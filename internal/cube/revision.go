@@ -40,6 +40,11 @@ func (r *revision) n() int {
 	return r.start + len(r.rows)
 }
 
+// copied is the revision of a copy of c made now.
+func (c *Cube) copied() *revision {
+	return &revision{from: weak.Make(c), fromN: c.rev.n()}
+}
+
 // note records that entry key of table was set.
 func (c *Cube) note(table, key string) {
 	if c.rev == nil {

@@ -152,3 +152,33 @@ func TestAVersionOlderThanTheEntriesKeptIsScanned(t *testing.T) {
 		t.Fatalf("rows set since a recent version: %v %v, want k7", rows, ok)
 	}
 }
+
+// The engine sets entries in a copy that shares all but the table it sets
+// (WithOwnTable) while calls without its lock read the cube: the copy
+// records its own entries, the cube read is left as it was.
+func TestAnOwnTableCopyRecordsItsOwnEntries(t *testing.T) {
+	c := filled(100)
+	v := c.Version()
+	n := c.WithOwnTable("t")
+	n.SetRow("t", "k3", nil)
+	if got := cube.ChangedRows(c, n); !slices.Equal(got, []cube.Row{{Table: "t", Key: "k3"}}) {
+		t.Fatalf("changed %v, want k3", got)
+	}
+	if rows, ok := c.RowsSince(v); !ok || len(rows) != 0 || len(c.Tables["t"]) != 100 {
+		t.Fatalf("the cube read: rows set since %v %v, %d entries; want none, 100", rows, ok, len(c.Tables["t"]))
+	}
+}
+
+// A table replaced by as many other entries (the API's PUT of a table:
+// ClearTable, then each entry) differs in every entry gone and come.
+func TestAClearedTableRefilledDiffersInEveryEntry(t *testing.T) {
+	old := filled(3)
+	c := old.Clone()
+	c.ClearTable("t")
+	for _, k := range []string{"a", "b", "c"} {
+		c.SetRow("t", k, json.RawMessage(`{}`))
+	}
+	if got, want := cube.ChangedRows(old, c), cube.ScanRows(old, c); len(want) != 6 || !slices.Equal(got, want) {
+		t.Fatalf("changed %v, the scan %v (6)", got, want)
+	}
+}
