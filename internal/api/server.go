@@ -797,7 +797,7 @@ func (s *Server) replaceEntries(w http.ResponseWriter, r *http.Request, c *cube.
 		if err != nil {
 			return err
 		}
-		delete(tc.Tables, tb.Name)
+		tc.ClearTable(tb.Name)
 		first := map[string]int{}
 		for i, raw := range list {
 			key, err := t.PutEntry(c.Name, tb.Name, raw)

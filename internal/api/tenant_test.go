@@ -430,3 +430,25 @@ func TestCubePrefixesKeepNamesPrivate(t *testing.T) {
 		t.Fatalf("t2's record: %+v %v", st, err)
 	}
 }
+
+// PUT of a table replaces its entries: those it does not list are gone,
+// even when it lists as many (the engine finds a change's entries from
+// those set: the table is cleared through the cube, not around it).
+func TestPutTableReplacesItsEntries(t *testing.T) {
+	url, eng := tenantServer(t)
+	admin := client.New("", url, adminTok)
+	if err := admin.Do("POST", "/v1/cubes", map[string]any{"name": "c1", "type": "portfwd", "ports": []map[string]any{{"name": "p0"}, {"name": "p1"}, {"name": "p2"}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Do("POST", "/v1/cubes/c1/tables/rules", []map[string]string{{"in_port": "p0", "out_port": "p1"}, {"in_port": "p1", "out_port": "p0"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Do("PUT", "/v1/cubes/c1/tables/rules", []map[string]string{{"in_port": "p2", "out_port": "p0"}, {"in_port": "p0", "out_port": "p2"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := eng.Cube(tenant.Admin, "c1")
+	rules := c.Tables["rules"]
+	if len(rules) != 2 || rules["p1"] != nil || rules["p2"] == nil || !strings.Contains(string(rules["p0"]), `"p2"`) {
+		t.Fatalf("rules after the PUT: %s, want p0 → p2 and p2 → p0 only", fmt.Sprint(rules))
+	}
+}

@@ -461,25 +461,34 @@ func validateTables(c *Cube, typ *Type, old *Cube) error {
 		if max := tb.Limit(c); max > 0 && len(rows) > max {
 			return Full("tables."+name, "%d entries, at most %d", len(rows), max)
 		}
-		var before map[string]json.RawMessage
-		if old != nil {
-			before = old.Tables[name]
+	}
+	// the entries old does not have as they are (all: a new cube)
+	var check []Row
+	if old != nil {
+		check = ChangedRows(old, c)
+	} else {
+		for name, rows := range c.Tables {
+			for key := range rows {
+				check = append(check, Row{name, key})
+			}
 		}
-		for key, raw := range rows {
-			if prev, ok := before[key]; ok && bytes.Equal(prev, raw) {
-				continue
-			}
-			v, k, err := tb.DecodeEntry(c, raw)
-			if err != nil {
-				return err
-			}
-			if k != key {
-				return Errorf("tables."+name, "entry stored under key %q has key %q", key, k)
-			}
-			// Store entries in one canonical form so equal entries compare equal.
-			if canon, err := json.Marshal(v); err == nil {
-				rows[key] = canon
-			}
+	}
+	for _, r := range check {
+		raw, ok := c.Tables[r.Table][r.Key]
+		if !ok {
+			continue
+		}
+		tb, _ := typ.Table(r.Table)
+		v, k, err := tb.DecodeEntry(c, raw)
+		if err != nil {
+			return err
+		}
+		if k != r.Key {
+			return Errorf("tables."+r.Table, "entry stored under key %q has key %q", r.Key, k)
+		}
+		// Store entries in one canonical form so equal entries compare equal.
+		if canon, err := json.Marshal(v); err == nil {
+			c.SetRow(r.Table, r.Key, canon)
 		}
 	}
 	return nil

@@ -78,7 +78,12 @@ func (e *Engine) dirtyOf(next *cube.Topology) dirty {
 			others = append(others, name)
 			continue
 		}
-		if rows := cube.ChangedRows(old, c); len(rows) > 0 {
+		rows := cube.ChangedRows(old, c)
+		if e.checkEdits && !slices.Equal(rows, cube.ScanRows(old, c)) {
+			e.mu.Unlock()
+			panic(fmt.Sprintf("engine: cube %q: the entries recorded as set miss some that changed: an entry of a working copy must be set through cube.Cube.SetRow", name))
+		}
+		if len(rows) > 0 {
 			d.cubes, d.rows[name] = append(d.cubes, name), rows
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/edgenf/edgenf/internal/cube"
@@ -330,13 +329,7 @@ func (e *Engine) writeEntries(l *live, ew cube.EntryWriter, tx *EntryTx) error {
 	}
 	if l.sharesCube() {
 		// calls without the engine's lock read l.c: they keep theirs
-		c := *l.c
-		c.Tables = maps.Clone(l.c.Tables)
-		if c.Tables == nil {
-			c.Tables = map[string]map[string]json.RawMessage{}
-		}
-		c.Tables[tx.tb.Name] = maps.Clone(c.Tables[tx.tb.Name])
-		l.c = &c
+		l.c = l.c.WithOwnTable(tx.tb.Name)
 	}
 	for _, ch := range changes {
 		l.c.SetRow(tx.tb.Name, ch.key, ch.new)

@@ -142,7 +142,7 @@ func (s *Server) SetForwardingPipelineConfig(ctx context.Context, req *SetPipeli
 			if c, err = t.Edit(d.cube); err != nil {
 				return err
 			}
-			c.Tables = nil
+			c.ClearTables()
 			st = p4nf.P4RuntimeState{}
 		}
 		st.Cookie = nil

@@ -170,7 +170,7 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 	}
 	env := envOf(c)
 	rebuild := st.rows == nil || env != st.env
-	gone, come := st.changes(c.Tables["slices"], rebuild)
+	gone, come := st.changes(c, rebuild)
 	if err := st.parse(c, gone, come, rebuild); err != nil {
 		return err
 	}
@@ -204,6 +204,7 @@ func (ctl *controller) Sync(h cube.Handle, c *cube.Cube) error {
 		return err
 	}
 	st.env, st.mech = env, mech
+	st.version = c.Version()
 	ctl.st = st
 	var list []*Slice
 	if len(cfg.Egress) > 0 {

@@ -173,7 +173,7 @@ func TestE2EGuaranteeSurvivesFlood(t *testing.T) {
 			var sl Slice
 			json.Unmarshal(c.Tables["slices"][n], &sl)
 			sl.MinBps = 0
-			c.Tables["slices"][n] = nftest.Entry(sl)
+			c.SetRow("slices", n, nftest.Entry(sl))
 		}
 		return nil
 	})
@@ -277,7 +277,7 @@ func TestTenantsCannotChangeSlices(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		c.Tables["slices"]["red"] = nftest.Entry(Slice{Name: "red", ID: 1, Port: "a", Tenant: "red", MinBps: 15e6})
+		c.SetRow("slices", "red", nftest.Entry(Slice{Name: "red", ID: 1, Port: "a", Tenant: "red", MinBps: 15e6}))
 		return nil
 	})
 	if !errors.Is(err, cube.ErrNotFound) {

@@ -51,6 +51,8 @@ type sliceIndex struct {
 	classes int    // slices with a guaranteed minimum or a priority
 	// chains are the slices that name their chain entry, by id.
 	chains []cube.SliceChain
+	// version is the cube the index last followed.
+	version cube.Version
 }
 
 // indexes are the slicers' indexes by cube name, each brought in step
@@ -65,21 +67,34 @@ var indexes = struct {
 const indexesMax = 256
 
 // withIndex runs fn with the index of c's slices, under the index lock.
+// A partial copy of a slicer (the engine asks about a change's rows alone,
+// cube.WithRows) gets an index of its own rows: the slicer's follows the
+// cube as it is, and following such a copy would turn it over to those
+// rows and back to the whole table on the next question, each time.
 func withIndex[T any](c *cube.Cube, fn func(x *sliceIndex) T) T {
+	ports := portsKey(c)
+	if c.Partial() {
+		x := newIndex(ports)
+		x.follow(c)
+		return fn(x)
+	}
 	indexes.Lock()
 	defer indexes.Unlock()
-	ports := portsKey(c)
 	x := indexes.m[c.Name]
 	if x == nil || x.ports != ports {
 		if len(indexes.m) >= indexesMax {
 			clear(indexes.m)
 		}
-		x = &sliceIndex{ports: ports, rows: map[string]*indexed{}, ids: map[int][]*indexed{}, byPort: map[string][]*indexed{},
-			byChain: map[string][]*indexed{}, claims: map[string][]*indexed{}}
+		x = newIndex(ports)
 		indexes.m[c.Name] = x
 	}
 	x.follow(c)
 	return fn(x)
+}
+
+func newIndex(ports string) *sliceIndex {
+	return &sliceIndex{ports: ports, rows: map[string]*indexed{}, ids: map[int][]*indexed{}, byPort: map[string][]*indexed{},
+		byChain: map[string][]*indexed{}, claims: map[string][]*indexed{}}
 }
 
 // portsKey names c's ports and their indexes: the rules' in_port matches
@@ -92,29 +107,45 @@ func portsKey(c *cube.Cube) string {
 	return b.String()
 }
 
-// follow brings the index in step with c's slices table.
+// follow brings the index in step with c's slices table: the slices set
+// since the version it last followed, where c knows them, else every one.
 func (x *sliceIndex) follow(c *cube.Cube) {
 	table := c.Tables["slices"]
 	changed := false
-	for name, raw := range table {
-		if r := x.rows[name]; r != nil && sameText(r.raw, raw) {
-			continue
+	if names, ok := slicesSince(c, x.version); ok {
+		for _, name := range names {
+			raw, in := table[name]
+			if r := x.rows[name]; in && r != nil && sameText(r.raw, raw) {
+				continue
+			}
+			x.remove(name)
+			if in {
+				x.add(c, name, raw)
+			}
+			changed = true
 		}
-		x.remove(name)
-		x.add(c, name, raw)
-		changed = true
-	}
-	if len(x.rows) > len(table) || changed {
-		for name := range x.rows {
-			if _, ok := table[name]; !ok {
-				x.remove(name)
-				changed = true
+	} else {
+		for name, raw := range table {
+			if r := x.rows[name]; r != nil && sameText(r.raw, raw) {
+				continue
+			}
+			x.remove(name)
+			x.add(c, name, raw)
+			changed = true
+		}
+		if len(x.rows) > len(table) || changed {
+			for name := range x.rows {
+				if _, ok := table[name]; !ok {
+					x.remove(name)
+					changed = true
+				}
 			}
 		}
 	}
 	if changed {
 		x.spans()
 	}
+	x.version = c.Version()
 }
 
 func (x *sliceIndex) add(c *cube.Cube, name string, raw json.RawMessage) {

@@ -78,8 +78,9 @@ var pfxField = map[int]uint8{kindSrc: pfxSrc, kindDst: pfxDst, kindUE: pfxUE}
 
 // prefixRules collects the prefix rules of a slicer.
 type prefixRules struct {
-	v4   map[pfx4Key]uint32
-	v6   map[pfx6Key]uint32
+	// v4 are the IPv4 prefixes by field, with their slice ids: a field
+	// listed inline (inline) reads its own few.
+	v4   [pfxFields]map[pfx4Key]uint32
 	lens [pfxFields][2]map[uint8]int // prefixes by length
 }
 
@@ -94,15 +95,14 @@ func pfxKeys(kind int, p netip.Prefix) (k4 pfx4Key, k6 pfx6Key, v4 bool) {
 }
 
 func (r *prefixRules) add(kind int, p netip.Prefix, id uint32) {
-	if r.v4 == nil {
-		r.v4, r.v6 = map[pfx4Key]uint32{}, map[pfx6Key]uint32{}
-	}
 	f, l, fam := pfxField[kind], uint8(p.Bits()), 0
-	if k4, k6, v4 := pfxKeys(kind, p); v4 {
-		r.v4[k4] = id
+	if k4, _, v4 := pfxKeys(kind, p); v4 {
+		if r.v4[f] == nil {
+			r.v4[f] = map[pfx4Key]uint32{}
+		}
+		r.v4[f][k4] = id
 	} else {
 		fam = 1
-		r.v6[k6] = id
 	}
 	if r.lens[f][fam] == nil {
 		r.lens[f][fam] = map[uint8]int{}
@@ -113,11 +113,10 @@ func (r *prefixRules) add(kind int, p netip.Prefix, id uint32) {
 // remove takes out what add put in.
 func (r *prefixRules) remove(kind int, p netip.Prefix) {
 	f, l, fam := pfxField[kind], uint8(p.Bits()), 0
-	if k4, k6, v4 := pfxKeys(kind, p); v4 {
-		delete(r.v4, k4)
+	if k4, _, v4 := pfxKeys(kind, p); v4 {
+		delete(r.v4[f], k4)
 	} else {
 		fam = 1
-		delete(r.v6, k6)
 	}
 	if r.lens[f][fam][l]--; r.lens[f][fam][l] <= 0 {
 		delete(r.lens[f][fam], l)
@@ -174,10 +173,8 @@ func (r *prefixRules) choice(f, fam int) (way, prefixes, lens int) {
 // cheapest picks the list for no more).
 func (r *prefixRules) inline(field uint8) (out [maxInline]inline4) {
 	var keys []pfx4Key
-	for k := range r.v4 {
-		if k.Field == field {
-			keys = append(keys, k)
-		}
+	for k := range r.v4[field] {
+		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, func(a, b pfx4Key) int { return int(b.Len) - int(a.Len) })
 	for i, k := range keys[:min(len(keys), maxInline)] {
@@ -185,7 +182,7 @@ func (r *prefixRules) inline(field uint8) (out [maxInline]inline4) {
 		if k.Len > 0 {
 			m = ^uint32(0) << (32 - k.Len)
 		}
-		out[i] = inline4{Addr: k.Addr, Mask: [4]byte{byte(m >> 24), byte(m >> 16), byte(m >> 8), byte(m)}, ID: r.v4[k]}
+		out[i] = inline4{Addr: k.Addr, Mask: [4]byte{byte(m >> 24), byte(m >> 16), byte(m >> 8), byte(m)}, ID: r.v4[field][k]}
 	}
 	return out
 }

@@ -33,6 +33,8 @@ type synced struct {
 	classes    int
 	slicePorts map[string]int
 	pfx        prefixRules
+	// version is the cube as the rows are its.
+	version cube.Version
 }
 
 // row is one entry of the slices table: its text, and the slice and
@@ -54,10 +56,31 @@ func envOf(c *cube.Cube) string {
 	return b.String()
 }
 
-// changes are the rows of table (the cube's slices) that differ from the
-// last Sync's: those gone or replaced, and those new or replacing them;
-// with rebuild, every row comes.
-func (st *synced) changes(table map[string]json.RawMessage, rebuild bool) (gone, come []*row) {
+// changes are the rows of c's slices table that differ from the last
+// Sync's: those gone or replaced, and those new or replacing them; with
+// rebuild, every row comes. Where c knows which slices were set since the
+// last Sync's version, only they are read.
+func (st *synced) changes(c *cube.Cube, rebuild bool) (gone, come []*row) {
+	table := c.Tables["slices"]
+	step := func(name string) {
+		raw, ok := table[name]
+		r := st.rows[name]
+		if ok && r != nil && sameText(r.raw, raw) {
+			return
+		}
+		if r != nil {
+			gone = append(gone, r)
+		}
+		if ok {
+			come = append(come, &row{name: name, raw: raw})
+		}
+	}
+	if names, ok := slicesSince(c, st.version); ok && !rebuild {
+		for _, name := range names {
+			step(name)
+		}
+		return gone, come
+	}
 	for name, raw := range table {
 		r := st.rows[name]
 		if !rebuild && r != nil && sameText(r.raw, raw) {
@@ -76,6 +99,21 @@ func (st *synced) changes(table map[string]json.RawMessage, rebuild bool) (gone,
 		}
 	}
 	return gone, come
+}
+
+// slicesSince lists the slices of c whose entries may differ from those
+// of the cube v names (cube.Cube.RowsSince); ok false: any may.
+func slicesSince(c *cube.Cube, v cube.Version) (names []string, ok bool) {
+	rows, ok := c.RowsSince(v)
+	if !ok {
+		return nil, false
+	}
+	for _, r := range rows {
+		if r.Table == "slices" {
+			names = append(names, r.Key)
+		}
+	}
+	return names, true
 }
 
 // sameText reports whether two entries are the same text: the same bytes

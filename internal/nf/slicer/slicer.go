@@ -175,25 +175,10 @@ func portsOf(list []*Slice) map[string]bool {
 }
 
 // chainsOf lists the slices of c that name their chain entry
-// (cube.Type.SliceChains), by id. A table of a few rows is read directly:
-// the engine asks about a change's rows alone (cube.WithRows), and
-// following such a copy would turn the slicer's index over to those rows
-// and back to the whole table on the next question, each time.
+// (cube.Type.SliceChains), by id.
 func chainsOf(c *cube.Cube) []cube.SliceChain {
-	if len(c.Tables["slices"]) > chainsReadMax {
-		return withIndex(c, (*sliceIndex).sliceChains)
-	}
-	var out []cube.SliceChain
-	for _, s := range others(c, "") {
-		if s.Chain != "" {
-			out = append(out, cube.SliceChain{Slice: s.Name, ID: s.ID, Tenant: s.Tenant, Entry: s.Chain})
-		}
-	}
-	return out
+	return withIndex(c, (*sliceIndex).sliceChains)
 }
-
-// chainsReadMax is the most rows chainsOf reads without the index.
-const chainsReadMax = 16
 
 // Type is the slicer NF type.
 var Type = &cube.Type{
