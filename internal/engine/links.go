@@ -48,6 +48,11 @@ func (w *linkWatch) run(e *Engine) {
 		err := netlink.LinkSubscribeWithOptions(ch, w.done, netlink.LinkSubscribeOptions{
 			ReceiveBufferSize: linkRecvBuf,
 			ErrorCallback: func(err error) {
+				select {
+				case <-w.done:
+					return // stop closed the socket under the receive
+				default:
+				}
 				e.log.Warn("interface events: subscription lost, checking every peered interface", "err", err)
 			},
 		})
